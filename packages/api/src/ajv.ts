@@ -1,0 +1,101 @@
+// One ajv instance for every schema of the project; each schema is compiled once, at module
+// load, and ajv's errors are rewritten into Problems that name path, value and expectation.
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { TSchema, Static } from '@sinclair/typebox';
+import { joinPath, show, type Problem } from './validation-error.js';
+
+const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, strictTypes: false, allowUnionTypes: true });
+// Annotation keywords: `expected` is the human phrasing of a pattern for error messages;
+// `x-kubernetes-validations` are CEL rules the API server runs (validate.ts mirrors them).
+ajv.addKeyword({ keyword: 'expected', schemaType: 'string' });
+ajv.addKeyword({ keyword: 'x-kubernetes-validations', schemaType: 'array' });
+
+export interface Validator<T> {
+  (value: unknown): { ok: true; value: T } | { ok: false; problems: Problem[] };
+}
+
+export function compile<S extends TSchema>(schema: S): Validator<Static<S>> {
+  const fn: ValidateFunction = ajv.compile(schema);
+  return (value) => (fn(value) ? { ok: true, value: value as Static<S> } : { ok: false, problems: toProblems(fn.errors ?? [], value) });
+}
+
+function pointerToPath(pointer: string): string {
+  if (!pointer) return '';
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((seg) => seg.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce<string>((acc, seg) => joinPath(acc, /^\d+$/.test(seg) ? Number(seg) : seg), '');
+}
+
+function valueAt(root: unknown, pointer: string): unknown {
+  let cur: unknown = root;
+  for (const seg of pointer.split('/').slice(1)) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<string, unknown>)[seg.replace(/~1/g, '/').replace(/~0/g, '~')];
+  }
+  return cur;
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'an object';
+  return `${typeof value} ${show(value)}`;
+}
+
+function describe(err: ErrorObject, value: unknown): { path: string; message: string } {
+  const path = pointerToPath(err.instancePath);
+  const p = err.params as Record<string, unknown>;
+  const schema = err.parentSchema as { expected?: string; description?: string } | undefined;
+  switch (err.keyword) {
+    case 'additionalProperties': {
+      const known = Object.keys((err.parentSchema as { properties?: object }).properties ?? {});
+      return {
+        path: joinPath(path, String(p.additionalProperty)),
+        message: `unknown field; expected one of: ${known.join(', ')}`,
+      };
+    }
+    case 'required':
+      return { path: joinPath(path, String(p.missingProperty)), message: 'required field is missing' };
+    case 'type':
+      return { path, message: `got ${kindOf(value)}; expected ${String(p.type)}` };
+    case 'enum':
+      return { path, message: `got ${show(value)}; expected one of: ${(p.allowedValues as unknown[]).map((v) => String(v)).join(', ')}` };
+    case 'const':
+      return { path, message: `got ${show(value)}; expected ${show(p.allowedValue)}` };
+    case 'pattern':
+      return { path, message: `got ${show(value)}; expected ${schema?.expected ?? `a string matching ${String(p.pattern)}`}` };
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum':
+      return { path, message: `got ${show(value)}; expected a number ${String(p.comparison)} ${String(p.limit)}` };
+    case 'minLength':
+      return { path, message: p.limit === 1 ? 'must not be empty' : `got ${show(value)}; expected at least ${String(p.limit)} characters` };
+    case 'maxLength':
+      return { path, message: `is longer than ${String(p.limit)} characters` };
+    case 'minItems':
+      return { path, message: `has ${(value as unknown[]).length} items; expected at least ${String(p.limit)}` };
+    case 'maxItems':
+      return { path, message: `has ${(value as unknown[]).length} items; expected at most ${String(p.limit)}` };
+    default:
+      return { path, message: `got ${show(value)}; ${err.message ?? 'is invalid'}` };
+  }
+}
+
+function toProblems(errors: ErrorObject[], root: unknown): Problem[] {
+  const seen = new Set<string>();
+  const out: Problem[] = [];
+  for (const err of errors) {
+    // An anyOf failure repeats what its branches already said.
+    if (err.keyword === 'anyOf' || err.keyword === 'oneOf' || err.keyword === 'if') continue;
+    const problem = describe(err, valueAt(root, err.instancePath));
+    const key = `${problem.path}\u0000${problem.message}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(problem);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,20 @@
+export * from './schema/common.js';
+export * from './schema/gateway-api.js';
+export * from './schema/traffic-policy.js';
+export * from './schema/standalone-config.js';
+export * from './snapshot.js';
+export * from './secret.js';
+export * from './duration.js';
+export * from './validation-error.js';
+export { compile, type Validator } from './ajv.js';
+export { checkTrafficPolicy, checkRouteRule, checkUnique, type PolicyContext } from './rules.js';
+export {
+  parseConfigText,
+  validateStandaloneConfig,
+  standaloneToSnapshot,
+  contentVersion,
+  splitHostPort,
+  toMatches,
+  toFilter,
+  toPolicy,
+} from './standalone.js';

@@ -1,0 +1,139 @@
+// Rules beyond what a JSON schema says: the same rules as the schemas'
+// `x-kubernetes-validations` (so a file gets the errors the API server would give a
+// GatewayPolicy), plus cross-field checks of routes: filter fields matching their type,
+// regular expressions that compile, names that are unique.
+import { FILTER_FIELD, FILTER_TYPES, type HTTPRouteFilter, type HTTPRouteMatch } from './schema/gateway-api.js';
+import type { TrafficPolicy } from './schema/traffic-policy.js';
+import { joinPath, show, type Problem } from './validation-error.js';
+
+export type PolicyContext = 'standalone' | 'cluster';
+
+export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: string, context: PolicyContext, out: Problem[]): void {
+  const rl = policy?.rateLimit;
+  if (!rl) return;
+  const rlPath = joinPath(path, 'rateLimit');
+  rl.local?.forEach((entry, i) => {
+    const p = joinPath(joinPath(rlPath, 'local'), i);
+    const hasReq = entry.requests !== undefined;
+    const hasTok = entry.tokens !== undefined;
+    if (hasReq === hasTok) {
+      out.push({
+        path: p,
+        message: hasReq
+          ? 'sets both requests and tokens; exactly one of requests or tokens must be set (use two entries to limit both)'
+          : 'sets neither requests nor tokens; exactly one of requests or tokens must be set',
+      });
+    }
+    if (entry.burst !== undefined && !hasReq) {
+      out.push({ path: joinPath(p, 'burst'), message: 'burst is only allowed with requests; remove it from this tokens entry' });
+    }
+  });
+  if (rl.local && !rl.local.length) out.push({ path: joinPath(rlPath, 'local'), message: 'is empty; remove it or add an entry' });
+  const svc = rl.global?.service;
+  if (svc) {
+    const p = joinPath(joinPath(rlPath, 'global'), 'service');
+    if ((svc.host === undefined) === (svc.backendRef === undefined)) {
+      out.push({ path: p, message: 'exactly one of host or backendRef must be set' });
+    } else if (context === 'standalone' && svc.backendRef) {
+      out.push({ path: joinPath(p, 'backendRef'), message: 'a standalone proxy cannot resolve Services; use host: <host>:<port>' });
+    }
+  }
+}
+
+function checkRegex(source: string, path: string, out: Problem[]): void {
+  try {
+    new RegExp(source);
+  } catch (err) {
+    out.push({ path, message: `got ${show(source)}: not a valid regular expression (${(err as Error).message})` });
+  }
+}
+
+function checkMatch(match: HTTPRouteMatch, path: string, out: Problem[]): void {
+  const pm = match.path;
+  if (pm) {
+    const type = pm.type ?? 'PathPrefix';
+    const value = pm.value ?? '/';
+    const vp = joinPath(joinPath(path, 'path'), 'value');
+    if (type === 'RegularExpression') {
+      checkRegex(value, vp, out);
+    } else if (!value.startsWith('/')) {
+      out.push({ path: vp, message: `got ${show(value)}; expected an absolute path starting with "/"` });
+    } else {
+      for (const bad of ['//', '/./', '/../', '%2f', '%2F', '#']) {
+        if (value.includes(bad)) out.push({ path: vp, message: `got ${show(value)}; must not contain "${bad}"` });
+      }
+      if (value.endsWith('/..') || value.endsWith('/.')) out.push({ path: vp, message: `got ${show(value)}; must not end with "/." or "/.."` });
+    }
+  }
+  for (const list of ['headers', 'queryParams'] as const) {
+    const names = new Set<string>();
+    match[list]?.forEach((m, i) => {
+      const p = joinPath(joinPath(path, list), i);
+      const key = list === 'headers' ? m.name.toLowerCase() : m.name;
+      if (names.has(key)) out.push({ path: joinPath(p, 'name'), message: `duplicate ${show(m.name)}; each name may appear once per match` });
+      names.add(key);
+      if (m.type === 'RegularExpression') checkRegex(m.value, joinPath(p, 'value'), out);
+    });
+  }
+}
+
+function checkPathModifier(
+  mod: { type: string; replaceFullPath?: string; replacePrefixMatch?: string } | undefined,
+  path: string,
+  matches: readonly HTTPRouteMatch[] | undefined,
+  out: Problem[],
+): void {
+  if (!mod) return;
+  const p = joinPath(path, 'path');
+  const wanted = mod.type === 'ReplaceFullPath' ? 'replaceFullPath' : 'replacePrefixMatch';
+  const other = mod.type === 'ReplaceFullPath' ? 'replacePrefixMatch' : 'replaceFullPath';
+  if (mod[wanted] === undefined) out.push({ path: joinPath(p, wanted), message: `required when type is ${mod.type}` });
+  if (mod[other] !== undefined) out.push({ path: joinPath(p, other), message: `not allowed when type is ${mod.type}; use ${wanted}` });
+  const value = mod[wanted];
+  if (value !== undefined && !value.startsWith('/')) {
+    out.push({ path: joinPath(p, wanted), message: `got ${show(value)}; expected an absolute path starting with "/"` });
+  }
+  if (mod.type === 'ReplacePrefixMatch') {
+    const all = matches?.length ? matches : [{}];
+    if (all.some((m) => (m.path?.type ?? 'PathPrefix') !== 'PathPrefix')) {
+      out.push({ path: p, message: 'ReplacePrefixMatch needs every match of the route to be a PathPrefix path match' });
+    }
+  }
+}
+
+export function checkRouteRule(
+  rule: { matches?: HTTPRouteMatch[]; filters?: HTTPRouteFilter[]; backends?: unknown[] },
+  path: string,
+  out: Problem[],
+): void {
+  rule.matches?.forEach((m, i) => checkMatch(m, joinPath(joinPath(path, 'matches'), i), out));
+  const seen = new Set<string>();
+  rule.filters?.forEach((f, i) => {
+    const p = joinPath(joinPath(path, 'filters'), i);
+    if (seen.has(f.type)) out.push({ path: joinPath(p, 'type'), message: `${f.type} appears more than once; merge them into one filter` });
+    seen.add(f.type);
+    for (const t of FILTER_TYPES) {
+      const field = FILTER_FIELD[t];
+      if (t === f.type && f[field] === undefined) out.push({ path: joinPath(p, field), message: `required when type is ${t}` });
+      if (t !== f.type && f[field] !== undefined) out.push({ path: joinPath(p, field), message: `not allowed when type is ${f.type}; only ${FILTER_FIELD[f.type]} is` });
+    }
+    checkPathModifier(f.requestRedirect?.path ?? f.urlRewrite?.path, p, rule.matches, out);
+  });
+  if (seen.has('RequestRedirect') && seen.has('URLRewrite')) {
+    out.push({ path: joinPath(path, 'filters'), message: 'RequestRedirect and URLRewrite cannot be used together' });
+  }
+  if (rule.backends && !rule.backends.length && !seen.has('RequestRedirect')) {
+    out.push({ path: joinPath(path, 'backends'), message: 'is empty; add a backend { host: <host>:<port> } or a RequestRedirect filter' });
+  }
+}
+
+/** Reports a problem for each value seen before at another index. */
+export function checkUnique<T>(items: readonly T[], key: (item: T) => string, path: (i: number) => string, what: string, out: Problem[]): void {
+  const first = new Map<string, number>();
+  items.forEach((item, i) => {
+    const k = key(item);
+    const prev = first.get(k);
+    if (prev !== undefined) out.push({ path: path(i), message: `duplicate ${what} ${show(k)} (also at index ${prev}); ${what}s must be unique` });
+    else first.set(k, i);
+  });
+}

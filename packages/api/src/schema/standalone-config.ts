@@ -1,0 +1,78 @@
+// The standalone config file: process settings plus binds -> listeners -> routes.
+// Fields of the interface spec (§2.6) and DESIGN.md's shape; every object is closed
+// (unknown fields are errors) so that a typo never silently does nothing.
+import { Type, type Static } from '@sinclair/typebox';
+import { Duration, Enum, Hostname, HostPort, Port } from './common.js';
+import { HTTPRouteFilter, HTTPRouteMatch, RouteTimeouts } from './gateway-api.js';
+import { PolicySet } from './traffic-policy.js';
+
+export const BackendConfig = Type.Object(
+  {
+    host: HostPort('Upstream address <host>:<port>.'),
+    weight: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Relative share of requests; default 1; 0 sends none.' })),
+  },
+  { additionalProperties: false, description: 'An upstream the route sends requests to.' },
+);
+export type BackendConfig = Static<typeof BackendConfig>;
+
+export const RouteConfig = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$', description: 'Route name, unique within its listener.', expected: 'letters, digits, "-", "_" and ".", starting and ending with a letter or digit' }),
+    hostnames: Type.Optional(Type.Array(Hostname('Host the route serves.'), { maxItems: 16, description: 'Hosts the route serves; intersected with the listener hostname. Default: every host of the listener.' })),
+    matches: Type.Optional(Type.Array(HTTPRouteMatch, { maxItems: 64, description: 'Gateway API HTTPRouteMatch list; any one must match. Default: PathPrefix "/".' })),
+    filters: Type.Optional(Type.Array(HTTPRouteFilter, { maxItems: 16, description: 'Gateway API HTTPRouteFilter list, applied in order.' })),
+    policies: Type.Optional(PolicySet),
+    timeouts: Type.Optional(RouteTimeouts),
+    backends: Type.Array(BackendConfig, { maxItems: 64, description: 'Upstreams; one is picked per request by weight. Empty only with a RequestRedirect filter.' }),
+  },
+  { additionalProperties: false, description: 'A route.' },
+);
+export type RouteConfig = Static<typeof RouteConfig>;
+
+export const ListenerConfig = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$', description: 'Listener name, unique within the config.', expected: 'letters, digits, "-", "_" and ".", starting and ending with a letter or digit' }),
+    protocol: Enum(['HTTP'], 'Listener protocol: HTTP.'),
+    hostname: Type.Optional(Hostname('Host this listener serves; default every host.')),
+    policies: Type.Optional(PolicySet),
+    routes: Type.Array(RouteConfig, { description: 'Routes of the listener.' }),
+  },
+  { additionalProperties: false, description: 'A listener on a bind.' },
+);
+export type ListenerConfig = Static<typeof ListenerConfig>;
+
+export const BindConfig = Type.Object(
+  {
+    port: Port('TCP port to listen on.'),
+    address: Type.Optional(Type.String({ minLength: 1, description: 'Address to listen on; default 0.0.0.0.' })),
+    listeners: Type.Array(ListenerConfig, { minItems: 1, description: 'Listeners on this port, chosen by hostname.' }),
+  },
+  { additionalProperties: false, description: 'A port the proxy listens on.' },
+);
+export type BindConfig = Static<typeof BindConfig>;
+
+export const LOG_LEVELS = ['error', 'warn', 'info', 'debug', 'trace'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export const ProcessConfig = Type.Object(
+  {
+    adminAddr: Type.Optional(HostPort('Admin server address; default 127.0.0.1:15000.')),
+    logLevel: Type.Optional(
+      Type.String({ minLength: 1, description: 'Start-up log directive: a level (error, warn, info, debug, trace) or a list like "info,proxy=debug". Default info.' }),
+    ),
+    connectTimeout: Type.Optional(Duration('Time to open a connection to a backend; default 5s.')),
+    backendRequestTimeout: Type.Optional(Duration('Default time to wait for a backend response to start, for routes without timeouts.backendRequest; default 60s.')),
+    drainTimeout: Type.Optional(Duration('How long shutdown waits for in-flight requests; default 30s.')),
+  },
+  { additionalProperties: false, description: 'Process settings.' },
+);
+export type ProcessConfig = Static<typeof ProcessConfig>;
+
+export const StandaloneConfig = Type.Object(
+  {
+    config: Type.Optional(ProcessConfig),
+    binds: Type.Array(BindConfig, { description: 'Ports and their listeners.' }),
+  },
+  { additionalProperties: false, description: 'Tollgate standalone configuration.' },
+);
+export type StandaloneConfig = Static<typeof StandaloneConfig>;

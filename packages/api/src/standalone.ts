@@ -1,0 +1,198 @@
+// Standalone config: text -> validated StandaloneConfig -> ProxySnapshot.
+// Pure functions: reading the file and watching it belong to the proxy.
+import { createHash } from 'node:crypto';
+import { parseDocument } from 'yaml';
+import { compile } from './ajv.js';
+import { parseDuration } from './duration.js';
+import { checkRouteRule, checkTrafficPolicy, checkUnique } from './rules.js';
+import { StandaloneConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
+import type { HTTPHeaderFilter, HTTPPathModifier, HTTPRouteFilter, HTTPRouteMatch } from './schema/gateway-api.js';
+import type { PolicySet } from './schema/traffic-policy.js';
+import { isSensitiveHeader, Secret } from './secret.js';
+import type {
+  BackendIR,
+  FilterIR,
+  HeaderModifierIR,
+  ListenerIR,
+  PathModifierIR,
+  PolicyIR,
+  ProxySnapshot,
+  RouteIR,
+  RouteMatchIR,
+  SnapshotSource,
+} from './snapshot.js';
+import { joinPath, ValidationError, type Problem } from './validation-error.js';
+
+const validateSchema = compile(StandaloneConfig);
+
+/** Parses YAML or JSON text (JSON is YAML), rejecting duplicate keys. */
+export function parseConfigText(text: string, subject: string): unknown {
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true, strict: true });
+  if (doc.errors.length) {
+    throw new ValidationError(
+      subject,
+      doc.errors.map((e) => ({ path: '', message: (e.message.split('\n')[0] ?? e.message).trim() })),
+    );
+  }
+  const value: unknown = doc.toJS({ maxAliasCount: 100 });
+  if (value === null || value === undefined) {
+    throw new ValidationError(subject, [{ path: '', message: 'the file is empty; expected an object with a "binds" list' }]);
+  }
+  return value;
+}
+
+/** Validates a parsed config: schema first, then the cross-field rules. */
+export function validateStandaloneConfig(value: unknown, subject = 'config'): StandaloneConfig {
+  const result = validateSchema(value);
+  if (!result.ok) throw new ValidationError(subject, result.problems);
+  const cfg = result.value;
+  const out: Problem[] = [];
+  const settings = cfg.config;
+  if (settings?.logLevel !== undefined && !/^[a-z]+(=[a-z]+)?(,[A-Za-z0-9_./-]+=[a-z]+)*$/.test(settings.logLevel)) {
+    out.push({ path: 'config.logLevel', message: `got "${settings.logLevel}"; expected a level or a list like "info,proxy=debug"` });
+  }
+  checkUnique(cfg.binds, (b) => String(b.port), (i) => `binds[${i}].port`, 'port', out);
+  const allListeners = cfg.binds.flatMap((b, bi) => b.listeners.map((l, li) => ({ l, path: `binds[${bi}].listeners[${li}]` })));
+  checkUnique(allListeners, (x) => x.l.name, (i) => `${allListeners[i]!.path}.name`, 'listener name', out);
+  cfg.binds.forEach((bind, bi) => {
+    checkUnique(bind.listeners, (l) => l.hostname ?? '*', (li) => `binds[${bi}].listeners[${li}].hostname`, 'listener hostname on one port', out);
+    bind.listeners.forEach((listener, li) => {
+      const lp = `binds[${bi}].listeners[${li}]`;
+      checkTrafficPolicy(listener.policies?.traffic, joinPath(joinPath(lp, 'policies'), 'traffic'), 'standalone', out);
+      checkUnique(listener.routes, (r) => r.name, (ri) => `${lp}.routes[${ri}].name`, 'route name', out);
+      listener.routes.forEach((route, ri) => {
+        const rp = `${lp}.routes[${ri}]`;
+        checkRouteRule(route, rp, out);
+        checkTrafficPolicy(route.policies?.traffic, joinPath(joinPath(rp, 'policies'), 'traffic'), 'standalone', out);
+      });
+    });
+  });
+  if (out.length) throw new ValidationError(subject, out);
+  return cfg;
+}
+
+export function contentVersion(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 12);
+}
+
+export function standaloneToSnapshot(cfg: StandaloneConfig, source: SnapshotSource): ProxySnapshot {
+  return {
+    version: contentVersion(cfg.binds),
+    source,
+    binds: cfg.binds.map((bind) => ({
+      port: bind.port,
+      address: bind.address ?? '0.0.0.0',
+      listeners: bind.listeners.map(toListener),
+    })),
+  };
+}
+
+function toListener(l: ListenerConfig): ListenerIR {
+  return {
+    name: l.name,
+    protocol: 'HTTP',
+    hostname: l.hostname ?? null,
+    policy: toPolicy(l.policies),
+    routes: l.routes.map((r) => toRoute(l.name, r)),
+  };
+}
+
+function toRoute(listener: string, r: RouteConfig): RouteIR {
+  return {
+    name: `${listener}/${r.name}`,
+    hostnames: r.hostnames ?? [],
+    matches: toMatches(r.matches),
+    filters: (r.filters ?? []).map(toFilter),
+    policy: toPolicy(r.policies),
+    backends: r.backends.map(toBackend),
+    timeouts: {
+      requestMs: r.timeouts?.request ? parseDuration(r.timeouts.request) : null,
+      backendRequestMs: r.timeouts?.backendRequest ? parseDuration(r.timeouts.backendRequest) : null,
+    },
+  };
+}
+
+export function toMatches(matches: readonly HTTPRouteMatch[] | undefined): RouteMatchIR[] {
+  const list = matches?.length ? matches : [{}];
+  return list.map((m) => ({
+    path: { type: m.path?.type ?? 'PathPrefix', value: m.path?.value ?? '/' },
+    method: m.method ?? null,
+    headers: (m.headers ?? []).map((h) => ({ type: h.type ?? 'Exact', name: h.name.toLowerCase(), value: h.value })),
+    queryParams: (m.queryParams ?? []).map((q) => ({ type: q.type ?? 'Exact', name: q.name, value: q.value })),
+  }));
+}
+
+function toHeaderModifier(f: HTTPHeaderFilter): HeaderModifierIR {
+  const values = (list: HTTPHeaderFilter['set']) =>
+    (list ?? []).map((h) => {
+      const name = h.name.toLowerCase();
+      return { name, value: isSensitiveHeader(name) ? new Secret(h.value) : h.value };
+    });
+  return { set: values(f.set), add: values(f.add), remove: (f.remove ?? []).map((n) => n.toLowerCase()) };
+}
+
+function toPathModifier(p: HTTPPathModifier | undefined): PathModifierIR | null {
+  if (!p) return null;
+  return p.type === 'ReplaceFullPath'
+    ? { type: 'ReplaceFullPath', value: p.replaceFullPath ?? '/' }
+    : { type: 'ReplacePrefixMatch', value: p.replacePrefixMatch ?? '/' };
+}
+
+// The rules have checked that the field named by `type` is present.
+export function toFilter(f: HTTPRouteFilter): FilterIR {
+  switch (f.type) {
+    case 'RequestHeaderModifier':
+      return { type: f.type, ...toHeaderModifier(f.requestHeaderModifier ?? {}) };
+    case 'ResponseHeaderModifier':
+      return { type: f.type, ...toHeaderModifier(f.responseHeaderModifier ?? {}) };
+    case 'RequestRedirect': {
+      const r = f.requestRedirect ?? {};
+      return {
+        type: f.type,
+        scheme: r.scheme ?? null,
+        hostname: r.hostname ?? null,
+        path: toPathModifier(r.path),
+        port: r.port ?? null,
+        statusCode: r.statusCode ?? 302,
+      };
+    }
+    case 'URLRewrite': {
+      const r = f.urlRewrite ?? {};
+      return { type: f.type, hostname: r.hostname ?? null, path: toPathModifier(r.path) };
+    }
+  }
+}
+
+export function splitHostPort(hostPort: string): { host: string; port: number } {
+  const idx = hostPort.lastIndexOf(':');
+  const host = hostPort.slice(0, idx).replace(/^\[(.*)\]$/, '$1');
+  return { host, port: Number(hostPort.slice(idx + 1)) };
+}
+
+function toBackend(b: { host: string; weight?: number }): BackendIR {
+  const { host, port } = splitHostPort(b.host);
+  return { name: b.host, host, port, weight: b.weight ?? 1 };
+}
+
+export function toPolicy(p: PolicySet | undefined): PolicyIR | null {
+  const rl = p?.traffic?.rateLimit;
+  if (!rl) return null;
+  const local =
+    rl.local?.map((e) =>
+      e.requests !== undefined
+        ? { kind: 'requests' as const, requests: e.requests, burst: e.burst ?? 0, unit: e.unit }
+        : { kind: 'tokens' as const, tokens: e.tokens ?? 0, unit: e.unit },
+    ) ?? null;
+  const g = rl.global;
+  const remote = g
+    ? {
+        service: g.service.host ?? '',
+        domain: g.domain,
+        descriptors: g.descriptors.map((d) => ({ entries: d.entries.map((e) => ({ ...e })), unit: d.unit })),
+        failureMode: g.failureMode ?? 'FailOpen',
+        timeoutMs: g.timeout ? parseDuration(g.timeout) : 100,
+      }
+    : null;
+  if (!local && !remote) return null;
+  return { localRateLimit: local, remoteRateLimit: remote };
+}

@@ -1,0 +1,37 @@
+// Validation problems carry the JSON path of the bad field, the value found and what was
+// expected, so the message alone tells the user where to look and what to write instead.
+
+export interface Problem {
+  /** Dotted path with array indices, e.g. `binds[0].listeners[1].routes[2].backends[0].host`. */
+  readonly path: string;
+  readonly message: string;
+}
+
+export class ValidationError extends Error {
+  readonly code = 'TG_CONFIG_INVALID';
+  constructor(
+    readonly subject: string,
+    readonly problems: readonly Problem[],
+  ) {
+    super(`${subject} is invalid:\n${problems.map((p) => `  - ${p.path || '(root)'}: ${p.message}`).join('\n')}`);
+    this.name = 'ValidationError';
+  }
+}
+
+export function joinPath(base: string, key: string | number): string {
+  if (typeof key === 'number') return `${base}[${key}]`;
+  if (!/^[A-Za-z_$][\w$-]*$/.test(key)) return `${base}[${JSON.stringify(key)}]`;
+  return base ? `${base}.${key}` : key;
+}
+
+/** A short rendering of a value for an error message. */
+export function show(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
