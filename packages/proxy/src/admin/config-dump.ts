@@ -1,0 +1,42 @@
+// The /config_dump body: the loaded snapshot flattened into top-level collections, so a
+// reader (or `gwctl config all --file`) can list routes or backends without walking binds.
+// Secrets serialise as "[redacted]" (they are Secret objects in the snapshot).
+import type { ProxySnapshot } from '@tollgate/api';
+
+export function configDump(ir: ProxySnapshot, loadedAt: number) {
+  const listeners = ir.binds.flatMap((b) =>
+    b.listeners.map((l) => ({ name: l.name, bind: `${b.address}:${b.port}`, protocol: l.protocol, hostname: l.hostname, routes: l.routes.map((r) => r.name) })),
+  );
+  const routes = ir.binds.flatMap((b) =>
+    b.listeners.flatMap((l) =>
+      l.routes.map((r) => ({
+        name: r.name,
+        listener: l.name,
+        hostnames: r.hostnames,
+        matches: r.matches,
+        filters: r.filters,
+        backends: r.backends.map((x) => ({ name: x.name, weight: x.weight })),
+        timeouts: r.timeouts,
+      })),
+    ),
+  );
+  const backends = [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [x.name, { name: x.name, host: x.host, port: x.port }])).values()];
+  const policies = ir.binds.flatMap((b) =>
+    b.listeners.flatMap((l) => [
+      ...(l.policy ? [{ target: { kind: 'listener', name: l.name }, level: 'gateway', policy: l.policy }] : []),
+      ...l.routes.flatMap((r) => (r.policy ? [{ target: { kind: 'route', name: r.name }, level: 'route', policy: r.policy }] : [])),
+    ]),
+  );
+  return {
+    version: ir.version,
+    source: ir.source,
+    loadedAt: new Date(loadedAt).toISOString(),
+    binds: ir.binds.map((b) => ({ port: b.port, address: b.address, listeners: b.listeners.map((l) => l.name) })),
+    listeners,
+    routes,
+    backends,
+    workloads: [] as unknown[],
+    services: [] as unknown[],
+    policies,
+  };
+}

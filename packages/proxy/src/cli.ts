@@ -1,0 +1,100 @@
+// `tollgate`: the standalone proxy. Exit codes: 0 clean stop, 1 runtime failure (a port in
+// use, ...), 2 usage or configuration error.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ValidationError } from '@tollgate/api';
+import { TollgateError } from './errors.js';
+import { parseConfig } from './config/load-file.js';
+import { readConfigText } from './config/load-file.js';
+import { Gateway } from './gateway.js';
+
+const HELP = `tollgate: the Tollgate gateway proxy, standalone
+
+Usage:
+  tollgate --file <config.yaml|config.json> [--admin-addr <ip:port>]
+  tollgate --check --file <config.yaml>
+
+Options:
+  -f, --file <path>        config file (YAML or JSON); edits are picked up while running
+      --check              validate the config file and exit (0 valid, 2 invalid)
+      --admin-addr <addr>  admin server address, overriding config.adminAddr
+  -h, --help               show this help
+  -v, --version            print the version
+
+Signals: SIGTERM or SIGINT stop accepting connections, let in-flight requests finish
+(up to config.drainTimeout, default 30s) and exit 0.
+
+Examples:
+  tollgate -f examples/standalone.yaml
+  tollgate --check -f my-gateway.yaml
+`;
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+function fail(message: string, code: number): never {
+  process.stderr.write(`tollgate: ${message}\n`);
+  process.exit(code);
+}
+
+export async function main(argv: string[]): Promise<void> {
+  let values: { file?: string; check?: boolean; 'admin-addr'?: string; help?: boolean; version?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        file: { type: 'string', short: 'f' },
+        check: { type: 'boolean' },
+        'admin-addr': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    fail(`${(err as Error).message}\nRun "tollgate --help" for usage.`, 2);
+  }
+  if (values.help) {
+    process.stdout.write(HELP);
+    return;
+  }
+  if (values.version) {
+    process.stdout.write(`tollgate ${version()}\n`);
+    return;
+  }
+  if (!values.file) fail('missing --file <config.yaml>; run "tollgate --help" for usage', 2);
+  if (values['admin-addr'] !== undefined && !/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$/.test(values['admin-addr'])) {
+    fail(`--admin-addr "${values['admin-addr']}" is not <ip>:<port>, e.g. 127.0.0.1:15000`, 2);
+  }
+
+  try {
+    if (values.check) {
+      const loaded = parseConfig(values.file, await readConfigText(values.file));
+      process.stdout.write(`${loaded.path}: valid (version ${loaded.snapshot.version})\n`);
+      return;
+    }
+    const gateway = await Gateway.start({ file: values.file, adminAddr: values['admin-addr'] });
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) {
+        process.stderr.write(`tollgate: second ${signal}, exiting without waiting\n`);
+        process.exit(1);
+      }
+      stopping = true;
+      gateway.logs.get('proxy').info(`${signal} received: draining in-flight requests`);
+      gateway
+        .close()
+        .then(() => process.exit(0))
+        .catch((err: unknown) => fail(`shutdown failed: ${(err as Error).message}`, 1));
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+  } catch (err) {
+    if (err instanceof ValidationError) fail(err.message, 2);
+    if (err instanceof TollgateError) fail(`${err.message} [${err.code}]`, err.code === 'TG_CONFIG_READ' ? 2 : 1);
+    throw err;
+  }
+}

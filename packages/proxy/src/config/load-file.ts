@@ -1,0 +1,39 @@
+// Reading a standalone config file into a validated config and its ProxySnapshot.
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import {
+  parseConfigText,
+  standaloneToSnapshot,
+  validateStandaloneConfig,
+  type ProxySnapshot,
+  type StandaloneConfig,
+} from '@tollgate/api';
+import { TollgateError } from '../errors.js';
+
+export interface LoadedConfig {
+  readonly path: string;
+  readonly text: string;
+  readonly config: StandaloneConfig;
+  readonly snapshot: ProxySnapshot;
+}
+
+export async function readConfigText(path: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const why = e.code === 'ENOENT' ? 'no such file' : e.code === 'EACCES' ? 'permission denied' : e.code === 'EISDIR' ? 'it is a directory' : e.message;
+    throw new TollgateError('TG_CONFIG_READ', `cannot read config file ${path}: ${why}`, { cause: err });
+  }
+}
+
+/** Parses and validates; throws ValidationError (naming each bad field) or TollgateError. */
+export function parseConfig(path: string, text: string): LoadedConfig {
+  const abs = resolve(path);
+  const config = validateStandaloneConfig(parseConfigText(text, abs), abs);
+  return { path: abs, text, config, snapshot: standaloneToSnapshot(config, { kind: 'file', path: abs }) };
+}
+
+export async function loadConfigFile(path: string): Promise<LoadedConfig> {
+  return parseConfig(path, await readConfigText(path));
+}

@@ -1,0 +1,63 @@
+// One HTTPRouteMatch of one route, compiled: the conditions besides the path (method, headers,
+// query parameters) as closures, and its rank among matches on the same path.
+import type { IncomingHttpHeaders } from 'node:http';
+import type { RouteMatchIR, ValueMatchIR } from '@tollgate/api';
+
+export interface RouteRequest {
+  readonly method: string;
+  /** Path without the query string, as received. */
+  readonly path: string;
+  /** Query string without "?", as received ("" when none). */
+  readonly query: string;
+  readonly headers: IncomingHttpHeaders;
+}
+
+type ValueTest = (value: string | undefined) => boolean;
+
+function valueTest(m: ValueMatchIR): ValueTest {
+  if (m.type === 'Exact') return (v) => v === m.value;
+  const re = new RegExp(`^(?:${m.value})$`);
+  return (v) => v !== undefined && re.test(v);
+}
+
+export interface Candidate<R> {
+  readonly route: R;
+  readonly match: RouteMatchIR;
+  /** Position of the route (then the match) in the config: the last tie-breaker. */
+  readonly order: number;
+  readonly test: (req: RouteRequest, query: () => URLSearchParams) => boolean;
+  readonly regex: RegExp | null;
+}
+
+export function compileCandidate<R>(route: R, match: RouteMatchIR, order: number): Candidate<R> {
+  const headers = match.headers.map((h) => ({ name: h.name, test: valueTest(h) }));
+  const params = match.queryParams.map((q) => ({ name: q.name, test: valueTest(q) }));
+  const method = match.method;
+  const test = (req: RouteRequest, query: () => URLSearchParams): boolean => {
+    if (method !== null && req.method !== method) return false;
+    for (const h of headers) {
+      const raw = req.headers[h.name];
+      if (!h.test(Array.isArray(raw) ? raw.join(', ') : raw)) return false;
+    }
+    if (params.length) {
+      const q = query();
+      for (const p of params) if (!p.test(q.get(p.name) ?? undefined)) return false;
+    }
+    return true;
+  };
+  const regex = match.path.type === 'RegularExpression' ? new RegExp(`^(?:${match.path.value})$`) : null;
+  return { route, match, order, test, regex };
+}
+
+/**
+ * Gateway API precedence among matches of equal path rank: a method match first, then more
+ * header matches, then more query parameter matches, then config order.
+ */
+export function compareCandidates<R>(a: Candidate<R>, b: Candidate<R>): number {
+  return (
+    Number(b.match.method !== null) - Number(a.match.method !== null) ||
+    b.match.headers.length - a.match.headers.length ||
+    b.match.queryParams.length - a.match.queryParams.length ||
+    a.order - b.order
+  );
+}

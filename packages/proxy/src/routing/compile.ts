@@ -1,0 +1,91 @@
+// Compiles a ProxySnapshot into lookup structures, once per config: per bind a table of
+// listeners by hostname; per listener a table of path indexes by effective route hostname.
+// Serving a request then costs a few map lookups regardless of the number of routes.
+import type { BindIR, FilterIR, HeaderModifierIR, ListenerIR, PathMatchIR, ProxySnapshot, RouteIR } from '@tollgate/api';
+import { backendPicker, type BackendPicker } from './backend-picker.js';
+import { compileCandidate, type RouteRequest } from './candidate.js';
+import { HostTable } from './host-table.js';
+import { effectiveHostnames } from './hostname.js';
+import { PathIndex } from './path-index.js';
+
+export interface CompiledRoute {
+  readonly ir: RouteIR;
+  readonly listener: CompiledListener;
+  readonly pickBackend: BackendPicker;
+  readonly redirect: Extract<FilterIR, { type: 'RequestRedirect' }> | null;
+  /** ResponseHeaderModifier filters, split out once so a request does not filter the list. */
+  readonly responseModifiers: readonly HeaderModifierIR[];
+}
+
+export interface CompiledListener {
+  readonly ir: ListenerIR;
+  readonly bind: BindIR;
+  readonly routes: HostTable<PathIndex<CompiledRoute>>;
+}
+
+export interface CompiledBind {
+  readonly ir: BindIR;
+  readonly listeners: HostTable<CompiledListener>;
+}
+
+export interface CompiledSnapshot {
+  readonly ir: ProxySnapshot;
+  readonly binds: ReadonlyMap<number, CompiledBind>;
+  /** Routes whose hostnames share none with their listener's: not served, reported once. */
+  readonly detached: readonly string[];
+}
+
+export interface RouteHit {
+  readonly route: CompiledRoute;
+  readonly matched: PathMatchIR;
+}
+
+export function compileSnapshot(ir: ProxySnapshot): CompiledSnapshot {
+  const binds = new Map<number, CompiledBind>();
+  const detached: string[] = [];
+  let order = 0;
+  for (const bind of ir.binds) {
+    const listeners = new HostTable<CompiledListener>();
+    for (const l of bind.listeners) {
+      const listener: CompiledListener = { ir: l, bind, routes: new HostTable() };
+      listeners.upsert(l.hostname, () => listener);
+      for (const r of l.routes) {
+        const hosts = effectiveHostnames(l.hostname, r.hostnames);
+        if (!hosts.length) detached.push(r.name);
+        const route: CompiledRoute = {
+          ir: r,
+          listener,
+          pickBackend: backendPicker(r.backends),
+          redirect: r.filters.find((f): f is Extract<FilterIR, { type: 'RequestRedirect' }> => f.type === 'RequestRedirect') ?? null,
+          responseModifiers: r.filters.filter((f): f is Extract<FilterIR, { type: 'ResponseHeaderModifier' }> => f.type === 'ResponseHeaderModifier'),
+        };
+        const base = order;
+        order += r.matches.length;
+        for (const h of hosts) {
+          const index = listener.routes.upsert(h, () => new PathIndex());
+          r.matches.forEach((m, i) => index.add(compileCandidate(route, m, base + i)));
+        }
+      }
+      for (const index of listener.routes.values()) index.seal();
+    }
+    binds.set(bind.port, { ir: bind, listeners });
+  }
+  return { ir, binds, detached };
+}
+
+/**
+ * Selects the route for a request on a listener, by Gateway API precedence: the most specific
+ * hostname that has a matching route, then path rank, method, headers, query params, order.
+ * `evaluated` (when given, e.g. by a trace) receives each route tried, in order.
+ */
+export function selectRoute(listener: CompiledListener, host: string, req: RouteRequest, evaluated?: string[]): RouteHit | null {
+  let params: URLSearchParams | undefined;
+  const query = () => (params ??= new URLSearchParams(req.query));
+  for (const index of listener.routes.lookup(host)) {
+    for (const c of index.candidates(req.path)) {
+      if (evaluated && evaluated[evaluated.length - 1] !== c.route.ir.name) evaluated.push(c.route.ir.name);
+      if (c.test(req, query)) return { route: c.route, matched: c.match.path };
+    }
+  }
+  return null;
+}

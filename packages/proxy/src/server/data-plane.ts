@@ -1,0 +1,96 @@
+// One Fastify instance per bind. Fastify owns the socket lifecycle (keep-alive, 503 while
+// closing, draining on close); every request goes to one catch-all route whose handler takes
+// over the raw response, since a proxy streams bodies rather than building replies.
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { TollgateError } from '../errors.js';
+import type { CompiledSnapshot } from '../routing/compile.js';
+import { handleRequest, type DataPlaneDeps } from './handle-request.js';
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'];
+
+export interface InFlight {
+  readonly id: number;
+  readonly method: string;
+  readonly url: string;
+  readonly startedAt: number;
+  stage: string;
+}
+
+export interface DataPlaneContext extends DataPlaneDeps {
+  current(): CompiledSnapshot;
+  readonly log: Logger;
+  readonly inflight: Map<number, InFlight>;
+}
+
+let nextId = 1;
+
+export class DataPlaneServer {
+  readonly #app: FastifyInstance;
+  constructor(
+    readonly port: number,
+    readonly address: string,
+    ctx: DataPlaneContext,
+  ) {
+    this.#app = Fastify({
+      logger: false,
+      return503OnClosing: true,
+      forceCloseConnections: 'idle',
+      exposeHeadRoutes: false,
+      routerOptions: { ignoreDuplicateSlashes: false, maxParamLength: 8192 },
+    });
+    // Bodies are never parsed here: the raw request stream goes upstream as it arrives.
+    this.#app.removeAllContentTypeParsers();
+    this.#app.addContentTypeParser('*', (_req, _payload, done) => done(null));
+    this.#app.route({
+      method: METHODS,
+      url: '*',
+      handler: (request, reply) => {
+        reply.hijack();
+        const id = nextId++;
+        const entry: InFlight = { id, method: request.raw.method ?? 'GET', url: request.raw.url ?? '/', startedAt: Date.now(), stage: 'routing' };
+        ctx.inflight.set(id, entry);
+        handleRequest(ctx.current(), port, request.raw, reply.raw, ctx)
+          .then((outcome) => ctx.log.debug({ route: outcome.route, status: outcome.status, error: outcome.result?.error ?? undefined }, 'request done'))
+          .catch((err: unknown) => {
+            ctx.log.error({ err }, 'request failed');
+            if (!reply.raw.headersSent) {
+              reply.raw.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+              reply.raw.end('internal error\n');
+            } else reply.raw.destroy();
+          })
+          .finally(() => ctx.inflight.delete(id));
+      },
+    });
+  }
+
+  async listen(): Promise<void> {
+    try {
+      await this.#app.listen({ port: this.port, host: this.address });
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      if (e.code === 'EADDRINUSE') {
+        throw new TollgateError('TG_BIND_IN_USE', `port ${this.port} on ${this.address} is already in use; stop the other process or change binds[].port`, { cause: err });
+      }
+      if (e.code === 'EACCES') {
+        throw new TollgateError('TG_BIND_DENIED', `not allowed to listen on port ${this.port}; use a port above 1023 or run with the needed privilege`, { cause: err });
+      }
+      throw new TollgateError('TG_BIND_FAILED', `cannot listen on ${this.address}:${this.port}: ${e.message}`, { cause: err });
+    }
+  }
+
+  /** Stops accepting, lets in-flight requests finish; after `deadlineMs` cuts what is left. */
+  async close(deadlineMs: number): Promise<void> {
+    const timer = setTimeout(() => this.#app.server.closeAllConnections(), deadlineMs);
+    try {
+      await this.#app.close();
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  get boundPort(): number {
+    const addr = this.#app.server.address();
+    return typeof addr === 'object' && addr ? addr.port : this.port;
+  }
+}

@@ -1,0 +1,104 @@
+// The running proxy: the current compiled snapshot, the listening binds and the upstream
+// pools. `apply()` swaps in a new snapshot atomically: it compiles first, opens any new
+// ports, then switches the pointer every new request reads, then closes ports no longer
+// configured. If any step before the switch fails, the previous config keeps serving.
+import type { ProxySnapshot } from '@tollgate/api';
+import type { Logger } from 'pino';
+import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
+import { PoolSet } from '../upstream/pools.js';
+import { DataPlaneServer, type InFlight } from './data-plane.js';
+
+export interface RuntimeOptions {
+  readonly connectTimeoutMs: number;
+  readonly backendRequestTimeoutMs: number;
+  readonly drainTimeoutMs: number;
+  readonly log: Logger;
+}
+
+const BODY_IDLE_TIMEOUT_MS = 300_000;
+
+function bindKey(address: string, port: number): string {
+  return `${address}:${port}`;
+}
+
+export class ProxyRuntime {
+  #current: CompiledSnapshot | null = null;
+  readonly #servers = new Map<string, DataPlaneServer>();
+  readonly pools: PoolSet;
+  readonly inflight = new Map<number, InFlight>();
+  readonly startedAt = Date.now();
+  loadedAt = 0;
+
+  constructor(readonly options: RuntimeOptions) {
+    this.pools = new PoolSet({ connectTimeoutMs: options.connectTimeoutMs });
+  }
+
+  get current(): CompiledSnapshot {
+    if (!this.#current) throw new Error('no config loaded');
+    return this.#current;
+  }
+
+  get hasConfig(): boolean {
+    return this.#current !== null;
+  }
+
+  /** Ports actually bound (useful when a bind asks for port 0). */
+  get listening(): { address: string; port: number; boundPort: number }[] {
+    return [...this.#servers.values()].map((s) => ({ address: s.address, port: s.port, boundPort: s.boundPort }));
+  }
+
+  async apply(ir: ProxySnapshot): Promise<void> {
+    const next = compileSnapshot(ir);
+    for (const name of next.detached) {
+      this.options.log.warn({ route: name }, `route ${name} is not attached: none of its hostnames intersects its listener hostname`);
+    }
+    const wanted = new Map(ir.binds.map((b) => [bindKey(b.address, b.port), b]));
+    const started: DataPlaneServer[] = [];
+    try {
+      for (const [key, bind] of wanted) {
+        if (this.#servers.has(key)) continue;
+        const server = new DataPlaneServer(bind.port, bind.address, {
+          current: () => this.current,
+          log: this.options.log,
+          inflight: this.inflight,
+          pools: this.pools,
+          defaultBackendTimeoutMs: this.options.backendRequestTimeoutMs,
+          bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
+        });
+        await server.listen();
+        started.push(server);
+      }
+    } catch (err) {
+      await Promise.allSettled(started.map((s) => s.close(0)));
+      throw err;
+    }
+    this.#current = next;
+    this.loadedAt = Date.now();
+    for (const s of started) {
+      this.#servers.set(bindKey(s.address, s.port), s);
+      this.options.log.info({ bind: `${s.address}:${s.boundPort}` }, `bind ${s.address}:${s.boundPort} listening (${listenerSummary(ir, s.port)})`);
+    }
+    const removed = [...this.#servers].filter(([key]) => !wanted.has(key));
+    for (const [key, server] of removed) {
+      this.#servers.delete(key);
+      this.options.log.info({ bind: key }, `bind ${key} removed from the config; closing after in-flight requests`);
+      void server.close(this.options.drainTimeoutMs);
+    }
+    const backends = new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends.map((x) => x.name)))));
+    void this.pools.retain(backends);
+  }
+
+  /** Stops accepting on every bind and waits for in-flight requests, up to the drain deadline. */
+  async close(): Promise<void> {
+    const servers = [...this.#servers.values()];
+    this.#servers.clear();
+    await Promise.allSettled(servers.map((s) => s.close(this.options.drainTimeoutMs)));
+    await this.pools.close();
+  }
+}
+
+function listenerSummary(ir: ProxySnapshot, port: number): string {
+  const bind = ir.binds.find((b) => b.port === port);
+  if (!bind) return '';
+  return bind.listeners.map((l) => `listener ${l.name}${l.hostname ? ` ${l.hostname}` : ''}: ${l.routes.length} route${l.routes.length === 1 ? '' : 's'}`).join('; ');
+}
