@@ -1,1 +1,171 @@
-export async function main(_argv: string[]): Promise<void> {}
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { MAX_COMPLETION_TOKENS, MAX_WAIT_MS } from './knobs.js';
+import { DEFAULT_COMPLETION_TOKENS, DEFAULT_HOST, ListenError, startMockLlm, type MockLlmOptions } from './server.js';
+
+/** Exit codes: 0 ok (also after SIGTERM/SIGINT), 1 could not start (e.g. port in use), 2 bad command line. */
+const EXIT_START_FAILED = 1;
+const EXIT_USAGE = 2;
+
+const HELP = `mock-llm: an OpenAI-compatible backend for tests, demos and benchmarks
+
+Usage:
+  mock-llm --port <port> [--host ${DEFAULT_HOST}] [--latency-ms-per-token <ms>]
+           [--completion-tokens <n>] [--model <name> ...]
+  mock-llm --help | --version
+
+Options:
+  --port <port>                  TCP port to listen on; 0 picks a free one (required)
+  --host <address>               address to bind (default ${DEFAULT_HOST})
+  --latency-ms-per-token <ms>    pause before each completion token/stream chunk (default 0)
+  --completion-tokens <n>        default completion length in words/tokens (default ${DEFAULT_COMPLETION_TOKENS})
+  --model <name>                 model to list and accept; repeat for several. Without it,
+                                 'mock-gpt' is listed and any model name is accepted
+  -h, --help                     show this help
+  -v, --version                  print the version
+
+On start it prints one line to stdout: mock-llm listening on http://<host>:<port>
+SIGTERM or SIGINT closes the server and exits 0. Exit 1: could not listen; exit 2: bad arguments.
+
+Endpoints:
+  POST /v1/chat/completions   {model, messages, stream?, stream_options?: {include_usage?}, max_tokens?}
+                              reply: the words of the last user message, repeated, one word per token
+                              usage: prompt_tokens = ceil(message chars / 4),
+                                     completion_tokens = min(--completion-tokens, max_tokens)
+  GET  /v1/models             models list;  GET /v1/models/<id>
+  GET  /healthz               200 ok
+
+Per-request headers:
+  x-mock-prompt-tokens: <n>          usage.prompt_tokens
+  x-mock-completion-tokens: <n>      number of words/chunks and usage.completion_tokens (0-${MAX_COMPLETION_TOKENS})
+  x-mock-usage: none                 omit usage (also the include_usage stream chunk)
+  x-mock-latency-ms-per-token: <ms>  overrides --latency-ms-per-token
+  x-mock-delay-ms: <ms>              wait before sending response headers (0-${MAX_WAIT_MS})
+  x-mock-status: <400-599>           answer that status with an OpenAI-style error body
+  x-mock-error: reset                destroy the connection without answering
+  x-mock-error: reset-mid-stream     destroy it after the first content chunk of a stream
+                                     (non-streaming: after half of the body)
+  A bad header value gets 400 naming the header.
+
+Examples:
+  mock-llm --port 9000
+  mock-llm --port 0 --latency-ms-per-token 20 --model gpt-4o-mini --model gpt-4o
+  curl -s localhost:9000/v1/chat/completions -H 'x-mock-completion-tokens: 5' \\
+    -d '{"model":"mock-gpt","messages":[{"role":"user","content":"hello tollgate"}]}'
+  curl -sN localhost:9000/v1/chat/completions -H 'x-mock-status: 429' \\
+    -d '{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}],"stream":true}'
+`;
+
+class UsageError extends Error {}
+
+function version(): string {
+  const pkg: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  return typeof pkg === 'object' && pkg !== null && 'version' in pkg && typeof pkg.version === 'string' ? pkg.version : 'unknown';
+}
+
+function integerFlag(name: string, raw: string | undefined, min: number, max: number): number | undefined {
+  if (raw === undefined) return undefined;
+  const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(value >= min && value <= max)) throw new UsageError(`--${name} must be an integer from ${min} to ${max}, got '${raw}'`);
+  return value;
+}
+
+/** parseArgs' own messages are long and mention positionals; say what went wrong in a few words. */
+function parseError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const code = 'code' in error ? error.code : undefined;
+  const option = /'(-[^' ]+)/.exec(error.message)?.[1];
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${option ?? error.message}`;
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') return `option ${option ?? ''} needs a value`.replace('  ', ' ');
+  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') return `unexpected argument ${/'([^']*)'/.exec(error.message)?.[1] ?? ''}`;
+  return error.message;
+}
+
+type Command = { kind: 'help' } | { kind: 'version' } | { kind: 'serve'; options: MockLlmOptions };
+
+export function parseCommandLine(argv: string[]): Command {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'latency-ms-per-token': { type: 'string' },
+        'completion-tokens': { type: 'string' },
+        model: { type: 'string', multiple: true },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
+    }));
+  } catch (error) {
+    throw new UsageError(parseError(error));
+  }
+  if (values.help === true) return { kind: 'help' };
+  if (values.version === true) return { kind: 'version' };
+
+  const port = integerFlag('port', values.port, 0, 65535);
+  if (port === undefined) throw new UsageError('--port is required (use --port 0 to pick a free port)');
+  if (values.host === '') throw new UsageError('--host must not be empty');
+  const models = values.model ?? [];
+  if (models.some((model) => model.trim() === '')) throw new UsageError('--model must not be empty');
+  return {
+    kind: 'serve',
+    options: {
+      port,
+      host: values.host ?? DEFAULT_HOST,
+      latencyMsPerToken: integerFlag('latency-ms-per-token', values['latency-ms-per-token'], 0, MAX_WAIT_MS),
+      completionTokens: integerFlag('completion-tokens', values['completion-tokens'], 0, MAX_COMPLETION_TOKENS),
+      ...(models.length > 0 ? { models } : {}),
+    },
+  };
+}
+
+export async function main(argv: string[]): Promise<void> {
+  let command: Command;
+  try {
+    command = parseCommandLine(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`mock-llm: ${error.message} (see mock-llm --help)\n`);
+    process.exitCode = EXIT_USAGE;
+    return;
+  }
+  if (command.kind === 'help') {
+    process.stdout.write(HELP);
+    return;
+  }
+  if (command.kind === 'version') {
+    process.stdout.write(`${version()}\n`);
+    return;
+  }
+
+  let server;
+  try {
+    server = await startMockLlm(command.options);
+  } catch (error) {
+    if (!(error instanceof ListenError)) throw error;
+    process.stderr.write(`mock-llm: ${error.message}\n`);
+    process.exitCode = EXIT_START_FAILED;
+    return;
+  }
+  const stop = (): void => {
+    process.off('SIGTERM', stop);
+    process.off('SIGINT', stop);
+    server.close().then(
+      () => {
+        process.exitCode = 0;
+      },
+      (error: unknown) => {
+        process.stderr.write(`mock-llm: error while closing: ${String(error)}\n`);
+        process.exitCode = EXIT_START_FAILED;
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  // Scripts wait for exactly this line; keep its format stable.
+  process.stdout.write(`mock-llm listening on ${server.url}\n`);
+}

@@ -1,0 +1,317 @@
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readBody } from './body.js';
+import { completionBody, planCompletion } from './completion.js';
+import { injectedError, invalidRequest, sendError } from './errors.js';
+import { MAX_COMPLETION_TOKENS, MAX_WAIT_MS, readKnobs, type Knobs } from './knobs.js';
+import { DEFAULT_MODELS, modelList, modelObject } from './models.js';
+import { parseChatRequest } from './request.js';
+import { streamCompletion } from './sse.js';
+import { wait } from './wait.js';
+
+export interface MockLlmOptions {
+  /** TCP port; 0 (the default) picks a free one. */
+  port?: number;
+  /** Address to bind; default 127.0.0.1. */
+  host?: string;
+  /** Pause before each completion token (stream chunk); header `x-mock-latency-ms-per-token` overrides. Default 0. */
+  latencyMsPerToken?: number;
+  /**
+   * Models listed by `GET /v1/models`. When given, requests for any other model get OpenAI's 404
+   * `model_not_found`; when left out, `mock-gpt` is listed and every model name is accepted.
+   */
+  models?: readonly string[];
+  /** Completion length when neither `x-mock-completion-tokens` nor a smaller `max_tokens` says otherwise. Default 16. */
+  completionTokens?: number;
+  /** Larger request bodies get 413. Default 1 MiB. */
+  maxBodyBytes?: number;
+  /** Called for every request before it is handled, e.g. to assert that a gateway did (not) forward one. */
+  onRequest?: (request: ReceivedRequest) => void;
+}
+
+export interface ReceivedRequest {
+  method: string;
+  /** Path and query as received. */
+  url: string;
+  headers: IncomingHttpHeaders;
+}
+
+export interface MockLlm {
+  /** Base URL, e.g. `http://127.0.0.1:41234`; OpenAI clients take `${url}/v1` as baseURL. */
+  url: string;
+  host: string;
+  port: number;
+  /** Requests received so far, on any path. */
+  readonly requestCount: number;
+  /** Stops listening and destroys open connections (in-flight streams end abruptly); idempotent. */
+  close(): Promise<void>;
+}
+
+/** A listen failure with the address in its message, e.g. a port already in use. */
+export class ListenError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+    this.name = 'ListenError';
+  }
+}
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_COMPLETION_TOKENS = 16;
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+interface Config {
+  latencyMsPerToken: number;
+  models: readonly string[];
+  /** Only configured model lists are enforced; the default one accepts any model name. */
+  enforceModels: boolean;
+  completionTokens: number;
+  maxBodyBytes: number;
+  onRequest: ((request: ReceivedRequest) => void) | undefined;
+}
+
+type Route = { kind: 'chat' } | { kind: 'models' } | { kind: 'model'; id: string } | { kind: 'health' };
+
+function decodePathSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined; // malformed %-escape: treated as an unknown path
+  }
+}
+
+function route(method: string | undefined, path: string): Route | undefined {
+  if (method === 'POST' && path === '/v1/chat/completions') return { kind: 'chat' };
+  if (method === 'GET' || method === 'HEAD') {
+    if (path === '/healthz') return { kind: 'health' };
+    if (path === '/v1/models') return { kind: 'models' };
+    if (path.startsWith('/v1/models/') && path.length > '/v1/models/'.length) {
+      const id = decodePathSegment(path.slice('/v1/models/'.length));
+      if (id !== undefined) return { kind: 'model', id };
+    }
+  }
+  return undefined;
+}
+
+function sendJson(res: ServerResponse, body: string, requestId?: string): void {
+  res.writeHead(200, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    ...(requestId === undefined ? {} : { 'x-request-id': requestId }),
+  });
+  res.end(body);
+}
+
+function unknownModel(res: ServerResponse, model: string, config: Config): void {
+  sendError(
+    res,
+    404,
+    invalidRequest(
+      `The model \`${model}\` does not exist or you do not have access to it. Available models: ${config.models.join(', ')}.`,
+      'model',
+      'model_not_found',
+    ),
+  );
+}
+
+/** Answers half a JSON body and then drops the connection: `reset-mid-stream` on a non-streaming request. */
+function sendTruncated(res: ServerResponse, body: string): void {
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.write(body.slice(0, Math.floor(body.length / 2)), () => res.destroy());
+}
+
+/** Aborts when the response closes: the client went away, the stream ended, or the server shut down. */
+function closeSignal(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.once('close', () => controller.abort());
+  return controller.signal;
+}
+
+async function handleChat(req: IncomingMessage, res: ServerResponse, knobs: Knobs, config: Config, id: string): Promise<void> {
+  const body = await readBody(req, config.maxBodyBytes);
+  if (!body.ok) {
+    // Closing the connection stops the client from pushing the rest of an oversized body at us.
+    sendError(
+      res,
+      413,
+      invalidRequest(`Request body too large: the limit is ${config.maxBodyBytes} bytes. Send a smaller request.`),
+      { connection: 'close' },
+    );
+    return;
+  }
+  const signal = closeSignal(res);
+  if (!(await injectBeforeAnswer(req, res, knobs, signal))) return;
+
+  const parsed = parseChatRequest(body.body);
+  if (!parsed.ok) {
+    sendError(res, 400, parsed.error);
+    return;
+  }
+  const request = parsed.request;
+  if (config.enforceModels && !config.models.includes(request.model)) {
+    unknownModel(res, request.model, config);
+    return;
+  }
+
+  const plan = planCompletion(request, knobs, config.completionTokens, id);
+  const latencyMsPerToken = knobs.latencyMsPerToken ?? config.latencyMsPerToken;
+  if (request.stream) {
+    await streamCompletion(res, plan, {
+      includeUsage: request.includeUsage,
+      latencyMsPerToken,
+      resetMidStream: knobs.error === 'reset-mid-stream',
+      signal,
+    });
+    return;
+  }
+  // A non-streaming answer takes as long as generating all its tokens would.
+  const generation = latencyMsPerToken * plan.words.length;
+  if (generation > 0 && !(await wait(generation, signal))) return;
+  const json = completionBody(plan);
+  if (knobs.error === 'reset-mid-stream') sendTruncated(res, json);
+  else sendJson(res, json, id);
+}
+
+/**
+ * Applies the knobs that come before any answer: delay, reset, injected status. Returns false when
+ * the request has been dealt with (or the client is gone) and must not be answered further.
+ */
+async function injectBeforeAnswer(req: IncomingMessage, res: ServerResponse, knobs: Knobs, signal: AbortSignal): Promise<boolean> {
+  if (knobs.delayMs > 0 && !(await wait(knobs.delayMs, signal))) return false;
+  if (knobs.error === 'reset') {
+    req.socket.destroy();
+    return false;
+  }
+  if (knobs.status !== undefined) {
+    sendError(res, knobs.status, injectedError(knobs.status));
+    return false;
+  }
+  return true;
+}
+
+function createHandler(config: Config): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  let sequence = 0;
+  return async (req, res) => {
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    const target = route(req.method, path);
+    if (target === undefined) {
+      // OpenAI's own answer to an unknown path or method.
+      sendError(res, 404, invalidRequest(`Invalid URL (${req.method ?? ''} ${path})`));
+      return;
+    }
+    if (target.kind === 'health') {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 3 });
+      res.end('ok\n');
+      return;
+    }
+
+    const knobsResult = readKnobs(req.headers);
+    if (!knobsResult.ok) {
+      sendError(res, 400, invalidRequest(knobsResult.message, knobsResult.header));
+      return;
+    }
+    const knobs = knobsResult.knobs;
+    sequence += 1;
+    if (target.kind === 'chat') {
+      await handleChat(req, res, knobs, config, `chatcmpl-mock-${sequence}`);
+      return;
+    }
+    if (!(await injectBeforeAnswer(req, res, knobs, closeSignal(res)))) return;
+    const requestId = `req_mock_${sequence}`;
+    if (target.kind === 'models') {
+      sendJson(res, modelList(config.models), requestId);
+    } else if (config.models.includes(target.id) || !config.enforceModels) {
+      sendJson(res, JSON.stringify(modelObject(target.id)), requestId);
+    } else {
+      unknownModel(res, target.id, config);
+    }
+  };
+}
+
+function checkInteger(name: string, value: number, min: number, max: number): void {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(`mock-llm: ${name} must be an integer from ${min} to ${max}, got ${value}`);
+  }
+}
+
+function boundPort(address: AddressInfo | string | null): number {
+  // A TCP listener always reports an AddressInfo; the other shapes are for pipes and unbound servers.
+  if (address === null || typeof address === 'string') throw new Error('mock-llm: server is not listening on TCP');
+  return address.port;
+}
+
+function formatUrl(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** Starts the mock backend; resolves once it is listening. */
+export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLlm> {
+  const host = options.host ?? DEFAULT_HOST;
+  const config: Config = {
+    latencyMsPerToken: options.latencyMsPerToken ?? 0,
+    models: options.models !== undefined && options.models.length > 0 ? [...new Set(options.models)] : DEFAULT_MODELS,
+    enforceModels: options.models !== undefined && options.models.length > 0,
+    completionTokens: options.completionTokens ?? DEFAULT_COMPLETION_TOKENS,
+    maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    onRequest: options.onRequest,
+  };
+  checkInteger('port', options.port ?? 0, 0, 65535);
+  checkInteger('latencyMsPerToken', config.latencyMsPerToken, 0, MAX_WAIT_MS);
+  checkInteger('completionTokens', config.completionTokens, 0, MAX_COMPLETION_TOKENS);
+  checkInteger('maxBodyBytes', config.maxBodyBytes, 1, Number.MAX_SAFE_INTEGER);
+
+  const handle = createHandler(config);
+  let requestCount = 0;
+  const server = createServer({ noDelay: true }, (req, res) => {
+    requestCount += 1;
+    config.onRequest?.({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+    handle(req, res).catch((error: unknown) => {
+      // A bug or a client that vanished mid-body must cost one request, never the process.
+      if (res.headersSent || res.destroyed) {
+        res.destroy();
+        return;
+      }
+      const message = error instanceof Error ? error.message : String(error);
+      sendError(res, 500, { message: `mock-llm internal error: ${message}`, type: 'server_error', param: null, code: null });
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException): void => {
+      const where = formatUrl(host, options.port ?? 0).slice('http://'.length);
+      const message =
+        error.code === 'EADDRINUSE'
+          ? `cannot listen on ${where}: port ${options.port ?? 0} is already in use`
+          : `cannot listen on ${where}: ${error.message}`;
+      reject(new ListenError(message, error.code));
+    };
+    server.once('error', onError);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+
+  const port = boundPort(server.address());
+  let closing: Promise<void> | undefined;
+  return {
+    url: formatUrl(host, port),
+    host,
+    port,
+    get requestCount() {
+      return requestCount;
+    },
+    close() {
+      closing ??= new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        // Keep-alive and streaming connections would otherwise hold close() open.
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
