@@ -24,15 +24,9 @@ export function injectedError(status: number): OpenAiError {
   return invalidRequest(message);
 }
 
-export function sendError(
-  res: ServerResponse,
-  status: number,
-  error: OpenAiError,
-  extraHeaders: Record<string, string> = {},
-): void {
+export function sendError(res: ServerResponse, status: number, error: OpenAiError): void {
   const body = JSON.stringify({ error });
   res.writeHead(status, {
-    ...extraHeaders,
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),
   });

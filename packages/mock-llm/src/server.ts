@@ -132,12 +132,10 @@ function closeSignal(res: ServerResponse): AbortSignal {
 async function handleChat(req: IncomingMessage, res: ServerResponse, knobs: Knobs, config: Config, id: string): Promise<void> {
   const body = await readBody(req, config.maxBodyBytes);
   if (!body.ok) {
-    // Closing the connection stops the client from pushing the rest of an oversized body at us.
     sendError(
       res,
       413,
       invalidRequest(`Request body too large: the limit is ${config.maxBodyBytes} bytes. Send a smaller request.`),
-      { connection: 'close' },
     );
     return;
   }
