@@ -1,6 +1,7 @@
 // Hot reload of the config file. The directory is watched rather than the file, so editors
 // that save by rename and Kubernetes ConfigMap symlink swaps are seen too; events are
 // debounced and a reload happens only when the file's content changed.
+import { EventEmitter } from 'node:events';
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { Logger } from 'pino';
@@ -15,7 +16,8 @@ export interface WatchOptions {
   readonly debounceMs?: number;
 }
 
-export class ConfigWatcher {
+/** Emits `reloaded` after a change is applied and `refused` (with the error) after one is not. */
+export class ConfigWatcher extends EventEmitter<{ reloaded: []; refused: [Error] }> {
   #watcher: FSWatcher | null = null;
   #timer: NodeJS.Timeout | undefined;
   #lastText: string;
@@ -25,6 +27,7 @@ export class ConfigWatcher {
   lastError: string | null = null;
 
   constructor(readonly options: WatchOptions) {
+    super();
     this.#lastText = options.initialText;
   }
 
@@ -61,10 +64,12 @@ export class ConfigWatcher {
       await this.options.onChange(text);
       this.reloads++;
       this.lastError = null;
+      this.emit('reloaded');
     } catch (err) {
       this.refused++;
       this.lastError = (err as Error).message;
       this.options.log.error(`config reload refused, the last good config keeps serving: ${(err as Error).message}`);
+      this.emit('refused', err as Error);
     }
   }
 
