@@ -18,3 +18,4 @@ export {
   toFilter,
   toPolicy,
 } from './standalone.js';
+export * from './crd/index.js';
