@@ -1,0 +1,187 @@
+// The `tollgate` binary: start-up lines, --help/--version, exit codes, invalid configs
+// (each refused before anything listens, naming the field), a port in use, and a SIGTERM
+// that drains the request in flight before exiting 0.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { afterEach, describe, expect, it } from 'vitest';
+import { freePort, send, simpleConfig, startUpstream } from './helpers.js';
+
+const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
+async function configFile(content: unknown): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'tollgate-cli-'));
+  const file = join(dir, 'config.yaml');
+  await writeFile(file, typeof content === 'string' ? content : stringify(content));
+  return file;
+}
+
+async function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+/** Starts the proxy and resolves once every bind has logged that it listens. */
+async function start(file: string, adminPort: number, binds: number) {
+  const child = spawn(process.execPath, [BIN, '--file', file, '--admin-addr', `127.0.0.1:${adminPort}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  const lines: { msg: string }[] = [];
+  const rl = createInterface({ input: child.stdout });
+  await new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`tollgate exited with ${code}`)));
+    rl.on('line', (line) => {
+      lines.push(JSON.parse(line) as { msg: string });
+      if (lines.filter((l) => /^bind .* listening/.test(l.msg)).length === binds) resolve();
+    });
+  });
+  return { child, lines };
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1');
+    s.on('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+  });
+}
+
+describe('tollgate CLI', () => {
+  it('--help and --version', async () => {
+    const help = await run(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('tollgate --file <config.yaml|config.json>');
+    expect(help.stdout).toContain('Examples:');
+    const version = await run(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout).toMatch(/^tollgate \d+\.\d+\.\d+\n$/);
+  });
+
+  it('bad usage exits 2 with one line naming the problem', async () => {
+    const unknown = await run(['--nope']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("Unknown option '--nope'");
+    const missing = await run([]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('missing --file');
+    const noFile = await run(['-f', '/nonexistent/config.yaml']);
+    expect(noFile.code).toBe(2);
+    expect(noFile.stderr).toContain('cannot read config file /nonexistent/config.yaml: no such file');
+  });
+
+  it('logs the admin address and one line per bind, and serves', async () => {
+    const up = await startUpstream();
+    try {
+      const [p1, p2, admin] = [await freePort(), await freePort(), await freePort()];
+      const file = await configFile({
+        binds: [
+          { port: p1, listeners: [{ name: 'one', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: up.host }] }] }] },
+          { port: p2, listeners: [{ name: 'two', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: up.host }] }] }] },
+        ],
+      });
+      const { child, lines } = await start(file, admin, 2);
+      expect(lines.map((l) => l.msg)).toEqual(
+        expect.arrayContaining([`admin listening on http://127.0.0.1:${admin}`, expect.stringMatching(new RegExp(`^bind 0\\.0\\.0\\.0:${p1} listening`)), expect.stringMatching(new RegExp(`^bind 0\\.0\\.0\\.0:${p2} listening`))]),
+      );
+      expect((await send(`http://127.0.0.1:${p2}/x`)).status).toBe(200);
+      child.kill('SIGTERM');
+      expect((await once(child, 'exit'))[0]).toBe(0);
+    } finally {
+      await up.close();
+    }
+  });
+
+  const port = 1; // never bound: each config below is refused before listening
+  const route = (extra: Record<string, unknown>) => simpleConfig(port, [{ name: 'r', backends: [{ host: '127.0.0.1:9000' }], ...extra }]);
+  const cases: [string, unknown, string][] = [
+    ['unknown top-level field', { ...simpleConfig(port, []), extra: 1 }, 'extra: unknown field'],
+    ['wrong type', { binds: 'none' }, 'binds: got string "none"; expected array'],
+    ['port out of range', simpleConfig(70000, []), 'binds[0].port: got 70000; expected a number <= 65535'],
+    ['bad enum', { binds: [{ port, listeners: [{ name: 'l', protocol: 'TCP', routes: [] }] }] }, 'binds[0].listeners[0].protocol: got "TCP"; expected one of: HTTP'],
+    ['missing field', { binds: [{ port, listeners: [{ name: 'l', protocol: 'HTTP' }] }] }, 'binds[0].listeners[0].routes: required field is missing'],
+    ['bad backend address', simpleConfig(port, [{ name: 'r', backends: [{ host: 'localhost' }] }]), 'routes[0].backends[0].host: got "localhost"; expected <host>:<port>'],
+    ['bad hostname', route({ hostnames: ['Bad_Host'] }), 'routes[0].hostnames[0]: got "Bad_Host"; expected a lower-case DNS name'],
+    ['bad duration', route({ timeouts: { request: '5 seconds' } }), 'routes[0].timeouts.request: got "5 seconds"; expected a duration'],
+    ['bad regex', route({ matches: [{ path: { type: 'RegularExpression', value: '(' } }] }), 'routes[0].matches[0].path.value: got "(": not a valid regular expression'],
+    ['relative path', route({ matches: [{ path: { type: 'Exact', value: 'x' } }] }), 'routes[0].matches[0].path.value: got "x"; expected an absolute path'],
+    ['filter field mismatch', route({ filters: [{ type: 'URLRewrite', requestRedirect: {} }] }), 'routes[0].filters[0].urlRewrite: required when type is URLRewrite'],
+    ['rate limit both kinds', route({ policies: { traffic: { rateLimit: { local: [{ requests: 1, tokens: 1, unit: 'Minutes' }] } } } }), 'rateLimit.local[0]: sets both requests and tokens'],
+    ['rate limit unit', route({ policies: { traffic: { rateLimit: { local: [{ requests: 1, unit: 'Days' }] } } } }), 'rateLimit.local[0].unit: got "Days"; expected one of: Seconds, Minutes, Hours'],
+    ['duplicate route', simpleConfig(port, [{ name: 'r', backends: [{ host: '127.0.0.1:1' }] }, { name: 'r', backends: [{ host: '127.0.0.1:1' }] }]), 'routes[1].name: duplicate route name "r"'],
+    ['no backends', route({ backends: [] }), 'routes[0].backends: is empty; add a backend'],
+    ['not YAML', 'binds: [ {', 'config.yaml is invalid'],
+    ['empty file', '', 'the file is empty'],
+  ];
+  it.each(cases)('refuses a config with %s, naming the field, exit 2', async (_name, content, expected) => {
+    const file = await configFile(content);
+    const r = await run(['-f', file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(expected);
+    expect(r.stdout).toBe('');
+  });
+
+  it('--check validates without listening', async () => {
+    const ok = await run(['--check', '-f', fileURLToPath(new URL('../../../examples/standalone.yaml', import.meta.url))]);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/standalone\.yaml: valid \(version [0-9a-f]{12}\)/);
+    const bad = await run(['--check', '-f', await configFile(simpleConfig(0, []))]);
+    expect(bad.code).toBe(2);
+  });
+
+  it('a port in use is a clear error, exit 1', async () => {
+    const blocker = await startUpstream();
+    try {
+      const file = await configFile(simpleConfig(blocker.port, [{ name: 'r', backends: [{ host: blocker.host }] }]));
+      const r = await run(['-f', file, '--admin-addr', `127.0.0.1:${await freePort()}`]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`port ${blocker.port} on 0.0.0.0 is already in use`);
+      expect(r.stderr).toContain('TG_BIND_IN_USE');
+    } finally {
+      await blocker.close();
+    }
+  });
+
+  it('SIGTERM drains the request in flight, then exits 0', async () => {
+    let release: (() => void) | undefined;
+    let arrived: () => void = () => undefined;
+    const got = new Promise<void>((r) => (arrived = r));
+    const up = await startUpstream((_req, res) => {
+      release = () => res.end('finished');
+      arrived();
+    });
+    try {
+      const p = await freePort();
+      const { child } = await start(await configFile(simpleConfig(p, [{ name: 'r', backends: [{ host: up.host }] }])), await freePort(), 1);
+      const inflight = send(`http://127.0.0.1:${p}/slow`);
+      await got;
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      // Stop accepting: the drain closes the listener while the request is still open.
+      await expect.poll(() => portOpen(p)).toBe(false);
+      release!();
+      const r = await inflight;
+      expect(r.status).toBe(200);
+      expect(r.body).toBe('finished');
+      expect((await exited)[0]).toBe(0);
+    } finally {
+      await up.close();
+    }
+  });
+});

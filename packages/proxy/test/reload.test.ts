@@ -1,0 +1,95 @@
+// Hot reload: an edited file serves without a restart; a bad edit is refused with a log line
+// naming the problem and the last good config keeps serving; requests in flight finish on the
+// config they started with; new and removed ports open and close.
+import { afterEach, describe, expect, it } from 'vitest';
+import { echoed, freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+async function setup(handler?: Parameters<typeof startUpstream>[0]) {
+  const up = await startUpstream(handler);
+  const other = await startUpstream((_req, res) => res.end('other'));
+  const port = await freePort();
+  const gw = await startGateway(simpleConfig(port, [{ name: 'a', matches: [{ path: { value: '/a' } }], backends: [{ host: up.host }] }]));
+  cleanups.push(() => gw.close(), () => up.close(), () => other.close());
+  return { up, other, gw, port };
+}
+
+function tagged(up: Upstream, name: string, path: string) {
+  return {
+    name,
+    matches: [{ path: { value: path } }],
+    filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-route', value: name }] } }],
+    backends: [{ host: up.host }],
+  };
+}
+
+describe('hot reload', () => {
+  it('serves an edited config without a restart', async () => {
+    const { up, gw, port } = await setup();
+    expect((await send(`${gw.url}/b`)).status).toBe(404);
+    const before = gw.gateway.snapshot.version;
+    expect(await gw.rewrite(simpleConfig(port, [tagged(up, 'a', '/a'), tagged(up, 'b', '/b')]))).toBe('reloaded');
+    expect(echoed(await send(`${gw.url}/b`)).headers['x-route']).toBe('b');
+    expect(gw.gateway.snapshot.version).not.toBe(before);
+    const dump = (await (await fetch(`${gw.adminUrl}/config_dump`)).json()) as { version: string; routes: { name: string }[] };
+    expect(dump.version).toBe(gw.gateway.snapshot.version);
+    expect(dump.routes.map((r) => r.name)).toEqual(['main/a', 'main/b']);
+  });
+
+  it('refuses a bad edit, logs the field, and keeps serving the last good config', async () => {
+    const { gw, port } = await setup();
+    const version = gw.gateway.snapshot.version;
+    const bad = simpleConfig(port, [{ name: 'a', matches: [{ path: { value: '/a' } }], backends: [{ host: 'no-port-here' }] }]);
+    expect(await gw.rewrite(bad)).toBe('refused');
+    const line = gw.logs.messages().find((m) => m.startsWith('config reload refused'));
+    expect(line).toContain('binds[0].listeners[0].routes[0].backends[0].host');
+    expect(line).toContain('"no-port-here"');
+    expect(gw.gateway.snapshot.version).toBe(version);
+    expect((await send(`${gw.url}/a`)).status).toBe(200);
+    // Unparseable YAML is refused the same way.
+    expect(await gw.rewrite('binds: [ {')).toBe('refused');
+    expect((await send(`${gw.url}/a`)).status).toBe(200);
+  });
+
+  it('lets a request in flight finish on the config it started with', async () => {
+    let releaseSlow: (() => void) | undefined;
+    let signalArrived: () => void = () => undefined;
+    const arrived = new Promise<void>((resolve) => (signalArrived = resolve));
+    const { gw, port, other } = await setup((_req, res) => {
+      releaseSlow = () => res.end('from-old-backend');
+      signalArrived();
+    });
+    const inflight = send(`${gw.url}/a`);
+    await arrived;
+    expect(await gw.rewrite(simpleConfig(port, [{ name: 'a', matches: [{ path: { value: '/a' } }], backends: [{ host: other.host }] }]))).toBe('reloaded');
+    releaseSlow!();
+    expect((await inflight).body).toBe('from-old-backend');
+    expect((await send(`${gw.url}/a`)).body).toBe('other');
+  });
+
+  it('opens a new port and closes a removed one', async () => {
+    const { up, gw, port } = await setup();
+    const port2 = await freePort();
+    const two = { binds: [...(simpleConfig(port, [tagged(up, 'a', '/a')]).binds as unknown[]), { port: port2, listeners: [{ name: 'second', protocol: 'HTTP', routes: [tagged(up, 'z', '/z')] }] }] };
+    expect(await gw.rewrite(two)).toBe('reloaded');
+    expect(echoed(await send(`http://127.0.0.1:${port2}/z`)).headers['x-route']).toBe('z');
+    expect(await gw.rewrite({ binds: [{ port: port2, listeners: [{ name: 'second', protocol: 'HTTP', routes: [tagged(up, 'z', '/z')] }] }] })).toBe('reloaded');
+    await expect(send(`http://127.0.0.1:${port}/a`)).rejects.toThrow(/ECONNREFUSED/);
+  });
+
+  it('refuses a reload whose new port is taken, keeping the old config', async () => {
+    const { up, gw, port } = await setup();
+    const blocker = await startUpstream();
+    cleanups.push(() => blocker.close());
+    const withTaken = { binds: [...(simpleConfig(port, [tagged(up, 'a', '/a')]).binds as unknown[]), { port: blocker.port, listeners: [{ name: 'x', protocol: 'HTTP', routes: [tagged(up, 'x', '/x')] }] }] };
+    const version = gw.gateway.snapshot.version;
+    expect(await gw.rewrite(withTaken)).toBe('refused');
+    expect(gw.logs.messages().some((m) => m.includes(`port ${blocker.port}`) && m.includes('already in use'))).toBe(true);
+    expect(gw.gateway.snapshot.version).toBe(version);
+    expect((await send(`${gw.url}/a`)).status).toBe(200);
+  });
+});
