@@ -70,15 +70,21 @@ function integerFlag(name: string, raw: string | undefined, min: number, max: nu
   return value;
 }
 
-/** parseArgs' own messages are long and mention positionals; say what went wrong in a few words. */
+/** parseArgs' own messages span several lines and mention positionals; say what went wrong in one line. */
 function parseError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const code = 'code' in error ? error.code : undefined;
-  const option = /'(-[^' ]+)/.exec(error.message)?.[1];
-  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${option ?? error.message}`;
-  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') return `option ${option ?? ''} needs a value`.replace('  ', ' ');
-  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') return `unexpected argument ${/'([^']*)'/.exec(error.message)?.[1] ?? ''}`;
-  return error.message;
+  // The first quoted part names the option ('--port <value>', '-h, --help') or the stray argument.
+  const quotedPart = /'([^']*)'/.exec(error.message)?.[1] ?? '';
+  const quoted = /--[\w-]+/.exec(quotedPart)?.[0] ?? quotedPart.split(' ')[0] ?? quotedPart;
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${quoted}`;
+  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') return `unexpected argument ${quoted}`;
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    if (error.message.includes('does not take an argument')) return `option ${quoted} takes no value`;
+    if (error.message.includes('ambiguous')) return `option ${quoted} needs a value (write ${quoted}=<value> for one starting with '-')`;
+    return `option ${quoted} needs a value`;
+  }
+  return error.message.split('\n')[0] ?? error.message;
 }
 
 type Command = { kind: 'help' } | { kind: 'version' } | { kind: 'serve'; options: MockLlmOptions };
