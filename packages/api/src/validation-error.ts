@@ -29,9 +29,9 @@ export function show(value: unknown): string {
   if (value === undefined) return 'nothing';
   let text: string;
   try {
-    text = JSON.stringify(value) ?? String(value);
+    text = JSON.stringify(value) ?? typeof value;
   } catch {
-    text = String(value);
+    text = typeof value;
   }
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }

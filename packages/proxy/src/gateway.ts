@@ -48,7 +48,8 @@ export class Gateway {
       throw err;
     }
     log.info({ version: loaded.snapshot.version, source: loaded.path }, `serving config ${loaded.snapshot.version} from ${loaded.path}`);
-    let gateway: Gateway | undefined;
+    // The watcher's callback needs the gateway, which needs the watcher: a holder breaks the cycle.
+    const holder: { gateway?: Gateway } = {};
     const watcher =
       options.watch === false
         ? null
@@ -59,14 +60,15 @@ export class Gateway {
             onChange: async (text) => {
               const next = parseConfig(loaded.path, text);
               await runtime.apply(next.snapshot);
-              if (JSON.stringify(next.config.config ?? {}) !== JSON.stringify(gateway!.loaded.config.config ?? {})) {
+              if (JSON.stringify(next.config.config ?? {}) !== JSON.stringify(holder.gateway!.loaded.config.config ?? {})) {
                 logs.get('config').warn('process settings (config.*) changed; they take effect at the next restart');
               }
-              gateway!.loaded = next;
+              holder.gateway!.loaded = next;
               logs.get('config').info({ version: next.snapshot.version }, `config reloaded: now serving ${next.snapshot.version}`);
             },
           });
-    gateway = new Gateway(logs, runtime, admin, watcher, loaded);
+    const gateway = new Gateway(logs, runtime, admin, watcher, loaded);
+    holder.gateway = gateway;
     watcher?.start();
     return gateway;
   }

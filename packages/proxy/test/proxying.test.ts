@@ -2,7 +2,7 @@
 // client disconnects, upstream failures and timeouts, weights, malformed requests.
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { echoed, freePort, send, startGateway, startUpstream, type Upstream } from './helpers.js';
@@ -49,7 +49,7 @@ describe('streaming', () => {
       });
     });
     const gw = await gatewayFor([{ name: 'sse', backends: [{ host: up.host }] }]);
-    const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => httpRequest(`${gw.url}/stream`, resolve).on('error', reject).end());
+    const res = await new Promise<IncomingMessage>((resolve, reject) => httpRequest(`${gw.url}/stream`, resolve).on('error', reject).end());
     expect(res.headers['content-type']).toBe('text/event-stream');
     const [first] = (await once(res, 'data')) as [Buffer];
     // The upstream has not finished: it waits for `release`, which only this line triggers.

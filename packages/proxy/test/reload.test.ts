@@ -2,7 +2,7 @@
 // naming the problem and the last good config keeps serving; requests in flight finish on the
 // config they started with; new and removed ports open and close.
 import { afterEach, describe, expect, it } from 'vitest';
-import { echoed, freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { echoed, freePort, send, simpleConfig, startGateway, startUpstream, type Upstream } from './helpers.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -28,8 +28,8 @@ function conditionStatusColumn(type: string, description: string) {
 }
 
 export function gatewayPolicyCrd(): JsonSchema {
-  const spec = toStructural(GatewayPolicySpec as unknown as JsonSchema, 'spec');
-  const status = toStructural(GatewayPolicyStatus as unknown as JsonSchema, 'status');
+  const spec = toStructural(GatewayPolicySpec, 'spec');
+  const status = toStructural(GatewayPolicyStatus, 'status');
   markStatusLists(status);
 
   const openAPIV3Schema = {

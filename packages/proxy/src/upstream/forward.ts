@@ -152,9 +152,9 @@ export function forward(dispatcher: Dispatcher, req: ForwardRequest, res: Server
     try {
       dispatcher.dispatch(
         {
-          method: req.method as Dispatcher.HttpMethod,
+          method: req.method,
           path: req.path,
-          headers: req.headers as Record<string, string | string[]>,
+          headers: req.headers,
           body: req.body,
           headersTimeout: req.headersTimeoutMs,
           bodyTimeout: req.bodyTimeoutMs,
