@@ -17,7 +17,8 @@ Usage:
 Options:
   --port <port>                  TCP port to listen on; 0 picks a free one (required)
   --host <address>               address to bind (default ${DEFAULT_HOST})
-  --latency-ms-per-token <ms>    pause before each completion token/stream chunk (default 0)
+  --latency-ms-per-token <ms>    pause before each completion token/stream chunk (default 0);
+                                 a non-streaming reply waits ms x tokens
   --completion-tokens <n>        default completion length in words/tokens (default ${DEFAULT_COMPLETION_TOKENS})
   --model <name>                 model to list and accept; repeat for several. Without it,
                                  'mock-gpt' is listed and any model name is accepted
@@ -89,10 +90,9 @@ function parseError(error: unknown): string {
 
 type Command = { kind: 'help' } | { kind: 'version' } | { kind: 'serve'; options: MockLlmOptions };
 
-export function parseCommandLine(argv: string[]): Command {
-  let values;
+function parseFlags(argv: string[]) {
   try {
-    ({ values } = parseArgs({
+    return parseArgs({
       args: argv,
       strict: true,
       allowPositionals: false,
@@ -105,10 +105,14 @@ export function parseCommandLine(argv: string[]): Command {
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
-    }));
+    }).values;
   } catch (error) {
     throw new UsageError(parseError(error));
   }
+}
+
+export function parseCommandLine(argv: string[]): Command {
+  const values = parseFlags(argv);
   if (values.help === true) return { kind: 'help' };
   if (values.version === true) return { kind: 'version' };
 

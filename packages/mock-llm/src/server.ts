@@ -122,10 +122,13 @@ function sendTruncated(res: ServerResponse, body: string): void {
   res.write(body.slice(0, Math.floor(body.length / 2)), () => res.destroy());
 }
 
-/** Aborts when the response closes: the client went away, the stream ended, or the server shut down. */
+/** Aborts when the response closes unfinished: the client went away or the server shut down. */
 function closeSignal(res: ServerResponse): AbortSignal {
   const controller = new AbortController();
-  res.once('close', () => controller.abort());
+  res.once('close', () => {
+    // abort() builds a DOMException with a stack; skip it for the common, completed response.
+    if (!res.writableFinished) controller.abort();
+  });
   return controller.signal;
 }
 

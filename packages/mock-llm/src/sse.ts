@@ -49,19 +49,13 @@ async function sendThenReset(res: ServerResponse, data: string): Promise<void> {
 export async function streamCompletion(res: ServerResponse, plan: CompletionPlan, options: StreamOptions): Promise<void> {
   const { signal } = options;
   const withUsage = options.includeUsage && plan.reportUsage;
+  // Every chunk of a reply shares all fields but the delta and finish_reason: serialise the shared
+  // parts once and splice per chunk, instead of a JSON.stringify per token on the hot path.
+  const head = `data: {"id":${JSON.stringify(plan.id)},"object":"chat.completion.chunk","created":${plan.created},"model":${JSON.stringify(plan.model)},"system_fingerprint":"fp_mock","choices":[{"index":0,"delta":`;
+  // OpenAI puts `usage: null` on every chunk but the last when include_usage is on.
+  const tail = withUsage ? '}],"usage":null}\n\n' : '}]}\n\n';
   const chunk = (delta: Delta, finishReason: 'stop' | null): string =>
-    event(
-      JSON.stringify({
-        id: plan.id,
-        object: 'chat.completion.chunk',
-        created: plan.created,
-        model: plan.model,
-        system_fingerprint: 'fp_mock',
-        choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
-        // OpenAI puts `usage: null` on every chunk but the last when include_usage is on.
-        ...(withUsage ? { usage: null } : {}),
-      }),
-    );
+    `${head}${JSON.stringify(delta)},"logprobs":null,"finish_reason":${finishReason === null ? 'null' : '"stop"'}${tail}`;
 
   res.writeHead(200, {
     'content-type': 'text/event-stream',

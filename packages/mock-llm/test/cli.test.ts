@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fetchRaw, start } from './helpers.js';
+import { SseReader, chatBody, fetchRaw, send, start } from './helpers.js';
 
 const bin = fileURLToPath(new URL('../bin/mock-llm.js', import.meta.url));
 const children: ChildProcessWithoutNullStreams[] = [];
@@ -71,7 +71,6 @@ describe('mock-llm CLI', () => {
   it('exits 0 on SIGINT with a stream in flight', async () => {
     const child = spawnCli(['--port', '0', '--latency-ms-per-token', '600000']);
     const url = (await firstLine(child)).replace('mock-llm listening on ', '');
-    const { send, SseReader, chatBody } = await import('./helpers.js');
     const reader = new SseReader(
       await send(`${url}/v1/chat/completions`, { method: 'POST', body: chatBody({ stream: true }) }),
     );
