@@ -116,7 +116,7 @@ describe('toStructural', () => {
       },
       { additionalProperties: false, description: 'Root.', 'x-kubernetes-validations': [{ rule: 'true' }] },
     );
-    const out = toStructural(schema as unknown as JsonSchema);
+    const out = toStructural(schema);
     expect(out).toEqual({
       description: 'Root.',
       type: 'object',

@@ -1,0 +1,219 @@
+// The GatewayPolicy CRD on a real kube-apiserver: the examples are accepted, bad policies are
+// rejected with a message naming the field, `kubectl explain` prints the schema's
+// descriptions and `kubectl get gwpol` shows the Accepted/Attached columns.
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { LocalRateLimit, CRD_FILES } from '../packages/api/src/index.js';
+import { run } from './lib/exec.js';
+import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
+import { useCluster } from './lib/use-cluster.js';
+
+const availability = e2eAvailability();
+
+const NS = 'policies';
+
+type Policy = Record<string, unknown>;
+
+function policy(name: string, spec: Record<string, unknown>): Policy {
+  return { apiVersion: 'tollgate.dev/v1alpha1', kind: 'GatewayPolicy', metadata: { name, namespace: NS }, spec };
+}
+
+const route = { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'chat' };
+const local = (...entries: Record<string, unknown>[]) => ({ targetRefs: [route], traffic: { rateLimit: { local: entries } } });
+
+interface BadCase {
+  name: string;
+  spec: Record<string, unknown>;
+  /** Every pattern must appear in kubectl's error output. */
+  expect: RegExp[];
+}
+
+const BAD: BadCase[] = [
+  {
+    name: 'tokens and requests together',
+    spec: local({ tokens: 100, requests: 10, unit: 'Minutes' }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]: Invalid value: "object": exactly one of requests or tokens must be set/],
+  },
+  {
+    name: 'neither tokens nor requests',
+    spec: local({ unit: 'Minutes' }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]: Invalid value: "object": exactly one of requests or tokens must be set/],
+  },
+  {
+    name: 'unit Days',
+    spec: local({ tokens: 100, unit: 'Days' }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]\.unit: Unsupported value: "Days": supported values: "Seconds", "Minutes", "Hours"/],
+  },
+  {
+    name: 'missing unit',
+    spec: local({ tokens: 100 }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]\.unit: Required value/],
+  },
+  {
+    name: 'zero requests',
+    spec: local({ requests: 0, unit: 'Seconds' }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]\.requests: Invalid value: 0: .*greater than or equal to 1/],
+  },
+  {
+    name: 'negative tokens',
+    spec: local({ tokens: -5, unit: 'Hours' }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]\.tokens: Invalid value: -5: .*greater than or equal to 1/],
+  },
+  {
+    name: 'negative burst',
+    spec: local({ requests: 10, burst: -1, unit: 'Minutes' }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]\.burst: Invalid value: -1: .*greater than or equal to 0/],
+  },
+  {
+    name: 'burst with tokens',
+    spec: local({ tokens: 100, burst: 5, unit: 'Minutes' }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]: Invalid value: "object": burst is only allowed with requests/],
+  },
+  {
+    name: 'wrong target kind',
+    spec: { targetRefs: [{ ...route, kind: 'Service' }] },
+    expect: [/spec\.targetRefs\[0\]\.kind: Unsupported value: "Service": supported values: "Gateway", "HTTPRoute"/],
+  },
+  {
+    name: 'wrong target group',
+    spec: { targetRefs: [{ ...route, group: 'networking.k8s.io' }] },
+    expect: [/spec\.targetRefs\[0\]\.group: Unsupported value: "networking\.k8s\.io": supported values: "gateway\.networking\.k8s\.io"/],
+  },
+  {
+    name: 'no targetRefs',
+    spec: { traffic: { rateLimit: { local: [{ tokens: 100, unit: 'Minutes' }] } } },
+    expect: [/spec\.targetRefs: Required value/],
+  },
+  {
+    name: 'unknown field',
+    spec: local({ tokens: 100, unit: 'Minutes', window: '1m' }),
+    expect: [/unknown field "spec\.traffic\.rateLimit\.local\[0\]\.window"/],
+  },
+  {
+    name: 'too many local entries',
+    spec: local(...Array.from({ length: 17 }, () => ({ requests: 1, unit: 'Seconds' }))),
+    expect: [/spec\.traffic\.rateLimit\.local: Too many: 17: must have at most 16 items/],
+  },
+  {
+    name: 'too many targetRefs',
+    spec: { targetRefs: Array.from({ length: 17 }, (_, i) => ({ ...route, name: `r${i}` })) },
+    expect: [/spec\.targetRefs: Too many: 17: must have at most 16 items/],
+  },
+  {
+    name: 'empty local list',
+    spec: local(),
+    expect: [/spec\.traffic\.rateLimit\.local: Invalid value: 0: .*should have at least 1 items/],
+  },
+  {
+    name: 'global service with both host and backendRef',
+    spec: {
+      targetRefs: [route],
+      traffic: {
+        rateLimit: {
+          global: {
+            service: { host: 'rls:8081', backendRef: { name: 'rls', port: 8081 } },
+            domain: 'd',
+            descriptors: [{ unit: 'Requests', entries: [{ name: 'k', expression: 'llm.model' }] }],
+          },
+        },
+      },
+    },
+    expect: [/spec\.traffic\.rateLimit\.global\.service: Invalid value: "object": exactly one of host or backendRef must be set/],
+  },
+];
+
+const examples = readdirSync(join(REPO_ROOT, 'examples')).filter((f) => /^gatewaypolicy.*\.yaml$/.test(f));
+
+describe.skipIf(!availability.run)('GatewayPolicy CRD on kube-apiserver', () => {
+  const cluster = useCluster();
+  const kubectl = async (args: string[], input?: string) => {
+    const r = await cluster.current.kubectl(args, input === undefined ? {} : { input });
+    return r;
+  };
+  const kubectlOk = (args: string[], input?: string) =>
+    run(cluster.current.tools.kubectl, args, { env: cluster.current.env, ...(input === undefined ? {} : { input }) });
+
+  beforeAll(async () => {
+    await kubectlOk(['apply', '--server-side', '-f', join(REPO_ROOT, CRD_FILES[0])]);
+    await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', 'crd/gatewaypolicies.tollgate.dev']);
+    await kubectlOk(['create', 'namespace', NS]);
+  });
+
+  it('applies examples/gatewaypolicy.yaml (a local tokens limit on an HTTPRoute)', async () => {
+    const out = await kubectlOk(['apply', '-f', join(REPO_ROOT, 'examples/gatewaypolicy.yaml')]);
+    expect(out).toContain('gatewaypolicy.tollgate.dev/chat-token-budget created');
+    const spec = JSON.parse(await kubectlOk(['get', 'gwpol', 'chat-token-budget', '-n', 'default', '-o', 'jsonpath={.spec}'])) as unknown;
+    expect(spec).toEqual({
+      targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'chat' }],
+      traffic: { rateLimit: { local: [{ tokens: 5000, unit: 'Minutes' }] } },
+    });
+  });
+
+  it.each(examples)('accepts examples/%s', async (file) => {
+    const r = await kubectl(['apply', '--dry-run=server', '-f', join(REPO_ROOT, 'examples', file)]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+  });
+
+  it.each(BAD)('rejects a policy with $name, naming the field', async ({ name, spec, expect: patterns }) => {
+    const obj = policy(name.replace(/[^a-z0-9]+/g, '-'), spec);
+    const r = await kubectl(['apply', '-f', '-'], JSON.stringify(obj));
+    expect(r.code, `accepted:\n${r.stdout}`).not.toBe(0);
+    for (const p of patterns) expect(r.stderr).toMatch(p);
+  });
+
+  it('kubectl explain prints the descriptions of the local limit fields', async () => {
+    const out = await kubectlOk(['explain', 'gatewaypolicy.spec.traffic.rateLimit.local']);
+    expect(out).toContain('GROUP:      tollgate.dev');
+    expect(out).toContain('KIND:       GatewayPolicy');
+    expect(out).toContain('VERSION:    v1alpha1');
+    expect(out).toMatch(/FIELD: local <\[\]Object>/);
+    expect(out).toContain('Local limits, counted per proxy replica.');
+    for (const [field, schema] of Object.entries(LocalRateLimit.properties)) {
+      expect(out).toContain(field);
+      // explain wraps long descriptions; compare without line breaks.
+      expect(out.replace(/\s+/g, ' ')).toContain(schema.description!);
+    }
+    expect(out).toMatch(/unit\s+<string> -required-/);
+    expect(out).toMatch(/enum: Seconds, Minutes, Hours/);
+  });
+
+  it('kubectl explain works for the top level and the status', async () => {
+    const top = await kubectlOk(['explain', 'gwpol']);
+    expect(top.replace(/\s+/g, ' ')).toContain('GatewayPolicy attaches traffic policies');
+    const status = await kubectlOk(['explain', 'gatewaypolicy.status.ancestors.conditions']);
+    expect(status).toMatch(/lastTransitionTime\s+<string> -required-/);
+    expect(status).toMatch(/observedGeneration\s+<integer>/);
+  });
+
+  it('kubectl get gwpol shows Accepted, Attached and Age', async () => {
+    await kubectlOk(['apply', '-f', '-'], JSON.stringify(policy('columns', local({ requests: 10, burst: 5, unit: 'Minutes' }))));
+    const before = await kubectlOk(['get', 'gwpol', 'columns', '-n', NS]);
+    expect(before.split('\n')[0]).toMatch(/^NAME\s+ACCEPTED\s+ATTACHED\s+AGE$/);
+
+    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const condition = (type: string) => ({ type, status: 'True', reason: type, message: `policy ${type.toLowerCase()}`, lastTransitionTime: now, observedGeneration: 1 });
+    const status = {
+      status: {
+        ancestors: [
+          {
+            ancestorRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: NS, name: 'llm-gateway' },
+            controllerName: 'tollgate.dev/gateway-controller',
+            conditions: [condition('Accepted'), condition('Attached')],
+          },
+        ],
+      },
+    };
+    await kubectlOk(['patch', 'gwpol', 'columns', '-n', NS, '--subresource=status', '--type=merge', '-p', JSON.stringify(status)]);
+    const lines = (await kubectlOk(['get', 'gwpol', '-n', NS])).trim().split('\n');
+    expect(lines[1]).toMatch(/^columns\s+True\s+True\s+\d+s$/);
+
+    // The status subresource is validated too.
+    const bad = structuredClone(status);
+    bad.status.ancestors[0]!.conditions[0]!.status = 'Yes';
+    const r = await kubectl(['patch', 'gwpol', 'columns', '-n', NS, '--subresource=status', '--type=merge', '-p', JSON.stringify(bad)]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/status\.ancestors\[0\]\.conditions\[0\]\.status: Unsupported value: "Yes"/);
+  });
+});
