@@ -49,7 +49,7 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
     expect(out).toContain('- --leader-elect=true');
     const bad = await cluster.current.helm(['template', 'tollgate', CHART, '--set', 'controller.logLevels.deployer=loud']);
     expect(bad.code).not.toBe(0);
-    expect(bad.stderr).toContain('controller.logLevels.deployer: "loud" is not a level');
+    expect(bad.stderr).toMatch(/controller\/logLevels\/deployer'?: value must be one of 'error', 'warn', 'info', 'debug', 'trace'/);
   });
 
   it('helm install creates the objects; helm uninstall removes them', async () => {
@@ -81,7 +81,7 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
     }
     // Helm never deletes what it installed from crds/.
     await kubectl(['get', 'crd', 'gatewaypolicies.tollgate.dev']);
-  });
+  }, 120_000);
 
   it('grants the controller what it needs and no more', async () => {
     await helm(['upgrade', '--install', 'tollgate', CHART, '-n', NS, '--create-namespace']);
@@ -114,5 +114,5 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
     for (const a of allowed) expect(await can(...a), a.join(' ')).toBe('yes');
     for (const d of denied) expect(await can(...d), d.join(' ')).toBe('no');
     await helm(['uninstall', 'tollgate', '-n', NS]);
-  });
+  }, 120_000);
 });

@@ -3,13 +3,17 @@
 {{- printf "%s-controller" .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
-{{- define "tollgate.labels" -}}
+{{- define "tollgate.commonLabels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
-app.kubernetes.io/name: tollgate
-app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: tollgate
+{{- end -}}
+
+{{- define "tollgate.labels" -}}
+app.kubernetes.io/name: tollgate
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{ include "tollgate.commonLabels" . }}
 {{- end -}}
 
 {{- define "tollgate.controller.selectorLabels" -}}

@@ -1,15 +1,21 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Type } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
+  checkTrafficPolicy,
+  compile,
   CRD_REGENERATE_COMMAND,
+  GatewayPolicySpec,
   gatewayPolicyCrd,
   renderCrdYaml,
   staleCrds,
   StructuralSchemaError,
   toStructural,
   type JsonSchema,
+  type Problem,
 } from '../src/index.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
@@ -143,5 +149,34 @@ describe('toStructural', () => {
   it('refuses unbounded lists', () => {
     const schema = Type.Array(Type.String({ description: 'S.' }), { description: 'L.' });
     expect(() => toStructural(schema as unknown as JsonSchema, 'l')).toThrow(/l: arrays need maxItems/);
+  });
+});
+
+describe('examples/gatewaypolicy*.yaml', () => {
+  const files = readdirSync(join(repoRoot, 'examples')).filter((f) => /^gatewaypolicy.*\.yaml$/.test(f));
+  const validateSpec = compile(GatewayPolicySpec);
+
+  it('exist for the spec case and the other features', () => {
+    expect(files).toContain('gatewaypolicy.yaml');
+    expect(files.length).toBeGreaterThanOrEqual(5);
+  });
+
+  it.each(files)('%s is a valid GatewayPolicy', (file) => {
+    const doc = parse(readFileSync(join(repoRoot, 'examples', file), 'utf8')) as {
+      apiVersion: string;
+      kind: string;
+      metadata: { name?: string; namespace?: string };
+      spec: unknown;
+    };
+    expect(doc.apiVersion).toBe('tollgate.dev/v1alpha1');
+    expect(doc.kind).toBe('GatewayPolicy');
+    expect(doc.metadata.name).toBeTruthy();
+    expect(doc.metadata.namespace).toBeTruthy();
+    const r = validateSpec(doc.spec);
+    expect(r.ok ? [] : r.problems).toEqual([]);
+    if (!r.ok) return;
+    const problems: Problem[] = [];
+    checkTrafficPolicy(r.value.traffic, 'spec.traffic', 'cluster', problems);
+    expect(problems).toEqual([]);
   });
 });
