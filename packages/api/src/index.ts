@@ -19,3 +19,4 @@ export {
   toPolicy,
 } from './standalone.js';
 export * from './crd/index.js';
+export * from './schema/trace-event.js';

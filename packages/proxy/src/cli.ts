@@ -90,6 +90,7 @@ export async function main(argv: string[]): Promise<void> {
         .then(() => process.exit(0))
         .catch((err: unknown) => fail(`shutdown failed: ${(err as Error).message}`, 1));
     };
+    gateway.onShutdownRequest = (reason) => stop(reason);
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
   } catch (err) {

@@ -2,7 +2,7 @@
 // the file watcher. Used by the CLI and by tests that run a proxy in-process.
 import { parseDuration, splitHostPort, type ProxySnapshot } from '@tollgate/api';
 import type { DestinationStream } from 'pino';
-import { AdminServer } from './admin/server.js';
+import { AdminServer } from './admin/admin-server.js';
 import { loadConfigFile, parseConfig, type LoadedConfig } from './config/load-file.js';
 import { ConfigWatcher } from './config/watch.js';
 import { LogControl } from './log/logger.js';
@@ -26,6 +26,9 @@ export class Gateway {
     public loaded: LoadedConfig,
   ) {}
 
+  /** Called when something other than a signal asks the process to stop (POST /quitquitquit). */
+  onShutdownRequest: (reason: string) => void = () => void this.close();
+
   static async start(options: GatewayOptions): Promise<Gateway> {
     const loaded = await loadConfigFile(options.file);
     const settings = loaded.config.config ?? {};
@@ -38,7 +41,16 @@ export class Gateway {
       log,
     });
     const adminAddr = splitHostPort(options.adminAddr ?? settings.adminAddr ?? '127.0.0.1:15000');
-    const admin = new AdminServer(adminAddr.host, adminAddr.port, runtime);
+    const holder: { gateway?: Gateway } = {};
+    const admin = new AdminServer(adminAddr.host, adminAddr.port, {
+      runtime,
+      logs,
+      tasks: () => {
+        const w = holder.gateway?.watcher;
+        return w ? [{ name: 'config watcher', state: () => ({ file: w.options.path, reloads: w.reloads, refused: w.refused, lastError: w.lastError }) }] : [];
+      },
+      shutdown: (reason) => holder.gateway?.onShutdownRequest(reason),
+    });
     const address = await admin.listen();
     logs.get('admin').info({ admin: address }, `admin listening on http://${address}`);
     try {
@@ -48,8 +60,7 @@ export class Gateway {
       throw err;
     }
     log.info({ version: loaded.snapshot.version, source: loaded.path }, `serving config ${loaded.snapshot.version} from ${loaded.path}`);
-    // The watcher's callback needs the gateway, which needs the watcher: a holder breaks the cycle.
-    const holder: { gateway?: Gateway } = {};
+    // The watcher and admin callbacks need the gateway, which needs them: `holder` breaks the cycle.
     const watcher =
       options.watch === false
         ? null

@@ -1,26 +1,37 @@
 // One Fastify instance per bind. Fastify owns the socket lifecycle (keep-alive, 503 while
 // closing, draining on close); every request goes to one catch-all route whose handler takes
 // over the raw response, since a proxy streams bodies rather than building replies.
+import type { IncomingMessage } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { TollgateError } from '../errors.js';
 import type { CompiledSnapshot } from '../routing/compile.js';
+import type { TraceHub } from '../trace/hub.js';
+import { RequestTracer, type TraceEnv } from '../trace/tracer.js';
+import { normalizeHost } from '../routing/hostname.js';
 import { handleRequest, type DataPlaneDeps } from './handle-request.js';
+import type { InFlight } from './inflight.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'];
-
-export interface InFlight {
-  readonly id: number;
-  readonly method: string;
-  readonly url: string;
-  readonly startedAt: number;
-  stage: string;
-}
 
 export interface DataPlaneContext extends DataPlaneDeps {
   current(): CompiledSnapshot;
   readonly log: Logger;
   readonly inflight: Map<number, InFlight>;
+  readonly traces: TraceHub;
+  readonly traceEnv: TraceEnv;
+}
+
+function claimTrace(ctx: DataPlaneContext, raw: IncomingMessage, acceptedAt: bigint, entry: InFlight): RequestTracer | null {
+  const url = raw.url ?? '/';
+  const q = url.indexOf('?');
+  const session = ctx.traces.claim(
+    { method: raw.method ?? 'GET', path: q < 0 ? url : url.slice(0, q), host: normalizeHost(raw.headers.host), headers: raw.headers },
+    `${raw.method} ${url}`,
+  );
+  if (!session) return null;
+  entry.traced = session.id;
+  return new RequestTracer(ctx.traces, session, acceptedAt, raw, ctx.traceEnv);
 }
 
 let nextId = 1;
@@ -46,11 +57,13 @@ export class DataPlaneServer {
       method: METHODS,
       url: '*',
       handler: (request, reply) => {
+        const acceptedAt = process.hrtime.bigint();
         reply.hijack();
         const id = nextId++;
         const entry: InFlight = { id, method: request.raw.method ?? 'GET', url: request.raw.url ?? '/', startedAt: Date.now(), stage: 'routing' };
         ctx.inflight.set(id, entry);
-        handleRequest(ctx.current(), port, request.raw, reply.raw, ctx)
+        const tracer = ctx.traces.armed ? claimTrace(ctx, request.raw, acceptedAt, entry) : null;
+        handleRequest(ctx.current(), port, request.raw, reply.raw, ctx, entry, tracer)
           .then((outcome) => ctx.log.debug({ route: outcome.route, status: outcome.status, error: outcome.result?.error ?? undefined }, 'request done'))
           .catch((err: unknown) => {
             ctx.log.error({ err }, 'request failed');

@@ -6,7 +6,10 @@ import type { ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
 import { PoolSet } from '../upstream/pools.js';
-import { DataPlaneServer, type InFlight } from './data-plane.js';
+import { TraceHub } from '../trace/hub.js';
+import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
+import { DataPlaneServer } from './data-plane.js';
+import type { InFlight } from './inflight.js';
 
 export interface RuntimeOptions {
   readonly connectTimeoutMs: number;
@@ -26,6 +29,8 @@ export class ProxyRuntime {
   readonly #servers = new Map<string, DataPlaneServer>();
   readonly pools: PoolSet;
   readonly inflight = new Map<number, InFlight>();
+  readonly traces = new TraceHub();
+  readonly traceEnv: TraceEnv = traceEnvFromProcess();
   readonly startedAt = Date.now();
   loadedAt = 0;
 
@@ -61,6 +66,8 @@ export class ProxyRuntime {
           current: () => this.current,
           log: this.options.log,
           inflight: this.inflight,
+          traces: this.traces,
+          traceEnv: this.traceEnv,
           pools: this.pools,
           defaultBackendTimeoutMs: this.options.backendRequestTimeoutMs,
           bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,

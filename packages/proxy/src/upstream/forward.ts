@@ -24,6 +24,8 @@ export interface TransportError {
   /** Catalog code, e.g. TG_UPSTREAM_REFUSED. */
   readonly kind: string;
   readonly message: string;
+  /** The catalog entry to answer with when nothing was sent yet. */
+  readonly spec?: ErrorSpec;
 }
 
 export interface ForwardResult {
@@ -32,6 +34,8 @@ export interface ForwardResult {
   /** Status the backend answered, null when it never answered. */
   readonly upstreamStatus: number | null;
   readonly error: TransportError | null;
+  /** False when nothing reached the client yet: the caller must answer (with error.spec). */
+  readonly responded: boolean;
 }
 
 export interface ForwardHooks {
@@ -70,14 +74,17 @@ export function classify(err: Error & { code?: string }): ErrorSpec {
   }
 }
 
-export function sendError(res: ServerResponse, spec: ErrorSpec, extraHeaders?: Record<string, string>): void {
+/** Answers with a catalog entry; returns the headers sent (for the trace). */
+export function sendError(res: ServerResponse, spec: ErrorSpec, extraHeaders?: Record<string, string>): Record<string, string> {
   const body = `${spec.body}\n`;
-  res.writeHead(spec.status, {
+  const headers = {
     'content-type': 'text/plain; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
+    'content-length': String(Buffer.byteLength(body)),
     ...extraHeaders,
-  });
+  };
+  res.writeHead(spec.status, headers);
   res.end(body);
+  return headers;
 }
 
 export function forward(dispatcher: Dispatcher, req: ForwardRequest, res: ServerResponse, hooks: ForwardHooks = {}): Promise<ForwardResult> {
@@ -128,23 +135,23 @@ export function forward(dispatcher: Dispatcher, req: ForwardRequest, res: Server
       },
       onResponseEnd() {
         res.end();
-        finish({ status: upstreamStatus ?? 502, upstreamStatus, error: null });
+        finish({ status: upstreamStatus ?? 502, upstreamStatus, error: null, responded: true });
       },
       onResponseError(_c, err: Error & { code?: string }) {
         if (err instanceof ClientGone) {
-          finish({ status: upstreamStatus ?? 499, upstreamStatus, error: { kind: 'TG_CLIENT_GONE', message: err.message } });
+          finish({ status: upstreamStatus ?? 499, upstreamStatus, error: { kind: 'TG_CLIENT_GONE', message: err.message }, responded: true });
           return;
         }
         const spec = classify(err);
-        const error = { kind: spec.code, message: err.message || spec.body };
+        const error = { kind: spec.code, message: err.message || spec.body, spec };
         if (!res.headersSent && !res.destroyed) {
-          sendError(res, spec);
-          finish({ status: spec.status, upstreamStatus, error });
+          // The caller answers with the catalog entry (so it can trace the final response).
+          finish({ status: spec.status, upstreamStatus, error, responded: false });
         } else {
           // Mid-body failure: the status is already sent, so the client learns of it by the
           // connection closing before the body completes.
           res.destroy(err);
-          finish({ status: upstreamStatus ?? spec.status, upstreamStatus, error });
+          finish({ status: upstreamStatus ?? spec.status, upstreamStatus, error, responded: true });
         }
       },
     };
@@ -163,8 +170,7 @@ export function forward(dispatcher: Dispatcher, req: ForwardRequest, res: Server
       );
     } catch (err) {
       const spec = ERRORS.upstreamBadResponse;
-      if (!res.headersSent) sendError(res, spec);
-      finish({ status: spec.status, upstreamStatus: null, error: { kind: spec.code, message: (err as Error).message } });
+      finish({ status: spec.status, upstreamStatus: null, error: { kind: spec.code, message: (err as Error).message, spec }, responded: false });
     }
   });
 }

@@ -1,0 +1,116 @@
+// The per-request trace (interface spec §2.1-2.4, §6): one JSON object per event. The schema
+// is what the proxy emits and what `gwctl trace --raw` consumers can validate against.
+import { Type, type Static } from '@sinclair/typebox';
+import { Enum } from './common.js';
+
+export const EFFECTIVE_POLICY_KEYS = [
+  'localRateLimit',
+  'remoteRateLimit',
+  'authorization',
+  'jwt',
+  'oidc',
+  'basicAuth',
+  'apiKey',
+  'extAuthz',
+  'extProc',
+  'transformation',
+  'csrf',
+  'directResponse',
+  'requestHeaderModifier',
+  'responseHeaderModifier',
+  'requestRedirect',
+  'urlRewrite',
+  'cors',
+] as const;
+export type EffectivePolicyKey = (typeof EFFECTIVE_POLICY_KEYS)[number];
+
+export const REQUEST_STAGES = ['initial request', 'gateway policies', 'route policies', 'final request'] as const;
+export const RESPONSE_STAGES = ['backend response ready', 'final response'] as const;
+
+const Headers = Type.Record(Type.String(), Type.String(), { description: 'Header name (lower case) to value; credentials are "[redacted]".' });
+
+const Env = Type.Object(
+  { podName: Type.String(), namespace: Type.String(), gateway: Type.String() },
+  { additionalProperties: false },
+);
+
+export const RequestInfo = Type.Object(
+  {
+    method: Type.String(),
+    uri: Type.String(),
+    path: Type.String(),
+    pathAndQuery: Type.String(),
+    host: Type.String(),
+    scheme: Type.String(),
+    version: Type.String(),
+    headers: Headers,
+    startTime: Type.String({ description: 'ISO 8601 UTC with fractional seconds.' }),
+  },
+  { additionalProperties: false },
+);
+
+const Source = Type.Object(
+  { address: Type.String(), rawAddress: Type.String(), port: Type.Integer(), rawPort: Type.Integer() },
+  { additionalProperties: false },
+);
+
+const Backend = Type.Object({ name: Type.String(), type: Type.String(), protocol: Type.String() }, { additionalProperties: false });
+
+export const RequestState = Type.Object(
+  { request: RequestInfo, source: Source, backend: Type.Optional(Backend), env: Env },
+  { additionalProperties: false },
+);
+export type RequestState = Static<typeof RequestState>;
+
+export const ResponseState = Type.Object(
+  { response: Type.Object({ code: Type.Integer(), headers: Headers }, { additionalProperties: false }), env: Env },
+  { additionalProperties: false },
+);
+export type ResponseState = Static<typeof ResponseState>;
+
+/** A policy that applies: its settings and the level it was attached at. */
+export const PolicyAttachment = Type.Object(
+  { source: Enum(['gateway', 'route'], 'Where the policy is attached.'), config: Type.Unknown() },
+  { additionalProperties: false },
+);
+export type PolicyAttachment = Static<typeof PolicyAttachment>;
+
+export const EffectivePolicy = Type.Object(
+  Object.fromEntries(EFFECTIVE_POLICY_KEYS.map((k) => [k, Type.Union([Type.Null(), Type.Array(PolicyAttachment, { minItems: 1 })])])) as Record<
+    EffectivePolicyKey,
+    ReturnType<typeof Type.Union<[ReturnType<typeof Type.Null>, ReturnType<typeof Type.Array<typeof PolicyAttachment>>]>>
+  >,
+  { additionalProperties: false },
+);
+export type EffectivePolicy = Record<EffectivePolicyKey, PolicyAttachment[] | null>;
+
+const TransportErrorSchema = Type.Object({ kind: Type.String(), message: Type.String() }, { additionalProperties: false });
+
+export const TraceMessage = Type.Union([
+  Type.Object({ type: Type.Literal('requestStarted') }, { additionalProperties: false }),
+  Type.Object({ type: Type.Literal('requestSnapshot'), stage: Enum(REQUEST_STAGES, 'Request stage.'), requestState: RequestState }, { additionalProperties: false }),
+  Type.Object(
+    { type: Type.Literal('routeSelection'), selectedRoute: Type.Union([Type.String(), Type.Null()]), evaluatedRoutes: Type.Array(Type.String()) },
+    { additionalProperties: false },
+  ),
+  Type.Object({ type: Type.Literal('policySelection'), effectivePolicy: EffectivePolicy }, { additionalProperties: false }),
+  Type.Object({ type: Type.Literal('backendCallStart'), target: Type.String() }, { additionalProperties: false }),
+  Type.Object(
+    { type: Type.Literal('backendCallResult'), status: Type.Integer(), error: Type.Union([Type.Null(), TransportErrorSchema]) },
+    { additionalProperties: false },
+  ),
+  Type.Object({ type: Type.Literal('responseSnapshot'), stage: Enum(RESPONSE_STAGES, 'Response stage.'), requestState: ResponseState }, { additionalProperties: false }),
+  Type.Object({ type: Type.Literal('requestFinished') }, { additionalProperties: false }),
+]);
+export type TraceMessage = Static<typeof TraceMessage>;
+
+export const TraceEvent = Type.Object(
+  {
+    eventStart: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: 'Microseconds since the request was accepted; set on backendCallResult.' }),
+    eventEnd: Type.Integer({ minimum: 0, description: 'Microseconds since the request was accepted; non-decreasing.' }),
+    severity: Enum(['info', 'warn', 'error'], 'info; warn for 4xx and error for 5xx or transport errors.'),
+    message: TraceMessage,
+  },
+  { additionalProperties: false },
+);
+export type TraceEvent = Static<typeof TraceEvent>;

@@ -1,0 +1,17 @@
+// What the admin routes read and control.
+import type { LogControl } from '../log/logger.js';
+import type { ProxyRuntime } from '../server/runtime.js';
+
+export interface BackgroundTask {
+  readonly name: string;
+  readonly state: () => Record<string, unknown>;
+}
+
+export interface AdminContext {
+  readonly runtime: ProxyRuntime;
+  readonly logs: LogControl;
+  /** Long-lived work besides requests (config watcher, later the controller stream). */
+  readonly tasks: () => BackgroundTask[];
+  /** Starts a graceful shutdown; the admin server answers before it takes effect. */
+  readonly shutdown: (reason: string) => void;
+}

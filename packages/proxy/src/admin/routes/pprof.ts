@@ -1,0 +1,48 @@
+// Profiles in pprof's protobuf format, gzipped, as Go's net/http/pprof serves them:
+// GET /debug/pprof/profile?seconds=N (CPU, 1..300, default 10) and GET /debug/pprof/heap
+// (sampled allocations, sampling started with the admin server).
+import { encode, heap, time } from '@datadog/pprof';
+import type { FastifyInstance } from 'fastify';
+import type { AdminContext } from '../context.js';
+import { rejectUnknownQuery, single } from '../query.js';
+
+const HEAP_SAMPLE_BYTES = 512 * 1024;
+const HEAP_STACK_DEPTH = 64;
+
+// Heap sampling is process-wide; several admin servers in one process (tests) share it.
+let heapUsers = 0;
+// V8 runs one CPU profile per process at a time.
+let cpuRunning = false;
+
+export function pprofRoutes(app: FastifyInstance, _ctx: AdminContext): void {
+  if (heapUsers++ === 0) heap.start(HEAP_SAMPLE_BYTES, HEAP_STACK_DEPTH);
+  const text = 'text/plain; charset=utf-8';
+
+  app.get('/debug/pprof/profile', async (request, reply) => {
+    if (rejectUnknownQuery(request.query, ['seconds'], reply)) return reply;
+    const raw = single((request.query as Record<string, unknown>).seconds);
+    const seconds = raw === undefined ? 10 : /^[0-9]+$/.test(raw ?? '') ? Number(raw) : NaN;
+    if (!Number.isInteger(seconds) || seconds < 1 || seconds > 300) {
+      return reply.code(400).type(text).send(`seconds must be an integer from 1 to 300 (got ${JSON.stringify(raw)}); default 10\n`);
+    }
+    if (cpuRunning) return reply.code(409).type(text).send('a CPU profile is already being taken; retry when it completes\n');
+    cpuRunning = true;
+    try {
+      const profile = await time.profile({ durationMillis: seconds * 1000 });
+      const body = await encode(profile);
+      return reply.type('application/octet-stream').header('content-disposition', 'attachment; filename="profile"').send(body);
+    } finally {
+      cpuRunning = false;
+    }
+  });
+
+  app.get('/debug/pprof/heap', async (request, reply) => {
+    if (rejectUnknownQuery(request.query, [], reply)) return reply;
+    const body = await encode(heap.profile());
+    return reply.type('application/octet-stream').header('content-disposition', 'attachment; filename="heap"').send(body);
+  });
+
+  app.addHook('onClose', async () => {
+    if (--heapUsers === 0) heap.stop();
+  });
+}

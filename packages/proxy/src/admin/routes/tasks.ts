@@ -1,0 +1,32 @@
+// GET /debug/tasks: a tree of the live work of the process: listeners, requests in flight
+// (stage, age, upstream call), armed and streaming trace sessions, background tasks.
+import type { FastifyInstance } from 'fastify';
+import type { AdminContext } from '../context.js';
+import { rejectUnknownQuery } from '../query.js';
+
+export function tasksRoutes(app: FastifyInstance, ctx: AdminContext): void {
+  app.get('/debug/tasks', async (request, reply) => {
+    if (rejectUnknownQuery(request.query, [], reply)) return reply;
+    const now = Date.now();
+    const rt = ctx.runtime;
+    return {
+      uptimeMs: now - rt.startedAt,
+      listeners: rt.listening.map((l) => ({ name: `bind ${l.address}:${l.boundPort}`, address: l.address, port: l.boundPort })),
+      requests: [...rt.inflight.values()].map((r) => ({
+        name: `request ${r.id}`,
+        method: r.method,
+        url: r.url,
+        stage: r.stage,
+        ageMs: now - r.startedAt,
+        route: r.route ?? null,
+        traced: r.traced ?? null,
+        children: r.upstream && r.stage !== 'routing' ? [{ name: `upstream call ${r.upstream}`, target: r.upstream, stage: r.stage }] : [],
+      })),
+      traceSessions: [
+        ...rt.traces.waiting().map((s) => ({ name: `trace session ${s.id}`, state: 'armed', match: s.filterText, ageMs: now - s.armedAt })),
+        ...[...rt.traces.active].map((s) => ({ name: `trace session ${s.id}`, state: 'streaming', request: s.claimed, ageMs: now - s.armedAt })),
+      ],
+      background: ctx.tasks().map((t) => ({ name: t.name, ...t.state() })),
+    };
+  });
+}

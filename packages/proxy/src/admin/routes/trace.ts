@@ -1,0 +1,46 @@
+// GET /debug/trace[?match=<CEL>]: arms a trace session and streams the events of the next
+// matching request as server-sent events, then ends. A comment line opens the stream and a
+// keepalive comment follows every few seconds while it waits; a client that disconnects
+// disarms its session.
+import type { FastifyInstance } from 'fastify';
+import type { TraceEvent } from '@tollgate/api';
+import { compileTraceFilter, TraceFilterError, type TraceFilter } from '../../trace/filter.js';
+import type { AdminContext } from '../context.js';
+import { rejectUnknownQuery, single } from '../query.js';
+
+const KEEPALIVE_MS = 5000;
+
+export function traceRoutes(app: FastifyInstance, ctx: AdminContext): void {
+  app.get('/debug/trace', (request, reply) => {
+    if (rejectUnknownQuery(request.query, ['match'], reply)) return;
+    const match = single((request.query as Record<string, unknown>).match);
+    if (match === null || match === '') {
+      return reply.code(400).type('text/plain; charset=utf-8').send('match must be one non-empty CEL expression, e.g. request.headers["x-trace-id"] == "abc"\n');
+    }
+    let filter: TraceFilter | null = null;
+    try {
+      filter = match === undefined ? null : compileTraceFilter(match);
+    } catch (err) {
+      if (err instanceof TraceFilterError) return reply.code(400).type('text/plain; charset=utf-8').send(`${err.message}\n`);
+      throw err;
+    }
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+    const hub = ctx.runtime.traces;
+    const session = hub.arm(filter, match ?? null, {
+      send: (event: TraceEvent) => void res.write(`data: ${JSON.stringify(event)}\n\n`),
+      end: () => {
+        clearInterval(keepalive);
+        res.end();
+      },
+    });
+    res.write(`: trace session ${session.id} armed${match ? ` (match: ${match})` : ''}; waiting for the next request\n\n`);
+    const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
+    keepalive.unref();
+    res.on('close', () => {
+      clearInterval(keepalive);
+      hub.disarm(session);
+    });
+  });
+}

@@ -1,0 +1,130 @@
+// The trace of one request: builds the events of spec §2 and §6 and sends them to the
+// session that claimed the request. Times are microseconds since the request was accepted,
+// never decreasing; header values that are credentials are redacted.
+import { hostname } from 'node:os';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { redactHeaders, type EffectivePolicy, type RequestState, type TraceEvent, type TraceMessage } from '@tollgate/api';
+import type { TraceHub, TraceSession } from './hub.js';
+
+export interface TraceEnv {
+  readonly podName: string;
+  readonly namespace: string;
+  readonly gateway: string;
+}
+
+export function traceEnvFromProcess(env: NodeJS.ProcessEnv = process.env): TraceEnv {
+  return {
+    podName: env.POD_NAME || hostname(),
+    namespace: env.POD_NAMESPACE || 'standalone',
+    gateway: env.GATEWAY_NAME || 'standalone',
+  };
+}
+
+/** The request as a stage sees it (the path and headers change as filters apply). */
+export interface RequestView {
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  readonly headers: Record<string, string | string[] | undefined> | IncomingHttpHeaders;
+}
+
+type Severity = TraceEvent['severity'];
+
+export function severityOf(status: number, transportError = false): Severity {
+  if (transportError || status >= 500) return 'error';
+  if (status >= 400) return 'warn';
+  return 'info';
+}
+
+export class RequestTracer {
+  #last = 0;
+  #callStart: number | null = null;
+  readonly #startTime: string;
+  readonly #source: RequestState['source'];
+  readonly #version: string;
+
+  constructor(
+    private readonly hub: TraceHub,
+    private readonly session: TraceSession,
+    private readonly acceptedAt: bigint,
+    req: IncomingMessage,
+    private readonly env: TraceEnv,
+  ) {
+    this.#startTime = new Date(Date.now() - Number((process.hrtime.bigint() - acceptedAt) / 1_000_000n)).toISOString();
+    const address = req.socket.remoteAddress ?? '';
+    const port = req.socket.remotePort ?? 0;
+    this.#source = { address, rawAddress: address, port, rawPort: port };
+    this.#version = `HTTP/${req.httpVersion}`;
+  }
+
+  #now(): number {
+    const us = Number((process.hrtime.bigint() - this.acceptedAt) / 1000n);
+    this.#last = Math.max(this.#last, us);
+    return this.#last;
+  }
+
+  #emit(message: TraceMessage, severity: Severity = 'info', eventStart: number | null = null): void {
+    if (this.session.closed) return;
+    this.session.sink.send({ eventStart, eventEnd: this.#now(), severity, message });
+  }
+
+  requestState(view: RequestView, backend?: RequestState['backend']): RequestState {
+    const headers = redactHeaders(view.headers);
+    const host = headers.host ?? '';
+    const pathAndQuery = view.query ? `${view.path}?${view.query}` : view.path;
+    return {
+      request: {
+        method: view.method,
+        uri: `http://${host}${pathAndQuery}`,
+        path: view.path,
+        pathAndQuery,
+        host,
+        scheme: 'http',
+        version: this.#version,
+        headers,
+        startTime: this.#startTime,
+      },
+      source: this.#source,
+      ...(backend ? { backend } : {}),
+      env: { ...this.env },
+    };
+  }
+
+  started(): void {
+    this.#emit({ type: 'requestStarted' });
+  }
+
+  requestSnapshot(stage: 'initial request' | 'gateway policies' | 'route policies' | 'final request', view: RequestView, backend?: RequestState['backend']): void {
+    this.#emit({ type: 'requestSnapshot', stage, requestState: this.requestState(view, backend) });
+  }
+
+  routeSelection(selectedRoute: string | null, evaluatedRoutes: string[]): void {
+    this.#emit({ type: 'routeSelection', selectedRoute, evaluatedRoutes });
+  }
+
+  policySelection(effectivePolicy: EffectivePolicy): void {
+    this.#emit({ type: 'policySelection', effectivePolicy });
+  }
+
+  backendCallStart(target: string): void {
+    this.#emit({ type: 'backendCallStart', target });
+    // The call spans from the backendCallStart event to its result.
+    this.#callStart = this.#last;
+  }
+
+  backendCallResult(status: number, error: { kind: string; message: string } | null): void {
+    this.#emit({ type: 'backendCallResult', status, error }, severityOf(status, error !== null), this.#callStart ?? this.#now());
+  }
+
+  responseSnapshot(stage: 'backend response ready' | 'final response', code: number, headers: Record<string, string | string[] | undefined>): void {
+    this.#emit(
+      { type: 'responseSnapshot', stage, requestState: { response: { code, headers: redactHeaders(headers) }, env: { ...this.env } } },
+      stage === 'final response' ? severityOf(code) : 'info',
+    );
+  }
+
+  finished(): void {
+    this.#emit({ type: 'requestFinished' });
+    this.hub.finish(this.session);
+  }
+}

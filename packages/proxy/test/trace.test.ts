@@ -1,0 +1,248 @@
+// The per-request trace over the admin server's SSE stream: event order and content for a
+// proxied request, a 404, a redirect and an upstream failure; schema validity; redaction;
+// several sessions; the CEL match filter; disarm on disconnect.
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { compile, TraceEvent, type TraceEvent as TraceEventT } from '@tollgate/api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+
+const validateEvent = compile(TraceEvent);
+let up: Upstream;
+let gw: TestGateway;
+let deadPort: number;
+
+interface Session {
+  readonly res: IncomingMessage;
+  /** Resolves with every event once the stream ends. */
+  readonly events: Promise<TraceEventT[]>;
+  /** Resolves when the opening comment arrived (the session is armed). */
+  readonly armed: Promise<string>;
+}
+
+function openTrace(query = ''): Promise<Session> {
+  return new Promise((resolve, reject) => {
+    httpRequest(`${gw.adminUrl}/debug/trace${query}`, (res) => {
+      let buf = '';
+      let resolveArmed!: (s: string) => void;
+      const armed = new Promise<string>((r) => (resolveArmed = r));
+      const events = new Promise<TraceEventT[]>((done) => {
+        const out: TraceEventT[] = [];
+        res.on('data', (c: Buffer) => {
+          buf += c.toString();
+          let i;
+          while ((i = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            if (block.startsWith(':')) resolveArmed(block);
+            else if (block.startsWith('data: ')) out.push(JSON.parse(block.slice(6)) as TraceEventT);
+          }
+        });
+        res.on('end', () => done(out));
+        res.on('close', () => done(out));
+      });
+      resolve({ res, events, armed });
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+async function traced(path: string, headers: Record<string, string> = {}, query = ''): Promise<TraceEventT[]> {
+  const s = await openTrace(query);
+  await s.armed;
+  await send(`${gw.url}${path}`, { headers });
+  return s.events;
+}
+
+const kinds = (events: TraceEventT[]) => events.map((e) => (e.message.type === 'requestSnapshot' || e.message.type === 'responseSnapshot' ? `${e.message.type}:${e.message.stage}` : e.message.type));
+
+beforeAll(async () => {
+  process.env.POD_NAME = 'tollgate-abc';
+  process.env.POD_NAMESPACE = 'edge';
+  process.env.GATEWAY_NAME = 'public';
+  up = await startUpstream((_req, res) => {
+    res.setHeader('set-cookie', 'session=secret-cookie');
+    res.setHeader('x-upstream', '1');
+    res.statusCode = _req.url?.startsWith('/teapot') ? 418 : 200;
+    res.end('ok');
+  });
+  deadPort = await freePort();
+  gw = await startGateway({
+    binds: [
+      {
+        port: await freePort(),
+        listeners: [
+          {
+            name: 'main',
+            protocol: 'HTTP',
+            policies: { traffic: { rateLimit: { local: [{ requests: 1000, unit: 'Minutes' }] } } },
+            routes: [
+              { name: 'api', matches: [{ path: { value: '/api' } }], filters: [{ type: 'ResponseHeaderModifier', responseHeaderModifier: { add: [{ name: 'x-gw', value: 'yes' }] } }], policies: { traffic: { rateLimit: { local: [{ tokens: 100, unit: 'Hours' }] } } }, backends: [{ host: up.host }] },
+              { name: 'teapot', matches: [{ path: { value: '/teapot' } }], backends: [{ host: up.host }] },
+              { name: 'other', matches: [{ path: { type: 'Exact', value: '/api/exact-only' }, method: 'POST' }], backends: [{ host: up.host }] },
+              { name: 'moved', matches: [{ path: { value: '/moved' } }], filters: [{ type: 'RequestRedirect', requestRedirect: { hostname: 'new.example.com' } }], backends: [] },
+              { name: 'dead', matches: [{ path: { value: '/dead' } }], backends: [{ host: `127.0.0.1:${deadPort}` }] },
+            ],
+          },
+        ],
+      },
+    ],
+  });
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await up?.close();
+});
+
+describe('trace of a proxied request', () => {
+  let events: TraceEventT[];
+  beforeAll(async () => {
+    events = await traced('/api/x?q=1', { authorization: 'Bearer sk-secret', 'x-api-key': 'key-secret', cookie: 'a=b' });
+  });
+
+  it('has every stage in the order of the spec', () => {
+    expect(kinds(events)).toEqual([
+      'requestStarted',
+      'requestSnapshot:initial request',
+      'requestSnapshot:gateway policies',
+      'routeSelection',
+      'policySelection',
+      'requestSnapshot:route policies',
+      'requestSnapshot:final request',
+      'backendCallStart',
+      'backendCallResult',
+      'responseSnapshot:backend response ready',
+      'responseSnapshot:final response',
+      'requestFinished',
+    ]);
+  });
+
+  it('every event matches the trace event schema; times are non-decreasing microseconds', () => {
+    for (const e of events) expect(validateEvent(e)).toEqual({ ok: true, value: e });
+    const ends = events.map((e) => e.eventEnd);
+    expect(ends).toEqual([...ends].sort((a, b) => a - b));
+    const result = events.find((e) => e.message.type === 'backendCallResult')!;
+    const start = events.find((e) => e.message.type === 'backendCallStart')!;
+    expect(result.eventStart).toBe(start.eventEnd);
+    expect(events.filter((e) => e !== result).every((e) => e.eventStart === null)).toBe(true);
+  });
+
+  it('carries request state, route, policies, backend and response', () => {
+    const initial = events[1]!.message;
+    if (initial.type !== 'requestSnapshot') throw new Error('expected a snapshot');
+    const r = initial.requestState.request;
+    expect(r).toMatchObject({ method: 'GET', path: '/api/x', pathAndQuery: '/api/x?q=1', scheme: 'http', version: 'HTTP/1.1', host: `127.0.0.1:${gw.port}`, uri: `http://127.0.0.1:${gw.port}/api/x?q=1` });
+    expect(r.startTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(initial.requestState.source.address).toBe('127.0.0.1');
+    expect(initial.requestState.env).toEqual({ podName: 'tollgate-abc', namespace: 'edge', gateway: 'public' });
+    expect(events[3]!.message).toEqual({ type: 'routeSelection', selectedRoute: 'main/api', evaluatedRoutes: ['main/api'] });
+    const policy = events[4]!.message;
+    if (policy.type !== 'policySelection') throw new Error('expected policySelection');
+    expect(Object.keys(policy.effectivePolicy)).toHaveLength(17);
+    expect(policy.effectivePolicy.localRateLimit).toEqual([
+      { source: 'gateway', config: [{ kind: 'requests', requests: 1000, burst: 0, unit: 'Minutes' }] },
+      { source: 'route', config: [{ kind: 'tokens', tokens: 100, unit: 'Hours' }] },
+    ]);
+    expect(policy.effectivePolicy.responseHeaderModifier).toEqual([{ source: 'route', config: { set: [], add: [{ name: 'x-gw', value: 'yes' }], remove: [] } }]);
+    expect(policy.effectivePolicy.jwt).toBeNull();
+    const final = events[6]!.message;
+    if (final.type !== 'requestSnapshot') throw new Error('expected a snapshot');
+    expect(final.requestState.backend).toEqual({ name: up.host, type: 'service', protocol: 'http' });
+    expect(final.requestState.request.headers['x-forwarded-for']).toBe('127.0.0.1');
+    expect(events[7]!.message).toEqual({ type: 'backendCallStart', target: up.host });
+    expect(events[8]!.message).toEqual({ type: 'backendCallResult', status: 200, error: null });
+    const ready = events[9]!.message;
+    const done = events[10]!.message;
+    if (ready.type !== 'responseSnapshot' || done.type !== 'responseSnapshot') throw new Error('expected response snapshots');
+    expect(ready.requestState.response.headers['x-gw']).toBeUndefined();
+    expect(done.requestState.response).toMatchObject({ code: 200, headers: { 'x-gw': 'yes', 'x-upstream': '1' } });
+  });
+
+  it('never shows credentials', () => {
+    const text = JSON.stringify(events);
+    for (const secret of ['sk-secret', 'key-secret', 'a=b', 'secret-cookie']) expect(text).not.toContain(secret);
+    expect(text).toContain('"authorization":"[redacted]"');
+  });
+});
+
+describe('trace of requests that stop early', () => {
+  it('a 404 has route selection (none selected) and no backend events', async () => {
+    const events = await traced('/nowhere');
+    expect(kinds(events)).toEqual(['requestStarted', 'requestSnapshot:initial request', 'requestSnapshot:gateway policies', 'routeSelection', 'responseSnapshot:final response', 'requestFinished']);
+    expect(events[3]!.message).toMatchObject({ selectedRoute: null });
+    expect(events[4]).toMatchObject({ severity: 'warn', message: { requestState: { response: { code: 404 } } } });
+  });
+
+  it('a redirect answers without backend events', async () => {
+    const events = await traced('/moved');
+    expect(kinds(events)).toContain('policySelection');
+    expect(kinds(events)).not.toContain('backendCallStart');
+    expect(events.at(-2)!.message).toMatchObject({ type: 'responseSnapshot', stage: 'final response', requestState: { response: { code: 302, headers: { location: `http://new.example.com:${gw.port}/moved` } } } });
+  });
+
+  it('a transport error is recorded with kind and message, severity error', async () => {
+    const events = await traced('/dead');
+    const result = events.find((e) => e.message.type === 'backendCallResult')!;
+    expect(result.severity).toBe('error');
+    expect(result.message).toMatchObject({ status: 503, error: { kind: 'TG_UPSTREAM_REFUSED' } });
+    expect(kinds(events).slice(-3)).toEqual(['backendCallResult', 'responseSnapshot:final response', 'requestFinished']);
+  });
+
+  it('a 4xx from the backend is a warning', async () => {
+    const events = await traced('/teapot');
+    expect(events.find((e) => e.message.type === 'backendCallResult')).toMatchObject({ severity: 'warn', message: { status: 418 } });
+  });
+});
+
+describe('sessions', () => {
+  it('the stream opens with a comment naming the session', async () => {
+    const s = await openTrace();
+    expect(await s.armed).toMatch(/^: trace session \d+ armed; waiting for the next request$/);
+    s.res.destroy();
+  });
+
+  it('several sessions each capture a different request, first armed first served', async () => {
+    const a = await openTrace();
+    await a.armed;
+    const b = await openTrace();
+    await b.armed;
+    await send(`${gw.url}/api/first`);
+    await send(`${gw.url}/api/second`);
+    const pathOf = (ev: TraceEventT[]) => {
+      const m = ev[1]!.message;
+      return m.type === 'requestSnapshot' ? m.requestState.request.path : null;
+    };
+    expect(pathOf(await a.events)).toBe('/api/first');
+    expect(pathOf(await b.events)).toBe('/api/second');
+  });
+
+  it('match= captures only the request it selects', async () => {
+    const s = await openTrace(`?match=${encodeURIComponent('request.headers["x-trace-id"] == "mine"')}`);
+    await s.armed;
+    await send(`${gw.url}/api/not-mine`, { headers: { 'x-trace-id': 'other' } });
+    await send(`${gw.url}/api/no-header`);
+    await send(`${gw.url}/api/mine`, { headers: { 'x-trace-id': 'mine' } });
+    const events = await s.events;
+    const m = events[1]!.message;
+    expect(m.type === 'requestSnapshot' && m.requestState.request.path).toBe('/api/mine');
+  });
+
+  it('an invalid match is a 400 with the parser message', async () => {
+    const r = await send(`${gw.adminUrl}/debug/trace?match=${encodeURIComponent('request.headers[')}`);
+    expect(r.status).toBe(400);
+    expect(r.body).toMatch(/^invalid match expression: .+/);
+    expect((await send(`${gw.adminUrl}/debug/trace?nope=1`)).status).toBe(400);
+  });
+
+  it('a client that disconnects disarms its session', async () => {
+    const tasks = async () => ((await (await fetch(`${gw.adminUrl}/debug/tasks`)).json()) as { traceSessions: unknown[] }).traceSessions.length;
+    const s = await openTrace();
+    await s.armed;
+    expect(await tasks()).toBe(1);
+    s.res.destroy();
+    await expect.poll(tasks).toBe(0);
+    // The next request is not captured by anyone and is served normally.
+    expect((await send(`${gw.url}/api/x`)).status).toBe(200);
+  });
+});
