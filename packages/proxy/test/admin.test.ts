@@ -165,3 +165,29 @@ describe('POST /quitquitquit', () => {
     await expect(send(`${other.url}/`)).rejects.toThrow(/ECONNREFUSED/);
   });
 });
+
+describe('backend health in /config_dump', () => {
+  it('counts requests per endpoint with a health score and a latency average', async () => {
+    const dead = `127.0.0.1:${await freePort()}`;
+    const g = await startGateway(
+      simpleConfig(await freePort(), [
+        { name: 'live', matches: [{ path: { value: '/live' } }], backends: [{ host: up.host }] },
+        { name: 'dead', matches: [{ path: { value: '/dead' } }], backends: [{ host: dead }] },
+      ]),
+    );
+    try {
+      for (let i = 0; i < 3; i++) await send(`${g.url}/live`);
+      for (let i = 0; i < 2; i++) await send(`${g.url}/dead`);
+      const dump = (await (await fetch(`${g.adminUrl}/config_dump`)).json()) as { backends: { type: string; name: string; endpoints: { address: string; health: number; requests: number; latencyMs: number }[] }[] };
+      const live = dump.backends.find((b) => b.name === up.host)!;
+      const down = dump.backends.find((b) => b.name === dead)!;
+      expect(live.type).toBe('Backend');
+      expect(live.endpoints).toEqual([expect.objectContaining({ address: up.host, requests: 3, health: 1 })]);
+      expect(live.endpoints[0]!.latencyMs).toBeGreaterThan(0);
+      expect(down.endpoints[0]!.requests).toBe(2);
+      expect(down.endpoints[0]!.health).toBeCloseTo(0.81, 5);
+    } finally {
+      await g.close();
+    }
+  });
+});

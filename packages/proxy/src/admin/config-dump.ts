@@ -2,8 +2,14 @@
 // reader (or `gwctl config all --file`) can list routes or backends without walking binds.
 // Secrets serialise as "[redacted]" (they are Secret objects in the snapshot).
 import type { ProxySnapshot } from '@tollgate/api';
+import type { EndpointStatsTable } from '../upstream/stats.js';
 
-export function configDump(ir: ProxySnapshot, loadedAt: number) {
+function round(n: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
+export function configDump(ir: ProxySnapshot, loadedAt: number, stats: EndpointStatsTable) {
   const listeners = ir.binds.flatMap((b) =>
     b.listeners.map((l) => ({ name: l.name, bind: `${b.address}:${b.port}`, protocol: l.protocol, hostname: l.hostname, routes: l.routes.map((r) => r.name) })),
   );
@@ -20,7 +26,18 @@ export function configDump(ir: ProxySnapshot, loadedAt: number) {
       })),
     ),
   );
-  const backends = [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [x.name, { name: x.name, host: x.host, port: x.port }])).values()];
+  // A standalone backend is one endpoint (its address); in a cluster a Service has several.
+  const backends = [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [x.name, x])).values()].map((x) => {
+    const s = stats.get(x.name);
+    return {
+      type: 'Backend',
+      name: x.name,
+      namespace: '',
+      host: x.host,
+      port: x.port,
+      endpoints: [{ address: x.name, health: round(s.health, 4), requests: s.requests, latencyMs: round(s.latencyMs, 3) }],
+    };
+  });
   const policies = ir.binds.flatMap((b) =>
     b.listeners.flatMap((l) => [
       ...(l.policy ? [{ target: { kind: 'listener', name: l.name }, level: 'gateway', policy: l.policy }] : []),

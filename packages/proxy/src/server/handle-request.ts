@@ -17,10 +17,12 @@ import type { RequestTracer } from '../trace/tracer.js';
 import { addForwarded, endToEnd } from '../upstream/headers.js';
 import { forward, sendError, type ForwardResult } from '../upstream/forward.js';
 import type { PoolSet } from '../upstream/pools.js';
+import type { EndpointStatsTable } from '../upstream/stats.js';
 import type { InFlight } from './inflight.js';
 
 export interface DataPlaneDeps {
   readonly pools: PoolSet;
+  readonly endpointStats: EndpointStatsTable;
   readonly defaultBackendTimeoutMs: number;
   readonly bodyIdleTimeoutMs: number;
 }
@@ -106,6 +108,8 @@ export async function handleRequest(
   entry.stage = 'upstream';
   entry.upstream = backend.name;
   const modifiers = route.responseModifiers;
+  const callStart = performance.now();
+  let headersAt = 0;
   const result = await forward(
     deps.pools.get(backend.name, backend.host, backend.port),
     {
@@ -118,9 +122,9 @@ export async function handleRequest(
       requestTimeoutMs: ir.timeouts.requestMs,
     },
     res,
-    modifiers.length || t
-      ? {
+    {
           onResponseHeaders: (status, h) => {
+            headersAt = performance.now();
             entry.stage = 'responding';
             if (t) {
               t.backendCallResult(status, null);
@@ -129,9 +133,12 @@ export async function handleRequest(
             for (const m of modifiers) applyHeaderModifier(h, m);
             t?.responseSnapshot('final response', status, h);
           },
-        }
-      : {},
+        },
   );
+  if (result.error?.kind !== 'TG_CLIENT_GONE') {
+    const ok = result.error === null && result.status < 500;
+    deps.endpointStats.record(backend.name, ok, (headersAt || performance.now()) - callStart);
+  }
   if (result.error && !result.responded) {
     const spec = result.error.spec ?? ERRORS.upstreamReset;
     t?.backendCallResult(spec.status, { kind: result.error.kind, message: result.error.message });

@@ -6,6 +6,7 @@ import type { ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
 import { PoolSet } from '../upstream/pools.js';
+import { EndpointStatsTable } from '../upstream/stats.js';
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { DataPlaneServer } from './data-plane.js';
@@ -30,6 +31,7 @@ export class ProxyRuntime {
   readonly pools: PoolSet;
   readonly inflight = new Map<number, InFlight>();
   readonly traces = new TraceHub();
+  readonly endpointStats = new EndpointStatsTable();
   readonly traceEnv: TraceEnv = traceEnvFromProcess();
   readonly startedAt = Date.now();
   loadedAt = 0;
@@ -69,6 +71,7 @@ export class ProxyRuntime {
           traces: this.traces,
           traceEnv: this.traceEnv,
           pools: this.pools,
+          endpointStats: this.endpointStats,
           defaultBackendTimeoutMs: this.options.backendRequestTimeoutMs,
           bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
         });

@@ -7,6 +7,6 @@ import { rejectUnknownQuery } from '../query.js';
 export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void {
   app.get('/config_dump', async (request, reply) => {
     if (rejectUnknownQuery(request.query, [], reply)) return reply;
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify(configDump(ctx.runtime.current.ir, ctx.runtime.loadedAt), null, 2));
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify(configDump(ctx.runtime.current.ir, ctx.runtime.loadedAt, ctx.runtime.endpointStats), null, 2));
   });
 }
