@@ -1,0 +1,154 @@
+// The benchmark cases, in the order they run and print. A case names the request it sends,
+// its group (ratios are taken against the group's `direct` and `peer` cases) and how to
+// start the server under test; the shared backends (the fixed-response backend, mock-llm)
+// are started once by run.mjs. To add a case, append an entry: e.g. an LLM route with a
+// rate-limit policy is tollgateCase(...) with chatRoute(host, { traffic: { rateLimit: ... } }).
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { routeTable, chatRoute, writeNginxConfig, writeTollgateConfig } from './configs.mjs';
+import { commands, freePort, startProcess } from './procs.mjs';
+import { waitUntilAnswering, REQUESTS } from './requests.mjs';
+
+export const ROOT = new URL('../..', import.meta.url).pathname;
+export const TOLLGATE_BIN = join(ROOT, 'packages/proxy/bin/tollgate.js');
+export const MOCK_LLM_BIN = join(ROOT, 'packages/mock-llm/bin/mock-llm.js');
+const FASTIFY_PROXY = join(ROOT, 'bench/fastify-http-proxy.mjs');
+
+/** node plus the extra flags for this case (--cpu-prof when profiling it). */
+function nodeArgs(env, id, args) {
+  if (env.profile !== id) return args;
+  const dir = join(env.dir, 'profiles');
+  mkdirSync(dir, { recursive: true });
+  env.profileDir = dir;
+  return ['--cpu-prof', '--cpu-prof-dir', dir, ...args];
+}
+
+function isBindListening(line) {
+  try {
+    const entry = JSON.parse(line);
+    return typeof entry.msg === 'string' && entry.msg.startsWith('bind ') && entry.msg.includes('listening');
+  } catch {
+    return false;
+  }
+}
+
+/** A tollgate process serving `routes(env)` on one bind; ready when its bind logs `listening`. */
+function tollgateCase({ id, label, group, request, routes, listenerPolicies }) {
+  return {
+    id,
+    label,
+    group,
+    request,
+    skip(env) {
+      if (!existsSync(join(ROOT, 'packages/proxy/dist/cli.js'))) return 'packages/proxy is not built (run pnpm build)';
+      return request === 'chat' ? env.mockLlmSkip : null;
+    },
+    async start(env) {
+      const port = await freePort();
+      const adminPort = await freePort();
+      const dir = join(env.dir, id);
+      mkdirSync(dir, { recursive: true });
+      const file = writeTollgateConfig(dir, id, { port, adminPort, routes: routes(env), listenerPolicies });
+      const proc = startProcess(`tollgate (${id})`, process.execPath, nodeArgs(env, id, [TOLLGATE_BIN, '--file', file]), { cpu: env.cpus.server });
+      await proc.waitForLine(isBindListening, 180_000);
+      return { url: `http://127.0.0.1:${port}`, proc };
+    },
+  };
+}
+
+function fastifyProxyCase({ id, label, group, request, role, upstream }) {
+  return {
+    id,
+    label,
+    group,
+    role,
+    request,
+    skip: (env) => (request === 'chat' ? env.mockLlmSkip : null),
+    async start(env) {
+      const proc = startProcess(`@fastify/http-proxy (${id})`, process.execPath, nodeArgs(env, id, [FASTIFY_PROXY, '--upstream', upstream(env)]), {
+        cpu: env.cpus.server,
+      });
+      const line = await proc.waitForLine((l) => l.startsWith('fastify-http-proxy listening on '), 30_000);
+      return { url: line.slice('fastify-http-proxy listening on '.length).trim(), proc };
+    },
+  };
+}
+
+export const CASES = [
+  {
+    id: 'direct',
+    label: 'backend direct',
+    group: 'fixed',
+    role: 'direct',
+    request: 'fixed',
+    async start(env) {
+      return { url: env.backend.url, proc: null };
+    },
+  },
+  fastifyProxyCase({
+    id: 'fastify-http-proxy',
+    label: 'bare @fastify/http-proxy',
+    group: 'fixed',
+    role: 'peer',
+    request: 'fixed',
+    upstream: (env) => env.backend.url,
+  }),
+  {
+    id: 'nginx',
+    label: 'nginx reverse proxy',
+    group: 'fixed',
+    request: 'fixed',
+    skip: () => (commands.nginx ? null : 'nginx is not installed (apt-get install -y nginx-light)'),
+    async start(env) {
+      const port = await freePort();
+      const { file, prefix } = writeNginxConfig(env.dir, { port, upstreamPort: env.backend.port });
+      const proc = startProcess('nginx', commands.nginx, ['-p', prefix, '-c', file, '-e', join(prefix, 'error.log')], { cpu: env.cpus.server });
+      const url = `http://127.0.0.1:${port}`;
+      await Promise.race([
+        waitUntilAnswering(url, REQUESTS.fixed, 15_000),
+        proc.exited.then((code) => Promise.reject(new Error(`nginx exited (${code})\n${proc.tail}`))),
+      ]);
+      return { url, proc };
+    },
+  },
+  tollgateCase({
+    id: 'tollgate-1-route',
+    label: 'tollgate, 1 route',
+    group: 'fixed',
+    request: 'fixed',
+    routes: (env) => routeTable(1, env.backend.host),
+  }),
+  tollgateCase({
+    id: 'tollgate-10k-routes',
+    label: 'tollgate, 10,000 routes',
+    group: 'fixed',
+    request: 'fixed',
+    routes: (env) => routeTable(10_000, env.backend.host),
+  }),
+  {
+    id: 'llm-direct',
+    label: 'mock-llm direct (chat)',
+    group: 'llm',
+    role: 'direct',
+    request: 'chat',
+    skip: (env) => env.mockLlmSkip,
+    async start(env) {
+      return { url: env.mockLlm.url, proc: null };
+    },
+  },
+  fastifyProxyCase({
+    id: 'llm-fastify-http-proxy',
+    label: 'bare @fastify/http-proxy -> mock-llm (chat)',
+    group: 'llm',
+    role: 'peer',
+    request: 'chat',
+    upstream: (env) => env.mockLlm.url,
+  }),
+  tollgateCase({
+    id: 'llm-tollgate',
+    label: 'tollgate, LLM route -> mock-llm (chat)',
+    group: 'llm',
+    request: 'chat',
+    routes: (env) => [chatRoute(env.mockLlm.host)],
+  }),
+];
