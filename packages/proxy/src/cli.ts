@@ -11,15 +11,17 @@ import { Gateway } from './gateway.js';
 const HELP = `tollgate: the Tollgate gateway proxy, standalone
 
 Usage:
-  tollgate --file <config.yaml|config.json> [--admin-addr <ip:port>]
+  tollgate --file <config.yaml|config.json> [--admin-addr <ip:port>] [--metrics-addr <ip:port>] [--readiness-addr <ip:port>]
   tollgate --check --file <config.yaml>
 
 Options:
-  -f, --file <path>        config file (YAML or JSON); edits are picked up while running
-      --check              validate the config file and exit (0 valid, 2 invalid)
-      --admin-addr <addr>  admin server address, overriding config.adminAddr
-  -h, --help               show this help
-  -v, --version            print the version
+  -f, --file <path>            config file (YAML or JSON); edits are picked up while running
+      --check                  validate the config file and exit (0 valid, 2 invalid)
+      --admin-addr <addr>      admin server, overriding config.adminAddr (default 127.0.0.1:15000)
+      --metrics-addr <addr>    Prometheus /metrics, overriding config.metricsAddr (default 0.0.0.0:15020)
+      --readiness-addr <addr>  /healthz/ready, overriding config.readinessAddr (default 0.0.0.0:15021)
+  -h, --help                   show this help
+  -v, --version                print the version
 
 Signals: SIGTERM or SIGINT stop accepting connections, let in-flight requests finish
 (up to config.drainTimeout, default 30s) and exit 0.
@@ -40,7 +42,7 @@ function fail(message: string, code: number): never {
 }
 
 export async function main(argv: string[]): Promise<void> {
-  let values: { file?: string; check?: boolean; 'admin-addr'?: string; help?: boolean; version?: boolean };
+  let values: { file?: string; check?: boolean; 'admin-addr'?: string; 'metrics-addr'?: string; 'readiness-addr'?: string; help?: boolean; version?: boolean };
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -48,6 +50,8 @@ export async function main(argv: string[]): Promise<void> {
         file: { type: 'string', short: 'f' },
         check: { type: 'boolean' },
         'admin-addr': { type: 'string' },
+        'metrics-addr': { type: 'string' },
+        'readiness-addr': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -66,8 +70,9 @@ export async function main(argv: string[]): Promise<void> {
     return;
   }
   if (!values.file) fail('missing --file <config.yaml>; run "tollgate --help" for usage', 2);
-  if (values['admin-addr'] !== undefined && !/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$/.test(values['admin-addr'])) {
-    fail(`--admin-addr "${values['admin-addr']}" is not <ip>:<port>, e.g. 127.0.0.1:15000`, 2);
+  for (const flag of ['admin-addr', 'metrics-addr', 'readiness-addr'] as const) {
+    const v = values[flag];
+    if (v !== undefined && !/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$/.test(v)) fail(`--${flag} "${v}" is not <ip>:<port>, e.g. 127.0.0.1:15000`, 2);
   }
 
   try {
@@ -76,7 +81,12 @@ export async function main(argv: string[]): Promise<void> {
       process.stdout.write(`${loaded.path}: valid (version ${loaded.snapshot.version})\n`);
       return;
     }
-    const gateway = await Gateway.start({ file: values.file, adminAddr: values['admin-addr'] });
+    const gateway = await Gateway.start({
+      file: values.file,
+      adminAddr: values['admin-addr'],
+      metricsAddr: values['metrics-addr'],
+      readinessAddr: values['readiness-addr'],
+    });
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) {

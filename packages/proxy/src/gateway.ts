@@ -7,11 +7,19 @@ import { loadConfigFile, parseConfig, type LoadedConfig } from './config/load-fi
 import { ConfigWatcher } from './config/watch.js';
 import { LogControl } from './log/logger.js';
 import { ProxyRuntime } from './server/runtime.js';
+import { OpsServer } from './server/ops-server.js';
+import type { Clock } from './ratelimit/clock.js';
 
 export interface GatewayOptions {
   readonly file: string;
   /** Overrides config.adminAddr (tests use 127.0.0.1:0). */
   readonly adminAddr?: string;
+  /** Overrides config.metricsAddr. */
+  readonly metricsAddr?: string;
+  /** Overrides config.readinessAddr. */
+  readonly readinessAddr?: string;
+  /** Time source of the rate limiters (tests move time instead of waiting). */
+  readonly clock?: Clock;
   readonly logDestination?: DestinationStream;
   readonly watch?: boolean;
 }
@@ -24,6 +32,7 @@ export class Gateway {
     readonly admin: AdminServer,
     readonly watcher: ConfigWatcher | null,
     public loaded: LoadedConfig,
+    readonly ops: { readonly metrics: OpsServer; readonly readiness: OpsServer },
   ) {}
 
   /** Called when something other than a signal asks the process to stop (POST /quitquitquit). */
@@ -39,6 +48,20 @@ export class Gateway {
       backendRequestTimeoutMs: parseDuration(settings.backendRequestTimeout ?? '60s'),
       drainTimeoutMs: parseDuration(settings.drainTimeout ?? '30s'),
       log,
+      rateLimitLog: logs.get('ratelimit'),
+      clock: options.clock,
+    });
+    const metricsAddr = splitHostPort(options.metricsAddr ?? settings.metricsAddr ?? '0.0.0.0:15020');
+    const readinessAddr = splitHostPort(options.readinessAddr ?? settings.readinessAddr ?? '0.0.0.0:15021');
+    const metrics = new OpsServer('metrics', metricsAddr.host, metricsAddr.port, async (path) =>
+      path === '/metrics'
+        ? { status: 200, type: runtime.metrics.registry.contentType, body: await runtime.metrics.registry.metrics() }
+        : { status: 404, type: 'text/plain', body: 'metrics are at /metrics\n' },
+    );
+    const readiness = new OpsServer('readiness', readinessAddr.host, readinessAddr.port, async (path) => {
+      if (path !== '/healthz/ready') return { status: 404, type: 'text/plain', body: 'readiness is at /healthz/ready\n' };
+      const ready = runtime.hasConfig && !runtime.draining;
+      return { status: ready ? 200 : 503, type: 'text/plain', body: ready ? 'ready\n' : runtime.draining ? 'draining\n' : 'no config loaded\n' };
     });
     const adminAddr = splitHostPort(options.adminAddr ?? settings.adminAddr ?? '127.0.0.1:15000');
     const holder: { gateway?: Gateway } = {};
@@ -51,12 +74,19 @@ export class Gateway {
       },
       shutdown: (reason) => holder.gateway?.onShutdownRequest(reason),
     });
-    const address = await admin.listen();
-    logs.get('admin').info({ admin: address }, `admin listening on http://${address}`);
+    const opened: { close(): Promise<void> }[] = [];
     try {
+      const address = await admin.listen();
+      opened.push(admin);
+      logs.get('admin').info({ admin: address }, `admin listening on http://${address}`);
+      const m = await metrics.listen();
+      opened.push(metrics);
+      const r = await readiness.listen();
+      opened.push(readiness);
+      log.info({ metrics: m, readiness: r }, `metrics on http://${m}/metrics, readiness on http://${r}/healthz/ready`);
       await runtime.apply(loaded.snapshot);
     } catch (err) {
-      await admin.close();
+      await Promise.allSettled(opened.map((o) => o.close()));
       throw err;
     }
     log.info({ version: loaded.snapshot.version, source: loaded.path }, `serving config ${loaded.snapshot.version} from ${loaded.path}`);
@@ -78,7 +108,7 @@ export class Gateway {
               logs.get('config').info({ version: next.snapshot.version }, `config reloaded: now serving ${next.snapshot.version}`);
             },
           });
-    const gateway = new Gateway(logs, runtime, admin, watcher, loaded);
+    const gateway = new Gateway(logs, runtime, admin, watcher, loaded, { metrics, readiness });
     holder.gateway = gateway;
     watcher?.start();
     return gateway;
@@ -93,7 +123,7 @@ export class Gateway {
     this.#closing ??= (async () => {
       this.watcher?.stop();
       await this.runtime.close();
-      await this.admin.close();
+      await Promise.allSettled([this.admin.close(), this.ops.metrics.close(), this.ops.readiness.close()]);
       this.logs.flush();
     })();
     return this.#closing;

@@ -14,6 +14,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, send, simpleConfig, startUpstream } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
+// Every test process gets ephemeral metrics and readiness ports so parallel runs never collide.
+const OPS = ['--metrics-addr', '127.0.0.1:0', '--readiness-addr', '127.0.0.1:0'];
 const children: ChildProcess[] = [];
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
@@ -38,7 +40,7 @@ async function run(args: string[]): Promise<{ code: number | null; stdout: strin
 
 /** Starts the proxy and resolves once every bind has logged that it listens. */
 async function start(file: string, adminPort: number, binds: number) {
-  const child = spawn(process.execPath, [BIN, '--file', file, '--admin-addr', `127.0.0.1:${adminPort}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, '--file', file, '--admin-addr', `127.0.0.1:${adminPort}`, ...OPS], { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   const lines: { msg: string }[] = [];
   const rl = createInterface({ input: child.stdout });
@@ -149,7 +151,7 @@ describe('tollgate CLI', () => {
     const blocker = await startUpstream();
     try {
       const file = await configFile(simpleConfig(blocker.port, [{ name: 'r', backends: [{ host: blocker.host }] }]));
-      const r = await run(['-f', file, '--admin-addr', `127.0.0.1:${await freePort()}`]);
+      const r = await run(['-f', file, '--admin-addr', `127.0.0.1:${await freePort()}`, ...OPS]);
       expect(r.code).toBe(1);
       expect(r.stderr).toContain(`port ${blocker.port} on 0.0.0.0 is already in use`);
       expect(r.stderr).toContain('TG_BIND_IN_USE');

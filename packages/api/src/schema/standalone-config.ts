@@ -57,6 +57,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const ProcessConfig = Type.Object(
   {
     adminAddr: Type.Optional(HostPort('Admin server address; default 127.0.0.1:15000.')),
+    metricsAddr: Type.Optional(HostPort('Prometheus metrics address (GET /metrics); default 0.0.0.0:15020.')),
+    readinessAddr: Type.Optional(HostPort('Readiness address (GET /healthz/ready); default 0.0.0.0:15021.')),
     logLevel: Type.Optional(
       Type.String({ minLength: 1, description: 'Start-up log directive: a level (error, warn, info, debug, trace) or a list like "info,proxy=debug". Default info.' }),
     ),

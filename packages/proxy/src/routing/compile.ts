@@ -7,6 +7,14 @@ import { compileCandidate, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
 import { effectiveHostnames } from './hostname.js';
 import { PathIndex } from './path-index.js';
+import { compilePolicy, type CompiledPolicy, type GlobalFactory } from '../ratelimit/policy.js';
+import type { LimiterStore } from '../ratelimit/local/limiter.js';
+
+export interface CompileDeps {
+  readonly limiters: LimiterStore;
+  /** Builds a global limiter; null when global limiting is unavailable (tests of routing). */
+  readonly makeGlobal: GlobalFactory | null;
+}
 
 export interface CompiledRoute {
   readonly ir: RouteIR;
@@ -15,11 +23,17 @@ export interface CompiledRoute {
   readonly redirect: Extract<FilterIR, { type: 'RequestRedirect' }> | null;
   /** ResponseHeaderModifier filters, split out once so a request does not filter the list. */
   readonly responseModifiers: readonly HeaderModifierIR[];
+  /** Route-level rate limits. */
+  readonly policy: CompiledPolicy | null;
+  /** LLM tokens are counted on this route (a tokens limit or global limit here or on its listener). */
+  readonly countsTokens: boolean;
 }
 
 export interface CompiledListener {
   readonly ir: ListenerIR;
   readonly bind: BindIR;
+  /** Gateway-level rate limits, evaluated before routing. */
+  readonly policy: CompiledPolicy | null;
   readonly routes: HostTable<PathIndex<CompiledRoute>>;
 }
 
@@ -40,17 +54,21 @@ export interface RouteHit {
   readonly matched: PathMatchIR;
 }
 
-export function compileSnapshot(ir: ProxySnapshot): CompiledSnapshot {
+const NO_LIMITS: CompileDeps | null = null;
+
+export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = NO_LIMITS): CompiledSnapshot {
   const binds = new Map<number, CompiledBind>();
   const detached: string[] = [];
   let order = 0;
   for (const bind of ir.binds) {
     const listeners = new HostTable<CompiledListener>();
     for (const l of bind.listeners) {
-      const listener: CompiledListener = { ir: l, bind, routes: new HostTable() };
+      const listenerPolicy = deps ? compilePolicy('gateway', l.name, l.policy, deps.limiters, deps.makeGlobal) : null;
+      const listener: CompiledListener = { ir: l, bind, routes: new HostTable(), policy: listenerPolicy };
       listeners.upsert(l.hostname, () => listener);
       for (const r of l.routes) {
         const hosts = effectiveHostnames(l.hostname, r.hostnames);
+        const routePolicy = deps ? compilePolicy('route', r.name, r.policy, deps.limiters, deps.makeGlobal) : null;
         if (!hosts.length) detached.push(r.name);
         const route: CompiledRoute = {
           ir: r,
@@ -58,6 +76,8 @@ export function compileSnapshot(ir: ProxySnapshot): CompiledSnapshot {
           pickBackend: backendPicker(r.backends),
           redirect: r.filters.find((f): f is Extract<FilterIR, { type: 'RequestRedirect' }> => f.type === 'RequestRedirect') ?? null,
           responseModifiers: r.filters.filter((f): f is Extract<FilterIR, { type: 'ResponseHeaderModifier' }> => f.type === 'ResponseHeaderModifier'),
+          policy: routePolicy,
+          countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false),
         };
         const base = order;
         order += r.matches.length;

@@ -64,7 +64,10 @@ export class DataPlaneServer {
         ctx.inflight.set(id, entry);
         const tracer = ctx.traces.armed ? claimTrace(ctx, request.raw, acceptedAt, entry) : null;
         handleRequest(ctx.current(), port, request.raw, reply.raw, ctx, entry, tracer)
-          .then((outcome) => ctx.log.debug({ route: outcome.route, status: outcome.status, error: outcome.result?.error ?? undefined }, 'request done'))
+          .then((outcome) => {
+            ctx.metrics.requests.inc({ route: outcome.route ?? 'none', status: outcome.status });
+            if (ctx.log.isLevelEnabled('debug')) ctx.log.debug({ route: outcome.route, status: outcome.status, error: outcome.result?.error?.kind }, 'request done');
+          })
           .catch((err: unknown) => {
             ctx.log.error({ err }, 'request failed');
             if (!reply.raw.headersSent) {

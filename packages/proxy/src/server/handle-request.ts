@@ -1,6 +1,7 @@
 // A request through the data plane, in the stages of the trace: listener by host,
-// gateway-level policies, route selection by Gateway API precedence, route-level policies
-// and filters, then a redirect answer or the upstream call with response filters.
+// gateway-level policies (before routing), route selection by Gateway API precedence,
+// route-level policies and filters, then a redirect answer or the upstream call with
+// response filters, and finally the LLM tokens charged to the token limits.
 // Every step reads the snapshot captured when the request arrived, so a reload never
 // changes the rules under a request in flight. `t` (the tracer) is null unless a trace
 // session claimed this request.
@@ -9,6 +10,12 @@ import { ERRORS, type ErrorSpec } from '../errors.js';
 import { applyHeaderModifier } from '../filters/header-modifier.js';
 import { rewritePath } from '../filters/path.js';
 import { redirectLocation } from '../filters/redirect.js';
+import { estimateTokens } from '../llm/estimate.js';
+import { readLlmRequest, type LlmRequest } from '../llm/request-body.js';
+import { UsageMeter } from '../llm/usage-meter.js';
+import type { ProxyMetrics } from '../metrics/metrics.js';
+import { leastRemaining, rateLimitHeaders, type LimitStatus } from '../ratelimit/headers.js';
+import { admit, type Admission, type CompiledPolicy, type RequestFacts } from '../ratelimit/policy.js';
 import type { CompiledSnapshot } from '../routing/compile.js';
 import { selectRoute } from '../routing/compile.js';
 import { normalizeHost } from '../routing/hostname.js';
@@ -18,11 +25,14 @@ import { addForwarded, endToEnd } from '../upstream/headers.js';
 import { forward, sendError, type ForwardResult } from '../upstream/forward.js';
 import type { PoolSet } from '../upstream/pools.js';
 import type { EndpointStatsTable } from '../upstream/stats.js';
+import type { Logger } from 'pino';
 import type { InFlight } from './inflight.js';
 
 export interface DataPlaneDeps {
   readonly pools: PoolSet;
   readonly endpointStats: EndpointStatsTable;
+  readonly metrics: ProxyMetrics;
+  readonly rateLimitLog: Logger;
   readonly defaultBackendTimeoutMs: number;
   readonly bodyIdleTimeoutMs: number;
 }
@@ -43,6 +53,17 @@ function answer(res: ServerResponse, spec: ErrorSpec, t: RequestTracer | null, r
   t?.responseSnapshot('final response', spec.status, headers);
   t?.finished();
   return { status: spec.status, route, result: null };
+}
+
+/** A request refused by a rate limit: 429 (or the global limiter's status), never forwarded. */
+function refuse(res: ServerResponse, a: Extract<Admission, { allowed: false }>, statuses: LimitStatus[], t: RequestTracer | null, route: string | null): Outcome {
+  const least = leastRemaining(statuses);
+  const headers: Record<string, string> = { ...a.headers, ...(least ? rateLimitHeaders(least) : {}) };
+  if (a.status === 429) headers['retry-after'] = String(Math.max(1, least?.resetSeconds ?? 1));
+  const sent = sendError(res, { code: 'TG_RATE_LIMITED', status: a.status, body: a.body }, headers);
+  t?.responseSnapshot('final response', a.status, sent);
+  t?.finished();
+  return { status: a.status, route, result: null };
 }
 
 export async function handleRequest(
@@ -66,7 +87,33 @@ export async function handleRequest(
     t.requestSnapshot('initial request', { method, path, query, headers: req.headers });
   }
 
+  // The LLM body is read only when a limit needs it: the model for global descriptors, or the
+  // token count of a route that counts tokens.
+  let llm: LlmRequest | null = null;
+  const readBody = async () => {
+    if (!llm && hasBody(req)) llm = await readLlmRequest(req);
+  };
+  const facts = (): RequestFacts => ({ method, path, host, headers: req.headers, sourceAddress: req.socket.remoteAddress ?? '', model: llm?.model ?? null });
+  const statuses: LimitStatus[] = [];
+  const admitted: Extract<Admission, { allowed: true }>[] = [];
+  const runPolicy = async (policy: CompiledPolicy): Promise<Extract<Admission, { allowed: false }> | null> => {
+    if (policy.global) await readBody();
+    const a = await admit(policy, facts, deps.metrics);
+    statuses.push(...a.statuses);
+    if (!a.allowed) return a;
+    admitted.push(a);
+    return null;
+  };
+
   const listener = snapshot.binds.get(port)?.listeners.first(host);
+  if (listener?.policy) {
+    const refused = await runPolicy(listener.policy);
+    if (refused) {
+      t?.requestSnapshot('gateway policies', { method, path, query, headers: req.headers });
+      deps.rateLimitLog.debug({ level: 'gateway', listener: listener.ir.name }, 'request refused by a gateway-level rate limit');
+      return refuse(res, refused, statuses, t, null);
+    }
+  }
   if (t) t.requestSnapshot('gateway policies', { method, path, query, headers: req.headers });
   const evaluated: string[] | undefined = t ? [] : undefined;
   const hit = listener ? selectRoute(listener, host, { method, path, query, headers: req.headers }, evaluated) : null;
@@ -77,9 +124,20 @@ export async function handleRequest(
   entry.route = ir.name;
   if (t) t.policySelection(effectivePolicy(route.listener.ir, ir));
 
+  if (route.countsTokens) await readBody();
+  if (route.policy) {
+    const refused = await runPolicy(route.policy);
+    if (refused) {
+      deps.rateLimitLog.debug({ level: 'route', route: ir.name }, 'request refused by a route-level rate limit');
+      return refuse(res, refused, statuses, t, ir.name);
+    }
+  }
+  const least = leastRemaining(statuses);
+  const limitHeaders: Record<string, string> = Object.assign({}, ...admitted.map((a) => a.extraHeaders), least ? rateLimitHeaders(least) : {});
+
   if (route.redirect) {
     const location = redirectLocation(route.redirect, { scheme: 'http', host, listenerPort: port, path, query, matched });
-    const headers = { location, 'content-length': '0' };
+    const headers = { ...limitHeaders, location, 'content-length': '0' };
     res.writeHead(route.redirect.statusCode, headers);
     res.end();
     t?.responseSnapshot('final response', route.redirect.statusCode, headers);
@@ -96,6 +154,11 @@ export async function handleRequest(
       if (f.path) upstreamPath = rewritePath(path, f.path, matched);
     }
   }
+  const body = llm ? (llm as LlmRequest).body : hasBody(req) ? req : null;
+  if (Buffer.isBuffer(body)) {
+    headers['content-length'] = String(body.length);
+    delete headers['transfer-encoding'];
+  }
   if (t) t.requestSnapshot('route policies', { method, path: upstreamPath, query, headers });
   addForwarded(headers, req.socket.remoteAddress, 'http', rawHost);
 
@@ -108,6 +171,7 @@ export async function handleRequest(
   entry.stage = 'upstream';
   entry.upstream = backend.name;
   const modifiers = route.responseModifiers;
+  const meter = route.countsTokens ? new UsageMeter((llm as LlmRequest | null)?.injectedUsage ?? false) : null;
   const callStart = performance.now();
   let headersAt = 0;
   const result = await forward(
@@ -116,35 +180,67 @@ export async function handleRequest(
       method,
       path: query ? `${upstreamPath}?${query}` : upstreamPath,
       headers,
-      body: hasBody(req) ? req : null,
+      body,
       headersTimeoutMs: ir.timeouts.backendRequestMs ?? deps.defaultBackendTimeoutMs,
       bodyTimeoutMs: deps.bodyIdleTimeoutMs,
       requestTimeoutMs: ir.timeouts.requestMs,
     },
     res,
     {
-          onResponseHeaders: (status, h) => {
-            headersAt = performance.now();
-            entry.stage = 'responding';
-            if (t) {
-              t.backendCallResult(status, null);
-              t.responseSnapshot('backend response ready', status, h);
-            }
-            for (const m of modifiers) applyHeaderModifier(h, m);
-            t?.responseSnapshot('final response', status, h);
-          },
-        },
+      onResponseHeaders: (status, h) => {
+        headersAt = performance.now();
+        entry.stage = 'responding';
+        if (t) {
+          t.backendCallResult(status, null);
+          t.responseSnapshot('backend response ready', status, h);
+        }
+        for (const m of modifiers) applyHeaderModifier(h, m);
+        Object.assign(h, limitHeaders);
+        if (meter) {
+          const ct = h['content-type'];
+          meter.onHeaders(Array.isArray(ct) ? ct[0] : ct);
+          if (meter.rewrites) delete h['content-length'];
+        }
+        t?.responseSnapshot('final response', status, h);
+      },
+      ...(meter ? { transform: (c: Buffer) => meter.transform(c), flush: () => meter.flush() } : {}),
+    },
   );
+  const latencyMs = (headersAt || performance.now()) - callStart;
   if (result.error?.kind !== 'TG_CLIENT_GONE') {
-    const ok = result.error === null && result.status < 500;
-    deps.endpointStats.record(backend.name, ok, (headersAt || performance.now()) - callStart);
+    deps.endpointStats.record(backend.name, result.error === null && result.status < 500, latencyMs);
   }
+  if (headersAt) deps.metrics.upstreamLatency.observe({ route: ir.name }, latencyMs / 1000);
   if (result.error && !result.responded) {
     const spec = result.error.spec ?? ERRORS.upstreamReset;
     t?.backendCallResult(spec.status, { kind: result.error.kind, message: result.error.message });
-    const out = answer(res, spec, t, ir.name);
-    return { ...out, result };
+    return { ...answer(res, spec, t, ir.name), result };
   }
-  t?.finished();
+  const up = result.upstreamStatus;
+  if (meter && up !== null && up >= 200 && up < 300) {
+    const charged = await chargeTokens(meter, llm, admitted, deps, ir.name);
+    t?.finished(charged);
+  } else {
+    t?.finished();
+  }
   return { status: result.status, route: ir.name, result };
+}
+
+/** Charges a finished LLM response to every token limit that admitted it (spec §3.1). */
+async function chargeTokens(
+  meter: UsageMeter,
+  llm: LlmRequest | null,
+  admitted: readonly Extract<Admission, { allowed: true }>[],
+  deps: DataPlaneDeps,
+  route: string,
+): Promise<{ total: number; estimated: boolean; model: string | null }> {
+  const usage = meter.result();
+  const model = llm?.model ?? null;
+  let total = usage.reported;
+  const estimated = total === null;
+  if (total === null) total = await estimateTokens(llm?.promptText ?? '', usage.completionText);
+  if (llm?.unparsed) deps.rateLimitLog.debug({ route, reason: llm.unparsed }, 'LLM request body not parsed; tokens estimated');
+  for (const a of admitted) a.charge(total);
+  deps.metrics.tokens.inc({ route, model: model ?? 'unknown', source: estimated ? 'estimated' : 'reported' }, total);
+  return { total, estimated, model };
 }

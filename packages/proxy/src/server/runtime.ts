@@ -7,6 +7,10 @@ import type { Logger } from 'pino';
 import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
 import { PoolSet } from '../upstream/pools.js';
 import { EndpointStatsTable } from '../upstream/stats.js';
+import { ProxyMetrics } from '../metrics/metrics.js';
+import { systemClock, type Clock } from '../ratelimit/clock.js';
+import { LimiterStore } from '../ratelimit/local/limiter.js';
+import type { GlobalFactory } from '../ratelimit/policy.js';
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { DataPlaneServer } from './data-plane.js';
@@ -14,6 +18,9 @@ import type { InFlight } from './inflight.js';
 
 export interface RuntimeOptions {
   readonly connectTimeoutMs: number;
+  readonly clock?: Clock;
+  readonly makeGlobal?: GlobalFactory | null;
+  readonly rateLimitLog?: Logger;
   readonly backendRequestTimeoutMs: number;
   readonly drainTimeoutMs: number;
   readonly log: Logger;
@@ -32,12 +39,16 @@ export class ProxyRuntime {
   readonly inflight = new Map<number, InFlight>();
   readonly traces = new TraceHub();
   readonly endpointStats = new EndpointStatsTable();
+  readonly metrics = new ProxyMetrics();
+  readonly limiters: LimiterStore;
+  draining = false;
   readonly traceEnv: TraceEnv = traceEnvFromProcess();
   readonly startedAt = Date.now();
   loadedAt = 0;
 
   constructor(readonly options: RuntimeOptions) {
     this.pools = new PoolSet({ connectTimeoutMs: options.connectTimeoutMs });
+    this.limiters = new LimiterStore(options.clock ?? systemClock);
   }
 
   get current(): CompiledSnapshot {
@@ -55,7 +66,13 @@ export class ProxyRuntime {
   }
 
   async apply(ir: ProxySnapshot): Promise<void> {
-    const next = compileSnapshot(ir);
+    let next: CompiledSnapshot;
+    try {
+      next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.options.makeGlobal ?? null });
+    } catch (err) {
+      this.limiters.discard();
+      throw err;
+    }
     for (const name of next.detached) {
       this.options.log.warn({ route: name }, `route ${name} is not attached: none of its hostnames intersects its listener hostname`);
     }
@@ -72,6 +89,8 @@ export class ProxyRuntime {
           traceEnv: this.traceEnv,
           pools: this.pools,
           endpointStats: this.endpointStats,
+          metrics: this.metrics,
+          rateLimitLog: this.options.rateLimitLog ?? this.options.log,
           defaultBackendTimeoutMs: this.options.backendRequestTimeoutMs,
           bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
         });
@@ -79,9 +98,11 @@ export class ProxyRuntime {
         started.push(server);
       }
     } catch (err) {
+      this.limiters.discard();
       await Promise.allSettled(started.map((s) => s.close(0)));
       throw err;
     }
+    this.limiters.commit();
     this.#current = next;
     this.loadedAt = Date.now();
     for (const s of started) {
@@ -100,6 +121,7 @@ export class ProxyRuntime {
 
   /** Stops accepting on every bind and waits for in-flight requests, up to the drain deadline. */
   async close(): Promise<void> {
+    this.draining = true;
     const servers = [...this.#servers.values()];
     this.#servers.clear();
     await Promise.allSettled(servers.map((s) => s.close(this.options.drainTimeoutMs)));

@@ -123,8 +123,8 @@ export class RequestTracer {
     );
   }
 
-  finished(): void {
-    this.#emit({ type: 'requestFinished' });
+  finished(tokens?: { total: number; estimated: boolean; model: string | null }): void {
+    this.#emit(tokens ? { type: 'requestFinished', tokens } : { type: 'requestFinished' });
     this.hub.finish(this.session);
   }
 }

@@ -13,7 +13,7 @@ export interface ForwardRequest {
   /** Path and query. */
   readonly path: string;
   readonly headers: Record<string, string | string[] | undefined>;
-  readonly body: Readable | null;
+  readonly body: Readable | Buffer | null;
   readonly headersTimeoutMs: number;
   readonly bodyTimeoutMs: number;
   /** Whole-exchange deadline (route timeouts.request), or null. */
@@ -41,6 +41,10 @@ export interface ForwardResult {
 export interface ForwardHooks {
   /** May change the response headers before they are sent (ResponseHeaderModifier). */
   readonly onResponseHeaders?: (status: number, headers: Record<string, string | string[] | undefined>) => void;
+  /** Sees each response chunk and returns what to send (the LLM usage meter). */
+  readonly transform?: (chunk: Buffer) => Buffer;
+  /** Returns what is left to send when the upstream response ends. */
+  readonly flush?: () => Buffer;
 }
 
 class RequestTimeout extends Error {
@@ -128,13 +132,16 @@ export function forward(dispatcher: Dispatcher, req: ForwardRequest, res: Server
         if (req.method === 'HEAD') res.flushHeaders();
       },
       onResponseData(c, chunk) {
-        if (!res.write(chunk)) {
+        const out = hooks.transform ? hooks.transform(chunk) : chunk;
+        if (out.length && !res.write(out)) {
           c.pause();
           res.once('drain', () => c.resume());
         }
       },
       onResponseEnd() {
-        res.end();
+        const rest = hooks.flush?.();
+        if (rest?.length) res.end(rest);
+        else res.end();
         finish({ status: upstreamStatus ?? 502, upstreamStatus, error: null, responded: true });
       },
       onResponseError(_c, err: Error & { code?: string }) {

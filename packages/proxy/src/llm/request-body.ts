@@ -1,0 +1,82 @@
+// The request side of a metered LLM route: the body is read (it is small: a chat request),
+// parsed, and when the client streams without asking for usage, `stream_options.include_usage`
+// is added so the backend reports usage in its last chunk (the meter then removes that chunk,
+// which the client did not ask for). A body that is not JSON, or too large to hold, is
+// forwarded untouched and the request is counted by estimate.
+import type { IncomingMessage } from 'node:http';
+import { PassThrough, type Readable } from 'node:stream';
+
+export const MAX_LLM_BODY_BYTES = 8 * 1024 * 1024;
+
+export interface LlmRequest {
+  /** What to send upstream. */
+  readonly body: Buffer | Readable;
+  /** Parsed fields, null when the body is not a JSON object. */
+  readonly model: string | null;
+  readonly stream: boolean;
+  /** True when the gateway added include_usage: the usage-only chunk must not reach the client. */
+  readonly injectedUsage: boolean;
+  /** Prompt text for estimation (message contents, or the raw body when not JSON). */
+  readonly promptText: string;
+  /** Why the body was not parsed, for the debug log. */
+  readonly unparsed: string | null;
+}
+
+function contentOf(messages: unknown): string {
+  if (!Array.isArray(messages)) return '';
+  return messages
+    .map((m) => {
+      const c = (m as { content?: unknown } | null)?.content;
+      if (typeof c === 'string') return c;
+      if (Array.isArray(c)) return c.map((p) => (typeof (p as { text?: unknown })?.text === 'string' ? (p as { text: string }).text : '')).join(' ');
+      return '';
+    })
+    .join('\n');
+}
+
+export function readLlmRequest(req: IncomingMessage): Promise<LlmRequest> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (c: Buffer) => {
+      size += c.length;
+      chunks.push(c);
+      if (size > MAX_LLM_BODY_BYTES) {
+        // Too large to hold: replay what was read, then stream the rest untouched.
+        req.off('data', onData);
+        req.off('end', onEnd);
+        req.pause();
+        const body = new PassThrough();
+        for (const chunk of chunks) body.write(chunk);
+        req.pipe(body);
+        req.resume();
+        resolve({ body, model: null, stream: false, injectedUsage: false, promptText: '', unparsed: `body larger than ${MAX_LLM_BODY_BYTES} bytes` });
+      }
+    };
+    const onEnd = () => resolve(parse(Buffer.concat(chunks)));
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', reject);
+  });
+}
+
+export function parse(raw: Buffer): LlmRequest {
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.toString('utf8'));
+  } catch (err) {
+    return { body: raw, model: null, stream: false, injectedUsage: false, promptText: raw.toString('utf8'), unparsed: `not JSON: ${(err as Error).message}` };
+  }
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) {
+    return { body: raw, model: null, stream: false, injectedUsage: false, promptText: raw.toString('utf8'), unparsed: 'not a JSON object' };
+  }
+  const o = json as Record<string, unknown>;
+  const model = typeof o.model === 'string' ? o.model : null;
+  const stream = o.stream === true;
+  const promptText = contentOf(o.messages);
+  const opts = o.stream_options;
+  const asked = opts !== null && typeof opts === 'object' && (opts as Record<string, unknown>).include_usage === true;
+  if (!stream || asked) return { body: raw, model, stream, injectedUsage: false, promptText, unparsed: null };
+  o.stream_options = { ...(opts !== null && typeof opts === 'object' ? opts : {}), include_usage: true };
+  return { body: Buffer.from(JSON.stringify(o)), model, stream, injectedUsage: true, promptText, unparsed: null };
+}

@@ -1,0 +1,11 @@
+// Global rate limiting through an Envoy RLS v3 service (see README.md beside this file).
+export type { RequestFacts } from './facts.js';
+export { RlsClientPool, RlsCallError, type RlsClient } from './client.js';
+export { GlobalRateLimitConfigError } from './descriptors.js';
+export {
+  RATE_LIMITED_BODY,
+  RATE_LIMITED_HEADER,
+  SERVICE_ERROR_BODY,
+  SERVICE_ERROR_STATUS,
+} from './headers.js';
+export { compileGlobalLimiter, type GlobalCheck, type GlobalLimiter, type GlobalLimiterDeps, type GlobalOutcome } from './limiter.js';

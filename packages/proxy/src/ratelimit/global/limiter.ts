@@ -1,0 +1,223 @@
+// The global limiter: asks an Envoy RLS v3 service (envoyproxy/ratelimit or compatible)
+// whether a request may pass, and after the response charges its LLM tokens.
+//
+// One ShouldRateLimit call before the upstream call carries every descriptor that has a
+// value for the request: Requests descriptors are charged 1 (the request's hits_addend), Tokens
+// descriptors carry their own hits_addend of 0, which envoyproxy/ratelimit reads as "check
+// without charging" (utils.GetHitsAddends: a per-descriptor hits_addend is taken as is, 0
+// included, while the request-level hits_addend 0 counts as 1 for backward compatibility).
+// A Tokens descriptor is then over limit only once the tokens already charged exceed its limit
+// (the service compares current + 0 > limit), matching the local token budget: the request
+// that crosses the budget succeeds, later ones are refused until the window resets.
+// After the response one more call charges the Tokens descriptors with hits_addend = tokens,
+// both per descriptor and request-wide. A service predating the per-descriptor field (Envoy
+// API before hits_addend on RateLimitDescriptor) ignores it and charges each Tokens descriptor
+// 1 on the check: an overcount of one token per request, the only approximation.
+import type { Logger } from 'pino';
+import type { GlobalRateLimitIR } from '@tollgate/api';
+import { RlsCallError, type RlsClient, type RlsClientPool } from './client.js';
+import { celBindings, compileDescriptors, evaluateDescriptor, type CompiledDescriptor } from './descriptors.js';
+import type { RequestFacts } from './facts.js';
+import {
+  leastRemaining,
+  limitHeaders,
+  RATE_LIMITED_BODY,
+  RATE_LIMITED_HEADER,
+  SERVICE_ERROR_BODY,
+  SERVICE_ERROR_STATUS,
+  serviceHeaders,
+} from './headers.js';
+import type { RlsDescriptor, RlsResponse } from './proto.js';
+
+export type GlobalOutcome = 'ok' | 'overLimit' | 'failedOpen' | 'serviceError';
+
+export interface GlobalCheck {
+  readonly allowed: boolean;
+  /** ok; overLimit (429); serviceError (FailClosed, 500); failedOpen (FailOpen let it through). */
+  readonly outcome: GlobalOutcome;
+  /** 429 over limit, 500 for FailClosed on a service error, 200 when allowed. */
+  readonly status: number;
+  /** 'rate limit exceeded' or the service's raw_body; 'rate limit service unavailable' for FailClosed. */
+  readonly body: string;
+  /**
+   * Response headers: x-proxy-ratelimited (only on OVER_LIMIT), the service's
+   * response_headers_to_add, and x-ratelimit-limit ("<limit>, <limit>;w=<window_seconds>"),
+   * -remaining and -reset from the descriptor status with the least remaining.
+   */
+  readonly headers: Record<string, string>;
+  /** The service's request_headers_to_add, for the upstream request when allowed. */
+  readonly requestHeaders: Record<string, string>;
+  /**
+   * After the response: charges the Tokens descriptors with hits_addend = tokens (no-op when
+   * none was sent, when the request was refused, or when tokens is 0). Never rejects; errors
+   * are logged. The promise settles when the service has answered; callers may ignore it.
+   */
+  commitTokens(tokens: number): Promise<void>;
+}
+
+export interface GlobalLimiter {
+  /** Whether any descriptor is a Tokens one (the pipeline must then count LLM usage). */
+  readonly hasTokens: boolean;
+  readonly service: string;
+  /** Before the upstream call: charges Requests descriptors (hits_addend 1) and checks Tokens descriptors. */
+  check(facts: RequestFacts): Promise<GlobalCheck>;
+}
+
+export interface GlobalLimiterDeps {
+  readonly log: Logger;
+  readonly clients: RlsClientPool;
+  /** Seconds between two warn lines about an unavailable service; default 30. */
+  readonly warnIntervalSeconds?: number;
+  /** Clock in ms (tests). */
+  readonly now?: () => number;
+}
+
+const MAX_UINT32 = 0xffff_ffff;
+const noCommit = async (): Promise<void> => {};
+
+/** Warn at most once per interval per service address; count what was suppressed. */
+class WarnThrottle {
+  #last = -Infinity;
+  #suppressed = 0;
+  constructor(
+    private readonly intervalMs: number,
+    private readonly now: () => number,
+  ) {}
+  take(): { log: boolean; suppressed: number } {
+    const t = this.now();
+    if (t - this.#last >= this.intervalMs) {
+      this.#last = t;
+      const suppressed = this.#suppressed;
+      this.#suppressed = 0;
+      return { log: true, suppressed };
+    }
+    this.#suppressed++;
+    return { log: false, suppressed: 0 };
+  }
+}
+
+const throttles = new WeakMap<RlsClient, WarnThrottle>();
+
+function throttleFor(client: RlsClient, intervalMs: number, now: () => number): WarnThrottle {
+  let t = throttles.get(client);
+  if (!t) {
+    t = new WarnThrottle(intervalMs, now);
+    throttles.set(client, t);
+  }
+  return t;
+}
+
+/** Compiles once per config (CEL planned once); throws GlobalRateLimitConfigError naming the descriptor. */
+export function compileGlobalLimiter(ir: GlobalRateLimitIR, deps: GlobalLimiterDeps): GlobalLimiter {
+  const descriptors = compileDescriptors(ir.descriptors);
+  return new RlsGlobalLimiter(ir, descriptors, deps);
+}
+
+class RlsGlobalLimiter implements GlobalLimiter {
+  readonly hasTokens: boolean;
+  readonly service: string;
+  readonly #client: RlsClient;
+  readonly #now: () => number;
+  readonly #throttle: WarnThrottle;
+
+  constructor(
+    private readonly ir: GlobalRateLimitIR,
+    private readonly descriptors: readonly CompiledDescriptor[],
+    private readonly deps: GlobalLimiterDeps,
+  ) {
+    this.service = ir.service;
+    this.hasTokens = descriptors.some((d) => d.unit === 'Tokens');
+    this.#client = deps.clients.get(ir.service);
+    this.#now = deps.now ?? Date.now;
+    this.#throttle = throttleFor(this.#client, (deps.warnIntervalSeconds ?? 30) * 1000, this.#now);
+  }
+
+  async check(facts: RequestFacts): Promise<GlobalCheck> {
+    const bindings = celBindings(facts);
+    const requests: RlsDescriptor[] = [];
+    const tokens: RlsDescriptor[] = [];
+    for (const d of this.descriptors) {
+      const ev = evaluateDescriptor(d, bindings);
+      if (!ev.ok) {
+        this.deps.log.debug({ descriptor: d.index, entry: ev.entry, reason: ev.reason }, 'global rate limit descriptor not sent: entry has no value');
+        continue;
+      }
+      if (d.unit === 'Tokens') tokens.push({ entries: ev.entries, hits_addend: { value: 0 } });
+      else requests.push({ entries: ev.entries });
+    }
+    // No descriptor applies to this request: nothing to ask (Envoy does not call either).
+    if (requests.length === 0 && tokens.length === 0) return allowedCheck('ok', {}, {}, noCommit);
+
+    let res: RlsResponse;
+    try {
+      res = await this.#client.shouldRateLimit({ domain: this.ir.domain, descriptors: [...requests, ...tokens], hits_addend: 1 }, this.ir.timeoutMs);
+    } catch (err) {
+      return this.#serviceError(err, tokens);
+    }
+
+    const headers = serviceHeaders(res.response_headers_to_add);
+    const least = leastRemaining(res.statuses);
+    if (least) Object.assign(headers, limitHeaders(least, this.#now() / 1000));
+    const requestHeaders = serviceHeaders(res.request_headers_to_add);
+
+    if (res.overall_code === 'OVER_LIMIT') {
+      headers[RATE_LIMITED_HEADER] = 'true';
+      const body = res.raw_body.length > 0 ? res.raw_body.toString('utf8') : RATE_LIMITED_BODY;
+      this.deps.log.debug({ domain: this.ir.domain, service: this.service }, 'global rate limit: over limit');
+      return { allowed: false, outcome: 'overLimit', status: 429, body, headers, requestHeaders: {}, commitTokens: noCommit };
+    }
+    return allowedCheck('ok', headers, requestHeaders, this.#committer(tokens));
+  }
+
+  #serviceError(err: unknown, tokens: readonly RlsDescriptor[]): GlobalCheck {
+    const failOpen = this.ir.failureMode === 'FailOpen';
+    const reason = err instanceof RlsCallError ? err.grpcCode : 'ERROR';
+    const message = err instanceof Error ? err.message : String(err);
+    const w = this.#throttle.take();
+    const fields = { service: this.service, domain: this.ir.domain, code: reason, failureMode: this.ir.failureMode };
+    if (w.log) {
+      this.deps.log.warn(
+        { ...fields, suppressed: w.suppressed },
+        `rate limit service unavailable (${message}); ${failOpen ? 'failing open: requests pass unlimited' : 'failing closed: requests are refused'}`,
+      );
+    } else {
+      this.deps.log.debug({ ...fields, err: message }, 'rate limit service unavailable');
+    }
+    if (failOpen) return allowedCheck('failedOpen', {}, {}, this.#committer(tokens));
+    return {
+      allowed: false,
+      outcome: 'serviceError',
+      status: SERVICE_ERROR_STATUS,
+      body: SERVICE_ERROR_BODY,
+      headers: {},
+      requestHeaders: {},
+      commitTokens: noCommit,
+    };
+  }
+
+  #committer(tokens: readonly RlsDescriptor[]): (n: number) => Promise<void> {
+    if (tokens.length === 0) return noCommit;
+    return async (n: number) => {
+      const hits = Number.isFinite(n) ? Math.floor(n) : 0;
+      if (hits <= 0) return;
+      const descriptors = tokens.map((d) => ({ entries: d.entries, hits_addend: { value: hits } }));
+      try {
+        await this.#client.shouldRateLimit({ domain: this.ir.domain, descriptors, hits_addend: Math.min(hits, MAX_UINT32) }, this.ir.timeoutMs);
+      } catch (err) {
+        const w = this.#throttle.take();
+        const fields = { service: this.service, domain: this.ir.domain, tokens: hits, err: err instanceof Error ? err.message : String(err) };
+        if (w.log) this.deps.log.warn({ ...fields, suppressed: w.suppressed }, 'rate limit service unavailable: LLM tokens not charged');
+        else this.deps.log.debug(fields, 'rate limit service unavailable: LLM tokens not charged');
+      }
+    };
+  }
+}
+
+function allowedCheck(
+  outcome: 'ok' | 'failedOpen',
+  headers: Record<string, string>,
+  requestHeaders: Record<string, string>,
+  commitTokens: (n: number) => Promise<void>,
+): GlobalCheck {
+  return { allowed: true, outcome, status: 200, body: '', headers, requestHeaders, commitTokens };
+}

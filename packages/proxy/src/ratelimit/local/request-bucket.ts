@@ -1,0 +1,51 @@
+// A `requests` entry: a token bucket of capacity requests + burst, refilled with `requests`
+// tokens at each unit boundary (counted from the bucket's creation), never above capacity.
+// Each admitted request takes one token; with none left the request is refused.
+import type { Clock } from '../clock.js';
+
+export class RequestBucket {
+  #tokens: number;
+  #windowStart: number;
+
+  constructor(
+    readonly requests: number,
+    readonly burst: number,
+    readonly unitMs: number,
+    private readonly clock: Clock,
+  ) {
+    this.#tokens = requests + burst;
+    this.#windowStart = clock();
+  }
+
+  get capacity(): number {
+    return this.requests + this.burst;
+  }
+
+  #refill(now: number): void {
+    const elapsed = Math.floor((now - this.#windowStart) / this.unitMs);
+    if (elapsed > 0) {
+      this.#tokens = Math.min(this.capacity, this.#tokens + elapsed * this.requests);
+      this.#windowStart += elapsed * this.unitMs;
+    }
+  }
+
+  /** Takes a token if one is left. Synchronous, so concurrent requests can never overdraw. */
+  take(): boolean {
+    this.#refill(this.clock());
+    if (this.#tokens < 1) return false;
+    this.#tokens--;
+    return true;
+  }
+
+  remaining(): number {
+    this.#refill(this.clock());
+    return this.#tokens;
+  }
+
+  /** Whole seconds until the next refill. */
+  resetSeconds(): number {
+    const now = this.clock();
+    this.#refill(now);
+    return Math.max(0, Math.ceil((this.#windowStart + this.unitMs - now) / 1000));
+  }
+}

@@ -1,0 +1,51 @@
+// A `tokens` entry: a budget of LLM tokens per fixed window of one unit. Usage is added after
+// each response; the request whose usage crosses the budget has already succeeded, and later
+// requests in the window are refused until the window resets by itself (spec §3.1).
+import type { Clock } from '../clock.js';
+
+export class TokenWindow {
+  #used = 0;
+  #windowStart: number;
+
+  constructor(
+    readonly tokens: number,
+    readonly unitMs: number,
+    private readonly clock: Clock,
+  ) {
+    this.#windowStart = clock();
+  }
+
+  #roll(now: number): void {
+    const elapsed = Math.floor((now - this.#windowStart) / this.unitMs);
+    if (elapsed > 0) {
+      this.#used = 0;
+      this.#windowStart += elapsed * this.unitMs;
+    }
+  }
+
+  /** Within budget while usage is at or below the limit. */
+  admits(): boolean {
+    this.#roll(this.clock());
+    return this.#used <= this.tokens;
+  }
+
+  add(tokens: number): void {
+    this.#roll(this.clock());
+    this.#used += tokens;
+  }
+
+  get used(): number {
+    this.#roll(this.clock());
+    return this.#used;
+  }
+
+  remaining(): number {
+    return Math.max(0, this.tokens - this.used);
+  }
+
+  resetSeconds(): number {
+    const now = this.clock();
+    this.#roll(now);
+    return Math.max(0, Math.ceil((this.#windowStart + this.unitMs - now) / 1000));
+  }
+}
