@@ -151,6 +151,39 @@ install_helm() {
   "${dest}/helm" version --short >&2
 }
 
+# redis-server from Debian: the store behind envoyproxy/ratelimit in the global rate
+# limit tests (packages/proxy/test/support/rls.ts starts one on a free loopback port).
+install_redis() {
+  if command -v redis-server >/dev/null 2>&1; then
+    log "redis-server: $(redis-server --version | head -n1)"
+    return 0
+  fi
+  apt_install redis-server
+  # The Debian package may start a system-wide redis on :6379; the tests start their own.
+}
+
+# envoyproxy/ratelimit, the reference Envoy RLS v3 service, built from a pinned commit
+# (a Go pseudo-version in e2e/tools.json: envoyRatelimit). go install names the binary
+# after its package (service_cmd); the cache keeps it as `ratelimit`.
+install_ratelimit() {
+  local ver dest
+  ver="$(version envoyRatelimit)"
+  dest="${CACHE}/ratelimit-${ver}"
+  if [[ -x "${dest}/ratelimit" ]]; then
+    log "envoyproxy/ratelimit ${ver}: cached in ${dest}"
+    return 0
+  fi
+  need_cmd go "install Go 1.26"
+  log "building envoyproxy/ratelimit ${ver} (go install)"
+  rm -rf "${dest}.tmp" && mkdir -p "${dest}.tmp"
+  with_progress "go install envoyproxy/ratelimit ${ver}" \
+    env GOBIN="${dest}.tmp" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" \
+      "github.com/envoyproxy/ratelimit/src/service_cmd@${ver}"
+  mv "${dest}.tmp/service_cmd" "${dest}.tmp/ratelimit"
+  rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
+  log "envoyproxy/ratelimit ${ver}: installed in ${dest}"
+}
+
 main() {
   local start=$SECONDS
   need_cmd node "install Node 20"
@@ -159,6 +192,8 @@ main() {
   install_apt_packages
   install_etcd
   install_helm
+  install_redis
+  install_ratelimit
   install_kube
   log "all test tools installed in $((SECONDS - start))s"
 }

@@ -115,7 +115,7 @@ function load(): { request: protobuf.Type; response: protobuf.Type } {
 const types = load();
 
 export function encodeRequest(req: RlsRequest): Buffer {
-  const bytes = types.request.encode(types.request.fromObject(req as unknown as Record<string, unknown>)).finish();
+  const bytes = types.request.encode(types.request.fromObject({ ...req })).finish();
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
