@@ -37,6 +37,11 @@ export class OpsServer {
       const why = e.code === 'EADDRINUSE' ? 'is already in use' : `cannot be bound: ${e.message}`;
       throw new TollgateError('TG_BIND_IN_USE', `${this.role} address ${this.host}:${this.port} ${why}; set config.${this.role}Addr`, { cause: err });
     }
+    return this.address;
+  }
+
+  /** The bound address (the real port when configured with port 0). */
+  get address(): string {
     const a = this.#server.address();
     return typeof a === 'object' && a ? `${a.address}:${a.port}` : `${this.host}:${this.port}`;
   }

@@ -1,0 +1,268 @@
+// The real global rate limit service for tests: redis-server and envoyproxy/ratelimit (the
+// reference Envoy RLS v3 service), started as local processes on free loopback ports with a
+// runtime config directory in a temp dir, and stopped after the suite (also on failure).
+// scripts/install-test-tools.sh installs both: redis-server from Debian, the service with
+// `go install` of the commit pinned in e2e/tools.json (envoyRatelimit) into the tool cache.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { get as httpGet } from 'node:http';
+import { createConnection, createServer, type AddressInfo } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+export const INSTALL_COMMAND = 'bash scripts/install-test-tools.sh';
+const START_TIMEOUT_MS = 20_000;
+
+function cacheDir(): string {
+  return process.env.TOLLGATE_CACHE ?? join(homedir(), '.cache', 'tollgate');
+}
+
+function ratelimitVersion(): string {
+  const tools = JSON.parse(readFileSync(join(REPO_ROOT, 'e2e/tools.json'), 'utf8')) as Record<string, unknown>;
+  const v = tools.envoyRatelimit;
+  if (typeof v !== 'string') throw new Error('e2e/tools.json has no envoyRatelimit version');
+  return v;
+}
+
+function onPath(name: string): string | null {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/bin', '/usr/sbin', '/usr/local/bin'];
+  for (const dir of dirs) {
+    if (!dir) continue;
+    const p = join(dir, name);
+    if (existsSync(p)) return p;
+  }
+  return null;
+}
+
+export interface RlsBinaries {
+  readonly redisServer: string;
+  readonly ratelimit: string;
+}
+
+/** Where the binaries are: TOLLGATE_REDIS_SERVER / TOLLGATE_RATELIMIT override the defaults. */
+export function rlsBinaries(): { found: RlsBinaries | null; missing: string[] } {
+  const redisServer = process.env.TOLLGATE_REDIS_SERVER ?? onPath('redis-server');
+  const ratelimit = process.env.TOLLGATE_RATELIMIT ?? join(cacheDir(), `ratelimit-${ratelimitVersion()}`, 'ratelimit');
+  const missing: string[] = [];
+  if (!redisServer || !existsSync(redisServer)) missing.push('redis-server: not on PATH (Debian package redis-server)');
+  if (!existsSync(ratelimit)) missing.push(`envoyproxy/ratelimit: ${ratelimit}`);
+  return { found: missing.length ? null : { redisServer: redisServer!, ratelimit }, missing };
+}
+
+/**
+ * Whether a suite on the real service can run. In CI (CI=true) a missing binary is an error,
+ * so the suite fails rather than passing by skipping; elsewhere it is skipped with a message
+ * saying how to install it.
+ */
+export function rlsAvailability(): { run: boolean; reason?: string } {
+  const { missing } = rlsBinaries();
+  if (!missing.length) return { run: true };
+  const message = `global rate limit test tools missing (run \`${INSTALL_COMMAND}\` from the repository root):\n  ${missing.join('\n  ')}`;
+  if (process.env.CI === 'true' || process.env.CI === '1') throw new Error(message);
+  console.warn(`skipping global rate limit suite: ${message}`);
+  return { run: false, reason: message };
+}
+
+export async function freePort(): Promise<number> {
+  const s = createServer();
+  s.listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const port = (s.address() as AddressInfo).port;
+  s.close();
+  await once(s, 'close');
+  return port;
+}
+
+/** A child process with its output kept for failure messages. */
+class Proc {
+  readonly output: string[] = [];
+  readonly exited: Promise<number | null>;
+  #exitCode: number | null | undefined;
+
+  constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {
+    const keep = (b: Buffer): void => {
+      this.output.push(b.toString('utf8'));
+      if (this.output.length > 400) this.output.splice(0, this.output.length - 400);
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code) => {
+        this.#exitCode = code;
+        resolve(code);
+      });
+      child.once('error', (err) => {
+        this.output.push(String(err));
+        this.#exitCode = null;
+        resolve(null);
+      });
+    });
+    LIVE.add(this);
+  }
+
+  get running(): boolean {
+    return this.#exitCode === undefined;
+  }
+
+  tail(): string {
+    return this.output.join('').split('\n').slice(-40).join('\n');
+  }
+
+  /** SIGTERM, then SIGKILL if it has not exited within 5s; resolves once it has exited. */
+  async stop(): Promise<void> {
+    if (this.running) {
+      this.child.kill('SIGTERM');
+      const timer = setTimeout(() => this.child.kill('SIGKILL'), 5000);
+      await this.exited;
+      clearTimeout(timer);
+    }
+    LIVE.delete(this);
+  }
+}
+
+// Backstop: a test process that dies without running afterAll still takes its children along.
+const LIVE = new Set<Proc>();
+process.once('exit', () => {
+  for (const p of LIVE) if (p.running) p.child.kill('SIGKILL');
+});
+
+/** Resolves when `probe` succeeds; rejects when the process exits or START_TIMEOUT_MS passes. */
+async function waitReady(proc: Proc, what: string, probe: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  for (;;) {
+    if (!proc.running) throw new Error(`${proc.name} exited before ${what}:\n${proc.tail()}`);
+    if (await probe()) return;
+    if (Date.now() > deadline) throw new Error(`${proc.name}: no ${what} within ${START_TIMEOUT_MS}ms:\n${proc.tail()}`);
+    // Between two probes: wait for either the process to exit or 50ms to pass.
+    await Promise.race([proc.exited, new Promise((r) => setTimeout(r, 50))]);
+  }
+}
+
+/** PING over RESP; true on +PONG. */
+function redisPing(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = createConnection({ host: '127.0.0.1', port });
+    let data = '';
+    const done = (ok: boolean): void => {
+      sock.destroy();
+      resolve(ok);
+    };
+    sock.setTimeout(1000, () => done(false));
+    sock.once('error', () => done(false));
+    sock.once('connect', () => sock.write('PING\r\n'));
+    sock.on('data', (b: Buffer) => {
+      data += b.toString('latin1');
+      if (data.includes('\r\n')) done(data.startsWith('+PONG'));
+    });
+  });
+}
+
+/** GET /healthcheck of the service's HTTP port; true on 200. */
+function healthcheck(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = httpGet({ host: '127.0.0.1', port, path: '/healthcheck', timeout: 1000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.once('timeout', () => req.destroy());
+    req.once('error', () => resolve(false));
+  });
+}
+
+export interface RlsOptions {
+  /** One envoyproxy/ratelimit YAML config per domain (the file content; `domain:` must match). */
+  readonly configs: Readonly<Record<string, string>>;
+  /** LIMIT_RESPONSE_HEADERS_ENABLED: the service adds RateLimit-Limit/-Remaining/-Reset headers. */
+  readonly responseHeaders?: boolean;
+}
+
+export interface RlsService {
+  /** `127.0.0.1:<grpc port>`: the gateway's rateLimit.global.service. */
+  readonly address: string;
+  readonly grpcPort: number;
+  readonly redisPort: number;
+  /** Stops the ratelimit service only (redis keeps its counters); idempotent. */
+  stopService(): Promise<void>;
+  /** Stops both and removes the temp dir; idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Starts redis-server and envoyproxy/ratelimit; both are ready when this resolves. */
+export async function startRls(bins: RlsBinaries, opts: RlsOptions): Promise<RlsService> {
+  const dir = await mkdtemp(join(tmpdir(), 'tollgate-rls-'));
+  const procs: Proc[] = [];
+  const stopAll = async (): Promise<void> => {
+    await Promise.all(procs.map((p) => p.stop()));
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    const redisPort = await freePort();
+    const redis = new Proc(
+      'redis-server',
+      spawn(
+        bins.redisServer,
+        ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning', '--daemonize', 'no'],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      ),
+    );
+    procs.push(redis);
+    await waitReady(redis, 'PONG', () => redisPing(redisPort));
+
+    // RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config/<domain>.yaml, read once at start.
+    const configDir = join(dir, 'runtime', 'ratelimit', 'config');
+    await mkdir(configDir, { recursive: true });
+    for (const [domain, yaml] of Object.entries(opts.configs)) await writeFile(join(configDir, `${domain}.yaml`), yaml);
+
+    const [grpcPort, httpPort, debugPort] = [await freePort(), await freePort(), await freePort()];
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH ?? '',
+      HOME: dir,
+      LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'text',
+      USE_STATSD: 'false',
+      USE_DOG_STATSD: 'false',
+      USE_PROMETHEUS: 'false',
+      BACKEND_TYPE: 'redis',
+      REDIS_SOCKET_TYPE: 'tcp',
+      REDIS_TYPE: 'SINGLE',
+      REDIS_URL: `127.0.0.1:${redisPort}`,
+      HOST: '127.0.0.1',
+      PORT: String(httpPort),
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: String(grpcPort),
+      DEBUG_HOST: '127.0.0.1',
+      DEBUG_PORT: String(debugPort),
+      RUNTIME_ROOT: join(dir, 'runtime'),
+      RUNTIME_SUBDIRECTORY: 'ratelimit',
+      RUNTIME_WATCH_ROOT: 'false',
+      RUNTIME_IGNOREDOTFILES: 'true',
+      HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: 'true',
+      // Fixed windows, no jitter on key expiry, no local over-limit cache: counts are exact.
+      EXPIRATION_JITTER_MAX_SECONDS: '0',
+      LOCAL_CACHE_SIZE_IN_BYTES: '0',
+      TRACING_ENABLED: 'false',
+      LIMIT_RESPONSE_HEADERS_ENABLED: opts.responseHeaders ? 'true' : 'false',
+    };
+    const service = new Proc('envoyproxy/ratelimit', spawn(bins.ratelimit, [], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
+    procs.push(service);
+    await waitReady(service, 'healthy /healthcheck', () => healthcheck(httpPort));
+
+    return {
+      address: `127.0.0.1:${grpcPort}`,
+      grpcPort,
+      redisPort,
+      stopService: () => service.stop(),
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
