@@ -1,0 +1,13 @@
+#!/usr/bin/env node
+// Runs the compiled CLI; `pnpm build` produces dist/.
+import { main } from '../dist/cli.js';
+
+// A closed pipe (`gwctl trace --local --raw | head -1`) ends gwctl quietly, like other tools.
+process.stdout.on('error', (err) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
+const code = await main(process.argv.slice(2));
+// Port-forward sockets and kube clients may keep the loop alive; exit once stdout is flushed.
+process.stdout.write('', () => process.exit(code));

@@ -1,0 +1,140 @@
+// `gwctl config all` and `gwctl config backends`: read /config_dump (or a saved dump with
+// --file) and render it as tables, JSON or YAML.
+import { readFile } from 'node:fs/promises';
+import { stringify } from 'yaml';
+import { adminJson } from '../admin-client.js';
+import { checkDump, type ConfigDump, type DumpMatch, type DumpPolicy } from '../config-dump.js';
+import { GwctlError, describe, usage } from '../errors.js';
+import { write, type Io } from '../io.js';
+import { table } from '../table.js';
+import { gatewayTarget, withTarget, type TargetFlags } from '../target/resolve.js';
+
+export type OutputFormat = 'table' | 'json' | 'yaml';
+
+export interface ConfigFlags extends TargetFlags {
+  file?: string;
+  output?: OutputFormat;
+}
+
+async function loadDump(ref: string | undefined, flags: ConfigFlags, io: Io): Promise<ConfigDump> {
+  if (flags.file !== undefined) {
+    if (ref !== undefined || flags.local) throw usage(`--file renders a saved dump; give no ${ref ?? '--local'} with it`);
+    let text: string;
+    try {
+      text = await readFile(flags.file, 'utf8');
+    } catch (err) {
+      throw new GwctlError('TG_GWCTL_INPUT', `cannot read ${flags.file}: ${describe(err)}`, { cause: err });
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      throw new GwctlError('TG_GWCTL_INPUT', `${flags.file} is not JSON: ${describe(err)}`, { cause: err });
+    }
+    return checkDump(value, flags.file);
+  }
+  return withTarget(gatewayTarget(ref, flags, io), async (t) => checkDump(await adminJson<unknown>(t, '/config_dump'), `the /config_dump of ${t.description}`));
+}
+
+function formatted(value: unknown, format: OutputFormat): string | null {
+  if (format === 'json') return `${JSON.stringify(value, null, 2)}\n`;
+  if (format === 'yaml') return stringify(value);
+  return null;
+}
+
+function matchText(m: DumpMatch): string {
+  const p = m.path;
+  const path = !p ? '/' : p.type === 'Exact' ? p.value : p.type === 'PathPrefix' ? `${p.value === '/' ? '/' : p.value}*` : `~${p.value}`;
+  const extra = [m.headers?.length ? `${m.headers.length} header${m.headers.length > 1 ? 's' : ''}` : '', m.queryParams?.length ? `${m.queryParams.length} query` : '']
+    .filter(Boolean)
+    .join(', ');
+  return `${m.method ? `${m.method} ` : ''}${path}${extra ? ` (+${extra})` : ''}`;
+}
+
+function rateLimitText(entry: unknown): string {
+  const e = entry as { kind?: string; requests?: number; tokens?: number; burst?: number; unit?: string };
+  if (e.kind === 'tokens' || e.tokens !== undefined) return `${e.tokens} tokens/${e.unit}`;
+  return `${e.requests} requests/${e.unit}${e.burst ? ` (+${e.burst} burst)` : ''}`;
+}
+
+/** `localRateLimit: 10 requests/Minutes (+5 burst), 5000 tokens/Minutes; remoteRateLimit: ...` */
+export function policyText(p: DumpPolicy['policy']): string {
+  const parts: string[] = [];
+  for (const [key, value] of Object.entries(p)) {
+    if (value === null || value === undefined) continue;
+    if (key === 'localRateLimit' && Array.isArray(value)) parts.push(`${key}: ${value.map(rateLimitText).join(', ')}`);
+    else if (key === 'remoteRateLimit' && typeof value === 'object') {
+      const r = value as { service?: string; domain?: string; descriptors?: unknown[] };
+      parts.push(`${key}: ${r.service ?? '?'} domain ${r.domain ?? '?'}, ${r.descriptors?.length ?? 0} descriptor(s)`);
+    } else parts.push(key);
+  }
+  return parts.join('; ') || 'none';
+}
+
+export function renderAll(d: ConfigDump): string {
+  const source = d.source ? (d.source.kind === 'file' ? `file ${d.source.path}` : `${d.source.kind} ${d.source.gateway ?? d.source.path ?? ''}`.trim()) : 'unknown source';
+  const out: string[] = [`Config ${d.version ?? '(no version)'} from ${source}${d.loadedAt ? `, loaded ${d.loadedAt}` : ''}\n`];
+  if (d.listeners) {
+    out.push(
+      'LISTENERS\n' +
+        table(
+          ['NAME', 'BIND', 'PROTOCOL', 'HOSTNAME', 'ROUTES'],
+          d.listeners.map((l) => [l.name, l.bind ?? '', l.protocol ?? '', l.hostname ?? '*', String(l.routes?.length ?? 0)]),
+        ),
+    );
+  }
+  out.push(
+    'ROUTES\n' +
+      (d.routes.length
+        ? table(
+            ['NAME', 'HOSTNAMES', 'MATCHES', 'FILTERS', 'BACKENDS'],
+            d.routes.map((r) => [
+              r.name,
+              r.hostnames?.length ? r.hostnames.join(',') : '*',
+              (r.matches?.length ? r.matches : [{}]).map(matchText).join(', '),
+              r.filters?.map((f) => f.type).join(',') || '-',
+              r.backends?.map((b) => (b.weight !== undefined && (r.backends?.length ?? 0) > 1 ? `${b.name} (weight ${b.weight})` : b.name)).join(', ') || '-',
+            ]),
+          )
+        : 'No routes.\n'),
+  );
+  out.push(
+    'BACKENDS\n' +
+      (d.backends.length
+        ? table(
+            ['TYPE', 'NAME', 'NAMESPACE', 'ENDPOINTS'],
+            d.backends.map((b) => [b.type, b.name, b.namespace || '-', String(b.endpoints?.length ?? 0)]),
+          )
+        : 'No backends.\n'),
+  );
+  out.push(
+    'POLICIES\n' +
+      (d.policies.length
+        ? table(
+            ['TARGET', 'LEVEL', 'POLICY'],
+            d.policies.map((p) => [`${p.target.kind}/${p.target.name}`, p.level, policyText(p.policy)]),
+          )
+        : 'No policies.\n'),
+  );
+  return out.join('\n');
+}
+
+/** The backend health table of the interface spec §2.7. */
+export function renderBackends(d: ConfigDump): string {
+  const rows = d.backends.flatMap((b) =>
+    (b.endpoints ?? []).map((e) => [b.type, b.name, b.namespace || '-', e.address, e.health.toFixed(2), String(e.requests), `${e.latencyMs.toFixed(2)}ms`]),
+  );
+  if (!rows.length) return 'No backends.\n';
+  return table(['TYPE', 'NAME', 'NAMESPACE', 'ENDPOINT', 'HEALTH', 'REQUESTS', 'LATENCY'], rows);
+}
+
+export async function configAll(ref: string | undefined, flags: ConfigFlags, io: Io): Promise<void> {
+  const dump = await loadDump(ref, flags, io);
+  write(io.stdout, formatted(dump, flags.output ?? 'table') ?? renderAll(dump));
+}
+
+export async function configBackends(ref: string | undefined, flags: ConfigFlags, io: Io): Promise<void> {
+  const dump = await loadDump(ref, flags, io);
+  const backends = dump.backends.map((b) => ({ type: b.type, name: b.name, namespace: b.namespace ?? '', endpoints: b.endpoints ?? [] }));
+  write(io.stdout, formatted(backends, flags.output ?? 'table') ?? renderBackends(dump));
+}

@@ -1,0 +1,163 @@
+// Cluster targets: load the kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config or the
+// in-cluster service account), find a Running and Ready pod by label, and port-forward to
+// its admin port (and, for inject mode, to a listener port).
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { ApiException, CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { GwctlError, describe } from '../errors.js';
+import { PortForwarder } from './port-forward.js';
+import type { Target } from './target.js';
+
+export interface KubeOptions {
+  readonly kubeconfig?: string | undefined;
+  readonly context?: string | undefined;
+  /** The process environment (KUBECONFIG, HOME, KUBERNETES_SERVICE_HOST). */
+  readonly env: NodeJS.ProcessEnv;
+}
+
+const NO_KUBECONFIG = 'set KUBECONFIG, pass --kubeconfig, or use --local for a standalone proxy';
+
+export function loadKubeConfig(opts: KubeOptions): KubeConfig {
+  const kc = new KubeConfig();
+  try {
+    if (opts.kubeconfig) {
+      if (!existsSync(opts.kubeconfig)) throw new GwctlError('TG_GWCTL_KUBECONFIG', `kubeconfig ${opts.kubeconfig} does not exist`);
+      kc.loadFromFile(opts.kubeconfig);
+    } else if (opts.env.KUBECONFIG) {
+      const files = opts.env.KUBECONFIG.split(delimiter).filter((f) => f && existsSync(f));
+      if (!files.length) throw new GwctlError('TG_GWCTL_KUBECONFIG', `no kubeconfig: none of the files in KUBECONFIG (${opts.env.KUBECONFIG}) exists; ${NO_KUBECONFIG}`);
+      kc.loadFromFile(files[0]!);
+      for (const f of files.slice(1)) {
+        const more = new KubeConfig();
+        more.loadFromFile(f);
+        kc.mergeConfig(more);
+      }
+    } else {
+      const home = opts.env.HOME ?? homedir();
+      const file = join(home, '.kube', 'config');
+      if (existsSync(file)) kc.loadFromFile(file);
+      else if (opts.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
+      else throw new GwctlError('TG_GWCTL_KUBECONFIG', `no kubeconfig found (${file} does not exist); ${NO_KUBECONFIG}`);
+    }
+  } catch (err) {
+    if (err instanceof GwctlError) throw err;
+    throw new GwctlError('TG_GWCTL_KUBECONFIG', `cannot load the kubeconfig: ${describe(err)}`, { cause: err });
+  }
+  if (opts.context) {
+    if (!kc.getContextObject(opts.context)) {
+      const known = kc.getContexts().map((c) => c.name);
+      throw new GwctlError('TG_GWCTL_KUBECONFIG', `context "${opts.context}" is not in the kubeconfig (contexts: ${known.join(', ') || 'none'})`);
+    }
+    kc.setCurrentContext(opts.context);
+  } else if (!kc.getCurrentContext() || !kc.getCurrentCluster()) {
+    throw new GwctlError('TG_GWCTL_KUBECONFIG', 'the kubeconfig has no current context; pass --context <name>');
+  }
+  if (!kc.getCurrentCluster()) throw new GwctlError('TG_GWCTL_KUBECONFIG', `context "${kc.getCurrentContext()}" names no cluster in the kubeconfig`);
+  return kc;
+}
+
+/** The namespace of the current context, `default` when it sets none. */
+export function contextNamespace(kc: KubeConfig): string {
+  return kc.getContextObject(kc.getCurrentContext())?.namespace || 'default';
+}
+
+function isReady(pod: V1Pod): boolean {
+  return (
+    pod.status?.phase === 'Running' &&
+    !pod.metadata?.deletionTimestamp &&
+    (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True')
+  );
+}
+
+function podState(pod: V1Pod): string {
+  if (pod.metadata?.deletionTimestamp) return 'Terminating';
+  const phase = pod.status?.phase ?? 'Unknown';
+  return phase === 'Running' ? 'Running but not Ready' : phase;
+}
+
+function kubeApiError(what: string, err: unknown): GwctlError {
+  if (err instanceof ApiException) {
+    let reason = '';
+    try {
+      const body: unknown = typeof err.body === 'string' ? JSON.parse(err.body) : err.body;
+      if (body && typeof body === 'object' && 'message' in body) reason = String(body.message);
+    } catch {
+      // body is not a Status
+    }
+    return new GwctlError('TG_GWCTL_KUBE_API', `cannot ${what}: ${reason || `HTTP ${err.code}`} (HTTP ${err.code})`, { cause: err });
+  }
+  return new GwctlError('TG_GWCTL_KUBE_API', `cannot ${what}: ${describe(err)}`, { cause: err });
+}
+
+/** The first Running and Ready pod (by name) matching `selector`. */
+export async function findReadyPod(kc: KubeConfig, namespace: string, selector: string, what: string): Promise<V1Pod> {
+  const api = kc.makeApiClient(CoreV1Api);
+  let pods: V1Pod[];
+  try {
+    pods = (await api.listNamespacedPod({ namespace, labelSelector: selector })).items;
+  } catch (err) {
+    throw kubeApiError(`list pods in namespace "${namespace}" (server ${kc.getCurrentCluster()?.server})`, err);
+  }
+  pods.sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
+  const ready = pods.find(isReady);
+  if (ready) return ready;
+  if (!pods.length) {
+    throw new GwctlError('TG_GWCTL_NO_POD', `no ${what} pod in namespace "${namespace}" has the label ${selector} (wrong namespace? use -n)`);
+  }
+  const states = pods
+    .slice(0, 5)
+    .map((p) => `${p.metadata?.name} ${podState(p)}`)
+    .join(', ');
+  throw new GwctlError('TG_GWCTL_NO_POD', `no Running and Ready ${what} pod in namespace "${namespace}" with the label ${selector} (${pods.length} found: ${states}${pods.length > 5 ? ', …' : ''})`);
+}
+
+export const GATEWAY_LABEL = 'gateway.networking.k8s.io/gateway-name';
+export const CONTROLLER_SELECTOR = 'app.kubernetes.io/name=tollgate,app.kubernetes.io/component=controller';
+
+export interface PodTargetOptions extends KubeOptions {
+  readonly namespace?: string | undefined;
+  readonly selector: string;
+  /** `gateway/public` or `controller`, for messages. */
+  readonly what: string;
+  readonly adminPort: number;
+}
+
+export async function clusterTarget(opts: PodTargetOptions): Promise<Target> {
+  const kc = loadKubeConfig(opts);
+  const namespace = opts.namespace ?? contextNamespace(kc);
+  const pod = await findReadyPod(kc, namespace, opts.selector, opts.what);
+  const name = pod.metadata!.name!;
+  const forwards: PortForwarder[] = [];
+  const forward = async (port: number) => {
+    const f = await PortForwarder.open(kc, namespace, name, port);
+    forwards.push(f);
+    return f;
+  };
+  const admin = await forward(opts.adminPort);
+  const listeners = new Map<number, PortForwarder>();
+  const description = `pod ${namespace}/${name}`;
+  const pfFailure = (f: PortForwarder, port: number, err: unknown) =>
+    new GwctlError('TG_GWCTL_PORT_FORWARD', `port-forward to ${description} port ${port} failed: ${f.lastError}`, { cause: err });
+  return {
+    description,
+    adminUrl: `http://127.0.0.1:${admin.localPort}`,
+    listener: async (port) => {
+      let f = listeners.get(port);
+      if (!f) listeners.set(port, (f = await forward(port)));
+      return `127.0.0.1:${f.localPort}`;
+    },
+    unreachable: (err, w) => {
+      if (w.kind === 'admin') {
+        if (admin.lastError) return pfFailure(admin, opts.adminPort, err);
+        return new GwctlError('TG_GWCTL_ADMIN_UNREACHABLE', `cannot reach the admin server of ${description} on port ${opts.adminPort}: ${describe(err)}`, { cause: err });
+      }
+      const f = listeners.get(w.port);
+      if (f?.lastError) return pfFailure(f, w.port, err);
+      return new GwctlError('TG_GWCTL_REQUEST_FAILED', `request to ${description} port ${w.port} failed: ${describe(err)}`, { cause: err });
+    },
+    close: async () => {
+      await Promise.all(forwards.map((f) => f.close()));
+    },
+  };
+}

@@ -1,0 +1,27 @@
+// --local: the admin server is at --admin-addr (127.0.0.1:15000 by default) and listeners are
+// on 127.0.0.1.
+import { describe, GwctlError, usage } from '../errors.js';
+import type { Target } from './target.js';
+
+/** Parses `host:port` (IPv6 in brackets); the host defaults to 127.0.0.1 for `:port`. */
+export function parseAddr(addr: string, flag: string): { host: string; port: number } {
+  const m = /^(\[[^\]]+\]|[^:]*):(\d{1,5})$/.exec(addr);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port < 1 || port > 65535) throw usage(`${flag} must be <host>:<port>, got '${addr}'`);
+  return { host: m[1] || '127.0.0.1', port };
+}
+
+export function localTarget(adminAddr: string, flag = '--admin-addr'): Target {
+  const { host, port } = parseAddr(adminAddr, flag);
+  const hostPort = `${host}:${port}`;
+  return {
+    description: hostPort,
+    adminUrl: `http://${hostPort}`,
+    listener: async (p) => `127.0.0.1:${p}`,
+    unreachable: (err, what) =>
+      what.kind === 'admin'
+        ? new GwctlError('TG_GWCTL_ADMIN_UNREACHABLE', `cannot reach the admin server at ${hostPort}: ${describe(err)} (is it running? ${flag} sets the address)`, { cause: err })
+        : new GwctlError('TG_GWCTL_REQUEST_FAILED', `request to 127.0.0.1:${what.port} failed: ${describe(err)} (is a listener on --port ${what.port}?)`, { cause: err }),
+    close: async () => undefined,
+  };
+}

@@ -1,0 +1,78 @@
+// From command-line flags to a Target: `gateway/<name>` in a cluster, or --local.
+import { usage } from '../errors.js';
+import type { Io } from '../io.js';
+import { CONTROLLER_SELECTOR, GATEWAY_LABEL, clusterTarget } from './cluster.js';
+import { localTarget } from './local.js';
+import type { Target } from './target.js';
+
+export interface TargetFlags {
+  namespace?: string;
+  context?: string;
+  kubeconfig?: string;
+  local?: boolean;
+  adminAddr?: string;
+}
+
+export const PROXY_ADMIN_PORT = 15000;
+export const CONTROLLER_ADMIN_PORT = 9095;
+export const CONTROLLER_NAMESPACE = 'tollgate-system';
+
+/** `gateway/<name>` (also `gateways/<name>`, `gtw/<name>`) to the Gateway's name. */
+export function parseGatewayRef(ref: string): string {
+  const m = /^(?:gateway|gateways|gtw)(?:\.gateway\.networking\.k8s\.io)?\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(ref);
+  if (!m) throw usage(`expected the target gateway/<name>, got '${ref}'`);
+  return m[1]!;
+}
+
+function checkLocalFlags(flags: TargetFlags): void {
+  for (const [flag, value] of [['--namespace', flags.namespace], ['--context', flags.context], ['--kubeconfig', flags.kubeconfig]] as const) {
+    if (value !== undefined) throw usage(`${flag} applies to cluster targets, not --local`);
+  }
+}
+
+export async function gatewayTarget(ref: string | undefined, flags: TargetFlags, io: Io): Promise<Target> {
+  if (flags.local) {
+    if (ref !== undefined) throw usage(`give either ${ref} or --local, not both`);
+    checkLocalFlags(flags);
+    return localTarget(flags.adminAddr ?? `127.0.0.1:${PROXY_ADMIN_PORT}`);
+  }
+  if (flags.adminAddr !== undefined) throw usage('--admin-addr needs --local');
+  if (ref === undefined) throw usage('missing target: gateway/<name> (in a cluster) or --local (a standalone proxy)');
+  const name = parseGatewayRef(ref);
+  return clusterTarget({
+    kubeconfig: flags.kubeconfig,
+    context: flags.context,
+    env: io.env,
+    namespace: flags.namespace,
+    selector: `${GATEWAY_LABEL}=${name}`,
+    what: `gateway/${name}`,
+    adminPort: PROXY_ADMIN_PORT,
+  });
+}
+
+export async function controllerTarget(flags: TargetFlags, io: Io): Promise<Target> {
+  if (flags.local) {
+    checkLocalFlags(flags);
+    return localTarget(flags.adminAddr ?? `127.0.0.1:${CONTROLLER_ADMIN_PORT}`);
+  }
+  if (flags.adminAddr !== undefined) throw usage('--admin-addr needs --local');
+  return clusterTarget({
+    kubeconfig: flags.kubeconfig,
+    context: flags.context,
+    env: io.env,
+    namespace: flags.namespace ?? CONTROLLER_NAMESPACE,
+    selector: CONTROLLER_SELECTOR,
+    what: 'controller',
+    adminPort: CONTROLLER_ADMIN_PORT,
+  });
+}
+
+/** Runs `fn` with the target and always closes it (port-forwards included). */
+export async function withTarget<T>(open: Promise<Target>, fn: (t: Target) => Promise<T>): Promise<T> {
+  const target = await open;
+  try {
+    return await fn(target);
+  } finally {
+    await target.close();
+  }
+}
