@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { get as httpGet } from 'node:http';
+import * as grpc from '@grpc/grpc-js';
 import { createConnection, createServer, type AddressInfo } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -164,16 +164,23 @@ function redisPing(port: number): Promise<boolean> {
   });
 }
 
-/** GET /healthcheck of the service's HTTP port; true on 200. */
-function healthcheck(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const req = httpGet({ host: '127.0.0.1', port, path: '/healthcheck', timeout: 1000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode === 200);
-    });
-    req.once('timeout', () => req.destroy());
-    req.once('error', () => resolve(false));
-  });
+/**
+ * grpc.health.v1.Health/Check on the gRPC port; true when SERVING. The request (service "")
+ * is the empty message; the response is field 1 (status) as a varint, SERVING = 1.
+ */
+function grpcHealthy(address: string): Promise<boolean> {
+  const client = new grpc.Client(address, grpc.credentials.createInsecure());
+  return new Promise<boolean>((resolve) => {
+    client.makeUnaryRequest(
+      '/grpc.health.v1.Health/Check',
+      () => Buffer.alloc(0),
+      (b: Buffer) => b,
+      {},
+      new grpc.Metadata(),
+      { deadline: Date.now() + 1000 },
+      (err, res) => resolve(!err && res !== undefined && res.equals(Buffer.from([0x08, 0x01]))),
+    );
+  }).finally(() => client.close());
 }
 
 export interface RlsOptions {
@@ -252,7 +259,7 @@ export async function startRls(bins: RlsBinaries, opts: RlsOptions): Promise<Rls
     };
     const service = new Proc('envoyproxy/ratelimit', spawn(bins.ratelimit, [], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
     procs.push(service);
-    await waitReady(service, 'healthy /healthcheck', () => healthcheck(httpPort));
+    await waitReady(service, 'SERVING gRPC health check', () => grpcHealthy(`127.0.0.1:${grpcPort}`));
 
     return {
       address: `127.0.0.1:${grpcPort}`,
