@@ -2,7 +2,7 @@
 import type { FastifyReply } from 'fastify';
 
 export function rejectUnknownQuery(query: unknown, allowed: readonly string[], reply: FastifyReply): boolean {
-  const keys = Object.keys((query ?? {}) as object);
+  const keys = query !== null && typeof query === 'object' ? Object.keys(query) : [];
   const unknown = keys.filter((k) => !allowed.includes(k));
   if (!unknown.length) return false;
   void reply

@@ -133,7 +133,9 @@ export async function handleRequest(
     }
   }
   const least = leastRemaining(statuses);
-  const limitHeaders: Record<string, string> = Object.assign({}, ...admitted.map((a) => a.extraHeaders), least ? rateLimitHeaders(least) : {});
+  const limitHeaders: Record<string, string> = {};
+  for (const a of admitted) Object.assign(limitHeaders, a.extraHeaders);
+  if (least) Object.assign(limitHeaders, rateLimitHeaders(least));
 
   if (route.redirect) {
     const location = redirectLocation(route.redirect, { scheme: 'http', host, listenerPort: port, path, query, matched });
