@@ -2,6 +2,7 @@
 // `x-kubernetes-validations` (so a file gets the errors the API server would give a
 // GatewayPolicy), plus cross-field checks of routes: filter fields matching their type,
 // regular expressions that compile, names that are unique.
+import { parse as parseCel } from '@bufbuild/cel';
 import { FILTER_FIELD, FILTER_TYPES, type HTTPRouteFilter, type HTTPRouteMatch } from './schema/gateway-api.js';
 import type { TrafficPolicy } from './schema/traffic-policy.js';
 import { joinPath, show, type Problem } from './validation-error.js';
@@ -29,6 +30,18 @@ export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: stri
     }
   });
   if (rl.local && !rl.local.length) out.push({ path: joinPath(rlPath, 'local'), message: 'is empty; remove it or add an entry' });
+  rl.global?.descriptors.forEach((d, di) =>
+    d.entries.forEach((e, ei) => {
+      try {
+        parseCel(e.expression);
+      } catch (err) {
+        out.push({
+          path: `${rlPath}.global.descriptors[${di}].entries[${ei}].expression`,
+          message: `got ${show(e.expression)}: not a valid CEL expression (${(err as Error).message}); e.g. request.headers["x-user-id"]`,
+        });
+      }
+    }),
+  );
   const svc = rl.global?.service;
   if (svc) {
     const p = joinPath(joinPath(rlPath, 'global'), 'service');

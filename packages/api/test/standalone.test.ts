@@ -112,3 +112,14 @@ describe('parseDuration', () => {
     expect(() => parseDuration('5 s')).toThrow(/expected a duration/);
   });
 });
+
+describe('global descriptor expressions', () => {
+  it('must parse as CEL', () => {
+    const withExpr = (expression: string) =>
+      cfg([route({ policies: { traffic: { rateLimit: { global: { service: { host: '127.0.0.1:8081' }, domain: 'd', descriptors: [{ entries: [{ name: 'user', expression }], unit: 'Requests' }] } } } } })]);
+    expect(problems(withExpr('request.headers["x-user"]'))).toEqual([]);
+    expect(problems(withExpr('request.headers["x-user"'))[0]).toMatch(
+      /^binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.traffic\.rateLimit\.global\.descriptors\[0\]\.entries\[0\]\.expression: got "request\.headers\[\\"x-user\\"": not a valid CEL expression/,
+    );
+  });
+});
