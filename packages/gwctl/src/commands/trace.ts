@@ -117,13 +117,13 @@ export async function trace(ref: string | undefined, flags: TraceFlags, curlArgs
 export async function drive(
   target: Target,
   plan: TracePlan,
-  hooks: { onEvent: (e: TraceEvent) => void; onArmed: (text: string) => void; signal: AbortSignal; session: (s: TraceSession) => void },
+  hooks: { onEvent: (e: TraceEvent) => void; onArmed: (text: string) => void | Promise<void>; signal: AbortSignal; session: (s: TraceSession) => void },
 ): Promise<InjectResponse | undefined> {
   const id = randomUUID();
   const session = openTrace(target, { match: plan.inject ? matchFor(id) : undefined, onEvent: hooks.onEvent });
   hooks.session(session);
   await session.armed;
-  hooks.onArmed(waitingText(target, plan));
+  await hooks.onArmed(waitingText(target, plan));
   let response: InjectResponse | undefined;
   if (plan.inject) {
     try {

@@ -62,8 +62,10 @@ export function TraceApp({ store, title, onExit, columns, rows }: TraceAppProps)
   const shown = sel >= 0 ? detail(events, sel, mode) : { title: 'Raw event', lines: [] };
   const maxY = Math.max(0, shown.lines.length - detailRows);
 
-  const select = (i: number) => {
-    setSelected(Math.max(0, Math.min(events.length - 1, i)));
+  // Functional updates: several keys may arrive before the next render.
+  const moveSelection = (delta: number) => {
+    if (!events.length) return;
+    setSelected((prev) => Math.max(0, Math.min(events.length - 1, Math.min(prev ?? events.length - 1, events.length - 1) + delta)));
     setScroll({ y: 0, x: 0 });
   };
   const scrollBy = (dy: number, dx = 0) => setScroll((s) => ({ y: Math.max(0, Math.min(maxY, s.y + dy)), x: Math.max(0, s.x + dx) }));
@@ -89,7 +91,7 @@ export function TraceApp({ store, title, onExit, columns, rows }: TraceAppProps)
     const page = focus === 'table' ? tableRows : detailRows;
     const delta = key.upArrow || input === 'k' ? -1 : key.downArrow || input === 'j' ? 1 : key.pageUp ? -page : key.pageDown ? page : 0;
     if (focus === 'table') {
-      if (delta && sel >= 0) select(sel + delta);
+      if (delta) moveSelection(delta);
     } else {
       if (delta) scrollBy(delta);
       if (key.leftArrow) scrollBy(0, -8);
@@ -110,13 +112,14 @@ export function TraceApp({ store, title, onExit, columns, rows }: TraceAppProps)
 
   const header = `gwctl trace ${title}  ${events.length} event${events.length === 1 ? '' : 's'}`;
   const statusColor = view.phase === 'failed' ? 'red' : view.phase === 'done' ? 'green' : 'yellow';
-  const keys = 'tab pane  ↑↓ move  ←→ pan  e/s/d view  q quit';
+  const keys = 'tab:pane ↑↓:move ←→:pan e/s/d:view q:quit';
+  const headerLine = header.length + keys.length + 2 <= width ? `${header}${' '.repeat(width - header.length - keys.length)}${keys}` : header;
   const detailTitle = `${shown.title}  [${MODE_NAMES[mode]}]${shown.lines.length > detailRows ? `  ${scroll.y + 1}-${Math.min(shown.lines.length, scroll.y + detailRows)}/${shown.lines.length}` : ''}`;
 
   return (
     <Box flexDirection="column" width={width}>
       <Text bold wrap="truncate">
-        {clip(header, width)}
+        {clip(headerLine, width)}
       </Text>
       <Text bold color={focusColor('table')} wrap="truncate">
         {row('#', 'Type', 'Summary')}
@@ -144,7 +147,7 @@ export function TraceApp({ store, title, onExit, columns, rows }: TraceAppProps)
         );
       })}
       <Text color={statusColor} wrap="truncate">
-        {clip(view.phase === 'done' || view.phase === 'receiving' ? `${view.status}  ·  ${keys}` : view.status, width)}
+        {clip(view.status, width)}
       </Text>
     </Box>
   );

@@ -1,0 +1,195 @@
+// Test helpers: a real standalone proxy (in-process, admin on an ephemeral port) in front of
+// the mock LLM, gwctl's main() with captured streams, the built binary, and a server that
+// follows the controller's /logging contract (docs/admin-api.md) until the controller exists.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
+import { Gateway } from '@tollgate/proxy';
+import { main, type Io } from '../src/cli.js';
+
+export const BIN = fileURLToPath(new URL('../bin/gwctl.js', import.meta.url));
+export const DIST = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+
+export function requireBuild(): void {
+  if (!existsSync(DIST)) throw new Error(`${DIST} is missing: run \`pnpm build\` at the repository root first`);
+}
+
+export async function freePort(): Promise<number> {
+  const s = createServer();
+  s.listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const port = (s.address() as AddressInfo).port;
+  s.close();
+  await once(s, 'close');
+  return port;
+}
+
+class Sink extends Writable {
+  text = '';
+  readonly waiters: { re: RegExp; resolve: () => void }[] = [];
+  override _write(chunk: Buffer | string, _enc: string, cb: () => void): void {
+    this.text += chunk.toString();
+    for (const w of this.waiters.splice(0)) {
+      if (w.re.test(this.text)) w.resolve();
+      else this.waiters.push(w);
+    }
+    cb();
+  }
+  /** Resolves once the captured text matches `re`. */
+  waitFor(re: RegExp): Promise<void> {
+    if (re.test(this.text)) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ re, resolve }));
+  }
+}
+
+export interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface Captured {
+  readonly io: Io;
+  readonly stdout: Sink;
+  readonly stderr: Sink;
+}
+
+/** Streams for main(); `tty` makes stderr claim to be a terminal (gwctl then reports progress there). */
+export function capture(opts: { env?: NodeJS.ProcessEnv; tty?: boolean } = {}): Captured {
+  const stdout = new Sink();
+  const stderr = Object.assign(new Sink(), { isTTY: opts.tty ?? false });
+  const stdin = new PassThrough();
+  return { io: { stdout, stderr, stdin, env: opts.env ?? { HOME: '/nonexistent-home' } }, stdout, stderr };
+}
+
+/** Runs gwctl in-process. The default environment has no kubeconfig. */
+export async function gwctl(args: string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<Run> {
+  const c = capture(opts);
+  const code = await main(args, c.io);
+  return { code, stdout: c.stdout.text, stderr: c.stderr.text };
+}
+
+/** Runs the built binary. */
+export async function gwctlBin(args: string[], env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: '/nonexistent-home' }): Promise<Run> {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code: code ?? -1, stdout, stderr };
+}
+
+export interface Proxy {
+  readonly gateway: Gateway;
+  readonly port: number;
+  readonly adminAddr: string;
+  readonly mock: MockLlm;
+  readonly file: string;
+  /** Sends a request to the listener (Host header as given). */
+  send(path: string, opts?: { method?: string; headers?: Record<string, string>; body?: string }): Promise<{ status: number; body: string }>;
+  close(): Promise<void>;
+}
+
+/** A standalone proxy: listener `main` with route `chat` (host api.example.com, /v1) to the mock LLM. */
+export async function startProxy(): Promise<Proxy> {
+  const mock = await startMockLlm({ port: 0 });
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), 'gwctl-test-'));
+  const file = join(dir, 'config.json');
+  const config = {
+    binds: [
+      {
+        port,
+        listeners: [
+          {
+            name: 'main',
+            protocol: 'HTTP',
+            policies: { traffic: { rateLimit: { local: [{ requests: 1000, unit: 'Minutes' }] } } },
+            routes: [
+              {
+                name: 'chat',
+                hostnames: ['api.example.com'],
+                matches: [{ path: { type: 'PathPrefix', value: '/v1' } }],
+                policies: { traffic: { rateLimit: { local: [{ requests: 500, unit: 'Minutes', burst: 5 }, { tokens: 100000, unit: 'Hours' }] } } },
+                backends: [{ host: `127.0.0.1:${mock.port}` }],
+              },
+              { name: 'models', matches: [{ path: { type: 'Exact', value: '/v1/models' }, method: 'GET' }], backends: [{ host: `127.0.0.1:${mock.port}` }] },
+            ],
+          },
+        ],
+      },
+    ],
+  };
+  await writeFile(file, JSON.stringify(config));
+  const logs = new Writable({ write: (_c, _e, cb) => cb() });
+  const gateway = await Gateway.start({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, watch: false });
+  return {
+    gateway,
+    port,
+    adminAddr: gateway.admin.address,
+    mock,
+    file,
+    send: (path, opts = {}) =>
+      new Promise((resolve, reject) => {
+        const req = httpRequest(`http://127.0.0.1:${port}${path}`, { method: opts.method ?? 'GET', headers: opts.headers, agent: false }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on('error', reject);
+        req.end(opts.body);
+      }),
+    close: async () => {
+      await gateway.close();
+      await mock.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const CHAT_BODY = JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: 'hello there' }] });
+
+export const CONTROLLER_COMPONENTS = ['tollgate/syncer', 'tollgate/translator', 'gateway-controller', 'deployer', 'default'];
+
+/** A server that follows the controller admin `/logging` contract of docs/admin-api.md. */
+export async function startFakeController(): Promise<{ addr: string; levels: Record<string, string>; close(): Promise<void> }> {
+  const levels: Record<string, string> = Object.fromEntries(CONTROLLER_COMPONENTS.map((c) => [c, 'info']));
+  const LEVELS = ['error', 'warn', 'info', 'debug', 'trace'];
+  const server: Server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const text = (code: number, body: string) => res.writeHead(code, { 'content-type': 'text/plain; charset=utf-8' }).end(`${body}\n`);
+    const json = () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ levels }));
+    if (url.pathname !== '/logging') return text(404, 'not found');
+    const unknown = [...url.searchParams.keys()].filter((k) => k !== 'level' && k !== 'component');
+    if (unknown.length) return text(400, `unknown query parameter ${unknown.join(', ')}`);
+    if (req.method === 'GET') return url.searchParams.size ? text(400, 'GET /logging takes no query parameters') : json();
+    if (req.method !== 'POST') return text(405, 'method not allowed');
+    const level = url.searchParams.get('level');
+    const component = url.searchParams.get('component');
+    if (level === null) return text(400, `expected ?level=<level> (${LEVELS.join(', ')})`);
+    if (!LEVELS.includes(level)) return text(400, `unknown level "${level}"; levels: ${LEVELS.join(', ')}`);
+    if (component !== null && !(component in levels)) return text(400, `unknown component "${component}"; components: ${CONTROLLER_COMPONENTS.join(', ')}`);
+    for (const c of component === null ? CONTROLLER_COMPONENTS : [component]) levels[c] = level;
+    return json();
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    addr: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    levels,
+    close: async () => {
+      server.closeAllConnections();
+      server.close();
+      await once(server, 'close').catch(() => undefined);
+    },
+  };
+}
