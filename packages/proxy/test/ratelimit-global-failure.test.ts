@@ -92,6 +92,24 @@ descriptors:
     expect(warns[0]!.msg).toContain('failing open');
     expect(open.lines.filter((l) => l.msg.includes('LLM tokens not charged'))).toHaveLength(3);
   });
+
+  it('reconnects when the service is back, with the counters Redis kept', async () => {
+    const { log } = captureLog();
+    const g = make(rls.address, 'FailClosed', pool, log);
+    const user = facts({ 'x-user-id': 'u1' });
+    expect(await g.check(user)).toMatchObject({ outcome: 'serviceError' });
+
+    await rls.restartService();
+    // The channel reconnects after its backoff (at most 2s); until then calls fail fast.
+    const deadline = Date.now() + 15_000;
+    let c = await g.check(user);
+    while (c.outcome === 'serviceError' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      c = await g.check(user);
+    }
+    expect(c).toMatchObject({ allowed: false, outcome: 'overLimit' }); // u1 used its 1 per day before the stop
+    expect(await g.check(facts({ 'x-user-id': 'u2' }))).toMatchObject({ allowed: true, outcome: 'ok' });
+  });
 });
 
 describe('global rate limits with an unreachable or silent service', () => {

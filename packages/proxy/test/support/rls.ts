@@ -197,6 +197,8 @@ export interface RlsService {
   readonly redisPort: number;
   /** Stops the ratelimit service only (redis keeps its counters); idempotent. */
   stopService(): Promise<void>;
+  /** Starts the ratelimit service again on the same ports after stopService(); resolves when it serves. */
+  restartService(): Promise<void>;
   /** Stops both and removes the temp dir; idempotent. */
   stop(): Promise<void>;
 }
@@ -257,15 +259,24 @@ export async function startRls(bins: RlsBinaries, opts: RlsOptions): Promise<Rls
       TRACING_ENABLED: 'false',
       LIMIT_RESPONSE_HEADERS_ENABLED: opts.responseHeaders ? 'true' : 'false',
     };
-    const service = new Proc('envoyproxy/ratelimit', spawn(bins.ratelimit, [], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
-    procs.push(service);
-    await waitReady(service, 'SERVING gRPC health check', () => grpcHealthy(`127.0.0.1:${grpcPort}`));
+    let service: Proc | null = null;
+    const startService = async (): Promise<void> => {
+      if (service?.running) throw new Error('envoyproxy/ratelimit is already running');
+      const p = new Proc('envoyproxy/ratelimit', spawn(bins.ratelimit, [], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
+      service = p;
+      procs.push(p);
+      await waitReady(p, 'SERVING gRPC health check', () => grpcHealthy(`127.0.0.1:${grpcPort}`));
+    };
+    await startService();
 
     return {
       address: `127.0.0.1:${grpcPort}`,
       grpcPort,
       redisPort,
-      stopService: () => service.stop(),
+      stopService: async () => {
+        await service?.stop();
+      },
+      restartService: startService,
       stop: stopAll,
     };
   } catch (err) {
