@@ -112,9 +112,6 @@ export async function findReadyPod(kc: KubeConfig, namespace: string, selector: 
   throw new GwctlError('TG_GWCTL_NO_POD', `no Running and Ready ${what} pod in namespace "${namespace}" with the label ${selector} (${pods.length} found: ${states}${pods.length > 5 ? ', …' : ''})`);
 }
 
-export const GATEWAY_LABEL = 'gateway.networking.k8s.io/gateway-name';
-export const CONTROLLER_SELECTOR = 'app.kubernetes.io/name=tollgate,app.kubernetes.io/component=controller';
-
 export interface PodTargetOptions extends KubeOptions {
   readonly namespace?: string | undefined;
   readonly selector: string;

@@ -1,9 +1,16 @@
 // From command-line flags to a Target: `gateway/<name>` in a cluster, or --local.
 import { usage } from '../errors.js';
 import type { Io } from '../io.js';
-import { CONTROLLER_SELECTOR, GATEWAY_LABEL, clusterTarget } from './cluster.js';
+import type { PodTargetOptions } from './cluster.js';
+import { CONTROLLER_SELECTOR, GATEWAY_LABEL } from './labels.js';
 import { localTarget } from './local.js';
 import type { Target } from './target.js';
+
+/** The Kubernetes client is loaded only for cluster targets: --local and --file stay fast. */
+async function clusterTarget(opts: PodTargetOptions): Promise<Target> {
+  const { clusterTarget: open } = await import('./cluster.js');
+  return open(opts);
+}
 
 export interface TargetFlags {
   namespace?: string;
