@@ -52,11 +52,12 @@ export function compileDescriptors(descriptors: GlobalRateLimitIR['descriptors']
 }
 
 /** The CEL variables: request.{method,path,host,headers}, source.address, llm.model. */
-export interface CelBindings {
+// A type alias (not an interface) so that it is assignable to the planner's bindings type.
+export type CelBindings = {
   readonly request: { method: string; path: string; host: string; headers: Record<string, string> };
   readonly source: { address: string };
   readonly llm: { model: string };
-}
+};
 
 function flatHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};
@@ -92,7 +93,7 @@ export function evaluateDescriptor(d: CompiledDescriptor, bindings: CelBindings)
   for (const e of d.entries) {
     let result: unknown;
     try {
-      result = e.program({ ...bindings });
+      result = e.program(bindings);
     } catch (err) {
       return { ok: false, entry: e.name, reason: err instanceof Error ? err.message : String(err) };
     }
