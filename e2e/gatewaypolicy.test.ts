@@ -33,12 +33,12 @@ const BAD: BadCase[] = [
   {
     name: 'tokens and requests together',
     spec: local({ tokens: 100, requests: 10, unit: 'Minutes' }),
-    expect: [/spec\.traffic\.rateLimit\.local\[0\]: Invalid value: "object": exactly one of requests or tokens must be set/],
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]: Invalid value: exactly one of requests or tokens must be set/],
   },
   {
     name: 'neither tokens nor requests',
     spec: local({ unit: 'Minutes' }),
-    expect: [/spec\.traffic\.rateLimit\.local\[0\]: Invalid value: "object": exactly one of requests or tokens must be set/],
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]: Invalid value: exactly one of requests or tokens must be set/],
   },
   {
     name: 'unit Days',
@@ -68,7 +68,7 @@ const BAD: BadCase[] = [
   {
     name: 'burst with tokens',
     spec: local({ tokens: 100, burst: 5, unit: 'Minutes' }),
-    expect: [/spec\.traffic\.rateLimit\.local\[0\]: Invalid value: "object": burst is only allowed with requests/],
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]: Invalid value: burst is only allowed with requests/],
   },
   {
     name: 'wrong target kind',
@@ -119,7 +119,7 @@ const BAD: BadCase[] = [
         },
       },
     },
-    expect: [/spec\.traffic\.rateLimit\.global\.service: Invalid value: "object": exactly one of host or backendRef must be set/],
+    expect: [/spec\.traffic\.rateLimit\.global\.service: Invalid value: exactly one of host or backendRef must be set/],
   },
 ];
 
@@ -157,7 +157,7 @@ describe.skipIf(!availability.run)('GatewayPolicy CRD on kube-apiserver', () => 
   });
 
   it.each(BAD)('rejects a policy with $name, naming the field', async ({ name, spec, expect: patterns }) => {
-    const obj = policy(name.replace(/[^a-z0-9]+/g, '-'), spec);
+    const obj = policy(name.toLowerCase().replace(/[^a-z0-9]+/g, '-'), spec);
     const r = await kubectl(['apply', '-f', '-'], JSON.stringify(obj));
     expect(r.code, `accepted:\n${r.stdout}`).not.toBe(0);
     for (const p of patterns) expect(r.stderr).toMatch(p);

@@ -235,7 +235,7 @@ async function checkKubectlSkew(cluster: Cluster): Promise<void> {
 
 async function applyGatewayApi(cluster: Cluster): Promise<void> {
   await run(cluster.tools.kubectl, ['apply', '--server-side', '-f', cluster.tools.gatewayApiCrds], { env: cluster.env });
-  await run(cluster.tools.kubectl, ['wait', '--for=condition=Established', '--timeout=60s', 'crd', '-l', 'gateway.networking.k8s.io/bundle-version'], {
+  await run(cluster.tools.kubectl, ['wait', '--for=condition=Established', '--timeout=60s', '-f', cluster.tools.gatewayApiCrds], {
     env: cluster.env,
   });
 }
