@@ -46,6 +46,8 @@ export function TraceApp({ store, title, onExit, columns, rows }: TraceAppProps)
   const size = useTerminalSize(columns, rows);
   const { exit } = useApp();
   const [focus, setFocus] = useState<'table' | 'detail'>('table');
+  // Keys can arrive faster than renders: the handler reads the focus from a ref.
+  const focusRef = useRef<'table' | 'detail'>('table');
   const [selected, setSelected] = useState<number | null>(null); // null: follow the newest event
   const [mode, setMode] = useState<DetailMode>('event');
   const [scroll, setScroll] = useState({ y: 0, x: 0 });
@@ -62,13 +64,17 @@ export function TraceApp({ store, title, onExit, columns, rows }: TraceAppProps)
   const shown = sel >= 0 ? detail(events, sel, mode) : { title: 'Raw event', lines: [] };
   const maxY = Math.max(0, shown.lines.length - detailRows);
 
-  // Functional updates: several keys may arrive before the next render.
+  // Keys may arrive before the next render, or reach a handler of an earlier render: the
+  // handler reads the sizes of the latest render from a ref and updates state functionally.
+  const latest = useRef({ count: 0, maxY: 0, tableRows, detailRows });
+  latest.current = { count: events.length, maxY, tableRows, detailRows };
   const moveSelection = (delta: number) => {
-    if (!events.length) return;
-    setSelected((prev) => Math.max(0, Math.min(events.length - 1, Math.min(prev ?? events.length - 1, events.length - 1) + delta)));
+    const n = latest.current.count;
+    if (!n) return;
+    setSelected((prev) => Math.max(0, Math.min(n - 1, Math.min(prev ?? n - 1, n - 1) + delta)));
     setScroll({ y: 0, x: 0 });
   };
-  const scrollBy = (dy: number, dx = 0) => setScroll((s) => ({ y: Math.max(0, Math.min(maxY, s.y + dy)), x: Math.max(0, s.x + dx) }));
+  const scrollBy = (dy: number, dx = 0) => setScroll((s) => ({ y: Math.max(0, Math.min(latest.current.maxY, s.y + dy)), x: Math.max(0, s.x + dx) }));
 
   useInput((input, key) => {
     if (key.ctrl && input === 'c') {
@@ -81,16 +87,20 @@ export function TraceApp({ store, title, onExit, columns, rows }: TraceAppProps)
       exit();
       return;
     }
-    if (key.tab) return setFocus((f) => (f === 'table' ? 'detail' : 'table'));
+    if (key.tab) {
+      focusRef.current = focusRef.current === 'table' ? 'detail' : 'table';
+      return setFocus(focusRef.current);
+    }
     const m = MODE_KEYS[input];
     if (m) {
       setMode(m);
       setScroll({ y: 0, x: 0 });
       return;
     }
-    const page = focus === 'table' ? tableRows : detailRows;
+    const pane = focusRef.current;
+    const page = pane === 'table' ? latest.current.tableRows : latest.current.detailRows;
     const delta = key.upArrow || input === 'k' ? -1 : key.downArrow || input === 'j' ? 1 : key.pageUp ? -page : key.pageDown ? page : 0;
-    if (focus === 'table') {
+    if (pane === 'table') {
       if (delta) moveSelection(delta);
     } else {
       if (delta) scrollBy(delta);
