@@ -19,7 +19,7 @@ export function exec(file: string, args: readonly string[], opts: ExecOptions = 
     const child = spawn(file, args, {
       env: opts.env ?? process.env,
       cwd: opts.cwd,
-      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
       timeout: opts.timeoutMs ?? 120_000,
       killSignal: 'SIGKILL',
     });
@@ -29,11 +29,9 @@ export function exec(file: string, args: readonly string[], opts: ExecOptions = 
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : 1), stdout, stderr }));
-    if (child.stdin) {
-      // A command may exit without reading its input; that is its answer, not an error here.
-      child.stdin.on('error', () => undefined);
-      child.stdin.end(opts.input);
-    }
+    // A command may exit without reading its input; that is its answer, not an error here.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(opts.input ?? '');
   });
 }
 
