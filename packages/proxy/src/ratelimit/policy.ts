@@ -1,45 +1,22 @@
 // The rate-limit policy of one attachment point, compiled: its local limiter and its global
 // limiter. `admit()` runs a request through it before the upstream call; the returned
 // admission charges LLM tokens after the response.
-import type { IncomingHttpHeaders } from 'node:http';
 import type { PolicyIR } from '@tollgate/api';
+import type { GlobalLimiter } from './global/index.js';
+import type { RequestFacts } from './global/facts.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';
 import { RATE_LIMITED_BODY, type LimitStatus } from './headers.js';
 import { LimiterStore, LocalLimiter, type LimitLevel } from './local/limiter.js';
 
-/** What descriptors and filters can see of a request (the global limiter's CEL variables). */
-export interface RequestFacts {
-  readonly method: string;
-  readonly path: string;
-  readonly host: string;
-  readonly headers: IncomingHttpHeaders;
-  readonly sourceAddress: string;
-  readonly model: string | null;
-}
-
-/** The global limiter as the pipeline uses it (implemented in ./global/). */
-export interface GlobalCheckPort {
-  readonly allowed: boolean;
-  readonly outcome: 'ok' | 'overLimit' | 'failedOpen' | 'serviceError';
-  readonly status: number;
-  readonly body: string;
-  readonly headers: Record<string, string>;
-  commitTokens(tokens: number): void;
-}
-export interface GlobalLimiterPort {
-  readonly hasTokens: boolean;
-  check(facts: RequestFacts): Promise<GlobalCheckPort>;
-}
-
 export interface CompiledPolicy {
   readonly level: LimitLevel;
   readonly local: LocalLimiter | null;
-  readonly global: GlobalLimiterPort | null;
+  readonly global: GlobalLimiter | null;
   /** Counts LLM tokens (a tokens entry or a global Tokens descriptor). */
   readonly countsTokens: boolean;
 }
 
-export type GlobalFactory = (ir: NonNullable<PolicyIR['remoteRateLimit']>, scope: string) => GlobalLimiterPort;
+export type GlobalFactory = (ir: NonNullable<PolicyIR['remoteRateLimit']>, scope: string) => GlobalLimiter;
 
 export function compilePolicy(level: LimitLevel, scope: string, ir: PolicyIR | null, store: LimiterStore, makeGlobal: GlobalFactory | null): CompiledPolicy | null {
   if (!ir || (!ir.localRateLimit && !ir.remoteRateLimit)) return null;
@@ -49,7 +26,15 @@ export function compilePolicy(level: LimitLevel, scope: string, ir: PolicyIR | n
 }
 
 export type Admission =
-  | { readonly allowed: true; readonly statuses: LimitStatus[]; readonly extraHeaders: Record<string, string>; readonly charge: (tokens: number) => void }
+  | {
+      readonly allowed: true;
+      readonly statuses: LimitStatus[];
+      /** Response headers from the rate limit service. */
+      readonly extraHeaders: Record<string, string>;
+      /** Headers the rate limit service adds to the upstream request. */
+      readonly requestHeaders: Record<string, string>;
+      readonly charge: (tokens: number) => void;
+    }
   | { readonly allowed: false; readonly status: number; readonly body: string; readonly headers: Record<string, string>; readonly statuses: LimitStatus[] };
 
 function globalStatus(h: Record<string, string>): LimitStatus | null {
@@ -72,6 +57,7 @@ export async function admit(policy: CompiledPolicy, facts: () => RequestFacts, m
     if (!verdict.allowed) return { allowed: false, status: 429, body: RATE_LIMITED_BODY, headers: {}, statuses };
   }
   let extraHeaders: Record<string, string> = {};
+  let requestHeaders: Record<string, string> = {};
   let commitGlobal: ((tokens: number) => void) | null = null;
   if (policy.global) {
     const g = await policy.global.check(facts());
@@ -82,12 +68,14 @@ export async function admit(policy: CompiledPolicy, facts: () => RequestFacts, m
     const { ['x-ratelimit-limit']: _l, ['x-ratelimit-remaining']: _r, ['x-ratelimit-reset']: _t, ...rest } = g.headers;
     if (!g.allowed) return { allowed: false, status: g.status, body: g.body, headers: rest, statuses };
     extraHeaders = rest;
-    commitGlobal = (tokens) => g.commitTokens(tokens);
+    requestHeaders = g.requestHeaders;
+    commitGlobal = (tokens) => void g.commitTokens(tokens);
   }
   return {
     allowed: true,
     statuses,
     extraHeaders,
+    requestHeaders,
     charge: (tokens) => {
       local?.addTokens(tokens);
       commitGlobal?.(tokens);
@@ -95,4 +83,4 @@ export async function admit(policy: CompiledPolicy, facts: () => RequestFacts, m
   };
 }
 
-export { LimiterStore };
+export { LimiterStore, type RequestFacts };

@@ -60,7 +60,8 @@ function refuse(res: ServerResponse, a: Extract<Admission, { allowed: false }>, 
   const least = leastRemaining(statuses);
   const headers: Record<string, string> = { ...a.headers, ...(least ? rateLimitHeaders(least) : {}) };
   if (a.status === 429) headers['retry-after'] = String(Math.max(1, least?.resetSeconds ?? 1));
-  const sent = sendError(res, { code: 'TG_RATE_LIMITED', status: a.status, body: a.body }, headers);
+  const code = a.status === 429 ? ERRORS.rateLimited.code : ERRORS.rateLimitServiceUnavailable.code;
+  const sent = sendError(res, { code, status: a.status, body: a.body }, headers);
   t?.responseSnapshot('final response', a.status, sent);
   t?.finished();
   return { status: a.status, route, result: null };
@@ -148,6 +149,7 @@ export async function handleRequest(
   }
 
   const headers = endToEnd(req.headers);
+  for (const a of admitted) Object.assign(headers, a.requestHeaders);
   let upstreamPath = path;
   for (const f of ir.filters) {
     if (f.type === 'RequestHeaderModifier') applyHeaderModifier(headers, f);

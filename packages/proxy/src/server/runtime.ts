@@ -11,6 +11,7 @@ import { ProxyMetrics } from '../metrics/metrics.js';
 import { systemClock, type Clock } from '../ratelimit/clock.js';
 import { LimiterStore } from '../ratelimit/local/limiter.js';
 import type { GlobalFactory } from '../ratelimit/policy.js';
+import { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { DataPlaneServer } from './data-plane.js';
@@ -19,7 +20,6 @@ import type { InFlight } from './inflight.js';
 export interface RuntimeOptions {
   readonly connectTimeoutMs: number;
   readonly clock?: Clock;
-  readonly makeGlobal?: GlobalFactory | null;
   readonly rateLimitLog?: Logger;
   readonly backendRequestTimeoutMs: number;
   readonly drainTimeoutMs: number;
@@ -41,6 +41,9 @@ export class ProxyRuntime {
   readonly endpointStats = new EndpointStatsTable();
   readonly metrics = new ProxyMetrics();
   readonly limiters: LimiterStore;
+  /** gRPC channels to rate limit services, shared across reloads. */
+  readonly rateLimitServices = new RlsClientPool();
+  readonly #makeGlobal: GlobalFactory;
   draining = false;
   readonly traceEnv: TraceEnv = traceEnvFromProcess();
   readonly startedAt = Date.now();
@@ -49,6 +52,8 @@ export class ProxyRuntime {
   constructor(readonly options: RuntimeOptions) {
     this.pools = new PoolSet({ connectTimeoutMs: options.connectTimeoutMs });
     this.limiters = new LimiterStore(options.clock ?? systemClock);
+    const log = options.rateLimitLog ?? options.log;
+    this.#makeGlobal = (ir) => compileGlobalLimiter(ir, { log, clients: this.rateLimitServices });
   }
 
   get current(): CompiledSnapshot {
@@ -68,7 +73,7 @@ export class ProxyRuntime {
   async apply(ir: ProxySnapshot): Promise<void> {
     let next: CompiledSnapshot;
     try {
-      next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.options.makeGlobal ?? null });
+      next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.#makeGlobal });
     } catch (err) {
       this.limiters.discard();
       throw err;
@@ -126,6 +131,7 @@ export class ProxyRuntime {
     this.#servers.clear();
     await Promise.allSettled(servers.map((s) => s.close(this.options.drainTimeoutMs)));
     await this.pools.close();
+    await this.rateLimitServices.close();
   }
 }
 

@@ -1,4 +1,4 @@
-// Global rate limiting through an Envoy RLS v3 service (see README.md beside this file).
+// Global rate limiting through an Envoy RLS v3 service (docs/rate-limiting.md, "Global limits").
 export type { RequestFacts } from './facts.js';
 export { RlsClientPool, RlsCallError, type RlsClient } from './client.js';
 export { GlobalRateLimitConfigError } from './descriptors.js';

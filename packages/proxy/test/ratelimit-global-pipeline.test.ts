@@ -1,0 +1,120 @@
+// Global limits through the gateway, against the real envoyproxy/ratelimit service and Redis
+// and mock-llm: requests and tokens descriptors on a route, combined with a local limit; the
+// 429 a client sees (headers, body, openai client); both failure modes with the service stopped.
+import { randomUUID } from 'node:crypto';
+import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
+import OpenAI from 'openai';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, send, simpleConfig, startGateway, type RawResponse, type TestGateway } from './helpers.js';
+import { rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
+
+const availability = rlsAvailability();
+const DAY = 86_400;
+const CONFIGS = {
+  'gw-requests': 'domain: gw-requests\ndescriptors:\n  - key: user\n    rate_limit: { unit: day, requests_per_unit: 3 }\n',
+  'gw-tokens': 'domain: gw-tokens\ndescriptors:\n  - key: tenant\n    rate_limit: { unit: day, requests_per_unit: 50 }\n',
+};
+
+describe.skipIf(!availability.run)('global rate limits through the gateway', () => {
+  let rls: RlsService;
+  let llm: MockLlm;
+  const cleanups: (() => Promise<void>)[] = [];
+
+  beforeAll(async () => {
+    llm = await startMockLlm({ port: 0 });
+    rls = await startRls(rlsBinaries().found!, { configs: CONFIGS, responseHeaders: true });
+  });
+  afterAll(async () => {
+    await rls?.stop();
+    await llm?.close();
+  });
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+
+  async function gateway(global: Record<string, unknown>, local?: unknown[]): Promise<TestGateway> {
+    const rateLimit = { global: { service: { host: rls.address }, timeout: '2s', ...global }, ...(local ? { local } : {}) };
+    const gw = await startGateway(simpleConfig(await freePort(), [{ name: 'chat', policies: { traffic: { rateLimit } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }]));
+    cleanups.push(() => gw.close());
+    return gw;
+  }
+
+  const chat = (gw: TestGateway, headers: Record<string, string>, tokens = 10): Promise<RawResponse> =>
+    send(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-mock-prompt-tokens': String(tokens / 2), 'x-mock-completion-tokens': String(tokens / 2), ...headers },
+      body: JSON.stringify({ model: 'mock-gpt', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+
+  it('a Requests descriptor admits its limit, then 429 with the service headers, never calling the backend', async () => {
+    const gw = await gateway({ domain: 'gw-requests', descriptors: [{ unit: 'Requests', entries: [{ name: 'user', expression: 'request.headers["x-user"]' }] }] });
+    const user = { 'x-user': `u-${randomUUID()}` };
+    const ok = [await chat(gw, user), await chat(gw, user), await chat(gw, user)];
+    expect(ok.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(ok.map((r) => r.headers['x-ratelimit-remaining'])).toEqual(['2', '1', '0']);
+    expect(ok[0]!.headers['x-ratelimit-limit']).toBe(`3, 3;w=${DAY}`);
+    expect(ok[0]!.headers['x-proxy-ratelimited']).toBeUndefined();
+    const before = llm.requestCount;
+    const over = await chat(gw, user);
+    expect(over.status).toBe(429);
+    expect(over.body).toBe('rate limit exceeded\n');
+    expect(over.headers['x-proxy-ratelimited']).toBe('true');
+    expect(over.headers['x-ratelimit-limit']).toBe(`3, 3;w=${DAY}`);
+    expect(over.headers['ratelimit-limit']).toBe('3');
+    expect(Number(over.headers['retry-after'])).toBeGreaterThan(0);
+    expect(llm.requestCount).toBe(before);
+    // Another user has their own counter.
+    expect((await chat(gw, { 'x-user': `u-${randomUUID()}` })).status).toBe(200);
+  });
+
+  it('a Tokens descriptor is charged with the response usage after the call', async () => {
+    const gw = await gateway({ domain: 'gw-tokens', descriptors: [{ unit: 'Tokens', entries: [{ name: 'tenant', expression: 'request.headers["x-tenant"]' }] }] });
+    const tenant = { 'x-tenant': `t-${randomUUID()}` };
+    expect((await chat(gw, tenant, 30)).status).toBe(200); // 30 of 50
+    expect((await chat(gw, tenant, 30)).status).toBe(200); // 60: crosses, succeeds
+    const over = await chat(gw, tenant, 2);
+    expect(over.status).toBe(429);
+    expect(over.headers['x-proxy-ratelimited']).toBe('true');
+  });
+
+  it('local and global combine: the local limit refuses first without asking the service', async () => {
+    const gw = await gateway({ domain: 'gw-requests', descriptors: [{ unit: 'Requests', entries: [{ name: 'user', expression: 'request.headers["x-user"]' }] }] }, [{ requests: 1, unit: 'Hours' }]);
+    const user = { 'x-user': `u-${randomUUID()}` };
+    expect((await chat(gw, user)).status).toBe(200);
+    const refused = await chat(gw, user);
+    expect(refused.status).toBe(429);
+    expect(refused.headers['x-proxy-ratelimited']).toBeUndefined();
+  });
+
+  it('the openai client sees a RateLimitError on a global 429', async () => {
+    const gw = await gateway({ domain: 'gw-requests', descriptors: [{ unit: 'Requests', entries: [{ name: 'user', expression: 'request.headers["x-user"]' }] }] });
+    const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${gw.url}/v1`, maxRetries: 0, defaultHeaders: { 'x-user': `u-${randomUUID()}` } });
+    for (let i = 0; i < 3; i++) await client.chat.completions.create({ model: 'mock-gpt', messages: [{ role: 'user', content: 'hi' }] });
+    const err = await client.chat.completions.create({ model: 'mock-gpt', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((err as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('x-proxy-ratelimited')).toBe('true');
+  });
+
+  describe('with the service stopped', () => {
+    beforeAll(async () => rls.stopService());
+    afterAll(async () => rls.restartService());
+
+    it('FailOpen lets requests through', async () => {
+      const gw = await gateway({ domain: 'gw-requests', failureMode: 'FailOpen', timeout: '500ms', descriptors: [{ unit: 'Requests', entries: [{ name: 'user', expression: 'request.headers["x-user"]' }] }] });
+      const r = await chat(gw, { 'x-user': 'anyone' });
+      expect(r.status).toBe(200);
+      const metrics = await (await fetch(`http://${gw.gateway.ops.metrics.address}/metrics`)).text();
+      expect(metrics).toContain('tollgate_ratelimit_decisions_total{kind="global",level="global",result="failed_open"} 1');
+    });
+
+    it('FailClosed refuses with 500 and never calls the backend', async () => {
+      const gw = await gateway({ domain: 'gw-requests', failureMode: 'FailClosed', timeout: '500ms', descriptors: [{ unit: 'Requests', entries: [{ name: 'user', expression: 'request.headers["x-user"]' }] }] });
+      const before = llm.requestCount;
+      const r = await chat(gw, { 'x-user': 'anyone' });
+      expect(r.status).toBe(500);
+      expect(r.body).toBe('rate limit service unavailable\n');
+      expect(r.headers['x-proxy-ratelimited']).toBeUndefined();
+      expect(llm.requestCount).toBe(before);
+    });
+  });
+});
