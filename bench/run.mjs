@@ -143,6 +143,7 @@ function summarize(runs) {
         return Math.max(0, r.cpu.machine - ours);
       }),
     },
+    perCpu: runs[0].cpu.perCpu?.map((_, i) => pick((r) => r.cpu.perCpu?.[i])) ?? [],
     errors: runs.reduce((a, r) => a + r.errors, 0),
     non2xx: runs.reduce((a, r) => a + r.non2xx, 0),
     rounds: runs,
@@ -163,12 +164,12 @@ function table(rows) {
   return [line(rows[0]), sep, ...rows.slice(1).map(line)].join('\n');
 }
 
-function report(cases, results) {
+function report(cases, results, pinned) {
   const byId = Object.fromEntries(results.filter((r) => r.summary).map((r) => [r.id, r]));
   const baseline = (group, role) => cases.find((c) => c.group === group && c.role === role && byId[c.id]);
   const multi = results.some((r) => r.summary?.rpsSpread != null);
   const rows = [
-    ['case', 'req/s', ...(multi ? ['spread'] : []), 'p50 ms', 'p99 ms', 'vs direct', 'vs @fastify/http-proxy', 'req/s per server core', 'CPU% server/backend/load/other', 'errors'],
+    ['case', 'req/s', ...(multi ? ['spread'] : []), 'p50 ms', 'p99 ms', 'vs direct', 'vs @fastify/http-proxy', 'req/s per server core', 'CPU% server/backend/load/other', 'busy% per CPU', 'errors'],
   ];
   for (const c of cases) {
     const r = results.find((x) => x.id === c.id);
@@ -192,6 +193,7 @@ function report(cases, results) {
       peer && peer.id !== c.id ? fmt.ratio(s.rps, byId[peer.id].summary.rps) : '-',
       `${fmt.rps(s.rpsPerCore)}${perCorePeer}`,
       cpu,
+      s.perCpu.map(fmt.pct).join('/') || '-',
       s.errors || s.non2xx ? `${s.errors} io, ${s.non2xx} status` : '0',
     ]);
   }
@@ -199,14 +201,25 @@ function report(cases, results) {
   out.push(
     'Ratios are of req/s (medians over rounds; spread = half the max-min range). req/s per server core = req/s divided by the',
     'CPU share the server under test got (the backend, for direct cases), with its ratio against @fastify/http-proxy.',
-    'CPU%: 100 = one core busy for the measured window; "other" is everything else the machine ran meanwhile.',
+    'CPU%: 100 = one core busy for the measured window; "other" is everything else the machine ran meanwhile;',
+    'busy% per CPU: how busy each CPU was (with pinning, CPU 0 runs the server under test, CPU 1 the backend and load generator).',
   );
-  const starved = cases.filter((c) => c.role !== 'direct' && byId[c.id] && byId[c.id].summary.cpu.server != null && byId[c.id].summary.cpu.server < 90);
-  if (starved.length) {
+  const measured = cases.filter((c) => byId[c.id]);
+  const busy = measured.filter((c) => (byId[c.id].summary.cpu.other ?? 0) > 20);
+  if (busy.length) {
     out.push(
-      `WARNING: the server under test got less than 90% of a core in ${starved.map((c) => c.id).join(', ')}: the machine was busy`,
-      'with other work, so req/s ratios are noisy; compare the per-core figures, or rerun with more --rounds when it is idle.',
+      `WARNING: other work on the machine took more than 20% of a core during ${busy.length} of ${measured.length} cases, so the`,
+      'req/s ratios are noisy: compare per-core figures and spreads, or rerun (more --rounds) when the machine is idle.',
     );
+  }
+  if (pinned) {
+    // The server has CPU 0 to itself; if it was not busy while CPU 1 (backend + load generator) was, CPU 1 was the limit.
+    for (const c of measured.filter((x) => x.role !== 'direct')) {
+      const s = byId[c.id].summary;
+      if ((s.cpu.server ?? 100) < 80 && (s.perCpu[1] ?? 0) >= 95) {
+        out.push(`note: ${c.id} used ${Math.round(s.cpu.server)}% of CPU 0 while CPU 1 (backend, load generator) was ${Math.round(s.perCpu[1])}% busy: its req/s is a lower bound.`);
+      }
+    }
   }
   for (const r of results.filter((x) => !x.summary)) out.push(`${r.skipped ? 'skipped' : 'FAILED'} ${r.id}: ${r.skipped ?? r.error}`);
 
@@ -248,6 +261,7 @@ async function main() {
   console.log('');
 
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
+  removeOnExit = opts.keep ? null : dir;
   const env = { dir, cpus, profile: opts.profile, backend: null, mockLlm: null, mockLlmSkip: null, profileDir: null };
   const results = [];
   try {
@@ -289,6 +303,7 @@ async function main() {
         console.log(`ready ${c.id} at ${started.url} (${Date.now() - t0} ms)`);
         ready.push({ c, started, runs: [] });
       } catch (err) {
+        if (interrupted) return;
         console.log(`FAILED to start ${c.id}: ${err.message}`);
         results.push({ id: c.id, label: c.label, error: err.message.split('\n')[0] });
       }
@@ -318,6 +333,7 @@ async function main() {
               (res.errors || res.non2xx ? `, errors ${res.errors} io / ${res.non2xx} status` : ''),
           );
         } catch (err) {
+          if (interrupted) return;
           console.log(`FAILED ${c.id}: ${err.message}`);
           r.error = err.message.split('\n')[0];
         }
@@ -330,7 +346,7 @@ async function main() {
     await stopAll();
 
     console.log('');
-    console.log(report(selected, results));
+    console.log(report(selected, results, pinned));
 
     if (env.profileDir) {
       const keepDir = join(ROOT, 'bench/.bench-out/profiles');
@@ -346,8 +362,15 @@ async function main() {
   } finally {
     await stopAll();
     if (opts.keep) console.log(`temporary files kept in ${dir}`);
-    else rmSync(dir, { recursive: true, force: true });
+    removeTemp();
   }
+}
+
+/** The temporary directory, removed however the run ends (unless --keep). */
+let removeOnExit = null;
+function removeTemp() {
+  if (removeOnExit) rmSync(removeOnExit, { recursive: true, force: true });
+  removeOnExit = null;
 }
 
 let interrupted = false;
@@ -359,10 +382,16 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
     }
     interrupted = true;
     console.error(`\n${sig}: stopping ${liveCount()} bench process(es)`);
-    stopAll().finally(() => process.exit(130));
+    stopAll().finally(() => {
+      removeTemp();
+      process.exit(130);
+    });
   });
 }
-process.on('exit', killAllNow);
+process.on('exit', () => {
+  killAllNow();
+  removeTemp();
+});
 
 main().catch(async (err) => {
   console.error(`bench failed: ${err.stack ?? err.message}`);

@@ -3,6 +3,7 @@
 // start the server under test; the shared backends (the fixed-response backend, mock-llm)
 // are started once by run.mjs. To add a case, append an entry: e.g. an LLM route with a
 // rate-limit policy is tollgateCase(...) with chatRoute(host, { traffic: { rateLimit: ... } }).
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { routeTable, chatRoute, writeNginxConfig, writeTollgateConfig } from './configs.mjs';
@@ -32,6 +33,21 @@ function isBindListening(line) {
   }
 }
 
+let serverFlags = null;
+/**
+ * The side servers tollgate has besides admin (metrics, readiness) default to fixed ports on
+ * 0.0.0.0; give each bench process its own loopback ports, for the flags this build knows.
+ */
+async function sideServerArgs() {
+  serverFlags ??= (() => {
+    const help = execFileSync(process.execPath, [TOLLGATE_BIN, '--help'], { encoding: 'utf8' });
+    return ['metrics-addr', 'readiness-addr'].filter((f) => help.includes(`--${f}`));
+  })();
+  const args = [];
+  for (const flag of serverFlags) args.push(`--${flag}`, `127.0.0.1:${await freePort()}`);
+  return args;
+}
+
 /** A tollgate process serving `routes(env)` on one bind; ready when its bind logs `listening`. */
 function tollgateCase({ id, label, group, request, routes, listenerPolicies }) {
   return {
@@ -49,7 +65,8 @@ function tollgateCase({ id, label, group, request, routes, listenerPolicies }) {
       const dir = join(env.dir, id);
       mkdirSync(dir, { recursive: true });
       const file = writeTollgateConfig(dir, id, { port, adminPort, routes: routes(env), listenerPolicies });
-      const proc = startProcess(`tollgate (${id})`, process.execPath, nodeArgs(env, id, [TOLLGATE_BIN, '--file', file]), { cpu: env.cpus.server });
+      const args = [TOLLGATE_BIN, '--file', file, ...(await sideServerArgs())];
+      const proc = startProcess(`tollgate (${id})`, process.execPath, nodeArgs(env, id, args), { cpu: env.cpus.server });
       await proc.waitForLine(isBindListening, 180_000);
       return { url: `http://127.0.0.1:${port}`, proc };
     },

@@ -34,14 +34,18 @@ function treeTicks(pid) {
   return sum;
 }
 
-/** Whole-machine busy fraction from /proc/stat, to show load from outside the bench. */
+/** Busy and total ticks of the machine ('cpu') and of each CPU ('cpu0', ...), from /proc/stat. */
 function machineTicks() {
   try {
-    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0];
-    const v = line.trim().split(/\s+/).slice(1).map(Number);
-    const idle = v[3] + (v[4] ?? 0);
-    const total = v.reduce((a, b) => a + b, 0);
-    return { idle, total };
+    const out = {};
+    for (const line of readFileSync('/proc/stat', 'utf8').split('\n')) {
+      if (!line.startsWith('cpu')) continue;
+      const [name, ...rest] = line.trim().split(/\s+/);
+      const v = rest.map(Number);
+      const idle = v[3] + (v[4] ?? 0);
+      out[name] = { idle, total: v.reduce((a, b) => a + b, 0) };
+    }
+    return out.cpu ? out : null;
   } catch {
     return null;
   }
@@ -81,10 +85,17 @@ export function sampleCpu(roles, everyMs = 250) {
         out[role] = a && b && b.now - a.now > 100 ? (((b.t - a.t) / clkTck) * 1000 * 100) / (b.now - a.now) : null;
       }
       const m1 = machineTicks();
-      if (m0 && m1 && m1.total > m0.total) {
-        const cores = m1.total - m0.total;
-        out.machine = (100 * cpus().length * (cores - (m1.idle - m0.idle))) / cores;
-      }
+      const busy = (name) => {
+        const a = m0?.[name];
+        const b = m1?.[name];
+        if (!a || !b || b.total <= a.total) return null;
+        const span = b.total - a.total;
+        return (100 * (span - (b.idle - a.idle))) / span;
+      };
+      const all = busy('cpu');
+      if (all !== null) out.machine = all * cpus().length;
+      // Busy % of each CPU (100 = that CPU never idle): shows which core was the limit.
+      out.perCpu = cpus().map((_, i) => busy(`cpu${i}`));
       return out;
     },
   };
