@@ -85,7 +85,7 @@ describe('TraceApp', () => {
     const store = new TraceStore({ phase: 'waiting', status: 'Trace armed on pod edge/public-7d9f; waiting for the next request from any client…' });
     const ui = mount(store);
     await ui.until((f) => f.includes('waiting for the next request'));
-    expect(ui.frame()).toMatch(/^gwctl trace gateway\/public {2}0 events +tab:pane/);
+    expect(ui.frame()).toMatch(/^gwctl trace gateway\/public {2}0 events +tab\/↑↓/);
     expect(ui.frame()).toContain(' #  Type            Summary');
     for (const e of okTrace()) store.push(e);
     store.update({ status: 'Traced 12 events; response 200 OK' });

@@ -31,6 +31,8 @@ export class TraceStore {
   }
 
   push(event: TraceEvent): void {
-    this.update({ events: [...this.#state.events, event], phase: event.message.type === 'requestFinished' ? 'done' : 'receiving' });
+    const events = [...this.#state.events, event];
+    if (event.message.type === 'requestFinished') this.update({ events, phase: 'done', status: `Traced ${events.length} events` });
+    else this.update({ events, phase: 'receiving' });
   }
 }

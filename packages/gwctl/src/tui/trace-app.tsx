@@ -2,8 +2,9 @@
 // raw-event pane. tab switches the focused pane, arrows move the selection or scroll the
 // pane, e/s/d choose what the pane shows, q quits. Rows are coloured by severity. Laid out
 // to the terminal's size and usable at 80x24.
-import { Box, Text, useApp, useInput, useStdout } from 'ink';
-import { useEffect, useRef, useState, useSyncExternalStore, type ReactElement } from 'react';
+import { Box, Text, useApp, useInput, useStdout, type Key } from 'ink';
+import { useEffect, useReducer, useRef, useState, useSyncExternalStore, type ReactElement } from 'react';
+import type { TraceEvent } from '@tollgate/api';
 import { detail, severityColor, summary, TYPE_LABELS, type DetailMode } from './format.js';
 import type { TraceStore } from './store.js';
 
@@ -41,42 +42,79 @@ function useTerminalSize(columns?: number, rows?: number): { columns: number; ro
   return size;
 }
 
+interface UiState {
+  readonly focus: 'table' | 'detail';
+  /** null: follow the newest event. */
+  readonly selected: number | null;
+  readonly mode: DetailMode;
+  readonly y: number;
+  readonly x: number;
+}
+
+type UiAction =
+  | { readonly kind: 'tab' }
+  | { readonly kind: 'mode'; readonly mode: DetailMode }
+  | { readonly kind: 'arrow'; readonly dy: number; readonly dx: number; readonly page: boolean };
+
+interface Layout {
+  readonly events: readonly TraceEvent[];
+  readonly tableRows: number;
+  readonly detailRows: number;
+}
+
+/**
+ * Keys are reduced in order against the latest state, so keys that arrive together (typed
+ * fast, pasted, sent by tmux) act exactly as if typed one by one.
+ */
+export function reduceKey(state: UiState, action: UiAction, layout: Layout): UiState {
+  const n = layout.events.length;
+  switch (action.kind) {
+    case 'tab':
+      return { ...state, focus: state.focus === 'table' ? 'detail' : 'table' };
+    case 'mode':
+      return { ...state, mode: action.mode, y: 0, x: 0 };
+    case 'arrow': {
+      if (!n) return state;
+      const sel = Math.min(state.selected ?? n - 1, n - 1);
+      if (state.focus === 'table') {
+        const dy = action.page ? action.dy * layout.tableRows : action.dy;
+        if (!dy) return state;
+        return { ...state, selected: Math.max(0, Math.min(n - 1, sel + dy)), y: 0, x: 0 };
+      }
+      const maxY = Math.max(0, detail(layout.events, sel, state.mode).lines.length - layout.detailRows);
+      const dy = action.page ? action.dy * layout.detailRows : action.dy;
+      return { ...state, y: Math.max(0, Math.min(maxY, state.y + dy)), x: Math.max(0, state.x + action.dx) };
+    }
+  }
+}
+
 export function TraceApp({ store, title, onExit, columns, rows }: TraceAppProps): ReactElement {
   const view = useSyncExternalStore(store.subscribe, store.get);
   const size = useTerminalSize(columns, rows);
   const { exit } = useApp();
-  const [focus, setFocus] = useState<'table' | 'detail'>('table');
-  // Keys can arrive faster than renders: the handler reads the focus from a ref.
-  const focusRef = useRef<'table' | 'detail'>('table');
-  const [selected, setSelected] = useState<number | null>(null); // null: follow the newest event
-  const [mode, setMode] = useState<DetailMode>('event');
-  const [scroll, setScroll] = useState({ y: 0, x: 0 });
 
   const events = view.events;
-  const sel = events.length ? Math.min(selected ?? events.length - 1, events.length - 1) : -1;
-
   // One blank line below the frame keeps Ink from treating it as full-screen output.
   const width = Math.max(40, size.columns);
   const height = Math.max(12, size.rows) - 1;
   const tableRows = Math.max(3, Math.floor((height - 4) / 2));
   const detailRows = height - tableRows - 4;
 
+  // The reducer reads the layout of the latest render (events arrive from outside React).
+  const layout = useRef<Layout>({ events, tableRows, detailRows });
+  layout.current = { events, tableRows, detailRows };
+  const [ui, dispatch] = useReducer((s: UiState, a: UiAction) => reduceKey(s, a, layout.current), { focus: 'table', selected: null, mode: 'event', y: 0, x: 0 });
+  const { focus, mode } = ui;
+  const sel = events.length ? Math.min(ui.selected ?? events.length - 1, events.length - 1) : -1;
   const shown = sel >= 0 ? detail(events, sel, mode) : { title: 'Raw event', lines: [] };
-  const maxY = Math.max(0, shown.lines.length - detailRows);
+  const scroll = { y: Math.min(ui.y, Math.max(0, shown.lines.length - detailRows)), x: ui.x };
 
-  // Keys may arrive before the next render, or reach a handler of an earlier render: the
-  // handler reads the sizes of the latest render from a ref and updates state functionally.
-  const latest = useRef({ count: 0, maxY: 0, tableRows, detailRows });
-  latest.current = { count: events.length, maxY, tableRows, detailRows };
-  const moveSelection = (delta: number) => {
-    const n = latest.current.count;
-    if (!n) return;
-    setSelected((prev) => Math.max(0, Math.min(n - 1, Math.min(prev ?? n - 1, n - 1) + delta)));
-    setScroll({ y: 0, x: 0 });
-  };
-  const scrollBy = (dy: number, dx = 0) => setScroll((s) => ({ y: Math.max(0, Math.min(latest.current.maxY, s.y + dy)), x: Math.max(0, s.x + dx) }));
-
-  useInput((input, key) => {
+  const onKey = (input: string, key: Key): void => {
+    // Characters typed faster than they are read arrive as one string: one key each.
+    if (input.length > 1 && !key.ctrl && !key.meta) {
+      for (const ch of input) onKey(ch, { ...key, tab: ch === '\t' });
+      return;
+    }
     if (key.ctrl && input === 'c') {
       onExit('interrupt');
       exit();
@@ -87,27 +125,14 @@ export function TraceApp({ store, title, onExit, columns, rows }: TraceAppProps)
       exit();
       return;
     }
-    if (key.tab) {
-      focusRef.current = focusRef.current === 'table' ? 'detail' : 'table';
-      return setFocus(focusRef.current);
-    }
+    if (key.tab) return dispatch({ kind: 'tab' });
     const m = MODE_KEYS[input];
-    if (m) {
-      setMode(m);
-      setScroll({ y: 0, x: 0 });
-      return;
-    }
-    const pane = focusRef.current;
-    const page = pane === 'table' ? latest.current.tableRows : latest.current.detailRows;
-    const delta = key.upArrow || input === 'k' ? -1 : key.downArrow || input === 'j' ? 1 : key.pageUp ? -page : key.pageDown ? page : 0;
-    if (pane === 'table') {
-      if (delta) moveSelection(delta);
-    } else {
-      if (delta) scrollBy(delta);
-      if (key.leftArrow) scrollBy(0, -8);
-      if (key.rightArrow) scrollBy(0, 8);
-    }
-  });
+    if (m) return dispatch({ kind: 'mode', mode: m });
+    const dy = key.upArrow || input === 'k' || key.pageUp ? -1 : key.downArrow || input === 'j' || key.pageDown ? 1 : 0;
+    const dx = key.leftArrow ? -8 : key.rightArrow ? 8 : 0;
+    if (dy || dx) dispatch({ kind: 'arrow', dy, dx, page: key.pageUp || key.pageDown });
+  };
+  useInput(onKey);
 
   // The table window moves only as far as needed to keep the selected row visible.
   const top = useRef(0);
@@ -122,7 +147,7 @@ export function TraceApp({ store, title, onExit, columns, rows }: TraceAppProps)
 
   const header = `gwctl trace ${title}  ${events.length} event${events.length === 1 ? '' : 's'}`;
   const statusColor = view.phase === 'failed' ? 'red' : view.phase === 'done' ? 'green' : 'yellow';
-  const keys = 'tab:pane ↑↓:move ←→:pan e/s/d:view q:quit';
+  const keys = 'tab/↑↓/←→ e/s/d q:quit';
   const headerLine = header.length + keys.length + 2 <= width ? `${header}${' '.repeat(width - header.length - keys.length)}${keys}` : header;
   const detailTitle = `${shown.title}  [${MODE_NAMES[mode]}]${shown.lines.length > detailRows ? `  ${scroll.y + 1}-${Math.min(shown.lines.length, scroll.y + detailRows)}/${shown.lines.length}` : ''}`;
 
