@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // Summarises a V8 .cpuprofile (node --cpu-prof): top functions by self time, and self time
 // grouped by where the code lives (tollgate package, npm package, node internals).
-//   node bench/lib/profile-summary.mjs <file.cpuprofile> [--top 30]
+//   node bench/lib/profile-summary.mjs <file.cpuprofile> [--top 30] [--inclusive <text>]
+// --inclusive lists functions whose location contains <text> (e.g. packages/proxy) by total
+// time: their own plus everything they call.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
-const { values, positionals } = parseArgs({ options: { top: { type: 'string', default: '30' } }, allowPositionals: true });
+const { values, positionals } = parseArgs({ options: { top: { type: 'string', default: '30' }, inclusive: { type: 'string' } }, allowPositionals: true });
 if (positionals.length !== 1) {
   process.stderr.write('usage: node bench/lib/profile-summary.mjs <file.cpuprofile> [--top 30]\n');
   process.exit(2);
@@ -61,3 +63,26 @@ console.log('\nself time by location:');
 for (const [w, us] of [...byWhere].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`${pct(us)} ${ms(us)}  ${w}`);
 console.log(`\ntop ${top} functions by self time:`);
 for (const [k, us] of [...byFn].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${pct(us)} ${ms(us)}  ${k}`);
+
+if (values.inclusive) {
+  // Total time of each node's subtree, counted once per function even when it recurses.
+  const parent = new Map();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const keyOf = (id) => {
+    const f = nodes.get(id).callFrame;
+    return f.url ? `${f.functionName || '(anonymous)'}  ${short(f.url)}:${f.lineNumber + 1}` : null;
+  };
+  const incl = new Map();
+  for (const [id, us] of selfUs) {
+    if (IDLE.has(id)) continue;
+    const seen = new Set();
+    for (let cur = id; cur !== undefined; cur = parent.get(cur)) {
+      const key = keyOf(cur);
+      if (!key || seen.has(key) || !key.includes(values.inclusive)) continue;
+      seen.add(key);
+      incl.set(key, (incl.get(key) ?? 0) + us);
+    }
+  }
+  console.log(`\ntop ${top} functions matching '${values.inclusive}' by total time (self + callees):`);
+  for (const [k, us] of [...incl].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${pct(us)} ${ms(us)}  ${k}`);
+}
