@@ -73,7 +73,8 @@ check_module_version() {
 
 install_apt_packages() {
   # openssl: the e2e harness makes the cluster's CA and client certificates.
-  apt_install ca-certificates openssl
+  # tmux: the gwctl terminal UI test drives the UI in a real pseudo-terminal.
+  apt_install ca-certificates openssl tmux
 }
 
 install_kube() {
