@@ -108,6 +108,10 @@ export async function trace(ref: string | undefined, flags: TraceFlags, curlArgs
       await rawTrace(target, plan, io);
       return 0;
     }
+    // Both ends are terminals, so the UI is interactive even where CI is set: ink reads CI when
+    // it loads and would otherwise draw only the last frame.
+    delete process.env.CI;
+    delete process.env.CONTINUOUS_INTEGRATION;
     const { runTraceUi } = await import('../tui/run.js');
     return runTraceUi(target, plan, io, ref ?? target.description);
   });
