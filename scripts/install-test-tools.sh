@@ -103,7 +103,7 @@ install_kube() {
     ldflags+=" -X ${pkg}.gitVersion=${ver} -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor}"
     ldflags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=${build_date}"
   done
-  log "building kube-apiserver and kubectl ${ver} from the Go module proxy (cold build: ~15-25 min on 2 cores)"
+  log "building kube-apiserver and kubectl ${ver} from the Go module proxy (a cold build takes 7-16 min on 2 cores)"
   mkdir -p "${dest}.tmp"
   with_progress "go build kube-apiserver ${ver}" \
     env -C "${dir}" CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${dest}.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
