@@ -35,7 +35,26 @@ export class ProxyMetrics {
     registers: [this.registry],
   });
 
+  // Label children cached per route (and status): prom-client hashes the label values on
+  // every labelled call, which is measurable on the request path.
+  readonly #requestChildren = new Map<string, Map<number, Counter.Internal>>();
+  readonly #latencyChildren = new Map<string, Histogram.Internal<'route'>>();
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_process_' });
+  }
+
+  countRequest(route: string, status: number): void {
+    let byStatus = this.#requestChildren.get(route);
+    if (!byStatus) this.#requestChildren.set(route, (byStatus = new Map()));
+    let child = byStatus.get(status);
+    if (!child) byStatus.set(status, (child = this.requests.labels({ route, status })));
+    child.inc();
+  }
+
+  observeUpstreamLatency(route: string, seconds: number): void {
+    let child = this.#latencyChildren.get(route);
+    if (!child) this.#latencyChildren.set(route, (child = this.upstreamLatency.labels({ route })));
+    child.observe(seconds);
   }
 }

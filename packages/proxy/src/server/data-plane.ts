@@ -57,15 +57,14 @@ export class DataPlaneServer {
       method: METHODS,
       url: '*',
       handler: (request, reply) => {
-        const acceptedAt = process.hrtime.bigint();
         reply.hijack();
         const id = nextId++;
         const entry: InFlight = { id, method: request.raw.method ?? 'GET', url: request.raw.url ?? '/', startedAt: Date.now(), stage: 'routing' };
         ctx.inflight.set(id, entry);
-        const tracer = ctx.traces.armed ? claimTrace(ctx, request.raw, acceptedAt, entry) : null;
+        const tracer = ctx.traces.armed ? claimTrace(ctx, request.raw, process.hrtime.bigint(), entry) : null;
         handleRequest(ctx.current(), port, request.raw, reply.raw, ctx, entry, tracer)
           .then((outcome) => {
-            ctx.metrics.requests.inc({ route: outcome.route ?? 'none', status: outcome.status });
+            ctx.metrics.countRequest(outcome.route ?? 'none', outcome.status);
             if (ctx.log.isLevelEnabled('debug')) ctx.log.debug({ route: outcome.route, status: outcome.status, error: outcome.result?.error?.kind }, 'request done');
           })
           .catch((err: unknown) => {

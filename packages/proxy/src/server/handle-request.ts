@@ -214,7 +214,7 @@ export async function handleRequest(
   if (result.error?.kind !== 'TG_CLIENT_GONE') {
     deps.endpointStats.record(backend.name, result.error === null && result.status < 500, latencyMs);
   }
-  if (headersAt) deps.metrics.upstreamLatency.observe({ route: ir.name }, latencyMs / 1000);
+  if (headersAt) deps.metrics.observeUpstreamLatency(ir.name, latencyMs / 1000);
   if (result.error && !result.responded) {
     const spec = result.error.spec ?? ERRORS.upstreamReset;
     t?.backendCallResult(spec.status, { kind: result.error.kind, message: result.error.message });

@@ -91,78 +91,103 @@ export function sendError(res: ServerResponse, spec: ErrorSpec, extraHeaders?: R
   return headers;
 }
 
+/**
+ * One upstream exchange: the undici dispatch handler and the client-side bookkeeping. A class
+ * (methods on the prototype) rather than a handler literal of closures, since one is created
+ * per request on the hot path.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  #controller: Dispatcher.DispatchController | null = null;
+  #upstreamStatus: number | null = null;
+  #settled = false;
+  #pendingAbort: Error | null = null;
+  #timer: NodeJS.Timeout | undefined;
+  readonly #onClientClose = (): void => {
+    if (!this.res.writableFinished) this.#abort(new ClientGone('client disconnected'));
+  };
+
+  constructor(
+    private readonly req: ForwardRequest,
+    private readonly res: ServerResponse,
+    private readonly hooks: ForwardHooks,
+    private readonly resolve: (r: ForwardResult) => void,
+  ) {
+    res.on('close', this.#onClientClose);
+    if (req.requestTimeoutMs !== null) {
+      this.#timer = setTimeout(() => this.#abort(new RequestTimeout('route request timeout elapsed')), req.requestTimeoutMs);
+    }
+  }
+
+  #finish(result: ForwardResult): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.res.off('close', this.#onClientClose);
+    this.resolve(result);
+  }
+
+  #abort(reason: Error): void {
+    if (this.#controller) this.#controller.abort(reason);
+    else this.#pendingAbort = reason;
+  }
+
+  failToDispatch(err: Error): void {
+    const spec = ERRORS.upstreamBadResponse;
+    this.#finish({ status: spec.status, upstreamStatus: null, error: { kind: spec.code, message: err.message, spec }, responded: false });
+  }
+
+  onRequestStart(c: Dispatcher.DispatchController): void {
+    this.#controller = c;
+    if (this.#pendingAbort) c.abort(this.#pendingAbort);
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    if (statusCode < 200) return; // 1xx informational: not relayed
+    this.#upstreamStatus = statusCode;
+    const out = endToEnd(headers);
+    this.hooks.onResponseHeaders?.(statusCode, out);
+    this.res.writeHead(statusCode, out as Record<string, string | string[]>);
+    if (this.req.method === 'HEAD') this.res.flushHeaders();
+  }
+
+  onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
+    const out = this.hooks.transform ? this.hooks.transform(chunk) : chunk;
+    if (out.length && !this.res.write(out)) {
+      c.pause();
+      this.res.once('drain', () => c.resume());
+    }
+  }
+
+  onResponseEnd(): void {
+    const rest = this.hooks.flush?.();
+    if (rest?.length) this.res.end(rest);
+    else this.res.end();
+    this.#finish({ status: this.#upstreamStatus ?? 502, upstreamStatus: this.#upstreamStatus, error: null, responded: true });
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, err: Error & { code?: string }): void {
+    const upstreamStatus = this.#upstreamStatus;
+    if (err instanceof ClientGone) {
+      this.#finish({ status: upstreamStatus ?? 499, upstreamStatus, error: { kind: 'TG_CLIENT_GONE', message: err.message }, responded: true });
+      return;
+    }
+    const spec = classify(err);
+    const error = { kind: spec.code, message: err.message || spec.body, spec };
+    if (!this.res.headersSent && !this.res.destroyed) {
+      // The caller answers with the catalog entry (so it can trace the final response).
+      this.#finish({ status: spec.status, upstreamStatus, error, responded: false });
+    } else {
+      // Mid-body failure: the status is already sent, so the client learns of it by the
+      // connection closing before the body completes.
+      this.res.destroy(err);
+      this.#finish({ status: upstreamStatus ?? spec.status, upstreamStatus, error, responded: true });
+    }
+  }
+}
+
 export function forward(dispatcher: Dispatcher, req: ForwardRequest, res: ServerResponse, hooks: ForwardHooks = {}): Promise<ForwardResult> {
   return new Promise<ForwardResult>((resolve) => {
-    let controller: Dispatcher.DispatchController | null = null;
-    let upstreamStatus: number | null = null;
-    let settled = false;
-    let pendingAbort: Error | null = null;
-    let timer: NodeJS.Timeout | undefined;
-
-    const finish = (result: ForwardResult) => {
-      if (settled) return;
-      settled = true;
-      if (timer) clearTimeout(timer);
-      res.off('close', onClientClose);
-      resolve(result);
-    };
-    const abort = (reason: Error) => {
-      if (controller) controller.abort(reason);
-      else pendingAbort = reason;
-    };
-    const onClientClose = () => {
-      if (!res.writableFinished) abort(new ClientGone('client disconnected'));
-    };
-    res.on('close', onClientClose);
-    if (req.requestTimeoutMs !== null) {
-      timer = setTimeout(() => abort(new RequestTimeout('route request timeout elapsed')), req.requestTimeoutMs);
-    }
-
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(c) {
-        controller = c;
-        if (pendingAbort) c.abort(pendingAbort);
-      },
-      onResponseStart(c, statusCode, headers: IncomingHttpHeaders) {
-        if (statusCode < 200) return; // 1xx informational: not relayed
-        upstreamStatus = statusCode;
-        const out = endToEnd(headers);
-        hooks.onResponseHeaders?.(statusCode, out);
-        res.writeHead(statusCode, out as Record<string, string | string[]>);
-        if (req.method === 'HEAD') res.flushHeaders();
-      },
-      onResponseData(c, chunk) {
-        const out = hooks.transform ? hooks.transform(chunk) : chunk;
-        if (out.length && !res.write(out)) {
-          c.pause();
-          res.once('drain', () => c.resume());
-        }
-      },
-      onResponseEnd() {
-        const rest = hooks.flush?.();
-        if (rest?.length) res.end(rest);
-        else res.end();
-        finish({ status: upstreamStatus ?? 502, upstreamStatus, error: null, responded: true });
-      },
-      onResponseError(_c, err: Error & { code?: string }) {
-        if (err instanceof ClientGone) {
-          finish({ status: upstreamStatus ?? 499, upstreamStatus, error: { kind: 'TG_CLIENT_GONE', message: err.message }, responded: true });
-          return;
-        }
-        const spec = classify(err);
-        const error = { kind: spec.code, message: err.message || spec.body, spec };
-        if (!res.headersSent && !res.destroyed) {
-          // The caller answers with the catalog entry (so it can trace the final response).
-          finish({ status: spec.status, upstreamStatus, error, responded: false });
-        } else {
-          // Mid-body failure: the status is already sent, so the client learns of it by the
-          // connection closing before the body completes.
-          res.destroy(err);
-          finish({ status: upstreamStatus ?? spec.status, upstreamStatus, error, responded: true });
-        }
-      },
-    };
-
+    const exchange = new Exchange(req, res, hooks, resolve);
     try {
       dispatcher.dispatch(
         {
@@ -173,11 +198,10 @@ export function forward(dispatcher: Dispatcher, req: ForwardRequest, res: Server
           headersTimeout: req.headersTimeoutMs,
           bodyTimeout: req.bodyTimeoutMs,
         },
-        handler,
+        exchange,
       );
     } catch (err) {
-      const spec = ERRORS.upstreamBadResponse;
-      finish({ status: spec.status, upstreamStatus: null, error: { kind: spec.code, message: (err as Error).message, spec }, responded: false });
+      exchange.failToDispatch(err as Error);
     }
   });
 }
