@@ -135,8 +135,8 @@ describe.skipIf(!availability.run)('GatewayPolicy CRD on kube-apiserver', () => 
     run(cluster.current.tools.kubectl, args, { env: cluster.current.env, ...(input === undefined ? {} : { input }) });
 
   beforeAll(async () => {
-    await kubectlOk(['apply', '--server-side', '-f', join(REPO_ROOT, CRD_FILES[0])]);
-    await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', 'crd/gatewaypolicies.tollgate.dev']);
+    // The harness applied crds/; the chart's copy is the same file (packages/api/test/crd.test.ts).
+    expect(CRD_FILES[0]).toBe('crds/tollgate.dev_gatewaypolicies.yaml');
     await kubectlOk(['create', 'namespace', NS]);
   });
 

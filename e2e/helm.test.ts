@@ -12,7 +12,8 @@ const NS = 'tollgate-system';
 const SA = `system:serviceaccount:${NS}:tollgate-controller`;
 
 describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
-  const cluster = useCluster();
+  // Without crds/ applied by the harness, so the test sees the chart install the CRD.
+  const cluster = useCluster({ tollgateCrds: false });
   const helm = (args: string[]) => run(cluster.current.tools.helm, args, { env: cluster.current.env });
   const kubectl = (args: string[]) => run(cluster.current.tools.kubectl, args, { env: cluster.current.env });
 
@@ -53,13 +54,14 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
   });
 
   it('helm install creates the objects; helm uninstall removes them', async () => {
+    expect((await cluster.current.kubectl(['get', 'crd', 'gatewaypolicies.tollgate.dev'])).code, 'CRD present before install').not.toBe(0);
     const out = await helm(['install', 'tollgate', CHART, '-n', NS, '--create-namespace', '--timeout', '60s']);
     expect(out).toContain('STATUS: deployed');
     expect(out).toContain('kubectl apply -f examples/gatewaypolicy.yaml'); // NOTES.txt
 
     for (const obj of namespaced) await kubectl(['get', obj, '-n', NS]);
     for (const obj of clusterScoped) await kubectl(['get', obj]);
-    await kubectl(['get', 'crd', 'gatewaypolicies.tollgate.dev']);
+    expect(await kubectl(['get', 'crd', 'gatewaypolicies.tollgate.dev', '-o', 'jsonpath={.metadata.labels.gateway\\.networking\\.k8s\\.io/policy}'])).toBe('Direct');
 
     const deploy = JSON.parse(await kubectl(['get', 'deployment/tollgate-controller', '-n', NS, '-o', 'json'])) as {
       spec: { template: { spec: { serviceAccountName: string; containers: { ports: { name: string; containerPort: number }[]; readinessProbe: { httpGet: { port: string } } }[] } } };

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeCerts, type ClusterCerts } from './certs.js';
 import { exec, run, type ExecOptions, type ExecResult } from './exec.js';
-import { missingTools, toolPaths, INSTALL_COMMAND, VERSIONS, type Tools } from './tools.js';
+import { missingTools, toolPaths, INSTALL_COMMAND, REPO_ROOT, VERSIONS, type Tools } from './tools.js';
 
 export interface Cluster {
   /** Path of an admin kubeconfig (client certificate in system:masters). */
@@ -28,13 +28,23 @@ export interface Cluster {
 export interface StartOptions {
   /** Apply the Gateway API CRDs (default true). */
   gatewayApi?: boolean;
+  /** Apply Tollgate's own CRDs from crds/ (default true). */
+  tollgateCrds?: boolean;
 }
 
 const live = new Set<ChildProcess>();
-// Last resort when the test process ends without stop() (a crash, a killed worker).
-process.once('exit', () => {
+const killAll = () => {
   for (const child of live) child.kill('SIGKILL');
-});
+};
+// Last resort when the test process ends without stop(): a crash, or the worker being
+// interrupted or terminated (the signal is re-raised so the process still ends with it).
+process.once('exit', killAll);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    killAll();
+    process.kill(process.pid, signal);
+  });
+}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -134,7 +144,21 @@ export function minorOf(gitVersion: string): number {
   return Number(m[1]);
 }
 
+/**
+ * Starts a cluster. Ports are picked free just before use; if another process takes one in
+ * between (suites start in parallel), the start is retried on new ports.
+ */
 export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(opts);
+    } catch (err) {
+      if (attempt >= 3 || !/address already in use/i.test(String(err))) throw err;
+    }
+  }
+}
+
+async function startOnce(opts: StartOptions): Promise<Cluster> {
   const tools = toolPaths();
   const missing = missingTools(tools);
   if (missing.length) throw new Error(`e2e tools missing; run \`${INSTALL_COMMAND}\`:\n  ${missing.join('\n  ')}`);
@@ -212,7 +236,8 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
     };
 
     await checkKubectlSkew(cluster);
-    if (opts.gatewayApi !== false) await applyGatewayApi(cluster);
+    if (opts.gatewayApi !== false) await applyCrds(cluster, tools.gatewayApiCrds);
+    if (opts.tollgateCrds !== false) await applyCrds(cluster, join(REPO_ROOT, 'crds'));
     return cluster;
   } catch (err) {
     await stop();
@@ -233,9 +258,7 @@ async function checkKubectlSkew(cluster: Cluster): Promise<void> {
   }
 }
 
-async function applyGatewayApi(cluster: Cluster): Promise<void> {
-  await run(cluster.tools.kubectl, ['apply', '--server-side', '-f', cluster.tools.gatewayApiCrds], { env: cluster.env });
-  await run(cluster.tools.kubectl, ['wait', '--for=condition=Established', '--timeout=60s', '-f', cluster.tools.gatewayApiCrds], {
-    env: cluster.env,
-  });
+async function applyCrds(cluster: Cluster, path: string): Promise<void> {
+  await run(cluster.tools.kubectl, ['apply', '--server-side', '-f', path], { env: cluster.env });
+  await run(cluster.tools.kubectl, ['wait', '--for=condition=Established', '--timeout=60s', '-f', path], { env: cluster.env });
 }
