@@ -243,6 +243,13 @@ function report(cases, results, pinned) {
       `  tollgate 10,000 routes req/s vs 1 route: ${fmt.ratio(many.rps, one.rps)} (bar >= 0.90x): ${verdict(many.rps >= 0.9 * one.rps)}; per server core ${fmt.ratio(many.rpsPerCore, one.rpsPerCore)}; p99 ${fmt.ms(many.p99Ms)} ms vs ${fmt.ms(one.p99Ms)} ms`,
     );
   } else out.push('  tollgate 10,000 routes vs 1 route: not measured');
+  const llm = byId['llm-tollgate']?.summary;
+  const limited = byId['llm-tollgate-ratelimited']?.summary;
+  if (llm && limited) {
+    out.push(
+      `  LLM route with a non-limiting requests+tokens policy vs without: ${fmt.ratio(limited.rps, llm.rps)} (target >= 0.90x): ${verdict(limited.rps >= 0.9 * llm.rps)}; per server core ${fmt.ratio(limited.rpsPerCore, llm.rpsPerCore)}; p99 ${fmt.ms(limited.p99Ms)} ms vs ${fmt.ms(llm.p99Ms)} ms`,
+    );
+  } else out.push('  LLM route with a rate-limit policy vs without: not measured');
   return out.join('\n');
 }
 

@@ -168,4 +168,18 @@ export const CASES = [
     request: 'chat',
     routes: (env) => [chatRoute(env.mockLlm.host)],
   }),
+  // The same LLM route with a local requests + tokens policy set so high it never refuses:
+  // the cost of counting (a bucket take, the request body read and parsed, the response usage
+  // read) against the route without policy.
+  tollgateCase({
+    id: 'llm-tollgate-ratelimited',
+    label: 'tollgate, LLM route + requests/tokens limits (never refusing)',
+    group: 'llm',
+    request: 'chat',
+    routes: (env) => [
+      chatRoute(env.mockLlm.host, {
+        traffic: { rateLimit: { local: [{ requests: 2_000_000_000, unit: 'Seconds' }, { tokens: 2_000_000_000, unit: 'Seconds' }] } },
+      }),
+    ],
+  }),
 ];

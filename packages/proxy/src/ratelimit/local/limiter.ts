@@ -12,8 +12,8 @@ import { TokenWindow } from './token-window.js';
 export type LimitLevel = 'gateway' | 'route';
 
 export type LocalEntry =
-  | { readonly kind: 'requests'; readonly config: LocalRateLimitIR; readonly bucket: RequestBucket }
-  | { readonly kind: 'tokens'; readonly config: LocalRateLimitIR; readonly window: TokenWindow };
+  | { readonly kind: 'requests'; readonly config: LocalRateLimitIR; readonly bucket: RequestBucket; readonly limitText: string }
+  | { readonly kind: 'tokens'; readonly config: LocalRateLimitIR; readonly window: TokenWindow; readonly limitText: string };
 
 export interface LocalCheck {
   readonly allowed: boolean;
@@ -37,11 +37,11 @@ export class LimiterStore {
     if (config.kind === 'requests') {
       if (!(state instanceof RequestBucket)) state = new RequestBucket(config.requests, config.burst, unitMs(config.unit), this.clock);
       this.#next.set(key, state);
-      return { kind: 'requests', config, bucket: state };
+      return { kind: 'requests', config, bucket: state, limitText: String(state.capacity) };
     }
     if (!(state instanceof TokenWindow)) state = new TokenWindow(config.tokens, unitMs(config.unit), this.clock);
     this.#next.set(key, state);
-    return { kind: 'tokens', config, window: state };
+    return { kind: 'tokens', config, window: state, limitText: String(state.tokens) };
   }
 
   /** Called once a new config is in place: state no entry of it uses is dropped. */
@@ -56,39 +56,47 @@ export class LimiterStore {
   }
 }
 
+const ALLOWED: LocalCheck = { allowed: true, refusedBy: null };
+const REFUSED_BY_TOKENS: LocalCheck = { allowed: false, refusedBy: 'tokens' };
+const REFUSED_BY_REQUESTS: LocalCheck = { allowed: false, refusedBy: 'requests' };
+
 export class LocalLimiter {
   readonly hasTokens: boolean;
   constructor(
     readonly level: LimitLevel,
     readonly scope: string,
     readonly entries: readonly LocalEntry[],
+    private readonly clock: Clock,
   ) {
     this.hasTokens = entries.some((e) => e.kind === 'tokens');
   }
 
   static compile(level: LimitLevel, scope: string, configs: readonly LocalRateLimitIR[], store: LimiterStore): LocalLimiter {
-    return new LocalLimiter(level, scope, configs.map((c, i) => store.entry(`${level}:${scope}`, i, c)));
+    return new LocalLimiter(level, scope, configs.map((c, i) => store.entry(`${level}:${scope}`, i, c)), store.clock);
   }
 
   check(): LocalCheck {
+    const now = this.clock();
     for (const e of this.entries) {
-      if (e.kind === 'tokens' && !e.window.admits()) return { allowed: false, refusedBy: 'tokens' };
-      if (e.kind === 'requests' && e.bucket.remaining() < 1) return { allowed: false, refusedBy: 'requests' };
+      if (e.kind === 'tokens' && !e.window.admits(now)) return REFUSED_BY_TOKENS;
+      if (e.kind === 'requests' && e.bucket.remaining(now) < 1) return REFUSED_BY_REQUESTS;
     }
-    for (const e of this.entries) if (e.kind === 'requests') e.bucket.take();
-    return { allowed: true, refusedBy: null };
+    for (const e of this.entries) if (e.kind === 'requests') e.bucket.take(now);
+    return ALLOWED;
   }
 
   addTokens(n: number): void {
-    for (const e of this.entries) if (e.kind === 'tokens') e.window.add(n);
+    const now = this.clock();
+    for (const e of this.entries) if (e.kind === 'tokens') e.window.add(n, now);
   }
 
   /** The status of every entry, for the x-ratelimit-* headers. */
   statuses(): LimitStatus[] {
+    const now = this.clock();
     return this.entries.map((e) =>
       e.kind === 'requests'
-        ? { limit: String(e.bucket.capacity), remaining: e.bucket.remaining(), resetSeconds: e.bucket.resetSeconds() }
-        : { limit: String(e.window.tokens), remaining: e.window.remaining(), resetSeconds: e.window.resetSeconds() },
+        ? { limit: e.limitText, remaining: e.bucket.remaining(now), resetSeconds: e.bucket.resetSeconds(now) }
+        : { limit: e.limitText, remaining: e.window.remaining(now), resetSeconds: e.window.resetSeconds(now) },
     );
   }
 }

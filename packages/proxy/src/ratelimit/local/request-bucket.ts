@@ -30,21 +30,20 @@ export class RequestBucket {
   }
 
   /** Takes a token if one is left. Synchronous, so concurrent requests can never overdraw. */
-  take(): boolean {
-    this.#refill(this.clock());
+  take(now = this.clock()): boolean {
+    this.#refill(now);
     if (this.#tokens < 1) return false;
     this.#tokens--;
     return true;
   }
 
-  remaining(): number {
-    this.#refill(this.clock());
+  remaining(now = this.clock()): number {
+    this.#refill(now);
     return this.#tokens;
   }
 
   /** Whole seconds until the next refill. */
-  resetSeconds(): number {
-    const now = this.clock();
+  resetSeconds(now = this.clock()): number {
     this.#refill(now);
     return Math.max(0, Math.ceil((this.#windowStart + this.unitMs - now) / 1000));
   }

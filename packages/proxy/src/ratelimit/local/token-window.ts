@@ -24,27 +24,26 @@ export class TokenWindow {
   }
 
   /** Within budget while usage is at or below the limit. */
-  admits(): boolean {
-    this.#roll(this.clock());
+  admits(now = this.clock()): boolean {
+    this.#roll(now);
     return this.#used <= this.tokens;
   }
 
-  add(tokens: number): void {
-    this.#roll(this.clock());
+  add(tokens: number, now = this.clock()): void {
+    this.#roll(now);
     this.#used += tokens;
   }
 
-  get used(): number {
-    this.#roll(this.clock());
+  used(now = this.clock()): number {
+    this.#roll(now);
     return this.#used;
   }
 
-  remaining(): number {
-    return Math.max(0, this.tokens - this.used);
+  remaining(now = this.clock()): number {
+    return Math.max(0, this.tokens - this.used(now));
   }
 
-  resetSeconds(): number {
-    const now = this.clock();
+  resetSeconds(now = this.clock()): number {
     this.#roll(now);
     return Math.max(0, Math.ceil((this.#windowStart + this.unitMs - now) / 1000));
   }
