@@ -46,7 +46,7 @@ export class ProxyMetrics {
 
   countRequest(route: string, status: number): void {
     let byStatus = this.#requestChildren.get(route);
-    if (!byStatus) this.#requestChildren.set(route, (byStatus = new Map()));
+    if (!byStatus) this.#requestChildren.set(route, (byStatus = new Map<number, Counter.Internal>()));
     let child = byStatus.get(status);
     if (!child) byStatus.set(status, (child = this.requests.labels({ route, status })));
     child.inc();
