@@ -3,7 +3,7 @@
 // Serving a request then costs a few map lookups regardless of the number of routes.
 import type { BindIR, FilterIR, HeaderModifierIR, ListenerIR, PathMatchIR, ProxySnapshot, RouteIR } from '@tollgate/api';
 import { backendPicker, type BackendPicker } from './backend-picker.js';
-import { compileCandidate, type RouteRequest } from './candidate.js';
+import { compileCandidate, type Candidate, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
 import { effectiveHostnames } from './hostname.js';
 import { PathIndex } from './path-index.js';
@@ -101,11 +101,10 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = NO
 export function selectRoute(listener: CompiledListener, host: string, req: RouteRequest, evaluated?: string[]): RouteHit | null {
   let params: URLSearchParams | undefined;
   const query = () => (params ??= new URLSearchParams(req.query));
-  for (const index of listener.routes.lookup(host)) {
-    for (const c of index.candidates(req.path)) {
-      if (evaluated && evaluated[evaluated.length - 1] !== c.route.ir.name) evaluated.push(c.route.ir.name);
-      if (c.test(req, query)) return { route: c.route, matched: c.match.path };
-    }
-  }
-  return null;
+  const accept = (c: Candidate<CompiledRoute>): boolean => {
+    if (evaluated && evaluated[evaluated.length - 1] !== c.route.ir.name) evaluated.push(c.route.ir.name);
+    return c.test(req, query);
+  };
+  const hit = listener.routes.find(host, (index) => index.find(req.path, accept));
+  return hit ? { route: hit.route, matched: hit.match.path } : null;
 }

@@ -1,7 +1,7 @@
 // Values keyed by hostname, looked up by request host most specific first: the precise name,
 // then wildcards from the longest suffix to the shortest, then the catch-all. Each step is a
 // map lookup, so the cost depends on the host's label count, not on how many names exist.
-import { isWildcard, wildcardKeys, wildcardSuffix } from './hostname.js';
+import { isWildcard, wildcardSuffix } from './hostname.js';
 
 export class HostTable<T> {
   readonly #exact = new Map<string, T>();
@@ -18,22 +18,30 @@ export class HostTable<T> {
     return v;
   }
 
-  /** Every value serving `host`, most specific first. */
-  *lookup(host: string): Generator<T> {
+  /**
+   * The first value serving `host`, most specific first, for which `accept` returns a result
+   * (plain loops, no generator: this runs on every request).
+   */
+  find<R>(host: string, accept: (v: T) => R | null): R | null {
     const exact = this.#exact.get(host);
-    if (exact !== undefined) yield exact;
+    if (exact !== undefined) {
+      const r = accept(exact);
+      if (r !== null) return r;
+    }
     if (this.#wildcard.size) {
-      for (const key of wildcardKeys(host)) {
-        const v = this.#wildcard.get(key);
-        if (v !== undefined) yield v;
+      for (let i = host.indexOf('.'); i >= 0; i = host.indexOf('.', i + 1)) {
+        const v = this.#wildcard.get(host.slice(i));
+        if (v !== undefined) {
+          const r = accept(v);
+          if (r !== null) return r;
+        }
       }
     }
-    if (this.#any !== undefined) yield this.#any;
+    return this.#any !== undefined ? accept(this.#any) : null;
   }
 
   first(host: string): T | undefined {
-    for (const v of this.lookup(host)) return v;
-    return undefined;
+    return this.find(host, (v) => v) ?? undefined;
   }
 
   values(): T[] {

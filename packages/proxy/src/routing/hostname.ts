@@ -59,10 +59,3 @@ export function normalizeHost(raw: string | undefined): string {
   if (colon >= 0) host = host.slice(0, colon);
   return host.endsWith('.') ? host.slice(0, -1) : host;
 }
-
-/** Suffix keys to look up for a host, most specific first: a.b.c -> .b.c, .c */
-export function wildcardKeys(host: string): string[] {
-  const keys: string[] = [];
-  for (let i = host.indexOf('.'); i >= 0; i = host.indexOf('.', i + 1)) keys.push(host.slice(i));
-  return keys;
-}

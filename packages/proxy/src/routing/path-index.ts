@@ -54,16 +54,19 @@ export class PathIndex<R> {
     }
   }
 
-  /** Candidates whose path matches, in precedence order (lazily, so the first hit stops the walk). */
-  *candidates(path: string): Generator<Candidate<R>> {
+  /**
+   * The first candidate, in precedence order, whose path matches and that `accept` takes.
+   * Plain loops rather than a generator: this runs on every request.
+   */
+  find(path: string, accept: (c: Candidate<R>) => boolean): Candidate<R> | null {
     const exact = this.#exact.get(path);
-    if (exact) yield* exact;
-    for (const c of this.#regex) if (c.regex!.test(path)) yield c;
-    // Collect the trie nodes along the path, then yield deepest (longest prefix) first.
+    if (exact) for (const c of exact) if (accept(c)) return c;
+    for (const c of this.#regex) if (c.regex!.test(path) && accept(c)) return c;
+    // Walk the trie along the path, then try the deepest (longest prefix) node first.
     const nodes: PrefixNode<R>[] = [this.#root];
     let node = this.#root;
     let start = 1;
-    while (start <= path.length) {
+    while (start <= path.length && node.children.size) {
       let end = path.indexOf('/', start);
       if (end < 0) end = path.length;
       const next = node.children.get(path.slice(start, end));
@@ -72,6 +75,7 @@ export class PathIndex<R> {
       node = next;
       start = end + 1;
     }
-    for (let i = nodes.length - 1; i >= 0; i--) yield* nodes[i]!.candidates;
+    for (let i = nodes.length - 1; i >= 0; i--) for (const c of nodes[i]!.candidates) if (accept(c)) return c;
+    return null;
   }
 }

@@ -1,7 +1,7 @@
 // One Fastify instance per bind. Fastify owns the socket lifecycle (keep-alive, 503 while
 // closing, draining on close); every request goes to one catch-all route whose handler takes
 // over the raw response, since a proxy streams bodies rather than building replies.
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { TollgateError } from '../errors.js';
@@ -36,6 +36,27 @@ function claimTrace(ctx: DataPlaneContext, raw: IncomingMessage, acceptedAt: big
 
 let nextId = 1;
 
+/** One request, start to end: the in-flight record, the trace claim, the pipeline, metrics. */
+async function serve(ctx: DataPlaneContext, port: number, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const id = nextId++;
+  const entry: InFlight = { id, method: req.method ?? 'GET', url: req.url ?? '/', startedAt: Date.now(), stage: 'routing' };
+  ctx.inflight.set(id, entry);
+  try {
+    const tracer = ctx.traces.armed ? claimTrace(ctx, req, process.hrtime.bigint(), entry) : null;
+    const outcome = await handleRequest(ctx.current(), port, req, res, ctx, entry, tracer);
+    ctx.metrics.countRequest(outcome.route ?? 'none', outcome.status);
+    if (ctx.log.isLevelEnabled('debug')) ctx.log.debug({ route: outcome.route, status: outcome.status, error: outcome.result?.error?.kind }, 'request done');
+  } catch (err) {
+    ctx.log.error({ err }, 'request failed');
+    if (!res.headersSent) {
+      res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end('internal error\n');
+    } else res.destroy();
+  } finally {
+    ctx.inflight.delete(id);
+  }
+}
+
 export class DataPlaneServer {
   readonly #app: FastifyInstance;
   constructor(
@@ -58,23 +79,7 @@ export class DataPlaneServer {
       url: '*',
       handler: (request, reply) => {
         reply.hijack();
-        const id = nextId++;
-        const entry: InFlight = { id, method: request.raw.method ?? 'GET', url: request.raw.url ?? '/', startedAt: Date.now(), stage: 'routing' };
-        ctx.inflight.set(id, entry);
-        const tracer = ctx.traces.armed ? claimTrace(ctx, request.raw, process.hrtime.bigint(), entry) : null;
-        handleRequest(ctx.current(), port, request.raw, reply.raw, ctx, entry, tracer)
-          .then((outcome) => {
-            ctx.metrics.countRequest(outcome.route ?? 'none', outcome.status);
-            if (ctx.log.isLevelEnabled('debug')) ctx.log.debug({ route: outcome.route, status: outcome.status, error: outcome.result?.error?.kind }, 'request done');
-          })
-          .catch((err: unknown) => {
-            ctx.log.error({ err }, 'request failed');
-            if (!reply.raw.headersSent) {
-              reply.raw.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
-              reply.raw.end('internal error\n');
-            } else reply.raw.destroy();
-          })
-          .finally(() => ctx.inflight.delete(id));
+        void serve(ctx, port, request.raw, reply.raw);
       },
     });
   }
