@@ -95,6 +95,14 @@ describe.skipIf(!availability.run)('global rate limits through the gateway', () 
     expect((err as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('x-proxy-ratelimited')).toBe('true');
   });
 
+  it('a reload that drops the global limit closes the channel to the service', async () => {
+    const gw = await gateway({ domain: 'gw-requests', descriptors: [{ unit: 'Requests', entries: [{ name: 'user', expression: 'request.headers["x-user"]' }] }] });
+    expect(gw.gateway.runtime.rateLimitServices.addresses()).toEqual([rls.address]);
+    expect(await gw.rewrite(simpleConfig(gw.port, [{ name: 'chat', backends: [{ host: `127.0.0.1:${llm.port}` }] }]))).toBe('reloaded');
+    expect(gw.gateway.runtime.rateLimitServices.addresses()).toEqual([]);
+    expect((await chat(gw, { 'x-user': 'u' })).status).toBe(200);
+  });
+
   describe('with the service stopped', () => {
     beforeAll(async () => rls.stopService());
     afterAll(async () => rls.restartService());

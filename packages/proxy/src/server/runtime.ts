@@ -122,6 +122,10 @@ export class ProxyRuntime {
     }
     const backends = new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends.map((x) => x.name)))));
     void this.pools.retain(backends);
+    const services = new Set(
+      ir.binds.flatMap((b) => b.listeners.flatMap((l) => [l.policy, ...l.routes.map((r) => r.policy)].flatMap((p) => (p?.remoteRateLimit ? [p.remoteRateLimit.service] : [])))),
+    );
+    this.rateLimitServices.retain(services);
   }
 
   /** Stops accepting on every bind and waits for in-flight requests, up to the drain deadline. */

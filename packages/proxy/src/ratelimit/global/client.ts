@@ -81,8 +81,19 @@ export class RlsClientPool {
     return [...this.#clients.keys()];
   }
 
+  /**
+   * Closes the channels to services no config uses any more (after a reload). A call still in
+   * flight on such a channel may fail; it is then handled by its failure mode.
+   */
+  retain(keep: ReadonlySet<string>): void {
+    for (const [address, client] of this.#clients) {
+      if (keep.has(address)) continue;
+      client.close();
+      this.#clients.delete(address);
+    }
+  }
+
   async close(): Promise<void> {
-    for (const client of this.#clients.values()) client.close();
-    this.#clients.clear();
+    this.retain(new Set());
   }
 }
