@@ -4,14 +4,14 @@
 // scripts/install-test-tools.sh installs both: redis-server from Debian, the service with
 // `go install` of the commit pinned in e2e/tools.json (envoyRatelimit) into the tool cache.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
-import { createConnection, createServer, type AddressInfo } from 'node:net';
+import { createConnection } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../helpers.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 export const INSTALL_COMMAND = 'bash scripts/install-test-tools.sh';
@@ -67,15 +67,7 @@ export function rlsAvailability(): { run: boolean; reason?: string } {
   return { run: false, reason: message };
 }
 
-export async function freePort(): Promise<number> {
-  const s = createServer();
-  s.listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as AddressInfo).port;
-  s.close();
-  await once(s, 'close');
-  return port;
-}
+export { freePort };
 
 /** A child process with its output kept for failure messages. */
 class Proc {
