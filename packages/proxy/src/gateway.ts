@@ -20,6 +20,8 @@ export interface GatewayOptions {
   readonly readinessAddr?: string;
   /** Time source of the rate limiters (tests move time instead of waiting). */
   readonly clock?: Clock;
+  /** Keepalive interval of waiting trace streams (default 5 s). */
+  readonly traceKeepaliveMs?: number;
   readonly logDestination?: DestinationStream;
   readonly watch?: boolean;
 }
@@ -73,6 +75,7 @@ export class Gateway {
         return w ? [{ name: 'config watcher', state: () => ({ file: w.options.path, reloads: w.reloads, refused: w.refused, lastError: w.lastError }) }] : [];
       },
       shutdown: (reason) => holder.gateway?.onShutdownRequest(reason),
+      traceKeepaliveMs: options.traceKeepaliveMs,
     });
     const opened: { close(): Promise<void> }[] = [];
     try {

@@ -89,12 +89,12 @@ export function simpleConfig(port: number, routes: unknown[], listener: Record<s
   return { binds: [{ port, listeners: [{ name: 'main', protocol: 'HTTP', ...listener, routes }] }] };
 }
 
-export async function startGateway(config: Record<string, unknown>, opts: { clock?: () => number } = {}): Promise<TestGateway> {
+export async function startGateway(config: Record<string, unknown>, opts: { clock?: () => number; traceKeepaliveMs?: number } = {}): Promise<TestGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'tollgate-test-'));
   const file = join(dir, 'config.yaml');
   await writeFile(file, stringify(config));
   const logs = new LogSink();
-  const gateway = await Gateway.start({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, clock: opts.clock });
+  const gateway = await Gateway.start({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, clock: opts.clock, traceKeepaliveMs: opts.traceKeepaliveMs });
   const binds = config.binds as { port: number }[];
   const port = binds[0]!.port;
   return {

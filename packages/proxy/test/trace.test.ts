@@ -202,6 +202,24 @@ describe('sessions', () => {
     s.res.destroy();
   });
 
+  it('sends a keepalive comment while the session waits', async () => {
+    const g = await startGateway({ binds: [{ port: await freePort(), listeners: [{ name: 'l', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: up.host }] }] }] }] }, { traceKeepaliveMs: 20 });
+    try {
+      const res = await new Promise<IncomingMessage>((resolve, reject) => httpRequest(`${g.adminUrl}/debug/trace`, resolve).on('error', reject).end());
+      let text = '';
+      await new Promise<void>((resolve) =>
+        res.on('data', (c: Buffer) => {
+          text += c.toString();
+          if (text.includes(': keepalive\n\n')) resolve();
+        }),
+      );
+      expect(text).toMatch(/^: trace session \d+ armed; waiting for the next request\n\n(: keepalive\n\n)+$/);
+      res.destroy();
+    } finally {
+      await g.close();
+    }
+  });
+
   it('several sessions each capture a different request, first armed first served', async () => {
     const a = await openTrace();
     await a.armed;

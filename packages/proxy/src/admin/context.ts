@@ -14,4 +14,6 @@ export interface AdminContext {
   readonly tasks: () => BackgroundTask[];
   /** Starts a graceful shutdown; the admin server answers before it takes effect. */
   readonly shutdown: (reason: string) => void;
+  /** Interval of the keepalive comment on a waiting trace stream; default 5000 ms. */
+  readonly traceKeepaliveMs?: number;
 }

@@ -8,7 +8,7 @@ import { compileTraceFilter, TraceFilterError, type TraceFilter } from '../../tr
 import type { AdminContext } from '../context.js';
 import { rejectUnknownQuery, single } from '../query.js';
 
-const KEEPALIVE_MS = 5000;
+const DEFAULT_KEEPALIVE_MS = 5000;
 
 export function traceRoutes(app: FastifyInstance, ctx: AdminContext): void {
   app.get('/debug/trace', (request, reply) => {
@@ -36,7 +36,7 @@ export function traceRoutes(app: FastifyInstance, ctx: AdminContext): void {
       },
     });
     res.write(`: trace session ${session.id} armed${match ? ` (match: ${match})` : ''}; waiting for the next request\n\n`);
-    const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
+    const keepalive = setInterval(() => res.write(': keepalive\n\n'), ctx.traceKeepaliveMs ?? DEFAULT_KEEPALIVE_MS);
     keepalive.unref();
     res.on('close', () => {
       clearInterval(keepalive);
