@@ -22,7 +22,6 @@ export const ERRORS = {
   upstreamTimeout: spec('TG_UPSTREAM_TIMEOUT', 504, 'upstream request timeout: no response within the backend timeout'),
   requestTimeout: spec('TG_REQUEST_TIMEOUT', 504, 'request timeout: the route timeout elapsed'),
   noBackend: spec('TG_NO_BACKEND', 503, 'no backend available for this route'),
-  badRequest: spec('TG_BAD_REQUEST', 400, 'malformed request'),
   rateLimited: spec('TG_RATE_LIMITED', 429, 'rate limit exceeded'),
   rateLimitServiceUnavailable: spec('TG_RATELIMIT_SERVICE_UNAVAILABLE', 500, 'rate limit service unavailable'),
 } as const;

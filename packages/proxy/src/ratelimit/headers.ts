@@ -17,5 +17,3 @@ export function leastRemaining(statuses: readonly LimitStatus[]): LimitStatus | 
 export function rateLimitHeaders(s: LimitStatus): Record<string, string> {
   return { 'x-ratelimit-limit': s.limit, 'x-ratelimit-remaining': String(s.remaining), 'x-ratelimit-reset': String(s.resetSeconds) };
 }
-
-export const RATE_LIMITED_BODY = 'rate limit exceeded';

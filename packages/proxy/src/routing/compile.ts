@@ -54,9 +54,8 @@ export interface RouteHit {
   readonly matched: PathMatchIR;
 }
 
-const NO_LIMITS: CompileDeps | null = null;
-
-export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = NO_LIMITS): CompiledSnapshot {
+/** Without `deps` (route-selection tests) no rate limits are compiled. */
+export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = null): CompiledSnapshot {
   const binds = new Map<number, CompiledBind>();
   const detached: string[] = [];
   let order = 0;

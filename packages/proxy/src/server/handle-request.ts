@@ -14,8 +14,7 @@ import { estimateTokens } from '../llm/estimate.js';
 import { readLlmRequest, type LlmRequest } from '../llm/request-body.js';
 import { UsageMeter } from '../llm/usage-meter.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';
-import { leastRemaining, rateLimitHeaders, type LimitStatus } from '../ratelimit/headers.js';
-import { admit, type Admission, type CompiledPolicy, type RequestFacts } from '../ratelimit/policy.js';
+import { Admissions, type CompiledPolicy, type Refusal, type RequestFacts } from '../ratelimit/policy.js';
 import type { CompiledSnapshot } from '../routing/compile.js';
 import { selectRoute } from '../routing/compile.js';
 import { normalizeHost } from '../routing/hostname.js';
@@ -55,16 +54,12 @@ function answer(res: ServerResponse, spec: ErrorSpec, t: RequestTracer | null, r
   return { status: spec.status, route, result: null };
 }
 
-/** A request refused by a rate limit: 429 (or the global limiter's status), never forwarded. */
-function refuse(res: ServerResponse, a: Extract<Admission, { allowed: false }>, statuses: LimitStatus[], t: RequestTracer | null, route: string | null): Outcome {
-  const least = leastRemaining(statuses);
-  const headers: Record<string, string> = { ...a.headers, ...(least ? rateLimitHeaders(least) : {}) };
-  if (a.status === 429) headers['retry-after'] = String(Math.max(1, least?.resetSeconds ?? 1));
-  const code = a.status === 429 ? ERRORS.rateLimited.code : ERRORS.rateLimitServiceUnavailable.code;
-  const sent = sendError(res, { code, status: a.status, body: a.body }, headers);
-  t?.responseSnapshot('final response', a.status, sent);
+/** A request refused by a rate limit: the refusal's answer, never forwarded. */
+function refuse(res: ServerResponse, refusal: Refusal, t: RequestTracer | null, route: string | null): Outcome {
+  const sent = sendError(res, refusal.spec, refusal.headers);
+  t?.responseSnapshot('final response', refusal.spec.status, sent);
   t?.finished();
-  return { status: a.status, route, result: null };
+  return { status: refusal.spec.status, route, result: null };
 }
 
 export async function handleRequest(
@@ -89,33 +84,26 @@ export async function handleRequest(
   }
 
   // The LLM body is read only when a limit needs it: the model for global descriptors, or the
-  // token count of a route that counts tokens.
+  // token count of a route that counts tokens. Rate-limit state exists only when a policy does.
   let llm: LlmRequest | null = null;
   const readBody = async () => {
     if (!llm && hasBody(req)) llm = await readLlmRequest(req);
   };
   const facts = (): RequestFacts => ({ method, path, host, headers: req.headers, sourceAddress: req.socket.remoteAddress ?? '', model: llm?.model ?? null });
-  const statuses: LimitStatus[] = [];
-  const admitted: Extract<Admission, { allowed: true }>[] = [];
-  const runPolicy = async (policy: CompiledPolicy): Promise<Extract<Admission, { allowed: false }> | null> => {
+  let limits: Admissions | null = null;
+  const runPolicy = async (policy: CompiledPolicy): Promise<Refusal | null> => {
     if (policy.global) await readBody();
-    const a = await admit(policy, facts, deps.metrics);
-    statuses.push(...a.statuses);
-    if (!a.allowed) return a;
-    admitted.push(a);
-    return null;
+    limits ??= new Admissions(deps.metrics);
+    return limits.admit(policy, facts);
   };
 
   const listener = snapshot.binds.get(port)?.listeners.first(host);
-  if (listener?.policy) {
-    const refused = await runPolicy(listener.policy);
-    if (refused) {
-      t?.requestSnapshot('gateway policies', { method, path, query, headers: req.headers });
-      deps.rateLimitLog.debug({ level: 'gateway', listener: listener.ir.name }, 'request refused by a gateway-level rate limit');
-      return refuse(res, refused, statuses, t, null);
-    }
-  }
+  const gatewayRefusal = listener?.policy ? await runPolicy(listener.policy) : null;
   if (t) t.requestSnapshot('gateway policies', { method, path, query, headers: req.headers });
+  if (gatewayRefusal) {
+    deps.rateLimitLog.debug({ level: 'gateway', listener: listener!.ir.name }, 'request refused by a gateway-level rate limit');
+    return refuse(res, gatewayRefusal, t, null);
+  }
   const evaluated: string[] | undefined = t ? [] : undefined;
   const hit = listener ? selectRoute(listener, host, { method, path, query, headers: req.headers }, evaluated) : null;
   if (t) t.routeSelection(hit?.route.ir.name ?? null, evaluated!);
@@ -130,13 +118,13 @@ export async function handleRequest(
     const refused = await runPolicy(route.policy);
     if (refused) {
       deps.rateLimitLog.debug({ level: 'route', route: ir.name }, 'request refused by a route-level rate limit');
-      return refuse(res, refused, statuses, t, ir.name);
+      return refuse(res, refused, t, ir.name);
     }
   }
-  const least = leastRemaining(statuses);
-  const limitHeaders: Record<string, string> = {};
-  for (const a of admitted) Object.assign(limitHeaders, a.extraHeaders);
-  if (least) Object.assign(limitHeaders, rateLimitHeaders(least));
+  // `limits` and `llm` are assigned inside the closures above, which TypeScript's narrowing
+  // does not follow; the casts below restore their declared types.
+  const admitted = limits as Admissions | null;
+  const limitHeaders = admitted?.responseHeaders() ?? null;
 
   if (route.redirect) {
     const location = redirectLocation(route.redirect, { scheme: 'http', host, listenerPort: port, path, query, matched });
@@ -149,7 +137,7 @@ export async function handleRequest(
   }
 
   const headers = endToEnd(req.headers);
-  for (const a of admitted) Object.assign(headers, a.requestHeaders);
+  if (admitted) Object.assign(headers, admitted.requestHeaders);
   let upstreamPath = path;
   for (const f of ir.filters) {
     if (f.type === 'RequestHeaderModifier') applyHeaderModifier(headers, f);
@@ -199,7 +187,7 @@ export async function handleRequest(
           t.responseSnapshot('backend response ready', status, h);
         }
         for (const m of modifiers) applyHeaderModifier(h, m);
-        Object.assign(h, limitHeaders);
+        if (limitHeaders) Object.assign(h, limitHeaders);
         if (meter) {
           const ct = h['content-type'];
           meter.onHeaders(Array.isArray(ct) ? ct[0] : ct);
@@ -234,7 +222,7 @@ export async function handleRequest(
 async function chargeTokens(
   meter: UsageMeter,
   llm: LlmRequest | null,
-  admitted: readonly Extract<Admission, { allowed: true }>[],
+  admitted: Admissions | null,
   deps: DataPlaneDeps,
   route: string,
 ): Promise<{ total: number; estimated: boolean; model: string | null }> {
@@ -244,7 +232,7 @@ async function chargeTokens(
   const estimated = total === null;
   if (total === null) total = await estimateTokens(llm?.promptText ?? '', usage.completionText);
   if (llm?.unparsed) deps.rateLimitLog.debug({ route, reason: llm.unparsed }, 'LLM request body not parsed; tokens estimated');
-  for (const a of admitted) a.charge(total);
+  admitted?.charge(total);
   deps.metrics.tokens.inc({ route, model: model ?? 'unknown', source: estimated ? 'estimated' : 'reported' }, total);
   return { total, estimated, model };
 }

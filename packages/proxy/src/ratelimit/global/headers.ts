@@ -1,13 +1,15 @@
 // Response headers of a global limit decision: the service's response_headers_to_add, the
 // x-ratelimit-* trio computed from the descriptor status with the least remaining, and on
 // OVER_LIMIT the x-proxy-ratelimited marker (the gateway's x-envoy-ratelimited).
+import { ERRORS } from '../../errors.js';
+import type { LimitStatus } from '../headers.js';
 import type { RlsDescriptorStatus, RlsHeader, RlsUnit } from './proto.js';
 
 export const RATE_LIMITED_HEADER = 'x-proxy-ratelimited';
-export const RATE_LIMITED_BODY = 'rate limit exceeded';
+export const RATE_LIMITED_BODY = ERRORS.rateLimited.body;
 /** What FailClosed answers when the service cannot be asked: Envoy's failure_mode_deny status. */
-export const SERVICE_ERROR_STATUS = 500;
-export const SERVICE_ERROR_BODY = 'rate limit service unavailable';
+export const SERVICE_ERROR_STATUS = ERRORS.rateLimitServiceUnavailable.status;
+export const SERVICE_ERROR_BODY = ERRORS.rateLimitServiceUnavailable.body;
 
 const UNIT_SECONDS: Record<RlsUnit, number> = {
   UNKNOWN: 0,
@@ -43,19 +45,18 @@ export function leastRemaining(statuses: readonly RlsDescriptorStatus[]): RlsDes
   return best;
 }
 
-/** x-ratelimit-limit/-remaining/-reset for one status; `nowSeconds` only for a missing reset. */
-export function limitHeaders(s: RlsDescriptorStatus, nowSeconds: number): Record<string, string> {
+/**
+ * The status one descriptor's answer gives the x-ratelimit-* headers; the limit reads
+ * "<limit>, <limit>;w=<window_seconds>". `nowSeconds` is only for a missing reset.
+ */
+export function limitStatus(s: RlsDescriptorStatus, nowSeconds: number): LimitStatus {
   const limit = s.current_limit!;
   const window = windowSeconds(limit.unit);
   const value = window > 0 ? `${limit.requests_per_unit}, ${limit.requests_per_unit};w=${window}` : String(limit.requests_per_unit);
   let reset: number;
   if (s.duration_until_reset) reset = s.duration_until_reset.seconds + (s.duration_until_reset.nanos > 0 ? 1 : 0);
   else reset = window > 0 ? window - (Math.floor(nowSeconds) % window) : 0;
-  return {
-    'x-ratelimit-limit': value,
-    'x-ratelimit-remaining': String(s.limit_remaining),
-    'x-ratelimit-reset': String(Math.max(0, reset)),
-  };
+  return { limit: value, remaining: s.limit_remaining, resetSeconds: Math.max(0, reset) };
 }
 
 /** The service's headers, names lower-cased; a repeated name is joined with ", ". */

@@ -20,7 +20,7 @@ import { celBindings, compileDescriptors, evaluateDescriptor, type CompiledDescr
 import type { RequestFacts } from './facts.js';
 import {
   leastRemaining,
-  limitHeaders,
+  limitStatus,
   RATE_LIMITED_BODY,
   RATE_LIMITED_HEADER,
   SERVICE_ERROR_BODY,
@@ -28,6 +28,7 @@ import {
   serviceHeaders,
 } from './headers.js';
 import type { RlsDescriptor, RlsResponse } from './proto.js';
+import { rateLimitHeaders, type LimitStatus } from '../headers.js';
 
 export type GlobalOutcome = 'ok' | 'overLimit' | 'failedOpen' | 'serviceError';
 
@@ -45,6 +46,8 @@ export interface GlobalCheck {
    * -remaining and -reset from the descriptor status with the least remaining.
    */
   readonly headers: Record<string, string>;
+  /** The status behind the x-ratelimit-* headers above, null when no descriptor had a limit. */
+  readonly limit: LimitStatus | null;
   /** The service's request_headers_to_add, for the upstream request when allowed. */
   readonly requestHeaders: Record<string, string>;
   /**
@@ -146,7 +149,7 @@ class RlsGlobalLimiter implements GlobalLimiter {
       else requests.push({ entries: ev.entries });
     }
     // No descriptor applies to this request: nothing to ask (Envoy does not call either).
-    if (requests.length === 0 && tokens.length === 0) return allowedCheck('ok', {}, {}, noCommit);
+    if (requests.length === 0 && tokens.length === 0) return allowedCheck('ok', {}, null, {}, noCommit);
 
     let res: RlsResponse;
     try {
@@ -157,16 +160,17 @@ class RlsGlobalLimiter implements GlobalLimiter {
 
     const headers = serviceHeaders(res.response_headers_to_add);
     const least = leastRemaining(res.statuses);
-    if (least) Object.assign(headers, limitHeaders(least, this.#now() / 1000));
+    const limit = least ? limitStatus(least, this.#now() / 1000) : null;
+    if (limit) Object.assign(headers, rateLimitHeaders(limit));
     const requestHeaders = serviceHeaders(res.request_headers_to_add);
 
     if (res.overall_code === 'OVER_LIMIT') {
       headers[RATE_LIMITED_HEADER] = 'true';
       const body = res.raw_body.length > 0 ? res.raw_body.toString('utf8') : RATE_LIMITED_BODY;
       this.deps.log.debug({ domain: this.ir.domain, service: this.service }, 'global rate limit: over limit');
-      return { allowed: false, outcome: 'overLimit', status: 429, body, headers, requestHeaders: {}, commitTokens: noCommit };
+      return { allowed: false, outcome: 'overLimit', status: 429, body, headers, limit, requestHeaders: {}, commitTokens: noCommit };
     }
-    return allowedCheck('ok', headers, requestHeaders, this.#committer(tokens));
+    return allowedCheck('ok', headers, limit, requestHeaders, this.#committer(tokens));
   }
 
   #serviceError(err: unknown, tokens: readonly RlsDescriptor[]): GlobalCheck {
@@ -183,13 +187,14 @@ class RlsGlobalLimiter implements GlobalLimiter {
     } else {
       this.deps.log.debug({ ...fields, err: message }, 'rate limit service unavailable');
     }
-    if (failOpen) return allowedCheck('failedOpen', {}, {}, this.#committer(tokens));
+    if (failOpen) return allowedCheck('failedOpen', {}, null, {}, this.#committer(tokens));
     return {
       allowed: false,
       outcome: 'serviceError',
       status: SERVICE_ERROR_STATUS,
       body: SERVICE_ERROR_BODY,
       headers: {},
+      limit: null,
       requestHeaders: {},
       commitTokens: noCommit,
     };
@@ -216,8 +221,9 @@ class RlsGlobalLimiter implements GlobalLimiter {
 function allowedCheck(
   outcome: 'ok' | 'failedOpen',
   headers: Record<string, string>,
+  limit: LimitStatus | null,
   requestHeaders: Record<string, string>,
   commitTokens: (n: number) => Promise<void>,
 ): GlobalCheck {
-  return { allowed: true, outcome, status: 200, body: '', headers, requestHeaders, commitTokens };
+  return { allowed: true, outcome, status: 200, body: '', headers, limit, requestHeaders, commitTokens };
 }
