@@ -130,6 +130,7 @@ describe('tollgate CLI', () => {
     ['no backends', route({ backends: [] }), 'routes[0].backends: is empty; add a backend'],
     ['not YAML', 'binds: [ {', 'config.yaml is invalid'],
     ['empty file', '', 'the file is empty'],
+    ['unknown log module', { config: { logLevel: 'info,nosuch=debug' }, binds: [] }, 'config.logLevel: got "info,nosuch=debug": unknown module "nosuch"; expected one of proxy,'],
   ];
   it.each(cases)('refuses a config with %s, naming the field, exit 2', async (_name, content, expected) => {
     const file = await configFile(content);

@@ -5,10 +5,13 @@ import {
   parseConfigText,
   standaloneToSnapshot,
   validateStandaloneConfig,
+  ValidationError,
   type ProxySnapshot,
   type StandaloneConfig,
 } from '@tollgate/api';
 import { TollgateError } from '../errors.js';
+import { DirectiveError, parseDirective } from '../log/directive.js';
+import { MODULES } from '../log/logger.js';
 
 export interface LoadedConfig {
   readonly path: string;
@@ -31,6 +34,15 @@ export async function readConfigText(path: string): Promise<string> {
 export function parseConfig(path: string, text: string): LoadedConfig {
   const abs = resolve(path);
   const config = validateStandaloneConfig(parseConfigText(text, abs), abs);
+  const logLevel = config.config?.logLevel;
+  if (logLevel !== undefined) {
+    try {
+      parseDirective(logLevel, MODULES);
+    } catch (err) {
+      if (!(err instanceof DirectiveError)) throw err;
+      throw new ValidationError(abs, [{ path: 'config.logLevel', message: `got ${JSON.stringify(logLevel)}: ${err.message}` }]);
+    }
+  }
   return { path: abs, text, config, snapshot: standaloneToSnapshot(config, { kind: 'file', path: abs }) };
 }
 
