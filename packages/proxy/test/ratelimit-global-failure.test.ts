@@ -4,25 +4,14 @@
 // request bytes on the wire, decoded by the same proto definition.
 import * as grpc from '@grpc/grpc-js';
 import type { GlobalRateLimitIR } from '@tollgate/api';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileGlobalLimiter, RlsClientPool, type GlobalLimiter, type RequestFacts } from '../src/ratelimit/global/index.js';
 import { decodeRequest, encodeResponse, SHOULD_RATE_LIMIT_PATH, type RlsRequest } from '../src/ratelimit/global/proto.js';
+import { captureLog } from './support/log.js';
 import { freePort, rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
 
 const availability = rlsAvailability();
-
-interface LogLine {
-  level: number;
-  msg: string;
-  [k: string]: unknown;
-}
-
-function captureLog(): { log: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const log = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as LogLine) });
-  return { log, lines };
-}
 
 const WARN = 40;
 

@@ -4,7 +4,6 @@
 // window boundary cannot fall inside a run in practice; every test uses its own keys.
 import { randomUUID } from 'node:crypto';
 import type { GlobalRateLimitIR } from '@tollgate/api';
-import { pino, type Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   compileGlobalLimiter,
@@ -13,6 +12,7 @@ import {
   type GlobalLimiter,
   type RequestFacts,
 } from '../src/ratelimit/global/index.js';
+import { captureLog } from './support/log.js';
 import { rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
 
 const availability = rlsAvailability();
@@ -50,18 +50,6 @@ descriptors:
     rate_limit: { unit: day, requests_per_unit: 4 }
 `,
 };
-
-interface LogLine {
-  level: number;
-  msg: string;
-  [k: string]: unknown;
-}
-
-function captureLog(): { log: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const log = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as LogLine) });
-  return { log, lines };
-}
 
 function facts(over: Partial<RequestFacts> = {}): RequestFacts {
   return {
