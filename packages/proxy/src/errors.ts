@@ -24,9 +24,24 @@ export const ERRORS = {
   noBackend: spec('TG_NO_BACKEND', 503, 'no backend available for this route'),
   rateLimited: spec('TG_RATE_LIMITED', 429, 'rate limit exceeded'),
   rateLimitServiceUnavailable: spec('TG_RATELIMIT_SERVICE_UNAVAILABLE', 500, 'rate limit service unavailable'),
+  requestBodyTooDeep: spec('TG_REQUEST_BODY_TOO_DEEP', 400, 'request body JSON is nested too deeply'),
+  requestBodyUnreadable: spec('TG_REQUEST_BODY_UNREADABLE', 400, 'request body could not be read'),
+  internal: spec('TG_INTERNAL', 500, 'internal error'),
 } as const;
 
 export type ErrorKey = keyof typeof ERRORS;
+
+/** A request that fails on its own: answered with its catalog entry, the process unaffected. */
+export class RequestFailure extends Error {
+  constructor(
+    readonly spec: ErrorSpec,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'RequestFailure';
+  }
+}
 
 /** Errors of the process itself (start-up, reload), as opposed to a request's. */
 export class TollgateError extends Error {

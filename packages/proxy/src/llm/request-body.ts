@@ -5,8 +5,13 @@
 // forwarded untouched and the request is counted by estimate.
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
+import { ERRORS, RequestFailure } from '../errors.js';
+import { nestsDeeperThan, scanTopLevelObject } from './json-scan.js';
 
 export const MAX_LLM_BODY_BYTES = 8 * 1024 * 1024;
+
+/** Deeper bodies are refused: no chat request nests this far, and depth is what exhausts stacks. */
+export const MAX_JSON_DEPTH = 128;
 
 export interface LlmRequest {
   /** What to send upstream. */
@@ -53,10 +58,18 @@ export function readLlmRequest(req: IncomingMessage): Promise<LlmRequest> {
         resolve({ body, model: null, stream: false, injectedUsage: false, promptText: '', unparsed: `body larger than ${MAX_LLM_BODY_BYTES} bytes` });
       }
     };
-    const onEnd = () => resolve(parse(Buffer.concat(chunks)));
+    // Runs in a stream event handler: anything thrown here must reject this request, never
+    // escape to the process.
+    const onEnd = () => {
+      try {
+        resolve(parse(Buffer.concat(chunks)));
+      } catch (err) {
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    };
     req.on('data', onData);
     req.on('end', onEnd);
-    req.on('error', reject);
+    req.on('error', (err) => reject(new RequestFailure(ERRORS.requestBodyUnreadable, err.message, { cause: err })));
   });
 }
 
@@ -70,6 +83,9 @@ export function parse(raw: Buffer): LlmRequest {
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
     return { body: raw, model: null, stream: false, injectedUsage: false, promptText: raw.toString('utf8'), unparsed: 'not a JSON object' };
   }
+  if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) {
+    throw new RequestFailure(ERRORS.requestBodyTooDeep, `request body nests deeper than ${MAX_JSON_DEPTH} levels`);
+  }
   const o = json as Record<string, unknown>;
   const model = typeof o.model === 'string' ? o.model : null;
   const stream = o.stream === true;
@@ -77,6 +93,21 @@ export function parse(raw: Buffer): LlmRequest {
   const opts = o.stream_options;
   const asked = opts !== null && typeof opts === 'object' && (opts as Record<string, unknown>).include_usage === true;
   if (!stream || asked) return { body: raw, model, stream, injectedUsage: false, promptText, unparsed: null };
-  o.stream_options = { ...(opts !== null && typeof opts === 'object' ? opts : {}), include_usage: true };
-  return { body: Buffer.from(JSON.stringify(o)), model, stream, injectedUsage: true, promptText, unparsed: null };
+  return { body: withIncludeUsage(raw, opts), model, stream, injectedUsage: true, promptText, unparsed: null };
+}
+
+/**
+ * The body with `stream_options.include_usage: true`, spliced into the original bytes so the
+ * rest of the body reaches the backend exactly as the client wrote it (big integers, key
+ * order, duplicate keys, spacing). Only an existing stream_options value is re-encoded.
+ */
+function withIncludeUsage(raw: Buffer, opts: unknown): Buffer {
+  const { members, close } = scanTopLevelObject(raw);
+  const existing = members.get('stream_options');
+  if (existing) {
+    const value = opts !== null && typeof opts === 'object' && !Array.isArray(opts) ? { ...opts, include_usage: true } : { include_usage: true };
+    return Buffer.concat([raw.subarray(0, existing.start), Buffer.from(JSON.stringify(value)), raw.subarray(existing.end)]);
+  }
+  const member = `${members.size ? ',' : ''}"stream_options":{"include_usage":true}`;
+  return Buffer.concat([raw.subarray(0, close), Buffer.from(member), raw.subarray(close)]);
 }

@@ -4,7 +4,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { TollgateError } from '../errors.js';
+import { ERRORS, RequestFailure, TollgateError } from '../errors.js';
+import { sendError } from '../upstream/forward.js';
 import type { CompiledSnapshot } from '../routing/compile.js';
 import type { TraceHub } from '../trace/hub.js';
 import { RequestTracer, type TraceEnv } from '../trace/tracer.js';
@@ -47,11 +48,14 @@ async function serve(ctx: DataPlaneContext, port: number, req: IncomingMessage, 
     ctx.metrics.countRequest(outcome.route ?? 'none', outcome.status);
     if (ctx.log.isLevelEnabled('debug')) ctx.log.debug({ route: outcome.route, status: outcome.status, error: outcome.result?.error?.kind }, 'request done');
   } catch (err) {
-    ctx.log.error({ err }, 'request failed');
-    if (!res.headersSent) {
-      res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end('internal error\n');
-    } else res.destroy();
+    // Whatever one request throws ends that request only.
+    const failure = err instanceof RequestFailure ? err : null;
+    if (failure) ctx.log.debug({ code: failure.spec.code, reason: failure.message }, 'request refused');
+    else ctx.log.error({ err }, 'request failed');
+    const spec = failure?.spec ?? ERRORS.internal;
+    if (!res.headersSent && !res.destroyed) sendError(res, spec);
+    else res.destroy();
+    ctx.metrics.countRequest('none', spec.status);
   } finally {
     ctx.inflight.delete(id);
   }

@@ -1,0 +1,96 @@
+// Byte-level scans of a JSON request body, each one linear pass with no recursion, so that no
+// body can exhaust the stack or cost more than its length. JSON's structural characters are
+// ASCII and UTF-8 continuation bytes never are, so scanning bytes (not decoded text) is exact
+// and byte offsets stay valid for splicing the original buffer.
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+
+/** True when the bytes nest objects and arrays deeper than `limit` (strings are skipped). */
+export function nestsDeeperThan(buf: Uint8Array, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i]!;
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      if (++depth > limit) return true;
+    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) depth--;
+  }
+  return false;
+}
+
+/** Where a member's value lies in the buffer: [start, end). */
+export interface Span {
+  readonly start: number;
+  readonly end: number;
+}
+
+export interface TopLevelObject {
+  /** The value span of the last member with each key (JSON.parse keeps the last one too). */
+  readonly members: ReadonlyMap<string, Span>;
+  /** Offset of the closing brace. */
+  readonly close: number;
+}
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+/**
+ * The members of a top-level JSON object. The caller has already parsed the buffer with
+ * JSON.parse (so it is valid JSON and an object); this only finds where things are.
+ */
+export function scanTopLevelObject(buf: Uint8Array): TopLevelObject {
+  const members = new Map<string, Span>();
+  let depth = 0;
+  let inString = false;
+  let stringStart = -1;
+  let key: string | null = null;
+  let valueStart = -1;
+  let lastNonSpace = -1;
+  let close = -1;
+  const endValue = () => {
+    if (key !== null && valueStart >= 0) members.set(key, { start: valueStart, end: lastNonSpace + 1 });
+    key = null;
+    valueStart = -1;
+  };
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i]!;
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) {
+        inString = false;
+        lastNonSpace = i;
+        // A string at depth 1 that is not a value is a key.
+        if (depth === 1 && valueStart < 0 && key === null) key = JSON.parse(Buffer.from(buf.subarray(stringStart, i + 1)).toString('utf8')) as string;
+      }
+      continue;
+    }
+    if (isSpace(c)) continue;
+    if (depth === 1 && key !== null && valueStart < 0 && c !== COLON) valueStart = i;
+    if (c === QUOTE) {
+      inString = true;
+      stringStart = i;
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) depth++;
+    else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+      depth--;
+      if (depth === 0) {
+        endValue();
+        close = i;
+        break;
+      }
+    } else if (c === COMMA && depth === 1) endValue();
+    lastNonSpace = i;
+  }
+  return { members, close };
+}

@@ -1,0 +1,76 @@
+// Request bodies built to hurt the proxy: each must fail its own request with a catalog error
+// and leave the process serving the next request.
+import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, send, simpleConfig, startGateway, type TestGateway } from './helpers.js';
+
+let llm: MockLlm;
+const cleanups: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  llm = await startMockLlm({ port: 0 });
+});
+afterAll(async () => {
+  await llm.close();
+});
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+async function gateway(routes: unknown[], listener: Record<string, unknown> = {}): Promise<TestGateway> {
+  const gw = await startGateway(simpleConfig(await freePort(), routes, listener));
+  cleanups.push(() => gw.close());
+  return gw;
+}
+
+const chatMatch = [{ path: { type: 'Exact', value: '/v1/chat/completions' } }];
+const tokensPolicy = { traffic: { rateLimit: { local: [{ tokens: 100000, unit: 'Minutes' }] } } };
+
+/** About 12 KB of JSON nested 6,000 levels deep, in a chat request that asks to stream. */
+function deeplyNested(depth = 6000): string {
+  return `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"extra":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+}
+
+function chat(gw: TestGateway, body: string) {
+  return send(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+}
+
+const normal = JSON.stringify({ model: 'mock-gpt', messages: [{ role: 'user', content: 'hi' }] });
+
+describe('deeply nested JSON bodies', () => {
+  it('refuse the request on a metered route with 400 and keep serving', async () => {
+    const gw = await gateway([{ name: 'chat', matches: chatMatch, policies: tokensPolicy, backends: [{ host: `127.0.0.1:${llm.port}` }] }]);
+    const bad = await chat(gw, deeplyNested());
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatch(/nested/);
+    const good = await chat(gw, normal);
+    expect(good.status).toBe(200);
+    expect(JSON.parse(good.body)).toHaveProperty('usage.total_tokens');
+  });
+
+  it('refuse the request under a gateway-level global policy and keep serving', async () => {
+    const rls = `127.0.0.1:${await freePort()}`; // nothing listens: FailOpen lets requests through
+    const global = {
+      service: { host: rls },
+      domain: 'tollgate',
+      failureMode: 'FailOpen',
+      timeout: '50ms',
+      descriptors: [{ unit: 'Requests', entries: [{ name: 'model', expression: 'llm.model' }] }],
+    };
+    const gw = await gateway([{ name: 'chat', matches: chatMatch, backends: [{ host: `127.0.0.1:${llm.port}` }] }], {
+      policies: { traffic: { rateLimit: { global } } },
+    });
+    const bad = await chat(gw, deeplyNested());
+    expect(bad.status).toBe(400);
+    const good = await chat(gw, normal);
+    expect(good.status).toBe(200);
+  });
+
+  it('pass through untouched on a route that does not read bodies', async () => {
+    const gw = await gateway([{ name: 'chat', matches: chatMatch, backends: [{ host: `127.0.0.1:${llm.port}` }] }]);
+    // mock-llm answers what it makes of the body; the proxy must not have looked at it.
+    const r = await chat(gw, deeplyNested(200));
+    expect(r.status).toBeLessThan(500);
+    expect((await chat(gw, normal)).status).toBe(200);
+  });
+});
