@@ -27,6 +27,7 @@ export const ERRORS = {
   requestBodyTooDeep: spec('TG_REQUEST_BODY_TOO_DEEP', 400, 'request body JSON is nested too deeply'),
   requestBodyUnreadable: spec('TG_REQUEST_BODY_UNREADABLE', 400, 'request body could not be read'),
   internal: spec('TG_INTERNAL', 500, 'internal error'),
+  tooManyTraceSessions: spec('TG_TRACE_SESSIONS_FULL', 429, 'too many trace sessions are waiting'),
 } as const;
 
 export type ErrorKey = keyof typeof ERRORS;

@@ -47,6 +47,8 @@ export interface CompiledSnapshot {
   readonly binds: ReadonlyMap<number, CompiledBind>;
   /** Routes whose hostnames share none with their listener's: not served, reported once. */
   readonly detached: readonly string[];
+  /** Some route counts LLM tokens (the tokenizer must be loaded before this serves). */
+  readonly countsTokens: boolean;
 }
 
 export interface RouteHit {
@@ -58,6 +60,7 @@ export interface RouteHit {
 export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = null): CompiledSnapshot {
   const binds = new Map<number, CompiledBind>();
   const detached: string[] = [];
+  let countsTokens = false;
   let order = 0;
   for (const bind of ir.binds) {
     const listeners = new HostTable<CompiledListener>();
@@ -78,6 +81,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
           policy: routePolicy,
           countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false),
         };
+        countsTokens ||= route.countsTokens;
         const base = order;
         order += r.matches.length;
         for (const h of hosts) {
@@ -89,7 +93,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
     }
     binds.set(bind.port, { ir: bind, listeners });
   }
-  return { ir, binds, detached };
+  return { ir, binds, detached, countsTokens };
 }
 
 /**

@@ -5,59 +5,43 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { ERRORS, RequestFailure, TollgateError } from '../errors.js';
-import { sendError } from '../upstream/forward.js';
+import { RequestContext, type PipelineDeps } from '../pipeline/context.js';
+import { handleRequest } from '../pipeline/handle-request.js';
 import type { CompiledSnapshot } from '../routing/compile.js';
-import type { TraceHub } from '../trace/hub.js';
-import { RequestTracer, type TraceEnv } from '../trace/tracer.js';
-import { normalizeHost } from '../routing/hostname.js';
-import { handleRequest, type DataPlaneDeps } from './handle-request.js';
+import { sendError } from '../upstream/forward.js';
 import type { InFlight } from './inflight.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'];
 
-export interface DataPlaneContext extends DataPlaneDeps {
+export interface DataPlaneContext extends PipelineDeps {
   current(): CompiledSnapshot;
   readonly log: Logger;
   readonly inflight: Map<number, InFlight>;
-  readonly traces: TraceHub;
-  readonly traceEnv: TraceEnv;
-}
-
-function claimTrace(ctx: DataPlaneContext, raw: IncomingMessage, acceptedAt: bigint, entry: InFlight): RequestTracer | null {
-  const url = raw.url ?? '/';
-  const q = url.indexOf('?');
-  const session = ctx.traces.claim(
-    { method: raw.method ?? 'GET', path: q < 0 ? url : url.slice(0, q), host: normalizeHost(raw.headers.host), headers: raw.headers },
-    `${raw.method} ${url}`,
-  );
-  if (!session) return null;
-  entry.traced = session.id;
-  return new RequestTracer(ctx.traces, session, acceptedAt, raw, ctx.traceEnv);
 }
 
 let nextId = 1;
 
-/** One request, start to end: the in-flight record, the trace claim, the pipeline, metrics. */
-async function serve(ctx: DataPlaneContext, port: number, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/** One request, start to end: the in-flight record, the pipeline, metrics, the request log. */
+async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const id = nextId++;
   const entry: InFlight = { id, method: req.method ?? 'GET', url: req.url ?? '/', startedAt: Date.now(), stage: 'routing' };
-  ctx.inflight.set(id, entry);
+  dp.inflight.set(id, entry);
+  const ctx = new RequestContext(dp.current(), port, req, res, entry, dp);
   try {
-    const tracer = ctx.traces.armed ? claimTrace(ctx, req, process.hrtime.bigint(), entry) : null;
-    const outcome = await handleRequest(ctx.current(), port, req, res, ctx, entry, tracer);
-    ctx.metrics.countRequest(outcome.route ?? 'none', outcome.status);
-    if (ctx.log.isLevelEnabled('debug')) ctx.log.debug({ route: outcome.route, status: outcome.status, error: outcome.result?.error?.kind }, 'request done');
+    await handleRequest(ctx);
+    if (dp.log.isLevelEnabled('debug')) dp.log.debug({ route: ctx.routeName, status: ctx.status, error: ctx.error ?? undefined }, 'request done');
   } catch (err) {
     // Whatever one request throws ends that request only.
     const failure = err instanceof RequestFailure ? err : null;
-    if (failure) ctx.log.debug({ code: failure.spec.code, reason: failure.message }, 'request refused');
-    else ctx.log.error({ err }, 'request failed');
+    if (failure) dp.log.debug({ code: failure.spec.code, reason: failure.message }, 'request refused');
+    else dp.log.error({ err }, 'request failed');
     const spec = failure?.spec ?? ERRORS.internal;
+    ctx.status = spec.status;
     if (!res.headersSent && !res.destroyed) sendError(res, spec);
     else res.destroy();
-    ctx.metrics.countRequest('none', spec.status);
   } finally {
-    ctx.inflight.delete(id);
+    dp.metrics.countRequest(ctx.routeName ?? 'none', ctx.status);
+    dp.inflight.delete(id);
   }
 }
 

@@ -14,7 +14,8 @@ import type { GlobalFactory } from '../ratelimit/policy.js';
 import { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
-import { DataPlaneServer } from './data-plane.js';
+import { loadTokenizer } from '../llm/estimate.js';
+import { DataPlaneServer, type DataPlaneContext } from './data-plane.js';
 import type { InFlight } from './inflight.js';
 
 export interface RuntimeOptions {
@@ -24,6 +25,8 @@ export interface RuntimeOptions {
   readonly backendRequestTimeoutMs: number;
   readonly drainTimeoutMs: number;
   readonly log: Logger;
+  /** Trace sessions that may wait at once (config.maxTraceSessions). */
+  readonly maxTraceSessions?: number;
 }
 
 const BODY_IDLE_TIMEOUT_MS = 300_000;
@@ -37,7 +40,7 @@ export class ProxyRuntime {
   readonly #servers = new Map<string, DataPlaneServer>();
   readonly pools: PoolSet;
   readonly inflight = new Map<number, InFlight>();
-  readonly traces = new TraceHub();
+  readonly traces: TraceHub;
   readonly endpointStats = new EndpointStatsTable();
   readonly metrics = new ProxyMetrics();
   readonly limiters: LimiterStore;
@@ -46,6 +49,8 @@ export class ProxyRuntime {
   readonly #makeGlobal: GlobalFactory;
   draining = false;
   readonly traceEnv: TraceEnv = traceEnvFromProcess();
+  /** What every request of this runtime shares (one object, so a trace hub can tell its own requests). */
+  readonly #deps: DataPlaneContext;
   readonly startedAt = Date.now();
   loadedAt = 0;
 
@@ -54,6 +59,19 @@ export class ProxyRuntime {
     this.limiters = new LimiterStore(options.clock ?? systemClock);
     const log = options.rateLimitLog ?? options.log;
     this.#makeGlobal = (ir) => compileGlobalLimiter(ir, { log, clients: this.rateLimitServices });
+    this.traces = new TraceHub(this.traceEnv, options.maxTraceSessions);
+    this.#deps = {
+      current: () => this.current,
+      log: options.log,
+      inflight: this.inflight,
+      pools: this.pools,
+      endpointStats: this.endpointStats,
+      metrics: this.metrics,
+      rateLimitLog: options.rateLimitLog ?? options.log,
+      defaultBackendTimeoutMs: options.backendRequestTimeoutMs,
+      bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
+    };
+    this.traces.owner = this.#deps;
   }
 
   get current(): CompiledSnapshot {
@@ -78,6 +96,7 @@ export class ProxyRuntime {
       this.limiters.discard();
       throw err;
     }
+    if (next.countsTokens) await loadTokenizer();
     for (const name of next.detached) {
       this.options.log.warn({ route: name }, `route ${name} is not attached: none of its hostnames intersects its listener hostname`);
     }
@@ -86,19 +105,7 @@ export class ProxyRuntime {
     try {
       for (const [key, bind] of wanted) {
         if (this.#servers.has(key)) continue;
-        const server = new DataPlaneServer(bind.port, bind.address, {
-          current: () => this.current,
-          log: this.options.log,
-          inflight: this.inflight,
-          traces: this.traces,
-          traceEnv: this.traceEnv,
-          pools: this.pools,
-          endpointStats: this.endpointStats,
-          metrics: this.metrics,
-          rateLimitLog: this.options.rateLimitLog ?? this.options.log,
-          defaultBackendTimeoutMs: this.options.backendRequestTimeoutMs,
-          bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
-        });
+        const server = new DataPlaneServer(bind.port, bind.address, this.#deps);
         await server.listen();
         started.push(server);
       }

@@ -3,8 +3,11 @@
 // never decreasing; header values that are credentials are redacted.
 import { hostname } from 'node:os';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { redactHeaders, type EffectivePolicy, type RequestState, type TraceEvent, type TraceMessage } from '@tollgate/api';
-import type { TraceHub, TraceSession } from './hub.js';
+import { redactHeaders, type RequestState, type TraceEvent, type TraceMessage } from '@tollgate/api';
+import type { RequestContext } from '../pipeline/context.js';
+import type { RequestStage, ResponseStage } from '../pipeline/events.js';
+import type { TraceSession } from './hub.js';
+import { effectivePolicy } from './effective-policy.js';
 
 export interface TraceEnv {
   readonly podName: string;
@@ -44,8 +47,7 @@ export class RequestTracer {
   readonly #version: string;
 
   constructor(
-    private readonly hub: TraceHub,
-    private readonly session: TraceSession,
+    readonly session: TraceSession,
     private readonly acceptedAt: bigint,
     req: IncomingMessage,
     private readonly env: TraceEnv,
@@ -94,16 +96,25 @@ export class RequestTracer {
     this.#emit({ type: 'requestStarted' });
   }
 
-  requestSnapshot(stage: 'initial request' | 'gateway policies' | 'route policies' | 'final request', view: RequestView, backend?: RequestState['backend']): void {
+  /**
+   * The request as a stage leaves it: as received before routing, as it will go upstream
+   * (filters applied) after the route policies, and with its backend in the final request.
+   */
+  requestSnapshot(stage: RequestStage, ctx: RequestContext): void {
+    const upstream = stage === 'route policies' || stage === 'final request';
+    const view: RequestView = upstream
+      ? { method: ctx.method, path: ctx.upstreamPath, query: ctx.query, headers: ctx.upstreamHeaders ?? ctx.headers }
+      : { method: ctx.method, path: ctx.path, query: ctx.query, headers: ctx.headers };
+    const backend = stage === 'final request' && ctx.backend ? { name: ctx.backend.name, type: 'service' as const, protocol: 'http' as const } : undefined;
     this.#emit({ type: 'requestSnapshot', stage, requestState: this.requestState(view, backend) });
   }
 
-  routeSelection(selectedRoute: string | null, evaluatedRoutes: string[]): void {
-    this.#emit({ type: 'routeSelection', selectedRoute, evaluatedRoutes });
+  routeSelection(ctx: RequestContext): void {
+    this.#emit({ type: 'routeSelection', selectedRoute: ctx.routeName, evaluatedRoutes: ctx.evaluated ?? [] });
   }
 
-  policySelection(effectivePolicy: EffectivePolicy): void {
-    this.#emit({ type: 'policySelection', effectivePolicy });
+  policySelection(ctx: RequestContext): void {
+    this.#emit({ type: 'policySelection', effectivePolicy: effectivePolicy(ctx.listener!.ir, ctx.route?.ir ?? null) });
   }
 
   backendCallStart(target: string): void {
@@ -116,15 +127,14 @@ export class RequestTracer {
     this.#emit({ type: 'backendCallResult', status, error }, severityOf(status, error !== null), this.#callStart ?? this.#now());
   }
 
-  responseSnapshot(stage: 'backend response ready' | 'final response', code: number, headers: Record<string, string | string[] | undefined>): void {
+  responseSnapshot(stage: ResponseStage, code: number, headers: Record<string, string | string[] | undefined>): void {
     this.#emit(
       { type: 'responseSnapshot', stage, requestState: { response: { code, headers: redactHeaders(headers) }, env: { ...this.env } } },
       stage === 'final response' ? severityOf(code) : 'info',
     );
   }
 
-  finished(tokens?: { total: number; estimated: boolean; model: string | null }): void {
-    this.#emit(tokens ? { type: 'requestFinished', tokens } : { type: 'requestFinished' });
-    this.hub.finish(this.session);
+  finished(): void {
+    this.#emit({ type: 'requestFinished' });
   }
 }

@@ -1,0 +1,33 @@
+// Answers the gateway gives itself instead of the backend's: catalog errors, rate-limit
+// refusals and redirects. Each ends the request: the final response is published and the
+// request finished.
+import type { ErrorSpec } from '../errors.js';
+import type { Refusal } from '../ratelimit/policy.js';
+import { sendError } from '../upstream/forward.js';
+import type { RequestContext } from './context.js';
+import { publish, type HeaderValues } from './events.js';
+
+function done(ctx: RequestContext, status: number, headers: HeaderValues): void {
+  ctx.status = status;
+  if (ctx.observed) {
+    publish.responseSnapshot(ctx, 'final response', status, headers);
+    publish.finish(ctx);
+  }
+}
+
+/** Answers with a catalog entry. */
+export function answerError(ctx: RequestContext, spec: ErrorSpec, extraHeaders?: Record<string, string>): void {
+  done(ctx, spec.status, sendError(ctx.res, spec, extraHeaders));
+}
+
+/** Answers a request refused by a rate limit; it never reaches the backend. */
+export function answerRefusal(ctx: RequestContext, refusal: Refusal): void {
+  answerError(ctx, refusal.spec, refusal.headers);
+}
+
+/** Answers with a body-less response the gateway makes itself (a redirect). */
+export function answerDirect(ctx: RequestContext, status: number, headers: Record<string, string>): void {
+  ctx.res.writeHead(status, headers);
+  ctx.res.end();
+  done(ctx, status, headers);
+}

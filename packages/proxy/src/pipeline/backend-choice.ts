@@ -1,0 +1,22 @@
+// Stage 5, backend choice: one of the route's backends by weight; the request gains its
+// x-forwarded-* headers on the way out.
+import { ERRORS } from '../errors.js';
+import { addForwarded } from '../upstream/headers.js';
+import { answerError } from './answer.js';
+import type { RequestContext } from './context.js';
+import { publish } from './events.js';
+
+/** Returns false when the route has no backend to send to (answered 503). */
+export function chooseBackend(ctx: RequestContext): boolean {
+  addForwarded(ctx.upstreamHeaders!, ctx.req.socket.remoteAddress, 'http', ctx.rawHost);
+  const backend = ctx.route!.pickBackend();
+  if (!backend) {
+    answerError(ctx, ERRORS.noBackend);
+    return false;
+  }
+  ctx.backend = backend;
+  ctx.entry.stage = 'upstream';
+  ctx.entry.upstream = backend.name;
+  if (ctx.observed) publish.requestSnapshot(ctx, 'final request');
+  return true;
+}

@@ -1,0 +1,96 @@
+// The state of one request as it moves through the pipeline: what arrived, and what each stage
+// decided. One object per request, created with every field so its shape never changes (a
+// class, not a growing literal: V8 keeps one hidden class for all requests). Stages read and
+// write it; nothing else carries request state between them.
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { BackendIR, PathMatchIR } from '@tollgate/api';
+import type { LlmRequest } from '../llm/request-body.js';
+import type { ProxyMetrics } from '../metrics/metrics.js';
+import type { Admissions } from '../ratelimit/policy.js';
+import type { CompiledListener, CompiledRoute, CompiledSnapshot } from '../routing/compile.js';
+import { normalizeHost } from '../routing/hostname.js';
+import type { PoolSet } from '../upstream/pools.js';
+import type { EndpointStatsTable } from '../upstream/stats.js';
+import type { Logger } from 'pino';
+import type { InFlight } from '../server/inflight.js';
+
+/** What the pipeline needs from the running proxy, shared by all requests. */
+export interface PipelineDeps {
+  readonly pools: PoolSet;
+  readonly endpointStats: EndpointStatsTable;
+  readonly metrics: ProxyMetrics;
+  readonly rateLimitLog: Logger;
+  readonly defaultBackendTimeoutMs: number;
+  readonly bodyIdleTimeoutMs: number;
+}
+
+export type HeaderMap = Record<string, string | string[] | undefined>;
+
+export class RequestContext {
+  // What arrived.
+  readonly method: string;
+  readonly rawHost: string | undefined;
+  /** Host without port, lower case: what listeners and routes match. */
+  readonly host: string;
+  /** Path as matched by routes, without the query. */
+  readonly path: string;
+  /** Query string without "?" ("" when none). */
+  readonly query: string;
+  /** The client's headers, as received. */
+  readonly headers: IncomingHttpHeaders;
+
+  /** True when a subscriber of the request channels (a trace session) watches this request. */
+  observed = false;
+
+  // What the stages decide.
+  listener: CompiledListener | null = null;
+  route: CompiledRoute | null = null;
+  /** The path match that selected the route (URLRewrite and redirects rewrite against it). */
+  matched: PathMatchIR | null = null;
+  /** Routes tried during selection, in order; collected only for observed requests. */
+  evaluated: string[] | null = null;
+  /** Rate-limit state; exists only once a policy applies. */
+  admissions: Admissions | null = null;
+  /** The parsed LLM body; read only when a limit needs it. */
+  llm: LlmRequest | null = null;
+  /** Headers for the upstream request, built by the route policies stage. */
+  upstreamHeaders: HeaderMap | null = null;
+  /** Path for the upstream request (after URLRewrite). */
+  upstreamPath: string;
+  backend: BackendIR | null = null;
+  /** Status sent to the client, once known. */
+  status = 0;
+  /** Catalog code of a transport failure of the upstream call, for the request log. */
+  error: string | null = null;
+
+  constructor(
+    readonly snapshot: CompiledSnapshot,
+    readonly port: number,
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly entry: InFlight,
+    readonly deps: PipelineDeps,
+  ) {
+    this.method = req.method ?? 'GET';
+    this.headers = req.headers;
+    this.rawHost = req.headers.host;
+    this.host = normalizeHost(this.rawHost);
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    this.path = q < 0 ? url : url.slice(0, q);
+    this.query = q < 0 ? '' : url.slice(q + 1);
+    this.upstreamPath = this.path;
+  }
+
+  /** The route's name, or null before one is selected. */
+  get routeName(): string | null {
+    return this.route?.ir.name ?? null;
+  }
+
+  /** Whether the client sent a body (a stream the upstream call forwards, or the LLM stage reads). */
+  get hasBody(): boolean {
+    const h = this.headers;
+    const len = h['content-length'];
+    return h['transfer-encoding'] !== undefined || (len !== undefined && len !== '0');
+  }
+}

@@ -1,0 +1,24 @@
+// A request through the data plane, in the spec's order (§6): listener, gateway policies,
+// route selection, route policies, backend choice, upstream call with the response policies.
+// Each stage is a file of its own; a stage that answers the request itself (a refusal, a
+// 404, a redirect) returns false and the request ends there. Every stage reads the snapshot
+// captured when the request arrived, so a reload never changes the rules under a request in
+// flight. Tracing is not woven in: stages publish on diagnostics channels (events.ts).
+import { selectListener } from './listener.js';
+import { applyGatewayPolicies } from './gateway-policies.js';
+import { selectRouteStage } from './route-selection.js';
+import { applyRoutePolicies } from './route-policies.js';
+import { chooseBackend } from './backend-choice.js';
+import { callUpstream } from './upstream-call.js';
+import { announce } from './events.js';
+import type { RequestContext } from './context.js';
+
+export async function handleRequest(ctx: RequestContext): Promise<void> {
+  announce(ctx);
+  selectListener(ctx);
+  if (!(await applyGatewayPolicies(ctx))) return;
+  if (!selectRouteStage(ctx)) return;
+  if (!(await applyRoutePolicies(ctx))) return;
+  if (!chooseBackend(ctx)) return;
+  await callUpstream(ctx);
+}

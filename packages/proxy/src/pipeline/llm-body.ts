@@ -1,0 +1,14 @@
+// The LLM body is read only when a limit needs it: the model for global descriptors, or the
+// token count of a route that counts tokens. Read once; later stages reuse it.
+import { readLlmRequest } from '../llm/request-body.js';
+import type { RequestFacts } from '../ratelimit/policy.js';
+import type { RequestContext } from './context.js';
+
+export async function readBodyOnce(ctx: RequestContext): Promise<void> {
+  if (!ctx.llm && ctx.hasBody) ctx.llm = await readLlmRequest(ctx.req);
+}
+
+/** What global rate-limit descriptors see of the request. */
+export function requestFacts(ctx: RequestContext): RequestFacts {
+  return { method: ctx.method, path: ctx.path, host: ctx.host, headers: ctx.req.headers, sourceAddress: ctx.req.socket.remoteAddress ?? '', model: ctx.llm?.model ?? null };
+}

@@ -1,0 +1,46 @@
+// Stage 4, route policies: the route's rate limits, then its filters: a RequestRedirect
+// answers here; RequestHeaderModifier and URLRewrite shape the upstream request.
+import { applyHeaderModifier } from '../filters/header-modifier.js';
+import { rewritePath } from '../filters/path.js';
+import { redirectLocation } from '../filters/redirect.js';
+import { endToEnd } from '../upstream/headers.js';
+import { admit } from './admit.js';
+import { answerDirect, answerRefusal } from './answer.js';
+import type { RequestContext } from './context.js';
+import { publish } from './events.js';
+import { readBodyOnce } from './llm-body.js';
+
+/** Returns false when the request was answered here (refused or redirected). */
+export async function applyRoutePolicies(ctx: RequestContext): Promise<boolean> {
+  const route = ctx.route!;
+  if (route.countsTokens) await readBodyOnce(ctx);
+  if (route.policy) {
+    const refusal = await admit(ctx, route.policy);
+    if (refusal) {
+      ctx.deps.rateLimitLog.debug({ level: 'route', route: route.ir.name }, 'request refused by a route-level rate limit');
+      answerRefusal(ctx, refusal);
+      return false;
+    }
+  }
+  if (route.redirect) {
+    const location = redirectLocation(route.redirect, { scheme: 'http', host: ctx.host, listenerPort: ctx.port, path: ctx.path, query: ctx.query, matched: ctx.matched! });
+    answerDirect(ctx, route.redirect.statusCode, { ...ctx.admissions?.responseHeaders(), location, 'content-length': '0' });
+    return false;
+  }
+  const headers = endToEnd(ctx.headers);
+  if (ctx.admissions) Object.assign(headers, ctx.admissions.requestHeaders);
+  for (const f of route.ir.filters) {
+    if (f.type === 'RequestHeaderModifier') applyHeaderModifier(headers, f);
+    else if (f.type === 'URLRewrite') {
+      if (f.hostname) headers.host = f.hostname;
+      if (f.path) ctx.upstreamPath = rewritePath(ctx.path, f.path, ctx.matched!);
+    }
+  }
+  if (Buffer.isBuffer(ctx.llm?.body)) {
+    headers['content-length'] = String(ctx.llm.body.length);
+    delete headers['transfer-encoding'];
+  }
+  ctx.upstreamHeaders = headers;
+  if (ctx.observed) publish.requestSnapshot(ctx, 'route policies');
+  return true;
+}

@@ -1,0 +1,22 @@
+// Stage 3, route selection: Gateway API precedence within the listener (routing/compile.ts).
+import { ERRORS } from '../errors.js';
+import { selectRoute } from '../routing/compile.js';
+import { answerError } from './answer.js';
+import type { RequestContext } from './context.js';
+import { publish } from './events.js';
+
+/** Returns false when no route matches (answered 404). */
+export function selectRouteStage(ctx: RequestContext): boolean {
+  if (ctx.observed) ctx.evaluated = [];
+  const hit = ctx.listener ? selectRoute(ctx.listener, ctx.host, ctx, ctx.evaluated ?? undefined) : null;
+  ctx.route = hit?.route ?? null;
+  ctx.matched = hit?.matched ?? null;
+  if (ctx.observed) publish.route(ctx);
+  if (!hit) {
+    answerError(ctx, ERRORS.noRoute);
+    return false;
+  }
+  ctx.entry.route = hit.route.ir.name;
+  if (ctx.observed) publish.policy(ctx);
+  return true;
+}

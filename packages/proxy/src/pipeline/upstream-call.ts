@@ -1,0 +1,48 @@
+// Stage 6, upstream call: the request goes to the chosen backend through its undici pool; the
+// response streams back through the response policies. A transport failure before anything
+// reached the client is answered with its catalog entry.
+import { ERRORS } from '../errors.js';
+import { forward } from '../upstream/forward.js';
+import { answerError } from './answer.js';
+import type { RequestContext } from './context.js';
+import { publish } from './events.js';
+import { ResponsePolicies } from './response-policies.js';
+
+export async function callUpstream(ctx: RequestContext): Promise<void> {
+  const { deps } = ctx;
+  const route = ctx.route!.ir;
+  const backend = ctx.backend!;
+  if (ctx.observed) publish.backendStart(ctx, backend.name);
+  const response = new ResponsePolicies(ctx);
+  const body = ctx.llm ? ctx.llm.body : ctx.hasBody ? ctx.req : null;
+  const callStart = performance.now();
+  const result = await forward(
+    deps.pools.get(backend.name, backend.host, backend.port),
+    {
+      method: ctx.method,
+      path: ctx.query ? `${ctx.upstreamPath}?${ctx.query}` : ctx.upstreamPath,
+      headers: ctx.upstreamHeaders!,
+      body,
+      headersTimeoutMs: route.timeouts.backendRequestMs ?? deps.defaultBackendTimeoutMs,
+      bodyTimeoutMs: deps.bodyIdleTimeoutMs,
+      requestTimeoutMs: route.timeouts.requestMs,
+    },
+    ctx.res,
+    response,
+  );
+  const latencyMs = (response.headersAt || performance.now()) - callStart;
+  if (result.error?.kind !== 'TG_CLIENT_GONE') {
+    deps.endpointStats.record(backend.name, result.error === null && result.status < 500, latencyMs);
+  }
+  if (response.headersAt) deps.metrics.observeUpstreamLatency(route.name, latencyMs / 1000);
+  ctx.error = result.error?.kind ?? null;
+  if (result.error && !result.responded) {
+    const spec = result.error.spec ?? ERRORS.upstreamReset;
+    if (ctx.observed) publish.backendResult(ctx, spec.status, { kind: result.error.kind, message: result.error.message });
+    answerError(ctx, spec);
+    return;
+  }
+  ctx.status = result.status;
+  response.chargeTokens();
+  if (ctx.observed) publish.finish(ctx);
+}
