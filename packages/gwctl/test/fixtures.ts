@@ -48,7 +48,7 @@ export function okTrace(): TraceEvent[] {
       severity: 'info',
       message: { type: 'responseSnapshot', stage: 'final response', requestState: { response: { code: 200, headers: { 'content-type': 'application/json', 'x-ratelimit-remaining': '4983' } }, env } },
     },
-    { eventStart: null, eventEnd: 9100, severity: 'info', message: { type: 'requestFinished', tokens: { total: 17, estimated: false, model: 'gpt-test' } } },
+    { eventStart: null, eventEnd: 9100, severity: 'info', message: { type: 'requestFinished' } },
   ];
 }
 

@@ -57,7 +57,7 @@ describe('format', () => {
       'Backend Result | status=200 in 8.4ms',
       'Snapshot | backend response ready: 200',
       'Snapshot | final response: 200',
-      'Request Done | after 9.1ms, 17 tokens',
+      'Request Done | after 9.1ms',
     ]);
     expect(summary(refusedTrace()[8]!)).toBe('status=503 TG_UPSTREAM_REFUSED in 460µs');
   });
@@ -103,7 +103,7 @@ describe('TraceApp', () => {
       ' 9  Backend Result  status=200 in 8.4ms',
       '10  Snapshot        backend response ready: 200',
       '11  Snapshot        final response: 200',
-      '12  Request Done    after 9.1ms, 17 tokens',
+      '12  Request Done    after 9.1ms',
     ]);
     expect(lines[11]).toMatch(/^── Event JSON of #12 Request Done {2}\[e event\]/);
     expect(lines[12]).toBe('{');

@@ -100,22 +100,7 @@ export const TraceMessage = Type.Union([
     { additionalProperties: false },
   ),
   Type.Object({ type: Type.Literal('responseSnapshot'), stage: Enum(RESPONSE_STAGES, 'Response stage.'), requestState: ResponseState }, { additionalProperties: false }),
-  Type.Object(
-    {
-      type: Type.Literal('requestFinished'),
-      tokens: Type.Optional(
-        Type.Object(
-          {
-            total: Type.Integer({ minimum: 0, description: 'LLM tokens charged to the token limits.' }),
-            estimated: Type.Boolean({ description: 'True when the backend reported no usage and the tokenizer estimated it.' }),
-            model: Type.Union([Type.String(), Type.Null()]),
-          },
-          { additionalProperties: false, description: 'On routes that count LLM tokens: what this request was charged.' },
-        ),
-      ),
-    },
-    { additionalProperties: false },
-  ),
+  Type.Object({ type: Type.Literal('requestFinished') }, { additionalProperties: false }),
 ]);
 export type TraceMessage = Static<typeof TraceMessage>;
 

@@ -51,7 +51,7 @@ export function summary(e: TraceEvent): string {
     case 'responseSnapshot':
       return `${m.stage}: ${m.requestState.response.code}`;
     case 'requestFinished':
-      return `after ${duration(e.eventEnd)}${m.tokens ? `, ${m.tokens.estimated ? '~' : ''}${m.tokens.total} tokens` : ''}`;
+      return `after ${duration(e.eventEnd)}`;
   }
 }
 

@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TraceEvent } from '@tollgate/api';
 import { compileTraceFilter, TraceFilterError, type TraceFilter } from '../../trace/filter.js';
+import { ERRORS } from '../../errors.js';
 import type { AdminContext } from '../context.js';
 import { rejectUnknownQuery, single } from '../query.js';
 
@@ -24,10 +25,14 @@ export function traceRoutes(app: FastifyInstance, ctx: AdminContext): void {
       if (err instanceof TraceFilterError) return reply.code(400).type('text/plain; charset=utf-8').send(`${err.message}\n`);
       throw err;
     }
+    const hub = ctx.runtime.traces;
+    if (hub.waiting().length >= hub.maxArmed) {
+      const spec = ERRORS.tooManyTraceSessions;
+      return reply.code(spec.status).type('text/plain; charset=utf-8').send(`${spec.code}: ${hub.maxArmed} trace sessions are already waiting; close one or raise config.maxTraceSessions\n`);
+    }
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-    const hub = ctx.runtime.traces;
     const session = hub.arm(filter, match ?? null, {
       send: (event: TraceEvent) => void res.write(`data: ${JSON.stringify(event)}\n\n`),
       end: () => {
