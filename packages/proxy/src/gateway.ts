@@ -49,6 +49,7 @@ export class Gateway {
       connectTimeoutMs: parseDuration(settings.connectTimeout ?? '5s'),
       backendRequestTimeoutMs: parseDuration(settings.backendRequestTimeout ?? '60s'),
       drainTimeoutMs: parseDuration(settings.drainTimeout ?? '30s'),
+      maxTraceSessions: settings.maxTraceSessions ?? 32,
       log,
       rateLimitLog: logs.get('ratelimit'),
       clock: options.clock,

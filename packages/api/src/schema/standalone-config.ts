@@ -2,7 +2,7 @@
 // Fields of the interface spec (§2.6) and DESIGN.md's shape; every object is closed
 // (unknown fields are errors) so that a typo never silently does nothing.
 import { Type, type Static } from '@sinclair/typebox';
-import { Duration, Enum, Hostname, HostPort, Port } from './common.js';
+import { Duration, Enum, Hostname, HostPort, Port, PositiveInt } from './common.js';
 import { HTTPRouteFilter, HTTPRouteMatch, RouteTimeouts } from './gateway-api.js';
 import { PolicySet } from './traffic-policy.js';
 
@@ -65,6 +65,7 @@ export const ProcessConfig = Type.Object(
     connectTimeout: Type.Optional(Duration('Time to open a connection to a backend; default 5s.')),
     backendRequestTimeout: Type.Optional(Duration('Default time to wait for a backend response to start, for routes without timeouts.backendRequest; default 60s.')),
     drainTimeout: Type.Optional(Duration('How long shutdown waits for in-flight requests; default 30s.')),
+    maxTraceSessions: Type.Optional(PositiveInt('Trace sessions that may wait for a request at once; beyond it GET /debug/trace answers 429. Default 32.', 1024)),
   },
   { additionalProperties: false, description: 'Process settings.' },
 );
