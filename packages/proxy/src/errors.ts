@@ -26,6 +26,7 @@ export const ERRORS = {
   rateLimitServiceUnavailable: spec('TG_RATELIMIT_SERVICE_UNAVAILABLE', 500, 'rate limit service unavailable'),
   requestBodyTooDeep: spec('TG_REQUEST_BODY_TOO_DEEP', 400, 'request body JSON is nested too deeply'),
   requestBodyUnreadable: spec('TG_REQUEST_BODY_UNREADABLE', 400, 'request body could not be read'),
+  requestBodyTimeout: spec('TG_REQUEST_BODY_TIMEOUT', 408, 'request body timeout: no data within the body idle timeout'),
   internal: spec('TG_INTERNAL', 500, 'internal error'),
   tooManyTraceSessions: spec('TG_TRACE_SESSIONS_FULL', 429, 'too many trace sessions are waiting'),
 } as const;

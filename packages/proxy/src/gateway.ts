@@ -6,7 +6,7 @@ import { AdminServer } from './admin/admin-server.js';
 import { loadConfigFile, parseConfig, type LoadedConfig } from './config/load-file.js';
 import { ConfigWatcher } from './config/watch.js';
 import { LogControl } from './log/logger.js';
-import { ProxyRuntime } from './server/runtime.js';
+import { DEFAULT_CLIENT_TIMEOUTS, ProxyRuntime } from './server/runtime.js';
 import { OpsServer } from './server/ops-server.js';
 import type { Clock } from './ratelimit/clock.js';
 
@@ -50,6 +50,11 @@ export class Gateway {
       backendRequestTimeoutMs: parseDuration(settings.backendRequestTimeout ?? '60s'),
       drainTimeoutMs: parseDuration(settings.drainTimeout ?? '30s'),
       maxTraceSessions: settings.maxTraceSessions ?? 32,
+      clientTimeouts: {
+        requestHeadersMs: settings.requestHeadersTimeout ? parseDuration(settings.requestHeadersTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestHeadersMs,
+        requestBodyIdleMs: settings.requestBodyIdleTimeout ? parseDuration(settings.requestBodyIdleTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyIdleMs,
+        keepAliveMs: settings.keepAliveTimeout ? parseDuration(settings.keepAliveTimeout) : DEFAULT_CLIENT_TIMEOUTS.keepAliveMs,
+      },
       log,
       rateLimitLog: logs.get('ratelimit'),
       clock: options.clock,

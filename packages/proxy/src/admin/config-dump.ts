@@ -9,7 +9,15 @@ function round(n: number, digits: number): number {
   return Math.round(n * f) / f;
 }
 
-export function configDump(ir: ProxySnapshot, loadedAt: number, stats: EndpointStatsTable) {
+/** Process settings that bound what a client may take; shown so an operator can check them. */
+export interface DumpSettings {
+  readonly requestHeadersTimeoutMs: number;
+  readonly requestBodyIdleTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly maxTraceSessions: number;
+}
+
+export function configDump(ir: ProxySnapshot, loadedAt: number, stats: EndpointStatsTable, settings: DumpSettings) {
   const listeners = ir.binds.flatMap((b) =>
     b.listeners.map((l) => ({ name: l.name, bind: `${b.address}:${b.port}`, protocol: l.protocol, hostname: l.hostname, routes: l.routes.map((r) => r.name) })),
   );
@@ -48,6 +56,7 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, stats: EndpointS
     version: ir.version,
     source: ir.source,
     loadedAt: new Date(loadedAt).toISOString(),
+    settings,
     binds: ir.binds.map((b) => ({ port: b.port, address: b.address, listeners: b.listeners.map((l) => l.name) })),
     listeners,
     routes,

@@ -9,14 +9,26 @@ import { RequestContext, type PipelineDeps } from '../pipeline/context.js';
 import { handleRequest } from '../pipeline/handle-request.js';
 import type { CompiledSnapshot } from '../routing/compile.js';
 import { sendError } from '../upstream/forward.js';
+import { watchBodyIdle } from './body-idle.js';
 import type { InFlight } from './inflight.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'];
+
+/** Limits on what a client may take of a connection; all in milliseconds. */
+export interface ClientTimeouts {
+  /** Time to receive the request line and headers (Node answers 408 past it). */
+  readonly requestHeadersMs: number;
+  /** Time without a byte of the request body before the request gets 408. */
+  readonly requestBodyIdleMs: number;
+  /** How long an idle keep-alive connection stays open. */
+  readonly keepAliveMs: number;
+}
 
 export interface DataPlaneContext extends PipelineDeps {
   current(): CompiledSnapshot;
   readonly log: Logger;
   readonly inflight: Map<number, InFlight>;
+  readonly clientTimeouts: ClientTimeouts;
 }
 
 let nextId = 1;
@@ -27,6 +39,12 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
   const entry: InFlight = { id, method: req.method ?? 'GET', url: req.url ?? '/', startedAt: Date.now(), stage: 'routing' };
   dp.inflight.set(id, entry);
   const ctx = new RequestContext(dp.current(), port, req, res, entry, dp);
+  watchBodyIdle(req, dp.clientTimeouts.requestBodyIdleMs, () => {
+    dp.log.debug({ url: entry.url }, 'request body idle: no byte within the body idle timeout');
+    res.shouldKeepAlive = false;
+    if (!res.headersSent && !res.destroyed) sendError(res, ERRORS.requestBodyTimeout, { connection: 'close' });
+    req.destroy();
+  });
   try {
     await handleRequest(ctx);
     if (dp.log.isLevelEnabled('debug')) dp.log.debug({ route: ctx.routeName, status: ctx.status, error: ctx.error ?? undefined }, 'request done');
@@ -52,8 +70,12 @@ export class DataPlaneServer {
     readonly address: string,
     ctx: DataPlaneContext,
   ) {
+    const t = ctx.clientTimeouts;
     this.#app = Fastify({
       logger: false,
+      keepAliveTimeout: t.keepAliveMs,
+      // Node checks header deadlines on this interval: keep it a fraction of the timeout.
+      http: { headersTimeout: t.requestHeadersMs, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(t.requestHeadersMs / 4))) },
       return503OnClosing: true,
       forceCloseConnections: 'idle',
       exposeHeadRoutes: false,

@@ -15,7 +15,7 @@ import { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.j
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { loadTokenizer } from '../llm/estimate.js';
-import { DataPlaneServer, type DataPlaneContext } from './data-plane.js';
+import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext } from './data-plane.js';
 import type { InFlight } from './inflight.js';
 
 export interface RuntimeOptions {
@@ -27,7 +27,11 @@ export interface RuntimeOptions {
   readonly log: Logger;
   /** Trace sessions that may wait at once (config.maxTraceSessions). */
   readonly maxTraceSessions?: number;
+  readonly clientTimeouts?: ClientTimeouts;
 }
+
+/** config.requestHeadersTimeout, requestBodyIdleTimeout and keepAliveTimeout defaults. */
+export const DEFAULT_CLIENT_TIMEOUTS: ClientTimeouts = { requestHeadersMs: 10_000, requestBodyIdleMs: 30_000, keepAliveMs: 72_000 };
 
 const BODY_IDLE_TIMEOUT_MS = 300_000;
 
@@ -51,6 +55,11 @@ export class ProxyRuntime {
   readonly traceEnv: TraceEnv = traceEnvFromProcess();
   /** What every request of this runtime shares (one object, so a trace hub can tell its own requests). */
   readonly #deps: DataPlaneContext;
+
+  /** The effective client timeouts (config_dump shows them). */
+  get clientTimeouts(): ClientTimeouts {
+    return this.#deps.clientTimeouts;
+  }
   readonly startedAt = Date.now();
   loadedAt = 0;
 
@@ -70,6 +79,7 @@ export class ProxyRuntime {
       rateLimitLog: options.rateLimitLog ?? options.log,
       defaultBackendTimeoutMs: options.backendRequestTimeoutMs,
       bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
+      clientTimeouts: options.clientTimeouts ?? DEFAULT_CLIENT_TIMEOUTS,
     };
     this.traces.owner = this.#deps;
   }

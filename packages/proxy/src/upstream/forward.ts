@@ -78,7 +78,10 @@ export function classify(err: Error & { code?: string }): ErrorSpec {
   }
 }
 
-/** Answers with a catalog entry; returns the headers sent (for the trace). */
+/**
+ * Answers with a catalog entry; returns the headers sent (for the trace). A response already
+ * started (or a connection already gone) is left alone: the first answer stands.
+ */
 export function sendError(res: ServerResponse, spec: ErrorSpec, extraHeaders?: Record<string, string>): Record<string, string> {
   const body = `${spec.body}\n`;
   const headers = {
@@ -86,6 +89,7 @@ export function sendError(res: ServerResponse, spec: ErrorSpec, extraHeaders?: R
     'content-length': String(Buffer.byteLength(body)),
     ...extraHeaders,
   };
+  if (res.headersSent || res.destroyed) return headers;
   res.writeHead(spec.status, headers);
   res.end(body);
   return headers;

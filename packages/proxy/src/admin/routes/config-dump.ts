@@ -7,6 +7,9 @@ import { rejectUnknownQuery } from '../query.js';
 export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void {
   app.get('/config_dump', async (request, reply) => {
     if (rejectUnknownQuery(request.query, [], reply)) return reply;
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify(configDump(ctx.runtime.current.ir, ctx.runtime.loadedAt, ctx.runtime.endpointStats), null, 2));
+    const rt = ctx.runtime;
+    const t = rt.clientTimeouts;
+    const settings = { requestHeadersTimeoutMs: t.requestHeadersMs, requestBodyIdleTimeoutMs: t.requestBodyIdleMs, keepAliveTimeoutMs: t.keepAliveMs, maxTraceSessions: rt.traces.maxArmed };
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify(configDump(rt.current.ir, rt.loadedAt, rt.endpointStats, settings), null, 2));
   });
 }
