@@ -27,6 +27,8 @@ export const ERRORS = {
   requestBodyTooDeep: spec('TG_REQUEST_BODY_TOO_DEEP', 400, 'request body JSON is nested too deeply'),
   requestBodyUnreadable: spec('TG_REQUEST_BODY_UNREADABLE', 400, 'request body could not be read'),
   requestBodyTimeout: spec('TG_REQUEST_BODY_TIMEOUT', 408, 'request body timeout: no data within the body idle timeout'),
+  badRequest: spec('TG_BAD_REQUEST', 400, 'malformed request'),
+  badRequestTarget: spec('TG_BAD_REQUEST_TARGET', 400, 'the request target is not a path the gateway serves'),
   internal: spec('TG_INTERNAL', 500, 'internal error'),
   tooManyTraceSessions: spec('TG_TRACE_SESSIONS_FULL', 429, 'too many trace sessions are waiting'),
 } as const;

@@ -7,6 +7,7 @@ import { loadConfigFile, parseConfig, type LoadedConfig } from './config/load-fi
 import { ConfigWatcher } from './config/watch.js';
 import { LogControl } from './log/logger.js';
 import { DEFAULT_CLIENT_TIMEOUTS, ProxyRuntime } from './server/runtime.js';
+import { DEFAULT_PATH_SETTINGS } from './pipeline/request-target.js';
 import { OpsServer } from './server/ops-server.js';
 import type { Clock } from './ratelimit/clock.js';
 
@@ -50,6 +51,7 @@ export class Gateway {
       backendRequestTimeoutMs: parseDuration(settings.backendRequestTimeout ?? '60s'),
       drainTimeoutMs: parseDuration(settings.drainTimeout ?? '30s'),
       maxTraceSessions: settings.maxTraceSessions ?? 32,
+      paths: { ...DEFAULT_PATH_SETTINGS, ...settings.paths },
       clientTimeouts: {
         requestHeadersMs: settings.requestHeadersTimeout ? parseDuration(settings.requestHeadersTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestHeadersMs,
         requestBodyIdleMs: settings.requestBodyIdleTimeout ? parseDuration(settings.requestBodyIdleTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyIdleMs,

@@ -1,7 +1,9 @@
 // The per-request trace over the admin server's SSE stream: event order and content for a
 // proxied request, a 404, a redirect and an upstream failure; schema validity; redaction;
 // several sessions; the CEL match filter; disarm on disconnect.
+import { once } from 'node:events';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
 import { compile, TraceEvent, type TraceEvent as TraceEventT } from '@tollgate/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
@@ -262,5 +264,49 @@ describe('sessions', () => {
     await expect.poll(tasks).toBe(0);
     // The next request is not captured by anyone and is served normally.
     expect((await send(`${gw.url}/api/x`)).status).toBe(200);
+  });
+});
+
+describe('request state details', () => {
+  /** Sends raw bytes (node's client would add a Host header and normalise the target). */
+  async function rawTraced(bytes: string): Promise<TraceEventT[]> {
+    const s = await openTrace();
+    await s.armed;
+    const socket = connect(gw.port, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.end(bytes);
+    socket.resume();
+    await once(socket, 'close');
+    return s.events;
+  }
+  const initial = (events: TraceEventT[]) => {
+    const m = events.find((e) => e.message.type === 'requestSnapshot')!.message as Extract<TraceEventT['message'], { type: 'requestSnapshot' }>;
+    return m.requestState.request;
+  };
+
+  it('request.host leaves out the default port', async () => {
+    const events = await traced('/api/x', { host: 'api.example.com:80' });
+    expect(initial(events)).toMatchObject({ host: 'api.example.com', uri: 'http://api.example.com/api/x' });
+  });
+
+  it('HTTP/1.0 without Host gives an absolute uri with the address the client connected to', async () => {
+    const request = initial(await rawTraced('GET /api/x?y=1 HTTP/1.0\r\n\r\n'));
+    expect(request.uri).toBe(`http://127.0.0.1:${gw.port}/api/x?y=1`);
+    expect(() => new URL(request.uri)).not.toThrow();
+    expect(request.version).toBe('HTTP/1.0');
+  });
+
+  it('the path is shown normalised; an absolute-form target shows its authority', async () => {
+    const request = initial(await rawTraced('GET http://h.example/api/a/../%62 HTTP/1.1\r\nHost: other\r\nConnection: close\r\n\r\n'));
+    expect(request).toMatchObject({ host: 'h.example', path: '/api/b', uri: 'http://h.example/api/b' });
+  });
+
+  it('a 404 lists every route serving the host as evaluated', async () => {
+    const events = await traced('/nowhere');
+    expect(events.find((e) => e.message.type === 'routeSelection')!.message).toEqual({
+      type: 'routeSelection',
+      selectedRoute: null,
+      evaluatedRoutes: ['main/other', 'main/api', 'main/teapot', 'main/moved', 'main/dead'],
+    });
   });
 });

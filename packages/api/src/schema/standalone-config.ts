@@ -68,6 +68,17 @@ export const ProcessConfig = Type.Object(
     requestHeadersTimeout: Type.Optional(Duration('Time a client has to send the request line and headers; past it the proxy answers 408 and closes. Default 10s.')),
     requestBodyIdleTimeout: Type.Optional(Duration('Time without a byte of the request body before the proxy answers 408 and closes; a response streaming from a backend is governed by the route timeouts only. Default 30s.')),
     keepAliveTimeout: Type.Optional(Duration('How long an idle keep-alive client connection stays open. Default 72s.')),
+    paths: Type.Optional(
+      Type.Object(
+        {
+          mergeSlashes: Type.Optional(Type.Boolean({ description: 'Merge runs of "/" in request paths into one before routing. Default false.' })),
+          escapedSlashes: Type.Optional(
+            Enum(['Reject', 'KeepUnchanged', 'UnescapeAndForward'], 'What to do with %2F and %5C in request paths: Reject (400, the default), KeepUnchanged, or UnescapeAndForward (decode to "/" before routing).'),
+          ),
+        },
+        { additionalProperties: false, description: 'How request paths are normalised before routing (RFC 3986: unreserved escapes decoded, dot segments removed).' },
+      ),
+    ),
     maxTraceSessions: Type.Optional(PositiveInt('Trace sessions that may wait for a request at once; beyond it GET /debug/trace answers 429. Default 32.', 1024)),
   },
   { additionalProperties: false, description: 'Process settings.' },

@@ -15,9 +15,9 @@ function done(ctx: RequestContext, status: number, headers: HeaderValues): void 
   }
 }
 
-/** Answers with a catalog entry. */
-export function answerError(ctx: RequestContext, spec: ErrorSpec, extraHeaders?: Record<string, string>): void {
-  done(ctx, spec.status, sendError(ctx.res, spec, extraHeaders));
+/** Answers with a catalog entry; `detail` (what exactly was wrong) follows its body. */
+export function answerError(ctx: RequestContext, spec: ErrorSpec, extraHeaders?: Record<string, string>, detail?: string): void {
+  done(ctx, spec.status, sendError(ctx.res, spec, extraHeaders, detail));
 }
 
 /** Answers a request refused by a rate limit; it never reaches the backend. */

@@ -13,6 +13,7 @@ import type { PoolSet } from '../upstream/pools.js';
 import type { EndpointStatsTable } from '../upstream/stats.js';
 import type { Logger } from 'pino';
 import type { InFlight } from '../server/inflight.js';
+import { parseRequestTarget, type PathSettings } from './request-target.js';
 
 /** What the pipeline needs from the running proxy, shared by all requests. */
 export interface PipelineDeps {
@@ -22,6 +23,7 @@ export interface PipelineDeps {
   readonly rateLimitLog: Logger;
   readonly defaultBackendTimeoutMs: number;
   readonly bodyIdleTimeoutMs: number;
+  readonly paths: PathSettings;
 }
 
 export type HeaderMap = Record<string, string | string[] | undefined>;
@@ -38,6 +40,8 @@ export class RequestContext {
   readonly query: string;
   /** The client's headers, as received. */
   readonly headers: IncomingHttpHeaders;
+  /** Why the request target cannot be served (answered 400), or null. */
+  readonly targetError: string | null;
 
   /** True when a subscriber of the request channels (a trace session) watches this request. */
   observed = false;
@@ -73,13 +77,29 @@ export class RequestContext {
   ) {
     this.method = req.method ?? 'GET';
     this.headers = req.headers;
-    this.rawHost = req.headers.host;
-    this.host = normalizeHost(this.rawHost);
     const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    this.path = q < 0 ? url : url.slice(0, q);
-    this.query = q < 0 ? '' : url.slice(q + 1);
+    const target = parseRequestTarget(url, deps.paths);
+    if (target.ok) {
+      this.path = target.path;
+      this.query = target.query;
+      this.targetError = null;
+    } else {
+      const q = url.indexOf('?');
+      this.path = q < 0 ? url : url.slice(0, q);
+      this.query = '';
+      this.targetError = target.reason;
+    }
+    // An absolute-form target's authority is the host (RFC 9112 §3.2.2), whatever Host says.
+    this.rawHost = (target.ok && target.authority) || req.headers.host;
+    this.host = normalizeHost(this.rawHost);
     this.upstreamPath = this.path;
+  }
+
+  /** Host and port the client addressed: its Host header, or the address it connected to. */
+  get authority(): string {
+    if (this.rawHost) return this.rawHost;
+    const s = this.req.socket;
+    return s.localFamily === 'IPv6' ? `[${s.localAddress}]:${s.localPort}` : `${s.localAddress}:${s.localPort}`;
   }
 
   /** The route's name, or null before one is selected. */

@@ -15,7 +15,7 @@ import type { RequestContext } from './context.js';
 
 export async function handleRequest(ctx: RequestContext): Promise<void> {
   announce(ctx);
-  selectListener(ctx);
+  if (!selectListener(ctx)) return;
   if (!(await applyGatewayPolicies(ctx))) return;
   if (!selectRouteStage(ctx)) return;
   if (!(await applyRoutePolicies(ctx))) return;

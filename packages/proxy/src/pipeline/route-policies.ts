@@ -28,6 +28,7 @@ export async function applyRoutePolicies(ctx: RequestContext): Promise<boolean> 
     return false;
   }
   const headers = endToEnd(ctx.headers);
+  if (ctx.rawHost !== undefined && headers.host !== ctx.rawHost) headers.host = ctx.rawHost;
   if (ctx.admissions) Object.assign(headers, ctx.admissions.requestHeaders);
   for (const f of route.ir.filters) {
     if (f.type === 'RequestHeaderModifier') applyHeaderModifier(headers, f);

@@ -1,6 +1,6 @@
 // Stage 3, route selection: Gateway API precedence within the listener (routing/compile.ts).
 import { ERRORS } from '../errors.js';
-import { selectRoute } from '../routing/compile.js';
+import { routesServing, selectRoute } from '../routing/compile.js';
 import { answerError } from './answer.js';
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
@@ -11,7 +11,11 @@ export function selectRouteStage(ctx: RequestContext): boolean {
   const hit = ctx.listener ? selectRoute(ctx.listener, ctx.host, ctx, ctx.evaluated ?? undefined) : null;
   ctx.route = hit?.route ?? null;
   ctx.matched = hit?.matched ?? null;
-  if (ctx.observed) publish.route(ctx);
+  if (ctx.observed) {
+    // Nothing matched: every route serving this host was considered and refused.
+    if (!hit && ctx.listener) ctx.evaluated = routesServing(ctx.listener, ctx.host);
+    publish.route(ctx);
+  }
   if (!hit) {
     answerError(ctx, ERRORS.noRoute);
     return false;

@@ -96,6 +96,16 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   return { ir, binds, detached, countsTokens };
 }
 
+/** Names of the routes serving `host` on a listener, most specific host first (for traces of a 404). */
+export function routesServing(listener: CompiledListener, host: string): string[] {
+  const names: string[] = [];
+  listener.routes.find(host, (index) => {
+    for (const c of index.all()) if (names[names.length - 1] !== c.route.ir.name) names.push(c.route.ir.name);
+    return null;
+  });
+  return [...new Set(names)];
+}
+
 /**
  * Selects the route for a request on a listener, by Gateway API precedence: the most specific
  * hostname that has a matching route, then path rank, method, headers, query params, order.

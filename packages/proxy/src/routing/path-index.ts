@@ -54,6 +54,17 @@ export class PathIndex<R> {
     }
   }
 
+  /** Every candidate: exact paths, regular expressions, then prefixes from the longest (for traces). */
+  all(): Candidate<R>[] {
+    const prefixes: Candidate<R>[][] = [];
+    const walk = (node: PrefixNode<R>, depth: number): void => {
+      (prefixes[depth] ??= []).push(...node.candidates);
+      for (const child of node.children.values()) walk(child, depth + 1);
+    };
+    walk(this.#root, 0);
+    return [...[...this.#exact.values()].flat(), ...this.#regex, ...prefixes.reverse().flat()];
+  }
+
   /**
    * The first candidate, in precedence order, whose path matches and that `accept` takes.
    * Plain loops rather than a generator: this runs on every request.

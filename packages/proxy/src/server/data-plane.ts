@@ -80,6 +80,13 @@ export class DataPlaneServer {
       forceCloseConnections: 'idle',
       exposeHeadRoutes: false,
       routerOptions: { ignoreDuplicateSlashes: false, maxParamLength: 8192 },
+      // A URL Fastify's router cannot decode still goes through the pipeline, which parses
+      // request targets itself and answers with its own catalog error naming the problem.
+      frameworkErrors: (error, request, reply) => {
+        reply.hijack();
+        if (error.code === 'FST_ERR_BAD_URL') void serve(ctx, port, request.raw, reply.raw);
+        else sendError(reply.raw, ERRORS.badRequest, undefined, error.message);
+      },
     });
     // Bodies are never parsed here: the raw request stream goes upstream as it arrives.
     this.#app.removeAllContentTypeParsers();

@@ -15,6 +15,7 @@ import { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.j
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { loadTokenizer } from '../llm/estimate.js';
+import { DEFAULT_PATH_SETTINGS, type PathSettings } from '../pipeline/request-target.js';
 import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext } from './data-plane.js';
 import type { InFlight } from './inflight.js';
 
@@ -28,6 +29,8 @@ export interface RuntimeOptions {
   /** Trace sessions that may wait at once (config.maxTraceSessions). */
   readonly maxTraceSessions?: number;
   readonly clientTimeouts?: ClientTimeouts;
+  /** config.paths: how request paths are normalised before routing. */
+  readonly paths?: PathSettings;
 }
 
 /** config.requestHeadersTimeout, requestBodyIdleTimeout and keepAliveTimeout defaults. */
@@ -80,6 +83,7 @@ export class ProxyRuntime {
       defaultBackendTimeoutMs: options.backendRequestTimeoutMs,
       bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
       clientTimeouts: options.clientTimeouts ?? DEFAULT_CLIENT_TIMEOUTS,
+      paths: options.paths ?? DEFAULT_PATH_SETTINGS,
     };
     this.traces.owner = this.#deps;
   }

@@ -26,6 +26,8 @@ export function traceEnvFromProcess(env: NodeJS.ProcessEnv = process.env): Trace
 /** The request as a stage sees it (the path and headers change as filters apply). */
 export interface RequestView {
   readonly method: string;
+  /** host[:port] the request is addressed to. */
+  readonly authority: string;
   readonly path: string;
   readonly query: string;
   readonly headers: Record<string, string | string[] | undefined> | IncomingHttpHeaders;
@@ -37,6 +39,11 @@ export function severityOf(status: number, transportError = false): Severity {
   if (transportError || status >= 500) return 'error';
   if (status >= 400) return 'warn';
   return 'info';
+}
+
+/** "host:80" is "host" for http (spec §2.3: the port only when not the default). */
+function withoutDefaultPort(authority: string): string {
+  return authority.endsWith(':80') ? authority.slice(0, -3) : authority;
 }
 
 export class RequestTracer {
@@ -72,7 +79,7 @@ export class RequestTracer {
 
   requestState(view: RequestView, backend?: RequestState['backend']): RequestState {
     const headers = redactHeaders(view.headers);
-    const host = headers.host ?? '';
+    const host = withoutDefaultPort(view.authority);
     const pathAndQuery = view.query ? `${view.path}?${view.query}` : view.path;
     return {
       request: {
@@ -102,9 +109,11 @@ export class RequestTracer {
    */
   requestSnapshot(stage: RequestStage, ctx: RequestContext): void {
     const upstream = stage === 'route policies' || stage === 'final request';
+    const rewritten = upstream ? ctx.upstreamHeaders?.host : undefined;
+    const authority = typeof rewritten === 'string' ? rewritten : ctx.authority;
     const view: RequestView = upstream
-      ? { method: ctx.method, path: ctx.upstreamPath, query: ctx.query, headers: ctx.upstreamHeaders ?? ctx.headers }
-      : { method: ctx.method, path: ctx.path, query: ctx.query, headers: ctx.headers };
+      ? { method: ctx.method, authority, path: ctx.upstreamPath, query: ctx.query, headers: ctx.upstreamHeaders ?? ctx.headers }
+      : { method: ctx.method, authority, path: ctx.path, query: ctx.query, headers: ctx.headers };
     const backend = stage === 'final request' && ctx.backend ? { name: ctx.backend.name, type: 'service' as const, protocol: 'http' as const } : undefined;
     this.#emit({ type: 'requestSnapshot', stage, requestState: this.requestState(view, backend) });
   }

@@ -82,8 +82,8 @@ export function classify(err: Error & { code?: string }): ErrorSpec {
  * Answers with a catalog entry; returns the headers sent (for the trace). A response already
  * started (or a connection already gone) is left alone: the first answer stands.
  */
-export function sendError(res: ServerResponse, spec: ErrorSpec, extraHeaders?: Record<string, string>): Record<string, string> {
-  const body = `${spec.body}\n`;
+export function sendError(res: ServerResponse, spec: ErrorSpec, extraHeaders?: Record<string, string>, detail?: string): Record<string, string> {
+  const body = detail ? `${spec.body}: ${detail}\n` : `${spec.body}\n`;
   const headers = {
     'content-type': 'text/plain; charset=utf-8',
     'content-length': String(Buffer.byteLength(body)),
