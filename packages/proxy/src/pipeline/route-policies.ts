@@ -28,6 +28,9 @@ export async function applyRoutePolicies(ctx: RequestContext): Promise<boolean> 
     return false;
   }
   const headers = endToEnd(ctx.headers);
+  // Node has already answered the client's Expect: 100-continue; the upstream call streams
+  // the body as it comes (undici refuses the header).
+  delete headers.expect;
   if (ctx.rawHost !== undefined && headers.host !== ctx.rawHost) headers.host = ctx.rawHost;
   if (ctx.admissions) Object.assign(headers, ctx.admissions.requestHeaders);
   for (const f of route.ir.filters) {

@@ -31,11 +31,21 @@ export async function callUpstream(ctx: RequestContext): Promise<void> {
     response,
   );
   const latencyMs = (response.headersAt || performance.now()) - callStart;
-  if (result.error?.kind !== 'TG_CLIENT_GONE') {
+  // A client that went away (also while still sending its body) says nothing of the backend.
+  const clientGone = result.error?.kind === 'TG_CLIENT_GONE' || (ctx.req.destroyed && !ctx.req.complete);
+  if (!clientGone) {
     deps.endpointStats.record(backend.name, result.error === null && result.status < 500, latencyMs);
   }
   if (response.headersAt) deps.metrics.observeUpstreamLatency(route.name, latencyMs / 1000);
-  ctx.error = result.error?.kind ?? null;
+  ctx.error = clientGone ? 'TG_CLIENT_GONE' : (result.error?.kind ?? null);
+  if (clientGone) {
+    ctx.status = result.upstreamStatus ?? 499;
+    ctx.res.destroy();
+    // What the backend produced before the client left is still charged.
+    response.chargeTokens();
+    if (ctx.observed) publish.finish(ctx);
+    return;
+  }
   if (result.error && !result.responded) {
     const spec = result.error.spec ?? ERRORS.upstreamReset;
     if (ctx.observed) publish.backendResult(ctx, spec.status, { kind: result.error.kind, message: result.error.message });
