@@ -1,4 +1,6 @@
 // Gateway API Duration strings ("1h30m", "500ms") to milliseconds.
+import { API_ERRORS } from './errors/catalog.js';
+
 const PART = /([0-9]{1,5})(h|ms|m|s)/g;
 const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 } as const;
 
@@ -11,7 +13,7 @@ export function parseDuration(text: string): number {
     consumed += m[0].length;
   }
   if (consumed !== text.length || consumed === 0) {
-    throw new Error(`invalid duration "${text}": expected a duration such as 500ms, 10s, 1m or 1h30m`);
+    throw API_ERRORS.durationInvalid.create({ text });
   }
   return total;
 }

@@ -20,3 +20,4 @@ export {
 } from './standalone.js';
 export * from './crd/index.js';
 export * from './schema/trace-event.js';
+export * from './errors/index.js';

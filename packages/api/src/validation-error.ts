@@ -1,5 +1,6 @@
 // Validation problems carry the JSON path of the bad field, the value found and what was
 // expected, so the message alone tells the user where to look and what to write instead.
+import { API_ERRORS } from './errors/catalog.js';
 
 export interface Problem {
   /** Dotted path with array indices, e.g. `binds[0].listeners[1].routes[2].backends[0].host`. */
@@ -8,7 +9,8 @@ export interface Problem {
 }
 
 export class ValidationError extends Error {
-  readonly code = 'TG_CONFIG_INVALID';
+  readonly code = API_ERRORS.configInvalid.code;
+  readonly hint = API_ERRORS.configInvalid.hint;
   constructor(
     readonly subject: string,
     readonly problems: readonly Problem[],

@@ -3,6 +3,7 @@
 // server itself is to blame; error answers become ADMIN_ERROR with the server's own text.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { TraceEvent } from '@tollgate/api';
+import { SseParser } from '@tollgate/kit';
 import { GwctlError } from './errors.js';
 import type { Target } from './target/target.js';
 
@@ -62,6 +63,9 @@ export async function adminJson<T>(target: Target, path: string): Promise<T> {
   }
 }
 
+/** A trace event is a few KiB; anything this large is not one. */
+const MAX_TRACE_EVENT_BYTES = 16 * 1024 * 1024;
+
 export interface TraceSession {
   /** Resolves with the opening comment once the session is armed. */
   readonly armed: Promise<string>;
@@ -96,29 +100,24 @@ export function openTrace(target: Target, opts: { match?: string; onEvent?: (e: 
         );
         return;
       }
-      let buf = '';
+      const parser = new SseParser({ maxLineBytes: MAX_TRACE_EVENT_BYTES });
       let done = false;
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        buf += chunk.replace(/\r\n/g, '\n');
-        let i;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          const data = block
-            .split('\n')
-            .filter((l) => l.startsWith('data:'))
-            .map((l) => l.slice(5).replace(/^ /, ''))
-            .join('\n');
-          if (!data) {
-            if (block.startsWith(':')) resolveArmed(block.slice(1).trim());
+      res.on('data', (chunk: Buffer) => {
+        for (const item of parser.push(chunk)) {
+          if (item.type === 'passthrough') {
+            fail(new GwctlError('TG_GWCTL_ADMIN_ERROR', `the trace stream sent an event larger than ${MAX_TRACE_EVENT_BYTES} bytes`));
+            res.destroy();
+            return;
+          }
+          if (!item.data) {
+            if (item.comments.length) resolveArmed(item.comments.join('\n').trim());
             continue;
           }
           let event: TraceEvent;
           try {
-            event = JSON.parse(data) as TraceEvent;
+            event = JSON.parse(item.data) as TraceEvent;
           } catch {
-            fail(new GwctlError('TG_GWCTL_ADMIN_ERROR', `the trace stream sent an event that is not JSON: ${firstLine(data)}`));
+            fail(new GwctlError('TG_GWCTL_ADMIN_ERROR', `the trace stream sent an event that is not JSON: ${firstLine(item.data)}`));
             res.destroy();
             return;
           }

@@ -1,17 +1,19 @@
 // Test helpers: a real standalone proxy (in-process, admin on an ephemeral port) in front of
 // the mock LLM, gwctl's main() with captured streams, the built binary, and a server that
-// follows the controller's /logging contract (docs/admin-api.md) until the controller exists.
+// follows the controller's /logging contract (docs/admin-api.md), built from the same kit
+// route the controller's admin server uses.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { AdminServer, jsonLoggingRoutes, LogControl } from '@tollgate/kit';
 import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
+import { freePort } from '@tollgate/testkit';
 import { Gateway } from '@tollgate/proxy';
 import { main, type Io } from '../src/cli.js';
 
@@ -22,15 +24,7 @@ export function requireBuild(): void {
   if (!existsSync(DIST)) throw new Error(`${DIST} is missing: run \`pnpm build\` at the repository root first`);
 }
 
-export async function freePort(): Promise<number> {
-  const s = createServer();
-  s.listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as AddressInfo).port;
-  s.close();
-  await once(s, 'close');
-  return port;
-}
+export { freePort };
 
 class Sink extends Writable {
   text = '';
@@ -158,38 +152,19 @@ export async function startProxy(): Promise<Proxy> {
 
 export const CHAT_BODY = JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: 'hello there' }] });
 
-export const CONTROLLER_COMPONENTS = ['tollgate/syncer', 'tollgate/translator', 'gateway-controller', 'deployer', 'default'];
+export const CONTROLLER_COMPONENTS = ['tollgate/syncer', 'tollgate/translator', 'gateway-controller', 'deployer', 'default'] as const;
 
-/** A server that follows the controller admin `/logging` contract of docs/admin-api.md. */
-export async function startFakeController(): Promise<{ addr: string; levels: Record<string, string>; close(): Promise<void> }> {
-  const levels: Record<string, string> = Object.fromEntries(CONTROLLER_COMPONENTS.map((c) => [c, 'info']));
-  const LEVELS = ['error', 'warn', 'info', 'debug', 'trace'];
-  const server: Server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x');
-    const text = (code: number, body: string) => res.writeHead(code, { 'content-type': 'text/plain; charset=utf-8' }).end(`${body}\n`);
-    const json = () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ levels }));
-    if (url.pathname !== '/logging') return text(404, 'not found');
-    const unknown = [...url.searchParams.keys()].filter((k) => k !== 'level' && k !== 'component');
-    if (unknown.length) return text(400, `unknown query parameter ${unknown.join(', ')}`);
-    if (req.method === 'GET') return url.searchParams.size ? text(400, 'GET /logging takes no query parameters') : json();
-    if (req.method !== 'POST') return text(405, 'method not allowed');
-    const level = url.searchParams.get('level');
-    const component = url.searchParams.get('component');
-    if (level === null) return text(400, `expected ?level=<level> (${LEVELS.join(', ')})`);
-    if (!LEVELS.includes(level)) return text(400, `unknown level "${level}"; levels: ${LEVELS.join(', ')}`);
-    if (component !== null && !(component in levels)) return text(400, `unknown component "${component}"; components: ${CONTROLLER_COMPONENTS.join(', ')}`);
-    for (const c of component === null ? CONTROLLER_COMPONENTS : [component]) levels[c] = level;
-    return json();
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
+/** An admin server with the controller's /logging contract (docs/admin-api.md), from @tollgate/kit. */
+export async function startFakeController(): Promise<{ addr: string; readonly levels: Record<string, string>; close(): Promise<void> }> {
+  const logs = new LogControl({ components: CONTROLLER_COMPONENTS, destination: new Writable({ write: (_c, _e, cb) => cb() }), componentKey: 'component' });
+  const server = new AdminServer({ host: '127.0.0.1', port: 0, title: 'Tollgate controller admin', endpoints: [{ method: 'GET', path: '/logging', description: 'levels per component' }] });
+  jsonLoggingRoutes(server.app, { logs });
+  const addr = await server.listen();
   return {
-    addr: `127.0.0.1:${(server.address() as AddressInfo).port}`,
-    levels,
-    close: async () => {
-      server.closeAllConnections();
-      server.close();
-      await once(server, 'close').catch(() => undefined);
+    addr,
+    get levels() {
+      return logs.levels();
     },
+    close: () => server.close(),
   };
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { MOCK_ERRORS } from './errors.js';
 import { MAX_COMPLETION_TOKENS, MAX_WAIT_MS } from './knobs.js';
 import { DEFAULT_COMPLETION_TOKENS, DEFAULT_HOST, ListenError, startMockLlm, type MockLlmOptions } from './server.js';
 
@@ -57,7 +58,9 @@ Examples:
     -d '{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}],"stream":true}'
 `;
 
-class UsageError extends Error {}
+class UsageError extends Error {
+  readonly code = MOCK_ERRORS.usage.code;
+}
 
 function version(): string {
   const pkg: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));

@@ -11,3 +11,4 @@ export {
 export { MOCK_HEADERS, type Knobs } from './knobs.js';
 export { replyWords, estimatePromptTokens, type Usage } from './completion.js';
 export { DEFAULT_MODELS } from './models.js';
+export { MOCK_ERRORS, type MockErrorCode } from './errors.js';

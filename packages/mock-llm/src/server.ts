@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo } from 'node:net';
 import { readBody } from './body.js';
 import { completionBody, planCompletion } from './completion.js';
-import { injectedError, invalidRequest, sendError } from './errors.js';
+import { injectedError, invalidRequest, MOCK_ERRORS, sendError } from './errors.js';
 import { MAX_COMPLETION_TOKENS, MAX_WAIT_MS, readKnobs, type Knobs } from './knobs.js';
 import { DEFAULT_MODELS, modelList, modelObject } from './models.js';
 import { parseChatRequest } from './request.js';
@@ -47,8 +47,9 @@ export interface MockLlm {
   close(): Promise<void>;
 }
 
-/** A listen failure with the address in its message, e.g. a port already in use. */
+/** A listen failure (TG_MOCK_LISTEN) with the address in its message, e.g. a port already in use. */
 export class ListenError extends Error {
+  readonly catalogCode = MOCK_ERRORS.listen.code;
   constructor(
     message: string,
     readonly code: string | undefined,
@@ -105,15 +106,8 @@ function sendJson(res: ServerResponse, body: string, requestId?: string): void {
 }
 
 function unknownModel(res: ServerResponse, model: string, config: Config): void {
-  sendError(
-    res,
-    404,
-    invalidRequest(
-      `The model \`${model}\` does not exist or you do not have access to it. Available models: ${config.models.join(', ')}.`,
-      'model',
-      'model_not_found',
-    ),
-  );
+  const e = MOCK_ERRORS.modelNotFound;
+  sendError(res, e.status, invalidRequest(e.create({ model, models: config.models.join(', ') }).message, 'model', 'model_not_found'), e.code);
 }
 
 /** Answers half a JSON body and then drops the connection: `reset-mid-stream` on a non-streaming request. */
@@ -135,11 +129,8 @@ function closeSignal(res: ServerResponse): AbortSignal {
 async function handleChat(req: IncomingMessage, res: ServerResponse, knobs: Knobs, config: Config, id: string): Promise<void> {
   const body = await readBody(req, config.maxBodyBytes);
   if (!body.ok) {
-    sendError(
-      res,
-      413,
-      invalidRequest(`Request body too large: the limit is ${config.maxBodyBytes} bytes. Send a smaller request.`),
-    );
+    const e = MOCK_ERRORS.bodyTooLarge;
+    sendError(res, e.status, invalidRequest(e.create({ limit: config.maxBodyBytes }).message), e.code);
     return;
   }
   const signal = closeSignal(res);
@@ -147,7 +138,7 @@ async function handleChat(req: IncomingMessage, res: ServerResponse, knobs: Knob
 
   const parsed = parseChatRequest(body.body);
   if (!parsed.ok) {
-    sendError(res, 400, parsed.error);
+    sendError(res, MOCK_ERRORS.invalidRequest.status, parsed.error, MOCK_ERRORS.invalidRequest.code);
     return;
   }
   const request = parsed.request;
@@ -186,7 +177,7 @@ async function injectBeforeAnswer(req: IncomingMessage, res: ServerResponse, kno
     return false;
   }
   if (knobs.status !== undefined) {
-    sendError(res, knobs.status, injectedError(knobs.status));
+    sendError(res, knobs.status, injectedError(knobs.status), MOCK_ERRORS.injectedStatus.code);
     return false;
   }
   return true;
@@ -201,7 +192,8 @@ function createHandler(config: Config): (req: IncomingMessage, res: ServerRespon
     const target = route(req.method, path);
     if (target === undefined) {
       // OpenAI's own answer to an unknown path or method.
-      sendError(res, 404, invalidRequest(`Invalid URL (${req.method ?? ''} ${path})`));
+      const e = MOCK_ERRORS.notFound;
+      sendError(res, e.status, invalidRequest(e.create({ method: req.method ?? '', path }).message), e.code);
       return;
     }
     if (target.kind === 'health') {
@@ -212,7 +204,7 @@ function createHandler(config: Config): (req: IncomingMessage, res: ServerRespon
 
     const knobsResult = readKnobs(req.headers);
     if (!knobsResult.ok) {
-      sendError(res, 400, invalidRequest(knobsResult.message, knobsResult.header));
+      sendError(res, MOCK_ERRORS.invalidHeader.status, invalidRequest(knobsResult.message, knobsResult.header), MOCK_ERRORS.invalidHeader.code);
       return;
     }
     const knobs = knobsResult.knobs;
@@ -235,7 +227,7 @@ function createHandler(config: Config): (req: IncomingMessage, res: ServerRespon
 
 function checkInteger(name: string, value: number, min: number, max: number): void {
   if (!Number.isInteger(value) || value < min || value > max) {
-    throw new RangeError(`mock-llm: ${name} must be an integer from ${min} to ${max}, got ${value}`);
+    throw new RangeError(MOCK_ERRORS.option.create({ name, min, max, value }).message);
   }
 }
 
@@ -277,17 +269,16 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
         return;
       }
       const message = error instanceof Error ? error.message : String(error);
-      sendError(res, 500, { message: `mock-llm internal error: ${message}`, type: 'server_error', param: null, code: null });
+      const e = MOCK_ERRORS.internal;
+      sendError(res, e.status, { message: e.create({ reason: message }).message, type: 'server_error', param: null, code: null }, e.code);
     });
   });
 
   await new Promise<void>((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException): void => {
       const where = formatUrl(host, options.port ?? 0).slice('http://'.length);
-      const message =
-        error.code === 'EADDRINUSE'
-          ? `cannot listen on ${where}: port ${options.port ?? 0} is already in use`
-          : `cannot listen on ${where}: ${error.message}`;
+      const reason = error.code === 'EADDRINUSE' ? `port ${options.port ?? 0} is already in use` : error.message;
+      const message = MOCK_ERRORS.listen.create({ address: where, reason }).message;
       reject(new ListenError(message, error.code));
     };
     server.once('error', onError);

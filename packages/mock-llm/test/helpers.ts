@@ -1,5 +1,6 @@
 // Raw node:http helpers: the tests look at status lines, headers and bytes as a proxy would.
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { SseParser } from '@tollgate/kit';
 import { afterEach } from 'vitest';
 import { startMockLlm, type MockLlm, type MockLlmOptions } from '../src/index.js';
 
@@ -78,21 +79,15 @@ export function json(text: string): unknown {
  * while the response is still open.
  */
 export class SseReader {
-  private buffer = '';
+  private readonly parser = new SseParser();
   private readonly events: string[] = [];
   private waiting: (() => void) | undefined;
   ended = false;
   error: Error | undefined;
 
   constructor(readonly response: IncomingMessage) {
-    response.setEncoding('utf8');
-    response.on('data', (chunk: string) => {
-      this.buffer += chunk;
-      let end;
-      while ((end = this.buffer.indexOf('\n\n')) !== -1) {
-        this.events.push(this.buffer.slice(0, end));
-        this.buffer = this.buffer.slice(end + 2);
-      }
+    response.on('data', (chunk: Buffer) => {
+      for (const item of this.parser.push(chunk)) this.events.push(item.raw.toString('utf8').replace(/\n\n$/, ''));
       this.wake();
     });
     response.on('end', () => {

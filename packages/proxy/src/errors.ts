@@ -1,36 +1,207 @@
-// The proxy's error catalog: one stable code per failure, its HTTP status and the short body
-// a client sees. Codes are part of the interface (logs and docs quote them); messages say
-// what happened in a sentence, and for configuration errors what to change.
+// The proxy's error catalog: one stable code per failure, the HTTP status and the short body a
+// client sees for failures that are answers to a request, and for each a hint to fix it.
+// Codes are part of the interface (logs, traces and docs/errors.md quote them; a test keeps
+// that page equal to this table). Failures of the process itself (binding a port, reading the
+// config, the command line) have no status: they are thrown as TollgateError.
+import { CatalogError, KIT_ERRORS, defineErrors } from '@tollgate/kit';
 
+export const PROXY_ERRORS = defineErrors({
+  // Answers to a request.
+  noRoute: {
+    code: 'TG_NO_ROUTE',
+    status: 404,
+    message: 'no route matches this request',
+    hint: 'compare the request with the routes in GET /config_dump (hostnames, path, method, headers); gwctl trace shows the routes evaluated',
+  },
+  noBackend: {
+    code: 'TG_NO_BACKEND',
+    status: 503,
+    message: 'no backend available for this route',
+    hint: 'give the route a backend with a weight above 0',
+  },
+  upstreamRefused: {
+    code: 'TG_UPSTREAM_REFUSED',
+    status: 503,
+    message: 'upstream connect error: connection refused',
+    hint: 'start the backend, or fix backends[].host; GET /config_dump shows each endpoint\'s health',
+  },
+  upstreamConnectTimeout: {
+    code: 'TG_UPSTREAM_CONNECT_TIMEOUT',
+    status: 503,
+    message: 'upstream connect error: connection timed out',
+    hint: 'check that the backend address is reachable from the proxy; config.connectTimeout sets the limit',
+  },
+  upstreamUnresolved: {
+    code: 'TG_UPSTREAM_UNRESOLVED',
+    status: 503,
+    message: 'upstream connect error: host not found',
+    hint: 'fix the host name of backends[].host, or the proxy\'s DNS',
+  },
+  upstreamReset: {
+    code: 'TG_UPSTREAM_RESET',
+    status: 502,
+    message: 'upstream reset the connection before responding',
+    hint: 'look at the backend\'s logs: it closed the connection without an answer',
+  },
+  upstreamBadResponse: {
+    code: 'TG_UPSTREAM_BAD_RESPONSE',
+    status: 502,
+    message: 'upstream sent an invalid response',
+    hint: 'the backend\'s answer is not valid HTTP/1.1 (bad status line, headers or length); look at the backend',
+  },
+  upstreamTimeout: {
+    code: 'TG_UPSTREAM_TIMEOUT',
+    status: 504,
+    message: 'upstream request timeout: no response within the backend timeout',
+    hint: 'raise the route\'s timeouts.backendRequest (or config.backendRequestTimeout), or speed up the backend',
+  },
+  requestTimeout: {
+    code: 'TG_REQUEST_TIMEOUT',
+    status: 504,
+    message: 'request timeout: the route timeout elapsed',
+    hint: 'raise the route\'s timeouts.request',
+  },
+  rateLimited: {
+    code: 'TG_RATE_LIMITED',
+    status: 429,
+    message: 'rate limit exceeded',
+    hint: 'wait for the time in x-ratelimit-reset, or raise the policy\'s limit',
+  },
+  rateLimitServiceUnavailable: {
+    code: 'TG_RATELIMIT_SERVICE_UNAVAILABLE',
+    status: 500,
+    message: 'rate limit service unavailable',
+    hint: 'start the rate limit service named in the policy, or set its failureMode to FailOpen',
+  },
+  requestBodyTooDeep: {
+    code: 'TG_REQUEST_BODY_TOO_DEEP',
+    status: 400,
+    message: 'request body JSON is nested too deeply',
+    hint: 'a request body read by the gateway (metered routes, global descriptors) may nest objects and arrays at most 128 levels',
+  },
+  requestBodyUnreadable: {
+    code: 'TG_REQUEST_BODY_UNREADABLE',
+    status: 400,
+    message: 'request body could not be read',
+    hint: 'the client closed or broke the connection while sending its body',
+  },
+  requestBodyTimeout: {
+    code: 'TG_REQUEST_BODY_TIMEOUT',
+    status: 408,
+    message: 'request body timeout: no data within the body idle timeout',
+    hint: 'the client stopped sending its body; config.requestBodyIdleTimeout sets the limit',
+  },
+  badRequest: {
+    code: 'TG_BAD_REQUEST',
+    status: 400,
+    message: 'malformed request',
+    hint: 'the request is not valid HTTP/1.1; the body after the message says what is wrong',
+  },
+  badRequestTarget: {
+    code: 'TG_BAD_REQUEST_TARGET',
+    status: 400,
+    message: 'the request target is not a path the gateway serves',
+    hint: 'send an origin-form (/path) or absolute-form (http://host/path) target without encoded "/" or "\\" (config.paths.escapedSlashes allows them) and with valid %-escapes',
+  },
+  tooManyTraceSessions: {
+    code: 'TG_TRACE_SESSIONS_FULL',
+    status: 429,
+    message: 'too many trace sessions are waiting',
+    hint: 'close a waiting trace (GET /debug/tasks lists them), or raise config.maxTraceSessions',
+  },
+  internal: {
+    code: 'TG_INTERNAL',
+    status: 500,
+    message: 'internal error',
+    hint: 'a bug in the gateway: the error log line of the request has the stack; please report it',
+  },
+  // Recorded in traces and logs; never sent (the client is gone).
+  clientGone: {
+    code: 'TG_CLIENT_GONE',
+    message: 'the client closed the connection before the response was complete',
+    hint: 'nothing to fix on the proxy: the client gave up (a timeout or a cancelled request on its side)',
+  },
+  // Failures of the process.
+  bindInUse: {
+    code: 'TG_BIND_IN_USE',
+    message: '{what} {address} is already in use',
+    hint: 'stop the other process on that port, or change binds[].port (config.metricsAddr, config.readinessAddr for those servers)',
+  },
+  bindDenied: {
+    code: 'TG_BIND_DENIED',
+    message: 'not allowed to listen on port {port}',
+    hint: 'use a port above 1023, or run with the privilege to bind low ports',
+  },
+  bindFailed: {
+    code: 'TG_BIND_FAILED',
+    message: 'cannot listen on {address}: {reason}',
+    hint: 'check binds[].address: it must be an address of this machine',
+  },
+  configRead: {
+    code: 'TG_CONFIG_READ',
+    message: 'cannot read config file {path}: {reason}',
+    hint: 'check the --file path and its permissions',
+  },
+  usage: {
+    code: 'TG_USAGE',
+    message: '{problem}',
+    hint: 'run tollgate --help for the flags',
+  },
+  shutdownFailed: {
+    code: 'TG_SHUTDOWN_FAILED',
+    message: 'shutdown failed: {reason}',
+    hint: 'the process exits with status 1; the log line before it names what did not close',
+  },
+});
+
+/** What a client sees for a failed request: its status and body. */
 export interface ErrorSpec {
   readonly code: string;
   readonly status: number;
   readonly body: string;
 }
 
-function spec<C extends string>(code: C, status: number, body: string): ErrorSpec & { code: C } {
-  return { code, status, body };
-}
+const {
+  noRoute,
+  upstreamRefused,
+  upstreamConnectTimeout,
+  upstreamUnresolved,
+  upstreamReset,
+  upstreamBadResponse,
+  upstreamTimeout,
+  requestTimeout,
+  noBackend,
+  rateLimited,
+  rateLimitServiceUnavailable,
+  requestBodyTooDeep,
+  requestBodyUnreadable,
+  requestBodyTimeout,
+  badRequest,
+  badRequestTarget,
+  tooManyTraceSessions,
+  internal,
+} = PROXY_ERRORS;
 
+/** The request-level errors, as the request path uses them. */
 export const ERRORS = {
-  noRoute: spec('TG_NO_ROUTE', 404, 'no route matches this request'),
-  upstreamRefused: spec('TG_UPSTREAM_REFUSED', 503, 'upstream connect error: connection refused'),
-  upstreamConnectTimeout: spec('TG_UPSTREAM_CONNECT_TIMEOUT', 503, 'upstream connect error: connection timed out'),
-  upstreamUnresolved: spec('TG_UPSTREAM_UNRESOLVED', 503, 'upstream connect error: host not found'),
-  upstreamReset: spec('TG_UPSTREAM_RESET', 502, 'upstream reset the connection before responding'),
-  upstreamBadResponse: spec('TG_UPSTREAM_BAD_RESPONSE', 502, 'upstream sent an invalid response'),
-  upstreamTimeout: spec('TG_UPSTREAM_TIMEOUT', 504, 'upstream request timeout: no response within the backend timeout'),
-  requestTimeout: spec('TG_REQUEST_TIMEOUT', 504, 'request timeout: the route timeout elapsed'),
-  noBackend: spec('TG_NO_BACKEND', 503, 'no backend available for this route'),
-  rateLimited: spec('TG_RATE_LIMITED', 429, 'rate limit exceeded'),
-  rateLimitServiceUnavailable: spec('TG_RATELIMIT_SERVICE_UNAVAILABLE', 500, 'rate limit service unavailable'),
-  requestBodyTooDeep: spec('TG_REQUEST_BODY_TOO_DEEP', 400, 'request body JSON is nested too deeply'),
-  requestBodyUnreadable: spec('TG_REQUEST_BODY_UNREADABLE', 400, 'request body could not be read'),
-  requestBodyTimeout: spec('TG_REQUEST_BODY_TIMEOUT', 408, 'request body timeout: no data within the body idle timeout'),
-  badRequest: spec('TG_BAD_REQUEST', 400, 'malformed request'),
-  badRequestTarget: spec('TG_BAD_REQUEST_TARGET', 400, 'the request target is not a path the gateway serves'),
-  internal: spec('TG_INTERNAL', 500, 'internal error'),
-  tooManyTraceSessions: spec('TG_TRACE_SESSIONS_FULL', 429, 'too many trace sessions are waiting'),
+  noRoute,
+  upstreamRefused,
+  upstreamConnectTimeout,
+  upstreamUnresolved,
+  upstreamReset,
+  upstreamBadResponse,
+  upstreamTimeout,
+  requestTimeout,
+  noBackend,
+  rateLimited,
+  rateLimitServiceUnavailable,
+  requestBodyTooDeep,
+  requestBodyUnreadable,
+  requestBodyTimeout,
+  badRequest,
+  badRequestTarget,
+  tooManyTraceSessions,
+  internal,
 } as const;
 
 export type ErrorKey = keyof typeof ERRORS;
@@ -47,14 +218,17 @@ export class RequestFailure extends Error {
   }
 }
 
+type ProxyCode = (typeof PROXY_ERRORS)[keyof typeof PROXY_ERRORS]['code'];
+type KitCode = (typeof KIT_ERRORS)[keyof typeof KIT_ERRORS]['code'];
+/** Codes a TollgateError may carry: the proxy's and the shared pieces' (admin bind). */
+export type ProcessErrorCode = ProxyCode | KitCode;
+
+const HINTS = new Map<string, string>([...Object.values(PROXY_ERRORS), ...Object.values(KIT_ERRORS)].map((e) => [e.code, e.hint]));
+
 /** Errors of the process itself (start-up, reload), as opposed to a request's. */
-export class TollgateError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
+export class TollgateError extends CatalogError<ProcessErrorCode> {
+  constructor(code: ProcessErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, { hint: HINTS.get(code) ?? '', cause: options?.cause });
     this.name = 'TollgateError';
   }
 }

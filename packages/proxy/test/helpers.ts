@@ -2,75 +2,16 @@
 // an in-process gateway whose logs are captured.
 import { once } from 'node:events';
 import { mkdtemp, writeFile, rm } from 'node:fs/promises';
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { stringify } from 'yaml';
+import type { TraceEvent } from '@tollgate/api';
+import { readSse } from '@tollgate/kit';
+import { LogSink } from '@tollgate/testkit';
 import { Gateway } from '../src/gateway.js';
 
-export async function freePort(): Promise<number> {
-  const s = createServer();
-  s.listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as AddressInfo).port;
-  s.close();
-  await once(s, 'close');
-  return port;
-}
-
-export interface Upstream {
-  readonly port: number;
-  readonly host: string;
-  readonly server: Server;
-  readonly requests: IncomingMessage[];
-  close(): Promise<void>;
-}
-
-export type Handler = (req: IncomingMessage, res: ServerResponse, body: Buffer) => void;
-
-/** An upstream that echoes the request as JSON unless given a handler. */
-export async function startUpstream(handler?: Handler, opts: { readBody?: boolean } = {}): Promise<Upstream> {
-  const requests: IncomingMessage[] = [];
-  const server = createServer((req, res) => {
-    requests.push(req);
-    if (opts.readBody === false && handler) return handler(req, res, Buffer.alloc(0));
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      if (handler) return handler(req, res, body);
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers, body: body.toString() }));
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = (server.address() as AddressInfo).port;
-  return {
-    port,
-    host: `127.0.0.1:${port}`,
-    server,
-    requests,
-    close: async () => {
-      server.closeAllConnections();
-      server.close();
-      await once(server, 'close').catch(() => undefined);
-    },
-  };
-}
-
-export class LogSink extends Writable {
-  readonly lines: Record<string, unknown>[] = [];
-  override _write(chunk: Buffer, _enc: string, cb: () => void): void {
-    for (const line of chunk.toString().split('\n')) if (line.trim()) this.lines.push(JSON.parse(line) as Record<string, unknown>);
-    cb();
-  }
-  messages(): string[] {
-    return this.lines.map((l) => String(l.msg));
-  }
-}
+export { freePort, startUpstream, LogSink, type Upstream, type Handler } from '@tollgate/testkit';
 
 export interface TestGateway {
   readonly gateway: Gateway;
@@ -144,4 +85,38 @@ export function send(
 
 export function echoed(r: RawResponse): { method: string; url: string; headers: Record<string, string>; body: string } {
   return JSON.parse(r.body) as { method: string; url: string; headers: Record<string, string>; body: string };
+}
+
+export interface TraceStream {
+  readonly res: IncomingMessage;
+  /** Resolves with every event once the stream ends. */
+  readonly events: Promise<TraceEvent[]>;
+  /** Resolves with the opening comment (the session is armed). */
+  readonly armed: Promise<string>;
+}
+
+/** Opens GET /debug/trace on an admin server and reads its events as they come. */
+export function openTrace(adminUrl: string, query = ''): Promise<TraceStream> {
+  return new Promise((resolve, reject) => {
+    httpRequest(`${adminUrl}/debug/trace${query}`, (res) => {
+      let resolveArmed!: (s: string) => void;
+      const armed = new Promise<string>((r) => (resolveArmed = r));
+      const events = (async () => {
+        const out: TraceEvent[] = [];
+        try {
+          for await (const item of readSse(res)) {
+            if (item.type !== 'event') continue;
+            if (item.comments.length) resolveArmed(`: ${item.comments.join('\n')}`);
+            if (item.data !== null) out.push(JSON.parse(item.data) as TraceEvent);
+          }
+        } catch {
+          // the stream was cut: the events so far
+        }
+        return out;
+      })();
+      resolve({ res, events, armed });
+    })
+      .on('error', reject)
+      .end();
+  });
 }

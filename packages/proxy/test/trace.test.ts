@@ -6,47 +6,15 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { compile, TraceEvent, type TraceEvent as TraceEventT } from '@tollgate/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { freePort, openTrace as openTraceOn, send, startGateway, startUpstream, type TestGateway, type TraceStream, type Upstream } from './helpers.js';
 
 const validateEvent = compile(TraceEvent);
 let up: Upstream;
 let gw: TestGateway;
 let deadPort: number;
 
-interface Session {
-  readonly res: IncomingMessage;
-  /** Resolves with every event once the stream ends. */
-  readonly events: Promise<TraceEventT[]>;
-  /** Resolves when the opening comment arrived (the session is armed). */
-  readonly armed: Promise<string>;
-}
-
-function openTrace(query = ''): Promise<Session> {
-  return new Promise((resolve, reject) => {
-    httpRequest(`${gw.adminUrl}/debug/trace${query}`, (res) => {
-      let buf = '';
-      let resolveArmed!: (s: string) => void;
-      const armed = new Promise<string>((r) => (resolveArmed = r));
-      const events = new Promise<TraceEventT[]>((done) => {
-        const out: TraceEventT[] = [];
-        res.on('data', (c: Buffer) => {
-          buf += c.toString();
-          let i;
-          while ((i = buf.indexOf('\n\n')) >= 0) {
-            const block = buf.slice(0, i);
-            buf = buf.slice(i + 2);
-            if (block.startsWith(':')) resolveArmed(block);
-            else if (block.startsWith('data: ')) out.push(JSON.parse(block.slice(6)) as TraceEventT);
-          }
-        });
-        res.on('end', () => done(out));
-        res.on('close', () => done(out));
-      });
-      resolve({ res, events, armed });
-    })
-      .on('error', reject)
-      .end();
-  });
+function openTrace(query = ''): Promise<TraceStream> {
+  return openTraceOn(gw.adminUrl, query);
 }
 
 async function traced(path: string, headers: Record<string, string> = {}, query = ''): Promise<TraceEventT[]> {

@@ -1,59 +1,59 @@
-// The admin server (127.0.0.1:15000 by default): inspection and control of this process.
-// Each endpoint group is a small plugin in routes/; mutating requests pass the cross-site
-// guard first.
-import Fastify, { type FastifyInstance } from 'fastify';
+// The admin server (127.0.0.1:15000 by default): inspection and control of this process. The
+// scaffolding (Host and browser guards, index page, 404/405, /logging, pprof) comes from
+// @tollgate/kit; the proxy's own endpoint groups are small route functions in routes/.
+import { AdminServer as KitAdminServer, CatalogError, pprofRoutes, textLoggingRoutes, type AdminEndpoint } from '@tollgate/kit';
 import { TollgateError } from '../errors.js';
 import type { AdminContext } from './context.js';
-import { crossSiteGuard } from './csrf.js';
 import { configDumpRoutes } from './routes/config-dump.js';
-import { indexRoutes } from './routes/index-page.js';
-import { loggingRoutes } from './routes/logging.js';
 import { memoryRoutes } from './routes/memory.js';
-import { pprofRoutes } from './routes/pprof.js';
 import { quitRoutes } from './routes/quit.js';
 import { tasksRoutes } from './routes/tasks.js';
 import { traceRoutes } from './routes/trace.js';
 
+export const ENDPOINTS: readonly AdminEndpoint[] = [
+  { method: 'GET', path: '/config_dump', description: 'the loaded configuration (JSON; secrets redacted)' },
+  { method: 'GET', path: '/debug/trace', description: 'trace the next request as server-sent events; ?match=&lt;CEL&gt; narrows it' },
+  { method: 'GET', path: '/logging', description: 'current log directive; POST ?level=&lt;directive&gt; sets it, POST ?reset restores it' },
+  { method: 'GET', path: '/memory', description: 'process and V8 memory (JSON)' },
+  { method: 'GET', path: '/debug/pprof/profile', description: 'CPU profile, pprof format; ?seconds=1..300 (default 10)' },
+  { method: 'GET', path: '/debug/pprof/heap', description: 'heap profile, pprof format' },
+  { method: 'GET', path: '/debug/tasks', description: 'live work: listeners, requests in flight, trace sessions, background tasks' },
+  { method: 'POST', path: '/quitquitquit', description: 'graceful shutdown' },
+];
+
 export class AdminServer {
-  readonly #app: FastifyInstance;
+  readonly #server: KitAdminServer;
   constructor(
     readonly host: string,
     readonly port: number,
     ctx: AdminContext,
   ) {
-    this.#app = Fastify({ logger: false, forceCloseConnections: true });
-    this.#app.addHook('onRequest', crossSiteGuard);
-    indexRoutes(this.#app);
-    configDumpRoutes(this.#app, ctx);
-    traceRoutes(this.#app, ctx);
-    loggingRoutes(this.#app, ctx);
-    memoryRoutes(this.#app, ctx);
-    pprofRoutes(this.#app, ctx);
-    tasksRoutes(this.#app, ctx);
-    quitRoutes(this.#app, ctx);
-    this.#app.setNotFoundHandler((request, reply) =>
-      reply.code(404).type('text/plain; charset=utf-8').send(`no admin endpoint ${request.method} ${request.url.split('?')[0]}; GET / lists them\n`),
-    );
+    this.#server = new KitAdminServer({ host, port, title: 'Tollgate admin', endpoints: ENDPOINTS });
+    const app = this.#server.app;
+    configDumpRoutes(app, ctx);
+    traceRoutes(app, ctx);
+    textLoggingRoutes(app, { logs: ctx.logs, onChange: (directive) => ctx.logs.get('admin').info(`log level changed to ${directive}`) });
+    memoryRoutes(app, ctx);
+    pprofRoutes(app);
+    tasksRoutes(app, ctx);
+    quitRoutes(app, ctx);
   }
 
+  /** Listens; the bound address. Throws TollgateError TG_ADMIN_BIND. */
   async listen(): Promise<string> {
     try {
-      await this.#app.listen({ host: this.host, port: this.port });
+      return await this.#server.listen();
     } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      const fix = e.code === 'EADDRINUSE' ? 'is already in use; stop the other process or set config.adminAddr' : `cannot be bound: ${e.message}`;
-      throw new TollgateError('TG_ADMIN_BIND', `admin address ${this.host}:${this.port} ${fix}`, { cause: err });
+      if (err instanceof CatalogError) throw new TollgateError('TG_ADMIN_BIND', err.message, { cause: err.cause });
+      throw err;
     }
-    return this.address;
   }
 
   get address(): string {
-    const a = this.#app.server.address();
-    if (typeof a === 'object' && a) return a.family === 'IPv6' ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
-    return `${this.host}:${this.port}`;
+    return this.#server.address;
   }
 
   async close(): Promise<void> {
-    await this.#app.close();
+    await this.#server.close();
   }
 }

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { configDump } from '../config-dump.js';
 import type { AdminContext } from '../context.js';
-import { rejectUnknownQuery } from '../query.js';
+import { rejectUnknownQuery } from '@tollgate/kit';
 
 export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void {
   app.get('/config_dump', async (request, reply) => {

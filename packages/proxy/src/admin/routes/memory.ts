@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import type { FastifyInstance } from 'fastify';
 import type { AdminContext } from '../context.js';
-import { rejectUnknownQuery } from '../query.js';
+import { rejectUnknownQuery } from '@tollgate/kit';
 
 async function cgroupLimit(): Promise<{ bytes: number | null; source: string | null }> {
   for (const file of ['/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes']) {

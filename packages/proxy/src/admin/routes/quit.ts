@@ -2,7 +2,7 @@
 // visiting the URL never stops the proxy.
 import type { FastifyInstance } from 'fastify';
 import type { AdminContext } from '../context.js';
-import { rejectUnknownQuery } from '../query.js';
+import { rejectUnknownQuery } from '@tollgate/kit';
 
 export function quitRoutes(app: FastifyInstance, ctx: AdminContext): void {
   app.post('/quitquitquit', async (request, reply) => {

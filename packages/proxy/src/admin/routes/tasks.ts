@@ -2,7 +2,7 @@
 // (stage, age, upstream call), armed and streaming trace sessions, background tasks.
 import type { FastifyInstance } from 'fastify';
 import type { AdminContext } from '../context.js';
-import { rejectUnknownQuery } from '../query.js';
+import { rejectUnknownQuery } from '@tollgate/kit';
 
 export function tasksRoutes(app: FastifyInstance, ctx: AdminContext): void {
   app.get('/debug/tasks', async (request, reply) => {

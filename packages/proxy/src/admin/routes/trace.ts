@@ -7,7 +7,7 @@ import type { TraceEvent } from '@tollgate/api';
 import { compileTraceFilter, TraceFilterError, type TraceFilter } from '../../trace/filter.js';
 import { ERRORS } from '../../errors.js';
 import type { AdminContext } from '../context.js';
-import { rejectUnknownQuery, single } from '../query.js';
+import { rejectUnknownQuery, single } from '@tollgate/kit';
 
 const DEFAULT_KEEPALIVE_MS = 5000;
 

@@ -1,31 +1,34 @@
 // Profiles in pprof's protobuf format, gzipped, as Go's net/http/pprof serves them:
 // GET /debug/pprof/profile?seconds=N (CPU, 1..300, default 10) and GET /debug/pprof/heap
-// (sampled allocations, sampling started with the admin server).
+// (sampled allocations, sampling started with the admin server). V8 runs one CPU profile per
+// process at a time.
 import { encode, heap, time } from '@datadog/pprof';
 import type { FastifyInstance } from 'fastify';
-import type { AdminContext } from '../context.js';
-import { rejectUnknownQuery, single } from '../query.js';
+import { KIT_ERRORS } from '../errors/catalog.js';
+import { rejectUnknownQuery, single } from './query.js';
+import { replyError } from './reply.js';
 
 const HEAP_SAMPLE_BYTES = 512 * 1024;
 const HEAP_STACK_DEPTH = 64;
 
 // Heap sampling is process-wide; several admin servers in one process (tests) share it.
 let heapUsers = 0;
-// V8 runs one CPU profile per process at a time.
 let cpuRunning = false;
 
-export function pprofRoutes(app: FastifyInstance, _ctx: AdminContext): void {
+/** True while a CPU profile is being taken in this process. */
+export function cpuProfileRunning(): boolean {
+  return cpuRunning;
+}
+
+export function pprofRoutes(app: FastifyInstance): void {
   if (heapUsers++ === 0) heap.start(HEAP_SAMPLE_BYTES, HEAP_STACK_DEPTH);
-  const text = 'text/plain; charset=utf-8';
 
   app.get('/debug/pprof/profile', async (request, reply) => {
     if (rejectUnknownQuery(request.query, ['seconds'], reply)) return reply;
     const raw = single((request.query as Record<string, unknown>).seconds);
     const seconds = raw === undefined ? 10 : /^[0-9]+$/.test(raw ?? '') ? Number(raw) : NaN;
-    if (!Number.isInteger(seconds) || seconds < 1 || seconds > 300) {
-      return reply.code(400).type(text).send(`seconds must be an integer from 1 to 300 (got ${JSON.stringify(raw)}); default 10\n`);
-    }
-    if (cpuRunning) return reply.code(409).type(text).send('a CPU profile is already being taken; retry when it completes\n');
+    if (!Number.isInteger(seconds) || seconds < 1 || seconds > 300) return replyError(reply, KIT_ERRORS.pprofSeconds, { got: JSON.stringify(raw) });
+    if (cpuRunning) return replyError(reply, KIT_ERRORS.pprofBusy);
     cpuRunning = true;
     try {
       const profile = await time.profile({ durationMillis: seconds * 1000 });

@@ -1,0 +1,15 @@
+// The errors of the schemas package: what loading and validating a config or a policy reports.
+import { defineErrors } from './define.js';
+
+export const API_ERRORS = defineErrors({
+  configInvalid: {
+    code: 'TG_CONFIG_INVALID',
+    message: '{subject} is invalid: {problems}',
+    hint: 'each problem names the field (a JSON path such as binds[0].listeners[0].routes[1].backends[0].host) and what it expects; fix those fields and load again',
+  },
+  durationInvalid: {
+    code: 'TG_DURATION_INVALID',
+    message: 'invalid duration "{text}": expected a duration such as 500ms, 10s, 1m or 1h30m',
+    hint: 'write a Gateway API duration: whole numbers with units h, m, s, ms, e.g. 500ms, 10s, 1m or 1h30m',
+  },
+});

@@ -1,0 +1,81 @@
+// The admin server scaffolding shared by the proxy and the controller: a Fastify app with the
+// browser guard on every request, an HTML index of the endpoints at GET /, a 404 pointing at
+// the index, and listen/close with a catalog error when the address cannot be bound. Endpoints are
+// added by route functions (./logging-text.ts, ./logging-json.ts, ./pprof.ts, the caller's).
+import Fastify, { type FastifyInstance } from 'fastify';
+import { KIT_ERRORS } from '../errors/catalog.js';
+import { browserGuard } from './guards.js';
+import { replyError } from './reply.js';
+
+export interface AdminEndpoint {
+  readonly method: 'GET' | 'POST';
+  readonly path: string;
+  /** One line for the index page (HTML allowed). */
+  readonly description: string;
+}
+
+export interface AdminServerOptions {
+  readonly host: string;
+  readonly port: number;
+  /** What the index page and bind errors call the server, e.g. "admin". */
+  readonly role?: string;
+  /** Title of the index page, e.g. "Tollgate admin". */
+  readonly title: string;
+  /** Listed on the index page. */
+  readonly endpoints: readonly AdminEndpoint[];
+}
+
+function indexPage(title: string, endpoints: readonly AdminEndpoint[]): string {
+  const rows = endpoints.map(({ method, path, description }) => `<tr><td>${method}</td><td>${method === 'GET' ? `<a href="${path}">${path}</a>` : path}</td><td>${description}</td></tr>`);
+  return `<!doctype html><meta charset="utf-8"><title>${title}</title>\n<h1>${title}</h1>\n<table>${rows.join('')}</table>\n`;
+}
+
+/** A Fastify app with the guards, the index, 404 and 405 in place. */
+export function createAdminApp(options: Pick<AdminServerOptions, 'title' | 'endpoints'>): FastifyInstance {
+  const app = Fastify({ logger: false, forceCloseConnections: true });
+  app.addHook('onRequest', browserGuard);
+  const page = indexPage(options.title, options.endpoints);
+  app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(page));
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    return replyError(reply, KIT_ERRORS.adminNotFound, { method: request.method, path });
+  });
+  return app;
+}
+
+/** An admin app bound to an address. */
+export class AdminServer {
+  readonly app: FastifyInstance;
+  readonly host: string;
+  readonly port: number;
+  readonly #role: string;
+
+  constructor(options: AdminServerOptions) {
+    this.host = options.host;
+    this.port = options.port;
+    this.#role = options.role ?? 'admin';
+    this.app = createAdminApp(options);
+  }
+
+  /** Listens; the bound address (`host:port`, IPv6 bracketed). Throws TG_ADMIN_BIND. */
+  async listen(): Promise<string> {
+    try {
+      await this.app.listen({ host: this.host, port: this.port });
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      const problem = e.code === 'EADDRINUSE' ? 'is already in use; stop the other process or set config.adminAddr' : `cannot be bound: ${e.message}`;
+      throw KIT_ERRORS.adminBind.create({ role: this.#role, address: `${this.host}:${this.port}`, problem }, { cause: err });
+    }
+    return this.address;
+  }
+
+  get address(): string {
+    const a = this.app.server.address();
+    if (typeof a === 'object' && a) return a.family === 'IPv6' ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
+    return `${this.host}:${this.port}`;
+  }
+
+  async close(): Promise<void> {
+    await this.app.close();
+  }
+}

@@ -1,0 +1,13 @@
+export * from './errors/index.js';
+export { LogControl, type LogControlOptions } from './log/log-control.js';
+export { parseDirective, formatDirective, isLevel, DirectiveError, type Directive } from './log/directive.js';
+export { redactPaths, urlSerializers, URL_KEYS } from './log/redact.js';
+export { AdminServer, createAdminApp, type AdminEndpoint, type AdminServerOptions } from './admin/app.js';
+export { browserGuard } from './admin/guards.js';
+export { rejectUnknownQuery, single, queryKeys } from './admin/query.js';
+export { replyError, TEXT } from './admin/reply.js';
+export { textLoggingRoutes, type TextLoggingOptions } from './admin/logging-text.js';
+export { jsonLoggingRoutes, type JsonLoggingOptions } from './admin/logging-json.js';
+export { pprofRoutes, cpuProfileRunning } from './admin/pprof.js';
+export { SseParser, DEFAULT_MAX_LINE_BYTES, type SseEvent, type SsePassthrough, type SseItem, type SseParserOptions } from './sse/parser.js';
+export { readSse } from './sse/read.js';

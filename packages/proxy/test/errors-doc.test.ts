@@ -1,0 +1,31 @@
+// docs/errors.md lists every catalog's codes with status, message and fix, equal to the
+// catalogs; codes are unique across packages.
+import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { API_ERRORS, catalogEntries } from '@tollgate/api';
+import { KIT_ERRORS } from '@tollgate/kit';
+import { MOCK_ERRORS } from '@tollgate/mock-llm';
+import { docCodes, syncErrorsDoc } from '@tollgate/testkit';
+import { describe, expect, it } from 'vitest';
+import { PROXY_ERRORS } from '../src/errors.js';
+
+const DOC = fileURLToPath(new URL('../../../docs/errors.md', import.meta.url));
+const CATALOGS = {
+  '@tollgate/proxy': catalogEntries(PROXY_ERRORS),
+  '@tollgate/kit': catalogEntries(KIT_ERRORS),
+  '@tollgate/api': catalogEntries(API_ERRORS),
+  '@tollgate/mock-llm': catalogEntries(MOCK_ERRORS),
+};
+
+describe('docs/errors.md', () => {
+  it('has each catalog as its table (UPDATE_ERRORS_DOC=1 rewrites them)', () => {
+    expect(syncErrorsDoc(DOC, CATALOGS)).toEqual([]);
+  });
+
+  it('names every code once, and no code a catalog does not have', () => {
+    const all = Object.values(CATALOGS).flatMap((entries) => entries.map((e) => e.code));
+    expect(new Set(all).size).toBe(all.length);
+    const documented = docCodes(readFileSync(DOC, 'utf8'));
+    expect([...documented].sort()).toEqual([...all].sort());
+  });
+});
