@@ -79,6 +79,12 @@ export const PROXY_ERRORS = defineErrors({
     message: 'request body JSON is nested too deeply',
     hint: 'a request body read by the gateway (metered routes, global descriptors) may nest objects and arrays at most 128 levels',
   },
+  requestBodyTooLarge: {
+    code: 'TG_REQUEST_BODY_TOO_LARGE',
+    status: 413,
+    message: 'request body too large for a route that counts LLM tokens',
+    hint: 'send a smaller body, or raise config.maxRequestBodyBytes (a body the gateway cannot read would escape the token budget)',
+  },
   requestBodyUnreadable: {
     code: 'TG_REQUEST_BODY_UNREADABLE',
     status: 400,
@@ -174,6 +180,7 @@ const {
   rateLimited,
   rateLimitServiceUnavailable,
   requestBodyTooDeep,
+  requestBodyTooLarge,
   requestBodyUnreadable,
   requestBodyTimeout,
   badRequest,
@@ -196,6 +203,7 @@ export const ERRORS = {
   rateLimited,
   rateLimitServiceUnavailable,
   requestBodyTooDeep,
+  requestBodyTooLarge,
   requestBodyUnreadable,
   requestBodyTimeout,
   badRequest,
@@ -208,13 +216,16 @@ export type ErrorKey = keyof typeof ERRORS;
 
 /** A request that fails on its own: answered with its catalog entry, the process unaffected. */
 export class RequestFailure extends Error {
+  /** Headers for the answer (e.g. connection: close when the body was not read). */
+  readonly headers: Record<string, string> | undefined;
   constructor(
     readonly spec: ErrorSpec,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; headers?: Record<string, string> },
   ) {
-    super(message, options);
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'RequestFailure';
+    this.headers = options?.headers;
   }
 }
 

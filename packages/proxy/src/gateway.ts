@@ -52,6 +52,8 @@ export class Gateway {
       drainTimeoutMs: parseDuration(settings.drainTimeout ?? '30s'),
       maxTraceSessions: settings.maxTraceSessions ?? 32,
       paths: { ...DEFAULT_PATH_SETTINGS, ...settings.paths },
+      maxSseLineBytes: settings.maxSseLineBytes,
+      maxRequestBodyBytes: settings.maxRequestBodyBytes,
       clientTimeouts: {
         requestHeadersMs: settings.requestHeadersTimeout ? parseDuration(settings.requestHeadersTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestHeadersMs,
         requestBodyIdleMs: settings.requestBodyIdleTimeout ? parseDuration(settings.requestBodyIdleTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyIdleMs,

@@ -278,3 +278,16 @@ describe('request state details', () => {
     });
   });
 });
+
+describe('secrets in the request', () => {
+  it('query parameter credentials and session-token headers are redacted in every snapshot', async () => {
+    const events = await traced('/api/x?model=m&api_key=sk-123&TOKEN=tok-xyz&sig=zz&keep=1', { 'x-amz-security-token': 'aws-secret', authorization: 'Bearer sk-999' });
+    const text = JSON.stringify(events);
+    for (const secret of ['sk-123', 'tok-xyz', '=zz', 'aws-secret', 'sk-999']) expect(text).not.toContain(secret);
+    const request = events.filter((e) => e.message.type === 'requestSnapshot').map((e) => (e.message as Extract<TraceEventT['message'], { type: 'requestSnapshot' }>).requestState.request);
+    for (const r of request) {
+      expect(r.pathAndQuery).toBe('/api/x?model=m&api_key=[redacted]&TOKEN=[redacted]&sig=[redacted]&keep=1');
+      expect(r.uri).toMatch(/\/api\/x\?model=m&api_key=\[redacted\]&TOKEN=\[redacted\]&sig=\[redacted\]&keep=1$/);
+    }
+  });
+});

@@ -79,6 +79,12 @@ export const ProcessConfig = Type.Object(
         { additionalProperties: false, description: 'How request paths are normalised before routing (RFC 3986: unreserved escapes decoded, dot segments removed).' },
       ),
     ),
+    maxSseLineBytes: Type.Optional(
+      Type.Integer({ minimum: 1024, maximum: 268_435_456, description: 'Longest server-sent event from a backend the proxy parses for LLM usage; past it the stream is passed through unparsed and its tokens estimated. Default 1048576 (1 MiB).' }),
+    ),
+    maxRequestBodyBytes: Type.Optional(
+      Type.Integer({ minimum: 1024, maximum: 1_073_741_824, description: 'Largest request body a route that counts LLM tokens reads; a larger one is refused with 413. Default 8388608 (8 MiB).' }),
+    ),
     maxTraceSessions: Type.Optional(PositiveInt('Trace sessions that may wait for a request at once; beyond it GET /debug/trace answers 429. Default 32.', 1024)),
   },
   { additionalProperties: false, description: 'Process settings.' },

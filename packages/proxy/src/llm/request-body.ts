@@ -8,6 +8,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { ERRORS, RequestFailure } from '../errors.js';
 import { nestsDeeperThan, scanTopLevelObject } from './json-scan.js';
 
+/** Default of config.maxRequestBodyBytes. */
 export const MAX_LLM_BODY_BYTES = 8 * 1024 * 1024;
 
 /** Deeper bodies are refused: no chat request nests this far, and depth is what exhausts stacks. */
@@ -39,24 +40,44 @@ function contentOf(messages: unknown): string {
     .join('\n');
 }
 
-export function readLlmRequest(req: IncomingMessage): Promise<LlmRequest> {
+/** How much of a body to read, and what to do with a larger one. */
+export interface BodyLimit {
+  readonly maxBytes: number;
+  /**
+   * True on a metered route: a larger body is refused (413), since an unparsed body would
+   * escape the token budget. Otherwise it is forwarded untouched and estimated.
+   */
+  readonly refuseLarger: boolean;
+}
+
+function tooLarge(limit: BodyLimit): RequestFailure {
+  return new RequestFailure(ERRORS.requestBodyTooLarge, `request body larger than ${limit.maxBytes} bytes on a route that counts LLM tokens`, { headers: { connection: 'close' } });
+}
+
+export function readLlmRequest(req: IncomingMessage, limit: BodyLimit): Promise<LlmRequest> {
+  const declared = Number(req.headers['content-length']);
+  if (limit.refuseLarger && declared > limit.maxBytes) return Promise.reject(tooLarge(limit));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (c: Buffer) => {
       size += c.length;
       chunks.push(c);
-      if (size > MAX_LLM_BODY_BYTES) {
-        // Too large to hold: replay what was read, then stream the rest untouched.
-        req.off('data', onData);
-        req.off('end', onEnd);
+      if (size <= limit.maxBytes) return;
+      req.off('data', onData);
+      req.off('end', onEnd);
+      if (limit.refuseLarger) {
         req.pause();
-        const body = new PassThrough();
-        for (const chunk of chunks) body.write(chunk);
-        req.pipe(body);
-        req.resume();
-        resolve({ body, model: null, stream: false, injectedUsage: false, promptText: '', unparsed: `body larger than ${MAX_LLM_BODY_BYTES} bytes` });
+        reject(tooLarge(limit));
+        return;
       }
+      // Too large to hold: replay what was read, then stream the rest untouched.
+      req.pause();
+      const body = new PassThrough();
+      for (const chunk of chunks) body.write(chunk);
+      req.pipe(body);
+      req.resume();
+      resolve({ body, model: null, stream: false, injectedUsage: false, promptText: '', unparsed: `body larger than ${limit.maxBytes} bytes` });
     };
     // Runs in a stream event handler: anything thrown here must reject this request, never
     // escape to the process.

@@ -1,114 +1,198 @@
 // The response side of a metered LLM route: reads `usage.total_tokens` from a JSON response,
-// or from the chunks of an SSE stream, while the bytes go on to the client unchanged and
+// or from the events of an SSE stream, while the bytes go on to the client unchanged and
 // undelayed. The only change: when the gateway asked for usage on the client's behalf, the
 // usage-only chunk (`choices: []`) is removed, event by event. Completion text is kept for
 // estimation in case the backend reports no usage. Malformed chunks never break the stream.
+//
+// Bounds, since a backend is an outside input too:
+// - SSE is parsed by the shared incremental parser (linear in the bytes, multi-byte UTF-8
+//   split across chunks intact); an event longer than `maxEventBytes` stops the parsing for
+//   that stream: the rest is passed through as it comes and the tokens are estimated;
+// - a JSON body is held up to MAX_HELD_BYTES to read its usage, then estimated;
+// - a compressed response (a backend that ignored `accept-encoding: identity`) is passed
+//   through byte for byte and a copy, up to MAX_HELD_BYTES, is decompressed at its end to
+//   read the usage (nothing is removed from a compressed stream).
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import { SseParser, type SseEvent } from '@tollgate/kit';
 
-const MAX_JSON_BYTES = 4 * 1024 * 1024;
+const MAX_HELD_BYTES = 4 * 1024 * 1024;
+/** Decompressed output of a held compressed body is capped too (a small body can inflate hugely). */
+const MAX_INFLATED_BYTES = 16 * 1024 * 1024;
+/** Completion text kept for estimation; beyond it characters are counted, not kept. */
+const MAX_COMPLETION_CHARS = 4 * 1024 * 1024;
 
 export interface UsageResult {
-  /** usage.total_tokens as reported, null when the backend reported none. */
+  /** usage.total_tokens as reported, null when the backend reported none (or it could not be read). */
   readonly reported: number | null;
   readonly completionText: string;
+  /** Completion characters beyond the kept text (estimated at about 4 characters a token). */
+  readonly extraCompletionChars: number;
 }
 
-type Mode = 'json' | 'sse' | 'other';
+type Mode = 'json' | 'sse' | 'encoded' | 'other';
+type Decoder = (buf: Buffer) => Buffer;
+
+const DECODERS: Record<string, Decoder> = {
+  gzip: (b) => gunzipSync(b, { maxOutputLength: MAX_INFLATED_BYTES }),
+  'x-gzip': (b) => gunzipSync(b, { maxOutputLength: MAX_INFLATED_BYTES }),
+  deflate: (b) => inflateSync(b, { maxOutputLength: MAX_INFLATED_BYTES }),
+  br: (b) => brotliDecompressSync(b, { maxOutputLength: MAX_INFLATED_BYTES }),
+};
+
+interface Chunk {
+  usage?: { total_tokens?: unknown } | null;
+  choices?: { delta?: { content?: unknown }; message?: { content?: unknown } }[];
+}
 
 export class UsageMeter {
   #mode: Mode = 'other';
-  #json: Buffer[] = [];
-  #jsonSize = 0;
-  #sse = '';
+  #sse: SseParser | null = null;
+  /** Held bytes of a JSON or compressed body, while within MAX_HELD_BYTES. */
+  #held: Buffer[] = [];
+  #heldBytes = 0;
+  #decode: Decoder | null = null;
+  #innerSse = false;
   #reported: number | null = null;
+  /** Usage can no longer be read from this response (too large, malformed encoding). */
+  #lost = false;
   #completion = '';
+  #extraChars = 0;
 
-  constructor(private readonly stripUsageChunk: boolean) {}
+  constructor(
+    private readonly stripUsageChunk: boolean,
+    private readonly maxEventBytes: number,
+  ) {}
 
   /** True when the meter may change the body (the content-length must then go). */
   get rewrites(): boolean {
     return this.#mode === 'sse' && this.stripUsageChunk;
   }
 
-  onHeaders(contentType: string | undefined): void {
+  onHeaders(contentType: string | undefined, contentEncoding: string | undefined): void {
     const ct = (contentType ?? '').toLowerCase();
-    this.#mode = ct.includes('text/event-stream') ? 'sse' : ct.includes('json') ? 'json' : 'other';
+    const sse = ct.includes('text/event-stream');
+    const encoding = (contentEncoding ?? '').trim().toLowerCase();
+    if (encoding && encoding !== 'identity') {
+      this.#decode = DECODERS[encoding] ?? null;
+      this.#mode = this.#decode && (sse || ct.includes('json')) ? 'encoded' : 'other';
+      this.#innerSse = sse;
+      if (!this.#decode) this.#lost = true;
+      return;
+    }
+    this.#mode = sse ? 'sse' : ct.includes('json') ? 'json' : 'other';
+    if (sse) this.#sse = new SseParser({ maxLineBytes: this.maxEventBytes });
   }
 
   /** Returns what to forward for this chunk (possibly empty). */
   transform(chunk: Buffer): Buffer {
-    if (this.#mode === 'json') {
-      if (this.#jsonSize + chunk.length <= MAX_JSON_BYTES) this.#json.push(chunk);
-      this.#jsonSize += chunk.length;
+    if (this.#mode === 'json' || this.#mode === 'encoded') {
+      this.#hold(chunk);
       return chunk;
     }
     if (this.#mode !== 'sse') return chunk;
-    this.#sse += chunk.toString('utf8');
-    let out = '';
-    let sep: number;
-    while ((sep = this.#eventEnd()) >= 0) {
-      const end = this.#sse.startsWith('\r\n\r\n', sep) ? sep + 4 : sep + 2;
-      const event = this.#sse.slice(0, end);
-      this.#sse = this.#sse.slice(end);
-      if (this.#onEvent(event)) out += event;
+    const items = this.#sse!.push(chunk);
+    if (!this.stripUsageChunk) {
+      // Nothing is removed: the chunk goes on as it came; the events are only read.
+      for (const item of items) {
+        if (item.type === 'event') this.#onEvent(item);
+        else if (item.overflow) this.#lost = true;
+      }
+      return chunk;
     }
-    if (!this.stripUsageChunk) return chunk;
-    return Buffer.from(out, 'utf8');
+    const kept: Buffer[] = [];
+    for (const item of items) {
+      if (item.type === 'passthrough') {
+        if (item.overflow) this.#lost = true;
+        kept.push(item.raw);
+      } else if (this.#onEvent(item)) kept.push(item.raw);
+    }
+    return kept.length === 1 ? kept[0]! : Buffer.concat(kept);
   }
 
-  #eventEnd(): number {
-    const a = this.#sse.indexOf('\n\n');
-    const b = this.#sse.indexOf('\r\n\r\n');
-    if (a < 0) return b;
-    if (b < 0) return a;
-    return Math.min(a, b);
+  #hold(chunk: Buffer): void {
+    this.#heldBytes += chunk.length;
+    if (this.#heldBytes <= MAX_HELD_BYTES) this.#held.push(chunk);
+    else {
+      this.#held = [];
+      this.#lost = true;
+    }
+  }
+
+  #addCompletion(text: string): void {
+    const room = MAX_COMPLETION_CHARS - this.#completion.length;
+    if (text.length <= room) this.#completion += text;
+    else {
+      this.#completion += text.slice(0, Math.max(0, room));
+      this.#extraChars += text.length - Math.max(0, room);
+    }
+  }
+
+  /** Reads one chunk object of a response: its completion text and usage; true when it had usage. */
+  #read(chunk: Chunk): boolean {
+    if (Array.isArray(chunk.choices)) {
+      for (const c of chunk.choices) {
+        const content = c?.delta?.content ?? c?.message?.content;
+        if (typeof content === 'string') this.#addCompletion(content);
+      }
+    }
+    const total = chunk.usage?.total_tokens;
+    if (typeof total !== 'number' || !Number.isFinite(total) || total < 0) return false;
+    this.#reported = total;
+    return true;
   }
 
   /** Reads one SSE event; returns false when it must not reach the client. */
-  #onEvent(event: string): boolean {
-    const data = event
-      .split(/\r?\n/)
-      .filter((l) => l.startsWith('data:'))
-      .map((l) => l.slice(5).trimStart())
-      .join('\n');
-    if (!data || data === '[DONE]') return true;
-    let chunk: { usage?: { total_tokens?: unknown } | null; choices?: { delta?: { content?: unknown } }[] };
+  #onEvent(event: SseEvent): boolean {
+    const data = event.data;
+    if (data === null || data === '[DONE]' || this.#lost) return true;
+    let chunk: Chunk;
     try {
-      chunk = JSON.parse(data) as typeof chunk;
+      chunk = JSON.parse(data) as Chunk;
     } catch {
       return true;
     }
-    if (Array.isArray(chunk.choices)) {
-      for (const c of chunk.choices) if (typeof c?.delta?.content === 'string') this.#completion += c.delta.content;
-    }
-    const total = chunk.usage?.total_tokens;
-    if (typeof total === 'number' && Number.isFinite(total) && total >= 0) {
-      this.#reported = total;
-      if (this.stripUsageChunk && Array.isArray(chunk.choices) && chunk.choices.length === 0) return false;
-    }
-    return true;
+    if (chunk === null || typeof chunk !== 'object') return true;
+    const hasUsage = this.#read(chunk);
+    return !(this.stripUsageChunk && hasUsage && Array.isArray(chunk.choices) && chunk.choices.length === 0);
   }
 
   /** What is left to forward when the response ends (an unterminated last event). */
   flush(): Buffer {
-    if (this.#mode !== 'sse' || !this.stripUsageChunk || !this.#sse) return Buffer.alloc(0);
-    const rest = this.#sse;
-    this.#sse = '';
-    return this.#onEvent(rest) ? Buffer.from(rest, 'utf8') : Buffer.alloc(0);
+    if (this.#mode !== 'sse') return Buffer.alloc(0);
+    const kept: Buffer[] = [];
+    for (const item of this.#sse!.end()) {
+      if (item.type === 'event' && this.#onEvent(item) && this.stripUsageChunk) kept.push(item.raw);
+    }
+    return Buffer.concat(kept);
   }
 
   result(): UsageResult {
-    if (this.#mode === 'json' && this.#jsonSize <= MAX_JSON_BYTES) {
-      try {
-        const body = JSON.parse(Buffer.concat(this.#json).toString('utf8')) as { usage?: { total_tokens?: unknown }; choices?: { message?: { content?: unknown } }[] };
-        const total = body.usage?.total_tokens;
-        if (typeof total === 'number' && Number.isFinite(total) && total >= 0) this.#reported = total;
-        if (Array.isArray(body.choices)) {
-          for (const c of body.choices) if (typeof c?.message?.content === 'string') this.#completion += c.message.content;
-        }
-      } catch {
-        // not JSON after all: estimated
-      }
+    if (!this.#lost && (this.#mode === 'json' || this.#mode === 'encoded') && this.#held.length) this.#readHeld();
+    return { reported: this.#lost ? null : this.#reported, completionText: this.#completion, extraCompletionChars: this.#extraChars };
+  }
+
+  #readHeld(): void {
+    let body: Buffer = Buffer.concat(this.#held);
+    this.#held = [];
+    try {
+      if (this.#mode === 'encoded') body = this.#decode!(body);
+    } catch {
+      this.#lost = true;
+      return;
     }
-    return { reported: this.#reported, completionText: this.#completion };
+    if (this.#mode === 'encoded' && this.#innerSse) {
+      const parser = new SseParser({ maxLineBytes: this.maxEventBytes });
+      for (const item of [...parser.push(body), ...parser.end()]) {
+        if (item.type === 'passthrough') this.#lost = true;
+        else this.#onEvent(item);
+      }
+      return;
+    }
+    try {
+      const parsed = JSON.parse(body.toString('utf8')) as Chunk;
+      if (parsed !== null && typeof parsed === 'object') this.#read(parsed);
+    } catch {
+      // not JSON after all: estimated
+    }
   }
 }

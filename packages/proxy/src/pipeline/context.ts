@@ -24,6 +24,10 @@ export interface PipelineDeps {
   readonly defaultBackendTimeoutMs: number;
   readonly bodyIdleTimeoutMs: number;
   readonly paths: PathSettings;
+  /** config.maxSseLineBytes: an SSE event from a backend longer than this stops usage parsing. */
+  readonly maxSseEventBytes: number;
+  /** config.maxRequestBodyBytes: the most a metered route reads of a request body. */
+  readonly maxRequestBodyBytes: number;
 }
 
 export type HeaderMap = Record<string, string | string[] | undefined>;

@@ -5,7 +5,10 @@ import type { RequestFacts } from '../ratelimit/policy.js';
 import type { RequestContext } from './context.js';
 
 export async function readBodyOnce(ctx: RequestContext): Promise<void> {
-  if (!ctx.llm && ctx.hasBody) ctx.llm = await readLlmRequest(ctx.req);
+  if (ctx.llm || !ctx.hasBody) return;
+  // Metered: a token limit applies here (at the gateway level, or on the route once selected).
+  const metered = (ctx.listener?.policy?.countsTokens ?? false) || (ctx.route?.countsTokens ?? false);
+  ctx.llm = await readLlmRequest(ctx.req, { maxBytes: ctx.deps.maxRequestBodyBytes, refuseLarger: metered });
 }
 
 /** What global rate-limit descriptors see of the request. */

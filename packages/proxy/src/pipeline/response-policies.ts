@@ -8,6 +8,10 @@ import type { ForwardHooks } from '../upstream/forward.js';
 import type { HeaderMap, RequestContext } from './context.js';
 import { publish } from './events.js';
 
+function first(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
 /** The hooks the upstream call runs as the response arrives. One per request. */
 export class ResponsePolicies implements ForwardHooks {
   /** Set when the response headers arrived (for the upstream latency). */
@@ -22,7 +26,7 @@ export class ResponsePolicies implements ForwardHooks {
 
   constructor(private readonly ctx: RequestContext) {
     const route = ctx.route!;
-    this.meter = route.countsTokens ? new UsageMeter(ctx.llm?.injectedUsage ?? false) : null;
+    this.meter = route.countsTokens ? new UsageMeter(ctx.llm?.injectedUsage ?? false, ctx.deps.maxSseEventBytes) : null;
     if (this.meter) {
       const meter = this.meter;
       this.transform = (c) => meter.transform(c);
@@ -54,8 +58,7 @@ export class ResponsePolicies implements ForwardHooks {
     for (const m of ctx.route!.responseModifiers) applyHeaderModifier(headers, m);
     if (ctx.admissions) Object.assign(headers, ctx.admissions.responseHeaders());
     if (this.meter) {
-      const ct = headers['content-type'];
-      this.meter.onHeaders(Array.isArray(ct) ? ct[0] : ct);
+      this.meter.onHeaders(first(headers['content-type']), first(headers['content-encoding']));
       if (this.meter.rewrites) delete headers['content-length'];
     }
     if (ctx.observed) publish.responseSnapshot(ctx, 'final response', status, headers);
@@ -69,7 +72,7 @@ function chargeTokens(ctx: RequestContext, meter: UsageMeter): void {
   const route = ctx.route!.ir.name;
   let total = usage.reported;
   const estimated = total === null;
-  if (total === null) total = estimateTokens(llm?.promptText ?? '', usage.completionText);
+  if (total === null) total = estimateTokens(llm?.promptText ?? '', usage.completionText) + Math.ceil(usage.extraCompletionChars / 4);
   if (llm?.unparsed) ctx.deps.rateLimitLog.debug({ route, reason: llm.unparsed }, 'LLM request body not parsed; tokens estimated');
   ctx.admissions?.charge(total);
   ctx.deps.metrics.tokens.inc({ route, model: llm?.model ?? 'unknown', source: estimated ? 'estimated' : 'reported' }, total);

@@ -31,6 +31,8 @@ export async function applyRoutePolicies(ctx: RequestContext): Promise<boolean> 
   // Node has already answered the client's Expect: 100-continue; the upstream call streams
   // the body as it comes (undici refuses the header).
   delete headers.expect;
+  // A metered route reads usage from the response: ask for it uncompressed.
+  if (route.countsTokens) headers['accept-encoding'] = 'identity';
   if (ctx.rawHost !== undefined && headers.host !== ctx.rawHost) headers.host = ctx.rawHost;
   if (ctx.admissions) Object.assign(headers, ctx.admissions.requestHeaders);
   for (const f of route.ir.filters) {

@@ -55,7 +55,7 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
     else dp.log.error({ err }, 'request failed');
     const spec = failure?.spec ?? ERRORS.internal;
     ctx.status = spec.status;
-    if (!res.headersSent && !res.destroyed) sendError(res, spec);
+    if (!res.headersSent && !res.destroyed) sendError(res, spec, failure?.headers);
     else res.destroy();
   } finally {
     dp.metrics.countRequest(ctx.routeName ?? 'none', ctx.status);

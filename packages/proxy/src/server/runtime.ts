@@ -14,7 +14,9 @@ import type { GlobalFactory } from '../ratelimit/policy.js';
 import { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
+import { DEFAULT_MAX_LINE_BYTES } from '@tollgate/kit';
 import { loadTokenizer } from '../llm/estimate.js';
+import { MAX_LLM_BODY_BYTES } from '../llm/request-body.js';
 import { DEFAULT_PATH_SETTINGS, type PathSettings } from '../pipeline/request-target.js';
 import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext } from './data-plane.js';
 import type { InFlight } from './inflight.js';
@@ -31,6 +33,10 @@ export interface RuntimeOptions {
   readonly clientTimeouts?: ClientTimeouts;
   /** config.paths: how request paths are normalised before routing. */
   readonly paths?: PathSettings;
+  /** config.maxSseLineBytes. */
+  readonly maxSseLineBytes?: number;
+  /** config.maxRequestBodyBytes. */
+  readonly maxRequestBodyBytes?: number;
 }
 
 /** config.requestHeadersTimeout, requestBodyIdleTimeout and keepAliveTimeout defaults. */
@@ -84,6 +90,8 @@ export class ProxyRuntime {
       bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
       clientTimeouts: options.clientTimeouts ?? DEFAULT_CLIENT_TIMEOUTS,
       paths: options.paths ?? DEFAULT_PATH_SETTINGS,
+      maxSseEventBytes: options.maxSseLineBytes ?? DEFAULT_MAX_LINE_BYTES,
+      maxRequestBodyBytes: options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES,
     };
     this.traces.owner = this.#deps;
   }

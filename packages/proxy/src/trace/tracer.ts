@@ -3,7 +3,7 @@
 // never decreasing; header values that are credentials are redacted.
 import { hostname } from 'node:os';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { redactHeaders, type RequestState, type TraceEvent, type TraceMessage } from '@tollgate/api';
+import { redactHeaders, redactPathAndQuery, type RequestState, type TraceEvent, type TraceMessage } from '@tollgate/api';
 import type { RequestContext } from '../pipeline/context.js';
 import type { RequestStage, ResponseStage } from '../pipeline/events.js';
 import type { TraceSession } from './hub.js';
@@ -80,7 +80,8 @@ export class RequestTracer {
   requestState(view: RequestView, backend?: RequestState['backend']): RequestState {
     const headers = redactHeaders(view.headers);
     const host = withoutDefaultPort(view.authority);
-    const pathAndQuery = view.query ? `${view.path}?${view.query}` : view.path;
+    // Credentials in query parameters (api_key=, token=, sig= ...) are redacted like headers.
+    const pathAndQuery = redactPathAndQuery(view.query ? `${view.path}?${view.query}` : view.path);
     return {
       request: {
         method: view.method,
