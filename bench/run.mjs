@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CASES, MOCK_LLM_BIN, ROOT } from './lib/cases.mjs';
+import { baselineCases, CASES, MOCK_LLM_BIN, ROOT } from './lib/cases.mjs';
 import { sampleCpu } from './lib/cpu.mjs';
 import { pickTool, runLoad } from './lib/load.mjs';
 import { commands, killAllNow, liveCount, startProcess, stopAll } from './lib/procs.mjs';
@@ -34,6 +34,9 @@ Options (environment variable in brackets):
                                                                [BENCH_TOOL]
   --only <ids>        comma-separated case ids to run          [BENCH_ONLY]
   --no-pin            do not pin processes to CPUs             [BENCH_PIN=0]
+  --baseline <dir>    also run every tollgate case from the built checkout <dir> (e.g. a git
+                      worktree of the commit before a change), as <id>@baseline, and print
+                      req/s and CPU µs per request against it     [BENCH_BASELINE]
   --profile <id>      run that case's node server with --cpu-prof and keep the profile
   --json <file>       also write the results as JSON (default bench/.bench-out/last-run.json)
   --keep              keep the temporary directory (configs, logs, profiles)
@@ -53,6 +56,7 @@ function options() {
       only: { type: 'string' },
       'no-pin': { type: 'boolean' },
       profile: { type: 'string' },
+      baseline: { type: 'string' },
       json: { type: 'string' },
       keep: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -83,6 +87,12 @@ function options() {
     only,
     pin: !values['no-pin'] && env.BENCH_PIN !== '0',
     profile: values.profile ?? null,
+    baseline: (() => {
+      const dir = values.baseline ?? env.BENCH_BASELINE;
+      if (!dir) return null;
+      if (!existsSync(join(dir, 'packages/proxy/bin/tollgate.js'))) throw new Error(`--baseline: ${dir} is not a Tollgate checkout (no packages/proxy/bin/tollgate.js)`);
+      return dir;
+    })(),
     json: values.json ?? join(ROOT, 'bench/.bench-out/last-run.json'),
     keep: Boolean(values.keep),
   };
@@ -226,6 +236,21 @@ function report(cases, results, pinned) {
   }
   for (const r of results.filter((x) => !x.summary)) out.push(`${r.skipped ? 'skipped' : 'FAILED'} ${r.id}: ${r.skipped ?? r.error}`);
 
+  // Against the baseline build, when one ran: req/s and CPU time per request of each case.
+  const pairs = measured.filter((c) => byId[`${c.id}@baseline`]?.summary);
+  if (pairs.length) {
+    const cpuUs = (x) => (x.cpu.server && x.rps ? (x.cpu.server / 100) * 1e6 / x.rps : null);
+    out.push('', 'Against the baseline build (this build / baseline; CPU µs per request from the server\'s own CPU time):');
+    for (const c of pairs) {
+      const a = byId[c.id].summary;
+      const b = byId[`${c.id}@baseline`].summary;
+      const us = (v) => (v == null ? '-' : v.toFixed(1));
+      out.push(
+        `  ${c.id}: req/s ${fmt.ratio(a.rps, b.rps)}; CPU µs/request ${us(cpuUs(a))} vs ${us(cpuUs(b))} (${fmt.ratio(cpuUs(a), cpuUs(b))}); p99 ${fmt.ms(a.p99Ms)} vs ${fmt.ms(b.p99Ms)} ms`,
+      );
+    }
+  }
+
   // The bars the issue sets, judged from this run (the bench reports; it never fails on them).
   const one = byId['tollgate-1-route']?.summary;
   const many = byId['tollgate-10k-routes']?.summary;
@@ -258,7 +283,10 @@ async function main() {
   const m = machine(opts);
   const pinned = opts.pin && commands.taskset && m.cpus >= 2;
   const cpus = pinned ? { server: '0', support: '1' } : { server: null, support: null };
-  const selected = CASES.filter((c) => !opts.only || opts.only.includes(c.id));
+  const chosen = CASES.filter((c) => !opts.only || opts.only.includes(c.id));
+  // Baseline cases follow their own case, so interleaved rounds measure the pair back to back.
+  const baselines = opts.baseline ? new Map(baselineCases(opts.baseline).map((b) => [b.id, b])) : new Map();
+  const selected = chosen.flatMap((c) => (baselines.has(`${c.id}@baseline`) ? [c, baselines.get(`${c.id}@baseline`)] : [c]));
 
   console.log(`Tollgate bench, ${m.date}`);
   console.log(`machine: ${m.cpus} CPUs, ${m.cpuModel}; node ${m.node}; load average ${m.loadavg}`);

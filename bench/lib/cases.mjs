@@ -33,30 +33,35 @@ function isBindListening(line) {
   }
 }
 
-let serverFlags = null;
+const serverFlags = new Map();
 /**
  * The side servers tollgate has besides admin (metrics, readiness) default to fixed ports on
  * 0.0.0.0; give each bench process its own loopback ports, for the flags this build knows.
  */
-async function sideServerArgs() {
-  serverFlags ??= (() => {
-    const help = execFileSync(process.execPath, [TOLLGATE_BIN, '--help'], { encoding: 'utf8' });
-    return ['metrics-addr', 'readiness-addr'].filter((f) => help.includes(`--${f}`));
-  })();
+async function sideServerArgs(bin) {
+  if (!serverFlags.has(bin)) {
+    const help = execFileSync(process.execPath, [bin, '--help'], { encoding: 'utf8' });
+    serverFlags.set(bin, ['metrics-addr', 'readiness-addr'].filter((f) => help.includes(`--${f}`)));
+  }
   const args = [];
-  for (const flag of serverFlags) args.push(`--${flag}`, `127.0.0.1:${await freePort()}`);
+  for (const flag of serverFlags.get(bin)) args.push(`--${flag}`, `127.0.0.1:${await freePort()}`);
   return args;
 }
 
-/** A tollgate process serving `routes(env)` on one bind; ready when its bind logs `listening`. */
-function tollgateCase({ id, label, group, request, routes, listenerPolicies }) {
+/**
+ * A tollgate process serving `routes(env)` on one bind; ready when its bind logs `listening`.
+ * `root` is the checkout whose build runs (another one for --baseline).
+ */
+function tollgateCase({ id, label, group, request, routes, listenerPolicies, root = ROOT }) {
+  const bin = join(root, 'packages/proxy/bin/tollgate.js');
   return {
     id,
     label,
     group,
     request,
+    tollgate: { routes, listenerPolicies },
     skip(env) {
-      if (!existsSync(join(ROOT, 'packages/proxy/dist/cli.js'))) return 'packages/proxy is not built (run pnpm build)';
+      if (!existsSync(join(root, 'packages/proxy/dist/cli.js'))) return `${root === ROOT ? 'packages/proxy' : `${root}/packages/proxy`} is not built (run pnpm build there)`;
       return request === 'chat' ? env.mockLlmSkip : null;
     },
     async start(env) {
@@ -65,7 +70,7 @@ function tollgateCase({ id, label, group, request, routes, listenerPolicies }) {
       const dir = join(env.dir, id);
       mkdirSync(dir, { recursive: true });
       const file = writeTollgateConfig(dir, id, { port, adminPort, routes: routes(env), listenerPolicies });
-      const args = [TOLLGATE_BIN, '--file', file, ...(await sideServerArgs())];
+      const args = [bin, '--file', file, ...(await sideServerArgs(bin))];
       const proc = startProcess(`tollgate (${id})`, process.execPath, nodeArgs(env, id, args), { cpu: env.cpus.server });
       await proc.waitForLine(isBindListening, 180_000);
       return { url: `http://127.0.0.1:${port}`, proc };
@@ -183,3 +188,13 @@ export const CASES = [
     ],
   }),
 ];
+
+/**
+ * The tollgate cases again, run from another checkout (built), as `<id>@baseline`: the same
+ * configs, load and rounds, so a change is compared with what it changed in one run.
+ */
+export function baselineCases(root) {
+  return CASES.filter((c) => c.tollgate).map((c) =>
+    tollgateCase({ id: `${c.id}@baseline`, label: `${c.label} [baseline]`, group: c.group, request: c.request, root, ...c.tollgate }),
+  );
+}
