@@ -167,52 +167,8 @@ export interface ErrorSpec {
   readonly body: string;
 }
 
-const {
-  noRoute,
-  upstreamRefused,
-  upstreamConnectTimeout,
-  upstreamUnresolved,
-  upstreamReset,
-  upstreamBadResponse,
-  upstreamTimeout,
-  requestTimeout,
-  noBackend,
-  rateLimited,
-  rateLimitServiceUnavailable,
-  requestBodyTooDeep,
-  requestBodyTooLarge,
-  requestBodyUnreadable,
-  requestBodyTimeout,
-  badRequest,
-  badRequestTarget,
-  tooManyTraceSessions,
-  internal,
-} = PROXY_ERRORS;
-
-/** The request-level errors, as the request path uses them. */
-export const ERRORS = {
-  noRoute,
-  upstreamRefused,
-  upstreamConnectTimeout,
-  upstreamUnresolved,
-  upstreamReset,
-  upstreamBadResponse,
-  upstreamTimeout,
-  requestTimeout,
-  noBackend,
-  rateLimited,
-  rateLimitServiceUnavailable,
-  requestBodyTooDeep,
-  requestBodyTooLarge,
-  requestBodyUnreadable,
-  requestBodyTimeout,
-  badRequest,
-  badRequestTarget,
-  tooManyTraceSessions,
-  internal,
-} as const;
-
-export type ErrorKey = keyof typeof ERRORS;
+/** The catalog as the request path uses it: `ERRORS.noRoute` and so on (entries with a status are answers). */
+export const ERRORS = PROXY_ERRORS;
 
 /** A request that fails on its own: answered with its catalog entry, the process unaffected. */
 export class RequestFailure extends Error {
