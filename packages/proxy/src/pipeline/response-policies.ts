@@ -71,6 +71,6 @@ function chargeTokens(ctx: RequestContext, meter: UsageMeter): void {
   const estimated = total === null;
   if (total === null) total = estimateTokens(llm?.promptText ?? '', usage.completionText);
   if (llm?.unparsed) ctx.deps.rateLimitLog.debug({ route, reason: llm.unparsed }, 'LLM request body not parsed; tokens estimated');
-  ctx.admissions?.charge(total);
+  ctx.admissions?.settle(total);
   ctx.deps.metrics.tokens.inc({ route, model: llm?.model ?? 'unknown', source: estimated ? 'estimated' : 'reported' }, total);
 }

@@ -1,13 +1,15 @@
 // The local limits of one attachment point (a listener's gateway-level policy, or a route's).
 // A check is synchronous: every tokens window must be within budget and every request bucket
-// must have a token; only then are the request tokens taken, so a refused request consumes
-// nothing and concurrent requests can never be admitted past a bucket's capacity.
+// must have a token; only then are the request tokens taken and the token reservations made,
+// so a refused request consumes nothing and concurrent requests can never be admitted past a
+// bucket's capacity. What an admitted request took is held in a `LocalHold` until the request
+// ends: refunded when another limit refuses it, settled with its usage when it completes.
 import type { LocalRateLimitIR, RateLimitUnit } from '@tollgate/api';
 import { UNIT_SECONDS } from '@tollgate/api';
 import type { Clock } from '../clock.js';
 import type { LimitStatus } from '../headers.js';
 import { RequestBucket } from './request-bucket.js';
-import { TokenWindow } from './token-window.js';
+import { TokenWindow, type Reservation } from './token-window.js';
 
 export type LimitLevel = 'gateway' | 'route';
 
@@ -15,10 +17,42 @@ export type LocalEntry =
   | { readonly kind: 'requests'; readonly config: LocalRateLimitIR; readonly bucket: RequestBucket; readonly limitText: string }
   | { readonly kind: 'tokens'; readonly config: LocalRateLimitIR; readonly window: TokenWindow; readonly limitText: string };
 
-export interface LocalCheck {
-  readonly allowed: boolean;
-  /** The entry that refused, when one did. */
-  readonly refusedBy: LocalEntry['kind'] | null;
+export type LocalCheck =
+  | { readonly allowed: true; readonly hold: LocalHold }
+  | { readonly allowed: false; /** The kind of entry that refused. */ readonly refusedBy: LocalEntry['kind'] };
+
+/**
+ * What one admitted request holds in one local limiter: a token of each request bucket and a
+ * reservation in each tokens window. Ended exactly once: `refund` (the gateway refused the
+ * request after all: nothing is counted), or `settle` (the request went upstream: it keeps its
+ * request tokens, and its reservations become its usage, or vanish when nothing is charged).
+ */
+export class LocalHold {
+  #open = true;
+  constructor(
+    private readonly buckets: readonly RequestBucket[],
+    private readonly reservations: readonly Reservation[],
+    private readonly clock: Clock,
+  ) {}
+
+  refund(): void {
+    if (!this.#open) return;
+    this.#open = false;
+    const now = this.clock();
+    for (const b of this.buckets) b.giveBack(now);
+    for (const r of this.reservations) r.window.release(r, now);
+  }
+
+  /** `tokens`: the usage to charge, or null when the response is not charged (not 2xx, failed). */
+  settle(tokens: number | null): void {
+    if (!this.#open) return;
+    this.#open = false;
+    const now = this.clock();
+    for (const r of this.reservations) {
+      if (tokens === null) r.window.release(r, now);
+      else r.window.settle(r, tokens, now);
+    }
+  }
 }
 
 function unitMs(unit: RateLimitUnit): number {
@@ -56,7 +90,6 @@ export class LimiterStore {
   }
 }
 
-const ALLOWED: LocalCheck = { allowed: true, refusedBy: null };
 const REFUSED_BY_TOKENS: LocalCheck = { allowed: false, refusedBy: 'tokens' };
 const REFUSED_BY_REQUESTS: LocalCheck = { allowed: false, refusedBy: 'requests' };
 
@@ -75,19 +108,22 @@ export class LocalLimiter {
     return new LocalLimiter(level, scope, configs.map((c, i) => store.entry(`${level}:${scope}`, i, c)), store.clock);
   }
 
-  check(): LocalCheck {
+  /** `reservation`: the tokens an admitted request holds in each tokens window until settled. */
+  check(reservation: number): LocalCheck {
     const now = this.clock();
     for (const e of this.entries) {
       if (e.kind === 'tokens' && !e.window.admits(now)) return REFUSED_BY_TOKENS;
       if (e.kind === 'requests' && e.bucket.remaining(now) < 1) return REFUSED_BY_REQUESTS;
     }
-    for (const e of this.entries) if (e.kind === 'requests') e.bucket.take(now);
-    return ALLOWED;
-  }
-
-  addTokens(n: number): void {
-    const now = this.clock();
-    for (const e of this.entries) if (e.kind === 'tokens') e.window.add(n, now);
+    const buckets: RequestBucket[] = [];
+    const reservations: Reservation[] = [];
+    for (const e of this.entries) {
+      if (e.kind === 'requests') {
+        e.bucket.take(now);
+        buckets.push(e.bucket);
+      } else reservations.push(e.window.reserve(reservation, now));
+    }
+    return { allowed: true, hold: new LocalHold(buckets, reservations, this.clock) };
   }
 
   /** The status of every entry, for the x-ratelimit-* headers. */
