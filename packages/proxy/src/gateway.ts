@@ -57,6 +57,7 @@ export class Gateway {
         requestBodyIdleMs: settings.requestBodyIdleTimeout ? parseDuration(settings.requestBodyIdleTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyIdleMs,
         keepAliveMs: settings.keepAliveTimeout ? parseDuration(settings.keepAliveTimeout) : DEFAULT_CLIENT_TIMEOUTS.keepAliveMs,
       },
+      maxModelLabels: settings.maxModelLabels,
       log,
       rateLimitLog: logs.get('ratelimit'),
       clock: options.clock,

@@ -72,5 +72,5 @@ function chargeTokens(ctx: RequestContext, meter: UsageMeter): void {
   if (total === null) total = estimateTokens(llm?.promptText ?? '', usage.completionText);
   if (llm?.unparsed) ctx.deps.rateLimitLog.debug({ route, reason: llm.unparsed }, 'LLM request body not parsed; tokens estimated');
   ctx.admissions?.settle(total);
-  ctx.deps.metrics.tokens.inc({ route, model: llm?.model ?? 'unknown', source: estimated ? 'estimated' : 'reported' }, total);
+  ctx.deps.metrics.countTokens(route, llm?.model ?? null, estimated ? 'estimated' : 'reported', total);
 }

@@ -25,6 +25,8 @@ export interface RuntimeOptions {
   readonly rateLimitLog?: Logger;
   readonly backendRequestTimeoutMs: number;
   readonly drainTimeoutMs: number;
+  /** config.maxModelLabels: distinct `model` label values of the token metrics. */
+  readonly maxModelLabels?: number;
   readonly log: Logger;
   /** Trace sessions that may wait at once (config.maxTraceSessions). */
   readonly maxTraceSessions?: number;
@@ -49,7 +51,7 @@ export class ProxyRuntime {
   readonly inflight = new Map<number, InFlight>();
   readonly traces: TraceHub;
   readonly endpointStats = new EndpointStatsTable();
-  readonly metrics = new ProxyMetrics();
+  readonly metrics: ProxyMetrics;
   readonly limiters: LimiterStore;
   /** gRPC channels to rate limit services, shared across reloads. */
   readonly rateLimitServices = new RlsClientPool();
@@ -68,6 +70,7 @@ export class ProxyRuntime {
 
   constructor(readonly options: RuntimeOptions) {
     this.pools = new PoolSet({ connectTimeoutMs: options.connectTimeoutMs });
+    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels });
     this.limiters = new LimiterStore(options.clock ?? systemClock);
     const log = options.rateLimitLog ?? options.log;
     this.#makeGlobal = (ir) => compileGlobalLimiter(ir, { log, clients: this.rateLimitServices });
