@@ -146,9 +146,11 @@ export class ProxyRuntime {
     }
     const backends = new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends.map((x) => x.name)))));
     void this.pools.retain(backends);
-    const services = new Set(
-      ir.binds.flatMap((b) => b.listeners.flatMap((l) => [l.policy, ...l.routes.map((r) => r.policy)].flatMap((p) => (p?.remoteRateLimit ? [p.remoteRateLimit.service] : [])))),
-    );
+    const services = new Map<string, 'FailOpen' | 'FailClosed'>();
+    for (const p of ir.binds.flatMap((b) => b.listeners.flatMap((l) => [l.policy, ...l.routes.map((r) => r.policy)]))) {
+      const g = p?.remoteRateLimit;
+      if (g && services.get(g.service) !== 'FailClosed') services.set(g.service, g.failureMode);
+    }
     this.rateLimitServices.retain(services);
   }
 
