@@ -135,11 +135,6 @@ export class Admissions {
     return this.#requestHeaders;
   }
 
-  /** The tokens this request reserved in each local token budget (0 when none applies). */
-  get reservation(): number {
-    return this.#reservation ?? 0;
-  }
-
   /** The gateway answered the request itself: local limits forget it (see the class comment). */
   refund(): void {
     if (this.#ended) return;

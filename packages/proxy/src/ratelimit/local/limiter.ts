@@ -9,7 +9,7 @@ import { UNIT_SECONDS } from '@tollgate/api';
 import type { Clock } from '../clock.js';
 import type { LimitStatus } from '../headers.js';
 import { RequestBucket } from './request-bucket.js';
-import { TokenWindow, type Reservation } from './token-window.js';
+import { TokenWindow } from './token-window.js';
 
 export type LimitLevel = 'gateway' | 'route';
 
@@ -23,34 +23,54 @@ export type LocalCheck =
 
 /**
  * What one admitted request holds in one local limiter: a token of each request bucket and a
- * reservation in each tokens window. Ended exactly once: `refund` (the gateway refused the
- * request after all: nothing is counted), or `settle` (the request went upstream: it keeps its
- * request tokens, and its reservations become its usage, or vanish when nothing is charged).
+ * reservation in each tokens window. `Admissions` ends it exactly once: `refund` (the gateway
+ * refused the request after all: nothing is counted), or `settle` (the request went upstream:
+ * it keeps its request tokens, and its reservations become its usage, or vanish when nothing
+ * is charged).
  */
-export class LocalHold {
-  #open = true;
+export interface LocalHold {
+  refund(): void;
+  /** `tokens`: the usage to charge, or null when the response is not charged (not 2xx, failed). */
+  settle(tokens: number | null): void;
+}
+
+/** The hold of a limiter without tokens entries: no per-request state, one per limiter. */
+class RequestsHold implements LocalHold {
   constructor(
     private readonly buckets: readonly RequestBucket[],
-    private readonly reservations: readonly Reservation[],
     private readonly clock: Clock,
   ) {}
 
   refund(): void {
-    if (!this.#open) return;
-    this.#open = false;
     const now = this.clock();
     for (const b of this.buckets) b.giveBack(now);
-    for (const r of this.reservations) r.window.release(r, now);
   }
 
-  /** `tokens`: the usage to charge, or null when the response is not charged (not 2xx, failed). */
-  settle(tokens: number | null): void {
-    if (!this.#open) return;
-    this.#open = false;
+  settle(): void {}
+}
+
+/** The hold of a limiter with tokens entries: the reservation and the windows it is in. */
+class TokensHold implements LocalHold {
+  constructor(
+    private readonly requests: RequestsHold,
+    private readonly windows: readonly TokenWindow[],
+    private readonly amount: number,
+    /** Per window, the start of the window the reservation was made in. */
+    private readonly reservedIn: readonly number[],
+    private readonly clock: Clock,
+  ) {}
+
+  refund(): void {
+    this.requests.refund();
     const now = this.clock();
-    for (const r of this.reservations) {
-      if (tokens === null) r.window.release(r, now);
-      else r.window.settle(r, tokens, now);
+    for (let i = 0; i < this.windows.length; i++) this.windows[i]!.release(this.amount, this.reservedIn[i]!, now);
+  }
+
+  settle(tokens: number | null): void {
+    const now = this.clock();
+    for (let i = 0; i < this.windows.length; i++) {
+      if (tokens === null) this.windows[i]!.release(this.amount, this.reservedIn[i]!, now);
+      else this.windows[i]!.settle(this.amount, this.reservedIn[i]!, tokens, now);
     }
   }
 }
@@ -95,13 +115,23 @@ const REFUSED_BY_REQUESTS: LocalCheck = { allowed: false, refusedBy: 'requests' 
 
 export class LocalLimiter {
   readonly hasTokens: boolean;
+  readonly #windows: readonly TokenWindow[];
+  readonly #requestsHold: RequestsHold;
+  readonly #admitted: LocalCheck;
+
   constructor(
     readonly level: LimitLevel,
     readonly scope: string,
     readonly entries: readonly LocalEntry[],
     private readonly clock: Clock,
   ) {
-    this.hasTokens = entries.some((e) => e.kind === 'tokens');
+    this.#windows = entries.flatMap((e) => (e.kind === 'tokens' ? [e.window] : []));
+    this.hasTokens = this.#windows.length > 0;
+    this.#requestsHold = new RequestsHold(
+      entries.flatMap((e) => (e.kind === 'requests' ? [e.bucket] : [])),
+      clock,
+    );
+    this.#admitted = { allowed: true, hold: this.#requestsHold };
   }
 
   static compile(level: LimitLevel, scope: string, configs: readonly LocalRateLimitIR[], store: LimiterStore): LocalLimiter {
@@ -115,15 +145,11 @@ export class LocalLimiter {
       if (e.kind === 'tokens' && !e.window.admits(now)) return REFUSED_BY_TOKENS;
       if (e.kind === 'requests' && e.bucket.remaining(now) < 1) return REFUSED_BY_REQUESTS;
     }
-    const buckets: RequestBucket[] = [];
-    const reservations: Reservation[] = [];
-    for (const e of this.entries) {
-      if (e.kind === 'requests') {
-        e.bucket.take(now);
-        buckets.push(e.bucket);
-      } else reservations.push(e.window.reserve(reservation, now));
-    }
-    return { allowed: true, hold: new LocalHold(buckets, reservations, this.clock) };
+    for (const e of this.entries) if (e.kind === 'requests') e.bucket.take(now);
+    // Without tokens entries the hold has no per-request state: nothing is allocated.
+    if (!this.hasTokens) return this.#admitted;
+    const reservedIn = this.#windows.map((w) => w.reserve(reservation, now));
+    return { allowed: true, hold: new TokensHold(this.#requestsHold, this.#windows, reservation, reservedIn, this.clock) };
   }
 
   /** The status of every entry, for the x-ratelimit-* headers. */

@@ -11,14 +11,6 @@
 // outlives one window, even if its request is never settled.
 import type { Clock } from '../clock.js';
 
-/** Tokens held by one admitted request in one window, until settled or released. */
-export interface Reservation {
-  readonly window: TokenWindow;
-  readonly amount: number;
-  /** Start of the window the reservation was made in. */
-  readonly windowStart: number;
-}
-
 export class TokenWindow {
   #used = 0;
   #reserved = 0;
@@ -47,22 +39,25 @@ export class TokenWindow {
     return this.#used + this.#reserved <= this.tokens;
   }
 
-  /** Holds `amount` tokens for an admitted request. */
-  reserve(amount: number, now = this.clock()): Reservation {
+  /**
+   * Holds `amount` tokens for an admitted request; returns the start of the window it is held
+   * in, which identifies the reservation to `release` and `settle`.
+   */
+  reserve(amount: number, now = this.clock()): number {
     this.#roll(now);
     this.#reserved += amount;
-    return { window: this, amount, windowStart: this.#windowStart };
+    return this.#windowStart;
   }
 
   /** Gives a reservation back without charging anything (refused or failed request). */
-  release(r: Reservation, now = this.clock()): void {
+  release(amount: number, reservedIn: number, now = this.clock()): void {
     this.#roll(now);
-    if (r.windowStart === this.#windowStart) this.#reserved = Math.max(0, this.#reserved - r.amount);
+    if (reservedIn === this.#windowStart) this.#reserved = Math.max(0, this.#reserved - amount);
   }
 
   /** Replaces a reservation with the usage the response reported (or was estimated at). */
-  settle(r: Reservation, tokens: number, now = this.clock()): void {
-    this.release(r, now);
+  settle(amount: number, reservedIn: number, tokens: number, now = this.clock()): void {
+    this.release(amount, reservedIn, now);
     this.#used += tokens;
   }
 
