@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Limiter decisions per second, in-process: the local limiter of a route with one requests
-// entry and one tokens entry (check + token charge, as a request does), against a baseline
+// entry and one tokens entry (check with a token reservation, then settle with the usage, as a
+// request does), against a baseline
 // measured in the same run: one clock read per decision, the least any time-window limiter
 // does. Prints ratios; asserts nothing. Run `pnpm build` first.
 import { performance } from 'node:perf_hooks';
@@ -37,15 +38,19 @@ const results = [
     for (let i = 0; i < n; i++) sink += Date.now() & 1;
   }),
   measure('requests entry: check', (n) => {
-    for (let i = 0; i < n; i++) requestsOnly.check();
+    for (let i = 0; i < n; i++) requestsOnly.check(0);
   }),
-  measure('requests + tokens entries: check + charge 20 tokens', (n) => {
-    for (let i = 0; i < n; i++) if (both.check().allowed) both.addTokens(20);
+  measure('requests + tokens entries: check, reserve 30 + settle 20', (n) => {
+    for (let i = 0; i < n; i++) {
+      const v = both.check(30);
+      if (v.allowed) v.hold.settle(20);
+    }
   }),
   measure('requests + tokens entries: check + statuses (headers)', (n) => {
     for (let i = 0; i < n; i++) {
-      both.check();
+      const v = both.check(30);
       both.statuses();
+      if (v.allowed) v.hold.settle(20);
     }
   }),
 ];

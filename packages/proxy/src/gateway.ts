@@ -59,6 +59,7 @@ export class Gateway {
         requestBodyIdleMs: settings.requestBodyIdleTimeout ? parseDuration(settings.requestBodyIdleTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyIdleMs,
         keepAliveMs: settings.keepAliveTimeout ? parseDuration(settings.keepAliveTimeout) : DEFAULT_CLIENT_TIMEOUTS.keepAliveMs,
       },
+      maxModelLabels: settings.maxModelLabels,
       log,
       rateLimitLog: logs.get('ratelimit'),
       clock: options.clock,
@@ -72,8 +73,10 @@ export class Gateway {
     );
     const readiness = new OpsServer('readiness', readinessAddr.host, readinessAddr.port, async (path) => {
       if (path !== '/healthz/ready') return { status: 404, type: 'text/plain', body: 'readiness is at /healthz/ready\n' };
-      const ready = runtime.hasConfig && !runtime.draining;
-      return { status: ready ? 200 : 503, type: 'text/plain', body: ready ? 'ready\n' : runtime.draining ? 'draining\n' : 'no config loaded\n' };
+      const services = runtime.rateLimitServices.readiness();
+      const ready = runtime.hasConfig && !runtime.draining && services.ready;
+      const why = runtime.draining ? 'draining\n' : !runtime.hasConfig ? 'no config loaded\n' : `waiting for rate limit service ${services.waiting.join(', ')}\n`;
+      return { status: ready ? 200 : 503, type: 'text/plain', body: ready ? 'ready\n' : why };
     });
     const adminAddr = splitHostPort(options.adminAddr ?? settings.adminAddr ?? '127.0.0.1:15000');
     const holder: { gateway?: Gateway } = {};

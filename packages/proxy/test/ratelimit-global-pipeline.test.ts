@@ -57,7 +57,7 @@ describe.skipIf(!availability.run)('global rate limits through the gateway', () 
     const before = llm.requestCount;
     const over = await chat(gw, user);
     expect(over.status).toBe(429);
-    expect(over.body).toBe('rate limit exceeded\n');
+    expect(over.body).toBe('rate limit exceeded');
     expect(over.headers['x-proxy-ratelimited']).toBe('true');
     expect(over.headers['x-ratelimit-limit']).toBe(`3, 3;w=${DAY}`);
     expect(over.headers['ratelimit-limit']).toBe('3');
@@ -120,7 +120,7 @@ describe.skipIf(!availability.run)('global rate limits through the gateway', () 
       const before = llm.requestCount;
       const r = await chat(gw, { 'x-user': 'anyone' });
       expect(r.status).toBe(500);
-      expect(r.body).toBe('rate limit service unavailable\n');
+      expect(r.body).toBe('rate limit service unavailable');
       expect(r.headers['x-proxy-ratelimited']).toBeUndefined();
       expect(llm.requestCount).toBe(before);
     });

@@ -133,7 +133,7 @@ describe('no match', () => {
     try {
       const r = await send(`${g.url}/other`);
       expect(r.status).toBe(404);
-      expect(r.body).toBe('no route matches this request\n');
+      expect(r.body).toBe('no route matches this request');
       expect(up.requests.every((q) => q.url !== '/other')).toBe(true);
     } finally {
       await g.close();

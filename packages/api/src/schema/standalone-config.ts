@@ -86,6 +86,13 @@ export const ProcessConfig = Type.Object(
       Type.Integer({ minimum: 1024, maximum: 1_073_741_824, description: 'Largest request body a route that counts LLM tokens reads; a larger one is refused with 413. Default 8388608 (8 MiB).' }),
     ),
     maxTraceSessions: Type.Optional(PositiveInt('Trace sessions that may wait for a request at once; beyond it GET /debug/trace answers 429. Default 32.', 1024)),
+    maxModelLabels: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 10_000,
+        description: 'Distinct values of the model label of tollgate_llm_tokens_total: the first N models seen keep their own series, later ones are counted as "other"; default 100.',
+      }),
+    ),
   },
   { additionalProperties: false, description: 'Process settings.' },
 );

@@ -20,6 +20,8 @@ export interface LlmRequest {
   /** Parsed fields, null when the body is not a JSON object. */
   readonly model: string | null;
   readonly stream: boolean;
+  /** `max_completion_tokens`, or the older `max_tokens`, when set to a non-negative integer. */
+  readonly maxTokens: number | null;
   /** True when the gateway added include_usage: the usage-only chunk must not reach the client. */
   readonly injectedUsage: boolean;
   /** Prompt text for estimation (message contents, or the raw body when not JSON). */
@@ -77,7 +79,7 @@ export function readLlmRequest(req: IncomingMessage, limit: BodyLimit): Promise<
       for (const chunk of chunks) body.write(chunk);
       req.pipe(body);
       req.resume();
-      resolve({ body, model: null, stream: false, injectedUsage: false, promptText: '', unparsed: `body larger than ${limit.maxBytes} bytes` });
+      resolve({ body, model: null, stream: false, maxTokens: null, injectedUsage: false, promptText: '', unparsed: `body larger than ${limit.maxBytes} bytes` });
     };
     // Runs in a stream event handler: anything thrown here must reject this request, never
     // escape to the process.
@@ -99,10 +101,10 @@ export function parse(raw: Buffer): LlmRequest {
   try {
     json = JSON.parse(raw.toString('utf8'));
   } catch (err) {
-    return { body: raw, model: null, stream: false, injectedUsage: false, promptText: raw.toString('utf8'), unparsed: `not JSON: ${(err as Error).message}` };
+    return { body: raw, model: null, stream: false, maxTokens: null, injectedUsage: false, promptText: raw.toString('utf8'), unparsed: `not JSON: ${(err as Error).message}` };
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
-    return { body: raw, model: null, stream: false, injectedUsage: false, promptText: raw.toString('utf8'), unparsed: 'not a JSON object' };
+    return { body: raw, model: null, stream: false, maxTokens: null, injectedUsage: false, promptText: raw.toString('utf8'), unparsed: 'not a JSON object' };
   }
   if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) {
     throw new RequestFailure(ERRORS.requestBodyTooDeep, `request body nests deeper than ${MAX_JSON_DEPTH} levels`);
@@ -110,11 +112,16 @@ export function parse(raw: Buffer): LlmRequest {
   const o = json as Record<string, unknown>;
   const model = typeof o.model === 'string' ? o.model : null;
   const stream = o.stream === true;
+  const maxTokens = tokenCount(o.max_completion_tokens) ?? tokenCount(o.max_tokens);
   const promptText = contentOf(o.messages);
   const opts = o.stream_options;
   const asked = opts !== null && typeof opts === 'object' && (opts as Record<string, unknown>).include_usage === true;
-  if (!stream || asked) return { body: raw, model, stream, injectedUsage: false, promptText, unparsed: null };
-  return { body: withIncludeUsage(raw, opts), model, stream, injectedUsage: true, promptText, unparsed: null };
+  if (!stream || asked) return { body: raw, model, stream, maxTokens, injectedUsage: false, promptText, unparsed: null };
+  return { body: withIncludeUsage(raw, opts), model, stream, maxTokens, injectedUsage: true, promptText, unparsed: null };
+}
+
+function tokenCount(v: unknown): number | null {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : null;
 }
 
 /**

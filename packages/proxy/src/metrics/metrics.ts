@@ -1,11 +1,41 @@
 // Prometheus metrics of one proxy (prom-client, a registry per runtime so several proxies
-// can live in one process). Label values are bounded by the config: route names, statuses,
-// model names as the backend's clients send them.
+// can live in one process). Label values are bounded: route names and statuses by the config;
+// model names, which clients choose freely, by `ModelLabels` (the first N seen, then `other`).
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export type DecisionKind = 'requests' | 'tokens' | 'global';
 export type DecisionLevel = 'gateway' | 'route' | 'global';
 export type DecisionResult = 'allowed' | 'limited' | 'failed_open' | 'error';
+export type TokenSource = 'reported' | 'estimated';
+
+export const DEFAULT_MAX_MODEL_LABELS = 100;
+/** The model label of requests whose model was not among the first N distinct ones seen. */
+export const OTHER_MODEL = 'other';
+/** The model label of requests that named no model (not JSON, no `model` string). */
+export const UNKNOWN_MODEL = 'unknown';
+
+/**
+ * Bounds the cardinality of the `model` label: the first `max` distinct model names seen since
+ * the process started keep their own series; later ones are counted under `other`, so a
+ * client sending a new model name per request cannot grow the registry without bound.
+ */
+export class ModelLabels {
+  readonly #seen = new Set<string>();
+  constructor(readonly max: number) {}
+
+  label(model: string | null): string {
+    if (model === null) return UNKNOWN_MODEL;
+    if (this.#seen.has(model)) return model;
+    if (this.#seen.size >= this.max) return OTHER_MODEL;
+    this.#seen.add(model);
+    return model;
+  }
+}
+
+export interface ProxyMetricsOptions {
+  /** Distinct `model` label values before `other`; default 100 (config.maxModelLabels). */
+  readonly maxModelLabels?: number;
+}
 
 export class ProxyMetrics {
   readonly registry = new Registry();
@@ -23,7 +53,7 @@ export class ProxyMetrics {
   });
   readonly tokens = new Counter({
     name: 'tollgate_llm_tokens_total',
-    help: 'LLM tokens counted, by route and model; source is reported (usage from the backend) or estimated (tokenizer).',
+    help: 'LLM tokens counted, by route and model (the first config.maxModelLabels distinct models, then "other"); source is reported (usage from the backend) or estimated (tokenizer).',
     labelNames: ['route', 'model', 'source'] as const,
     registers: [this.registry],
   });
@@ -40,8 +70,16 @@ export class ProxyMetrics {
   readonly #requestChildren = new Map<string, Map<number, Counter.Internal>>();
   readonly #latencyChildren = new Map<string, Histogram.Internal<'route'>>();
 
-  constructor() {
+  readonly #models: ModelLabels;
+
+  constructor(options: ProxyMetricsOptions = {}) {
+    this.#models = new ModelLabels(options.maxModelLabels ?? DEFAULT_MAX_MODEL_LABELS);
     collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_process_' });
+  }
+
+  /** Counts the LLM tokens of one response; `model` as the client sent it (null: none). */
+  countTokens(route: string, model: string | null, source: TokenSource, tokens: number): void {
+    this.tokens.inc({ route, model: this.#models.label(model), source }, tokens);
   }
 
   countRequest(route: string, status: number): void {

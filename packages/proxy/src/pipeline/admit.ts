@@ -4,7 +4,7 @@ import type { RequestContext } from './context.js';
 import { readBodyOnce, requestFacts } from './llm-body.js';
 
 export async function admit(ctx: RequestContext, policy: CompiledPolicy): Promise<Refusal | null> {
-  if (policy.global) await readBodyOnce(ctx);
+  if (policy.needsBody) await readBodyOnce(ctx);
   ctx.admissions ??= new Admissions(ctx.deps.metrics);
-  return ctx.admissions.admit(policy, () => requestFacts(ctx));
+  return ctx.admissions.admit(policy, () => requestFacts(ctx), ctx.llm);
 }

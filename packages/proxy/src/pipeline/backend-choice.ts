@@ -11,6 +11,7 @@ export function chooseBackend(ctx: RequestContext): boolean {
   addForwarded(ctx.upstreamHeaders!, ctx.req.socket.remoteAddress, 'http', ctx.rawHost);
   const backend = ctx.route!.pickBackend();
   if (!backend) {
+    ctx.admissions?.refund();
     answerError(ctx, ERRORS.noBackend);
     return false;
   }

@@ -74,6 +74,6 @@ function chargeTokens(ctx: RequestContext, meter: UsageMeter): void {
   const estimated = total === null;
   if (total === null) total = estimateTokens(llm?.promptText ?? '', usage.completionText) + Math.ceil(usage.extraCompletionChars / 4);
   if (llm?.unparsed) ctx.deps.rateLimitLog.debug({ route, reason: llm.unparsed }, 'LLM request body not parsed; tokens estimated');
-  ctx.admissions?.charge(total);
-  ctx.deps.metrics.tokens.inc({ route, model: llm?.model ?? 'unknown', source: estimated ? 'estimated' : 'reported' }, total);
+  ctx.admissions?.settle(total);
+  ctx.deps.metrics.countTokens(route, llm?.model ?? null, estimated ? 'estimated' : 'reported', total);
 }

@@ -23,6 +23,7 @@ export async function applyRoutePolicies(ctx: RequestContext): Promise<boolean> 
     }
   }
   if (route.redirect) {
+    ctx.admissions?.settle(null);
     const location = redirectLocation(route.redirect, { scheme: 'http', host: ctx.host, listenerPort: ctx.port, path: ctx.path, query: ctx.query, matched: ctx.matched! });
     answerDirect(ctx, route.redirect.statusCode, { ...ctx.admissions?.responseHeaders(), location, 'content-length': '0' });
     return false;

@@ -17,6 +17,7 @@ export function selectRouteStage(ctx: RequestContext): boolean {
     publish.route(ctx);
   }
   if (!hit) {
+    ctx.admissions?.refund();
     answerError(ctx, ERRORS.noRoute);
     return false;
   }

@@ -43,10 +43,12 @@ export async function callUpstream(ctx: RequestContext): Promise<void> {
     ctx.res.destroy();
     // What the backend produced before the client left is still charged.
     response.chargeTokens();
+    ctx.admissions?.settle(null);
     if (ctx.observed) publish.finish(ctx);
     return;
   }
   if (result.error && !result.responded) {
+    ctx.admissions?.settle(null);
     const spec = result.error.spec ?? ERRORS.upstreamReset;
     if (ctx.observed) publish.backendResult(ctx, spec.status, { kind: result.error.kind, message: result.error.message });
     answerError(ctx, spec);
@@ -54,5 +56,7 @@ export async function callUpstream(ctx: RequestContext): Promise<void> {
   }
   ctx.status = result.status;
   response.chargeTokens();
+  // Not charged (not 2xx, or no token limit): reservations are released, requests stay counted.
+  ctx.admissions?.settle(null);
   if (ctx.observed) publish.finish(ctx);
 }

@@ -1,13 +1,15 @@
 // The rate-limit policy of one attachment point, compiled: its local limiter and its global
 // limiter. `Admissions` runs a request through the policies it meets before the upstream
-// call, and charges the LLM tokens after the response.
+// call, refunds what earlier limits took when a later one (or the gateway) refuses the
+// request, and settles the token reservations with the LLM usage after the response.
 import type { PolicyIR } from '@tollgate/api';
 import type { GlobalLimiter } from './global/index.js';
 import type { RequestFacts } from './global/facts.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';
 import { ERRORS, type ErrorSpec } from '../errors.js';
 import { leastRemaining, rateLimitHeaders, type LimitStatus } from './headers.js';
-import { LimiterStore, LocalLimiter, type LimitLevel } from './local/limiter.js';
+import { LimiterStore, LocalLimiter, type LimitLevel, type LocalHold } from './local/limiter.js';
+import { tokenReservation, type ReservationInput } from './reservation.js';
 
 export interface CompiledPolicy {
   readonly level: LimitLevel;
@@ -15,6 +17,11 @@ export interface CompiledPolicy {
   readonly global: GlobalLimiter | null;
   /** Counts LLM tokens (a tokens entry or a global Tokens descriptor). */
   readonly countsTokens: boolean;
+  /**
+   * The LLM body must be read before this policy runs: global descriptors may use the model,
+   * and a tokens entry reserves the prompt estimate and max_tokens at admission.
+   */
+  readonly needsBody: boolean;
 }
 
 export type GlobalFactory = (ir: NonNullable<PolicyIR['remoteRateLimit']>, scope: string) => GlobalLimiter;
@@ -23,7 +30,13 @@ export function compilePolicy(level: LimitLevel, scope: string, ir: PolicyIR | n
   if (!ir || (!ir.localRateLimit && !ir.remoteRateLimit)) return null;
   const local = ir.localRateLimit ? LocalLimiter.compile(level, scope, ir.localRateLimit, store) : null;
   const global = ir.remoteRateLimit && makeGlobal ? makeGlobal(ir.remoteRateLimit, scope) : null;
-  return { level, local, global, countsTokens: (local?.hasTokens ?? false) || (global?.hasTokens ?? false) };
+  return {
+    level,
+    local,
+    global,
+    countsTokens: (local?.hasTokens ?? false) || (global?.hasTokens ?? false),
+    needsBody: global !== null || (local?.hasTokens ?? false),
+  };
 }
 
 /** A refusal: the answer to send instead of calling the backend. */
@@ -44,29 +57,47 @@ function withoutLimitHeaders(h: Record<string, string>): Record<string, string> 
 /**
  * The rate-limit state of one request across the policies it passes (gateway level, then
  * route level): the limit statuses for the x-ratelimit-* headers, the rate limit service's
- * headers, and what to charge once the LLM usage is known. Created only for requests that
- * meet a policy.
+ * headers, and what the request holds in each limiter until it ends. Created only for requests
+ * that meet a policy, and ended exactly once:
+ * - `refund()` when the gateway answers the request itself (a later limit refuses it, no route,
+ *   no backend, an unreadable body): every local limit that admitted it gives back its request
+ *   token and token reservation, so a refused request is never counted. A global limit cannot
+ *   give back (the RLS API has no negative hits): its Requests descriptors stay charged.
+ * - `settle(tokens)` once the request went upstream: request tokens stay taken; token
+ *   reservations are replaced by the usage (`null`: nothing charged, e.g. not a 2xx), and
+ *   global Tokens descriptors are charged the usage.
  */
 export class Admissions {
   readonly #statuses: LimitStatus[] = [];
   readonly #responseHeaders: Record<string, string> = {};
   readonly #requestHeaders: Record<string, string> = {};
-  readonly #charges: ((tokens: number) => void)[] = [];
+  readonly #holds: LocalHold[] = [];
+  readonly #globalCharges: ((tokens: number) => void)[] = [];
+  #reservation: number | null = null;
+  #ended = false;
 
   constructor(private readonly metrics: ProxyMetrics) {}
 
-  /** Runs one policy; returns the refusal, or null when the request may go on. */
-  async admit(policy: CompiledPolicy, facts: () => RequestFacts): Promise<Refusal | null> {
+  /**
+   * Runs one policy; returns the refusal (after refunding what earlier limits of this request
+   * took), or null when the request may go on. `llm` is the parsed LLM body when it was read:
+   * its prompt estimate and max_tokens are what a tokens entry reserves.
+   */
+  async admit(policy: CompiledPolicy, facts: () => RequestFacts, llm: ReservationInput | null): Promise<Refusal | null> {
     const local = policy.local;
     if (local) {
-      const verdict = local.check();
+      // One reservation per request, the same at every level: fixed when first needed.
+      const verdict = local.check(local.hasTokens ? (this.#reservation ??= tokenReservation(llm)) : 0);
       this.#statuses.push(...local.statuses());
       for (const e of local.entries) {
         const limited = !verdict.allowed && verdict.refusedBy === e.kind;
         if (verdict.allowed || limited) this.metrics.decisions.inc({ kind: e.kind, level: policy.level, result: limited ? 'limited' : 'allowed' });
       }
-      if (!verdict.allowed) return this.#refusal(ERRORS.rateLimited, {});
-      if (local.hasTokens) this.#charges.push((tokens) => local.addTokens(tokens));
+      if (!verdict.allowed) {
+        this.refund();
+        return this.#refusal(ERRORS.rateLimited, {});
+      }
+      this.#holds.push(verdict.hold);
     }
     if (policy.global) {
       const g = await policy.global.check(facts());
@@ -75,12 +106,13 @@ export class Admissions {
       if (g.limit) this.#statuses.push(g.limit);
       const headers = withoutLimitHeaders(g.headers);
       if (!g.allowed) {
+        this.refund();
         const spec = g.outcome === 'overLimit' ? { ...ERRORS.rateLimited, body: g.body } : ERRORS.rateLimitServiceUnavailable;
         return this.#refusal(spec, headers);
       }
       Object.assign(this.#responseHeaders, headers);
       Object.assign(this.#requestHeaders, g.requestHeaders);
-      this.#charges.push((tokens) => void g.commitTokens(tokens));
+      if (policy.global.hasTokens) this.#globalCharges.push((tokens) => void g.commitTokens(tokens));
     }
     return null;
   }
@@ -103,9 +135,22 @@ export class Admissions {
     return this.#requestHeaders;
   }
 
-  /** Charges the LLM usage of the response to every token limit that admitted the request. */
-  charge(tokens: number): void {
-    for (const c of this.#charges) c(tokens);
+  /** The gateway answered the request itself: local limits forget it (see the class comment). */
+  refund(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    for (const h of this.#holds) h.refund();
+  }
+
+  /**
+   * The request went upstream and is over: `tokens` is its LLM usage (charged to every token
+   * limit that admitted it, in place of the reservation), or null when nothing is charged.
+   */
+  settle(tokens: number | null): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    for (const h of this.#holds) h.settle(tokens);
+    if (tokens !== null) for (const c of this.#globalCharges) c(tokens);
   }
 }
 

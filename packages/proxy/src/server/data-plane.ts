@@ -54,6 +54,9 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
     if (failure) dp.log.debug({ code: failure.spec.code, reason: failure.message }, 'request refused');
     else dp.log.error({ err }, 'request failed');
     const spec = failure?.spec ?? ERRORS.internal;
+    // Refused before reaching a backend (e.g. an unreadable body): limits forget the request.
+    if (ctx.backend) ctx.admissions?.settle(null);
+    else ctx.admissions?.refund();
     ctx.status = spec.status;
     if (!res.headersSent && !res.destroyed) sendError(res, spec, failure?.headers);
     else res.destroy();

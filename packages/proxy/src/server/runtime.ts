@@ -27,6 +27,8 @@ export interface RuntimeOptions {
   readonly rateLimitLog?: Logger;
   readonly backendRequestTimeoutMs: number;
   readonly drainTimeoutMs: number;
+  /** config.maxModelLabels: distinct `model` label values of the token metrics. */
+  readonly maxModelLabels?: number;
   readonly log: Logger;
   /** Trace sessions that may wait at once (config.maxTraceSessions). */
   readonly maxTraceSessions?: number;
@@ -55,7 +57,7 @@ export class ProxyRuntime {
   readonly inflight = new Map<number, InFlight>();
   readonly traces: TraceHub;
   readonly endpointStats = new EndpointStatsTable();
-  readonly metrics = new ProxyMetrics();
+  readonly metrics: ProxyMetrics;
   readonly limiters: LimiterStore;
   /** gRPC channels to rate limit services, shared across reloads. */
   readonly rateLimitServices = new RlsClientPool();
@@ -74,6 +76,7 @@ export class ProxyRuntime {
 
   constructor(readonly options: RuntimeOptions) {
     this.pools = new PoolSet({ connectTimeoutMs: options.connectTimeoutMs });
+    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels });
     this.limiters = new LimiterStore(options.clock ?? systemClock);
     const log = options.rateLimitLog ?? options.log;
     this.#makeGlobal = (ir) => compileGlobalLimiter(ir, { log, clients: this.rateLimitServices });
@@ -151,9 +154,11 @@ export class ProxyRuntime {
     }
     const backends = new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends.map((x) => x.name)))));
     void this.pools.retain(backends);
-    const services = new Set(
-      ir.binds.flatMap((b) => b.listeners.flatMap((l) => [l.policy, ...l.routes.map((r) => r.policy)].flatMap((p) => (p?.remoteRateLimit ? [p.remoteRateLimit.service] : [])))),
-    );
+    const services = new Map<string, 'FailOpen' | 'FailClosed'>();
+    for (const p of ir.binds.flatMap((b) => b.listeners.flatMap((l) => [l.policy, ...l.routes.map((r) => r.policy)]))) {
+      const g = p?.remoteRateLimit;
+      if (g && services.get(g.service) !== 'FailClosed') services.set(g.service, g.failureMode);
+    }
     this.rateLimitServices.retain(services);
   }
 

@@ -80,10 +80,12 @@ export function classify(err: Error & { code?: string }): ErrorSpec {
 
 /**
  * Answers with a catalog entry; returns the headers sent (for the trace). A response already
- * started (or a connection already gone) is left alone: the first answer stands.
+ * started (or a connection already gone) is left alone: the first answer stands. The body is
+ * the entry's text exactly (with the detail, when given), without a trailing newline, as
+ * Envoy's local replies (spec: a 429 body is exactly `rate limit exceeded`).
  */
 export function sendError(res: ServerResponse, spec: ErrorSpec, extraHeaders?: Record<string, string>, detail?: string): Record<string, string> {
-  const body = detail ? `${spec.body}: ${detail}\n` : `${spec.body}\n`;
+  const body = detail ? `${spec.body}: ${detail}` : spec.body;
   const headers = {
     'content-type': 'text/plain; charset=utf-8',
     'content-length': String(Buffer.byteLength(body)),

@@ -1,6 +1,7 @@
 // A `requests` entry: a token bucket of capacity requests + burst, refilled with `requests`
 // tokens at each unit boundary (counted from the bucket's creation), never above capacity.
-// Each admitted request takes one token; with none left the request is refused.
+// Each admitted request takes one token; with none left the request is refused. A request
+// refused later by another limit gets its token back.
 import type { Clock } from '../clock.js';
 
 export class RequestBucket {
@@ -35,6 +36,15 @@ export class RequestBucket {
     if (this.#tokens < 1) return false;
     this.#tokens--;
     return true;
+  }
+
+  /**
+   * Gives back a token taken for a request that was then refused by another limit of the same
+   * request: a request the gateway did not let through is not counted. Never above capacity.
+   */
+  giveBack(now = this.clock()): void {
+    this.#refill(now);
+    this.#tokens = Math.min(this.capacity, this.#tokens + 1);
   }
 
   remaining(now = this.clock()): number {

@@ -1,10 +1,19 @@
-// A `tokens` entry: a budget of LLM tokens per fixed window of one unit. Usage is added after
-// each response; the request whose usage crosses the budget has already succeeded, and later
-// requests in the window are refused until the window resets by itself (spec §3.1).
+// A `tokens` entry: a budget of LLM tokens per fixed window of one unit (spec §3.1). A request
+// is admitted while the window is within budget (usage plus reservations at or below it); on
+// admission it reserves what it may spend (prompt estimate plus max_tokens when set), and when
+// its response completes the reservation is replaced by the usage it reported. The request
+// whose usage crosses the budget has already succeeded; later requests in the window are
+// refused until the window resets by itself.
+//
+// A reservation belongs to the window it was made in: when the window rolls, reservations
+// still held vanish with it, and a request admitted in the old window charges its usage to the
+// window its response completes in (as before reservations existed). So a reservation never
+// outlives one window, even if its request is never settled.
 import type { Clock } from '../clock.js';
 
 export class TokenWindow {
   #used = 0;
+  #reserved = 0;
   #windowStart: number;
 
   constructor(
@@ -19,18 +28,36 @@ export class TokenWindow {
     const elapsed = Math.floor((now - this.#windowStart) / this.unitMs);
     if (elapsed > 0) {
       this.#used = 0;
+      this.#reserved = 0;
       this.#windowStart += elapsed * this.unitMs;
     }
   }
 
-  /** Within budget while usage is at or below the limit. */
+  /** Within budget while usage plus reservations is at or below the limit. */
   admits(now = this.clock()): boolean {
     this.#roll(now);
-    return this.#used <= this.tokens;
+    return this.#used + this.#reserved <= this.tokens;
   }
 
-  add(tokens: number, now = this.clock()): void {
+  /**
+   * Holds `amount` tokens for an admitted request; returns the start of the window it is held
+   * in, which identifies the reservation to `release` and `settle`.
+   */
+  reserve(amount: number, now = this.clock()): number {
     this.#roll(now);
+    this.#reserved += amount;
+    return this.#windowStart;
+  }
+
+  /** Gives a reservation back without charging anything (refused or failed request). */
+  release(amount: number, reservedIn: number, now = this.clock()): void {
+    this.#roll(now);
+    if (reservedIn === this.#windowStart) this.#reserved = Math.max(0, this.#reserved - amount);
+  }
+
+  /** Replaces a reservation with the usage the response reported (or was estimated at). */
+  settle(amount: number, reservedIn: number, tokens: number, now = this.clock()): void {
+    this.release(amount, reservedIn, now);
     this.#used += tokens;
   }
 
@@ -39,8 +66,15 @@ export class TokenWindow {
     return this.#used;
   }
 
+  reserved(now = this.clock()): number {
+    this.#roll(now);
+    return this.#reserved;
+  }
+
+  /** Tokens left for new requests: the budget minus usage and reservations. */
   remaining(now = this.clock()): number {
-    return Math.max(0, this.tokens - this.used(now));
+    this.#roll(now);
+    return Math.max(0, this.tokens - this.#used - this.#reserved);
   }
 
   resetSeconds(now = this.clock()): number {
