@@ -2,23 +2,9 @@
 // address, durations a timer cannot hold, header values that would split a header, patterns
 // that backtrack. Each is refused at validation with the field's path and the fix.
 import { describe, expect, it } from 'vitest';
-import { compile, GatewayPolicySpec, standaloneToSnapshot, validateStandaloneConfig, ValidationError } from '../src/index.js';
+import { compile, GatewayPolicySpec, standaloneToSnapshot, validateStandaloneConfig } from '../src/index.js';
+import { cfg, problems, route } from './support.js';
 
-function problems(value: unknown): string[] {
-  try {
-    validateStandaloneConfig(value);
-  } catch (err) {
-    if (err instanceof ValidationError) return err.problems.map((p) => `${p.path}: ${p.message}`);
-    throw err;
-  }
-  return [];
-}
-
-const route = (extra: Record<string, unknown> = {}) => ({ name: 'r', backends: [{ host: '127.0.0.1:9000' }], ...extra });
-const cfg = (r: unknown[], listener: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({
-  ...extra,
-  binds: [{ port: 3000, listeners: [{ name: 'l', protocol: 'HTTP', routes: r, ...listener }] }],
-});
 const R = 'binds[0].listeners[0].routes[0]';
 
 describe('host:port fields', () => {
