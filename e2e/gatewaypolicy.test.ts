@@ -121,7 +121,32 @@ const BAD: BadCase[] = [
     },
     expect: [/spec\.traffic\.rateLimit\.global\.service: Invalid value: exactly one of host or backendRef must be set/],
   },
+  {
+    name: 'global service port out of range',
+    spec: globalWith({ host: 'rls:99999' }),
+    expect: [/spec\.traffic\.rateLimit\.global\.service\.host: Invalid value: "rls:99999": spec\.traffic\.rateLimit\.global\.service\.host in body should match/],
+  },
+  {
+    name: 'global service host that is no address',
+    spec: globalWith({ host: '300.1.1.1:8081' }, '100ms'),
+    expect: [/spec\.traffic\.rateLimit\.global\.service\.host: Invalid value: "300\.1\.1\.1:8081"/],
+  },
+  {
+    name: 'global timeout past 596h',
+    spec: globalWith({ host: 'rls:8081' }, '597h'),
+    expect: [/spec\.traffic\.rateLimit\.global\.timeout: Invalid value: "597h": must be at most 596h \(the longest timer the proxy can set\)/],
+  },
+  {
+    name: 'global timeout of 0s',
+    spec: globalWith({ host: 'rls:8081' }, '0s'),
+    expect: [/spec\.traffic\.rateLimit\.global\.timeout: Invalid value: "0s": must be more than 0s/],
+  },
 ];
+
+function globalWith(service: Record<string, unknown>, timeout?: string): Record<string, unknown> {
+  const global = { service, domain: 'd', descriptors: [{ unit: 'Requests', entries: [{ name: 'k', expression: 'llm.model' }] }], ...(timeout ? { timeout } : {}) };
+  return { targetRefs: [route], traffic: { rateLimit: { global } } };
+}
 
 const examples = readdirSync(join(REPO_ROOT, 'examples')).filter((f) => /^gatewaypolicy.*\.yaml$/.test(f));
 

@@ -1,7 +1,9 @@
 // One ajv instance for every schema of the project; each schema is compiled once, at module
 // load, and ajv's errors are rewritten into Problems that name path, value and expectation.
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type SchemaValidateFunction, type ValidateFunction } from 'ajv';
 import type { TSchema, Static } from '@sinclair/typebox';
+import { checkDuration, type DurationRules } from './duration.js';
+import { parseHost, parseHostPort, type HostPortRules } from './host-port.js';
 import { joinPath, show, type Problem } from './validation-error.js';
 
 const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, strictTypes: false, allowUnionTypes: true });
@@ -9,6 +11,21 @@ const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, strictTypes:
 // `x-kubernetes-validations` are CEL rules the API server runs (validate.ts mirrors them).
 ajv.addKeyword({ keyword: 'expected', schemaType: 'string' });
 ajv.addKeyword({ keyword: 'x-kubernetes-validations', schemaType: 'array' });
+
+/** A keyword whose check is a function returning a problem phrase, reported as `got <value>; <problem>`. */
+function checkKeyword<R>(keyword: string, check: (value: string, rules: R) => { ok: true } | { ok: false; problem: string }): void {
+  const validate: SchemaValidateFunction = (rules: R, data: unknown) => {
+    const r = check(data as string, rules);
+    if (r.ok) return true;
+    validate.errors = [{ keyword, message: r.problem, params: {} }];
+    return false;
+  };
+  ajv.addKeyword({ keyword, type: 'string', schemaType: ['object', 'boolean'], errors: true, validate });
+}
+// The one host:port and duration validators (host-port.ts, duration.ts) run inside the schemas.
+checkKeyword<HostPortRules>('hostPort', (value, rules) => parseHostPort(value, rules));
+checkKeyword<DurationRules>('duration', (value, rules) => checkDuration(value, rules));
+checkKeyword<true>('host', (value) => parseHost(value));
 
 export interface Validator<T> {
   (value: unknown): { ok: true; value: T } | { ok: false; problems: Problem[] };

@@ -5,6 +5,8 @@ export * from './schema/standalone-config.js';
 export * from './snapshot.js';
 export * from './secret.js';
 export * from './duration.js';
+export * from './host-port.js';
+export * from './regex.js';
 export * from './validation-error.js';
 export { compile, type Validator } from './ajv.js';
 export { checkTrafficPolicy, checkRouteRule, checkUnique, type PolicyContext } from './rules.js';
@@ -13,7 +15,7 @@ export {
   validateStandaloneConfig,
   standaloneToSnapshot,
   contentVersion,
-  splitHostPort,
+  listenerName,
   toMatches,
   toFilter,
   toPolicy,

@@ -1,9 +1,11 @@
 // Rules beyond what a JSON schema says: the same rules as the schemas'
 // `x-kubernetes-validations` (so a file gets the errors the API server would give a
 // GatewayPolicy), plus cross-field checks of routes: filter fields matching their type,
-// regular expressions that compile, names that are unique.
+// regular expressions that compile (RE2), timeouts that nest, names that are unique.
 import { parse as parseCel } from '@bufbuild/cel';
-import { FILTER_FIELD, FILTER_TYPES, type HTTPRouteFilter, type HTTPRouteMatch } from './schema/gateway-api.js';
+import { checkDuration } from './duration.js';
+import { FILTER_FIELD, FILTER_TYPES, type HTTPRouteFilter, type HTTPRouteMatch, type RouteTimeouts } from './schema/gateway-api.js';
+import { compileRouteRegex } from './regex.js';
 import type { TrafficPolicy } from './schema/traffic-policy.js';
 import { joinPath, show, type Problem } from './validation-error.js';
 
@@ -54,11 +56,8 @@ export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: stri
 }
 
 function checkRegex(source: string, path: string, out: Problem[]): void {
-  try {
-    new RegExp(source);
-  } catch (err) {
-    out.push({ path, message: `got ${show(source)}: not a valid regular expression (${(err as Error).message})` });
-  }
+  const r = compileRouteRegex(source);
+  if (!r.ok) out.push({ path, message: `got ${show(source)}: ${r.problem}` });
 }
 
 function checkMatch(match: HTTPRouteMatch, path: string, out: Problem[]): void {
@@ -115,11 +114,12 @@ function checkPathModifier(
 }
 
 export function checkRouteRule(
-  rule: { matches?: HTTPRouteMatch[]; filters?: HTTPRouteFilter[]; backends?: unknown[] },
+  rule: { matches?: HTTPRouteMatch[]; filters?: HTTPRouteFilter[]; backends?: unknown[]; timeouts?: RouteTimeouts },
   path: string,
   out: Problem[],
 ): void {
   rule.matches?.forEach((m, i) => checkMatch(m, joinPath(joinPath(path, 'matches'), i), out));
+  checkTimeouts(rule.timeouts, joinPath(path, 'timeouts'), out);
   const seen = new Set<string>();
   rule.filters?.forEach((f, i) => {
     const p = joinPath(joinPath(path, 'filters'), i);
@@ -137,6 +137,19 @@ export function checkRouteRule(
   }
   if (rule.backends && !rule.backends.length && !seen.has('RequestRedirect')) {
     out.push({ path: joinPath(path, 'backends'), message: 'is empty; add a backend { host: <host>:<port> } or a RequestRedirect filter' });
+  }
+}
+
+/** Gateway API: the backend request fits in the whole request (unless that one is 0s, no timeout). */
+function checkTimeouts(t: RouteTimeouts | undefined, path: string, out: Problem[]): void {
+  if (t?.request === undefined || t.backendRequest === undefined) return;
+  const request = checkDuration(t.request, { allowZero: true });
+  const backend = checkDuration(t.backendRequest, { allowZero: true });
+  if (request.ok && backend.ok && request.value !== 0 && backend.value > request.value) {
+    out.push({
+      path: joinPath(path, 'backendRequest'),
+      message: `got ${show(t.backendRequest)}; must not be longer than request (${t.request}), which includes it`,
+    });
   }
 }
 

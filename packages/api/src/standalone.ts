@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { parseDocument } from 'yaml';
 import { compile } from './ajv.js';
 import { parseDuration } from './duration.js';
+import { requireHostPort } from './host-port.js';
 import { checkRouteRule, checkTrafficPolicy, checkUnique } from './rules.js';
 import { StandaloneConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
 import type { HTTPHeaderFilter, HTTPPathModifier, HTTPRouteFilter, HTTPRouteMatch } from './schema/gateway-api.js';
@@ -49,8 +50,9 @@ export function validateStandaloneConfig(value: unknown, subject = 'config'): St
   const out: Problem[] = [];
   // config.logLevel is checked by the proxy, which knows its module names.
   checkUnique(cfg.binds, (b) => String(b.port), (i) => `binds[${i}].port`, 'port', out);
-  const allListeners = cfg.binds.flatMap((b, bi) => b.listeners.map((l, li) => ({ l, path: `binds[${bi}].listeners[${li}]` })));
-  checkUnique(allListeners, (x) => x.l.name, (i) => `${allListeners[i]!.path}.name`, 'listener name', out);
+  // Default names take part: a listener named like another's default is a duplicate too.
+  const allListeners = cfg.binds.flatMap((b, bi) => b.listeners.map((l, li) => ({ name: listenerName(b.port, l, li), path: `binds[${bi}].listeners[${li}]` })));
+  checkUnique(allListeners, (x) => x.name, (i) => `${allListeners[i]!.path}.name`, 'listener name', out);
   cfg.binds.forEach((bind, bi) => {
     checkUnique(bind.listeners, (l) => l.hostname ?? '*', (li) => `binds[${bi}].listeners[${li}].hostname`, 'listener hostname on one port', out);
     bind.listeners.forEach((listener, li) => {
@@ -59,7 +61,7 @@ export function validateStandaloneConfig(value: unknown, subject = 'config'): St
       checkUnique(listener.routes, (r) => r.name, (ri) => `${lp}.routes[${ri}].name`, 'route name', out);
       listener.routes.forEach((route, ri) => {
         const rp = `${lp}.routes[${ri}]`;
-        checkRouteRule(route, rp, out);
+        checkRouteRule({ ...route, backends: route.backends ?? [] }, rp, out);
         checkTrafficPolicy(route.policies?.traffic, joinPath(joinPath(rp, 'policies'), 'traffic'), 'standalone', out);
       });
     });
@@ -79,19 +81,31 @@ export function standaloneToSnapshot(cfg: StandaloneConfig, source: SnapshotSour
     binds: cfg.binds.map((bind) => ({
       port: bind.port,
       address: bind.address ?? '0.0.0.0',
-      listeners: bind.listeners.map(toListener),
+      listeners: bind.listeners.map((l, li) => toListener(listenerName(bind.port, l, li), l)),
     })),
   };
 }
 
-function toListener(l: ListenerConfig): ListenerIR {
+/** A listener's name, or its default: listener-<port>-<index in the bind>. */
+export function listenerName(port: number, l: { readonly name?: string }, index: number): string {
+  return l.name ?? `listener-${port}-${index}`;
+}
+
+function toListener(name: string, l: ListenerConfig): ListenerIR {
   return {
-    name: l.name,
+    name,
     protocol: 'HTTP',
     hostname: l.hostname ?? null,
     policy: toPolicy(l.policies),
-    routes: l.routes.map((r) => toRoute(l.name, r)),
+    routes: l.routes.map((r) => toRoute(name, r)),
   };
+}
+
+/** A route timeout in ms; 0s means none (Gateway API), which the IR says with null. */
+function timeoutMs(text: string | undefined): number | null {
+  if (text === undefined) return null;
+  const ms = parseDuration(text);
+  return ms === 0 ? null : ms;
 }
 
 function toRoute(listener: string, r: RouteConfig): RouteIR {
@@ -101,10 +115,11 @@ function toRoute(listener: string, r: RouteConfig): RouteIR {
     matches: toMatches(r.matches),
     filters: (r.filters ?? []).map(toFilter),
     policy: toPolicy(r.policies),
-    backends: r.backends.map(toBackend),
+    backends: (r.backends ?? []).map(toBackend),
     timeouts: {
-      requestMs: r.timeouts?.request ? parseDuration(r.timeouts.request) : null,
-      backendRequestMs: r.timeouts?.backendRequest ? parseDuration(r.timeouts.backendRequest) : null,
+      requestMs: timeoutMs(r.timeouts?.request),
+      // 0 rather than null: null falls back to config.backendRequestTimeout, 0 waits without limit.
+      backendRequestMs: r.timeouts?.backendRequest === undefined ? null : parseDuration(r.timeouts.backendRequest),
     },
   };
 }
@@ -160,14 +175,8 @@ export function toFilter(f: HTTPRouteFilter): FilterIR {
   }
 }
 
-export function splitHostPort(hostPort: string): { host: string; port: number } {
-  const idx = hostPort.lastIndexOf(':');
-  const host = hostPort.slice(0, idx).replace(/^\[(.*)\]$/, '$1');
-  return { host, port: Number(hostPort.slice(idx + 1)) };
-}
-
 function toBackend(b: { host: string; weight?: number }): BackendIR {
-  const { host, port } = splitHostPort(b.host);
+  const { host, port } = requireHostPort(b.host, 'backends[].host');
   return { name: b.host, host, port, weight: b.weight ?? 1 };
 }
 

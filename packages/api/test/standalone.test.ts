@@ -1,20 +1,8 @@
 // Standalone config validation and translation to the ProxySnapshot IR.
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { parseConfigText, parseDuration, Secret, standaloneToSnapshot, validateStandaloneConfig, ValidationError } from '../src/index.js';
-
-function problems(value: unknown): string[] {
-  try {
-    validateStandaloneConfig(value);
-  } catch (err) {
-    if (err instanceof ValidationError) return err.problems.map((p) => `${p.path}: ${p.message}`);
-    throw err;
-  }
-  return [];
-}
-
-const route = (extra: Record<string, unknown> = {}) => ({ name: 'r', backends: [{ host: '127.0.0.1:9000' }], ...extra });
-const cfg = (r: unknown[], listener: Record<string, unknown> = {}) => ({ binds: [{ port: 3000, listeners: [{ name: 'l', protocol: 'HTTP', routes: r, ...listener }] }] });
+import { parseConfigText, parseDuration, Secret, standaloneToSnapshot, validateStandaloneConfig } from '../src/index.js';
+import { cfg, problems, route } from './support.js';
 
 describe('validateStandaloneConfig', () => {
   it('accepts the minimal config of the interface spec', () => {

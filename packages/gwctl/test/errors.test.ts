@@ -49,6 +49,7 @@ describe('bad flags: exit 2', () => {
     [['log', 'pod/a'], /^gwctl: expected the target gateway\/<name>, got 'pod\/a'/],
     [['log', '--local', '-n', 'x'], /^gwctl: --namespace applies to cluster targets, not --local/],
     [['log', '--local', '--admin-addr', 'nope'], /^gwctl: --admin-addr must be <host>:<port>, got 'nope'/],
+    [['log', '--local', '--admin-addr', '127.0.0.1:99999'], /^gwctl: --admin-addr must be <host>:<port>, got '127\.0\.0\.1:99999': port 99999 is out of range; expected a port from 1 to 65535$/m],
     [['trace', '--local', '--raw', '--port', '0', '--', 'http://h/'], /^gwctl: option '--port <listener_port>' argument '0' is invalid/],
     [['trace', '--local', '--raw', '--port', '80'], /^gwctl: --port needs a request after it/],
     [['trace', '--local', '--raw', '--', 'http://h/'], /^gwctl: inject mode needs --port/],

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { MOCK_ERRORS } from './errors.js';
+import { parseHost, parsePort } from '@tollgate/api/host-port';
 import { MAX_COMPLETION_TOKENS, MAX_WAIT_MS } from './knobs.js';
 import { DEFAULT_COMPLETION_TOKENS, DEFAULT_HOST, ListenError, startMockLlm, type MockLlmOptions } from './server.js';
 
@@ -119,15 +120,17 @@ export function parseCommandLine(argv: string[]): Command {
   if (values.help === true) return { kind: 'help' };
   if (values.version === true) return { kind: 'version' };
 
-  const port = integerFlag('port', values.port, 0, 65535);
-  if (port === undefined) throw new UsageError('--port is required (use --port 0 to pick a free port)');
-  if (values.host === '') throw new UsageError('--host must not be empty');
+  if (values.port === undefined) throw new UsageError('--port is required (use --port 0 to pick a free port)');
+  const port = parsePort(values.port, { ephemeralPort: true });
+  if (!port.ok) throw new UsageError(`--port must be an integer from 0 to 65535, got '${values.port}'`);
+  const host = values.host === undefined ? null : parseHost(values.host);
+  if (host && !host.ok) throw new UsageError(`--host got '${values.host}': ${host.problem}`);
   const models = values.model ?? [];
   if (models.some((model) => model.trim() === '')) throw new UsageError('--model must not be empty');
   return {
     kind: 'serve',
     options: {
-      port,
+      port: port.value,
       host: values.host ?? DEFAULT_HOST,
       latencyMsPerToken: integerFlag('latency-ms-per-token', values['latency-ms-per-token'], 0, MAX_WAIT_MS),
       completionTokens: integerFlag('completion-tokens', values['completion-tokens'], 0, MAX_COMPLETION_TOKENS),

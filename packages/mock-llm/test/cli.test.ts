@@ -119,6 +119,9 @@ describe('mock-llm CLI', () => {
     [['--port', '-1'], "mock-llm: option --port needs a value (write --port=<value> for one starting with '-') (see mock-llm --help)\n"],
     [['--port', '0', '--help=yes'], 'mock-llm: option --help takes no value (see mock-llm --help)\n'],
     [['--port', '0', '--model', ' '], 'mock-llm: --model must not be empty (see mock-llm --help)\n'],
+    [['--port', '70000'], "mock-llm: --port must be an integer from 0 to 65535, got '70000' (see mock-llm --help)\n"],
+    [['--port', '0', '--host', ''], "mock-llm: --host got '': the host is empty; expected a DNS name or an IP address, e.g. 127.0.0.1 or llm.internal (see mock-llm --help)\n"],
+    [['--port', '0', '--host', '300.0.0.1'], "mock-llm: --host got '300.0.0.1': 300.0.0.1 is not an IPv4 address (four numbers from 0 to 255, e.g. 127.0.0.1) (see mock-llm --help)\n"],
   ])('exits 2 with one line on stderr for %j', async (args, stderr) => {
     const result = await run(args);
     expect(result).toMatchObject({ code: 2, stdout: '', stderr });

@@ -2,7 +2,7 @@
 // use, ...), 2 usage or configuration error.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ValidationError } from '@tollgate/api';
+import { parseHostPort, ValidationError } from '@tollgate/api';
 import { TollgateError } from './errors.js';
 import { parseConfig } from './config/load-file.js';
 import { readConfigText } from './config/load-file.js';
@@ -72,7 +72,8 @@ export async function main(argv: string[]): Promise<void> {
   if (!values.file) fail('missing --file <config.yaml>; run "tollgate --help" for usage', 2);
   for (const flag of ['admin-addr', 'metrics-addr', 'readiness-addr'] as const) {
     const v = values[flag];
-    if (v !== undefined && !/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$/.test(v)) fail(`--${flag} "${v}" is not <ip>:<port>, e.g. 127.0.0.1:15000`, 2);
+    const r = v === undefined ? null : parseHostPort(v, { ephemeralPort: true });
+    if (r && !r.ok) fail(`--${flag}: got "${v}"; ${r.problem}`, 2);
   }
 
   try {

@@ -1,6 +1,6 @@
 // Assembles a standalone gateway: config file -> snapshot -> runtime, the admin server and
 // the file watcher. Used by the CLI and by tests that run a proxy in-process.
-import { parseDuration, splitHostPort, type ProxySnapshot } from '@tollgate/api';
+import { parseDuration, requireHostPort, type ProxySnapshot } from '@tollgate/api';
 import type { DestinationStream } from 'pino';
 import { AdminServer } from './admin/admin-server.js';
 import { loadConfigFile, parseConfig, type LoadedConfig } from './config/load-file.js';
@@ -64,8 +64,8 @@ export class Gateway {
       rateLimitLog: logs.get('ratelimit'),
       clock: options.clock,
     });
-    const metricsAddr = splitHostPort(options.metricsAddr ?? settings.metricsAddr ?? '0.0.0.0:15020');
-    const readinessAddr = splitHostPort(options.readinessAddr ?? settings.readinessAddr ?? '0.0.0.0:15021');
+    const metricsAddr = requireHostPort(options.metricsAddr ?? settings.metricsAddr ?? '0.0.0.0:15020', 'metricsAddr', { ephemeralPort: true });
+    const readinessAddr = requireHostPort(options.readinessAddr ?? settings.readinessAddr ?? '0.0.0.0:15021', 'readinessAddr', { ephemeralPort: true });
     const metrics = new OpsServer('metrics', metricsAddr.host, metricsAddr.port, async (path) =>
       path === '/metrics'
         ? { status: 200, type: runtime.metrics.registry.contentType, body: await runtime.metrics.registry.metrics() }
@@ -78,7 +78,7 @@ export class Gateway {
       const why = runtime.draining ? 'draining\n' : !runtime.hasConfig ? 'no config loaded\n' : `waiting for rate limit service ${services.waiting.join(', ')}\n`;
       return { status: ready ? 200 : 503, type: 'text/plain', body: ready ? 'ready\n' : why };
     });
-    const adminAddr = splitHostPort(options.adminAddr ?? settings.adminAddr ?? '127.0.0.1:15000');
+    const adminAddr = requireHostPort(options.adminAddr ?? settings.adminAddr ?? '127.0.0.1:15000', 'adminAddr', { ephemeralPort: true });
     const holder: { gateway?: Gateway } = {};
     const admin = new AdminServer(adminAddr.host, adminAddr.port, {
       runtime,

@@ -88,6 +88,12 @@ describe('tollgate CLI', () => {
     expect(noFile.stderr).toContain('cannot read config file /nonexistent/config.yaml: no such file');
   });
 
+  it('an address flag out of range exits 2 naming the flag and the range', async () => {
+    const r = await run(['-f', '/nonexistent/config.yaml', '--metrics-addr', '127.0.0.1:99999']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('tollgate: --metrics-addr: got "127.0.0.1:99999"; port 99999 is out of range; expected a port from 0 to 65535 (0 picks a free port)\n');
+  });
+
   it('logs the admin address and one line per bind, and serves', async () => {
     const up = await startUpstream();
     try {

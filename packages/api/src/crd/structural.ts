@@ -6,9 +6,14 @@
 //   TypeBox's symbol keys, `$id`, `title`, `examples`): unknown fields are pruned by the
 //   API server and rejected by kubectl's strict field validation instead;
 // - turns `const` into a one-value `enum`;
+// - turns our checking keywords into what the API server runs: `hostPort` into the pattern of
+//   host-port.ts, `duration` into the Duration pattern and CEL bounds;
 // - bounds enum strings with `maxLength` (so CEL rules over them have a known cost);
 // - fails, naming the path, on a node without `type` or `description`, or on a keyword that
 //   would change validation if dropped (anyOf, oneOf, allOf, not, $ref, patternProperties, ...).
+
+import { DURATION_PATTERN, MAX_DURATION, type DurationRules } from '../duration.js';
+import { hostPattern, hostPortPattern, type PortRules } from '../host-port.js';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -55,9 +60,17 @@ function isObject(v: unknown): v is JsonSchema {
 /** Returns the structural form of `schema`; `path` names the node in errors (e.g. `spec.targetRefs[]`). */
 export function toStructural(schema: JsonSchema, path = ''): JsonSchema {
   const out: JsonSchema = {};
+  const rules: JsonSchema[] = [];
   // Object.entries skips TypeBox's symbol keys ([Kind], [OptionalKind]).
   for (const [key, value] of Object.entries(schema)) {
-    if (KEPT.has(key)) {
+    if (key === 'host') {
+      out.pattern = hostPattern();
+    } else if (key === 'hostPort') {
+      out.pattern = hostPortPattern(value as PortRules);
+    } else if (key === 'duration') {
+      out.pattern = DURATION_PATTERN;
+      rules.push(...durationRules(value as DurationRules));
+    } else if (KEPT.has(key)) {
       out[key] = structuredClone(value);
     } else if (key.startsWith('x-kubernetes-')) {
       out[key] = structuredClone(value);
@@ -87,6 +100,7 @@ export function toStructural(schema: JsonSchema, path = ''): JsonSchema {
       throw new StructuralSchemaError(path, `keyword "${key}" has no structural equivalent; express the rule with x-kubernetes-validations`);
     }
   }
+  if (rules.length) out['x-kubernetes-validations'] = [...((out['x-kubernetes-validations'] as JsonSchema[] | undefined) ?? []), ...rules];
   if (typeof out.type !== 'string') throw new StructuralSchemaError(path, 'every node of a structural schema needs a type');
   if (typeof out.description !== 'string' || !out.description.trim()) {
     throw new StructuralSchemaError(path, 'needs a description (it is what `kubectl explain` prints)');
@@ -102,6 +116,13 @@ export function toStructural(schema: JsonSchema, path = ''): JsonSchema {
     throw new StructuralSchemaError(path, 'arrays need maxItems (bounded lists keep CEL costs and objects small)');
   }
   return order(out);
+}
+
+/** The bounds of checkDuration as CEL (the pattern has already checked the shape). */
+function durationRules(rules: DurationRules): JsonSchema[] {
+  const out: JsonSchema[] = [{ rule: `duration(self) <= duration('${MAX_DURATION}')`, message: `must be at most ${MAX_DURATION} (the longest timer the proxy can set)` }];
+  if (!rules.allowZero) out.push({ rule: "duration(self) > duration('0s')", message: 'must be more than 0s' });
+  return out;
 }
 
 /** A stable, readable key order: description first, then type, bounds, children, markers. */

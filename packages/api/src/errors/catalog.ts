@@ -9,7 +9,12 @@ export const API_ERRORS = defineErrors({
   },
   durationInvalid: {
     code: 'TG_DURATION_INVALID',
-    message: 'invalid duration "{text}": expected a duration such as 500ms, 10s, 1m or 1h30m',
-    hint: 'write a Gateway API duration: whole numbers with units h, m, s, ms, e.g. 500ms, 10s, 1m or 1h30m',
+    message: 'invalid duration "{text}": {problem}',
+    hint: 'write a Gateway API duration: whole numbers with units h, m, s, ms, e.g. 500ms, 10s, 1m or 1h30m, at most 596h; 0s means no timeout where the field allows it',
+  },
+  addressInvalid: {
+    code: 'TG_ADDRESS_INVALID',
+    message: '{field}: got "{value}"; {problem}',
+    hint: 'write <host>:<port>: a DNS name, an IPv4 address or an IPv6 address in brackets, and a port from 1 to 65535 (0 only for an address to listen on), e.g. 127.0.0.1:9000 or [::1]:9000',
   },
 });

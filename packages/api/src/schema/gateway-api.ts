@@ -2,7 +2,7 @@
 // and the ProxySnapshot carry them. Field names, enums, limits and defaults follow the
 // HTTPRoute CRD; only the filter types the proxy implements are accepted.
 import { Type, type Static } from '@sinclair/typebox';
-import { Duration, Enum, HeaderName, PreciseHostname } from './common.js';
+import { Duration, Enum, HeaderName, HeaderValue, NO_CONTROL_PATTERN, PreciseHostname } from './common.js';
 
 export const PathMatchType = Enum(
   ['Exact', 'PathPrefix', 'RegularExpression'],
@@ -12,7 +12,14 @@ export const PathMatchType = Enum(
 export const HTTPPathMatch = Type.Object(
   {
     type: Type.Optional(PathMatchType),
-    value: Type.Optional(Type.String({ maxLength: 1024, description: 'The path to match; absolute (starting with "/") for Exact and PathPrefix. Default "/".' })),
+    value: Type.Optional(
+      Type.String({
+        maxLength: 1024,
+        pattern: NO_CONTROL_PATTERN,
+        description: 'The path to match; absolute (starting with "/") for Exact and PathPrefix; RE2 syntax for RegularExpression. Default "/".',
+        expected: 'a path without control characters',
+      }),
+    ),
   },
   { additionalProperties: false, description: 'Matches the request path. Default: PathPrefix "/".' },
 );
@@ -23,7 +30,7 @@ export const HTTPHeaderMatch = Type.Object(
   {
     type: Type.Optional(ValueMatchType),
     name: HeaderName('Header name, compared case-insensitively.'),
-    value: Type.String({ minLength: 1, maxLength: 4096, description: 'Value to match.' }),
+    value: HeaderValue('Value to match; RE2 syntax with type RegularExpression.'),
   },
   { additionalProperties: false, description: 'Matches one request header.' },
 );
@@ -32,7 +39,7 @@ export const HTTPQueryParamMatch = Type.Object(
   {
     type: Type.Optional(ValueMatchType),
     name: HeaderName('Query parameter name, compared exactly (case-sensitive).'),
-    value: Type.String({ minLength: 1, maxLength: 1024, description: 'Value to match.' }),
+    value: Type.String({ minLength: 1, maxLength: 1024, description: 'Value to match; RE2 syntax with type RegularExpression.' }),
   },
   { additionalProperties: false, description: 'Matches one query parameter.' },
 );
@@ -53,7 +60,7 @@ export type HTTPRouteMatch = Static<typeof HTTPRouteMatch>;
 const HTTPHeader = Type.Object(
   {
     name: HeaderName('Header name.'),
-    value: Type.String({ minLength: 1, maxLength: 4096, description: 'Header value.' }),
+    value: HeaderValue('Header value.'),
   },
   { additionalProperties: false },
 );
@@ -74,8 +81,12 @@ export const HTTPPathModifier = Type.Object(
       ['ReplaceFullPath', 'ReplacePrefixMatch'],
       'ReplaceFullPath replaces the whole path; ReplacePrefixMatch replaces the part matched by a PathPrefix match.',
     ),
-    replaceFullPath: Type.Optional(Type.String({ maxLength: 1024, description: 'The new path (with ReplaceFullPath).' })),
-    replacePrefixMatch: Type.Optional(Type.String({ maxLength: 1024, description: 'The new prefix (with ReplacePrefixMatch).' })),
+    replaceFullPath: Type.Optional(
+      Type.String({ maxLength: 1024, pattern: NO_CONTROL_PATTERN, description: 'The new path (with ReplaceFullPath).', expected: 'a path without control characters' }),
+    ),
+    replacePrefixMatch: Type.Optional(
+      Type.String({ maxLength: 1024, pattern: NO_CONTROL_PATTERN, description: 'The new prefix (with ReplacePrefixMatch).', expected: 'a path without control characters' }),
+    ),
   },
   { additionalProperties: false, description: 'How to change the path.' },
 );
@@ -127,8 +138,12 @@ export type HTTPRouteFilter = Static<typeof HTTPRouteFilter>;
 
 export const RouteTimeouts = Type.Object(
   {
-    request: Type.Optional(Duration('Time for the whole exchange, from the request accepted to the last response byte sent.')),
-    backendRequest: Type.Optional(Duration('Time to wait for the backend to start its response (status and headers).')),
+    request: Type.Optional(
+      Duration('Time for the whole exchange, from the request accepted to the last response byte sent; 0s: no timeout. At most 596h.', { allowZero: true }),
+    ),
+    backendRequest: Type.Optional(
+      Duration('Time to wait for the backend to start its response (status and headers); 0s: no timeout. At most 596h and at most request.', { allowZero: true }),
+    ),
   },
   { additionalProperties: false, description: 'Gateway API HTTPRouteRule timeouts.' },
 );

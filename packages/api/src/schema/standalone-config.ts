@@ -2,7 +2,7 @@
 // Fields of the interface spec (§2.6) and DESIGN.md's shape; every object is closed
 // (unknown fields are errors) so that a typo never silently does nothing.
 import { Type, type Static } from '@sinclair/typebox';
-import { Duration, Enum, Hostname, HostPort, Port, PositiveInt } from './common.js';
+import { Duration, Enum, Host, Hostname, HostPort, Port, PositiveInt } from './common.js';
 import { HTTPRouteFilter, HTTPRouteMatch, RouteTimeouts } from './gateway-api.js';
 import { PolicySet } from './traffic-policy.js';
 
@@ -23,7 +23,9 @@ export const RouteConfig = Type.Object(
     filters: Type.Optional(Type.Array(HTTPRouteFilter, { maxItems: 16, description: 'Gateway API HTTPRouteFilter list, applied in order.' })),
     policies: Type.Optional(PolicySet),
     timeouts: Type.Optional(RouteTimeouts),
-    backends: Type.Array(BackendConfig, { maxItems: 64, description: 'Upstreams; one is picked per request by weight. Empty only with a RequestRedirect filter.' }),
+    backends: Type.Optional(
+      Type.Array(BackendConfig, { maxItems: 64, description: 'Upstreams; one is picked per request by weight. May be empty or left out only with a RequestRedirect filter.' }),
+    ),
   },
   { additionalProperties: false, description: 'A route.' },
 );
@@ -31,7 +33,15 @@ export type RouteConfig = Static<typeof RouteConfig>;
 
 export const ListenerConfig = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$', description: 'Listener name, unique within the config.', expected: 'letters, digits, "-", "_" and ".", starting and ending with a letter or digit' }),
+    name: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 253,
+        pattern: '^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$',
+        description: 'Listener name, unique within the config; default listener-<port>-<index in the bind>.',
+        expected: 'letters, digits, "-", "_" and ".", starting and ending with a letter or digit',
+      }),
+    ),
     protocol: Enum(['HTTP'], 'Listener protocol: HTTP.'),
     hostname: Type.Optional(Hostname('Host this listener serves; default every host.')),
     policies: Type.Optional(PolicySet),
@@ -44,7 +54,7 @@ export type ListenerConfig = Static<typeof ListenerConfig>;
 export const BindConfig = Type.Object(
   {
     port: Port('TCP port to listen on.'),
-    address: Type.Optional(Type.String({ minLength: 1, description: 'Address to listen on; default 0.0.0.0.' })),
+    address: Type.Optional(Host('Address to listen on (an IP address or a host name); default 0.0.0.0.')),
     listeners: Type.Array(ListenerConfig, { minItems: 1, description: 'Listeners on this port, chosen by hostname.' }),
   },
   { additionalProperties: false, description: 'A port the proxy listens on.' },
@@ -56,15 +66,17 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export const ProcessConfig = Type.Object(
   {
-    adminAddr: Type.Optional(HostPort('Admin server address; default 127.0.0.1:15000.')),
-    metricsAddr: Type.Optional(HostPort('Prometheus metrics address (GET /metrics); default 0.0.0.0:15020.')),
-    readinessAddr: Type.Optional(HostPort('Readiness address (GET /healthz/ready); default 0.0.0.0:15021.')),
+    adminAddr: Type.Optional(HostPort('Admin server address; default 127.0.0.1:15000; port 0 picks a free port.', { ephemeralPort: true })),
+    metricsAddr: Type.Optional(HostPort('Prometheus metrics address (GET /metrics); default 0.0.0.0:15020; port 0 picks a free port.', { ephemeralPort: true })),
+    readinessAddr: Type.Optional(HostPort('Readiness address (GET /healthz/ready); default 0.0.0.0:15021; port 0 picks a free port.', { ephemeralPort: true })),
     logLevel: Type.Optional(
       Type.String({ minLength: 1, description: 'Start-up log directive: a level (error, warn, info, debug, trace) or a list like "info,proxy=debug". Default info.' }),
     ),
-    connectTimeout: Type.Optional(Duration('Time to open a connection to a backend; default 5s.')),
-    backendRequestTimeout: Type.Optional(Duration('Default time to wait for a backend response to start, for routes without timeouts.backendRequest; default 60s.')),
-    drainTimeout: Type.Optional(Duration('How long shutdown waits for in-flight requests; default 30s.')),
+    connectTimeout: Type.Optional(Duration('Time to open a connection to a backend; default 5s; more than 0s and at most 596h.')),
+    backendRequestTimeout: Type.Optional(
+      Duration('Default time to wait for a backend response to start, for routes without timeouts.backendRequest; default 60s; 0s: no timeout.', { allowZero: true }),
+    ),
+    drainTimeout: Type.Optional(Duration('How long shutdown waits for in-flight requests; default 30s; 0s: close at once.', { allowZero: true })),
     requestHeadersTimeout: Type.Optional(Duration('Time a client has to send the request line and headers; past it the proxy answers 408 and closes. Default 10s.')),
     requestBodyIdleTimeout: Type.Optional(Duration('Time without a byte of the request body before the proxy answers 408 and closes; a response streaming from a backend is governed by the route timeouts only. Default 30s.')),
     keepAliveTimeout: Type.Optional(Duration('How long an idle keep-alive client connection stays open. Default 72s.')),

@@ -83,7 +83,7 @@ export const GlobalRateLimit = Type.Object(
     failureMode: Type.Optional(
       Enum(['FailOpen', 'FailClosed'], 'When the service cannot be reached or times out: FailOpen (the default) lets the request through; FailClosed rejects it.'),
     ),
-    timeout: Type.Optional(Duration('Time to wait for the rate limit service; default 100ms.')),
+    timeout: Type.Optional(Duration('Time to wait for the rate limit service; default 100ms; more than 0s and at most 596h.')),
   },
   { additionalProperties: false, description: 'Limits shared by every replica through an external rate limit service.' },
 );

@@ -1,19 +1,19 @@
 // --local: the admin server is at --admin-addr (127.0.0.1:15000 by default) and listeners are
 // on 127.0.0.1.
+import { formatHostPort, parseHostPort } from '@tollgate/api/host-port';
 import { describe, GwctlError, usage } from '../errors.js';
 import type { Target } from './target.js';
 
 /** Parses `host:port` (IPv6 in brackets); the host defaults to 127.0.0.1 for `:port`. */
 export function parseAddr(addr: string, flag: string): { host: string; port: number } {
-  const m = /^(\[[^\]]+\]|[^:]*):(\d{1,5})$/.exec(addr);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || port < 1 || port > 65535) throw usage(`${flag} must be <host>:<port>, got '${addr}'`);
-  return { host: m[1] || '127.0.0.1', port };
+  const r = parseHostPort(addr, { defaultHost: '127.0.0.1' });
+  if (!r.ok) throw usage(`${flag} must be <host>:<port>, got '${addr}': ${r.problem}`);
+  return r.value;
 }
 
 export function localTarget(adminAddr: string, flag = '--admin-addr'): Target {
   const { host, port } = parseAddr(adminAddr, flag);
-  const hostPort = `${host}:${port}`;
+  const hostPort = formatHostPort({ host, port });
   return {
     description: hostPort,
     adminUrl: `http://${hostPort}`,

@@ -1,7 +1,8 @@
 // One HTTPRouteMatch of one route, compiled: the conditions besides the path (method, headers,
-// query parameters) as closures, and its rank among matches on the same path.
+// query parameters) as closures, and its rank among matches on the same path. Regular
+// expressions run on RE2 (linear time: a request cannot make a pattern backtrack).
 import type { IncomingHttpHeaders } from 'node:http';
-import type { RouteMatchIR, ValueMatchIR } from '@tollgate/api';
+import { compileRouteRegex, type RouteMatchIR, type RouteRegex, type ValueMatchIR } from '@tollgate/api';
 
 export interface RouteRequest {
   readonly method: string;
@@ -14,9 +15,16 @@ export interface RouteRequest {
 
 type ValueTest = (value: string | undefined) => boolean;
 
+/** Validation has compiled the pattern already; a snapshot that skipped it fails here, at compile time. */
+function regex(source: string): RouteRegex {
+  const r = compileRouteRegex(source);
+  if (!r.ok) throw new Error(`regular expression ${JSON.stringify(source)}: ${r.problem}`);
+  return r.value;
+}
+
 function valueTest(m: ValueMatchIR): ValueTest {
   if (m.type === 'Exact') return (v) => v === m.value;
-  const re = new RegExp(`^(?:${m.value})$`);
+  const re = regex(m.value);
   return (v) => v !== undefined && re.test(v);
 }
 
@@ -26,7 +34,7 @@ export interface Candidate<R> {
   /** Position of the route (then the match) in the config: the last tie-breaker. */
   readonly order: number;
   readonly test: (req: RouteRequest, query: () => URLSearchParams) => boolean;
-  readonly regex: RegExp | null;
+  readonly regex: RouteRegex | null;
 }
 
 export function compileCandidate<R>(route: R, match: RouteMatchIR, order: number): Candidate<R> {
@@ -45,8 +53,8 @@ export function compileCandidate<R>(route: R, match: RouteMatchIR, order: number
     }
     return true;
   };
-  const regex = match.path.type === 'RegularExpression' ? new RegExp(`^(?:${match.path.value})$`) : null;
-  return { route, match, order, test, regex };
+  const pathRegex = match.path.type === 'RegularExpression' ? regex(match.path.value) : null;
+  return { route, match, order, test, regex: pathRegex };
 }
 
 /**
