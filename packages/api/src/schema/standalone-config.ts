@@ -62,7 +62,7 @@ export const ProcessConfig = Type.Object(
         Type.String({
           minLength: 1,
           maxLength: 253,
-          pattern: '^([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|\\[?[0-9A-Fa-f:.]+\\]?)$',
+          pattern: '^([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\]|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*)$',
           description: 'A host name or address.',
           expected: 'a host name or an IP address without a port, e.g. tollgate-admin.internal or 198.18.0.5',
         }),
