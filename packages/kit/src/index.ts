@@ -3,7 +3,7 @@ export { LogControl, type LogControlOptions } from './log/log-control.js';
 export { parseDirective, formatDirective, isLevel, DirectiveError, type Directive } from './log/directive.js';
 export { redactPaths, urlSerializers, URL_KEYS } from './log/redact.js';
 export { AdminServer, createAdminApp, type AdminEndpoint, type AdminServerOptions } from './admin/app.js';
-export { browserGuard } from './admin/guards.js';
+export { hostGuard, browserGuard, hostName, isLoopbackName } from './admin/guards.js';
 export { rejectUnknownQuery, single, queryKeys } from './admin/query.js';
 export { replyError, TEXT } from './admin/reply.js';
 export { textLoggingRoutes, type TextLoggingOptions } from './admin/logging-text.js';

@@ -88,6 +88,7 @@ export class Gateway {
         return w ? [{ name: 'config watcher', state: () => ({ file: w.options.path, reloads: w.reloads, refused: w.refused, lastError: w.lastError }) }] : [];
       },
       shutdown: (reason) => holder.gateway?.onShutdownRequest(reason),
+      allowedHosts: settings.adminAllowedHosts,
       traceKeepaliveMs: options.traceKeepaliveMs,
     });
     const opened: { close(): Promise<void> }[] = [];

@@ -12,7 +12,7 @@ let arrived: () => void = () => undefined;
 
 beforeAll(async () => {
   up = await startUpstream((req, res) => {
-    if (req.url === '/hold') {
+    if (req.url?.startsWith('/hold')) {
       release = () => res.end('released');
       arrived();
       return;
@@ -69,7 +69,12 @@ describe('/logging', () => {
     expect(bad.status).toBe(400);
     expect(bad.body).toContain('unknown module "nosuch"');
     expect((await post('/logging?level=loud')).body).toContain('"loud" is not a level');
-    expect((await post('/logging')).status).toBe(400);
+    expect((await get('/logging')).body).toBe('current log level is info\n');
+  });
+
+  it('a bare POST reads the level (200); GET never changes it', async () => {
+    expect(await post('/logging')).toMatchObject({ status: 200, body: 'current log level is info\n' });
+    expect((await get('/logging?level=debug')).status).toBe(400);
     expect((await get('/logging')).body).toBe('current log level is info\n');
   });
 });
@@ -186,6 +191,76 @@ describe('backend health in /config_dump', () => {
       expect(live.endpoints[0]!.latencyMs).toBeGreaterThan(0);
       expect(down.endpoints[0]!.requests).toBe(2);
       expect(down.endpoints[0]!.health).toBeCloseTo(0.81, 5);
+    } finally {
+      await g.close();
+    }
+  });
+});
+
+describe('wrong methods', () => {
+  it('every GET endpoint answers another method with 405 and Allow', async () => {
+    for (const path of ['/', '/config_dump', '/debug/trace', '/memory', '/debug/pprof/profile', '/debug/pprof/heap', '/debug/tasks']) {
+      for (const method of ['POST', 'PUT', 'DELETE']) {
+        const r = await send(`${gw.adminUrl}${path}`, { method });
+        expect([method, path, r.status, r.headers.allow]).toEqual([method, path, 405, 'GET, HEAD']);
+      }
+    }
+    expect((await send(`${gw.adminUrl}/logging`, { method: 'DELETE' })).headers.allow).toBe('GET, HEAD, POST');
+  });
+});
+
+describe('Host names (config.adminAllowedHosts)', () => {
+  it('answers loopback names and the configured ones, refuses others with 421', async () => {
+    const g = await startGateway({ config: { adminAllowedHosts: ['tollgate-admin.internal'] }, ...simpleConfig(await freePort(), [{ name: 'r', backends: [{ host: up.host }] }]) });
+    try {
+      const at = (host: string) => send(`${g.adminUrl}/logging`, { headers: { host } });
+      expect((await at('localhost:31337')).status).toBe(200);
+      expect((await at('[::1]:15000')).status).toBe(200);
+      expect((await at('tollgate-admin.internal:15000')).status).toBe(200);
+      const refused = await at('rebound.example:15000');
+      expect(refused.status).toBe(421);
+      expect(refused.body).toContain('config.adminAllowedHosts');
+    } finally {
+      await g.close();
+    }
+  });
+
+  it('refuses a bad adminAllowedHosts entry at load, naming the field', async () => {
+    await expect(startGateway({ config: { adminAllowedHosts: ['bad host:80'] }, ...simpleConfig(await freePort(), [{ name: 'r', backends: [{ host: up.host }] }]) })).rejects.toThrow(/config\.adminAllowedHosts\[0\]/);
+  });
+});
+
+describe('credentials in request targets and route matches', () => {
+  it('/debug/tasks shows an in-flight request with its credential query values redacted', async () => {
+    const got = new Promise<void>((r) => (arrived = r));
+    const inflight = send(`${gw.url}/hold?api_key=sk-live-999&model=gpt&X-Amz-Signature=abc`);
+    await got;
+    const body = (await get('/debug/tasks')).body;
+    expect(body).not.toContain('sk-live-999');
+    expect(body).not.toContain('abc');
+    expect((JSON.parse(body) as { requests: { url: string }[] }).requests[0]!.url).toBe('/hold?api_key=[redacted]&model=gpt&X-Amz-Signature=[redacted]');
+    release!();
+    await inflight;
+  });
+
+  it('/config_dump redacts the values routes match on when they are credentials', async () => {
+    const g = await startGateway(
+      simpleConfig(await freePort(), [
+        {
+          name: 'keyed',
+          matches: [{ path: { value: '/k' }, headers: [{ name: 'x-api-key', value: 'key-in-match' }, { name: 'x-team', value: 'blue' }], queryParams: [{ name: 'token', value: 'tok-in-match' }, { name: 'v', value: '2' }] }],
+          backends: [{ host: up.host }],
+        },
+      ]),
+    );
+    try {
+      const r = await send(`${g.adminUrl}/config_dump`);
+      expect(r.body).not.toContain('key-in-match');
+      expect(r.body).not.toContain('tok-in-match');
+      const match = (JSON.parse(r.body) as { routes: { matches: { headers: { name: string; value: string }[]; queryParams: { name: string; value: string }[] }[] }[] }).routes[0]!.matches[0]!;
+      expect(match.headers.map((h) => h.value)).toEqual(['[redacted]', 'blue']);
+      expect(match.queryParams.map((q) => q.value)).toEqual(['[redacted]', '2']);
+      expect((await send(`${g.url}/k?token=tok-in-match&v=2`, { headers: { 'x-api-key': 'key-in-match', 'x-team': 'blue' } })).status).toBe(200);
     } finally {
       await g.close();
     }

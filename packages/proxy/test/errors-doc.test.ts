@@ -22,10 +22,10 @@ describe('docs/errors.md', () => {
     expect(syncErrorsDoc(DOC, CATALOGS)).toEqual([]);
   });
 
-  it('names every code once, and no code a catalog does not have', () => {
-    const all = Object.values(CATALOGS).flatMap((entries) => entries.map((e) => e.code));
-    expect(new Set(all).size).toBe(all.length);
+  it('names every code once across all packages (other packages check their own sections)', () => {
     const documented = docCodes(readFileSync(DOC, 'utf8'));
-    expect([...documented].sort()).toEqual([...all].sort());
+    expect(documented.filter((code, i) => documented.indexOf(code) !== i)).toEqual([]);
+    const all = Object.values(CATALOGS).flatMap((entries) => entries.map((e) => e.code));
+    expect(all.filter((code) => !documented.includes(code))).toEqual([]);
   });
 });

@@ -2,16 +2,16 @@
 // an in-process gateway whose logs are captured.
 import { once } from 'node:events';
 import { mkdtemp, writeFile, rm } from 'node:fs/promises';
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import type { TraceEvent } from '@tollgate/api';
 import { readSse } from '@tollgate/kit';
-import { LogSink } from '@tollgate/testkit';
+import { LogSink, type RawResponse } from '@tollgate/testkit';
 import { Gateway } from '../src/gateway.js';
 
-export { freePort, startUpstream, LogSink, type Upstream, type Handler } from '@tollgate/testkit';
+export { freePort, startUpstream, LogSink, send, type Upstream, type Handler, type RawResponse } from '@tollgate/testkit';
 
 export interface TestGateway {
   readonly gateway: Gateway;
@@ -58,29 +58,6 @@ export async function startGateway(config: Record<string, unknown>, opts: { cloc
       await rm(dir, { recursive: true, force: true });
     },
   };
-}
-
-export interface RawResponse {
-  readonly status: number;
-  readonly headers: IncomingHttpHeaders;
-  readonly body: string;
-}
-
-/** A plain HTTP request (node:http, so Host and hop-by-hop headers go out as given). */
-export function send(
-  url: string,
-  opts: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
-): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: opts.method ?? 'GET', headers: opts.headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(opts.body);
-  });
 }
 
 export function echoed(r: RawResponse): { method: string; url: string; headers: Record<string, string>; body: string } {

@@ -6,6 +6,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { echoed, freePort, send, startGateway, startUpstream, type Upstream } from './helpers.js';
+import { deferred } from '@tollgate/testkit';
 
 let echo: Upstream;
 beforeAll(async () => {
@@ -29,12 +30,6 @@ async function upstream(handler: Parameters<typeof startUpstream>[0], opts?: { r
   const up = await startUpstream(handler, opts);
   cleanups.push(() => up.close());
   return up;
-}
-
-function deferred<T = void>() {
-  let resolve!: (v: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
 }
 
 describe('streaming', () => {

@@ -6,7 +6,7 @@
 import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway } from './helpers.js';
+import { freePort, openTrace, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway } from './helpers.js';
 
 let llm: MockLlm;
 let now = 1_000_000_000;
@@ -199,10 +199,10 @@ describe('combined entries and levels', () => {
   it('a gateway-level refusal happens before routing (the trace has no route selection)', async () => {
     const gw = await gateway([chatRoute('chat', [])].map((r) => ({ ...r, policies: undefined })), { policies: { traffic: { rateLimit: { local: [{ requests: 1, unit: 'Hours' }] } } } });
     expect((await chat(gw)).status).toBe(200);
-    const trace = fetch(`${gw.adminUrl}/debug/trace`).then((r) => r.text());
-    await expect.poll(async () => ((await (await fetch(`${gw.adminUrl}/debug/tasks`)).json()) as { traceSessions: unknown[] }).traceSessions.length).toBe(1);
+    const trace = await openTrace(gw.adminUrl);
+    await trace.armed;
     expect((await chat(gw)).status).toBe(429);
-    const types = (await trace).split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => (JSON.parse(e.slice(6)) as { message: { type: string; stage?: string } }).message);
+    const types = (await trace.events).map((e) => e.message as { type: string; stage?: string });
     expect(types.map((m) => m.stage ?? m.type)).toEqual(['requestStarted', 'initial request', 'gateway policies', 'final response', 'requestFinished']);
   });
 

@@ -3,3 +3,4 @@ export { startUpstream, type Upstream, type Handler } from './upstream.js';
 export { until, nextEvent, deferred, type UntilOptions } from './until.js';
 export { LogSink, captureLog, type LogLine } from './log-sink.js';
 export { renderErrorTable, docTable, docCodes, syncErrorsDoc, type DocEntry } from './errors-doc.js';
+export { send, type RawResponse } from './http.js';

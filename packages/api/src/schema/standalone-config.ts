@@ -67,6 +67,18 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const ProcessConfig = Type.Object(
   {
     adminAddr: Type.Optional(HostPort('Admin server address; default 127.0.0.1:15000; port 0 picks a free port.', { ephemeralPort: true })),
+    adminAllowedHosts: Type.Optional(
+      Type.Array(
+        Type.String({
+          minLength: 1,
+          maxLength: 253,
+          pattern: '^([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\]|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*)$',
+          description: 'A host name or address.',
+          expected: 'a host name or an IP address without a port, e.g. tollgate-admin.internal or 198.18.0.5',
+        }),
+        { maxItems: 64, description: 'Host names (besides 127.0.0.1, localhost and [::1], any port) the admin server answers; requests with another Host get 421. Default none.' },
+      ),
+    ),
     metricsAddr: Type.Optional(HostPort('Prometheus metrics address (GET /metrics); default 0.0.0.0:15020; port 0 picks a free port.', { ephemeralPort: true })),
     readinessAddr: Type.Optional(HostPort('Readiness address (GET /healthz/ready); default 0.0.0.0:15021; port 0 picks a free port.', { ephemeralPort: true })),
     logLevel: Type.Optional(

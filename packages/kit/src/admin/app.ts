@@ -1,10 +1,11 @@
 // The admin server scaffolding shared by the proxy and the controller: a Fastify app with the
-// browser guard on every request, an HTML index of the endpoints at GET /, a 404 pointing at
-// the index, and listen/close with a catalog error when the address cannot be bound. Endpoints are
+// Host and browser guards on every request, an HTML index of the endpoints at GET /, a 405
+// with Allow for a known path asked with the wrong method, a 404 pointing at the index for the
+// rest, and listen/close with a catalog error when the address cannot be bound. Endpoints are
 // added by route functions (./logging-text.ts, ./logging-json.ts, ./pprof.ts, the caller's).
 import Fastify, { type FastifyInstance } from 'fastify';
 import { KIT_ERRORS } from '../errors/catalog.js';
-import { browserGuard } from './guards.js';
+import { browserGuard, hostGuard } from './guards.js';
 import { replyError } from './reply.js';
 
 export interface AdminEndpoint {
@@ -23,7 +24,11 @@ export interface AdminServerOptions {
   readonly title: string;
   /** Listed on the index page. */
   readonly endpoints: readonly AdminEndpoint[];
+  /** Host names besides loopback that requests may carry (config.adminAllowedHosts). */
+  readonly allowedHosts?: readonly string[];
 }
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
 
 function indexPage(title: string, endpoints: readonly AdminEndpoint[]): string {
   const rows = endpoints.map(({ method, path, description }) => `<tr><td>${method}</td><td>${method === 'GET' ? `<a href="${path}">${path}</a>` : path}</td><td>${description}</td></tr>`);
@@ -31,13 +36,16 @@ function indexPage(title: string, endpoints: readonly AdminEndpoint[]): string {
 }
 
 /** A Fastify app with the guards, the index, 404 and 405 in place. */
-export function createAdminApp(options: Pick<AdminServerOptions, 'title' | 'endpoints'>): FastifyInstance {
+export function createAdminApp(options: Pick<AdminServerOptions, 'title' | 'endpoints' | 'allowedHosts'>): FastifyInstance {
   const app = Fastify({ logger: false, forceCloseConnections: true });
+  app.addHook('onRequest', hostGuard(options.allowedHosts));
   app.addHook('onRequest', browserGuard);
   const page = indexPage(options.title, options.endpoints);
   app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(page));
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
+    const allow = METHODS.filter((method) => method !== request.method && app.hasRoute({ method, url: path }));
+    if (allow.length) return replyError(reply.header('allow', allow.join(', ')), KIT_ERRORS.adminMethod, { method: request.method, path, allow: allow.join(' or ') });
     return replyError(reply, KIT_ERRORS.adminNotFound, { method: request.method, path });
   });
   return app;

@@ -1,7 +1,8 @@
 // Profiles in pprof's protobuf format, gzipped, as Go's net/http/pprof serves them:
 // GET /debug/pprof/profile?seconds=N (CPU, 1..300, default 10) and GET /debug/pprof/heap
 // (sampled allocations, sampling started with the admin server). V8 runs one CPU profile per
-// process at a time.
+// process; a client that disconnects stops its profile at once, so the next one is not refused.
+import { once } from 'node:events';
 import { encode, heap, time } from '@datadog/pprof';
 import type { FastifyInstance } from 'fastify';
 import { KIT_ERRORS } from '../errors/catalog.js';
@@ -30,11 +31,24 @@ export function pprofRoutes(app: FastifyInstance): void {
     if (!Number.isInteger(seconds) || seconds < 1 || seconds > 300) return replyError(reply, KIT_ERRORS.pprofSeconds, { got: JSON.stringify(raw) });
     if (cpuRunning) return replyError(reply, KIT_ERRORS.pprofBusy);
     cpuRunning = true;
+    const res = reply.raw;
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(), seconds * 1000);
+    // The response closes before it is finished only when the client went away.
+    const onClose = () => {
+      if (!res.writableFinished) stop.abort();
+    };
+    res.once('close', onClose);
     try {
-      const profile = await time.profile({ durationMillis: seconds * 1000 });
+      time.start({ durationMillis: seconds * 1000 });
+      await once(stop.signal, 'abort');
+      const profile = time.stop();
+      if (res.destroyed) return reply;
       const body = await encode(profile);
       return reply.type('application/octet-stream').header('content-disposition', 'attachment; filename="profile"').send(body);
     } finally {
+      clearTimeout(timer);
+      res.off('close', onClose);
       cpuRunning = false;
     }
   });

@@ -28,7 +28,7 @@ export class AdminServer {
     readonly port: number,
     ctx: AdminContext,
   ) {
-    this.#server = new KitAdminServer({ host, port, title: 'Tollgate admin', endpoints: ENDPOINTS });
+    this.#server = new KitAdminServer({ host, port, title: 'Tollgate admin', endpoints: ENDPOINTS, allowedHosts: ctx.allowedHosts });
     const app = this.#server.app;
     configDumpRoutes(app, ctx);
     traceRoutes(app, ctx);

@@ -1,12 +1,22 @@
 // The /config_dump body: the loaded snapshot flattened into top-level collections, so a
 // reader (or `gwctl config all --file`) can list routes or backends without walking binds.
-// Secrets serialise as "[redacted]" (they are Secret objects in the snapshot).
-import type { ProxySnapshot } from '@tollgate/api';
+// Secrets serialise as "[redacted]" (they are Secret objects in the snapshot), and so do the
+// values routes match on when they are credentials: a header of the redaction list, a query
+// parameter whose value is a credential.
+import { isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
 import type { EndpointStatsTable } from '../upstream/stats.js';
 
 function round(n: number, digits: number): number {
   const f = 10 ** digits;
   return Math.round(n * f) / f;
+}
+
+function redactValues(list: readonly ValueMatchIR[], sensitive: (name: string) => boolean): ValueMatchIR[] {
+  return list.map((m) => (sensitive(m.name) ? { ...m, value: REDACTED } : m));
+}
+
+function dumpMatch(m: RouteMatchIR): RouteMatchIR {
+  return { ...m, headers: redactValues(m.headers, isSensitiveHeader), queryParams: redactValues(m.queryParams, isSensitiveQueryParam) };
 }
 
 /** Process settings that bound what a client may take; shown so an operator can check them. */
@@ -27,7 +37,7 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, stats: EndpointS
         name: r.name,
         listener: l.name,
         hostnames: r.hostnames,
-        matches: r.matches,
+        matches: r.matches.map(dumpMatch),
         filters: r.filters,
         backends: r.backends.map((x) => ({ name: x.name, weight: x.weight })),
         timeouts: r.timeouts,

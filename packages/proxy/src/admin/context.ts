@@ -14,6 +14,8 @@ export interface AdminContext {
   readonly tasks: () => BackgroundTask[];
   /** Starts a graceful shutdown; the admin server answers before it takes effect. */
   readonly shutdown: (reason: string) => void;
+  /** Host names besides loopback the admin server answers (config.adminAllowedHosts). */
+  readonly allowedHosts?: readonly string[];
   /** Interval of the keepalive comment on a waiting trace stream; default 5000 ms. */
   readonly traceKeepaliveMs?: number;
 }

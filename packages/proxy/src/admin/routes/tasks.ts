@@ -1,5 +1,7 @@
 // GET /debug/tasks: a tree of the live work of the process: listeners, requests in flight
-// (stage, age, upstream call), armed and streaming trace sessions, background tasks.
+// (stage, age, upstream call), armed and streaming trace sessions, background tasks. Request
+// targets are shown with credential query parameters redacted.
+import { redactPathAndQuery } from '@tollgate/api';
 import type { FastifyInstance } from 'fastify';
 import type { AdminContext } from '../context.js';
 import { rejectUnknownQuery } from '@tollgate/kit';
@@ -15,7 +17,7 @@ export function tasksRoutes(app: FastifyInstance, ctx: AdminContext): void {
       requests: [...rt.inflight.values()].map((r) => ({
         name: `request ${r.id}`,
         method: r.method,
-        url: r.url,
+        url: redactPathAndQuery(r.url),
         stage: r.stage,
         ageMs: now - r.startedAt,
         route: r.route ?? null,
