@@ -6,7 +6,7 @@ import { ValidationError } from '@tollgate/api';
 import { TollgateError } from './errors.js';
 import { parseConfig } from './config/load-file.js';
 import { readConfigText } from './config/load-file.js';
-import { Gateway } from './gateway.js';
+import { startStandaloneProxy } from './process/standalone.js';
 
 const HELP = `tollgate: the Tollgate gateway proxy, standalone
 
@@ -81,7 +81,7 @@ export async function main(argv: string[]): Promise<void> {
       process.stdout.write(`${loaded.path}: valid (version ${loaded.snapshot.version})\n`);
       return;
     }
-    const gateway = await Gateway.start({
+    const gateway = await startStandaloneProxy({
       file: values.file,
       adminAddr: values['admin-addr'],
       metricsAddr: values['metrics-addr'],
