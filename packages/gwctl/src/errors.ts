@@ -17,14 +17,16 @@ export const EXIT = {
   NO_POD: 5,
   /** The port-forward to the pod could not be opened. */
   PORT_FORWARD: 6,
-  /** The admin server is unreachable (connection refused, reset or timed out). */
+  /** The admin server is unreachable (connection refused or reset). */
   ADMIN_UNREACHABLE: 7,
-  /** The admin server answered with an error (e.g. a refused log level). */
+  /** The admin server answered with an error (e.g. a refused log level) or with a malformed answer. */
   ADMIN_ERROR: 8,
   /** An input file (`--file`, a curl `@file`) is missing or malformed. */
   INPUT: 9,
   /** Inject mode: the request gwctl sent to the listener failed. */
   REQUEST_FAILED: 10,
+  /** The admin server stalled: no connection, answer or stream byte within --timeout. */
+  ADMIN_TIMEOUT: 11,
   /** Interrupted (Ctrl-C) before the trace finished. */
   INTERRUPTED: 130,
 } as const;
@@ -41,6 +43,7 @@ export type ErrorCode =
   | 'TG_GWCTL_ADMIN_ERROR'
   | 'TG_GWCTL_INPUT'
   | 'TG_GWCTL_REQUEST_FAILED'
+  | 'TG_GWCTL_ADMIN_TIMEOUT'
   | 'TG_GWCTL_INTERRUPTED';
 
 const EXIT_OF: Record<ErrorCode, ExitCode> = {
@@ -53,6 +56,7 @@ const EXIT_OF: Record<ErrorCode, ExitCode> = {
   TG_GWCTL_ADMIN_ERROR: EXIT.ADMIN_ERROR,
   TG_GWCTL_INPUT: EXIT.INPUT,
   TG_GWCTL_REQUEST_FAILED: EXIT.REQUEST_FAILED,
+  TG_GWCTL_ADMIN_TIMEOUT: EXIT.ADMIN_TIMEOUT,
   TG_GWCTL_INTERRUPTED: EXIT.INTERRUPTED,
 };
 
@@ -79,9 +83,10 @@ export const EXIT_CODE_HELP = `Exit codes:
   5    no Running and Ready pod matches the target
   6    port-forward to the pod failed
   7    admin server unreachable
-  8    admin server answered with an error
+  8    admin server answered with an error, or with a malformed answer
   9    input file missing or malformed (--file, curl @file)
   10   inject mode: the request to the listener failed
+  11   admin server stalled (no connection, answer or stream byte within --timeout)
   130  interrupted (Ctrl-C)`;
 
 /** Text of an unknown thrown value, without a stack. */

@@ -94,7 +94,7 @@ export interface Proxy {
 }
 
 /** A standalone proxy: listener `main` with route `chat` (host api.example.com, /v1) to the mock LLM. */
-export async function startProxy(): Promise<Proxy> {
+export async function startProxy(opts: { traceKeepaliveMs?: number } = {}): Promise<Proxy> {
   const mock = await startMockLlm({ port: 0 });
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'gwctl-test-'));
@@ -125,7 +125,7 @@ export async function startProxy(): Promise<Proxy> {
   };
   await writeFile(file, JSON.stringify(config));
   const logs = new Writable({ write: (_c, _e, cb) => cb() });
-  const gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, watch: false });
+  const gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, watch: false, traceKeepaliveMs: opts.traceKeepaliveMs });
   return {
     gateway,
     port,

@@ -1,7 +1,7 @@
 // --local: the admin server is at --admin-addr (127.0.0.1:15000 by default) and listeners are
 // on 127.0.0.1.
 import { describe, GwctlError, usage } from '../errors.js';
-import type { Target } from './target.js';
+import { DEFAULT_TIMEOUT_MS, streamIdleMs, type Target } from './target.js';
 
 /** Parses `host:port` (IPv6 in brackets); the host defaults to 127.0.0.1 for `:port`. */
 export function parseAddr(addr: string, flag: string): { host: string; port: number } {
@@ -11,12 +11,14 @@ export function parseAddr(addr: string, flag: string): { host: string; port: num
   return { host: m[1] || '127.0.0.1', port };
 }
 
-export function localTarget(adminAddr: string, flag = '--admin-addr'): Target {
+export function localTarget(adminAddr: string, flag = '--admin-addr', timeoutMs = DEFAULT_TIMEOUT_MS): Target {
   const { host, port } = parseAddr(adminAddr, flag);
   const hostPort = `${host}:${port}`;
   return {
     description: hostPort,
     adminUrl: `http://${hostPort}`,
+    timeoutMs,
+    streamIdleMs: streamIdleMs(timeoutMs),
     listener: async (p) => `127.0.0.1:${p}`,
     unreachable: (err, what) =>
       what.kind === 'admin'

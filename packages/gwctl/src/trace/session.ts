@@ -1,7 +1,7 @@
 // A trace session on the admin server (`GET /debug/trace[?match=]`): the stream opens, an
 // opening comment says the session is armed, then the events of one request arrive, the last
 // one `requestFinished`. Closing the session disconnects, which disarms it on the server.
-import type { TraceEvent } from '@tollgate/api';
+import { compile, TraceEvent } from '@tollgate/api';
 import { readSse } from '@tollgate/kit';
 import { adminStream, firstLine } from '../admin-client.js';
 import { GwctlError } from '../errors.js';
@@ -19,12 +19,22 @@ export interface TraceSession {
   close(): void;
 }
 
+const validEvent = compile(TraceEvent);
+
+/** An event as the TraceEvent schema defines it; anything else is the server's error, never a crash. */
 function parseEvent(data: string): TraceEvent {
+  let value: unknown;
   try {
-    return JSON.parse(data) as TraceEvent;
+    value = JSON.parse(data);
   } catch {
     throw new GwctlError('TG_GWCTL_ADMIN_ERROR', `the trace stream sent an event that is not JSON: ${firstLine(data)}`);
   }
+  const checked = validEvent(value);
+  if (!checked.ok) {
+    const problem = checked.problems[0]!;
+    throw new GwctlError('TG_GWCTL_ADMIN_ERROR', `the trace stream sent an invalid event: ${problem.path || '(root)'}: ${problem.message}`);
+  }
+  return checked.value;
 }
 
 /** Arms a session and calls `onEvent` for each event as it arrives. */
