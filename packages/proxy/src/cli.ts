@@ -1,14 +1,14 @@
-// `tollgate`: the standalone proxy. Exit codes: 0 clean stop, 1 runtime failure (a port in
-// use, ...), 2 usage or configuration error.
+// `tollgate`: the standalone proxy. Exit codes in exit-codes.ts (and docs/tollgate.md); every
+// failure is one `tollgate: <message>` line on stderr, never a stack.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ValidationError } from '@tollgate/api';
 import { TollgateError } from './errors.js';
-import { parseConfig } from './config/load-file.js';
-import { readConfigText } from './config/load-file.js';
+import { parseConfig, readConfigText } from './config/load-file.js';
+import { EXIT, EXIT_CODE_HELP, type ExitCode } from './exit-codes.js';
 import { startStandaloneProxy } from './process/standalone.js';
 
-const HELP = `tollgate: the Tollgate gateway proxy, standalone
+const HELP = () => `tollgate: the Tollgate gateway proxy, standalone
 
 Usage:
   tollgate --file <config.yaml|config.json> [--admin-addr <ip:port>] [--metrics-addr <ip:port>] [--readiness-addr <ip:port>]
@@ -26,6 +26,7 @@ Options:
 Signals: SIGTERM or SIGINT stop accepting connections, let in-flight requests finish
 (up to config.drainTimeout, default 30s) and exit 0.
 
+${EXIT_CODE_HELP}
 Examples:
   tollgate -f examples/standalone.yaml
   tollgate --check -f my-gateway.yaml
@@ -36,7 +37,7 @@ function version(): string {
   return pkg.version;
 }
 
-function fail(message: string, code: number): never {
+function fail(message: string, code: ExitCode): never {
   process.stderr.write(`tollgate: ${message}\n`);
   process.exit(code);
 }
@@ -59,20 +60,20 @@ export async function main(argv: string[]): Promise<void> {
       allowPositionals: false,
     }));
   } catch (err) {
-    fail(`${(err as Error).message}\nRun "tollgate --help" for usage.`, 2);
+    fail(`${(err as Error).message}\nRun "tollgate --help" for usage.`, EXIT.USAGE);
   }
   if (values.help) {
-    process.stdout.write(HELP);
+    process.stdout.write(HELP());
     return;
   }
   if (values.version) {
     process.stdout.write(`tollgate ${version()}\n`);
     return;
   }
-  if (!values.file) fail('missing --file <config.yaml>; run "tollgate --help" for usage', 2);
+  if (!values.file) fail('missing --file <config.yaml>; run "tollgate --help" for usage', EXIT.USAGE);
   for (const flag of ['admin-addr', 'metrics-addr', 'readiness-addr'] as const) {
     const v = values[flag];
-    if (v !== undefined && !/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$/.test(v)) fail(`--${flag} "${v}" is not <ip>:<port>, e.g. 127.0.0.1:15000`, 2);
+    if (v !== undefined && !/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$/.test(v)) fail(`--${flag} "${v}" is not <ip>:<port>, e.g. 127.0.0.1:15000`, EXIT.USAGE);
   }
 
   try {
@@ -91,21 +92,23 @@ export async function main(argv: string[]): Promise<void> {
     const stop = (signal: string) => {
       if (stopping) {
         process.stderr.write(`tollgate: second ${signal}, exiting without waiting\n`);
-        process.exit(1);
+        process.exit(EXIT.RUNTIME);
       }
       stopping = true;
       gateway.logs.get('proxy').info(`${signal} received: draining in-flight requests`);
       gateway
         .close()
-        .then(() => process.exit(0))
-        .catch((err: unknown) => fail(`shutdown failed: ${(err as Error).message}`, 1));
+        .then(() => process.exit(EXIT.OK))
+        .catch((err: unknown) => fail(`shutdown failed: ${(err as Error).message}`, EXIT.RUNTIME));
     };
     gateway.onShutdownRequest = (reason) => stop(reason);
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
   } catch (err) {
-    if (err instanceof ValidationError) fail(err.message, 2);
-    if (err instanceof TollgateError) fail(`${err.message} [${err.code}]`, err.code === 'TG_CONFIG_READ' ? 2 : 1);
-    throw err;
+    if (err instanceof ValidationError) fail(err.message, EXIT.USAGE);
+    if (err instanceof TollgateError) fail(`${err.message} [${err.code}]`, err.code === 'TG_CONFIG_READ' ? EXIT.USAGE : EXIT.RUNTIME);
+    // A bug: one line; TOLLGATE_DEBUG=1 adds the stack.
+    if (process.env.TOLLGATE_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    fail(`unexpected error: ${err instanceof Error ? err.message : String(err)}`, EXIT.RUNTIME);
   }
 }
