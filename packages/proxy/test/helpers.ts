@@ -50,7 +50,7 @@ export async function startGateway(config: Record<string, unknown>, opts: { cloc
         once(gateway.source, 'reloaded').then(() => 'reloaded' as const),
         once(gateway.source, 'refused').then(() => 'refused' as const),
       ]);
-      await writeFile(file, typeof next === 'string' ? next : stringify(next));
+      await writeFile(file, typeof next === 'string' || Buffer.isBuffer(next) ? next : stringify(next));
       return done;
     },
     close: async () => {

@@ -97,8 +97,8 @@ export class FileSnapshotSource
     try {
       text = await readConfigText(this.path);
     } catch (err) {
-      if (trigger === 'edit') {
-        // Mid-rename the file may briefly be missing; the next event brings it back.
+      // Mid-rename the file may briefly be missing; the next event brings it back.
+      if (trigger === 'edit' && ((err as Error).cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
         log.debug({ err }, 'config file not readable yet');
         return 'unchanged';
       }
