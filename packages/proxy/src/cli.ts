@@ -15,7 +15,7 @@ Usage:
   tollgate --check --file <config.yaml>
 
 Options:
-  -f, --file <path>            config file (YAML or JSON); edits are picked up while running
+  -f, --file <path>            config file (YAML or JSON); edits are picked up while running, and SIGHUP reloads it
       --check                  validate the config file and exit (0 valid, 2 invalid)
       --admin-addr <addr>      admin server, overriding config.adminAddr (default 127.0.0.1:15000)
       --metrics-addr <addr>    Prometheus /metrics, overriding config.metricsAddr (default 0.0.0.0:15020)
@@ -23,8 +23,12 @@ Options:
   -h, --help                   show this help
   -v, --version                print the version
 
-Signals: SIGTERM or SIGINT stop accepting connections, let in-flight requests finish
-(up to config.drainTimeout, default 30s) and exit 0.
+Signals:
+  SIGTERM, SIGINT  stop accepting connections, let in-flight requests finish (up to
+                   config.drainTimeout, default 30s) and exit 0; a second one exits 1 at once
+  SIGHUP           reload the config file now (edits are also picked up by themselves): a
+                   good file is applied, a bad one refused with a log line naming the
+                   problem while the last good config keeps serving
 
 ${EXIT_CODE_HELP}
 Examples:
@@ -82,6 +86,11 @@ export async function main(argv: string[]): Promise<void> {
       process.stdout.write(`${loaded.path}: valid (version ${loaded.snapshot.version})\n`);
       return;
     }
+    // SIGHUP reloads the config file (as nginx does). One arriving while the proxy starts is
+    // kept and served once it runs, instead of killing the process (the default action).
+    let reload: () => void = () => void (hupPending = true);
+    let hupPending = false;
+    process.on('SIGHUP', () => reload());
     const gateway = await startStandaloneProxy({
       file: values.file,
       adminAddr: values['admin-addr'],
@@ -104,6 +113,13 @@ export async function main(argv: string[]): Promise<void> {
     gateway.onShutdownRequest = (reason) => stop(reason);
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
+    reload = () => {
+      if (stopping) return;
+      gateway.logs.get('config').info(`SIGHUP received: reloading ${gateway.source.path}`);
+      // The source logs the outcome: reloaded, refused (naming the problem) or unchanged.
+      void gateway.source.reload();
+    };
+    if (hupPending) reload();
   } catch (err) {
     if (err instanceof ValidationError) fail(err.message, EXIT.USAGE);
     if (err instanceof TollgateError) fail(`${err.message} [${err.code}]`, err.code === 'TG_CONFIG_READ' ? EXIT.USAGE : EXIT.RUNTIME);
