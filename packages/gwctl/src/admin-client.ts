@@ -1,11 +1,14 @@
-// HTTP to the admin server: plain requests (/config_dump, /logging) and the trace SSE stream.
+// HTTP to the admin server: plain requests (/config_dump, /logging) and event streams.
 // Connection failures go through the target, which knows whether a port-forward or the
 // server itself is to blame; error answers become ADMIN_ERROR with the server's own text.
+// Nothing waits forever: a server that accepts and then stalls (no headers, a body that stops)
+// is given up on after the target's timeout, and an answer is capped in size.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
-import type { TraceEvent } from '@tollgate/api';
-import { SseParser } from '@tollgate/kit';
 import { GwctlError } from './errors.js';
 import type { Target } from './target/target.js';
+
+/** Largest answer gwctl reads (a /config_dump of a big gateway is a few MiB). */
+export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 export interface Answer {
   readonly status: number;
@@ -13,27 +16,76 @@ export interface Answer {
   readonly body: string;
 }
 
-function readBody(res: IncomingMessage): Promise<string> {
+type Phase = 'connect' | 'headers' | 'body';
+const WAITING_FOR: Record<Phase, string> = { connect: 'connection', headers: 'response headers', body: 'further byte of the answer' };
+
+export function formatMs(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
+
+function timeoutError(target: Target, method: string, path: string, phase: Phase, ms: number, stream: boolean): GwctlError {
+  const what = stream && phase === 'body' ? 'byte of the stream (not even a keepalive)' : WAITING_FOR[phase];
+  return new GwctlError('TG_GWCTL_ADMIN_TIMEOUT', `the admin server at ${target.description} stalled: no ${what} within ${formatMs(ms)} (${method} ${path.split('?')[0]}); --timeout sets the limit`);
+}
+
+/**
+ * Sends one request; resolves with the response once its headers arrived. The socket's idle
+ * timer covers the connection, the wait for headers and every gap in the body; it fires as
+ * an ADMIN_TIMEOUT error destroying the request.
+ */
+function exchange(
+  target: Target,
+  method: 'GET' | 'POST',
+  path: string,
+  opts: { headers?: Record<string, string>; signal?: AbortSignal; idleMs?: number } = {},
+): Promise<IncomingMessage> {
+  const headersMs = target.timeoutMs;
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    res.on('error', reject);
+    let phase: Phase = 'connect';
+    let response: IncomingMessage | undefined;
+    const req = httpRequest(`${target.adminUrl}${path}`, { method, agent: false, headers: opts.headers, signal: opts.signal, timeout: headersMs }, (res) => {
+      phase = 'body';
+      response = res;
+      req.setTimeout(opts.idleMs ?? headersMs);
+      resolve(res);
+    });
+    req.on('socket', (socket) => socket.once('connect', () => phase === 'connect' && (phase = 'headers')));
+    req.on('timeout', () => {
+      const err = timeoutError(target, method, path, phase, phase === 'body' ? (opts.idleMs ?? headersMs) : headersMs, opts.idleMs !== undefined);
+      // Whoever reads the body sees the timeout as the reason it ended.
+      if (response) response.destroy(err);
+      req.destroy(err);
+    });
+    req.on('error', (err) => reject(err instanceof GwctlError ? err : target.unreachable(err, { kind: 'admin' })));
+    req.end();
   });
 }
 
-/** One request to the admin server; rejects only when the server cannot be reached. */
-export function adminRequest(target: Target, method: 'GET' | 'POST', path: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(`${target.adminUrl}${path}`, { method, agent: false }, (res) => {
-      readBody(res).then(
-        (body) => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body }),
-        (err: unknown) => reject(target.unreachable(err, { kind: 'admin' })),
-      );
-    });
-    req.on('error', (err) => reject(target.unreachable(err, { kind: 'admin' })));
-    req.end();
-  });
+/** The body, up to MAX_ANSWER_BYTES; a failure mid-body is the target's (or a timeout). */
+async function readBody(target: Target, res: IncomingMessage, what: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  try {
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      total += chunk.length;
+      if (total > MAX_ANSWER_BYTES) {
+        res.destroy();
+        throw new GwctlError('TG_GWCTL_ADMIN_ERROR', `${what} answered more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; that is not an admin server answer`);
+      }
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    throw err instanceof GwctlError ? err : target.unreachable(err, { kind: 'admin' });
+  }
+  if (!res.complete) throw target.unreachable(new Error('the connection closed before the answer was complete'), { kind: 'admin' });
+  return new TextDecoder().decode(Buffer.concat(chunks));
+}
+
+/** One request to the admin server; rejects only when the server cannot be reached or stalls. */
+export async function adminRequest(target: Target, method: 'GET' | 'POST', path: string): Promise<Answer> {
+  const res = await exchange(target, method, path);
+  const body = await readBody(target, res, `${method} ${path.split('?')[0]}`);
+  return { status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body };
 }
 
 /** The first line of an error answer, for a one-line message. */
@@ -54,106 +106,24 @@ export async function adminOk(target: Target, method: 'GET' | 'POST', path: stri
   return a.body;
 }
 
-export async function adminJson<T>(target: Target, path: string): Promise<T> {
+export async function adminJson(target: Target, path: string): Promise<unknown> {
   const body = await adminOk(target, 'GET', path);
   try {
-    return JSON.parse(body) as T;
+    return JSON.parse(body) as unknown;
   } catch {
-    throw new GwctlError('TG_GWCTL_ADMIN_ERROR', `GET ${path} did not answer JSON: ${firstLine(body)}`);
+    throw new GwctlError('TG_GWCTL_ADMIN_ERROR', `GET ${path} did not answer JSON: ${firstLine(body) || '(empty body)'}`);
   }
 }
 
-/** A trace event is a few KiB; anything this large is not one. */
-const MAX_TRACE_EVENT_BYTES = 16 * 1024 * 1024;
-
-export interface TraceSession {
-  /** Resolves with the opening comment once the session is armed. */
-  readonly armed: Promise<string>;
-  /** Resolves with every event after `requestFinished`; rejects when the stream fails first. */
-  readonly finished: Promise<TraceEvent[]>;
-  /** Disconnects, which disarms the session on the server. */
-  close(): void;
-}
-
 /**
- * Arms a trace session (`GET /debug/trace[?match=]`) and calls `onEvent` for each event as it
- * arrives. The stream ends after `requestFinished`.
+ * Opens an event stream (`accept: text/event-stream`); resolves with the response once the
+ * server answered 200. Aborting `signal` disconnects. The stream is given up on after the
+ * target's streamIdleMs without a byte; a waiting trace receives keepalives more often.
  */
-export function openTrace(target: Target, opts: { match?: string; onEvent?: (e: TraceEvent) => void } = {}): TraceSession {
-  const path = `/debug/trace${opts.match ? `?match=${encodeURIComponent(opts.match)}` : ''}`;
-  let resolveArmed!: (s: string) => void;
-  let rejectArmed!: (e: Error) => void;
-  const armed = new Promise<string>((res, rej) => ((resolveArmed = res), (rejectArmed = rej)));
-  let closedByUs = false;
-  let req: ReturnType<typeof httpRequest> | undefined;
-  const finished = new Promise<TraceEvent[]>((resolve, reject) => {
-    const events: TraceEvent[] = [];
-    const fail = (err: Error) => {
-      rejectArmed(err);
-      reject(err);
-    };
-    req = httpRequest(`${target.adminUrl}${path}`, { agent: false, headers: { accept: 'text/event-stream' } }, (res) => {
-      if (res.statusCode !== 200) {
-        readBody(res).then(
-          (body) => fail(adminError('GET', path, { status: res.statusCode ?? 0, contentType: '', body })),
-          (err: unknown) => fail(target.unreachable(err, { kind: 'admin' })),
-        );
-        return;
-      }
-      const parser = new SseParser({ maxLineBytes: MAX_TRACE_EVENT_BYTES });
-      let done = false;
-      res.on('data', (chunk: Buffer) => {
-        for (const item of parser.push(chunk)) {
-          if (item.type === 'passthrough') {
-            fail(new GwctlError('TG_GWCTL_ADMIN_ERROR', `the trace stream sent an event larger than ${MAX_TRACE_EVENT_BYTES} bytes`));
-            res.destroy();
-            return;
-          }
-          if (!item.data) {
-            if (item.comments.length) resolveArmed(item.comments.join('\n').trim());
-            continue;
-          }
-          let event: TraceEvent;
-          try {
-            event = JSON.parse(item.data) as TraceEvent;
-          } catch {
-            fail(new GwctlError('TG_GWCTL_ADMIN_ERROR', `the trace stream sent an event that is not JSON: ${firstLine(item.data)}`));
-            res.destroy();
-            return;
-          }
-          // Some servers send no opening comment: the first event proves the session was armed.
-          resolveArmed('');
-          events.push(event);
-          opts.onEvent?.(event);
-          if (event.message.type === 'requestFinished') done = true;
-        }
-      });
-      const end = () => {
-        if (done) resolve(events);
-        else if (closedByUs) reject(new GwctlError('TG_GWCTL_INTERRUPTED', 'trace cancelled before the request finished'));
-        else fail(new GwctlError('TG_GWCTL_ADMIN_UNREACHABLE', `the trace stream from ${target.description} ended before the request finished (the proxy restarted or shut down?)`));
-      };
-      res.on('end', end);
-      res.on('close', end);
-      res.on('error', () => undefined);
-    });
-    req.on('error', (err) => {
-      if (closedByUs) {
-        rejectArmed(new GwctlError('TG_GWCTL_INTERRUPTED', 'trace cancelled'));
-        reject(new GwctlError('TG_GWCTL_INTERRUPTED', 'trace cancelled before the request finished'));
-      } else fail(target.unreachable(err, { kind: 'admin' }));
-    });
-    req.end();
-  });
-  // Callers may await only one of the two; neither must become an unhandled rejection.
-  armed.catch(() => undefined);
-  finished.catch(() => undefined);
-  return {
-    armed,
-    finished,
-    close: () => {
-      closedByUs = true;
-      req?.destroy();
-    },
-  };
+export async function adminStream(target: Target, path: string, signal: AbortSignal): Promise<IncomingMessage> {
+  const idleMs = target.streamIdleMs;
+  const res = await exchange(target, 'GET', path, { headers: { accept: 'text/event-stream' }, signal, idleMs });
+  if (res.statusCode === 200) return res;
+  const body = await readBody(target, res, `GET ${path.split('?')[0]}`);
+  throw adminError('GET', path, { status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body });
 }

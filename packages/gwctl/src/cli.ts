@@ -1,6 +1,7 @@
 // gwctl: the command line of Tollgate (interface spec §4.3). Every command is also reachable
 // with `proxy` before it (`gwctl proxy trace` is `gwctl trace`). Failures are one
 // `gwctl: <message>` line on stderr and a documented exit code (errors.ts, docs/gwctl.md).
+import { parseDuration } from '@tollgate/api';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { configAll, configBackends, type ConfigFlags } from './commands/config.js';
 import { controllerLog, type ControllerLogFlags } from './commands/controller-log.js';
@@ -9,11 +10,24 @@ import { trace, type TraceFlags } from './commands/trace.js';
 import { EXIT, EXIT_CODE_HELP, GwctlError, describe, usage } from './errors.js';
 import { processIo, type Io } from './io.js';
 import { CONTROLLER_NAMESPACE } from './target/resolve.js';
+import { DEFAULT_TIMEOUT_MS, streamIdleMs, TRACE_KEEPALIVE_MS } from './target/target.js';
 
 export { EXIT, GwctlError } from './errors.js';
 export type { Io } from './io.js';
 
 export const VERSION = '0.1.0';
+
+/** --timeout: a duration such as 500ms, 10s or 1m, from 1ms to 1h. */
+function timeoutMs(value: string): number {
+  let ms: number;
+  try {
+    ms = parseDuration(value);
+  } catch {
+    throw new InvalidArgumentError('must be a duration such as 500ms, 10s or 1m.');
+  }
+  if (ms < 1 || ms > 3_600_000) throw new InvalidArgumentError('must be from 1ms to 1h.');
+  return ms;
+}
 
 function portNumber(value: string): number {
   const n = Number(value);
@@ -32,7 +46,12 @@ function targetOptions(cmd: Command, kind: 'gateway' | 'controller'): Command {
     .option('--context <name>', 'kubeconfig context to use (default: the current context)')
     .option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)')
     .option('--local', `talk to an admin server on this machine instead of a pod (default address 127.0.0.1:${port})`)
-    .option('--admin-addr <host:port>', `admin server address with --local (default: 127.0.0.1:${port})`);
+    .option('--admin-addr <host:port>', `admin server address with --local (default: 127.0.0.1:${port})`)
+    .option(
+      '--timeout <duration>',
+      `how long to wait for the admin server to connect, to answer, and between two bytes of an answer (default: ${DEFAULT_TIMEOUT_MS / 1000}s; a trace stream may go ${streamIdleMs(0) / 1000}s without a byte, or --timeout if longer: its keepalives come every ${TRACE_KEEPALIVE_MS / 1000}s)`,
+      timeoutMs,
+    );
 }
 
 type Run = (action: () => Promise<number | void>) => Promise<void>;

@@ -1,6 +1,6 @@
 // The parts of the proxy's /config_dump body gwctl reads (docs/admin-api.md), and a shape
 // check for dumps read from a file, so a wrong file is one clear error rather than a crash.
-import { GwctlError } from './errors.js';
+import { GwctlError, type ErrorCode } from './errors.js';
 
 export interface DumpMatch {
   readonly path?: { readonly type: string; readonly value: string };
@@ -50,29 +50,94 @@ export interface ConfigDump {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Checks the fields gwctl renders; `where` names the source in the message. */
-export function checkDump(value: unknown, where: string): ConfigDump {
-  const fail = (what: string) => new GwctlError('TG_GWCTL_INPUT', `${where} is not a /config_dump body: ${what}`);
-  if (!isObject(value)) throw fail('expected a JSON object');
-  for (const key of ['routes', 'backends', 'policies'] as const) {
-    if (!Array.isArray(value[key])) throw fail(`"${key}" must be an array`);
+/** A checker of one dump: each method throws the first problem it finds, naming its path. */
+class Checker {
+  constructor(readonly fail: (what: string) => GwctlError) {}
+  object(v: unknown, path: string): Record<string, unknown> {
+    if (!isObject(v)) throw this.fail(`${path} must be an object`);
+    return v;
   }
-  if (value.listeners !== undefined && !Array.isArray(value.listeners)) throw fail('"listeners" must be an array');
-  (value.routes as unknown[]).forEach((r, i) => {
-    if (!isObject(r) || typeof r.name !== 'string') throw fail(`routes[${i}].name must be a string`);
+  string(v: unknown, path: string, optional = false): void {
+    if (optional && (v === undefined || v === null)) return;
+    if (typeof v !== 'string') throw this.fail(`${path} must be a string`);
+  }
+  number(v: unknown, path: string, optional = false): void {
+    if (optional && (v === undefined || v === null)) return;
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw this.fail(`${path} must be a number`);
+  }
+  /** The items of an array (none when optional and absent). */
+  array(v: unknown, path: string, optional = false): unknown[] {
+    if (optional && (v === undefined || v === null)) return [];
+    if (!Array.isArray(v)) throw this.fail(`${path} must be an array`);
+    return v;
+  }
+}
+
+/**
+ * Checks every field gwctl renders, so a wrong file or a wrong answer is one clear error
+ * rather than a crash; `where` names the source in the message, `code` whose fault a bad one
+ * is (a file given with --file, or the admin server's answer).
+ */
+export function checkDump(value: unknown, where: string, code: ErrorCode = 'TG_GWCTL_INPUT'): ConfigDump {
+  const c = new Checker((what) => new GwctlError(code, `${where} is not a /config_dump body: ${what}`));
+  if (!isObject(value)) throw c.fail('expected a JSON object');
+  for (const key of ['routes', 'backends', 'policies'] as const) {
+    if (!Array.isArray(value[key])) throw c.fail(`"${key}" must be an array`);
+  }
+  if (value.listeners !== undefined && !Array.isArray(value.listeners)) throw c.fail('"listeners" must be an array');
+  c.string(value.version, 'version', true);
+  c.string(value.loadedAt, 'loadedAt', true);
+  if (value.source !== undefined && value.source !== null) {
+    const src = c.object(value.source, 'source');
+    c.string(src.kind, 'source.kind');
+    c.string(src.path, 'source.path', true);
+    c.string(src.gateway, 'source.gateway', true);
+  }
+  c.array(value.listeners, 'listeners', true).forEach((l, i) => {
+    const o = c.object(l, `listeners[${i}]`);
+    c.string(o.name, `listeners[${i}].name`);
+    for (const k of ['bind', 'protocol', 'hostname']) c.string(o[k], `listeners[${i}].${k}`, true);
+    c.array(o.routes, `listeners[${i}].routes`, true);
   });
-  (value.backends as unknown[]).forEach((b, i) => {
-    if (!isObject(b) || typeof b.name !== 'string') throw fail(`backends[${i}].name must be a string`);
-    if (b.endpoints !== undefined && !Array.isArray(b.endpoints)) throw fail(`backends[${i}].endpoints must be an array`);
-    ((b.endpoints as unknown[] | undefined) ?? []).forEach((e, j) => {
-      if (!isObject(e) || typeof e.address !== 'string') throw fail(`backends[${i}].endpoints[${j}].address must be a string`);
-      for (const k of ['health', 'requests', 'latencyMs']) {
-        if (typeof e[k] !== 'number') throw fail(`backends[${i}].endpoints[${j}].${k} must be a number`);
+  (value.routes as unknown[]).forEach((r, i) => {
+    if (!isObject(r) || typeof r.name !== 'string') throw c.fail(`routes[${i}].name must be a string`);
+    c.array(r.hostnames, `routes[${i}].hostnames`, true).forEach((h, j) => c.string(h, `routes[${i}].hostnames[${j}]`));
+    c.array(r.matches, `routes[${i}].matches`, true).forEach((m, j) => {
+      const at = `routes[${i}].matches[${j}]`;
+      const o = c.object(m, at);
+      if (o.path !== undefined && o.path !== null) {
+        const path = c.object(o.path, `${at}.path`);
+        c.string(path.type, `${at}.path.type`);
+        c.string(path.value, `${at}.path.value`);
       }
+      c.string(o.method, `${at}.method`, true);
+      c.array(o.headers, `${at}.headers`, true);
+      c.array(o.queryParams, `${at}.queryParams`, true);
+    });
+    c.array(r.filters, `routes[${i}].filters`, true).forEach((f, j) => c.string(c.object(f, `routes[${i}].filters[${j}]`).type, `routes[${i}].filters[${j}].type`));
+    c.array(r.backends, `routes[${i}].backends`, true).forEach((b, j) => {
+      const o = c.object(b, `routes[${i}].backends[${j}]`);
+      c.string(o.name, `routes[${i}].backends[${j}].name`);
+      c.number(o.weight, `routes[${i}].backends[${j}].weight`, true);
     });
   });
+  (value.backends as unknown[]).forEach((b, i) => {
+    if (!isObject(b) || typeof b.name !== 'string') throw c.fail(`backends[${i}].name must be a string`);
+    if (b.endpoints !== undefined && !Array.isArray(b.endpoints)) throw c.fail(`backends[${i}].endpoints must be an array`);
+    ((b.endpoints as unknown[] | undefined) ?? []).forEach((e, j) => {
+      if (!isObject(e) || typeof e.address !== 'string') throw c.fail(`backends[${i}].endpoints[${j}].address must be a string`);
+      for (const k of ['health', 'requests', 'latencyMs']) c.number(e[k], `backends[${i}].endpoints[${j}].${k}`);
+    });
+    c.string(b.type, `backends[${i}].type`);
+    c.string(b.namespace, `backends[${i}].namespace`, true);
+  });
   (value.policies as unknown[]).forEach((p, i) => {
-    if (!isObject(p) || !isObject(p.target) || !isObject(p.policy)) throw fail(`policies[${i}] must have "target" and "policy" objects`);
+    if (!isObject(p) || !isObject(p.target) || !isObject(p.policy)) throw c.fail(`policies[${i}] must have "target" and "policy" objects`);
+    c.string(p.target.kind, `policies[${i}].target.kind`);
+    c.string(p.target.name, `policies[${i}].target.name`);
+    c.string(p.level, `policies[${i}].level`);
+    const local = p.policy.localRateLimit;
+    if (local !== undefined && local !== null) c.array(local, `policies[${i}].policy.localRateLimit`).forEach((e, j) => c.object(e, `policies[${i}].policy.localRateLimit[${j}]`));
   });
   return value as unknown as ConfigDump;
 }

@@ -17,14 +17,16 @@ export const EXIT = {
   NO_POD: 5,
   /** The port-forward to the pod could not be opened. */
   PORT_FORWARD: 6,
-  /** The admin server is unreachable (connection refused, reset or timed out). */
+  /** The admin server is unreachable (connection refused or reset). */
   ADMIN_UNREACHABLE: 7,
-  /** The admin server answered with an error (e.g. a refused log level). */
+  /** The admin server answered with an error (e.g. a refused log level) or with a malformed answer. */
   ADMIN_ERROR: 8,
   /** An input file (`--file`, a curl `@file`) is missing or malformed. */
   INPUT: 9,
   /** Inject mode: the request gwctl sent to the listener failed. */
   REQUEST_FAILED: 10,
+  /** The admin server stalled: no connection, answer or stream byte within --timeout. */
+  ADMIN_TIMEOUT: 11,
   /** Interrupted (Ctrl-C) before the trace finished. */
   INTERRUPTED: 130,
 } as const;
@@ -41,6 +43,7 @@ export type ErrorCode =
   | 'TG_GWCTL_ADMIN_ERROR'
   | 'TG_GWCTL_INPUT'
   | 'TG_GWCTL_REQUEST_FAILED'
+  | 'TG_GWCTL_ADMIN_TIMEOUT'
   | 'TG_GWCTL_INTERRUPTED';
 
 const EXIT_OF: Record<ErrorCode, ExitCode> = {
@@ -53,6 +56,7 @@ const EXIT_OF: Record<ErrorCode, ExitCode> = {
   TG_GWCTL_ADMIN_ERROR: EXIT.ADMIN_ERROR,
   TG_GWCTL_INPUT: EXIT.INPUT,
   TG_GWCTL_REQUEST_FAILED: EXIT.REQUEST_FAILED,
+  TG_GWCTL_ADMIN_TIMEOUT: EXIT.ADMIN_TIMEOUT,
   TG_GWCTL_INTERRUPTED: EXIT.INTERRUPTED,
 };
 
@@ -69,20 +73,30 @@ export class GwctlError extends Error {
 
 export const usage = (message: string) => new GwctlError('TG_GWCTL_USAGE', message);
 
+/**
+ * What each exit code means, in one line: printed at the end of `gwctl --help` and listed in
+ * docs/gwctl.md ("Errors and exit codes"), which a test keeps equal to this table.
+ */
+export const EXIT_MEANINGS: Record<ExitCode, string> = {
+  [EXIT.OK]: 'success',
+  [EXIT.INTERNAL]: 'unexpected failure (a bug; please report it; GWCTL_DEBUG=1 adds the stack)',
+  [EXIT.USAGE]: 'bad flags or arguments',
+  [EXIT.KUBECONFIG]: 'no kubeconfig, or its context does not exist',
+  [EXIT.KUBE_API]: 'Kubernetes API server unreachable or request refused',
+  [EXIT.NO_POD]: 'no Running and Ready pod matches the target',
+  [EXIT.PORT_FORWARD]: 'port-forward to the pod failed',
+  [EXIT.ADMIN_UNREACHABLE]: 'admin server unreachable (connection refused or reset)',
+  [EXIT.ADMIN_ERROR]: 'admin server answered with an error, or with a malformed answer',
+  [EXIT.INPUT]: 'input file missing or malformed (--file, curl @file)',
+  [EXIT.REQUEST_FAILED]: 'inject mode: the request to the listener failed',
+  [EXIT.ADMIN_TIMEOUT]: 'admin server stalled (no connection, answer or stream byte within --timeout)',
+  [EXIT.INTERRUPTED]: 'interrupted (Ctrl-C)',
+};
+
 /** The exit-code table as printed at the end of `gwctl --help`. */
-export const EXIT_CODE_HELP = `Exit codes:
-  0    success
-  1    unexpected failure (a bug; please report it)
-  2    bad flags or arguments
-  3    no kubeconfig, or its context does not exist
-  4    Kubernetes API server unreachable or request refused
-  5    no Running and Ready pod matches the target
-  6    port-forward to the pod failed
-  7    admin server unreachable
-  8    admin server answered with an error
-  9    input file missing or malformed (--file, curl @file)
-  10   inject mode: the request to the listener failed
-  130  interrupted (Ctrl-C)`;
+export const EXIT_CODE_HELP = `Exit codes:\n${Object.entries(EXIT_MEANINGS)
+  .map(([code, meaning]) => `  ${code.padEnd(5)}${meaning}`)
+  .join('\n')}`;
 
 /** Text of an unknown thrown value, without a stack. */
 export function describe(err: unknown): string {

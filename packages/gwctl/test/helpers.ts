@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { AdminServer, jsonLoggingRoutes, LogControl } from '@tollgate/kit';
 import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
 import { freePort } from '@tollgate/testkit';
-import { Gateway } from '@tollgate/proxy';
+import { startStandaloneProxy, type StandaloneProxy } from '@tollgate/proxy';
 import { main, type Io } from '../src/cli.js';
 
 export const BIN = fileURLToPath(new URL('../bin/gwctl.js', import.meta.url));
@@ -83,7 +83,7 @@ export async function gwctlBin(args: string[], env: NodeJS.ProcessEnv = { PATH: 
 }
 
 export interface Proxy {
-  readonly gateway: Gateway;
+  readonly gateway: StandaloneProxy;
   readonly port: number;
   readonly adminAddr: string;
   readonly mock: MockLlm;
@@ -94,7 +94,7 @@ export interface Proxy {
 }
 
 /** A standalone proxy: listener `main` with route `chat` (host api.example.com, /v1) to the mock LLM. */
-export async function startProxy(): Promise<Proxy> {
+export async function startProxy(opts: { traceKeepaliveMs?: number } = {}): Promise<Proxy> {
   const mock = await startMockLlm({ port: 0 });
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'gwctl-test-'));
@@ -125,7 +125,7 @@ export async function startProxy(): Promise<Proxy> {
   };
   await writeFile(file, JSON.stringify(config));
   const logs = new Writable({ write: (_c, _e, cb) => cb() });
-  const gateway = await Gateway.start({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, watch: false });
+  const gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, watch: false, traceKeepaliveMs: opts.traceKeepaliveMs });
   return {
     gateway,
     port,

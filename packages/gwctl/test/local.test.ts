@@ -9,7 +9,8 @@ import { compile, TraceEvent, type TraceEvent as TraceEventT } from '@tollgate/a
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../src/cli.js';
-import { drive, planTrace, TRACE_HEADER } from '../src/commands/trace.js';
+import { TRACE_HEADER } from '../src/trace/inject.js';
+import { drive, planTrace } from '../src/trace/run.js';
 import { localTarget } from '../src/target/local.js';
 import { CHAT_BODY, capture, gwctl, startProxy, type Proxy } from './helpers.js';
 
@@ -216,7 +217,6 @@ describe('trace --raw', () => {
         foreign = (await proxy.send('/v1/chat/completions', { method: 'POST', headers: { host: 'api.example.com', 'x-who': 'intruder', 'content-type': 'application/json' }, body: CHAT_BODY })).status;
       },
       signal: new AbortController().signal,
-      session: () => undefined,
     });
     expect(foreign).toBe(200);
     const snapshots = events.filter((e) => e.message.type === 'requestSnapshot');

@@ -1,21 +1,21 @@
-// `tollgate`: the standalone proxy. Exit codes: 0 clean stop, 1 runtime failure (a port in
-// use, ...), 2 usage or configuration error.
+// `tollgate`: the standalone proxy. Exit codes in exit-codes.ts (and docs/tollgate.md); every
+// failure is one `tollgate: <message>` line on stderr, never a stack.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseHostPort, ValidationError } from '@tollgate/api';
 import { TollgateError } from './errors.js';
-import { parseConfig } from './config/load-file.js';
-import { readConfigText } from './config/load-file.js';
-import { Gateway } from './gateway.js';
+import { parseConfig, readConfigText } from './config/load-file.js';
+import { EXIT, EXIT_CODE_HELP, type ExitCode } from './exit-codes.js';
+import { startStandaloneProxy } from './process/standalone.js';
 
-const HELP = `tollgate: the Tollgate gateway proxy, standalone
+const HELP = () => `tollgate: the Tollgate gateway proxy, standalone
 
 Usage:
   tollgate --file <config.yaml|config.json> [--admin-addr <ip:port>] [--metrics-addr <ip:port>] [--readiness-addr <ip:port>]
   tollgate --check --file <config.yaml>
 
 Options:
-  -f, --file <path>            config file (YAML or JSON); edits are picked up while running
+  -f, --file <path>            config file (YAML or JSON); edits are picked up while running, and SIGHUP reloads it
       --check                  validate the config file and exit (0 valid, 2 invalid)
       --admin-addr <addr>      admin server, overriding config.adminAddr (default 127.0.0.1:15000)
       --metrics-addr <addr>    Prometheus /metrics, overriding config.metricsAddr (default 0.0.0.0:15020)
@@ -23,9 +23,14 @@ Options:
   -h, --help                   show this help
   -v, --version                print the version
 
-Signals: SIGTERM or SIGINT stop accepting connections, let in-flight requests finish
-(up to config.drainTimeout, default 30s) and exit 0.
+Signals:
+  SIGTERM, SIGINT  stop accepting connections, let in-flight requests finish (up to
+                   config.drainTimeout, default 30s) and exit 0; a second one exits 1 at once
+  SIGHUP           reload the config file now (edits are also picked up by themselves): a
+                   good file is applied, a bad one refused with a log line naming the
+                   problem while the last good config keeps serving
 
+${EXIT_CODE_HELP}
 Examples:
   tollgate -f examples/standalone.yaml
   tollgate --check -f my-gateway.yaml
@@ -36,7 +41,7 @@ function version(): string {
   return pkg.version;
 }
 
-function fail(message: string, code: number): never {
+function fail(message: string, code: ExitCode): never {
   process.stderr.write(`tollgate: ${message}\n`);
   process.exit(code);
 }
@@ -59,21 +64,21 @@ export async function main(argv: string[]): Promise<void> {
       allowPositionals: false,
     }));
   } catch (err) {
-    fail(`${(err as Error).message}\nRun "tollgate --help" for usage.`, 2);
+    fail(`${(err as Error).message}\nRun "tollgate --help" for usage.`, EXIT.USAGE);
   }
   if (values.help) {
-    process.stdout.write(HELP);
+    process.stdout.write(HELP());
     return;
   }
   if (values.version) {
     process.stdout.write(`tollgate ${version()}\n`);
     return;
   }
-  if (!values.file) fail('missing --file <config.yaml>; run "tollgate --help" for usage', 2);
+  if (!values.file) fail('missing --file <config.yaml>; run "tollgate --help" for usage', EXIT.USAGE);
   for (const flag of ['admin-addr', 'metrics-addr', 'readiness-addr'] as const) {
     const v = values[flag];
     const r = v === undefined ? null : parseHostPort(v, { ephemeralPort: true });
-    if (r && !r.ok) fail(`--${flag}: got "${v}"; ${r.problem}`, 2);
+    if (r && !r.ok) fail(`--${flag}: got "${v}"; ${r.problem}`, EXIT.USAGE);
   }
 
   try {
@@ -82,7 +87,12 @@ export async function main(argv: string[]): Promise<void> {
       process.stdout.write(`${loaded.path}: valid (version ${loaded.snapshot.version})\n`);
       return;
     }
-    const gateway = await Gateway.start({
+    // SIGHUP reloads the config file (as nginx does). One arriving while the proxy starts is
+    // kept and served once it runs, instead of killing the process (the default action).
+    let reload: () => void = () => void (hupPending = true);
+    let hupPending = false;
+    process.on('SIGHUP', () => reload());
+    const gateway = await startStandaloneProxy({
       file: values.file,
       adminAddr: values['admin-addr'],
       metricsAddr: values['metrics-addr'],
@@ -92,21 +102,30 @@ export async function main(argv: string[]): Promise<void> {
     const stop = (signal: string) => {
       if (stopping) {
         process.stderr.write(`tollgate: second ${signal}, exiting without waiting\n`);
-        process.exit(1);
+        process.exit(EXIT.RUNTIME);
       }
       stopping = true;
       gateway.logs.get('proxy').info(`${signal} received: draining in-flight requests`);
       gateway
         .close()
-        .then(() => process.exit(0))
-        .catch((err: unknown) => fail(`shutdown failed: ${(err as Error).message}`, 1));
+        .then(() => process.exit(EXIT.OK))
+        .catch((err: unknown) => fail(`shutdown failed: ${(err as Error).message}`, EXIT.RUNTIME));
     };
     gateway.onShutdownRequest = (reason) => stop(reason);
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
+    reload = () => {
+      if (stopping) return;
+      gateway.logs.get('config').info(`SIGHUP received: reloading ${gateway.source.path}`);
+      // The source logs the outcome: reloaded, refused (naming the problem) or unchanged.
+      void gateway.source.reload();
+    };
+    if (hupPending) reload();
   } catch (err) {
-    if (err instanceof ValidationError) fail(err.message, 2);
-    if (err instanceof TollgateError) fail(`${err.message} [${err.code}]`, err.code === 'TG_CONFIG_READ' ? 2 : 1);
-    throw err;
+    if (err instanceof ValidationError) fail(err.message, EXIT.USAGE);
+    if (err instanceof TollgateError) fail(`${err.message} [${err.code}]`, err.code === 'TG_CONFIG_READ' ? EXIT.USAGE : EXIT.RUNTIME);
+    // A bug: one line; TOLLGATE_DEBUG=1 adds the stack.
+    if (process.env.TOLLGATE_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    fail(`unexpected error: ${err instanceof Error ? err.message : String(err)}`, EXIT.RUNTIME);
   }
 }

@@ -1,4 +1,7 @@
-export { Gateway, type GatewayOptions } from './gateway.js';
+export { ProxyProcess, type ProxyProcessOptions } from './process/proxy-process.js';
+export { startStandaloneProxy, type StandaloneOptions, type StandaloneProxy } from './process/standalone.js';
+export type { SnapshotSink, SnapshotSource, SnapshotSourceState } from './source/snapshot-source.js';
+export { FileSnapshotSource, type ReloadOutcome } from './source/file-source.js';
 export { ProxyRuntime } from './server/runtime.js';
 export { compileSnapshot, selectRoute, type CompiledSnapshot, type CompiledRoute } from './routing/compile.js';
 export { intersectHostname, hostMatches, effectiveHostnames, normalizeHost } from './routing/hostname.js';

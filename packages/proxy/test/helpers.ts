@@ -9,12 +9,12 @@ import { stringify } from 'yaml';
 import type { TraceEvent } from '@tollgate/api';
 import { readSse } from '@tollgate/kit';
 import { LogSink, type RawResponse } from '@tollgate/testkit';
-import { Gateway } from '../src/gateway.js';
+import { startStandaloneProxy, type StandaloneProxy } from '../src/process/standalone.js';
 
 export { freePort, startUpstream, LogSink, send, type Upstream, type Handler, type RawResponse } from '@tollgate/testkit';
 
 export interface TestGateway {
-  readonly gateway: Gateway;
+  readonly gateway: StandaloneProxy;
   readonly port: number;
   readonly url: string;
   readonly adminUrl: string;
@@ -35,7 +35,7 @@ export async function startGateway(config: Record<string, unknown>, opts: { cloc
   const file = join(dir, 'config.yaml');
   await writeFile(file, stringify(config));
   const logs = new LogSink();
-  const gateway = await Gateway.start({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, clock: opts.clock, traceKeepaliveMs: opts.traceKeepaliveMs });
+  const gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, clock: opts.clock, traceKeepaliveMs: opts.traceKeepaliveMs });
   const binds = config.binds as { port: number }[];
   const port = binds[0]!.port;
   return {
@@ -47,10 +47,10 @@ export async function startGateway(config: Record<string, unknown>, opts: { cloc
     logs,
     rewrite: async (next) => {
       const done = Promise.race([
-        once(gateway.watcher!, 'reloaded').then(() => 'reloaded' as const),
-        once(gateway.watcher!, 'refused').then(() => 'refused' as const),
+        once(gateway.source, 'reloaded').then(() => 'reloaded' as const),
+        once(gateway.source, 'refused').then(() => 'refused' as const),
       ]);
-      await writeFile(file, typeof next === 'string' ? next : stringify(next));
+      await writeFile(file, typeof next === 'string' || Buffer.isBuffer(next) ? next : stringify(next));
       return done;
     },
     close: async () => {

@@ -33,7 +33,7 @@ async function loadDump(ref: string | undefined, flags: ConfigFlags, io: Io): Pr
     }
     return checkDump(value, flags.file);
   }
-  return withTarget(gatewayTarget(ref, flags, io), async (t) => checkDump(await adminJson<unknown>(t, '/config_dump'), `the /config_dump of ${t.description}`));
+  return withTarget(gatewayTarget(ref, flags, io), async (t) => checkDump(await adminJson(t, '/config_dump'), `the /config_dump answer of ${t.description}`, 'TG_GWCTL_ADMIN_ERROR'));
 }
 
 function formatted(value: unknown, format: OutputFormat): string | null {

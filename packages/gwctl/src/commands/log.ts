@@ -1,8 +1,8 @@
 // `gwctl log`: the proxy's log directive. Without flags it prints the current directive;
 // --level sets the global level (module entries are kept), --set <module>=<level> one module,
 // --reset returns to the start-up directive.
-import { adminOk } from '../admin-client.js';
-import { usage } from '../errors.js';
+import { adminOk, firstLine } from '../admin-client.js';
+import { GwctlError, usage } from '../errors.js';
 import { write, type Io } from '../io.js';
 import { parseLevel, parseSet } from '../log-levels.js';
 import { gatewayTarget, withTarget, type TargetFlags } from '../target/resolve.js';
@@ -32,5 +32,11 @@ export async function proxyLog(ref: string | undefined, flags: LogFlags, io: Io)
     if (directive === null) return adminOk(t, 'GET', '/logging');
     return adminOk(t, 'POST', `/logging?level=${encodeURIComponent(directive)}`);
   });
-  write(io.stdout, body.trim());
+  // The proxy answers `current log level is <directive>` (docs/admin-api.md); anything else is
+  // not a Tollgate proxy's /logging and is reported, not printed as if it were a level.
+  const answer = body.trim();
+  if (!/^current log level is \S+$/.test(answer)) {
+    throw new GwctlError('TG_GWCTL_ADMIN_ERROR', `/logging answered without the log level ("current log level is <directive>"): ${firstLine(answer) || '(empty body)'}`);
+  }
+  write(io.stdout, answer);
 }

@@ -7,7 +7,7 @@ import { delimiter, join } from 'node:path';
 import { ApiException, CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { GwctlError, describe } from '../errors.js';
 import { PortForwarder } from './port-forward.js';
-import type { Target } from './target.js';
+import { streamIdleMs, type Target } from './target.js';
 
 export interface KubeOptions {
   readonly kubeconfig?: string | undefined;
@@ -118,6 +118,8 @@ export interface PodTargetOptions extends KubeOptions {
   /** `gateway/public` or `controller`, for messages. */
   readonly what: string;
   readonly adminPort: number;
+  /** --timeout, for the admin server behind the port-forward. */
+  readonly timeoutMs: number;
 }
 
 export async function clusterTarget(opts: PodTargetOptions): Promise<Target> {
@@ -139,6 +141,8 @@ export async function clusterTarget(opts: PodTargetOptions): Promise<Target> {
   return {
     description,
     adminUrl: `http://127.0.0.1:${admin.localPort}`,
+    timeoutMs: opts.timeoutMs,
+    streamIdleMs: streamIdleMs(opts.timeoutMs),
     listener: async (port) => {
       let f = listeners.get(port);
       if (!f) listeners.set(port, (f = await forward(port)));

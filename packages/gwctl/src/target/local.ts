@@ -2,7 +2,7 @@
 // on 127.0.0.1.
 import { formatHostPort, parseHostPort } from '@tollgate/api/host-port';
 import { describe, GwctlError, usage } from '../errors.js';
-import type { Target } from './target.js';
+import { DEFAULT_TIMEOUT_MS, streamIdleMs, type Target } from './target.js';
 
 /** Parses `host:port` (IPv6 in brackets); the host defaults to 127.0.0.1 for `:port`. */
 export function parseAddr(addr: string, flag: string): { host: string; port: number } {
@@ -11,12 +11,14 @@ export function parseAddr(addr: string, flag: string): { host: string; port: num
   return r.value;
 }
 
-export function localTarget(adminAddr: string, flag = '--admin-addr'): Target {
+export function localTarget(adminAddr: string, flag = '--admin-addr', timeoutMs = DEFAULT_TIMEOUT_MS): Target {
   const { host, port } = parseAddr(adminAddr, flag);
   const hostPort = formatHostPort({ host, port });
   return {
     description: hostPort,
     adminUrl: `http://${hostPort}`,
+    timeoutMs,
+    streamIdleMs: streamIdleMs(timeoutMs),
     listener: async (p) => `127.0.0.1:${p}`,
     unreachable: (err, what) =>
       what.kind === 'admin'

@@ -4,7 +4,7 @@ import type { Io } from '../io.js';
 import type { PodTargetOptions } from './cluster.js';
 import { CONTROLLER_SELECTOR, GATEWAY_LABEL } from './labels.js';
 import { localTarget } from './local.js';
-import type { Target } from './target.js';
+import { DEFAULT_TIMEOUT_MS, type Target } from './target.js';
 
 /** The Kubernetes client is loaded only for cluster targets: --local and --file stay fast. */
 async function clusterTarget(opts: PodTargetOptions): Promise<Target> {
@@ -18,6 +18,8 @@ export interface TargetFlags {
   kubeconfig?: string;
   local?: boolean;
   adminAddr?: string;
+  /** --timeout in milliseconds. */
+  timeout?: number;
 }
 
 export const PROXY_ADMIN_PORT = 15000;
@@ -41,7 +43,7 @@ export async function gatewayTarget(ref: string | undefined, flags: TargetFlags,
   if (flags.local) {
     if (ref !== undefined) throw usage(`give either ${ref} or --local, not both`);
     checkLocalFlags(flags);
-    return localTarget(flags.adminAddr ?? `127.0.0.1:${PROXY_ADMIN_PORT}`);
+    return localTarget(flags.adminAddr ?? `127.0.0.1:${PROXY_ADMIN_PORT}`, '--admin-addr', flags.timeout ?? DEFAULT_TIMEOUT_MS);
   }
   if (flags.adminAddr !== undefined) throw usage('--admin-addr needs --local');
   if (ref === undefined) throw usage('missing target: gateway/<name> (in a cluster) or --local (a standalone proxy)');
@@ -54,13 +56,14 @@ export async function gatewayTarget(ref: string | undefined, flags: TargetFlags,
     selector: `${GATEWAY_LABEL}=${name}`,
     what: `gateway/${name}`,
     adminPort: PROXY_ADMIN_PORT,
+    timeoutMs: flags.timeout ?? DEFAULT_TIMEOUT_MS,
   });
 }
 
 export async function controllerTarget(flags: TargetFlags, io: Io): Promise<Target> {
   if (flags.local) {
     checkLocalFlags(flags);
-    return localTarget(flags.adminAddr ?? `127.0.0.1:${CONTROLLER_ADMIN_PORT}`);
+    return localTarget(flags.adminAddr ?? `127.0.0.1:${CONTROLLER_ADMIN_PORT}`, '--admin-addr', flags.timeout ?? DEFAULT_TIMEOUT_MS);
   }
   if (flags.adminAddr !== undefined) throw usage('--admin-addr needs --local');
   return clusterTarget({
@@ -71,6 +74,7 @@ export async function controllerTarget(flags: TargetFlags, io: Io): Promise<Targ
     selector: CONTROLLER_SELECTOR,
     what: 'controller',
     adminPort: CONTROLLER_ADMIN_PORT,
+    timeoutMs: flags.timeout ?? DEFAULT_TIMEOUT_MS,
   });
 }
 

@@ -1,12 +1,13 @@
-// Runs the trace UI with Ink on the real terminal: the session feeds the store, the UI
-// exits on q or Ctrl-C, and the inject-mode response is printed (curl-like) afterwards.
+// Runs the trace UI with Ink on the real terminal: the trace (trace/run.ts) feeds the store,
+// the UI exits on q or Ctrl-C (which cancels the trace), and the inject-mode response is
+// printed (curl-like) afterwards.
 import { createElement } from 'react';
 import { render } from 'ink';
-import type { TraceSession } from '../admin-client.js';
-import { drive, renderResponse, type InjectResponse, type TracePlan } from '../commands/trace.js';
 import { EXIT, describe, type GwctlError } from '../errors.js';
 import type { Io } from '../io.js';
 import type { Target } from '../target/target.js';
+import { renderResponse, type InjectResponse } from '../trace/inject.js';
+import { drive, type TracePlan } from '../trace/run.js';
 import { TraceStore } from './store.js';
 import { TraceApp, type ExitReason } from './trace-app.js';
 
@@ -21,14 +22,12 @@ export async function runTraceUi(target: Target, plan: TracePlan, io: Io, title:
     patchConsole: false,
   });
   const abort = new AbortController();
-  let session: TraceSession | undefined;
   let failure: unknown;
   let response: InjectResponse | undefined;
   const work = drive(target, plan, {
     onEvent: (e) => store.push(e),
     onArmed: (text) => store.update({ phase: 'waiting', status: text }),
     signal: abort.signal,
-    session: (s) => (session = s),
   }).then(
     (res) => {
       response = res;
@@ -46,7 +45,6 @@ export async function runTraceUi(target: Target, plan: TracePlan, io: Io, title:
   );
   await instance.waitUntilExit();
   abort.abort();
-  session?.close();
   await work;
   if (failure) throw failure as GwctlError;
   if (reason === 'interrupt') {

@@ -1,18 +1,22 @@
-// Assembles a standalone gateway: config file -> snapshot -> runtime, the admin server and
-// the file watcher. Used by the CLI and by tests that run a proxy in-process.
-import { parseDuration, requireHostPort, type ProxySnapshot } from '@tollgate/api';
+// One proxy process: the runtime (data plane), the admin server, the metrics and readiness
+// servers, fed by one snapshot source. The source decides where routing config comes from
+// (the config file in standalone mode; the controller stream in cluster mode); every
+// snapshot, whatever its source, goes through the same apply path, `runtime.apply`.
+import { parseDuration, requireHostPort, type ProcessConfig, type ProxySnapshot } from '@tollgate/api';
 import type { DestinationStream } from 'pino';
-import { AdminServer } from './admin/admin-server.js';
-import { loadConfigFile, parseConfig, type LoadedConfig } from './config/load-file.js';
-import { ConfigWatcher } from './config/watch.js';
-import { LogControl } from './log/logger.js';
-import { DEFAULT_CLIENT_TIMEOUTS, ProxyRuntime } from './server/runtime.js';
-import { DEFAULT_PATH_SETTINGS } from './pipeline/request-target.js';
-import { OpsServer } from './server/ops-server.js';
-import type { Clock } from './ratelimit/clock.js';
+import { AdminServer } from '../admin/admin-server.js';
+import { LogControl } from '../log/logger.js';
+import type { Clock } from '../ratelimit/clock.js';
+import { OpsServer } from '../server/ops-server.js';
+import { DEFAULT_PATH_SETTINGS } from '../pipeline/request-target.js';
+import { DEFAULT_CLIENT_TIMEOUTS, ProxyRuntime } from '../server/runtime.js';
+import type { SnapshotSource } from '../source/snapshot-source.js';
 
-export interface GatewayOptions {
-  readonly file: string;
+export interface ProxyProcessOptions<S extends SnapshotSource = SnapshotSource> {
+  /** Process settings (`config.*` of the config file); fixed for the life of the process. */
+  readonly settings: ProcessConfig;
+  /** Builds the snapshot source once the loggers exist. */
+  readonly source: (logs: LogControl) => S;
   /** Overrides config.adminAddr (tests use 127.0.0.1:0). */
   readonly adminAddr?: string;
   /** Overrides config.metricsAddr. */
@@ -24,26 +28,23 @@ export interface GatewayOptions {
   /** Keepalive interval of waiting trace streams (default 5 s). */
   readonly traceKeepaliveMs?: number;
   readonly logDestination?: DestinationStream;
-  readonly watch?: boolean;
 }
 
-export class Gateway {
+export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
   #closing: Promise<void> | null = null;
   private constructor(
     readonly logs: LogControl,
     readonly runtime: ProxyRuntime,
     readonly admin: AdminServer,
-    readonly watcher: ConfigWatcher | null,
-    public loaded: LoadedConfig,
+    readonly source: S,
     readonly ops: { readonly metrics: OpsServer; readonly readiness: OpsServer },
   ) {}
 
   /** Called when something other than a signal asks the process to stop (POST /quitquitquit). */
   onShutdownRequest: (reason: string) => void = () => void this.close();
 
-  static async start(options: GatewayOptions): Promise<Gateway> {
-    const loaded = await loadConfigFile(options.file);
-    const settings = loaded.config.config ?? {};
+  static async start<S extends SnapshotSource>(options: ProxyProcessOptions<S>): Promise<ProxyProcess<S>> {
+    const settings = options.settings;
     const logs = new LogControl(settings.logLevel ?? 'info', options.logDestination);
     const log = logs.get('proxy');
     const runtime = new ProxyRuntime({
@@ -64,6 +65,7 @@ export class Gateway {
       rateLimitLog: logs.get('ratelimit'),
       clock: options.clock,
     });
+    const source = options.source(logs);
     const metricsAddr = requireHostPort(options.metricsAddr ?? settings.metricsAddr ?? '0.0.0.0:15020', 'metricsAddr', { ephemeralPort: true });
     const readinessAddr = requireHostPort(options.readinessAddr ?? settings.readinessAddr ?? '0.0.0.0:15021', 'readinessAddr', { ephemeralPort: true });
     const metrics = new OpsServer('metrics', metricsAddr.host, metricsAddr.port, async (path) =>
@@ -79,15 +81,13 @@ export class Gateway {
       return { status: ready ? 200 : 503, type: 'text/plain', body: ready ? 'ready\n' : why };
     });
     const adminAddr = requireHostPort(options.adminAddr ?? settings.adminAddr ?? '127.0.0.1:15000', 'adminAddr', { ephemeralPort: true });
-    const holder: { gateway?: Gateway } = {};
+    // The admin callbacks need the process, which needs the admin server: `holder` breaks the cycle.
+    const holder: { process?: ProxyProcess<S> } = {};
     const admin = new AdminServer(adminAddr.host, adminAddr.port, {
       runtime,
       logs,
-      tasks: () => {
-        const w = holder.gateway?.watcher;
-        return w ? [{ name: 'config watcher', state: () => ({ file: w.options.path, reloads: w.reloads, refused: w.refused, lastError: w.lastError }) }] : [];
-      },
-      shutdown: (reason) => holder.gateway?.onShutdownRequest(reason),
+      tasks: () => [{ name: source.name, state: () => ({ ...source.state() }) }],
+      shutdown: (reason) => holder.process?.onShutdownRequest(reason),
       allowedHosts: settings.adminAllowedHosts,
       traceKeepaliveMs: options.traceKeepaliveMs,
     });
@@ -101,36 +101,19 @@ export class Gateway {
       const r = await readiness.listen();
       opened.push(readiness);
       log.info({ metrics: m, readiness: r }, `metrics on http://${m}/metrics, readiness on http://${r}/healthz/ready`);
-      await runtime.apply(loaded.snapshot);
+      await source.start({ apply: (snapshot) => runtime.apply(snapshot) });
     } catch (err) {
+      source.stop();
+      await runtime.close();
       await Promise.allSettled(opened.map((o) => o.close()));
       throw err;
     }
-    log.info({ version: loaded.snapshot.version, source: loaded.path }, `serving config ${loaded.snapshot.version} from ${loaded.path}`);
-    // The watcher and admin callbacks need the gateway, which needs them: `holder` breaks the cycle.
-    const watcher =
-      options.watch === false
-        ? null
-        : new ConfigWatcher({
-            path: loaded.path,
-            initialText: loaded.text,
-            log: logs.get('config'),
-            onChange: async (text) => {
-              const next = parseConfig(loaded.path, text);
-              await runtime.apply(next.snapshot);
-              if (JSON.stringify(next.config.config ?? {}) !== JSON.stringify(holder.gateway!.loaded.config.config ?? {})) {
-                logs.get('config').warn('process settings (config.*) changed; they take effect at the next restart');
-              }
-              holder.gateway!.loaded = next;
-              logs.get('config').info({ version: next.snapshot.version }, `config reloaded: now serving ${next.snapshot.version}`);
-            },
-          });
-    const gateway = new Gateway(logs, runtime, admin, watcher, loaded, { metrics, readiness });
-    holder.gateway = gateway;
-    watcher?.start();
-    return gateway;
+    const proc = new ProxyProcess(logs, runtime, admin, source, { metrics, readiness });
+    holder.process = proc;
+    return proc;
   }
 
+  /** The snapshot serving now. */
   get snapshot(): ProxySnapshot {
     return this.runtime.current.ir;
   }
@@ -138,7 +121,7 @@ export class Gateway {
   /** Graceful stop: no new connections, in-flight requests drain (up to config.drainTimeout). */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      this.watcher?.stop();
+      this.source.stop();
       await this.runtime.close();
       await Promise.allSettled([this.admin.close(), this.ops.metrics.close(), this.ops.readiness.close()]);
       this.logs.flush();

@@ -1,0 +1,140 @@
+// The config file as a snapshot source: the file read at start-up is applied first, then
+// every edit (seen by the directory watcher) and every explicit reload (SIGHUP) is read,
+// validated and applied. A file that does not validate, or a snapshot the runtime refuses, is
+// logged with the reason and the last good config keeps serving.
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import { parseConfig, readConfigText, type LoadedConfig } from '../config/load-file.js';
+import { watchFile, type FileWatch } from '../config/watch.js';
+import type { SnapshotSink, SnapshotSource, SnapshotSourceState } from './snapshot-source.js';
+
+export interface FileSourceOptions {
+  /** The file as read at start-up (its `config.*` settings are the process's). */
+  readonly initial: LoadedConfig;
+  readonly log: Logger;
+  /** Pick up edits as they happen (default true); explicit reloads work either way. */
+  readonly watch?: boolean;
+  readonly debounceMs?: number;
+}
+
+export type ReloadOutcome = 'reloaded' | 'refused' | 'unchanged';
+
+/** Emits the outcome of every read after the first: `reloaded`, `refused` (with the error) or `unchanged`. */
+export class FileSnapshotSource
+  extends EventEmitter<{ reloaded: []; refused: [Error]; unchanged: [] }>
+  implements SnapshotSource
+{
+  readonly name = 'config watcher';
+  readonly path: string;
+  #sink: SnapshotSink | null = null;
+  #watch: FileWatch | null = null;
+  #queue: Promise<unknown> = Promise.resolve();
+  /** The text last read, applied or not: an edit event with the same text is no edit. */
+  #lastSeen: string;
+  #current: LoadedConfig;
+  #applied = 0;
+  #refused = 0;
+  #lastError: string | null = null;
+
+  constructor(readonly options: FileSourceOptions) {
+    super();
+    this.path = options.initial.path;
+    this.#lastSeen = options.initial.text;
+    this.#current = options.initial;
+  }
+
+  /** The config serving now (the start-up one until a reload succeeds). */
+  get current(): LoadedConfig {
+    return this.#current;
+  }
+
+  async start(sink: SnapshotSink): Promise<void> {
+    this.#sink = sink;
+    await sink.apply(this.#current.snapshot);
+    this.#applied++;
+    this.options.log.info({ version: this.#current.snapshot.version, source: this.path }, `serving config ${this.#current.snapshot.version} from ${this.path}`);
+    if (this.options.watch !== false) {
+      this.#watch = watchFile(this.path, () => void this.#enqueue('edit'), { log: this.options.log, debounceMs: this.options.debounceMs });
+    }
+  }
+
+  /** Reads the file now, as on an edit, and applies it when it differs from what serves. */
+  reload(): Promise<ReloadOutcome> {
+    return this.#enqueue('reload');
+  }
+
+  stop(): void {
+    this.#watch?.close();
+    this.#watch = null;
+    this.#sink = null;
+  }
+
+  state(): SnapshotSourceState {
+    return {
+      kind: 'file',
+      file: this.path,
+      applied: this.#applied,
+      refused: this.#refused,
+      lastError: this.#lastError,
+      version: this.#current.snapshot.version,
+      // Kept from the first release of /debug/tasks.
+      reloads: this.#applied - 1,
+    };
+  }
+
+  /** Reads run one at a time, in order, so an older read never overwrites a newer one. */
+  #enqueue(trigger: 'edit' | 'reload'): Promise<ReloadOutcome> {
+    const next = this.#queue.then(() => this.#read(trigger));
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+
+  async #read(trigger: 'edit' | 'reload'): Promise<ReloadOutcome> {
+    const sink = this.#sink;
+    if (!sink) return 'unchanged';
+    const log = this.options.log;
+    let text: string;
+    try {
+      text = await readConfigText(this.path);
+    } catch (err) {
+      // Mid-rename the file may briefly be missing; the next event brings it back.
+      if (trigger === 'edit' && ((err as Error).cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
+        log.debug({ err }, 'config file not readable yet');
+        return 'unchanged';
+      }
+      return this.#refuse(err as Error);
+    }
+    // An edit event for content already read is noise; a reload re-reads a refused file.
+    if (trigger === 'edit' ? text === this.#lastSeen : text === this.#current.text) {
+      if (trigger === 'reload') log.info({ version: this.#current.snapshot.version }, `config file unchanged; still serving ${this.#current.snapshot.version}`);
+      this.#lastSeen = text;
+      this.emit('unchanged');
+      return 'unchanged';
+    }
+    this.#lastSeen = text;
+    let next: LoadedConfig;
+    try {
+      next = parseConfig(this.path, text);
+      await sink.apply(next.snapshot);
+    } catch (err) {
+      return this.#refuse(err as Error);
+    }
+    if (JSON.stringify(next.config.config ?? {}) !== JSON.stringify(this.options.initial.config.config ?? {})) {
+      log.warn('process settings (config.*) changed; they take effect at the next restart');
+    }
+    this.#current = next;
+    this.#applied++;
+    this.#lastError = null;
+    log.info({ version: next.snapshot.version }, `config reloaded: now serving ${next.snapshot.version}`);
+    this.emit('reloaded');
+    return 'reloaded';
+  }
+
+  #refuse(err: Error): ReloadOutcome {
+    this.#refused++;
+    this.#lastError = err.message;
+    this.options.log.error(`config reload refused, the last good config keeps serving: ${err.message}`);
+    this.emit('refused', err);
+    return 'refused';
+  }
+}
