@@ -86,6 +86,43 @@ describe.skipIf(!availability.run)('global rate limits through the gateway', () 
     expect(refused.headers['x-proxy-ratelimited']).toBeUndefined();
   });
 
+  it('a route-level global refusal gives back the gateway-level local request token', async () => {
+    const rateLimit = { global: { service: { host: rls.address }, timeout: '2s', domain: 'gw-requests', descriptors: [{ unit: 'Requests', entries: [{ name: 'user', expression: 'request.headers["x-user"]' }] }] } };
+    const gw = await startGateway(
+      simpleConfig(await freePort(), [{ name: 'chat', policies: { traffic: { rateLimit } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }], {
+        policies: { traffic: { rateLimit: { local: [{ requests: 4, unit: 'Hours' }] } } },
+      }),
+    );
+    cleanups.push(() => gw.close());
+    const a = { 'x-user': `u-${randomUUID()}` };
+    for (let i = 0; i < 3; i++) expect((await chat(gw, a)).status).toBe(200);
+    // The gateway admits the 4th (its last token), the service refuses it: the token comes back.
+    const over = await chat(gw, a);
+    expect(over.status).toBe(429);
+    expect(over.headers['x-proxy-ratelimited']).toBe('true');
+    expect((await chat(gw, { 'x-user': `u-${randomUUID()}` })).status).toBe(200);
+    expect((await chat(gw, { 'x-user': `u-${randomUUID()}` })).status).toBe(429);
+  });
+
+  it('a gateway-level global limit stays charged for a request the route refuses: the service cannot give back', async () => {
+    const global = { service: { host: rls.address }, timeout: '2s', domain: 'gw-requests', descriptors: [{ unit: 'Requests', entries: [{ name: 'user', expression: 'request.headers["x-user"]' }] }] };
+    const gw = await startGateway(
+      simpleConfig(await freePort(), [{ name: 'chat', policies: { traffic: { rateLimit: { local: [{ requests: 1, unit: 'Hours' }] } } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }], {
+        policies: { traffic: { rateLimit: { global } } },
+      }),
+    );
+    cleanups.push(() => gw.close());
+    const user = { 'x-user': `u-${randomUUID()}` };
+    expect((await chat(gw, user)).status).toBe(200);
+    // Counted by the service (3 a day), then refused by the route's local limit.
+    for (let i = 0; i < 2; i++) {
+      const r = await chat(gw, user);
+      expect(r.status).toBe(429);
+      expect(r.headers['x-proxy-ratelimited']).toBeUndefined();
+    }
+    expect((await chat(gw, user)).headers['x-proxy-ratelimited']).toBe('true');
+  });
+
   it('the openai client sees a RateLimitError on a global 429', async () => {
     const gw = await gateway({ domain: 'gw-requests', descriptors: [{ unit: 'Requests', entries: [{ name: 'user', expression: 'request.headers["x-user"]' }] }] });
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${gw.url}/v1`, maxRetries: 0, defaultHeaders: { 'x-user': `u-${randomUUID()}` } });
