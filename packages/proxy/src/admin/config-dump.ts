@@ -5,6 +5,7 @@
 // parameter whose value is a credential.
 import { isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
 import type { EndpointStatsTable } from '../upstream/stats.js';
+import { upstreamNames } from '../routing/backend-picker.js';
 
 function round(n: number, digits: number): number {
   const f = 10 ** digits;
@@ -39,22 +40,26 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, stats: EndpointS
         hostnames: r.hostnames,
         matches: r.matches.map(dumpMatch),
         filters: r.filters,
+        origin: r.origin,
         backends: r.backends.map((x) => ({ name: x.name, weight: x.weight })),
         timeouts: r.timeouts,
       })),
     ),
   );
-  // A standalone backend is one endpoint (its address); in a cluster a Service has several.
+  // A standalone backend is one endpoint (its address); a Service has one per ready endpoint.
+  const endpoint = (address: string) => {
+    const s = stats.get(address);
+    return { address, health: round(s.health, 4), requests: s.requests, latencyMs: round(s.latencyMs, 3) };
+  };
   const backends = [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [x.name, x])).values()].map((x) => {
-    const s = stats.get(x.name);
-    return {
-      type: 'Backend',
-      name: x.name,
-      namespace: '',
-      host: x.host,
-      port: x.port,
-      endpoints: [{ address: x.name, health: round(s.health, 4), requests: s.requests, latencyMs: round(s.latencyMs, 3) }],
-    };
+    switch (x.kind) {
+      case 'static':
+        return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, endpoints: [endpoint(x.name)] };
+      case 'service':
+        return { type: 'Service', name: x.name, namespace: x.namespace, host: x.service, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
+      case 'invalid':
+        return { type: 'Invalid', name: x.name, namespace: '', host: '', port: 0, reason: x.reason, endpoints: [] };
+    }
   });
   const policies = ir.binds.flatMap((b) =>
     b.listeners.flatMap((l) => [
