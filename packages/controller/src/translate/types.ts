@@ -31,6 +31,11 @@ export interface Resources {
 export interface TranslateOptions {
   /** GatewayClass spec.controllerName this controller serves, e.g. tollgate.dev/gateway-controller. */
   readonly controllerName: string;
+  /**
+   * `gateway.networking.k8s.io/bundle-version` of the installed Gateway API CRDs (e.g.
+   * v1.6.1), read once by the caller; absent: not known, GatewayClass SupportedVersion Unknown.
+   */
+  readonly gatewayApiVersion?: string;
 }
 
 export interface TranslateResult {

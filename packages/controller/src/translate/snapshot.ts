@@ -1,0 +1,68 @@
+// One ProxySnapshot per accepted Gateway: a bind per port, a listener per accepted listener,
+// the attached routes in Gateway API precedence order with their policies.
+import { withVersion, type BindIR, type ListenerIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { listenerLive, type GatewayState } from './gateway.js';
+import { targetKey, type AppliedPolicies } from './gatewaypolicy.js';
+import type { TranslatedRoute } from './httproute.js';
+import type { ListenerState } from './listeners.js';
+
+/** Address the proxy binds every port on; the proxy Service in front of it picks the exposure. */
+const BIND_ADDRESS = '0.0.0.0';
+
+function routeIRs(tr: TranslatedRoute, hostnames: readonly string[], applied: AppliedPolicies): RouteIR[] {
+  const ns = tr.route.metadata.namespace ?? '';
+  const name = tr.route.metadata.name;
+  const whole = applied.get(targetKey('HTTPRoute', ns, name, null)) ?? null;
+  return tr.rules.map((rule) => ({
+    name: `${ns}/${name}/rule/${rule.index}`,
+    origin: { kind: 'HTTPRoute', namespace: ns, name, rule: rule.index },
+    hostnames: [...hostnames],
+    matches: rule.matches,
+    filters: rule.filters,
+    policy: (rule.sectionName !== null ? applied.get(targetKey('HTTPRoute', ns, name, rule.sectionName)) : undefined) ?? whole,
+    backends: rule.backends,
+    timeouts: rule.timeouts,
+  }));
+}
+
+export function buildSnapshots(
+  gateways: ReadonlyMap<string, GatewayState>,
+  routes: readonly TranslatedRoute[],
+  applied: AppliedPolicies,
+): Map<string, ProxySnapshot> {
+  // Routes are already in precedence order; keep it per listener.
+  const byListener = new Map<ListenerState, RouteIR[]>();
+  for (const tr of routes) {
+    for (const a of tr.attachments) {
+      const list = byListener.get(a.listener) ?? [];
+      if (!list.length) byListener.set(a.listener, list);
+      list.push(...routeIRs(tr, a.hostnames, applied));
+    }
+  }
+  const out = new Map<string, ProxySnapshot>();
+  for (const [key, g] of gateways) {
+    if (!g.accepted.ok) continue;
+    const ns = g.gateway.metadata.namespace ?? '';
+    const gwName = g.gateway.metadata.name;
+    const gatewayPolicy = applied.get(targetKey('Gateway', ns, gwName, null)) ?? null;
+    const ports = new Map<number, ListenerIR[]>();
+    for (const l of g.listeners) {
+      if (!listenerLive(g, l)) continue;
+      const listener: ListenerIR = {
+        name: l.spec.name,
+        protocol: 'HTTP',
+        hostname: l.spec.hostname ?? null,
+        policy: applied.get(targetKey('Gateway', ns, gwName, l.spec.name)) ?? gatewayPolicy,
+        routes: byListener.get(l) ?? [],
+      };
+      const list = ports.get(l.spec.port) ?? [];
+      if (!list.length) ports.set(l.spec.port, list);
+      list.push(listener);
+    }
+    const binds: BindIR[] = [...ports]
+      .sort(([a], [b]) => a - b)
+      .map(([port, listeners]) => ({ port, address: BIND_ADDRESS, listeners }));
+    out.set(key, withVersion({ source: { kind: 'controller', gateway: key }, binds }));
+  }
+  return out;
+}
