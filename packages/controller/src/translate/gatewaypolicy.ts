@@ -142,7 +142,12 @@ export function translateGatewayPolicies(
         ? fail('Pending', `not applied: the policy is not accepted for ${targetName(t.ref)} (${accepted.reason})`)
         : t.pending !== null
           ? fail('Pending', t.pending)
-          : ok('Attached', `${targetName(t.ref)} is attached to this Gateway; the policy is in its configuration`);
+          : ok(
+              'Attached',
+              t.ref.kind === 'Gateway'
+                ? `in the configuration of this Gateway${t.ref.sectionName ? ` for listener ${t.ref.sectionName}` : ''}`
+                : `${targetName(t.ref)} is attached to this Gateway; the policy is in its configuration`,
+            );
       if (t.gateways.length) for (const g of t.gateways) outcomes.push({ ancestor: gatewayAncestor(g), accepted, attached });
       else
         outcomes.push({
