@@ -8,9 +8,9 @@ import type { V1EndpointSlice, V1Namespace, V1Service } from '@kubernetes/client
 import type { Gateway, GatewayClass, GatewayPolicy, HTTPRoute, ReferenceGrant } from './gateway-api.js';
 
 const Obj = <P extends Record<string, TSchema>>(properties: P) => Type.Object(properties, { additionalProperties: false });
-const Opt = Type.Optional;
-const Str = Type.String;
-const Int = Type.Integer;
+const Opt = <T extends TSchema>(t: T) => Type.Optional(t);
+const Str = (options?: Parameters<typeof Type.String>[0]) => Type.String(options);
+const Int = (options?: Parameters<typeof Type.Integer>[0]) => Type.Integer(options);
 const Strings = Type.Array(Type.String());
 const StringMap = Type.Record(Type.String(), Type.String());
 
