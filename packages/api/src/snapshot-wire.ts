@@ -115,59 +115,39 @@ function crossCheck(wire: WireSnapshot): Problem[] {
 
 /**
  * The version of a snapshot: a hash of everything but the version itself (secrets included,
- * so a rotated credential is a new version). Equal content, equal version, whatever the key
- * order of the objects, so a controller can skip pushing what a proxy already has.
+ * so a rotated credential is a new version). Equal content, equal version, so a controller
+ * can skip pushing what a proxy already has. The hash is over the JSON text, so it also
+ * depends on the order of object keys: the IR builders (standaloneToSnapshot, the
+ * controller's translate) always write objects in one order, and a snapshot read back with
+ * fromWire keeps the order it was sent in.
  */
 export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | ProxySnapshot): string {
   const { source, binds } = snapshot;
-  const hash = createHash('sha256');
-  let buffered = '';
-  canonical({ source, binds }, (chunk) => {
-    buffered += chunk;
-    if (buffered.length > 65_536) {
-      hash.update(buffered);
-      buffered = '';
-    }
-  });
-  return hash.update(buffered).digest('hex').slice(0, 12);
+  // The JSON text has each Secret redacted in place; their values follow it, in order. Both
+  // are plain JSON.stringify calls: a replacer would cost a call per value.
+  return createHash('sha256')
+    .update(JSON.stringify({ source, binds }))
+    .update('\n')
+    .update(JSON.stringify(secretValues(binds)))
+    .digest('hex')
+    .slice(0, 12);
+}
+
+/** Every Secret of the snapshot, revealed, in document order (they live in header filters only). */
+function secretValues(binds: ProxySnapshot['binds']): string[] {
+  const out: string[] = [];
+  for (const b of binds)
+    for (const l of b.listeners)
+      for (const r of l.routes)
+        for (const f of r.filters) {
+          if (f.type !== 'RequestHeaderModifier' && f.type !== 'ResponseHeaderModifier') continue;
+          for (const h of f.set) if (h.value instanceof Secret) out.push(h.value.reveal());
+          for (const h of f.add) if (h.value instanceof Secret) out.push(h.value.reveal());
+        }
+  return out;
 }
 
 /** The snapshot with its version computed from its content. */
 export function withVersion(content: Omit<ProxySnapshot, 'version'>): ProxySnapshot {
   return { version: snapshotVersion(content), source: content.source, binds: content.binds };
-}
-
-// JSON with object keys sorted and secrets revealed, streamed into `out` so that hashing a
-// large snapshot builds no large string.
-function canonical(value: unknown, out: (chunk: string) => void): void {
-  if (value === null || typeof value !== 'object') {
-    out(JSON.stringify(value) ?? 'null');
-    return;
-  }
-  if (value instanceof Secret) {
-    out(`{"secret":${JSON.stringify(value.reveal())}}`);
-    return;
-  }
-  if (Array.isArray(value)) {
-    out('[');
-    value.forEach((v, i) => {
-      if (i) out(',');
-      canonical(v, out);
-    });
-    out(']');
-    return;
-  }
-  const keys = Object.keys(value).sort();
-  out('{');
-  let first = true;
-  for (const key of keys) {
-    const v = (value as Record<string, unknown>)[key];
-    if (v === undefined) continue;
-    if (!first) out(',');
-    first = false;
-    out(JSON.stringify(key));
-    out(':');
-    canonical(v, out);
-  }
-  out('}');
 }

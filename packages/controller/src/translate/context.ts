@@ -20,6 +20,8 @@ export interface Context {
   readonly grants: ReferenceGrants;
   readonly gateways: ReadonlyMap<string, Gateway>;
   readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
+  /** Computes a value once per translation (e.g. the endpoints of a Service port many routes use). */
+  memo<T>(key: string, make: () => T): T;
 }
 
 export function buildContext(resources: Resources, options: TranslateOptions): Context {
@@ -43,7 +45,14 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     else slices.set(key, [slice]);
   }
   for (const list of slices.values()) list.sort((a, b) => ((a.metadata?.name ?? '') < (b.metadata?.name ?? '') ? -1 : 1));
+  const memo = new Map<string, unknown>();
   return {
+    memo: <T>(key: string, make: () => T): T => {
+      if (memo.has(key)) return memo.get(key) as T;
+      const value = make();
+      memo.set(key, value);
+      return value;
+    },
     controllerName: options.controllerName,
     gatewayApiVersion: options.gatewayApiVersion ?? null,
     namespaceLabels: (namespace) => labels.get(namespace) ?? { [NAMESPACE_NAME_LABEL]: namespace },

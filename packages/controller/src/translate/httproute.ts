@@ -6,7 +6,7 @@ import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { listenerLive, type GatewayState } from './gateway.js';
 import { routeHostnamesOn } from './hostnames.js';
-import { compareAge, generationOf } from './keys.js';
+import { compareStrings, createdAt, generationOf } from './keys.js';
 import { allowsKind, allowsNamespace, type ListenerState } from './listeners.js';
 import { translateRule, type RuleIR } from './rules.js';
 import { GATEWAY_GROUP, type HTTPRoute, type ParentReference } from '../types/gateway-api.js';
@@ -110,8 +110,11 @@ function fullRef(ref: ParentReference, routeNamespace: string): ParentReference 
  * attachments; counts attachedRoutes on the listeners.
  */
 export function translateHTTPRoutes(ctx: Context, gateways: ReadonlyMap<string, GatewayState>): TranslatedRoute[] {
-  const ordered = [...ctx.httpRoutes].sort(([, a], [, b]) => compareAge(a.metadata, b.metadata));
-  return ordered.map(([key, route]) => {
+  // Sorted by creation time once (not parsed again in every comparison), then by key.
+  const ordered = [...ctx.httpRoutes]
+    .map(([key, route]) => ({ key, route, at: createdAt(route.metadata) }))
+    .sort((a, b) => (a.at === b.at ? compareStrings(a.key, b.key) : a.at < b.at ? -1 : 1));
+  return ordered.map(({ key, route }) => {
     const ns = route.metadata.namespace ?? '';
     const gen = generationOf(route.metadata);
     const { rules, problems, refs } = translateRules(route, ctx);
