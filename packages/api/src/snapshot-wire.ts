@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { compile } from './ajv.js';
 import { Secret } from './secret.js';
 import { WireSnapshot, type ToWire } from './snapshot-schema.js';
-import type { FilterIR, HeaderValueIR, ProxySnapshot } from './snapshot.js';
+import type { FilterIR, HeaderValueIR, ProxySnapshot, RouteIR } from './snapshot.js';
 import { ValidationError, type Problem } from './validation-error.js';
 
 const validateWire = compile(WireSnapshot);
@@ -116,34 +116,46 @@ function crossCheck(wire: WireSnapshot): Problem[] {
 /**
  * The version of a snapshot: a hash of everything but the version itself (secrets included,
  * so a rotated credential is a new version). Equal content, equal version, so a controller
- * can skip pushing what a proxy already has. The hash is over the JSON text, so it also
- * depends on the order of object keys: the IR builders (standaloneToSnapshot, the
- * controller's translate) always write objects in one order, and a snapshot read back with
- * fromWire keeps the order it was sent in.
+ * can skip pushing what a proxy already has.
+ *
+ * Routes are hashed one by one and the snapshot hash covers their digests: a route object is
+ * immutable, so its digest is kept (by identity) and a builder that reuses the route objects
+ * of unchanged routes pays only for the routes that changed. A route's digest covers its JSON
+ * text, which follows the order of its keys: the IR builders always write them in one order,
+ * and fromWire keeps the order a snapshot was sent in.
  */
 export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | ProxySnapshot): string {
-  const { source, binds } = snapshot;
-  // The JSON text has each Secret redacted in place; their values follow it, in order. Both
-  // are plain JSON.stringify calls: a replacer would cost a call per value.
-  return createHash('sha256')
-    .update(JSON.stringify({ source, binds }))
-    .update('\n')
-    .update(JSON.stringify(secretValues(binds)))
-    .digest('hex')
-    .slice(0, 12);
+  const skeleton = {
+    source: snapshot.source,
+    binds: snapshot.binds.map((b) => ({
+      port: b.port,
+      address: b.address,
+      listeners: b.listeners.map((l) => ({ name: l.name, protocol: l.protocol, hostname: l.hostname, policy: l.policy, routes: l.routes.map(routeDigest) })),
+    })),
+  };
+  return createHash('sha256').update(JSON.stringify(skeleton)).digest('hex').slice(0, 12);
 }
 
-/** Every Secret of the snapshot, revealed, in document order (they live in header filters only). */
-function secretValues(binds: ProxySnapshot['binds']): string[] {
+const routeDigests = new WeakMap<RouteIR, string>();
+
+// The JSON text has each Secret redacted in place; their values follow it, in order.
+function routeDigest(route: RouteIR): string {
+  let digest = routeDigests.get(route);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(JSON.stringify(route)).update('\n').update(JSON.stringify(secretValues(route))).digest('base64');
+    routeDigests.set(route, digest);
+  }
+  return digest;
+}
+
+/** Every Secret of a route, revealed, in document order (they live in header filters only). */
+function secretValues(route: RouteIR): string[] {
   const out: string[] = [];
-  for (const b of binds)
-    for (const l of b.listeners)
-      for (const r of l.routes)
-        for (const f of r.filters) {
-          if (f.type !== 'RequestHeaderModifier' && f.type !== 'ResponseHeaderModifier') continue;
-          for (const h of f.set) if (h.value instanceof Secret) out.push(h.value.reveal());
-          for (const h of f.add) if (h.value instanceof Secret) out.push(h.value.reveal());
-        }
+  for (const f of route.filters) {
+    if (f.type !== 'RequestHeaderModifier' && f.type !== 'ResponseHeaderModifier') continue;
+    for (const h of f.set) if (h.value instanceof Secret) out.push(h.value.reveal());
+    for (const h of f.add) if (h.value instanceof Secret) out.push(h.value.reveal());
+  }
   return out;
 }
 

@@ -91,6 +91,21 @@ function validate(p: GatewayPolicy, ctx: Context): { problems: Problem[]; servic
   return { problems, service };
 }
 
+// One PolicyIR object per policy object and target while neither changes, so the route IR
+// objects holding it can be reused (see ./snapshot.ts).
+const policyCache = new WeakMap<GatewayPolicy, Map<string, PolicyIR | null>>();
+
+function policyIR(p: GatewayPolicy, target: PolicyTargetIR, key: string, service: string | null): PolicyIR | null {
+  const cacheKey = `${key}|${service ?? ''}`;
+  let byTarget = policyCache.get(p);
+  if (byTarget?.has(cacheKey)) return byTarget.get(cacheKey)!;
+  const ir = toPolicy({ traffic: p.spec.traffic }, { kind: 'GatewayPolicy', namespace: p.metadata.namespace ?? '', name: p.metadata.name, target });
+  const out = ir?.remoteRateLimit && service ? { ...ir, remoteRateLimit: { ...ir.remoteRateLimit, service } } : ir;
+  if (!byTarget) policyCache.set(p, (byTarget = new Map()));
+  byTarget.set(cacheKey, out);
+  return out;
+}
+
 export interface PolicyResult {
   readonly applied: AppliedPolicies;
   readonly status: Map<string, GatewayPolicyStatusReport>;
@@ -135,8 +150,8 @@ export function translateGatewayPolicies(
       if (accepted.ok && winner && winner !== p)
         accepted = fail('Conflicted', `GatewayPolicy ${keyOf(winner.metadata)} also targets ${targetName(t.ref)} and is older (or first by namespace/name); only it applies`);
       if (accepted.ok && t.pending === null) {
-        const ir = toPolicy({ traffic: p.spec.traffic }, { kind: 'GatewayPolicy', namespace: p.metadata.namespace ?? '', name: p.metadata.name, target: t.ref });
-        if (ir) applied.set(t.key, ir.remoteRateLimit && c.service ? { ...ir, remoteRateLimit: { ...ir.remoteRateLimit, service: c.service } } : ir);
+        const ir = policyIR(p, t.ref, t.key, c.service);
+        if (ir) applied.set(t.key, ir);
       }
       const attached = !accepted.ok
         ? fail('Pending', `not applied: the policy is not accepted for ${targetName(t.ref)} (${accepted.reason})`)

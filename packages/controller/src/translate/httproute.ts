@@ -75,7 +75,49 @@ function matchParent(route: HTTPRoute, ref: ParentReference, g: GatewayState, ct
   return { accepted: ok('Accepted', `attached to listener ${attachments.map((a) => a.listener.spec.name).join(', ')}`), attachments };
 }
 
-function translateRules(route: HTTPRoute, ctx: Context): { rules: TranslatedRule[]; problems: Problem[]; refs: Verdict } {
+interface RulesResult {
+  readonly rules: TranslatedRule[];
+  readonly problems: Problem[];
+  readonly refs: Verdict;
+}
+
+/**
+ * The objects a route's rules are translated from besides the route itself: the Services and
+ * EndpointSlices its backendRefs name, and the ReferenceGrants of the namespaces they are in.
+ */
+function dependencies(route: HTTPRoute, ctx: Context): unknown[] {
+  const ns = route.metadata.namespace ?? '';
+  const out: unknown[] = [];
+  for (const rule of route.spec.rules ?? [])
+    for (const ref of rule.backendRefs ?? []) {
+      const target = ref.namespace ?? ns;
+      const key = `${target}/${ref.name}`;
+      out.push(ctx.services.get(key), ...(ctx.endpointSlices.get(key) ?? []), ...(target !== ns ? ctx.grants.inNamespace(target) : []));
+    }
+  return out;
+}
+
+// Informer caches hand out the same object until it changes, so a route whose object and
+// dependencies are the same objects as last time has the same rules: they are reused, and so
+// are the IR objects built from them (which keeps the snapshot hash cache warm).
+const rulesCache = new WeakMap<HTTPRoute, { readonly deps: readonly unknown[]; readonly result: RulesResult }>();
+
+function sameObjects(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function cachedRules(route: HTTPRoute, ctx: Context): RulesResult {
+  const deps = dependencies(route, ctx);
+  const hit = rulesCache.get(route);
+  if (hit && sameObjects(hit.deps, deps)) return hit.result;
+  const result = translateRules(route, ctx);
+  rulesCache.set(route, { deps, result });
+  return result;
+}
+
+function translateRules(route: HTTPRoute, ctx: Context): RulesResult {
   const ns = route.metadata.namespace ?? '';
   const problems: Problem[] = [];
   let refs: Verdict | null = null;
@@ -117,7 +159,7 @@ export function translateHTTPRoutes(ctx: Context, gateways: ReadonlyMap<string, 
   return ordered.map(({ key, route }) => {
     const ns = route.metadata.namespace ?? '';
     const gen = generationOf(route.metadata);
-    const { rules, problems, refs } = translateRules(route, ctx);
+    const { rules, problems, refs } = cachedRules(route, ctx);
     const parents: RouteParentStatusReport[] = [];
     const attachments: Attachment[] = [];
     const seen = new Set<ListenerState>();

@@ -29,6 +29,11 @@ export class ReferenceGrants {
     }
   }
 
+  /** The grants in a namespace (what a cross-namespace reference into it depends on). */
+  inNamespace(namespace: string): readonly ReferenceGrant[] {
+    return this.#byNamespace.get(namespace) ?? [];
+  }
+
   /** True when `from` may refer to `to` (always within one namespace). */
   permits(from: ReferenceFrom, to: ReferenceTo): boolean {
     if (from.namespace === to.namespace) return true;

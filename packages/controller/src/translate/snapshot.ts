@@ -1,28 +1,47 @@
 // One ProxySnapshot per accepted Gateway: a bind per port, a listener per accepted listener,
 // the attached routes in Gateway API precedence order with their policies.
-import { withVersion, type BindIR, type ListenerIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { withVersion, type BindIR, type ListenerIR, type PolicyIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
 import { listenerLive, type GatewayState } from './gateway.js';
 import { targetKey, type AppliedPolicies } from './gatewaypolicy.js';
-import type { TranslatedRoute } from './httproute.js';
+import type { TranslatedRoute, TranslatedRule } from './httproute.js';
 import type { ListenerState } from './listeners.js';
 
 /** Address the proxy binds every port on; the proxy Service in front of it picks the exposure. */
 const BIND_ADDRESS = '0.0.0.0';
 
-function routeIRs(tr: TranslatedRoute, hostnames: readonly string[], applied: AppliedPolicies): RouteIR[] {
+// The IR of a rule on a listener, kept while the rule, its hostnames there and its policy are
+// the same objects (see the rules cache in ./httproute.ts).
+const routeCache = new WeakMap<TranslatedRule, Map<string, RouteIR>>();
+
+function routeIR(tr: TranslatedRoute, rule: TranslatedRule, hostnames: readonly string[], policy: PolicyIR | null): RouteIR {
+  const key = hostnames.join(' ');
+  let byHosts = routeCache.get(rule);
+  const hit = byHosts?.get(key);
+  if (hit && hit.policy === policy) return hit;
   const ns = tr.route.metadata.namespace ?? '';
   const name = tr.route.metadata.name;
-  const whole = applied.get(targetKey('HTTPRoute', ns, name, null)) ?? null;
-  return tr.rules.map((rule) => ({
+  const ir: RouteIR = {
     name: `${ns}/${name}/rule/${rule.index}`,
     origin: { kind: 'HTTPRoute', namespace: ns, name, rule: rule.index },
     hostnames: [...hostnames],
     matches: rule.matches,
     filters: rule.filters,
-    policy: (rule.sectionName !== null ? applied.get(targetKey('HTTPRoute', ns, name, rule.sectionName)) : undefined) ?? whole,
+    policy,
     backends: rule.backends,
     timeouts: rule.timeouts,
-  }));
+  };
+  if (!byHosts) routeCache.set(rule, (byHosts = new Map()));
+  byHosts.set(key, ir);
+  return ir;
+}
+
+function routeIRs(tr: TranslatedRoute, hostnames: readonly string[], applied: AppliedPolicies): RouteIR[] {
+  const ns = tr.route.metadata.namespace ?? '';
+  const name = tr.route.metadata.name;
+  const whole = applied.get(targetKey('HTTPRoute', ns, name, null)) ?? null;
+  return tr.rules.map((rule) =>
+    routeIR(tr, rule, hostnames, (rule.sectionName !== null ? applied.get(targetKey('HTTPRoute', ns, name, rule.sectionName)) : undefined) ?? whole),
+  );
 }
 
 export function buildSnapshots(
