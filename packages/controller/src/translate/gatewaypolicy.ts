@@ -101,7 +101,7 @@ function policyIR(p: GatewayPolicy, target: PolicyTargetIR, key: string, service
   if (byTarget?.has(cacheKey)) return byTarget.get(cacheKey)!;
   const ir = toPolicy({ traffic: p.spec.traffic }, { kind: 'GatewayPolicy', namespace: p.metadata.namespace ?? '', name: p.metadata.name, target });
   const out = ir?.remoteRateLimit && service ? { ...ir, remoteRateLimit: { ...ir.remoteRateLimit, service } } : ir;
-  if (!byTarget) policyCache.set(p, (byTarget = new Map()));
+  if (!byTarget) policyCache.set(p, (byTarget = new Map<string, PolicyIR | null>()));
   byTarget.set(cacheKey, out);
   return out;
 }

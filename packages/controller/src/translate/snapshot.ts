@@ -30,7 +30,7 @@ function routeIR(tr: TranslatedRoute, rule: TranslatedRule, hostnames: readonly 
     backends: rule.backends,
     timeouts: rule.timeouts,
   };
-  if (!byHosts) routeCache.set(rule, (byHosts = new Map()));
+  if (!byHosts) routeCache.set(rule, (byHosts = new Map<string, RouteIR>()));
   byHosts.set(key, ir);
   return ir;
 }
