@@ -1,9 +1,16 @@
 // The translation contract: what the watch side hands to translate() and what it gets back.
 //
-// translate() is pure, synchronous and deterministic: it reads only its arguments, and the same
-// objects in any order give byte-identical output (maps are filled in sorted key order). The
-// caller owns I/O: it feeds the informer caches in, pushes `snapshots` to proxies and hands
-// `status` to the status writer, which merges it with what is on the API server.
+// translate() is pure, synchronous and deterministic: its output depends only on its
+// arguments, and the same objects in any order give byte-identical output (maps are filled in
+// sorted key order). The caller owns I/O: it feeds the informer caches in, pushes `snapshots`
+// to proxies and hands `status` to the status writer, which merges it with what is on the API
+// server.
+//
+// Objects are treated as immutable: translate() remembers (by object identity, in WeakMaps)
+// the work done for the objects of earlier calls and reuses it when it gets the same objects
+// again, which is what informer caches hand out for unchanged objects. A changed object must
+// be a new object (informers replace objects, they never edit them in place); an object edited
+// in place may be translated as it was.
 import type { ProxySnapshot } from '@tollgate/api';
 import type { V1EndpointSlice, V1Namespace, V1Service } from '@kubernetes/client-node';
 import type {
