@@ -3,7 +3,7 @@
 // Secrets serialise as "[redacted]" (they are Secret objects in the snapshot), and so do the
 // values routes match on when they are credentials: a header of the redaction list, a query
 // parameter whose value is a credential.
-import { isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
+import { isSensitiveHeader, isSensitiveQueryParam, REDACTED, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
 import type { EndpointStatsTable } from '../upstream/stats.js';
 import { upstreamNames } from '../routing/backend-picker.js';
 
@@ -61,10 +61,13 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, stats: EndpointS
         return { type: 'Invalid', name: x.name, namespace: '', host: '', port: 0, reason: x.reason, endpoints: [] };
     }
   });
+  // The origin (the GatewayPolicy or config path it came from) beside the policy, whose keys
+  // stay the policy kinds.
+  const policyEntry = (target: { kind: string; name: string }, level: string, { origin, ...policy }: PolicyIR) => ({ target, level, origin, policy });
   const policies = ir.binds.flatMap((b) =>
     b.listeners.flatMap((l) => [
-      ...(l.policy ? [{ target: { kind: 'listener', name: l.name }, level: 'gateway', policy: l.policy }] : []),
-      ...l.routes.flatMap((r) => (r.policy ? [{ target: { kind: 'route', name: r.name }, level: 'route', policy: r.policy }] : [])),
+      ...(l.policy ? [policyEntry({ kind: 'listener', name: l.name }, 'gateway', l.policy)] : []),
+      ...l.routes.flatMap((r) => (r.policy ? [policyEntry({ kind: 'route', name: r.name }, 'route', r.policy)] : [])),
     ]),
   );
   return {
