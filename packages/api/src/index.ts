@@ -3,6 +3,8 @@ export * from './schema/gateway-api.js';
 export * from './schema/traffic-policy.js';
 export * from './schema/standalone-config.js';
 export * from './snapshot.js';
+export * from './snapshot-schema.js';
+export * from './snapshot-wire.js';
 export * from './secret.js';
 export * from './duration.js';
 export * from './host-port.js';

@@ -9,7 +9,7 @@ import type { RateLimitUnit } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
 
 export interface ProxySnapshot {
-  /** Content hash of what produced the snapshot; changes whenever the config changes. */
+  /** Hash of the rest of the snapshot (snapshotVersion): equal content, equal version. */
   readonly version: string;
   readonly source: SnapshotSource;
   readonly binds: readonly BindIR[];
@@ -36,8 +36,14 @@ export interface ListenerIR {
 }
 
 export interface RouteIR {
-  /** Identifier shown in traces and metrics, unique within the snapshot. */
+  /**
+   * Identifier shown in traces and metrics. Standalone: `<listener>/<route>`; from the
+   * controller: `<namespace>/<httproute>/rule/<index>`, the same on every listener the rule
+   * is attached to (so its route-level counters are one set).
+   */
   readonly name: string;
+  /** The object the route was made from, for config dumps and traces. */
+  readonly origin: RouteOriginIR;
   /** Hostnames as configured (empty: every host of the listener). */
   readonly hostnames: readonly string[];
   readonly matches: readonly RouteMatchIR[];
@@ -95,12 +101,55 @@ export type FilterIR =
     }
   | { readonly type: 'URLRewrite'; readonly hostname: string | null; readonly path: PathModifierIR | null };
 
-export interface BackendIR {
+/**
+ * Where a route sends requests. `weight` is the share of the route's requests, as in a Gateway
+ * API backendRef; a backend whose weight is 0 receives none.
+ */
+export type BackendIR = StaticBackendIR | ServiceBackendIR | InvalidBackendIR;
+
+/** A fixed `host:port` (standalone config). */
+export interface StaticBackendIR {
+  readonly kind: 'static';
   /** `<host>:<port>`. */
   readonly name: string;
   readonly host: string;
   readonly port: number;
   readonly weight: number;
+}
+
+/** A Kubernetes Service port, with the ready endpoints its EndpointSlices list. */
+export interface ServiceBackendIR {
+  readonly kind: 'service';
+  /** `<service>.<namespace>.svc.cluster.local:<port>`. */
+  readonly name: string;
+  readonly namespace: string;
+  readonly service: string;
+  /** The Service port the backendRef names. */
+  readonly port: number;
+  readonly weight: number;
+  /** Sorted by address then port; empty when no endpoint is ready. */
+  readonly endpoints: readonly EndpointIR[];
+}
+
+export interface EndpointIR {
+  /** IP address, as the EndpointSlice lists it. */
+  readonly address: string;
+  /** The target port of the Service port on this endpoint. */
+  readonly port: number;
+}
+
+/**
+ * A backendRef that could not be resolved (missing Service, reference not permitted, unknown
+ * kind). It keeps its weight: the Gateway API says the share of requests that would have gone
+ * to it gets an error rather than going to the other backends.
+ */
+export interface InvalidBackendIR {
+  readonly kind: 'invalid';
+  /** `<namespace>/<name>` of the reference as written, with its group and kind when not a Service. */
+  readonly name: string;
+  readonly weight: number;
+  /** Why it could not be resolved (the route status reason, e.g. BackendNotFound). */
+  readonly reason: string;
 }
 
 export type LocalRateLimitIR =
@@ -123,6 +172,28 @@ export interface GlobalRateLimitIR {
 
 /** Policies attached at one level. Keys follow the trace's effectivePolicy names. */
 export interface PolicyIR {
+  /** The object the policy came from, for config dumps and traces. */
+  readonly origin: PolicyOriginIR;
   readonly localRateLimit: readonly LocalRateLimitIR[] | null;
   readonly remoteRateLimit: GlobalRateLimitIR | null;
 }
+
+/** Where a route of the snapshot came from. */
+export type RouteOriginIR =
+  | { readonly kind: 'HTTPRoute'; readonly namespace: string; readonly name: string; readonly rule: number }
+  /** A route of the standalone config; `path` is its JSON path, e.g. `binds[0].listeners[0].routes[1]`. */
+  | { readonly kind: 'config'; readonly path: string };
+
+export interface PolicyTargetIR {
+  readonly kind: 'Gateway' | 'HTTPRoute';
+  readonly namespace: string;
+  readonly name: string;
+  /** Listener (Gateway) or rule name (HTTPRoute) the policy targets; null: the whole object. */
+  readonly sectionName: string | null;
+}
+
+/** Where a policy of the snapshot came from. */
+export type PolicyOriginIR =
+  | { readonly kind: 'GatewayPolicy'; readonly namespace: string; readonly name: string; readonly target: PolicyTargetIR }
+  /** `policies` of the standalone config; `path` is its JSON path, e.g. `binds[0].listeners[0].policies`. */
+  | { readonly kind: 'config'; readonly path: string };

@@ -10,6 +10,7 @@ import { StandaloneConfig, type ListenerConfig, type RouteConfig } from './schem
 import type { HTTPHeaderFilter, HTTPPathModifier, HTTPRouteFilter, HTTPRouteMatch } from './schema/gateway-api.js';
 import type { PolicySet } from './schema/traffic-policy.js';
 import { isSensitiveHeader, Secret } from './secret.js';
+import { withVersion } from './snapshot-wire.js';
 import type {
   BackendIR,
   FilterIR,
@@ -17,6 +18,7 @@ import type {
   ListenerIR,
   PathModifierIR,
   PolicyIR,
+  PolicyOriginIR,
   ProxySnapshot,
   RouteIR,
   RouteMatchIR,
@@ -102,15 +104,14 @@ export function contentVersion(value: unknown): string {
 }
 
 export function standaloneToSnapshot(cfg: StandaloneConfig, source: SnapshotSource): ProxySnapshot {
-  return {
-    version: contentVersion(cfg.binds),
+  return withVersion({
     source,
-    binds: cfg.binds.map((bind) => ({
+    binds: cfg.binds.map((bind, bi) => ({
       port: bind.port,
       address: bind.address ?? '0.0.0.0',
-      listeners: bind.listeners.map((l, li) => toListener(listenerName(bind.port, l, li), l)),
+      listeners: bind.listeners.map((l, li) => toListener(listenerName(bind.port, l, li), l, `binds[${bi}].listeners[${li}]`)),
     })),
-  };
+  });
 }
 
 /** A listener's name, or its default: listener-<port>-<index in the bind>. */
@@ -118,13 +119,13 @@ export function listenerName(port: number, l: { readonly name?: string }, index:
   return l.name ?? `listener-${port}-${index}`;
 }
 
-function toListener(name: string, l: ListenerConfig): ListenerIR {
+function toListener(name: string, l: ListenerConfig, path: string): ListenerIR {
   return {
     name,
     protocol: 'HTTP',
     hostname: l.hostname ?? null,
-    policy: toPolicy(l.policies),
-    routes: l.routes.map((r) => toRoute(name, r)),
+    policy: toPolicy(l.policies, { kind: 'config', path: `${path}.policies` }),
+    routes: l.routes.map((r, ri) => toRoute(name, r, `${path}.routes[${ri}]`)),
   };
 }
 
@@ -135,13 +136,14 @@ function timeoutMs(text: string | undefined): number | null {
   return ms === 0 ? null : ms;
 }
 
-function toRoute(listener: string, r: RouteConfig): RouteIR {
+function toRoute(listener: string, r: RouteConfig, path: string): RouteIR {
   return {
     name: `${listener}/${r.name}`,
+    origin: { kind: 'config', path },
     hostnames: r.hostnames ?? [],
     matches: toMatches(r.matches),
     filters: (r.filters ?? []).map(toFilter),
-    policy: toPolicy(r.policies),
+    policy: toPolicy(r.policies, { kind: 'config', path: `${path}.policies` }),
     backends: (r.backends ?? []).map(toBackend),
     timeouts: {
       requestMs: timeoutMs(r.timeouts?.request),
@@ -204,10 +206,10 @@ export function toFilter(f: HTTPRouteFilter): FilterIR {
 
 function toBackend(b: { host: string; weight?: number }): BackendIR {
   const { host, port } = requireHostPort(b.host, 'backends[].host');
-  return { name: b.host, host, port, weight: b.weight ?? 1 };
+  return { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1 };
 }
 
-export function toPolicy(p: PolicySet | undefined): PolicyIR | null {
+export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR): PolicyIR | null {
   const rl = p?.traffic?.rateLimit;
   if (!rl) return null;
   const local =
@@ -227,5 +229,5 @@ export function toPolicy(p: PolicySet | undefined): PolicyIR | null {
       }
     : null;
   if (!local && !remote) return null;
-  return { localRateLimit: local, remoteRateLimit: remote };
+  return { origin, localRateLimit: local, remoteRateLimit: remote };
 }

@@ -43,6 +43,7 @@ const arbRequest = fc.record({
 function snapshotOf(routes: { hostnames: string[]; matches: HTTPRouteMatch[] }[]): ProxySnapshot {
   const irRoutes: RouteIR[] = routes.map((r, i) => ({
     name: `r${i}`,
+    origin: { kind: 'config', path: `binds[0].listeners[0].routes[${i}]` },
     hostnames: r.hostnames,
     matches: toMatches(r.matches),
     filters: [],

@@ -3,8 +3,9 @@
 // Secrets serialise as "[redacted]" (they are Secret objects in the snapshot), and so do the
 // values routes match on when they are credentials: a header of the redaction list, a query
 // parameter whose value is a credential.
-import { isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
+import { isSensitiveHeader, isSensitiveQueryParam, REDACTED, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
 import type { EndpointStatsTable } from '../upstream/stats.js';
+import { upstreamNames } from '../routing/backend-picker.js';
 
 function round(n: number, digits: number): number {
   const f = 10 ** digits;
@@ -39,27 +40,34 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, stats: EndpointS
         hostnames: r.hostnames,
         matches: r.matches.map(dumpMatch),
         filters: r.filters,
+        origin: r.origin,
         backends: r.backends.map((x) => ({ name: x.name, weight: x.weight })),
         timeouts: r.timeouts,
       })),
     ),
   );
-  // A standalone backend is one endpoint (its address); in a cluster a Service has several.
+  // A standalone backend is one endpoint (its address); a Service has one per ready endpoint.
+  const endpoint = (address: string) => {
+    const s = stats.get(address);
+    return { address, health: round(s.health, 4), requests: s.requests, latencyMs: round(s.latencyMs, 3) };
+  };
   const backends = [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [x.name, x])).values()].map((x) => {
-    const s = stats.get(x.name);
-    return {
-      type: 'Backend',
-      name: x.name,
-      namespace: '',
-      host: x.host,
-      port: x.port,
-      endpoints: [{ address: x.name, health: round(s.health, 4), requests: s.requests, latencyMs: round(s.latencyMs, 3) }],
-    };
+    switch (x.kind) {
+      case 'static':
+        return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, endpoints: [endpoint(x.name)] };
+      case 'service':
+        return { type: 'Service', name: x.name, namespace: x.namespace, host: x.service, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
+      case 'invalid':
+        return { type: 'Invalid', name: x.name, namespace: '', host: '', port: 0, reason: x.reason, endpoints: [] };
+    }
   });
+  // The origin (the GatewayPolicy or config path it came from) beside the policy, whose keys
+  // stay the policy kinds.
+  const policyEntry = (target: { kind: string; name: string }, level: string, { origin, ...policy }: PolicyIR) => ({ target, level, origin, policy });
   const policies = ir.binds.flatMap((b) =>
     b.listeners.flatMap((l) => [
-      ...(l.policy ? [{ target: { kind: 'listener', name: l.name }, level: 'gateway', policy: l.policy }] : []),
-      ...l.routes.flatMap((r) => (r.policy ? [{ target: { kind: 'route', name: r.name }, level: 'route', policy: r.policy }] : [])),
+      ...(l.policy ? [policyEntry({ kind: 'listener', name: l.name }, 'gateway', l.policy)] : []),
+      ...l.routes.flatMap((r) => (r.policy ? [policyEntry({ kind: 'route', name: r.name }, 'route', r.policy)] : [])),
     ]),
   );
   return {

@@ -3,7 +3,8 @@
 // class, not a growing literal: V8 keeps one hidden class for all requests). Stages read and
 // write it; nothing else carries request state between them.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { BackendIR, PathMatchIR } from '@tollgate/api';
+import type { PathMatchIR } from '@tollgate/api';
+import type { UpstreamTarget } from '../routing/backend-picker.js';
 import type { LlmRequest } from '../llm/request-body.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';
 import type { Admissions } from '../ratelimit/policy.js';
@@ -65,7 +66,7 @@ export class RequestContext {
   upstreamHeaders: HeaderMap | null = null;
   /** Path for the upstream request (after URLRewrite). */
   upstreamPath: string;
-  backend: BackendIR | null = null;
+  backend: UpstreamTarget | null = null;
   /** Status sent to the client, once known. */
   status = 0;
   /** Catalog code of a transport failure of the upstream call, for the request log. */

@@ -20,6 +20,7 @@ import { MAX_LLM_BODY_BYTES } from '../llm/request-body.js';
 import { DEFAULT_PATH_SETTINGS, type PathSettings } from '../pipeline/request-target.js';
 import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext } from './data-plane.js';
 import type { InFlight } from './inflight.js';
+import { upstreamNames } from '../routing/backend-picker.js';
 
 export interface RuntimeOptions {
   readonly connectTimeoutMs: number;
@@ -152,7 +153,7 @@ export class ProxyRuntime {
       this.options.log.info({ bind: key }, `bind ${key} removed from the config; closing after in-flight requests`);
       void server.close(this.options.drainTimeoutMs);
     }
-    const backends = new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends.map((x) => x.name)))));
+    const backends = new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends.flatMap(upstreamNames)))));
     void this.pools.retain(backends);
     const services = new Map<string, 'FailOpen' | 'FailClosed'>();
     for (const p of ir.binds.flatMap((b) => b.listeners.flatMap((l) => [l.policy, ...l.routes.map((r) => r.policy)]))) {

@@ -1,0 +1,204 @@
+// The ProxySnapshot on the wire: a JSON Schema (TypeBox) of the form toWire() produces and
+// fromWire() accepts. It is the in-memory IR of ./snapshot.ts with one difference: a Secret
+// travels as `{ "secret": "<value>" }` (the in-memory Secret serialises as "[redacted]").
+// A compile-time check at the end keeps this schema and the IR types from drifting apart.
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { RATE_LIMIT_UNITS } from './schema/traffic-policy.js';
+import type { Secret } from './secret.js';
+import type { ProxySnapshot } from './snapshot.js';
+
+const Str = (description: string, maxLength = 4096) => Type.String({ maxLength, description });
+const NonEmpty = (description: string, maxLength = 4096) => Type.String({ minLength: 1, maxLength, description });
+const Port = (description: string) => Type.Integer({ minimum: 0, maximum: 65535, description });
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+const Obj = <P extends Record<string, TSchema>>(properties: P, description: string) =>
+  Type.Object(properties, { additionalProperties: false, description });
+const Lit = <V extends string | number>(v: V) => Type.Literal(v);
+
+export const WireSecret = Obj({ secret: Str('The credential, in clear: the snapshot stream is the one place it travels.', 65536) }, 'A credential.');
+
+const Source = Type.Union([
+  Obj({ kind: Lit('file'), path: NonEmpty('Config file the snapshot was read from.') }, 'Read from a standalone config file.'),
+  Obj({ kind: Lit('controller'), gateway: NonEmpty('`<namespace>/<name>` of the Gateway.', 317) }, 'Sent by the controller for one Gateway.'),
+]);
+
+const PathMatch = Obj(
+  { type: Type.Union([Lit('Exact'), Lit('PathPrefix'), Lit('RegularExpression')]), value: NonEmpty('Path, prefix or regular expression.', 1024) },
+  'Path match.',
+);
+const ValueMatch = Obj(
+  { type: Type.Union([Lit('Exact'), Lit('RegularExpression')]), name: NonEmpty('Header (lower case) or query parameter name.', 256), value: Str('Value.') },
+  'Header or query parameter match.',
+);
+const RouteMatch = Obj(
+  {
+    path: PathMatch,
+    method: Nullable(NonEmpty('HTTP method.', 16)),
+    headers: Type.Array(ValueMatch, { maxItems: 16 }),
+    queryParams: Type.Array(ValueMatch, { maxItems: 16 }),
+  },
+  'One way a request matches the route.',
+);
+
+const HeaderValue = Obj({ name: NonEmpty('Header name, lower case.', 256), value: Type.Union([Str('Header value.'), WireSecret]) }, 'A header to set or add.');
+const headerModifier = {
+  set: Type.Array(HeaderValue, { maxItems: 16 }),
+  add: Type.Array(HeaderValue, { maxItems: 16 }),
+  remove: Type.Array(NonEmpty('Header name, lower case.', 256), { maxItems: 16 }),
+};
+const PathModifier = Type.Union([
+  Obj({ type: Lit('ReplaceFullPath'), value: Str('New path.', 1024) }, 'Replace the whole path.'),
+  Obj({ type: Lit('ReplacePrefixMatch'), value: Str('New prefix.', 1024) }, 'Replace the matched prefix.'),
+]);
+const Filter = Type.Union([
+  Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes request headers.'),
+  Obj({ type: Lit('ResponseHeaderModifier'), ...headerModifier }, 'Changes response headers.'),
+  Obj(
+    {
+      type: Lit('RequestRedirect'),
+      scheme: Nullable(Type.Union([Lit('http'), Lit('https')])),
+      hostname: Nullable(NonEmpty('Hostname of the Location.', 253)),
+      path: Nullable(PathModifier),
+      port: Nullable(Type.Integer({ minimum: 1, maximum: 65535 })),
+      statusCode: Type.Union([Lit(301), Lit(302), Lit(303), Lit(307), Lit(308)]),
+    },
+    'Answers with a redirect.',
+  ),
+  Obj({ type: Lit('URLRewrite'), hostname: Nullable(NonEmpty('Host header sent upstream.', 253)), path: Nullable(PathModifier) }, 'Rewrites the request.'),
+]);
+
+const Weight = Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Share of requests; 0 sends none.' });
+const Endpoint = Obj({ address: NonEmpty('IP address.', 64), port: Type.Integer({ minimum: 1, maximum: 65535 }) }, 'A ready endpoint of a Service.');
+const Backend = Type.Union([
+  Obj({ kind: Lit('static'), name: NonEmpty('`<host>:<port>`.', 300), host: NonEmpty('Host.', 253), port: Type.Integer({ minimum: 1, maximum: 65535 }), weight: Weight }, 'A fixed address.'),
+  Obj(
+    {
+      kind: Lit('service'),
+      name: NonEmpty('`<service>.<namespace>.svc.cluster.local:<port>`.', 400),
+      namespace: NonEmpty('Namespace of the Service.', 63),
+      service: NonEmpty('Name of the Service.', 253),
+      port: Type.Integer({ minimum: 1, maximum: 65535, description: 'Service port.' }),
+      weight: Weight,
+      endpoints: Type.Array(Endpoint, { maxItems: 100_000 }),
+    },
+    'A Service port and its ready endpoints.',
+  ),
+  Obj({ kind: Lit('invalid'), name: NonEmpty('The reference as written.', 600), weight: Weight, reason: NonEmpty('Why it could not be resolved.', 1024) }, 'An unresolved reference.'),
+]);
+
+const PolicyTarget = Obj(
+  {
+    kind: Type.Union([Lit('Gateway'), Lit('HTTPRoute')]),
+    namespace: NonEmpty('Namespace.', 63),
+    name: NonEmpty('Name.', 253),
+    sectionName: Nullable(NonEmpty('Listener or rule name.', 253)),
+  },
+  'What a GatewayPolicy targets.',
+);
+const ConfigOrigin = Obj({ kind: Lit('config'), path: Str('JSON path in the standalone config.', 1024) }, 'From the standalone config.');
+const RouteOrigin = Type.Union([
+  Obj({ kind: Lit('HTTPRoute'), namespace: NonEmpty('Namespace.', 63), name: NonEmpty('Name.', 253), rule: Type.Integer({ minimum: 0, maximum: 63 }) }, 'A rule of an HTTPRoute.'),
+  ConfigOrigin,
+]);
+const PolicyOrigin = Type.Union([
+  Obj({ kind: Lit('GatewayPolicy'), namespace: NonEmpty('Namespace.', 63), name: NonEmpty('Name.', 253), target: PolicyTarget }, 'A GatewayPolicy.'),
+  ConfigOrigin,
+]);
+
+const Unit = Type.Union(RATE_LIMIT_UNITS.map((u) => Lit(u)));
+const LocalRateLimit = Type.Union([
+  Obj({ kind: Lit('requests'), requests: Type.Integer({ minimum: 1 }), burst: Type.Integer({ minimum: 0 }), unit: Unit }, 'Requests per unit.'),
+  Obj({ kind: Lit('tokens'), tokens: Type.Integer({ minimum: 1 }), unit: Unit }, 'LLM tokens per unit.'),
+]);
+const GlobalRateLimit = Obj(
+  {
+    service: NonEmpty('`<host>:<port>` of the rate limit service.', 400),
+    domain: NonEmpty('Domain.', 253),
+    descriptors: Type.Array(
+      Obj(
+        {
+          entries: Type.Array(Obj({ name: NonEmpty('Key.', 253), expression: NonEmpty('CEL expression.') }, 'Descriptor entry.')),
+          unit: Type.Union([Lit('Requests'), Lit('Tokens')]),
+        },
+        'Descriptor.',
+      ),
+      { minItems: 1 },
+    ),
+    failureMode: Type.Union([Lit('FailOpen'), Lit('FailClosed')]),
+    timeoutMs: Type.Integer({ minimum: 1 }),
+  },
+  'Global rate limit.',
+);
+const Policy = Obj(
+  {
+    origin: PolicyOrigin,
+    localRateLimit: Nullable(Type.Array(LocalRateLimit, { minItems: 1, maxItems: 16 })),
+    remoteRateLimit: Nullable(GlobalRateLimit),
+  },
+  'Policies attached at one level.',
+);
+
+const Route = Obj(
+  {
+    name: NonEmpty('Route identifier.', 600),
+    origin: RouteOrigin,
+    hostnames: Type.Array(NonEmpty('Hostname.', 253)),
+    matches: Type.Array(RouteMatch, { minItems: 1, maxItems: 64 }),
+    filters: Type.Array(Filter, { maxItems: 16 }),
+    policy: Nullable(Policy),
+    backends: Type.Array(Backend, { maxItems: 64 }),
+    timeouts: Obj({ requestMs: Nullable(Type.Integer({ minimum: 0 })), backendRequestMs: Nullable(Type.Integer({ minimum: 0 })) }, 'Timeouts.'),
+  },
+  'A route.',
+);
+const Listener = Obj(
+  {
+    name: NonEmpty('Listener name.', 253),
+    protocol: Lit('HTTP'),
+    hostname: Nullable(NonEmpty('Hostname.', 253)),
+    policy: Nullable(Policy),
+    routes: Type.Array(Route),
+  },
+  'A listener.',
+);
+const Bind = Obj({ port: Port('TCP port.'), address: NonEmpty('Address to listen on.', 64), listeners: Type.Array(Listener, { minItems: 1 }) }, 'A port.');
+
+export const WireSnapshot = Obj(
+  {
+    version: Type.String({ pattern: '^[0-9a-f]{12}$', description: 'Content hash of the rest of the snapshot.', expected: '12 lower-case hex digits' }),
+    source: Source,
+    binds: Type.Array(Bind),
+  },
+  'A ProxySnapshot as it travels from the controller to a proxy.',
+);
+export type WireSnapshot = Static<typeof WireSnapshot>;
+
+/** The IR with every Secret replaced by its wire form and readonly dropped. */
+export type ToWire<T> = T extends Secret
+  ? { secret: string }
+  : T extends readonly (infer E)[]
+    ? ToWire<E>[]
+    : T extends object
+      ? { -readonly [K in keyof T]: ToWire<T[K]> }
+      : T;
+
+// Compile-time: the schema and the IR types describe the same objects. Checked level by level:
+// on the whole snapshot at once TypeScript stops comparing before the leaves.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type WireBind = WireSnapshot['binds'][number];
+type WireListener = WireBind['listeners'][number];
+type WireRoute = WireListener['routes'][number];
+type IRListener = ProxySnapshot['binds'][number]['listeners'][number];
+type IRRoute = IRListener['routes'][number];
+const sameShape: [
+  Same<WireSnapshot['source'], ToWire<ProxySnapshot['source']>>,
+  Same<Omit<WireBind, 'listeners'>, ToWire<Omit<ProxySnapshot['binds'][number], 'listeners'>>>,
+  Same<Omit<WireListener, 'routes' | 'policy'>, ToWire<Omit<IRListener, 'routes' | 'policy'>>>,
+  Same<WireListener['policy'], ToWire<IRListener['policy']>>,
+  Same<Omit<WireRoute, 'matches' | 'filters' | 'backends' | 'policy'>, ToWire<Omit<IRRoute, 'matches' | 'filters' | 'backends' | 'policy'>>>,
+  Same<WireRoute['matches'][number], ToWire<IRRoute['matches'][number]>>,
+  Same<WireRoute['filters'][number], ToWire<IRRoute['filters'][number]>>,
+  Same<WireRoute['backends'][number], ToWire<IRRoute['backends'][number]>>,
+  Same<WireRoute['policy'], ToWire<IRRoute['policy']>>,
+] = [true, true, true, true, true, true, true, true, true];
+void sameShape;

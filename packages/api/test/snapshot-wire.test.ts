@@ -1,0 +1,157 @@
+// The ProxySnapshot on the wire: secrets travel, dumps still redact, the version is a content
+// hash, and a received snapshot is validated field by field.
+import { describe, expect, it } from 'vitest';
+import {
+  decodeSnapshot,
+  encodeSnapshot,
+  fromWire,
+  REDACTED,
+  Secret,
+  snapshotVersion,
+  standaloneToSnapshot,
+  toWire,
+  validateStandaloneConfig,
+  ValidationError,
+  withVersion,
+  type ProxySnapshot,
+} from '../src/index.js';
+
+function sample(token = 'sk-live-123'): ProxySnapshot {
+  return withVersion({
+    source: { kind: 'controller', gateway: 'default/gw' },
+    binds: [
+      {
+        port: 8080,
+        address: '0.0.0.0',
+        listeners: [
+          {
+            name: 'default/gw/http',
+            protocol: 'HTTP',
+            hostname: null,
+            policy: {
+              origin: { kind: 'GatewayPolicy', namespace: 'default', name: 'p', target: { kind: 'Gateway', namespace: 'default', name: 'gw', sectionName: null } },
+              localRateLimit: [{ kind: 'requests', requests: 10, burst: 0, unit: 'Minutes' }],
+              remoteRateLimit: null,
+            },
+            routes: [
+              {
+                name: 'default/chat/rule/0',
+                origin: { kind: 'HTTPRoute', namespace: 'default', name: 'chat', rule: 0 },
+                hostnames: [],
+                matches: [{ path: { type: 'PathPrefix', value: '/' }, method: null, headers: [], queryParams: [] }],
+                filters: [{ type: 'RequestHeaderModifier', set: [{ name: 'authorization', value: new Secret(`Bearer ${token}`) }], add: [], remove: [] }],
+                policy: null,
+                backends: [
+                  { kind: 'service', name: 'llm.default.svc.cluster.local:80', namespace: 'default', service: 'llm', port: 80, weight: 1, endpoints: [{ address: '198.18.0.7', port: 9000 }] },
+                  { kind: 'invalid', name: 'default/missing', weight: 1, reason: 'BackendNotFound' },
+                ],
+                timeouts: { requestMs: null, backendRequestMs: 5000 },
+              },
+            ],
+          },
+        ],
+      },
+    ],
+  });
+}
+
+function problemsOf(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ValidationError) return err.problems.map((p) => `${p.path}: ${p.message}`);
+    throw err;
+  }
+  return [];
+}
+
+describe('snapshot wire encoding', () => {
+  it('carries secrets on the wire while JSON.stringify of the snapshot still redacts them', () => {
+    const snap = sample();
+    expect(JSON.stringify(snap)).not.toContain('sk-live-123');
+    expect(JSON.stringify(snap)).toContain(REDACTED);
+    const text = encodeSnapshot(snap);
+    expect(text).toContain('"secret":"Bearer sk-live-123"');
+    const back = decodeSnapshot(text);
+    const header = back.binds[0]!.listeners[0]!.routes[0]!.filters[0]!;
+    if (header.type !== 'RequestHeaderModifier') throw new Error('filter type changed');
+    const value = header.set[0]!.value;
+    expect(value).toBeInstanceOf(Secret);
+    expect((value as Secret).reveal()).toBe('Bearer sk-live-123');
+    expect(toWire(back)).toEqual(toWire(snap));
+    expect(back.version).toBe(snap.version);
+  });
+
+  it('round-trips a standalone snapshot', () => {
+    const cfg = validateStandaloneConfig({
+      binds: [{ port: 3000, listeners: [{ name: 'l', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: '127.0.0.1:9000', weight: 2 }] }] }] }],
+    });
+    const snap = standaloneToSnapshot(cfg, { kind: 'file', path: '/etc/tollgate.yaml' });
+    expect(toWire(decodeSnapshot(encodeSnapshot(snap)))).toEqual(toWire(snap));
+  });
+});
+
+describe('snapshot version', () => {
+  it('is equal for equal content, survives the wire, and is 12 hex digits', () => {
+    const snap = sample();
+    expect(snapshotVersion(sample())).toBe(snap.version);
+    expect(decodeSnapshot(encodeSnapshot(snap)).version).toBe(snap.version);
+    expect(snapshotVersion(decodeSnapshot(encodeSnapshot(snap)))).toBe(snap.version);
+    expect(snap.version).toMatch(/^[0-9a-f]{12}$/);
+  });
+
+  it('changes with any content, secrets included', () => {
+    expect(sample('a').version).not.toBe(sample('b').version);
+    const other = withVersion({ ...sample(), source: { kind: 'controller', gateway: 'default/other' } });
+    expect(other.version).not.toBe(sample().version);
+  });
+});
+
+describe('fromWire validation', () => {
+  const wire = () => toWire(sample()) as unknown as Record<string, unknown> & { binds: Record<string, unknown>[] };
+
+  it('names an unknown field and a wrong type by path', () => {
+    const w = wire();
+    (w.binds[0] as { listeners: Record<string, unknown>[] }).listeners[0]!.extra = 1;
+    w.binds[0]!.port = 'x';
+    expect(problemsOf(() => fromWire(w))).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^binds\[0\]\.listeners\[0\]\.extra: unknown field/),
+        'binds[0].port: got string "x"; expected integer',
+      ]),
+    );
+  });
+
+  it('refuses a version that is not the hash of the content', () => {
+    const w = wire();
+    w.version = '000000000000';
+    expect(problemsOf(() => fromWire(w))).toEqual([`version: got "000000000000"; the content hashes to "${sample().version}"`]);
+  });
+
+  it('refuses two binds on one port and a regular expression that does not compile', () => {
+    const snap = sample();
+    const bind = snap.binds[0]!;
+    const route = bind.listeners[0]!.routes[0]!;
+    const bad = withVersion({
+      source: snap.source,
+      binds: [
+        bind,
+        {
+          ...bind,
+          listeners: [{ ...bind.listeners[0]!, name: 'other', routes: [{ ...route, matches: [{ path: { type: 'RegularExpression', value: '(' }, method: null, headers: [], queryParams: [] }] }] }],
+        },
+      ],
+    });
+    expect(problemsOf(() => fromWire(toWire(bad)))).toEqual([
+      'binds[1].port: port 8080 is bound twice; one bind per port',
+      expect.stringMatching(/^binds\[1\]\.listeners\[0\]\.routes\[0\]\.matches\[0\]\.path\.value: not a valid regular expression/),
+    ]);
+  });
+
+  it('refuses a secret in any shape but { secret }', () => {
+    const w = wire();
+    const text = JSON.stringify(w).replace('{"secret":"Bearer sk-live-123"}', '{"secret":"x","extra":1}');
+    expect(problemsOf(() => decodeSnapshot(text)).length).toBeGreaterThan(0);
+    expect(problemsOf(() => decodeSnapshot('{'))).toEqual([expect.stringMatching(/^: not JSON/)]);
+  });
+});

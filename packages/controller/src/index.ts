@@ -1,0 +1,5 @@
+// @tollgate/controller: the cluster-mode control plane of Tollgate.
+export { translate } from './translate/index.js';
+export type * from './translate/types.js';
+export type * from './types/gateway-api.js';
+export { GATEWAY_GROUP, POLICY_GROUP } from './types/gateway-api.js';

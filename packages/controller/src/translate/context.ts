@@ -1,0 +1,65 @@
+// The inputs, indexed once per translation: every lookup translation makes afterwards is a
+// map access, so the cost stays linear in the number of objects.
+import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import type { Gateway, HTTPRoute } from '../types/gateway-api.js';
+import { ReferenceGrants } from './referencegrant.js';
+import { byKey, keyOf } from './keys.js';
+import type { Resources, TranslateOptions } from './types.js';
+
+/** Label the API server sets on every Namespace; selectors commonly use it. */
+const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
+const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+
+export interface Context {
+  readonly controllerName: string;
+  readonly gatewayApiVersion: string | null;
+  namespaceLabels(namespace: string): Readonly<Record<string, string>>;
+  readonly services: ReadonlyMap<string, V1Service>;
+  /** EndpointSlices by `<namespace>/<service>`, sorted by name. */
+  readonly endpointSlices: ReadonlyMap<string, readonly V1EndpointSlice[]>;
+  readonly grants: ReferenceGrants;
+  readonly gateways: ReadonlyMap<string, Gateway>;
+  readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
+  /** Computes a value once per translation (e.g. the endpoints of a Service port many routes use). */
+  memo<T>(key: string, make: () => T): T;
+}
+
+export function buildContext(resources: Resources, options: TranslateOptions): Context {
+  const labels = new Map<string, Readonly<Record<string, string>>>();
+  for (const ns of resources.namespaces) {
+    const name = ns.metadata?.name;
+    if (name) labels.set(name, { ...(ns.metadata?.labels ?? {}), [NAMESPACE_NAME_LABEL]: name });
+  }
+  const services = new Map<string, V1Service>();
+  for (const s of resources.services) {
+    if (s.metadata?.name && s.metadata.namespace) services.set(`${s.metadata.namespace}/${s.metadata.name}`, s);
+  }
+  const slices = new Map<string, V1EndpointSlice[]>();
+  for (const slice of resources.endpointSlices) {
+    const service = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
+    const ns = slice.metadata?.namespace;
+    if (!service || !ns) continue;
+    const key = `${ns}/${service}`;
+    const list = slices.get(key);
+    if (list) list.push(slice);
+    else slices.set(key, [slice]);
+  }
+  for (const list of slices.values()) list.sort((a, b) => ((a.metadata?.name ?? '') < (b.metadata?.name ?? '') ? -1 : 1));
+  const memo = new Map<string, unknown>();
+  return {
+    memo: <T>(key: string, make: () => T): T => {
+      if (memo.has(key)) return memo.get(key) as T;
+      const value = make();
+      memo.set(key, value);
+      return value;
+    },
+    controllerName: options.controllerName,
+    gatewayApiVersion: options.gatewayApiVersion ?? null,
+    namespaceLabels: (namespace) => labels.get(namespace) ?? { [NAMESPACE_NAME_LABEL]: namespace },
+    services,
+    endpointSlices: slices,
+    grants: new ReferenceGrants(resources.referenceGrants),
+    gateways: new Map(byKey(resources.gateways).map((g) => [keyOf(g.metadata), g])),
+    httpRoutes: new Map(byKey(resources.httpRoutes).map((r) => [keyOf(r.metadata), r])),
+  };
+}

@@ -1,0 +1,81 @@
+// Gateway: the Gateways of our accepted classes, whether each is accepted, and its listeners.
+import { condition, fail, ok, type Verdict } from './conditions.js';
+import type { Context } from './context.js';
+import type { ClassVerdict } from './gatewayclass.js';
+import { generationOf } from './keys.js';
+import { translateListeners, type ListenerState } from './listeners.js';
+import type { Gateway } from '../types/gateway-api.js';
+import type { GatewayStatusReport, ListenerStatusReport } from './types.js';
+
+export interface GatewayState {
+  readonly key: string;
+  readonly gateway: Gateway;
+  readonly accepted: Verdict;
+  /** In spec order. */
+  readonly listeners: readonly ListenerState[];
+}
+
+function acceptance(gateway: Gateway, gc: ClassVerdict, listeners: readonly ListenerState[]): Verdict {
+  if (!gc.accepted.ok) return fail('Invalid', `GatewayClass ${gc.name} is not accepted: ${gc.accepted.message}`);
+  if (gateway.spec.addresses?.length)
+    return fail('UnsupportedAddress', 'spec.addresses cannot be honoured yet: the proxy Service gets its address from the cluster; remove spec.addresses');
+  const params = gateway.spec.infrastructure?.parametersRef;
+  if (params) return fail('InvalidParameters', `infrastructure.parametersRef ${params.kind} ${params.name} is not supported; remove it`);
+  const bad = listeners.filter((l) => !l.accepted.ok);
+  if (!bad.length) return ok('Accepted', 'accepted');
+  const detail = bad.map((l) => `${l.spec.name} (${l.accepted.reason})`).join(', ');
+  const good = listeners.filter((l) => l.accepted.ok).map((l) => l.spec.name);
+  if (!good.length) return fail('ListenersNotValid', `no listener can be accepted: ${detail}`);
+  return ok('ListenersNotValid', `listeners not accepted: ${detail}; accepted: ${good.join(', ')}`);
+}
+
+/** Gateways whose class is ours, sorted by key. */
+export function translateGateways(ctx: Context, classes: ReadonlyMap<string, ClassVerdict>): Map<string, GatewayState> {
+  const out = new Map<string, GatewayState>();
+  for (const [key, gateway] of ctx.gateways) {
+    const gc = classes.get(gateway.spec.gatewayClassName);
+    if (!gc) continue;
+    const listeners = translateListeners(gateway, ctx);
+    out.set(key, { key, gateway, accepted: acceptance(gateway, gc, listeners), listeners });
+  }
+  return out;
+}
+
+/** A listener takes routes when both it and its Gateway are accepted. */
+export function listenerLive(g: GatewayState, l: ListenerState): boolean {
+  return g.accepted.ok && l.accepted.ok;
+}
+
+function listenerStatus(g: GatewayState, l: ListenerState, gen: number): ListenerStatusReport {
+  const live = listenerLive(g, l);
+  return {
+    name: l.spec.name,
+    supportedKinds: l.supportedKinds,
+    attachedRoutes: l.attachedRoutes,
+    conditions: [
+      condition('Accepted', l.accepted.ok, l.accepted.reason, l.accepted.message, gen),
+      condition('Conflicted', !l.conflicted.ok, l.conflicted.reason, l.conflicted.message, gen),
+      live
+        ? condition('Programmed', false, 'Pending', 'waiting for a proxy of the Gateway to apply its configuration', gen)
+        : condition('Programmed', false, 'Invalid', g.accepted.ok ? `not programmed: ${l.accepted.message}` : 'not programmed: the Gateway is not accepted', gen),
+      condition('ResolvedRefs', l.resolvedRefs.ok, l.resolvedRefs.reason, l.resolvedRefs.message, gen),
+    ],
+  };
+}
+
+export function gatewayStatus(g: GatewayState): GatewayStatusReport {
+  const meta = g.gateway.metadata;
+  const gen = generationOf(meta);
+  return {
+    namespace: meta.namespace ?? '',
+    name: meta.name,
+    generation: gen,
+    conditions: [
+      condition('Accepted', g.accepted.ok, g.accepted.reason, g.accepted.message, gen),
+      g.accepted.ok
+        ? condition('Programmed', false, 'Pending', 'waiting for a proxy of the Gateway to apply its configuration', gen)
+        : condition('Programmed', false, 'Invalid', `not programmed: ${g.accepted.message}`, gen),
+    ],
+    listeners: g.listeners.map((l) => listenerStatus(g, l, gen)),
+  };
+}

@@ -1,0 +1,190 @@
+// HTTPRoute: which listeners each route attaches to (parentRefs, allowedRoutes, hostnames),
+// its rules in the IR, and its status per parent.
+import type { BackendIR, Problem } from '@tollgate/api';
+import { resolveBackendRef } from './backendrefs.js';
+import { condition, fail, ok, type Verdict } from './conditions.js';
+import type { Context } from './context.js';
+import { listenerLive, type GatewayState } from './gateway.js';
+import { routeHostnamesOn } from './hostnames.js';
+import { compareStrings, createdAt, generationOf } from './keys.js';
+import { allowsKind, allowsNamespace, type ListenerState } from './listeners.js';
+import { translateRule, type RuleIR } from './rules.js';
+import { GATEWAY_GROUP, type HTTPRoute, type ParentReference } from '../types/gateway-api.js';
+import type { HTTPRouteStatusReport, RouteParentStatusReport } from './types.js';
+
+export interface TranslatedRule extends RuleIR {
+  readonly index: number;
+  /** rules[].name, what a GatewayPolicy sectionName refers to. */
+  readonly sectionName: string | null;
+  readonly backends: readonly BackendIR[];
+}
+
+export interface Attachment {
+  readonly gateway: GatewayState;
+  readonly listener: ListenerState;
+  /** Hostnames the route serves on this listener ([]: all of the listener's). */
+  readonly hostnames: readonly string[];
+}
+
+export interface TranslatedRoute {
+  readonly key: string;
+  readonly route: HTTPRoute;
+  readonly rules: readonly TranslatedRule[];
+  /** Listeners the route is attached to, in Gateway then listener order. */
+  readonly attachments: readonly Attachment[];
+  readonly status: HTTPRouteStatusReport;
+}
+
+interface ParentVerdict {
+  readonly ref: ParentReference;
+  readonly accepted: Verdict;
+  readonly attachments: readonly Attachment[];
+}
+
+const KIND = 'HTTPRoute';
+
+function describeListeners(listeners: readonly ListenerState[]): string {
+  return listeners.map((l) => l.spec.name).join(', ');
+}
+
+function matchParent(route: HTTPRoute, ref: ParentReference, g: GatewayState, ctx: Context): Omit<ParentVerdict, 'ref'> {
+  const ns = route.metadata.namespace ?? '';
+  const none = (v: Verdict) => ({ accepted: v, attachments: [] });
+  const candidates = g.listeners.filter((l) => (ref.sectionName === undefined || l.spec.name === ref.sectionName) && (ref.port === undefined || l.spec.port === ref.port));
+  if (!candidates.length) {
+    const what = [ref.sectionName !== undefined ? `named ${ref.sectionName}` : '', ref.port !== undefined ? `on port ${ref.port}` : ''].filter(Boolean).join(' ');
+    return none(fail('NoMatchingParent', `Gateway ${g.key} has no listener ${what}`));
+  }
+  if (!g.accepted.ok) return none(fail('NoMatchingParent', `Gateway ${g.key} is not accepted: ${g.accepted.message}`));
+  const live = candidates.filter((l) => listenerLive(g, l));
+  if (!live.length) return none(fail('NotAllowedByListeners', `listener ${describeListeners(candidates)} of Gateway ${g.key} is not accepted`));
+  const kindOk = live.filter((l) => allowsKind(l, GATEWAY_GROUP, KIND));
+  if (!kindOk.length) return none(fail('NotAllowedByListeners', `listener ${describeListeners(live)} of Gateway ${g.key} does not allow kind HTTPRoute (allowedRoutes.kinds)`));
+  const allowed = kindOk.filter((l) => allowsNamespace(l, ns, ctx));
+  if (!allowed.length)
+    return none(fail('NotAllowedByListeners', `listener ${describeListeners(kindOk)} of Gateway ${g.key} does not allow routes from namespace ${ns} (allowedRoutes.namespaces)`));
+  const attachments: Attachment[] = [];
+  for (const l of allowed) {
+    const hostnames = routeHostnamesOn(l.spec.hostname ?? null, route.spec.hostnames ?? []);
+    if (hostnames) attachments.push({ gateway: g, listener: l, hostnames });
+  }
+  if (!attachments.length)
+    return none(
+      fail('NoMatchingListenerHostname', `no hostname of the route (${(route.spec.hostnames ?? []).join(', ')}) matches listener ${allowed.map((l) => `${l.spec.name} (${l.spec.hostname ?? '*'})`).join(', ')}`),
+    );
+  return { accepted: ok('Accepted', `attached to listener ${attachments.map((a) => a.listener.spec.name).join(', ')}`), attachments };
+}
+
+interface RulesResult {
+  readonly rules: TranslatedRule[];
+  readonly problems: Problem[];
+  readonly refs: Verdict;
+}
+
+/**
+ * The objects a route's rules are translated from besides the route itself: the Services and
+ * EndpointSlices its backendRefs name, and the ReferenceGrants of the namespaces they are in.
+ */
+function dependencies(route: HTTPRoute, ctx: Context): unknown[] {
+  const ns = route.metadata.namespace ?? '';
+  const out: unknown[] = [];
+  for (const rule of route.spec.rules ?? [])
+    for (const ref of rule.backendRefs ?? []) {
+      const target = ref.namespace ?? ns;
+      const key = `${target}/${ref.name}`;
+      out.push(ctx.services.get(key), ...(ctx.endpointSlices.get(key) ?? []), ...(target !== ns ? ctx.grants.inNamespace(target) : []));
+    }
+  return out;
+}
+
+// Informer caches hand out the same object until it changes, so a route whose object and
+// dependencies are the same objects as last time has the same rules: they are reused, and so
+// are the IR objects built from them (which keeps the snapshot hash cache warm).
+const rulesCache = new WeakMap<HTTPRoute, { readonly deps: readonly unknown[]; readonly result: RulesResult }>();
+
+function sameObjects(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function cachedRules(route: HTTPRoute, ctx: Context): RulesResult {
+  const deps = dependencies(route, ctx);
+  const hit = rulesCache.get(route);
+  if (hit && sameObjects(hit.deps, deps)) return hit.result;
+  const result = translateRules(route, ctx);
+  rulesCache.set(route, { deps, result });
+  return result;
+}
+
+function translateRules(route: HTTPRoute, ctx: Context): RulesResult {
+  const ns = route.metadata.namespace ?? '';
+  const problems: Problem[] = [];
+  let refs: Verdict | null = null;
+  const rules = (route.spec.rules?.length ? route.spec.rules : [{}]).map((rule, index) => {
+    const path = `spec.rules[${index}]`;
+    const { ir, problems: p } = translateRule(rule, path);
+    problems.push(...p);
+    const backends = (rule.backendRefs ?? []).map((ref, i) => {
+      const r = resolveBackendRef(ref, ns, `${path}.backendRefs[${i}]`, ctx);
+      if (!r.verdict.ok && !refs) refs = r.verdict;
+      return r.ir;
+    });
+    return { ...ir, index, sectionName: rule.name ?? null, backends };
+  });
+  return { rules, problems, refs: refs ?? ok('ResolvedRefs', 'all references resolved') };
+}
+
+/** The parentRef as the status reports it: defaults written out. */
+function fullRef(ref: ParentReference, routeNamespace: string): ParentReference {
+  return {
+    group: ref.group ?? GATEWAY_GROUP,
+    kind: ref.kind ?? 'Gateway',
+    namespace: ref.namespace ?? routeNamespace,
+    name: ref.name,
+    ...(ref.sectionName !== undefined ? { sectionName: ref.sectionName } : {}),
+    ...(ref.port !== undefined ? { port: ref.port } : {}),
+  };
+}
+
+/**
+ * Routes in Gateway API precedence order (oldest first, then namespace/name), each with its
+ * attachments; counts attachedRoutes on the listeners.
+ */
+export function translateHTTPRoutes(ctx: Context, gateways: ReadonlyMap<string, GatewayState>): TranslatedRoute[] {
+  // Sorted by creation time once (not parsed again in every comparison), then by key.
+  const ordered = [...ctx.httpRoutes]
+    .map(([key, route]) => ({ key, route, at: createdAt(route.metadata) }))
+    .sort((a, b) => (a.at === b.at ? compareStrings(a.key, b.key) : a.at < b.at ? -1 : 1));
+  return ordered.map(({ key, route }) => {
+    const ns = route.metadata.namespace ?? '';
+    const gen = generationOf(route.metadata);
+    const { rules, problems, refs } = cachedRules(route, ctx);
+    const parents: RouteParentStatusReport[] = [];
+    const attachments: Attachment[] = [];
+    const seen = new Set<ListenerState>();
+    for (const raw of route.spec.parentRefs ?? []) {
+      const ref = fullRef(raw, ns);
+      if (ref.group !== GATEWAY_GROUP || ref.kind !== 'Gateway') continue;
+      const g = gateways.get(`${ref.namespace}/${ref.name}`);
+      if (!g) continue; // not a Gateway this controller serves
+      let { accepted, attachments: found } = matchParent(route, ref, g, ctx);
+      if (accepted.ok && problems.length) {
+        accepted = fail('UnsupportedValue', problems.map((p) => `${p.path}: ${p.message}`).join('; '));
+        found = [];
+      }
+      for (const a of found) {
+        if (seen.has(a.listener)) continue;
+        seen.add(a.listener);
+        a.listener.attachedRoutes++;
+        attachments.push(a);
+      }
+      parents.push({
+        parentRef: ref,
+        controllerName: ctx.controllerName,
+        conditions: [condition('Accepted', accepted.ok, accepted.reason, accepted.message, gen), condition('ResolvedRefs', refs.ok, refs.reason, refs.message, gen)],
+      });
+    }
+    return { key, route, rules, attachments, status: { namespace: ns, name: route.metadata.name, generation: gen, parents } };
+  });
+}

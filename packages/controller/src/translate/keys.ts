@@ -1,0 +1,32 @@
+// Object keys and the one ordering every list is sorted by, so that output never depends on
+// the order the informers delivered the objects in.
+import type { ObjectMeta } from '../types/gateway-api.js';
+
+export function keyOf(meta: { readonly namespace?: string; readonly name: string }): string {
+  return meta.namespace ? `${meta.namespace}/${meta.name}` : meta.name;
+}
+
+export function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+export function byKey<T extends { readonly metadata: { readonly namespace?: string; readonly name: string } }>(items: readonly T[]): T[] {
+  return [...items].sort((a, b) => compareStrings(keyOf(a.metadata), keyOf(b.metadata)));
+}
+
+/** Milliseconds since the epoch, or +Infinity when unknown (sorts last). */
+export function createdAt(meta: ObjectMeta): number {
+  const t = meta.creationTimestamp;
+  if (t === undefined) return Number.POSITIVE_INFINITY;
+  const ms = t instanceof Date ? t.getTime() : Date.parse(t);
+  return Number.isNaN(ms) ? Number.POSITIVE_INFINITY : ms;
+}
+
+/** Gateway API tie-break between objects: oldest first, then namespace/name alphabetically. */
+export function compareAge(a: ObjectMeta, b: ObjectMeta): number {
+  return createdAt(a) - createdAt(b) || compareStrings(keyOf(a), keyOf(b));
+}
+
+export function generationOf(meta: ObjectMeta): number {
+  return meta.generation ?? 0;
+}

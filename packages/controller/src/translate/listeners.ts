@@ -1,0 +1,111 @@
+// Gateway listeners: which are accepted, which route kinds they take, which namespaces may
+// attach routes, and the conflicts between listeners sharing a port.
+import { fail, ok, type Verdict } from './conditions.js';
+import type { Context } from './context.js';
+import { selects } from './label-selector.js';
+import { GATEWAY_GROUP, type Gateway, type Listener, type RouteGroupKind } from '../types/gateway-api.js';
+
+/** Route kinds each protocol can carry, among the kinds this controller implements. */
+const KINDS_BY_PROTOCOL: Readonly<Record<string, readonly Required<RouteGroupKind>[]>> = {
+  HTTP: [{ group: GATEWAY_GROUP, kind: 'HTTPRoute' }],
+  HTTPS: [{ group: GATEWAY_GROUP, kind: 'HTTPRoute' }],
+};
+
+export interface ListenerState {
+  readonly spec: Listener;
+  readonly gateway: Gateway;
+  /** Accepted: False when the protocol is unsupported or the listener conflicts with another. */
+  readonly accepted: Verdict;
+  readonly conflicted: Verdict;
+  readonly resolvedRefs: Verdict;
+  readonly supportedKinds: readonly Required<RouteGroupKind>[];
+  /** Routes attached (Accepted) through this listener; counted while routes are translated. */
+  attachedRoutes: number;
+}
+
+function supportedKinds(l: Listener): { kinds: Required<RouteGroupKind>[]; invalid: string[] } {
+  const possible = KINDS_BY_PROTOCOL[l.protocol] ?? [];
+  const wanted = l.allowedRoutes?.kinds;
+  if (!wanted?.length) return { kinds: [...possible], invalid: [] };
+  const kinds: Required<RouteGroupKind>[] = [];
+  const invalid: string[] = [];
+  for (const k of wanted) {
+    const group = k.group ?? GATEWAY_GROUP;
+    if (possible.some((p) => p.group === group && p.kind === k.kind)) {
+      if (!kinds.some((x) => x.group === group && x.kind === k.kind)) kinds.push({ group, kind: k.kind });
+    } else invalid.push(`${group}/${k.kind}`);
+  }
+  return { kinds, invalid };
+}
+
+function certificateRefs(l: Listener, gateway: Gateway, ctx: Context): Verdict | null {
+  if (l.protocol !== 'HTTPS') return null;
+  const ns = gateway.metadata.namespace ?? '';
+  for (const [i, ref] of (l.tls?.certificateRefs ?? []).entries()) {
+    const group = ref.group ?? '';
+    const kind = ref.kind ?? 'Secret';
+    if (group !== '' || kind !== 'Secret')
+      return fail('InvalidCertificateRef', `tls.certificateRefs[${i}] refers to ${kind} ${ref.name}; only core Secrets hold certificates`);
+    const to = { group: '', kind: 'Secret', namespace: ref.namespace ?? ns, name: ref.name };
+    if (!ctx.grants.permits({ group: GATEWAY_GROUP, kind: 'Gateway', namespace: ns }, to))
+      return fail(
+        'RefNotPermitted',
+        `tls.certificateRefs[${i}] refers to Secret ${to.namespace}/${to.name} in another namespace; a ReferenceGrant in ${to.namespace} must allow Gateways of ${ns}`,
+      );
+  }
+  return null;
+}
+
+export function translateListeners(gateway: Gateway, ctx: Context): ListenerState[] {
+  const listeners = gateway.spec.listeners ?? [];
+  // Conflicts: listeners on one port must share a protocol and differ in hostname.
+  const byPort = new Map<number, Listener[]>();
+  for (const l of listeners) byPort.set(l.port, [...(byPort.get(l.port) ?? []), l]);
+  const conflictOf = (l: Listener): Verdict => {
+    const same = byPort.get(l.port) ?? [];
+    const protocols = new Set(same.map((x) => x.protocol));
+    if (protocols.size > 1)
+      return fail('ProtocolConflict', `port ${l.port} is used with protocols ${[...protocols].sort().join(' and ')}; listeners sharing a port must use one protocol`);
+    const host = l.hostname ?? '';
+    const clash = same.filter((x) => x !== l && (x.hostname ?? '') === host).map((x) => x.name);
+    if (clash.length)
+      return fail('HostnameConflict', `listener ${clash.join(', ')} uses port ${l.port} with the same hostname ${host ? `"${host}"` : '(none)'}; give each a distinct hostname or port`);
+    return ok('NoConflicts', 'no conflicts');
+  };
+  return listeners.map((l) => {
+    const conflict = conflictOf(l);
+    const { kinds, invalid } = supportedKinds(l);
+    let accepted: Verdict;
+    if (l.protocol === 'HTTP') accepted = ok('Accepted', 'accepted');
+    else if (l.protocol === 'HTTPS') accepted = fail('UnsupportedProtocol', 'HTTPS listeners are not supported yet; use protocol HTTP');
+    else accepted = fail('UnsupportedProtocol', `protocol ${l.protocol} is not supported; use HTTP`);
+    if (accepted.ok && !conflict.ok) accepted = fail(conflict.reason, conflict.message);
+    const resolvedRefs =
+      certificateRefs(l, gateway, ctx) ??
+      (invalid.length
+        ? fail('InvalidRouteKinds', `allowedRoutes.kinds ${invalid.join(', ')} cannot attach to a ${l.protocol} listener; supported: ${(KINDS_BY_PROTOCOL[l.protocol] ?? []).map((k) => k.kind).join(', ') || 'none'}`)
+        : ok('ResolvedRefs', 'all references resolved'));
+    return { spec: l, gateway, accepted, conflicted: conflict, resolvedRefs, supportedKinds: kinds, attachedRoutes: 0 };
+  });
+}
+
+/** Whether a route in `namespace` may attach to this listener (allowedRoutes.namespaces). */
+export function allowsNamespace(state: ListenerState, namespace: string, ctx: Context): boolean {
+  const from = state.spec.allowedRoutes?.namespaces?.from ?? 'Same';
+  switch (from) {
+    case 'All':
+      return true;
+    case 'Same':
+      return namespace === state.gateway.metadata.namespace;
+    case 'Selector': {
+      const selector = state.spec.allowedRoutes?.namespaces?.selector;
+      return selector ? selects(selector, ctx.namespaceLabels(namespace)) : false;
+    }
+    default:
+      return false;
+  }
+}
+
+export function allowsKind(state: ListenerState, group: string, kind: string): boolean {
+  return state.supportedKinds.some((k) => k.group === group && k.kind === kind);
+}

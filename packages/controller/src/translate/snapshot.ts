@@ -1,0 +1,87 @@
+// One ProxySnapshot per accepted Gateway: a bind per port, a listener per accepted listener,
+// the attached routes in Gateway API precedence order with their policies.
+import { withVersion, type BindIR, type ListenerIR, type PolicyIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { listenerLive, type GatewayState } from './gateway.js';
+import { targetKey, type AppliedPolicies } from './gatewaypolicy.js';
+import type { TranslatedRoute, TranslatedRule } from './httproute.js';
+import type { ListenerState } from './listeners.js';
+
+/** Address the proxy binds every port on; the proxy Service in front of it picks the exposure. */
+const BIND_ADDRESS = '0.0.0.0';
+
+// The IR of a rule on a listener, kept while the rule, its hostnames there and its policy are
+// the same objects (see the rules cache in ./httproute.ts).
+const routeCache = new WeakMap<TranslatedRule, Map<string, RouteIR>>();
+
+function routeIR(tr: TranslatedRoute, rule: TranslatedRule, hostnames: readonly string[], policy: PolicyIR | null): RouteIR {
+  const key = hostnames.join(' ');
+  let byHosts = routeCache.get(rule);
+  const hit = byHosts?.get(key);
+  if (hit && hit.policy === policy) return hit;
+  const ns = tr.route.metadata.namespace ?? '';
+  const name = tr.route.metadata.name;
+  const ir: RouteIR = {
+    name: `${ns}/${name}/rule/${rule.index}`,
+    origin: { kind: 'HTTPRoute', namespace: ns, name, rule: rule.index },
+    hostnames: [...hostnames],
+    matches: rule.matches,
+    filters: rule.filters,
+    policy,
+    backends: rule.backends,
+    timeouts: rule.timeouts,
+  };
+  if (!byHosts) routeCache.set(rule, (byHosts = new Map<string, RouteIR>()));
+  byHosts.set(key, ir);
+  return ir;
+}
+
+function routeIRs(tr: TranslatedRoute, hostnames: readonly string[], applied: AppliedPolicies): RouteIR[] {
+  const ns = tr.route.metadata.namespace ?? '';
+  const name = tr.route.metadata.name;
+  const whole = applied.get(targetKey('HTTPRoute', ns, name, null)) ?? null;
+  return tr.rules.map((rule) =>
+    routeIR(tr, rule, hostnames, (rule.sectionName !== null ? applied.get(targetKey('HTTPRoute', ns, name, rule.sectionName)) : undefined) ?? whole),
+  );
+}
+
+export function buildSnapshots(
+  gateways: ReadonlyMap<string, GatewayState>,
+  routes: readonly TranslatedRoute[],
+  applied: AppliedPolicies,
+): Map<string, ProxySnapshot> {
+  // Routes are already in precedence order; keep it per listener.
+  const byListener = new Map<ListenerState, RouteIR[]>();
+  for (const tr of routes) {
+    for (const a of tr.attachments) {
+      const list = byListener.get(a.listener) ?? [];
+      if (!list.length) byListener.set(a.listener, list);
+      list.push(...routeIRs(tr, a.hostnames, applied));
+    }
+  }
+  const out = new Map<string, ProxySnapshot>();
+  for (const [key, g] of gateways) {
+    if (!g.accepted.ok) continue;
+    const ns = g.gateway.metadata.namespace ?? '';
+    const gwName = g.gateway.metadata.name;
+    const gatewayPolicy = applied.get(targetKey('Gateway', ns, gwName, null)) ?? null;
+    const ports = new Map<number, ListenerIR[]>();
+    for (const l of g.listeners) {
+      if (!listenerLive(g, l)) continue;
+      const listener: ListenerIR = {
+        name: l.spec.name,
+        protocol: 'HTTP',
+        hostname: l.spec.hostname ?? null,
+        policy: applied.get(targetKey('Gateway', ns, gwName, l.spec.name)) ?? gatewayPolicy,
+        routes: byListener.get(l) ?? [],
+      };
+      const list = ports.get(l.spec.port) ?? [];
+      if (!list.length) ports.set(l.spec.port, list);
+      list.push(listener);
+    }
+    const binds: BindIR[] = [...ports]
+      .sort(([a], [b]) => a - b)
+      .map(([port, listeners]) => ({ port, address: BIND_ADDRESS, listeners }));
+    out.set(key, withVersion({ source: { kind: 'controller', gateway: key }, binds }));
+  }
+  return out;
+}

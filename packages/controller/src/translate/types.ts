@@ -1,0 +1,158 @@
+// The translation contract: what the watch side hands to translate() and what it gets back.
+//
+// translate() is pure, synchronous and deterministic: its output depends only on its
+// arguments, and the same objects in any order give byte-identical output (maps are filled in
+// sorted key order). The caller owns I/O: it feeds the informer caches in, pushes `snapshots`
+// to proxies and hands `status` to the status writer, which merges it with what is on the API
+// server.
+//
+// Objects are treated as immutable: translate() remembers (by object identity, in WeakMaps)
+// the work done for the objects of earlier calls and reuses it when it gets the same objects
+// again, which is what informer caches hand out for unchanged objects. A changed object must
+// be a new object (informers replace objects, they never edit them in place); an object edited
+// in place may be translated as it was.
+import type { ProxySnapshot } from '@tollgate/api';
+import type { V1EndpointSlice, V1Namespace, V1Service } from '@kubernetes/client-node';
+import type {
+  Gateway,
+  GatewayClass,
+  GatewayPolicy,
+  HTTPRoute,
+  ParentReference,
+  ReferenceGrant,
+  RouteGroupKind,
+} from '../types/gateway-api.js';
+
+/** Everything the controller watches, as the informer caches hold it (any order). */
+export interface Resources {
+  readonly gatewayClasses: readonly GatewayClass[];
+  readonly gateways: readonly Gateway[];
+  readonly httpRoutes: readonly HTTPRoute[];
+  readonly referenceGrants: readonly ReferenceGrant[];
+  readonly gatewayPolicies: readonly GatewayPolicy[];
+  readonly services: readonly V1Service[];
+  readonly endpointSlices: readonly V1EndpointSlice[];
+  readonly namespaces: readonly V1Namespace[];
+}
+
+export interface TranslateOptions {
+  /** GatewayClass spec.controllerName this controller serves, e.g. tollgate.dev/gateway-controller. */
+  readonly controllerName: string;
+  /**
+   * `gateway.networking.k8s.io/bundle-version` of the installed Gateway API CRDs (e.g.
+   * v1.6.1), read once by the caller; absent: not known, GatewayClass SupportedVersion Unknown.
+   */
+  readonly gatewayApiVersion?: string;
+}
+
+export interface TranslateResult {
+  /**
+   * One snapshot per Gateway this controller serves (its class is ours and Accepted), keyed by
+   * `<namespace>/<name>`, in sorted key order. A Gateway whose routes are all broken still has a
+   * snapshot (with the listeners and nothing routed), so the proxies answer 404 rather than
+   * keeping stale routes.
+   */
+  readonly snapshots: ReadonlyMap<string, ProxySnapshot>;
+  readonly status: StatusReport;
+}
+
+export type Translate = (resources: Resources, options: TranslateOptions) => TranslateResult;
+
+// Status ------------------------------------------------------------------------------------
+
+/**
+ * A metav1.Condition without lastTransitionTime: the status writer keeps the time of a
+ * condition whose status did not change and stamps a new one otherwise.
+ */
+export interface DesiredCondition {
+  readonly type: string;
+  readonly status: 'True' | 'False' | 'Unknown';
+  /** CamelCase, from the Gateway API (or GatewayPolicy) reason list. */
+  readonly reason: string;
+  readonly message: string;
+  /** metadata.generation of the object the condition was computed from. */
+  readonly observedGeneration: number;
+}
+
+/** Keyed by `<name>` (cluster-scoped). Only classes whose controllerName is ours. */
+export interface GatewayClassStatusReport {
+  readonly name: string;
+  readonly generation: number;
+  /** Accepted, SupportedVersion. */
+  readonly conditions: readonly DesiredCondition[];
+}
+
+export interface ListenerStatusReport {
+  readonly name: string;
+  readonly supportedKinds: readonly Required<RouteGroupKind>[];
+  readonly attachedRoutes: number;
+  /** Accepted, Programmed, ResolvedRefs, Conflicted. */
+  readonly conditions: readonly DesiredCondition[];
+}
+
+/** Keyed by `<namespace>/<name>`. Only Gateways whose class is ours. */
+export interface GatewayStatusReport {
+  readonly namespace: string;
+  readonly name: string;
+  readonly generation: number;
+  /**
+   * Accepted, Programmed. Translation reports Programmed False/Pending (nothing proves a proxy
+   * applied the snapshot yet); the writer overrides it from proxy readiness once that exists.
+   */
+  readonly conditions: readonly DesiredCondition[];
+  /** In spec order. */
+  readonly listeners: readonly ListenerStatusReport[];
+}
+
+export interface RouteParentStatusReport {
+  /** The parentRef as written in the route, defaults filled in (group, kind, namespace). */
+  readonly parentRef: ParentReference;
+  readonly controllerName: string;
+  /** Accepted, ResolvedRefs. */
+  readonly conditions: readonly DesiredCondition[];
+}
+
+/**
+ * Keyed by `<namespace>/<name>`; every HTTPRoute in the resources is present. `parents` holds
+ * this controller's entries only: the writer replaces the entries whose controllerName is ours
+ * with these (removing ours no longer listed) and keeps other controllers' entries.
+ */
+export interface HTTPRouteStatusReport {
+  readonly namespace: string;
+  readonly name: string;
+  readonly generation: number;
+  readonly parents: readonly RouteParentStatusReport[];
+}
+
+export interface PolicyAncestorReference {
+  readonly group: string;
+  readonly kind: string;
+  readonly namespace: string;
+  readonly name: string;
+  readonly sectionName?: string;
+}
+
+export interface PolicyAncestorStatusReport {
+  readonly ancestorRef: PolicyAncestorReference;
+  readonly controllerName: string;
+  /** Accepted, Attached. */
+  readonly conditions: readonly DesiredCondition[];
+}
+
+/**
+ * Keyed by `<namespace>/<name>`; every GatewayPolicy in the resources is present. `ancestors`
+ * holds this controller's entries only (at most 16), merged by the writer as for routes.
+ */
+export interface GatewayPolicyStatusReport {
+  readonly namespace: string;
+  readonly name: string;
+  readonly generation: number;
+  readonly ancestors: readonly PolicyAncestorStatusReport[];
+}
+
+export interface StatusReport {
+  readonly gatewayClasses: ReadonlyMap<string, GatewayClassStatusReport>;
+  readonly gateways: ReadonlyMap<string, GatewayStatusReport>;
+  readonly httpRoutes: ReadonlyMap<string, HTTPRouteStatusReport>;
+  readonly gatewayPolicies: ReadonlyMap<string, GatewayPolicyStatusReport>;
+}

@@ -1,0 +1,271 @@
+// The Gateway API (v1.6.1, standard channel) objects the controller reads, reduced to the
+// fields translation looks at. Fields are as the API server returns them: optional where the
+// CRD defaults them, so translation applies the defaults itself and never trusts that a
+// webhook or the CRD did. Status is left out: translation computes it, it never reads it.
+import type { GatewayPolicySpec, TrafficPolicy } from '@tollgate/api';
+
+export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
+export const POLICY_GROUP = 'tollgate.dev';
+
+/** The part of metav1.ObjectMeta translation uses. */
+export interface ObjectMeta {
+  readonly name: string;
+  /** Absent only on cluster-scoped objects (GatewayClass, Namespace). */
+  readonly namespace?: string;
+  readonly generation?: number;
+  /** RFC 3339 from custom resource informers, Date from the typed core clients. */
+  readonly creationTimestamp?: string | Date;
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly uid?: string;
+  readonly resourceVersion?: string;
+}
+
+export interface LabelSelectorRequirement {
+  readonly key: string;
+  readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  readonly values?: readonly string[];
+}
+
+export interface LabelSelector {
+  readonly matchLabels?: Readonly<Record<string, string>>;
+  readonly matchExpressions?: readonly LabelSelectorRequirement[];
+}
+
+// GatewayClass -----------------------------------------------------------------------------
+
+export interface ParametersReference {
+  readonly group: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly namespace?: string;
+}
+
+export interface GatewayClass {
+  readonly apiVersion: 'gateway.networking.k8s.io/v1' | 'gateway.networking.k8s.io/v1beta1';
+  readonly kind: 'GatewayClass';
+  readonly metadata: ObjectMeta;
+  readonly spec: {
+    readonly controllerName: string;
+    readonly parametersRef?: ParametersReference;
+    readonly description?: string;
+  };
+}
+
+// Gateway ----------------------------------------------------------------------------------
+
+export type ProtocolType = 'HTTP' | 'HTTPS' | 'TLS' | 'TCP' | 'UDP' | (string & {});
+
+export interface RouteGroupKind {
+  readonly group?: string;
+  readonly kind: string;
+}
+
+export interface SecretObjectReference {
+  readonly group?: string;
+  readonly kind?: string;
+  readonly name: string;
+  readonly namespace?: string;
+}
+
+export interface GatewayTLSConfig {
+  readonly mode?: 'Terminate' | 'Passthrough';
+  readonly certificateRefs?: readonly SecretObjectReference[];
+  readonly options?: Readonly<Record<string, string>>;
+}
+
+export interface AllowedRoutes {
+  readonly namespaces?: {
+    readonly from?: 'All' | 'Same' | 'Selector' | 'None';
+    readonly selector?: LabelSelector;
+  };
+  readonly kinds?: readonly RouteGroupKind[];
+}
+
+export interface Listener {
+  readonly name: string;
+  readonly hostname?: string;
+  readonly port: number;
+  readonly protocol: ProtocolType;
+  readonly tls?: GatewayTLSConfig;
+  readonly allowedRoutes?: AllowedRoutes;
+}
+
+export interface GatewaySpecAddress {
+  readonly type?: string;
+  readonly value?: string;
+}
+
+export interface Gateway {
+  readonly apiVersion: 'gateway.networking.k8s.io/v1' | 'gateway.networking.k8s.io/v1beta1';
+  readonly kind: 'Gateway';
+  readonly metadata: ObjectMeta;
+  readonly spec: {
+    readonly gatewayClassName: string;
+    readonly listeners: readonly Listener[];
+    readonly addresses?: readonly GatewaySpecAddress[];
+    readonly infrastructure?: {
+      readonly labels?: Readonly<Record<string, string>>;
+      readonly annotations?: Readonly<Record<string, string>>;
+      readonly parametersRef?: { readonly group: string; readonly kind: string; readonly name: string };
+    };
+  };
+}
+
+// HTTPRoute --------------------------------------------------------------------------------
+
+export interface ParentReference {
+  readonly group?: string;
+  readonly kind?: string;
+  readonly namespace?: string;
+  readonly name: string;
+  readonly sectionName?: string;
+  readonly port?: number;
+}
+
+export interface HTTPPathMatch {
+  readonly type?: 'Exact' | 'PathPrefix' | 'RegularExpression';
+  readonly value?: string;
+}
+
+export interface HTTPHeaderMatch {
+  readonly type?: 'Exact' | 'RegularExpression';
+  readonly name: string;
+  readonly value: string;
+}
+
+export interface HTTPQueryParamMatch {
+  readonly type?: 'Exact' | 'RegularExpression';
+  readonly name: string;
+  readonly value: string;
+}
+
+export interface HTTPRouteMatch {
+  readonly path?: HTTPPathMatch;
+  readonly headers?: readonly HTTPHeaderMatch[];
+  readonly queryParams?: readonly HTTPQueryParamMatch[];
+  readonly method?: string;
+}
+
+export interface HTTPHeader {
+  readonly name: string;
+  readonly value: string;
+}
+
+export interface HTTPHeaderFilter {
+  readonly set?: readonly HTTPHeader[];
+  readonly add?: readonly HTTPHeader[];
+  readonly remove?: readonly string[];
+}
+
+export interface HTTPPathModifier {
+  readonly type: 'ReplaceFullPath' | 'ReplacePrefixMatch';
+  readonly replaceFullPath?: string;
+  readonly replacePrefixMatch?: string;
+}
+
+export interface HTTPRequestRedirectFilter {
+  readonly scheme?: 'http' | 'https';
+  readonly hostname?: string;
+  readonly path?: HTTPPathModifier;
+  readonly port?: number;
+  readonly statusCode?: 301 | 302 | 303 | 307 | 308;
+}
+
+export interface HTTPURLRewriteFilter {
+  readonly hostname?: string;
+  readonly path?: HTTPPathModifier;
+}
+
+export interface LocalObjectReference {
+  readonly group: string;
+  readonly kind: string;
+  readonly name: string;
+}
+
+/** Every filter type of the v1.6.1 CRD; the ones the proxy cannot run are reported, not dropped silently. */
+export interface HTTPRouteFilter {
+  readonly type:
+    | 'RequestHeaderModifier'
+    | 'ResponseHeaderModifier'
+    | 'RequestRedirect'
+    | 'URLRewrite'
+    | 'RequestMirror'
+    | 'CORS'
+    | 'ExternalAuth'
+    | 'ExtensionRef'
+    | (string & {});
+  readonly requestHeaderModifier?: HTTPHeaderFilter;
+  readonly responseHeaderModifier?: HTTPHeaderFilter;
+  readonly requestRedirect?: HTTPRequestRedirectFilter;
+  readonly urlRewrite?: HTTPURLRewriteFilter;
+  readonly requestMirror?: Readonly<Record<string, unknown>>;
+  readonly cors?: Readonly<Record<string, unknown>>;
+  readonly externalAuth?: Readonly<Record<string, unknown>>;
+  readonly extensionRef?: LocalObjectReference;
+}
+
+export interface HTTPBackendRef {
+  readonly group?: string;
+  readonly kind?: string;
+  readonly name: string;
+  readonly namespace?: string;
+  readonly port?: number;
+  readonly weight?: number;
+  readonly filters?: readonly HTTPRouteFilter[];
+}
+
+export interface HTTPRouteTimeouts {
+  readonly request?: string;
+  readonly backendRequest?: string;
+}
+
+export interface HTTPRouteRule {
+  readonly name?: string;
+  readonly matches?: readonly HTTPRouteMatch[];
+  readonly filters?: readonly HTTPRouteFilter[];
+  readonly backendRefs?: readonly HTTPBackendRef[];
+  readonly timeouts?: HTTPRouteTimeouts;
+}
+
+export interface HTTPRoute {
+  readonly apiVersion: 'gateway.networking.k8s.io/v1' | 'gateway.networking.k8s.io/v1beta1';
+  readonly kind: 'HTTPRoute';
+  readonly metadata: ObjectMeta;
+  readonly spec: {
+    readonly parentRefs?: readonly ParentReference[];
+    readonly hostnames?: readonly string[];
+    readonly rules?: readonly HTTPRouteRule[];
+  };
+}
+
+// ReferenceGrant ---------------------------------------------------------------------------
+
+export interface ReferenceGrant {
+  readonly apiVersion: 'gateway.networking.k8s.io/v1' | 'gateway.networking.k8s.io/v1beta1';
+  readonly kind: 'ReferenceGrant';
+  readonly metadata: ObjectMeta;
+  readonly spec: {
+    readonly from: readonly { readonly group: string; readonly kind: string; readonly namespace: string }[];
+    readonly to: readonly { readonly group: string; readonly kind: string; readonly name?: string }[];
+  };
+}
+
+// GatewayPolicy (tollgate.dev/v1alpha1) ----------------------------------------------------
+
+export interface PolicyTargetReference {
+  readonly group: string;
+  readonly kind: string;
+  readonly name: string;
+  /** A listener of a Gateway target; absent: the whole target. */
+  readonly sectionName?: string;
+}
+
+export interface GatewayPolicy {
+  readonly apiVersion: 'tollgate.dev/v1alpha1';
+  readonly kind: 'GatewayPolicy';
+  readonly metadata: ObjectMeta;
+  readonly spec: Omit<GatewayPolicySpec, 'targetRefs' | 'traffic'> & {
+    readonly targetRefs: readonly PolicyTargetReference[];
+    readonly traffic?: TrafficPolicy;
+  };
+}

@@ -1,0 +1,242 @@
+// JSON Schemas of the objects translation reads, written from the Gateway API v1.6.1 standard
+// CRDs, the GatewayPolicy CRD and the core v1/discovery v1 types, with every object closed
+// (additionalProperties false). parseObject() reads a Kubernetes object strictly: an unknown
+// kind or field is an error naming it, so a golden test input cannot say what it does not mean.
+import { Type, type TSchema } from '@sinclair/typebox';
+import { compile, TrafficPolicy, ValidationError, type Validator } from '@tollgate/api';
+import type { V1EndpointSlice, V1Namespace, V1Service } from '@kubernetes/client-node';
+import type { Gateway, GatewayClass, GatewayPolicy, HTTPRoute, ReferenceGrant } from './gateway-api.js';
+
+const Obj = <P extends Record<string, TSchema>>(properties: P) => Type.Object(properties, { additionalProperties: false });
+const Opt = <T extends TSchema>(t: T) => Type.Optional(t);
+const Str = (options?: Parameters<typeof Type.String>[0]) => Type.String(options);
+const Int = (options?: Parameters<typeof Type.Integer>[0]) => Type.Integer(options);
+const Strings = Type.Array(Type.String());
+const StringMap = Type.Record(Type.String(), Type.String());
+
+const Metadata = Obj({
+  name: Str({ minLength: 1 }),
+  namespace: Opt(Str({ minLength: 1 })),
+  generation: Opt(Int({ minimum: 0 })),
+  creationTimestamp: Opt(Str({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?Z$', expected: 'an RFC 3339 UTC time, e.g. 2026-01-02T03:04:05Z' })),
+  labels: Opt(StringMap),
+  annotations: Opt(StringMap),
+  uid: Opt(Str()),
+  resourceVersion: Opt(Str()),
+});
+
+const LabelSelector = Obj({
+  matchLabels: Opt(StringMap),
+  matchExpressions: Opt(Type.Array(Obj({ key: Str(), operator: Type.Union(['In', 'NotIn', 'Exists', 'DoesNotExist'].map((o) => Type.Literal(o))), values: Opt(Strings) }))),
+});
+
+const GatewayApiVersion = Type.Union([Type.Literal('gateway.networking.k8s.io/v1'), Type.Literal('gateway.networking.k8s.io/v1beta1')]);
+const Ref = { group: Opt(Str()), kind: Opt(Str()), name: Str(), namespace: Opt(Str()) };
+
+const GatewayClassSchema = Obj({
+  apiVersion: GatewayApiVersion,
+  kind: Type.Literal('GatewayClass'),
+  metadata: Metadata,
+  spec: Obj({ controllerName: Str(), description: Opt(Str()), parametersRef: Opt(Obj({ group: Str(), kind: Str(), name: Str(), namespace: Opt(Str()) })) }),
+});
+
+const CaValidation = Obj({
+  caCertificateRefs: Type.Array(Obj({ group: Str(), kind: Str(), name: Str(), namespace: Opt(Str()) })),
+  mode: Opt(Type.Union([Type.Literal('AllowValidOnly'), Type.Literal('AllowInsecureFallback')])),
+});
+
+const GatewaySchema = Obj({
+  apiVersion: GatewayApiVersion,
+  kind: Type.Literal('Gateway'),
+  metadata: Metadata,
+  spec: Obj({
+    gatewayClassName: Str(),
+    addresses: Opt(Type.Array(Obj({ type: Opt(Str()), value: Opt(Str()) }))),
+    allowedListeners: Opt(Obj({ namespaces: Opt(Obj({ from: Opt(Str()), selector: Opt(LabelSelector) })) })),
+    infrastructure: Opt(Obj({ labels: Opt(StringMap), annotations: Opt(StringMap), parametersRef: Opt(Obj({ group: Str(), kind: Str(), name: Str() })) })),
+    tls: Opt(
+      Obj({
+        backend: Opt(Obj({ clientCertificateRef: Opt(Obj(Ref)) })),
+        frontend: Opt(Obj({ default: Obj({ validation: Opt(CaValidation) }), perPort: Opt(Type.Array(Obj({ port: Int(), tls: Obj({ validation: Opt(CaValidation) }) }))) })),
+      }),
+    ),
+    listeners: Type.Array(
+      Obj({
+        name: Str({ minLength: 1 }),
+        hostname: Opt(Str()),
+        port: Int({ minimum: 1, maximum: 65535 }),
+        protocol: Str(),
+        tls: Opt(Obj({ mode: Opt(Type.Union([Type.Literal('Terminate'), Type.Literal('Passthrough')])), certificateRefs: Opt(Type.Array(Obj(Ref))), options: Opt(StringMap) })),
+        allowedRoutes: Opt(
+          Obj({
+            namespaces: Opt(Obj({ from: Opt(Type.Union(['All', 'Same', 'Selector'].map((f) => Type.Literal(f)))), selector: Opt(LabelSelector) })),
+            kinds: Opt(Type.Array(Obj({ group: Opt(Str()), kind: Str() }))),
+          }),
+        ),
+      }),
+      { minItems: 1, maxItems: 64 },
+    ),
+  }),
+});
+
+const ValueMatch = Obj({ type: Opt(Type.Union([Type.Literal('Exact'), Type.Literal('RegularExpression')])), name: Str(), value: Str() });
+const HeaderFilter = Obj({ set: Opt(Type.Array(Obj({ name: Str(), value: Str() }))), add: Opt(Type.Array(Obj({ name: Str(), value: Str() }))), remove: Opt(Strings) });
+const PathModifier = Obj({ type: Type.Union([Type.Literal('ReplaceFullPath'), Type.Literal('ReplacePrefixMatch')]), replaceFullPath: Opt(Str()), replacePrefixMatch: Opt(Str()) });
+const BackendObjectRef = { group: Opt(Str()), kind: Opt(Str()), name: Str(), namespace: Opt(Str()), port: Opt(Int({ minimum: 1, maximum: 65535 })) };
+const Filter = Obj({
+  type: Type.Union(['RequestHeaderModifier', 'ResponseHeaderModifier', 'RequestMirror', 'RequestRedirect', 'URLRewrite', 'ExtensionRef', 'CORS'].map((t) => Type.Literal(t))),
+  requestHeaderModifier: Opt(HeaderFilter),
+  responseHeaderModifier: Opt(HeaderFilter),
+  requestRedirect: Opt(
+    Obj({
+      scheme: Opt(Type.Union([Type.Literal('http'), Type.Literal('https')])),
+      hostname: Opt(Str()),
+      path: Opt(PathModifier),
+      port: Opt(Int({ minimum: 1, maximum: 65535 })),
+      statusCode: Opt(Type.Union([301, 302, 303, 307, 308].map((c) => Type.Literal(c)))),
+    }),
+  ),
+  urlRewrite: Opt(Obj({ hostname: Opt(Str()), path: Opt(PathModifier) })),
+  requestMirror: Opt(Obj({ backendRef: Obj(BackendObjectRef), percent: Opt(Int()), fraction: Opt(Obj({ numerator: Int(), denominator: Opt(Int()) })) })),
+  cors: Opt(
+    Obj({
+      allowOrigins: Opt(Strings),
+      allowCredentials: Opt(Type.Boolean()),
+      allowMethods: Opt(Strings),
+      allowHeaders: Opt(Strings),
+      exposeHeaders: Opt(Strings),
+      maxAge: Opt(Int()),
+    }),
+  ),
+  extensionRef: Opt(Obj({ group: Str(), kind: Str(), name: Str() })),
+});
+
+const HTTPRouteSchema = Obj({
+  apiVersion: GatewayApiVersion,
+  kind: Type.Literal('HTTPRoute'),
+  metadata: Metadata,
+  spec: Obj({
+    parentRefs: Opt(Type.Array(Obj({ ...Ref, sectionName: Opt(Str()), port: Opt(Int({ minimum: 1, maximum: 65535 })) }), { maxItems: 32 })),
+    hostnames: Opt(Type.Array(Str(), { maxItems: 16 })),
+    rules: Opt(
+      Type.Array(
+        Obj({
+          name: Opt(Str()),
+          matches: Opt(
+            Type.Array(
+              Obj({
+                path: Opt(Obj({ type: Opt(Type.Union(['Exact', 'PathPrefix', 'RegularExpression'].map((t) => Type.Literal(t)))), value: Opt(Str()) })),
+                headers: Opt(Type.Array(ValueMatch)),
+                queryParams: Opt(Type.Array(ValueMatch)),
+                method: Opt(Type.Union(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'].map((m) => Type.Literal(m)))),
+              }),
+              { maxItems: 64 },
+            ),
+          ),
+          filters: Opt(Type.Array(Filter, { maxItems: 16 })),
+          backendRefs: Opt(Type.Array(Obj({ ...BackendObjectRef, weight: Opt(Int({ minimum: 0, maximum: 1_000_000 })), filters: Opt(Type.Array(Filter)) }), { maxItems: 16 })),
+          timeouts: Opt(Obj({ request: Opt(Str()), backendRequest: Opt(Str()) })),
+        }),
+        { maxItems: 16 },
+      ),
+    ),
+  }),
+});
+
+const ReferenceGrantSchema = Obj({
+  apiVersion: GatewayApiVersion,
+  kind: Type.Literal('ReferenceGrant'),
+  metadata: Metadata,
+  spec: Obj({
+    from: Type.Array(Obj({ group: Str(), kind: Str(), namespace: Str() }), { minItems: 1, maxItems: 16 }),
+    to: Type.Array(Obj({ group: Str(), kind: Str(), name: Opt(Str()) }), { minItems: 1, maxItems: 16 }),
+  }),
+});
+
+const GatewayPolicySchema = Obj({
+  apiVersion: Type.Literal('tollgate.dev/v1alpha1'),
+  kind: Type.Literal('GatewayPolicy'),
+  metadata: Metadata,
+  spec: Obj({
+    targetRefs: Type.Array(Obj({ group: Str(), kind: Str(), name: Str(), sectionName: Opt(Str()) }), { minItems: 1, maxItems: 16 }),
+    traffic: Opt(TrafficPolicy),
+  }),
+});
+
+const ServiceSchema = Obj({
+  apiVersion: Type.Literal('v1'),
+  kind: Type.Literal('Service'),
+  metadata: Metadata,
+  spec: Obj({
+    type: Opt(Type.Union(['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName'].map((t) => Type.Literal(t)))),
+    clusterIP: Opt(Str()),
+    selector: Opt(StringMap),
+    externalName: Opt(Str()),
+    ports: Opt(
+      Type.Array(
+        Obj({
+          name: Opt(Str()),
+          protocol: Opt(Str()),
+          appProtocol: Opt(Str()),
+          port: Int({ minimum: 1, maximum: 65535 }),
+          targetPort: Opt(Type.Union([Int(), Str()])),
+          nodePort: Opt(Int()),
+        }),
+      ),
+    ),
+  }),
+});
+
+const EndpointSliceSchema = Obj({
+  apiVersion: Type.Literal('discovery.k8s.io/v1'),
+  kind: Type.Literal('EndpointSlice'),
+  metadata: Metadata,
+  addressType: Type.Union([Type.Literal('IPv4'), Type.Literal('IPv6'), Type.Literal('FQDN')]),
+  endpoints: Type.Array(
+    Obj({
+      addresses: Type.Array(Str(), { minItems: 1 }),
+      conditions: Opt(Obj({ ready: Opt(Type.Boolean()), serving: Opt(Type.Boolean()), terminating: Opt(Type.Boolean()) })),
+      nodeName: Opt(Str()),
+      zone: Opt(Str()),
+      hostname: Opt(Str()),
+    }),
+  ),
+  ports: Opt(Type.Array(Obj({ name: Opt(Str()), port: Opt(Int()), protocol: Opt(Str()), appProtocol: Opt(Str()) }))),
+});
+
+const NamespaceSchema = Obj({ apiVersion: Type.Literal('v1'), kind: Type.Literal('Namespace'), metadata: Metadata });
+
+const VALIDATORS = {
+  GatewayClass: compile(GatewayClassSchema),
+  Gateway: compile(GatewaySchema),
+  HTTPRoute: compile(HTTPRouteSchema),
+  ReferenceGrant: compile(ReferenceGrantSchema),
+  GatewayPolicy: compile(GatewayPolicySchema),
+  Service: compile(ServiceSchema),
+  EndpointSlice: compile(EndpointSliceSchema),
+  Namespace: compile(NamespaceSchema),
+} satisfies Record<string, Validator<unknown>>;
+
+export type KnownKind = keyof typeof VALIDATORS;
+export const KNOWN_KINDS = Object.keys(VALIDATORS) as KnownKind[];
+
+/** The objects parseObject() returns, each typed as translation reads it. */
+export type KnownObject =
+  | { kind: 'GatewayClass'; object: GatewayClass }
+  | { kind: 'Gateway'; object: Gateway }
+  | { kind: 'HTTPRoute'; object: HTTPRoute }
+  | { kind: 'ReferenceGrant'; object: ReferenceGrant }
+  | { kind: 'GatewayPolicy'; object: GatewayPolicy }
+  | { kind: 'Service'; object: V1Service }
+  | { kind: 'EndpointSlice'; object: V1EndpointSlice }
+  | { kind: 'Namespace'; object: V1Namespace };
+
+/** Validates one Kubernetes object strictly; throws a ValidationError naming each bad field. */
+export function parseObject(value: unknown, subject: string): KnownObject {
+  const kind = (value as { kind?: unknown } | null)?.kind;
+  if (typeof kind !== 'string' || !(kind in VALIDATORS))
+    throw new ValidationError(subject, [{ path: 'kind', message: `got ${JSON.stringify(kind)}; expected one of: ${KNOWN_KINDS.join(', ')}` }]);
+  const result = VALIDATORS[kind as KnownKind](value);
+  if (!result.ok) throw new ValidationError(subject, result.problems);
+  return { kind, object: result.value } as KnownObject;
+}

@@ -1,0 +1,89 @@
+// Property: translate() reuses work for objects that are the same objects as in an earlier
+// call (informer caches keep unchanged objects). Whatever mix of kept, replaced and edited
+// objects follows, the output equals that of a translation from fresh copies.
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { translate } from '../src/translate/index.js';
+import type { Resources } from '../src/translate/types.js';
+import { caseOptions, parseResources, resultBytes } from './support.js';
+
+const dir = fileURLToPath(new URL('../testdata/', import.meta.url));
+const inputs = readdirSync(dir)
+  .filter((f) => f.endsWith('.in.yaml'))
+  .sort()
+  .map((f) => {
+    const text = readFileSync(`${dir}${f}`, 'utf8');
+    return { name: f, text, options: caseOptions(text) };
+  });
+
+type Mutable = Record<string, unknown> & { spec?: Record<string, unknown>; metadata: Record<string, unknown> };
+
+/** An edit a user might make to an object of this kind (on a copy). */
+function edit(kind: string, o: Mutable, n: number): void {
+  const spec = o.spec as Record<string, unknown[] | Record<string, unknown> | undefined> | undefined;
+  o.metadata.generation = ((o.metadata.generation as number | undefined) ?? 1) + 1;
+  switch (kind) {
+    case 'endpointSlices': {
+      const eps = o.endpoints as { addresses: string[]; conditions?: { ready?: boolean } }[];
+      if (eps[0]) eps[0].conditions = { ready: n % 2 === 0 };
+      if (n % 3 === 0) eps.push({ addresses: [`198.18.9.${n % 200}`] });
+      break;
+    }
+    case 'services': {
+      const ports = (spec?.ports ?? []) as { port: number }[];
+      if (ports[0]) ports[0].port = n % 2 ? 81 : 80;
+      break;
+    }
+    case 'httpRoutes': {
+      const rules = (spec?.rules ?? []) as { backendRefs?: { weight?: number }[] }[];
+      const ref = rules[0]?.backendRefs?.[0];
+      if (ref) ref.weight = n % 4;
+      if (n % 3 === 0) (o.spec as Record<string, unknown>).hostnames = [n % 2 ? 'a.example.com' : '*.example.com'];
+      break;
+    }
+    case 'gatewayPolicies': {
+      const local = ((spec?.traffic as { rateLimit?: { local?: { requests?: number }[] } } | undefined)?.rateLimit?.local ?? [])[0];
+      if (local?.requests) local.requests = 1 + (n % 50);
+      break;
+    }
+    case 'gateways': {
+      const l = (spec?.listeners as { hostname?: string }[] | undefined)?.[0];
+      if (l) l.hostname = n % 2 ? 'a.example.com' : undefined;
+      break;
+    }
+    case 'namespaces':
+      o.metadata.labels = { env: n % 2 ? 'prod' : 'dev', 'gateway-access': 'yes' };
+      break;
+    default:
+      break;
+  }
+}
+
+describe('translate reuse across calls (property)', () => {
+  it('kept, replaced and edited objects give the output of a fresh translation', () => {
+    fc.assert(
+      fc.property(fc.nat({ max: inputs.length - 1 }), fc.array(fc.tuple(fc.nat(), fc.constantFrom('keep', 'copy', 'edit'), fc.nat()), { minLength: 1, maxLength: 30 }), (index, steps) => {
+        const c = inputs[index]!;
+        const first = parseResources(c.text, c.name);
+        translate(first, c.options); // warms the caches with these objects
+        const next = Object.fromEntries(Object.entries(first).map(([k, list]) => [k, [...(list as unknown[])]])) as unknown as Record<keyof Resources, unknown[]>;
+        const kinds = Object.keys(next) as (keyof Resources)[];
+        for (const [pick, action, n] of steps) {
+          const kind = kinds[pick % kinds.length]!;
+          const list = next[kind];
+          if (!list.length || action === 'keep') continue;
+          const i = n % list.length;
+          const copy = structuredClone(list[i]) as Mutable;
+          if (action === 'edit') edit(kind, copy, n);
+          list[i] = copy;
+        }
+        const warm = translate(next as unknown as Resources, c.options);
+        const cold = translate(structuredClone(next) as unknown as Resources, c.options);
+        expect(resultBytes(warm)).toBe(resultBytes(cold));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

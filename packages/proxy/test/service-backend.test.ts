@@ -1,0 +1,72 @@
+// Service backends, as the controller sends them: a snapshot that went through the wire
+// encoding is applied, and requests go round robin over the Service's ready endpoints (real
+// upstream servers on loopback); a Service without endpoints, or an unresolved reference,
+// gets no request through.
+import { afterEach, describe, expect, it } from 'vitest';
+import { decodeSnapshot, encodeSnapshot, withVersion, type BackendIR, type ProxySnapshot } from '@tollgate/api';
+import { freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+
+let cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+/** The gateway's current snapshot with the one route's backends replaced, sent over the wire and applied. */
+async function applyBackends(gw: TestGateway, backends: BackendIR[]): Promise<ProxySnapshot> {
+  const current = gw.gateway.snapshot;
+  const next = withVersion({
+    source: { kind: 'controller', gateway: 'default/gw' },
+    binds: current.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map((r) => ({ ...r, backends })) })) })),
+  });
+  const received = decodeSnapshot(encodeSnapshot(next));
+  await gw.gateway.runtime.apply(received);
+  return received;
+}
+
+async function setup(): Promise<{ gw: TestGateway; a: Upstream; b: Upstream }> {
+  const reply = (name: string) => (_req: unknown, res: { end: (s: string) => void }) => res.end(name);
+  const a = await startUpstream(reply('a'));
+  const b = await startUpstream(reply('b'));
+  const gw = await startGateway(simpleConfig(await freePort(), [{ name: 'r', backends: [{ host: a.host }] }]));
+  cleanup.push(() => a.close(), () => b.close(), () => gw.close());
+  return { gw, a, b };
+}
+
+const service = (endpoints: { address: string; port: number }[], weight = 1): BackendIR => ({
+  kind: 'service',
+  name: 'llm.default.svc.cluster.local:80',
+  namespace: 'default',
+  service: 'llm',
+  port: 80,
+  weight,
+  endpoints,
+});
+
+describe('Service backends', () => {
+  it('spread requests round robin over the ready endpoints', async () => {
+    const { gw, a, b } = await setup();
+    await applyBackends(gw, [service([{ address: '127.0.0.1', port: a.port }, { address: '127.0.0.1', port: b.port }])]);
+    const bodies: string[] = [];
+    for (let i = 0; i < 4; i++) bodies.push((await send(`${gw.url}/x`)).body);
+    expect(bodies).toEqual(['a', 'b', 'a', 'b']);
+    const dump = (await (await fetch(`${gw.adminUrl}/config_dump`)).json()) as { version: string; backends: { type: string; name: string; namespace: string; endpoints: { address: string; requests: number }[] }[] };
+    expect(dump.backends).toEqual([
+      expect.objectContaining({
+        type: 'Service',
+        name: 'llm.default.svc.cluster.local:80',
+        namespace: 'default',
+        endpoints: [expect.objectContaining({ address: a.host, requests: 2 }), expect.objectContaining({ address: b.host, requests: 2 })],
+      }),
+    ]);
+  });
+
+  it('answer 503 when the Service has no ready endpoint or the reference did not resolve', async () => {
+    const { gw } = await setup();
+    await applyBackends(gw, [service([])]);
+    const empty = await send(`${gw.url}/x`);
+    expect(empty.status).toBe(503);
+    await applyBackends(gw, [{ kind: 'invalid', name: 'default/missing', weight: 1, reason: 'BackendNotFound' }]);
+    expect((await send(`${gw.url}/x`)).status).toBe(503);
+  });
+});
