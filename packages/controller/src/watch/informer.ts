@@ -27,6 +27,8 @@ export class Informer {
   #backoff: number;
   #timer: NodeJS.Timeout | undefined;
   #lastError = '';
+  /** uid -> what translation reads besides spec, for kinds whose spec bumps generation. */
+  readonly #fingerprints = new Map<string, string>();
 
   constructor(
     readonly kind: WatchedKind,
@@ -40,11 +42,31 @@ export class Informer {
     // autoStart false: start() below owns the first list.
     this.#lw = new ListWatch(kind.path, new Watch(kc), list, false);
     const changed = () => this.events.changed(kind);
-    this.#lw.on('add', changed);
-    this.#lw.on('update', changed);
-    this.#lw.on('delete', changed);
+    this.#lw.on('add', (o) => {
+      this.#remember(o);
+      changed();
+    });
+    // Our own status writes come back as updates; translation never reads status, so an
+    // update that changed nothing else (same generation, labels) is not a change.
+    this.#lw.on('update', (o) => {
+      if (this.#remember(o)) changed();
+    });
+    this.#lw.on('delete', (o) => {
+      if (o.metadata?.uid) this.#fingerprints.delete(o.metadata.uid);
+      changed();
+    });
     this.#lw.on('connect', () => this.log.debug({ kind: kind.kind }, 'watch connecting'));
     this.#lw.on('error', (err: unknown) => this.#failed(err));
+  }
+
+  /** Records the object; false when nothing translation reads has changed. */
+  #remember(o: KubernetesObject): boolean {
+    const m = o.metadata;
+    if (!this.kind.hasStatus || !m?.uid || m.generation === undefined) return true;
+    const fp = JSON.stringify([m.generation, m.labels ?? {}, m.deletionTimestamp ?? null]);
+    if (this.#fingerprints.get(m.uid) === fp) return false;
+    this.#fingerprints.set(m.uid, fp);
+    return true;
   }
 
   get synced(): boolean {

@@ -10,6 +10,8 @@ export interface WatchedKind {
   readonly version: string;
   readonly plural: string;
   readonly namespaced: boolean;
+  /** A custom resource with a status subresource: status writes do not bump generation. */
+  readonly hasStatus: boolean;
   /** Path of the collection across all namespaces, for list and watch. */
   readonly path: string;
   readonly list: (kc: KubeConfig) => () => Promise<KubernetesListObject<KubernetesObject>>;
@@ -23,6 +25,7 @@ function custom(kind: string, resources: keyof Resources, group: string, version
     version,
     plural,
     namespaced,
+    hasStatus: true,
     path: `/apis/${group}/${version}/${plural}`,
     list: (kc) => {
       const api = kc.makeApiClient(CustomObjectsApi);
@@ -46,6 +49,7 @@ export const KINDS: readonly WatchedKind[] = [
     version: 'v1',
     plural: 'services',
     namespaced: true,
+    hasStatus: false,
     path: '/api/v1/services',
     list: (kc) => {
       const api = kc.makeApiClient(CoreV1Api);
@@ -59,6 +63,7 @@ export const KINDS: readonly WatchedKind[] = [
     version: 'v1',
     plural: 'endpointslices',
     namespaced: true,
+    hasStatus: false,
     path: '/apis/discovery.k8s.io/v1/endpointslices',
     list: (kc) => {
       const api = kc.makeApiClient(DiscoveryV1Api);
@@ -72,6 +77,7 @@ export const KINDS: readonly WatchedKind[] = [
     version: 'v1',
     plural: 'namespaces',
     namespaced: false,
+    hasStatus: false,
     path: '/api/v1/namespaces',
     list: (kc) => {
       const api = kc.makeApiClient(CoreV1Api);
