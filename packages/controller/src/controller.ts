@@ -3,6 +3,7 @@
 // snapshot server (every replica) and the deployer (leader) join as runnables of their own.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { AdminServer } from './admin/server.js';
+import { EventRecorder } from './events/recorder.js';
 import { healthServer } from './health/server.js';
 import { KubeLeaseApi, LeaseElector, NoElection } from './leader/elector.js';
 import type { Logs } from './log/components.js';
@@ -51,7 +52,12 @@ export class Controller {
     const elector = o.leaderElection.enabled ? new LeaseElector(new KubeLeaseApi(kc), o.namespace, o.leaderElection, gwc) : undefined;
     this.leadership = elector ?? new NoElection();
     this.metrics.leader.set(this.leadership.isLeader() ? 1 : 0);
-    this.leadership.onChange((leader) => this.metrics.leader.set(leader ? 1 : 0));
+    const events = new EventRecorder(kc, o.controllerName, o.leaderElection.identity, () => this.leadership.isLeader(), gwc);
+    this.leadership.onChange((leader) => {
+      this.metrics.leader.set(leader ? 1 : 0);
+      const lease = elector?.lease;
+      if (leader && lease) events.record({ ...lease, apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' }, 'Normal', 'LeaderElection', 'Acquire', `${o.leaderElection.identity} became leader`);
+    });
 
     this.world = new World(
       kc,
@@ -68,6 +74,7 @@ export class Controller {
       },
       syncer,
       d.watchBackoff,
+      (kind, obj, why) => events.record({ ...obj, apiVersion: kind.group ? `${kind.group}/${kind.version}` : kind.version, kind: kind.kind }, 'Warning', 'Unreadable', 'Skip', `skipped by ${o.controllerName}: ${why}`),
     );
 
     this.writer = new StatusWriter(

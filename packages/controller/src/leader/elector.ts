@@ -81,6 +81,11 @@ export class LeaseElector implements LeadershipSource, Runnable {
     this.#listeners.push(listener);
   }
 
+  /** The Lease as last read or written. */
+  get lease(): V1Lease | undefined {
+    return this.#lease;
+  }
+
   get identity(): string {
     return this.cfg.identity;
   }

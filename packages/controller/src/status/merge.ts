@@ -150,6 +150,9 @@ export function mergeGatewayPolicyStatus(current: unknown, report: GatewayPolicy
 /** Deep equality ignoring key order and keys whose value is undefined. */
 export function sameStatus(a: unknown, b: unknown): boolean {
   if (a === b) return true;
+  // An absent status and an empty one are the same: nothing to write.
+  if (a === undefined || a === null) return isObj(b) && Object.values(b).every((v) => v === undefined);
+  if (b === undefined || b === null) return isObj(a) && Object.values(a).every((v) => v === undefined);
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
     return a.every((x, i) => sameStatus(x, b[i]));

@@ -12,7 +12,13 @@ export class World {
   /** `<kind>/<ns>/<name>@<resourceVersion>` already reported as unreadable. */
   readonly #reported = new Set<string>();
 
-  constructor(kc: KubeConfig, events: InformerEvents, private readonly log: Logger, backoff?: BackoffOptions) {
+  constructor(
+    kc: KubeConfig,
+    events: InformerEvents,
+    private readonly log: Logger,
+    backoff?: BackoffOptions,
+    private readonly onUnreadable: (kind: WatchedKind, obj: KubernetesObject, why: string) => void = () => undefined,
+  ) {
     this.informers = new Map(KINDS.map((k) => [k.kind, new Informer(k, kc, events, log, backoff)]));
   }
 
@@ -59,6 +65,7 @@ export class World {
     if (!this.#reported.has(id)) {
       this.#reported.add(id);
       this.log.warn({ kind: kind.kind, namespace: obj.metadata?.namespace, name: obj.metadata?.name, resourceVersion: obj.metadata?.resourceVersion, reason: why }, `skipping ${kind.kind} that cannot be read: ${why}`);
+      this.onUnreadable(kind, obj, why);
     }
     return false;
   }
