@@ -6,6 +6,7 @@ import { loadKubeConfig } from './kube/config.js';
 import { Logs } from './log/components.js';
 import { formatHostPort, helpText, parseArgv, resolveOptions, UsageError, type ControllerOptions } from './options.js';
 import { BindError } from './runtime/listen.js';
+import { checkSnapshot } from './snapshots/validate.js';
 import { translate } from './translate/index.js';
 
 function version(): string {
@@ -56,7 +57,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     },
     'starting',
   );
-  const controller = new Controller({ options, kc: kube.kc, logs, translate });
+  const controller = new Controller({ options, kc: kube.kc, logs, translate, checkSnapshot });
   try {
     await controller.start();
   } catch (err) {

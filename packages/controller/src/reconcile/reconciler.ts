@@ -26,8 +26,10 @@ export class Reconciler {
     const { metrics, log } = this.d;
     const end = metrics.reconcileDuration.startTimer();
     let result: ReturnType<Translate>;
+    const resources = this.d.resources();
+    const started = performance.now();
     try {
-      result = this.d.translate(this.d.resources(), { controllerName: this.d.controllerName });
+      result = this.d.translate(resources, { controllerName: this.d.controllerName });
     } catch (err) {
       end();
       metrics.reconciles.inc({ result: 'error' });
@@ -55,5 +57,9 @@ export class Reconciler {
     this.d.submitStatus(result.status);
     end();
     metrics.reconciles.inc({ result: 'success' });
+    if (log.isLevelEnabled('debug')) {
+      const objects = Object.fromEntries(Object.entries(resources).map(([k, v]) => [k, (v as readonly unknown[]).length]));
+      log.debug({ objects, gateways: result.snapshots.size, translateMs: Math.round((performance.now() - started) * 100) / 100 }, 'reconciled');
+    }
   }
 }

@@ -86,15 +86,19 @@ export class StatusWriter implements Runnable {
     this.#dirty = false;
     const report = this.#latest;
     if (!report) return;
+    let checked = 0;
+    let written = 0;
     for (const item of items(report)) {
       if (!this.#may()) return;
+      checked++;
       try {
-        await this.#write(item);
+        if (await this.#write(item)) written++;
       } catch (err) {
         this.metrics.statusWrites.inc({ kind: item.kind, result: 'error' });
         this.log.error({ kind: item.kind, object: item.key, err: describe(err) }, 'status write failed');
       }
     }
+    this.log.debug({ checked, written }, 'status pass finished');
   }
 
   #current(item: Item): StatusBearing | undefined {
@@ -128,24 +132,25 @@ export class StatusWriter implements Runnable {
     }
   }
 
-  async #write(item: Item): Promise<void> {
+  /** True when a write was made. */
+  async #write(item: Item): Promise<boolean> {
     let obj = this.#current(item);
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      if (!obj) return; // deleted meanwhile: nothing to report on
+      if (!obj) return false; // deleted meanwhile: nothing to report on
       const status = this.#desired(item, obj.status);
-      if (!status || sameStatus(obj.status, status)) return;
-      if (!this.#may()) return;
+      if (!status || sameStatus(obj.status, status)) return false;
+      if (!this.#may()) return false;
       try {
         const stored = (await this.api.replaceStatus(item.kind, { ...obj, status } as KubernetesObject)) as StatusBearing;
         this.#written.set(`${item.kind}/${item.key}`, { before: obj.metadata?.resourceVersion ?? '', after: stored });
         this.metrics.statusWrites.inc({ kind: item.kind, result: 'written' });
         this.log.debug({ kind: item.kind, object: item.key }, 'status written');
-        return;
+        return true;
       } catch (err) {
         const code = statusCode(err);
         if (code === 404) {
           this.metrics.statusWrites.inc({ kind: item.kind, result: 'not_found' });
-          return;
+          return false;
         }
         if (code !== 409) throw err;
         this.metrics.statusWrites.inc({ kind: item.kind, result: 'conflict' });
