@@ -155,8 +155,9 @@ export function sumMetric(text: string, name: string, labels: Record<string, str
     if (!line.startsWith(name)) continue;
     const m = /^([a-zA-Z_:][\w:]*)(\{([^}]*)\})? (\S+)$/.exec(line);
     if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...(m[3] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[4]);
+    const have = new Map<string, string>();
+    for (const x of (m[3] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) have.set(x[1]!, x[2]!);
+    if (Object.entries(labels).every(([k, v]) => have.get(k) === v)) sum += Number(m[4]);
   }
   return sum;
 }
@@ -184,7 +185,8 @@ export async function waitForObject<T = Record<string, unknown>>(
       const timer = setTimeout(() => reject(new Error(`${resource}/${name}: condition not reached within ${timeoutMs} ms; last seen:\n${JSON.stringify(last, null, 2)}\n${stderr}`)), timeoutMs);
       const parser = new JsonStream((doc) => {
         // The first answer may be a List of the current items; then single objects.
-        const items = (doc as { kind?: string; items?: unknown[] }).kind?.endsWith('List') ? (doc as { items: unknown[] }).items : [doc];
+        const list = doc as { kind?: string; items?: unknown[] };
+        const items: unknown[] = list.kind?.endsWith('List') ? (list.items ?? []) : [doc];
         for (const item of items) {
           last = item;
           if (predicate(item as T)) {

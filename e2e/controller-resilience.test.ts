@@ -67,7 +67,7 @@ describe.skipIf(!availability.run)('controller resilience on kube-apiserver', ()
     const kubeconfig = await serviceAccountKubeconfig(cluster.current, NS, 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-ctl-')), 'kubeconfig'));
     controller = await ControllerProcess.start('controller', cluster.current, kubeconfig);
     await controller.synced();
-    await kubectl(['apply', '-f', '-'], BASE + policy('budget', 100));
+    await kubectl(['apply', '-f', '-'], `${BASE}---${policy('budget', 100)}`);
     await waitForObject<Policy>(cluster.current, 'gatewaypolicies.tollgate.dev', 'budget', APPS, (p) => accepted(p));
   }, 180_000);
 
@@ -85,7 +85,8 @@ spec:
     const before = await controller.metric('tollgate_controller_reconciles_total');
     const from = controller.lines.length;
     const t0 = performance.now();
-    await kubectl(['apply', '-f', '-'], routes);
+    // Server-side apply, as GitOps tools do: one request per object.
+    await kubectl(['apply', '--server-side', '-f', '-'], routes);
     const applied = performance.now() - t0;
     // The translation that saw every route; the runs are synchronous, so nothing is pending after it.
     await controller.waitForLog((l) => l.msg === 'reconciled' && (l.objects as Record<string, number>).httpRoutes === BURST + 1, 120_000, from);
@@ -95,7 +96,7 @@ spec:
     expect(runs).toBeLessThanOrEqual(10);
     // Every route gets its status (the status writer works through all of them).
     await waitForObject<{ status?: { parents?: { controllerName: string }[] } }>(cluster.current, 'httproute', `burst-${BURST - 1}`, APPS, (r) => (r.status?.parents ?? []).some((p) => p.controllerName === OURS), 120_000);
-    await kubectl(['delete', 'httproute', '-n', APPS, '-l', 'burst=true']);
+    await kubectl(['delete', 'httproute', '-n', APPS, '-l', 'burst=true', '--wait=false']);
   }, 300_000);
 
   it('survives an API server restart: watches come back and the next change gets its status', async () => {

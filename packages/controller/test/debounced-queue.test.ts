@@ -63,6 +63,18 @@ describe('DebouncedQueue', () => {
     expect(q.state).toBe('idle');
   });
 
+  it('with the defaults, 1,000 changes spread over 20 s give at most 10 runs', async () => {
+    const runs: number[] = [];
+    const q = new DebouncedQueue(() => void runs.push(Date.now()), (err) => { throw err; });
+    for (let i = 0; i < 1000; i++) {
+      q.add();
+      await vi.advanceTimersByTimeAsync(20);
+    }
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(runs.length).toBeLessThanOrEqual(10);
+    expect(q.state).toBe('idle');
+  });
+
   it('the cool-down never exceeds the cap', async () => {
     const { q } = counting({ initialDelayMs: 50, maxDelayMs: 400 });
     for (let i = 0; i < 300; i++) {

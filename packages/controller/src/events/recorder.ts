@@ -4,6 +4,7 @@
 // for the same object version is recorded once.
 import { EventsV1Api, V1MicroTime, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { describeApiError } from '../kube/errors.js';
 
 export interface EventSink {
   record(regarding: KubernetesObject, type: 'Normal' | 'Warning', reason: string, action: string, note: string): void;
@@ -40,7 +41,7 @@ export class EventRecorder implements EventSink {
         body: {
           apiVersion: 'events.k8s.io/v1',
           kind: 'Event',
-          metadata: { generateName: `${m.name}.`, namespace },
+          metadata: { name: `${m.name}.${Date.now().toString(16)}${Math.floor(Math.random() * 0xfff).toString(16)}`, namespace },
           eventTime: new V1MicroTime(),
           type,
           reason,
@@ -51,6 +52,6 @@ export class EventRecorder implements EventSink {
           regarding: { apiVersion: group ? `${group}/${version}` : version, kind: regarding.kind, name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion },
         },
       })
-      .catch((err: unknown) => this.log.warn({ reason, object: `${m.namespace ?? ''}/${m.name}`, err: String((err as Error)?.message ?? err).split('\n')[0] }, 'could not record event'));
+      .catch((err: unknown) => this.log.warn({ reason, object: `${m.namespace ?? ''}/${m.name}`, err: describeApiError(err) }, 'could not record event'));
   }
 }

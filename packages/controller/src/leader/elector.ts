@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import type { LeaderElection } from '../options.js';
 import type { LeadershipSource } from '../runtime/manager.js';
 import type { Runnable } from '../runtime/runnable.js';
+import { describeApiError } from '../kube/errors.js';
 import { statusCode } from '../status/api.js';
 
 export interface LeaseApi {
@@ -110,7 +111,7 @@ export class LeaseElector implements LeadershipSource, Runnable {
     try {
       ok = await this.#tryAcquireOrRenew();
     } catch (err) {
-      this.log.warn({ err: String((err as Error)?.message ?? err).split('\n')[0] }, 'leader election: Lease request failed');
+      this.log.warn({ err: describeApiError(err) }, 'leader election: Lease request failed');
     }
     if (this.#stopped) return;
     if (ok) {
@@ -204,7 +205,7 @@ export class LeaseElector implements LeadershipSource, Runnable {
         this.log.info('released the leader Lease');
       }
     } catch (err) {
-      this.log.warn({ err: String((err as Error)?.message ?? err).split('\n')[0] }, 'could not release the leader Lease; followers take over when it expires');
+      this.log.warn({ err: describeApiError(err) }, 'could not release the leader Lease; followers take over when it expires');
     }
   }
 }

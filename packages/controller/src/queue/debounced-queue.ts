@@ -7,9 +7,9 @@
 // any length therefore costs a number of runs logarithmic in its duration until the cap, and
 // the queue returns to reacting at once after one cool-down without changes.
 export interface DebounceOptions {
-  /** First cool-down after a run (default 50 ms). */
+  /** First cool-down after a run (default 100 ms). */
   readonly initialDelayMs?: number;
-  /** Longest cool-down, reached during a long burst (default 5000 ms). */
+  /** Longest cool-down, reached during a long burst (default 10 s). */
   readonly maxDelayMs?: number;
 }
 
@@ -29,8 +29,8 @@ export class DebouncedQueue {
   constructor(work: () => Promise<void> | void, onError: (err: unknown) => void, opts: DebounceOptions = {}) {
     this.#work = work;
     this.#onError = onError;
-    this.#initial = opts.initialDelayMs ?? 50;
-    this.#max = Math.max(this.#initial, opts.maxDelayMs ?? 5000);
+    this.#initial = opts.initialDelayMs ?? 100;
+    this.#max = Math.max(this.#initial, opts.maxDelayMs ?? 10_000);
     this.#delay = this.#initial;
   }
 

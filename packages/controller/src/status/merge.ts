@@ -126,7 +126,7 @@ export function mergeHTTPRouteStatus(current: unknown, report: HTTPRouteStatusRe
   const key = (e: Json) => parentKey(isObj(e.parentRef) ? e.parentRef : {}, report.namespace);
   const ours = report.parents.map((p) => {
     const prev = existing.find((e) => e.controllerName === p.controllerName && key(e) === parentKey(p.parentRef, report.namespace));
-    return { parentRef: { ...p.parentRef }, controllerName: p.controllerName, conditions: mergeConditions(prev?.conditions, p.conditions, now) } as Json;
+    return { parentRef: { ...p.parentRef }, controllerName: p.controllerName, conditions: mergeConditions(prev?.conditions, p.conditions, now) };
   });
   const parents = mergeEntries(existing, ours, controllerName, key);
   // Nothing of ours and nothing before: leave the route alone (it is another controller's).
@@ -140,7 +140,7 @@ export function mergeGatewayPolicyStatus(current: unknown, report: GatewayPolicy
   const key = (e: Json) => ancestorKey(isObj(e.ancestorRef) ? e.ancestorRef : {}, report.namespace);
   const ours = report.ancestors.map((a) => {
     const prev = existing.find((e) => e.controllerName === a.controllerName && key(e) === ancestorKey(a.ancestorRef, report.namespace));
-    return { ancestorRef: { ...a.ancestorRef }, controllerName: a.controllerName, conditions: mergeConditions(prev?.conditions, a.conditions, now) } as Json;
+    return { ancestorRef: { ...a.ancestorRef }, controllerName: a.controllerName, conditions: mergeConditions(prev?.conditions, a.conditions, now) };
   });
   const ancestors = mergeEntries(existing, ours, controllerName, key);
   if (!ancestors.length && cur.ancestors === undefined) return cur;

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { ControllerMetrics } from '../metrics/metrics.js';
 import type { Runnable } from '../runtime/runnable.js';
 import type { StatusReport } from '../translate/types.js';
+import { describeApiError } from '../kube/errors.js';
 import { statusCode, type StatusApi, type StatusKind } from './api.js';
 import { mergeGatewayClassStatus, mergeGatewayPolicyStatus, mergeGatewayStatus, mergeHTTPRouteStatus, sameStatus } from './merge.js';
 
@@ -95,14 +96,14 @@ export class StatusWriter implements Runnable {
         if (await this.#write(item)) written++;
       } catch (err) {
         this.metrics.statusWrites.inc({ kind: item.kind, result: 'error' });
-        this.log.error({ kind: item.kind, object: item.key, err: describe(err) }, 'status write failed');
+        this.log.error({ kind: item.kind, object: item.key, err: describeApiError(err) }, 'status write failed');
       }
     }
     this.log.debug({ checked, written }, 'status pass finished');
   }
 
   #current(item: Item): StatusBearing | undefined {
-    const cached = this.cache(item.kind, item.name, item.namespace) as StatusBearing | undefined;
+    const cached = this.cache(item.kind, item.name, item.namespace);
     const w = this.#written.get(`${item.kind}/${item.key}`);
     if (w && cached && cached.metadata?.resourceVersion === w.before) return w.after;
     if (w) this.#written.delete(`${item.kind}/${item.key}`);
@@ -155,7 +156,7 @@ export class StatusWriter implements Runnable {
         if (code !== 409) throw err;
         this.metrics.statusWrites.inc({ kind: item.kind, result: 'conflict' });
         this.log.debug({ kind: item.kind, object: item.key, attempt }, 'status conflict; re-reading');
-        obj = (await this.api.get(item.kind, item.name, item.namespace)) as StatusBearing | undefined;
+        obj = (await this.api.get(item.kind, item.name, item.namespace));
       }
     }
     throw new Error(`still conflicting after ${MAX_ATTEMPTS} attempts`);
@@ -167,11 +168,4 @@ function* items(r: StatusReport): Generator<Item> {
   for (const [key, d] of r.gateways) yield { kind: 'Gateway', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.httpRoutes) yield { kind: 'HTTPRoute', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.gatewayPolicies) yield { kind: 'GatewayPolicy', key, name: d.name, namespace: d.namespace };
-}
-
-function describe(err: unknown): string {
-  const code = statusCode(err);
-  const body = (err as { body?: unknown } | null)?.body;
-  const msg = typeof body === 'string' ? body : body && typeof body === 'object' ? String((body as { message?: unknown }).message ?? '') : '';
-  return `${code !== undefined ? `HTTP ${code}: ` : ''}${msg || (err as Error)?.message || String(err)}`.slice(0, 500);
 }

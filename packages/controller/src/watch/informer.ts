@@ -5,6 +5,7 @@
 // possibly stale but consistent view, which is what readiness promises.
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { describeApiError } from '../kube/errors.js';
 import type { WatchedKind } from './kinds.js';
 
 export interface InformerEvents {
@@ -109,7 +110,7 @@ export class Informer {
 
   #failed(err: unknown): void {
     if (this.#stopped || this.#timer !== undefined) return;
-    const message = describe(err);
+    const message = describeApiError(err, 300);
     // One line per distinct failure, not one per retry: an API server that is away for a
     // minute gives two lines (down, back), not a hundred.
     if (message !== this.#lastError) this.log.warn({ kind: this.kind.kind, err: message, retryInMs: this.#backoff }, 'watch failed; retrying');
@@ -129,14 +130,4 @@ export class Informer {
     this.#timer = undefined;
     await this.#lw.stop();
   }
-}
-
-function describe(err: unknown): string {
-  if (err && typeof err === 'object') {
-    const e = err as { code?: unknown; statusCode?: unknown; message?: unknown };
-    const status = typeof e.code === 'number' ? e.code : typeof e.statusCode === 'number' ? e.statusCode : undefined;
-    const msg = typeof e.message === 'string' ? e.message.split('\n')[0]! : String(err);
-    return status !== undefined ? `HTTP ${status}: ${msg.slice(0, 300)}` : msg.slice(0, 300);
-  }
-  return String(err);
 }
