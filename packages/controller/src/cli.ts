@@ -3,9 +3,9 @@
 import { readFileSync } from 'node:fs';
 import { Controller } from './controller.js';
 import { loadKubeConfig } from './kube/config.js';
-import { Logs } from './log/components.js';
-import { formatHostPort, helpText, parseArgv, resolveOptions, UsageError, type ControllerOptions } from './options.js';
-import { BindError } from './runtime/listen.js';
+import { CatalogError } from '@tollgate/api';
+import { createLogs } from './log/components.js';
+import { formatHostPort, helpText, isUsageError, parseArgv, resolveOptions, type ControllerOptions } from './options.js';
 import { checkSnapshot } from './snapshots/validate.js';
 import { translate } from './translate/index.js';
 
@@ -32,18 +32,18 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     }
     options = resolveOptions(args, env, version());
   } catch (err) {
-    if (err instanceof UsageError) fail(`${err.message}\nRun "tollgate-controller --help" for usage.`, 2);
+    if (isUsageError(err)) fail(`${err.message} [${err.code}]\nRun "tollgate-controller --help" for usage.`, 2);
     throw err;
   }
   let kube: ReturnType<typeof loadKubeConfig>;
   try {
     kube = loadKubeConfig(options.kubeconfig, env);
   } catch (err) {
-    if (err instanceof UsageError) fail(err.message, 2);
+    if (err instanceof CatalogError) fail(`${err.message} [${err.code}]; ${err.hint}`, 2);
     throw err;
   }
 
-  const logs = new Logs(options.logLevels);
+  const logs = createLogs(options.logDirective);
   const log = logs.get('default');
   log.info(
     {
@@ -62,7 +62,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     await controller.start();
   } catch (err) {
     logs.flush();
-    if (err instanceof BindError) fail(err.message, 1);
+    if (err instanceof CatalogError) fail(`${err.message} [${err.code}]; ${err.hint}`, 1);
     fail(`start failed: ${(err as Error)?.stack ?? String(err)}`, 1);
   }
 

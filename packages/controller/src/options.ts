@@ -1,12 +1,20 @@
 // The controller's settings: command-line flags, each with an environment equivalent (a flag
 // wins over its variable). Every value is validated before anything starts; a bad one is a
-// UsageError naming the flag (or variable), what was wrong and an example of a good value.
+// TG_CONTROLLER_USAGE error naming the flag (or variable), what was wrong and an example of a good value.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { LevelError, parseLevels, type Component, type Level } from './log/components.js';
+import { CatalogError } from '@tollgate/api';
+import { CONTROLLER_ERRORS } from './errors.js';
+import { DirectiveError } from '@tollgate/kit';
+import { checkDirective } from './log/components.js';
 
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
+/** A bad flag or environment variable (exit 2). */
+export function usageError(problem: string): CatalogError {
+  return CONTROLLER_ERRORS.usage.create({ problem });
+}
+
+export function isUsageError(err: unknown): err is CatalogError {
+  return err instanceof CatalogError && err.code === CONTROLLER_ERRORS.usage.code;
 }
 
 export interface HostPort {
@@ -38,7 +46,8 @@ export interface ControllerOptions {
   readonly proxyImage: string;
   readonly snapshotService: string;
   readonly leaderElection: LeaderElection;
-  readonly logLevels: Record<Component, Level>;
+  /** `--log-level`, checked: a level and/or <component>=<level> entries. */
+  readonly logDirective: string;
 }
 
 interface FlagSpec {
@@ -89,17 +98,17 @@ export function parseArgv(argv: readonly string[]): ParsedArgs {
       version = true;
       continue;
     }
-    if (!arg.startsWith('--')) throw new UsageError(`unexpected argument "${arg}"; every setting is a --flag`);
+    if (!arg.startsWith('--')) throw usageError(`unexpected argument "${arg}"; every setting is a --flag`);
     const eq = arg.indexOf('=');
     const name = arg.slice(2, eq < 0 ? undefined : eq);
     const spec = FLAGS.find((f) => f.name === name);
-    if (!spec) throw new UsageError(`unknown flag --${name}`);
-    if (values.has(name)) throw new UsageError(`--${name} given more than once`);
+    if (!spec) throw usageError(`unknown flag --${name}`);
+    if (values.has(name)) throw usageError(`--${name} given more than once`);
     if (eq >= 0) values.set(name, arg.slice(eq + 1));
     else if (spec.boolean) values.set(name, 'true');
     else {
       const next = argv[i + 1];
-      if (next === undefined || next.startsWith('--')) throw new UsageError(`--${name} needs a value (${spec.arg})`);
+      if (next === undefined || next.startsWith('--')) throw usageError(`--${name} needs a value (${spec.arg})`);
       values.set(name, next);
       i++;
     }
@@ -141,15 +150,15 @@ function source(spec: FlagSpec, fromFlag: boolean): string {
 export function parseHostPort(text: string, what: string): HostPort {
   const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]*)):([0-9]{1,5})$/.exec(text);
   const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65535) throw new UsageError(`${what} "${text}" is not <host>:<port>, [<ipv6>]:<port> or :<port> (port 0-65535), e.g. 127.0.0.1:9095 or :9092`);
+  if (!m || port > 65535) throw usageError(`${what} "${text}" is not <host>:<port>, [<ipv6>]:<port> or :<port> (port 0-65535), e.g. 127.0.0.1:9095 or :9092`);
   return { host: m[1] ?? m[2] ?? '', port };
 }
 
 export function parseDuration(text: string, what: string): number {
   const m = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m)$/.exec(text);
-  if (!m) throw new UsageError(`${what} "${text}" is not a duration; use e.g. 500ms, 15s or 1m`);
+  if (!m) throw usageError(`${what} "${text}" is not a duration; use e.g. 500ms, 15s or 1m`);
   const ms = Number(m[1]) * (m[2] === 'ms' ? 1 : m[2] === 's' ? 1000 : 60_000);
-  if (ms <= 0) throw new UsageError(`${what} must be greater than zero`);
+  if (ms <= 0) throw usageError(`${what} must be greater than zero`);
   return ms;
 }
 
@@ -163,10 +172,10 @@ const IMAGE = /^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-][a-z0-9]+)
 function parseBool(text: string, what: string): boolean {
   if (text === 'true') return true;
   if (text === 'false') return false;
-  throw new UsageError(`${what} "${text}" is not a boolean; use true or false`);
+  throw usageError(`${what} "${text}" is not a boolean; use true or false`);
 }
 
-/** Flags first, then the environment, then defaults. Throws UsageError. */
+/** Flags first, then the environment, then defaults. Throws the usage error of the catalog. */
 export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version: string): ControllerOptions {
   const get = (name: string): { value: string | undefined; from: string } => {
     const spec = FLAGS.find((f) => f.name === name)!;
@@ -182,12 +191,12 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
 
   const ns = get('namespace');
   const namespace = ns.value ?? 'tollgate-system';
-  if (namespace.length > 63 || !DNS_LABEL.test(namespace)) throw new UsageError(`${ns.from} "${namespace}" is not a namespace name (lower-case letters, digits and '-', at most 63)`);
+  if (namespace.length > 63 || !DNS_LABEL.test(namespace)) throw usageError(`${ns.from} "${namespace}" is not a namespace name (lower-case letters, digits and '-', at most 63)`);
 
   const cn = get('gateway-class-controller');
   const controllerName = cn.value ?? 'tollgate.dev/gateway-controller';
   if (controllerName.length > 253 || !CONTROLLER_NAME.test(controllerName)) {
-    throw new UsageError(`${cn.from} "${controllerName}" is not a controller name; it is a domain-prefixed path such as tollgate.dev/gateway-controller`);
+    throw usageError(`${cn.from} "${controllerName}" is not a controller name; it is a domain-prefixed path such as tollgate.dev/gateway-controller`);
   }
 
   const addr = (name: string, fallback: string) => {
@@ -201,20 +210,20 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
 
   const pi = get('proxy-image');
   const proxyImage = pi.value ?? `ghcr.io/tollgate-dev/tollgate:${version}`;
-  if (!IMAGE.test(proxyImage)) throw new UsageError(`${pi.from} "${proxyImage}" is not an image reference; e.g. ghcr.io/tollgate-dev/tollgate:0.1.0`);
+  if (!IMAGE.test(proxyImage)) throw usageError(`${pi.from} "${proxyImage}" is not an image reference; e.g. ghcr.io/tollgate-dev/tollgate:0.1.0`);
 
   const ss = get('snapshot-service');
   const snapshotService = ss.value ?? `tollgate-controller.${namespace}.svc:9978`;
   const ssParsed = parseHostPort(snapshotService, ss.from);
   if (!ssParsed.host || !DNS_SUBDOMAIN.test(ssParsed.host.toLowerCase()) || ssParsed.port === 0) {
-    throw new UsageError(`${ss.from} "${snapshotService}" must be <host>:<port> with a host name and a port, e.g. tollgate-controller.tollgate-system.svc:9978`);
+    throw usageError(`${ss.from} "${snapshotService}" must be <host>:<port> with a host name and a port, e.g. tollgate-controller.tollgate-system.svc:9978`);
   }
 
   const le = get('leader-elect');
   const enabled = le.value === undefined ? false : parseBool(le.value, le.from);
   const ln = get('leader-elect-lease-name');
   const leaseName = ln.value ?? 'tollgate-controller';
-  if (leaseName.length > 253 || !DNS_SUBDOMAIN.test(leaseName)) throw new UsageError(`${ln.from} "${leaseName}" is not an object name (lower-case DNS subdomain)`);
+  if (leaseName.length > 253 || !DNS_SUBDOMAIN.test(leaseName)) throw usageError(`${ln.from} "${leaseName}" is not an object name (lower-case DNS subdomain)`);
   const dur = (name: string, fallback: string) => {
     const g = get(name);
     return parseDuration(g.value ?? fallback, g.from);
@@ -222,15 +231,15 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
   const leaseDurationMs = dur('leader-elect-lease-duration', '15s');
   const renewDeadlineMs = dur('leader-elect-renew-deadline', '10s');
   const retryPeriodMs = dur('leader-elect-retry-period', '2s');
-  if (renewDeadlineMs >= leaseDurationMs) throw new UsageError(`--leader-elect-renew-deadline (${renewDeadlineMs}ms) must be shorter than --leader-elect-lease-duration (${leaseDurationMs}ms), or two replicas could both act as leader`);
-  if (retryPeriodMs >= renewDeadlineMs) throw new UsageError(`--leader-elect-retry-period (${retryPeriodMs}ms) must be shorter than --leader-elect-renew-deadline (${renewDeadlineMs}ms)`);
+  if (renewDeadlineMs >= leaseDurationMs) throw usageError(`--leader-elect-renew-deadline (${renewDeadlineMs}ms) must be shorter than --leader-elect-lease-duration (${leaseDurationMs}ms), or two replicas could both act as leader`);
+  if (retryPeriodMs >= renewDeadlineMs) throw usageError(`--leader-elect-retry-period (${retryPeriodMs}ms) must be shorter than --leader-elect-renew-deadline (${renewDeadlineMs}ms)`);
 
   const ll = get('log-level');
-  let logLevels: Record<Component, Level>;
+  const logDirective = str('log-level', 'info');
   try {
-    logLevels = parseLevels(str('log-level', 'info'));
+    checkDirective(logDirective);
   } catch (err) {
-    if (err instanceof LevelError) throw new UsageError(`${ll.from}: ${err.message}`);
+    if (err instanceof DirectiveError) throw usageError(`${ll.from}: ${err.message}`);
     throw err;
   }
 
@@ -246,7 +255,7 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
     proxyImage,
     snapshotService,
     leaderElection: { enabled, leaseName, leaseDurationMs, renewDeadlineMs, retryPeriodMs, identity },
-    logLevels,
+    logDirective,
   };
 }
 

@@ -8,6 +8,7 @@ import { MOCK_ERRORS } from '@tollgate/mock-llm';
 import { docCodes, syncErrorsDoc } from '@tollgate/testkit';
 import { describe, expect, it } from 'vitest';
 import { PROXY_ERRORS } from '../src/errors.js';
+import { CONTROLLER_ERRORS } from '../../controller/src/errors.js';
 
 const DOC = fileURLToPath(new URL('../../../docs/errors.md', import.meta.url));
 const CATALOGS = {
@@ -15,6 +16,7 @@ const CATALOGS = {
   '@tollgate/kit': catalogEntries(KIT_ERRORS),
   '@tollgate/api': catalogEntries(API_ERRORS),
   '@tollgate/mock-llm': catalogEntries(MOCK_ERRORS),
+  '@tollgate/controller': catalogEntries(CONTROLLER_ERRORS),
 };
 
 describe('docs/errors.md', () => {

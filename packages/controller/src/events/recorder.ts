@@ -4,6 +4,7 @@
 // for the same object version is recorded once.
 import { EventsV1Api, V1MicroTime, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { CONTROLLER_ERRORS } from '../errors.js';
 import { describeApiError } from '../kube/errors.js';
 
 export interface EventSink {
@@ -52,6 +53,6 @@ export class EventRecorder implements EventSink {
           regarding: { apiVersion: group ? `${group}/${version}` : version, kind: regarding.kind, name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion },
         },
       })
-      .catch((err: unknown) => this.log.warn({ reason, object: `${m.namespace ?? ''}/${m.name}`, err: describeApiError(err) }, 'could not record event'));
+      .catch((err: unknown) => this.log.warn({ code: CONTROLLER_ERRORS.eventFailed.code, reason, object: `${m.namespace ?? ''}/${m.name}`, err: describeApiError(err) }, 'could not record event'));
   }
 }

@@ -3,7 +3,7 @@
 // refuses to start and says how to give it one.
 import { existsSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
-import { UsageError } from '../options.js';
+import { CONTROLLER_ERRORS } from '../errors.js';
 
 const SA_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
@@ -11,19 +11,19 @@ export function loadKubeConfig(kubeconfig: string | undefined, env: NodeJS.Proce
   const kc = new KubeConfig();
   if (kubeconfig !== undefined) {
     // KUBECONFIG may list several files; the controller takes one.
-    if (kubeconfig.includes(':') && !existsSync(kubeconfig)) throw new UsageError(`kubeconfig "${kubeconfig}" lists several files; give one file with --kubeconfig`);
-    if (!existsSync(kubeconfig)) throw new UsageError(`kubeconfig ${kubeconfig} does not exist; give a readable file with --kubeconfig or KUBECONFIG`);
+    if (kubeconfig.includes(':') && !existsSync(kubeconfig)) throw CONTROLLER_ERRORS.kubeconfig.create({ path: kubeconfig, problem: 'lists several files; give one file with --kubeconfig' });
+    if (!existsSync(kubeconfig)) throw CONTROLLER_ERRORS.kubeconfig.create({ path: kubeconfig, problem: 'does not exist' });
     try {
       kc.loadFromFile(kubeconfig);
     } catch (err) {
-      throw new UsageError(`kubeconfig ${kubeconfig} cannot be read: ${(err as Error).message}`);
+      throw CONTROLLER_ERRORS.kubeconfig.create({ path: kubeconfig, problem: `cannot be read: ${(err as Error).message}` });
     }
-    if (!kc.getCurrentCluster()) throw new UsageError(`kubeconfig ${kubeconfig} has no current context with a cluster; set current-context`);
+    if (!kc.getCurrentCluster()) throw CONTROLLER_ERRORS.kubeconfig.create({ path: kubeconfig, problem: 'has no current context with a cluster; set current-context' });
     return { kc, source: kubeconfig };
   }
   if (env.KUBERNETES_SERVICE_HOST && existsSync(SA_TOKEN)) {
     kc.loadFromCluster();
     return { kc, source: 'in-cluster ServiceAccount' };
   }
-  throw new UsageError('no Kubernetes credentials: run in a pod (in-cluster ServiceAccount) or give --kubeconfig <file> (or KUBECONFIG)');
+  throw CONTROLLER_ERRORS.noCredentials.create();
 }

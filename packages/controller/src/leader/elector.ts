@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import type { LeaderElection } from '../options.js';
 import type { LeadershipSource } from '../runtime/manager.js';
 import type { Runnable } from '../runtime/runnable.js';
+import { CONTROLLER_ERRORS } from '../errors.js';
 import { describeApiError } from '../kube/errors.js';
 import { statusCode } from '../status/api.js';
 
@@ -111,7 +112,7 @@ export class LeaseElector implements LeadershipSource, Runnable {
     try {
       ok = await this.#tryAcquireOrRenew();
     } catch (err) {
-      this.log.warn({ err: describeApiError(err) }, 'leader election: Lease request failed');
+      this.log.warn({ code: CONTROLLER_ERRORS.leaseFailed.code, err: describeApiError(err) }, 'leader election: Lease request failed');
     }
     if (this.#stopped) return;
     if (ok) {

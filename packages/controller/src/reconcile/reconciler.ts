@@ -4,6 +4,7 @@
 // cannot cope with), the previous snapshots and status stay as they are and the error is
 // logged once per distinct message, so the controller keeps serving.
 import type { Logger } from 'pino';
+import { CONTROLLER_ERRORS } from '../errors.js';
 import type { ControllerMetrics } from '../metrics/metrics.js';
 import type { SnapshotStore } from '../snapshots/store.js';
 import type { Resources, StatusReport, Translate } from '../translate/types.js';
@@ -34,7 +35,7 @@ export class Reconciler {
       end();
       metrics.reconciles.inc({ result: 'error' });
       const message = err instanceof Error ? `${err.message}\n${err.stack ?? ''}` : String(err);
-      if (message !== this.#lastError) log.error({ err: message }, 'translation failed; the last good snapshots and status stay');
+      if (message !== this.#lastError) log.error({ code: CONTROLLER_ERRORS.translateFailed.code, err: message }, 'translation failed; the last good snapshots and status stay');
       this.#lastError = message;
       return;
     }
@@ -42,7 +43,7 @@ export class Reconciler {
     const offered = this.d.store.offer(result.snapshots);
     for (const { gateway, reason } of offered.refused) {
       metrics.snapshotsRefused.inc({ gateway });
-      log.error({ gateway, reason }, 'snapshot refused; the Gateway keeps its last good snapshot');
+      log.error({ code: CONTROLLER_ERRORS.snapshotRefused.code, gateway, reason }, 'snapshot refused; the Gateway keeps its last good snapshot');
     }
     for (const gateway of offered.changed) {
       const entry = this.d.store.get(gateway)!;

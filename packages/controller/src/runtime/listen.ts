@@ -1,16 +1,13 @@
 // Shared by the servers: the bound address as text and a clear error when binding fails.
 import type { Server } from 'node:net';
+import type { CatalogError } from '@tollgate/api';
+import { CONTROLLER_ERRORS } from '../errors.js';
 import { formatHostPort, type HostPort } from '../options.js';
 
-export class BindError extends Error {
-  override readonly name = 'BindError';
-}
-
-export function bindError(role: string, flag: string, addr: HostPort, err: unknown): BindError {
+export function bindError(role: string, flag: string, addr: HostPort, err: unknown): CatalogError {
   const e = err as NodeJS.ErrnoException;
-  const where = formatHostPort(addr);
-  const why = e.code === 'EADDRINUSE' ? 'is already in use; stop the other process or choose another address' : e.code === 'EADDRNOTAVAIL' ? 'is not an address of this machine' : `cannot be bound: ${e.message}`;
-  return new BindError(`${role} address ${where} (${flag}) ${why}`, { cause: err });
+  const problem = e.code === 'EADDRINUSE' ? 'is already in use' : e.code === 'EADDRNOTAVAIL' ? 'is not an address of this machine' : `cannot be bound: ${e.message}`;
+  return CONTROLLER_ERRORS.bind.create({ role, address: formatHostPort(addr), flag, problem }, { cause: err });
 }
 
 export function listenAddress(server: Server): string {

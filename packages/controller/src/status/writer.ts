@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { ControllerMetrics } from '../metrics/metrics.js';
 import type { Runnable } from '../runtime/runnable.js';
 import type { StatusReport } from '../translate/types.js';
+import { CONTROLLER_ERRORS } from '../errors.js';
 import { describeApiError } from '../kube/errors.js';
 import { statusCode, type StatusApi, type StatusKind } from './api.js';
 import { mergeGatewayClassStatus, mergeGatewayPolicyStatus, mergeGatewayStatus, mergeHTTPRouteStatus, sameStatus } from './merge.js';
@@ -96,7 +97,7 @@ export class StatusWriter implements Runnable {
         if (await this.#write(item)) written++;
       } catch (err) {
         this.metrics.statusWrites.inc({ kind: item.kind, result: 'error' });
-        this.log.error({ kind: item.kind, object: item.key, err: describeApiError(err) }, 'status write failed');
+        this.log.error({ code: CONTROLLER_ERRORS.statusWrite.code, kind: item.kind, object: item.key, err: describeApiError(err) }, 'status write failed');
       }
     }
     this.log.debug({ checked, written }, 'status pass finished');

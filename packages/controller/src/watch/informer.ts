@@ -5,6 +5,7 @@
 // possibly stale but consistent view, which is what readiness promises.
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { CONTROLLER_ERRORS } from '../errors.js';
 import { describeApiError } from '../kube/errors.js';
 import type { WatchedKind } from './kinds.js';
 
@@ -113,7 +114,7 @@ export class Informer {
     const message = describeApiError(err, 300);
     // One line per distinct failure, not one per retry: an API server that is away for a
     // minute gives two lines (down, back), not a hundred.
-    if (message !== this.#lastError) this.log.warn({ kind: this.kind.kind, err: message, retryInMs: this.#backoff }, 'watch failed; retrying');
+    if (message !== this.#lastError) this.log.warn({ code: CONTROLLER_ERRORS.watchFailed.code, kind: this.kind.kind, err: message, retryInMs: this.#backoff }, 'watch failed; retrying');
     this.#lastError = message;
     this.events.restarted(this.kind, err);
     const delay = this.#backoff * (0.8 + Math.random() * 0.4);

@@ -2,6 +2,7 @@
 // fail the shape checks are left out and logged once per resourceVersion.
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { CONTROLLER_ERRORS } from '../errors.js';
 import type { Resources } from '../translate/types.js';
 import { unreadable } from './decode.js';
 import { Informer, type BackoffOptions, type InformerEvents } from './informer.js';
@@ -64,7 +65,7 @@ export class World {
     seen.add(id);
     if (!this.#reported.has(id)) {
       this.#reported.add(id);
-      this.log.warn({ kind: kind.kind, namespace: obj.metadata?.namespace, name: obj.metadata?.name, resourceVersion: obj.metadata?.resourceVersion, reason: why }, `skipping ${kind.kind} that cannot be read: ${why}`);
+      this.log.warn({ code: CONTROLLER_ERRORS.objectUnreadable.code, kind: kind.kind, namespace: obj.metadata?.namespace, name: obj.metadata?.name, resourceVersion: obj.metadata?.resourceVersion, reason: why }, `skipping ${kind.kind} that cannot be read: ${why}`);
       this.onUnreadable(kind, obj, why);
     }
     return false;
