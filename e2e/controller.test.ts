@@ -146,6 +146,8 @@ describe.skipIf(!availability.run)('controller on kube-apiserver', () => {
     await apply(GATEWAYS);
     const gc = await waitForObject<GatewayStatus>(cluster.current, 'gatewayclass', 'tollgate', undefined, (o) => cond(o.status?.conditions, 'Accepted')?.status === 'True');
     expect(cond(gc.status?.conditions, 'Accepted')).toMatchObject({ reason: 'Accepted', observedGeneration: 1 });
+    // The installed CRDs' bundle version, read with the chart's RBAC.
+    expect(cond(gc.status?.conditions, 'SupportedVersion')).toMatchObject({ status: 'True', reason: 'SupportedVersion' });
     const other = JSON.parse(await kubectl(['get', 'gatewayclass', 'other', '-o', 'json'])) as GatewayStatus;
     expect(cond(other.status?.conditions, 'Accepted')).toMatchObject({ status: 'Unknown', reason: 'Pending' });
   });

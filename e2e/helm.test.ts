@@ -106,6 +106,7 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
       ['get', 'leases.coordination.k8s.io', '-n', NS],
       ['create', 'leases.coordination.k8s.io', '-n', NS],
       ['update', 'leases.coordination.k8s.io', '-n', NS],
+      ['get', 'customresourcedefinitions.apiextensions.k8s.io/gatewayclasses.gateway.networking.k8s.io'],
     ];
     // The specs of what it reads, and anything it does not do yet (the deployer's objects,
     // TokenReviews of the snapshot stream) stay out of reach.
@@ -122,6 +123,8 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
       ['update', 'leases.coordination.k8s.io', '-n', 'default'],
       ['delete', 'leases.coordination.k8s.io', '-n', NS],
       ['create', 'clusterroles.rbac.authorization.k8s.io'],
+      ['get', 'customresourcedefinitions.apiextensions.k8s.io/gatewaypolicies.tollgate.dev'],
+      ['list', 'customresourcedefinitions.apiextensions.k8s.io'],
     ];
     for (const a of allowed) expect(await can(...a), a.join(' ')).toBe('yes');
     for (const d of denied) expect(await can(...d), d.join(' ')).toBe('no');

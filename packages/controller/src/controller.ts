@@ -5,6 +5,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { AdminServer } from './admin/server.js';
 import { EventRecorder } from './events/recorder.js';
 import { healthServer } from './health/server.js';
+import { readGatewayApiVersion } from './kube/gateway-api-version.js';
 import { KubeLeaseApi, LeaseElector, NoElection } from './leader/elector.js';
 import type { Logs } from './log/components.js';
 import { ControllerMetrics } from './metrics/metrics.js';
@@ -49,6 +50,7 @@ export class Controller {
     const gwc = logs.get('gateway-controller');
 
     this.store = new SnapshotStore(d.checkSnapshot);
+    let gatewayApiVersion: string | undefined;
     const elector = o.leaderElection.enabled ? new LeaseElector(new KubeLeaseApi(kc), o.namespace, o.leaderElection, gwc) : undefined;
     this.leadership = elector ?? new NoElection();
     this.metrics.leader.set(this.leadership.isLeader() ? 1 : 0);
@@ -90,6 +92,7 @@ export class Controller {
       resources: () => this.world.resources(),
       translate: d.translate,
       controllerName: o.controllerName,
+      gatewayApiVersion: () => gatewayApiVersion,
       store: this.store,
       submitStatus: (r) => this.writer.submit(r),
       metrics: this.metrics,
@@ -118,6 +121,7 @@ export class Controller {
         name: 'watch',
         needsLeader: false,
         start: async () => {
+          gatewayApiVersion = await readGatewayApiVersion(kc, syncer);
           // Resolves once each kind has made its first attempt; failures retry in the background.
           await this.world.start();
         },

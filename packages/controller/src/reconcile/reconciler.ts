@@ -13,6 +13,8 @@ export interface ReconcileDeps {
   readonly resources: () => Resources;
   readonly translate: Translate;
   readonly controllerName: string;
+  /** The installed Gateway API bundle version, once known. */
+  readonly gatewayApiVersion: () => string | undefined;
   readonly store: SnapshotStore;
   readonly submitStatus: (r: StatusReport) => void;
   readonly metrics: ControllerMetrics;
@@ -30,7 +32,7 @@ export class Reconciler {
     const resources = this.d.resources();
     const started = performance.now();
     try {
-      result = this.d.translate(resources, { controllerName: this.d.controllerName });
+      result = this.d.translate(resources, { controllerName: this.d.controllerName, gatewayApiVersion: this.d.gatewayApiVersion() });
     } catch (err) {
       end();
       metrics.reconciles.inc({ result: 'error' });
