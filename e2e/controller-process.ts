@@ -81,20 +81,18 @@ export class ControllerProcess {
   }
 
   static async start(name: string, cluster: Cluster, kubeconfig: string, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ControllerProcess> {
-    const child = spawn(
-      process.execPath,
-      [
-        CONTROLLER_BIN,
-        `--kubeconfig=${kubeconfig}`,
-        '--admin-addr=127.0.0.1:0',
-        '--metrics-addr=127.0.0.1:0',
-        '--health-addr=127.0.0.1:0',
-        '--snapshot-addr=127.0.0.1:0',
-        '--log-level=info,tollgate/translator=debug,gateway-controller=debug',
-        ...extraArgs,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH, HOME: cluster.dir, ...env } },
-    );
+    const defaults = [
+      `--kubeconfig=${kubeconfig}`,
+      '--admin-addr=127.0.0.1:0',
+      '--metrics-addr=127.0.0.1:0',
+      '--health-addr=127.0.0.1:0',
+      '--snapshot-addr=127.0.0.1:0',
+      '--log-level=info,tollgate/translator=debug,gateway-controller=debug',
+    ];
+    // A flag in extraArgs replaces its default (the controller refuses a flag given twice).
+    const flagOf = (a: string) => a.split('=')[0]!;
+    const args = [...defaults.filter((d) => !extraArgs.some((e) => flagOf(e) === flagOf(d))), ...extraArgs];
+    const child = spawn(process.execPath, [CONTROLLER_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH, HOME: cluster.dir, ...env } });
     const p = new ControllerProcess(name, child, join(cluster.dir, `${name}.log`));
     const addr = (what: string) => p.waitForLog((l) => l.msg === `${what} listening`, 30_000).then((l) => String(l.address));
     [p.admin, p.metricsAddr, p.health] = await Promise.all([addr('admin'), addr('metrics'), addr('health')]);
