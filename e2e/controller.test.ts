@@ -142,6 +142,20 @@ describe.skipIf(!availability.run)('controller on kube-apiserver', () => {
     expect(await controller.metric('tollgate_controller_watch_synced')).toBe(8);
   });
 
+  it('gwctl controller log reads and sets the levels of the running controller (out of cluster, --admin-addr)', async () => {
+    const gwctl = (args: string[]) => run(process.execPath, [join(REPO_ROOT, 'packages/gwctl/bin/gwctl.js'), 'controller', 'log', '--local', '--admin-addr', controller.admin, ...args], { env: { PATH: process.env.PATH, HOME: cluster.current.dir } });
+    const shown = await gwctl([]);
+    console.log(`$ gwctl controller log --local --admin-addr ${controller.admin}\n${shown}`);
+    expect(shown).toBe(
+      'current log level is info,tollgate/syncer=info,tollgate/translator=debug,gateway-controller=debug,deployer=info\n---\n' +
+        'tollgate/syncer: info\ntollgate/translator: debug\ngateway-controller: debug\ndeployer: info\ndefault: info\n',
+    );
+    const set = await gwctl(['--set', 'tollgate/syncer=debug']);
+    console.log(`$ gwctl controller log --local --admin-addr ${controller.admin} --set tollgate/syncer=debug\n${set}`);
+    expect(set).toContain('tollgate/syncer: debug\n');
+    expect(await gwctl(['--set', 'tollgate/syncer=info'])).toContain('tollgate/syncer: info\n');
+  });
+
   it('accepts its GatewayClass and leaves another controller’s class alone', async () => {
     await apply(GATEWAYS);
     const gc = await waitForObject<GatewayStatus>(cluster.current, 'gatewayclass', 'tollgate', undefined, (o) => cond(o.status?.conditions, 'Accepted')?.status === 'True');
