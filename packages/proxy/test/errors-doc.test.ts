@@ -3,12 +3,12 @@
 import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { API_ERRORS, catalogEntries } from '@tollgate/api';
+import { CONTROLLER_ERRORS } from '@tollgate/controller';
 import { KIT_ERRORS } from '@tollgate/kit';
 import { MOCK_ERRORS } from '@tollgate/mock-llm';
 import { docCodes, syncErrorsDoc } from '@tollgate/testkit';
 import { describe, expect, it } from 'vitest';
 import { PROXY_ERRORS } from '../src/errors.js';
-import { CONTROLLER_ERRORS } from '../../controller/src/errors.js';
 
 const DOC = fileURLToPath(new URL('../../../docs/errors.md', import.meta.url));
 const CATALOGS = {
