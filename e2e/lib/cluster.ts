@@ -22,6 +22,8 @@ export interface Cluster {
   env: NodeJS.ProcessEnv;
   kubectl(args: readonly string[], opts?: ExecOptions): Promise<ExecResult>;
   helm(args: readonly string[], opts?: ExecOptions): Promise<ExecResult>;
+  /** Stops kube-apiserver and starts it again on the same port and etcd (data kept). */
+  restartApiServer(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -181,7 +183,7 @@ async function startOnce(opts: StartOptions): Promise<Cluster> {
     }, 30_000, dir, 'etcd');
 
     const server = `https://127.0.0.1:${apiPort}`;
-    const apiserver = startProcess('kube-apiserver', tools.kubeApiserver, [
+    const apiserverArgs = [
       '--advertise-address=127.0.0.1',
       '--bind-address=127.0.0.1',
       `--secure-port=${apiPort}`,
@@ -193,14 +195,23 @@ async function startOnce(opts: StartOptions): Promise<Cluster> {
       '--authorization-mode=RBAC',
       '--disable-admission-plugins=ServiceAccount',
       '--allow-privileged=true',
-      '--service-cluster-ip-range=10.0.0.0/24',
+      // Off the private ranges: 198.18.0.0/15 is reserved for testing.
+      '--service-cluster-ip-range=198.19.0.0/16',
       `--service-account-issuer=${server}/`,
       `--service-account-key-file=${certs.saPub}`,
       `--service-account-signing-key-file=${certs.saKey}`,
       '--v=1',
-    ], dir);
+    ];
+    let apiserver = startProcess('kube-apiserver', tools.kubeApiserver, apiserverArgs, dir);
     procs.push(apiserver);
     await waitFor('kube-apiserver /readyz', apiserver, () => readyz(apiPort, certs), 90_000, dir, 'kube-apiserver');
+    const restartApiServer = async () => {
+      await stopProcess(apiserver);
+      procs.splice(procs.indexOf(apiserver), 1);
+      apiserver = startProcess('kube-apiserver', tools.kubeApiserver, apiserverArgs, dir);
+      procs.push(apiserver);
+      await waitFor('kube-apiserver /readyz after restart', apiserver, () => readyz(apiPort, certs), 90_000, dir, 'kube-apiserver');
+    };
 
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(kubeconfig, kubeconfigYaml(server, certs), { mode: 0o600 });
@@ -220,6 +231,7 @@ async function startOnce(opts: StartOptions): Promise<Cluster> {
       env,
       kubectl: (args, o = {}) => exec(tools.kubectl, args, { env, ...o }),
       helm: (args, o = {}) => exec(tools.helm, args, { env, ...o }),
+      restartApiServer,
       stop,
     };
 

@@ -3,3 +3,4 @@ export { translate } from './translate/index.js';
 export type * from './translate/types.js';
 export type * from './types/gateway-api.js';
 export { GATEWAY_GROUP, POLICY_GROUP } from './types/gateway-api.js';
+export { CONTROLLER_ERRORS } from './errors.js';

@@ -3,6 +3,7 @@
 import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { API_ERRORS, catalogEntries } from '@tollgate/api';
+import { CONTROLLER_ERRORS } from '@tollgate/controller';
 import { KIT_ERRORS } from '@tollgate/kit';
 import { MOCK_ERRORS } from '@tollgate/mock-llm';
 import { docCodes, syncErrorsDoc } from '@tollgate/testkit';
@@ -15,6 +16,7 @@ const CATALOGS = {
   '@tollgate/kit': catalogEntries(KIT_ERRORS),
   '@tollgate/api': catalogEntries(API_ERRORS),
   '@tollgate/mock-llm': catalogEntries(MOCK_ERRORS),
+  '@tollgate/controller': catalogEntries(CONTROLLER_ERRORS),
 };
 
 describe('docs/errors.md', () => {

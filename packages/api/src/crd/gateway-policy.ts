@@ -82,7 +82,7 @@ export function gatewayPolicyCrd(): JsonSchema {
           subresources: { status: {} },
           additionalPrinterColumns: [
             conditionStatusColumn('Accepted', 'Whether the policy is valid and its targets exist, per ancestor.'),
-            conditionStatusColumn('Attached', 'Whether the policy is applied to the proxies, per ancestor.'),
+            conditionStatusColumn('Attached', "Whether the policy is part of its Gateway's configuration (its target is attached), per ancestor."),
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
           schema: { openAPIV3Schema },

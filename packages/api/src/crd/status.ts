@@ -32,7 +32,7 @@ export const PolicyCondition = Type.Object(
       minLength: 1,
       maxLength: 316,
       pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
-      description: 'Type of the condition: Accepted (the policy is valid and its targets exist) or Attached (the policy is applied to the proxies of the ancestor).',
+      description: "Type of the condition: Accepted (the policy is valid and its target exists) or Attached (the target hangs on this ancestor Gateway, so the policy is part of that Gateway's configuration; whether the Gateway's proxies apply it is the Gateway's Programmed condition).",
     }),
     status: Enum(['True', 'False', 'Unknown'], 'Status of the condition: True, False or Unknown.'),
     reason: Type.String({
@@ -75,7 +75,7 @@ export const GatewayPolicyStatus = Type.Object(
     ancestors: Type.Optional(
       Type.Array(PolicyAncestorStatus, {
         maxItems: MAX_POLICY_ANCESTORS,
-        description: 'Status per ancestor (Gateway) the policy affects, written by the controllers of those ancestors.',
+        description: 'Status per ancestor (Gateway) the policy reaches, written by the controllers of those ancestors; a policy that reaches no Gateway has one entry on its target itself.',
       }),
     ),
   },

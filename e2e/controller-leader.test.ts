@@ -1,0 +1,135 @@
+// Leader election between controller replicas on a real kube-apiserver: every replica
+// watches and translates, only the holder of the Lease writes status; a leader stopped with
+// SIGTERM releases the Lease and a follower takes over at once; a leader killed outright is
+// replaced once its Lease expires, never before.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ControllerProcess, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
+import { run } from './lib/exec.js';
+import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
+import { useCluster } from './lib/use-cluster.js';
+
+const availability = e2eAvailability();
+const CHART = join(REPO_ROOT, 'charts/tollgate');
+const NS = 'tollgate-system';
+const APPS = 'apps';
+const OURS = 'tollgate.dev/gateway-controller';
+const LEASE_MS = 4000;
+const ELECTION = ['--leader-elect', `--leader-elect-lease-duration=${LEASE_MS}ms`, '--leader-elect-renew-deadline=3s', '--leader-elect-retry-period=500ms'];
+
+interface Lease {
+  spec: { holderIdentity?: string; acquireTime?: string; renewTime?: string; leaseTransitions?: number };
+}
+interface Policy {
+  status?: { ancestors?: { controllerName: string; conditions: { type: string; observedGeneration?: number }[] }[] };
+}
+
+const policy = (tokens: number) => `
+apiVersion: tollgate.dev/v1alpha1
+kind: GatewayPolicy
+metadata: { name: budget, namespace: ${APPS} }
+spec:
+  targetRefs: [ { group: gateway.networking.k8s.io, kind: Gateway, name: gw } ]
+  traffic: { rateLimit: { local: [ { requests: ${tokens}, unit: Minutes } ] } }
+`;
+
+const GATEWAY = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: { name: gw, namespace: ${APPS} }
+spec:
+  gatewayClassName: tollgate
+  listeners: [ { name: http, protocol: HTTP, port: 80 } ]
+`;
+
+describe.skipIf(!availability.run)('controller leader election on kube-apiserver', () => {
+  const cluster = useCluster({ tollgateCrds: false });
+  const kubectl = (args: string[], input?: string) => run(cluster.current.tools.kubectl, args, { env: cluster.current.env, input });
+  const replicas: ControllerProcess[] = [];
+  let kubeconfig: string;
+  const start = async (name: string) => {
+    const p = await ControllerProcess.start(name, cluster.current, kubeconfig, [...ELECTION, `--namespace=${NS}`], { POD_NAME: name });
+    replicas.push(p);
+    await p.synced();
+    return p;
+  };
+  const writes = (p: ControllerProcess) => p.metric('tollgate_controller_status_writes_total');
+  const accepted = (generation: number) =>
+    waitForObject<Policy>(cluster.current, 'gatewaypolicies.tollgate.dev', 'budget', APPS, (p) =>
+      (p.status?.ancestors ?? []).some((a) => a.controllerName === OURS && a.conditions.some((c) => c.type === 'Accepted' && c.observedGeneration === generation)),
+    );
+  const lease = async () => JSON.parse(await kubectl(['get', 'lease', 'tollgate-controller', '-n', NS, '-o', 'json'])) as Lease;
+
+  beforeAll(async () => {
+    await run(cluster.current.tools.helm, ['install', 'tollgate', CHART, '-n', NS, '--create-namespace', '--set', 'controller.replicas=2'], { env: cluster.current.env });
+    await kubectl(['create', 'namespace', APPS]);
+    kubeconfig = await serviceAccountKubeconfig(cluster.current, NS, 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-ctl-')), 'kubeconfig'));
+    await kubectl(['apply', '-f', '-'], GATEWAY);
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(replicas.map((r) => r.stop('SIGKILL')));
+  });
+
+  let a: ControllerProcess;
+  let b: ControllerProcess;
+
+  it('one replica leads; only its status-write counter moves', async () => {
+    a = await start('replica-a');
+    await a.waitForLog((l) => l.msg === 'became leader');
+    b = await start('replica-b');
+    await kubectl(['apply', '-f', '-'], policy(10));
+    await accepted(1);
+    await kubectl(['apply', '-f', '-'], policy(20));
+    await accepted(2);
+    // b translated the same changes (its reconcile counter moved) but wrote nothing.
+    expect(await b.metric('tollgate_controller_reconciles_total', { result: 'success' })).toBeGreaterThan(0);
+    expect(await writes(a)).toBeGreaterThan(0);
+    expect(await writes(b)).toBe(0);
+    expect(await a.metric('tollgate_controller_leader')).toBe(1);
+    expect(await b.metric('tollgate_controller_leader')).toBe(0);
+    expect((await lease()).spec.holderIdentity).toBe('replica-a');
+  }, 120_000);
+
+  it('a leader stopped with SIGTERM releases the Lease; the follower takes over without waiting for expiry', async () => {
+    let released = false;
+    const handedOver = waitForObject<Lease>(cluster.current, 'lease', 'tollgate-controller', NS, (l) => {
+      if (l.spec.holderIdentity === '' || l.spec.holderIdentity === undefined) released = true;
+      return l.spec.holderIdentity === 'replica-b';
+    });
+    const [code] = await a.stop('SIGTERM');
+    expect(code).toBe(0);
+    const l = await handedOver;
+    expect(released).toBe(true);
+    expect(l.spec.leaseTransitions).toBeGreaterThanOrEqual(1);
+    await b.waitForLog((x) => x.msg === 'became leader');
+    const before = await writes(b);
+    await kubectl(['apply', '-f', '-'], policy(30));
+    await accepted(3);
+    expect(await writes(b)).toBeGreaterThan(before);
+  }, 120_000);
+
+  it('a leader killed outright is replaced when its Lease expires, never before', async () => {
+    const c = await start('replica-c');
+    expect(await writes(c)).toBe(0);
+    const last = await lease();
+    // The leader's last renewal is the last record it wrote before dying; read it from the watch.
+    let lastRenew = Date.parse(last.spec.renewTime!);
+    const renewals = waitForObject<Lease>(cluster.current, 'lease', 'tollgate-controller', NS, (l) => {
+      if (l.spec.holderIdentity === 'replica-b') lastRenew = Math.max(lastRenew, Date.parse(l.spec.renewTime!));
+      return l.spec.holderIdentity === 'replica-c';
+    }, 60_000);
+    await b.stop('SIGKILL');
+    const l = await renewals;
+    const handover = Date.parse(l.spec.acquireTime!) - lastRenew;
+    console.log(`leader killed: replica-c took over ${handover} ms after replica-b's last renewal (lease ${LEASE_MS} ms)`);
+    // Safety: nobody acts as leader while the dead leader's Lease is still valid.
+    expect(handover).toBeGreaterThanOrEqual(LEASE_MS);
+    await c.waitForLog((x) => x.msg === 'became leader');
+    await kubectl(['apply', '-f', '-'], policy(40));
+    await accepted(4);
+    expect(await writes(c)).toBeGreaterThan(0);
+  }, 120_000);
+});

@@ -1,0 +1,63 @@
+// The controller's admin server (127.0.0.1:9095 by default), on kit's admin scaffolding
+// shared with the proxy: /logging (the JSON per-component contract of docs/admin-api.md that
+// `gwctl controller log` speaks), /snapshots and /debug/pprof.
+import { AdminServer as KitAdminServer, jsonLoggingRoutes, pprofRoutes, rejectUnknownQuery } from '@tollgate/kit';
+import type { Logs } from '../log/components.js';
+import type { HostPort } from '../options.js';
+import { bindError } from '../runtime/listen.js';
+import type { Runnable } from '../runtime/runnable.js';
+import type { SnapshotStore } from '../snapshots/store.js';
+import { snapshotsView } from './snapshots-view.js';
+
+export class AdminServer implements Runnable {
+  readonly name = 'admin';
+  readonly needsLeader = false;
+  readonly #server: KitAdminServer;
+  #address = '';
+
+  constructor(
+    private readonly addr: HostPort,
+    logs: Logs,
+    store: SnapshotStore,
+    private readonly onListening: (address: string) => void,
+  ) {
+    this.#server = new KitAdminServer({
+      host: addr.host || '0.0.0.0',
+      port: addr.port,
+      role: 'admin',
+      title: 'Tollgate controller admin',
+      endpoints: [
+        { method: 'GET', path: '/logging', description: 'log level of every component' },
+        { method: 'POST', path: '/logging', description: '?level=&lt;level&gt; for every component, ?component=&lt;c&gt;&amp;level=&lt;level&gt; for one' },
+        { method: 'GET', path: '/snapshots', description: 'the snapshot of each Gateway: version, origin, IR (secrets redacted)' },
+        { method: 'GET', path: '/debug/pprof/profile', description: 'CPU profile, ?seconds=N (default 10)' },
+        { method: 'GET', path: '/debug/pprof/heap', description: 'heap profile' },
+      ],
+    });
+    const app = this.#server.app;
+    jsonLoggingRoutes(app, { logs, onChange: (levels) => logs.get('default').info({ levels }, 'log levels changed') });
+    app.get('/snapshots', async (request, reply) => {
+      if (rejectUnknownQuery(request.query, [], reply)) return reply;
+      // JSON.stringify prints every Secret in the IR as [redacted] (Secret.toJSON).
+      return reply.type('application/json').send(JSON.stringify(snapshotsView(store), null, 2));
+    });
+    pprofRoutes(app);
+  }
+
+  get address(): string {
+    return this.#address;
+  }
+
+  async start(): Promise<void> {
+    try {
+      this.#address = await this.#server.listen();
+    } catch (err) {
+      throw bindError('admin', '--admin-addr', this.addr, (err as { cause?: unknown }).cause ?? err);
+    }
+    this.onListening(this.#address);
+  }
+
+  async stop(): Promise<void> {
+    await this.#server.close();
+  }
+}

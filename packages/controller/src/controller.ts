@@ -1,0 +1,144 @@
+// The controller process: its runnables wired together. Every replica watches, translates and
+// serves its admin, metrics and health endpoints; only the leader writes status. Later the
+// snapshot server (every replica) and the deployer (leader) join as runnables of their own.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { AdminServer } from './admin/server.js';
+import { EventRecorder } from './events/recorder.js';
+import { healthServer } from './health/server.js';
+import { readGatewayApiVersion } from './kube/gateway-api-version.js';
+import { KubeLeaseApi, LeaseElector, NoElection } from './leader/elector.js';
+import type { Logs } from './log/components.js';
+import { ControllerMetrics } from './metrics/metrics.js';
+import { metricsServer } from './metrics/server.js';
+import type { ControllerOptions } from './options.js';
+import { DebouncedQueue, type DebounceOptions } from './queue/debounced-queue.js';
+import { Reconciler } from './reconcile/reconciler.js';
+import { Manager, type LeadershipSource } from './runtime/manager.js';
+import type { Runnable } from './runtime/runnable.js';
+import { SnapshotStore, type SnapshotCheck } from './snapshots/store.js';
+import { KubeStatusApi } from './status/api.js';
+import { StatusWriter } from './status/writer.js';
+import type { Translate } from './translate/types.js';
+import type { BackoffOptions } from './watch/informer.js';
+import { World } from './watch/world.js';
+
+export interface ControllerDeps {
+  readonly options: ControllerOptions;
+  readonly kc: KubeConfig;
+  readonly logs: Logs;
+  readonly translate: Translate;
+  readonly checkSnapshot?: SnapshotCheck;
+  readonly queue?: DebounceOptions;
+  readonly watchBackoff?: BackoffOptions;
+}
+
+export class Controller {
+  readonly metrics = new ControllerMetrics();
+  readonly store: SnapshotStore;
+  readonly world: World;
+  readonly writer: StatusWriter;
+  readonly queue: DebouncedQueue;
+  readonly leadership: LeadershipSource;
+  readonly admin: AdminServer;
+  readonly #manager: Manager;
+
+  constructor(d: ControllerDeps) {
+    const { options: o, kc, logs } = d;
+    const general = logs.get('default');
+    const syncer = logs.get('tollgate/syncer');
+    const translator = logs.get('tollgate/translator');
+    const gwc = logs.get('gateway-controller');
+
+    this.store = new SnapshotStore(d.checkSnapshot);
+    let gatewayApiVersion: string | undefined;
+    const elector = o.leaderElection.enabled ? new LeaseElector(new KubeLeaseApi(kc), o.namespace, o.leaderElection, gwc) : undefined;
+    this.leadership = elector ?? new NoElection();
+    this.metrics.leader.set(this.leadership.isLeader() ? 1 : 0);
+    const events = new EventRecorder(kc, o.controllerName, o.leaderElection.identity, () => this.leadership.isLeader(), gwc);
+    this.leadership.onChange((leader) => {
+      this.metrics.leader.set(leader ? 1 : 0);
+      const lease = elector?.lease;
+      if (leader && lease) events.record({ ...lease, apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' }, 'Normal', 'LeaderElection', 'Acquire', `${o.leaderElection.identity} became leader`);
+    });
+
+    this.world = new World(
+      kc,
+      {
+        changed: () => {
+          this.queue.add();
+          this.metrics.queueDepth.set(this.queue.depth);
+        },
+        restarted: (kind) => this.metrics.watchRestarts.inc({ kind: kind.kind }),
+        synced: (kind) => {
+          this.metrics.watchSynced.set({ kind: kind.kind }, 1);
+          syncer.info({ kind: kind.kind, objects: this.world.informer(kind.kind).list().length }, 'cache synced');
+        },
+      },
+      syncer,
+      d.watchBackoff,
+      (kind, obj, why) => events.record({ ...obj, apiVersion: kind.group ? `${kind.group}/${kind.version}` : kind.version, kind: kind.kind }, 'Warning', 'Unreadable', 'Skip', `skipped by ${o.controllerName}: ${why}`),
+    );
+
+    this.writer = new StatusWriter(
+      new KubeStatusApi(kc),
+      (kind, name, namespace) => this.world.get(kind, name, namespace),
+      o.controllerName,
+      () => this.leadership.isLeader(),
+      this.metrics,
+      gwc,
+    );
+
+    const reconciler = new Reconciler({
+      resources: () => this.world.resources(),
+      translate: d.translate,
+      controllerName: o.controllerName,
+      gatewayApiVersion: () => gatewayApiVersion,
+      store: this.store,
+      submitStatus: (r) => this.writer.submit(r),
+      metrics: this.metrics,
+      log: translator,
+    });
+    this.queue = new DebouncedQueue(
+      () => {
+        // Until every cache has synced, a translation would see a partial world and report
+        // objects as missing; the first run happens once the last kind has synced.
+        if (!this.world.synced) return;
+        reconciler.run();
+        this.metrics.queueDepth.set(this.queue.depth);
+      },
+      (err) => translator.error({ err: String(err) }, 'reconcile failed'),
+      d.queue,
+    );
+
+    const listening = (what: string) => (address: string) => general.info({ address }, `${what} listening`);
+    this.admin = new AdminServer(o.adminAddr, logs, this.store, listening('admin'));
+    this.#manager = new Manager(general, this.leadership);
+    const runnables: Runnable[] = [
+      healthServer(o.healthAddr, { notReady: () => this.world.unsynced().map((k) => `${k} not synced`) }, listening('health')),
+      metricsServer(o.metricsAddr, this.metrics, listening('metrics')),
+      this.admin,
+      {
+        name: 'watch',
+        needsLeader: false,
+        start: async () => {
+          gatewayApiVersion = await readGatewayApiVersion(kc, syncer);
+          // Resolves once each kind has made its first attempt; failures retry in the background.
+          await this.world.start();
+        },
+        stop: () => this.world.stop(),
+      },
+      { name: 'translate', needsLeader: false, start: async () => undefined, stop: () => this.queue.stop() },
+      ...(elector ? [elector] : []),
+      this.writer,
+    ];
+    for (const r of runnables) this.#manager.add(r);
+  }
+
+  start(): Promise<void> {
+    return this.#manager.start();
+  }
+
+  stop(): Promise<void> {
+    return this.#manager.stop();
+  }
+}

@@ -1,0 +1,64 @@
+// The controller's error catalog: the failures that stop `tollgate-controller` (exit 2 for a
+// flag, environment or kubeconfig problem, 1 otherwise) and the ones it logs and goes on
+// after (the `code` field of the log line). docs/errors.md lists them.
+import { defineErrors } from '@tollgate/api';
+
+export const CONTROLLER_ERRORS = defineErrors({
+  usage: {
+    code: 'TG_CONTROLLER_USAGE',
+    message: '{problem}',
+    hint: 'run tollgate-controller --help for the flags and their environment variables',
+  },
+  noCredentials: {
+    code: 'TG_CONTROLLER_NO_CREDENTIALS',
+    message: 'no Kubernetes credentials: not in a pod, and no kubeconfig given',
+    hint: 'run in a pod (its ServiceAccount is used) or give --kubeconfig <file> (or KUBECONFIG)',
+  },
+  kubeconfig: {
+    code: 'TG_CONTROLLER_KUBECONFIG',
+    message: 'kubeconfig {path} {problem}',
+    hint: 'give one readable kubeconfig file whose current context names a cluster',
+  },
+  bind: {
+    code: 'TG_CONTROLLER_BIND',
+    message: '{role} address {address} ({flag}) {problem}',
+    hint: 'stop the other process on that port, or choose another address with the flag named',
+  },
+  watchFailed: {
+    code: 'TG_CONTROLLER_WATCH_FAILED',
+    message: 'list and watch of {kind} failed: {reason}; retrying with backoff',
+    hint: 'check that the API server is reachable and that the ClusterRole lets the controller list and watch {kind}',
+  },
+  objectUnreadable: {
+    code: 'TG_CONTROLLER_OBJECT_UNREADABLE',
+    message: '{kind} {name} cannot be read: {reason}; it is skipped',
+    hint: 'fix the object so it matches its CRD (it was stored under an older or looser schema); the controller reads it again when it changes',
+  },
+  translateFailed: {
+    code: 'TG_CONTROLLER_TRANSLATE_FAILED',
+    message: 'translation failed: {reason}; the last good snapshots and status stay',
+    hint: 'a bug in the controller: report it with this log line (it carries the stack)',
+  },
+  snapshotRefused: {
+    code: 'TG_CONTROLLER_SNAPSHOT_REFUSED',
+    message: 'the new snapshot of Gateway {gateway} is invalid: {reason}; its last good snapshot stays',
+    hint: 'a bug in the controller (translation produced a snapshot the proxies would refuse): report it with this log line',
+  },
+  statusWrite: {
+    code: 'TG_CONTROLLER_STATUS_WRITE',
+    message: 'status of {kind} {name} could not be written: {reason}',
+    hint: 'check the API server message; a 403 means the ClusterRole lacks update on the status subresource',
+  },
+  leaseFailed: {
+    code: 'TG_CONTROLLER_LEASE',
+    message: 'leader election: the Lease request failed: {reason}',
+    hint: 'check that the API server is reachable and that the Role in the release namespace allows get, create and update of leases',
+  },
+  eventFailed: {
+    code: 'TG_CONTROLLER_EVENT',
+    message: 'could not record the {reason} event on {object}: {detail}',
+    hint: 'check that the ClusterRole allows create of events.k8s.io events',
+  },
+});
+
+export type ControllerErrorCode = (typeof CONTROLLER_ERRORS)[keyof typeof CONTROLLER_ERRORS]['code'];

@@ -1,0 +1,264 @@
+// The controller's settings: command-line flags, each with an environment equivalent (a flag
+// wins over its variable). Every value is validated before anything starts; a bad one is a
+// TG_CONTROLLER_USAGE error naming the flag (or variable), what was wrong and an example of a good value.
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { CatalogError } from '@tollgate/api';
+import { CONTROLLER_ERRORS } from './errors.js';
+import { DirectiveError } from '@tollgate/kit';
+import { checkDirective } from './log/components.js';
+
+/** A bad flag or environment variable (exit 2). */
+export function usageError(problem: string): CatalogError {
+  return CONTROLLER_ERRORS.usage.create({ problem });
+}
+
+export function isUsageError(err: unknown): err is CatalogError {
+  return err instanceof CatalogError && err.code === CONTROLLER_ERRORS.usage.code;
+}
+
+export interface HostPort {
+  /** '' means every interface (the `:9092` form). */
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface LeaderElection {
+  readonly enabled: boolean;
+  readonly leaseName: string;
+  /** How long a lease is valid after its last renewal; followers wait this long. */
+  readonly leaseDurationMs: number;
+  /** The leader stops acting when it could not renew for this long (< leaseDuration). */
+  readonly renewDeadlineMs: number;
+  /** Interval between attempts to acquire or renew. */
+  readonly retryPeriodMs: number;
+  readonly identity: string;
+}
+
+export interface ControllerOptions {
+  readonly kubeconfig: string | undefined;
+  readonly namespace: string;
+  readonly controllerName: string;
+  readonly snapshotAddr: HostPort;
+  readonly metricsAddr: HostPort;
+  readonly healthAddr: HostPort;
+  readonly adminAddr: HostPort;
+  readonly proxyImage: string;
+  readonly snapshotService: string;
+  readonly leaderElection: LeaderElection;
+  /** `--log-level`, checked: a level and/or <component>=<level> entries. */
+  readonly logDirective: string;
+}
+
+interface FlagSpec {
+  readonly name: string;
+  readonly env: string;
+  readonly boolean?: boolean;
+  readonly arg?: string;
+  readonly help: string;
+  readonly default?: string;
+}
+
+export const FLAGS: readonly FlagSpec[] = [
+  { name: 'kubeconfig', env: 'KUBECONFIG', arg: 'path', help: 'kubeconfig file; without it and without KUBECONFIG, the in-cluster ServiceAccount' },
+  { name: 'namespace', env: 'TOLLGATE_NAMESPACE', arg: 'name', help: 'release namespace: the leader election Lease lives here', default: 'tollgate-system' },
+  { name: 'gateway-class-controller', env: 'TOLLGATE_GATEWAY_CLASS_CONTROLLER', arg: 'name', help: 'GatewayClass spec.controllerName served by this controller', default: 'tollgate.dev/gateway-controller' },
+  { name: 'snapshot-addr', env: 'TOLLGATE_SNAPSHOT_ADDR', arg: 'addr', help: 'address of the snapshot stream proxies connect to', default: ':9978' },
+  { name: 'metrics-addr', env: 'TOLLGATE_METRICS_ADDR', arg: 'addr', help: 'Prometheus /metrics', default: ':9092' },
+  { name: 'health-addr', env: 'TOLLGATE_HEALTH_ADDR', arg: 'addr', help: '/healthz and /readyz (ready once every watch has synced)', default: ':9093' },
+  { name: 'admin-addr', env: 'TOLLGATE_ADMIN_ADDR', arg: 'addr', help: 'admin API (/logging, /snapshots, /debug/pprof); keep it on loopback', default: '127.0.0.1:9095' },
+  { name: 'proxy-image', env: 'TOLLGATE_PROXY_IMAGE', arg: 'image', help: 'image of the proxies deployed for each Gateway', default: 'ghcr.io/tollgate-dev/tollgate:<version>' },
+  { name: 'snapshot-service', env: 'TOLLGATE_SNAPSHOT_SERVICE', arg: 'host:port', help: 'address proxies are given to reach the snapshot stream', default: 'tollgate-controller.<namespace>.svc:9978' },
+  { name: 'leader-elect', env: 'TOLLGATE_LEADER_ELECT', boolean: true, help: 'elect a leader among replicas with a Lease; only the leader writes status', default: 'false' },
+  { name: 'leader-elect-lease-name', env: 'TOLLGATE_LEADER_ELECT_LEASE_NAME', arg: 'name', help: 'name of the Lease', default: 'tollgate-controller' },
+  { name: 'leader-elect-lease-duration', env: 'TOLLGATE_LEADER_ELECT_LEASE_DURATION', arg: 'duration', help: 'how long followers wait after the last renewal before taking over', default: '15s' },
+  { name: 'leader-elect-renew-deadline', env: 'TOLLGATE_LEADER_ELECT_RENEW_DEADLINE', arg: 'duration', help: 'the leader steps down when it could not renew for this long', default: '10s' },
+  { name: 'leader-elect-retry-period', env: 'TOLLGATE_LEADER_ELECT_RETRY_PERIOD', arg: 'duration', help: 'interval between acquire and renew attempts', default: '2s' },
+  { name: 'log-level', env: 'TOLLGATE_LOG_LEVEL', arg: 'levels', help: 'a level, or <component>=<level> entries, e.g. info,tollgate/syncer=debug', default: 'info' },
+];
+
+export interface ParsedArgs {
+  readonly help: boolean;
+  readonly version: boolean;
+  readonly values: ReadonlyMap<string, string>;
+}
+
+/** `--flag=value`, `--flag value`, bare `--flag` for booleans; no positionals. */
+export function parseArgv(argv: readonly string[]): ParsedArgs {
+  const values = new Map<string, string>();
+  let help = false;
+  let version = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '-h' || arg === '--help') {
+      help = true;
+      continue;
+    }
+    if (arg === '-v' || arg === '--version') {
+      version = true;
+      continue;
+    }
+    if (!arg.startsWith('--')) throw usageError(`unexpected argument "${arg}"; every setting is a --flag`);
+    const eq = arg.indexOf('=');
+    const name = arg.slice(2, eq < 0 ? undefined : eq);
+    const spec = FLAGS.find((f) => f.name === name);
+    if (!spec) throw usageError(`unknown flag --${name}`);
+    if (values.has(name)) throw usageError(`--${name} given more than once`);
+    if (eq >= 0) values.set(name, arg.slice(eq + 1));
+    else if (spec.boolean) values.set(name, 'true');
+    else {
+      const next = argv[i + 1];
+      if (next === undefined || next.startsWith('--')) throw usageError(`--${name} needs a value (${spec.arg})`);
+      values.set(name, next);
+      i++;
+    }
+  }
+  return { help, version, values };
+}
+
+export function helpText(version: string): string {
+  const lines = FLAGS.map((f) => {
+    const left = `  --${f.name}${f.arg ? ` <${f.arg}>` : ''}`;
+    const def = f.default ? ` (default ${f.default})` : '';
+    return `${left.padEnd(46)} ${f.help}${def}; env ${f.env}`;
+  });
+  return `tollgate-controller ${version}: the Tollgate control plane
+
+Watches GatewayClasses, Gateways, HTTPRoutes, ReferenceGrants, GatewayPolicies, Services,
+EndpointSlices and Namespaces, translates them to one snapshot per Gateway of its class and
+writes their status.
+
+Usage:
+  tollgate-controller [flags]
+
+Flags (each also read from the environment variable named; a flag wins):
+${lines.join('\n')}
+${'  -h, --help'.padEnd(46)} show this help
+${'  -v, --version'.padEnd(46)} print the version
+
+Addresses are <host>:<port>, [<ipv6>]:<port> or :<port> (every interface); port 0 picks a
+free port (the bound address is logged). Durations: 500ms, 15s, 1m.
+
+Exit codes: 0 stopped by SIGTERM or SIGINT, 1 runtime failure, 2 bad flag or environment.
+`;
+}
+
+function source(spec: FlagSpec, fromFlag: boolean): string {
+  return fromFlag ? `--${spec.name}` : spec.env;
+}
+
+export function parseHostPort(text: string, what: string): HostPort {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]*)):([0-9]{1,5})$/.exec(text);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) throw usageError(`${what} "${text}" is not <host>:<port>, [<ipv6>]:<port> or :<port> (port 0-65535), e.g. 127.0.0.1:9095 or :9092`);
+  return { host: m[1] ?? m[2] ?? '', port };
+}
+
+export function parseDuration(text: string, what: string): number {
+  const m = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m)$/.exec(text);
+  if (!m) throw usageError(`${what} "${text}" is not a duration; use e.g. 500ms, 15s or 1m`);
+  const ms = Number(m[1]) * (m[2] === 'ms' ? 1 : m[2] === 's' ? 1000 : 60_000);
+  if (ms <= 0) throw usageError(`${what} must be greater than zero`);
+  return ms;
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+// GatewayClass spec.controllerName: a domain-prefixed path (the Gateway API's pattern).
+const CONTROLLER_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$/;
+// registry/path:tag or @sha256:digest; no whitespace, no scheme.
+const IMAGE = /^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$/;
+
+function parseBool(text: string, what: string): boolean {
+  if (text === 'true') return true;
+  if (text === 'false') return false;
+  throw usageError(`${what} "${text}" is not a boolean; use true or false`);
+}
+
+/** Flags first, then the environment, then defaults. Throws the usage error of the catalog. */
+export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version: string): ControllerOptions {
+  const get = (name: string): { value: string | undefined; from: string } => {
+    const spec = FLAGS.find((f) => f.name === name)!;
+    const flag = args.values.get(name);
+    if (flag !== undefined) return { value: flag, from: source(spec, true) };
+    const fromEnv = env[spec.env];
+    if (fromEnv !== undefined && fromEnv !== '') return { value: fromEnv, from: source(spec, false) };
+    return { value: undefined, from: `--${name}` };
+  };
+  const str = (name: string, fallback: string) => get(name).value ?? fallback;
+
+  const kubeconfig = get('kubeconfig').value;
+
+  const ns = get('namespace');
+  const namespace = ns.value ?? 'tollgate-system';
+  if (namespace.length > 63 || !DNS_LABEL.test(namespace)) throw usageError(`${ns.from} "${namespace}" is not a namespace name (lower-case letters, digits and '-', at most 63)`);
+
+  const cn = get('gateway-class-controller');
+  const controllerName = cn.value ?? 'tollgate.dev/gateway-controller';
+  if (controllerName.length > 253 || !CONTROLLER_NAME.test(controllerName)) {
+    throw usageError(`${cn.from} "${controllerName}" is not a controller name; it is a domain-prefixed path such as tollgate.dev/gateway-controller`);
+  }
+
+  const addr = (name: string, fallback: string) => {
+    const g = get(name);
+    return parseHostPort(g.value ?? fallback, g.from);
+  };
+  const snapshotAddr = addr('snapshot-addr', ':9978');
+  const metricsAddr = addr('metrics-addr', ':9092');
+  const healthAddr = addr('health-addr', ':9093');
+  const adminAddr = addr('admin-addr', '127.0.0.1:9095');
+
+  const pi = get('proxy-image');
+  const proxyImage = pi.value ?? `ghcr.io/tollgate-dev/tollgate:${version}`;
+  if (!IMAGE.test(proxyImage)) throw usageError(`${pi.from} "${proxyImage}" is not an image reference; e.g. ghcr.io/tollgate-dev/tollgate:0.1.0`);
+
+  const ss = get('snapshot-service');
+  const snapshotService = ss.value ?? `tollgate-controller.${namespace}.svc:9978`;
+  const ssParsed = parseHostPort(snapshotService, ss.from);
+  if (!ssParsed.host || !DNS_SUBDOMAIN.test(ssParsed.host.toLowerCase()) || ssParsed.port === 0) {
+    throw usageError(`${ss.from} "${snapshotService}" must be <host>:<port> with a host name and a port, e.g. tollgate-controller.tollgate-system.svc:9978`);
+  }
+
+  const le = get('leader-elect');
+  const enabled = le.value === undefined ? false : parseBool(le.value, le.from);
+  const ln = get('leader-elect-lease-name');
+  const leaseName = ln.value ?? 'tollgate-controller';
+  if (leaseName.length > 253 || !DNS_SUBDOMAIN.test(leaseName)) throw usageError(`${ln.from} "${leaseName}" is not an object name (lower-case DNS subdomain)`);
+  const dur = (name: string, fallback: string) => {
+    const g = get(name);
+    return parseDuration(g.value ?? fallback, g.from);
+  };
+  const leaseDurationMs = dur('leader-elect-lease-duration', '15s');
+  const renewDeadlineMs = dur('leader-elect-renew-deadline', '10s');
+  const retryPeriodMs = dur('leader-elect-retry-period', '2s');
+  if (renewDeadlineMs >= leaseDurationMs) throw usageError(`--leader-elect-renew-deadline (${renewDeadlineMs}ms) must be shorter than --leader-elect-lease-duration (${leaseDurationMs}ms), or two replicas could both act as leader`);
+  if (retryPeriodMs >= renewDeadlineMs) throw usageError(`--leader-elect-retry-period (${retryPeriodMs}ms) must be shorter than --leader-elect-renew-deadline (${renewDeadlineMs}ms)`);
+
+  const ll = get('log-level');
+  const logDirective = str('log-level', 'info');
+  try {
+    checkDirective(logDirective);
+  } catch (err) {
+    if (err instanceof DirectiveError) throw usageError(`${ll.from}: ${err.message}`);
+    throw err;
+  }
+
+  const identity = env.POD_NAME || `${hostname()}-${randomBytes(4).toString('hex')}`;
+  return {
+    kubeconfig,
+    namespace,
+    controllerName,
+    snapshotAddr,
+    metricsAddr,
+    healthAddr,
+    adminAddr,
+    proxyImage,
+    snapshotService,
+    leaderElection: { enabled, leaseName, leaseDurationMs, renewDeadlineMs, retryPeriodMs, identity },
+    logDirective,
+  };
+}
+
+export function formatHostPort(a: HostPort): string {
+  return a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
+}

@@ -1,0 +1,68 @@
+// One reconcile: read every cache, translate, offer the snapshots to the store (which keeps
+// the last good snapshot of a Gateway whose new one is refused) and hand the desired status
+// to the writer. translate() is pure and synchronous; if it throws (a bug, or an object it
+// cannot cope with), the previous snapshots and status stay as they are and the error is
+// logged once per distinct message, so the controller keeps serving.
+import type { Logger } from 'pino';
+import { CONTROLLER_ERRORS } from '../errors.js';
+import type { ControllerMetrics } from '../metrics/metrics.js';
+import type { SnapshotStore } from '../snapshots/store.js';
+import type { Resources, StatusReport, Translate } from '../translate/types.js';
+
+export interface ReconcileDeps {
+  readonly resources: () => Resources;
+  readonly translate: Translate;
+  readonly controllerName: string;
+  /** The installed Gateway API bundle version, once known. */
+  readonly gatewayApiVersion: () => string | undefined;
+  readonly store: SnapshotStore;
+  readonly submitStatus: (r: StatusReport) => void;
+  readonly metrics: ControllerMetrics;
+  readonly log: Logger;
+}
+
+export class Reconciler {
+  #lastError = '';
+  constructor(private readonly d: ReconcileDeps) {}
+
+  run(): void {
+    const { metrics, log } = this.d;
+    const end = metrics.reconcileDuration.startTimer();
+    let result: ReturnType<Translate>;
+    const resources = this.d.resources();
+    const started = performance.now();
+    try {
+      result = this.d.translate(resources, { controllerName: this.d.controllerName, gatewayApiVersion: this.d.gatewayApiVersion() });
+    } catch (err) {
+      end();
+      metrics.reconciles.inc({ result: 'error' });
+      const message = err instanceof Error ? `${err.message}\n${err.stack ?? ''}` : String(err);
+      if (message !== this.#lastError) log.error({ code: CONTROLLER_ERRORS.translateFailed.code, err: message }, 'translation failed; the last good snapshots and status stay');
+      this.#lastError = message;
+      return;
+    }
+    this.#lastError = '';
+    const offered = this.d.store.offer(result.snapshots);
+    for (const { gateway, reason } of offered.refused) {
+      metrics.snapshotsRefused.inc({ gateway });
+      log.error({ code: CONTROLLER_ERRORS.snapshotRefused.code, gateway, reason }, 'snapshot refused; the Gateway keeps its last good snapshot');
+    }
+    for (const gateway of offered.changed) {
+      const entry = this.d.store.get(gateway)!;
+      metrics.snapshotUpdates.inc({ gateway });
+      log.info({ gateway, version: entry.version }, 'new snapshot');
+    }
+    for (const gateway of offered.removed) log.info({ gateway }, 'snapshot removed (Gateway no longer served)');
+    if (offered.changed.length || offered.removed.length) {
+      metrics.snapshotVersion.reset();
+      for (const e of this.d.store.entries()) metrics.snapshotVersion.set({ gateway: e.gateway, version: e.version }, 1);
+    }
+    this.d.submitStatus(result.status);
+    end();
+    metrics.reconciles.inc({ result: 'success' });
+    if (log.isLevelEnabled('debug')) {
+      const objects = Object.fromEntries(Object.entries(resources).map(([k, v]) => [k, (v as readonly unknown[]).length]));
+      log.debug({ objects, gateways: result.snapshots.size, translateMs: Math.round((performance.now() - started) * 100) / 100 }, 'reconciled');
+    }
+  }
+}

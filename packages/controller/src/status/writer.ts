@@ -1,0 +1,172 @@
+// The one status writer. Each reconcile hands it the desired status of every object; it
+// writes only what differs from the API server, only while this replica leads, one object at a
+// time, and retries a conflict on a fresh read. A newer report supersedes an older one in the
+// middle of a pass: each object is written from the newest report available.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { ControllerMetrics } from '../metrics/metrics.js';
+import type { Runnable } from '../runtime/runnable.js';
+import type { StatusReport } from '../translate/types.js';
+import { CONTROLLER_ERRORS } from '../errors.js';
+import { describeApiError } from '../kube/errors.js';
+import { statusCode, type StatusApi, type StatusKind } from './api.js';
+import { mergeGatewayClassStatus, mergeGatewayPolicyStatus, mergeGatewayStatus, mergeHTTPRouteStatus, sameStatus } from './merge.js';
+
+const MAX_ATTEMPTS = 5;
+
+/** Reads the informer cache. */
+export type CacheReader = (kind: StatusKind, name: string, namespace?: string) => KubernetesObject | undefined;
+
+interface Item {
+  readonly kind: StatusKind;
+  readonly key: string;
+  readonly name: string;
+  readonly namespace?: string;
+}
+
+type StatusBearing = KubernetesObject & { status?: unknown };
+
+export class StatusWriter implements Runnable {
+  readonly name = 'status-writer';
+  readonly needsLeader = true;
+  #latest: StatusReport | undefined;
+  #dirty = false;
+  #active = false;
+  #pass: Promise<void> | undefined;
+  /**
+   * Our last write per object, until the cache has caught up with it: `before` is the
+   * resourceVersion the write replaced. While the cache still shows `before`, the written
+   * object is the current one (otherwise every write would be followed by a conflict).
+   */
+  readonly #written = new Map<string, { before: string; after: StatusBearing }>();
+
+  constructor(
+    private readonly api: StatusApi,
+    private readonly cache: CacheReader,
+    private readonly controllerName: string,
+    private readonly isLeader: () => boolean,
+    private readonly metrics: ControllerMetrics,
+    private readonly log: Logger,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  submit(report: StatusReport): void {
+    this.#latest = report;
+    this.#dirty = true;
+    this.#kick();
+  }
+
+  async start(): Promise<void> {
+    this.#active = true;
+    this.#dirty = this.#latest !== undefined;
+    this.#kick();
+  }
+
+  async stop(): Promise<void> {
+    this.#active = false;
+    await this.#pass;
+  }
+
+  /** Resolves when no pass is running (tests). */
+  async idle(): Promise<void> {
+    while (this.#pass) await this.#pass;
+  }
+
+  #kick(): void {
+    if (!this.#active || this.#pass || !this.#dirty) return;
+    this.#pass = this.#run().finally(() => {
+      this.#pass = undefined;
+      this.#kick();
+    });
+  }
+
+  #may(): boolean {
+    return this.#active && this.isLeader();
+  }
+
+  async #run(): Promise<void> {
+    this.#dirty = false;
+    const report = this.#latest;
+    if (!report) return;
+    let checked = 0;
+    let written = 0;
+    for (const item of items(report)) {
+      if (!this.#may()) return;
+      checked++;
+      try {
+        if (await this.#write(item)) written++;
+      } catch (err) {
+        this.metrics.statusWrites.inc({ kind: item.kind, result: 'error' });
+        this.log.error({ code: CONTROLLER_ERRORS.statusWrite.code, kind: item.kind, object: item.key, err: describeApiError(err) }, 'status write failed');
+      }
+    }
+    this.log.debug({ checked, written }, 'status pass finished');
+  }
+
+  #current(item: Item): StatusBearing | undefined {
+    const cached = this.cache(item.kind, item.name, item.namespace);
+    const w = this.#written.get(`${item.kind}/${item.key}`);
+    if (w && cached && cached.metadata?.resourceVersion === w.before) return w.after;
+    if (w) this.#written.delete(`${item.kind}/${item.key}`);
+    return cached;
+  }
+
+  #desired(item: Item, current: unknown): Record<string, unknown> | undefined {
+    const r = this.#latest!;
+    const now = this.clock();
+    switch (item.kind) {
+      case 'GatewayClass': {
+        const d = r.gatewayClasses.get(item.key);
+        return d && mergeGatewayClassStatus(current, d, now);
+      }
+      case 'Gateway': {
+        const d = r.gateways.get(item.key);
+        return d && mergeGatewayStatus(current, d, now);
+      }
+      case 'HTTPRoute': {
+        const d = r.httpRoutes.get(item.key);
+        return d && mergeHTTPRouteStatus(current, d, this.controllerName, now);
+      }
+      case 'GatewayPolicy': {
+        const d = r.gatewayPolicies.get(item.key);
+        return d && mergeGatewayPolicyStatus(current, d, this.controllerName, now);
+      }
+    }
+  }
+
+  /** True when a write was made. */
+  async #write(item: Item): Promise<boolean> {
+    let obj = this.#current(item);
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      if (!obj) return false; // deleted meanwhile: nothing to report on
+      const status = this.#desired(item, obj.status);
+      if (!status || sameStatus(obj.status, status)) return false;
+      if (!this.#may()) return false;
+      try {
+        const stored = (await this.api.replaceStatus(item.kind, { ...obj, status } as KubernetesObject)) as StatusBearing;
+        this.#written.set(`${item.kind}/${item.key}`, { before: obj.metadata?.resourceVersion ?? '', after: stored });
+        this.metrics.statusWrites.inc({ kind: item.kind, result: 'written' });
+        this.log.debug({ kind: item.kind, object: item.key }, 'status written');
+        return true;
+      } catch (err) {
+        const code = statusCode(err);
+        if (code === 404) {
+          this.metrics.statusWrites.inc({ kind: item.kind, result: 'not_found' });
+          return false;
+        }
+        if (code !== 409) throw err;
+        this.metrics.statusWrites.inc({ kind: item.kind, result: 'conflict' });
+        this.log.debug({ kind: item.kind, object: item.key, attempt }, 'status conflict; re-reading');
+        obj = (await this.api.get(item.kind, item.name, item.namespace));
+      }
+    }
+    throw new Error(`still conflicting after ${MAX_ATTEMPTS} attempts`);
+  }
+}
+
+function* items(r: StatusReport): Generator<Item> {
+  for (const [key, d] of r.gatewayClasses) yield { kind: 'GatewayClass', key, name: d.name };
+  for (const [key, d] of r.gateways) yield { kind: 'Gateway', key, name: d.name, namespace: d.namespace };
+  for (const [key, d] of r.httpRoutes) yield { kind: 'HTTPRoute', key, name: d.name, namespace: d.namespace };
+  for (const [key, d] of r.gatewayPolicies) yield { kind: 'GatewayPolicy', key, name: d.name, namespace: d.namespace };
+}

@@ -1,0 +1,93 @@
+// The kinds the controller watches: where each is listed and watched, and which field of
+// translate()'s Resources it fills. Gateway API v1.6.1 standard channel.
+import { CoreV1Api, CustomObjectsApi, DiscoveryV1Api, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+import type { Resources } from '../translate/types.js';
+
+export interface WatchedKind {
+  readonly kind: string;
+  readonly resources: keyof Resources;
+  readonly group: string;
+  readonly version: string;
+  readonly plural: string;
+  readonly namespaced: boolean;
+  /** A custom resource with a status subresource: status writes do not bump generation. */
+  readonly hasStatus: boolean;
+  /** Path of the collection across all namespaces, for list and watch. */
+  readonly path: string;
+  readonly list: (kc: KubeConfig) => () => Promise<KubernetesListObject<KubernetesObject>>;
+}
+
+function custom(kind: string, resources: keyof Resources, group: string, version: string, plural: string, namespaced: boolean): WatchedKind {
+  return {
+    kind,
+    resources,
+    group,
+    version,
+    plural,
+    namespaced,
+    hasStatus: true,
+    path: `/apis/${group}/${version}/${plural}`,
+    list: (kc) => {
+      const api = kc.makeApiClient(CustomObjectsApi);
+      return async () => (await api.listClusterCustomObject({ group, version, plural })) as KubernetesListObject<KubernetesObject>;
+    },
+  };
+}
+
+export const GATEWAY_API = 'gateway.networking.k8s.io';
+
+export const KINDS: readonly WatchedKind[] = [
+  custom('GatewayClass', 'gatewayClasses', GATEWAY_API, 'v1', 'gatewayclasses', false),
+  custom('Gateway', 'gateways', GATEWAY_API, 'v1', 'gateways', true),
+  custom('HTTPRoute', 'httpRoutes', GATEWAY_API, 'v1', 'httproutes', true),
+  custom('ReferenceGrant', 'referenceGrants', GATEWAY_API, 'v1', 'referencegrants', true),
+  custom('GatewayPolicy', 'gatewayPolicies', 'tollgate.dev', 'v1alpha1', 'gatewaypolicies', true),
+  {
+    kind: 'Service',
+    resources: 'services',
+    group: '',
+    version: 'v1',
+    plural: 'services',
+    namespaced: true,
+    hasStatus: false,
+    path: '/api/v1/services',
+    list: (kc) => {
+      const api = kc.makeApiClient(CoreV1Api);
+      return () => api.listServiceForAllNamespaces();
+    },
+  },
+  {
+    kind: 'EndpointSlice',
+    resources: 'endpointSlices',
+    group: 'discovery.k8s.io',
+    version: 'v1',
+    plural: 'endpointslices',
+    namespaced: true,
+    hasStatus: false,
+    path: '/apis/discovery.k8s.io/v1/endpointslices',
+    list: (kc) => {
+      const api = kc.makeApiClient(DiscoveryV1Api);
+      return () => api.listEndpointSliceForAllNamespaces();
+    },
+  },
+  {
+    kind: 'Namespace',
+    resources: 'namespaces',
+    group: '',
+    version: 'v1',
+    plural: 'namespaces',
+    namespaced: false,
+    hasStatus: false,
+    path: '/api/v1/namespaces',
+    list: (kc) => {
+      const api = kc.makeApiClient(CoreV1Api);
+      return () => api.listNamespace();
+    },
+  },
+];
+
+export function kindOf(name: string): WatchedKind {
+  const k = KINDS.find((x) => x.kind === name);
+  if (!k) throw new Error(`not a watched kind: ${name}`);
+  return k;
+}

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { isUsageError, parseArgv, resolveOptions } from '../src/options.js';
+
+const resolve = (argv: string[], env: NodeJS.ProcessEnv = {}) => resolveOptions(parseArgv(argv), env, '0.1.0');
+
+describe('controller options', () => {
+  it('defaults', () => {
+    const o = resolve([]);
+    expect(o).toMatchObject({
+      namespace: 'tollgate-system',
+      controllerName: 'tollgate.dev/gateway-controller',
+      adminAddr: { host: '127.0.0.1', port: 9095 },
+      metricsAddr: { host: '', port: 9092 },
+      healthAddr: { host: '', port: 9093 },
+      snapshotAddr: { host: '', port: 9978 },
+      proxyImage: 'ghcr.io/tollgate-dev/tollgate:0.1.0',
+      snapshotService: 'tollgate-controller.tollgate-system.svc:9978',
+      leaderElection: { enabled: false, leaseName: 'tollgate-controller', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
+    });
+    expect(o.logDirective).toBe('info');
+  });
+
+  it('the chart’s flags are accepted as it renders them', () => {
+    const o = resolve([
+      '--gateway-class-controller=tollgate.dev/gateway-controller',
+      '--snapshot-addr=:9978',
+      '--metrics-addr=:9092',
+      '--health-addr=:9093',
+      '--admin-addr=127.0.0.1:9095',
+      '--proxy-image=ghcr.io/tollgate-dev/tollgate:0.1.0',
+      '--snapshot-service=tollgate-controller.tollgate-system.svc:9978',
+      '--leader-elect=false',
+      '--log-level=info,deployer=debug,gateway-controller=info,tollgate/syncer=info,tollgate/translator=info',
+      '--namespace=tollgate-system',
+    ]);
+    expect(o.logDirective).toBe('info,deployer=debug,gateway-controller=info,tollgate/syncer=info,tollgate/translator=info');
+    expect(o.leaderElection.enabled).toBe(false);
+  });
+
+  it('each flag has an environment equivalent; the flag wins', () => {
+    const env = { TOLLGATE_ADMIN_ADDR: '127.0.0.1:1', TOLLGATE_LEADER_ELECT: 'true', TOLLGATE_NAMESPACE: 'ops', TOLLGATE_LOG_LEVEL: 'debug' };
+    const o = resolve(['--admin-addr', '127.0.0.1:2'], env);
+    expect(o.adminAddr.port).toBe(2);
+    expect(o.leaderElection.enabled).toBe(true);
+    expect(o.namespace).toBe('ops');
+    expect(o.logDirective).toBe('debug');
+    expect(o.snapshotService).toBe('tollgate-controller.ops.svc:9978');
+  });
+
+  it.each([
+    [['--metrics-addr=nine'], /--metrics-addr "nine" is not <host>:<port>/],
+    [['--admin-addr=127.0.0.1:70000'], /--admin-addr "127.0.0.1:70000"/],
+    [['--leader-elect=yes'], /--leader-elect "yes" is not a boolean; use true or false/],
+    [['--namespace=Tollgate'], /--namespace "Tollgate" is not a namespace name/],
+    [['--gateway-class-controller=tollgate'], /is not a controller name; it is a domain-prefixed path/],
+    [['--proxy-image=not an image'], /--proxy-image "not an image" is not an image reference/],
+    [['--snapshot-service=:9978'], /--snapshot-service ":9978" must be <host>:<port> with a host name/],
+    [['--log-level=info,syncer=debug'], /--log-level: unknown module "syncer"; expected one of tollgate\/syncer/],
+    [['--log-level=loud'], /--log-level: "loud" is not a level/],
+    [['--leader-elect-lease-duration=5s', '--leader-elect-renew-deadline=5s'], /must be shorter than --leader-elect-lease-duration/],
+    [['--leader-elect-retry-period=1h'], /is not a duration/],
+    [['--bogus'], /unknown flag --bogus/],
+    [['positional'], /unexpected argument "positional"/],
+    [['--admin-addr'], /--admin-addr needs a value/],
+  ])('%j is refused: %s', (argv, message) => {
+    let err: unknown;
+    try {
+      resolve(argv);
+    } catch (e) {
+      err = e;
+    }
+    expect(isUsageError(err)).toBe(true);
+    expect((err as Error).message).toMatch(message);
+  });
+
+  it('an environment variable with a bad value is named', () => {
+    expect(() => resolve([], { TOLLGATE_METRICS_ADDR: 'x' })).toThrow(/TOLLGATE_METRICS_ADDR "x"/);
+  });
+});

@@ -1,0 +1,93 @@
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { ControllerMetrics } from '../src/metrics/metrics.js';
+import type { StatusApi, StatusKind } from '../src/status/api.js';
+import { StatusWriter } from '../src/status/writer.js';
+import type { StatusReport } from '../src/translate/types.js';
+
+const OURS = 'tollgate.dev/gateway-controller';
+type Obj = KubernetesObject & { status?: Record<string, unknown> };
+
+/** One GatewayClass on a pretend API server with resourceVersion checks. */
+class FakeApi implements StatusApi {
+  stored: Obj = { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name: 'tollgate', resourceVersion: '1', generation: 1 } };
+  puts = 0;
+  gets = 0;
+  /** Someone else writes before our first PUT lands. */
+  raceOnce = false;
+  async get(): Promise<KubernetesObject | undefined> {
+    this.gets++;
+    return structuredClone(this.stored);
+  }
+  async replaceStatus(_kind: StatusKind, obj: KubernetesObject): Promise<KubernetesObject> {
+    this.puts++;
+    if (this.raceOnce) {
+      this.raceOnce = false;
+      this.stored = { ...this.stored, metadata: { ...this.stored.metadata, resourceVersion: String(Number(this.stored.metadata!.resourceVersion) + 1) } };
+    }
+    if (obj.metadata?.resourceVersion !== this.stored.metadata?.resourceVersion) throw Object.assign(new Error('conflict'), { code: 409 });
+    this.stored = { ...(obj as Obj), metadata: { ...obj.metadata, resourceVersion: String(Number(obj.metadata!.resourceVersion) + 1) } };
+    return structuredClone(this.stored);
+  }
+}
+
+const report = (status: 'True' | 'False'): StatusReport => ({
+  gatewayClasses: new Map([['tollgate', { name: 'tollgate', generation: 1, conditions: [{ type: 'Accepted', status, reason: status === 'True' ? 'Accepted' : 'InvalidParameters', message: '', observedGeneration: 1 }] }]]),
+  gateways: new Map(),
+  httpRoutes: new Map(),
+  gatewayPolicies: new Map(),
+});
+
+function setup(leader = { value: true }) {
+  const api = new FakeApi();
+  let cache: Obj = structuredClone(api.stored);
+  const metrics = new ControllerMetrics();
+  const w = new StatusWriter(api, () => cache, OURS, () => leader.value, metrics, pino({ level: 'silent' }));
+  const syncCache = () => (cache = structuredClone(api.stored));
+  const count = async (result: string) => (await metrics.statusWrites.get()).values.filter((v) => v.labels.result === result).reduce((a, v) => a + v.value, 0);
+  return { api, w, syncCache, count };
+}
+
+describe('StatusWriter', () => {
+  it('writes a change once, then skips the same report (also before the cache caught up)', async () => {
+    const { api, w, count, syncCache } = setup();
+    await w.start();
+    w.submit(report('True'));
+    await w.idle();
+    expect(api.puts).toBe(1);
+    w.submit(report('True')); // cache still shows resourceVersion 1
+    await w.idle();
+    syncCache();
+    w.submit(report('True'));
+    await w.idle();
+    expect(api.puts).toBe(1);
+    expect(await count('written')).toBe(1);
+  });
+
+  it('retries a conflict on a fresh read', async () => {
+    const { api, w, count } = setup();
+    api.raceOnce = true;
+    await w.start();
+    w.submit(report('True'));
+    await w.idle();
+    expect(await count('conflict')).toBe(1);
+    expect(api.gets).toBe(1);
+    expect(await count('written')).toBe(1);
+    expect((api.stored.status!.conditions as { status: string }[])[0]!.status).toBe('True');
+  });
+
+  it('writes nothing while not leader, and catches up when it becomes leader', async () => {
+    const leader = { value: false };
+    const { api, w } = setup(leader);
+    await w.start();
+    w.submit(report('True'));
+    await w.idle();
+    expect(api.puts).toBe(0);
+    leader.value = true;
+    await w.stop();
+    await w.start();
+    await w.idle();
+    expect(api.puts).toBe(1);
+  });
+});
