@@ -17,7 +17,10 @@ import { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 
 const ROOT = process.env.TOLLGATE_ROOT ?? new URL('..', import.meta.url).pathname;
-const { Gateway } = await import(pathToFileURL(join(ROOT, 'packages/proxy/dist/gateway.js')).href);
+// The proxy package's own entry point (a baseline build given with TOLLGATE_ROOT may predate
+// startStandaloneProxy and export Gateway instead).
+const proxy = await import(pathToFileURL(join(ROOT, 'packages/proxy/dist/index.js')).href);
+const startProxy = proxy.startStandaloneProxy ?? ((options) => proxy.Gateway.start(options));
 const { startMockLlm } = await import(pathToFileURL(join(ROOT, 'packages/mock-llm/dist/index.js')).href);
 
 const STREAMS = 50;
@@ -72,7 +75,7 @@ async function run(llm, withMaxTokens) {
   };
   writeFileSync(file, JSON.stringify({ binds: [{ port, address: '127.0.0.1', listeners: [{ name: 'main', protocol: 'HTTP', routes: [route] }] }] }));
   const quiet = new Writable({ write: (_c, _e, cb) => cb() });
-  const gw = await Gateway.start({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: quiet, watch: false });
+  const gw = await startProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: quiet, watch: false });
   try {
     const url = `http://127.0.0.1:${port}/v1/chat/completions`;
     const results = await Promise.all(Array.from({ length: STREAMS }, () => stream(url, withMaxTokens ? COMPLETION_TOKENS : 0)));
