@@ -3,9 +3,10 @@
 #   - runc (crun refuses hybrid cgroup v1 hosts);
 #   - ulimits no higher than a sandboxed process may set (podman's default 1048576 fails
 #     where the hard nofile limit is lower);
-#   - a default network "tollgate" on 198.18.200.0/24 (never podman's 10.88.0.0/16): no
-#     masquerading and no default route in the containers, so nothing they send leaves the
-#     machine; published ports on 127.0.0.1 reach them;
+#   - a default network "tollgate" on 198.18.200.0/24 (never podman's 10.88.0.0/16): a bare
+#     bridge, no masquerading and no default route in the containers, so nothing they send
+#     leaves the machine. The host reaches containers at their address on the bridge; there
+#     is no port publishing plugin, so podman adds no iptables rules;
 #   - never pull: every image is built here.
 # Exports CONTAINERS_CONF. Usage: source images/podman-env.sh
 TOLLGATE_PODMAN_DIR="${TOLLGATE_CACHE:-${HOME}/.cache/tollgate}/podman"
@@ -52,10 +53,7 @@ CONF
         "routes": [{ "dst": "198.18.0.0/15" }],
         "ranges": [[{ "subnet": "${TOLLGATE_PODMAN_SUBNET}", "gateway": "${TOLLGATE_PODMAN_GATEWAY}" }]]
       }
-    },
-    { "type": "portmap", "capabilities": { "portMappings": true } },
-    { "type": "firewall", "backend": "iptables" },
-    { "type": "tuning" }
+    }
   ]
 }
 CONF
