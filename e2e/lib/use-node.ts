@@ -12,10 +12,13 @@ export function useNode(opts: NodeOptions = {}): NodeRef {
   let node: Node | undefined;
   beforeAll(async () => {
     node = await startNode(opts);
-    console.info(`e2e node Ready with cluster DNS in ${node.startMs} ms`);
+    const marks = Object.entries(node.marks).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)} s`).join(', ');
+    console.info(`e2e node ready in ${(node.startMs / 1000).toFixed(1)} s (${marks})`);
   }, 20 * 60_000);
   afterAll(async () => {
+    const started = Date.now();
     await node?.stop();
+    if (node) console.info(`e2e node torn down in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   }, 120_000);
   return {
     get current(): Node {

@@ -374,3 +374,17 @@ export function hostPicture(): HostPicture {
     cgroups: hierarchies().filter((h) => existsSync(join(CGROUP_ROOT, h, NODE.cgroup))),
   };
 }
+
+/** Processes whose command line names `text` (e.g. the node's directory). */
+export function processesMentioning(text: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (cmd.includes(text) && Number(pid) !== process.pid) found.push(`${pid} ${cmd.slice(0, 200)}`);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return found;
+}

@@ -30,6 +30,8 @@ export interface Node {
   env: NodeJS.ProcessEnv;
   /** Milliseconds from the start call to the node Ready with cluster DNS serving. */
   startMs: number;
+  /** Milliseconds from the start call to each step (API server ready, images imported, node Ready, DNS ready). */
+  marks: Record<string, number>;
   kubectl(args: readonly string[], opts?: ExecOptions): Promise<ExecResult>;
   helm(args: readonly string[], opts?: ExecOptions): Promise<ExecResult>;
   /** Imports an image from podman's storage (e.g. one `pnpm images` built) into the node. */
@@ -49,17 +51,19 @@ export interface NodeOptions {
 
 let active: { input: TeardownInput; stopped: boolean } | undefined;
 
-function tearDownActive(): void {
-  if (!active || active.stopped) return;
+/** Tears the node down; returns what could not be undone (empty when clean). */
+function tearDownActive(): string[] {
+  if (!active || active.stopped) return [];
   active.stopped = true;
   const errors = tearDownHost(active.input);
   releaseNodeLock();
   if (errors.length) process.stderr.write(`e2e node teardown left:\n  ${errors.join('\n  ')}\n`);
+  return errors;
 }
 
 // The test process ending without stop() (a crash, an interrupted run): teardown is synchronous,
 // so it also runs here. A SIGKILL cannot be caught; the next start then finishes the teardown.
-process.once('exit', tearDownActive);
+process.once('exit', () => tearDownActive());
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.once(signal, () => {
     tearDownActive();
@@ -97,12 +101,17 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
   // Recorded before the host is touched: whoever finds this lock with its owner dead undoes it.
   recordState(input);
   active = { input, stopped: false };
-  const stop = async () => tearDownActive();
+  const stop = async () => {
+    const errors = tearDownActive();
+    if (errors.length) throw new Error(`e2e node teardown left:\n  ${errors.join('\n  ')}`);
+  };
   try {
     createNodeCgroups();
     setUpNetwork();
-    const node = await bringUp(dir, paths, tools, archives, opts);
+    const marks: Record<string, number> = { lock: Date.now() - started };
+    const node = await bringUp(dir, paths, tools, archives, opts, (name) => (marks[name] = Date.now() - started));
     node.startMs = Date.now() - started;
+    node.marks = marks;
     node.stop = stop;
     return node;
   } catch (err) {
@@ -111,7 +120,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
   }
 }
 
-async function bringUp(dir: string, p: NodePaths, tools: Tools & NodeTools, archives: { image: string; file: string }[], opts: NodeOptions): Promise<Node> {
+async function bringUp(dir: string, p: NodePaths, tools: Tools & NodeTools, archives: { image: string; file: string }[], opts: NodeOptions, mark: (name: string) => void): Promise<Node> {
   const certs = await makeCerts(dir, { extraServingIps: [NODE.ip, NODE.kubernetesServiceIp] });
   const kubeletCert = await issueClientCert(certs, dir, 'kubelet', `/O=system:nodes/CN=system:node:${NODE.name}`);
   const server = `https://${NODE.ip}:${NODE.apiPort}`;
@@ -171,6 +180,7 @@ async function bringUp(dir: string, p: NodePaths, tools: Tools & NodeTools, arch
     '--v=1',
   ]);
   await waitUntil('kube-apiserver /readyz', apiserver, () => readyz(NODE.apiPort, certs, NODE.ip), 90_000);
+  mark('apiserver');
 
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -213,6 +223,7 @@ async function bringUp(dir: string, p: NodePaths, tools: Tools & NodeTools, arch
   ]);
   start('kube-scheduler', tools.kubeScheduler, [...common, '--bind-address=127.0.0.1', '--secure-port=0', '--v=1']);
   await imported;
+  mark('images');
 
   const kubelet = start('kubelet', tools.kubelet, [
     `--config=${p.kubeletConfig}`, `--kubeconfig=${p.kubeletKubeconfig}`,
@@ -226,9 +237,11 @@ async function bringUp(dir: string, p: NodePaths, tools: Tools & NodeTools, arch
     const r = await kubectl(['get', 'node', NODE.name, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']);
     return r.code === 0 && r.stdout.trim() === 'True';
   }, 120_000);
+  mark('nodeReady');
   await waitUntil('the default ServiceAccount', apiserver, async () => (await kubectl(['get', 'serviceaccount', 'default', '-n', 'default'])).code === 0, 60_000);
   await run(tools.kubectl, ['apply', '--server-side', '-f', '-'], { env, input: corednsManifest(COREDNS_IMAGE) });
   await waitUntil('CoreDNS available', kubelet, async () => (await kubectl(['rollout', 'status', '-n', 'kube-system', 'deployment/coredns', '--timeout=2s'])).code === 0, 120_000);
+  mark('dns');
 
   if (opts.gatewayApi !== false) await applyCrds({ tools, env }, tools.gatewayApiCrds);
   if (opts.tollgateCrds !== false) await applyCrds({ tools, env }, join(REPO_ROOT, 'crds'));
@@ -240,6 +253,7 @@ async function bringUp(dir: string, p: NodePaths, tools: Tools & NodeTools, arch
     tools,
     env,
     startMs: 0,
+    marks: {},
     kubectl,
     helm: (args, o = {}) => exec(tools.helm, args, { env, ...o }),
     importImage: async (image) => importArchive(await ociArchive(image), image),
