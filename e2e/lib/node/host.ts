@@ -320,12 +320,15 @@ export interface TeardownInput {
 /** Undoes everything the node did. Returns what could not be undone (empty when clean). */
 export function tearDownHost(input: TeardownInput): string[] {
   const errors: string[] = [];
+  const timings: string[] = [];
   const step = (name: string, fn: () => void) => {
+    const started = Date.now();
     try {
       fn();
     } catch (err) {
       errors.push(`${name}: ${(err as Error).message}`);
     }
+    timings.push(`${name} ${Date.now() - started} ms`);
   };
   step('processes', () => killNodeProcesses(errors, input.pids));
   if (input.kubeProxy && existsSync(input.kubeProxy.bin)) {
@@ -338,6 +341,7 @@ export function tearDownHost(input: TeardownInput): string[] {
   step('paths', () => restorePaths(input.snapshot, input.nodeDir));
   step('mounts', () => unmountUnder(input.nodeDir, errors));
   if (!input.keepDir && !mountsUnder(input.nodeDir).length) step('node directory', () => rmSync(input.nodeDir, { recursive: true, force: true }));
+  if (process.env.TOLLGATE_NODE_TIMINGS) process.stderr.write(`e2e node teardown: ${timings.join(', ')}\n`);
   return errors;
 }
 

@@ -87,6 +87,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
   const images = opts.images ?? defaultImages();
   // Archives first (podman save is slow the first time), before the lock is held.
   const archives = await Promise.all(images.map(async (image) => ({ image, file: await ociArchive(image) })));
+  const archivesMs = Date.now() - started;
 
   await acquireNodeLock(opts.lockTimeoutMs ?? 15 * 60_000, (line) => process.stderr.write(`${line}\n`));
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-node-'));
@@ -108,7 +109,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
   try {
     createNodeCgroups();
     setUpNetwork();
-    const marks: Record<string, number> = { lock: Date.now() - started };
+    const marks: Record<string, number> = { archives: archivesMs, lock: Date.now() - started };
     const node = await bringUp(dir, paths, tools, archives, opts, (name) => (marks[name] = Date.now() - started));
     node.startMs = Date.now() - started;
     node.marks = marks;
@@ -153,8 +154,10 @@ async function bringUp(dir: string, p: NodePaths, tools: Tools & NodeTools, arch
   // The holder of the node's mount namespace: containerd and the kubelet run in it, so their
   // mounts (container root filesystems, network namespaces, volumes) never appear on the host
   // and vanish with the namespace. tmpfs over the host paths they write to outside their
-  // configured directories (shim sockets, netns files, CNI caches, container log links).
-  const privatePaths = ['/run/netns', '/run/containerd', '/var/lib/cni', '/var/log/containers'];
+  // configured directories (shim sockets, netns files, CNI caches, container log links), and
+  // over containerd's and the kubelet's own directories: unpacked images are many small files,
+  // which would take longer to delete from disk than the whole node takes to start.
+  const privatePaths = ['/run/netns', '/run/containerd', '/var/lib/cni', '/var/log/containers', p.containerdRoot, p.containerdState, p.kubeletRoot];
   const holder = start('mount-namespace', 'unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c',
     `for d in ${privatePaths.join(' ')}; do mkdir -p "$d" && mount -t tmpfs -o mode=0755 tollgate-node "$d" || exit 1; done; exec sleep infinity`]);
   await waitUntil('etcd health', etcd, async () => {
@@ -179,6 +182,26 @@ async function bringUp(dir: string, p: NodePaths, tools: Tools & NodeTools, arch
     `--service-account-signing-key-file=${certs.saKey}`,
     '--v=1',
   ]);
+  // containerd, in the node's mount namespace; then the images.
+  await waitUntil('the node mount namespace', holder, () => inOwnMountNamespace(holder.child.pid!) && readComm(holder.child.pid!) === 'sleep', 10_000);
+  const ns = { mountNamespaceOf: holder.child.pid! };
+  const containerd = start('containerd', tools.containerd, ['--config', p.containerdConfig, '--log-level', 'warn'], ns);
+  const ctr = (args: string[]) => run(tools.ctr, ['--address', p.containerdSocket, '--namespace', 'k8s.io', ...args], { timeoutMs: 300_000 });
+  await waitUntil('containerd', containerd, async () => (await exec(tools.ctr, ['--address', p.containerdSocket, 'version'])).code === 0, 30_000);
+  const importArchive = async (file: string, name: string, aliases: readonly string[] = []) => {
+    // The archive names its image (org.opencontainers.image.ref.name); `name` is what it must carry.
+    await ctr(['images', 'import', file]);
+    if (!(await ctr(['images', 'ls', '-q'])).split('\n').includes(name)) throw new Error(`${file} did not import as ${name}`);
+    for (const alias of aliases) await ctr(['images', 'tag', '--force', name, alias]);
+  };
+  // Imported while the API server starts.
+  const imported = Promise.all([
+    ...nodeImageArchives(tools.nodeImages).map((a) => importArchive(a.file, a.name, a.aliases)),
+    ...archives.map((a) => importArchive(a.file, a.image)),
+  ]);
+  // A rejection is awaited below; until then it must not count as unhandled.
+  imported.catch(() => undefined);
+
   await waitUntil('kube-apiserver /readyz', apiserver, () => readyz(NODE.apiPort, certs, NODE.ip), 90_000);
   mark('apiserver');
 
@@ -192,23 +215,6 @@ async function bringUp(dir: string, p: NodePaths, tools: Tools & NodeTools, arch
   };
   const kubectl = (args: readonly string[], o: ExecOptions = {}) => exec(tools.kubectl, args, { env, ...o });
   await checkKubectlSkew({ tools, env });
-
-  // containerd, in the node's mount namespace; then the images.
-  await waitUntil('the node mount namespace', holder, () => inOwnMountNamespace(holder.child.pid!) && readComm(holder.child.pid!) === 'sleep', 10_000);
-  const ns = { mountNamespaceOf: holder.child.pid! };
-  const containerd = start('containerd', tools.containerd, ['--config', p.containerdConfig, '--log-level', 'warn'], ns);
-  const ctr = (args: string[]) => run(tools.ctr, ['--address', p.containerdSocket, '--namespace', 'k8s.io', ...args], { timeoutMs: 300_000 });
-  await waitUntil('containerd', containerd, async () => (await exec(tools.ctr, ['--address', p.containerdSocket, 'version'])).code === 0, 30_000);
-  const importArchive = async (file: string, name: string, aliases: readonly string[] = []) => {
-    // The archive names its image (org.opencontainers.image.ref.name); `name` is what it must carry.
-    await ctr(['images', 'import', file]);
-    if (!(await ctr(['images', 'ls', '-q'])).split('\n').includes(name)) throw new Error(`${file} did not import as ${name}`);
-    for (const alias of aliases) await ctr(['images', 'tag', '--force', name, alias]);
-  };
-  const imported = (async () => {
-    for (const a of nodeImageArchives(tools.nodeImages)) await importArchive(a.file, a.name, a.aliases);
-    for (const a of archives) await importArchive(a.file, a.image);
-  })();
 
   const common = [`--kubeconfig=${p.adminKubeconfig}`, '--leader-elect=false'];
   start('kube-controller-manager', tools.kubeControllerManager, [
