@@ -49,9 +49,12 @@ export function mockLlm(namespace: string, replicas = 2): string {
   });
 }
 
-/** The standalone proxy with its configuration from a ConfigMap, routing /v1 to mock-llm by DNS name. */
-export function proxy(namespace: string): string {
-  const labels = { app: 'tollgate' };
+/**
+ * The standalone proxy with its configuration from a ConfigMap, routing /v1 to mock-llm by DNS
+ * name; labelled as the pods of Gateway `gateway` are, so gwctl finds it.
+ */
+export function proxy(namespace: string, gateway = 'node-e2e'): string {
+  const labels = { app: 'tollgate', 'gateway.networking.k8s.io/gateway-name': gateway };
   const config = `config:
   adminAddr: 127.0.0.1:15000
 binds:

@@ -3,8 +3,10 @@
 // the `kubernetes` Service, and kubectl's port-forward, logs and exec work against them.
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { exec } from '../lib/exec.js';
 import { NODE } from '../lib/node/addresses.js';
-import { nodeAvailability } from '../lib/tools.js';
+import { nodeAvailability, REPO_ROOT } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
 import { mockLlm, proxy } from './manifests.js';
 
@@ -112,6 +114,7 @@ describe.skipIf(!availability.run)('e2e node', () => {
 
   it('port-forwards to the proxy pod and reads its logs', async () => {
     const pod = (await kubectl('get', 'pods', '-n', ns, '-l', 'app=tollgate', '-o', 'jsonpath={.items[0].metadata.name}')).trim();
+    expect(pod).not.toBe('');
     const pf = spawn(node.current.tools.kubectl, ['port-forward', '-n', ns, `pod/${pod}`, ':8080'], { env: node.current.env, stdio: ['ignore', 'pipe', 'pipe'] });
     try {
       const port = await new Promise<number>((resolve, reject) => {
@@ -131,5 +134,19 @@ describe.skipIf(!availability.run)('e2e node', () => {
     }
     const logs = await kubectl('logs', '-n', ns, `pod/${pod}`);
     expect(logs).toMatch(/8080/);
+  });
+
+  it('gwctl reads the proxy pod\'s config and log level through a port-forward to its admin port', async () => {
+    const gwctl = (...args: string[]) =>
+      exec(process.execPath, [join(REPO_ROOT, 'packages/gwctl/bin/gwctl.js'), ...args], {
+        env: { PATH: process.env.PATH, HOME: node.current.dir, KUBECONFIG: node.current.kubeconfig },
+      });
+    const config = await gwctl('config', 'all', 'gateway/node-e2e', '-n', ns);
+    expect(config.code, config.stderr).toBe(0);
+    expect(config.stdout).toMatch(/\bllm\b/);
+    expect(config.stdout).toContain(`mock-llm.${ns}.svc.cluster.local:8080`);
+    const log = await gwctl('log', 'gateway/node-e2e', '-n', ns);
+    expect(log.code, log.stderr).toBe(0);
+    expect(log.stdout).toMatch(/info/);
   });
 });
