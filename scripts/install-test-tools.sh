@@ -77,6 +77,20 @@ install_apt_packages() {
   apt_install ca-certificates openssl tmux
 }
 
+# The version variables Kubernetes' release build sets, so that clients (kubectl version,
+# discovery, the node's status) see a real version.
+kube_ldflags() {
+  local ver="$1" major minor pkg build_date ldflags="-s -w"
+  major="${ver#v}"; major="${major%%.*}"
+  minor="${ver#v*.}"; minor="${minor%%.*}"
+  build_date="$(date -u +'%Y-%m-%dT%H:%M:%SZ')"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X ${pkg}.gitVersion=${ver} -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor}"
+    ldflags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=${build_date}"
+  done
+  printf '%s' "${ldflags}"
+}
+
 install_kube() {
   local ver staging dest dir
   ver="$(version kubernetes)"
@@ -91,18 +105,8 @@ install_kube() {
   grep -q "k8s.io/apiserver => k8s.io/apiserver ${staging}" "${dir}/go.mod" \
     || die "${dir}/go.mod does not replace the staging modules with ${staging}"
   need_cmd go "install Go 1.26"
-  local major minor pkg
-  major="${ver#v}"; major="${major%%.*}"
-  minor="${ver#v*.}"; minor="${minor%%.*}"
-  local build_date
-  build_date="$(date -u +'%Y-%m-%dT%H:%M:%SZ')"
-  # The same version variables Kubernetes' release build sets, so that
-  # clients (kubectl version, discovery) see a real server version.
-  local ldflags="-s -w"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags+=" -X ${pkg}.gitVersion=${ver} -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor}"
-    ldflags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=${build_date}"
-  done
+  local ldflags
+  ldflags="$(kube_ldflags "${ver}")"
   log "building kube-apiserver and kubectl ${ver} from the Go module proxy (a cold build takes 7-16 min on 2 cores)"
   mkdir -p "${dest}.tmp"
   with_progress "go build kube-apiserver ${ver}" \
@@ -111,6 +115,104 @@ install_kube() {
     env -C "${dir}" CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${dest}.tmp/kubectl" k8s.io/kubernetes/cmd/kubectl
   rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
   "${dest}/kube-apiserver" --version >&2
+}
+
+# The node: kubelet, kube-proxy, kube-controller-manager and kube-scheduler, from the same
+# wrapper module and version as kube-apiserver, in one go build command.
+install_kube_node() {
+  local ver dest dir
+  ver="$(version kubernetes)"
+  dest="${CACHE}/kubernetes-node-${ver}"
+  dir="${REPO_ROOT}/e2e/tools/kube"
+  if [[ -x "${dest}/kubelet" && -x "${dest}/kube-proxy" && -x "${dest}/kube-controller-manager" && -x "${dest}/kube-scheduler" ]]; then
+    log "kubelet, kube-proxy, kube-controller-manager, kube-scheduler ${ver}: cached in ${dest}"
+    return 0
+  fi
+  check_module_version "${dir}" k8s.io/kubernetes "${ver}"
+  need_cmd go "install Go 1.26"
+  log "building kubelet, kube-proxy, kube-controller-manager and kube-scheduler ${ver} (a cold build takes about 5 min on 2 cores)"
+  rm -rf "${dest}.tmp" && mkdir -p "${dest}.tmp"
+  with_progress "go build kubelet kube-proxy kube-controller-manager kube-scheduler ${ver}" \
+    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -ldflags "$(kube_ldflags "${ver}")" -o "${dest}.tmp/" \
+      k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy \
+      k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+  rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
+  "${dest}/kubelet" --version >&2
+}
+
+# Packages the e2e node runs: containerd (with runc and the CNI plugins), iptables and
+# nftables for kube-proxy, conntrack and socat for port-forward; podman (with mmdebstrap for
+# the local base image) builds and runs the project's images; gcc builds the pause program.
+install_node_packages() {
+  apt_install containerd runc containernetworking-plugins iptables nftables conntrack socat \
+    podman mmdebstrap gcc libc6-dev
+}
+
+# Images the e2e node needs and no registry can supply here: the pod sandbox (pause), cluster
+# DNS (CoreDNS) and the Gateway API conformance echo server. Each is one static binary in an
+# otherwise empty image, built with podman and saved as an OCI archive that the node harness
+# imports into containerd. Tagged with the names the upstream manifests use, so manifests
+# that name them with imagePullPolicy IfNotPresent run unchanged.
+install_node_images() {
+  local coredns gwapi pause_ver pause_src key dest work
+  coredns="$(version coredns)"
+  gwapi="$(version gatewayApi)"
+  pause_ver="$(version pause)"
+  pause_src="${REPO_ROOT}/e2e/tools/pause/pause.c"
+  key="$(sha256sum "${pause_src}" | cut -c1-12)"
+  dest="${CACHE}/node-images-pause${pause_ver}-${key}-coredns${coredns}-echo${gwapi}"
+  if [[ -f "${dest}/pause.oci.tar" && -f "${dest}/coredns.oci.tar" && -f "${dest}/echo-basic.oci.tar" ]]; then
+    log "node images (pause ${pause_ver}, CoreDNS ${coredns}, echo-basic ${gwapi}): cached in ${dest}"
+    return 0
+  fi
+  need_cmd go "install Go 1.26"
+  need_cmd podman "apt-get install podman"
+  need_cmd gcc "apt-get install gcc libc6-dev"
+  # shellcheck source=../images/podman-env.sh
+  source "${REPO_ROOT}/images/podman-env.sh"
+  work="$(mktemp -d)"
+  trap 'rm -rf "${work:-}"; trap - RETURN' RETURN
+  rm -rf "${dest}.tmp" && mkdir -p "${dest}.tmp" "${work}/pause" "${work}/coredns" "${work}/echo-basic"
+
+  gcc -static -Os -Wall -Wextra -Werror -o "${work}/pause/pause" "${pause_src}"
+  strip "${work}/pause/pause"
+  log "building CoreDNS ${coredns} (go install)"
+  with_progress "go install CoreDNS ${coredns}" \
+    env GOBIN="${work}/coredns" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@${coredns}"
+  check_module_version "${REPO_ROOT}/e2e/tools/gateway-api" sigs.k8s.io/gateway-api/conformance "${gwapi}"
+  log "building echo-basic ${gwapi} (e2e/tools/gateway-api)"
+  with_progress "go build echo-basic ${gwapi}" \
+    env -C "${REPO_ROOT}/e2e/tools/gateway-api" CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
+      -o "${work}/echo-basic/echo-basic" sigs.k8s.io/gateway-api/conformance/echo-basic
+
+  node_image "${work}/pause" pause "tollgate.local/pause:${pause_ver}" "${dest}.tmp/pause.oci.tar" '"/pause"' 65535
+  node_image "${work}/coredns" coredns "registry.k8s.io/coredns/coredns:${coredns}" "${dest}.tmp/coredns.oci.tar" '"/coredns"' 0
+  # The conformance suite's manifests name several echo-basic tags; one image serves them all
+  # (the harness tags it with each name in containerd).
+  node_image "${work}/echo-basic" echo-basic "registry.k8s.io/gateway-api/echo-basic:${gwapi}" "${dest}.tmp/echo-basic.oci.tar" '"/echo-basic"' 65532
+  rm -rf "${work}" "${dest}" && mv "${dest}.tmp" "${dest}"
+  log "node images: $(du -sh "${dest}" | cut -f1) in ${dest}"
+}
+
+# node_image DIR BINARY NAME ARCHIVE ENTRYPOINT UID: an image of DIR/BINARY alone, saved as an
+# OCI archive.
+node_image() {
+  local dir="$1" bin="$2" name="$3" archive="$4" entrypoint="$5" uid="$6"
+  [[ -x "${dir}/${bin}" ]] || die "${dir}/${bin} was not built"
+  printf 'FROM scratch\nCOPY %s /%s\nUSER %s\nENTRYPOINT [%s]\n' "${bin}" "${bin}" "${uid}" "${entrypoint}" > "${dir}/Containerfile"
+  podman build --quiet --pull=never --format oci -f "${dir}/Containerfile" -t "${name}" "${dir}" >/dev/null
+  podman save --quiet --format oci-archive -o "${archive}" "${name}"
+  log "image ${name}: $(du -h "${archive}" | cut -f1)"
+}
+
+# The local Node 20 base image of the project's images (`pnpm images`), for machines without
+# registry access: Debian's packages and the official Node binary (images/base/).
+install_local_images() {
+  if (( EUID != 0 )); then
+    log "skipping the local Node base image (needs root for mmdebstrap); \`pnpm images\` then uses docker.io/library/node:20-slim"
+    return 0
+  fi
+  bash "${REPO_ROOT}/images/base/build-node-base.sh"
 }
 
 install_etcd() {
@@ -191,11 +293,15 @@ main() {
   mkdir -p "${CACHE}"
   log "cache: ${CACHE}"
   install_apt_packages
+  install_node_packages
   install_etcd
   install_helm
   install_redis
   install_ratelimit
   install_kube
+  install_kube_node
+  install_node_images
+  install_local_images
   log "all test tools installed in $((SECONDS - start))s"
 }
 

@@ -58,7 +58,7 @@ function startProcess(name: string, file: string, args: string[], dir: string): 
   return child;
 }
 
-function logTail(dir: string, name: string, lines = 40): string {
+export function logTail(dir: string, name: string, lines = 40): string {
   try {
     return readFileSync(join(dir, `${name}.log`), 'utf8').split('\n').slice(-lines).join('\n');
   } catch {
@@ -76,7 +76,7 @@ async function stopProcess(child: ChildProcess, graceMs = 10_000): Promise<void>
 }
 
 /** Polls `probe` until it returns true; fails early when `child` exits. */
-async function waitFor(what: string, child: ChildProcess, probe: () => Promise<boolean>, timeoutMs: number, dir: string, log: string): Promise<void> {
+export async function waitFor(what: string, child: ChildProcess, probe: () => Promise<boolean>, timeoutMs: number, dir: string, log: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
@@ -88,11 +88,11 @@ async function waitFor(what: string, child: ChildProcess, probe: () => Promise<b
   throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}:\n${logTail(dir, log)}`);
 }
 
-function readyz(port: number, certs: ClusterCerts): Promise<boolean> {
+export function readyz(port: number, certs: ClusterCerts, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
     const req = request(
       {
-        host: '127.0.0.1',
+        host,
         port,
         path: '/readyz',
         ca: readFileSync(certs.caCert),
@@ -111,7 +111,7 @@ function readyz(port: number, certs: ClusterCerts): Promise<boolean> {
   });
 }
 
-function kubeconfigYaml(server: string, certs: ClusterCerts): string {
+export function kubeconfigYaml(server: string, certs: ClusterCerts): string {
   // JSON is valid YAML; kubectl and helm read either.
   return JSON.stringify(
     {
@@ -246,7 +246,7 @@ async function startOnce(opts: StartOptions): Promise<Cluster> {
 }
 
 /** kubectl supports servers one minor version away; fail clearly on a wider skew. */
-async function checkKubectlSkew(cluster: Cluster): Promise<void> {
+export async function checkKubectlSkew(cluster: Pick<Cluster, 'tools' | 'env'>): Promise<void> {
   const out = await run(cluster.tools.kubectl, ['version', '-o', 'json'], { env: cluster.env });
   const v = JSON.parse(out) as { clientVersion: { gitVersion: string }; serverVersion: { gitVersion: string } };
   if (v.serverVersion.gitVersion !== VERSIONS.kubernetes) {
@@ -258,7 +258,7 @@ async function checkKubectlSkew(cluster: Cluster): Promise<void> {
   }
 }
 
-async function applyCrds(cluster: Cluster, path: string): Promise<void> {
+export async function applyCrds(cluster: Pick<Cluster, 'tools' | 'env'>, path: string): Promise<void> {
   await run(cluster.tools.kubectl, ['apply', '--server-side', '-f', path], { env: cluster.env });
   await run(cluster.tools.kubectl, ['wait', '--for=condition=Established', '--timeout=60s', '-f', path], { env: cluster.env });
 }

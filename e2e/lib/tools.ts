@@ -1,5 +1,6 @@
 // Where the e2e tests find kube-apiserver, etcd, kubectl and helm: the cache that
 // scripts/install-test-tools.sh fills, keyed by the versions in e2e/tools.json.
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -14,6 +15,8 @@ export interface ToolVersions {
   etcd: string;
   helm: string;
   gatewayApi: string;
+  coredns: string;
+  pause: string;
 }
 
 export const VERSIONS = JSON.parse(readFileSync(join(REPO_ROOT, 'e2e/tools.json'), 'utf8')) as ToolVersions;
@@ -62,5 +65,65 @@ export function e2eAvailability(): { run: boolean; reason?: string } {
   const message = `e2e tools missing (run \`${INSTALL_COMMAND}\` from the repository root):\n  ${missing.join('\n  ')}`;
   if (process.env.CI === 'true' || process.env.CI === '1') throw new Error(message);
   console.warn(`skipping e2e suite: ${message}`);
+  return { run: false, reason: message };
+}
+
+/** What the e2e node runs besides the control plane's tools (see e2e/lib/node/). */
+export interface NodeTools {
+  kubelet: string;
+  kubeProxy: string;
+  kubeControllerManager: string;
+  kubeScheduler: string;
+  containerd: string;
+  ctr: string;
+  runc: string;
+  cniBridge: string;
+  iptables: string;
+  nft: string;
+  podman: string;
+  /** Directory of the OCI archives of the pause, CoreDNS and echo-basic images. */
+  nodeImages: string;
+}
+
+/** Directory name of the node images in the cache; scripts/install-test-tools.sh uses the same key. */
+function nodeImagesDir(cache: string): string {
+  const pauseSource = readFileSync(join(REPO_ROOT, 'e2e/tools/pause/pause.c'));
+  const key = createHash('sha256').update(pauseSource).digest('hex').slice(0, 12);
+  return join(cache, `node-images-pause${VERSIONS.pause}-${key}-coredns${VERSIONS.coredns}-echo${VERSIONS.gatewayApi}`);
+}
+
+export function nodeToolPaths(): NodeTools {
+  const cache = cacheDir();
+  const node = join(cache, `kubernetes-node-${VERSIONS.kubernetes}`);
+  return {
+    kubelet: join(node, 'kubelet'),
+    kubeProxy: join(node, 'kube-proxy'),
+    kubeControllerManager: join(node, 'kube-controller-manager'),
+    kubeScheduler: join(node, 'kube-scheduler'),
+    containerd: '/usr/bin/containerd',
+    ctr: '/usr/bin/ctr',
+    runc: '/usr/sbin/runc',
+    cniBridge: '/usr/lib/cni/bridge',
+    iptables: '/usr/sbin/iptables',
+    nft: '/usr/sbin/nft',
+    podman: '/usr/bin/podman',
+    nodeImages: nodeImagesDir(cache),
+  };
+}
+
+/**
+ * Whether a suite on the e2e node can run: the control plane's tools, the node's, and root.
+ * As e2eAvailability: a missing piece fails the run in CI and skips the suite elsewhere.
+ */
+export function nodeAvailability(): { run: boolean; reason?: string } {
+  const missing = [...missingTools()];
+  for (const [name, path] of Object.entries(nodeToolPaths()) as [string, string][]) {
+    if (!existsSync(path)) missing.push(`${name}: ${path}`);
+  }
+  if (process.getuid?.() !== 0) missing.push('root: the node needs root (network interfaces, iptables, mounts, cgroups)');
+  if (!missing.length) return { run: true };
+  const message = `e2e node unavailable (run \`${INSTALL_COMMAND}\` as root from the repository root, then \`pnpm images\`):\n  ${missing.join('\n  ')}`;
+  if (process.env.CI === 'true' || process.env.CI === '1') throw new Error(message);
+  console.warn(`skipping e2e node suite: ${message}`);
   return { run: false, reason: message };
 }

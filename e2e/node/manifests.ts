@@ -1,0 +1,110 @@
+// Workloads the node suites deploy: mock-llm and the proxy, from the images `pnpm images` builds,
+// with the restrictions a production pod has (non-root, read-only root filesystem, no
+// privilege escalation, no capabilities).
+import { projectImage } from '../lib/node/images.js';
+
+const restricted = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  capabilities: { drop: ['ALL'] },
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+
+export function mockLlm(namespace: string, replicas = 2): string {
+  const labels = { app: 'mock-llm' };
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'List',
+    items: [
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'mock-llm', namespace, labels },
+        spec: {
+          replicas,
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: {
+              containers: [{
+                name: 'mock-llm',
+                image: projectImage('mock-llm'),
+                imagePullPolicy: 'IfNotPresent',
+                ports: [{ name: 'http', containerPort: 8080 }],
+                readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 1 },
+                securityContext: restricted,
+              }],
+            },
+          },
+        },
+      },
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'mock-llm', namespace, labels },
+        spec: { selector: labels, ports: [{ name: 'http', port: 8080, targetPort: 'http' }] },
+      },
+    ],
+  });
+}
+
+/**
+ * The standalone proxy with its configuration from a ConfigMap, routing /v1 to mock-llm by DNS
+ * name; labelled as the pods of Gateway `gateway` are, so gwctl finds it.
+ */
+export function proxy(namespace: string, gateway = 'node-e2e'): string {
+  const labels = { app: 'tollgate', 'gateway.networking.k8s.io/gateway-name': gateway };
+  const config = `config:
+  adminAddr: 127.0.0.1:15000
+binds:
+- port: 8080
+  listeners:
+  - name: main
+    protocol: HTTP
+    routes:
+    - name: llm
+      matches:
+      - path: { type: PathPrefix, value: /v1 }
+      backends:
+      - host: mock-llm.${namespace}.svc.cluster.local:8080
+`;
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'List',
+    items: [
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'tollgate', namespace }, data: { 'tollgate.yaml': config } },
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'tollgate', namespace, labels },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: {
+              containers: [{
+                name: 'tollgate',
+                image: projectImage('tollgate'),
+                imagePullPolicy: 'IfNotPresent',
+                args: ['--file', '/etc/tollgate/tollgate.yaml'],
+                ports: [{ name: 'http', containerPort: 8080 }, { name: 'ready', containerPort: 15021 }],
+                readinessProbe: { httpGet: { path: '/healthz/ready', port: 15021 }, periodSeconds: 1 },
+                securityContext: restricted,
+                volumeMounts: [{ name: 'config', mountPath: '/etc/tollgate', readOnly: true }],
+              }],
+              volumes: [{ name: 'config', configMap: { name: 'tollgate' } }],
+            },
+          },
+        },
+      },
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'tollgate', namespace, labels },
+        spec: { selector: labels, ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
+      },
+    ],
+  });
+}
