@@ -7,6 +7,7 @@
 // reveals. JSON.stringify(snapshot) keeps redacting.
 import { createHash } from 'node:crypto';
 import { compile } from './ajv.js';
+import { compileRouteRegex } from './regex.js';
 import { Secret } from './secret.js';
 import { WireSnapshot, type ToWire } from './snapshot-schema.js';
 import type { FilterIR, HeaderValueIR, ProxySnapshot, RouteIR } from './snapshot.js';
@@ -100,12 +101,14 @@ function crossCheck(wire: WireSnapshot): Problem[] {
       hosts.add(host);
       l.routes.forEach((r, ri) =>
         r.matches.forEach((m, mi) => {
-          if (m.path.type !== 'RegularExpression') return;
-          try {
-            new RegExp(m.path.value);
-          } catch (err) {
-            out.push({ path: `${path}.routes[${ri}].matches[${mi}].path.value`, message: `not a valid regular expression (${(err as Error).message})` });
-          }
+          const mp = `${path}.routes[${ri}].matches[${mi}]`;
+          const check = (source: string, at: string) => {
+            const re = compileRouteRegex(source);
+            if (!re.ok) out.push({ path: at, message: `got ${JSON.stringify(source)}: ${re.problem}` });
+          };
+          if (m.path.type === 'RegularExpression') check(m.path.value, `${mp}.path.value`);
+          m.headers.forEach((h, i) => h.type === 'RegularExpression' && check(h.value, `${mp}.headers[${i}].value`));
+          m.queryParams.forEach((q, i) => q.type === 'RegularExpression' && check(q.value, `${mp}.queryParams[${i}].value`));
         }),
       );
     });

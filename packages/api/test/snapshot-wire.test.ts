@@ -128,7 +128,7 @@ describe('fromWire validation', () => {
     expect(problemsOf(() => fromWire(w))).toEqual([`version: got "000000000000"; the content hashes to "${sample().version}"`]);
   });
 
-  it('refuses two binds on one port and a regular expression that does not compile', () => {
+  it('refuses two binds on one port and a regular expression RE2 cannot run (lookahead)', () => {
     const snap = sample();
     const bind = snap.binds[0]!;
     const route = bind.listeners[0]!.routes[0]!;
@@ -138,13 +138,13 @@ describe('fromWire validation', () => {
         bind,
         {
           ...bind,
-          listeners: [{ ...bind.listeners[0]!, name: 'other', routes: [{ ...route, matches: [{ path: { type: 'RegularExpression', value: '(' }, method: null, headers: [], queryParams: [] }] }] }],
+          listeners: [{ ...bind.listeners[0]!, name: 'other', routes: [{ ...route, matches: [{ path: { type: 'RegularExpression', value: '/a(?=b)' }, method: null, headers: [], queryParams: [] }] }] }],
         },
       ],
     });
     expect(problemsOf(() => fromWire(toWire(bad)))).toEqual([
       'binds[1].port: port 8080 is bound twice; one bind per port',
-      expect.stringMatching(/^binds\[1\]\.listeners\[0\]\.routes\[0\]\.matches\[0\]\.path\.value: not a valid regular expression/),
+      expect.stringMatching(/^binds\[1\]\.listeners\[0\]\.routes\[0\]\.matches\[0\]\.path\.value: got "\/a\(\?=b\)": not a valid regular expression in RE2 syntax/),
     ]);
   });
 

@@ -54,8 +54,9 @@ export function translateRule(rule: HTTPRouteRule, path: string): { ir: RuleIR; 
   const backendRequestMs = duration(rule.timeouts?.backendRequest, `${path}.timeouts.backendRequest`, problems);
   if (requestMs && backendRequestMs && backendRequestMs > requestMs)
     problems.push({ path: `${path}.timeouts.backendRequest`, message: `is longer than timeouts.request (${rule.timeouts?.request}); it must not be` });
-  // Gateway API: a timeout of 0 disables it.
-  const timeouts = { requestMs: requestMs || null, backendRequestMs: backendRequestMs || null };
+  // As the standalone config reads them: request 0s is no timeout (null); backendRequest 0s
+  // waits without limit (0), while null falls back to the proxy's default.
+  const timeouts = { requestMs: requestMs || null, backendRequestMs };
   if (problems.length) return { ir: { matches: [], filters: [], timeouts }, problems };
   return { ir: { matches: toMatches(matches), filters: supported.map(toFilter), timeouts }, problems };
 }
