@@ -170,6 +170,15 @@ export interface ErrorSpec {
 /** The catalog as the request path uses it: `ERRORS.noRoute` and so on (entries with a status are answers). */
 export const ERRORS = PROXY_ERRORS;
 
+/** The client went away before the request could be answered (counted as 499, logged at debug). */
+export class ClientGone extends Error {
+  readonly code = PROXY_ERRORS.clientGone.code;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ClientGone';
+  }
+}
+
 /** A request that fails on its own: answered with its catalog entry, the process unaffected. */
 export class RequestFailure extends Error {
   /** Headers for the answer (e.g. connection: close when the body was not read). */

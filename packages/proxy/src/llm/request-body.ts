@@ -5,7 +5,7 @@
 // forwarded untouched and the request is counted by estimate.
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
-import { ERRORS, RequestFailure } from '../errors.js';
+import { ClientGone, ERRORS, RequestFailure } from '../errors.js';
 import { nestsDeeperThan, scanTopLevelObject } from './json-scan.js';
 
 /** Default of config.maxRequestBodyBytes. */
@@ -92,7 +92,8 @@ export function readLlmRequest(req: IncomingMessage, limit: BodyLimit): Promise<
     };
     req.on('data', onData);
     req.on('end', onEnd);
-    req.on('error', (err) => reject(new RequestFailure(ERRORS.requestBodyUnreadable, err.message, { cause: err })));
+    // A client that goes away mid-body is not a bad request: nobody is left to answer.
+    req.on('error', (err) => reject(req.destroyed && !req.complete ? new ClientGone(err.message, { cause: err }) : new RequestFailure(ERRORS.requestBodyUnreadable, err.message, { cause: err })));
   });
 }
 

@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { ERRORS, RequestFailure, TollgateError } from '../errors.js';
+import { ClientGone, ERRORS, RequestFailure, TollgateError } from '../errors.js';
 import { RequestContext, type PipelineDeps } from '../pipeline/context.js';
 import { handleRequest } from '../pipeline/handle-request.js';
 import type { CompiledSnapshot } from '../routing/compile.js';
@@ -50,13 +50,19 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
     if (dp.log.isLevelEnabled('debug')) dp.log.debug({ route: ctx.routeName, status: ctx.status, error: ctx.error ?? undefined }, 'request done');
   } catch (err) {
     // Whatever one request throws ends that request only.
+    // Refused before reaching a backend (e.g. an unreadable body): limits forget the request.
+    if (ctx.backend) ctx.admissions?.settle(null);
+    else ctx.admissions?.refund();
+    if (err instanceof ClientGone) {
+      dp.log.debug({ code: err.code, reason: err.message }, 'client went away');
+      ctx.status = 499;
+      res.destroy();
+      return;
+    }
     const failure = err instanceof RequestFailure ? err : null;
     if (failure) dp.log.debug({ code: failure.spec.code, reason: failure.message }, 'request refused');
     else dp.log.error({ err }, 'request failed');
     const spec = failure?.spec ?? ERRORS.internal;
-    // Refused before reaching a backend (e.g. an unreadable body): limits forget the request.
-    if (ctx.backend) ctx.admissions?.settle(null);
-    else ctx.admissions?.refund();
     ctx.status = spec.status;
     if (!res.headersSent && !res.destroyed) sendError(res, spec, failure?.headers);
     else res.destroy();
