@@ -137,6 +137,11 @@ const BAD: BadCase[] = [
     expect: [/spec\.traffic\.rateLimit\.global\.timeout: Invalid value: "597h": must be at most 596h \(the longest timer the proxy can set\)/],
   },
   {
+    name: 'a sectionName that is no listener or rule name',
+    spec: { targetRefs: [{ ...route, sectionName: 'Public Listener' }], traffic: { rateLimit: { local: [{ requests: 1, unit: 'Minutes' }] } } },
+    expect: [/spec\.targetRefs\[0\]\.sectionName: Invalid value: "Public Listener"/],
+  },
+  {
     name: 'global timeout of 0s',
     spec: globalWith({ host: 'rls:8081' }, '0s'),
     expect: [/spec\.traffic\.rateLimit\.global\.timeout: Invalid value: "0s": must be more than 0s/],

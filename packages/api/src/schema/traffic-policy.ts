@@ -117,8 +117,17 @@ export const PolicyTargetRef = Type.Object(
     group: Enum(['gateway.networking.k8s.io'], 'API group of the target: gateway.networking.k8s.io.'),
     kind: Enum(['Gateway', 'HTTPRoute'], 'Gateway (every route of the gateway) or HTTPRoute (that route).'),
     name: Type.String({ minLength: 1, maxLength: 253, description: 'Name of the target, in the policy namespace.' }),
+    sectionName: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 253,
+        pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+        description: 'A section of the target: a listener name of a Gateway, or a rule name of an HTTPRoute. The policy then applies to that section only, and takes precedence there over a policy on the whole target.',
+        expected: 'a listener or rule name (lower-case letters, digits, "-" and ".")',
+      }),
+    ),
   },
-  { additionalProperties: false, description: 'A resource the policy attaches to.' },
+  { additionalProperties: false, description: 'A resource the policy attaches to, or one section of it.' },
 );
 
 export const GatewayPolicySpec = Type.Object(
