@@ -30,8 +30,9 @@ export async function applyRoutePolicies(ctx: RequestContext): Promise<boolean> 
   }
   const headers = endToEnd(ctx.headers);
   // Node has already answered the client's Expect: 100-continue; the upstream call streams
-  // the body as it comes (undici refuses the header).
-  delete headers.expect;
+  // the body as it comes (undici refuses the header). Deleted only when present: a delete
+  // turns the object into a slow dictionary for the rest of the request.
+  if (headers.expect !== undefined) delete headers.expect;
   // A metered route reads usage from the response: ask for it uncompressed.
   if (route.countsTokens) headers['accept-encoding'] = 'identity';
   if (ctx.rawHost !== undefined && headers.host !== ctx.rawHost) headers.host = ctx.rawHost;
