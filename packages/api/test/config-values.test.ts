@@ -37,6 +37,15 @@ describe('host:port fields', () => {
     expect(problems(bind('999.1.1.1'))).toEqual(['binds[0].address: got "999.1.1.1"; 999.1.1.1 is not an IPv4 address (four numbers from 0 to 255, e.g. 127.0.0.1)']);
   });
 
+  it('checks config.adminAllowedHosts with the same host validator', () => {
+    expect(problems(cfg([route()], {}, { config: { adminAllowedHosts: ['tollgate-admin.internal', '198.18.0.5', '[2001:db8::1]', '2001:db8::1'] } }))).toEqual([]);
+    expect(problems(cfg([route()], {}, { config: { adminAllowedHosts: ['[::1', 'admin:15000', '300.1.1.1'] } }))).toEqual([
+      'config.adminAllowedHosts[0]: got "[::1"; expected a host without port (an IP address or a DNS name), e.g. 0.0.0.0 or ::',
+      'config.adminAllowedHosts[1]: got "admin:15000"; expected a host without port (an IP address or a DNS name), e.g. 0.0.0.0 or ::',
+      'config.adminAllowedHosts[2]: got "300.1.1.1"; 300.1.1.1 is not an IPv4 address (four numbers from 0 to 255, e.g. 127.0.0.1)',
+    ]);
+  });
+
   it('refuses a rate limit service port out of range (file and GatewayPolicy)', () => {
     const global = { service: { host: 'rls:99999' }, domain: 'd', descriptors: [{ entries: [{ name: 'k', expression: 'request.path' }], unit: 'Requests' }] };
     expect(problems(cfg([route({ policies: { traffic: { rateLimit: { global } } } })]))).toEqual([
