@@ -6,6 +6,7 @@ import { parse as parseCel } from '@bufbuild/cel';
 import { checkDuration } from './duration.js';
 import { FILTER_FIELD, FILTER_TYPES, type HTTPRouteFilter, type HTTPRouteMatch, type RouteTimeouts } from './schema/gateway-api.js';
 import { compileRouteRegex } from './regex.js';
+import { HEADER_VALUE_EXPECTED, HEADER_VALUE_PATTERN, NO_CONTROL_PATTERN } from './schema/common.js';
 import type { TrafficPolicy } from './schema/traffic-policy.js';
 import { joinPath, show, type Problem } from './validation-error.js';
 
@@ -60,8 +61,25 @@ function checkRegex(source: string, path: string, out: Problem[]): void {
   if (!r.ok) out.push({ path, message: `got ${show(source)}: ${r.problem}` });
 }
 
+// The schema's value patterns, applied again here for rules that did not come through the
+// schema (HTTPRoutes read by the controller): a CR or LF must never reach a header.
+const HEADER_VALUE = new RegExp(HEADER_VALUE_PATTERN, 'u');
+const NO_CONTROL = new RegExp(NO_CONTROL_PATTERN, 'u');
+
+function checkText(value: string | undefined, re: RegExp, expected: string, path: string, out: Problem[]): void {
+  if (value !== undefined && !re.test(value)) out.push({ path, message: `got ${show(value)}; expected ${expected}` });
+}
+
+function checkHeaderModifier(mod: { set?: { value: string }[]; add?: { value: string }[] } | undefined, path: string, out: Problem[]): void {
+  for (const list of ['set', 'add'] as const) {
+    mod?.[list]?.forEach((h, i) => checkText(h.value, HEADER_VALUE, HEADER_VALUE_EXPECTED, joinPath(joinPath(joinPath(path, list), i), 'value'), out));
+  }
+}
+
 function checkMatch(match: HTTPRouteMatch, path: string, out: Problem[]): void {
   const pm = match.path;
+  checkText(pm?.value, NO_CONTROL, 'a path without control characters', joinPath(joinPath(path, 'path'), 'value'), out);
+  match.headers?.forEach((h, i) => checkText(h.value, HEADER_VALUE, HEADER_VALUE_EXPECTED, joinPath(joinPath(joinPath(path, 'headers'), i), 'value'), out));
   if (pm) {
     const type = pm.type ?? 'PathPrefix';
     const value = pm.value ?? '/';
@@ -102,6 +120,7 @@ function checkPathModifier(
   if (mod[wanted] === undefined) out.push({ path: joinPath(p, wanted), message: `required when type is ${mod.type}` });
   if (mod[other] !== undefined) out.push({ path: joinPath(p, other), message: `not allowed when type is ${mod.type}; use ${wanted}` });
   const value = mod[wanted];
+  checkText(value, NO_CONTROL, 'a path without control characters', joinPath(p, wanted), out);
   if (value !== undefined && !value.startsWith('/')) {
     out.push({ path: joinPath(p, wanted), message: `got ${show(value)}; expected an absolute path starting with "/"` });
   }
@@ -131,6 +150,8 @@ export function checkRouteRule(
       if (t !== f.type && f[field] !== undefined) out.push({ path: joinPath(p, field), message: `not allowed when type is ${f.type}; only ${FILTER_FIELD[f.type]} is` });
     }
     checkPathModifier(f.requestRedirect?.path ?? f.urlRewrite?.path, p, rule.matches, out);
+    checkHeaderModifier(f.requestHeaderModifier, joinPath(p, 'requestHeaderModifier'), out);
+    checkHeaderModifier(f.responseHeaderModifier, joinPath(p, 'responseHeaderModifier'), out);
   });
   if (seen.has('RequestRedirect') && seen.has('URLRewrite')) {
     out.push({ path: joinPath(path, 'filters'), message: 'RequestRedirect and URLRewrite cannot be used together' });

@@ -2,7 +2,7 @@
 // address, durations a timer cannot hold, header values that would split a header, patterns
 // that backtrack. Each is refused at validation with the field's path and the fix.
 import { describe, expect, it } from 'vitest';
-import { compile, GatewayPolicySpec, standaloneToSnapshot, validateStandaloneConfig } from '../src/index.js';
+import { checkRouteRule, compile, GatewayPolicySpec, standaloneToSnapshot, validateStandaloneConfig, type Problem } from '../src/index.js';
 import { cfg, problems, route } from './support.js';
 
 const R = 'binds[0].listeners[0].routes[0]';
@@ -35,6 +35,15 @@ describe('host:port fields', () => {
     expect(problems(bind('::'))).toEqual([]);
     expect(problems(bind('0.0.0.0:3000'))).toEqual(['binds[0].address: got "0.0.0.0:3000"; expected a host without port (an IP address or a DNS name), e.g. 0.0.0.0 or ::']);
     expect(problems(bind('999.1.1.1'))).toEqual(['binds[0].address: got "999.1.1.1"; 999.1.1.1 is not an IPv4 address (four numbers from 0 to 255, e.g. 127.0.0.1)']);
+  });
+
+  it('checks config.adminAllowedHosts with the same host validator', () => {
+    expect(problems(cfg([route()], {}, { config: { adminAllowedHosts: ['tollgate-admin.internal', '198.18.0.5', '[2001:db8::1]', '2001:db8::1'] } }))).toEqual([]);
+    expect(problems(cfg([route()], {}, { config: { adminAllowedHosts: ['[::1', 'admin:15000', '300.1.1.1'] } }))).toEqual([
+      'config.adminAllowedHosts[0]: got "[::1"; expected a host without port (an IP address or a DNS name), e.g. 0.0.0.0 or ::',
+      'config.adminAllowedHosts[1]: got "admin:15000"; expected a host without port (an IP address or a DNS name), e.g. 0.0.0.0 or ::',
+      'config.adminAllowedHosts[2]: got "300.1.1.1"; 300.1.1.1 is not an IPv4 address (four numbers from 0 to 255, e.g. 127.0.0.1)',
+    ]);
   });
 
   it('refuses a rate limit service port out of range (file and GatewayPolicy)', () => {
@@ -105,6 +114,29 @@ describe('header values', () => {
     expect(problems(cfg([route({ matches: [{ headers: [{ name: 'x-a', value: 'a\r\nb' }] }] })]))[0]).toMatch(/matches\[0\]\.headers\[0\]\.value: got "a\\r\\nb"; expected a header value/);
     expect(problems(withFilter({ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-a', value: 'a b\tcafé' }] } }))).toEqual([]);
     expect(problems(withFilter({ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-a', value: '日本' }] } }))[0]).toMatch(/expected a header value/);
+  });
+
+  it('checkRouteRule refuses them too, for rules that did not come through the schema (HTTPRoutes)', () => {
+    const out: Problem[] = [];
+    checkRouteRule(
+      {
+        matches: [{ path: { type: 'Exact', value: '/a\nb' }, headers: [{ name: 'x-m', value: 'm\r\n' }] }],
+        filters: [
+          { type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-a', value: 'ok' }], add: [{ name: 'x-b', value: 'v\r\nx-injected: 1' }] } },
+          { type: 'ResponseHeaderModifier', responseHeaderModifier: { set: [{ name: 'x-c', value: 'v\u0000' }] } },
+        ],
+        backends: [{}],
+      },
+      'spec.rules[0]',
+      out,
+    );
+    expect(out.map((p) => p.path)).toEqual([
+      'spec.rules[0].matches[0].path.value',
+      'spec.rules[0].matches[0].headers[0].value',
+      'spec.rules[0].filters[0].requestHeaderModifier.add[0].value',
+      'spec.rules[0].filters[1].responseHeaderModifier.set[0].value',
+    ]);
+    expect(out[2]!.message).toBe('got "v\\r\\nx-injected: 1"; expected a header value of visible characters, spaces and tabs (no CR, LF or other control characters)');
   });
 
   it('refuses control characters in paths and path replacements', () => {

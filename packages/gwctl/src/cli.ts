@@ -1,7 +1,7 @@
 // gwctl: the command line of Tollgate (interface spec §4.3). Every command is also reachable
 // with `proxy` before it (`gwctl proxy trace` is `gwctl trace`). Failures are one
 // `gwctl: <message>` line on stderr and a documented exit code (errors.ts, docs/gwctl.md).
-import { parseDuration } from '@tollgate/api';
+import { parseDuration, parsePort } from '@tollgate/api';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { configAll, configBackends, type ConfigFlags } from './commands/config.js';
 import { controllerLog, type ControllerLogFlags } from './commands/controller-log.js';
@@ -30,9 +30,9 @@ function timeoutMs(value: string): number {
 }
 
 function portNumber(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > 65535) throw new InvalidArgumentError('must be a port number from 1 to 65535.');
-  return n;
+  const r = parsePort(value);
+  if (!r.ok) throw new InvalidArgumentError(`${r.problem}.`);
+  return r.value;
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];

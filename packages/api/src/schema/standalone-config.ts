@@ -69,13 +69,7 @@ export const ProcessConfig = Type.Object(
     adminAddr: Type.Optional(HostPort('Admin server address; default 127.0.0.1:15000; port 0 picks a free port.', { ephemeralPort: true })),
     adminAllowedHosts: Type.Optional(
       Type.Array(
-        Type.String({
-          minLength: 1,
-          maxLength: 253,
-          pattern: '^([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\]|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*)$',
-          description: 'A host name or address.',
-          expected: 'a host name or an IP address without a port, e.g. tollgate-admin.internal or 198.18.0.5',
-        }),
+        Host('A host name or an IP address, without port, e.g. tollgate-admin.internal or 198.18.0.5.'),
         { maxItems: 64, description: 'Host names (besides 127.0.0.1, localhost and [::1], any port) the admin server answers; requests with another Host get 421. Default none.' },
       ),
     ),
