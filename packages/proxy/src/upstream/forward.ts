@@ -14,6 +14,7 @@ export interface ForwardRequest {
   readonly path: string;
   readonly headers: Record<string, string | string[] | undefined>;
   readonly body: Readable | Buffer | null;
+  /** Time to the response headers (timeouts.backendRequest); 0: none. */
   readonly headersTimeoutMs: number;
   readonly bodyTimeoutMs: number;
   /** Whole-exchange deadline (route timeouts.request), or null. */
@@ -50,6 +51,9 @@ export interface ForwardHooks {
 class RequestTimeout extends Error {
   readonly code = 'TG_REQUEST_TIMEOUT';
 }
+class BackendTimeout extends Error {
+  readonly code = 'TG_UPSTREAM_TIMEOUT';
+}
 class ClientGone extends Error {
   readonly code = 'TG_CLIENT_GONE';
 }
@@ -65,6 +69,7 @@ export function classify(err: Error & { code?: string }): ErrorSpec {
     case 'EAI_AGAIN':
       return ERRORS.upstreamUnresolved;
     case 'UND_ERR_HEADERS_TIMEOUT':
+    case 'TG_UPSTREAM_TIMEOUT':
       return ERRORS.upstreamTimeout;
     case 'TG_REQUEST_TIMEOUT':
       return ERRORS.requestTimeout;
@@ -108,6 +113,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   #settled = false;
   #pendingAbort: Error | null = null;
   #timer: NodeJS.Timeout | undefined;
+  #headersTimer: NodeJS.Timeout | undefined;
   readonly #onClientClose = (): void => {
     if (!this.res.writableFinished) this.#abort(new ClientGone('client disconnected'));
   };
@@ -122,12 +128,18 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (req.requestTimeoutMs !== null) {
       this.#timer = setTimeout(() => this.#abort(new RequestTimeout('route request timeout elapsed')), req.requestTimeoutMs);
     }
+    // A timer of our own rather than undici's headersTimeout: undici runs that one on a coarse
+    // wheel (about 1 s), which would turn a 250ms timeouts.backendRequest into 0.5-1 s.
+    if (req.headersTimeoutMs > 0) {
+      this.#headersTimer = setTimeout(() => this.#abort(new BackendTimeout('no response headers within the backend timeout')), req.headersTimeoutMs);
+    }
   }
 
   #finish(result: ForwardResult): void {
     if (this.#settled) return;
     this.#settled = true;
     if (this.#timer) clearTimeout(this.#timer);
+    if (this.#headersTimer) clearTimeout(this.#headersTimer);
     this.res.off('close', this.#onClientClose);
     this.resolve(result);
   }
@@ -149,6 +161,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     if (statusCode < 200) return; // 1xx informational: not relayed
+    if (this.#headersTimer) clearTimeout(this.#headersTimer);
     this.#upstreamStatus = statusCode;
     const out = endToEnd(headers);
     this.hooks.onResponseHeaders?.(statusCode, out);
@@ -201,7 +214,7 @@ export function forward(dispatcher: Dispatcher, req: ForwardRequest, res: Server
           path: req.path,
           headers: req.headers,
           body: req.body,
-          headersTimeout: req.headersTimeoutMs,
+          headersTimeout: 0, // Exchange's own timer (see its constructor)
           bodyTimeout: req.bodyTimeoutMs,
         },
         exchange,
