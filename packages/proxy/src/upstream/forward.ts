@@ -48,6 +48,13 @@ export interface ForwardHooks {
   readonly flush?: () => Buffer;
 }
 
+/** Below this, undici's ~1 s timer granularity is too coarse for timeouts.backendRequest. */
+const PRECISE_BELOW_MS = 30_000;
+
+function preciseHeadersTimeout(ms: number): boolean {
+  return ms > 0 && ms < PRECISE_BELOW_MS;
+}
+
 class RequestTimeout extends Error {
   readonly code = 'TG_REQUEST_TIMEOUT';
 }
@@ -128,9 +135,10 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (req.requestTimeoutMs !== null) {
       this.#timer = setTimeout(() => this.#abort(new RequestTimeout('route request timeout elapsed')), req.requestTimeoutMs);
     }
-    // A timer of our own rather than undici's headersTimeout: undici runs that one on a coarse
-    // wheel (about 1 s), which would turn a 250ms timeouts.backendRequest into 0.5-1 s.
-    if (req.headersTimeoutMs > 0) {
+    // undici runs headersTimeout on a coarse wheel (about 1 s), which would turn a 250ms
+    // timeouts.backendRequest into 0.5-1 s: a short one gets a precise timer of its own; a
+    // long one (the 60 s default) stays on undici's, which costs no timer per request.
+    if (preciseHeadersTimeout(req.headersTimeoutMs)) {
       this.#headersTimer = setTimeout(() => this.#abort(new BackendTimeout('no response headers within the backend timeout')), req.headersTimeoutMs);
     }
   }
@@ -214,7 +222,8 @@ export function forward(dispatcher: Dispatcher, req: ForwardRequest, res: Server
           path: req.path,
           headers: req.headers,
           body: req.body,
-          headersTimeout: 0, // Exchange's own timer (see its constructor)
+          // 0 here when the Exchange keeps a precise timer of its own (see its constructor).
+          headersTimeout: preciseHeadersTimeout(req.headersTimeoutMs) ? 0 : req.headersTimeoutMs,
           bodyTimeout: req.bodyTimeoutMs,
         },
         exchange,
