@@ -10,8 +10,16 @@ import type { RequestContext } from './context.js';
 import { publish } from './events.js';
 import { readBodyOnce } from './llm-body.js';
 
-/** Returns false when the request was answered here (refused or redirected). */
-export async function applyRoutePolicies(ctx: RequestContext): Promise<boolean> {
+/**
+ * Returns false when the request was answered here (refused or redirected). Synchronous for
+ * a route without rate limits or token counting (most requests): nothing to await.
+ */
+export function applyRoutePolicies(ctx: RequestContext): boolean | Promise<boolean> {
+  const route = ctx.route!;
+  return route.countsTokens || route.policy ? admitRoute(ctx) : applyFilters(ctx);
+}
+
+async function admitRoute(ctx: RequestContext): Promise<boolean> {
   const route = ctx.route!;
   if (route.countsTokens) await readBodyOnce(ctx);
   if (route.policy) {
@@ -22,6 +30,12 @@ export async function applyRoutePolicies(ctx: RequestContext): Promise<boolean> 
       return false;
     }
   }
+  return applyFilters(ctx);
+}
+
+/** The route's filters: a redirect answers here; the others shape the upstream request. */
+function applyFilters(ctx: RequestContext): boolean {
+  const route = ctx.route!;
   if (route.redirect) {
     ctx.admissions?.settle(null);
     const location = redirectLocation(route.redirect, { scheme: 'http', host: ctx.host, listenerPort: ctx.port, path: ctx.path, query: ctx.query, matched: ctx.matched! });
