@@ -7,7 +7,9 @@
 //
 // One pass at a time; a newer set of Gateways supersedes an older one. An object is applied
 // when its rendering changed since the last successful apply, or when the listing at the start
-// of the pass shows it missing (deleted by hand): the next pass puts it back.
+// of the pass shows it missing (deleted by hand): the next pass puts it back. A pass with a
+// failure (API server away, a refused object) is retried with a backoff even if nothing
+// changes, so a quiet cluster does not wait for an unrelated change to heal.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { CONTROLLER_ERRORS } from '../errors.js';
@@ -25,6 +27,13 @@ export interface DeployerPassResult {
   readonly failed: number;
 }
 
+export interface RetryOptions {
+  readonly initialMs: number;
+  readonly maxMs: number;
+}
+
+const DEFAULT_RETRY: RetryOptions = { initialMs: 1000, maxMs: 30_000 };
+
 export class Deployer implements Runnable {
   readonly name = 'deployer';
   readonly needsLeader = true;
@@ -32,6 +41,8 @@ export class Deployer implements Runnable {
   #dirty = false;
   #active = false;
   #pass: Promise<void> | undefined;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #retryMs = 0;
   /** key -> JSON of the last object applied successfully. */
   readonly #applied = new Map<string, string>();
   /** `<ns>/<name>` -> the problems last reported, so each is logged once. */
@@ -43,6 +54,7 @@ export class Deployer implements Runnable {
     private readonly isLeader: () => boolean,
     private readonly log: Logger,
     private readonly onPass: (r: DeployerPassResult) => void = () => undefined,
+    private readonly retry: RetryOptions = DEFAULT_RETRY,
   ) {}
 
   /** The Gateways whose class is ours, as the caches hold them. */
@@ -62,6 +74,8 @@ export class Deployer implements Runnable {
 
   async stop(): Promise<void> {
     this.#active = false;
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
     await this.#pass;
   }
 
@@ -76,15 +90,38 @@ export class Deployer implements Runnable {
 
   #kick(): void {
     if (!this.#active || this.#pass || !this.#dirty) return;
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
     this.#pass = this.#run()
-      .catch((err: unknown) => this.log.error({ code: CONTROLLER_ERRORS.deployFailed.code, err: describeApiError(err) }, 'deployer pass failed; retried on the next change'))
+      .catch((err: unknown) => {
+        this.log.error({ code: CONTROLLER_ERRORS.deployFailed.code, err: describeApiError(err) }, 'deployer pass failed; retrying');
+        return false;
+      })
+      .then((ok) => this.#scheduleRetry(ok))
       .finally(() => {
         this.#pass = undefined;
         this.#kick();
       });
   }
 
-  async #run(): Promise<void> {
+  #scheduleRetry(ok: boolean): void {
+    if (ok) {
+      this.#retryMs = 0;
+      return;
+    }
+    if (!this.#active) return;
+    this.#retryMs = this.#retryMs ? Math.min(this.#retryMs * 2, this.retry.maxMs) : this.retry.initialMs;
+    this.log.debug({ inMs: this.#retryMs }, 'deployer pass retry scheduled');
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      this.#dirty = true;
+      this.#kick();
+    }, this.#retryMs);
+    this.#retryTimer.unref();
+  }
+
+  /** True when everything was applied and deleted as wanted (or leadership was lost). */
+  async #run(): Promise<boolean> {
     this.#dirty = false;
     const gateways = this.#gateways ?? [];
     const desired = new Map<string, KubernetesObject>();
@@ -104,7 +141,7 @@ export class Deployer implements Runnable {
     let failed = 0;
     // ServiceAccount first: the Deployment's pods name it.
     for (const [k, obj] of desired) {
-      if (!this.#may()) return;
+      if (!this.#may()) return true;
       const json = JSON.stringify(obj);
       if (this.#applied.get(k) === json && present.has(k)) continue;
       try {
@@ -123,7 +160,7 @@ export class Deployer implements Runnable {
     for (const o of existing) {
       const k = key(o);
       if (desired.has(k)) continue;
-      if (!this.#may()) return;
+      if (!this.#may()) return true;
       try {
         await this.api.delete(o);
         this.#applied.delete(k);
@@ -136,6 +173,7 @@ export class Deployer implements Runnable {
     }
     this.onPass({ applied, deleted, failed });
     this.log.debug({ gateways: gateways.length, applied, deleted, failed }, 'deployer pass finished');
+    return failed === 0;
   }
 
   #report(gw: Gateway, problems: readonly string[]): void {
