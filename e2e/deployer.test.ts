@@ -9,7 +9,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ControllerProcess, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
+import { ControllerProcess, serviceAccountKubeconfig, waitForObject, waitForObjectWhere } from './controller-process.js';
 import { run } from './lib/exec.js';
 import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
@@ -155,6 +155,10 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
     expect(line).toMatchObject({ component: 'deployer', gateway: `${APPS}/edge` });
     expect(String(line.problem)).toContain('spec.infrastructure.annotations["tollgate.dev/replicas"] "lots" is not a whole number');
     await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, (d) => d.spec?.replicas === 1);
+    // And on the Gateway, where `kubectl describe gateway` shows it.
+    const event = await waitForObjectWhere<{ type?: string; note?: string; regarding?: { kind?: string; name?: string } }>(cluster.current, 'events.events.k8s.io', 'reason=InvalidProxySettings', APPS, () => true);
+    expect(event).toMatchObject({ type: 'Warning', regarding: { kind: 'Gateway', name: 'edge' } });
+    expect(event.note).toContain('tollgate.dev/replicas');
   });
 
   it('an object deleted by hand is put back', async () => {

@@ -1,7 +1,7 @@
 // The controller process: its runnables wired together. Every replica watches, translates and
 // serves its admin, metrics and health endpoints; only the leader writes status and runs the
 // deployer (the proxies of each Gateway). Later the snapshot server (every replica) joins.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { AdminServer } from './admin/server.js';
 import { EventRecorder } from './events/recorder.js';
 import { healthServer } from './health/server.js';
@@ -104,6 +104,10 @@ export class Controller {
       { proxyImage: o.proxyImage, snapshotService: o.snapshotService, defaults: DEFAULT_PROXY_SETTINGS },
       () => this.leadership.isLeader(),
       logs.get('deployer'),
+      undefined,
+      undefined,
+      // Where a user looks first: `kubectl describe gateway` shows it.
+      (gw, problem) => events.record(gw as unknown as KubernetesObject, 'Warning', 'InvalidProxySettings', 'Deploy', problem),
     );
     // The deployer runs proxies for the Gateways translation accepted (the class is ours and
     // the Gateway itself is valid); a Gateway no longer accepted loses them.

@@ -55,6 +55,8 @@ export class Deployer implements Runnable {
     private readonly log: Logger,
     private readonly onPass: (r: DeployerPassResult) => void = () => undefined,
     private readonly retry: RetryOptions = DEFAULT_RETRY,
+    /** Told each new problem of a Gateway's settings (the controller records a Warning Event on it). */
+    private readonly onProblem: (gateway: Gateway, problem: string) => void = () => undefined,
   ) {}
 
   /** The Gateways whose class is ours, as the caches hold them. */
@@ -181,7 +183,10 @@ export class Deployer implements Runnable {
     const text = problems.join('\n');
     if (this.#reported.get(id) === text) return;
     this.#reported.set(id, text);
-    for (const problem of problems) this.log.warn({ code: CONTROLLER_ERRORS.proxySettings.code, gateway: id, problem }, `Gateway ${id}: ${problem}`);
+    for (const problem of problems) {
+      this.log.warn({ code: CONTROLLER_ERRORS.proxySettings.code, gateway: id, problem }, `Gateway ${id}: ${problem}`);
+      this.onProblem(gw, problem);
+    }
   }
 }
 
