@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { DeployedKind, DeployerApi, OwnedObject } from '../src/deployer/api.js';
 import { Deployer, type DeployerPassResult } from '../src/deployer/deployer.js';
-import { DEFAULT_PROXY_SETTINGS } from '../src/deployer/render.js';
+import { DEFAULT_PROXY_SETTINGS, render } from '../src/deployer/render.js';
 import type { Gateway } from '../src/types/gateway-api.js';
 
 const PARAMS = { proxyImage: 'ghcr.io/tollgate-dev/tollgate:0.1.0', snapshotService: 'tollgate-controller.tollgate-system.svc:9978', defaults: DEFAULT_PROXY_SETTINGS };
@@ -62,6 +62,17 @@ function setup(leader = { value: true }) {
   const passCount = (n: number) => (passes.length >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve })));
   return { api, deployer, passes, passCount, leader };
 }
+
+describe('render', () => {
+  it('a changed replicas setting changes the replicas, not the pod template (no rollout)', () => {
+    const withReplicas = (n: string): Gateway => ({ ...gateway('edge', [80]), spec: { ...gateway('edge', [80]).spec, infrastructure: { annotations: { 'tollgate.dev/replicas': n, 'example.com/x': 'y' } } } });
+    const dep = (n: string) => render(withReplicas(n), PARAMS).objects.find((o) => o.kind === 'Deployment') as { spec: { replicas: number; template: unknown } };
+    expect(dep('2').spec.replicas).toBe(2);
+    expect(dep('3').spec.replicas).toBe(3);
+    expect(dep('3').spec.template).toEqual(dep('2').spec.template);
+    expect(JSON.stringify(dep('2').spec.template)).toContain('example.com/x');
+  });
+});
 
 describe('Deployer', () => {
   it('applies the three objects of a Gateway, then only what changed', async () => {

@@ -6,11 +6,12 @@
 // Per-Gateway settings come from `spec.infrastructure.annotations` (tollgate.dev/* keys, see
 // overrides.ts); a bad one is reported in `problems` and its default used, so one typo never
 // takes a Gateway's proxies away. `spec.infrastructure.labels` and `.annotations` are also put
-// on every object and on the pods, as the Gateway API asks.
+// on every object and on the pods, as the Gateway API asks (the tollgate.dev/ settings on the
+// objects only).
 import type { V1Deployment, V1OwnerReference, V1Service, V1ServiceAccount } from '@kubernetes/client-node';
 import type { Gateway } from '../types/gateway-api.js';
 import { COMPONENT, COMPONENT_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, proxyName } from './names.js';
-import { readOverrides, type ProxySettings } from './overrides.js';
+import { ANNOTATION_PREFIX, readOverrides, type ProxySettings } from './overrides.js';
 
 /** Audience of the projected token the proxy presents to the snapshot stream. */
 export const TOKEN_AUDIENCE = 'tollgate';
@@ -60,6 +61,8 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
   // Ours last: an infrastructure label cannot take the selector or the owner labels away.
   const labels = { ...gateway.spec.infrastructure?.labels, ...selector };
   const infraAnnotations = gateway.spec.infrastructure?.annotations;
+  // Not on the pods: a changed setting (say replicas) must not roll every proxy pod.
+  const podAnnotations = infraAnnotations && Object.fromEntries(Object.entries(infraAnnotations).filter(([k]) => !k.startsWith(ANNOTATION_PREFIX)));
   const owner: V1OwnerReference = { apiVersion: gateway.apiVersion, kind: 'Gateway', name: gwName, uid, controller: true, blockOwnerDeletion: true };
   const metadata = () => ({ name, namespace, labels: { ...labels }, ...(infraAnnotations ? { annotations: { ...infraAnnotations } } : {}), ownerReferences: [{ ...owner }] });
 
@@ -81,7 +84,7 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
       replicas: settings.replicas,
       selector: { matchLabels: { ...selector } },
       template: {
-        metadata: { labels: { ...labels }, ...(infraAnnotations ? { annotations: { ...infraAnnotations } } : {}) },
+        metadata: { labels: { ...labels }, ...(podAnnotations && Object.keys(podAnnotations).length ? { annotations: podAnnotations } : {}) },
         spec: {
           serviceAccountName: name,
           automountServiceAccountToken: false,
