@@ -172,7 +172,19 @@ export async function waitForObject<T = Record<string, unknown>>(
   predicate: (obj: T) => boolean,
   timeoutMs = 60_000,
 ): Promise<T> {
-  const args = ['get', resource, `--field-selector=metadata.name=${name}`, '-o', 'json', '--watch'];
+  return waitForObjectWhere(cluster, resource, `metadata.name=${name}`, namespace, predicate, timeoutMs);
+}
+
+/** As waitForObject, for the first object matching a field selector (e.g. an Event's reason). */
+export async function waitForObjectWhere<T = Record<string, unknown>>(
+  cluster: Cluster,
+  resource: string,
+  fieldSelector: string,
+  namespace: string | undefined,
+  predicate: (obj: T) => boolean,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const args = ['get', resource, `--field-selector=${fieldSelector}`, '-o', 'json', '--watch'];
   if (namespace) args.push('-n', namespace);
   const child = spawn(cluster.tools.kubectl, args, { env: cluster.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let last: unknown;
@@ -180,7 +192,7 @@ export async function waitForObject<T = Record<string, unknown>>(
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   try {
     return await new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${resource}/${name}: condition not reached within ${timeoutMs} ms; last seen:\n${JSON.stringify(last, null, 2)}\n${stderr}`)), timeoutMs);
+      const timer = setTimeout(() => reject(new Error(`${resource} ${fieldSelector}: condition not reached within ${timeoutMs} ms; last seen:\n${JSON.stringify(last, null, 2)}\n${stderr}`)), timeoutMs);
       const parser = new JsonStream((doc) => {
         // The first answer may be a List of the current items; then single objects.
         const list = doc as { kind?: string; items?: unknown[] };

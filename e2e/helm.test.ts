@@ -107,18 +107,29 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
       ['create', 'leases.coordination.k8s.io', '-n', NS],
       ['update', 'leases.coordination.k8s.io', '-n', NS],
       ['get', 'customresourcedefinitions.apiextensions.k8s.io/gatewayclasses.gateway.networking.k8s.io'],
+      // The deployer: server-side apply (patch, and create for a new object), list to prune, delete.
+      ...['serviceaccounts', 'deployments.apps', 'services'].flatMap((r) => [
+        ['create', r, '-n', 'default'],
+        ['patch', r, '-n', 'default'],
+        ['list', r, '-A'],
+        ['delete', r, '-n', 'default'],
+      ]),
     ];
-    // The specs of what it reads, and anything it does not do yet (the deployer's objects,
-    // TokenReviews of the snapshot stream) stay out of reach.
+    // The specs of what it reads, what the deployer does not need (update, get, pods, the
+    // token of its ServiceAccounts) and anything not done yet (TokenReviews of the snapshot
+    // stream) stay out of reach.
     const denied = [
       ['patch', 'gatewaypolicies.tollgate.dev', '-n', 'default'],
       ['update', 'gatewaypolicies.tollgate.dev', '-n', 'default'],
       ['update', 'httproutes.gateway.networking.k8s.io', '-n', 'default'],
       ['update', 'services', '-n', 'default'],
+      ['update', 'deployments.apps', '-n', 'default'],
+      ['get', 'serviceaccounts', '-n', 'default'],
+      ['create', 'serviceaccounts', '--subresource=token', '-n', 'default'],
+      ['watch', 'deployments.apps', '-A'],
       ['list', 'secrets', '-A'],
       ['create', 'pods', '-n', 'default'],
-      ['create', 'deployments.apps', '-n', 'default'],
-      ['create', 'serviceaccounts', '-n', 'default'],
+      ['delete', 'pods', '-n', 'default'],
       ['create', 'tokenreviews.authentication.k8s.io'],
       ['update', 'leases.coordination.k8s.io', '-n', 'default'],
       ['delete', 'leases.coordination.k8s.io', '-n', NS],

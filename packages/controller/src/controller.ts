@@ -1,11 +1,15 @@
 // The controller process: its runnables wired together. Every replica watches, translates and
-// serves its admin, metrics and health endpoints; only the leader writes status. Later the
-// snapshot server (every replica) and the deployer (leader) join as runnables of their own.
-import type { KubeConfig } from '@kubernetes/client-node';
+// serves its admin, metrics and health endpoints; only the leader writes status and runs the
+// deployer (the proxies of each Gateway). Later the snapshot server (every replica) joins.
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { AdminServer } from './admin/server.js';
 import { EventRecorder } from './events/recorder.js';
 import { healthServer } from './health/server.js';
 import { readGatewayApiVersion } from './kube/gateway-api-version.js';
+import { gatewayAddresses } from './deployer/addresses.js';
+import { KubeDeployerApi } from './deployer/api.js';
+import { Deployer } from './deployer/deployer.js';
+import { DEFAULT_PROXY_SETTINGS } from './deployer/render.js';
 import { KubeLeaseApi, LeaseElector, NoElection } from './leader/elector.js';
 import type { Logs } from './log/components.js';
 import { ControllerMetrics } from './metrics/metrics.js';
@@ -18,7 +22,8 @@ import type { Runnable } from './runtime/runnable.js';
 import { SnapshotStore, type SnapshotCheck } from './snapshots/store.js';
 import { KubeStatusApi } from './status/api.js';
 import { StatusWriter } from './status/writer.js';
-import type { Translate } from './translate/types.js';
+import type { StatusReport, Translate } from './translate/types.js';
+import type { Gateway } from './types/gateway-api.js';
 import type { BackoffOptions } from './watch/informer.js';
 import { World } from './watch/world.js';
 
@@ -37,6 +42,7 @@ export class Controller {
   readonly store: SnapshotStore;
   readonly world: World;
   readonly writer: StatusWriter;
+  readonly deployer: Deployer;
   readonly queue: DebouncedQueue;
   readonly leadership: LeadershipSource;
   readonly admin: AdminServer;
@@ -79,6 +85,7 @@ export class Controller {
       (kind, obj, why) => events.record({ ...obj, apiVersion: kind.group ? `${kind.group}/${kind.version}` : kind.version, kind: kind.kind }, 'Warning', 'Unreadable', 'Skip', `skipped by ${o.controllerName}: ${why}`),
     );
 
+    const cachedGateway = (namespace: string, name: string) => this.world.get('Gateway', name, namespace) as Gateway | undefined;
     this.writer = new StatusWriter(
       new KubeStatusApi(kc),
       (kind, name, namespace) => this.world.get(kind, name, namespace),
@@ -86,7 +93,29 @@ export class Controller {
       () => this.leadership.isLeader(),
       this.metrics,
       gwc,
+      undefined,
+      (namespace, name) => {
+        const gw = cachedGateway(namespace, name);
+        return gw ? gatewayAddresses(gw, (svc, ns) => this.world.get('Service', svc, ns)) : [];
+      },
     );
+    this.deployer = new Deployer(
+      new KubeDeployerApi(kc),
+      { proxyImage: o.proxyImage, snapshotService: o.snapshotService, defaults: DEFAULT_PROXY_SETTINGS },
+      () => this.leadership.isLeader(),
+      logs.get('deployer'),
+      undefined,
+      undefined,
+      // Where a user looks first: `kubectl describe gateway` shows it.
+      (gw, problem) => events.record(gw as unknown as KubernetesObject, 'Warning', 'InvalidProxySettings', 'Deploy', problem),
+    );
+    // The deployer runs proxies for the Gateways translation accepted (the class is ours and
+    // the Gateway itself is valid); a Gateway no longer accepted loses them.
+    const accepted = (r: StatusReport): Gateway[] =>
+      [...r.gateways.values()]
+        .filter((g) => g.conditions.some((c) => c.type === 'Accepted' && c.status === 'True'))
+        .map((g) => cachedGateway(g.namespace, g.name))
+        .filter((g): g is Gateway => g !== undefined);
 
     const reconciler = new Reconciler({
       resources: () => this.world.resources(),
@@ -94,7 +123,10 @@ export class Controller {
       controllerName: o.controllerName,
       gatewayApiVersion: () => gatewayApiVersion,
       store: this.store,
-      submitStatus: (r) => this.writer.submit(r),
+      submitStatus: (r) => {
+        this.writer.submit(r);
+        this.deployer.submit(accepted(r));
+      },
       metrics: this.metrics,
       log: translator,
     });
@@ -130,6 +162,7 @@ export class Controller {
       { name: 'translate', needsLeader: false, start: async () => undefined, stop: () => this.queue.stop() },
       ...(elector ? [elector] : []),
       this.writer,
+      this.deployer,
     ];
     for (const r of runnables) this.#manager.add(r);
   }

@@ -59,6 +59,16 @@ export const CONTROLLER_ERRORS = defineErrors({
     message: 'could not record the {reason} event on {object}: {detail}',
     hint: 'check that the ClusterRole allows create of events.k8s.io events',
   },
+  proxySettings: {
+    code: 'TG_CONTROLLER_PROXY_SETTINGS',
+    message: 'Gateway {gateway}: {problem}',
+    hint: 'fix the field named (docs/kubernetes.md lists the tollgate.dev/ settings); until then the default is used, or, for a name or port problem, the proxies or that port are left out',
+  },
+  deployFailed: {
+    code: 'TG_CONTROLLER_DEPLOY',
+    message: 'could not apply or delete the proxy {kind} {name}: {reason}',
+    hint: 'check the API server message; a 403 means the ClusterRole lacks create, patch, list or delete on serviceaccounts, services or deployments; the next change retries',
+  },
 });
 
 export type ControllerErrorCode = (typeof CONTROLLER_ERRORS)[keyof typeof CONTROLLER_ERRORS]['code'];

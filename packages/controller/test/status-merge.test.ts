@@ -125,4 +125,14 @@ describe('Gateway status', () => {
     expect(merged.listeners[0]!.attachedRoutes).toBe(2);
     expect(merged.listeners[0]!.conditions[0]).toMatchObject({ lastTransitionTime: '2025-01-01T00:00:00Z', observedGeneration: 2 });
   });
+
+  it('addresses from the deployer replace the old ones; none removes the field', () => {
+    const report = { namespace: 'ns', name: 'gw', generation: 1, conditions: [cond('Accepted', 'True', 'Accepted')], listeners: [] };
+    const current = { addresses: [{ type: 'IPAddress', value: '198.18.0.10' }], conditions: [] };
+    const replaced = mergeGatewayStatus(current, report, T0, [{ type: 'IPAddress', value: '198.18.0.11' }]);
+    expect(replaced.addresses).toEqual([{ type: 'IPAddress', value: '198.18.0.11' }]);
+    const removed = mergeGatewayStatus(current, report, T0, []);
+    expect('addresses' in removed).toBe(false);
+    expect(sameStatus(mergeGatewayStatus(replaced, report, T1, [{ type: 'IPAddress', value: '198.18.0.11' }]), replaced)).toBe(true);
+  });
 });

@@ -62,11 +62,18 @@ export function mergeGatewayClassStatus(current: unknown, report: GatewayClassSt
   return { ...cur, conditions: mergeConditions(cur.conditions, report.conditions, now) };
 }
 
-export function mergeGatewayStatus(current: unknown, report: GatewayStatusReport, now: Date): Json {
+/**
+ * `addresses` (from the deployer's Service) replaces status.addresses when given: [] removes
+ * the field; undefined leaves whatever is there.
+ */
+export function mergeGatewayStatus(current: unknown, report: GatewayStatusReport, now: Date, addresses?: readonly { readonly type: string; readonly value: string }[]): Json {
   const cur = isObj(current) ? current : {};
   const listeners = asList(cur.listeners);
+  const rest = { ...cur };
+  delete rest.addresses;
+  const base = addresses === undefined ? cur : addresses.length ? { ...rest, addresses: addresses.map((a) => ({ ...a })) } : rest;
   return {
-    ...cur,
+    ...base,
     conditions: mergeConditions(cur.conditions, report.conditions, now),
     listeners: report.listeners.map((l) => ({
       name: l.name,

@@ -48,6 +48,8 @@ export class StatusWriter implements Runnable {
     private readonly metrics: ControllerMetrics,
     private readonly log: Logger,
     private readonly clock: () => Date = () => new Date(),
+    /** Gateway status.addresses, when something provides them (the deployer's Services). */
+    private readonly gatewayAddresses?: (namespace: string, name: string) => readonly { readonly type: string; readonly value: string }[],
   ) {}
 
   submit(report: StatusReport): void {
@@ -121,7 +123,7 @@ export class StatusWriter implements Runnable {
       }
       case 'Gateway': {
         const d = r.gateways.get(item.key);
-        return d && mergeGatewayStatus(current, d, now);
+        return d && mergeGatewayStatus(current, d, now, this.gatewayAddresses?.(d.namespace, d.name));
       }
       case 'HTTPRoute': {
         const d = r.httpRoutes.get(item.key);

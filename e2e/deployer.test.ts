@@ -1,0 +1,183 @@
+// The deployer on a real kube-apiserver: the chart installed with helm, the controller binary
+// out of cluster with the chart ServiceAccount's token (so a verb missing from the chart's
+// RBAC fails here). A Gateway of our class gets its ServiceAccount, Deployment and Service in
+// its own namespace, owned by it and written by field manager `tollgate`; a listener change
+// updates them; the Gateway's status.addresses follow the Service; deleting the Gateway
+// prunes them (this API server runs no garbage collector, so the deployer's own pruning is
+// what is tested). No node: no pod runs here.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ControllerProcess, serviceAccountKubeconfig, waitForObject, waitForObjectWhere } from './controller-process.js';
+import { run } from './lib/exec.js';
+import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
+import { useCluster } from './lib/use-cluster.js';
+
+const availability = e2eAvailability();
+const CHART = join(REPO_ROOT, 'charts/tollgate');
+const NS = 'tollgate-system';
+const APPS = 'shop';
+const NAME = 'edge-tollgate';
+const IMAGE = 'registry.example.com/tollgate:e2e';
+
+const gateway = (listeners: string, annotations = '') => `
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: { name: edge, namespace: ${APPS} }
+spec:
+  gatewayClassName: tollgate
+  infrastructure:
+    labels: { team: shop }
+    annotations: { example.com/owner: shop-team${annotations} }
+  listeners:
+${listeners}
+`;
+const HTTP_80 = '  - { name: http, protocol: HTTP, port: 80 }';
+const HTTP_80_8080 = `${HTTP_80}\n  - { name: alt, protocol: HTTP, port: 8080 }`;
+
+interface GatewayObject {
+  metadata: { uid: string };
+  status?: { addresses?: { type: string; value: string }[] };
+}
+// The fields of the deployed objects this test reads.
+interface Meta {
+  uid?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: unknown[];
+}
+interface V1ServiceAccount {
+  metadata?: Meta;
+  automountServiceAccountToken?: boolean;
+}
+interface Container {
+  image?: string;
+  args?: string[];
+  securityContext?: unknown;
+  readinessProbe?: { httpGet?: unknown };
+  ports?: { containerPort: number }[];
+}
+interface V1Deployment {
+  metadata?: Meta;
+  spec?: {
+    replicas?: number;
+    selector: { matchLabels?: Record<string, string> };
+    template: {
+      spec?: {
+        serviceAccountName?: string;
+        securityContext?: unknown;
+        containers: Container[];
+        volumes?: { name: string; projected?: { sources?: { serviceAccountToken?: unknown }[] } }[];
+      };
+    };
+  };
+}
+interface V1Service {
+  metadata?: Meta;
+  spec?: { clusterIP?: string; selector?: Record<string, string>; ports?: { name?: string; port: number }[] };
+}
+interface Managed {
+  metadata: { managedFields?: { manager: string; operation: string }[] };
+}
+
+describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
+  const cluster = useCluster({ tollgateCrds: false });
+  const kubectl = (args: string[], input?: string) => run(cluster.current.tools.kubectl, args, { env: cluster.current.env, input });
+  const apply = (yaml: string) => kubectl(['apply', '-f', '-'], yaml);
+  const get = async <T>(resource: string): Promise<T & Managed> => JSON.parse(await kubectl(['get', resource, NAME, '-n', APPS, '-o', 'json', '--show-managed-fields'])) as T & Managed;
+  let controller: ControllerProcess;
+
+  beforeAll(async () => {
+    await run(cluster.current.tools.helm, ['install', 'tollgate', CHART, '-n', NS, '--create-namespace'], { env: cluster.current.env });
+    await kubectl(['create', 'namespace', APPS]);
+    const kubeconfig = await serviceAccountKubeconfig(cluster.current, NS, 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-dep-')), 'kubeconfig'));
+    controller = await ControllerProcess.start('controller-deployer', cluster.current, kubeconfig, [`--proxy-image=${IMAGE}`, '--log-level=info,deployer=debug']);
+    await controller.synced();
+  }, 120_000);
+
+  afterAll(async () => {
+    await controller?.stop('SIGKILL');
+  });
+
+  it('creates the ServiceAccount, Deployment and Service in the Gateway’s namespace, owned by it', async () => {
+    await apply(gateway(HTTP_80));
+    const deployment = await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, () => true);
+    await waitForObject(cluster.current, 'service', NAME, APPS, () => true);
+    const gw = JSON.parse(await kubectl(['get', 'gateway', 'edge', '-n', APPS, '-o', 'json'])) as GatewayObject;
+
+    const sa = await get<V1ServiceAccount>('serviceaccount');
+    const dep = await get<V1Deployment>('deployment');
+    const svc = await get<V1Service>('service');
+    for (const o of [sa, dep, svc]) {
+      expect(o.metadata.ownerReferences).toEqual([{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: 'edge', uid: gw.metadata.uid, controller: true, blockOwnerDeletion: true }]);
+      expect(o.metadata.labels).toMatchObject({ 'gateway.networking.k8s.io/gateway-name': 'edge', 'app.kubernetes.io/managed-by': 'tollgate', team: 'shop' });
+      expect(o.metadata.annotations).toMatchObject({ 'example.com/owner': 'shop-team' });
+      // Server-side apply by field manager tollgate, nothing else wrote the objects.
+      expect(o.metadata.managedFields?.map((f) => [f.manager, f.operation])).toEqual([['tollgate', 'Apply']]);
+    }
+    expect(sa.automountServiceAccountToken).toBe(false);
+
+    const pod = deployment.spec!.template.spec!;
+    expect(deployment.spec!.replicas).toBe(1);
+    expect(pod.serviceAccountName).toBe(NAME);
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }] });
+    const c = pod.containers[0]!;
+    expect(c.image).toBe(IMAGE);
+    expect(c.args).toEqual(['--controller', `tollgate-controller.${NS}.svc:9978`, '--gateway', `${APPS}/edge`, '--admin-addr', '127.0.0.1:15000']);
+    expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
+    expect(c.readinessProbe?.httpGet).toMatchObject({ path: '/healthz/ready', port: 15021 });
+    expect(pod.volumes?.find((v) => v.name === 'tollgate-token')?.projected?.sources?.[0]?.serviceAccountToken).toMatchObject({ audience: 'tollgate', path: 'token' });
+    expect(svc.spec!.ports!.map((p) => [p.name, p.port])).toEqual([['http-80', 80]]);
+    expect(svc.spec!.selector).toEqual(deployment.spec!.selector.matchLabels);
+
+    // status.addresses: the Service's ClusterIP.
+    const withAddress = await waitForObject<GatewayObject>(cluster.current, 'gateway', 'edge', APPS, (o) => (o.status?.addresses?.length ?? 0) > 0);
+    expect(withAddress.status!.addresses).toEqual([{ type: 'IPAddress', value: svc.spec!.clusterIP }]);
+  });
+
+  it('a listener and an override change update the objects in place', async () => {
+    const before = await get<V1Service>('service');
+    await apply(gateway(HTTP_80_8080, ', tollgate.dev/replicas: "2"'));
+    const svc = await waitForObject<V1Service>(cluster.current, 'service', NAME, APPS, (s) => (s.spec?.ports?.length ?? 0) === 2);
+    expect(svc.spec!.ports!.map((p) => [p.name, p.port])).toEqual([['http-80', 80], ['http-8080', 8080]]);
+    // Updated, not recreated: the same object, the same address.
+    expect(svc.metadata!.uid).toBe(before.metadata.uid);
+    expect(svc.spec!.clusterIP).toBe(before.spec!.clusterIP);
+    const dep = await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, (d) => d.spec?.replicas === 2);
+    expect(dep.spec!.template.spec!.containers[0]!.ports!.map((p) => p.containerPort)).toEqual([80, 8080, 15021]);
+  });
+
+  it('a bad override is reported by name and the default is used', async () => {
+    const from = controller.lines.length;
+    await apply(gateway(HTTP_80_8080, ', tollgate.dev/replicas: lots'));
+    const line = await controller.waitForLog((l) => l.code === 'TG_CONTROLLER_PROXY_SETTINGS', 60_000, from);
+    expect(line).toMatchObject({ component: 'deployer', gateway: `${APPS}/edge` });
+    expect(String(line.problem)).toContain('spec.infrastructure.annotations["tollgate.dev/replicas"] "lots" is not a whole number');
+    await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, (d) => d.spec?.replicas === 1);
+    // And on the Gateway, where `kubectl describe gateway` shows it.
+    const event = await waitForObjectWhere<{ type?: string; note?: string; regarding?: { kind?: string; name?: string } }>(cluster.current, 'events.events.k8s.io', 'reason=InvalidProxySettings', APPS, () => true);
+    expect(event).toMatchObject({ type: 'Warning', regarding: { kind: 'Gateway', name: 'edge' } });
+    expect(event.note).toContain('tollgate.dev/replicas');
+  });
+
+  it('an object deleted by hand is put back', async () => {
+    const from = controller.lines.length;
+    await kubectl(['delete', 'serviceaccount', NAME, '-n', APPS]);
+    // Any change starts a pass; the listing shows the ServiceAccount missing.
+    await kubectl(['annotate', 'gateway', 'edge', '-n', APPS, 'example.com/touched=1']);
+    await controller.waitForLog((l) => l.msg === 'created' && l.kind === 'ServiceAccount', 60_000, from);
+    await waitForObject(cluster.current, 'serviceaccount', NAME, APPS, () => true);
+  });
+
+  it('deleting the Gateway deletes its objects', async () => {
+    await kubectl(['delete', 'gateway', 'edge', '-n', APPS]);
+    for (const kind of ['serviceaccount', 'deployment', 'service']) {
+      await controller.waitForLog((l) => l.msg === 'deleted (no Gateway needs it)' && String(l.kind).toLowerCase() === kind && l.name === NAME);
+      const r = await cluster.current.kubectl(['get', kind, NAME, '-n', APPS]);
+      expect(r.code, `${kind} still exists`).not.toBe(0);
+      expect(r.stderr).toContain('NotFound');
+    }
+    expect(await controller.metric('tollgate_controller_status_writes_total', { result: 'error' })).toBe(0);
+  });
+});

@@ -1,0 +1,67 @@
+// The API calls the deployer makes, and nothing else (the chart's RBAC grants exactly these):
+// server-side apply of its objects (patch, and create for a new one), a list of what it owns
+// in every namespace (by label) and delete of what is no longer needed.
+import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { statusCode } from '../status/api.js';
+import { OWNED_SELECTOR } from './names.js';
+
+/** The field manager of every apply: `kubectl get -o yaml --show-managed-fields` shows it. */
+export const FIELD_MANAGER = 'tollgate';
+
+/** The kinds the deployer writes, as apiVersion and kind. */
+export const DEPLOYED_KINDS = [
+  { apiVersion: 'v1', kind: 'ServiceAccount' },
+  { apiVersion: 'apps/v1', kind: 'Deployment' },
+  { apiVersion: 'v1', kind: 'Service' },
+] as const;
+
+export type DeployedKind = (typeof DEPLOYED_KINDS)[number]['kind'];
+
+export interface OwnedObject {
+  readonly kind: DeployedKind;
+  readonly namespace: string;
+  readonly name: string;
+}
+
+export interface DeployerApi {
+  /** Server-side apply, forced (the deployer owns these objects); resolves to the stored object. */
+  apply(obj: KubernetesObject): Promise<KubernetesObject>;
+  /** Every object of `kind` carrying the deployer's labels, in every namespace. */
+  listOwned(kind: DeployedKind): Promise<OwnedObject[]>;
+  /** Resolves also when the object is already gone. */
+  delete(obj: OwnedObject): Promise<void>;
+}
+
+export class KubeDeployerApi implements DeployerApi {
+  readonly #api: KubernetesObjectApi;
+  constructor(kc: KubeConfig) {
+    this.#api = KubernetesObjectApi.makeApiClient(kc);
+  }
+
+  apply(obj: KubernetesObject): Promise<KubernetesObject> {
+    return this.#api.patch(obj, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+  }
+
+  async listOwned(kind: DeployedKind): Promise<OwnedObject[]> {
+    const k = DEPLOYED_KINDS.find((x) => x.kind === kind)!;
+    const out: OwnedObject[] = [];
+    let cont: string | undefined;
+    do {
+      const page = await this.#api.list(k.apiVersion, k.kind, undefined, undefined, undefined, undefined, undefined, OWNED_SELECTOR, 500, cont);
+      for (const item of page.items) out.push({ kind, namespace: item.metadata?.namespace ?? '', name: item.metadata?.name ?? '' });
+      cont = page.metadata?._continue || undefined;
+    } while (cont);
+    return out;
+  }
+
+  async delete(obj: OwnedObject): Promise<void> {
+    const k = DEPLOYED_KINDS.find((x) => x.kind === obj.kind)!;
+    try {
+      // Background: the garbage collector removes a Deployment's ReplicaSets and pods after it.
+      await this.#api.delete({ apiVersion: k.apiVersion, kind: k.kind, metadata: { name: obj.name, namespace: obj.namespace } }, undefined, undefined, undefined, undefined, 'Background');
+    } catch (err) {
+      if (statusCode(err) === 404) return;
+      throw err;
+    }
+  }
+}

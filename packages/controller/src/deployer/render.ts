@@ -1,0 +1,169 @@
+// render(): the objects that run the proxies of one Gateway, in the Gateway's own namespace:
+// a ServiceAccount (the identity the snapshot stream authorizes), a Deployment of the proxy
+// in cluster mode and a Service with one port per listener port. Pure: the same Gateway and
+// parameters give the same objects, byte for byte; nothing is read from the cluster.
+//
+// Per-Gateway settings come from `spec.infrastructure.annotations` (tollgate.dev/* keys, see
+// overrides.ts); a bad one is reported in `problems` and its default used, so one typo never
+// takes a Gateway's proxies away. `spec.infrastructure.labels` and `.annotations` are also put
+// on every object and on the pods, as the Gateway API asks (the tollgate.dev/ settings on the
+// objects only).
+import type { V1Deployment, V1OwnerReference, V1Service, V1ServiceAccount } from '@kubernetes/client-node';
+import type { Gateway } from '../types/gateway-api.js';
+import { COMPONENT, COMPONENT_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, proxyName } from './names.js';
+import { ANNOTATION_PREFIX, readOverrides, type ProxySettings } from './overrides.js';
+
+/** Audience of the projected token the proxy presents to the snapshot stream. */
+export const TOKEN_AUDIENCE = 'tollgate';
+export const TOKEN_DIR = '/var/run/secrets/tollgate';
+export const TOKEN_PATH = `${TOKEN_DIR}/token`;
+export const READINESS_PORT = 15021;
+export const ADMIN_ADDR = '127.0.0.1:15000';
+/** The proxy image runs as this user (images/proxy/Containerfile). */
+const PROXY_UID = 1000;
+
+export interface RenderParams {
+  /** --proxy-image of the controller. */
+  readonly proxyImage: string;
+  /** host:port of the snapshot stream, as proxies reach it (--snapshot-service). */
+  readonly snapshotService: string;
+  /** Used where the Gateway sets nothing. */
+  readonly defaults: ProxySettings;
+}
+
+export const DEFAULT_PROXY_SETTINGS: ProxySettings = {
+  replicas: 1,
+  resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+};
+
+export type ProxyObject = V1ServiceAccount | V1Deployment | V1Service;
+
+export interface RenderResult {
+  /** ServiceAccount, Deployment, Service; empty when the Gateway cannot be deployed at all. */
+  readonly objects: readonly ProxyObject[];
+  /** Each names the field, what is wrong and the fix. */
+  readonly problems: readonly string[];
+}
+
+/** A Gateway as the API server returns it: uid set (owner references need it). */
+export function render(gateway: Gateway, params: RenderParams): RenderResult {
+  const { name: gwName, namespace, uid } = gateway.metadata;
+  if (!namespace || !uid) return { objects: [], problems: ['metadata.namespace and metadata.uid are required (a Gateway read from the API server has both)'] };
+  // A label value is at most 63 characters; the Gateway API's gateway-name label needs the whole name.
+  if (gwName.length > 63) return { objects: [], problems: [`metadata.name is ${gwName.length} characters; the ${GATEWAY_NAME_LABEL} label holds at most 63: give the Gateway a shorter name`] };
+
+  const { settings, problems: overrideProblems } = readOverrides(gateway.spec.infrastructure?.annotations, params.defaults);
+  const problems = [...overrideProblems];
+  const name = proxyName(gateway);
+  // Also the pod selector (immutable once the Deployment exists): another implementation's
+  // pods carrying the same gateway-name label are never selected.
+  const selector = { [GATEWAY_NAME_LABEL]: gwName, [MANAGED_BY_LABEL]: MANAGED_BY, [COMPONENT_LABEL]: COMPONENT };
+  // Ours last: an infrastructure label cannot take the selector or the owner labels away.
+  const labels = { ...gateway.spec.infrastructure?.labels, ...selector };
+  const infraAnnotations = gateway.spec.infrastructure?.annotations;
+  // Not on the pods: a changed setting (say replicas) must not roll every proxy pod.
+  const podAnnotations = infraAnnotations && Object.fromEntries(Object.entries(infraAnnotations).filter(([k]) => !k.startsWith(ANNOTATION_PREFIX)));
+  const owner: V1OwnerReference = { apiVersion: gateway.apiVersion, kind: 'Gateway', name: gwName, uid, controller: true, blockOwnerDeletion: true };
+  const metadata = () => ({ name, namespace, labels: { ...labels }, ...(infraAnnotations ? { annotations: { ...infraAnnotations } } : {}), ownerReferences: [{ ...owner }] });
+
+  const ports = listenerPorts(gateway, problems);
+
+  const serviceAccount: V1ServiceAccount = {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: metadata(),
+    // The proxy never calls the Kubernetes API; its only token is the projected one below.
+    automountServiceAccountToken: false,
+  };
+
+  const deployment: V1Deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: metadata(),
+    spec: {
+      replicas: settings.replicas,
+      selector: { matchLabels: { ...selector } },
+      template: {
+        metadata: { labels: { ...labels }, ...(podAnnotations && Object.keys(podAnnotations).length ? { annotations: podAnnotations } : {}) },
+        spec: {
+          serviceAccountName: name,
+          automountServiceAccountToken: false,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: PROXY_UID,
+            runAsGroup: PROXY_UID,
+            seccompProfile: { type: 'RuntimeDefault' },
+            // Listener ports below 1024 (80, 443) without any capability: a namespaced sysctl
+            // in Kubernetes' safe set, allowed under the restricted Pod Security Standard.
+            ...(ports.some((p) => p.port < 1024) ? { sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }] } : {}),
+          },
+          containers: [
+            {
+              name: 'proxy',
+              image: params.proxyImage,
+              args: ['--controller', params.snapshotService, '--gateway', `${namespace}/${gwName}`, '--admin-addr', ADMIN_ADDR],
+              ports: [...ports.map((p) => ({ name: p.name, containerPort: p.port, protocol: 'TCP' })), { name: 'readiness', containerPort: READINESS_PORT, protocol: 'TCP' }],
+              readinessProbe: { httpGet: { path: '/healthz/ready', port: READINESS_PORT }, periodSeconds: 5, failureThreshold: 2 },
+              resources: { requests: { ...settings.resources.requests }, limits: { ...settings.resources.limits } },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                runAsNonRoot: true,
+                capabilities: { drop: ['ALL'] },
+              },
+              volumeMounts: [
+                { name: 'tollgate-token', mountPath: TOKEN_DIR, readOnly: true },
+                { name: 'tmp', mountPath: '/tmp' },
+              ],
+            },
+          ],
+          volumes: [
+            { name: 'tollgate-token', projected: { sources: [{ serviceAccountToken: { audience: TOKEN_AUDIENCE, path: 'token', expirationSeconds: 3600 } }] } },
+            { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
+          ],
+        },
+      },
+    },
+  };
+
+  const service: V1Service = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: metadata(),
+    spec: {
+      type: 'ClusterIP',
+      selector: { ...selector },
+      ports: ports.map((p) => ({ name: p.name, port: p.port, targetPort: p.port, protocol: 'TCP' })),
+    },
+  };
+
+  // A Service must have a port: a Gateway without an HTTP listener gets proxies but no Service.
+  return { objects: ports.length ? [serviceAccount, deployment, service] : [serviceAccount, deployment], problems };
+}
+
+/** Ports the proxy binds for itself in every pod. */
+const RESERVED_PORTS = new Map([
+  [15000, 'admin'],
+  [15020, 'metrics'],
+  [READINESS_PORT, 'readiness'],
+]);
+
+interface ListenerPort {
+  readonly name: string;
+  readonly port: number;
+}
+
+/**
+ * One port per distinct listener port of a protocol the proxy serves (HTTP); listeners that
+ * share a port (different hostnames) share it. Other protocols are refused in the Gateway's
+ * listener status, so they get no port. Names fit a container port (at most 15 characters).
+ */
+function listenerPorts(gateway: Gateway, problems: string[]): ListenerPort[] {
+  const ports = new Set<number>();
+  for (const l of gateway.spec.listeners) {
+    if (l.protocol !== 'HTTP') continue;
+    if (RESERVED_PORTS.has(l.port)) problems.push(`spec.listeners[${l.name}].port ${l.port} is the proxy's own ${RESERVED_PORTS.get(l.port)} port; choose another port`);
+    else ports.add(l.port);
+  }
+  return [...ports].sort((a, b) => a - b).map((port) => ({ name: `http-${port}`, port }));
+}
