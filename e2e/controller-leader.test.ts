@@ -95,10 +95,16 @@ describe.skipIf(!availability.run)('controller leader election on kube-apiserver
 
   it('a leader stopped with SIGTERM releases the Lease; the follower takes over without waiting for expiry', async () => {
     let released = false;
+    // The watch must be running (it has seen replica-a hold the Lease) before the leader stops,
+    // or a quick release and takeover could both happen before its first listing.
+    let watching!: () => void;
+    const watchRunning = new Promise<void>((resolve) => (watching = resolve));
     const handedOver = waitForObject<Lease>(cluster.current, 'lease', 'tollgate-controller', NS, (l) => {
+      if (l.spec.holderIdentity === 'replica-a') watching();
       if (l.spec.holderIdentity === '' || l.spec.holderIdentity === undefined) released = true;
       return l.spec.holderIdentity === 'replica-b';
     });
+    await watchRunning;
     const [code] = await a.stop('SIGTERM');
     expect(code).toBe(0);
     const l = await handedOver;

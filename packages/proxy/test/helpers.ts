@@ -1,7 +1,7 @@
 // Test helpers: real servers on loopback ephemeral ports, configs written to temp files, and
 // an in-process gateway whose logs are captured.
 import { once } from 'node:events';
-import { mkdtemp, writeFile, rm } from 'node:fs/promises';
+import { mkdtemp, rename, writeFile, rm } from 'node:fs/promises';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,7 +50,11 @@ export async function startGateway(config: Record<string, unknown>, opts: { cloc
         once(gateway.source, 'reloaded').then(() => 'reloaded' as const),
         once(gateway.source, 'refused').then(() => 'refused' as const),
       ]);
-      await writeFile(file, typeof next === 'string' || Buffer.isBuffer(next) ? next : stringify(next));
+      // Written beside the file and renamed over it, so the watcher never reads a half-written
+      // file (a truncate and a write can reach it as two changes on a busy machine).
+      const tmp = `${file}.${process.pid}.tmp`;
+      await writeFile(tmp, typeof next === 'string' || Buffer.isBuffer(next) ? next : stringify(next));
+      await rename(tmp, file);
       return done;
     },
     close: async () => {
