@@ -1,11 +1,14 @@
 // The snapshot stream's protocol over real gRPC on loopback: a raw client plays the proxy so
 // each answer (ACK, NACK, silence) is chosen by the test.
+import { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { decodeSnapshot, standaloneToSnapshot, validateStandaloneConfig, type ProxySnapshot } from '@tollgate/api';
 import { SNAPSHOT_SERVICE, SNAPSHOT_STREAM_PATH, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
+import { AdminServer } from '../src/admin/server.js';
+import { createLogs } from '../src/log/components.js';
 import { SnapshotStore } from '../src/snapshots/store.js';
 import { SnapshotStreamServer, type NackReport } from '../src/snapshots/stream-server.js';
 import { StreamMetrics } from '../src/snapshots/stream-metrics.js';
@@ -196,5 +199,27 @@ describe('snapshot stream protocol', () => {
     await proxy.closed;
     await expect.poll(() => h.server.proxies().size).toBe(0);
     expect(await h.registry.metrics()).toContain(`tollgate_controller_stream_proxies{gateway="${GATEWAY}"} 0`);
+  });
+
+  it('admin /snapshots lists each connected proxy with its acked version', async () => {
+    const h = await start();
+    const v1 = snapshot('one');
+    offer(h, v1);
+    const admin = new AdminServer({ host: '127.0.0.1', port: 0 }, createLogs('error', new Writable({ write: (_c, _e, cb) => cb() })), h.store, () => undefined, () => h.server.proxies());
+    await admin.start();
+    cleanups.push(() => admin.stop());
+    const proxy = new FakeProxy(h.client, { pod: 'proxy-a' });
+    proxy.ack(await proxy.next());
+    // A second proxy, for a Gateway with no snapshot, is listed as waiting.
+    const other = new FakeProxy(h.client, { gateway: 'edge/private', pod: 'proxy-b' });
+    await other.accepted;
+    await expect
+      .poll(async () => ((await (await fetch(`http://${admin.address}/snapshots`)).json()) as { gateways: { proxies: { ackedVersion: string | null }[] }[] }).gateways[0]?.proxies[0]?.ackedVersion)
+      .toBe(v1.version);
+    const body = (await (await fetch(`http://${admin.address}/snapshots`)).json()) as Record<string, unknown>;
+    expect(body).toMatchObject({
+      gateways: [{ gateway: GATEWAY, version: v1.version, proxies: [{ pod: 'proxy-a', podNamespace: 'edge', ackedVersion: v1.version, pending: null, lastNack: null }] }],
+      waiting: [{ gateway: 'edge/private', proxies: [{ pod: 'proxy-b', ackedVersion: null }] }],
+    });
   });
 });
