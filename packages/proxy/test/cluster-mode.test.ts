@@ -78,6 +78,9 @@ describe('cluster mode', () => {
     const before = await send(s.readiness);
     expect([before.status, before.body]).toEqual([503, 'no config loaded\n']);
     expect(await sourceTask(s.admin)).toMatchObject({ kind: 'controller', stream: 'connected', gateway: GATEWAY, version: null, applied: 0 });
+    const early = await send(`${s.admin}/config_dump`);
+    expect(early.status).toBe(503);
+    expect(JSON.parse(early.body)).toMatchObject({ error: 'no config loaded yet', delivery: { kind: 'controller', stream: 'connected', version: null } });
 
     const routeA = { name: 'a', matches: [{ path: { type: 'PathPrefix', value: '/a' } }], backends: [{ host: s.up.host }] };
     const v1 = snapshotOf(simpleConfig(s.port, [routeA]));
@@ -122,6 +125,12 @@ describe('cluster mode', () => {
     expect(echoed(await send(`http://127.0.0.1:${s.port}/x`)).url).toBe('/x');
     expect(await sourceTask(s.admin)).toMatchObject({ version: good.version, applied: 1, refused: 2, lastNack: { version: refused.version } });
     expect(s.proxy.snapshot.version).toBe(good.version);
+    const dump = JSON.parse((await send(`${s.admin}/config_dump`)).body) as Record<string, unknown>;
+    expect(dump).toMatchObject({
+      version: good.version,
+      delivery: { kind: 'controller', controller: `127.0.0.1:${s.server.port}`, gateway: GATEWAY, pod: 'proxy-0', stream: 'connected', version: good.version, lastNack: { version: refused.version } },
+    });
+    expect((dump.delivery as { lastNack: { error: string } }).lastNack.error).toMatch(/already in use/);
   });
 
   it('keeps serving while the controller is away and resyncs when it is back', async () => {
