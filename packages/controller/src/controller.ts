@@ -101,6 +101,7 @@ export class Controller {
       submitStatus: (r) => this.writer.submit(r),
       metrics: this.metrics,
       log: translator,
+      rejection: (gateway) => this.stream?.rejection(gateway),
     });
     this.queue = new DebouncedQueue(
       () => {
@@ -122,7 +123,7 @@ export class Controller {
     };
     if (o.snapshotPlaintext) {
       gwc.warn('the snapshot stream is served without TLS or authentication (--snapshot-plaintext): for development only');
-      this.stream = new SnapshotStreamServer({ addr: o.snapshotAddr, store: this.store, metrics: new StreamMetrics(this.metrics.registry), log: gwc, onNack, listening: listening('snapshot stream') });
+      this.stream = new SnapshotStreamServer({ addr: o.snapshotAddr, store: this.store, metrics: new StreamMetrics(this.metrics.registry), log: gwc, onNack, onRejectionChange: () => this.queue.add(), listening: listening('snapshot stream') });
     } else {
       gwc.warn('the snapshot stream is off: it has no TLS yet; --snapshot-plaintext serves it without TLS for development');
       this.stream = null;

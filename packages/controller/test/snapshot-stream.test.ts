@@ -61,6 +61,7 @@ interface Harness {
   server: SnapshotStreamServer;
   client: grpc.Client;
   nacks: NackReport[];
+  rejectionChanges: string[];
   registry: Registry;
 }
 
@@ -73,6 +74,7 @@ async function start(answerTimeoutMs?: number): Promise<Harness> {
   const store = new SnapshotStore();
   const registry = new Registry();
   const nacks: NackReport[] = [];
+  const rejectionChanges: string[] = [];
   const server = new SnapshotStreamServer({
     addr: { host: '127.0.0.1', port: 0 },
     store,
@@ -80,12 +82,13 @@ async function start(answerTimeoutMs?: number): Promise<Harness> {
     log: pino({ level: 'silent' }),
     answerTimeoutMs,
     onNack: (r) => nacks.push(r),
+    onRejectionChange: (g) => rejectionChanges.push(g),
   });
   await server.start();
   cleanups.push(() => server.stop());
   const client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
   cleanups.push(() => client.close());
-  return { store, server, client, nacks, registry };
+  return { store, server, client, nacks, rejectionChanges, registry };
 }
 
 const offer = (h: Harness, s: ProxySnapshot) => h.store.offer(new Map([[GATEWAY, s]]));
@@ -221,5 +224,31 @@ describe('snapshot stream protocol', () => {
       gateways: [{ gateway: GATEWAY, version: v1.version, proxies: [{ pod: 'proxy-a', podNamespace: 'edge', ackedVersion: v1.version, pending: null, lastNack: null }] }],
       waiting: [{ gateway: 'edge/private', proxies: [{ pod: 'proxy-b', ackedVersion: null }] }],
     });
+  });
+
+  it('a NACK rejects the Gateway until a later version is ACKed by every connected proxy', async () => {
+    const h = await start();
+    const v1 = snapshot('one');
+    offer(h, v1);
+    const a = new FakeProxy(h.client, { pod: 'a' });
+    const b = new FakeProxy(h.client, { pod: 'b' });
+    a.ack(await a.next());
+    const pushB = await b.next();
+    b.nack(pushB, 'listener main: port 18080 is already in use');
+    await expect.poll(() => h.server.rejection(GATEWAY)).toEqual({ version: v1.version, pod: 'b', error: 'listener main: port 18080 is already in use' });
+    expect(h.rejectionChanges).toEqual([GATEWAY]);
+
+    const v2 = snapshot('two');
+    offer(h, v2);
+    const [a2, b2] = await Promise.all([a.next(), b.next()]);
+    a.ack(a2);
+    // One of two proxies ACKed v2: still rejected. The next push to `a` proves its ACK counted.
+    offer(h, snapshot('three'));
+    const a3 = await a.next();
+    expect(h.server.rejection(GATEWAY)?.version).toBe(v1.version);
+    b.ack(b2);
+    await expect.poll(() => h.server.rejection(GATEWAY)).toBeUndefined();
+    expect(h.rejectionChanges).toEqual([GATEWAY, GATEWAY]);
+    a.ack(a3);
   });
 });

@@ -41,6 +41,8 @@ export interface StreamServerOptions {
   readonly answerTimeoutMs?: number;
   /** A proxy refused a version. */
   readonly onNack?: (r: NackReport) => void;
+  /** A Gateway became rejected (a NACK) or stopped being so (see rejection()). */
+  readonly onRejectionChange?: (gateway: string) => void;
   /** Called with the bound address. */
   readonly listening?: (address: string) => void;
 }
@@ -96,6 +98,11 @@ export class SnapshotStreamServer implements Runnable {
   /** The encoded snapshot of each Gateway, by version: encoded once, sent to every proxy. */
   readonly #encoded = new Map<string, { version: string; bytes: Buffer }>();
   #port = 0;
+  /**
+   * Gateways a proxy refused a snapshot of: they stay rejected until a version other than the
+   * refused one is ACKed by every proxy connected for the Gateway.
+   */
+  readonly #rejected = new Map<string, { version: string; pod: string; error: string }>();
 
   constructor(o: StreamServerOptions) {
     this.#o = o;
@@ -110,6 +117,11 @@ export class SnapshotStreamServer implements Runnable {
   /** The bound port (after start). */
   get port(): number {
     return this.#port;
+  }
+
+  /** Why the Gateway's snapshot is rejected, while it is (see #rejected). */
+  rejection(gateway: string): { readonly version: string; readonly pod: string; readonly error: string } | undefined {
+    return this.#rejected.get(gateway);
   }
 
   /** Connected proxies, by Gateway (sorted). */
@@ -187,6 +199,8 @@ export class SnapshotStreamServer implements Runnable {
     if (s.acked) this.#o.metrics.acked.dec({ gateway: s.gateway, version: s.acked });
     this.#o.log.info({ gateway: s.gateway, pod: s.pod }, 'proxy disconnected');
     if (endCall) s.call.end();
+    // The proxy that held a rejection back may be the one gone.
+    if ([...this.#streams].some((o) => o.gateway === s.gateway)) this.#maybeClearRejection(s.gateway);
   }
 
   #push(s: ProxyStream): void {
@@ -230,6 +244,7 @@ export class SnapshotStreamServer implements Runnable {
     this.#o.metrics.answers.inc({ gateway: s.gateway, answer: 'ack' });
     this.#o.metrics.pushLatency.observe({ gateway: s.gateway }, Number(process.hrtime.bigint() - p.sentAt) / 1e9);
     this.#o.log.debug({ gateway: s.gateway, pod: s.pod, version }, 'snapshot acknowledged');
+    this.#maybeClearRejection(s.gateway);
     this.#push(s);
   }
 
@@ -246,7 +261,21 @@ export class SnapshotStreamServer implements Runnable {
     this.#o.metrics.answers.inc({ gateway: s.gateway, answer: 'nack' });
     this.#o.log.warn({ gateway: s.gateway, pod: s.pod, version: p.version, error: message }, `proxy ${s.pod} refused snapshot ${p.version}: ${message}`);
     this.#o.onNack?.({ gateway: s.gateway, pod: s.pod, version: p.version, error: message });
+    const was = this.#rejected.get(s.gateway);
+    this.#rejected.set(s.gateway, { version: p.version, pod: s.pod, error: message });
+    if (was?.version !== p.version || was.error !== message) this.#o.onRejectionChange?.(s.gateway);
     this.#push(s);
+  }
+
+  /** A rejection ends once every connected proxy of the Gateway ACKed a version other than the refused one. */
+  #maybeClearRejection(gateway: string): void {
+    const r = this.#rejected.get(gateway);
+    if (!r) return;
+    for (const s of this.#streams) {
+      if (s.gateway === gateway && (s.acked === null || s.acked === r.version || s.nacked !== null)) return;
+    }
+    this.#rejected.delete(gateway);
+    this.#o.onRejectionChange?.(gateway);
   }
 
   #updateDesired(): void {
