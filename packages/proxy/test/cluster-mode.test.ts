@@ -171,4 +171,46 @@ describe('cluster mode', () => {
     await expect.poll(() => back.proxies().get(GATEWAY)?.[0]).toMatchObject({ ackedVersion: v1.version, pending: null });
     expect(await sourceTask(s.admin)).toMatchObject({ stream: 'connected', applied: 1, connects: 2 });
   });
+
+  it('a route edited 20 times (matches, filters, backend weights) while requests flow answers only 200', async () => {
+    const s = await setup();
+    const up2 = await startUpstream();
+    cleanups.push(() => up2.close());
+    const edit = (i: number) =>
+      snapshotOf(
+        simpleConfig(s.port, [
+          {
+            name: 'm',
+            matches: [{ path: { type: 'PathPrefix', value: i % 2 ? '/m' : '/' } }],
+            filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-edit', value: String(i) }] } }],
+            backends: [
+              { host: s.up.host, weight: (i % 3) + 1 },
+              { host: up2.host, weight: 1 },
+            ],
+          },
+        ]),
+      );
+    const first = edit(0);
+    s.store.offer(new Map([[GATEWAY, first]]));
+    await expect.poll(() => acked(s.server)).toBe(first.version);
+    let editing = true;
+    const statuses = new Map<number, number>();
+    const traffic = (async () => {
+      while (editing) {
+        const status = (await send(`http://127.0.0.1:${s.port}/m/x`)).status;
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      }
+    })();
+    for (let i = 1; i <= 20; i++) {
+      const next = edit(i);
+      s.store.offer(new Map([[GATEWAY, next]]));
+      await expect.poll(() => acked(s.server)).toBe(next.version);
+      // At least one request after each edit, so every version served traffic.
+      await send(`http://127.0.0.1:${s.port}/m/x`).then((r) => statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1));
+    }
+    editing = false;
+    await traffic;
+    expect([...statuses.keys()]).toEqual([200]);
+    expect(echoed(await send(`http://127.0.0.1:${s.port}/m/x`)).headers['x-edit']).toBe('20');
+  });
 });
