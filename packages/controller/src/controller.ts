@@ -1,6 +1,6 @@
 // The controller process: its runnables wired together. Every replica watches, translates and
-// serves its admin, metrics and health endpoints; only the leader writes status and runs the
-// deployer (the proxies of each Gateway). Later the snapshot server (every replica) joins.
+// serves its admin, metrics and health endpoints and the snapshot stream; only the leader
+// writes status and runs the deployer (the proxies of each Gateway).
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { AdminServer } from './admin/server.js';
 import { EventRecorder } from './events/recorder.js';
@@ -20,6 +20,8 @@ import { Reconciler } from './reconcile/reconciler.js';
 import { Manager, type LeadershipSource } from './runtime/manager.js';
 import type { Runnable } from './runtime/runnable.js';
 import { SnapshotStore, type SnapshotCheck } from './snapshots/store.js';
+import { StreamMetrics } from './snapshots/stream-metrics.js';
+import { SnapshotStreamServer, type NackReport } from './snapshots/stream-server.js';
 import { KubeStatusApi } from './status/api.js';
 import { StatusWriter } from './status/writer.js';
 import type { StatusReport, Translate } from './translate/types.js';
@@ -46,6 +48,8 @@ export class Controller {
   readonly queue: DebouncedQueue;
   readonly leadership: LeadershipSource;
   readonly admin: AdminServer;
+  /** Null unless --snapshot-plaintext (the stream has no TLS yet). */
+  readonly stream: SnapshotStreamServer | null;
   readonly #manager: Manager;
 
   constructor(d: ControllerDeps) {
@@ -129,6 +133,7 @@ export class Controller {
       },
       metrics: this.metrics,
       log: translator,
+      rejection: (gateway) => this.stream?.rejection(gateway),
     });
     this.queue = new DebouncedQueue(
       () => {
@@ -143,12 +148,26 @@ export class Controller {
     );
 
     const listening = (what: string) => (address: string) => general.info({ address }, `${what} listening`);
-    this.admin = new AdminServer(o.adminAddr, logs, this.store, listening('admin'));
+    const onNack = (r: NackReport) => {
+      const [namespace, name] = r.gateway.split('/') as [string, string];
+      const gateway = this.world.get('Gateway', name, namespace);
+      if (gateway) events.record({ ...gateway, apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway' }, 'Warning', 'SnapshotRejected', 'Apply', `proxy ${r.pod} refused snapshot ${r.version}: ${r.error}`);
+    };
+    if (o.snapshotPlaintext) {
+      gwc.warn('the snapshot stream is served without TLS or authentication (--snapshot-plaintext): for development only');
+      this.stream = new SnapshotStreamServer({ addr: o.snapshotAddr, store: this.store, metrics: new StreamMetrics(this.metrics.registry), log: gwc, onNack, onRejectionChange: () => this.queue.add(), listening: listening('snapshot stream') });
+    } else {
+      gwc.warn('the snapshot stream is off: it has no TLS yet; --snapshot-plaintext serves it without TLS for development');
+      this.stream = null;
+    }
+    const stream = this.stream;
+    this.admin = new AdminServer(o.adminAddr, logs, this.store, listening('admin'), () => stream?.proxies() ?? new Map());
     this.#manager = new Manager(general, this.leadership);
     const runnables: Runnable[] = [
       healthServer(o.healthAddr, { notReady: () => this.world.unsynced().map((k) => `${k} not synced`) }, listening('health')),
       metricsServer(o.metricsAddr, this.metrics, listening('metrics')),
       this.admin,
+      ...(stream ? [stream] : []),
       {
         name: 'watch',
         needsLeader: false,

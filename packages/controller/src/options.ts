@@ -40,6 +40,11 @@ export interface ControllerOptions {
   readonly namespace: string;
   readonly controllerName: string;
   readonly snapshotAddr: HostPort;
+  /**
+   * Serve the snapshot stream without TLS. The stream has no TLS yet, so it only runs when
+   * this development setting is on; without it the controller serves no stream.
+   */
+  readonly snapshotPlaintext: boolean;
   readonly metricsAddr: HostPort;
   readonly healthAddr: HostPort;
   readonly adminAddr: HostPort;
@@ -64,6 +69,13 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'namespace', env: 'TOLLGATE_NAMESPACE', arg: 'name', help: 'release namespace: the leader election Lease lives here', default: 'tollgate-system' },
   { name: 'gateway-class-controller', env: 'TOLLGATE_GATEWAY_CLASS_CONTROLLER', arg: 'name', help: 'GatewayClass spec.controllerName served by this controller', default: 'tollgate.dev/gateway-controller' },
   { name: 'snapshot-addr', env: 'TOLLGATE_SNAPSHOT_ADDR', arg: 'addr', help: 'address of the snapshot stream proxies connect to', default: ':9978' },
+  {
+    name: 'snapshot-plaintext',
+    env: 'TOLLGATE_SNAPSHOT_PLAINTEXT',
+    boolean: true,
+    help: 'development only: serve the snapshot stream without TLS or authentication (the stream has no TLS yet; without this flag it is off)',
+    default: 'false',
+  },
   { name: 'metrics-addr', env: 'TOLLGATE_METRICS_ADDR', arg: 'addr', help: 'Prometheus /metrics', default: ':9092' },
   { name: 'health-addr', env: 'TOLLGATE_HEALTH_ADDR', arg: 'addr', help: '/healthz and /readyz (ready once every watch has synced)', default: ':9093' },
   { name: 'admin-addr', env: 'TOLLGATE_ADMIN_ADDR', arg: 'addr', help: 'admin API (/logging, /snapshots, /debug/pprof); keep it on loopback', default: '127.0.0.1:9095' },
@@ -219,6 +231,9 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
     throw usageError(`${ss.from} "${snapshotService}" must be <host>:<port> with a host name and a port, e.g. tollgate-controller.tollgate-system.svc:9978`);
   }
 
+  const sp = get('snapshot-plaintext');
+  const snapshotPlaintext = sp.value === undefined ? false : parseBool(sp.value, sp.from);
+
   const le = get('leader-elect');
   const enabled = le.value === undefined ? false : parseBool(le.value, le.from);
   const ln = get('leader-elect-lease-name');
@@ -249,6 +264,7 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
     namespace,
     controllerName,
     snapshotAddr,
+    snapshotPlaintext,
     metricsAddr,
     healthAddr,
     adminAddr,

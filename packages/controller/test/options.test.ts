@@ -13,6 +13,7 @@ describe('controller options', () => {
       metricsAddr: { host: '', port: 9092 },
       healthAddr: { host: '', port: 9093 },
       snapshotAddr: { host: '', port: 9978 },
+      snapshotPlaintext: false,
       proxyImage: 'ghcr.io/tollgate-dev/tollgate:0.1.0',
       snapshotService: 'tollgate-controller.tollgate-system.svc:9978',
       leaderElection: { enabled: false, leaseName: 'tollgate-controller', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
@@ -43,6 +44,8 @@ describe('controller options', () => {
     expect(o.adminAddr.port).toBe(2);
     expect(o.leaderElection.enabled).toBe(true);
     expect(o.namespace).toBe('ops');
+    expect(resolve([], { TOLLGATE_SNAPSHOT_PLAINTEXT: 'true' }).snapshotPlaintext).toBe(true);
+    expect(resolve(['--snapshot-plaintext'], { TOLLGATE_SNAPSHOT_PLAINTEXT: 'false' }).snapshotPlaintext).toBe(true);
     expect(o.logDirective).toBe('debug');
     expect(o.snapshotService).toBe('tollgate-controller.ops.svc:9978');
   });

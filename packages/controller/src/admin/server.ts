@@ -7,6 +7,7 @@ import type { HostPort } from '../options.js';
 import { bindError } from '../runtime/listen.js';
 import type { Runnable } from '../runtime/runnable.js';
 import type { SnapshotStore } from '../snapshots/store.js';
+import type { ProxyView } from '../snapshots/stream-server.js';
 import { snapshotsView } from './snapshots-view.js';
 
 export class AdminServer implements Runnable {
@@ -20,6 +21,7 @@ export class AdminServer implements Runnable {
     logs: Logs,
     store: SnapshotStore,
     private readonly onListening: (address: string) => void,
+    proxies: () => ReadonlyMap<string, readonly ProxyView[]> = () => new Map(),
   ) {
     this.#server = new KitAdminServer({
       host: addr.host || '0.0.0.0',
@@ -29,7 +31,7 @@ export class AdminServer implements Runnable {
       endpoints: [
         { method: 'GET', path: '/logging', description: 'log level of every component' },
         { method: 'POST', path: '/logging', description: '?level=&lt;level&gt; for every component, ?component=&lt;c&gt;&amp;level=&lt;level&gt; for one' },
-        { method: 'GET', path: '/snapshots', description: 'the snapshot of each Gateway: version, origin, IR (secrets redacted)' },
+        { method: 'GET', path: '/snapshots', description: 'the snapshot of each Gateway: version, origin, connected proxies and their acked version, IR (secrets redacted)' },
         { method: 'GET', path: '/debug/pprof/profile', description: 'CPU profile, ?seconds=N (default 10)' },
         { method: 'GET', path: '/debug/pprof/heap', description: 'heap profile' },
       ],
@@ -39,7 +41,7 @@ export class AdminServer implements Runnable {
     app.get('/snapshots', async (request, reply) => {
       if (rejectUnknownQuery(request.query, [], reply)) return reply;
       // JSON.stringify prints every Secret in the IR as [redacted] (Secret.toJSON).
-      return reply.type('application/json').send(JSON.stringify(snapshotsView(store), null, 2));
+      return reply.type('application/json').send(JSON.stringify(snapshotsView(store, proxies()), null, 2));
     });
     pprofRoutes(app);
   }

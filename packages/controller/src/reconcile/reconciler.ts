@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { CONTROLLER_ERRORS } from '../errors.js';
 import type { ControllerMetrics } from '../metrics/metrics.js';
 import type { SnapshotStore } from '../snapshots/store.js';
-import type { Resources, StatusReport, Translate } from '../translate/types.js';
+import type { GatewayStatusReport, Resources, StatusReport, Translate } from '../translate/types.js';
 
 export interface ReconcileDeps {
   readonly resources: () => Resources;
@@ -19,6 +19,24 @@ export interface ReconcileDeps {
   readonly submitStatus: (r: StatusReport) => void;
   readonly metrics: ControllerMetrics;
   readonly log: Logger;
+  /** Why a proxy refused the Gateway's snapshot, while it stands: Programmed is False (Invalid) then. */
+  readonly rejection?: (gateway: string) => { readonly version: string; readonly pod: string; readonly error: string } | undefined;
+}
+
+/** The report with Programmed False (Invalid, the proxy's reason) on every rejected Gateway. */
+export function withRejections(status: StatusReport, rejection: NonNullable<ReconcileDeps['rejection']>): StatusReport {
+  let gateways: Map<string, GatewayStatusReport> | null = null;
+  for (const [key, g] of status.gateways) {
+    const r = rejection(key);
+    if (!r) continue;
+    gateways ??= new Map(status.gateways);
+    const message = `proxy ${r.pod} refused snapshot ${r.version}: ${r.error}`;
+    gateways.set(key, {
+      ...g,
+      conditions: g.conditions.map((c) => (c.type === 'Programmed' ? { ...c, status: 'False', reason: 'Invalid', message } : c)),
+    });
+  }
+  return gateways ? { ...status, gateways } : status;
 }
 
 export class Reconciler {
@@ -57,7 +75,7 @@ export class Reconciler {
       metrics.snapshotVersion.reset();
       for (const e of this.d.store.entries()) metrics.snapshotVersion.set({ gateway: e.gateway, version: e.version }, 1);
     }
-    this.d.submitStatus(result.status);
+    this.d.submitStatus(this.d.rejection ? withRejections(result.status, this.d.rejection) : result.status);
     end();
     metrics.reconciles.inc({ result: 'success' });
     if (log.isLevelEnabled('debug')) {

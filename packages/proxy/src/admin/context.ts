@@ -12,6 +12,8 @@ export interface AdminContext {
   readonly logs: LogControl;
   /** Long-lived work besides requests (config watcher, later the controller stream). */
   readonly tasks: () => BackgroundTask[];
+  /** How the config arrives: the snapshot source's state (file or controller stream), for /config_dump. */
+  readonly delivery?: () => Record<string, unknown>;
   /** Starts a graceful shutdown; the admin server answers before it takes effect. */
   readonly shutdown: (reason: string) => void;
   /** Host names besides loopback the admin server answers (config.adminAllowedHosts). */

@@ -87,6 +87,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       runtime,
       logs,
       tasks: () => [{ name: source.name, state: () => ({ ...source.state() }) }],
+      delivery: () => ({ ...source.state() }),
       shutdown: (reason) => holder.process?.onShutdownRequest(reason),
       allowedHosts: settings.adminAllowedHosts,
       traceKeepaliveMs: options.traceKeepaliveMs,

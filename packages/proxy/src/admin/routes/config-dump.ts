@@ -8,8 +8,11 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
   app.get('/config_dump', async (request, reply) => {
     if (rejectUnknownQuery(request.query, [], reply)) return reply;
     const rt = ctx.runtime;
+    const delivery = ctx.delivery?.() ?? null;
+    // Cluster mode before the first snapshot: nothing to dump but the stream's state.
+    if (!rt.hasConfig) return reply.code(503).type('application/json; charset=utf-8').send(JSON.stringify({ error: 'no config loaded yet', delivery }, null, 2));
     const t = rt.clientTimeouts;
     const settings = { requestHeadersTimeoutMs: t.requestHeadersMs, requestBodyIdleTimeoutMs: t.requestBodyIdleMs, keepAliveTimeoutMs: t.keepAliveMs, maxTraceSessions: rt.traces.maxArmed };
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify(configDump(rt.current.ir, rt.loadedAt, rt.endpointStats, settings), null, 2));
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ ...configDump(rt.current.ir, rt.loadedAt, rt.endpointStats, settings), delivery }, null, 2));
   });
 }

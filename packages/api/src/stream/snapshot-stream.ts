@@ -1,0 +1,90 @@
+// The snapshot stream's messages (proto/snapshots.proto) as TypeScript values, and the gRPC
+// method both sides register. The .proto file is the definition; it is parsed once at load
+// so the controller and the proxy encode exactly the same messages.
+import { readFileSync } from 'node:fs';
+import protobuf from 'protobufjs';
+
+const PROTO_URL = new URL('../../proto/snapshots.proto', import.meta.url);
+
+export const SNAPSHOT_STREAM_PATH = '/tollgate.snapshots.v1.SnapshotService/Stream';
+
+export interface Hello {
+  readonly gateway: string;
+  readonly pod: string;
+  readonly podNamespace: string;
+  readonly version: string;
+}
+export interface Ack {
+  readonly version: string;
+  readonly nonce: string;
+}
+export interface Nack {
+  readonly nonce: string;
+  readonly error: string;
+}
+export type ProxyMessage = { readonly hello: Hello } | { readonly ack: Ack } | { readonly nack: Nack };
+
+export interface SnapshotPush {
+  readonly version: string;
+  readonly nonce: string;
+  /** encodeSnapshot() text as UTF-8. */
+  readonly snapshot: Buffer;
+}
+
+function load(): { proxy: protobuf.Type; push: protobuf.Type } {
+  const root = protobuf.parse(readFileSync(PROTO_URL, 'utf8'), { keepCase: false }).root;
+  root.resolveAll();
+  return { proxy: root.lookupType('tollgate.snapshots.v1.ProxyMessage'), push: root.lookupType('tollgate.snapshots.v1.SnapshotPush') };
+}
+
+const types = load();
+
+function bytes(u: Uint8Array): Buffer {
+  return Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+}
+
+export function encodeProxyMessage(m: ProxyMessage): Buffer {
+  return bytes(types.proxy.encode(types.proxy.fromObject(m)).finish());
+}
+
+/** Throws when the bytes are not a ProxyMessage or carry none of its kinds. */
+export function decodeProxyMessage(b: Buffer): ProxyMessage {
+  const o = types.proxy.toObject(types.proxy.decode(b), { defaults: true, oneofs: true }) as Record<string, unknown> & { kind?: string };
+  switch (o.kind) {
+    case 'hello':
+      return { hello: o.hello as Hello };
+    case 'ack':
+      return { ack: o.ack as Ack };
+    case 'nack':
+      return { nack: o.nack as Nack };
+    default:
+      throw new Error('message carries neither hello, ack nor nack');
+  }
+}
+
+export function encodeSnapshotPush(m: SnapshotPush): Buffer {
+  return bytes(types.push.encode(types.push.fromObject(m)).finish());
+}
+
+export function decodeSnapshotPush(b: Buffer): SnapshotPush {
+  const o = types.push.toObject(types.push.decode(b), { defaults: true, bytes: Buffer }) as SnapshotPush;
+  return { version: o.version, nonce: o.nonce, snapshot: o.snapshot };
+}
+
+/**
+ * The service as @grpc/grpc-js takes it (a ServiceDefinition, written out so this package
+ * needs no gRPC dependency): `server.addService(SNAPSHOT_SERVICE, ...)` and
+ * `makeGenericClientConstructor(SNAPSHOT_SERVICE, ...)`.
+ */
+export const SNAPSHOT_SERVICE = {
+  Stream: {
+    path: SNAPSHOT_STREAM_PATH,
+    requestStream: true,
+    responseStream: true,
+    requestSerialize: encodeProxyMessage,
+    requestDeserialize: decodeProxyMessage,
+    responseSerialize: encodeSnapshotPush,
+    responseDeserialize: decodeSnapshotPush,
+    originalName: 'stream',
+  },
+} as const;

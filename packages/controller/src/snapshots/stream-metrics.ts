@@ -1,0 +1,40 @@
+// Per-Gateway metrics of the snapshot stream, registered in the controller's registry.
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+export class StreamMetrics {
+  readonly connected: Gauge<'gateway'>;
+  readonly desired: Gauge<'gateway' | 'version'>;
+  readonly acked: Gauge<'gateway' | 'version'>;
+  readonly pushLatency: Histogram<'gateway'>;
+  readonly answers: Counter<'gateway' | 'answer'>;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.connected = new Gauge({ name: 'tollgate_controller_stream_proxies', help: 'Proxies connected to the snapshot stream, by Gateway', labelNames: ['gateway'], registers });
+    this.desired = new Gauge({
+      name: 'tollgate_controller_stream_desired_version_info',
+      help: 'The version the stream sends for each Gateway (value 1)',
+      labelNames: ['gateway', 'version'],
+      registers,
+    });
+    this.acked = new Gauge({
+      name: 'tollgate_controller_stream_acked_proxies',
+      help: 'Connected proxies whose last ACKed version is this one, by Gateway and version',
+      labelNames: ['gateway', 'version'],
+      registers,
+    });
+    this.pushLatency = new Histogram({
+      name: 'tollgate_controller_stream_push_seconds',
+      help: 'From sending a snapshot to its ACK, by Gateway',
+      labelNames: ['gateway'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    this.answers = new Counter({
+      name: 'tollgate_controller_stream_answers_total',
+      help: 'Answers to snapshot pushes, by Gateway and answer (ack, nack, timeout)',
+      labelNames: ['gateway', 'answer'],
+      registers,
+    });
+  }
+}

@@ -1,0 +1,285 @@
+// The snapshot stream (proto/snapshots.proto in @tollgate/api): every proxy holds one stream
+// for its Gateway and is sent that Gateway's current snapshot from the store, in the manner
+// of xDS state of the world. Per stream at most one push is unanswered: a newer version waits
+// until the proxy ACKs or NACKs the last push or the answer times out. A NACKed version is
+// not sent again to that proxy; the next different version is.
+import { randomBytes } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import { encodeSnapshot } from '@tollgate/api';
+import { SNAPSHOT_SERVICE, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
+import type { Logger } from 'pino';
+import { formatHostPort, type HostPort } from '../options.js';
+import type { Runnable } from '../runtime/runnable.js';
+import type { SnapshotStore } from './store.js';
+import type { StreamMetrics } from './stream-metrics.js';
+
+export interface ProxyView {
+  readonly pod: string;
+  readonly podNamespace: string;
+  readonly peer: string;
+  readonly connectedSince: string;
+  /** The version the proxy last ACKed (or said it serves when it connected); null: none. */
+  readonly ackedVersion: string | null;
+  /** The version sent and not yet answered. */
+  readonly pending: string | null;
+  readonly lastNack: { readonly version: string; readonly error: string; readonly at: string } | null;
+}
+
+export interface NackReport {
+  readonly gateway: string;
+  readonly pod: string;
+  readonly version: string;
+  readonly error: string;
+}
+
+export interface StreamServerOptions {
+  readonly addr: HostPort;
+  readonly store: SnapshotStore;
+  readonly metrics: StreamMetrics;
+  readonly log: Logger;
+  /** How long a push may stay unanswered before a newer one may be sent (default 15 s). */
+  readonly answerTimeoutMs?: number;
+  /** A proxy refused a version. */
+  readonly onNack?: (r: NackReport) => void;
+  /** A Gateway became rejected (a NACK) or stopped being so (see rejection()). */
+  readonly onRejectionChange?: (gateway: string) => void;
+  /** Called with the bound address. */
+  readonly listening?: (address: string) => void;
+}
+
+type Call = grpc.ServerDuplexStream<ProxyMessage, SnapshotPush>;
+
+interface Pending {
+  readonly version: string;
+  readonly nonce: string;
+  readonly sentAt: bigint;
+  readonly timer: NodeJS.Timeout;
+}
+
+class ProxyStream {
+  acked: string | null;
+  pending: Pending | null = null;
+  /** The last version this proxy refused: not sent to it again. */
+  nacked: { version: string; error: string; at: Date } | null = null;
+  readonly since = new Date();
+
+  constructor(
+    readonly call: Call,
+    readonly gateway: string,
+    readonly pod: string,
+    readonly podNamespace: string,
+    version: string,
+  ) {
+    this.acked = version === '' ? null : version;
+  }
+
+  view(): ProxyView {
+    return {
+      pod: this.pod,
+      podNamespace: this.podNamespace,
+      peer: this.call.getPeer(),
+      connectedSince: this.since.toISOString(),
+      ackedVersion: this.acked,
+      pending: this.pending?.version ?? null,
+      lastNack: this.nacked && { version: this.nacked.version, error: this.nacked.error, at: this.nacked.at.toISOString() },
+    };
+  }
+}
+
+const GATEWAY = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+
+export class SnapshotStreamServer implements Runnable {
+  readonly name = 'snapshot-server';
+  readonly needsLeader = false;
+  readonly #o: StreamServerOptions;
+  readonly #timeoutMs: number;
+  #server: grpc.Server | null = null;
+  readonly #streams = new Set<ProxyStream>();
+  /** The encoded snapshot of each Gateway, by version: encoded once, sent to every proxy. */
+  readonly #encoded = new Map<string, { version: string; bytes: Buffer }>();
+  #port = 0;
+  /**
+   * Gateways a proxy refused a snapshot of: they stay rejected until a version other than the
+   * refused one is ACKed by every proxy connected for the Gateway.
+   */
+  readonly #rejected = new Map<string, { version: string; pod: string; error: string }>();
+
+  constructor(o: StreamServerOptions) {
+    this.#o = o;
+    this.#timeoutMs = o.answerTimeoutMs ?? 15_000;
+    o.store.onChange((r) => {
+      for (const g of r.removed) this.#encoded.delete(g);
+      for (const s of this.#streams) if (r.changed.includes(s.gateway)) this.#push(s);
+      this.#updateDesired();
+    });
+  }
+
+  /** The bound port (after start). */
+  get port(): number {
+    return this.#port;
+  }
+
+  /** Why the Gateway's snapshot is rejected, while it is (see #rejected). */
+  rejection(gateway: string): { readonly version: string; readonly pod: string; readonly error: string } | undefined {
+    return this.#rejected.get(gateway);
+  }
+
+  /** Connected proxies, by Gateway (sorted). */
+  proxies(): Map<string, ProxyView[]> {
+    const out = new Map<string, ProxyView[]>();
+    for (const s of [...this.#streams].sort((a, b) => (a.pod < b.pod ? -1 : a.pod > b.pod ? 1 : 0))) {
+      const list = out.get(s.gateway) ?? [];
+      list.push(s.view());
+      out.set(s.gateway, list);
+    }
+    return out;
+  }
+
+  async start(): Promise<void> {
+    const server = new grpc.Server();
+    server.addService(SNAPSHOT_SERVICE, { Stream: (call: Call) => this.#open(call) });
+    const address = formatHostPort({ host: this.#o.addr.host || '0.0.0.0', port: this.#o.addr.port });
+    this.#port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
+    );
+    this.#server = server;
+    this.#updateDesired();
+    this.#o.listening?.(formatHostPort({ host: this.#o.addr.host, port: this.#port }));
+  }
+
+  async stop(): Promise<void> {
+    const server = this.#server;
+    this.#server = null;
+    for (const s of this.#streams) this.#close(s);
+    if (server) await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+  }
+
+  #open(call: Call): void {
+    let stream: ProxyStream | null = null;
+    call.on('data', (m: ProxyMessage) => {
+      if ('hello' in m) {
+        if (stream) return this.#fail(call, stream, grpc.status.INVALID_ARGUMENT, 'hello sent twice; a stream serves one Gateway');
+        const h = m.hello;
+        if (!GATEWAY.test(h.gateway)) {
+          return this.#fail(call, null, grpc.status.INVALID_ARGUMENT, `hello.gateway ${JSON.stringify(h.gateway)} is not <namespace>/<name>`);
+        }
+        stream = new ProxyStream(call, h.gateway, h.pod || call.getPeer(), h.podNamespace, h.version);
+        this.#streams.add(stream);
+        this.#o.metrics.connected.inc({ gateway: stream.gateway });
+        if (stream.acked) this.#o.metrics.acked.inc({ gateway: stream.gateway, version: stream.acked });
+        this.#o.log.info({ gateway: stream.gateway, pod: stream.pod, version: h.version || null }, 'proxy connected');
+        // Headers now tell the proxy its hello was accepted, even when nothing is to be sent.
+        call.sendMetadata(new grpc.Metadata());
+        this.#push(stream);
+        return;
+      }
+      if (!stream) return this.#fail(call, null, grpc.status.INVALID_ARGUMENT, 'the first message of a stream is a hello naming the Gateway');
+      if ('ack' in m) this.#ack(stream, m.ack.version, m.ack.nonce);
+      else this.#nack(stream, m.nack.nonce, m.nack.error);
+    });
+    const gone = () => {
+      if (stream) this.#close(stream);
+    };
+    call.on('end', gone);
+    call.on('cancelled', gone);
+    call.on('error', gone);
+  }
+
+  #fail(call: Call, stream: ProxyStream | null, code: grpc.status, details: string): void {
+    if (stream) this.#close(stream, false);
+    // grpc-js ends a server stream with the status of the error emitted on it.
+    call.emit('error', Object.assign(new Error(details), { code, details }));
+  }
+
+  #close(s: ProxyStream, endCall = true): void {
+    if (!this.#streams.delete(s)) return;
+    if (s.pending) clearTimeout(s.pending.timer);
+    s.pending = null;
+    this.#o.metrics.connected.dec({ gateway: s.gateway });
+    if (s.acked) this.#o.metrics.acked.dec({ gateway: s.gateway, version: s.acked });
+    this.#o.log.info({ gateway: s.gateway, pod: s.pod }, 'proxy disconnected');
+    if (endCall) s.call.end();
+    // The proxy that held a rejection back may be the one gone.
+    if ([...this.#streams].some((o) => o.gateway === s.gateway)) this.#maybeClearRejection(s.gateway);
+  }
+
+  #push(s: ProxyStream): void {
+    if (s.pending || !this.#streams.has(s)) return;
+    const entry = this.#o.store.get(s.gateway);
+    if (!entry || entry.version === s.acked || entry.version === s.nacked?.version) return;
+    let enc = this.#encoded.get(s.gateway);
+    if (enc?.version !== entry.version) {
+      enc = { version: entry.version, bytes: Buffer.from(encodeSnapshot(entry.snapshot), 'utf8') };
+      this.#encoded.set(s.gateway, enc);
+    }
+    const nonce = randomBytes(8).toString('hex');
+    const timer = setTimeout(() => this.#timeout(s, nonce), this.#timeoutMs);
+    timer.unref();
+    s.pending = { version: entry.version, nonce, sentAt: process.hrtime.bigint(), timer };
+    s.call.write({ version: entry.version, nonce, snapshot: enc.bytes });
+  }
+
+  #timeout(s: ProxyStream, nonce: string): void {
+    if (s.pending?.nonce !== nonce) return;
+    this.#o.log.warn({ gateway: s.gateway, pod: s.pod, version: s.pending.version }, `proxy did not answer within ${this.#timeoutMs}ms; sending the current version`);
+    this.#o.metrics.answers.inc({ gateway: s.gateway, answer: 'timeout' });
+    s.pending = null;
+    // The same version is sent again (with a new nonce) when it is still the current one.
+    const current = this.#o.store.get(s.gateway);
+    if (current && current.version !== s.acked) this.#push(s);
+  }
+
+  #ack(s: ProxyStream, version: string, nonce: string): void {
+    const p = s.pending;
+    if (!p || p.nonce !== nonce || p.version !== version) {
+      this.#o.log.debug({ gateway: s.gateway, pod: s.pod, version, nonce }, 'stale or unknown ACK ignored');
+      return;
+    }
+    clearTimeout(p.timer);
+    s.pending = null;
+    if (s.acked) this.#o.metrics.acked.dec({ gateway: s.gateway, version: s.acked });
+    s.acked = version;
+    s.nacked = null;
+    this.#o.metrics.acked.inc({ gateway: s.gateway, version });
+    this.#o.metrics.answers.inc({ gateway: s.gateway, answer: 'ack' });
+    this.#o.metrics.pushLatency.observe({ gateway: s.gateway }, Number(process.hrtime.bigint() - p.sentAt) / 1e9);
+    this.#o.log.debug({ gateway: s.gateway, pod: s.pod, version }, 'snapshot acknowledged');
+    this.#maybeClearRejection(s.gateway);
+    this.#push(s);
+  }
+
+  #nack(s: ProxyStream, nonce: string, error: string): void {
+    const p = s.pending;
+    if (!p || p.nonce !== nonce) {
+      this.#o.log.debug({ gateway: s.gateway, pod: s.pod, nonce }, 'stale or unknown NACK ignored');
+      return;
+    }
+    clearTimeout(p.timer);
+    s.pending = null;
+    const message = error.slice(0, 2048) || 'no reason given';
+    s.nacked = { version: p.version, error: message, at: new Date() };
+    this.#o.metrics.answers.inc({ gateway: s.gateway, answer: 'nack' });
+    this.#o.log.warn({ gateway: s.gateway, pod: s.pod, version: p.version, error: message }, `proxy ${s.pod} refused snapshot ${p.version}: ${message}`);
+    this.#o.onNack?.({ gateway: s.gateway, pod: s.pod, version: p.version, error: message });
+    const was = this.#rejected.get(s.gateway);
+    this.#rejected.set(s.gateway, { version: p.version, pod: s.pod, error: message });
+    if (was?.version !== p.version || was.error !== message) this.#o.onRejectionChange?.(s.gateway);
+    this.#push(s);
+  }
+
+  /** A rejection ends once every connected proxy of the Gateway ACKed a version other than the refused one. */
+  #maybeClearRejection(gateway: string): void {
+    const r = this.#rejected.get(gateway);
+    if (!r) return;
+    for (const s of this.#streams) {
+      if (s.gateway === gateway && (s.acked === null || s.acked === r.version || s.nacked !== null)) return;
+    }
+    this.#rejected.delete(gateway);
+    this.#o.onRejectionChange?.(gateway);
+  }
+
+  #updateDesired(): void {
+    this.#o.metrics.desired.reset();
+    for (const e of this.#o.store.entries()) this.#o.metrics.desired.set({ gateway: e.gateway, version: e.version }, 1);
+  }
+}

@@ -1,0 +1,254 @@
+// The snapshot stream's protocol over real gRPC on loopback: a raw client plays the proxy so
+// each answer (ACK, NACK, silence) is chosen by the test.
+import { Writable } from 'node:stream';
+import * as grpc from '@grpc/grpc-js';
+import { decodeSnapshot, standaloneToSnapshot, validateStandaloneConfig, type ProxySnapshot } from '@tollgate/api';
+import { SNAPSHOT_SERVICE, SNAPSHOT_STREAM_PATH, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AdminServer } from '../src/admin/server.js';
+import { createLogs } from '../src/log/components.js';
+import { SnapshotStore } from '../src/snapshots/store.js';
+import { SnapshotStreamServer, type NackReport } from '../src/snapshots/stream-server.js';
+import { StreamMetrics } from '../src/snapshots/stream-metrics.js';
+
+const GATEWAY = 'edge/public';
+
+/** A valid snapshot of GATEWAY whose one route is named `route`. */
+function snapshot(route: string): ProxySnapshot {
+  const config = { binds: [{ port: 18080, listeners: [{ name: 'main', protocol: 'HTTP', routes: [{ name: route, backends: [{ host: '127.0.0.1:1' }] }] }] }] };
+  return standaloneToSnapshot(validateStandaloneConfig(config, 'test'), { kind: 'controller', gateway: GATEWAY });
+}
+
+/** A proxy played by hand: received pushes are queued, answers are sent explicitly. */
+class FakeProxy {
+  readonly call: grpc.ClientDuplexStream<ProxyMessage, SnapshotPush>;
+  readonly #received: SnapshotPush[] = [];
+  readonly #waiters: ((p: SnapshotPush) => void)[] = [];
+  readonly accepted: Promise<void>;
+  readonly closed: Promise<grpc.StatusObject>;
+
+  constructor(client: grpc.Client, hello: { gateway?: string; version?: string; pod?: string }) {
+    this.call = client.makeBidiStreamRequest(SNAPSHOT_STREAM_PATH, SNAPSHOT_SERVICE.Stream.requestSerialize, SNAPSHOT_SERVICE.Stream.responseDeserialize);
+    this.accepted = new Promise((resolve) => this.call.once('metadata', () => resolve()));
+    this.closed = new Promise((resolve) => this.call.once('status', resolve));
+    this.call.on('error', () => undefined);
+    this.call.on('data', (p: SnapshotPush) => {
+      const w = this.#waiters.shift();
+      if (w) w(p);
+      else this.#received.push(p);
+    });
+    this.call.write({ hello: { gateway: hello.gateway ?? GATEWAY, pod: hello.pod ?? 'proxy-0', podNamespace: 'edge', version: hello.version ?? '' } });
+  }
+
+  next(): Promise<SnapshotPush> {
+    const p = this.#received.shift();
+    return p ? Promise.resolve(p) : new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  ack(p: SnapshotPush): void {
+    this.call.write({ ack: { version: p.version, nonce: p.nonce } });
+  }
+
+  nack(p: SnapshotPush, error: string): void {
+    this.call.write({ nack: { nonce: p.nonce, error } });
+  }
+}
+
+interface Harness {
+  store: SnapshotStore;
+  server: SnapshotStreamServer;
+  client: grpc.Client;
+  nacks: NackReport[];
+  rejectionChanges: string[];
+  registry: Registry;
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+async function start(answerTimeoutMs?: number): Promise<Harness> {
+  const store = new SnapshotStore();
+  const registry = new Registry();
+  const nacks: NackReport[] = [];
+  const rejectionChanges: string[] = [];
+  const server = new SnapshotStreamServer({
+    addr: { host: '127.0.0.1', port: 0 },
+    store,
+    metrics: new StreamMetrics(registry),
+    log: pino({ level: 'silent' }),
+    answerTimeoutMs,
+    onNack: (r) => nacks.push(r),
+    onRejectionChange: (g) => rejectionChanges.push(g),
+  });
+  await server.start();
+  cleanups.push(() => server.stop());
+  const client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+  cleanups.push(() => client.close());
+  return { store, server, client, nacks, rejectionChanges, registry };
+}
+
+const offer = (h: Harness, s: ProxySnapshot) => h.store.offer(new Map([[GATEWAY, s]]));
+
+describe('snapshot stream protocol', () => {
+  it('sends the current snapshot on connect and records the ACK', async () => {
+    const h = await start();
+    const v1 = snapshot('one');
+    offer(h, v1);
+    const proxy = new FakeProxy(h.client, {});
+    const push = await proxy.next();
+    expect(push.version).toBe(v1.version);
+    // The payload is the wire encoding: the proxy's validator takes it as is.
+    expect(decodeSnapshot(push.snapshot.toString('utf8')).version).toBe(v1.version);
+    expect(h.server.proxies().get(GATEWAY)?.[0]).toMatchObject({ pod: 'proxy-0', ackedVersion: null, pending: v1.version });
+    proxy.ack(push);
+    // A new version is pushed only once the first is ACKed; its arrival proves the ACK counted.
+    const v2 = snapshot('two');
+    offer(h, v2);
+    expect((await proxy.next()).version).toBe(v2.version);
+    expect(h.server.proxies().get(GATEWAY)?.[0]).toMatchObject({ ackedVersion: v1.version, pending: v2.version });
+    const metrics = await h.registry.metrics();
+    expect(metrics).toContain(`tollgate_controller_stream_proxies{gateway="${GATEWAY}"} 1`);
+    expect(metrics).toContain(`tollgate_controller_stream_acked_proxies{gateway="${GATEWAY}",version="${v1.version}"} 1`);
+    expect(metrics).toContain(`tollgate_controller_stream_desired_version_info{gateway="${GATEWAY}",version="${v2.version}"} 1`);
+    expect(metrics).toMatch(new RegExp(`tollgate_controller_stream_push_seconds_count\\{gateway="${GATEWAY}"\\} 1`));
+  });
+
+  it('sends nothing newer while a push is unanswered, then only the newest', async () => {
+    const h = await start();
+    offer(h, snapshot('one'));
+    const proxy = new FakeProxy(h.client, {});
+    const first = await proxy.next();
+    offer(h, snapshot('two'));
+    const v3 = snapshot('three');
+    offer(h, v3);
+    // Still waiting on the first push.
+    expect(h.server.proxies().get(GATEWAY)?.[0]?.pending).toBe(first.version);
+    proxy.ack(first);
+    // Versions two was overtaken before it could be sent: three follows directly.
+    expect((await proxy.next()).version).toBe(v3.version);
+  });
+
+  it('a NACK is reported, the refused version is not sent again, the next version is', async () => {
+    const h = await start();
+    const v1 = snapshot('one');
+    offer(h, v1);
+    const proxy = new FakeProxy(h.client, {});
+    const push = await proxy.next();
+    proxy.nack(push, 'listener main: port 18080 is already in use');
+    const v2 = snapshot('two');
+    offer(h, v2);
+    // The next push is v2, not v1 again.
+    const next = await proxy.next();
+    expect(next.version).toBe(v2.version);
+    expect(h.nacks).toEqual([{ gateway: GATEWAY, pod: 'proxy-0', version: v1.version, error: 'listener main: port 18080 is already in use' }]);
+    expect(h.server.proxies().get(GATEWAY)?.[0]).toMatchObject({ ackedVersion: null, lastNack: { version: v1.version, error: 'listener main: port 18080 is already in use' } });
+    proxy.ack(next);
+    offer(h, snapshot('three'));
+    await proxy.next();
+    expect(h.server.proxies().get(GATEWAY)?.[0]).toMatchObject({ ackedVersion: v2.version, lastNack: null });
+  });
+
+  it('a reconnecting proxy gets the current version at once, or nothing when it has it', async () => {
+    const h = await start();
+    const v1 = snapshot('one');
+    offer(h, v1);
+    const stale = new FakeProxy(h.client, { version: 'aaaaaaaaaaaa', pod: 'stale' });
+    expect((await stale.next()).version).toBe(v1.version);
+
+    const current = new FakeProxy(h.client, { version: v1.version, pod: 'current' });
+    await current.accepted;
+    expect(h.server.proxies().get(GATEWAY)?.find((p) => p.pod === 'current')).toMatchObject({ ackedVersion: v1.version, pending: null });
+    // Nothing was sent to it: the first push it receives is the next version.
+    const v2 = snapshot('two');
+    offer(h, v2);
+    expect((await current.next()).version).toBe(v2.version);
+  });
+
+  it('an unanswered push times out and the current version is sent again', async () => {
+    const h = await start(50);
+    const v1 = snapshot('one');
+    offer(h, v1);
+    const proxy = new FakeProxy(h.client, {});
+    const first = await proxy.next();
+    const again = await proxy.next();
+    expect([again.version, again.nonce === first.nonce]).toEqual([v1.version, false]);
+    // The late answer to the first push is stale and changes nothing; the answer to the second counts.
+    proxy.ack(first);
+    proxy.ack(again);
+    const v2 = snapshot('two');
+    offer(h, v2);
+    expect((await proxy.next()).version).toBe(v2.version);
+    expect(await h.registry.metrics()).toMatch(new RegExp(`tollgate_controller_stream_answers_total\\{gateway="${GATEWAY}",answer="timeout"\\} [1-9]`));
+  });
+
+  it('a stream that does not start with a valid hello is refused with INVALID_ARGUMENT', async () => {
+    const h = await start();
+    const bad = new FakeProxy(h.client, { gateway: 'no-slash' });
+    const status = await bad.closed;
+    expect([grpc.status[status.code], status.details]).toEqual(['INVALID_ARGUMENT', 'hello.gateway "no-slash" is not <namespace>/<name>']);
+    expect(h.server.proxies().size).toBe(0);
+  });
+
+  it('a proxy that goes away is forgotten', async () => {
+    const h = await start();
+    const proxy = new FakeProxy(h.client, {});
+    await proxy.accepted;
+    expect(h.server.proxies().get(GATEWAY)).toHaveLength(1);
+    proxy.call.cancel();
+    await proxy.closed;
+    await expect.poll(() => h.server.proxies().size).toBe(0);
+    expect(await h.registry.metrics()).toContain(`tollgate_controller_stream_proxies{gateway="${GATEWAY}"} 0`);
+  });
+
+  it('admin /snapshots lists each connected proxy with its acked version', async () => {
+    const h = await start();
+    const v1 = snapshot('one');
+    offer(h, v1);
+    const admin = new AdminServer({ host: '127.0.0.1', port: 0 }, createLogs('error', new Writable({ write: (_c, _e, cb) => cb() })), h.store, () => undefined, () => h.server.proxies());
+    await admin.start();
+    cleanups.push(() => admin.stop());
+    const proxy = new FakeProxy(h.client, { pod: 'proxy-a' });
+    proxy.ack(await proxy.next());
+    // A second proxy, for a Gateway with no snapshot, is listed as waiting.
+    const other = new FakeProxy(h.client, { gateway: 'edge/private', pod: 'proxy-b' });
+    await other.accepted;
+    await expect
+      .poll(async () => ((await (await fetch(`http://${admin.address}/snapshots`)).json()) as { gateways: { proxies: { ackedVersion: string | null }[] }[] }).gateways[0]?.proxies[0]?.ackedVersion)
+      .toBe(v1.version);
+    const body = (await (await fetch(`http://${admin.address}/snapshots`)).json()) as Record<string, unknown>;
+    expect(body).toMatchObject({
+      gateways: [{ gateway: GATEWAY, version: v1.version, proxies: [{ pod: 'proxy-a', podNamespace: 'edge', ackedVersion: v1.version, pending: null, lastNack: null }] }],
+      waiting: [{ gateway: 'edge/private', proxies: [{ pod: 'proxy-b', ackedVersion: null }] }],
+    });
+  });
+
+  it('a NACK rejects the Gateway until a later version is ACKed by every connected proxy', async () => {
+    const h = await start();
+    const v1 = snapshot('one');
+    offer(h, v1);
+    const a = new FakeProxy(h.client, { pod: 'a' });
+    const b = new FakeProxy(h.client, { pod: 'b' });
+    a.ack(await a.next());
+    const pushB = await b.next();
+    b.nack(pushB, 'listener main: port 18080 is already in use');
+    await expect.poll(() => h.server.rejection(GATEWAY)).toEqual({ version: v1.version, pod: 'b', error: 'listener main: port 18080 is already in use' });
+    expect(h.rejectionChanges).toEqual([GATEWAY]);
+
+    const v2 = snapshot('two');
+    offer(h, v2);
+    const [a2, b2] = await Promise.all([a.next(), b.next()]);
+    a.ack(a2);
+    // One of two proxies ACKed v2: still rejected. The next push to `a` proves its ACK counted.
+    offer(h, snapshot('three'));
+    const a3 = await a.next();
+    expect(h.server.rejection(GATEWAY)?.version).toBe(v1.version);
+    b.ack(b2);
+    await expect.poll(() => h.server.rejection(GATEWAY)).toBeUndefined();
+    expect(h.rejectionChanges).toEqual([GATEWAY, GATEWAY]);
+    a.ack(a3);
+  });
+});

@@ -1,0 +1,170 @@
+// The controller's snapshot stream as a snapshot source (cluster mode). The proxy opens one
+// stream for its Gateway, saying which version it serves; every snapshot the controller
+// sends is validated (decodeSnapshot: the same fromWire check a file's snapshot gets) and
+// applied through the same sink as a file reload, then answered: ACK once it serves, NACK
+// with the reason when it does not validate or the runtime refuses it (the last good keeps
+// serving). When the stream ends the proxy keeps serving what it has and reconnects with
+// exponential backoff and full jitter.
+import * as grpc from '@grpc/grpc-js';
+import { decodeSnapshot } from '@tollgate/api';
+import { SNAPSHOT_SERVICE, SNAPSHOT_STREAM_PATH, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
+import type { Logger } from 'pino';
+import type { SnapshotSink, SnapshotSource, SnapshotSourceState } from './snapshot-source.js';
+
+export interface ControllerIdentity {
+  /** `<namespace>/<name>` of the Gateway this proxy serves. */
+  readonly gateway: string;
+  readonly pod: string;
+  readonly podNamespace: string;
+}
+
+export interface ControllerSourceOptions extends ControllerIdentity {
+  /** host:port of the controller's snapshot stream. */
+  readonly address: string;
+  readonly log: Logger;
+  /** First reconnect delay (default 250 ms); doubles per failed attempt up to maxBackoffMs. */
+  readonly initialBackoffMs?: number;
+  /** Default 10 s. */
+  readonly maxBackoffMs?: number;
+}
+
+export type StreamState = 'connecting' | 'connected' | 'disconnected' | 'stopped';
+
+const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  'grpc.keepalive_time_ms': 30_000,
+  'grpc.keepalive_timeout_ms': 5_000,
+  // Snapshots of large Gateways exceed gRPC's 4 MiB default.
+  'grpc.max_receive_message_length': 256 * 1024 * 1024,
+};
+
+export class ControllerSnapshotSource implements SnapshotSource {
+  readonly name = 'controller stream';
+  readonly #o: ControllerSourceOptions;
+  readonly #client: grpc.Client;
+  #sink: SnapshotSink | null = null;
+  #call: grpc.ClientDuplexStream<ProxyMessage, SnapshotPush> | null = null;
+  #state: StreamState = 'disconnected';
+  #queue: Promise<void> = Promise.resolve();
+  #timer: NodeJS.Timeout | null = null;
+  #attempt = 0;
+  #applied = 0;
+  #refused = 0;
+  #version: string | null = null;
+  #lastError: string | null = null;
+  #lastNack: { version: string; error: string; at: string } | null = null;
+  #connects = 0;
+  #lastDisconnect: { at: string; reason: string } | null = null;
+
+  constructor(o: ControllerSourceOptions) {
+    this.#o = o;
+    this.#client = new grpc.Client(o.address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+  }
+
+  get streamState(): StreamState {
+    return this.#state;
+  }
+
+  /** Opens the stream; resolves at once: the proxy is not ready until a snapshot is applied. */
+  async start(sink: SnapshotSink): Promise<void> {
+    this.#sink = sink;
+    this.#connect();
+  }
+
+  stop(): void {
+    this.#state = 'stopped';
+    this.#sink = null;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#call?.cancel();
+    this.#call = null;
+    this.#client.close();
+  }
+
+  state(): SnapshotSourceState {
+    return {
+      kind: 'controller',
+      controller: this.#o.address,
+      gateway: this.#o.gateway,
+      pod: this.#o.pod,
+      stream: this.#state,
+      applied: this.#applied,
+      refused: this.#refused,
+      lastError: this.#lastError,
+      version: this.#version,
+      lastNack: this.#lastNack,
+      connects: this.#connects,
+      lastDisconnect: this.#lastDisconnect,
+    };
+  }
+
+  #connect(): void {
+    if (this.#state === 'stopped') return;
+    this.#state = 'connecting';
+    const call = this.#client.makeBidiStreamRequest<ProxyMessage, SnapshotPush>(
+      SNAPSHOT_STREAM_PATH,
+      SNAPSHOT_SERVICE.Stream.requestSerialize,
+      SNAPSHOT_SERVICE.Stream.responseDeserialize,
+    );
+    this.#call = call;
+    let ended = false;
+    const end = (reason: string) => {
+      if (ended) return;
+      ended = true;
+      if (this.#call === call) this.#call = null;
+      if (this.#state === 'stopped') return;
+      this.#state = 'disconnected';
+      this.#lastDisconnect = { at: new Date().toISOString(), reason };
+      this.#schedule(reason);
+    };
+    // The controller sends its headers once it has accepted the hello.
+    call.on('metadata', () => {
+      if (this.#state === 'stopped') return;
+      this.#state = 'connected';
+      this.#connects++;
+      this.#attempt = 0;
+    });
+    call.on('data', (push: SnapshotPush) => {
+      this.#queue = this.#queue.then(() => this.#apply(call, push));
+    });
+    call.on('error', (err: grpc.ServiceError) => end(`${grpc.status[err.code] ?? err.code}: ${err.details || err.message}`));
+    call.on('end', () => end('the controller ended the stream'));
+    call.write({ hello: { gateway: this.#o.gateway, pod: this.#o.pod, podNamespace: this.#o.podNamespace, version: this.#version ?? '' } });
+  }
+
+  #schedule(reason: string): void {
+    const initial = this.#o.initialBackoffMs ?? 250;
+    const max = this.#o.maxBackoffMs ?? 10_000;
+    const cap = Math.min(max, initial * 2 ** Math.min(this.#attempt, 20));
+    // Full jitter: proxies that lost the same controller do not come back in step.
+    const delay = Math.round(cap / 2 + Math.random() * (cap / 2));
+    this.#attempt++;
+    this.#o.log.warn({ reason, retryInMs: delay, version: this.#version }, `snapshot stream to ${this.#o.address} lost (${reason}); serving ${this.#version ?? 'nothing'} and reconnecting in ${delay}ms`);
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      this.#connect();
+    }, delay);
+  }
+
+  async #apply(call: grpc.ClientDuplexStream<ProxyMessage, SnapshotPush>, push: SnapshotPush): Promise<void> {
+    const sink = this.#sink;
+    if (!sink) return;
+    try {
+      const snapshot = decodeSnapshot(push.snapshot.toString('utf8'), `snapshot ${push.version}`);
+      if (snapshot.version !== push.version) throw new Error(`snapshot ${push.version}: its content is version ${snapshot.version}`);
+      await sink.apply(snapshot);
+    } catch (err) {
+      const error = (err as Error).message;
+      this.#refused++;
+      this.#lastError = error;
+      this.#lastNack = { version: push.version, error, at: new Date().toISOString() };
+      this.#o.log.error({ version: push.version }, `snapshot ${push.version} refused, ${this.#version ? `${this.#version} keeps serving` : 'nothing serves yet'}: ${error}`);
+      if (this.#call === call) call.write({ nack: { nonce: push.nonce, error } });
+      return;
+    }
+    this.#applied++;
+    this.#version = push.version;
+    this.#lastError = null;
+    this.#o.log.info({ version: push.version }, `serving snapshot ${push.version} from the controller`);
+    if (this.#call === call) call.write({ ack: { version: push.version, nonce: push.nonce } });
+  }
+}

@@ -1,0 +1,66 @@
+// `tollgate --controller ... --gateway ...`: the binary in cluster mode against the
+// controller's real snapshot stream server, and its usage errors (exit 2, one line).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { standaloneToSnapshot, validateStandaloneConfig } from '@tollgate/api';
+import { SnapshotStore, SnapshotStreamServer, StreamMetrics } from '@tollgate/controller';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { echoed, freePort, send, simpleConfig, startUpstream } from './helpers.js';
+
+const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
+const OPS = ['--admin-addr', '127.0.0.1:0', '--metrics-addr', '127.0.0.1:0'];
+const children: ChildProcess[] = [];
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+async function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH, ...env } });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stderr };
+}
+
+describe('tollgate in cluster mode', () => {
+  it('serves the snapshot of its Gateway from the controller, identified by the downward API variables', async () => {
+    const up = await startUpstream();
+    cleanups.push(() => up.close());
+    const store = new SnapshotStore();
+    const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port: 0 }, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
+    await server.start();
+    cleanups.push(() => server.stop());
+    const port = await freePort();
+    const snapshot = standaloneToSnapshot(validateStandaloneConfig(simpleConfig(port, [{ name: 'a', backends: [{ host: up.host }] }]), 'test'), { kind: 'controller', gateway: 'edge/public' });
+    store.offer(new Map([['edge/public', snapshot]]));
+    const readiness = await freePort();
+    const child = spawn(process.execPath, [BIN, '--controller', `127.0.0.1:${server.port}`, ...OPS, '--readiness-addr', `127.0.0.1:${readiness}`], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { PATH: process.env.PATH, TOLLGATE_GATEWAY: 'edge/public', TOLLGATE_CONTROLLER_PLAINTEXT: 'true', POD_NAME: 'public-7f9c', POD_NAMESPACE: 'edge' },
+    });
+    children.push(child);
+    await expect.poll(() => server.proxies().get('edge/public')?.[0], { timeout: 20_000 }).toMatchObject({ pod: 'public-7f9c', podNamespace: 'edge', ackedVersion: snapshot.version });
+    expect((await send(`http://127.0.0.1:${readiness}/healthz/ready`)).status).toBe(200);
+    expect(echoed(await send(`http://127.0.0.1:${port}/hello`)).url).toBe('/hello');
+  });
+
+  it.each([
+    [['--controller', '127.0.0.1:9978', '--gateway', 'edge/public'], {}, 'the snapshot stream has no TLS yet; --controller-plaintext (or TOLLGATE_CONTROLLER_PLAINTEXT=true) connects without it'],
+    [['--controller', '127.0.0.1:9978', '--controller-plaintext'], {}, 'cluster mode needs --gateway <namespace>/<name>'],
+    [['--controller', '127.0.0.1:9978', '--gateway', 'public', '--controller-plaintext'], {}, '--gateway: got "public"; expected <namespace>/<name>'],
+    [['--controller', 'nope', '--gateway', 'edge/public', '--controller-plaintext'], {}, '--controller: got "nope"'],
+    [['--gateway', 'edge/public'], {}, '--gateway is for cluster mode; give --controller <host:port> too'],
+    [['--file', 'x.yaml', '--controller', '127.0.0.1:9978', '--gateway', 'edge/public', '--controller-plaintext'], {}, '--file and --controller are two modes'],
+    [['--controller', '127.0.0.1:9978', '--gateway', 'edge/public'], { TOLLGATE_CONTROLLER_PLAINTEXT: 'yes' }, 'TOLLGATE_CONTROLLER_PLAINTEXT: got "yes"; use true or false'],
+  ] as const)('usage error %j exits 2', async (args, env, message) => {
+    const r = await run([...args], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr.split('\n').filter(Boolean)).toHaveLength(1);
+    expect(r.stderr).toContain(message);
+  });
+});

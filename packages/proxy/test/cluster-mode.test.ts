@@ -1,0 +1,216 @@
+// A proxy in cluster mode against the controller's real snapshot stream server on loopback:
+// not ready before its first snapshot, then serving it; a new route goes from 404 to 200 with
+// nothing in between; a snapshot that fails validation or cannot be applied is NACKed and the
+// last good keeps serving; with the controller gone the proxy keeps serving and, once a
+// controller is back, resyncs without restarting.
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { standaloneToSnapshot, validateStandaloneConfig, type ProxySnapshot } from '@tollgate/api';
+import { SnapshotStore, SnapshotStreamServer, StreamMetrics } from '@tollgate/controller';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startClusterProxy, type ClusterProxy } from '../src/process/cluster.js';
+import { echoed, freePort, LogSink, send, simpleConfig, startUpstream, type Upstream } from './helpers.js';
+
+const GATEWAY = 'edge/public';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+function snapshotOf(config: Record<string, unknown>): ProxySnapshot {
+  return standaloneToSnapshot(validateStandaloneConfig(config, 'pushed'), { kind: 'controller', gateway: GATEWAY });
+}
+
+async function controller(store: SnapshotStore, port = 0): Promise<SnapshotStreamServer> {
+  const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port }, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
+  await server.start();
+  return server;
+}
+
+const acked = (server: SnapshotStreamServer) => server.proxies().get(GATEWAY)?.[0]?.ackedVersion ?? null;
+const lastNack = (server: SnapshotStreamServer) => server.proxies().get(GATEWAY)?.[0]?.lastNack?.error ?? null;
+
+interface Setup {
+  store: SnapshotStore;
+  server: SnapshotStreamServer;
+  proxy: ClusterProxy;
+  up: Upstream;
+  port: number;
+  readiness: string;
+  admin: string;
+}
+
+async function setup(): Promise<Setup> {
+  const up = await startUpstream();
+  cleanups.push(() => up.close());
+  const store = new SnapshotStore();
+  const holder = { server: await controller(store) };
+  cleanups.push(() => holder.server.stop());
+  const readinessPort = await freePort();
+  const proxy = await startClusterProxy({
+    controller: `127.0.0.1:${holder.server.port}`,
+    gateway: GATEWAY,
+    pod: 'proxy-0',
+    podNamespace: 'edge',
+    adminAddr: '127.0.0.1:0',
+    metricsAddr: '127.0.0.1:0',
+    readinessAddr: `127.0.0.1:${readinessPort}`,
+    initialBackoffMs: 20,
+    maxBackoffMs: 200,
+    logDestination: new LogSink(),
+  });
+  cleanups.push(() => proxy.close());
+  return { store, server: holder.server, proxy, up, port: await freePort(), readiness: `http://127.0.0.1:${readinessPort}/healthz/ready`, admin: `http://${proxy.admin.address}` };
+}
+
+async function sourceTask(admin: string): Promise<Record<string, unknown>> {
+  const body = JSON.parse((await send(`${admin}/debug/tasks`)).body) as { background: ({ name: string } & Record<string, unknown>)[] };
+  return body.background.find((t) => t.name === 'controller stream')!;
+}
+
+describe('cluster mode', () => {
+  it('is not ready before its first snapshot, then serves it; a new route goes from 404 to 200 with nothing in between', async () => {
+    const s = await setup();
+    await expect.poll(() => s.server.proxies().get(GATEWAY)?.length).toBe(1);
+    const before = await send(s.readiness);
+    expect([before.status, before.body]).toEqual([503, 'no config loaded\n']);
+    expect(await sourceTask(s.admin)).toMatchObject({ kind: 'controller', stream: 'connected', gateway: GATEWAY, version: null, applied: 0 });
+    const early = await send(`${s.admin}/config_dump`);
+    expect(early.status).toBe(503);
+    expect(JSON.parse(early.body)).toMatchObject({ error: 'no config loaded yet', delivery: { kind: 'controller', stream: 'connected', version: null } });
+
+    const routeA = { name: 'a', matches: [{ path: { type: 'PathPrefix', value: '/a' } }], backends: [{ host: s.up.host }] };
+    const v1 = snapshotOf(simpleConfig(s.port, [routeA]));
+    s.store.offer(new Map([[GATEWAY, v1]]));
+    await expect.poll(() => acked(s.server)).toBe(v1.version);
+    expect((await send(s.readiness)).status).toBe(200);
+    expect(echoed(await send(`http://127.0.0.1:${s.port}/a/1`)).url).toBe('/a/1');
+    expect((await send(`http://127.0.0.1:${s.port}/b/1`)).status).toBe(404);
+
+    // Requests to /b keep going while the route is added: 404s, then only 200s.
+    const routeB = { name: 'b', matches: [{ path: { type: 'PathPrefix', value: '/b' } }], backends: [{ host: s.up.host }] };
+    const v2 = snapshotOf(simpleConfig(s.port, [routeA, routeB]));
+    s.store.offer(new Map([[GATEWAY, v2]]));
+    const statuses: number[] = [];
+    for (let i = 0; i < 5000 && statuses.filter((x) => x === 200).length < 20; i++) statuses.push((await send(`http://127.0.0.1:${s.port}/b/1`)).status);
+    expect(statuses.join(',')).toMatch(/^(404,)*(200,){19}200$/);
+    expect(acked(s.server)).toBe(v2.version);
+    expect(await sourceTask(s.admin)).toMatchObject({ stream: 'connected', version: v2.version, applied: 2, refused: 0, lastNack: null });
+  });
+
+  it('NACKs a snapshot that does not validate or cannot be applied; the last good keeps serving', async () => {
+    const s = await setup();
+    const good = snapshotOf(simpleConfig(s.port, [{ name: 'a', backends: [{ host: s.up.host }] }]));
+    s.store.offer(new Map([[GATEWAY, good]]));
+    await expect.poll(() => acked(s.server)).toBe(good.version);
+
+    // Altered in transit: the version no longer matches the content.
+    const altered = { ...snapshotOf(simpleConfig(s.port, [{ name: 'changed', backends: [{ host: s.up.host }] }])), version: 'ffffffffffff' };
+    s.store.offer(new Map([[GATEWAY, altered]]));
+    await expect.poll(() => lastNack(s.server)).toMatch(/^snapshot ffffffffffff is invalid:[\s\S]*version: got "ffffffffffff"; the content hashes to/);
+    expect(echoed(await send(`http://127.0.0.1:${s.port}/x`)).url).toBe('/x');
+
+    // Valid, but its second port is taken: the runtime refuses it.
+    const taken = createServer().listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    cleanups.push(() => new Promise((r) => taken.close(() => r())));
+    const takenPort = (taken.address() as { port: number }).port;
+    const refused = snapshotOf({ binds: [...(simpleConfig(s.port, [{ name: 'a', backends: [{ host: s.up.host }] }]).binds as unknown[]), ...(simpleConfig(takenPort, [], { name: 'other' }).binds as unknown[])] });
+    s.store.offer(new Map([[GATEWAY, refused]]));
+    await expect.poll(() => lastNack(s.server)).toMatch(new RegExp(`port ${takenPort} .*already in use`));
+    expect(acked(s.server)).toBe(good.version);
+    expect(echoed(await send(`http://127.0.0.1:${s.port}/x`)).url).toBe('/x');
+    expect(await sourceTask(s.admin)).toMatchObject({ version: good.version, applied: 1, refused: 2, lastNack: { version: refused.version } });
+    expect(s.proxy.snapshot.version).toBe(good.version);
+    const dump = JSON.parse((await send(`${s.admin}/config_dump`)).body) as Record<string, unknown>;
+    expect(dump).toMatchObject({
+      version: good.version,
+      delivery: { kind: 'controller', controller: `127.0.0.1:${s.server.port}`, gateway: GATEWAY, pod: 'proxy-0', stream: 'connected', version: good.version, lastNack: { version: refused.version } },
+    });
+    expect((dump.delivery as { lastNack: { error: string } }).lastNack.error).toMatch(/already in use/);
+  });
+
+  it('keeps serving while the controller is away and resyncs when it is back', async () => {
+    const s = await setup();
+    const v1 = snapshotOf(simpleConfig(s.port, [{ name: 'a', backends: [{ host: s.up.host }] }]));
+    s.store.offer(new Map([[GATEWAY, v1]]));
+    await expect.poll(() => acked(s.server)).toBe(v1.version);
+    const controllerPort = s.server.port;
+    await s.server.stop();
+    await expect.poll(async () => (await sourceTask(s.admin)).stream).not.toBe('connected');
+    expect(echoed(await send(`http://127.0.0.1:${s.port}/still`)).url).toBe('/still');
+    expect((await send(s.readiness)).status).toBe(200);
+
+    // A new controller on the same address, with a newer snapshot: the proxy reconnects and applies it.
+    const store = new SnapshotStore();
+    const v2 = snapshotOf(simpleConfig(s.port, [{ name: 'a', matches: [{ path: { type: 'PathPrefix', value: '/only' } }], backends: [{ host: s.up.host }] }]));
+    store.offer(new Map([[GATEWAY, v2]]));
+    const back = await controller(store, controllerPort);
+    cleanups.push(() => back.stop());
+    await expect.poll(() => acked(back)).toBe(v2.version);
+    expect((await send(`http://127.0.0.1:${s.port}/still`)).status).toBe(404);
+    expect(echoed(await send(`http://127.0.0.1:${s.port}/only`)).url).toBe('/only');
+    const state = await sourceTask(s.admin);
+    expect(state).toMatchObject({ stream: 'connected', version: v2.version, connects: 2 });
+    expect(typeof (state.lastDisconnect as { reason?: unknown } | null)?.reason).toBe('string');
+  });
+
+  it('a reconnecting proxy that has the current version is sent nothing', async () => {
+    const s = await setup();
+    const v1 = snapshotOf(simpleConfig(s.port, [{ name: 'a', backends: [{ host: s.up.host }] }]));
+    s.store.offer(new Map([[GATEWAY, v1]]));
+    await expect.poll(() => acked(s.server)).toBe(v1.version);
+    const controllerPort = s.server.port;
+    await s.server.stop();
+    const back = await controller(s.store, controllerPort);
+    cleanups.push(() => back.stop());
+    // It says it serves v1 in its hello; the controller records that and pushes nothing.
+    await expect.poll(() => back.proxies().get(GATEWAY)?.[0]).toMatchObject({ ackedVersion: v1.version, pending: null });
+    expect(await sourceTask(s.admin)).toMatchObject({ stream: 'connected', applied: 1, connects: 2 });
+  });
+
+  it('a route edited 20 times (matches, filters, backend weights) while requests flow answers only 200', async () => {
+    const s = await setup();
+    const up2 = await startUpstream();
+    cleanups.push(() => up2.close());
+    const edit = (i: number) =>
+      snapshotOf(
+        simpleConfig(s.port, [
+          {
+            name: 'm',
+            matches: [{ path: { type: 'PathPrefix', value: i % 2 ? '/m' : '/' } }],
+            filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-edit', value: String(i) }] } }],
+            backends: [
+              { host: s.up.host, weight: (i % 3) + 1 },
+              { host: up2.host, weight: 1 },
+            ],
+          },
+        ]),
+      );
+    const first = edit(0);
+    s.store.offer(new Map([[GATEWAY, first]]));
+    await expect.poll(() => acked(s.server)).toBe(first.version);
+    let editing = true;
+    const statuses = new Map<number, number>();
+    const traffic = (async () => {
+      while (editing) {
+        const status = (await send(`http://127.0.0.1:${s.port}/m/x`)).status;
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      }
+    })();
+    for (let i = 1; i <= 20; i++) {
+      const next = edit(i);
+      s.store.offer(new Map([[GATEWAY, next]]));
+      await expect.poll(() => acked(s.server)).toBe(next.version);
+      // At least one request after each edit, so every version served traffic.
+      await send(`http://127.0.0.1:${s.port}/m/x`).then((r) => statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1));
+    }
+    editing = false;
+    await traffic;
+    expect([...statuses.keys()]).toEqual([200]);
+    expect(echoed(await send(`http://127.0.0.1:${s.port}/m/x`)).headers['x-edit']).toBe('20');
+  });
+});
