@@ -98,12 +98,12 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
 
 /** Names of the routes serving `host` on a listener, most specific host first (for traces of a 404). */
 export function routesServing(listener: CompiledListener, host: string): string[] {
-  const names: string[] = [];
+  const names = new Set<string>();
   listener.routes.find(host, (index) => {
-    for (const c of index.all()) if (names[names.length - 1] !== c.route.ir.name) names.push(c.route.ir.name);
+    for (const c of index.all()) names.add(c.route.ir.name);
     return null;
   });
-  return [...new Set(names)];
+  return [...names];
 }
 
 /**

@@ -6,13 +6,14 @@
 // to take the body) never counts against the client.
 import type { IncomingMessage } from 'node:http';
 
-/** Calls `onIdle` when no byte of the body arrived for `idleMs`; stops once the body is in. */
-export function watchBodyIdle(req: IncomingMessage, idleMs: number, onIdle: () => void): void {
-  // `complete` is still false for a body-less request when its handler runs: the headers say
-  // whether a body follows, and most requests (GETs) then cost nothing here.
-  const h = req.headers;
-  const body = h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0');
-  if (!body || req.complete || idleMs <= 0) return;
+/**
+ * Calls `onIdle` when no byte of the body arrived for `idleMs`; stops once the body is in.
+ * `hasBody` comes from the headers (RequestContext.hasBody): `complete` is still false for a
+ * body-less request when its handler runs, so it cannot tell, and most requests (GETs) then
+ * cost nothing here.
+ */
+export function watchBodyIdle(req: IncomingMessage, hasBody: boolean, idleMs: number, onIdle: () => void): void {
+  if (!hasBody || req.complete || idleMs <= 0) return;
   const socket = req.socket;
   let seen = socket.bytesRead;
   const check = (): void => {

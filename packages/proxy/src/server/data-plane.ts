@@ -39,7 +39,7 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
   const entry: InFlight = { id, method: req.method ?? 'GET', url: req.url ?? '/', startedAt: Date.now(), stage: 'routing' };
   dp.inflight.set(id, entry);
   const ctx = new RequestContext(dp.current(), port, req, res, entry, dp);
-  watchBodyIdle(req, dp.clientTimeouts.requestBodyIdleMs, () => {
+  watchBodyIdle(req, ctx.hasBody, dp.clientTimeouts.requestBodyIdleMs, () => {
     dp.log.debug({ url: entry.url }, 'request body idle: no byte within the body idle timeout');
     res.shouldKeepAlive = false;
     if (!res.headersSent && !res.destroyed) sendError(res, ERRORS.requestBodyTimeout, { connection: 'close' });
