@@ -1,4 +1,5 @@
-// Stage 5, backend choice: one of the route's backends by weight; the request gains its
+// Stage 5, backend choice: one of the route's backends by weight and, for a Service, one of
+// its endpoints by least request (routing/backend-picker.ts); the request gains its
 // x-forwarded-* headers on the way out.
 import { ERRORS } from '../errors.js';
 import { addForwarded } from '../upstream/headers.js';
@@ -16,6 +17,8 @@ export function chooseBackend(ctx: RequestContext): boolean {
     return false;
   }
   ctx.backend = backend;
+  // Counted in flight from here: the upstream call, which follows at once, ends the count.
+  backend.endpoint.begin();
   ctx.entry.stage = 'upstream';
   ctx.entry.upstream = backend.name;
   if (ctx.observed) publish.requestSnapshot(ctx, 'final request');
