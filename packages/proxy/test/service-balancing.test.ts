@@ -286,7 +286,8 @@ describe('a Service backend over real endpoints', () => {
     const events: TraceEvent[] = await trace.events;
     const messages = events.map((e) => e.message);
     const final = messages.find((m) => m.type === 'requestSnapshot' && m.stage === 'final request');
-    expect(final && 'requestState' in final ? final.requestState.backend : null).toEqual({ name: SERVICE, type: 'service', protocol: 'http' });
+    if (final?.type !== 'requestSnapshot') throw new Error('no final request snapshot');
+    expect(final.requestState.backend).toEqual({ name: SERVICE, type: 'service', protocol: 'http' });
     expect(messages.find((m) => m.type === 'backendCallStart')).toEqual({ type: 'backendCallStart', target: `127.0.0.1:${a.port}` });
   });
 });

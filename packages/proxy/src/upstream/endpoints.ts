@@ -154,13 +154,13 @@ export class Endpoint {
         this.estimateMs = Math.max(LATENCY_FLOOR_MS, this.estimateMs + EMA_ALPHA * (latencyMs - this.estimateMs));
       }
     }
-    if (this.#retired && this.inFlight === 0) this.#closePool();
+    if (this.#retired && this.inFlight === 0) void this.#closePool();
   }
 
   /** No snapshot lists this endpoint any more: its pool closes once nothing is in flight. */
   retire(): void {
     this.#retired = true;
-    if (this.inFlight === 0) this.#closePool();
+    if (this.inFlight === 0) void this.#closePool();
   }
 
   #closePool(): Promise<void> {
