@@ -136,7 +136,7 @@ describe('index, unknown paths and the cross-site guard', () => {
   it('GET / lists the endpoints', async () => {
     const r = await get('/');
     expect(r.headers['content-type']).toContain('text/html');
-    for (const p of ['/config_dump', '/debug/trace', '/logging', '/memory', '/debug/pprof/profile', '/debug/pprof/heap', '/debug/tasks', '/quitquitquit']) expect(r.body).toContain(p);
+    for (const p of ['/config_dump', '/backends', '/debug/trace', '/logging', '/memory', '/debug/pprof/profile', '/debug/pprof/heap', '/debug/tasks', '/quitquitquit']) expect(r.body).toContain(p);
   });
   it('an unknown endpoint is a 404 pointing at the index', async () => {
     expect((await get('/nope')).body).toContain('GET / lists them');
@@ -203,7 +203,7 @@ describe('backend health in /config_dump', () => {
 
 describe('wrong methods', () => {
   it('every GET endpoint answers another method with 405 and Allow', async () => {
-    for (const path of ['/', '/config_dump', '/debug/trace', '/memory', '/debug/pprof/profile', '/debug/pprof/heap', '/debug/tasks']) {
+    for (const path of ['/', '/config_dump', '/backends', '/debug/trace', '/memory', '/debug/pprof/profile', '/debug/pprof/heap', '/debug/tasks']) {
       for (const method of ['POST', 'PUT', 'DELETE']) {
         const r = await send(`${gw.adminUrl}${path}`, { method });
         expect([method, path, r.status, r.headers.allow]).toEqual([method, path, 405, 'GET, HEAD']);

@@ -290,4 +290,46 @@ describe('a Service backend over real endpoints', () => {
     expect(final.requestState.backend).toEqual({ name: SERVICE, type: 'service', protocol: 'http' });
     expect(messages.find((m) => m.type === 'backendCallStart')).toEqual({ type: 'backendCallStart', target: `127.0.0.1:${a.port}` });
   });
+
+  it('lists the backends and their endpoints at /backends, narrowed by name or namespace, and refuses bad filters', async () => {
+    const a = await endpoint('a');
+    cleanups.push(() => a.close());
+    const p = await startProxy();
+    await p.serve([a.port]);
+    expect((await send(`${p.url}/x`)).status).toBe(200);
+    const get = async (query: string) => {
+      const r = await send(`${p.admin}/backends${query}`);
+      return { status: r.status, body: r.status === 200 ? (JSON.parse(r.body) as { version: string; backends: { name: string; namespace: string; endpoints: DumpEndpoint[] }[] }) : r.body };
+    };
+    const all = await get('');
+    expect(all.status).toBe(200);
+    expect(all.body).toEqual({
+      version: p.proc.snapshot.version,
+      backends: [
+        {
+          type: 'Service',
+          name: SERVICE,
+          namespace: 'models',
+          host: 'llm',
+          port: 80,
+          endpoints: [{ address: `127.0.0.1:${a.port}`, health: 1, requests: 1, inFlight: 0, ejectedUntil: null, latencyMs: expect.any(Number) as number }],
+        },
+      ],
+    });
+    expect(await get(`?name=${SERVICE}&namespace=models`)).toEqual(all);
+    expect(await get('?name=other.models.svc.cluster.local:80')).toEqual({ status: 200, body: { version: p.proc.snapshot.version, backends: [] } });
+    expect(await get('?namespace=elsewhere')).toEqual({ status: 200, body: { version: p.proc.snapshot.version, backends: [] } });
+    for (const [query, message] of [
+      ['?service=llm', /"service".*expected name, namespace/],
+      ['?name=', /^name must be given once, non-empty .*e\.g\. \?name=/],
+      ['?name=a&name=b', /^name must be given once/],
+      [`?namespace=${'x'.repeat(513)}`, /^namespace must be given once, non-empty and at most 512 characters/],
+    ] as const) {
+      const r = await get(query);
+      expect(r.status, query).toBe(400);
+      expect(r.body, query).toMatch(message);
+    }
+    // The proxy still answers after the refusals.
+    expect((await get('')).status).toBe(200);
+  });
 });

@@ -46,21 +46,7 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: Endpo
       })),
     ),
   );
-  // A standalone backend is one endpoint (its address); a Service has one per ready endpoint.
-  const endpoint = (address: string): EndpointView => {
-    const v = endpoints.get(address)?.view() ?? { address, health: 1, requests: 0, latencyMs: 0, inFlight: 0, ejectedUntil: null };
-    return { ...v, health: round(v.health, 4), latencyMs: round(v.latencyMs, 3) };
-  };
-  const backends = [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [x.name, x])).values()].map((x) => {
-    switch (x.kind) {
-      case 'static':
-        return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
-      case 'service':
-        return { type: 'Service', name: x.name, namespace: x.namespace, host: x.service, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
-      case 'invalid':
-        return { type: 'Invalid', name: x.name, namespace: '', host: '', port: 0, reason: x.reason, endpoints: [] };
-    }
-  });
+  const backends = backendHealth(ir, endpoints);
   // The origin (the GatewayPolicy or config path it came from) beside the policy, whose keys
   // stay the policy kinds.
   const policyEntry = (target: { kind: string; name: string }, level: string, { origin, ...policy }: PolicyIR) => ({ target, level, origin, policy });
@@ -83,4 +69,26 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: Endpo
     services: [] as unknown[],
     policies,
   };
+}
+
+/**
+ * The backends of a snapshot with the live state of their endpoints (the `backends` of
+ * /config_dump and the body of /backends): a standalone backend is one endpoint (its
+ * address); a Service has one per ready endpoint.
+ */
+export function backendHealth(ir: ProxySnapshot, endpoints: EndpointTable) {
+  const endpoint = (address: string): EndpointView => {
+    const v = endpoints.get(address)?.view() ?? { address, health: 1, requests: 0, latencyMs: 0, inFlight: 0, ejectedUntil: null };
+    return { ...v, health: round(v.health, 4), latencyMs: round(v.latencyMs, 3) };
+  };
+  return [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [x.name, x])).values()].map((x) => {
+    switch (x.kind) {
+      case 'static':
+        return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
+      case 'service':
+        return { type: 'Service', name: x.name, namespace: x.namespace, host: x.service, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
+      case 'invalid':
+        return { type: 'Invalid', name: x.name, namespace: '', host: '', port: 0, reason: x.reason, endpoints: [] };
+    }
+  });
 }
