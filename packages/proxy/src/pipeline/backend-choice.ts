@@ -17,8 +17,6 @@ export function chooseBackend(ctx: RequestContext): boolean {
     return false;
   }
   ctx.backend = backend;
-  // Counted in flight from here: the upstream call, which follows at once, ends the count.
-  backend.endpoint.begin();
   ctx.entry.stage = 'upstream';
   ctx.entry.upstream = backend.name;
   if (ctx.observed) publish.requestSnapshot(ctx, 'final request');

@@ -17,6 +17,9 @@ export async function callUpstream(ctx: RequestContext): Promise<void> {
   const response = new ResponsePolicies(ctx);
   const body = ctx.llm ? ctx.llm.body : ctx.hasBody ? ctx.req : null;
   const callStart = performance.now();
+  // In flight on the endpoint until the exchange ends (forward never rejects). No request can
+  // pick between chooseBackend and here: nothing is awaited in between.
+  backend.endpoint.begin();
   const result = await forward(
     backend.endpoint.pool,
     {
@@ -34,7 +37,7 @@ export async function callUpstream(ctx: RequestContext): Promise<void> {
   const latencyMs = (response.headersAt || performance.now()) - callStart;
   // A client that went away (also while still sending its body) says nothing of the backend.
   const clientGone = result.error?.kind === 'TG_CLIENT_GONE' || (ctx.req.destroyed && !ctx.req.complete);
-  // Ends the count chooseBackend started; the balancer learns from how the call went.
+  // The balancer learns from how the call went.
   backend.endpoint.end(callOutcome(result.error?.kind ?? null, result.status, clientGone), latencyMs);
   if (response.headersAt) deps.metrics.observeUpstreamLatency(route.name, latencyMs / 1000);
   ctx.error = clientGone ? 'TG_CLIENT_GONE' : (result.error?.kind ?? null);
