@@ -325,8 +325,9 @@ describe('a Service backend over real endpoints', () => {
       ['?name=a&name=b', /^name must be given once/],
       [`?namespace=${'x'.repeat(513)}`, /^namespace must be given once, non-empty and at most 512 characters/],
     ] as const) {
-      const r = await get(query);
+      const r = await send(`${p.admin}/backends${query}`);
       expect(r.status, query).toBe(400);
+      expect(r.headers['x-tollgate-error'], query).toBe(query.startsWith('?service') ? 'TG_ADMIN_UNKNOWN_QUERY' : 'TG_ADMIN_BACKENDS_FILTER');
       expect(r.body, query).toMatch(message);
     }
     // The proxy still answers after the refusals.

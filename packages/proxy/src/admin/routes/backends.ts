@@ -3,7 +3,8 @@
 // `gwctl config backends` shows them. The same entries as the `backends` of /config_dump,
 // without the rest of the configuration (which is large with thousands of routes).
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { rejectUnknownQuery, single } from '@tollgate/kit';
+import { rejectUnknownQuery, replyError, single } from '@tollgate/kit';
+import { ERRORS } from '../../errors.js';
 import { backendHealth } from '../config-dump.js';
 import type { AdminContext } from '../context.js';
 
@@ -15,10 +16,7 @@ function filter(reply: FastifyReply, query: Record<string, unknown>, key: 'name'
   const value = single(query[key]);
   if (value === undefined) return undefined;
   if (value === null || value === '' || value.length > MAX_FILTER_LENGTH) {
-    void reply
-      .code(400)
-      .type('text/plain; charset=utf-8')
-      .send(`${key} must be given once, non-empty and at most ${MAX_FILTER_LENGTH} characters, e.g. ?${key}=${example}; leave it out to list every backend\n`);
+    void replyError(reply, ERRORS.backendsFilter, { key, max: String(MAX_FILTER_LENGTH), example });
     return false;
   }
   return value;
