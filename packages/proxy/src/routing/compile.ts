@@ -14,8 +14,8 @@ export interface CompileDeps {
   readonly limiters: LimiterStore;
   /** Builds a global limiter; null when global limiting is unavailable (tests of routing). */
   readonly makeGlobal: GlobalFactory | null;
-  /** Endpoint state and balancing; without it the snapshot's pickers keep state of their own. */
-  readonly picking?: PickerDeps;
+  /** Endpoint state (kept across configs) and the balancing policy. */
+  readonly picking: PickerDeps;
 }
 
 export interface CompiledRoute {
@@ -58,7 +58,7 @@ export interface RouteHit {
   readonly matched: PathMatchIR;
 }
 
-/** Without `deps` (route-selection tests) no rate limits are compiled. */
+/** Without `deps` (route-selection tests) no rate limits are compiled and endpoint state is the snapshot's own. */
 export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = null): CompiledSnapshot {
   const binds = new Map<number, CompiledBind>();
   const detached: string[] = [];
