@@ -75,17 +75,27 @@ async function endpoint(name: string, opts: { port?: number; delayMs?: number } 
 
 const SERVICE = 'llm.models.svc.cluster.local:80';
 
-function service(ports: number[]): BackendIR {
-  return { kind: 'service', name: SERVICE, namespace: 'models', service: 'llm', port: 80, weight: 1, endpoints: [...ports].sort((x, y) => x - y).map((port) => ({ address: '127.0.0.1', port })) };
+function service(ports: number[], name = 'llm', weight = 1): BackendIR {
+  return {
+    kind: 'service',
+    name: `${name}.models.svc.cluster.local:80`,
+    namespace: 'models',
+    service: name,
+    port: 80,
+    weight,
+    endpoints: [...ports].sort((x, y) => x - y).map((port) => ({ address: '127.0.0.1', port })),
+  };
 }
+
+const isPorts = (list: number[] | BackendIR[]): list is number[] => list.every((x) => typeof x === 'number');
 
 interface Proxy {
   readonly proc: ProxyProcess<PushSource>;
   readonly url: string;
   readonly admin: string;
   readonly clock: { now: number };
-  /** Pushes the one route with these endpoints; resolves once the snapshot serves. */
-  serve(ports: number[]): Promise<void>;
+  /** Pushes the one route with these endpoints (or these backends); resolves once the snapshot serves. */
+  serve(ports: number[] | BackendIR[]): Promise<void>;
   dump(): Promise<DumpEndpoint[]>;
 }
 
@@ -127,7 +137,10 @@ async function startProxy(): Promise<Proxy> {
       proc.source.push(
         withVersion({
           source: base.source,
-          binds: base.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map((r) => ({ ...r, backends: [service(ports)] })) })) })),
+          binds: base.binds.map((b) => ({
+            ...b,
+            listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map((r) => ({ ...r, backends: isPorts(ports) ? [service(ports)] : ports })) })),
+          })),
         }),
       ),
     dump: async () => {
@@ -273,6 +286,24 @@ describe('a Service backend over real endpoints', () => {
       await until(() => new Promise<boolean>((r) => e.server.getConnections((_err, n) => r(n === 0))), { what: `${e.name}'s connections to close` });
     }
     expect(p.proc.runtime.endpoints.size).toBe(2);
+  });
+
+  it('keeps the backendRef weights across Services: a slow Service keeps its share, a weight of 0 gets nothing', async () => {
+    const slow = await endpoint('slow', { delayMs: 50 });
+    const fast1 = await endpoint('fast1');
+    const fast2 = await endpoint('fast2');
+    const never = await endpoint('never');
+    cleanups.push(() => slow.close(), () => fast1.close(), () => fast2.close(), () => never.close());
+    const p = await startProxy();
+    // Least request chooses within a Service only; between Services the weights decide.
+    await p.serve([service([slow.port], 'slow'), service([fast1.port, fast2.port], 'fast'), service([never.port], 'never', 0)]);
+    const results = await load(p.url, 80, 6);
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    const counts = tally(results.map((r) => r.body));
+    expect(counts.never).toBeUndefined();
+    // Each of two equal weights gets a binomial(80, 1/2) share: fewer than 15 has a probability below 1e-8.
+    expect(counts.slow).toBeGreaterThanOrEqual(15);
+    expect(counts.fast1! + counts.fast2!).toBeGreaterThanOrEqual(15);
   });
 
   it('names the Service as the backend in the trace and the endpoint as the call target', async () => {
