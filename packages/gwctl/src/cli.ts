@@ -3,7 +3,7 @@
 // `gwctl: <message>` line on stderr and a documented exit code (errors.ts, docs/gwctl.md).
 import { parseDuration, parsePort } from '@tollgate/api';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { configAll, configBackends, type ConfigFlags } from './commands/config.js';
+import { configAll, configBackends, type BackendsFlags, type ConfigFlags } from './commands/config.js';
 import { controllerLog, type ControllerLogFlags } from './commands/controller-log.js';
 import { proxyLog, type LogFlags } from './commands/log.js';
 import { trace, type TraceFlags } from './commands/trace.js';
@@ -116,13 +116,15 @@ function addProxyCommands(parent: Command, run: Run, curlArgs: readonly string[]
     config
       .command('backends')
       .summary('backend and endpoint health table')
-      .description('Backends and their endpoints: HEALTH (moving average of success, 0 to 1), REQUESTS and LATENCY (moving average).')
+      .description(
+        'Backends and their endpoints: HEALTH (moving average of success, 0 to 1), REQUESTS and LATENCY (moving average). -o wide adds INFLIGHT (requests in flight) and EJECTED (until when an endpoint that failed to connect is avoided).',
+      )
       .argument('[target]', 'gateway/<name>')
-      .addOption(output())
+      .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'wide', 'json', 'yaml']).default('table'))
       .option('--file <dump.json>', 'render a saved /config_dump JSON file instead of asking a proxy')
-      .addHelpText('after', examples([`gwctl ${prefix}config backends gateway/public -n edge`, `gwctl ${prefix}config backends --local -o json`])),
+      .addHelpText('after', examples([`gwctl ${prefix}config backends gateway/public -n edge`, `gwctl ${prefix}config backends gateway/public -o wide`, `gwctl ${prefix}config backends --local -o json`])),
     'gateway',
-  ).action((target: string | undefined, flags: ConfigFlags) => run(async () => (noCurl(), configBackends(target, flags, io))));
+  ).action((target: string | undefined, flags: BackendsFlags) => run(async () => (noCurl(), configBackends(target, flags, io))));
 
   targetOptions(
     parent

@@ -23,6 +23,10 @@ export interface DumpEndpoint {
   readonly health: number;
   readonly requests: number;
   readonly latencyMs: number;
+  /** Requests in flight (absent in dumps of proxies that do not report it). */
+  readonly inFlight?: number;
+  /** ISO time until which the endpoint is ejected after a failed connect; null when it is not. */
+  readonly ejectedUntil?: string | null;
 }
 
 export interface DumpBackend {
@@ -73,6 +77,31 @@ class Checker {
   }
 }
 
+function checkBackends(list: unknown[], c: Checker): void {
+  list.forEach((b, i) => {
+    if (!isObject(b) || typeof b.name !== 'string') throw c.fail(`backends[${i}].name must be a string`);
+    if (b.endpoints !== undefined && !Array.isArray(b.endpoints)) throw c.fail(`backends[${i}].endpoints must be an array`);
+    ((b.endpoints as unknown[] | undefined) ?? []).forEach((e, j) => {
+      if (!isObject(e) || typeof e.address !== 'string') throw c.fail(`backends[${i}].endpoints[${j}].address must be a string`);
+      for (const k of ['health', 'requests', 'latencyMs']) c.number(e[k], `backends[${i}].endpoints[${j}].${k}`);
+      c.number(e.inFlight, `backends[${i}].endpoints[${j}].inFlight`, true);
+      c.string(e.ejectedUntil, `backends[${i}].endpoints[${j}].ejectedUntil`, true);
+    });
+    c.string(b.type, `backends[${i}].type`);
+    c.string(b.namespace, `backends[${i}].namespace`, true);
+  });
+}
+
+/** Checks the body of the admin server's /backends answer (the `backends` of a dump, and its version). */
+export function checkBackendsBody(value: unknown, where: string): { readonly version?: string; readonly backends: readonly DumpBackend[] } {
+  const c = new Checker((what) => new GwctlError('TG_GWCTL_ADMIN_ERROR', `${where} is not a /backends body: ${what}`));
+  if (!isObject(value)) throw c.fail('expected a JSON object');
+  if (!Array.isArray(value.backends)) throw c.fail('"backends" must be an array');
+  c.string(value.version, 'version', true);
+  checkBackends(value.backends, c);
+  return value as { version?: string; backends: DumpBackend[] };
+}
+
 /**
  * Checks every field gwctl renders, so a wrong file or a wrong answer is one clear error
  * rather than a crash; `where` names the source in the message, `code` whose fault a bad one
@@ -121,16 +150,7 @@ export function checkDump(value: unknown, where: string, code: ErrorCode = 'TG_G
       c.number(o.weight, `routes[${i}].backends[${j}].weight`, true);
     });
   });
-  (value.backends as unknown[]).forEach((b, i) => {
-    if (!isObject(b) || typeof b.name !== 'string') throw c.fail(`backends[${i}].name must be a string`);
-    if (b.endpoints !== undefined && !Array.isArray(b.endpoints)) throw c.fail(`backends[${i}].endpoints must be an array`);
-    ((b.endpoints as unknown[] | undefined) ?? []).forEach((e, j) => {
-      if (!isObject(e) || typeof e.address !== 'string') throw c.fail(`backends[${i}].endpoints[${j}].address must be a string`);
-      for (const k of ['health', 'requests', 'latencyMs']) c.number(e[k], `backends[${i}].endpoints[${j}].${k}`);
-    });
-    c.string(b.type, `backends[${i}].type`);
-    c.string(b.namespace, `backends[${i}].namespace`, true);
-  });
+  checkBackends(value.backends as unknown[], c);
   (value.policies as unknown[]).forEach((p, i) => {
     if (!isObject(p) || !isObject(p.target) || !isObject(p.policy)) throw c.fail(`policies[${i}] must have "target" and "policy" objects`);
     c.string(p.target.kind, `policies[${i}].target.kind`);

@@ -73,16 +73,29 @@ describe('malformed answers: exit 8', () => {
     };
     for (const [body, problem] of Object.entries(answers)) {
       const addr = await admin((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(body));
-      for (const cmd of ['all', 'backends']) {
-        const r = await gwctl(['config', cmd, '--local', '--admin-addr', addr]);
-        expect(r.code, body).toBe(8);
-        expectOneLine(r, new RegExp(`^gwctl: the /config_dump answer of ${addr} is not a /config_dump body: ${problem}$`, 'm'));
-      }
+      const r = await gwctl(['config', 'all', '--local', '--admin-addr', addr]);
+      expect(r.code, body).toBe(8);
+      expectOneLine(r, new RegExp(`^gwctl: the /config_dump answer of ${addr} is not a /config_dump body: ${problem}$`, 'm'));
     }
     const html = await admin((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>login</html>'));
     const r = await gwctl(['config', 'all', '--local', '--admin-addr', html]);
     expect(r.code).toBe(8);
     expectOneLine(r, /^gwctl: GET \/config_dump did not answer JSON: <html>login<\/html>$/m);
+  });
+
+  it('a /backends answer of the wrong shape', async () => {
+    const answers: Record<string, string> = {
+      '{"backends":[{"name":"x","endpoints":[{"address":"a","health":1,"requests":1,"latencyMs":1,"inFlight":"2"}]}]}': 'backends\\[0\\]\\.endpoints\\[0\\]\\.inFlight must be a number',
+      '{"backends":[{"name":"x","endpoints":[{"address":"a","health":1,"requests":1,"latencyMs":1,"ejectedUntil":5}]}]}': 'backends\\[0\\]\\.endpoints\\[0\\]\\.ejectedUntil must be a string',
+      '{"backends":null}': '"backends" must be an array',
+      'null': 'expected a JSON object',
+    };
+    for (const [body, problem] of Object.entries(answers)) {
+      const addr = await admin((req, res) => res.writeHead(req.url === '/backends' ? 200 : 404, { 'content-type': 'application/json' }).end(body));
+      const r = await gwctl(['config', 'backends', '--local', '--admin-addr', addr]);
+      expect(r.code, body).toBe(8);
+      expectOneLine(r, new RegExp(`^gwctl: the /backends answer of ${addr} is not a /backends body: ${problem}$`, 'm'));
+    }
   });
 
   it('a /logging answer that is not a log level', async () => {

@@ -89,8 +89,17 @@ describe('config', () => {
     expect(Number(m![4])).toBe(count + 3);
     const json = await gwctl(['config', 'backends', ...local, '-o', 'json']);
     expect(JSON.parse(json.stdout)).toEqual([
-      { type: 'Backend', name: `127.0.0.1:${proxy.mock.port}`, namespace: '', endpoints: [expect.objectContaining({ address: `127.0.0.1:${proxy.mock.port}`, requests: count + 3 })] },
+      {
+        type: 'Backend',
+        name: `127.0.0.1:${proxy.mock.port}`,
+        namespace: '',
+        endpoints: [expect.objectContaining({ address: `127.0.0.1:${proxy.mock.port}`, requests: count + 3, inFlight: 0, ejectedUntil: null })],
+      },
     ]);
+    const wide = await gwctl(['config', 'backends', ...local, '-o', 'wide']);
+    const [wideHeader, wideRow] = wide.stdout.trimEnd().split('\n');
+    expect(wideHeader).toMatch(/^TYPE\s+NAME\s+NAMESPACE\s+ENDPOINT\s+HEALTH\s+REQUESTS\s+LATENCY\s+INFLIGHT\s+EJECTED$/);
+    expect(wideRow).toMatch(/^Backend\s+127\.0\.0\.1:\d+\s+-\s+127\.0\.0\.1:\d+\s+1\.00\s+\d+\s+\d+\.\d\dms\s+0\s+-$/);
   });
 
   it('config backends --file renders the health of a saved cluster dump', async () => {
@@ -105,8 +114,9 @@ describe('config', () => {
           name: 'llm.ai.svc.cluster.local:8000',
           namespace: 'ai',
           endpoints: [
-            { address: '10.0.0.7:8000', health: 0.8765, requests: 120, latencyMs: 41.2049 },
+            { address: '10.0.0.7:8000', health: 0.8765, requests: 120, latencyMs: 41.2049, inFlight: 3, ejectedUntil: null },
             { address: '10.0.0.8:8000', health: 1, requests: 0, latencyMs: 0 },
+            { address: '10.0.0.9:8000', health: 0.9, requests: 2, latencyMs: 0, inFlight: 0, ejectedUntil: '2026-11-23T14:00:02.000Z' },
           ],
         },
       ],
@@ -119,6 +129,18 @@ describe('config', () => {
         'TYPE      NAME                            NAMESPACE   ENDPOINT        HEALTH   REQUESTS   LATENCY',
         'Service   llm.ai.svc.cluster.local:8000   ai          10.0.0.7:8000   0.88     120        41.20ms',
         'Service   llm.ai.svc.cluster.local:8000   ai          10.0.0.8:8000   1.00     0          0.00ms',
+        'Service   llm.ai.svc.cluster.local:8000   ai          10.0.0.9:8000   0.90     2          0.00ms',
+        '',
+      ].join('\n'),
+    );
+    // -o wide: requests in flight and the ejection; a dump from a proxy that does not report them shows `?`.
+    const wide = await gwctl(['config', 'backends', '--file', file, '-o', 'wide']);
+    expect(wide.stdout).toBe(
+      [
+        'TYPE      NAME                            NAMESPACE   ENDPOINT        HEALTH   REQUESTS   LATENCY   INFLIGHT   EJECTED',
+        'Service   llm.ai.svc.cluster.local:8000   ai          10.0.0.7:8000   0.88     120        41.20ms   3          -',
+        'Service   llm.ai.svc.cluster.local:8000   ai          10.0.0.8:8000   1.00     0          0.00ms    ?          ?',
+        'Service   llm.ai.svc.cluster.local:8000   ai          10.0.0.9:8000   0.90     2          0.00ms    0          2026-11-23T14:00:02.000Z',
         '',
       ].join('\n'),
     );

@@ -115,6 +115,12 @@ export const PROXY_ERRORS = defineErrors({
     message: 'too many trace sessions are waiting',
     hint: 'close a waiting trace (GET /debug/tasks lists them), or raise config.maxTraceSessions',
   },
+  backendsFilter: {
+    code: 'TG_ADMIN_BACKENDS_FILTER',
+    status: 400,
+    message: '{key} must be given once, non-empty and at most {max} characters, e.g. ?{key}={example}; leave it out to list every backend',
+    hint: 'GET /backends takes ?name=<backend name> (as /config_dump lists it) and ?namespace=<namespace>, each at most once',
+  },
   internal: {
     code: 'TG_INTERNAL',
     status: 500,

@@ -136,7 +136,7 @@ describe('index, unknown paths and the cross-site guard', () => {
   it('GET / lists the endpoints', async () => {
     const r = await get('/');
     expect(r.headers['content-type']).toContain('text/html');
-    for (const p of ['/config_dump', '/debug/trace', '/logging', '/memory', '/debug/pprof/profile', '/debug/pprof/heap', '/debug/tasks', '/quitquitquit']) expect(r.body).toContain(p);
+    for (const p of ['/config_dump', '/backends', '/debug/trace', '/logging', '/memory', '/debug/pprof/profile', '/debug/pprof/heap', '/debug/tasks', '/quitquitquit']) expect(r.body).toContain(p);
   });
   it('an unknown endpoint is a 404 pointing at the index', async () => {
     expect((await get('/nope')).body).toContain('GET / lists them');
@@ -172,24 +172,28 @@ describe('POST /quitquitquit', () => {
 });
 
 describe('backend health in /config_dump', () => {
-  it('counts requests per endpoint with a health score and a latency average', async () => {
+  it('counts requests per endpoint with a health score, a latency average, requests in flight and an ejection', async () => {
     const dead = `127.0.0.1:${await freePort()}`;
+    // Time stands still: the failure average does not fade and the ejection does not end.
+    const now = Date.parse('2026-01-01T00:00:00Z');
     const g = await startGateway(
       simpleConfig(await freePort(), [
         { name: 'live', matches: [{ path: { value: '/live' } }], backends: [{ host: up.host }] },
         { name: 'dead', matches: [{ path: { value: '/dead' } }], backends: [{ host: dead }] },
       ]),
+      { clock: () => now },
     );
     try {
       for (let i = 0; i < 3; i++) await send(`${g.url}/live`);
       for (let i = 0; i < 2; i++) await send(`${g.url}/dead`);
-      const dump = (await (await fetch(`${g.adminUrl}/config_dump`)).json()) as { backends: { type: string; name: string; endpoints: { address: string; health: number; requests: number; latencyMs: number }[] }[] };
+      const dump = (await (await fetch(`${g.adminUrl}/config_dump`)).json()) as { backends: { type: string; name: string; endpoints: { address: string; health: number; requests: number; latencyMs: number; inFlight: number; ejectedUntil: string | null }[] }[] };
       const live = dump.backends.find((b) => b.name === up.host)!;
       const down = dump.backends.find((b) => b.name === dead)!;
       expect(live.type).toBe('Backend');
-      expect(live.endpoints).toEqual([expect.objectContaining({ address: up.host, requests: 3, health: 1 })]);
+      expect(live.endpoints).toEqual([expect.objectContaining({ address: up.host, requests: 3, health: 1, inFlight: 0, ejectedUntil: null })]);
       expect(live.endpoints[0]!.latencyMs).toBeGreaterThan(0);
-      expect(down.endpoints[0]!.requests).toBe(2);
+      // Its only endpoint is still tried while ejected; the ejection (1 s) counts from the first failure.
+      expect(down.endpoints).toEqual([expect.objectContaining({ address: dead, requests: 2, inFlight: 0, ejectedUntil: '2026-01-01T00:00:01.000Z' })]);
       expect(down.endpoints[0]!.health).toBeCloseTo(0.81, 5);
     } finally {
       await g.close();
@@ -199,7 +203,7 @@ describe('backend health in /config_dump', () => {
 
 describe('wrong methods', () => {
   it('every GET endpoint answers another method with 405 and Allow', async () => {
-    for (const path of ['/', '/config_dump', '/debug/trace', '/memory', '/debug/pprof/profile', '/debug/pprof/heap', '/debug/tasks']) {
+    for (const path of ['/', '/config_dump', '/backends', '/debug/trace', '/memory', '/debug/pprof/profile', '/debug/pprof/heap', '/debug/tasks']) {
       for (const method of ['POST', 'PUT', 'DELETE']) {
         const r = await send(`${gw.adminUrl}${path}`, { method });
         expect([method, path, r.status, r.headers.allow]).toEqual([method, path, 405, 'GET, HEAD']);

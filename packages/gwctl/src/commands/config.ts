@@ -3,17 +3,24 @@
 import { readFile } from 'node:fs/promises';
 import { stringify } from 'yaml';
 import { adminJson } from '../admin-client.js';
-import { checkDump, type ConfigDump, type DumpMatch, type DumpPolicy } from '../config-dump.js';
+import { checkBackendsBody, checkDump, type ConfigDump, type DumpBackend, type DumpMatch, type DumpPolicy } from '../config-dump.js';
 import { GwctlError, describe, usage } from '../errors.js';
 import { write, type Io } from '../io.js';
 import { table } from '../table.js';
 import { gatewayTarget, withTarget, type TargetFlags } from '../target/resolve.js';
 
 export type OutputFormat = 'table' | 'json' | 'yaml';
+/** `config backends` also has `wide`: the §2.7 columns, then requests in flight and the ejection. */
+export type BackendsFormat = OutputFormat | 'wide';
 
 export interface ConfigFlags extends TargetFlags {
   file?: string;
   output?: OutputFormat;
+}
+
+export interface BackendsFlags extends TargetFlags {
+  file?: string;
+  output?: BackendsFormat;
 }
 
 async function loadDump(ref: string | undefined, flags: ConfigFlags, io: Io): Promise<ConfigDump> {
@@ -119,13 +126,22 @@ export function renderAll(d: ConfigDump): string {
   return out.join('\n');
 }
 
-/** The backend health table of the interface spec §2.7. */
-export function renderBackends(d: ConfigDump): string {
-  const rows = d.backends.flatMap((b) =>
-    (b.endpoints ?? []).map((e) => [b.type, b.name, b.namespace || '-', e.address, e.health.toFixed(2), String(e.requests), `${e.latencyMs.toFixed(2)}ms`]),
+/**
+ * The backend health table of the interface spec §2.7; `wide` adds INFLIGHT (requests in
+ * flight) and EJECTED (until when the endpoint is avoided after a failed connect, `-` when it
+ * is not; `?` for what a proxy did not report).
+ */
+export function renderBackends(backends: readonly DumpBackend[], wide = false): string {
+  const rows = backends.flatMap((b) =>
+    (b.endpoints ?? []).map((e) => {
+      const row = [b.type, b.name, b.namespace || '-', e.address, e.health.toFixed(2), String(e.requests), `${e.latencyMs.toFixed(2)}ms`];
+      if (wide) row.push(e.inFlight === undefined ? '?' : String(e.inFlight), e.ejectedUntil === undefined ? '?' : (e.ejectedUntil ?? '-'));
+      return row;
+    }),
   );
   if (!rows.length) return 'No backends.\n';
-  return table(['TYPE', 'NAME', 'NAMESPACE', 'ENDPOINT', 'HEALTH', 'REQUESTS', 'LATENCY'], rows);
+  const header = ['TYPE', 'NAME', 'NAMESPACE', 'ENDPOINT', 'HEALTH', 'REQUESTS', 'LATENCY'];
+  return table(wide ? [...header, 'INFLIGHT', 'EJECTED'] : header, rows);
 }
 
 export async function configAll(ref: string | undefined, flags: ConfigFlags, io: Io): Promise<void> {
@@ -133,8 +149,16 @@ export async function configAll(ref: string | undefined, flags: ConfigFlags, io:
   write(io.stdout, formatted(dump, flags.output ?? 'table') ?? renderAll(dump));
 }
 
-export async function configBackends(ref: string | undefined, flags: ConfigFlags, io: Io): Promise<void> {
-  const dump = await loadDump(ref, flags, io);
-  const backends = dump.backends.map((b) => ({ type: b.type, name: b.name, namespace: b.namespace ?? '', endpoints: b.endpoints ?? [] }));
-  write(io.stdout, formatted(backends, flags.output ?? 'table') ?? renderBackends(dump));
+/** A proxy's /backends (its live endpoint state), or the backends of a saved /config_dump. */
+async function loadBackends(ref: string | undefined, flags: BackendsFlags, io: Io): Promise<readonly DumpBackend[]> {
+  if (flags.file !== undefined) return (await loadDump(ref, { ...flags, output: undefined }, io)).backends;
+  return withTarget(gatewayTarget(ref, flags, io), async (t) => checkBackendsBody(await adminJson(t, '/backends'), `the /backends answer of ${t.description}`).backends);
+}
+
+export async function configBackends(ref: string | undefined, flags: BackendsFlags, io: Io): Promise<void> {
+  const found = await loadBackends(ref, flags, io);
+  const format = flags.output ?? 'table';
+  const backends = found.map((b) => ({ type: b.type, name: b.name, namespace: b.namespace ?? '', endpoints: b.endpoints ?? [] }));
+  const text = format === 'table' || format === 'wide' ? renderBackends(found, format === 'wide') : formatted(backends, format);
+  write(io.stdout, text ?? '');
 }

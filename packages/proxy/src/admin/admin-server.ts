@@ -4,6 +4,7 @@
 import { AdminServer as KitAdminServer, CatalogError, pprofRoutes, textLoggingRoutes, type AdminEndpoint } from '@tollgate/kit';
 import { TollgateError } from '../errors.js';
 import type { AdminContext } from './context.js';
+import { backendsRoutes } from './routes/backends.js';
 import { configDumpRoutes } from './routes/config-dump.js';
 import { memoryRoutes } from './routes/memory.js';
 import { quitRoutes } from './routes/quit.js';
@@ -12,6 +13,7 @@ import { traceRoutes } from './routes/trace.js';
 
 export const ENDPOINTS: readonly AdminEndpoint[] = [
   { method: 'GET', path: '/config_dump', description: 'the loaded configuration (JSON; secrets redacted)' },
+  { method: 'GET', path: '/backends', description: 'backends and the live state of their endpoints (JSON); ?name=&lt;backend&gt; and ?namespace=&lt;ns&gt; narrow it' },
   { method: 'GET', path: '/debug/trace', description: 'trace the next request as server-sent events; ?match=&lt;CEL&gt; narrows it' },
   { method: 'GET', path: '/logging', description: 'current log directive; POST ?level=&lt;directive&gt; sets it, POST ?reset restores it' },
   { method: 'GET', path: '/memory', description: 'process and V8 memory (JSON)' },
@@ -31,6 +33,7 @@ export class AdminServer {
     this.#server = new KitAdminServer({ host, port, title: 'Tollgate admin', endpoints: ENDPOINTS, allowedHosts: ctx.allowedHosts });
     const app = this.#server.app;
     configDumpRoutes(app, ctx);
+    backendsRoutes(app, ctx);
     traceRoutes(app, ctx);
     textLoggingRoutes(app, { logs: ctx.logs, onChange: (directive) => ctx.logs.get('admin').info(`log level changed to ${directive}`) });
     memoryRoutes(app, ctx);

@@ -4,7 +4,7 @@
 // values routes match on when they are credentials: a header of the redaction list, a query
 // parameter whose value is a credential.
 import { isSensitiveHeader, isSensitiveQueryParam, REDACTED, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
-import type { EndpointStatsTable } from '../upstream/stats.js';
+import type { EndpointTable, EndpointView } from '../upstream/endpoints.js';
 import { upstreamNames } from '../routing/backend-picker.js';
 
 function round(n: number, digits: number): number {
@@ -28,7 +28,7 @@ export interface DumpSettings {
   readonly maxTraceSessions: number;
 }
 
-export function configDump(ir: ProxySnapshot, loadedAt: number, stats: EndpointStatsTable, settings: DumpSettings) {
+export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: EndpointTable, settings: DumpSettings) {
   const listeners = ir.binds.flatMap((b) =>
     b.listeners.map((l) => ({ name: l.name, bind: `${b.address}:${b.port}`, protocol: l.protocol, hostname: l.hostname, routes: l.routes.map((r) => r.name) })),
   );
@@ -46,21 +46,7 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, stats: EndpointS
       })),
     ),
   );
-  // A standalone backend is one endpoint (its address); a Service has one per ready endpoint.
-  const endpoint = (address: string) => {
-    const s = stats.get(address);
-    return { address, health: round(s.health, 4), requests: s.requests, latencyMs: round(s.latencyMs, 3) };
-  };
-  const backends = [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [x.name, x])).values()].map((x) => {
-    switch (x.kind) {
-      case 'static':
-        return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, endpoints: [endpoint(x.name)] };
-      case 'service':
-        return { type: 'Service', name: x.name, namespace: x.namespace, host: x.service, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
-      case 'invalid':
-        return { type: 'Invalid', name: x.name, namespace: '', host: '', port: 0, reason: x.reason, endpoints: [] };
-    }
-  });
+  const backends = backendHealth(ir, endpoints);
   // The origin (the GatewayPolicy or config path it came from) beside the policy, whose keys
   // stay the policy kinds.
   const policyEntry = (target: { kind: string; name: string }, level: string, { origin, ...policy }: PolicyIR) => ({ target, level, origin, policy });
@@ -83,4 +69,26 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, stats: EndpointS
     services: [] as unknown[],
     policies,
   };
+}
+
+/**
+ * The backends of a snapshot with the live state of their endpoints (the `backends` of
+ * /config_dump and the body of /backends): a standalone backend is one endpoint (its
+ * address); a Service has one per ready endpoint.
+ */
+export function backendHealth(ir: ProxySnapshot, endpoints: EndpointTable) {
+  const endpoint = (address: string): EndpointView => {
+    const v = endpoints.get(address)?.view() ?? { address, health: 1, requests: 0, latencyMs: 0, inFlight: 0, ejectedUntil: null };
+    return { ...v, health: round(v.health, 4), latencyMs: round(v.latencyMs, 3) };
+  };
+  return [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [x.name, x])).values()].map((x) => {
+    switch (x.kind) {
+      case 'static':
+        return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
+      case 'service':
+        return { type: 'Service', name: x.name, namespace: x.namespace, host: x.service, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
+      case 'invalid':
+        return { type: 'Invalid', name: x.name, namespace: '', host: '', port: 0, reason: x.reason, endpoints: [] };
+    }
+  });
 }

@@ -1,4 +1,5 @@
-// Stage 5, backend choice: one of the route's backends by weight; the request gains its
+// Stage 5, backend choice: one of the route's backends by weight and, for a Service, one of
+// its endpoints by least request (routing/backend-picker.ts); the request gains its
 // x-forwarded-* headers on the way out.
 import { ERRORS } from '../errors.js';
 import { addForwarded } from '../upstream/headers.js';

@@ -10,16 +10,12 @@ import type { ProxyMetrics } from '../metrics/metrics.js';
 import type { Admissions } from '../ratelimit/policy.js';
 import type { CompiledListener, CompiledRoute, CompiledSnapshot } from '../routing/compile.js';
 import { normalizeHost } from '../routing/hostname.js';
-import type { PoolSet } from '../upstream/pools.js';
-import type { EndpointStatsTable } from '../upstream/stats.js';
 import type { Logger } from 'pino';
 import type { InFlight } from '../server/inflight.js';
 import { parseRequestTarget, type PathSettings } from './request-target.js';
 
 /** What the pipeline needs from the running proxy, shared by all requests. */
 export interface PipelineDeps {
-  readonly pools: PoolSet;
-  readonly endpointStats: EndpointStatsTable;
   readonly metrics: ProxyMetrics;
   readonly rateLimitLog: Logger;
   readonly defaultBackendTimeoutMs: number;

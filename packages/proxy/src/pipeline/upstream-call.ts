@@ -2,6 +2,7 @@
 // response streams back through the response policies. A transport failure before anything
 // reached the client is answered with its catalog entry.
 import { ERRORS } from '../errors.js';
+import { callOutcome } from '../upstream/endpoints.js';
 import { forward } from '../upstream/forward.js';
 import { answerError } from './answer.js';
 import type { RequestContext } from './context.js';
@@ -16,8 +17,11 @@ export async function callUpstream(ctx: RequestContext): Promise<void> {
   const response = new ResponsePolicies(ctx);
   const body = ctx.llm ? ctx.llm.body : ctx.hasBody ? ctx.req : null;
   const callStart = performance.now();
+  // In flight on the endpoint until the exchange ends (forward never rejects). No request can
+  // pick between chooseBackend and here: nothing is awaited in between.
+  backend.endpoint.begin();
   const result = await forward(
-    deps.pools.get(backend.name, backend.host, backend.port),
+    backend.endpoint.pool,
     {
       method: ctx.method,
       path: ctx.query ? `${ctx.upstreamPath}?${ctx.query}` : ctx.upstreamPath,
@@ -33,9 +37,8 @@ export async function callUpstream(ctx: RequestContext): Promise<void> {
   const latencyMs = (response.headersAt || performance.now()) - callStart;
   // A client that went away (also while still sending its body) says nothing of the backend.
   const clientGone = result.error?.kind === 'TG_CLIENT_GONE' || (ctx.req.destroyed && !ctx.req.complete);
-  if (!clientGone) {
-    deps.endpointStats.record(backend.name, result.error === null && result.status < 500, latencyMs);
-  }
+  // The balancer learns from how the call went.
+  backend.endpoint.end(callOutcome(result.error?.kind ?? null, result.status, clientGone), latencyMs);
   if (response.headersAt) deps.metrics.observeUpstreamLatency(route.name, latencyMs / 1000);
   ctx.error = clientGone ? 'TG_CLIENT_GONE' : (result.error?.kind ?? null);
   if (clientGone) {

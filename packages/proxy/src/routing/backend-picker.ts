@@ -1,31 +1,63 @@
-// Chooses where one request goes: a backend of the route by weight, then, for a Service, one
-// of its ready endpoints round robin. Cumulative weights are computed once per config; a pick
-// is one random number and a short scan (routes rarely have many backends).
+// Chooses where one request goes: a backend of the route by weight (the Gateway API's
+// backendRef weights, across backends), then, within a Service, one of its ready endpoints by
+// the balancing policy. Everything a pick reads is prepared once per config (cumulative
+// weights, target objects holding their endpoint state); a pick allocates nothing.
 import type { BackendIR, ServiceBackendIR } from '@tollgate/api';
+import type { Clock } from '../ratelimit/clock.js';
+import { systemClock } from '../ratelimit/clock.js';
+import { EndpointTable, type Endpoint } from '../upstream/endpoints.js';
+import { hostPort } from '../upstream/host-port.js';
+
+export { hostPort };
 
 /** The address a request is sent to, and the backend it belongs to. */
 export interface UpstreamTarget {
-  /** `<address>:<port>` of the endpoint; names its connection pool. */
+  /** `<address>:<port>` of the endpoint (the trace's backendCallStart target). */
   readonly name: string;
   readonly host: string;
   readonly port: number;
   readonly backend: BackendIR;
+  /** Its pool, requests in flight and scores. */
+  readonly endpoint: Endpoint;
 }
 
 /** null: no backend can take the request (none configured, none resolved, no ready endpoint). */
 export type BackendPicker = () => UpstreamTarget | null;
 
-type TargetPicker = () => UpstreamTarget | null;
+/**
+ * How the endpoints of one Service share its requests.
+ *
+ * `LeastRequest` is the power of two choices: two candidates per pick, the cheaper one wins
+ * (cost = requests in flight, latency and failures: Endpoint#cost). Comparing two instead of
+ * scanning all keeps a pick O(1) whatever the number of endpoints, and picking the best of two
+ * rather than the best of all avoids the herd effect of every proxy replica (whose in-flight
+ * counts are only its own) sending to the same momentarily best endpoint; two choices already
+ * spread load exponentially better than one random choice. One candidate is the round-robin
+ * cursor's endpoint and the other a random one, and the random one must be cheaper by more
+ * than `tolerance` to win: endpoints that cost about the same (the usual case, and a fresh
+ * Service, where nothing is known yet) are served round robin.
+ *
+ * `RoundRobin` ignores the scores (endpoint ejection still applies).
+ */
+export type BalancingPolicy = { readonly kind: 'LeastRequest'; readonly choices: 2; readonly tolerance: number } | { readonly kind: 'RoundRobin' };
 
-export function hostPort(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+/** What Service backends use. */
+export const SERVICE_BALANCING: BalancingPolicy = { kind: 'LeastRequest', choices: 2, tolerance: 0.2 };
+
+export interface PickerDeps {
+  /** Where endpoint state lives across configs (the runtime's table). */
+  readonly endpoints: EndpointTable;
+  readonly clock: Clock;
+  readonly balancing: BalancingPolicy;
 }
 
-/** The connection-pool names a backend can dial: what a reload must keep open. */
+type TargetPicker = () => UpstreamTarget | null;
+
+/** The endpoint addresses a backend can dial: what a new config keeps of the endpoint state. */
 export function upstreamNames(backend: BackendIR): string[] {
   switch (backend.kind) {
     case 'static':
-      return [backend.name];
+      return [hostPort(backend.host, backend.port)];
     case 'service':
       return backend.endpoints.map((e) => hostPort(e.address, e.port));
     case 'invalid':
@@ -33,34 +65,79 @@ export function upstreamNames(backend: BackendIR): string[] {
   }
 }
 
-function serviceTargets(backend: ServiceBackendIR): TargetPicker {
-  const targets = backend.endpoints.map((e) => ({ name: hostPort(e.address, e.port), host: e.address, port: e.port, backend }));
-  if (!targets.length) return () => null;
-  let next = 0;
+/** The first endpoint from `start` on that is not ejected, or null when all are. */
+function firstAvailable(targets: readonly UpstreamTarget[], start: number, now: number): UpstreamTarget | null {
+  for (let i = 0; i < targets.length; i++) {
+    const t = targets[(start + i) % targets.length]!;
+    if (t.endpoint.cost(now) !== Infinity) return t;
+  }
+  return null;
+}
+
+function serviceTargets(backend: ServiceBackendIR, deps: PickerDeps): TargetPicker {
+  const targets: UpstreamTarget[] = backend.endpoints.map((e) => {
+    const endpoint = deps.endpoints.acquire(e.address, e.port);
+    return { name: endpoint.name, host: e.address, port: e.port, backend, endpoint };
+  });
+  const n = targets.length;
+  if (n === 0) return () => null;
+  if (n === 1) {
+    const only = targets[0]!;
+    return () => only;
+  }
+  const { clock } = deps;
+  const policy = deps.balancing;
+  let cursor = 0;
+  if (policy.kind === 'RoundRobin') {
+    return () => {
+      const at = cursor;
+      cursor = at + 1 === n ? 0 : at + 1;
+      const t = targets[at]!;
+      // With every endpoint ejected one is still tried rather than failing the request.
+      return t.endpoint.cost(clock()) !== Infinity ? t : (firstAvailable(targets, at, clock()) ?? t);
+    };
+  }
+  const margin = 1 + policy.tolerance;
   return () => {
-    const t = targets[next]!;
-    next = (next + 1) % targets.length;
-    return t;
+    const now = clock();
+    const at = cursor;
+    cursor = at + 1 === n ? 0 : at + 1;
+    // Any endpoint but the cursor's, uniformly.
+    const other = (at + 1 + Math.floor(Math.random() * (n - 1))) % n;
+    const a = targets[at]!;
+    const b = targets[other]!;
+    const costA = a.endpoint.cost(now);
+    const costB = b.endpoint.cost(now);
+    const pick = costB * margin < costA ? b : a;
+    if ((pick === a ? costA : costB) !== Infinity) return pick;
+    // Both candidates ejected (or retired): any endpoint that is not, else one of them anyway.
+    return firstAvailable(targets, other, now) ?? pick;
   };
 }
 
-function targetsOf(backend: BackendIR): TargetPicker {
+function targetsOf(backend: BackendIR, deps: PickerDeps): TargetPicker {
   switch (backend.kind) {
     case 'static': {
-      const only = { name: backend.name, host: backend.host, port: backend.port, backend };
+      const endpoint = deps.endpoints.acquire(backend.host, backend.port);
+      const only: UpstreamTarget = { name: endpoint.name, host: backend.host, port: backend.port, backend, endpoint };
       return () => only;
     }
     case 'service':
-      return serviceTargets(backend);
+      return serviceTargets(backend, deps);
     case 'invalid':
       return () => null;
   }
 }
 
-export function backendPicker(backends: readonly BackendIR[]): BackendPicker {
+/** Pickers compiled without a runtime (routing tests) get endpoint state of their own. */
+export function standalonePickerDeps(): PickerDeps {
+  return { endpoints: new EndpointTable({ connectTimeoutMs: 5_000, clock: systemClock }), clock: systemClock, balancing: SERVICE_BALANCING };
+}
+
+export function backendPicker(backends: readonly BackendIR[], deps: PickerDeps): BackendPicker {
   const live = backends.filter((b) => b.weight > 0);
   if (!live.length) return () => null;
-  const pickers = live.map(targetsOf);
+  const pickers = live.map((b) => targetsOf(b, deps));
   if (pickers.length === 1) return pickers[0]!;
   const cumulative: number[] = [];
   let total = 0;

@@ -2,7 +2,7 @@
 // listeners by hostname; per listener a table of path indexes by effective route hostname.
 // Serving a request then costs a few map lookups regardless of the number of routes.
 import type { BindIR, FilterIR, HeaderModifierIR, ListenerIR, PathMatchIR, ProxySnapshot, RouteIR } from '@tollgate/api';
-import { backendPicker, type BackendPicker } from './backend-picker.js';
+import { backendPicker, standalonePickerDeps, type BackendPicker, type PickerDeps } from './backend-picker.js';
 import { compileCandidate, type Candidate, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
 import { effectiveHostnames } from './hostname.js';
@@ -14,6 +14,8 @@ export interface CompileDeps {
   readonly limiters: LimiterStore;
   /** Builds a global limiter; null when global limiting is unavailable (tests of routing). */
   readonly makeGlobal: GlobalFactory | null;
+  /** Endpoint state (kept across configs) and the balancing policy. */
+  readonly picking: PickerDeps;
 }
 
 export interface CompiledRoute {
@@ -56,12 +58,13 @@ export interface RouteHit {
   readonly matched: PathMatchIR;
 }
 
-/** Without `deps` (route-selection tests) no rate limits are compiled. */
+/** Without `deps` (route-selection tests) no rate limits are compiled and endpoint state is the snapshot's own. */
 export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = null): CompiledSnapshot {
   const binds = new Map<number, CompiledBind>();
   const detached: string[] = [];
   let countsTokens = false;
   let order = 0;
+  const picking = deps?.picking ?? standalonePickerDeps();
   for (const bind of ir.binds) {
     const listeners = new HostTable<CompiledListener>();
     for (const l of bind.listeners) {
@@ -75,7 +78,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
         const route: CompiledRoute = {
           ir: r,
           listener,
-          pickBackend: backendPicker(r.backends),
+          pickBackend: backendPicker(r.backends, picking),
           redirect: r.filters.find((f): f is Extract<FilterIR, { type: 'RequestRedirect' }> => f.type === 'RequestRedirect') ?? null,
           responseModifiers: r.filters.filter((f): f is Extract<FilterIR, { type: 'ResponseHeaderModifier' }> => f.type === 'ResponseHeaderModifier'),
           policy: routePolicy,

@@ -5,8 +5,7 @@
 import type { ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
-import { PoolSet } from '../upstream/pools.js';
-import { EndpointStatsTable } from '../upstream/stats.js';
+import { EndpointTable } from '../upstream/endpoints.js';
 import { ProxyMetrics } from '../metrics/metrics.js';
 import { systemClock, type Clock } from '../ratelimit/clock.js';
 import { LimiterStore } from '../ratelimit/local/limiter.js';
@@ -20,7 +19,7 @@ import { MAX_LLM_BODY_BYTES } from '../llm/request-body.js';
 import { DEFAULT_PATH_SETTINGS, type PathSettings } from '../pipeline/request-target.js';
 import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext } from './data-plane.js';
 import type { InFlight } from './inflight.js';
-import { upstreamNames } from '../routing/backend-picker.js';
+import { SERVICE_BALANCING, upstreamNames, type PickerDeps } from '../routing/backend-picker.js';
 
 export interface RuntimeOptions {
   readonly connectTimeoutMs: number;
@@ -54,10 +53,11 @@ function bindKey(address: string, port: number): string {
 export class ProxyRuntime {
   #current: CompiledSnapshot | null = null;
   readonly #servers = new Map<string, DataPlaneServer>();
-  readonly pools: PoolSet;
+  /** Per-endpoint connection pools, requests in flight and scores, kept across configs. */
+  readonly endpoints: EndpointTable;
+  readonly #picking: PickerDeps;
   readonly inflight = new Map<number, InFlight>();
   readonly traces: TraceHub;
-  readonly endpointStats = new EndpointStatsTable();
   readonly metrics: ProxyMetrics;
   readonly limiters: LimiterStore;
   /** gRPC channels to rate limit services, shared across reloads. */
@@ -76,9 +76,11 @@ export class ProxyRuntime {
   loadedAt = 0;
 
   constructor(readonly options: RuntimeOptions) {
-    this.pools = new PoolSet({ connectTimeoutMs: options.connectTimeoutMs });
+    const clock = options.clock ?? systemClock;
+    this.endpoints = new EndpointTable({ connectTimeoutMs: options.connectTimeoutMs, clock });
+    this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING };
     this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels });
-    this.limiters = new LimiterStore(options.clock ?? systemClock);
+    this.limiters = new LimiterStore(clock);
     const log = options.rateLimitLog ?? options.log;
     this.#makeGlobal = (ir) => compileGlobalLimiter(ir, { log, clients: this.rateLimitServices });
     this.traces = new TraceHub(this.traceEnv, options.maxTraceSessions);
@@ -86,8 +88,6 @@ export class ProxyRuntime {
       current: () => this.current,
       log: options.log,
       inflight: this.inflight,
-      pools: this.pools,
-      endpointStats: this.endpointStats,
       metrics: this.metrics,
       rateLimitLog: options.rateLimitLog ?? options.log,
       defaultBackendTimeoutMs: options.backendRequestTimeoutMs,
@@ -117,7 +117,7 @@ export class ProxyRuntime {
   async apply(ir: ProxySnapshot): Promise<void> {
     let next: CompiledSnapshot;
     try {
-      next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.#makeGlobal });
+      next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.#makeGlobal, picking: this.#picking });
     } catch (err) {
       this.limiters.discard();
       throw err;
@@ -153,8 +153,8 @@ export class ProxyRuntime {
       this.options.log.info({ bind: key }, `bind ${key} removed from the config; closing after in-flight requests`);
       void server.close(this.options.drainTimeoutMs);
     }
-    const backends = new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends.flatMap(upstreamNames)))));
-    void this.pools.retain(backends);
+    // Endpoints the new config still lists keep their state; the others close once idle.
+    this.endpoints.retain(new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends.flatMap(upstreamNames))))));
     const services = new Map<string, 'FailOpen' | 'FailClosed'>();
     for (const p of ir.binds.flatMap((b) => b.listeners.flatMap((l) => [l.policy, ...l.routes.map((r) => r.policy)]))) {
       const g = p?.remoteRateLimit;
@@ -169,7 +169,7 @@ export class ProxyRuntime {
     const servers = [...this.#servers.values()];
     this.#servers.clear();
     await Promise.allSettled(servers.map((s) => s.close(this.options.drainTimeoutMs)));
-    await this.pools.close();
+    await this.endpoints.close();
     await this.rateLimitServices.close();
   }
 }

@@ -115,7 +115,8 @@ export class RequestTracer {
     const view: RequestView = upstream
       ? { method: ctx.method, authority, path: ctx.upstreamPath, query: ctx.query, headers: ctx.upstreamHeaders ?? ctx.headers }
       : { method: ctx.method, authority, path: ctx.path, query: ctx.query, headers: ctx.headers };
-    const backend = stage === 'final request' && ctx.backend ? { name: ctx.backend.name, type: 'service' as const, protocol: 'http' as const } : undefined;
+    // The backend as routes name it (`<service_host>:<port>` for a Service); the endpoint chosen within it is the backendCallStart target.
+    const backend = stage === 'final request' && ctx.backend ? { name: ctx.backend.backend.name, type: 'service' as const, protocol: 'http' as const } : undefined;
     this.#emit({ type: 'requestSnapshot', stage, requestState: this.requestState(view, backend) });
   }
 

@@ -13,6 +13,6 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
     if (!rt.hasConfig) return reply.code(503).type('application/json; charset=utf-8').send(JSON.stringify({ error: 'no config loaded yet', delivery }, null, 2));
     const t = rt.clientTimeouts;
     const settings = { requestHeadersTimeoutMs: t.requestHeadersMs, requestBodyIdleTimeoutMs: t.requestBodyIdleMs, keepAliveTimeoutMs: t.keepAliveMs, maxTraceSessions: rt.traces.maxArmed };
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ ...configDump(rt.current.ir, rt.loadedAt, rt.endpointStats, settings), delivery }, null, 2));
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ ...configDump(rt.current.ir, rt.loadedAt, rt.endpoints, settings), delivery }, null, 2));
   });
 }

@@ -1,0 +1,239 @@
+// Per-endpoint state: one object per upstream address (`<address>:<port>`), shared by every
+// backend and every snapshot that names it. It holds the endpoint's connection pool, its
+// requests in flight, moving averages of its latency and of its failures, and its ejection
+// after a failed connect. The balancer reads it on every pick, so a pick is a few field reads
+// and no lookup: compiled pickers keep references to these objects.
+//
+// A new snapshot keeps the objects of the endpoints it still lists (warm connections, learned
+// scores) and retires the others: a retired endpoint closes its pool once its last request in
+// flight is done, so a change of endpoints never cuts a request.
+import { Pool } from 'undici';
+import type { Clock } from '../ratelimit/clock.js';
+import { hostPort } from './host-port.js';
+
+/** Weight of the newest sample in the moving averages. */
+export const EMA_ALPHA = 0.1;
+/**
+ * Latencies below this count as equal. LLM calls take hundreds of milliseconds; differences of
+ * a few milliseconds between endpoints are noise, and treating them as equal lets least-request
+ * (and round robin on ties) decide instead of chasing jitter.
+ */
+export const LATENCY_FLOOR_MS = 10;
+/**
+ * What was learned fades with this half-life while an endpoint gets no samples: an endpoint
+ * that was slow or failing is not avoided forever on old evidence, it is tried again.
+ */
+export const DECAY_HALF_LIFE_MS = 10_000;
+/** Each failure weighs this much in the cost (cost x (1 + FAILURE_WEIGHT x failure average)). */
+export const FAILURE_WEIGHT = 4;
+/** First ejection after a failed connect; doubles with each consecutive one, up to the cap. */
+export const EJECTION_BASE_MS = 1_000;
+export const EJECTION_MAX_MS = 30_000;
+
+/**
+ * How a call through an endpoint ended, as the balancer weighs it: `ok` (a response below 500),
+ * `error` (a 5xx or a transport failure after connecting), `connect-failure` (refused,
+ * unreachable, connect timeout: the endpoint is ejected), `abandoned` (the client left: says
+ * nothing of the endpoint).
+ */
+export type CallOutcome = 'ok' | 'error' | 'connect-failure' | 'abandoned';
+
+export interface EndpointOptions {
+  readonly connectTimeoutMs: number;
+  readonly clock: Clock;
+}
+
+/** What `gwctl config backends` shows of one endpoint. */
+export interface EndpointView {
+  readonly address: string;
+  /** 1 minus the failure average (faded by time): 1 = every recent call succeeded. */
+  readonly health: number;
+  readonly requests: number;
+  /** Moving average of the time to the response headers, ms (0 before the first response). */
+  readonly latencyMs: number;
+  readonly inFlight: number;
+  /** ISO time until which the endpoint is avoided after a failed connect, or null. */
+  readonly ejectedUntil: string | null;
+}
+
+export class Endpoint {
+  readonly name: string;
+  inFlight = 0;
+  /** Calls completed (abandoned ones included). */
+  requests = 0;
+  /** Moving average of the latency, ms; 0 until the first sample (what gwctl shows). */
+  latencyMs = 0;
+  /**
+   * The balancer's latency estimate, ms: the same average, but starting from the floor rather
+   * than from the first sample (which pays the connection setup), and fading back to the floor.
+   */
+  estimateMs = LATENCY_FLOOR_MS;
+  /** Moving average of failure (0 = none, 1 = every call failed). */
+  failure = 0;
+  /** Clock time of the last sample: where the fading of the averages starts. */
+  sampledAt = 0;
+  /** Clock time until which the endpoint is ejected (0: never was). */
+  ejectedUntil = 0;
+  /** Consecutive failed connects; each doubles the next ejection. */
+  connectFailures = 0;
+  #pool: Pool | null = null;
+  #retired = false;
+
+  constructor(
+    readonly host: string,
+    readonly port: number,
+    readonly options: EndpointOptions,
+  ) {
+    this.name = hostPort(host, port);
+  }
+
+  get retired(): boolean {
+    return this.#retired;
+  }
+
+  /** The connection pool, opened on first use (also again for a request of an older snapshot that picks a retired endpoint). */
+  get pool(): Pool {
+    if (!this.#pool) {
+      const h = this.host.includes(':') ? `[${this.host}]` : this.host;
+      this.#pool = new Pool(`http://${h}:${this.port}`, {
+        connectTimeout: this.options.connectTimeoutMs,
+        // Per-request timeouts are set on each dispatch; these are the ceilings.
+        headersTimeout: 0,
+        bodyTimeout: 0,
+        keepAliveTimeout: 30_000,
+      });
+    }
+    return this.#pool;
+  }
+
+  /** Fraction of what was learned still in force `now` (1 right after a sample). */
+  #fade(now: number): number {
+    const age = now - this.sampledAt;
+    return age <= 0 ? 1 : 2 ** (-age / DECAY_HALF_LIFE_MS);
+  }
+
+  /**
+   * The balancer's cost of sending one more request here: (requests in flight + 1) x latency
+   * x failure penalty; Infinity while ejected or retired. Lower is better.
+   */
+  cost(now: number): number {
+    if (this.#retired || now < this.ejectedUntil) return Infinity;
+    const fade = this.#fade(now);
+    const latency = this.estimateMs > LATENCY_FLOOR_MS ? LATENCY_FLOOR_MS + (this.estimateMs - LATENCY_FLOOR_MS) * fade : LATENCY_FLOOR_MS;
+    return (this.inFlight + 1) * latency * (1 + FAILURE_WEIGHT * this.failure * fade);
+  }
+
+  /** A request was sent here (counted until `end`). */
+  begin(): void {
+    this.inFlight++;
+  }
+
+  /** The request that `begin` counted is over. */
+  end(outcome: CallOutcome, latencyMs: number): void {
+    this.inFlight--;
+    this.requests++;
+    if (outcome !== 'abandoned') {
+      const now = this.options.clock();
+      // The averages fade towards neutral while no samples come; a new sample starts from the faded values.
+      const fade = this.#fade(now);
+      this.failure *= fade;
+      if (this.estimateMs > LATENCY_FLOOR_MS) this.estimateMs = LATENCY_FLOOR_MS + (this.estimateMs - LATENCY_FLOOR_MS) * fade;
+      this.sampledAt = now;
+      this.failure += EMA_ALPHA * ((outcome === 'ok' ? 0 : 1) - this.failure);
+      if (outcome === 'connect-failure') {
+        // Requests sent before the ejection that fail after it do not lengthen it: one outage
+        // counts once, however many requests it caught.
+        if (now >= this.ejectedUntil) {
+          this.connectFailures++;
+          this.ejectedUntil = now + Math.min(EJECTION_BASE_MS * 2 ** (this.connectFailures - 1), EJECTION_MAX_MS);
+        }
+      } else {
+        this.connectFailures = 0;
+        // A failed connect has no latency worth averaging; anything that reached the endpoint has.
+        this.latencyMs = this.latencyMs === 0 ? latencyMs : this.latencyMs + EMA_ALPHA * (latencyMs - this.latencyMs);
+        this.estimateMs = Math.max(LATENCY_FLOOR_MS, this.estimateMs + EMA_ALPHA * (latencyMs - this.estimateMs));
+      }
+    }
+    if (this.#retired && this.inFlight === 0) void this.#closePool();
+  }
+
+  /** No snapshot lists this endpoint any more: its pool closes once nothing is in flight. */
+  retire(): void {
+    this.#retired = true;
+    if (this.inFlight === 0) void this.#closePool();
+  }
+
+  #closePool(): Promise<void> {
+    const pool = this.#pool;
+    this.#pool = null;
+    // Pool#close waits for requests already dispatched on it.
+    return pool ? pool.close() : Promise.resolve();
+  }
+
+  /** Closes the pool now (process shutdown; requests still in flight finish first). */
+  close(): Promise<void> {
+    this.#retired = true;
+    return this.#closePool();
+  }
+
+  view(): EndpointView {
+    const now = this.options.clock();
+    const fade = this.#fade(now);
+    return {
+      address: this.name,
+      health: 1 - this.failure * fade,
+      requests: this.requests,
+      latencyMs: this.latencyMs,
+      inFlight: this.inFlight,
+      ejectedUntil: now < this.ejectedUntil ? new Date(this.ejectedUntil).toISOString() : null,
+    };
+  }
+}
+
+/** Every endpoint the running snapshots name, by address. */
+export class EndpointTable {
+  readonly #byName = new Map<string, Endpoint>();
+  constructor(readonly options: EndpointOptions) {}
+
+  /** The endpoint at `host:port`, created on first mention. */
+  acquire(host: string, port: number): Endpoint {
+    const name = hostPort(host, port);
+    let e = this.#byName.get(name);
+    if (!e) this.#byName.set(name, (e = new Endpoint(host, port, this.options)));
+    return e;
+  }
+
+  get(name: string): Endpoint | undefined {
+    return this.#byName.get(name);
+  }
+
+  /** Retires the endpoints whose address is not in `keep` (their pools close once idle). */
+  retain(keep: ReadonlySet<string>): void {
+    for (const [name, e] of this.#byName) {
+      if (keep.has(name)) continue;
+      this.#byName.delete(name);
+      e.retire();
+    }
+  }
+
+  /** Endpoints in the table (retired ones are not). */
+  get size(): number {
+    return this.#byName.size;
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.#byName.values()];
+    this.#byName.clear();
+    await Promise.allSettled(all.map((e) => e.close()));
+  }
+}
+
+/** Catalog codes of failures to connect: the endpoint is not there (ejected for a while). */
+const CONNECT_FAILURE_CODES: ReadonlySet<string> = new Set(['TG_UPSTREAM_REFUSED', 'TG_UPSTREAM_CONNECT_TIMEOUT', 'TG_UPSTREAM_UNRESOLVED']);
+
+/** How the balancer weighs a finished call: its transport error code (or null) and status. */
+export function callOutcome(errorKind: string | null, status: number, clientGone: boolean): CallOutcome {
+  if (clientGone) return 'abandoned';
+  if (errorKind === null) return status < 500 ? 'ok' : 'error';
+  return CONNECT_FAILURE_CODES.has(errorKind) ? 'connect-failure' : 'error';
+}
