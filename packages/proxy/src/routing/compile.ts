@@ -9,11 +9,14 @@ import { effectiveHostnames } from './hostname.js';
 import { PathIndex } from './path-index.js';
 import { compilePolicy, type CompiledPolicy, type GlobalFactory } from '../ratelimit/policy.js';
 import type { LimiterStore } from '../ratelimit/local/limiter.js';
+import { compileBindTls, TlsContextCache, type BindTls } from '../server/tls-contexts.js';
 
 export interface CompileDeps {
   readonly limiters: LimiterStore;
   /** Builds a global limiter; null when global limiting is unavailable (tests of routing). */
   readonly makeGlobal: GlobalFactory | null;
+  /** Parsed certificates kept across snapshots (a fresh cache when absent). */
+  readonly tlsContexts?: TlsContextCache;
 }
 
 export interface CompiledRoute {
@@ -40,6 +43,8 @@ export interface CompiledListener {
 export interface CompiledBind {
   readonly ir: BindIR;
   readonly listeners: HostTable<CompiledListener>;
+  /** Certificates by SNI name; null on a plain HTTP bind. */
+  readonly tls: BindTls | null;
 }
 
 export interface CompiledSnapshot {
@@ -62,6 +67,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   const detached: string[] = [];
   let countsTokens = false;
   let order = 0;
+  const tlsContexts = deps?.tlsContexts ?? new TlsContextCache();
   for (const bind of ir.binds) {
     const listeners = new HostTable<CompiledListener>();
     for (const l of bind.listeners) {
@@ -91,7 +97,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
       }
       for (const index of listener.routes.values()) index.seal();
     }
-    binds.set(bind.port, { ir: bind, listeners });
+    binds.set(bind.port, { ir: bind, listeners, tls: compileBindTls(bind, tlsContexts) });
   }
   return { ir, binds, detached, countsTokens };
 }
