@@ -22,7 +22,7 @@ afterEach(async () => {
 const meta = (name: string, namespace?: string) => ({ name, ...(namespace ? { namespace } : {}), generation: 1, creationTimestamp: '2026-01-01T00:00:00Z' });
 
 function resources(port: number, pair: TestCertificate): Resources {
-  const gc: GatewayClass = { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: meta('tollgate'), spec: { controllerName: 'tollgate.dev/gateway-controller' } } as GatewayClass;
+  const gc: GatewayClass = { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: meta('tollgate'), spec: { controllerName: 'tollgate.dev/gateway-controller' } };
   const gw = {
     apiVersion: 'gateway.networking.k8s.io/v1',
     kind: 'Gateway',
