@@ -3,6 +3,8 @@
 // served by another listener than the SNI chose answers 421, certificates swap on reload
 // without cutting an open connection, and the key never leaves the process.
 import { X509Certificate } from 'node:crypto';
+import { once } from 'node:events';
+import { createConnection } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, request, type RequestOptions } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -247,5 +249,24 @@ describe('a port that changes protocol', () => {
     for (const l of back.binds[0]!.listeners) l.tls = { certificates: [{ certFile: join(dir, `${l.name === 'any' ? 'fallback' : l.name}.crt`), keyFile: join(dir, `${l.name === 'any' ? 'fallback' : l.name}.key`) }] };
     expect(await gw.rewrite(back)).toBe('reloaded');
     expect((await get(port, { servername: 'a.example.com', host: 'a.example.com' })).headers['x-route']).toBe('a');
+  });
+});
+
+describe('a client that never finishes the TLS handshake', () => {
+  it('is disconnected after config.requestHeadersTimeout, as one that never sends its headers', async () => {
+    const p = await freePort();
+    const g = await startGateway({
+      config: { requestHeadersTimeout: '300ms' },
+      binds: [{ port: p, address: '127.0.0.1', listeners: [{ name: 'l', protocol: 'HTTPS', tls: { certificates: [{ certFile: join(dir, 'a.crt'), keyFile: join(dir, 'a.key') }] }, routes: [] }] }],
+    });
+    try {
+      // A TCP connection that sends no ClientHello at all.
+      const socket = createConnection({ host: '127.0.0.1', port: p });
+      await once(socket, 'connect');
+      await once(socket, 'close');
+      expect(socket.bytesRead).toBe(0);
+    } finally {
+      await g.close();
+    }
   });
 });

@@ -101,6 +101,9 @@ export class DataPlaneServer {
       ? {
           ...http,
           ...fallbackOptions(tls),
+          // A client that opens a connection and never finishes the handshake holds it no
+          // longer than one that never finishes its request headers.
+          handshakeTimeout: t.requestHeadersMs,
           SNICallback: (servername: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
             const current = this.#tls!;
             const listener = current.bySni.first(servername.toLowerCase());
