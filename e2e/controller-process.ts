@@ -127,7 +127,7 @@ export class ControllerProcess {
 
   /** Every watched kind listed once. */
   async synced(): Promise<void> {
-    const kinds = ['GatewayClass', 'Gateway', 'HTTPRoute', 'ReferenceGrant', 'GatewayPolicy', 'Service', 'EndpointSlice', 'Namespace'];
+    const kinds = ['GatewayClass', 'Gateway', 'HTTPRoute', 'ReferenceGrant', 'GatewayPolicy', 'Service', 'EndpointSlice', 'Namespace', 'Secret'];
     await Promise.all(kinds.map((k) => this.waitForLog((l) => l.msg === 'cache synced' && l.kind === k)));
   }
 

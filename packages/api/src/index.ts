@@ -6,6 +6,7 @@ export * from './snapshot.js';
 export * from './snapshot-schema.js';
 export * from './snapshot-wire.js';
 export * from './secret.js';
+export * from './certificate.js';
 export * from './duration.js';
 export * from './host-port.js';
 export * from './regex.js';
@@ -16,6 +17,8 @@ export {
   parseConfigText,
   validateStandaloneConfig,
   standaloneToSnapshot,
+  certificateEntries,
+  type CertificateLookup,
   contentVersion,
   listenerName,
   toMatches,

@@ -151,16 +151,35 @@ const Route = Obj(
   },
   'A route.',
 );
-const Listener = Obj(
+const CertificateOrigin = Type.Union([
+  Obj({ kind: Lit('Secret'), namespace: NonEmpty('Namespace.', 63), name: NonEmpty('Name.', 253) }, 'A Secret of type kubernetes.io/tls.'),
+  Obj(
+    { kind: Lit('config'), path: Str('JSON path in the standalone config.', 1024), certFile: NonEmpty('Certificate file.'), keyFile: NonEmpty('Key file.') },
+    'Files of the standalone config.',
+  ),
+]);
+const Certificate = Obj(
   {
-    name: NonEmpty('Listener name.', 253),
-    protocol: Lit('HTTP'),
-    hostname: Nullable(NonEmpty('Hostname.', 253)),
-    policy: Nullable(Policy),
-    routes: Type.Array(Route),
+    origin: CertificateOrigin,
+    certificate: NonEmpty('PEM certificate chain, leaf first.', 1_048_576),
+    key: Obj({ secret: NonEmpty('PEM private key, in clear: the snapshot stream is the one place it travels.', 65536) }, 'The private key.'),
   },
-  'A listener.',
+  'A certificate and its key.',
 );
+const ListenerTls = Obj(
+  { mode: Lit('Terminate'), certificates: Type.Array(Certificate, { minItems: 1, maxItems: 64 }) },
+  'TLS terminated at the proxy.',
+);
+const listenerBase = {
+  name: NonEmpty('Listener name.', 253),
+  hostname: Nullable(NonEmpty('Hostname.', 253)),
+  policy: Nullable(Policy),
+  routes: Type.Array(Route),
+};
+const Listener = Type.Union([
+  Obj({ ...listenerBase, protocol: Lit('HTTP') }, 'A plain HTTP listener.'),
+  Obj({ ...listenerBase, protocol: Lit('HTTPS'), tls: ListenerTls }, 'An HTTPS listener.'),
+]);
 const Bind = Obj({ port: Port('TCP port.'), address: NonEmpty('Address to listen on.', 64), listeners: Type.Array(Listener, { minItems: 1 }) }, 'A port.');
 
 export const WireSnapshot = Obj(
@@ -194,11 +213,12 @@ const sameShape: [
   Same<WireSnapshot['source'], ToWire<ProxySnapshot['source']>>,
   Same<Omit<WireBind, 'listeners'>, ToWire<Omit<ProxySnapshot['binds'][number], 'listeners'>>>,
   Same<Omit<WireListener, 'routes' | 'policy'>, ToWire<Omit<IRListener, 'routes' | 'policy'>>>,
+  Same<Extract<WireListener, { protocol: 'HTTPS' }>['tls'], ToWire<Extract<IRListener, { protocol: 'HTTPS' }>['tls']>>,
   Same<WireListener['policy'], ToWire<IRListener['policy']>>,
   Same<Omit<WireRoute, 'matches' | 'filters' | 'backends' | 'policy'>, ToWire<Omit<IRRoute, 'matches' | 'filters' | 'backends' | 'policy'>>>,
   Same<WireRoute['matches'][number], ToWire<IRRoute['matches'][number]>>,
   Same<WireRoute['filters'][number], ToWire<IRRoute['filters'][number]>>,
   Same<WireRoute['backends'][number], ToWire<IRRoute['backends'][number]>>,
   Same<WireRoute['policy'], ToWire<IRRoute['policy']>>,
-] = [true, true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true, true, true];
 void sameShape;

@@ -10,7 +10,7 @@ import { compile } from './ajv.js';
 import { compileRouteRegex } from './regex.js';
 import { Secret } from './secret.js';
 import { WireSnapshot, type ToWire } from './snapshot-schema.js';
-import type { FilterIR, HeaderValueIR, ProxySnapshot, RouteIR } from './snapshot.js';
+import type { FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProxySnapshot, RouteIR } from './snapshot.js';
 import { ValidationError, type Problem } from './validation-error.js';
 
 const validateWire = compile(WireSnapshot);
@@ -51,7 +51,7 @@ export function fromWire(value: unknown, subject = 'snapshot'): ProxySnapshot {
     ...wire,
     binds: wire.binds.map((b) => ({
       ...b,
-      listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map((r) => ({ ...r, filters: r.filters.map(wrapFilter) })) })),
+      listeners: b.listeners.map(wrapListener),
     })),
   };
   const expected = snapshotVersion(snapshot);
@@ -78,6 +78,13 @@ function wrapValue(h: ToWire<HeaderValueIR>): HeaderValueIR {
   return { name: h.name, value: typeof v === 'string' ? v : new Secret(v.secret) };
 }
 
+function wrapListener(l: ToWire<ListenerIR>): ListenerIR {
+  const routes = l.routes.map((r) => ({ ...r, filters: r.filters.map(wrapFilter) }));
+  if (l.protocol === 'HTTP') return { ...l, routes };
+  const certificates = l.tls.certificates.map((c) => ({ origin: c.origin, certificate: c.certificate, key: new Secret(c.key.secret) }));
+  return { ...l, routes, tls: { mode: l.tls.mode, certificates } };
+}
+
 function wrapFilter(f: ToWire<FilterIR>): FilterIR {
   if (f.type !== 'RequestHeaderModifier' && f.type !== 'ResponseHeaderModifier') return f;
   return { ...f, set: f.set.map(wrapValue), add: f.add.map(wrapValue) };
@@ -92,8 +99,12 @@ function crossCheck(wire: WireSnapshot): Problem[] {
     if (ports.has(b.port)) out.push({ path: `binds[${bi}].port`, message: `port ${b.port} is bound twice; one bind per port` });
     ports.add(b.port);
     const hosts = new Set<string>();
+    const protocol = b.listeners[0]?.protocol;
     b.listeners.forEach((l, li) => {
       const path = `binds[${bi}].listeners[${li}]`;
+      if (l.protocol !== protocol) {
+        out.push({ path: `${path}.protocol`, message: `got ${l.protocol}; every listener on port ${b.port} must be ${protocol} (one port is one plain or one TLS socket)` });
+      }
       if (listeners.has(l.name)) out.push({ path: `${path}.name`, message: `listener name ${JSON.stringify(l.name)} is used twice` });
       listeners.add(l.name);
       const host = l.hostname ?? '*';
@@ -133,10 +144,24 @@ export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | Proxy
     binds: snapshot.binds.map((b) => ({
       port: b.port,
       address: b.address,
-      listeners: b.listeners.map((l) => ({ name: l.name, protocol: l.protocol, hostname: l.hostname, policy: l.policy, routes: l.routes.map(routeDigest) })),
+      listeners: b.listeners.map((l) => ({
+        name: l.name,
+        protocol: l.protocol,
+        hostname: l.hostname,
+        ...(l.protocol === 'HTTPS' ? { tls: tlsDigest(l.tls) } : {}),
+        policy: l.policy,
+        routes: l.routes.map(routeDigest),
+      })),
     })),
   };
   return createHash('sha256').update(JSON.stringify(skeleton)).digest('hex').slice(0, 12);
+}
+
+// Covers the keys too: a rotated key with the same certificate is a new version.
+function tlsDigest(tls: ListenerTlsIR): string {
+  const h = createHash('sha256').update(tls.mode);
+  for (const c of tls.certificates) h.update('\n').update(JSON.stringify(c.origin)).update('\n').update(c.certificate).update('\n').update(c.key.reveal());
+  return h.digest('base64');
 }
 
 const routeDigests = new WeakMap<RouteIR, string>();

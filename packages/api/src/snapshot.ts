@@ -25,15 +25,51 @@ export interface BindIR {
   readonly listeners: readonly ListenerIR[];
 }
 
-export interface ListenerIR {
+/**
+ * A listener: plain HTTP, or HTTPS terminated here with its certificates. Every listener of a
+ * bind has the same protocol (the controller and the config loader refuse a mix), so a bind
+ * is one plain or one TLS socket.
+ */
+export type ListenerIR = HttpListenerIR | HttpsListenerIR;
+
+interface ListenerBaseIR {
   readonly name: string;
-  readonly protocol: 'HTTP';
-  /** null: every host. */
+  /** null: every host (and, on HTTPS, every SNI name). */
   readonly hostname: string | null;
   /** Gateway-level policy, evaluated before routing. */
   readonly policy: PolicyIR | null;
   readonly routes: readonly RouteIR[];
 }
+
+export interface HttpListenerIR extends ListenerBaseIR {
+  readonly protocol: 'HTTP';
+}
+
+export interface HttpsListenerIR extends ListenerBaseIR {
+  readonly protocol: 'HTTPS';
+  readonly tls: ListenerTlsIR;
+}
+
+/** TLS terminated at the proxy; the listener hostname is the SNI name its certificates serve. */
+export interface ListenerTlsIR {
+  readonly mode: 'Terminate';
+  /** At least one; several let a listener offer, say, an ECDSA and an RSA certificate. */
+  readonly certificates: readonly CertificateIR[];
+}
+
+export interface CertificateIR {
+  /** Where it came from, for config dumps and errors. */
+  readonly origin: CertificateOriginIR;
+  /** PEM: the leaf certificate first, then its chain. */
+  readonly certificate: string;
+  /** PEM private key of the leaf; a Secret so that no dump, log or trace can print it. */
+  readonly key: Secret;
+}
+
+export type CertificateOriginIR =
+  | { readonly kind: 'Secret'; readonly namespace: string; readonly name: string }
+  /** Files of the standalone config; `path` is the JSON path of the certificate entry. */
+  | { readonly kind: 'config'; readonly path: string; readonly certFile: string; readonly keyFile: string };
 
 export interface RouteIR {
   /**

@@ -84,8 +84,14 @@ export function validateStandaloneConfig(value: unknown, subject = 'config'): St
   checkUnique(allListeners, (x) => x.name, (i) => `${allListeners[i]!.path}.name`, 'listener name', out);
   cfg.binds.forEach((bind, bi) => {
     checkUnique(bind.listeners, (l) => l.hostname ?? '*', (li) => `binds[${bi}].listeners[${li}].hostname`, 'listener hostname on one port', out);
+    const protocol = bind.listeners[0]?.protocol;
     bind.listeners.forEach((listener, li) => {
       const lp = `binds[${bi}].listeners[${li}]`;
+      if (listener.protocol !== protocol) {
+        out.push({ path: `${lp}.protocol`, message: `got ${listener.protocol}; every listener on port ${bind.port} must be ${protocol} (a port is one plain or one TLS socket); move it to another bind` });
+      }
+      if (listener.protocol === 'HTTPS' && !listener.tls) out.push({ path: `${lp}.tls`, message: 'required field is missing: an HTTPS listener needs tls.certificates' });
+      if (listener.protocol === 'HTTP' && listener.tls) out.push({ path: `${lp}.tls`, message: 'is set on an HTTP listener; set protocol: HTTPS or remove tls' });
       checkTrafficPolicy(listener.policies?.traffic, joinPath(joinPath(lp, 'policies'), 'traffic'), 'standalone', out);
       checkUnique(listener.routes, (r) => r.name, (ri) => `${lp}.routes[${ri}].name`, 'route name', out);
       listener.routes.forEach((route, ri) => {
@@ -103,15 +109,32 @@ export function contentVersion(value: unknown): string {
   return createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 12);
 }
 
-export function standaloneToSnapshot(cfg: StandaloneConfig, source: SnapshotSource): ProxySnapshot {
+/**
+ * The certificate and key read from the files of `tls.certificates[i]` at JSON path `path`
+ * (the proxy reads and checks them; this module does no I/O).
+ */
+export type CertificateLookup = (path: string) => { readonly certificate: string; readonly key: Secret; readonly certFile: string; readonly keyFile: string };
+
+const noCertificates: CertificateLookup = (path) => {
+  throw new Error(`${path}: certificate files were not read`);
+};
+
+export function standaloneToSnapshot(cfg: StandaloneConfig, source: SnapshotSource, certificates: CertificateLookup = noCertificates): ProxySnapshot {
   return withVersion({
     source,
     binds: cfg.binds.map((bind, bi) => ({
       port: bind.port,
       address: bind.address ?? '0.0.0.0',
-      listeners: bind.listeners.map((l, li) => toListener(listenerName(bind.port, l, li), l, `binds[${bi}].listeners[${li}]`)),
+      listeners: bind.listeners.map((l, li) => toListener(listenerName(bind.port, l, li), l, `binds[${bi}].listeners[${li}]`, certificates)),
     })),
   });
+}
+
+/** JSON paths of every `tls.certificates[i]` entry of a config, with its files. */
+export function certificateEntries(cfg: StandaloneConfig): { path: string; certFile: string; keyFile: string }[] {
+  return cfg.binds.flatMap((b, bi) =>
+    b.listeners.flatMap((l, li) => (l.tls?.certificates ?? []).map((c, ci) => ({ path: `binds[${bi}].listeners[${li}].tls.certificates[${ci}]`, ...c }))),
+  );
 }
 
 /** A listener's name, or its default: listener-<port>-<index in the bind>. */
@@ -119,14 +142,18 @@ export function listenerName(port: number, l: { readonly name?: string }, index:
   return l.name ?? `listener-${port}-${index}`;
 }
 
-function toListener(name: string, l: ListenerConfig, path: string): ListenerIR {
-  return {
-    name,
-    protocol: 'HTTP',
-    hostname: l.hostname ?? null,
-    policy: toPolicy(l.policies, { kind: 'config', path: `${path}.policies` }),
-    routes: l.routes.map((r, ri) => toRoute(name, r, `${path}.routes[${ri}]`)),
-  };
+function toListener(name: string, l: ListenerConfig, path: string, certificates: CertificateLookup): ListenerIR {
+  const hostname = l.hostname ?? null;
+  const policy = toPolicy(l.policies, { kind: 'config', path: `${path}.policies` });
+  const routes = l.routes.map((r, ri) => toRoute(name, r, `${path}.routes[${ri}]`));
+  // validateStandaloneConfig has checked that HTTPS comes with tls.
+  if (l.protocol === 'HTTP' || !l.tls) return { name, protocol: 'HTTP', hostname, policy, routes };
+  const certs = l.tls.certificates.map((_, ci) => {
+    const at = `${path}.tls.certificates[${ci}]`;
+    const c = certificates(at);
+    return { origin: { kind: 'config' as const, path: at, certFile: c.certFile, keyFile: c.keyFile }, certificate: c.certificate, key: c.key };
+  });
+  return { name, protocol: 'HTTPS', hostname, tls: { mode: 'Terminate', certificates: certs }, policy, routes };
 }
 
 /** A route timeout in ms; 0s means none (Gateway API), which the IR says with null. */

@@ -36,6 +36,7 @@ function shuffled(r: Resources, keys: readonly number[]): Resources {
     services: permute(r.services, rot(6)),
     endpointSlices: permute(r.endpointSlices, rot(7)),
     namespaces: permute(r.namespaces, rot(8)),
+    secrets: permute(r.secrets, rot(9)),
   };
 }
 

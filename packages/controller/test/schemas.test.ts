@@ -21,7 +21,7 @@ describe('parseObject', () => {
 
   it('names an unknown kind', () => {
     expect(problems({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } })).toEqual([
-      'kind: got "ConfigMap"; expected one of: GatewayClass, Gateway, HTTPRoute, ReferenceGrant, GatewayPolicy, Service, EndpointSlice, Namespace',
+      'kind: got "ConfigMap"; expected one of: GatewayClass, Gateway, HTTPRoute, ReferenceGrant, GatewayPolicy, Service, EndpointSlice, Namespace, Secret',
     ]);
   });
 

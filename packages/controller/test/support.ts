@@ -8,7 +8,7 @@ import type { Resources, TranslateOptions, TranslateResult } from '../src/transl
 export const CONTROLLER_NAME = 'tollgate.dev/gateway-controller';
 
 export function emptyResources(): { -readonly [K in keyof Resources]: Resources[K][number][] } {
-  return { gatewayClasses: [], gateways: [], httpRoutes: [], referenceGrants: [], gatewayPolicies: [], services: [], endpointSlices: [], namespaces: [] };
+  return { gatewayClasses: [], gateways: [], httpRoutes: [], referenceGrants: [], gatewayPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [] };
 }
 
 /** Options for a case: defaults, changed by a first line `# options: {...}` (JSON). */
@@ -49,6 +49,9 @@ export function parseResources(text: string, subject: string): Resources {
         break;
       case 'Namespace':
         out.namespaces.push(o.object);
+        break;
+      case 'Secret':
+        out.secrets.push(o.object);
         break;
     }
   });

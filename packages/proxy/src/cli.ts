@@ -112,6 +112,7 @@ export async function main(argv: string[]): Promise<void> {
     if (values.check && values.file) {
       const loaded = parseConfig(values.file, await readConfigText(values.file));
       process.stdout.write(`${loaded.path}: valid (version ${loaded.snapshot.version})\n`);
+      for (const w of loaded.warnings) process.stderr.write(`tollgate: warning: ${w}\n`);
       return;
     }
     // SIGHUP reloads the config file (as nginx does). One arriving while the proxy starts is

@@ -97,6 +97,12 @@ export const PROXY_ERRORS = defineErrors({
     message: 'request body timeout: no data within the body idle timeout',
     hint: 'the client stopped sending its body; config.requestBodyIdleTimeout sets the limit',
   },
+  misdirected: {
+    code: 'TG_MISDIRECTED_REQUEST',
+    status: 421,
+    message: 'misdirected request: the Host is served by another listener than the TLS server name',
+    hint: 'the connection was opened for another host (SNI) of this port; open a new connection whose SNI names the host (HTTP clients do this when they get 421)',
+  },
   badRequest: {
     code: 'TG_BAD_REQUEST',
     status: 400,
@@ -148,6 +154,11 @@ export const PROXY_ERRORS = defineErrors({
     code: 'TG_BIND_FAILED',
     message: 'cannot listen on {address}: {reason}',
     hint: 'check binds[].address: it must be an address of this machine',
+  },
+  tlsCertificate: {
+    code: 'TG_TLS_CERTIFICATE',
+    message: 'listener {listener}: the certificate cannot be used: {reason}',
+    hint: 'give the listener a PEM certificate chain and the unencrypted PEM key that belongs to it; the snapshot is refused and the previous one keeps serving',
   },
   configRead: {
     code: 'TG_CONFIG_READ',

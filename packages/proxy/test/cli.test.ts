@@ -6,11 +6,12 @@ import { once } from 'node:events';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
+import { issueTestCertificate } from '@tollgate/testkit';
 import { freePort, send, simpleConfig, startUpstream } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
@@ -152,6 +153,25 @@ describe('tollgate CLI', () => {
     expect(ok.stdout).toMatch(/standalone\.yaml: valid \(version [0-9a-f]{12}\)/);
     const bad = await run(['--check', '-f', await configFile(simpleConfig(0, []))]);
     expect(bad.code).toBe(2);
+  });
+
+  it('--check reads certificate files: a key of another certificate is exit 2 naming the field, an expired certificate a warning', async () => {
+    const file = await configFile('');
+    const dir = dirname(file);
+    const expired = issueTestCertificate({ commonName: 'old.test', notBefore: new Date('2020-01-01T00:00:00Z'), notAfter: new Date('2021-01-01T00:00:00Z') });
+    const other = issueTestCertificate({ commonName: 'other.test' });
+    await writeFile(join(dir, 'old.crt'), expired.cert);
+    await writeFile(join(dir, 'old.key'), expired.key);
+    await writeFile(join(dir, 'other.key'), other.key);
+    const https = (keyFile: string) => ({ binds: [{ port: 8443, listeners: [{ name: 'l', protocol: 'HTTPS', tls: { certificates: [{ certFile: 'old.crt', keyFile }] }, routes: [] }] }] });
+    await writeFile(file, stringify(https('other.key')));
+    const bad = await run(['--check', '-f', file]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(`binds[0].listeners[0].tls.certificates[0].keyFile: ${join(dir, 'other.key')} does not belong to the certificate (subject CN=old.test)`);
+    await writeFile(file, stringify(https('old.key')));
+    const warned = await run(['--check', '-f', file]);
+    expect(warned.code).toBe(0);
+    expect(warned.stderr).toBe('tollgate: warning: binds[0].listeners[0].tls.certificates[0].certFile: certificate CN=old.test expired at 2021-01-01T00:00:00.000Z; clients will refuse it until it is renewed\n');
   });
 
   it('a port in use is a clear error, exit 1', async () => {

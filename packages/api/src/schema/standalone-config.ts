@@ -31,6 +31,27 @@ export const RouteConfig = Type.Object(
 );
 export type RouteConfig = Static<typeof RouteConfig>;
 
+export const CertificateFilesConfig = Type.Object(
+  {
+    certFile: Type.String({ minLength: 1, maxLength: 4096, description: 'PEM certificate chain, leaf first; a relative path is relative to the config file.' }),
+    keyFile: Type.String({ minLength: 1, maxLength: 4096, description: 'PEM private key of the certificate (unencrypted); a relative path is relative to the config file.' }),
+  },
+  { additionalProperties: false, description: 'A certificate and its key, read from files when the config is loaded or reloaded.' },
+);
+export type CertificateFilesConfig = Static<typeof CertificateFilesConfig>;
+
+export const ListenerTlsConfig = Type.Object(
+  {
+    certificates: Type.Array(CertificateFilesConfig, {
+      minItems: 1,
+      maxItems: 16,
+      description: 'Certificates the listener offers; several let it offer, say, an ECDSA and an RSA one. Clients whose SNI names the listener hostname get them.',
+    }),
+  },
+  { additionalProperties: false, description: 'TLS terminated at the proxy (required with protocol HTTPS).' },
+);
+export type ListenerTlsConfig = Static<typeof ListenerTlsConfig>;
+
 export const ListenerConfig = Type.Object(
   {
     name: Type.Optional(
@@ -42,8 +63,9 @@ export const ListenerConfig = Type.Object(
         expected: 'letters, digits, "-", "_" and ".", starting and ending with a letter or digit',
       }),
     ),
-    protocol: Enum(['HTTP'], 'Listener protocol: HTTP.'),
-    hostname: Type.Optional(Hostname('Host this listener serves; default every host.')),
+    protocol: Enum(['HTTP', 'HTTPS'], 'Listener protocol: HTTP, or HTTPS (TLS terminated here; needs tls). Every listener of a bind has the same protocol.'),
+    hostname: Type.Optional(Hostname('Host this listener serves; default every host. On HTTPS also the SNI name its certificates answer.')),
+    tls: Type.Optional(ListenerTlsConfig),
     policies: Type.Optional(PolicySet),
     routes: Type.Array(RouteConfig, { description: 'Routes of the listener.' }),
   },

@@ -1,6 +1,6 @@
 // The inputs, indexed once per translation: every lookup translation makes afterwards is a
 // map access, so the cost stays linear in the number of objects.
-import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import type { V1EndpointSlice, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { Gateway, HTTPRoute } from '../types/gateway-api.js';
 import { ReferenceGrants } from './referencegrant.js';
 import { byKey, keyOf } from './keys.js';
@@ -20,6 +20,8 @@ export interface Context {
   readonly grants: ReferenceGrants;
   readonly gateways: ReadonlyMap<string, Gateway>;
   readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
+  /** Secrets of type kubernetes.io/tls by `<namespace>/<name>` (the only ones watched). */
+  readonly secrets: ReadonlyMap<string, V1Secret>;
   /** Computes a value once per translation (e.g. the endpoints of a Service port many routes use). */
   memo<T>(key: string, make: () => T): T;
 }
@@ -61,5 +63,6 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     grants: new ReferenceGrants(resources.referenceGrants),
     gateways: new Map(byKey(resources.gateways).map((g) => [keyOf(g.metadata), g])),
     httpRoutes: new Map(byKey(resources.httpRoutes).map((r) => [keyOf(r.metadata), r])),
+    secrets: new Map(resources.secrets.filter((s) => s.metadata?.name && s.metadata.namespace).map((s) => [`${s.metadata!.namespace}/${s.metadata!.name}`, s])),
   };
 }

@@ -55,7 +55,9 @@ function listenerStatus(g: GatewayState, l: ListenerState, gen: number): Listene
     conditions: [
       condition('Accepted', l.accepted.ok, l.accepted.reason, l.accepted.message, gen),
       condition('Conflicted', !l.conflicted.ok, l.conflicted.reason, l.conflicted.message, gen),
-      live
+      live && l.certificates?.length === 0
+        ? condition('Programmed', false, 'Invalid', `not programmed: no usable certificate: ${l.resolvedRefs.message}`, gen)
+        : live
         ? condition('Programmed', false, 'Pending', 'waiting for a proxy of the Gateway to apply its configuration', gen)
         : condition('Programmed', false, 'Invalid', g.accepted.ok ? `not programmed: ${l.accepted.message}` : 'not programmed: the Gateway is not accepted', gen),
       condition('ResolvedRefs', l.resolvedRefs.ok, l.resolvedRefs.reason, l.resolvedRefs.message, gen),

@@ -1,8 +1,10 @@
 // Gateway listeners: which are accepted, which route kinds they take, which namespaces may
 // attach routes, and the conflicts between listeners sharing a port.
+import type { CertificateIR } from '@tollgate/api';
 import { fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { selects } from './label-selector.js';
+import { listenerCertificates } from './tls.js';
 import { GATEWAY_GROUP, type Gateway, type Listener, type RouteGroupKind } from '../types/gateway-api.js';
 
 /** Route kinds each protocol can carry, among the kinds this controller implements. */
@@ -19,6 +21,8 @@ export interface ListenerState {
   readonly conflicted: Verdict;
   readonly resolvedRefs: Verdict;
   readonly supportedKinds: readonly Required<RouteGroupKind>[];
+  /** HTTPS: the certificates that resolved (none: the listener is not programmed). Else null. */
+  readonly certificates: readonly CertificateIR[] | null;
   /** Routes attached (Accepted) through this listener; counted while routes are translated. */
   attachedRoutes: number;
 }
@@ -36,24 +40,6 @@ function supportedKinds(l: Listener): { kinds: Required<RouteGroupKind>[]; inval
     } else invalid.push(`${group}/${k.kind}`);
   }
   return { kinds, invalid };
-}
-
-function certificateRefs(l: Listener, gateway: Gateway, ctx: Context): Verdict | null {
-  if (l.protocol !== 'HTTPS') return null;
-  const ns = gateway.metadata.namespace ?? '';
-  for (const [i, ref] of (l.tls?.certificateRefs ?? []).entries()) {
-    const group = ref.group ?? '';
-    const kind = ref.kind ?? 'Secret';
-    if (group !== '' || kind !== 'Secret')
-      return fail('InvalidCertificateRef', `tls.certificateRefs[${i}] refers to ${kind} ${ref.name}; only core Secrets hold certificates`);
-    const to = { group: '', kind: 'Secret', namespace: ref.namespace ?? ns, name: ref.name };
-    if (!ctx.grants.permits({ group: GATEWAY_GROUP, kind: 'Gateway', namespace: ns }, to))
-      return fail(
-        'RefNotPermitted',
-        `tls.certificateRefs[${i}] refers to Secret ${to.namespace}/${to.name} in another namespace; a ReferenceGrant in ${to.namespace} must allow Gateways of ${ns}`,
-      );
-  }
-  return null;
 }
 
 export function translateListeners(gateway: Gateway, ctx: Context): ListenerState[] {
@@ -77,15 +63,18 @@ export function translateListeners(gateway: Gateway, ctx: Context): ListenerStat
     const { kinds, invalid } = supportedKinds(l);
     let accepted: Verdict;
     if (l.protocol === 'HTTP') accepted = ok('Accepted', 'accepted');
-    else if (l.protocol === 'HTTPS') accepted = fail('UnsupportedProtocol', 'HTTPS listeners are not supported yet; use protocol HTTP');
-    else accepted = fail('UnsupportedProtocol', `protocol ${l.protocol} is not supported; use HTTP`);
+    else if (l.protocol === 'HTTPS' && l.tls?.mode === 'Passthrough')
+      accepted = fail('UnsupportedValue', 'tls.mode Passthrough is not supported: the proxy terminates TLS; use mode Terminate with tls.certificateRefs');
+    else if (l.protocol === 'HTTPS') accepted = ok('Accepted', 'accepted');
+    else accepted = fail('UnsupportedProtocol', `protocol ${l.protocol} is not supported; use HTTP or HTTPS`);
     if (accepted.ok && !conflict.ok) accepted = fail(conflict.reason, conflict.message);
+    const tls = l.tls?.mode === 'Passthrough' ? null : listenerCertificates(l, gateway, ctx);
     const resolvedRefs =
-      certificateRefs(l, gateway, ctx) ??
+      (tls && !tls.verdict.ok ? tls.verdict : null) ??
       (invalid.length
         ? fail('InvalidRouteKinds', `allowedRoutes.kinds ${invalid.join(', ')} cannot attach to a ${l.protocol} listener; supported: ${(KINDS_BY_PROTOCOL[l.protocol] ?? []).map((k) => k.kind).join(', ') || 'none'}`)
         : ok('ResolvedRefs', 'all references resolved'));
-    return { spec: l, gateway, accepted, conflicted: conflict, resolvedRefs, supportedKinds: kinds, attachedRoutes: 0 };
+    return { spec: l, gateway, accepted, conflicted: conflict, resolvedRefs, supportedKinds: kinds, certificates: tls?.certificates ?? null, attachedRoutes: 0 };
   });
 }
 

@@ -67,13 +67,15 @@ export function buildSnapshots(
     const ports = new Map<number, ListenerIR[]>();
     for (const l of g.listeners) {
       if (!listenerLive(g, l)) continue;
-      const listener: ListenerIR = {
-        name: l.spec.name,
-        protocol: 'HTTP',
-        hostname: l.spec.hostname ?? null,
-        policy: applied.get(targetKey('Gateway', ns, gwName, l.spec.name)) ?? gatewayPolicy,
-        routes: byListener.get(l) ?? [],
-      };
+      const hostname = l.spec.hostname ?? null;
+      const policy = applied.get(targetKey('Gateway', ns, gwName, l.spec.name)) ?? gatewayPolicy;
+      const routes = byListener.get(l) ?? [];
+      let listener: ListenerIR;
+      if (l.certificates === null) listener = { name: l.spec.name, protocol: 'HTTP', hostname, policy, routes };
+      // An HTTPS listener without a usable certificate cannot complete a handshake: left out
+      // (its status says Programmed False) rather than served with another listener's.
+      else if (!l.certificates.length) continue;
+      else listener = { name: l.spec.name, protocol: 'HTTPS', hostname, tls: { mode: 'Terminate', certificates: l.certificates }, policy, routes };
       const list = ports.get(l.spec.port) ?? [];
       if (!list.length) ports.set(l.spec.port, list);
       list.push(listener);

@@ -12,7 +12,7 @@
 // be a new object (informers replace objects, they never edit them in place); an object edited
 // in place may be translated as it was.
 import type { ProxySnapshot } from '@tollgate/api';
-import type { V1EndpointSlice, V1Namespace, V1Service } from '@kubernetes/client-node';
+import type { V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
 import type {
   Gateway,
   GatewayClass,
@@ -33,6 +33,11 @@ export interface Resources {
   readonly services: readonly V1Service[];
   readonly endpointSlices: readonly V1EndpointSlice[];
   readonly namespaces: readonly V1Namespace[];
+  /**
+   * Secrets of type kubernetes.io/tls (the watch selects on the type, so no other Secret
+   * reaches the controller), for HTTPS listeners' certificateRefs.
+   */
+  readonly secrets: readonly V1Secret[];
 }
 
 export interface TranslateOptions {

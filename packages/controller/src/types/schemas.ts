@@ -4,7 +4,7 @@
 // kind or field is an error naming it, so a golden test input cannot say what it does not mean.
 import { Type, type TSchema } from '@sinclair/typebox';
 import { compile, TrafficPolicy, ValidationError, type Validator } from '@tollgate/api';
-import type { V1EndpointSlice, V1Namespace, V1Service } from '@kubernetes/client-node';
+import type { V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { Gateway, GatewayClass, GatewayPolicy, HTTPRoute, ReferenceGrant } from './gateway-api.js';
 
 const Obj = <P extends Record<string, TSchema>>(properties: P) => Type.Object(properties, { additionalProperties: false });
@@ -204,6 +204,14 @@ const EndpointSliceSchema = Obj({
   ports: Opt(Type.Array(Obj({ name: Opt(Str()), port: Opt(Int()), protocol: Opt(Str()), appProtocol: Opt(Str()) }))),
 });
 
+const SecretSchema = Obj({
+  apiVersion: Type.Literal('v1'),
+  kind: Type.Literal('Secret'),
+  metadata: Metadata,
+  type: Opt(Str()),
+  data: Opt(StringMap),
+});
+
 const NamespaceSchema = Obj({ apiVersion: Type.Literal('v1'), kind: Type.Literal('Namespace'), metadata: Metadata });
 
 const VALIDATORS = {
@@ -215,6 +223,7 @@ const VALIDATORS = {
   Service: compile(ServiceSchema),
   EndpointSlice: compile(EndpointSliceSchema),
   Namespace: compile(NamespaceSchema),
+  Secret: compile(SecretSchema),
 } satisfies Record<string, Validator<unknown>>;
 
 export type KnownKind = keyof typeof VALIDATORS;
@@ -229,7 +238,8 @@ export type KnownObject =
   | { kind: 'GatewayPolicy'; object: GatewayPolicy }
   | { kind: 'Service'; object: V1Service }
   | { kind: 'EndpointSlice'; object: V1EndpointSlice }
-  | { kind: 'Namespace'; object: V1Namespace };
+  | { kind: 'Namespace'; object: V1Namespace }
+  | { kind: 'Secret'; object: V1Secret };
 
 /** Validates one Kubernetes object strictly; throws a ValidationError naming each bad field. */
 export function parseObject(value: unknown, subject: string): KnownObject {

@@ -40,6 +40,8 @@ const CHECKS: Record<string, Check> = {
   Service: () => undefined,
   EndpointSlice: (o) => optArray(o.endpoints, 'endpoints'),
   Namespace: () => undefined,
+  // Its data is read by the certificate checks (translate/tls.ts), which report what is missing.
+  Secret: (o) => (o.data === undefined || (typeof o.data === 'object' && o.data !== null && !Array.isArray(o.data)) ? undefined : 'data is not a map'),
 };
 
 /** Why translation cannot read `obj`, or undefined when it can. */

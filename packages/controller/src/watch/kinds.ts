@@ -14,6 +14,8 @@ export interface WatchedKind {
   readonly hasStatus: boolean;
   /** Path of the collection across all namespaces, for list and watch. */
   readonly path: string;
+  /** Field selector of the list and the watch: only these objects reach the cache. */
+  readonly fieldSelector?: string;
   readonly list: (kc: KubeConfig) => () => Promise<KubernetesListObject<KubernetesObject>>;
 }
 
@@ -68,6 +70,25 @@ export const KINDS: readonly WatchedKind[] = [
     list: (kc) => {
       const api = kc.makeApiClient(DiscoveryV1Api);
       return () => api.listEndpointSliceForAllNamespaces();
+    },
+  },
+  // Certificates of HTTPS listeners. RBAC cannot grant a subset of Secrets by reference (a
+  // Gateway may name any Secret, in any namespace a ReferenceGrant opens), so the role lists
+  // and watches Secrets cluster-wide; the field selector on the type keeps every other Secret
+  // (service-account tokens, application credentials) out of the controller's memory.
+  {
+    kind: 'Secret',
+    resources: 'secrets',
+    group: '',
+    version: 'v1',
+    plural: 'secrets',
+    namespaced: true,
+    hasStatus: false,
+    path: '/api/v1/secrets',
+    fieldSelector: 'type=kubernetes.io/tls',
+    list: (kc) => {
+      const api = kc.makeApiClient(CoreV1Api);
+      return () => api.listSecretForAllNamespaces({ fieldSelector: 'type=kubernetes.io/tls' });
     },
   },
   {

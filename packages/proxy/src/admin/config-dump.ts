@@ -2,8 +2,9 @@
 // reader (or `gwctl config all --file`) can list routes or backends without walking binds.
 // Secrets serialise as "[redacted]" (they are Secret objects in the snapshot), and so do the
 // values routes match on when they are credentials: a header of the redaction list, a query
-// parameter whose value is a credential.
-import { isSensitiveHeader, isSensitiveQueryParam, REDACTED, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
+// parameter whose value is a credential. A TLS listener shows its certificates' subject, names
+// and validity, never the key.
+import { certificateInfo, isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ListenerTlsIR, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
 import type { EndpointTable, EndpointView } from '../upstream/endpoints.js';
 import { upstreamNames } from '../routing/backend-picker.js';
 
@@ -20,6 +21,15 @@ function dumpMatch(m: RouteMatchIR): RouteMatchIR {
   return { ...m, headers: redactValues(m.headers, isSensitiveHeader), queryParams: redactValues(m.queryParams, isSensitiveQueryParam) };
 }
 
+// What an operator needs to check a certificate (whose it is, for which names, until when):
+// public facts parsed from the PEM; the key is not dumped in any form.
+function dumpTls(tls: ListenerTlsIR) {
+  return {
+    mode: tls.mode,
+    certificates: tls.certificates.map((c) => ({ origin: c.origin, ...(certificateInfo(c.certificate) ?? { subject: '(unparsable certificate)' }) })),
+  };
+}
+
 /** Process settings that bound what a client may take; shown so an operator can check them. */
 export interface DumpSettings {
   readonly requestHeadersTimeoutMs: number;
@@ -30,7 +40,14 @@ export interface DumpSettings {
 
 export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: EndpointTable, settings: DumpSettings) {
   const listeners = ir.binds.flatMap((b) =>
-    b.listeners.map((l) => ({ name: l.name, bind: `${b.address}:${b.port}`, protocol: l.protocol, hostname: l.hostname, routes: l.routes.map((r) => r.name) })),
+    b.listeners.map((l) => ({
+      name: l.name,
+      bind: `${b.address}:${b.port}`,
+      protocol: l.protocol,
+      hostname: l.hostname,
+      ...(l.protocol === 'HTTPS' ? { tls: dumpTls(l.tls) } : {}),
+      routes: l.routes.map((r) => r.name),
+    })),
   );
   const routes = ir.binds.flatMap((b) =>
     b.listeners.flatMap((l) =>

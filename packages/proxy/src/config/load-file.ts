@@ -12,12 +12,15 @@ import {
 import { TollgateError } from '../errors.js';
 import { DirectiveError, parseDirective } from '../log/directive.js';
 import { MODULES } from '../log/logger.js';
+import { readCertificateFiles } from './tls-files.js';
 
 export interface LoadedConfig {
   readonly path: string;
   readonly text: string;
   readonly config: StandaloneConfig;
   readonly snapshot: ProxySnapshot;
+  /** Accepted but worth an operator's eye (an expired certificate). */
+  readonly warnings: readonly string[];
 }
 
 /** Largest config file read: a config of thousands of routes is well under 1 MiB. */
@@ -112,7 +115,9 @@ export function parseConfig(path: string, text: string): LoadedConfig {
       throw new ValidationError(abs, [{ path: 'config.logLevel', message: `got ${JSON.stringify(logLevel)}: ${err.message}` }]);
     }
   }
-  return { path: abs, text, config, snapshot: standaloneToSnapshot(config, { kind: 'file', path: abs }) };
+  const tls = readCertificateFiles(abs, config);
+  if (tls.problems.length) throw new ValidationError(abs, tls.problems);
+  return { path: abs, text, config, snapshot: standaloneToSnapshot(config, { kind: 'file', path: abs }, tls.lookup), warnings: tls.warnings };
 }
 
 export async function loadConfigFile(path: string): Promise<LoadedConfig> {

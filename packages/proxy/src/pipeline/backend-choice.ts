@@ -9,7 +9,7 @@ import { publish } from './events.js';
 
 /** Returns false when the route has no backend to send to (answered 503). */
 export function chooseBackend(ctx: RequestContext): boolean {
-  addForwarded(ctx.upstreamHeaders!, ctx.req.socket.remoteAddress, 'http', ctx.rawHost);
+  addForwarded(ctx.upstreamHeaders!, ctx.req.socket.remoteAddress, ctx.scheme, ctx.rawHost);
   const backend = ctx.route!.pickBackend();
   if (!backend) {
     ctx.admissions?.refund();

@@ -3,6 +3,7 @@
 // class, not a growing literal: V8 keeps one hidden class for all requests). Stages read and
 // write it; nothing else carries request state between them.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 import type { PathMatchIR } from '@tollgate/api';
 import type { UpstreamTarget } from '../routing/backend-picker.js';
 import type { LlmRequest } from '../llm/request-body.js';
@@ -94,6 +95,17 @@ export class RequestContext {
     this.rawHost = (target.ok && target.authority) || req.headers.host;
     this.host = normalizeHost(this.rawHost);
     this.upstreamPath = this.path;
+  }
+
+  /** https when the request came over a TLS listener. */
+  get scheme(): 'http' | 'https' {
+    return (this.req.socket as TLSSocket).encrypted === true ? 'https' : 'http';
+  }
+
+  /** The SNI name the client sent in its ClientHello, lower case; null on plain HTTP or without SNI. */
+  get serverName(): string | null {
+    const name = (this.req.socket as TLSSocket).servername;
+    return typeof name === 'string' && name ? name.toLowerCase() : null;
   }
 
   /** Host and port the client addressed: its Host header, or the address it connected to. */

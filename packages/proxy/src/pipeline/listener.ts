@@ -1,17 +1,32 @@
 // Stage 1, listener: the request target normalised (request-target.ts), then the bind's
-// listener for the request's host (most specific hostname first).
+// listener for the request's host (most specific hostname first). On HTTPS the listener the
+// Host selects must be the one the TLS server name (SNI) selected: a connection opened for
+// one listener's certificate may not be reused for another's hosts (RFC 9110 §15.5.20, and
+// the Gateway API's listener hostname rules), so that answers 421 and the client opens a new
+// connection. A Host that no listener serves falls through to the 404 of route selection.
 import { ERRORS } from '../errors.js';
 import { answerError } from './answer.js';
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
 
-/** Returns false when the request target cannot be served (answered 400). */
+/** Returns false when the request cannot be served here (answered 400 or 421). */
 export function selectListener(ctx: RequestContext): boolean {
   if (ctx.observed) publish.requestSnapshot(ctx, 'initial request');
   if (ctx.targetError) {
     answerError(ctx, ERRORS.badRequestTarget, undefined, ctx.targetError);
     return false;
   }
-  ctx.listener = ctx.snapshot.binds.get(ctx.port)?.listeners.first(ctx.host) ?? null;
+  const bind = ctx.snapshot.binds.get(ctx.port);
+  ctx.listener = bind?.listeners.first(ctx.host) ?? null;
+  if (bind?.tls && ctx.listener) {
+    const sni = ctx.serverName;
+    // Without SNI (or naming no listener) the client got the default certificate and
+    // asked for no name: the Host alone decides.
+    const chosen = sni === null ? undefined : bind.tls.bySni.first(sni);
+    if (chosen && chosen.name !== ctx.listener.ir.name) {
+      answerError(ctx, ERRORS.misdirected, undefined, `the TLS server name ${sni} selects listener ${chosen.name}; host ${ctx.host} is served by listener ${ctx.listener.ir.name}`);
+      return false;
+    }
+  }
   return true;
 }

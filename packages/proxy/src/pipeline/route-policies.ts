@@ -38,7 +38,7 @@ function applyFilters(ctx: RequestContext): boolean {
   const route = ctx.route!;
   if (route.redirect) {
     ctx.admissions?.settle(null);
-    const location = redirectLocation(route.redirect, { scheme: 'http', host: ctx.host, listenerPort: ctx.port, path: ctx.path, query: ctx.query, matched: ctx.matched! });
+    const location = redirectLocation(route.redirect, { scheme: ctx.scheme, host: ctx.host, listenerPort: ctx.port, path: ctx.path, query: ctx.query, matched: ctx.matched! });
     answerDirect(ctx, route.redirect.statusCode, { ...ctx.admissions?.responseHeaders(), location, 'content-length': '0' });
     return false;
   }

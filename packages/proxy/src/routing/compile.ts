@@ -9,6 +9,7 @@ import { effectiveHostnames } from './hostname.js';
 import { PathIndex } from './path-index.js';
 import { compilePolicy, type CompiledPolicy, type GlobalFactory } from '../ratelimit/policy.js';
 import type { LimiterStore } from '../ratelimit/local/limiter.js';
+import { compileBindTls, TlsContextCache, type BindTls } from '../server/tls-contexts.js';
 
 export interface CompileDeps {
   readonly limiters: LimiterStore;
@@ -16,6 +17,8 @@ export interface CompileDeps {
   readonly makeGlobal: GlobalFactory | null;
   /** Endpoint state (kept across configs) and the balancing policy. */
   readonly picking: PickerDeps;
+  /** Parsed certificates kept across snapshots (a fresh cache when absent). */
+  readonly tlsContexts?: TlsContextCache;
 }
 
 export interface CompiledRoute {
@@ -42,6 +45,8 @@ export interface CompiledListener {
 export interface CompiledBind {
   readonly ir: BindIR;
   readonly listeners: HostTable<CompiledListener>;
+  /** Certificates by SNI name; null on a plain HTTP bind. */
+  readonly tls: BindTls | null;
 }
 
 export interface CompiledSnapshot {
@@ -65,6 +70,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   let countsTokens = false;
   let order = 0;
   const picking = deps?.picking ?? standalonePickerDeps();
+  const tlsContexts = deps?.tlsContexts ?? new TlsContextCache();
   for (const bind of ir.binds) {
     const listeners = new HostTable<CompiledListener>();
     for (const l of bind.listeners) {
@@ -94,7 +100,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
       }
       for (const index of listener.routes.values()) index.seal();
     }
-    binds.set(bind.port, { ir: bind, listeners });
+    binds.set(bind.port, { ir: bind, listeners, tls: compileBindTls(bind, tlsContexts) });
   }
   return { ir, binds, detached, countsTokens };
 }

@@ -1,7 +1,12 @@
 // One Fastify instance per bind. Fastify owns the socket lifecycle (keep-alive, 503 while
 // closing, draining on close); every request goes to one catch-all route whose handler takes
 // over the raw response, since a proxy streams bodies rather than building replies.
+//
+// An HTTPS bind is the same server over node:https. Its certificates are not options of the
+// server: each ClientHello asks the bind's current certificate table (SNICallback), so a new
+// snapshot swaps certificates for the next handshake while open connections keep theirs.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { SecureContext, Server as TlsServer } from 'node:tls';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { ClientGone, ERRORS, RequestFailure, TollgateError } from '../errors.js';
@@ -11,6 +16,7 @@ import type { CompiledSnapshot } from '../routing/compile.js';
 import { sendError } from '../upstream/forward.js';
 import { watchBodyIdle } from './body-idle.js';
 import type { InFlight } from './inflight.js';
+import type { BindTls } from './tls-contexts.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'];
 
@@ -74,17 +80,42 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
 
 export class DataPlaneServer {
   readonly #app: FastifyInstance;
+  #tls: BindTls | null = null;
+  #fallback: SecureContext | null = null;
+  /**
+   * `tls`: the bind's certificates; null for plain HTTP. A bind never changes between the
+   * two: the runtime opens a new server when a port's protocol changes.
+   */
   constructor(
     readonly port: number,
     readonly address: string,
     ctx: DataPlaneContext,
+    tls: BindTls | null = null,
   ) {
     const t = ctx.clientTimeouts;
+    // Node checks header deadlines on this interval: keep it a fraction of the timeout.
+    const http = { headersTimeout: t.requestHeadersMs, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(t.requestHeadersMs / 4))) };
+    this.tls = tls !== null;
+    this.#tls = tls;
+    const https = tls
+      ? {
+          ...http,
+          ...fallbackOptions(tls),
+          // A client that opens a connection and never finishes the handshake holds it no
+          // longer than one that never finishes its request headers.
+          handshakeTimeout: t.requestHeadersMs,
+          SNICallback: (servername: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
+            const current = this.#tls!;
+            const listener = current.bySni.first(servername.toLowerCase());
+            cb(null, (listener && current.byListener.get(listener.name)) ?? current.fallback);
+          },
+        }
+      : null;
+    this.#fallback = tls?.fallback ?? null;
     this.#app = Fastify({
       logger: false,
       keepAliveTimeout: t.keepAliveMs,
-      // Node checks header deadlines on this interval: keep it a fraction of the timeout.
-      http: { headersTimeout: t.requestHeadersMs, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(t.requestHeadersMs / 4))) },
+      ...(https ? { https } : { http }),
       return503OnClosing: true,
       forceCloseConnections: 'idle',
       exposeHeadRoutes: false,
@@ -97,6 +128,11 @@ export class DataPlaneServer {
         else sendError(reply.raw, ERRORS.badRequest, undefined, error.message);
       },
     });
+    if (tls) {
+      // A failed handshake (no shared cipher, a client refusing the certificate) ends that
+      // connection only; Node closes it.
+      this.#app.server.on('tlsClientError', (err: NodeJS.ErrnoException) => ctx.log.debug({ code: err.code, reason: err.message }, 'TLS handshake failed'));
+    }
     // Bodies are never parsed here: the raw request stream goes upstream as it arrives.
     this.#app.removeAllContentTypeParsers();
     this.#app.addContentTypeParser('*', (_req, _payload, done) => done(null));
@@ -108,6 +144,21 @@ export class DataPlaneServer {
         void serve(ctx, port, request.raw, reply.raw);
       },
     });
+  }
+
+  readonly tls: boolean;
+
+  /**
+   * The bind's certificates from a newly applied snapshot: the next handshake uses them; open
+   * connections keep the certificate they were opened with.
+   */
+  useTls(tls: BindTls): void {
+    this.#tls = tls;
+    // The default (no SNI) context is the server's own: replaced only when it changed.
+    if (tls.fallback !== this.#fallback) {
+      (this.#app.server as unknown as TlsServer).setSecureContext(fallbackOptions(tls));
+      this.#fallback = tls.fallback;
+    }
   }
 
   async listen(): Promise<void> {
@@ -125,6 +176,12 @@ export class DataPlaneServer {
     }
   }
 
+  /** Stops accepting new connections now (the port is free again); open ones carry on. */
+  stopAccepting(): void {
+    // close() frees the listening socket at once; close() below still drains connections.
+    if (this.#app.server.listening) this.#app.server.close();
+  }
+
   /** Stops accepting, lets in-flight requests finish; after `deadlineMs` cuts what is left. */
   async close(deadlineMs: number): Promise<void> {
     const timer = setTimeout(() => this.#app.server.closeAllConnections(), deadlineMs);
@@ -139,4 +196,10 @@ export class DataPlaneServer {
     const addr = this.#app.server.address();
     return typeof addr === 'object' && addr ? addr.port : this.port;
   }
+}
+
+/** The PEM options of the default certificate (for clients that send no SNI). */
+function fallbackOptions(tls: BindTls): { cert: string[]; key: { pem: string }[]; minVersion: 'TLSv1.2' } {
+  const certs = tls.fallbackCertificates;
+  return { cert: certs.map((c) => c.certificate), key: certs.map((c) => ({ pem: c.key.reveal() })), minVersion: 'TLSv1.2' };
 }

@@ -2,7 +2,7 @@
 // pools. `apply()` swaps in a new snapshot atomically: it compiles first, opens any new
 // ports, then switches the pointer every new request reads, then closes ports no longer
 // configured. If any step before the switch fails, the previous config keeps serving.
-import type { ProxySnapshot } from '@tollgate/api';
+import type { BindIR, ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
 import { EndpointTable } from '../upstream/endpoints.js';
@@ -18,6 +18,7 @@ import { loadTokenizer } from '../llm/estimate.js';
 import { MAX_LLM_BODY_BYTES } from '../llm/request-body.js';
 import { DEFAULT_PATH_SETTINGS, type PathSettings } from '../pipeline/request-target.js';
 import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext } from './data-plane.js';
+import { TlsContextCache } from './tls-contexts.js';
 import type { InFlight } from './inflight.js';
 import { SERVICE_BALANCING, upstreamNames, type PickerDeps } from '../routing/backend-picker.js';
 
@@ -50,6 +51,10 @@ function bindKey(address: string, port: number): string {
   return `${address}:${port}`;
 }
 
+function isTls(bind: BindIR): boolean {
+  return bind.listeners.some((l) => l.protocol === 'HTTPS');
+}
+
 export class ProxyRuntime {
   #current: CompiledSnapshot | null = null;
   readonly #servers = new Map<string, DataPlaneServer>();
@@ -63,6 +68,7 @@ export class ProxyRuntime {
   /** gRPC channels to rate limit services, shared across reloads. */
   readonly rateLimitServices = new RlsClientPool();
   readonly #makeGlobal: GlobalFactory;
+  readonly #tlsContexts = new TlsContextCache();
   draining = false;
   readonly traceEnv: TraceEnv = traceEnvFromProcess();
   /** What every request of this runtime shares (one object, so a trace hub can tell its own requests). */
@@ -117,9 +123,10 @@ export class ProxyRuntime {
   async apply(ir: ProxySnapshot): Promise<void> {
     let next: CompiledSnapshot;
     try {
-      next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.#makeGlobal, picking: this.#picking });
+      next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.#makeGlobal, picking: this.#picking, tlsContexts: this.#tlsContexts });
     } catch (err) {
       this.limiters.discard();
+      this.#tlsContexts.discard();
       throw err;
     }
     if (next.countsTokens) await loadTokenizer();
@@ -127,21 +134,38 @@ export class ProxyRuntime {
       this.options.log.warn({ route: name }, `route ${name} is not attached: none of its hostnames intersects its listener hostname`);
     }
     const wanted = new Map(ir.binds.map((b) => [bindKey(b.address, b.port), b]));
+    // A port that turns from HTTP to HTTPS (or back) needs another kind of server on the same
+    // port: the old one stops accepting first, so this one step cannot be undone if a later
+    // one fails (its connections still finish).
+    for (const [key, bind] of wanted) {
+      const old = this.#servers.get(key);
+      if (!old || old.tls === isTls(bind)) continue;
+      this.#servers.delete(key);
+      this.options.log.info({ bind: key }, `bind ${key} changes protocol; reopening it`);
+      old.stopAccepting();
+      void old.close(this.options.drainTimeoutMs);
+    }
     const started: DataPlaneServer[] = [];
     try {
       for (const [key, bind] of wanted) {
         if (this.#servers.has(key)) continue;
-        const server = new DataPlaneServer(bind.port, bind.address, this.#deps);
+        const server = new DataPlaneServer(bind.port, bind.address, this.#deps, next.binds.get(bind.port)?.tls ?? null);
         await server.listen();
         started.push(server);
       }
     } catch (err) {
       this.limiters.discard();
+      this.#tlsContexts.discard();
       await Promise.allSettled(started.map((s) => s.close(0)));
       throw err;
     }
     this.limiters.commit();
+    this.#tlsContexts.commit();
     this.#current = next;
+    for (const [key, server] of this.#servers) {
+      const tls = server.tls ? next.binds.get(wanted.get(key)?.port ?? -1)?.tls : null;
+      if (tls) server.useTls(tls);
+    }
     this.loadedAt = Date.now();
     for (const s of started) {
       this.#servers.set(bindKey(s.address, s.port), s);
@@ -177,5 +201,5 @@ export class ProxyRuntime {
 function listenerSummary(ir: ProxySnapshot, port: number): string {
   const bind = ir.binds.find((b) => b.port === port);
   if (!bind) return '';
-  return bind.listeners.map((l) => `listener ${l.name}${l.hostname ? ` ${l.hostname}` : ''}: ${l.routes.length} route${l.routes.length === 1 ? '' : 's'}`).join('; ');
+  return bind.listeners.map((l) => `${l.protocol} listener ${l.name}${l.hostname ? ` ${l.hostname}` : ''}: ${l.routes.length} route${l.routes.length === 1 ? '' : 's'}`).join('; ');
 }

@@ -52,6 +52,7 @@ export class FileSnapshotSource
     this.#sink = sink;
     await sink.apply(this.#current.snapshot);
     this.#applied++;
+    for (const w of this.#current.warnings) this.options.log.warn(w);
     this.options.log.info({ version: this.#current.snapshot.version, source: this.path }, `serving config ${this.#current.snapshot.version} from ${this.path}`);
     if (this.options.watch !== false) {
       this.#watch = watchFile(this.path, () => void this.#enqueue('edit'), { log: this.options.log, debounceMs: this.options.debounceMs });
@@ -104,21 +105,20 @@ export class FileSnapshotSource
       }
       return this.#refuse(err as Error);
     }
-    // An edit event for content already read is noise; a reload re-reads a refused file.
-    if (trigger === 'edit' ? text === this.#lastSeen : text === this.#current.text) {
-      if (trigger === 'reload') log.info({ version: this.#current.snapshot.version }, `config file unchanged; still serving ${this.#current.snapshot.version}`);
-      this.#lastSeen = text;
-      this.emit('unchanged');
-      return 'unchanged';
-    }
+    // An edit event for content already read is noise; a reload re-reads a refused file, and
+    // re-reads certificate files (renewed in place) even when the config text is the same.
+    const sameText = trigger === 'edit' ? text === this.#lastSeen : text === this.#current.text;
+    if (sameText && (trigger === 'edit' || !usesCertificateFiles(this.#current))) return this.#unchanged(trigger, text);
     this.#lastSeen = text;
     let next: LoadedConfig;
     try {
       next = parseConfig(this.path, text);
+      if (sameText && next.snapshot.version === this.#current.snapshot.version) return this.#unchanged(trigger, text);
       await sink.apply(next.snapshot);
     } catch (err) {
       return this.#refuse(err as Error);
     }
+    for (const w of next.warnings) log.warn(w);
     if (JSON.stringify(next.config.config ?? {}) !== JSON.stringify(this.options.initial.config.config ?? {})) {
       log.warn('process settings (config.*) changed; they take effect at the next restart');
     }
@@ -130,6 +130,13 @@ export class FileSnapshotSource
     return 'reloaded';
   }
 
+  #unchanged(trigger: 'edit' | 'reload', text: string): ReloadOutcome {
+    if (trigger === 'reload') this.options.log.info({ version: this.#current.snapshot.version }, `config file unchanged; still serving ${this.#current.snapshot.version}`);
+    this.#lastSeen = text;
+    this.emit('unchanged');
+    return 'unchanged';
+  }
+
   #refuse(err: Error): ReloadOutcome {
     this.#refused++;
     this.#lastError = err.message;
@@ -137,4 +144,8 @@ export class FileSnapshotSource
     this.emit('refused', err);
     return 'refused';
   }
+}
+
+function usesCertificateFiles(loaded: LoadedConfig): boolean {
+  return loaded.snapshot.binds.some((b) => b.listeners.some((l) => l.protocol === 'HTTPS'));
 }

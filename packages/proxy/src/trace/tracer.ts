@@ -31,6 +31,8 @@ export interface RequestView {
   readonly path: string;
   readonly query: string;
   readonly headers: Record<string, string | string[] | undefined> | IncomingHttpHeaders;
+  /** How the request arrived (https on a TLS listener); http when left out. */
+  readonly scheme?: 'http' | 'https';
 }
 
 type Severity = TraceEvent['severity'];
@@ -42,8 +44,9 @@ export function severityOf(status: number, transportError = false): Severity {
 }
 
 /** "host:80" is "host" for http (spec §2.3: the port only when not the default). */
-function withoutDefaultPort(authority: string): string {
-  return authority.endsWith(':80') ? authority.slice(0, -3) : authority;
+function withoutDefaultPort(authority: string, scheme: 'http' | 'https'): string {
+  const port = scheme === 'https' ? ':443' : ':80';
+  return authority.endsWith(port) ? authority.slice(0, -port.length) : authority;
 }
 
 export class RequestTracer {
@@ -79,17 +82,18 @@ export class RequestTracer {
 
   requestState(view: RequestView, backend?: RequestState['backend']): RequestState {
     const headers = redactHeaders(view.headers);
-    const host = withoutDefaultPort(view.authority);
+    const scheme = view.scheme ?? 'http';
+    const host = withoutDefaultPort(view.authority, scheme);
     // Credentials in query parameters (api_key=, token=, sig= ...) are redacted like headers.
     const pathAndQuery = redactPathAndQuery(view.query ? `${view.path}?${view.query}` : view.path);
     return {
       request: {
         method: view.method,
-        uri: `http://${host}${pathAndQuery}`,
+        uri: `${scheme}://${host}${pathAndQuery}`,
         path: view.path,
         pathAndQuery,
         host,
-        scheme: 'http',
+        scheme,
         version: this.#version,
         headers,
         startTime: this.#startTime,
@@ -114,7 +118,7 @@ export class RequestTracer {
     const authority = typeof rewritten === 'string' ? rewritten : ctx.authority;
     const view: RequestView = upstream
       ? { method: ctx.method, authority, path: ctx.upstreamPath, query: ctx.query, headers: ctx.upstreamHeaders ?? ctx.headers }
-      : { method: ctx.method, authority, path: ctx.path, query: ctx.query, headers: ctx.headers };
+      : { method: ctx.method, authority, path: ctx.path, query: ctx.query, headers: ctx.headers, scheme: ctx.scheme };
     // The backend as routes name it (`<service_host>:<port>` for a Service); the endpoint chosen within it is the backendCallStart target.
     const backend = stage === 'final request' && ctx.backend ? { name: ctx.backend.backend.name, type: 'service' as const, protocol: 'http' as const } : undefined;
     this.#emit({ type: 'requestSnapshot', stage, requestState: this.requestState(view, backend) });

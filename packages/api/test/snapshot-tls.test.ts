@@ -1,0 +1,75 @@
+// HTTPS listeners in the snapshot: the private key travels only in the wire form, every other
+// serialisation redacts it, a rotated key is a new version, and a bind mixing HTTP and HTTPS
+// listeners is refused.
+import { describe, expect, it } from 'vitest';
+import { issueTestCertificate } from '@tollgate/testkit';
+import { checkCertificate, decodeSnapshot, encodeSnapshot, fromWire, REDACTED, Secret, toWire, ValidationError, withVersion, type ListenerIR, type ProxySnapshot } from '../src/index.js';
+
+const pair = issueTestCertificate({ commonName: 'a.example.com', names: ['a.example.com'] });
+
+function snapshot(key = pair.key, listeners?: ListenerIR[]): ProxySnapshot {
+  return withVersion({
+    source: { kind: 'controller', gateway: 'default/gw' },
+    binds: [
+      {
+        port: 8443,
+        address: '0.0.0.0',
+        listeners: listeners ?? [
+          {
+            name: 'default/gw/https',
+            protocol: 'HTTPS',
+            hostname: 'a.example.com',
+            tls: { mode: 'Terminate', certificates: [{ origin: { kind: 'Secret', namespace: 'default', name: 'a-tls' }, certificate: pair.cert, key: new Secret(key) }] },
+            policy: null,
+            routes: [],
+          },
+        ],
+      },
+    ],
+  });
+}
+
+describe('HTTPS listeners on the wire', () => {
+  it('carries the key in the wire form only', () => {
+    const s = snapshot();
+    expect(JSON.stringify(s)).not.toContain('PRIVATE KEY');
+    expect(JSON.stringify(s)).toContain(REDACTED);
+    const text = encodeSnapshot(s);
+    expect(text).toContain('PRIVATE KEY');
+    const back = decodeSnapshot(text);
+    const l = back.binds[0]!.listeners[0]!;
+    if (l.protocol !== 'HTTPS') throw new Error('expected HTTPS');
+    expect(l.tls.certificates[0]!.key).toBeInstanceOf(Secret);
+    expect(l.tls.certificates[0]!.key.reveal()).toBe(pair.key);
+    expect(back.version).toBe(s.version);
+  });
+
+  it('gives a rotated key a new version', () => {
+    const other = issueTestCertificate({ commonName: 'a.example.com' });
+    expect(snapshot(other.key).version).not.toBe(snapshot().version);
+  });
+
+  it('refuses a bind mixing HTTP and HTTPS listeners, and an HTTPS listener without certificates', () => {
+    const wire = toWire(snapshot()) as unknown as { binds: { listeners: Record<string, unknown>[] }[] };
+    wire.binds[0]!.listeners.push({ name: 'plain', protocol: 'HTTP', hostname: 'b.example.com', policy: null, routes: [] });
+    expect(() => fromWire(wire)).toThrow(/binds\[0\]\.listeners\[1\]\.protocol: got HTTP; every listener on port 8443 must be HTTPS/);
+    const empty = toWire(snapshot()) as unknown as { binds: { listeners: { tls: { certificates: unknown[] } }[] }[] };
+    empty.binds[0]!.listeners[0]!.tls.certificates = [];
+    expect(() => fromWire(empty)).toThrow(ValidationError);
+  });
+});
+
+describe('checkCertificate', () => {
+  it('accepts a matching pair and says what is wrong otherwise, never quoting the key', () => {
+    const ok = checkCertificate(pair.cert, pair.key);
+    expect(ok.ok && ok.info).toMatchObject({ subject: 'CN=a.example.com', sans: ['a.example.com'], chainLength: 1 });
+    const other = issueTestCertificate({ commonName: 'b.example.com' });
+    const mismatch = checkCertificate(pair.cert, other.key);
+    expect(mismatch).toEqual({ ok: false, field: 'key', problem: 'does not belong to the certificate (subject CN=a.example.com); give the key the certificate was issued for' });
+    expect(checkCertificate('nonsense', pair.key)).toMatchObject({ ok: false, field: 'certificate' });
+    expect(checkCertificate(pair.cert, 'nonsense')).toMatchObject({ ok: false, field: 'key' });
+    const broken = checkCertificate(pair.cert, '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n');
+    expect(broken.ok).toBe(false);
+    expect(JSON.stringify(broken)).not.toContain('AAAA');
+  });
+});

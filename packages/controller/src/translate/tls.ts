@@ -1,0 +1,91 @@
+// The certificates of an HTTPS listener: its tls.certificateRefs resolved to Secrets of type
+// kubernetes.io/tls, checked (PEM, the key of the certificate) and turned into IR
+// certificates whose key is a Secret value, so that no status message, log line or admin view
+// can print it. A reference across namespaces needs a ReferenceGrant from Gateways of the
+// listener's namespace to Secrets there.
+//
+// A listener whose references are partly broken keeps the certificates that resolved
+// (ResolvedRefs False names the broken ones); one with none left is not programmed.
+import { checkCertificate, Secret, type CertificateIR } from '@tollgate/api';
+import type { V1Secret } from '@kubernetes/client-node';
+import { fail, ok, type Verdict } from './conditions.js';
+import type { Context } from './context.js';
+import { GATEWAY_GROUP, type Gateway, type Listener, type SecretObjectReference } from '../types/gateway-api.js';
+
+export const TLS_SECRET_TYPE = 'kubernetes.io/tls';
+
+export interface ListenerCertificates {
+  /** ResolvedRefs. */
+  readonly verdict: Verdict;
+  /** The certificates that resolved, in reference order. */
+  readonly certificates: readonly CertificateIR[];
+}
+
+type Resolved = { readonly ok: true; readonly certificate: CertificateIR } | { readonly ok: false; readonly reason: string; readonly problem: string };
+
+// Parsing a key is the costly part and a Secret is immutable once cached (an informer
+// replaces it on change): checked once per Secret object, whatever the number of listeners
+// and translations that use it.
+const checked = new WeakMap<V1Secret, Resolved>();
+
+function fromSecret(secret: V1Secret, namespace: string, name: string): Resolved {
+  const hit = checked.get(secret);
+  if (hit) return hit;
+  const result = checkSecret(secret, namespace, name);
+  checked.set(secret, result);
+  return result;
+}
+
+function checkSecret(secret: V1Secret, namespace: string, name: string): Resolved {
+  const what = `Secret ${namespace}/${name}`;
+  if (secret.type !== TLS_SECRET_TYPE) return { ok: false, reason: 'InvalidCertificateRef', problem: `${what} is of type ${secret.type ?? 'Opaque'}; certificates come from Secrets of type ${TLS_SECRET_TYPE}` };
+  const data = secret.data ?? {};
+  const crt = data['tls.crt'];
+  const key = data['tls.key'];
+  if (!crt || !key) return { ok: false, reason: 'InvalidCertificateRef', problem: `${what} has no ${!crt ? 'tls.crt' : 'tls.key'}; a ${TLS_SECRET_TYPE} Secret holds both` };
+  const certificate = Buffer.from(crt, 'base64').toString('utf8');
+  const keyPem = Buffer.from(key, 'base64').toString('utf8');
+  const check = checkCertificate(certificate, keyPem);
+  if (!check.ok) return { ok: false, reason: 'InvalidCertificateRef', problem: `${what}: ${check.field === 'certificate' ? 'tls.crt' : 'tls.key'} ${check.problem}` };
+  return { ok: true, certificate: { origin: { kind: 'Secret', namespace, name }, certificate, key: new Secret(keyPem) } };
+}
+
+function resolve(ref: SecretObjectReference, index: number, gatewayNs: string, ctx: Context): Resolved {
+  const at = `tls.certificateRefs[${index}]`;
+  const group = ref.group ?? '';
+  const kind = ref.kind ?? 'Secret';
+  if (group !== '' || kind !== 'Secret')
+    return { ok: false, reason: 'InvalidCertificateRef', problem: `${at} refers to ${group ? `${group}/` : ''}${kind} ${ref.name}; only core Secrets hold certificates` };
+  const namespace = ref.namespace ?? gatewayNs;
+  if (!ctx.grants.permits({ group: GATEWAY_GROUP, kind: 'Gateway', namespace: gatewayNs }, { group: '', kind: 'Secret', namespace, name: ref.name }))
+    return {
+      ok: false,
+      reason: 'RefNotPermitted',
+      problem: `${at} refers to Secret ${namespace}/${ref.name} in another namespace; a ReferenceGrant in ${namespace} must allow Gateways of ${gatewayNs}`,
+    };
+  const secret = ctx.secrets.get(`${namespace}/${ref.name}`);
+  if (!secret)
+    return { ok: false, reason: 'InvalidCertificateRef', problem: `${at} refers to Secret ${namespace}/${ref.name}, which does not exist (or is not of type ${TLS_SECRET_TYPE})` };
+  const r = fromSecret(secret, namespace, ref.name);
+  return r.ok ? r : { ...r, problem: `${at}: ${r.problem}` };
+}
+
+/** Null for a listener that is not HTTPS. */
+export function listenerCertificates(l: Listener, gateway: Gateway, ctx: Context): ListenerCertificates | null {
+  if (l.protocol !== 'HTTPS') return null;
+  const ns = gateway.metadata.namespace ?? '';
+  const refs = l.tls?.certificateRefs ?? [];
+  if (!refs.length) return { verdict: fail('InvalidCertificateRef', 'an HTTPS listener needs tls.certificateRefs naming a Secret of type kubernetes.io/tls'), certificates: [] };
+  const certificates: CertificateIR[] = [];
+  const problems: { reason: string; problem: string }[] = [];
+  refs.forEach((ref, i) => {
+    const r = resolve(ref, i, ns, ctx);
+    if (r.ok) certificates.push(r.certificate);
+    else problems.push(r);
+  });
+  if (!problems.length) return { verdict: ok('ResolvedRefs', 'all references resolved'), certificates };
+  // RefNotPermitted only when that is the whole story: any other broken reference is the
+  // more useful reason to show.
+  const reason = problems.every((p) => p.reason === 'RefNotPermitted') ? 'RefNotPermitted' : 'InvalidCertificateRef';
+  return { verdict: fail(reason, problems.map((p) => p.problem).join('; ')), certificates };
+}
