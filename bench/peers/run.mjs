@@ -120,7 +120,6 @@ async function measure(opts, env, proxy, request) {
   const cpuUs = procCpuUs(pid) - cpu0;
   const busy = sampler.stop();
   const rss = rssKiB(pid);
-  if (res.errors || res.non2xx) throw new Error(`${res.errors} socket errors, ${res.non2xx} non-2xx answers`);
   return { ...res, cpuUsPerReq: cpuUs / res.requests, proxyCpuPct: busy.proxy, perCpu: busy.perCpu, rssKiB: rss.rss, hwmKiB: rss.hwm };
 }
 
@@ -178,7 +177,8 @@ async function main() {
           p.runs[c].push(r);
           console.log(
             `[round ${round}/${opts.rounds}] ${c} ${p.id}: ${fmt.n(r.rps)} req/s, p50 ${fmt.n(r.p50Ms, 2)} / p99 ${fmt.n(r.p99Ms, 2)} / p99.9 ${fmt.n(r.p999Ms, 2)} ms, ` +
-              `${fmt.n(r.cpuUsPerReq, 1)} µs CPU/req, proxy ${fmt.n(r.proxyCpuPct)}% of a core, CPU0/CPU1 busy ${r.perCpu.map((b) => fmt.n(b)).join('/')}%, RSS ${fmt.n(r.rssKiB / 1024, 1)} MiB`,
+              `${fmt.n(r.cpuUsPerReq, 1)} µs CPU/req, proxy ${fmt.n(r.proxyCpuPct)}% of a core, CPU0/CPU1 busy ${r.perCpu.map((b) => fmt.n(b)).join('/')}%, RSS ${fmt.n(r.rssKiB / 1024, 1)} MiB` +
+              (r.errors || r.non2xx ? `, ERRORS: ${r.errors} socket (timeouts included), ${r.non2xx} non-2xx` : ''),
           );
         }
       }
@@ -192,7 +192,8 @@ async function main() {
         opts.cases.map((c) => {
           const runs = p.runs[c];
           const m = (k) => median(runs.map((r) => r[k]));
-          return [c, { rps: m('rps'), p50Ms: m('p50Ms'), p99Ms: m('p99Ms'), p999Ms: m('p999Ms'), cpuUsPerReq: m('cpuUsPerReq'), proxyCpuPct: m('proxyCpuPct'), rssMiB: Math.max(...runs.map((r) => r.rssKiB)) / 1024, runs }];
+          const errors = runs.reduce((a, r) => a + r.errors + r.non2xx, 0);
+          return [c, { errors, rps: m('rps'), p50Ms: m('p50Ms'), p99Ms: m('p99Ms'), p999Ms: m('p999Ms'), cpuUsPerReq: m('cpuUsPerReq'), proxyCpuPct: m('proxyCpuPct'), rssMiB: Math.max(...runs.map((r) => r.rssKiB)) / 1024, runs }];
         }),
       ),
     }));
@@ -204,7 +205,7 @@ async function main() {
     for (const c of opts.cases) {
       for (const s of summary) {
         const x = s.cases[c];
-        rows.push([c, s.id, fmt.n(x.rps), fmt.n(x.p50Ms, 2), fmt.n(x.p99Ms, 2), fmt.n(x.p999Ms, 2), fmt.n(x.cpuUsPerReq, 1), fmt.n(x.proxyCpuPct), fmt.n(x.rssMiB, 1)]);
+        rows.push([c, x.errors ? `${s.id} (${x.errors} errors)` : s.id, fmt.n(x.rps), fmt.n(x.p50Ms, 2), fmt.n(x.p99Ms, 2), fmt.n(x.p999Ms, 2), fmt.n(x.cpuUsPerReq, 1), fmt.n(x.proxyCpuPct), fmt.n(x.rssMiB, 1)]);
       }
       if (tg && ag) {
         const a = tg.cases[c];
@@ -226,6 +227,12 @@ async function main() {
       console.log(`  RSS idle ${fmt.n(tg.idleRssMiB, 1)} MiB ${tg.idleRssMiB < 80 ? 'met' : 'NOT met'}`);
     }
 
+    mkdirSync(join(opts.json, '..'), { recursive: true });
+    writeFileSync(opts.json, `${JSON.stringify({ started, loadavgEnd: loadavg(), options: { ...opts, pinned }, summary }, null, 2)}\n`);
+    console.log(`results: ${opts.json}`);
+  } finally {
+    // Tollgate writes its --cpu-prof profile as it exits: keep it, however the run ended.
+    await stopAll();
     if (env.profileDir) {
       const keep = join(ROOT, 'bench/.bench-out/peers');
       mkdirSync(keep, { recursive: true });
@@ -234,11 +241,6 @@ async function main() {
         console.log(`cpu profile: ${join(keep, f)} (node bench/lib/profile-summary.mjs <file>)`);
       }
     }
-    mkdirSync(join(opts.json, '..'), { recursive: true });
-    writeFileSync(opts.json, `${JSON.stringify({ started, loadavgEnd: loadavg(), options: { ...opts, pinned }, summary }, null, 2)}\n`);
-    console.log(`results: ${opts.json}`);
-  } finally {
-    await stopAll();
     rmSync(dir, { recursive: true, force: true });
   }
 }
