@@ -7,7 +7,6 @@ import { parseHostPort, ValidationError } from '@tollgate/api';
 import { TollgateError } from './errors.js';
 import { parseConfig, readConfigText } from './config/load-file.js';
 import { EXIT, EXIT_CODE_HELP, type ExitCode } from './exit-codes.js';
-import { startClusterProxy } from './process/cluster.js';
 import type { ProxyProcess } from './process/proxy-process.js';
 import { startStandaloneProxy } from './process/standalone.js';
 
@@ -122,7 +121,8 @@ export async function main(argv: string[]): Promise<void> {
     process.on('SIGHUP', () => reload());
     const addrs = { adminAddr: values['admin-addr'], metricsAddr: values['metrics-addr'], readinessAddr: values['readiness-addr'] };
     const standalone = cluster ? null : await startStandaloneProxy({ file: values.file!, ...addrs });
-    const gateway: ProxyProcess = standalone ?? (await startClusterProxy({ ...cluster!, ...addrs }));
+    // Cluster mode's snapshot stream client (gRPC) is loaded only in cluster mode.
+    const gateway: ProxyProcess = standalone ?? (await (await import('./process/cluster.js')).startClusterProxy({ ...cluster!, ...addrs }));
     if (cluster) gateway.logs.get('proxy').warn(`cluster mode: the snapshot stream to ${cluster.controller} is not encrypted (--controller-plaintext); for development only`);
     let stopping = false;
     const stop = (signal: string) => {

@@ -12,8 +12,23 @@ const CLOSE_ARRAY = 0x5d;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 
+/**
+ * True when there are at most `limit` opening brackets in the bytes, strings included: then
+ * nothing can nest deeper than `limit`. A chat body has a few brackets in kilobytes of text,
+ * and indexOf finds each in native code, where the exact scan below steps through every byte
+ * in JavaScript (about 25x slower on a 4 KB chat body): this settles almost every request.
+ */
+function fewOpenings(buf: Uint8Array, limit: number): boolean {
+  let n = 0;
+  for (const open of [OPEN_OBJECT, OPEN_ARRAY]) {
+    for (let i = buf.indexOf(open); i >= 0; i = buf.indexOf(open, i + 1)) if (++n > limit) return false;
+  }
+  return true;
+}
+
 /** True when the bytes nest objects and arrays deeper than `limit` (strings are skipped). */
 export function nestsDeeperThan(buf: Uint8Array, limit: number): boolean {
+  if (fewOpenings(buf, limit)) return false;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < buf.length; i++) {

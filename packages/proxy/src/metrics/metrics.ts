@@ -69,6 +69,9 @@ export class ProxyMetrics {
   // every labelled call, which is measurable on the request path.
   readonly #requestChildren = new Map<string, Map<number, Counter.Internal>>();
   readonly #latencyChildren = new Map<string, Histogram.Internal<'route'>>();
+  /** Keyed by the label values joined with NUL (a character no label value holds). */
+  readonly #decisionChildren = new Map<string, Counter.Internal>();
+  readonly #tokenChildren = new Map<string, Counter.Internal>();
 
   readonly #models: ModelLabels;
 
@@ -79,7 +82,19 @@ export class ProxyMetrics {
 
   /** Counts the LLM tokens of one response; `model` as the client sent it (null: none). */
   countTokens(route: string, model: string | null, source: TokenSource, tokens: number): void {
-    this.tokens.inc({ route, model: this.#models.label(model), source }, tokens);
+    const label = this.#models.label(model);
+    const key = `${route}\0${label}\0${source}`;
+    let child = this.#tokenChildren.get(key);
+    if (!child) this.#tokenChildren.set(key, (child = this.tokens.labels({ route, model: label, source })));
+    child.inc(tokens);
+  }
+
+  /** Counts one rate-limit decision. */
+  countDecision(kind: DecisionKind, level: DecisionLevel, result: DecisionResult): void {
+    const key = `${kind}\0${level}\0${result}`;
+    let child = this.#decisionChildren.get(key);
+    if (!child) this.#decisionChildren.set(key, (child = this.decisions.labels({ kind, level, result })));
+    child.inc();
   }
 
   countRequest(route: string, status: number): void {

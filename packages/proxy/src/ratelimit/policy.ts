@@ -91,7 +91,7 @@ export class Admissions {
       this.#statuses.push(...local.statuses());
       for (const e of local.entries) {
         const limited = !verdict.allowed && verdict.refusedBy === e.kind;
-        if (verdict.allowed || limited) this.metrics.decisions.inc({ kind: e.kind, level: policy.level, result: limited ? 'limited' : 'allowed' });
+        if (verdict.allowed || limited) this.metrics.countDecision(e.kind, policy.level, limited ? 'limited' : 'allowed');
       }
       if (!verdict.allowed) {
         this.refund();
@@ -102,7 +102,7 @@ export class Admissions {
     if (policy.global) {
       const g = await policy.global.check(facts());
       const result = g.outcome === 'ok' ? 'allowed' : g.outcome === 'overLimit' ? 'limited' : g.outcome === 'failedOpen' ? 'failed_open' : 'error';
-      this.metrics.decisions.inc({ kind: 'global', level: 'global', result });
+      this.metrics.countDecision('global', 'global', result);
       if (g.limit) this.#statuses.push(g.limit);
       const headers = withoutLimitHeaders(g.headers);
       if (!g.allowed) {

@@ -10,7 +10,7 @@ import { ProxyMetrics } from '../metrics/metrics.js';
 import { systemClock, type Clock } from '../ratelimit/clock.js';
 import { LimiterStore } from '../ratelimit/local/limiter.js';
 import type { GlobalFactory } from '../ratelimit/policy.js';
-import { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
+import type { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { DEFAULT_MAX_LINE_BYTES } from '@tollgate/kit';
@@ -65,8 +65,11 @@ export class ProxyRuntime {
   readonly traces: TraceHub;
   readonly metrics: ProxyMetrics;
   readonly limiters: LimiterStore;
-  /** gRPC channels to rate limit services, shared across reloads. */
-  readonly rateLimitServices = new RlsClientPool();
+  /**
+   * Global rate limiting (gRPC, protobuf and CEL) is loaded by the first config that has a
+   * remoteRateLimit policy; a proxy that never uses it neither loads nor starts any of it.
+   */
+  #global: { readonly compile: GlobalCompiler; readonly pool: RlsClientPool } | null = null;
   readonly #makeGlobal: GlobalFactory;
   readonly #tlsContexts = new TlsContextCache();
   draining = false;
@@ -88,7 +91,11 @@ export class ProxyRuntime {
     this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels });
     this.limiters = new LimiterStore(clock);
     const log = options.rateLimitLog ?? options.log;
-    this.#makeGlobal = (ir) => compileGlobalLimiter(ir, { log, clients: this.rateLimitServices });
+    this.#makeGlobal = (ir) => {
+      // apply() loads the module before compiling a config that names a rate limit service.
+      if (!this.#global) throw new Error('global rate limiting used before it was loaded');
+      return this.#global.compile(ir, { log, clients: this.#global.pool });
+    };
     this.traces = new TraceHub(this.traceEnv, options.maxTraceSessions);
     this.#deps = {
       current: () => this.current,
@@ -106,6 +113,11 @@ export class ProxyRuntime {
     this.traces.owner = this.#deps;
   }
 
+  /** gRPC channels to rate limit services, shared across reloads (none before a config uses one). */
+  get rateLimitServices(): RateLimitServices {
+    return this.#global?.pool ?? NO_RATE_LIMIT_SERVICES;
+  }
+
   get current(): CompiledSnapshot {
     if (!this.#current) throw new Error('no config loaded');
     return this.#current;
@@ -121,6 +133,15 @@ export class ProxyRuntime {
   }
 
   async apply(ir: ProxySnapshot): Promise<void> {
+    const services = new Map<string, 'FailOpen' | 'FailClosed'>();
+    for (const p of ir.binds.flatMap((b) => b.listeners.flatMap((l) => [l.policy, ...l.routes.map((r) => r.policy)]))) {
+      const g = p?.remoteRateLimit;
+      if (g && services.get(g.service) !== 'FailClosed') services.set(g.service, g.failureMode);
+    }
+    if (services.size && !this.#global) {
+      const m = await import('../ratelimit/global/index.js');
+      this.#global ??= { compile: m.compileGlobalLimiter, pool: new m.RlsClientPool() };
+    }
     let next: CompiledSnapshot;
     try {
       next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.#makeGlobal, picking: this.#picking, tlsContexts: this.#tlsContexts });
@@ -179,12 +200,7 @@ export class ProxyRuntime {
     }
     // Endpoints the new config still lists keep their state; the others close once idle.
     this.endpoints.retain(new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends.flatMap(upstreamNames))))));
-    const services = new Map<string, 'FailOpen' | 'FailClosed'>();
-    for (const p of ir.binds.flatMap((b) => b.listeners.flatMap((l) => [l.policy, ...l.routes.map((r) => r.policy)]))) {
-      const g = p?.remoteRateLimit;
-      if (g && services.get(g.service) !== 'FailClosed') services.set(g.service, g.failureMode);
-    }
-    this.rateLimitServices.retain(services);
+    this.#global?.pool.retain(services);
   }
 
   /** Stops accepting on every bind and waits for in-flight requests, up to the drain deadline. */
@@ -194,9 +210,16 @@ export class ProxyRuntime {
     this.#servers.clear();
     await Promise.allSettled(servers.map((s) => s.close(this.options.drainTimeoutMs)));
     await this.endpoints.close();
-    await this.rateLimitServices.close();
+    await this.#global?.pool.close();
   }
 }
+
+type GlobalCompiler = typeof compileGlobalLimiter;
+
+/** What the process and the config dump read of the rate limit service channels. */
+export type RateLimitServices = Pick<RlsClientPool, 'readiness' | 'addresses'>;
+
+const NO_RATE_LIMIT_SERVICES: RateLimitServices = { readiness: () => ({ ready: true, waiting: [] }), addresses: () => [] };
 
 function listenerSummary(ir: ProxySnapshot, port: number): string {
   const bind = ir.binds.find((b) => b.port === port);

@@ -16,8 +16,12 @@ const HOP_BY_HOP = new Set([
   'http2-settings',
 ]);
 
-function connectionTokens(value: string | string[] | undefined): string[] {
-  if (!value) return [];
+const NONE: readonly string[] = [];
+
+function connectionTokens(value: string | string[] | undefined): readonly string[] {
+  // Nearly every response says just `keep-alive` or `close`, both hop-by-hop already: skip
+  // the split (this runs once per request in each direction).
+  if (!value || value === 'keep-alive' || value === 'close') return NONE;
   return (Array.isArray(value) ? value.join(',') : value)
     .split(',')
     .map((t) => t.trim().toLowerCase())

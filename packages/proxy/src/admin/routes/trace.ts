@@ -4,7 +4,7 @@
 // disarms its session.
 import type { FastifyInstance } from 'fastify';
 import type { TraceEvent } from '@tollgate/api';
-import { compileTraceFilter, TraceFilterError, type TraceFilter } from '../../trace/filter.js';
+import type { TraceFilter } from '../../trace/filter.js';
 import { ERRORS } from '../../errors.js';
 import type { AdminContext } from '../context.js';
 import { rejectUnknownQuery, single } from '@tollgate/kit';
@@ -12,18 +12,23 @@ import { rejectUnknownQuery, single } from '@tollgate/kit';
 const DEFAULT_KEEPALIVE_MS = 5000;
 
 export function traceRoutes(app: FastifyInstance, ctx: AdminContext): void {
-  app.get('/debug/trace', (request, reply) => {
-    if (rejectUnknownQuery(request.query, ['match'], reply)) return;
+  app.get('/debug/trace', async (request, reply) => {
+    if (rejectUnknownQuery(request.query, ['match'], reply)) return reply;
     const match = single((request.query as Record<string, unknown>).match);
     if (match === null || match === '') {
       return reply.code(400).type('text/plain; charset=utf-8').send('match must be one non-empty CEL expression, e.g. request.headers["x-trace-id"] == "abc"\n');
     }
     let filter: TraceFilter | null = null;
-    try {
-      filter = match === undefined ? null : compileTraceFilter(match);
-    } catch (err) {
-      if (err instanceof TraceFilterError) return reply.code(400).type('text/plain; charset=utf-8').send(`${err.message}\n`);
-      throw err;
+    if (match !== undefined) {
+      // CEL is loaded by the first session with a match: a proxy that is never traced that way
+      // does not keep its code in memory.
+      const { compileTraceFilter, TraceFilterError } = await import('../../trace/filter.js');
+      try {
+        filter = compileTraceFilter(match);
+      } catch (err) {
+        if (err instanceof TraceFilterError) return reply.code(400).type('text/plain; charset=utf-8').send(`${err.message}\n`);
+        throw err;
+      }
     }
     const hub = ctx.runtime.traces;
     if (hub.waiting().length >= hub.maxArmed) {

@@ -1,0 +1,79 @@
+// The two proxies the peer bench compares, each started once for the whole run with both
+// routes (configs.mjs), pinned to the same CPU, and each ready when it answers the plain
+// request correctly.
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { freePort, startProcess } from '../lib/procs.mjs';
+import { REQUESTS, waitUntilAnswering } from '../lib/requests.mjs';
+import { writeAgentgatewayConfig, writeTollgateConfig } from './configs.mjs';
+
+function isBindListening(line) {
+  try {
+    const entry = JSON.parse(line);
+    return typeof entry.msg === 'string' && entry.msg.startsWith('bind ') && entry.msg.includes('listening');
+  } catch {
+    return false;
+  }
+}
+
+/** Tollgate from the checkout `root` (built), with extra node flags (e.g. --max-semi-space-size). */
+export function tollgate({ root, nodeArgs }) {
+  const bin = join(root, 'packages/proxy/bin/tollgate.js');
+  return {
+    id: 'tollgate',
+    label: 'Tollgate',
+    skip() {
+      return existsSync(join(root, 'packages/proxy/dist/cli.js')) ? null : `${root}/packages/proxy is not built (run pnpm build)`;
+    },
+    async start(env) {
+      const port = await freePort();
+      const dir = join(env.dir, 'tollgate');
+      mkdirSync(dir, { recursive: true });
+      const file = writeTollgateConfig(dir, { port, adminPort: await freePort(), backendHost: env.backend.host, mockLlmHost: env.mockLlm.host });
+      const side = ['--metrics-addr', `127.0.0.1:${await freePort()}`, '--readiness-addr', `127.0.0.1:${await freePort()}`];
+      const prof = env.profileDir ? ['--cpu-prof', '--cpu-prof-dir', env.profileDir] : [];
+      const proc = startProcess('tollgate', process.execPath, [...nodeArgs, ...prof, bin, '--file', file, ...side], { cpu: env.cpus.proxy });
+      await proc.waitForLine(isBindListening, 120_000);
+      return { url: `http://127.0.0.1:${port}`, proc };
+    },
+  };
+}
+
+/**
+ * agentgateway from the binary at `bin` (AGENTGATEWAY_BIN), one worker thread (the
+ * counterpart of Node's one JavaScript thread), admin/stats/readiness on loopback ports.
+ */
+export function agentgateway({ bin }) {
+  return {
+    id: 'agentgateway',
+    label: 'agentgateway',
+    skip() {
+      if (!bin) return 'AGENTGATEWAY_BIN is not set (build it as docs/benchmarks.md says, then AGENTGATEWAY_BIN=<path>/agentgateway)';
+      return existsSync(bin) ? null : `AGENTGATEWAY_BIN=${bin} does not exist`;
+    },
+    async start(env) {
+      const port = await freePort();
+      const dir = join(env.dir, 'agentgateway');
+      mkdirSync(dir, { recursive: true });
+      const file = writeAgentgatewayConfig(dir, { port, backendHost: env.backend.host, mockLlmHost: env.mockLlm.host });
+      const proc = startProcess('agentgateway', bin, ['-f', file], {
+        cpu: env.cpus.proxy,
+        cwd: dir,
+        env: {
+          WORKER_THREADS: '1',
+          ADMIN_ADDR: `127.0.0.1:${await freePort()}`,
+          STATS_ADDR: `127.0.0.1:${await freePort()}`,
+          READINESS_ADDR: `127.0.0.1:${await freePort()}`,
+          // Request logs off the hot path, as Tollgate's are at level info.
+          RUST_LOG: 'warn',
+        },
+      });
+      const url = `http://127.0.0.1:${port}`;
+      await Promise.race([
+        waitUntilAnswering(url, REQUESTS.fixed, 60_000),
+        proc.exited.then((code) => Promise.reject(new Error(`agentgateway exited (${code})\n${proc.tail}`))),
+      ]);
+      return { url, proc };
+    },
+  };
+}
