@@ -87,8 +87,9 @@ export interface NodeTools {
 
 /** Directory name of the node images in the cache; scripts/install-test-tools.sh uses the same key. */
 function nodeImagesDir(cache: string): string {
-  const pauseSource = readFileSync(join(REPO_ROOT, 'e2e/tools/pause/pause.c'));
-  const key = createHash('sha256').update(pauseSource).digest('hex').slice(0, 12);
+  const hash = createHash('sha256');
+  for (const source of ['e2e/tools/pause/pause.c', 'e2e/tools/coredns/main.go', 'e2e/tools/coredns/go.mod']) hash.update(readFileSync(join(REPO_ROOT, source)));
+  const key = hash.digest('hex').slice(0, 12);
   return join(cache, `node-images-pause${VERSIONS.pause}-${key}-coredns${VERSIONS.coredns}-echo${VERSIONS.gatewayApi}`);
 }
 
