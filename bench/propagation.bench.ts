@@ -11,26 +11,33 @@
 // - Policy propagation: a GatewayPolicy merge-patched, timed from the PATCH to the moment every
 //   proxy serves the new version (the last proxy's `serving snapshot` line; its ACK follows at
 //   once) and to the controller's metrics showing every ACK, for each proxy count.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
 import { send } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { sumMetric } from '../e2e/controller-process.js';
 import { run } from '../e2e/lib/exec.js';
 import { e2eAvailability } from '../e2e/lib/tools.js';
 import { useCluster } from '../e2e/lib/use-cluster.js';
-import { canIsolateProxies, SnapshotFleet, type ProxyProcess } from '../e2e/snapshot-propagation-harness.js';
+import { canIsolateProxies, PROXY_PORTS, SnapshotFleet, type ProxyProcess } from '../e2e/snapshot-propagation-harness.js';
 import { createAll, httpRoute, KubeApi, pct, routesPath } from './propagation-kube.js';
 
 const NS = 'bench';
 const GATEWAY = `${NS}/gw`;
 const PORT = 8080;
 const ROUTES = Number(process.env.BENCH_ROUTES ?? 300);
+/** Routes created in bulk before the one-at-a-time part (so that part is timed at a size). */
+const PREFILL = Number(process.env.BENCH_PREFILL ?? 0);
 const POLICY_ROUTES = (process.env.BENCH_POLICY_ROUTES ?? '1000').split(',').map(Number);
 const PROXIES = (process.env.BENCH_PROXIES ?? '1,10').split(',').map(Number);
 const PATCHES = Number(process.env.BENCH_PATCHES ?? 20);
-/** Pause after each route's first 200 before the next apply (0: back to back). */
+/** Pause after each route's first 200 (or patch's ACKs) before the next apply (0: back to back). */
 const GAP_MS = Number(process.env.BENCH_GAP_MS ?? 0);
 const PARTS = new Set((process.env.BENCH_ONLY ?? 'routes,policy').split(','));
+/** Where to write CPU profiles (pprof format) of the controller and the proxy taken during the timed routes. */
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+const PROFILE_SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 60);
 /** Longest wait for one route or one patch before it counts as an error. */
 const GIVE_UP_MS = 30_000;
 
@@ -95,6 +102,22 @@ spec:
     backend?.close();
   });
 
+  /** CPU profiles of the controller and one proxy over PROFILE_SECONDS, written to `dir`. */
+  async function takeProfiles(dir: string, proxy: ProxyProcess): Promise<void> {
+    mkdirSync(dir, { recursive: true });
+    const take = async (name: string, url: string, headers: Record<string, string> = {}) => {
+      const res = await fetch(`${url}/debug/pprof/profile?seconds=${PROFILE_SECONDS}`, { headers });
+      const file = join(dir, `${name}.pb.gz`);
+      writeFileSync(file, Buffer.from(await res.arrayBuffer()));
+      console.log(`  ${name} CPU profile (${PROFILE_SECONDS} s): ${file} (go tool pprof -top ${file})`);
+    };
+    await Promise.all([
+      take('controller', `http://${fleet.controller.admin}`),
+      // The proxy's admin server answers loopback Host names only.
+      take(proxy.name, proxy.adminUrl, { host: `127.0.0.1:${PROXY_PORTS.admin}` }),
+    ]);
+  }
+
   async function addRoutesUpTo(n: number): Promise<void> {
     if (n <= routes) return;
     const from = fleet.controller.lines.length;
@@ -112,6 +135,7 @@ spec:
   }
 
   it.runIf(PARTS.has('routes'))('route propagation: apply to first 200, one route at a time', { timeout: 24 * 3600_000 }, async () => {
+    if (PREFILL) await addRoutesUpTo(Math.min(PREFILL, ROUTES));
     const proxy = fleet.proxies[0]!;
     const total: number[] = [];
     const stored: number[] = [];
@@ -119,8 +143,9 @@ spec:
     let errors = 0;
     let lastPrint = performance.now();
     const window: number[] = [];
-    console.log(`route propagation: ${ROUTES} HTTPRoutes added one at a time to ${GATEWAY}, 1 proxy, ${GAP_MS} ms between a route's first 200 and the next apply`);
+    console.log(`route propagation: HTTPRoutes ${routes + 1} to ${ROUTES} added one at a time to ${GATEWAY}, 1 proxy, ${GAP_MS} ms between a route's first 200 and the next apply`);
     const metricsBefore = await fleet.controller.metrics();
+    const profiles = PROFILE_DIR ? takeProfiles(PROFILE_DIR, proxy) : Promise.resolve();
     for (let i = routes; i < ROUTES; i++) {
       const fromController = fleet.controller.lines.length;
       const fromProxy = proxy.lines.length;
@@ -173,6 +198,7 @@ spec:
       `controller (watch, debounce, translate) ${ms(pct(stage.controller, 50))} / ${ms(pct(stage.controller, 99))}; ` +
       `delivery (push, decode, validate, compile, swap) ${ms(pct(stage.delivery, 50))} / ${ms(pct(stage.delivery, 99))}; ` +
       `to the first 200 ${ms(pct(stage.first200, 50))} / ${ms(pct(stage.first200, 99))} (${stage.api.length} routes with both log lines)`);
+    await profiles;
     const metricsAfter = await fleet.controller.metrics();
     const delta = (name: string) => sumMetric(metricsAfter, name) - sumMetric(metricsBefore, name);
     const runs = delta('tollgate_controller_reconcile_duration_seconds_count');
@@ -205,8 +231,9 @@ spec:
           } catch {
             errors++;
           }
+          if (GAP_MS) await new Promise((r) => setTimeout(r, GAP_MS));
         }
-        console.log(`policy propagation: ${r} routes, ${n} prox${n === 1 ? 'y' : 'ies'}, ${PATCHES} patches`);
+        console.log(`policy propagation: ${r} routes, ${n} prox${n === 1 ? 'y' : 'ies'}, ${PATCHES} patches, ${GAP_MS} ms between an ACK and the next patch`);
         console.log(`  PATCH -> every proxy serving it: ${summary(serving)}; errors ${errors}`);
         console.log(`  PATCH -> every ACK seen in the controller's metrics (polled): ${summary(acked)}`);
       }

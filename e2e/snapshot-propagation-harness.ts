@@ -99,10 +99,19 @@ export class HostNet {
 
 const live = new Set<HostNet>();
 const children = new Set<ChildProcess>();
-process.once('exit', () => {
+const cleanUp = () => {
   for (const c of children) c.kill('SIGKILL');
   for (const n of live) n.destroy();
-});
+};
+// Also when the run is interrupted: a signal ends the process without 'exit' handlers, and the
+// bridge would outlive it. The signal is raised again so the process still ends with it.
+process.once('exit', cleanUp);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    cleanUp();
+    process.kill(process.pid, signal);
+  });
+}
 
 interface Waiter {
   predicate: (l: LogLine) => boolean;
