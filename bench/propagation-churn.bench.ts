@@ -29,9 +29,10 @@ interface Sample {
   cpu: number;
 }
 
-async function sample(url: string): Promise<Sample> {
+/** `prefix`: the proxy registers Node's default metrics as tollgate_process_*. */
+async function sample(url: string, prefix: string): Promise<Sample> {
   const text = await (await fetch(url)).text();
-  return { heap: sumMetric(text, 'nodejs_heap_size_used_bytes'), rss: sumMetric(text, 'process_resident_memory_bytes'), cpu: sumMetric(text, 'process_cpu_seconds_total') };
+  return { heap: sumMetric(text, `${prefix}nodejs_heap_size_used_bytes`), rss: sumMetric(text, `${prefix}process_resident_memory_bytes`), cpu: sumMetric(text, `${prefix}process_cpu_seconds_total`) };
 }
 
 describe.runIf(e2eAvailability().run && canIsolateProxies())('scale and churn', () => {
@@ -78,7 +79,10 @@ spec:
   });
 
   it('memory and CPU under endpoint churn', { timeout: (MINUTES + 10) * 60_000 }, async () => {
-    const targets = [{ name: 'controller', url: () => `http://${fleet.controller.metricsAddr}/metrics` }, ...fleet.proxies.map((p) => ({ name: p.name, url: () => `http://${p.address}:${PROXY_PORTS.metrics}/metrics` }))];
+    const targets = [
+      { name: 'controller', url: () => `http://${fleet.controller.metricsAddr}/metrics`, prefix: '' },
+      ...fleet.proxies.map((p) => ({ name: p.name, url: () => `http://${p.address}:${PROXY_PORTS.metrics}/metrics`, prefix: 'tollgate_process_' })),
+    ];
     const end = Date.now() + MINUTES * 60_000;
     let updates = 0;
     let failures = 0;
@@ -103,13 +107,13 @@ spec:
     const first = new Map<string, number>();
     const last = new Map<string, number>();
     const cpuBefore = new Map<string, number>();
-    for (const t of targets) cpuBefore.set(t.name, (await sample(t.url())).cpu);
+    for (const t of targets) cpuBefore.set(t.name, (await sample(t.url(), t.prefix)).cpu);
     while (Date.now() < end) {
       const windowEnd = Math.min(end, Date.now() + INTERVAL_S * 1000);
       const lows = new Map<string, Sample>();
       while (Date.now() < windowEnd) {
         for (const t of targets) {
-          const s = await sample(t.url()).catch(() => null);
+          const s = await sample(t.url(), t.prefix).catch(() => null);
           if (!s) continue;
           const low = lows.get(t.name);
           lows.set(t.name, { heap: Math.min(low?.heap ?? Infinity, s.heap), rss: s.rss, cpu: s.cpu });

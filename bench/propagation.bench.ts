@@ -12,7 +12,7 @@
 //   proxy serves the new version (the last proxy's `serving snapshot` line; its ACK follows at
 //   once) and to the controller's metrics showing every ACK, for each proxy count.
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, get as httpGet, type Server } from 'node:http';
 import { join } from 'node:path';
 import { send } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, it } from 'vitest';
@@ -105,10 +105,17 @@ spec:
   /** CPU profiles of the controller and one proxy over PROFILE_SECONDS, written to `dir`. */
   async function takeProfiles(dir: string, proxy: ProxyProcess): Promise<void> {
     mkdirSync(dir, { recursive: true });
+    // node:http, not fetch: fetch does not send a Host header of the caller's choosing.
     const take = async (name: string, url: string, headers: Record<string, string> = {}) => {
-      const res = await fetch(`${url}/debug/pprof/profile?seconds=${PROFILE_SECONDS}`, { headers });
+      const body = await new Promise<Buffer>((resolve, reject) => {
+        httpGet(`${url}/debug/pprof/profile?seconds=${PROFILE_SECONDS}`, { headers }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`${name} profile: ${res.statusCode} ${Buffer.concat(chunks).toString()}`))));
+        }).on('error', reject);
+      });
       const file = join(dir, `${name}.pb.gz`);
-      writeFileSync(file, Buffer.from(await res.arrayBuffer()));
+      writeFileSync(file, body);
       console.log(`  ${name} CPU profile (${PROFILE_SECONDS} s): ${file} (go tool pprof -top ${file})`);
     };
     await Promise.all([
@@ -217,6 +224,8 @@ spec:
         const acked: number[] = [];
         let errors = 0;
         for (let k = 0; k < PATCHES; k++) {
+          // Before each patch (the first too: creating the routes and proxies was a burst).
+          if (GAP_MS) await new Promise((r) => setTimeout(r, GAP_MS));
           const from = fleet.controller.lines.length;
           const fromProxy = fleet.proxies.map((p: ProxyProcess) => p.lines.length);
           const wall0 = Date.now();
@@ -231,7 +240,6 @@ spec:
           } catch {
             errors++;
           }
-          if (GAP_MS) await new Promise((r) => setTimeout(r, GAP_MS));
         }
         console.log(`policy propagation: ${r} routes, ${n} prox${n === 1 ? 'y' : 'ies'}, ${PATCHES} patches, ${GAP_MS} ms between an ACK and the next patch`);
         console.log(`  PATCH -> every proxy serving it: ${summary(serving)}; errors ${errors}`);
