@@ -2,7 +2,7 @@
 // limiter. `Admissions` runs a request through the policies it meets before the upstream
 // call, refunds what earlier limits took when a later one (or the gateway) refuses the
 // request, and settles the token reservations with the LLM usage after the response.
-import type { PolicyIR } from '@tollgate/api';
+import type { ListenerIR, PolicyIR } from '@tollgate/api';
 import type { GlobalLimiter } from './global/index.js';
 import type { RequestFacts } from './global/facts.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';
@@ -22,6 +22,21 @@ export interface CompiledPolicy {
    * and a tokens entry reserves the prompt estimate and max_tokens at admission.
    */
   readonly needsBody: boolean;
+}
+
+/**
+ * The counters' scope of a listener's gateway-level policy. A GatewayPolicy attached to the
+ * whole Gateway is one set of counters per replica, whatever listener or port a request comes
+ * in on: a limit of N requests admits N in total, not N per listener. A policy attached to one
+ * listener (sectionName), or a standalone listener's own `policies`, counts for that listener.
+ * Listener names cannot contain '/', so the two kinds of scope never collide.
+ */
+export function gatewayPolicyScope(listener: Pick<ListenerIR, 'name' | 'policy'>): string {
+  const origin = listener.policy?.origin;
+  if (origin?.kind === 'GatewayPolicy' && origin.target.kind === 'Gateway' && origin.target.sectionName === null) {
+    return `Gateway ${origin.target.namespace}/${origin.target.name}`;
+  }
+  return listener.name;
 }
 
 export type GlobalFactory = (ir: NonNullable<PolicyIR['remoteRateLimit']>, scope: string) => GlobalLimiter;

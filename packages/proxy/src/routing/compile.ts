@@ -7,7 +7,7 @@ import { compileCandidate, type Candidate, type RouteRequest } from './candidate
 import { HostTable } from './host-table.js';
 import { effectiveHostnames } from './hostname.js';
 import { PathIndex } from './path-index.js';
-import { compilePolicy, type CompiledPolicy, type GlobalFactory } from '../ratelimit/policy.js';
+import { compilePolicy, gatewayPolicyScope, type CompiledPolicy, type GlobalFactory } from '../ratelimit/policy.js';
 import type { LimiterStore } from '../ratelimit/local/limiter.js';
 import { compileBindTls, TlsContextCache, type BindTls } from '../server/tls-contexts.js';
 
@@ -74,7 +74,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   for (const bind of ir.binds) {
     const listeners = new HostTable<CompiledListener>();
     for (const l of bind.listeners) {
-      const listenerPolicy = deps ? compilePolicy('gateway', l.name, l.policy, deps.limiters, deps.makeGlobal) : null;
+      const listenerPolicy = deps ? compilePolicy('gateway', gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal) : null;
       const listener: CompiledListener = { ir: l, bind, routes: new HostTable(), policy: listenerPolicy };
       listeners.upsert(l.hostname, () => listener);
       for (const r of l.routes) {

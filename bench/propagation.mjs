@@ -1,0 +1,69 @@
+// Snapshot propagation benchmark (bench/propagation.bench.ts) on a real kube-apiserver with
+// the controller and proxy processes: route propagation (apply to first 200) and policy
+// propagation (patch to every proxy ACKed). Printed, not asserted. Run after `pnpm build`:
+//   node bench/propagation.mjs                      # 300 routes; policy at 1k routes, 1 and 10 proxies
+//   node bench/propagation.mjs --full               # 3,000 routes, one at a time
+//   node bench/propagation.mjs --routes 3000 --prefill 2900 --gap-ms 300   # the last 100 at 3k
+//   node bench/propagation.mjs --routes 1000 --only routes --gap-ms 300
+//   node bench/propagation.mjs --only policy --policy-routes 1000,10000 --proxies 1,10,50 --patches 20
+// Needs root (each proxy runs in its own network namespace) and the e2e tools.
+import { spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const { values } = parseArgs({
+  options: {
+    routes: { type: 'string' },
+    full: { type: 'boolean' },
+    'policy-routes': { type: 'string' },
+    proxies: { type: 'string' },
+    patches: { type: 'string' },
+    'gap-ms': { type: 'string' },
+    prefill: { type: 'string' },
+    profile: { type: 'string' },
+    'profile-seconds': { type: 'string' },
+    only: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+if (values.help) {
+  console.log(`node bench/propagation.mjs [--routes N | --full] [--only routes|policy] [--policy-routes 1000,10000] [--proxies 1,10] [--patches 20]
+  --routes N          HTTPRoutes added one at a time, each timed to its first 200 (default 300)
+  --full              --routes 3000
+  --policy-routes L   route counts at which the policy patch is timed (default 1000)
+  --proxies L         proxy counts (default 1,10)
+  --patches N         patches per (routes, proxies) pair (default 20)
+  --prefill N         create N routes in bulk first, then time the rest one at a time (default 0)
+  --gap-ms N          pause after a route's first 200 (a patch's ACKs) before the next (default 0: back to back)
+  --only P            routes or policy (default both)
+  --profile DIR       CPU profiles (pprof) of the controller and the proxy while routes are timed
+  --profile-seconds N their length (default 60)`);
+  process.exit(0);
+}
+const positive = (name, v) => {
+  if (v === undefined) return undefined;
+  if (!/^\d+(,\d+)*$/.test(v)) {
+    console.error(`--${name}: got "${v}"; expected a positive integer${name.endsWith('s') ? ' or a comma-separated list' : ''}`);
+    process.exit(2);
+  }
+  return v;
+};
+if (values.only !== undefined && !['routes', 'policy'].includes(values.only)) {
+  console.error(`--only: got "${values.only}"; expected routes or policy`);
+  process.exit(2);
+}
+const env = { ...process.env };
+const set = (k, v) => v !== undefined && (env[k] = v);
+set('BENCH_ROUTES', values.full ? '3000' : positive('routes', values.routes));
+set('BENCH_POLICY_ROUTES', positive('policy-routes', values['policy-routes']));
+set('BENCH_PROXIES', positive('proxies', values.proxies));
+set('BENCH_PATCHES', positive('patches', values.patches));
+set('BENCH_ONLY', values.only);
+set('BENCH_GAP_MS', positive('gap-ms', values['gap-ms']));
+set('BENCH_PREFILL', positive('prefill', values.prefill));
+set('BENCH_PROFILE_DIR', values.profile);
+set('BENCH_PROFILE_SECONDS', positive('profile-seconds', values['profile-seconds']));
+const child = spawn('npx', ['vitest', 'run', '--config', 'bench/vitest.config.ts', 'bench/propagation.bench.ts', '--silent=false', '--reporter=verbose'], { cwd: ROOT, env, stdio: 'inherit' });
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

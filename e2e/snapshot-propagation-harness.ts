@@ -1,0 +1,383 @@
+// A Gateway's proxies fed by the controller's snapshot stream, for the propagation suites and
+// benches: the controller as its real binary out of cluster (chart ServiceAccount), and proxy
+// processes in cluster mode, each in its own network namespace so that every one binds the
+// Gateway's listener ports as a pod would. How the stream is secured is decided in one place
+// (streamFlags), so the suites do not change when the stream gets TLS and tokens.
+//
+// Network: a bridge this harness creates holds 198.18.X.1/24 (X picked free among 240..249,
+// never a private range, nothing routed off the machine); the controller's stream and any
+// backend run here listen on that address (the API server refuses loopback endpoints); proxy
+// i is 198.18.X.(10+i) on a veth into its namespace, with no other route.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createWriteStream, existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { ControllerProcess, serviceAccountKubeconfig, sumMetric, type LogLine } from './controller-process.js';
+import type { Cluster } from './lib/cluster.js';
+import { run } from './lib/exec.js';
+import { REPO_ROOT } from './lib/tools.js';
+
+export const PROXY_BIN = join(REPO_ROOT, 'packages/proxy/bin/tollgate.js');
+const CHART = join(REPO_ROOT, 'charts/tollgate');
+const SYSTEM_NS = 'tollgate-system';
+
+/** Ports every proxy uses inside its own namespace (as in a pod). */
+export const PROXY_PORTS = { admin: 15000, metrics: 15020, readiness: 15021 } as const;
+
+/** The stream's security settings: the controller's flags and the proxy's. */
+function streamFlags(): { controller: string[]; proxy: string[] } {
+  return { controller: ['--snapshot-plaintext'], proxy: ['--controller-plaintext'] };
+}
+
+function ip(args: string[]): void {
+  const r = spawnSync('ip', args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr.trim()}`);
+}
+
+/** True when this process may create bridges and network namespaces (root, with unshare and ip). */
+export function canIsolateProxies(): boolean {
+  return process.getuid?.() === 0 && existsSync('/usr/bin/unshare') && existsSync('/usr/bin/nsenter') && spawnSync('ip', ['-V']).status === 0;
+}
+
+/** The harness's bridge and subnet; destroy() removes the bridge (veths go with their namespaces). */
+export class HostNet {
+  private constructor(
+    readonly bridge: string,
+    readonly prefix: string,
+  ) {}
+
+  /** The host's address on the bridge: where the controller's stream and backends listen. */
+  get hostAddress(): string {
+    return `${this.prefix}.1`;
+  }
+
+  proxyAddress(index: number): string {
+    return `${this.prefix}.${10 + index}`;
+  }
+
+  static create(): HostNet {
+    for (let x = 240; x < 250; x++) {
+      const bridge = `tgsp${x}`;
+      const prefix = `198.18.${x}`;
+      // A subnet another run (or another suite) holds has its route: skip it.
+      if (existsSync(`/sys/class/net/${bridge}`) || spawnSync('ip', ['route', 'show', `${prefix}.0/24`], { encoding: 'utf8' }).stdout.trim()) continue;
+      try {
+        ip(['link', 'add', bridge, 'type', 'bridge']);
+      } catch {
+        continue;
+      }
+      const net = new HostNet(bridge, prefix);
+      live.add(net);
+      ip(['addr', 'add', `${prefix}.1/24`, 'dev', bridge]);
+      ip(['link', 'set', bridge, 'up']);
+      return net;
+    }
+    throw new Error('no free subnet among 198.18.240.0/24..198.18.249.0/24 for the proxies (bridges tgsp240..249 all exist)');
+  }
+
+  /** Moves a veth into the namespace of `pid` and gives it proxy address `index`. */
+  attach(pid: number, index: number): void {
+    const host = `tgv${pid}`;
+    ip(['link', 'add', host, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', String(pid)]);
+    ip(['link', 'set', host, 'master', this.bridge, 'up']);
+    const inside = (args: string[]) => {
+      const r = spawnSync('nsenter', ['-t', String(pid), '-n', 'ip', ...args], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`in the namespace of ${pid}: ip ${args.join(' ')}: ${r.stderr.trim()}`);
+    };
+    inside(['addr', 'add', `${this.proxyAddress(index)}/24`, 'dev', 'eth0']);
+    inside(['link', 'set', 'eth0', 'up']);
+    inside(['link', 'set', 'lo', 'up']);
+  }
+
+  destroy(): void {
+    live.delete(this);
+    if (existsSync(`/sys/class/net/${this.bridge}`)) spawnSync('ip', ['link', 'del', this.bridge]);
+  }
+}
+
+const live = new Set<HostNet>();
+const children = new Set<ChildProcess>();
+const cleanUp = () => {
+  for (const c of children) c.kill('SIGKILL');
+  for (const n of live) n.destroy();
+};
+// Also when the run is interrupted: a signal ends the process without 'exit' handlers, and the
+// bridge would outlive it. The signal is raised again so the process still ends with it.
+process.once('exit', cleanUp);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    cleanUp();
+    process.kill(process.pid, signal);
+  });
+}
+
+interface Waiter {
+  predicate: (l: LogLine) => boolean;
+  resolve: (l: LogLine) => void;
+}
+
+/** A proxy process in cluster mode, in its own network namespace. */
+export class ProxyProcess {
+  readonly lines: LogLine[] = [];
+  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
+  readonly #waiters = new Set<Waiter>();
+
+  private constructor(
+    readonly name: string,
+    readonly address: string,
+    readonly child: ChildProcess,
+    logFile: string,
+  ) {
+    children.add(child);
+    const out = createWriteStream(logFile);
+    child.stderr!.pipe(out);
+    createInterface({ input: child.stdout! }).on('line', (text) => {
+      out.write(`${text}\n`);
+      let line: LogLine;
+      try {
+        line = JSON.parse(text) as LogLine;
+      } catch {
+        return;
+      }
+      this.lines.push(line);
+      for (const w of this.#waiters) {
+        if (w.predicate(line)) {
+          this.#waiters.delete(w);
+          w.resolve(line);
+        }
+      }
+    });
+    this.exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    void this.exited.then(() => children.delete(child));
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  /**
+   * Starts `tollgate --controller ... --gateway ...` in a new network namespace. The process
+   * waits on its stdin until its interface is up, then becomes node (same pid throughout).
+   */
+  static async start(opts: { name: string; index: number; net: HostNet; controller: string; gateway: string; dir: string; podNamespace: string }): Promise<ProxyProcess> {
+    const address = opts.net.proxyAddress(opts.index);
+    const args = [
+      PROXY_BIN,
+      `--controller=${opts.controller}`,
+      `--gateway=${opts.gateway}`,
+      ...streamFlags().proxy,
+      `--admin-addr=${address}:${PROXY_PORTS.admin}`,
+      `--metrics-addr=${address}:${PROXY_PORTS.metrics}`,
+      `--readiness-addr=${address}:${PROXY_PORTS.readiness}`,
+    ];
+    const child = spawn('unshare', ['--net', '--', '/bin/sh', '-c', 'read -r _ && exec "$0" "$@"', process.execPath, ...args], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH, HOME: opts.dir, POD_NAME: opts.name, POD_NAMESPACE: opts.podNamespace },
+    });
+    const p = new ProxyProcess(opts.name, address, child, join(opts.dir, `${opts.name}.log`));
+    await once(child, 'spawn');
+    // unshare has made the namespace once it execs the shell; the shell then blocks on read.
+    await waitForNamespace(p.pid);
+    opts.net.attach(p.pid, opts.index);
+    child.stdin.end('go\n');
+    await p.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('metrics on '), 30_000);
+    return p;
+  }
+
+  url(port: number, path = '/'): string {
+    return `http://${this.address}:${port}${path}`;
+  }
+
+  get readinessUrl(): string {
+    return `http://${this.address}:${PROXY_PORTS.readiness}/healthz/ready`;
+  }
+
+  get adminUrl(): string {
+    return `http://${this.address}:${PROXY_PORTS.admin}`;
+  }
+
+  waitForLog(predicate: (l: LogLine) => boolean, timeoutMs = 60_000, fromIndex = 0): Promise<LogLine> {
+    const seen = this.lines.slice(fromIndex).find(predicate);
+    if (seen) return Promise.resolve(seen);
+    return new Promise<LogLine>((resolve, reject) => {
+      const w: Waiter = {
+        predicate,
+        resolve: (l) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+      };
+      const tail = () => this.lines.slice(-15).map((l) => JSON.stringify(l)).join('\n');
+      const timer = setTimeout(() => {
+        this.#waiters.delete(w);
+        reject(new Error(`${this.name}: no matching log line within ${timeoutMs} ms; last lines:\n${tail()}`));
+      }, timeoutMs);
+      this.exited.then(([code, signal]) => {
+        if (this.#waiters.delete(w)) {
+          clearTimeout(timer);
+          reject(new Error(`${this.name} exited (${code ?? signal}) while waiting on its log:\n${tail()}`));
+        }
+      }, () => undefined);
+      this.#waiters.add(w);
+    });
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    await this.exited;
+  }
+}
+
+/** Waits until `pid` is in a network namespace other than ours (unshare has run). */
+async function waitForNamespace(pid: number): Promise<void> {
+  const ours = spawnSync('readlink', ['/proc/self/ns/net'], { encoding: 'utf8' }).stdout.trim();
+  for (let i = 0; i < 500; i++) {
+    const theirs = spawnSync('readlink', [`/proc/${pid}/ns/net`], { encoding: 'utf8' }).stdout.trim();
+    if (theirs && theirs !== ours) return;
+    await new Promise((r) => setImmediate(r));
+  }
+  throw new Error(`process ${pid} did not enter its own network namespace`);
+}
+
+export interface FleetOptions {
+  /** The Gateway the proxies serve, `<namespace>/<name>`. */
+  readonly gateway: string;
+  /** Extra controller flags (e.g. a debounce). */
+  readonly controllerArgs?: readonly string[];
+}
+
+/**
+ * The chart installed (CRDs, RBAC, GatewayClass), the controller out of cluster on its
+ * ServiceAccount with the snapshot stream on the harness's bridge, and proxies started on
+ * demand. stop() ends every process and removes the bridge.
+ */
+export class SnapshotFleet {
+  readonly proxies: ProxyProcess[] = [];
+  #controller: ControllerProcess | undefined;
+  #streamAddress = '';
+  #starts = 0;
+  #proxyIndex = 0;
+
+  private constructor(
+    readonly cluster: Cluster,
+    readonly net: HostNet,
+    readonly opts: FleetOptions,
+    readonly dir: string,
+    readonly kubeconfig: string,
+  ) {}
+
+  static async start(cluster: Cluster, opts: FleetOptions): Promise<SnapshotFleet> {
+    await run(cluster.tools.helm, ['install', 'tollgate', CHART, '-n', SYSTEM_NS, '--create-namespace'], { env: cluster.env });
+    const dir = mkdtempSync(join(tmpdir(), 'tg-fleet-'));
+    const kubeconfig = await serviceAccountKubeconfig(cluster, SYSTEM_NS, 'tollgate-controller', join(dir, 'kubeconfig'));
+    const net = HostNet.create();
+    const fleet = new SnapshotFleet(cluster, net, opts, dir, kubeconfig);
+    try {
+      await fleet.startController();
+    } catch (err) {
+      await fleet.stop();
+      throw err;
+    }
+    return fleet;
+  }
+
+  get controller(): ControllerProcess {
+    if (!this.#controller) throw new Error('the controller is not running');
+    return this.#controller;
+  }
+
+  /** `<host>:<port>` of the snapshot stream (kept across controller restarts). */
+  get streamAddress(): string {
+    return this.#streamAddress;
+  }
+
+  get gatewayNamespace(): string {
+    return this.opts.gateway.split('/')[0]!;
+  }
+
+  /** Starts the controller (again, on the same stream address after a stop) and waits for its caches. */
+  async startController(): Promise<ControllerProcess> {
+    const addr = this.#streamAddress || `${this.net.hostAddress}:0`;
+    const c = await ControllerProcess.start(`controller-${++this.#starts}`, this.cluster, this.kubeconfig, [`--snapshot-addr=${addr}`, ...streamFlags().controller, ...(this.opts.controllerArgs ?? [])]);
+    this.#controller = c;
+    this.#streamAddress = String((await c.waitForLog((l) => l.msg === 'snapshot stream listening', 30_000)).address);
+    await c.synced();
+    return c;
+  }
+
+  async killController(): Promise<void> {
+    await this.#controller?.stop('SIGKILL');
+    this.#controller = undefined;
+  }
+
+  /** Starts a proxy for the fleet's Gateway (or another one). */
+  async startProxy(name = `proxy-${this.#proxyIndex}`, gateway = this.opts.gateway): Promise<ProxyProcess> {
+    const p = await ProxyProcess.start({ name, index: this.#proxyIndex++, net: this.net, controller: this.#streamAddress, gateway, dir: this.cluster.dir, podNamespace: this.gatewayNamespace });
+    this.proxies.push(p);
+    return p;
+  }
+
+  async removeProxy(p: ProxyProcess): Promise<void> {
+    await p.stop();
+    this.proxies.splice(this.proxies.indexOf(p), 1);
+  }
+
+  /** Version of the next snapshot of the Gateway the controller logs at or after line `fromLine`. */
+  async nextVersion(fromLine: number, timeoutMs = 60_000, gateway = this.opts.gateway): Promise<string> {
+    const line = await this.controller.waitForLog((l) => l.msg === 'new snapshot' && l.gateway === gateway, timeoutMs, fromLine);
+    return String(line.version);
+  }
+
+  /** The version of the last snapshot of the Gateway the controller logged. */
+  lastVersion(gateway = this.opts.gateway): string | null {
+    const line = this.controller.lines.findLast((l) => l.msg === 'new snapshot' && l.gateway === gateway);
+    return line ? String(line.version) : null;
+  }
+
+  /** Resolves once `count` proxies are connected to the stream for `gateway`. */
+  async waitConnected(gateway: string, count: number, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (sumMetric(await this.controller.metrics(), 'tollgate_controller_stream_proxies', { gateway }) >= count) return;
+      if (Date.now() > deadline) throw new Error(`${gateway}: ${count} proxies not connected within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  /** How many connected proxies last ACKed `version`, from the controller's metrics. */
+  async ackedBy(version: string): Promise<number> {
+    return sumMetric(await this.controller.metrics(), 'tollgate_controller_stream_acked_proxies', { gateway: this.opts.gateway, version });
+  }
+
+  /** Resolves once `count` proxies (default: all started) have ACKed `version`. */
+  async waitAcked(version: string, count = this.proxies.length, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if ((await this.ackedBy(version)) >= count) return;
+      if (Date.now() > deadline) throw new Error(`version ${version}: ${await this.ackedBy(version)} of ${count} proxies ACKed within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  /**
+   * Resolves with the Gateway's newest version once `count` proxies ACKed it (one apply of
+   * several objects can make more than one version; a proxy may only ever see the last).
+   */
+  async waitSettled(count = this.proxies.length, timeoutMs = 60_000, gateway = this.opts.gateway): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const version = this.lastVersion(gateway);
+      if (version !== null && sumMetric(await this.controller.metrics(), 'tollgate_controller_stream_acked_proxies', { gateway, version }) >= count) return version;
+      if (Date.now() > deadline) throw new Error(`${gateway}: version ${version} not ACKed by ${count} proxies within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.proxies.map((p) => p.stop('SIGKILL')));
+    await this.#controller?.stop('SIGKILL');
+    this.net.destroy();
+  }
+}

@@ -1,0 +1,84 @@
+// Gateway-level counters as the controller sends them: a GatewayPolicy attached to the whole
+// Gateway is one set of counters per replica, shared by every listener on every port; one
+// attached to a single listener (sectionName) counts for that listener only. Real sockets on
+// two ports; the clock is frozen so no bucket refills during the test.
+import { afterEach, describe, expect, it } from 'vitest';
+import { decodeSnapshot, encodeSnapshot, withVersion, type ListenerIR, type PolicyIR, type ProxySnapshot } from '@tollgate/api';
+import { freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+const LIMIT = 4;
+
+function policy(sectionName: string | null): PolicyIR {
+  return {
+    origin: { kind: 'GatewayPolicy', namespace: 'apps', name: 'limits', target: { kind: 'Gateway', namespace: 'apps', name: 'gw', sectionName } },
+    localRateLimit: [{ kind: 'requests', requests: LIMIT, burst: 0, unit: 'Hours' }],
+    remoteRateLimit: null,
+  };
+}
+
+/** Two listeners on two ports, each with `policyOf(listener)`, one route each to the upstream. */
+function twoListeners(ports: [number, number], upstreamPort: number, policyOf: (listener: string) => PolicyIR): ProxySnapshot {
+  const listener = (name: string): ListenerIR => ({
+    name,
+    protocol: 'HTTP',
+    hostname: null,
+    policy: policyOf(name),
+    routes: [
+      {
+        name: `apps/r-${name}/rule/0`,
+        origin: { kind: 'HTTPRoute', namespace: 'apps', name: `r-${name}`, rule: 0 },
+        hostnames: [],
+        matches: [{ path: { type: 'PathPrefix', value: '/' }, method: null, headers: [], queryParams: [] }],
+        filters: [],
+        policy: null,
+        backends: [{ kind: 'static', name: `127.0.0.1:${upstreamPort}`, host: '127.0.0.1', port: upstreamPort, weight: 1 }],
+        timeouts: { requestMs: null, backendRequestMs: null },
+      },
+    ],
+  });
+  return withVersion({
+    source: { kind: 'controller', gateway: 'apps/gw' },
+    binds: [
+      { port: ports[0], address: '127.0.0.1', listeners: [listener('one')] },
+      { port: ports[1], address: '127.0.0.1', listeners: [listener('two')] },
+    ],
+  });
+}
+
+async function setup(policyOf: (listener: string) => PolicyIR): Promise<{ gw: TestGateway; urls: [string, string] }> {
+  const up = await startUpstream();
+  const now = 1_000_000_000;
+  const gw = await startGateway(simpleConfig(await freePort(), [{ name: 'r', backends: [{ host: up.host }] }]), { clock: () => now });
+  cleanups.push(() => up.close(), () => gw.close());
+  const ports: [number, number] = [await freePort(), await freePort()];
+  // Through the wire encoding, as a snapshot from the controller arrives.
+  await gw.gateway.runtime.apply(decodeSnapshot(encodeSnapshot(twoListeners(ports, up.port, policyOf))));
+  return { gw, urls: [`http://127.0.0.1:${ports[0]}/x`, `http://127.0.0.1:${ports[1]}/x`] };
+}
+
+describe('gateway-level counters', () => {
+  it('a policy on the whole Gateway is one set of counters for all its listeners', async () => {
+    const { urls } = await setup(() => policy(null));
+    const statuses: number[] = [];
+    // Spread over both listeners: the limit counts them together.
+    for (let i = 0; i < LIMIT; i++) statuses.push((await send(urls[i % 2]!)).status);
+    expect(statuses).toEqual(Array<number>(LIMIT).fill(200));
+    const next = [await send(urls[0]), await send(urls[1])];
+    expect(next.map((r) => r.status)).toEqual([429, 429]);
+    expect(next[1]!.headers['x-ratelimit-remaining']).toBe('0');
+  });
+
+  it('a policy on one listener (sectionName) counts that listener only', async () => {
+    const { urls } = await setup((l) => policy(l));
+    for (let i = 0; i < LIMIT; i++) expect((await send(urls[0])).status).toBe(200);
+    expect((await send(urls[0])).status).toBe(429);
+    // The other listener has its own counters, untouched.
+    for (let i = 0; i < LIMIT; i++) expect((await send(urls[1])).status).toBe(200);
+    expect((await send(urls[1])).status).toBe(429);
+  });
+});
