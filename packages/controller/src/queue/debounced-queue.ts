@@ -2,14 +2,19 @@
 // queue runs the reconcile (translate everything, hand out snapshots and status).
 //
 // Leading edge: in a quiet cluster a change is reconciled at once. After each run the queue
-// cools down; changes that arrive meanwhile are coalesced into one run at the end of the
-// cool-down, and each such back-to-back run doubles the cool-down (up to a cap). A burst of
-// any length therefore costs a number of runs logarithmic in its duration until the cap, and
-// the queue returns to reacting at once after one cool-down without changes.
+// cools down for as long as the run took (at least `initialDelayMs`, at most `maxDelayMs`);
+// changes that arrive meanwhile are coalesced into one run at the end of the cool-down.
+//
+// Why the cool-down follows the cost of a run: it bounds the controller's busy share to about
+// half its time however fast changes arrive (a burst of 1,000 applies costs runs in proportion
+// to its duration divided by the cost of one run, not one run per change), while a change is
+// never kept waiting longer than about two runs. A cool-down that grows with the burst instead
+// would let a steady trickle of edits (a user applying routes one by one, an autoscaler moving
+// endpoints) hold every later change for the whole cap.
 export interface DebounceOptions {
-  /** First cool-down after a run (default 100 ms). */
+  /** Shortest cool-down after a run (default 100 ms). */
   readonly initialDelayMs?: number;
-  /** Longest cool-down, reached during a long burst (default 10 s). */
+  /** Longest cool-down, for runs slower than this (default 2 s). */
   readonly maxDelayMs?: number;
 }
 
@@ -30,7 +35,7 @@ export class DebouncedQueue {
     this.#work = work;
     this.#onError = onError;
     this.#initial = opts.initialDelayMs ?? 100;
-    this.#max = Math.max(this.#initial, opts.maxDelayMs ?? 10_000);
+    this.#max = Math.max(this.#initial, opts.maxDelayMs ?? 2_000);
     this.#delay = this.#initial;
   }
 
@@ -43,7 +48,7 @@ export class DebouncedQueue {
     return this.#pending;
   }
 
-  /** Current cool-down. */
+  /** The cool-down after the last run. */
   get delayMs(): number {
     return this.#delay;
   }
@@ -57,6 +62,7 @@ export class DebouncedQueue {
   #run(): void {
     this.#state = 'running';
     this.#pending = 0;
+    const started = Date.now();
     this.#running = (async () => {
       try {
         await this.#work();
@@ -67,6 +73,7 @@ export class DebouncedQueue {
       this.#running = undefined;
       if (this.#state === 'stopped') return;
       this.#state = 'cooling';
+      this.#delay = Math.min(Math.max(Date.now() - started, this.#initial), this.#max);
       this.#timer = setTimeout(() => this.#cooled(), this.#delay);
     });
   }
@@ -74,13 +81,8 @@ export class DebouncedQueue {
   #cooled(): void {
     this.#timer = undefined;
     if (this.#state !== 'cooling') return;
-    if (this.#pending > 0) {
-      this.#delay = Math.min(this.#delay * 2, this.#max);
-      this.#run();
-    } else {
-      this.#delay = this.#initial;
-      this.#state = 'idle';
-    }
+    if (this.#pending > 0) this.#run();
+    else this.#state = 'idle';
   }
 
   /** Stops scheduling; waits for a run in progress. */
