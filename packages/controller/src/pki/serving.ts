@@ -84,7 +84,11 @@ export class ServingCertificates implements grpc.experimental.CertificateProvide
 
   addIdentityCertificateListener(listener: IdentityListener): void {
     this.#listeners.add(listener);
-    listener({ certificate: Buffer.from(this.#current.certificate), privateKey: Buffer.from(this.#current.privateKey) });
+    // Not synchronously: grpc-js registers the server's watcher only after this call returns,
+    // and an update delivered before would be lost (the server would drop every connection).
+    queueMicrotask(() => {
+      if (this.#listeners.has(listener)) listener({ certificate: Buffer.from(this.#current.certificate), privateKey: Buffer.from(this.#current.privateKey) });
+    });
   }
 
   removeIdentityCertificateListener(listener: IdentityListener): void {
