@@ -116,7 +116,7 @@ export class Controller {
     );
     this.deployer = new Deployer(
       new KubeDeployerApi(kc),
-      { proxyImage: o.proxyImage, snapshotService: o.snapshotService, defaults: DEFAULT_PROXY_SETTINGS },
+      { proxyImage: o.proxyImage, snapshotService: o.snapshotService, defaults: DEFAULT_PROXY_SETTINGS, plaintext: o.snapshotPlaintext },
       () => this.leadership.isLeader(),
       logs.get('deployer'),
       undefined,

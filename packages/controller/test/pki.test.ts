@@ -2,7 +2,8 @@
 // own verifier (through a real TLS handshake) say of what pki/ makes.
 import { X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
-import { connect, createServer, type AddressInfo } from 'node:tls';
+import type { AddressInfo } from 'node:net';
+import { connect, createServer } from 'node:tls';
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { CertificateAuthority } from '../src/pki/authority.js';
