@@ -42,7 +42,9 @@ describe('certificate authority', () => {
     // Chain fine, name wrong: checked by the client's checkServerIdentity, not by the chain.
     expect(x.checkHost('other.tollgate-system.svc')).toBeUndefined();
     const other = CertificateAuthority.create().ca;
-    expect(await handshake(other.certificate, s, NAMES[0]!)).toMatchObject({ authorized: false, error: expect.stringMatching(/signature|issuer/i) });
+    const refused = await handshake(other.certificate, s, NAMES[0]!);
+    expect(refused.authorized).toBe(false);
+    expect(refused.error).toMatch(/signature|issuer/i);
   });
 
   it('loads what it stored, and never prints its key', () => {

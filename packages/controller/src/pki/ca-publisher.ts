@@ -94,7 +94,7 @@ export class CaPublisher implements Runnable {
       const json = JSON.stringify(cm);
       if (this.#applied.get(ns) === json) continue;
       try {
-        await this.api.apply(cm as KubernetesObject);
+        await this.api.apply(cm);
         this.#applied.set(ns, json);
         this.log.info({ namespace: ns, name: cm.metadata!.name }, 'CA certificate published');
       } catch (err) {

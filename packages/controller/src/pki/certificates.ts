@@ -11,7 +11,7 @@
 // OpenSSL's own verification in the TLS handshakes of the tests.
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { isIPv4, isIPv6 } from 'node:net';
-import { bitString, bool, children, explicit, ia5String, implicitPrimitive, octetString, oid, readElement, sequence, set, smallInteger, time, unsignedInteger, utf8String } from './der.js';
+import { bitString, bool, children, explicit, implicitPrimitive, octetString, oid, readElement, sequence, set, smallInteger, time, unsignedInteger, utf8String } from './der.js';
 
 const OID = {
   commonName: '2.5.4.3',

@@ -18,7 +18,6 @@ export const sequence = (...items: Buffer[]) => tlv(0x30, ...items);
 export const set = (...items: Buffer[]) => tlv(0x31, ...items);
 export const octetString = (b: Buffer) => tlv(0x04, b);
 export const utf8String = (s: string) => tlv(0x0c, Buffer.from(s, 'utf8'));
-export const ia5String = (s: string) => tlv(0x16, Buffer.from(s, 'ascii'));
 export const bool = (v: boolean) => tlv(0x01, Buffer.from([v ? 0xff : 0x00]));
 /** A BIT STRING with no unused bits. */
 export const bitString = (b: Buffer) => tlv(0x03, Buffer.from([0]), b);
