@@ -10,7 +10,7 @@
 //   counted and logged by the controller without the token;
 // - the CA survives a controller restart (the same Secret, the same ConfigMap).
 // Waits on watches and log lines, never on sleeps.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -195,5 +195,20 @@ describe.skipIf(!availability.run)('snapshot stream on kube-apiserver', () => {
     await s.start({ apply: async () => undefined });
     await expect.poll(() => s.state().stream, { timeout: 30_000 }).toBe('connected');
     expect(await kubectl(['get', 'configmap', 'tollgate-ca', '-n', APPS, '-o', 'jsonpath={.data.ca\\.crt}'])).toBe(cmBefore);
+  });
+
+  it('refuses to start on a CA Secret it cannot use, or cannot read, saying which and how to fix it', { timeout: 60_000 }, async () => {
+    await kubectl(['create', 'secret', 'generic', 'broken-ca', '-n', NS, '--from-literal=ca.crt=not a certificate', '--from-literal=ca.key=not a key']);
+    // With the admin's credentials the Secret is read and found unusable; it is left as it is.
+    const unusable = await ControllerProcess.start('controller-broken-ca', cluster.current, cluster.current.kubeconfig, ['--snapshot-ca-secret=broken-ca']);
+    expect((await unusable.exited)[0]).toBe(1);
+    const log = readFileSync(join(cluster.current.dir, 'controller-broken-ca.log'), 'utf8');
+    expect(log).toContain(`the snapshot stream has no CA: Secret ${NS}/broken-ca: ca.crt is not a PEM certificate`);
+    expect(log).toContain(`delete it (kubectl -n ${NS} delete secret broken-ca) and restart the controller to have a new CA made and published to the proxies [TG_CONTROLLER_STREAM_CA]`);
+    expect(await kubectl(['get', 'secret', 'broken-ca', '-n', NS, '-o', 'jsonpath={.data.ca\\.crt}'])).toBe(Buffer.from('not a certificate').toString('base64'));
+    // With the chart's Role, only the configured Secret may be read: a refusal, not a retry.
+    const forbidden = await ControllerProcess.start('controller-forbidden-ca', cluster.current, kubeconfig, ['--snapshot-ca-secret=broken-ca']);
+    expect((await forbidden.exited)[0]).toBe(1);
+    expect(readFileSync(join(cluster.current.dir, 'controller-forbidden-ca.log'), 'utf8')).toMatch(/the snapshot stream has no CA: Secret tollgate-system\/broken-ca: HTTP 403: .*forbidden.* \[TG_CONTROLLER_STREAM_CA\]/);
   });
 });
