@@ -144,7 +144,6 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
       ['delete', 'pods', '-n', 'default'],
       ['get', 'secrets/other', '-n', NS],
       ['get', 'secrets/tollgate-ca', '-n', 'default'],
-      ['create', 'secrets', '-n', 'default'],
       ['update', 'secrets/tollgate-ca', '-n', NS],
       ['delete', 'secrets/tollgate-ca', '-n', NS],
       ['get', 'configmaps/tollgate-ca', '-n', 'default'],
