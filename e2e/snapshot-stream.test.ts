@@ -202,13 +202,14 @@ describe.skipIf(!availability.run)('snapshot stream on kube-apiserver', () => {
     // With the admin's credentials the Secret is read and found unusable; it is left as it is.
     const unusable = await ControllerProcess.start('controller-broken-ca', cluster.current, cluster.current.kubeconfig, ['--snapshot-ca-secret=broken-ca']);
     expect((await unusable.exited)[0]).toBe(1);
-    const log = readFileSync(join(cluster.current.dir, 'controller-broken-ca.log'), 'utf8');
-    expect(log).toContain(`the snapshot stream has no CA: Secret ${NS}/broken-ca: ca.crt is not a PEM certificate`);
-    expect(log).toContain(`delete it (kubectl -n ${NS} delete secret broken-ca) and restart the controller to have a new CA made and published to the proxies [TG_CONTROLLER_STREAM_CA]`);
+    // The log file is written by a stream that may still be draining the process's stderr.
+    const log = (name: string) => () => readFileSync(join(cluster.current.dir, `${name}.log`), 'utf8');
+    await expect.poll(log('controller-broken-ca'), { timeout: 10_000 }).toContain(`the snapshot stream has no CA: Secret ${NS}/broken-ca: ca.crt is not a PEM certificate`);
+    expect(log('controller-broken-ca')()).toContain(`delete it (kubectl -n ${NS} delete secret broken-ca) and restart the controller to have a new CA made and published to the proxies [TG_CONTROLLER_STREAM_CA]`);
     expect(await kubectl(['get', 'secret', 'broken-ca', '-n', NS, '-o', 'jsonpath={.data.ca\\.crt}'])).toBe(Buffer.from('not a certificate').toString('base64'));
     // With the chart's Role, only the configured Secret may be read: a refusal, not a retry.
     const forbidden = await ControllerProcess.start('controller-forbidden-ca', cluster.current, kubeconfig, ['--snapshot-ca-secret=broken-ca']);
     expect((await forbidden.exited)[0]).toBe(1);
-    expect(readFileSync(join(cluster.current.dir, 'controller-forbidden-ca.log'), 'utf8')).toMatch(/the snapshot stream has no CA: Secret tollgate-system\/broken-ca: HTTP 403: .*forbidden.* \[TG_CONTROLLER_STREAM_CA\]/);
+    await expect.poll(log('controller-forbidden-ca'), { timeout: 10_000 }).toMatch(/the snapshot stream has no CA: Secret tollgate-system\/broken-ca: HTTP 403: .*forbidden.* \[TG_CONTROLLER_STREAM_CA\]/);
   });
 });
