@@ -124,7 +124,7 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }] });
     const c = pod.containers[0]!;
     expect(c.image).toBe(IMAGE);
-    expect(c.args).toEqual(['--controller', `tollgate-controller.${NS}.svc:9978`, '--gateway', `${APPS}/edge`, '--admin-addr', '127.0.0.1:15000']);
+    expect(c.args).toEqual(['--controller', `tollgate-controller.${NS}.svc:9978`, '--gateway', `${APPS}/edge`, '--controller-ca', '/etc/tollgate/ca/ca.crt', '--controller-token', '/var/run/secrets/tollgate/token', '--admin-addr', '127.0.0.1:15000']);
     expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
     expect(c.readinessProbe?.httpGet).toMatchObject({ path: '/healthz/ready', port: 15021 });
     expect(pod.volumes?.find((v) => v.name === 'tollgate-token')?.projected?.sources?.[0]?.serviceAccountToken).toMatchObject({ audience: 'tollgate', path: 'token' });

@@ -117,10 +117,16 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
         ['list', r, '-A'],
         ['delete', r, '-n', 'default'],
       ]),
+      // The snapshot stream: proxies' tokens reviewed, the CA Secret read and created in the
+      // release namespace, the CA certificate applied to each Gateway namespace's ConfigMap.
+      ['create', 'tokenreviews.authentication.k8s.io'],
+      ['get', 'secrets/tollgate-ca', '-n', NS],
+      ['create', 'secrets', '-n', NS],
+      ['patch', 'configmaps/tollgate-ca', '-n', 'default'],
+      ['create', 'configmaps/tollgate-ca', '-n', 'default'],
     ];
     // The specs of what it reads, what the deployer does not need (update, get, pods, the
-    // token of its ServiceAccounts) and anything not done yet (TokenReviews of the snapshot
-    // stream) stay out of reach.
+    // token of its ServiceAccounts), other Secrets and ConfigMaps stay out of reach.
     const denied = [
       ['patch', 'gatewaypolicies.tollgate.dev', '-n', 'default'],
       ['update', 'gatewaypolicies.tollgate.dev', '-n', 'default'],
@@ -136,7 +142,13 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
       ['delete', 'secrets', '-n', 'default'],
       ['create', 'pods', '-n', 'default'],
       ['delete', 'pods', '-n', 'default'],
-      ['create', 'tokenreviews.authentication.k8s.io'],
+      ['get', 'secrets/other', '-n', NS],
+      ['get', 'secrets/tollgate-ca', '-n', 'default'],
+      ['update', 'secrets/tollgate-ca', '-n', NS],
+      ['delete', 'secrets/tollgate-ca', '-n', NS],
+      ['get', 'configmaps/tollgate-ca', '-n', 'default'],
+      ['patch', 'configmaps/other', '-n', 'default'],
+      ['list', 'configmaps', '-A'],
       ['update', 'leases.coordination.k8s.io', '-n', 'default'],
       ['delete', 'leases.coordination.k8s.io', '-n', NS],
       ['create', 'clusterroles.rbac.authorization.k8s.io'],

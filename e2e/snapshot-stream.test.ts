@@ -1,15 +1,24 @@
-// The snapshot stream on the real API server: a proxy's controller source connected to the
-// controller process (run with --snapshot-plaintext) refuses a snapshot; the Gateway gets a
-// Warning Event and Programmed False (Invalid, the proxy's reason); once the proxy ACKs a later
-// version, Programmed is what translation reports again. Waits on watches, never on sleeps.
-import { mkdtempSync } from 'node:fs';
+// The snapshot stream on the real API server, secured as deployed: the controller process
+// (its chart ServiceAccount's RBAC) makes its CA into a Secret, serves the stream with TLS and
+// publishes the CA certificate to the `tollgate-ca` ConfigMap of the Gateway's namespace; a
+// proxy's controller source trusts that CA and presents a token of the Gateway's
+// ServiceAccount (made by the deployer) issued for audience tollgate, checked by TokenReview.
+// - a NACK is a Warning Event and Programmed False (Invalid, the proxy's reason) until a later
+//   version is ACKed;
+// - a wrong CA fails on the proxy with a message naming the CA file; garbage and wrong-audience
+//   tokens are UNAUTHENTICATED, another Gateway's ServiceAccount is PERMISSION_DENIED, each
+//   counted and logged by the controller without the token;
+// - the CA survives a controller restart (the same Secret, the same ConfigMap).
+// Waits on watches and log lines, never on sleeps.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProxySnapshot } from '../packages/api/src/index.js';
+import { CertificateAuthority } from '../packages/controller/src/pki/authority.js';
 import { LogControl } from '../packages/proxy/src/log/logger.js';
-import { ControllerSnapshotSource } from '../packages/proxy/src/source/controller-source.js';
+import { ControllerSnapshotSource, type ControllerSecurity } from '../packages/proxy/src/source/controller-source.js';
 import { ControllerProcess, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
 import { run } from './lib/exec.js';
 import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
@@ -20,10 +29,10 @@ const CHART = join(REPO_ROOT, 'charts/tollgate');
 const NS = 'tollgate-system';
 const APPS = 'apps';
 
-const gateway = (port: number) => `
+const gateway = (name: string, port: number) => `
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
-metadata: { name: gw, namespace: ${APPS} }
+metadata: { name: ${name}, namespace: ${APPS} }
 spec:
   gatewayClassName: tollgate
   listeners:
@@ -39,39 +48,83 @@ interface Condition {
 interface GatewayStatus {
   status?: { conditions?: Condition[] };
 }
+interface ConfigMap {
+  data?: Record<string, string>;
+  metadata: { ownerReferences?: { kind: string; name: string }[] };
+}
 const programmed = (g: GatewayStatus) => g.status?.conditions?.find((c) => c.type === 'Programmed');
+const silent = () => new LogControl('error', new Writable({ write: (_c, _e, cb) => cb() })).get('config');
 
 describe.skipIf(!availability.run)('snapshot stream on kube-apiserver', () => {
   const cluster = useCluster({ tollgateCrds: false });
   const kubectl = (args: string[], input?: string) => run(cluster.current.tools.kubectl, args, { env: cluster.current.env, input });
+  const dir = mkdtempSync(join(tmpdir(), 'tg-stream-'));
+  let kubeconfig: string;
   let controller: ControllerProcess;
-  let source: ControllerSnapshotSource | undefined;
+  let address: string;
+  const sources: ControllerSnapshotSource[] = [];
+  let caFile: string;
+  const file = (name: string, text: string) => {
+    const path = join(dir, name);
+    writeFileSync(path, text);
+    return path;
+  };
+  const token = async (serviceAccount: string, audience?: string) =>
+    (await kubectl(['create', 'token', serviceAccount, '-n', APPS, '--duration=1h', ...(audience ? ['--audience', audience] : [])])).trim();
+  const source = (security: ControllerSecurity, gw = `${APPS}/gw`, pod = 'gw-0') => {
+    const s = new ControllerSnapshotSource({ address, security, gateway: gw, pod, podNamespace: APPS, log: silent(), initialBackoffMs: 50, maxBackoffMs: 500 });
+    sources.push(s);
+    return s;
+  };
+  const reason = (s: ControllerSnapshotSource) => (s.state().lastDisconnect as { reason: string } | null)?.reason;
+  const startController = async (name: string) => {
+    const c = await ControllerProcess.start(name, cluster.current, kubeconfig, ['--snapshot-tls-names=127.0.0.1']);
+    const listening = String((await c.waitForLog((l) => l.msg === 'snapshot stream listening', 30_000)).address);
+    return { c, address: listening };
+  };
 
   beforeAll(async () => {
     await run(cluster.current.tools.helm, ['install', 'tollgate', CHART, '-n', NS, '--create-namespace'], { env: cluster.current.env });
     await kubectl(['create', 'namespace', APPS]);
-    const kubeconfig = await serviceAccountKubeconfig(cluster.current, NS, 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-stream-')), 'kubeconfig'));
-    controller = await ControllerProcess.start('controller', cluster.current, kubeconfig, ['--snapshot-plaintext']);
+    kubeconfig = await serviceAccountKubeconfig(cluster.current, NS, 'tollgate-controller', join(dir, 'kubeconfig'));
+    ({ c: controller, address } = await startController('controller'));
   }, 120_000);
 
   afterAll(async () => {
-    source?.stop();
+    for (const s of sources) s.stop();
     await controller?.stop('SIGKILL');
   });
 
-  it('a NACK is a Warning Event and Programmed False until a later version is ACKed', { timeout: 60_000 }, async () => {
-    const address = String((await controller.waitForLog((l) => l.msg === 'snapshot stream listening', 30_000)).address);
+  it('makes its CA once into a Secret and publishes its certificate to the Gateway namespace', { timeout: 60_000 }, async () => {
+    expect(await controller.waitForLog((l) => l.msg === 'snapshot stream CA created')).toMatchObject({ secret: `${NS}/tollgate-ca` });
+    const secret = JSON.parse(await kubectl(['get', 'secret', 'tollgate-ca', '-n', NS, '-o', 'json'])) as { data: Record<string, string>; immutable?: boolean };
+    expect(Object.keys(secret.data).sort()).toEqual(['ca.crt', 'ca.key']);
+    expect(secret.immutable).toBe(true);
     await controller.synced();
-    await kubectl(['apply', '-f', '-'], gateway(8080));
+    await kubectl(['apply', '-f', '-'], gateway('gw', 8080));
+    const cm = await waitForObject<ConfigMap>(cluster.current, 'configmaps', 'tollgate-ca', APPS, (o) => Boolean(o.data?.['ca.crt']));
+    // The public part only, identical to the Secret's certificate; owned by the Gateway.
+    expect(Object.keys(cm.data!)).toEqual(['ca.crt']);
+    expect(cm.data!['ca.crt']).toBe(Buffer.from(secret.data['ca.crt']!, 'base64').toString('utf8'));
+    expect(cm.metadata.ownerReferences?.map((o) => [o.kind, o.name])).toEqual([['Gateway', 'gw']]);
+    caFile = file('ca.crt', cm.data!['ca.crt']!);
+    // The CA key is never logged.
+    const key = Buffer.from(secret.data['ca.key']!, 'base64').toString('utf8').split('\n')[1]!;
+    expect(controller.lines.some((l) => JSON.stringify(l).includes(key))).toBe(false);
+  });
+
+  it('a NACK is a Warning Event and Programmed False until a later version is ACKed', { timeout: 60_000 }, async () => {
     const first = await controller.waitForLog((l) => l.msg === 'new snapshot' && l.gateway === `${APPS}/gw`);
+    await waitForObject(cluster.current, 'serviceaccounts', 'gw-tollgate', APPS, () => true);
+    const tokenFile = file('gw.token', await token('gw-tollgate', 'tollgate'));
 
     // The proxy's own source, with a sink that refuses the first version and applies the rest.
     const applied: string[] = [];
-    source = new ControllerSnapshotSource({ address, gateway: `${APPS}/gw`, pod: 'gw-0', podNamespace: APPS, log: new LogControl('error', new Writable({ write: (_c, _e, cb) => cb() })).get('config') });
-    await source.start({
-      apply: async (s: ProxySnapshot) => {
-        if (s.version === first.version) throw new Error('listener http: port 8080 is already in use');
-        applied.push(s.version);
+    const s = source({ kind: 'tls', caFile, tokenFile });
+    await s.start({
+      apply: async (snap: ProxySnapshot) => {
+        if (snap.version === first.version) throw new Error('listener http: port 8080 is already in use');
+        applied.push(snap.version);
       },
     });
     const rejected = await waitForObject<GatewayStatus>(cluster.current, 'gateways.gateway.networking.k8s.io', 'gw', APPS, (g) => programmed(g)?.reason === 'Invalid');
@@ -80,10 +133,83 @@ describe.skipIf(!availability.run)('snapshot stream on kube-apiserver', () => {
     expect(events.items.map((e) => [e.type, e.message ?? e.note])).toEqual([['Warning', `proxy gw-0 refused snapshot ${String(first.version)}: listener http: port 8080 is already in use`]]);
 
     // A fixed Gateway: a new version, ACKed by the only proxy: Programmed is translation's again.
-    await kubectl(['apply', '-f', '-'], gateway(8081));
+    await kubectl(['apply', '-f', '-'], gateway('gw', 8081));
     const back = await waitForObject<GatewayStatus>(cluster.current, 'gateways.gateway.networking.k8s.io', 'gw', APPS, (g) => programmed(g)?.reason === 'Pending');
     expect(programmed(back)?.status).toBe('False');
     expect(applied).toHaveLength(1);
-    expect(source.state()).toMatchObject({ stream: 'connected', applied: 1, refused: 1 });
+    expect(s.state()).toMatchObject({ stream: 'connected', security: 'tls', applied: 1, refused: 1 });
+    expect(await controller.metric('tollgate_controller_stream_auth_total', { result: 'ok' })).toBe(1);
+  });
+
+  it('a proxy refuses a controller its CA file does not vouch for', { timeout: 30_000 }, async () => {
+    const stranger = file('stranger.crt', CertificateAuthority.create().ca.certificate);
+    const s = source({ kind: 'tls', caFile: stranger, tokenFile: file('unused.token', 'x') });
+    await s.start({ apply: async () => undefined });
+    await expect.poll(() => reason(s), { timeout: 20_000 }).toMatch(
+      new RegExp(`^TLS: the controller at ${address.replace(/\./g, '\\.')} is not trusted with the CA in ${stranger.replace(/\./g, '\\.')} \\(unable to verify the first certificate\\)`),
+    );
+    expect(s.state()).toMatchObject({ connects: 0, applied: 0 });
+  });
+
+  it('refuses garbage and wrong-audience tokens (UNAUTHENTICATED) and another Gateway\'s ServiceAccount (PERMISSION_DENIED)', { timeout: 90_000 }, async () => {
+    await kubectl(['apply', '-f', '-'], gateway('other', 9090));
+    await waitForObject(cluster.current, 'serviceaccounts', 'other-tollgate', APPS, () => true);
+    const wrongAudience = await token('gw-tollgate');
+    const otherGateway = await token('other-tollgate', 'tollgate');
+    const cases: [string, string, RegExp][] = [
+      ['garbage', 'not-a-token', /^UNAUTHENTICATED: the API server refused the token \(.+\); a proxy presents a current ServiceAccount token issued for audience tollgate$/],
+      ['wrong-audience', wrongAudience, /^UNAUTHENTICATED: the API server refused the token \(.*audience.*\); a proxy presents a current ServiceAccount token issued for audience tollgate$/],
+      ['other-gateway', otherGateway, new RegExp(`^PERMISSION_DENIED: ServiceAccount ${APPS}/other-tollgate may not open the stream of Gateway ${APPS}/gw; its proxies run as ServiceAccount ${APPS}/gw-tollgate$`)],
+    ];
+    const before = controller.lines.length;
+    for (const [name, tok, expected] of cases) {
+      const s = source({ kind: 'tls', caFile, tokenFile: file(`${name}.token`, tok) }, `${APPS}/gw`, `${name}-0`);
+      await s.start({ apply: async () => undefined });
+      await expect.poll(() => reason(s), { timeout: 20_000 }).toMatch(expected);
+      expect(s.state()).toMatchObject({ connects: 0, applied: 0 });
+      await controller.waitForLog((l) => l.code === 'TG_CONTROLLER_STREAM_REFUSED' && l.pod === `${name}-0`, 20_000, before);
+      s.stop();
+    }
+    expect(await controller.metric('tollgate_controller_stream_auth_total', { result: 'unauthenticated' })).toBeGreaterThanOrEqual(2);
+    expect(await controller.metric('tollgate_controller_stream_auth_total', { result: 'permission_denied' })).toBeGreaterThanOrEqual(1);
+    // The other Gateway's own token opens the other Gateway's stream.
+    const own = source({ kind: 'tls', caFile, tokenFile: join(dir, 'other-gateway.token') }, `${APPS}/other`, 'other-0');
+    await own.start({ apply: async () => undefined });
+    await expect.poll(() => own.state().stream, { timeout: 20_000 }).toBe('connected');
+    // No token in any log line.
+    const logged = controller.lines.map((l) => JSON.stringify(l)).join('\n');
+    for (const [, tok] of cases) expect(logged).not.toContain(tok.slice(-24));
+  });
+
+  it('keeps its CA across a restart: the same Secret, the same ConfigMap, proxies keep trusting it', { timeout: 90_000 }, async () => {
+    const secretBefore = JSON.parse(await kubectl(['get', 'secret', 'tollgate-ca', '-n', NS, '-o', 'json'])) as { metadata: { uid: string; resourceVersion: string } };
+    const cmBefore = await kubectl(['get', 'configmap', 'tollgate-ca', '-n', APPS, '-o', 'jsonpath={.data.ca\\.crt}']);
+    await controller.stop('SIGTERM');
+    ({ c: controller, address } = await startController('controller-restarted'));
+    expect(await controller.waitForLog((l) => l.msg === 'snapshot stream CA loaded' || l.msg === 'snapshot stream CA created')).toMatchObject({ msg: 'snapshot stream CA loaded' });
+    const secretAfter = JSON.parse(await kubectl(['get', 'secret', 'tollgate-ca', '-n', NS, '-o', 'json'])) as { metadata: { uid: string; resourceVersion: string } };
+    expect(secretAfter.metadata).toMatchObject({ uid: secretBefore.metadata.uid, resourceVersion: secretBefore.metadata.resourceVersion });
+    await controller.synced();
+    // A proxy holding the CA file from before the restart connects to the new process.
+    const s = source({ kind: 'tls', caFile, tokenFile: join(dir, 'gw.token') }, `${APPS}/gw`, 'gw-1');
+    await s.start({ apply: async () => undefined });
+    await expect.poll(() => s.state().stream, { timeout: 30_000 }).toBe('connected');
+    expect(await kubectl(['get', 'configmap', 'tollgate-ca', '-n', APPS, '-o', 'jsonpath={.data.ca\\.crt}'])).toBe(cmBefore);
+  });
+
+  it('refuses to start on a CA Secret it cannot use, or cannot read, saying which and how to fix it', { timeout: 60_000 }, async () => {
+    await kubectl(['create', 'secret', 'generic', 'broken-ca', '-n', NS, '--from-literal=ca.crt=not a certificate', '--from-literal=ca.key=not a key']);
+    // With the admin's credentials the Secret is read and found unusable; it is left as it is.
+    const unusable = await ControllerProcess.start('controller-broken-ca', cluster.current, cluster.current.kubeconfig, ['--snapshot-ca-secret=broken-ca']);
+    expect((await unusable.exited)[0]).toBe(1);
+    // The log file is written by a stream that may still be draining the process's stderr.
+    const log = (name: string) => () => readFileSync(join(cluster.current.dir, `${name}.log`), 'utf8');
+    await expect.poll(log('controller-broken-ca'), { timeout: 10_000 }).toContain(`the snapshot stream has no CA: Secret ${NS}/broken-ca: ca.crt is not a PEM certificate`);
+    expect(log('controller-broken-ca')()).toContain(`delete it (kubectl -n ${NS} delete secret broken-ca) and restart the controller to have a new CA made and published to the proxies [TG_CONTROLLER_STREAM_CA]`);
+    expect(await kubectl(['get', 'secret', 'broken-ca', '-n', NS, '-o', 'jsonpath={.data.ca\\.crt}'])).toBe(Buffer.from('not a certificate').toString('base64'));
+    // With the chart's Role, only the configured Secret may be read: a refusal, not a retry.
+    const forbidden = await ControllerProcess.start('controller-forbidden-ca', cluster.current, kubeconfig, ['--snapshot-ca-secret=broken-ca']);
+    expect((await forbidden.exited)[0]).toBe(1);
+    await expect.poll(log('controller-forbidden-ca'), { timeout: 10_000 }).toMatch(/the snapshot stream has no CA: Secret tollgate-system\/broken-ca: HTTP 403: .*forbidden.* \[TG_CONTROLLER_STREAM_CA\]/);
   });
 });

@@ -21,7 +21,15 @@ import { Manager, type LeadershipSource } from './runtime/manager.js';
 import type { Runnable } from './runtime/runnable.js';
 import { SnapshotStore, type SnapshotCheck } from './snapshots/store.js';
 import { StreamMetrics } from './snapshots/stream-metrics.js';
-import { SnapshotStreamServer, type NackReport } from './snapshots/stream-server.js';
+import { SnapshotStreamServer, type NackReport, type StreamSecurity } from './snapshots/stream-server.js';
+import { TokenReviewAuthenticator } from './snapshots/stream-auth.js';
+import { CachingTokenReviewer, KubeTokenReviewer } from './snapshots/token-review.js';
+import { proxyName } from './deployer/names.js';
+import { CaLoader } from './pki/ca-loader.js';
+import { CaPublisher, KubeConfigMapApi } from './pki/ca-publisher.js';
+import { KubeCaSecretApi } from './pki/ca-secret.js';
+import { servingNames } from './pki/names.js';
+import { parseHostPort } from './options.js';
 import { KubeStatusApi } from './status/api.js';
 import { StatusWriter } from './status/writer.js';
 import type { StatusReport, Translate } from './translate/types.js';
@@ -48,8 +56,11 @@ export class Controller {
   readonly queue: DebouncedQueue;
   readonly leadership: LeadershipSource;
   readonly admin: AdminServer;
-  /** Null unless --snapshot-plaintext (the stream has no TLS yet). */
-  readonly stream: SnapshotStreamServer | null;
+  readonly stream: SnapshotStreamServer;
+  /** The stream's CA and serving certificate; null with --snapshot-plaintext. */
+  readonly ca: CaLoader | null;
+  /** Publishes the CA certificate to each Gateway namespace (leader); null with --snapshot-plaintext. */
+  readonly caPublisher: CaPublisher | null;
   readonly #manager: Manager;
 
   constructor(d: ControllerDeps) {
@@ -105,7 +116,7 @@ export class Controller {
     );
     this.deployer = new Deployer(
       new KubeDeployerApi(kc),
-      { proxyImage: o.proxyImage, snapshotService: o.snapshotService, defaults: DEFAULT_PROXY_SETTINGS },
+      { proxyImage: o.proxyImage, snapshotService: o.snapshotService, defaults: DEFAULT_PROXY_SETTINGS, plaintext: o.snapshotPlaintext },
       () => this.leadership.isLeader(),
       logs.get('deployer'),
       undefined,
@@ -129,11 +140,13 @@ export class Controller {
       store: this.store,
       submitStatus: (r) => {
         this.writer.submit(r);
-        this.deployer.submit(accepted(r));
+        const gateways = accepted(r);
+        this.deployer.submit(gateways);
+        this.caPublisher?.submit(gateways);
       },
       metrics: this.metrics,
       log: translator,
-      rejection: (gateway) => this.stream?.rejection(gateway),
+      rejection: (gateway) => this.stream.rejection(gateway),
     });
     this.queue = new DebouncedQueue(
       () => {
@@ -153,21 +166,41 @@ export class Controller {
       const gateway = this.world.get('Gateway', name, namespace);
       if (gateway) events.record({ ...gateway, apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway' }, 'Warning', 'SnapshotRejected', 'Apply', `proxy ${r.pod} refused snapshot ${r.version}: ${r.error}`);
     };
+    let security: StreamSecurity;
     if (o.snapshotPlaintext) {
       gwc.warn('the snapshot stream is served without TLS or authentication (--snapshot-plaintext): for development only');
-      this.stream = new SnapshotStreamServer({ addr: o.snapshotAddr, store: this.store, metrics: new StreamMetrics(this.metrics.registry), log: gwc, onNack, onRejectionChange: () => this.queue.add(), listening: listening('snapshot stream') });
+      this.ca = null;
+      this.caPublisher = null;
+      security = { kind: 'plaintext' };
     } else {
-      gwc.warn('the snapshot stream is off: it has no TLS yet; --snapshot-plaintext serves it without TLS for development');
-      this.stream = null;
+      const publisher = new CaPublisher(new KubeConfigMapApi(kc), logs.get('deployer'));
+      const ca = new CaLoader({
+        api: new KubeCaSecretApi(kc),
+        namespace: o.namespace,
+        secret: o.snapshotCaSecret,
+        names: servingNames(parseHostPort(o.snapshotService, '--snapshot-service').host, o.snapshotTlsNames),
+        log: gwc,
+        loaded: (c) => publisher.setCertificate(c.certificate),
+      });
+      this.ca = ca;
+      this.caPublisher = publisher;
+      // The proxies of a Gateway run as the ServiceAccount the deployer names for it.
+      const expected = (gateway: string) => {
+        const [namespace, name] = gateway.split('/') as [string, string];
+        const gw = cachedGateway(namespace, name);
+        if (!gw) return `the controller knows no Gateway ${gateway}`;
+        return { namespace, name: proxyName(gw) };
+      };
+      security = { kind: 'tls', credentials: () => ca.serving.serverCredentials(), auth: new TokenReviewAuthenticator(new CachingTokenReviewer(new KubeTokenReviewer(kc)), expected) };
     }
+    this.stream = new SnapshotStreamServer({ addr: o.snapshotAddr, security, store: this.store, metrics: new StreamMetrics(this.metrics.registry), log: gwc, onNack, onRejectionChange: () => this.queue.add(), listening: listening('snapshot stream') });
     const stream = this.stream;
-    this.admin = new AdminServer(o.adminAddr, logs, this.store, listening('admin'), () => stream?.proxies() ?? new Map());
+    this.admin = new AdminServer(o.adminAddr, logs, this.store, listening('admin'), () => stream.proxies());
     this.#manager = new Manager(general, this.leadership);
     const runnables: Runnable[] = [
       healthServer(o.healthAddr, { notReady: () => this.world.unsynced().map((k) => `${k} not synced`) }, listening('health')),
       metricsServer(o.metricsAddr, this.metrics, listening('metrics')),
       this.admin,
-      ...(stream ? [stream] : []),
       {
         name: 'watch',
         needsLeader: false,
@@ -179,9 +212,13 @@ export class Controller {
         stop: () => this.world.stop(),
       },
       { name: 'translate', needsLeader: false, start: async () => undefined, stop: () => this.queue.stop() },
+      // After the watch: authorizing a proxy looks its Gateway up in the caches.
+      ...(this.ca ? [this.ca] : []),
+      stream,
       ...(elector ? [elector] : []),
       this.writer,
       this.deployer,
+      ...(this.caPublisher ? [this.caPublisher] : []),
     ];
     for (const r of runnables) this.#manager.add(r);
   }

@@ -69,6 +69,16 @@ export const CONTROLLER_ERRORS = defineErrors({
     message: 'could not apply or delete the proxy {kind} {name}: {reason}',
     hint: 'check the API server message; a 403 means the ClusterRole lacks create, patch, list or delete on serviceaccounts, services or deployments; the next change retries',
   },
+  streamCa: {
+    code: 'TG_CONTROLLER_STREAM_CA',
+    message: 'the snapshot stream has no CA: {reason}',
+    hint: 'the controller keeps its CA in a Secret of its namespace (--snapshot-ca-secret): a 403 means the Role lacks get or create on that Secret; an unusable Secret is deleted to have a new CA made; --snapshot-plaintext serves without TLS, for development only',
+  },
+  streamRefused: {
+    code: 'TG_CONTROLLER_STREAM_REFUSED',
+    message: 'snapshot stream of {gateway} refused: {reason}',
+    hint: 'UNAUTHENTICATED: the proxy sent no token, or one the API server refused or not issued for audience tollgate (check the pod\'s projected token volume); PERMISSION_DENIED: the token belongs to another ServiceAccount than the Gateway\'s proxies (run the proxy as its Gateway\'s ServiceAccount); UNAVAILABLE: the TokenReview failed (a 403 means the ClusterRole lacks create on tokenreviews)',
+  },
 });
 
 export type ControllerErrorCode = (typeof CONTROLLER_ERRORS)[keyof typeof CONTROLLER_ERRORS]['code'];

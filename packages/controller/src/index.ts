@@ -7,3 +7,8 @@ export { CONTROLLER_ERRORS } from './errors.js';
 export { SnapshotStore } from './snapshots/store.js';
 export { SnapshotStreamServer, type ProxyView, type NackReport, type StreamServerOptions } from './snapshots/stream-server.js';
 export { StreamMetrics } from './snapshots/stream-metrics.js';
+export type { StreamSecurity } from './snapshots/stream-server.js';
+export { TokenReviewAuthenticator, type AuthDecision, type StreamAuthenticator } from './snapshots/stream-auth.js';
+export type { ReviewResult, TokenReviewer } from './snapshots/token-review.js';
+export { CertificateAuthority } from './pki/authority.js';
+export { ServingCertificates } from './pki/serving.js';

@@ -3,6 +3,7 @@
 // TG_CONTROLLER_USAGE error naming the flag (or variable), what was wrong and an example of a good value.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import { CatalogError } from '@tollgate/api';
 import { CONTROLLER_ERRORS } from './errors.js';
 import { DirectiveError } from '@tollgate/kit';
@@ -41,10 +42,15 @@ export interface ControllerOptions {
   readonly controllerName: string;
   readonly snapshotAddr: HostPort;
   /**
-   * Serve the snapshot stream without TLS. The stream has no TLS yet, so it only runs when
-   * this development setting is on; without it the controller serves no stream.
+   * Development only: serve the snapshot stream without TLS and without authenticating
+   * proxies. Off by default: the stream is served with TLS (the CA in `snapshotCaSecret`) and
+   * each proxy's token is checked with a TokenReview.
    */
   readonly snapshotPlaintext: boolean;
+  /** Name of the Secret in `namespace` that holds the stream's CA (made when missing). */
+  readonly snapshotCaSecret: string;
+  /** Names (DNS or IP) added to the serving certificate beyond the snapshot Service's. */
+  readonly snapshotTlsNames: readonly string[];
   readonly metricsAddr: HostPort;
   readonly healthAddr: HostPort;
   readonly adminAddr: HostPort;
@@ -73,8 +79,15 @@ export const FLAGS: readonly FlagSpec[] = [
     name: 'snapshot-plaintext',
     env: 'TOLLGATE_SNAPSHOT_PLAINTEXT',
     boolean: true,
-    help: 'development only: serve the snapshot stream without TLS or authentication (the stream has no TLS yet; without this flag it is off)',
+    help: 'development only: serve the snapshot stream without TLS and without checking proxies\' tokens',
     default: 'false',
+  },
+  { name: 'snapshot-ca-secret', env: 'TOLLGATE_SNAPSHOT_CA_SECRET', arg: 'name', help: 'Secret in --namespace holding the snapshot stream\'s CA; created on first start, reused after', default: 'tollgate-ca' },
+  {
+    name: 'snapshot-tls-names',
+    env: 'TOLLGATE_SNAPSHOT_TLS_NAMES',
+    arg: 'names',
+    help: 'comma-separated DNS names or IP addresses added to the stream\'s serving certificate (the --snapshot-service host and its .svc forms are always in it)',
   },
   { name: 'metrics-addr', env: 'TOLLGATE_METRICS_ADDR', arg: 'addr', help: 'Prometheus /metrics', default: ':9092' },
   { name: 'health-addr', env: 'TOLLGATE_HEALTH_ADDR', arg: 'addr', help: '/healthz and /readyz (ready once every watch has synced)', default: ':9093' },
@@ -234,6 +247,15 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
   const sp = get('snapshot-plaintext');
   const snapshotPlaintext = sp.value === undefined ? false : parseBool(sp.value, sp.from);
 
+  const cs = get('snapshot-ca-secret');
+  const snapshotCaSecret = cs.value ?? 'tollgate-ca';
+  if (snapshotCaSecret.length > 253 || !DNS_SUBDOMAIN.test(snapshotCaSecret)) throw usageError(`${cs.from} "${snapshotCaSecret}" is not a Secret name (lower-case DNS subdomain), e.g. tollgate-ca`);
+  const tn = get('snapshot-tls-names');
+  const snapshotTlsNames = (tn.value ?? '').split(',').map((n) => n.trim()).filter(Boolean);
+  for (const n of snapshotTlsNames) {
+    if (!isIP(n) && (n.length > 253 || !DNS_SUBDOMAIN.test(n.toLowerCase()))) throw usageError(`${tn.from}: "${n}" is neither a DNS name nor an IP address; give names separated by commas, e.g. tollgate.example.com,198.18.0.10`);
+  }
+
   const le = get('leader-elect');
   const enabled = le.value === undefined ? false : parseBool(le.value, le.from);
   const ln = get('leader-elect-lease-name');
@@ -265,6 +287,8 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
     controllerName,
     snapshotAddr,
     snapshotPlaintext,
+    snapshotCaSecret,
+    snapshotTlsNames,
     metricsAddr,
     healthAddr,
     adminAddr,

@@ -14,6 +14,8 @@ describe('controller options', () => {
       healthAddr: { host: '', port: 9093 },
       snapshotAddr: { host: '', port: 9978 },
       snapshotPlaintext: false,
+      snapshotCaSecret: 'tollgate-ca',
+      snapshotTlsNames: [],
       proxyImage: 'ghcr.io/tollgate-dev/tollgate:0.1.0',
       snapshotService: 'tollgate-controller.tollgate-system.svc:9978',
       leaderElection: { enabled: false, leaseName: 'tollgate-controller', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
@@ -33,7 +35,10 @@ describe('controller options', () => {
       '--leader-elect=false',
       '--log-level=info,deployer=debug,gateway-controller=info,tollgate/syncer=info,tollgate/translator=info',
       '--namespace=tollgate-system',
+      '--snapshot-ca-secret=tollgate-ca',
+      '--snapshot-tls-names=tollgate.example.com,198.18.0.10',
     ]);
+    expect(o.snapshotTlsNames).toEqual(['tollgate.example.com', '198.18.0.10']);
     expect(o.logDirective).toBe('info,deployer=debug,gateway-controller=info,tollgate/syncer=info,tollgate/translator=info');
     expect(o.leaderElection.enabled).toBe(false);
   });
@@ -62,6 +67,8 @@ describe('controller options', () => {
     [['--log-level=loud'], /--log-level: "loud" is not a level/],
     [['--leader-elect-lease-duration=5s', '--leader-elect-renew-deadline=5s'], /must be shorter than --leader-elect-lease-duration/],
     [['--leader-elect-retry-period=1h'], /is not a duration/],
+    [['--snapshot-ca-secret=Tollgate_CA'], /--snapshot-ca-secret "Tollgate_CA" is not a Secret name/],
+    [['--snapshot-tls-names=ok.example,not a name'], /--snapshot-tls-names: "not a name" is neither a DNS name nor an IP address/],
     [['--bogus'], /unknown flag --bogus/],
     [['positional'], /unexpected argument "positional"/],
     [['--admin-addr'], /--admin-addr needs a value/],

@@ -1,5 +1,6 @@
 // `tollgate`: the proxy, standalone (`--file`) or in cluster mode (`--controller`). Exit codes in exit-codes.ts (and docs/tollgate.md); every
 // failure is one `tollgate: <message>` line on stderr, never a stack.
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -9,13 +10,14 @@ import { parseConfig, readConfigText } from './config/load-file.js';
 import { EXIT, EXIT_CODE_HELP, type ExitCode } from './exit-codes.js';
 import type { ProxyProcess } from './process/proxy-process.js';
 import { startStandaloneProxy } from './process/standalone.js';
+import type { ControllerSecurity } from './source/controller-source.js';
 
 const HELP = () => `tollgate: the Tollgate gateway proxy
 
 Usage:
   tollgate --file <config.yaml|config.json> [--admin-addr <ip:port>] [--metrics-addr <ip:port>] [--readiness-addr <ip:port>]
   tollgate --check --file <config.yaml>
-  tollgate --controller <host:port> --gateway <namespace>/<name> --controller-plaintext [--admin-addr ...]
+  tollgate --controller <host:port> --gateway <namespace>/<name> --controller-ca <ca.crt> [--controller-token <file>] [--admin-addr ...]
 
 Options:
   -f, --file <path>            config file (YAML or JSON); edits are picked up while running, and SIGHUP reloads it
@@ -23,8 +25,14 @@ Options:
       --controller <host:port> cluster mode: take routing from the controller's snapshot stream (env TOLLGATE_CONTROLLER)
       --gateway <ns>/<name>    the Gateway this proxy serves, in cluster mode (env TOLLGATE_GATEWAY); the pod's
                                name and namespace come from POD_NAME and POD_NAMESPACE (the downward API)
-      --controller-plaintext   development only: connect to the controller without TLS (env
-                               TOLLGATE_CONTROLLER_PLAINTEXT=true); required, as the stream has no TLS yet
+      --controller-ca <file>   cluster mode: the CA the controller's certificate chains to, the ca.crt of the
+                               tollgate-ca ConfigMap (env TOLLGATE_CONTROLLER_CA); read again on every connect
+      --controller-token <file>
+                               cluster mode: the projected ServiceAccount token (audience tollgate) presented to
+                               the controller (env TOLLGATE_CONTROLLER_TOKEN; default
+                               ${DEFAULT_TOKEN}); read again on every connect
+      --controller-plaintext   development only: connect to the controller without TLS and without a token (env
+                               TOLLGATE_CONTROLLER_PLAINTEXT=true); the controller must run with --snapshot-plaintext
       --admin-addr <addr>      admin server, overriding config.adminAddr (default 127.0.0.1:15000)
       --metrics-addr <addr>    Prometheus /metrics, overriding config.metricsAddr (default 0.0.0.0:15020)
       --readiness-addr <addr>  /healthz/ready, overriding config.readinessAddr (default 0.0.0.0:15021)
@@ -41,6 +49,7 @@ Signals:
 ${EXIT_CODE_HELP}
 Examples:
   tollgate -f examples/standalone.yaml
+  tollgate --controller tollgate-controller.tollgate-system.svc:9978 --gateway default/public --controller-ca /etc/tollgate/ca/ca.crt
   tollgate --controller 127.0.0.1:9978 --gateway default/public --controller-plaintext
   tollgate --check -f my-gateway.yaml
 `;
@@ -62,6 +71,8 @@ export async function main(argv: string[]): Promise<void> {
     controller?: string;
     gateway?: string;
     'controller-plaintext'?: boolean;
+    'controller-ca'?: string;
+    'controller-token'?: string;
     'admin-addr'?: string;
     'metrics-addr'?: string;
     'readiness-addr'?: string;
@@ -77,6 +88,8 @@ export async function main(argv: string[]): Promise<void> {
         controller: { type: 'string' },
         gateway: { type: 'string' },
         'controller-plaintext': { type: 'boolean' },
+        'controller-ca': { type: 'string' },
+        'controller-token': { type: 'string' },
         'admin-addr': { type: 'string' },
         'metrics-addr': { type: 'string' },
         'readiness-addr': { type: 'string' },
@@ -123,7 +136,7 @@ export async function main(argv: string[]): Promise<void> {
     const standalone = cluster ? null : await startStandaloneProxy({ file: values.file!, ...addrs });
     // Cluster mode's snapshot stream client (gRPC) is loaded only in cluster mode.
     const gateway: ProxyProcess = standalone ?? (await (await import('./process/cluster.js')).startClusterProxy({ ...cluster!, ...addrs }));
-    if (cluster) gateway.logs.get('proxy').warn(`cluster mode: the snapshot stream to ${cluster.controller} is not encrypted (--controller-plaintext); for development only`);
+    if (cluster?.security.kind === 'plaintext') gateway.logs.get('proxy').warn(`cluster mode: the snapshot stream to ${cluster.controller} is neither encrypted nor authenticated (--controller-plaintext); for development only`);
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) {
@@ -161,16 +174,27 @@ export async function main(argv: string[]): Promise<void> {
 }
 
 const GATEWAY_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+/** Where the deployer mounts the projected token (audience tollgate). */
+const DEFAULT_TOKEN = '/var/run/secrets/tollgate/token';
 
 interface ClusterSettings {
   readonly controller: string;
   readonly gateway: string;
   readonly pod: string;
   readonly podNamespace: string;
+  readonly security: ControllerSecurity;
+}
+
+interface ClusterFlags {
+  controller?: string;
+  gateway?: string;
+  'controller-plaintext'?: boolean;
+  'controller-ca'?: string;
+  'controller-token'?: string;
 }
 
 /** Cluster mode's settings (flags win over their variables), or null in standalone mode. */
-function clusterSettings(values: { controller?: string; gateway?: string; 'controller-plaintext'?: boolean }, env: NodeJS.ProcessEnv): ClusterSettings | null {
+function clusterSettings(values: ClusterFlags, env: NodeJS.ProcessEnv): ClusterSettings | null {
   const controller = values.controller ?? (env.TOLLGATE_CONTROLLER || undefined);
   const gateway = values.gateway ?? (env.TOLLGATE_GATEWAY || undefined);
   if (controller === undefined) {
@@ -186,8 +210,36 @@ function clusterSettings(values: { controller?: string; gateway?: string; 'contr
   if (plaintextEnv !== undefined && plaintextEnv !== '' && plaintextEnv !== 'true' && plaintextEnv !== 'false') {
     fail(`TOLLGATE_CONTROLLER_PLAINTEXT: got "${plaintextEnv}"; use true or false`, EXIT.USAGE);
   }
-  if (!(values['controller-plaintext'] ?? plaintextEnv === 'true')) {
-    fail('the snapshot stream has no TLS yet; --controller-plaintext (or TOLLGATE_CONTROLLER_PLAINTEXT=true) connects without it, for development only', EXIT.USAGE);
+  const identity = { controller, gateway, pod: env.POD_NAME || hostname(), podNamespace: env.POD_NAMESPACE || '' };
+  const ca = values['controller-ca'] ?? (env.TOLLGATE_CONTROLLER_CA || undefined);
+  const caFrom = values['controller-ca'] !== undefined ? '--controller-ca' : 'TOLLGATE_CONTROLLER_CA';
+  if (values['controller-plaintext'] ?? plaintextEnv === 'true') {
+    if (ca !== undefined) fail(`${caFrom} and --controller-plaintext (TOLLGATE_CONTROLLER_PLAINTEXT) contradict each other: give the CA for TLS, or plaintext for development, not both`, EXIT.USAGE);
+    return { ...identity, security: { kind: 'plaintext' } };
   }
-  return { controller, gateway, pod: env.POD_NAME || hostname(), podNamespace: env.POD_NAMESPACE || '' };
+  if (ca === undefined) {
+    fail("cluster mode needs --controller-ca <file> (or TOLLGATE_CONTROLLER_CA): the CA of the controller's snapshot stream, the ca.crt of the tollgate-ca ConfigMap; --controller-plaintext connects without TLS, for development only", EXIT.USAGE);
+  }
+  const tokenFile = values['controller-token'] ?? (env.TOLLGATE_CONTROLLER_TOKEN || DEFAULT_TOKEN);
+  const tokenFrom = values['controller-token'] !== undefined ? '--controller-token' : env.TOLLGATE_CONTROLLER_TOKEN ? 'TOLLGATE_CONTROLLER_TOKEN' : '--controller-token (default)';
+  // Checked now, so a pod without its volumes says so at once instead of retrying forever.
+  const caText = readable(ca, caFrom, 'mount the tollgate-ca ConfigMap (key ca.crt) and point the flag at it');
+  try {
+    new X509Certificate(caText);
+  } catch {
+    fail(`${caFrom}: ${ca} is not a PEM certificate; it is the ca.crt of the tollgate-ca ConfigMap`, EXIT.USAGE);
+  }
+  if (!readable(tokenFile, tokenFrom, 'the pod needs a projected ServiceAccount token volume with audience tollgate').trim()) {
+    fail(`${tokenFrom}: ${tokenFile} is empty; it holds the projected ServiceAccount token (audience tollgate)`, EXIT.USAGE);
+  }
+  return { ...identity, security: { kind: 'tls', caFile: ca, tokenFile } };
+}
+
+function readable(file: string, from: string, fix: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    fail(`${from}: cannot read ${file} (${code === 'ENOENT' ? 'no such file' : (code ?? (err as Error).message)}); ${fix}`, EXIT.USAGE);
+  }
 }

@@ -4,11 +4,21 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { standaloneToSnapshot, validateStandaloneConfig } from '@tollgate/api';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SnapshotStore, SnapshotStreamServer, StreamMetrics } from '@tollgate/controller';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { echoed, freePort, send, simpleConfig, startUpstream } from './helpers.js';
+import { streamTls } from './support/stream-tls.js';
+
+function streamTlsCa(): string {
+  const t = streamTls('edge/public');
+  t.close();
+  return t.ca.certificate;
+}
 
 const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
 const OPS = ['--admin-addr', '127.0.0.1:0', '--metrics-addr', '127.0.0.1:0'];
@@ -32,30 +42,65 @@ describe('tollgate in cluster mode', () => {
     const up = await startUpstream();
     cleanups.push(() => up.close());
     const store = new SnapshotStore();
-    const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port: 0 }, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
+    const tls = streamTls('edge/public');
+    cleanups.push(() => tls.close());
+    const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port: 0 }, security: tls.server, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
     await server.start();
     cleanups.push(() => server.stop());
     const port = await freePort();
     const snapshot = standaloneToSnapshot(validateStandaloneConfig(simpleConfig(port, [{ name: 'a', backends: [{ host: up.host }] }]), 'test'), { kind: 'controller', gateway: 'edge/public' });
     store.offer(new Map([['edge/public', snapshot]]));
     const readiness = await freePort();
-    const child = spawn(process.execPath, [BIN, '--controller', `127.0.0.1:${server.port}`, ...OPS, '--readiness-addr', `127.0.0.1:${readiness}`], {
+    const child = spawn(process.execPath, [BIN, '--controller', `127.0.0.1:${server.port}`, '--controller-token', tls.proxy.tokenFile, ...OPS, '--readiness-addr', `127.0.0.1:${readiness}`], {
       stdio: ['ignore', 'ignore', 'pipe'],
-      env: { PATH: process.env.PATH, TOLLGATE_GATEWAY: 'edge/public', TOLLGATE_CONTROLLER_PLAINTEXT: 'true', POD_NAME: 'public-7f9c', POD_NAMESPACE: 'edge' },
+      env: { PATH: process.env.PATH, TOLLGATE_GATEWAY: 'edge/public', TOLLGATE_CONTROLLER_CA: tls.proxy.caFile, POD_NAME: 'public-7f9c', POD_NAMESPACE: 'edge' },
     });
     children.push(child);
     await expect.poll(() => server.proxies().get('edge/public')?.[0], { timeout: 20_000 }).toMatchObject({ pod: 'public-7f9c', podNamespace: 'edge', ackedVersion: snapshot.version });
     expect((await send(`http://127.0.0.1:${readiness}/healthz/ready`)).status).toBe(200);
     expect(echoed(await send(`http://127.0.0.1:${port}/hello`)).url).toBe('/hello');
+    expect(tls.checks).toEqual([{ token: 'token-of-the-proxy', gateway: 'edge/public' }]);
   });
 
+  it('serves over plaintext only when told so, for development', async () => {
+    const store = new SnapshotStore();
+    const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port: 0 }, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
+    await server.start();
+    cleanups.push(() => server.stop());
+    const port = await freePort();
+    store.offer(new Map([['edge/public', standaloneToSnapshot(validateStandaloneConfig(simpleConfig(port, [{ name: 'a', backends: [{ host: '127.0.0.1:1' }] }]), 'test'), { kind: 'controller', gateway: 'edge/public' })]]));
+    const child = spawn(process.execPath, [BIN, '--controller', `127.0.0.1:${server.port}`, '--gateway', 'edge/public', '--controller-plaintext', ...OPS, '--readiness-addr', '127.0.0.1:0'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH, POD_NAME: 'dev-0' },
+    });
+    children.push(child);
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    await expect.poll(() => server.proxies().get('edge/public')?.[0]?.pod, { timeout: 20_000 }).toBe('dev-0');
+    await expect.poll(() => out).toContain('neither encrypted nor authenticated (--controller-plaintext); for development only');
+  });
+
+  const dir = mkdtempSync(join(tmpdir(), 'tg-cli-cluster-'));
+  const ca = join(dir, 'ca.crt');
+  const token = join(dir, 'token');
+  const empty = join(dir, 'empty');
+  writeFileSync(ca, streamTlsCa());
+  writeFileSync(token, 'a-token');
+  writeFileSync(empty, '');
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const tlsFlags = ['--controller-ca', ca, '--controller-token', token];
   it.each([
-    [['--controller', '127.0.0.1:9978', '--gateway', 'edge/public'], {}, 'the snapshot stream has no TLS yet; --controller-plaintext (or TOLLGATE_CONTROLLER_PLAINTEXT=true) connects without it'],
-    [['--controller', '127.0.0.1:9978', '--controller-plaintext'], {}, 'cluster mode needs --gateway <namespace>/<name>'],
-    [['--controller', '127.0.0.1:9978', '--gateway', 'public', '--controller-plaintext'], {}, '--gateway: got "public"; expected <namespace>/<name>'],
-    [['--controller', 'nope', '--gateway', 'edge/public', '--controller-plaintext'], {}, '--controller: got "nope"'],
+    [['--controller', '127.0.0.1:9978', '--gateway', 'edge/public'], {}, "cluster mode needs --controller-ca <file> (or TOLLGATE_CONTROLLER_CA): the CA of the controller's snapshot stream"],
+    [['--controller', '127.0.0.1:9978', '--gateway', 'edge/public', '--controller-ca', join(dir, 'nope.crt')], {}, `--controller-ca: cannot read ${join(dir, 'nope.crt')} (no such file); mount the tollgate-ca ConfigMap (key ca.crt)`],
+    [['--controller', '127.0.0.1:9978', '--gateway', 'edge/public', '--controller-ca', token], {}, `--controller-ca: ${token} is not a PEM certificate`],
+    [['--controller', '127.0.0.1:9978', '--gateway', 'edge/public', '--controller-ca', ca], {}, '--controller-token (default): cannot read /var/run/secrets/tollgate/token (no such file); the pod needs a projected ServiceAccount token volume with audience tollgate'],
+    [['--controller', '127.0.0.1:9978', '--gateway', 'edge/public', '--controller-ca', ca], { TOLLGATE_CONTROLLER_TOKEN: empty }, `TOLLGATE_CONTROLLER_TOKEN: ${empty} is empty`],
+    [['--controller', '127.0.0.1:9978', '--gateway', 'edge/public', '--controller-plaintext'], { TOLLGATE_CONTROLLER_CA: ca }, 'TOLLGATE_CONTROLLER_CA and --controller-plaintext (TOLLGATE_CONTROLLER_PLAINTEXT) contradict each other'],
+    [['--controller', '127.0.0.1:9978', ...tlsFlags], {}, 'cluster mode needs --gateway <namespace>/<name>'],
+    [['--controller', '127.0.0.1:9978', '--gateway', 'public', ...tlsFlags], {}, '--gateway: got "public"; expected <namespace>/<name>'],
+    [['--controller', 'nope', '--gateway', 'edge/public', ...tlsFlags], {}, '--controller: got "nope"'],
     [['--gateway', 'edge/public'], {}, '--gateway is for cluster mode; give --controller <host:port> too'],
-    [['--file', 'x.yaml', '--controller', '127.0.0.1:9978', '--gateway', 'edge/public', '--controller-plaintext'], {}, '--file and --controller are two modes'],
+    [['--file', 'x.yaml', '--controller', '127.0.0.1:9978', '--gateway', 'edge/public', ...tlsFlags], {}, '--file and --controller are two modes'],
     [['--controller', '127.0.0.1:9978', '--gateway', 'edge/public'], { TOLLGATE_CONTROLLER_PLAINTEXT: 'yes' }, 'TOLLGATE_CONTROLLER_PLAINTEXT: got "yes"; use true or false'],
   ] as const)('usage error %j exits 2', async (args, env, message) => {
     const r = await run([...args], env);

@@ -12,6 +12,7 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startClusterProxy, type ClusterProxy } from '../src/process/cluster.js';
 import { echoed, freePort, LogSink, send, simpleConfig, startUpstream, type Upstream } from './helpers.js';
+import { streamTls, type StreamTls } from './support/stream-tls.js';
 
 const GATEWAY = 'edge/public';
 
@@ -24,8 +25,9 @@ function snapshotOf(config: Record<string, unknown>): ProxySnapshot {
   return standaloneToSnapshot(validateStandaloneConfig(config, 'pushed'), { kind: 'controller', gateway: GATEWAY });
 }
 
-async function controller(store: SnapshotStore, port = 0): Promise<SnapshotStreamServer> {
-  const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port }, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
+// The stream as deployed: TLS from the controller's CA, the proxy's token checked.
+async function controller(store: SnapshotStore, tls: StreamTls, port = 0): Promise<SnapshotStreamServer> {
+  const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port }, security: tls.server, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
   await server.start();
   return server;
 }
@@ -41,17 +43,21 @@ interface Setup {
   port: number;
   readiness: string;
   admin: string;
+  tls: StreamTls;
 }
 
 async function setup(): Promise<Setup> {
   const up = await startUpstream();
   cleanups.push(() => up.close());
   const store = new SnapshotStore();
-  const holder = { server: await controller(store) };
+  const tls = streamTls(GATEWAY);
+  cleanups.push(() => tls.close());
+  const holder = { server: await controller(store, tls) };
   cleanups.push(() => holder.server.stop());
   const readinessPort = await freePort();
   const proxy = await startClusterProxy({
     controller: `127.0.0.1:${holder.server.port}`,
+    security: tls.proxy,
     gateway: GATEWAY,
     pod: 'proxy-0',
     podNamespace: 'edge',
@@ -63,7 +69,7 @@ async function setup(): Promise<Setup> {
     logDestination: new LogSink(),
   });
   cleanups.push(() => proxy.close());
-  return { store, server: holder.server, proxy, up, port: await freePort(), readiness: `http://127.0.0.1:${readinessPort}/healthz/ready`, admin: `http://${proxy.admin.address}` };
+  return { store, server: holder.server, proxy, up, port: await freePort(), readiness: `http://127.0.0.1:${readinessPort}/healthz/ready`, admin: `http://${proxy.admin.address}`, tls };
 }
 
 async function sourceTask(admin: string): Promise<Record<string, unknown>> {
@@ -148,7 +154,7 @@ describe('cluster mode', () => {
     const store = new SnapshotStore();
     const v2 = snapshotOf(simpleConfig(s.port, [{ name: 'a', matches: [{ path: { type: 'PathPrefix', value: '/only' } }], backends: [{ host: s.up.host }] }]));
     store.offer(new Map([[GATEWAY, v2]]));
-    const back = await controller(store, controllerPort);
+    const back = await controller(store, s.tls, controllerPort);
     cleanups.push(() => back.stop());
     await expect.poll(() => acked(back)).toBe(v2.version);
     expect((await send(`http://127.0.0.1:${s.port}/still`)).status).toBe(404);
@@ -165,7 +171,7 @@ describe('cluster mode', () => {
     await expect.poll(() => acked(s.server)).toBe(v1.version);
     const controllerPort = s.server.port;
     await s.server.stop();
-    const back = await controller(s.store, controllerPort);
+    const back = await controller(s.store, s.tls, controllerPort);
     cleanups.push(() => back.stop());
     // It says it serves v1 in its hello; the controller records that and pushes nothing.
     await expect.poll(() => back.proxies().get(GATEWAY)?.[0]).toMatchObject({ ackedVersion: v1.version, pending: null });

@@ -12,6 +12,7 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startClusterProxy } from '../src/process/cluster.js';
 import { freePort, LogSink, send } from './helpers.js';
+import { streamTls } from './support/stream-tls.js';
 
 const GATEWAY = 'edge/public';
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -56,11 +57,15 @@ function handshake(port: number, servername: string): Promise<{ fingerprint: str
 describe('HTTPS listener in cluster mode', () => {
   it('serves the certificate of the Secret, and the renewed one once the Secret changes', async () => {
     const store = new SnapshotStore();
-    const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port: 0 }, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
+    // The stream as deployed: TLS from the controller's CA, the proxy's token checked.
+    const streamSecurity = streamTls(GATEWAY);
+    cleanups.push(() => streamSecurity.close());
+    const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port: 0 }, security: streamSecurity.server, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
     await server.start();
     cleanups.push(() => server.stop());
     const proxy = await startClusterProxy({
       controller: `127.0.0.1:${server.port}`,
+      security: streamSecurity.proxy,
       gateway: GATEWAY,
       pod: 'proxy-0',
       podNamespace: 'edge',

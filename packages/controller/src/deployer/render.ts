@@ -12,11 +12,15 @@ import type { V1Deployment, V1OwnerReference, V1Service, V1ServiceAccount } from
 import type { Gateway } from '../types/gateway-api.js';
 import { COMPONENT, COMPONENT_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, proxyName } from './names.js';
 import { ANNOTATION_PREFIX, readOverrides, type ProxySettings } from './overrides.js';
+import { CA_CONFIGMAP, CA_CONFIGMAP_KEY } from '../pki/ca-configmap.js';
 
 /** Audience of the projected token the proxy presents to the snapshot stream. */
 export const TOKEN_AUDIENCE = 'tollgate';
 export const TOKEN_DIR = '/var/run/secrets/tollgate';
 export const TOKEN_PATH = `${TOKEN_DIR}/token`;
+/** The `tollgate-ca` ConfigMap of the Gateway's namespace (the stream's CA certificate) is mounted here. */
+export const CA_DIR = '/etc/tollgate/ca';
+export const CA_PATH = `${CA_DIR}/${CA_CONFIGMAP_KEY}`;
 export const READINESS_PORT = 15021;
 export const ADMIN_ADDR = '127.0.0.1:15000';
 /** The proxy image runs as this user (images/proxy/Containerfile). */
@@ -29,6 +33,8 @@ export interface RenderParams {
   readonly snapshotService: string;
   /** Used where the Gateway sets nothing. */
   readonly defaults: ProxySettings;
+  /** The controller serves the stream without TLS (--snapshot-plaintext): proxies connect so. */
+  readonly plaintext?: boolean;
 }
 
 export const DEFAULT_PROXY_SETTINGS: ProxySettings = {
@@ -101,7 +107,15 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
             {
               name: 'proxy',
               image: params.proxyImage,
-              args: ['--controller', params.snapshotService, '--gateway', `${namespace}/${gwName}`, '--admin-addr', ADMIN_ADDR],
+              args: [
+                '--controller',
+                params.snapshotService,
+                '--gateway',
+                `${namespace}/${gwName}`,
+                ...(params.plaintext ? ['--controller-plaintext'] : ['--controller-ca', CA_PATH, '--controller-token', TOKEN_PATH]),
+                '--admin-addr',
+                ADMIN_ADDR,
+              ],
               ports: [...ports.map((p) => ({ name: p.name, containerPort: p.port, protocol: 'TCP' })), { name: 'readiness', containerPort: READINESS_PORT, protocol: 'TCP' }],
               readinessProbe: { httpGet: { path: '/healthz/ready', port: READINESS_PORT }, periodSeconds: 5, failureThreshold: 2 },
               resources: { requests: { ...settings.resources.requests }, limits: { ...settings.resources.limits } },
@@ -113,12 +127,16 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
               },
               volumeMounts: [
                 { name: 'tollgate-token', mountPath: TOKEN_DIR, readOnly: true },
+                ...(params.plaintext ? [] : [{ name: 'tollgate-ca', mountPath: CA_DIR, readOnly: true }]),
                 { name: 'tmp', mountPath: '/tmp' },
               ],
             },
           ],
           volumes: [
+            // Kubelet renews the token before it expires; the proxy reads it on every connect.
             { name: 'tollgate-token', projected: { sources: [{ serviceAccountToken: { audience: TOKEN_AUDIENCE, path: 'token', expirationSeconds: 3600 } }] } },
+            // Not optional: a pod waits for its CA (the controller publishes it) instead of failing.
+            ...(params.plaintext ? [] : [{ name: 'tollgate-ca', configMap: { name: CA_CONFIGMAP, items: [{ key: CA_CONFIGMAP_KEY, path: CA_CONFIGMAP_KEY }] } }]),
             { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
           ],
         },

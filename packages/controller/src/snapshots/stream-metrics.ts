@@ -7,6 +7,7 @@ export class StreamMetrics {
   readonly acked: Gauge<'gateway' | 'version'>;
   readonly pushLatency: Histogram<'gateway'>;
   readonly answers: Counter<'gateway' | 'answer'>;
+  readonly auth: Counter<'result'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -34,6 +35,12 @@ export class StreamMetrics {
       name: 'tollgate_controller_stream_answers_total',
       help: 'Answers to snapshot pushes, by Gateway and answer (ack, nack, timeout)',
       labelNames: ['gateway', 'answer'],
+      registers,
+    });
+    this.auth = new Counter({
+      name: 'tollgate_controller_stream_auth_total',
+      help: 'Stream openings by authentication result (ok, unauthenticated, permission_denied, unavailable)',
+      labelNames: ['result'],
       registers,
     });
   }

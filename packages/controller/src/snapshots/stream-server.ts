@@ -3,6 +3,10 @@
 // of xDS state of the world. Per stream at most one push is unanswered: a newer version waits
 // until the proxy ACKs or NACKs the last push or the answer times out. A NACKed version is
 // not sent again to that proxy; the next different version is.
+//
+// Security (stream-auth.ts): with TLS (the default) every stream is authenticated before its
+// hello is served: the proxy's token must belong to the ServiceAccount of the Gateway it
+// names. Plaintext (development) serves anyone who reaches the port.
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { encodeSnapshot } from '@tollgate/api';
@@ -11,6 +15,7 @@ import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../options.js';
 import type { Runnable } from '../runtime/runnable.js';
 import type { SnapshotStore } from './store.js';
+import { bearerToken, type StreamAuthenticator } from './stream-auth.js';
 import type { StreamMetrics } from './stream-metrics.js';
 
 export interface ProxyView {
@@ -32,13 +37,26 @@ export interface NackReport {
   readonly error: string;
 }
 
+export type StreamSecurity =
+  | { readonly kind: 'plaintext' }
+  | {
+      readonly kind: 'tls';
+      /** Read at start (the serving certificate may be made by then only). */
+      readonly credentials: () => grpc.ServerCredentials;
+      readonly auth: StreamAuthenticator;
+    };
+
 export interface StreamServerOptions {
   readonly addr: HostPort;
+  /** Default plaintext (tests of the protocol); the controller passes TLS unless told otherwise. */
+  readonly security?: StreamSecurity;
   readonly store: SnapshotStore;
   readonly metrics: StreamMetrics;
   readonly log: Logger;
   /** How long a push may stay unanswered before a newer one may be sent (default 15 s). */
   readonly answerTimeoutMs?: number;
+  /** How long a new stream may stay without its hello (default 15 s). */
+  readonly helloTimeoutMs?: number;
   /** A proxy refused a version. */
   readonly onNack?: (r: NackReport) => void;
   /** A Gateway became rejected (a NACK) or stopped being so (see rejection()). */
@@ -93,6 +111,8 @@ export class SnapshotStreamServer implements Runnable {
   readonly needsLeader = false;
   readonly #o: StreamServerOptions;
   readonly #timeoutMs: number;
+  readonly #security: StreamSecurity;
+  readonly #helloTimeoutMs: number;
   #server: grpc.Server | null = null;
   readonly #streams = new Set<ProxyStream>();
   /** The encoded snapshot of each Gateway, by version: encoded once, sent to every proxy. */
@@ -107,6 +127,8 @@ export class SnapshotStreamServer implements Runnable {
   constructor(o: StreamServerOptions) {
     this.#o = o;
     this.#timeoutMs = o.answerTimeoutMs ?? 15_000;
+    this.#security = o.security ?? { kind: 'plaintext' };
+    this.#helloTimeoutMs = o.helloTimeoutMs ?? 15_000;
     o.store.onChange((r) => {
       for (const g of r.removed) this.#encoded.delete(g);
       for (const s of this.#streams) if (r.changed.includes(s.gateway)) this.#push(s);
@@ -140,7 +162,7 @@ export class SnapshotStreamServer implements Runnable {
     server.addService(SNAPSHOT_SERVICE, { Stream: (call: Call) => this.#open(call) });
     const address = formatHostPort({ host: this.#o.addr.host || '0.0.0.0', port: this.#o.addr.port });
     this.#port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
+      server.bindAsync(address, this.#security.kind === 'tls' ? this.#security.credentials() : grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
     );
     this.#server = server;
     this.#updateDesired();
@@ -156,33 +178,57 @@ export class SnapshotStreamServer implements Runnable {
 
   #open(call: Call): void {
     let stream: ProxyStream | null = null;
+    let gone = false;
+    // Messages are handled in order; a hello waits for its authentication, and what follows it
+    // waits with it.
+    let queue: Promise<void> = Promise.resolve();
+    // A connection that never says hello holds nothing for long.
+    const helloTimer = setTimeout(() => {
+      if (!stream && !gone) this.#fail(call, null, grpc.status.DEADLINE_EXCEEDED, `no hello within ${this.#helloTimeoutMs}ms`);
+    }, this.#helloTimeoutMs);
+    helloTimer.unref();
     call.on('data', (m: ProxyMessage) => {
-      if ('hello' in m) {
-        if (stream) return this.#fail(call, stream, grpc.status.INVALID_ARGUMENT, 'hello sent twice; a stream serves one Gateway');
-        const h = m.hello;
-        if (!GATEWAY.test(h.gateway)) {
-          return this.#fail(call, null, grpc.status.INVALID_ARGUMENT, `hello.gateway ${JSON.stringify(h.gateway)} is not <namespace>/<name>`);
+      queue = queue.then(async () => {
+        if (gone) return;
+        if ('hello' in m) {
+          if (stream) return this.#fail(call, stream, grpc.status.INVALID_ARGUMENT, 'hello sent twice; a stream serves one Gateway');
+          const h = m.hello;
+          if (!GATEWAY.test(h.gateway)) {
+            return this.#fail(call, null, grpc.status.INVALID_ARGUMENT, `hello.gateway ${JSON.stringify(h.gateway)} is not <namespace>/<name>`);
+          }
+          if (this.#security.kind === 'tls') {
+            const decision = await this.#security.auth.check(bearerToken(call.metadata.get('authorization')), h.gateway);
+            this.#o.metrics.auth.inc({ result: decision.ok ? 'ok' : decision.result });
+            if (gone) return;
+            if (!decision.ok) {
+              this.#o.log.warn({ gateway: h.gateway, pod: h.pod, peer: call.getPeer(), code: 'TG_CONTROLLER_STREAM_REFUSED', status: grpc.status[decision.code] }, `snapshot stream of ${h.gateway} refused to ${h.pod || call.getPeer()}: ${grpc.status[decision.code]}: ${decision.message}`);
+              return this.#fail(call, null, decision.code, decision.message);
+            }
+          }
+          clearTimeout(helloTimer);
+          stream = new ProxyStream(call, h.gateway, h.pod || call.getPeer(), h.podNamespace, h.version);
+          this.#streams.add(stream);
+          this.#o.metrics.connected.inc({ gateway: stream.gateway });
+          if (stream.acked) this.#o.metrics.acked.inc({ gateway: stream.gateway, version: stream.acked });
+          this.#o.log.info({ gateway: stream.gateway, pod: stream.pod, version: h.version || null }, 'proxy connected');
+          // Headers now tell the proxy its hello was accepted, even when nothing is to be sent.
+          call.sendMetadata(new grpc.Metadata());
+          this.#push(stream);
+          return;
         }
-        stream = new ProxyStream(call, h.gateway, h.pod || call.getPeer(), h.podNamespace, h.version);
-        this.#streams.add(stream);
-        this.#o.metrics.connected.inc({ gateway: stream.gateway });
-        if (stream.acked) this.#o.metrics.acked.inc({ gateway: stream.gateway, version: stream.acked });
-        this.#o.log.info({ gateway: stream.gateway, pod: stream.pod, version: h.version || null }, 'proxy connected');
-        // Headers now tell the proxy its hello was accepted, even when nothing is to be sent.
-        call.sendMetadata(new grpc.Metadata());
-        this.#push(stream);
-        return;
-      }
-      if (!stream) return this.#fail(call, null, grpc.status.INVALID_ARGUMENT, 'the first message of a stream is a hello naming the Gateway');
-      if ('ack' in m) this.#ack(stream, m.ack.version, m.ack.nonce);
-      else this.#nack(stream, m.nack.nonce, m.nack.error);
+        if (!stream) return this.#fail(call, null, grpc.status.INVALID_ARGUMENT, 'the first message of a stream is a hello naming the Gateway');
+        if ('ack' in m) this.#ack(stream, m.ack.version, m.ack.nonce);
+        else this.#nack(stream, m.nack.nonce, m.nack.error);
+      });
     });
-    const gone = () => {
+    const end = () => {
+      gone = true;
+      clearTimeout(helloTimer);
       if (stream) this.#close(stream);
     };
-    call.on('end', gone);
-    call.on('cancelled', gone);
-    call.on('error', gone);
+    call.on('end', end);
+    call.on('cancelled', end);
+    call.on('error', end);
   }
 
   #fail(call: Call, stream: ProxyStream | null, code: grpc.status, details: string): void {

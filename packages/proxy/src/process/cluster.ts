@@ -3,12 +3,13 @@
 // Not ready until the first snapshot is applied; serves the last good one while the
 // controller is away.
 import type { ProcessConfig } from '@tollgate/api';
-import { ControllerSnapshotSource, type ControllerIdentity } from '../source/controller-source.js';
+import { ControllerSnapshotSource, type ControllerIdentity, type ControllerSecurity } from '../source/controller-source.js';
 import { ProxyProcess, type ProxyProcessOptions } from './proxy-process.js';
 
 export interface ClusterOptions extends Omit<ProxyProcessOptions, 'settings' | 'source'>, ControllerIdentity {
   /** host:port of the controller's snapshot stream. */
   readonly controller: string;
+  readonly security: ControllerSecurity;
   readonly settings?: ProcessConfig;
   readonly initialBackoffMs?: number;
   readonly maxBackoffMs?: number;
@@ -17,10 +18,10 @@ export interface ClusterOptions extends Omit<ProxyProcessOptions, 'settings' | '
 export type ClusterProxy = ProxyProcess<ControllerSnapshotSource>;
 
 export function startClusterProxy(options: ClusterOptions): Promise<ClusterProxy> {
-  const { controller, gateway, pod, podNamespace, settings, initialBackoffMs, maxBackoffMs, ...rest } = options;
+  const { controller, security, gateway, pod, podNamespace, settings, initialBackoffMs, maxBackoffMs, ...rest } = options;
   return ProxyProcess.start({
     ...rest,
     settings: settings ?? {},
-    source: (logs) => new ControllerSnapshotSource({ address: controller, gateway, pod, podNamespace, log: logs.get('config'), initialBackoffMs, maxBackoffMs }),
+    source: (logs) => new ControllerSnapshotSource({ address: controller, security, gateway, pod, podNamespace, log: logs.get('config'), initialBackoffMs, maxBackoffMs }),
   });
 }

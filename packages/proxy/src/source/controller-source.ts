@@ -5,6 +5,13 @@
 // with the reason when it does not validate or the runtime refuses it (the last good keeps
 // serving). When the stream ends the proxy keeps serving what it has and reconnects with
 // exponential backoff and full jitter.
+//
+// Security: with TLS (the default) the controller's certificate must chain to the CA file
+// (the `tollgate-ca` ConfigMap mounted into the pod) and name the host dialled, and every
+// stream carries the pod's projected ServiceAccount token as `authorization: Bearer` metadata.
+// Both files are read again on every connect: kubelet rotates the token and updates the
+// mounted ConfigMap in place, so a proxy follows a new token or CA without restarting.
+import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { decodeSnapshot } from '@tollgate/api';
 import { SNAPSHOT_SERVICE, SNAPSHOT_STREAM_PATH, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
@@ -18,9 +25,21 @@ export interface ControllerIdentity {
   readonly podNamespace: string;
 }
 
+/** How the proxy reaches the controller: TLS with a token (the default), or plaintext (development). */
+export type ControllerSecurity =
+  | { readonly kind: 'plaintext' }
+  | {
+      readonly kind: 'tls';
+      /** PEM file of the CA the controller's serving certificate chains to. */
+      readonly caFile: string;
+      /** The projected ServiceAccount token (audience tollgate). */
+      readonly tokenFile: string;
+    };
+
 export interface ControllerSourceOptions extends ControllerIdentity {
   /** host:port of the controller's snapshot stream. */
   readonly address: string;
+  readonly security: ControllerSecurity;
   readonly log: Logger;
   /** First reconnect delay (default 250 ms); doubles per failed attempt up to maxBackoffMs. */
   readonly initialBackoffMs?: number;
@@ -40,7 +59,9 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
 export class ControllerSnapshotSource implements SnapshotSource {
   readonly name = 'controller stream';
   readonly #o: ControllerSourceOptions;
-  readonly #client: grpc.Client;
+  #client: grpc.Client | null = null;
+  /** The CA text the current client trusts; a changed file makes a new client. */
+  #clientCa: string | null = null;
   #sink: SnapshotSink | null = null;
   #call: grpc.ClientDuplexStream<ProxyMessage, SnapshotPush> | null = null;
   #state: StreamState = 'disconnected';
@@ -55,9 +76,13 @@ export class ControllerSnapshotSource implements SnapshotSource {
   #connects = 0;
   #lastDisconnect: { at: string; reason: string } | null = null;
 
+  readonly #channelOptions: grpc.ChannelOptions;
+
   constructor(o: ControllerSourceOptions) {
     this.#o = o;
-    this.#client = new grpc.Client(o.address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+    // The channel's own reconnect backoff (1 s growing to 120 s by default) would otherwise
+    // fail every attempt at once with its last error until it expires: it follows ours.
+    this.#channelOptions = { ...CHANNEL_OPTIONS, 'grpc.initial_reconnect_backoff_ms': o.initialBackoffMs ?? 250, 'grpc.max_reconnect_backoff_ms': o.maxBackoffMs ?? 10_000 };
   }
 
   get streamState(): StreamState {
@@ -77,13 +102,15 @@ export class ControllerSnapshotSource implements SnapshotSource {
     this.#timer = null;
     this.#call?.cancel();
     this.#call = null;
-    this.#client.close();
+    this.#client?.close();
+    this.#client = null;
   }
 
   state(): SnapshotSourceState {
     return {
       kind: 'controller',
       controller: this.#o.address,
+      security: this.#o.security.kind,
       gateway: this.#o.gateway,
       pod: this.#o.pod,
       stream: this.#state,
@@ -97,13 +124,68 @@ export class ControllerSnapshotSource implements SnapshotSource {
     };
   }
 
+  /** The client for this attempt and the call's metadata; a string says why there is none. */
+  #prepare(): { client: grpc.Client; metadata: grpc.Metadata } | string {
+    const sec = this.#o.security;
+    const metadata = new grpc.Metadata();
+    if (sec.kind === 'plaintext') {
+      this.#client ??= new grpc.Client(this.#o.address, grpc.credentials.createInsecure(), this.#channelOptions);
+      return { client: this.#client, metadata };
+    }
+    let ca: string;
+    let token: string;
+    try {
+      ca = readFileSync(sec.caFile, 'utf8');
+    } catch (err) {
+      return `cannot read the controller's CA ${sec.caFile} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); it is the ca.crt of the tollgate-ca ConfigMap`;
+    }
+    try {
+      token = readFileSync(sec.tokenFile, 'utf8').trim();
+    } catch (err) {
+      return `cannot read the ServiceAccount token ${sec.tokenFile} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); the pod needs its projected token volume (audience tollgate)`;
+    }
+    if (!token) return `the ServiceAccount token ${sec.tokenFile} is empty`;
+    if (!this.#client || this.#clientCa !== ca) {
+      let credentials: grpc.ChannelCredentials;
+      try {
+        credentials = grpc.credentials.createSsl(Buffer.from(ca));
+      } catch (err) {
+        return `the controller's CA ${sec.caFile} is not usable: ${(err as Error).message}`;
+      }
+      this.#client?.close();
+      this.#client = new grpc.Client(this.#o.address, credentials, this.#channelOptions);
+      this.#clientCa = ca;
+    }
+    metadata.set('authorization', `Bearer ${token}`);
+    return { client: this.#client, metadata };
+  }
+
+  /** A failed stream's reason, said so that the fix is plain. */
+  #reason(err: grpc.ServiceError): string {
+    // grpc-js wraps a failed connection's cause: "No connection established. Last error: Error: <cause>. Resolution note: ".
+    const details = (err.details || err.message).replace(/^No connection established\. Last error: (Error: )?/, '').replace(/\.? ?Resolution note: ?$/, '');
+    const sec = this.#o.security;
+    if (sec.kind === 'tls' && err.code === grpc.status.UNAVAILABLE && /certificate|self[- ]signed|issuer|altnames|SSL|TLS|handshake/i.test(details)) {
+      return `TLS: the controller at ${this.#o.address} is not trusted with the CA in ${sec.caFile} (${details}); the CA file must be the ca.crt of the tollgate-ca ConfigMap of this namespace, and the address a name in the controller's certificate`;
+    }
+    return `${grpc.status[err.code] ?? err.code}: ${details}`;
+  }
+
   #connect(): void {
     if (this.#state === 'stopped') return;
     this.#state = 'connecting';
-    const call = this.#client.makeBidiStreamRequest<ProxyMessage, SnapshotPush>(
+    const prepared = this.#prepare();
+    if (typeof prepared === 'string') {
+      this.#state = 'disconnected';
+      this.#lastDisconnect = { at: new Date().toISOString(), reason: prepared };
+      this.#schedule(prepared);
+      return;
+    }
+    const call = prepared.client.makeBidiStreamRequest<ProxyMessage, SnapshotPush>(
       SNAPSHOT_STREAM_PATH,
       SNAPSHOT_SERVICE.Stream.requestSerialize,
       SNAPSHOT_SERVICE.Stream.responseDeserialize,
+      prepared.metadata,
     );
     this.#call = call;
     let ended = false;
@@ -126,7 +208,7 @@ export class ControllerSnapshotSource implements SnapshotSource {
     call.on('data', (push: SnapshotPush) => {
       this.#queue = this.#queue.then(() => this.#apply(call, push));
     });
-    call.on('error', (err: grpc.ServiceError) => end(`${grpc.status[err.code] ?? err.code}: ${err.details || err.message}`));
+    call.on('error', (err: grpc.ServiceError) => end(this.#reason(err)));
     call.on('end', () => end('the controller ended the stream'));
     call.write({ hello: { gateway: this.#o.gateway, pod: this.#o.pod, podNamespace: this.#o.podNamespace, version: this.#version ?? '' } });
   }
@@ -138,7 +220,9 @@ export class ControllerSnapshotSource implements SnapshotSource {
     // Full jitter: proxies that lost the same controller do not come back in step.
     const delay = Math.round(cap / 2 + Math.random() * (cap / 2));
     this.#attempt++;
-    this.#o.log.warn({ reason, retryInMs: delay, version: this.#version }, `snapshot stream to ${this.#o.address} lost (${reason}); serving ${this.#version ?? 'nothing'} and reconnecting in ${delay}ms`);
+    // What a person must fix (trust, identity, a missing file) is an error; a controller away is not.
+    const level = /^(TLS:|UNAUTHENTICATED|PERMISSION_DENIED|cannot read|the ServiceAccount token|the controller's CA)/.test(reason) ? 'error' : 'warn';
+    this.#o.log[level]({ reason, retryInMs: delay, version: this.#version }, `snapshot stream to ${this.#o.address} lost (${reason}); serving ${this.#version ?? 'nothing'} and reconnecting in ${delay}ms`);
     this.#timer = setTimeout(() => {
       this.#timer = null;
       this.#connect();
