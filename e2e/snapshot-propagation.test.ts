@@ -172,7 +172,8 @@ describe.skipIf(!availability.run || !canIsolateProxies())('snapshot propagation
     for (const p of proxies) for (let i = 0; i < 5; i++) expect((await send(p.url(PORTS[0], '/v1/models'))).status).toBe(200);
   });
 
-  // Edits applied back to back meet the controller's debounce at its 10 s cap: up to ~200 s.
+  // Edits applied back to back each wait out the controller's cool-down after a translation
+  // (as long as the translation took, 100 ms to 2 s): seconds in all, bounded generously.
   it('a route edited 20 times (matches, filters, backend weights) under continuous requests answers only 200', { timeout: 600_000 }, async () => {
     // Edit 0 is serving on both proxies (the test above).
     const statuses = new Map<number, number>();
