@@ -1,8 +1,11 @@
 // A Gateway's proxies fed by the controller's snapshot stream, for the propagation suites and
 // benches: the controller as its real binary out of cluster (chart ServiceAccount), and proxy
 // processes in cluster mode, each in its own network namespace so that every one binds the
-// Gateway's listener ports as a pod would. How the stream is secured is decided in one place
-// (streamFlags), so the suites do not change when the stream gets TLS and tokens.
+// Gateway's listener ports as a pod would. The stream is secured as deployed: the controller
+// serves TLS with a certificate that also names the bridge address proxies dial, and each
+// proxy holds, in its own directory, the CA from the `tollgate-ca` ConfigMap of its Gateway's
+// namespace and a token of the Gateway's ServiceAccount for audience `tollgate` (what a pod
+// gets from its ConfigMap volume and projected token), minted with `kubectl create token`.
 //
 // Network: a bridge this harness creates holds 198.18.X.1/24 (X picked free among 240..249,
 // never a private range, nothing routed off the machine); the controller's stream and any
@@ -10,11 +13,13 @@
 // i is 198.18.X.(10+i) on a veth into its namespace, with no other route.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createWriteStream, existsSync, mkdtempSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { ControllerProcess, serviceAccountKubeconfig, sumMetric, type LogLine } from './controller-process.js';
+import { proxyName } from '../packages/controller/src/deployer/names.js';
+import type { Gateway } from '../packages/controller/src/types/gateway-api.js';
+import { ControllerProcess, serviceAccountKubeconfig, sumMetric, waitForObject, type LogLine } from './controller-process.js';
 import type { Cluster } from './lib/cluster.js';
 import { run } from './lib/exec.js';
 import { REPO_ROOT } from './lib/tools.js';
@@ -26,10 +31,25 @@ const SYSTEM_NS = 'tollgate-system';
 /** Ports every proxy uses inside its own namespace (as in a pod). */
 export const PROXY_PORTS = { admin: 15000, metrics: 15020, readiness: 15021 } as const;
 
-/** The stream's security settings: the controller's flags and the proxy's. */
-function streamFlags(): { controller: string[]; proxy: string[] } {
-  return { controller: ['--snapshot-plaintext'], proxy: ['--controller-plaintext'] };
+/** A proxy's credentials for the stream: files, on the filesystem its namespace shares. */
+export interface ProxyCredentials {
+  /** The ca.crt of the `tollgate-ca` ConfigMap of the proxy's namespace. */
+  readonly caFile: string;
+  /** A ServiceAccount token for audience tollgate. */
+  readonly tokenFile: string;
 }
+
+/** The controller's stream flags: TLS (the default), its certificate also naming `address`. */
+function controllerStreamFlags(address: string): string[] {
+  return [`--snapshot-tls-names=${address}`];
+}
+
+function proxyStreamFlags(c: ProxyCredentials): string[] {
+  return ['--controller-ca', c.caFile, '--controller-token', c.tokenFile];
+}
+
+/** Long enough for the longest bench run: the proxy reads the token again on each reconnect. */
+const TOKEN_DURATION = '24h';
 
 function ip(args: string[]): void {
   const r = spawnSync('ip', args, { encoding: 'utf8' });
@@ -160,14 +180,15 @@ export class ProxyProcess {
   /**
    * Starts `tollgate --controller ... --gateway ...` in a new network namespace. The process
    * waits on its stdin until its interface is up, then becomes node (same pid throughout).
+   * `dir` is its HOME; its credentials are files there (the filesystem is shared).
    */
-  static async start(opts: { name: string; index: number; net: HostNet; controller: string; gateway: string; dir: string; podNamespace: string }): Promise<ProxyProcess> {
+  static async start(opts: { name: string; index: number; net: HostNet; controller: string; gateway: string; dir: string; podNamespace: string; credentials: ProxyCredentials; logFile: string }): Promise<ProxyProcess> {
     const address = opts.net.proxyAddress(opts.index);
     const args = [
       PROXY_BIN,
       `--controller=${opts.controller}`,
       `--gateway=${opts.gateway}`,
-      ...streamFlags().proxy,
+      ...proxyStreamFlags(opts.credentials),
       `--admin-addr=${address}:${PROXY_PORTS.admin}`,
       `--metrics-addr=${address}:${PROXY_PORTS.metrics}`,
       `--readiness-addr=${address}:${PROXY_PORTS.readiness}`,
@@ -176,7 +197,7 @@ export class ProxyProcess {
       stdio: ['pipe', 'pipe', 'pipe'],
       env: { PATH: process.env.PATH, HOME: opts.dir, POD_NAME: opts.name, POD_NAMESPACE: opts.podNamespace },
     });
-    const p = new ProxyProcess(opts.name, address, child, join(opts.dir, `${opts.name}.log`));
+    const p = new ProxyProcess(opts.name, address, child, opts.logFile);
     await once(child, 'spawn');
     // unshare has made the namespace once it execs the shell; the shell then blocks on read.
     await waitForNamespace(p.pid);
@@ -300,7 +321,11 @@ export class SnapshotFleet {
   /** Starts the controller (again, on the same stream address after a stop) and waits for its caches. */
   async startController(): Promise<ControllerProcess> {
     const addr = this.#streamAddress || `${this.net.hostAddress}:0`;
-    const c = await ControllerProcess.start(`controller-${++this.#starts}`, this.cluster, this.kubeconfig, [`--snapshot-addr=${addr}`, ...streamFlags().controller, ...(this.opts.controllerArgs ?? [])]);
+    const c = await ControllerProcess.start(`controller-${++this.#starts}`, this.cluster, this.kubeconfig, [
+      `--snapshot-addr=${addr}`,
+      ...controllerStreamFlags(this.net.hostAddress),
+      ...(this.opts.controllerArgs ?? []),
+    ]);
     this.#controller = c;
     this.#streamAddress = String((await c.waitForLog((l) => l.msg === 'snapshot stream listening', 30_000)).address);
     await c.synced();
@@ -312,9 +337,46 @@ export class SnapshotFleet {
     this.#controller = undefined;
   }
 
-  /** Starts a proxy for the fleet's Gateway (or another one). */
-  async startProxy(name = `proxy-${this.#proxyIndex}`, gateway = this.opts.gateway): Promise<ProxyProcess> {
-    const p = await ProxyProcess.start({ name, index: this.#proxyIndex++, net: this.net, controller: this.#streamAddress, gateway, dir: this.cluster.dir, podNamespace: this.gatewayNamespace });
+  /** The directory of proxy `name`: its HOME and its credential files. */
+  proxyDir(name: string): string {
+    const dir = join(this.dir, name);
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+
+  /**
+   * Writes into `dir` the credentials a pod of `tokenOf` (<namespace>/<name>) would hold: the CA
+   * of the `tollgate-ca` ConfigMap of `namespace` and a token of the Gateway's ServiceAccount.
+   * Waits (watches, with a deadline) for the Gateway, the ConfigMap and the ServiceAccount the
+   * controller makes for it. Called again, it replaces the files in place, as kubelet does.
+   */
+  async writeCredentials(dir: string, namespace: string, tokenOf: string, timeoutMs = 60_000): Promise<ProxyCredentials> {
+    const [gwNamespace, gwName] = tokenOf.split('/') as [string, string];
+    const [cm, gw] = await Promise.all([
+      waitForObject<{ data?: Record<string, string> }>(this.cluster, 'configmaps', 'tollgate-ca', namespace, (o) => Boolean(o.data?.['ca.crt']), timeoutMs),
+      waitForObject<Gateway>(this.cluster, 'gateways.gateway.networking.k8s.io', gwName, gwNamespace, () => true, timeoutMs),
+    ]);
+    const serviceAccount = proxyName(gw);
+    await waitForObject(this.cluster, 'serviceaccounts', serviceAccount, gwNamespace, () => true, timeoutMs);
+    const token = (
+      await run(this.cluster.tools.kubectl, ['create', 'token', serviceAccount, '-n', gwNamespace, '--audience', 'tollgate', `--duration=${TOKEN_DURATION}`], { env: this.cluster.env })
+    ).trim();
+    const credentials = { caFile: join(dir, 'ca.crt'), tokenFile: join(dir, 'token') };
+    writeFileSync(credentials.caFile, cm.data!['ca.crt']!);
+    writeFileSync(credentials.tokenFile, token, { mode: 0o600 });
+    return credentials;
+  }
+
+  /**
+   * Starts a proxy for the fleet's Gateway (or another one), once its credentials exist. With
+   * `tokenOf`, it presents a token of that Gateway's ServiceAccount instead of its own (a
+   * proxy started before its Gateway exists; writeCredentials later gives it its own).
+   */
+  async startProxy(name = `proxy-${this.#proxyIndex}`, gateway = this.opts.gateway, tokenOf = gateway): Promise<ProxyProcess> {
+    const namespace = gateway.split('/')[0]!;
+    const dir = this.proxyDir(name);
+    const credentials = await this.writeCredentials(dir, namespace, tokenOf);
+    const p = await ProxyProcess.start({ name, index: this.#proxyIndex++, net: this.net, controller: this.#streamAddress, gateway, dir, podNamespace: namespace, credentials, logFile: join(this.cluster.dir, `${name}.log`) });
     this.proxies.push(p);
     return p;
   }

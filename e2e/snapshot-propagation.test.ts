@@ -1,9 +1,12 @@
 // Snapshot propagation on the real API server: the controller (out of cluster) streams one
-// Gateway's snapshot to two proxy processes in cluster mode, each in its own network namespace;
-// the backend is mock-llm behind a Service and an EndpointSlice on the harness's bridge address.
+// Gateway's snapshot to two proxy processes in cluster mode, each in its own network namespace,
+// over the stream as deployed (TLS from the controller's CA, each proxy authenticated by a token
+// of the Gateway's ServiceAccount); the backend is mock-llm behind a Service and an
+// EndpointSlice on the harness's bridge address.
 // What users judge a gateway by, through both proxies: a new HTTPRoute goes from 404 to 200
 // with nothing in between; a route edited 20 times under traffic answers only 200; a new proxy
-// gets no traffic before its first snapshot; a GatewayPolicy's limits (and a `kubectl patch` of
+// (refused until its Gateway exists and it holds its token) gets no traffic before its first
+// snapshot; a GatewayPolicy's limits (and a `kubectl patch` of
 // them) are enforced by both, with one set of counters for all the Gateway's listeners; with
 // the controller killed the proxies keep serving and limiting, and resync without restarting
 // once it is back; a snapshot the proxies refuse is NACKed, then a fix is ACKed. Every wait is
@@ -147,6 +150,8 @@ describe.skipIf(!availability.run || !canIsolateProxies())('snapshot propagation
   });
 
   it('a new HTTPRoute goes from 404 to 200 on both proxies with no other status in between', { timeout: 120_000 }, async () => {
+    // Both over TLS, each let in once by the review of its token.
+    expect(await fleet.controller.metric('tollgate_controller_stream_auth_total', { result: 'ok' })).toBe(2);
     for (const p of proxies) expect((await chat(p)).status).toBe(200);
     for (const p of proxies) expect((await send(p.url(PORTS[0], '/v1/models'))).status).toBe(404);
     await kubectl(['apply', '-f', '-'], route('models', 'gw', editedRule(0)));
@@ -167,7 +172,8 @@ describe.skipIf(!availability.run || !canIsolateProxies())('snapshot propagation
     for (const p of proxies) for (let i = 0; i < 5; i++) expect((await send(p.url(PORTS[0], '/v1/models'))).status).toBe(200);
   });
 
-  // Edits applied back to back meet the controller's debounce at its 10 s cap: up to ~200 s.
+  // Edits applied back to back each wait out the controller's cool-down after a translation
+  // (as long as the translation took, 100 ms to 2 s): seconds in all, bounded generously.
   it('a route edited 20 times (matches, filters, backend weights) under continuous requests answers only 200', { timeout: 600_000 }, async () => {
     // Edit 0 is serving on both proxies (the test above).
     const statuses = new Map<number, number>();
@@ -186,9 +192,15 @@ describe.skipIf(!availability.run || !canIsolateProxies())('snapshot propagation
   });
 
   it('a new proxy is not ready and its data port refuses connections until its first snapshot is applied', { timeout: 120_000 }, async () => {
-    // A proxy for a Gateway that does not exist yet: connected, but nothing to serve.
-    const late = await fleet.startProxy('proxy-late', `${NS}/later`);
-    await fleet.waitConnected(`${NS}/later`, 1);
+    // A proxy for a Gateway that does not exist yet has no ServiceAccount of its own: holding
+    // the token of another Gateway's, it is refused (retrying), with nothing to serve.
+    const refusedFrom = fleet.controller.lines.length;
+    const late = await fleet.startProxy('proxy-late', `${NS}/later`, GATEWAY);
+    const refused = await fleet.controller.waitForLog((l) => l.code === 'TG_CONTROLLER_STREAM_REFUSED' && l.pod === 'proxy-late', 60_000, refusedFrom);
+    expect(refused.msg).toBe(
+      `snapshot stream of ${NS}/later refused to proxy-late: PERMISSION_DENIED: ServiceAccount ${NS}/gw-tollgate may not open the stream of Gateway ${NS}/later: the controller knows no Gateway ${NS}/later`,
+    );
+    await late.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('snapshot stream to ') && l.msg.includes('(PERMISSION_DENIED: '));
     const notReady = await send(late.readinessUrl);
     expect([notReady.status, notReady.body]).toEqual([503, 'no config loaded\n']);
     await expect(send(late.url(9090, '/v1/models'))).rejects.toMatchObject({ code: 'ECONNREFUSED' });
@@ -198,6 +210,9 @@ describe.skipIf(!availability.run || !canIsolateProxies())('snapshot propagation
     await kubectl(['apply', '-f', '-'], route('later-models', 'later', editedRule(1)));
     await kubectl(['apply', '-f', '-'], gateway('later', [{ name: 'http', port: 9090 }]));
     const version = await fleet.nextVersion(from, 60_000, `${NS}/later`);
+    // Its own token once the controller has made its ServiceAccount, replaced in place as
+    // kubelet does: the proxy reads it on its next attempt, without restarting.
+    await fleet.writeCredentials(fleet.proxyDir('proxy-late'), NS, `${NS}/later`);
     await late.waitForLog((l) => l.msg === `serving snapshot ${version} from the controller`);
     expect((await send(late.readinessUrl)).status).toBe(200);
     expect((await send(late.url(9090, '/v1/models'))).status).toBe(200);
@@ -240,7 +255,7 @@ describe.skipIf(!availability.run || !canIsolateProxies())('snapshot propagation
     for (const [i, p] of proxies.entries()) {
       expect(p.pid).toBe(pids[i]);
       expect(p.child.exitCode).toBeNull();
-      expect(await streamTask(p)).toMatchObject({ stream: 'connected', version, connects: 2 });
+      expect(await streamTask(p)).toMatchObject({ stream: 'connected', security: 'tls', version, connects: 2 });
       // The new limit, fresh counters: five pass, the sixth is refused.
       const statuses: number[] = [];
       for (let n = 0; n < 6; n++) statuses.push((await chat(p, PORTS[n % 2])).status);
