@@ -1,7 +1,9 @@
 // Service backends, as the controller sends them: a snapshot that went through the wire
 // encoding is applied, and requests spread over the Service's ready endpoints (real upstream
 // servers on loopback); a Service without endpoints, or an unresolved reference, gets no
-// request through. service-balancing.test.ts has the balancer under load.
+// request through: 503 for a Service without ready endpoints, 500 for an unresolved reference
+// or no backend at all (what the Gateway API asks). service-balancing.test.ts has the balancer
+// under load.
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeSnapshot, encodeSnapshot, withVersion, type BackendIR, type ProxySnapshot } from '@tollgate/api';
 import { freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
@@ -63,12 +65,28 @@ describe('Service backends', () => {
     ]);
   });
 
-  it('answer 503 when the Service has no ready endpoint or the reference did not resolve', async () => {
+  it('answers 503 when the Service has no ready endpoint, 500 when the reference did not resolve or there is no backend', async () => {
     const { gw } = await setup();
     await applyBackends(gw, [service([])]);
     const empty = await send(`${gw.url}/x`);
     expect(empty.status).toBe(503);
     await applyBackends(gw, [{ kind: 'invalid', name: 'default/missing', weight: 1, reason: 'BackendNotFound' }]);
-    expect((await send(`${gw.url}/x`)).status).toBe(503);
+    const invalid = await send(`${gw.url}/x`);
+    expect(invalid.status).toBe(500);
+    expect(invalid.body).toContain('no valid backend');
+    await applyBackends(gw, []);
+    expect((await send(`${gw.url}/x`)).status).toBe(500);
+    await applyBackends(gw, [service([{ address: '127.0.0.1', port: 1 }], 0)]);
+    expect((await send(`${gw.url}/x`)).status).toBe(500);
+  });
+
+  it('send the share of an unresolved reference to 500 and the rest to the Service', async () => {
+    const { gw, a } = await setup();
+    await applyBackends(gw, [service([{ address: '127.0.0.1', port: a.port }]), { kind: 'invalid', name: 'default/missing', weight: 1, reason: 'BackendNotFound' }]);
+    const seen = new Set<number>();
+    // Each request picks by weight at random: both answers show up well within 200 requests
+    // (the chance of one missing is 2^-199).
+    for (let i = 0; i < 200 && seen.size < 2; i++) seen.add((await send(`${gw.url}/x`)).status);
+    expect([...seen].sort()).toEqual([200, 500]);
   });
 });
