@@ -89,4 +89,25 @@ describe('Service backends', () => {
     for (let i = 0; i < 200 && seen.size < 2; i++) seen.add((await send(`${gw.url}/x`)).status);
     expect([...seen].sort()).toEqual([200, 500]);
   });
+
+  it('run a backendRef\'s own header changes only on the requests sent to that backend', async () => {
+    const echo = (name: string) => (req: { headers: Record<string, unknown> }, res: { end: (s: string) => void }) => res.end(JSON.stringify({ name, backend: req.headers.backend, added: req.headers['x-added'], gone: req.headers['x-gone'] ?? null }));
+    const a = await startUpstream(echo('a'));
+    const b = await startUpstream(echo('b'));
+    cleanup.push(() => a.close(), () => b.close());
+    const { gw } = await setup();
+    const withFilter: BackendIR = {
+      ...service([{ address: '127.0.0.1', port: a.port }]),
+      filters: [{ type: 'RequestHeaderModifier', set: [{ name: 'backend', value: 'a' }], add: [{ name: 'x-added', value: 'two' }], remove: ['x-gone'] }],
+    };
+    await applyBackends(gw, [withFilter, { ...service([{ address: '127.0.0.1', port: b.port }]), name: 'other.default.svc.cluster.local:80', service: 'other' }]);
+    const seen = new Map<string, unknown>();
+    // Picks are random by weight: both backends answer well within 200 requests (a miss is 2^-199).
+    for (let i = 0; i < 200 && seen.size < 2; i++) {
+      const r = JSON.parse((await send(`${gw.url}/x`, { headers: { backend: 'client', 'x-added': 'one', 'x-gone': 'yes' } })).body) as { name: string };
+      seen.set(r.name, r);
+    }
+    expect(seen.get('a')).toEqual({ name: 'a', backend: 'a', added: 'one,two', gone: null });
+    expect(seen.get('b')).toEqual({ name: 'b', backend: 'client', added: 'one', gone: 'yes' });
+  });
 });

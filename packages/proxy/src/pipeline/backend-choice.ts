@@ -1,7 +1,8 @@
 // Stage 5, backend choice: one of the route's backends by weight and, for a Service, one of
 // its endpoints by least request (routing/backend-picker.ts); the request gains its
-// x-forwarded-* headers on the way out.
+// x-forwarded-* headers on the way out, and the chosen backend's own header changes.
 import { ERRORS } from '../errors.js';
+import { applyHeaderModifier } from '../filters/header-modifier.js';
 import { INVALID_BACKEND } from '../routing/backend-picker.js';
 import { addForwarded } from '../upstream/headers.js';
 import { answerError } from './answer.js';
@@ -21,6 +22,9 @@ export function chooseBackend(ctx: RequestContext): boolean {
     return false;
   }
   ctx.backend = backend;
+  // The backendRef's own filters, for the requests sent to it only.
+  const b = backend.backend;
+  if (b.kind === 'service' && b.filters) for (const f of b.filters) applyHeaderModifier(ctx.upstreamHeaders!, f);
   ctx.entry.stage = 'upstream';
   ctx.entry.upstream = backend.name;
   if (ctx.observed) publish.requestSnapshot(ctx, 'final request');
