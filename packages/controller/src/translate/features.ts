@@ -8,7 +8,27 @@
 export const CORE_FEATURES = ['Gateway', 'HTTPRoute', 'ReferenceGrant'] as const;
 
 /** Extended features of the GATEWAY-HTTP profile that the proxy and the translator implement. */
-export const EXTENDED_FEATURES = [] as const;
+export const EXTENDED_FEATURES = [
+  'GatewayHTTPListenerIsolation',
+  'GatewayPort8080',
+  'HTTPRoute303RedirectStatusCode',
+  'HTTPRoute307RedirectStatusCode',
+  'HTTPRoute308RedirectStatusCode',
+  'HTTPRouteBackendRequestHeaderModification',
+  'HTTPRouteBackendTimeout',
+  'HTTPRouteDestinationPortMatching',
+  'HTTPRouteHostRewrite',
+  'HTTPRouteMethodMatching',
+  'HTTPRouteNamedRouteRule',
+  'HTTPRouteParentRefPort',
+  'HTTPRoutePathRedirect',
+  'HTTPRoutePathRewrite',
+  'HTTPRoutePortRedirect',
+  'HTTPRouteQueryParamMatching',
+  'HTTPRouteRequestTimeout',
+  'HTTPRouteResponseHeaderModification',
+  'HTTPRouteSchemeRedirect',
+] as const;
 
 export type SupportedFeature = (typeof CORE_FEATURES)[number] | (typeof EXTENDED_FEATURES)[number];
 
