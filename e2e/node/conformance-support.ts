@@ -8,6 +8,23 @@ export const CONFORMANCE_PROFILE = 'GATEWAY-HTTP';
 /** The GatewayClass the suite's Gateways name (the chart's default class). */
 export const GATEWAY_CLASS = 'tollgate';
 
+/**
+ * The extended features of the GATEWAY-HTTP profile at Gateway API v1.6.1 (the report lists
+ * a declared feature only when it is one of these; HTTPRouteNamedRouteRule, say, is checked by
+ * a provisional test outside the profile).
+ */
+export const PROFILE_EXTENDED_FEATURES: ReadonlySet<string> = new Set([
+  'GatewayPort8080', 'GatewayStaticAddresses', 'GatewayHTTPListenerIsolation', 'GatewayHTTPSListenerDetectMisdirectedRequests',
+  'GatewayInfrastructurePropagation', 'GatewayAddressEmpty', 'GatewayBackendClientCertificate', 'GatewayFrontendClientCertificateValidation',
+  'GatewayFrontendClientCertificateValidationInsecureFallback', 'ListenerSet',
+  'HTTPRouteDestinationPortMatching', 'HTTPRouteBackendRequestHeaderModification', 'HTTPRouteQueryParamMatching', 'HTTPRouteMethodMatching',
+  'HTTPRouteResponseHeaderModification', 'HTTPRoutePortRedirect', 'HTTPRouteSchemeRedirect', 'HTTPRoutePathRedirect', 'HTTPRouteHostRewrite',
+  'HTTPRoutePathRewrite', 'HTTPRouteRequestMirror', 'HTTPRouteRequestMultipleMirrors', 'HTTPRouteRequestPercentageMirror', 'HTTPRouteRequestTimeout',
+  'HTTPRouteBackendTimeout', 'HTTPRouteParentRefPort', 'HTTPRouteBackendProtocolH2C', 'HTTPRouteBackendProtocolWebSocket',
+  'HTTPRoute303RedirectStatusCode', 'HTTPRoute307RedirectStatusCode', 'HTTPRoute308RedirectStatusCode', 'HTTPRouteRetry',
+  'HTTPRouteRetryBackendTimeout', 'HTTPRouteRetryConnectionError', 'BackendTLSPolicy', 'BackendTLSPolicySANValidation',
+]);
+
 export function suiteBinary(cache: string): string {
   return join(cache, `gateway-api-conformance-${VERSIONS.gatewayApi}`, 'conformance.test');
 }
