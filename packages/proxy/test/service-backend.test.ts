@@ -5,7 +5,7 @@
 // or no backend at all (what the Gateway API asks). service-balancing.test.ts has the balancer
 // under load.
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeSnapshot, encodeSnapshot, withVersion, type BackendIR, type ProxySnapshot } from '@tollgate/api';
+import { decodeSnapshot, encodeSnapshot, withVersion, type BackendIR, type ProxySnapshot, type ServiceBackendIR } from '@tollgate/api';
 import { freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let cleanup: (() => Promise<void>)[] = [];
@@ -35,7 +35,7 @@ async function setup(): Promise<{ gw: TestGateway; a: Upstream; b: Upstream }> {
   return { gw, a, b };
 }
 
-const service = (endpoints: { address: string; port: number }[], weight = 1): BackendIR => ({
+const service = (endpoints: { address: string; port: number }[], weight = 1): ServiceBackendIR => ({
   kind: 'service',
   name: 'llm.default.svc.cluster.local:80',
   namespace: 'default',
