@@ -48,7 +48,8 @@ describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gateway
   beforeAll(async () => {
     const n = node.current;
     // The controller runs as a process on the host, against the node's API server; the proxies
-    // it deploys reach its snapshot stream on the node address.
+    // it deploys reach its snapshot stream on the node address. (Installing it with the chart
+    // instead needs the controller's pod to run on the node and an authenticated stream.)
     const cluster: Cluster = { ...n, restartApiServer: () => Promise.reject(new Error('not supported on the node')) };
     controller = await ControllerProcess.start('controller', cluster, n.kubeconfig, [
       `--snapshot-addr=${NODE.ip}:${SNAPSHOT_PORT}`,
