@@ -145,7 +145,8 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
     expect(svc.metadata!.uid).toBe(before.metadata.uid);
     expect(svc.spec!.clusterIP).toBe(before.spec!.clusterIP);
     const dep = await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, (d) => d.spec?.replicas === 2);
-    expect(dep.spec!.template.spec!.containers[0]!.ports!.map((p) => p.containerPort)).toEqual([80, 8080, 15021]);
+    // The listener ports are the Service's; the pod template lists only readiness, so it stays as it was.
+    expect(dep.spec!.template.spec!.containers[0]!.ports!.map((p) => p.containerPort)).toEqual([15021]);
   });
 
   it('a bad override is reported by name and the default is used', async () => {

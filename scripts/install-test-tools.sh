@@ -210,6 +210,15 @@ node_image() {
   log "image ${name}: $(du -h "${archive}" | cut -f1)"
 }
 
+# The Gateway API conformance suite (`pnpm conformance`, e2e/node/conformance.test.ts): a Go
+# test binary built from conformance/ (a module requiring sigs.k8s.io/gateway-api/conformance at
+# the gatewayApi version), cached like the other tools.
+install_conformance_suite() {
+  need_cmd go "install Go 1.26"
+  bash "${REPO_ROOT}/conformance/build-suite.sh" >/dev/null
+  log "Gateway API conformance suite $(version gatewayApi): cached in ${CACHE}/gateway-api-conformance-$(version gatewayApi)"
+}
+
 # The local Node 20 base image of the project's images (`pnpm images`), for machines without
 # registry access: Debian's packages and the official Node binary (images/base/).
 install_local_images() {
@@ -306,6 +315,7 @@ main() {
   install_kube
   install_kube_node
   install_node_images
+  install_conformance_suite
   install_local_images
   log "all test tools installed in $((SECONDS - start))s"
 }

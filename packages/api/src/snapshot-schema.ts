@@ -80,6 +80,7 @@ const Backend = Type.Union([
       port: Type.Integer({ minimum: 1, maximum: 65535, description: 'Service port.' }),
       weight: Weight,
       endpoints: Type.Array(Endpoint, { maxItems: 100_000 }),
+      filters: Type.Optional(Type.Array(Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes the headers of requests sent to this backend.'), { maxItems: 16 })),
     },
     'A Service port and its ready endpoints.',
   ),

@@ -10,7 +10,7 @@ import { compile } from './ajv.js';
 import { compileRouteRegex } from './regex.js';
 import { Secret } from './secret.js';
 import { WireSnapshot, type ToWire } from './snapshot-schema.js';
-import type { FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProxySnapshot, RouteIR } from './snapshot.js';
+import type { BackendIR, FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProxySnapshot, RouteIR } from './snapshot.js';
 import { ValidationError, type Problem } from './validation-error.js';
 
 const validateWire = compile(WireSnapshot);
@@ -79,7 +79,7 @@ function wrapValue(h: ToWire<HeaderValueIR>): HeaderValueIR {
 }
 
 function wrapListener(l: ToWire<ListenerIR>): ListenerIR {
-  const routes = l.routes.map((r) => ({ ...r, filters: r.filters.map(wrapFilter) }));
+  const routes = l.routes.map((r) => ({ ...r, filters: r.filters.map(wrapFilter), backends: r.backends.map(wrapBackend) }));
   if (l.protocol === 'HTTP') return { ...l, routes };
   const certificates = l.tls.certificates.map((c) => ({ origin: c.origin, certificate: c.certificate, key: new Secret(c.key.secret) }));
   return { ...l, routes, tls: { mode: l.tls.mode, certificates } };
@@ -88,6 +88,11 @@ function wrapListener(l: ToWire<ListenerIR>): ListenerIR {
 function wrapFilter(f: ToWire<FilterIR>): FilterIR {
   if (f.type !== 'RequestHeaderModifier' && f.type !== 'ResponseHeaderModifier') return f;
   return { ...f, set: f.set.map(wrapValue), add: f.add.map(wrapValue) };
+}
+
+function wrapBackend(b: ToWire<BackendIR>): BackendIR {
+  if (b.kind !== 'service' || !b.filters) return b as BackendIR;
+  return { ...b, filters: b.filters.map((f) => ({ ...f, set: f.set.map(wrapValue), add: f.add.map(wrapValue) })) };
 }
 
 // What the schema cannot say: the proxy keys binds by port and listeners by name.

@@ -153,6 +153,12 @@ export interface StaticBackendIR {
   readonly weight: number;
 }
 
+/**
+ * Filters of one backendRef: they run only for the requests sent to that backend, after the
+ * route's own filters. Absent when the backendRef has none.
+ */
+export type BackendFilterIR = Extract<FilterIR, { type: 'RequestHeaderModifier' }>;
+
 /** A Kubernetes Service port, with the ready endpoints its EndpointSlices list. */
 export interface ServiceBackendIR {
   readonly kind: 'service';
@@ -165,6 +171,7 @@ export interface ServiceBackendIR {
   readonly weight: number;
   /** Sorted by address then port; empty when no endpoint is ready. */
   readonly endpoints: readonly EndpointIR[];
+  readonly filters?: readonly BackendFilterIR[];
 }
 
 export interface EndpointIR {

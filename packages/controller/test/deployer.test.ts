@@ -64,6 +64,14 @@ function setup(leader = { value: true }) {
 }
 
 describe('render', () => {
+  it('a listener added or removed changes the Service, not the pod template (the proxies reconfigure without a rollout)', () => {
+    const objects = (ports: number[]) => render(gateway('edge', ports), PARAMS).objects;
+    const template = (ports: number[]) => (objects(ports).find((o) => o.kind === 'Deployment') as { spec: { template: unknown } }).spec.template;
+    const servicePorts = (ports: number[]) => (objects(ports).find((o) => o.kind === 'Service') as { spec: { ports: { port: number }[] } }).spec.ports.map((p) => p.port);
+    expect(template([8080, 80])).toEqual(template([8080]));
+    expect(template([443])).toEqual(template([9000]));
+    expect(servicePorts([8080, 80])).toEqual([80, 8080]);
+  });
   it('a changed replicas setting changes the replicas, not the pod template (no rollout)', () => {
     const withReplicas = (n: string): Gateway => ({ ...gateway('edge', [80]), spec: { ...gateway('edge', [80]).spec, infrastructure: { annotations: { 'tollgate.dev/replicas': n, 'example.com/x': 'y' } } } });
     const dep = (n: string) => render(withReplicas(n), PARAMS).objects.find((o) => o.kind === 'Deployment') as { spec: { replicas: number; template: unknown } };
@@ -87,9 +95,10 @@ describe('Deployer', () => {
     await deployer.idle();
     expect(api.calls).toEqual([]);
 
+    // A new listener port changes the Service only: the proxies take it from their snapshot.
     deployer.submit([gateway('edge', [80, 8080])]);
     await deployer.idle();
-    expect(api.calls).toEqual(['apply Deployment/apps/edge-tollgate', 'apply Service/apps/edge-tollgate']);
+    expect(api.calls).toEqual(['apply Service/apps/edge-tollgate']);
     await deployer.stop();
   });
 

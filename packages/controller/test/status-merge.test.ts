@@ -2,11 +2,13 @@ import { describe, expect, it } from 'vitest';
 import {
   MAX_ENTRIES,
   mergeConditions,
+  mergeGatewayClassStatus,
   mergeGatewayPolicyStatus,
   mergeGatewayStatus,
   mergeHTTPRouteStatus,
   sameStatus,
 } from '../src/status/merge.js';
+import { SUPPORTED_FEATURES } from '../src/translate/features.js';
 import type { DesiredCondition, GatewayPolicyStatusReport, HTTPRouteStatusReport } from '../src/translate/types.js';
 
 const OURS = 'tollgate.dev/gateway-controller';
@@ -134,5 +136,16 @@ describe('Gateway status', () => {
     const removed = mergeGatewayStatus(current, report, T0, []);
     expect('addresses' in removed).toBe(false);
     expect(sameStatus(mergeGatewayStatus(replaced, report, T1, [{ type: 'IPAddress', value: '198.18.0.11' }]), replaced)).toBe(true);
+  });
+});
+
+describe('GatewayClass status', () => {
+  it('supportedFeatures lists the features by name while accepted and is removed when not', () => {
+    const accepted = mergeGatewayClassStatus({}, { name: 'tollgate', generation: 1, conditions: [cond('Accepted', 'True', 'Accepted')], supportedFeatures: SUPPORTED_FEATURES }, T0);
+    expect(accepted.supportedFeatures).toEqual(SUPPORTED_FEATURES.map((name) => ({ name })));
+    expect(SUPPORTED_FEATURES).toEqual(expect.arrayContaining(['Gateway', 'HTTPRoute', 'ReferenceGrant']));
+    expect([...SUPPORTED_FEATURES]).toEqual([...SUPPORTED_FEATURES].sort());
+    const refused = mergeGatewayClassStatus(accepted, { name: 'tollgate', generation: 2, conditions: [cond('Accepted', 'False', 'InvalidParameters', 2)], supportedFeatures: [] }, T1);
+    expect('supportedFeatures' in refused).toBe(false);
   });
 });

@@ -33,7 +33,7 @@ class FakeApi implements StatusApi {
 }
 
 const report = (status: 'True' | 'False'): StatusReport => ({
-  gatewayClasses: new Map([['tollgate', { name: 'tollgate', generation: 1, conditions: [{ type: 'Accepted', status, reason: status === 'True' ? 'Accepted' : 'InvalidParameters', message: '', observedGeneration: 1 }] }]]),
+  gatewayClasses: new Map([['tollgate', { name: 'tollgate', generation: 1, conditions: [{ type: 'Accepted', status, reason: status === 'True' ? 'Accepted' : 'InvalidParameters', message: '', observedGeneration: 1 }], supportedFeatures: [] }]]),
   gateways: new Map(),
   httpRoutes: new Map(),
   gatewayPolicies: new Map(),

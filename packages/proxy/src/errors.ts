@@ -17,7 +17,13 @@ export const PROXY_ERRORS = defineErrors({
     code: 'TG_NO_BACKEND',
     status: 503,
     message: 'no backend available for this route',
-    hint: 'give the route a backend with a weight above 0',
+    hint: 'the route\'s Service has no ready endpoint: look at its pods (GET /config_dump shows the endpoints the proxy knows)',
+  },
+  invalidBackend: {
+    code: 'TG_INVALID_BACKEND',
+    status: 500,
+    message: 'the route has no valid backend for this request',
+    hint: 'give the route a backend with a weight above 0; in a cluster, the HTTPRoute\'s ResolvedRefs condition names the backendRef that does not resolve',
   },
   upstreamRefused: {
     code: 'TG_UPSTREAM_REFUSED',

@@ -5,7 +5,7 @@
 // still tried; a retired endpoint gets nothing while others remain.
 import type { BackendIR } from '@tollgate/api';
 import { describe, expect, it } from 'vitest';
-import { backendPicker, SERVICE_BALANCING, type BalancingPolicy, type PickerDeps } from '../src/routing/backend-picker.js';
+import { backendPicker, INVALID_BACKEND, SERVICE_BALANCING, type BalancingPolicy, type PickerDeps, type UpstreamTarget } from '../src/routing/backend-picker.js';
 import { callOutcome, EJECTION_BASE_MS, EJECTION_MAX_MS, EndpointTable, type Endpoint } from '../src/upstream/endpoints.js';
 
 function setup(count: number, balancing: BalancingPolicy = SERVICE_BALANCING) {
@@ -21,7 +21,13 @@ function setup(count: number, balancing: BalancingPolicy = SERVICE_BALANCING) {
     weight: 1,
     endpoints: Array.from({ length: count }, (_, i) => ({ address: `198.18.0.${i + 1}`, port: 8000 })),
   };
-  const pick = backendPicker([backend], deps);
+  const picker = backendPicker([backend], deps);
+  // A Service backend is never invalid: null (no endpoint) or an endpoint.
+  const pick = (): UpstreamTarget | null => {
+    const t = picker();
+    if (t === INVALID_BACKEND) throw new Error('a Service backend was picked as invalid');
+    return t;
+  };
   const at = (i: number): Endpoint => endpoints.get(`198.18.0.${i + 1}:8000`)!;
   /** Addresses of `n` picks (no request is counted in flight: only the scores set by hand decide). */
   const picks = (n: number): string[] => Array.from({ length: n }, () => pick()!.name);

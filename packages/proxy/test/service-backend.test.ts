@@ -1,9 +1,11 @@
 // Service backends, as the controller sends them: a snapshot that went through the wire
 // encoding is applied, and requests spread over the Service's ready endpoints (real upstream
 // servers on loopback); a Service without endpoints, or an unresolved reference, gets no
-// request through. service-balancing.test.ts has the balancer under load.
+// request through: 503 for a Service without ready endpoints, 500 for an unresolved reference
+// or no backend at all (what the Gateway API asks). service-balancing.test.ts has the balancer
+// under load.
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeSnapshot, encodeSnapshot, withVersion, type BackendIR, type ProxySnapshot } from '@tollgate/api';
+import { decodeSnapshot, encodeSnapshot, withVersion, type BackendIR, type ProxySnapshot, type ServiceBackendIR } from '@tollgate/api';
 import { freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let cleanup: (() => Promise<void>)[] = [];
@@ -33,7 +35,7 @@ async function setup(): Promise<{ gw: TestGateway; a: Upstream; b: Upstream }> {
   return { gw, a, b };
 }
 
-const service = (endpoints: { address: string; port: number }[], weight = 1): BackendIR => ({
+const service = (endpoints: { address: string; port: number }[], weight = 1): ServiceBackendIR => ({
   kind: 'service',
   name: 'llm.default.svc.cluster.local:80',
   namespace: 'default',
@@ -63,12 +65,49 @@ describe('Service backends', () => {
     ]);
   });
 
-  it('answer 503 when the Service has no ready endpoint or the reference did not resolve', async () => {
+  it('answers 503 when the Service has no ready endpoint, 500 when the reference did not resolve or there is no backend', async () => {
     const { gw } = await setup();
     await applyBackends(gw, [service([])]);
     const empty = await send(`${gw.url}/x`);
     expect(empty.status).toBe(503);
     await applyBackends(gw, [{ kind: 'invalid', name: 'default/missing', weight: 1, reason: 'BackendNotFound' }]);
-    expect((await send(`${gw.url}/x`)).status).toBe(503);
+    const invalid = await send(`${gw.url}/x`);
+    expect(invalid.status).toBe(500);
+    expect(invalid.body).toContain('no valid backend');
+    await applyBackends(gw, []);
+    expect((await send(`${gw.url}/x`)).status).toBe(500);
+    await applyBackends(gw, [service([{ address: '127.0.0.1', port: 1 }], 0)]);
+    expect((await send(`${gw.url}/x`)).status).toBe(500);
+  });
+
+  it('send the share of an unresolved reference to 500 and the rest to the Service', async () => {
+    const { gw, a } = await setup();
+    await applyBackends(gw, [service([{ address: '127.0.0.1', port: a.port }]), { kind: 'invalid', name: 'default/missing', weight: 1, reason: 'BackendNotFound' }]);
+    const seen = new Set<number>();
+    // Each request picks by weight at random: both answers show up well within 200 requests
+    // (the chance of one missing is 2^-199).
+    for (let i = 0; i < 200 && seen.size < 2; i++) seen.add((await send(`${gw.url}/x`)).status);
+    expect([...seen].sort()).toEqual([200, 500]);
+  });
+
+  it('run a backendRef\'s own header changes only on the requests sent to that backend', async () => {
+    const echo = (name: string) => (req: { headers: Record<string, unknown> }, res: { end: (s: string) => void }) => res.end(JSON.stringify({ name, backend: req.headers.backend, added: req.headers['x-added'], gone: req.headers['x-gone'] ?? null }));
+    const a = await startUpstream(echo('a'));
+    const b = await startUpstream(echo('b'));
+    cleanup.push(() => a.close(), () => b.close());
+    const { gw } = await setup();
+    const withFilter: BackendIR = {
+      ...service([{ address: '127.0.0.1', port: a.port }]),
+      filters: [{ type: 'RequestHeaderModifier', set: [{ name: 'backend', value: 'a' }], add: [{ name: 'x-added', value: 'two' }], remove: ['x-gone'] }],
+    };
+    await applyBackends(gw, [withFilter, { ...service([{ address: '127.0.0.1', port: b.port }]), name: 'other.default.svc.cluster.local:80', service: 'other' }]);
+    const seen = new Map<string, unknown>();
+    // Picks are random by weight: both backends answer well within 200 requests (a miss is 2^-199).
+    for (let i = 0; i < 200 && seen.size < 2; i++) {
+      const r = JSON.parse((await send(`${gw.url}/x`, { headers: { backend: 'client', 'x-added': 'one', 'x-gone': 'yes' } })).body) as { name: string };
+      seen.set(r.name, r);
+    }
+    expect(seen.get('a')).toEqual({ name: 'a', backend: 'a', added: 'one,two', gone: null });
+    expect(seen.get('b')).toEqual({ name: 'b', backend: 'client', added: 'one', gone: 'yes' });
   });
 });

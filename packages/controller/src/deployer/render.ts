@@ -100,8 +100,11 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
             runAsGroup: PROXY_UID,
             seccompProfile: { type: 'RuntimeDefault' },
             // Listener ports below 1024 (80, 443) without any capability: a namespaced sysctl
-            // in Kubernetes' safe set, allowed under the restricted Pod Security Standard.
-            ...(ports.some((p) => p.port < 1024) ? { sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }] } : {}),
+            // in Kubernetes' safe set, allowed under the restricted Pod Security Standard. Always
+            // set, like the ports below never listed: the pod template does not depend on the
+            // listeners, so a listener added or removed reaches the running proxies through
+            // their snapshot instead of rolling them (a new pod takes far longer to serve).
+            sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }],
           },
           containers: [
             {
@@ -116,7 +119,8 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
                 '--admin-addr',
                 ADMIN_ADDR,
               ],
-              ports: [...ports.map((p) => ({ name: p.name, containerPort: p.port, protocol: 'TCP' })), { name: 'readiness', containerPort: READINESS_PORT, protocol: 'TCP' }],
+              // Listener ports are not listed (the Service targets them by number), see sysctls.
+              ports: [{ name: 'readiness', containerPort: READINESS_PORT, protocol: 'TCP' }],
               readinessProbe: { httpGet: { path: '/healthz/ready', port: READINESS_PORT }, periodSeconds: 5, failureThreshold: 2 },
               resources: { requests: { ...settings.resources.requests }, limits: { ...settings.resources.limits } },
               securityContext: {

@@ -59,7 +59,13 @@ export function mergeConditions(existing: unknown, desired: readonly DesiredCond
 
 export function mergeGatewayClassStatus(current: unknown, report: GatewayClassStatusReport, now: Date): Json {
   const cur = isObj(current) ? current : {};
-  return { ...cur, conditions: mergeConditions(cur.conditions, report.conditions, now) };
+  const rest = { ...cur };
+  delete rest.supportedFeatures;
+  return {
+    ...rest,
+    conditions: mergeConditions(cur.conditions, report.conditions, now),
+    ...(report.supportedFeatures.length ? { supportedFeatures: report.supportedFeatures.map((name) => ({ name })) } : {}),
+  };
 }
 
 /**

@@ -5,6 +5,7 @@ import type { V1EndpointSlice, V1Service, V1ServicePort } from '@kubernetes/clie
 import type { BackendIR, EndpointIR } from '@tollgate/api';
 import { fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
+import { backendFilters } from './rules.js';
 import { GATEWAY_GROUP, type HTTPBackendRef } from '../types/gateway-api.js';
 
 export function serviceHost(name: string, namespace: string, port: number): string {
@@ -63,9 +64,10 @@ export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, p
   if (ref.port === undefined) return invalid('BackendNotFound', `port is required for Service ${namespace}/${ref.name}`);
   const port = servicePort(svc, ref.port);
   if (!port) return invalid('BackendNotFound', `Service ${namespace}/${ref.name} has no port ${ref.port}`);
+  const filters = backendFilters(ref.filters);
   const endpoints = ctx.memo(`endpoints/${namespace}/${ref.name}/${ref.port}`, () => readyEndpoints(ctx.endpointSlices.get(`${namespace}/${ref.name}`) ?? [], port));
   return {
-    ir: { kind: 'service', name: serviceHost(ref.name, namespace, ref.port), namespace, service: ref.name, port: ref.port, weight, endpoints },
+    ir: { kind: 'service', name: serviceHost(ref.name, namespace, ref.port), namespace, service: ref.name, port: ref.port, weight, endpoints, ...(filters.length ? { filters } : {}) },
     verdict: ok('ResolvedRefs', 'all references resolved'),
   };
 }

@@ -1,6 +1,7 @@
 // GatewayClass: the classes naming our controller, and whether we accept them. Gateways of a
 // class that is not ours are left alone (no status, no snapshot).
 import { condition, fail, ok, type Verdict } from './conditions.js';
+import { SUPPORTED_FEATURES } from './features.js';
 import { byKey, generationOf } from './keys.js';
 import type { Context } from './context.js';
 import type { GatewayClass } from '../types/gateway-api.js';
@@ -46,7 +47,8 @@ export function translateGatewayClasses(
         ? condition('SupportedVersion', version.ok, version.reason, version.message, gen)
         : condition('SupportedVersion', 'Unknown', 'Pending', 'the version of the installed Gateway API CRDs is not known yet', gen),
     );
-    status.set(gc.metadata.name, { name: gc.metadata.name, generation: gen, conditions });
+    // Features are a promise about what Gateways of the class get: none while it is not accepted.
+    status.set(gc.metadata.name, { name: gc.metadata.name, generation: gen, conditions, supportedFeatures: accepted.ok ? SUPPORTED_FEATURES : [] });
   }
   return { ours, status };
 }

@@ -2,6 +2,7 @@
 // route unusable as written (reported as UnsupportedValue, naming the field).
 import {
   checkRouteRule,
+  type BackendFilterIR,
   parseDuration,
   toFilter,
   toMatches,
@@ -39,14 +40,29 @@ function unsupportedFilters(filters: readonly HTTPRouteFilter[], path: string, o
   });
 }
 
+/** Filter types a backendRef may carry: they run only for the requests sent to it. */
+const BACKEND_FILTERS = new Set(['RequestHeaderModifier']);
+
+function checkBackendFilters(filters: readonly HTTPRouteFilter[], path: string, out: Problem[]): void {
+  filters.forEach((f, i) => {
+    if (!BACKEND_FILTERS.has(f.type))
+      out.push({ path: `${path}.filters[${i}].type`, message: `${f.type} is not supported on a backendRef (only ${[...BACKEND_FILTERS].join(', ')}); move it to the rule` });
+  });
+  const supported = filters.filter((f) => BACKEND_FILTERS.has(f.type)) as unknown as ApiFilter[];
+  checkRouteRule({ filters: supported }, path, out);
+}
+
+/** A backendRef's filters in the IR; call only once the rule has no problems. */
+export function backendFilters(filters: readonly HTTPRouteFilter[] | undefined): BackendFilterIR[] {
+  return ((filters ?? []) as unknown as ApiFilter[]).map(toFilter).filter((f): f is BackendFilterIR => f.type === 'RequestHeaderModifier');
+}
+
 /** The rule's IR, or the problems that keep the route from being accepted. */
 export function translateRule(rule: HTTPRouteRule, path: string): { ir: RuleIR; problems: Problem[] } {
   const problems: Problem[] = [];
   const filters = rule.filters ?? [];
   unsupportedFilters(filters, `${path}.filters`, problems);
-  (rule.backendRefs ?? []).forEach((b, i) => {
-    if (b.filters?.length) problems.push({ path: `${path}.backendRefs[${i}].filters`, message: 'filters on a backendRef are not supported; move them to the rule' });
-  });
+  (rule.backendRefs ?? []).forEach((b, i) => checkBackendFilters(b.filters ?? [], `${path}.backendRefs[${i}]`, problems));
   const supported = filters.filter((f) => SUPPORTED_FILTERS.has(f.type)) as unknown as ApiFilter[];
   const matches = (rule.matches ?? []) as unknown as ApiMatch[];
   checkRouteRule({ matches, filters: supported }, path, problems);

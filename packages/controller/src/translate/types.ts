@@ -85,6 +85,8 @@ export interface GatewayClassStatusReport {
   readonly generation: number;
   /** Accepted, SupportedVersion. */
   readonly conditions: readonly DesiredCondition[];
+  /** status.supportedFeatures (GEP-2162), sorted; empty while the class is not accepted. */
+  readonly supportedFeatures: readonly string[];
 }
 
 export interface ListenerStatusReport {

@@ -21,8 +21,12 @@ export interface UpstreamTarget {
   readonly endpoint: Endpoint;
 }
 
-/** null: no backend can take the request (none configured, none resolved, no ready endpoint). */
-export type BackendPicker = () => UpstreamTarget | null;
+/**
+ * Where a request goes: an endpoint; `INVALID_BACKEND` when it falls on a backend that cannot
+ * exist (an unresolved reference) or the route has no backend with a weight (the Gateway API
+ * answers 500 then); null when its backend has no ready endpoint now (503).
+ */
+export type BackendPicker = () => UpstreamTarget | typeof INVALID_BACKEND | null;
 
 /**
  * How the endpoints of one Service share its requests.
@@ -41,6 +45,8 @@ export type BackendPicker = () => UpstreamTarget | null;
  */
 export type BalancingPolicy = { readonly kind: 'LeastRequest'; readonly choices: 2; readonly tolerance: number } | { readonly kind: 'RoundRobin' };
 
+export const INVALID_BACKEND = 'invalid-backend';
+
 /** What Service backends use. */
 export const SERVICE_BALANCING: BalancingPolicy = { kind: 'LeastRequest', choices: 2, tolerance: 0.2 };
 
@@ -51,7 +57,7 @@ export interface PickerDeps {
   readonly balancing: BalancingPolicy;
 }
 
-type TargetPicker = () => UpstreamTarget | null;
+type TargetPicker = BackendPicker;
 
 /** The endpoint addresses a backend can dial: what a new config keeps of the endpoint state. */
 export function upstreamNames(backend: BackendIR): string[] {
@@ -125,7 +131,7 @@ function targetsOf(backend: BackendIR, deps: PickerDeps): TargetPicker {
     case 'service':
       return serviceTargets(backend, deps);
     case 'invalid':
-      return () => null;
+      return () => INVALID_BACKEND;
   }
 }
 
@@ -136,7 +142,7 @@ export function standalonePickerDeps(): PickerDeps {
 
 export function backendPicker(backends: readonly BackendIR[], deps: PickerDeps): BackendPicker {
   const live = backends.filter((b) => b.weight > 0);
-  if (!live.length) return () => null;
+  if (!live.length) return () => INVALID_BACKEND;
   const pickers = live.map((b) => targetsOf(b, deps));
   if (pickers.length === 1) return pickers[0]!;
   const cumulative: number[] = [];

@@ -1,0 +1,71 @@
+// What the conformance run needs besides the node: where the suite's binary is cached (as
+// conformance/build-suite.sh puts it), who we are in the report, and the report's shape.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT, VERSIONS } from '../lib/tools.js';
+
+export const CONFORMANCE_PROFILE = 'GATEWAY-HTTP';
+/** The GatewayClass the suite's Gateways name (the chart's default class). */
+export const GATEWAY_CLASS = 'tollgate';
+
+/**
+ * The extended features of the GATEWAY-HTTP profile at Gateway API v1.6.1 (the report lists
+ * a declared feature only when it is one of these; HTTPRouteNamedRouteRule, say, is checked by
+ * a provisional test outside the profile).
+ */
+export const PROFILE_EXTENDED_FEATURES: ReadonlySet<string> = new Set([
+  'GatewayPort8080', 'GatewayStaticAddresses', 'GatewayHTTPListenerIsolation', 'GatewayHTTPSListenerDetectMisdirectedRequests',
+  'GatewayInfrastructurePropagation', 'GatewayAddressEmpty', 'GatewayBackendClientCertificate', 'GatewayFrontendClientCertificateValidation',
+  'GatewayFrontendClientCertificateValidationInsecureFallback', 'ListenerSet',
+  'HTTPRouteDestinationPortMatching', 'HTTPRouteBackendRequestHeaderModification', 'HTTPRouteQueryParamMatching', 'HTTPRouteMethodMatching',
+  'HTTPRouteResponseHeaderModification', 'HTTPRoutePortRedirect', 'HTTPRouteSchemeRedirect', 'HTTPRoutePathRedirect', 'HTTPRouteHostRewrite',
+  'HTTPRoutePathRewrite', 'HTTPRouteRequestMirror', 'HTTPRouteRequestMultipleMirrors', 'HTTPRouteRequestPercentageMirror', 'HTTPRouteRequestTimeout',
+  'HTTPRouteBackendTimeout', 'HTTPRouteParentRefPort', 'HTTPRouteBackendProtocolH2C', 'HTTPRouteBackendProtocolWebSocket',
+  'HTTPRoute303RedirectStatusCode', 'HTTPRoute307RedirectStatusCode', 'HTTPRoute308RedirectStatusCode', 'HTTPRouteRetry',
+  'HTTPRouteRetryBackendTimeout', 'HTTPRouteRetryConnectionError', 'BackendTLSPolicy', 'BackendTLSPolicySANValidation',
+]);
+
+export function suiteBinary(cache: string): string {
+  return join(cache, `gateway-api-conformance-${VERSIONS.gatewayApi}`, 'conformance.test');
+}
+
+export interface Implementation {
+  organization: string;
+  project: string;
+  url: string;
+  version: string;
+  contact: string[];
+}
+
+/** The implementation block of the report; the version is the proxy's (the chart's appVersion). */
+export function implementation(): Implementation {
+  const version = (JSON.parse(readFileSync(join(REPO_ROOT, 'packages/proxy/package.json'), 'utf8')) as { version: string }).version;
+  return {
+    organization: 'tollgate-dev',
+    project: 'tollgate',
+    url: 'https://tollgate.dev',
+    version: `v${version}`,
+    contact: ['https://github.com/tollgate-dev/tollgate/issues'],
+  };
+}
+
+interface ProfileResult {
+  result: 'success' | 'partial' | 'failure';
+  statistics?: { Passed: number; Failed: number; Skipped: number };
+  failedTests?: string[];
+  skippedTests?: string[];
+  supportedFeatures?: string[];
+  unsupportedFeatures?: string[];
+}
+
+/** The ConformanceReport the suite writes (sigs.k8s.io/gateway-api/conformance/apis/v1). */
+export interface ConformanceReport {
+  apiVersion: string;
+  kind: 'ConformanceReport';
+  gatewayAPIVersion: string;
+  gatewayAPIChannel: string;
+  implementation: Implementation;
+  mode: string;
+  profiles: { name: string; core: ProfileResult; extended?: ProfileResult }[];
+  succeededProvisionalTests?: string[];
+}

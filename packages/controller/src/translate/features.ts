@@ -1,0 +1,36 @@
+// The Gateway API features Tollgate implements (GEP-2162 names), in one place: the
+// GatewayClass status lists them (status.supportedFeatures) and the conformance run passes
+// the same list to the upstream suite (--supported-features), so a feature is declared only
+// when the suite checks it and it passes. Add a name here only with the work that makes its
+// conformance tests pass; remove it when they stop passing.
+
+/** Core features of the GATEWAY-HTTP conformance profile: always supported. */
+export const CORE_FEATURES = ['Gateway', 'HTTPRoute', 'ReferenceGrant'] as const;
+
+/** Extended features of the GATEWAY-HTTP profile that the proxy and the translator implement. */
+export const EXTENDED_FEATURES = [
+  'GatewayHTTPListenerIsolation',
+  'GatewayPort8080',
+  'HTTPRoute303RedirectStatusCode',
+  'HTTPRoute307RedirectStatusCode',
+  'HTTPRoute308RedirectStatusCode',
+  'HTTPRouteBackendRequestHeaderModification',
+  'HTTPRouteBackendTimeout',
+  'HTTPRouteDestinationPortMatching',
+  'HTTPRouteHostRewrite',
+  'HTTPRouteMethodMatching',
+  'HTTPRouteNamedRouteRule',
+  'HTTPRouteParentRefPort',
+  'HTTPRoutePathRedirect',
+  'HTTPRoutePathRewrite',
+  'HTTPRoutePortRedirect',
+  'HTTPRouteQueryParamMatching',
+  'HTTPRouteRequestTimeout',
+  'HTTPRouteResponseHeaderModification',
+  'HTTPRouteSchemeRedirect',
+] as const;
+
+export type SupportedFeature = (typeof CORE_FEATURES)[number] | (typeof EXTENDED_FEATURES)[number];
+
+/** Every supported feature, sorted by name (GEP-2162 asks for a sorted list). */
+export const SUPPORTED_FEATURES: readonly SupportedFeature[] = [...CORE_FEATURES, ...EXTENDED_FEATURES].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
