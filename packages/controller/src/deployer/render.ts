@@ -109,7 +109,7 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
           containers: [
             {
               name: 'proxy',
-              image: params.proxyImage,
+              image: settings.image ?? params.proxyImage,
               args: [
                 '--controller',
                 params.snapshotService,
