@@ -118,6 +118,7 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
     const started = Date.now();
     const out = await helm('install', 'tollgate', CHART, '-n', SYSTEM, '--create-namespace', ...installValues);
     expect(out).toContain('STATUS: deployed');
+    console.info(`[helm-install] helm install output:\n${out}`);
     await k('rollout', 'status', '-n', SYSTEM, 'deployment/tollgate-controller', '--timeout=120s');
     const [pod] = await controllerPods();
     figure(`controller pod Ready ${readySeconds(pod!).toFixed(1)} s after creation (${((Date.now() - started) / 1000).toFixed(1)} s after helm install started)`);
@@ -133,6 +134,7 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
     });
     expect(holder).toBe(pod!.metadata.name);
     expect((await json<{ status: { conditions: Condition[] } }>('get', 'gatewayclass', 'tollgate')).status.conditions.find((c) => c.type === 'Accepted')?.status).toBe('True');
+    console.info(`[helm-install] what a user sees:\n${await k('get', 'pods,lease', '-n', SYSTEM)}\n${await k('get', 'gatewayclass')}`);
   });
 
   it('kubectl apply -f examples/kubernetes/ gives a proxy pod, the Gateway Programmed and the policy Accepted and Attached', async () => {
@@ -171,7 +173,9 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
     expect(ancestor.conditions.find((c) => c.type === 'Accepted')).toMatchObject({ status: 'True', reason: 'Accepted' });
     expect(ancestor.conditions.find((c) => c.type === 'Attached')).toMatchObject({ status: 'True', reason: 'Attached' });
     // What `kubectl get` shows a user (the walkthrough quotes it).
-    console.info(await k('get', 'gateway,httproute,gatewaypolicy', '-n', NS));
+    console.info(`[helm-install] what a user sees:\n${await k('get', 'gateway,httproute,gatewaypolicy,deployment,service,pods', '-n', NS)}`);
+    console.info(`[helm-install] gateway conditions:\n${await k('get', 'gateway', GATEWAY, '-n', NS, '-o', 'jsonpath={range .status.conditions[*]}{.type}{"\\t"}{.status}{"\\t"}{.reason}{"\\t"}{.message}{"\\n"}{end}')}`);
+    console.info(`[helm-install] policy status:\n${await k('get', 'gatewaypolicy', 'chat-token-budget', '-n', NS, '-o', 'yaml')}`);
   });
 
   it('limits traffic through the Gateway address by the policy’s token budget (openai client)', async () => {
@@ -198,18 +202,20 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
     expect(tokens - 200).toBeLessThan(tokens / answered + 1);
     expect(limited!.status).toBe(429);
     figure(`token budget: ${answered} answers (${tokens} tokens) before the first 429`);
+    console.info(`[helm-install] the 429: ${JSON.stringify(limited!.error)}\n${[...limited!.headers.entries()].map(([h, v]) => `${h}: ${v}`).join('\n')}`);
   });
 
   it('gwctl config, log, trace and controller log reach the real pods through port-forwards', async () => {
     const config = await gwctl('config', 'all', `gateway/${GATEWAY}`, '-n', NS);
     expect(config.code, config.stderr).toBe(0);
+    console.info(`[helm-install] gwctl config all:\n${config.stdout}`);
     expect(config.stdout).toContain(`mock-llm.${NS}.svc.cluster.local:8080`);
     // The example's policy, as the proxy holds it.
     expect(config.stdout).toMatch(/chat\b.*200 tokens\/Hours/);
 
     const log = await gwctl('log', `gateway/${GATEWAY}`, '-n', NS, '--set', 'upstream=debug');
     expect(log.code, log.stderr).toBe(0);
-    expect((await gwctl('log', `gateway/${GATEWAY}`, '-n', NS)).stdout).toMatch(/upstream: debug/);
+    expect((await gwctl('log', `gateway/${GATEWAY}`, '-n', NS)).stdout).toMatch(/upstream=debug/);
 
     // Inject mode: a second tunnel to the listener port carries the request.
     const trace = await gwctl('trace', `gateway/${GATEWAY}`, '-n', NS, '--raw', '--port', '80', '--', 'http://llm.example/v1/chat/completions', '-H', 'x-e2e-load: yes', '--json', '{"model":"mock-gpt","messages":[{"role":"user","content":"traced"}]}', '-i');
