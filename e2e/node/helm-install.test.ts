@@ -105,13 +105,30 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
     }, 60_000, 500);
   }
 
-  /** Reaches the Gateway through kube-proxy: its rules follow the endpoints a moment after the pods are Ready. */
+  /**
+   * Reaches the Gateway through kube-proxy: its rules follow the endpoints a moment after the
+   * pods are Ready. GET /v1/models carries no token usage, so it leaves the budget alone.
+   */
   async function reachable(): Promise<void> {
-    const url = await chatUrl();
-    await until(`${url} answers`, async () => {
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...LOAD }, body: JSON.stringify({ model: 'mock-gpt', messages: [{ role: 'user', content: 'hi' }] }), signal: AbortSignal.timeout(5_000) });
-      return res.status === 200 ? true : undefined;
-    });
+    const url = `http://${await address()}/v1/models`;
+    await until(`${url} answers`, async () => ((await fetch(url, { signal: AbortSignal.timeout(5_000) })).status === 200 ? true : undefined));
+  }
+
+  const programmedVersion = async () => /snapshot (\S+) applied$/.exec((await gateway()).status?.conditions?.find((c) => c.type === 'Programmed' && c.status === 'True')?.message ?? '')?.[1];
+
+  /** A route for the load loops, beside the example's: the same backend, no budget; resolves once the proxies serve it. */
+  async function addLoadRoute(): Promise<void> {
+    const before = await programmedVersion();
+    await kIn(JSON.stringify({
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'HTTPRoute',
+      metadata: { name: 'load', namespace: NS },
+      spec: { parentRefs: [{ name: GATEWAY }], rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/v1' }, headers: [{ name: 'x-e2e-load', value: 'yes' }] }], backendRefs: [{ name: 'mock-llm', port: 8080 }] }] },
+    }), 'apply', '-f', '-');
+    await until('the proxies serve the load route', async () => {
+      const v = await programmedVersion();
+      return v && v !== before ? v : undefined;
+    }, 60_000);
   }
 
   it('helm install runs the controller: Ready, in-cluster credentials, the chart RBAC, its Lease', async () => {
@@ -144,13 +161,6 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
     } else {
       for (const f of readdirSync(EXAMPLES).sort()) await kIn(readFileSync(join(EXAMPLES, f), 'utf8').replaceAll(`${DEFAULT_REPOSITORY}/`, `${REPOSITORY}/`), 'apply', '-f', '-');
     }
-    // A route for the load loops below, beside the example's: the same backend, no budget.
-    await kIn(JSON.stringify({
-      apiVersion: 'gateway.networking.k8s.io/v1',
-      kind: 'HTTPRoute',
-      metadata: { name: 'load', namespace: NS },
-      spec: { parentRefs: [{ name: GATEWAY }], rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/v1' }, headers: [{ name: 'x-e2e-load', value: 'yes' }] }], backendRefs: [{ name: 'mock-llm', port: 8080 }] }] },
-    }), 'apply', '-f', '-');
     await k('wait', '--for=condition=Programmed', `gateway/${GATEWAY}`, '-n', NS, '--timeout=180s');
     const programmedAt = Date.now();
     const [pod] = await proxyPods();
@@ -202,7 +212,9 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
     expect(tokens - 200).toBeLessThan(tokens / answered + 1);
     expect(limited!.status).toBe(429);
     figure(`token budget: ${answered} answers (${tokens} tokens) before the first 429`);
-    console.info(`[helm-install] the 429: ${JSON.stringify(limited!.error)}\n${[...limited!.headers.entries()].map(([h, v]) => `${h}: ${v}`).join('\n')}`);
+    const raw = await fetch(await chatUrl(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'mock-gpt', messages: [{ role: 'user', content: 'again' }] }) });
+    expect(raw.status).toBe(429);
+    console.info(`[helm-install] the 429: HTTP ${raw.status} ${raw.statusText}\n${[...raw.headers.entries()].map(([h, v]) => `${h}: ${v}`).join('\n')}\n\n${await raw.text()}`);
   });
 
   it('gwctl config, log, trace and controller log reach the real pods through port-forwards', async () => {
@@ -212,6 +224,10 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
     expect(config.stdout).toContain(`mock-llm.${NS}.svc.cluster.local:8080`);
     // The example's policy, as the proxy holds it.
     expect(config.stdout).toMatch(/chat\b.*200 tokens\/Hours/);
+    const backends = await gwctl('config', 'backends', `gateway/${GATEWAY}`, '-n', NS);
+    expect(backends.code, backends.stderr).toBe(0);
+    expect(backends.stdout).toContain(`mock-llm.${NS}.svc.cluster.local:8080`);
+    await addLoadRoute();
 
     const log = await gwctl('log', `gateway/${GATEWAY}`, '-n', NS, '--set', 'upstream=debug');
     expect(log.code, log.stderr).toBe(0);
