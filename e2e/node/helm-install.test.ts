@@ -166,7 +166,12 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
     const programmedAt = Date.now();
     const [pod] = await proxyPods();
     figure(`proxy pod Ready ${readySeconds(pod!).toFixed(1)} s after creation; Gateway Programmed ${((programmedAt - started) / 1000).toFixed(1)} s after kubectl apply`);
-    const gw = await gateway();
+    // A later snapshot (an EndpointSlice that changed meanwhile) is Pending until the proxy
+    // ACKs it, a moment later: read the condition once it is True again.
+    const gw = await until('Programmed True', async () => {
+      const g = await gateway();
+      return g.status?.conditions?.some((c) => c.type === 'Programmed' && c.status === 'True') ? g : undefined;
+    }, 30_000);
     const programmed = gw.status!.conditions!.find((c) => c.type === 'Programmed')!;
     expect(programmed).toMatchObject({ status: 'True', reason: 'Programmed' });
     expect(programmed.message).toMatch(/^1 proxy pod ready; snapshot \S+ applied$/);
