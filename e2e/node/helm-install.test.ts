@@ -73,8 +73,8 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
     '--set', `controller.image.repository=${REPOSITORY}/tollgate-controller`,
     '--set', `proxy.image.repository=${REPOSITORY}/tollgate`,
   ];
-  // Until the snapshot stream has TLS, the development setting serves it in plaintext.
-  const installValues = [...imageValues, '--set', 'snapshots.insecurePlaintext=true'];
+  // The chart's defaults: the snapshot stream with TLS and TokenReview authentication.
+  const installValues = imageValues;
   const gateway = () => json<GatewayObject>('get', 'gateway', GATEWAY, '-n', NS);
   const address = async () => (await gateway()).status!.addresses![0]!.value;
   const controllerPods = () => json<{ items: PodObject[] }>('get', 'pods', '-n', SYSTEM, '-l', CONTROLLER_PODS).then((l) => l.items);
