@@ -9,6 +9,9 @@ import { readGatewayApiVersion } from './kube/gateway-api-version.js';
 import { gatewayAddresses } from './deployer/addresses.js';
 import { KubeDeployerApi } from './deployer/api.js';
 import { Deployer } from './deployer/deployer.js';
+import { readOverrides } from './deployer/overrides.js';
+import { programmed } from './deployer/programmed.js';
+import { ProxyPods } from './deployer/proxy-pods.js';
 import { DEFAULT_PROXY_SETTINGS } from './deployer/render.js';
 import { KubeLeaseApi, LeaseElector, NoElection } from './leader/elector.js';
 import type { Logs } from './log/components.js';
@@ -53,6 +56,7 @@ export class Controller {
   readonly world: World;
   readonly writer: StatusWriter;
   readonly deployer: Deployer;
+  readonly proxyPods: ProxyPods;
   readonly queue: DebouncedQueue;
   readonly leadership: LeadershipSource;
   readonly admin: AdminServer;
@@ -101,6 +105,7 @@ export class Controller {
     );
 
     const cachedGateway = (namespace: string, name: string) => this.world.get('Gateway', name, namespace) as Gateway | undefined;
+    this.proxyPods = new ProxyPods(kc, () => this.writer.refresh(), logs.get('deployer'));
     this.writer = new StatusWriter(
       new KubeStatusApi(kc),
       (kind, name, namespace) => this.world.get(kind, name, namespace),
@@ -112,6 +117,18 @@ export class Controller {
       (namespace, name) => {
         const gw = cachedGateway(namespace, name);
         return gw ? gatewayAddresses(gw, (svc, ns) => this.world.get('Service', svc, ns)) : [];
+      },
+      (namespace, name) => {
+        const gw = cachedGateway(namespace, name);
+        if (!gw) return undefined;
+        const key = `${namespace}/${name}`;
+        return programmed({
+          deployment: proxyName(gw),
+          replicas: readOverrides(gw.spec.infrastructure?.annotations, DEFAULT_PROXY_SETTINGS).settings.replicas,
+          pods: this.proxyPods.of(namespace, name),
+          version: this.store.get(key)?.version,
+          proxies: (this.stream.proxies().get(key) ?? []).map((p) => ({ pod: p.pod, ackedVersion: p.ackedVersion })),
+        });
       },
     );
     this.deployer = new Deployer(
@@ -193,7 +210,7 @@ export class Controller {
       };
       security = { kind: 'tls', credentials: () => ca.serving.serverCredentials(), auth: new TokenReviewAuthenticator(new CachingTokenReviewer(new KubeTokenReviewer(kc)), expected) };
     }
-    this.stream = new SnapshotStreamServer({ addr: o.snapshotAddr, security, store: this.store, metrics: new StreamMetrics(this.metrics.registry), log: gwc, onNack, onRejectionChange: () => this.queue.add(), listening: listening('snapshot stream') });
+    this.stream = new SnapshotStreamServer({ addr: o.snapshotAddr, security, store: this.store, metrics: new StreamMetrics(this.metrics.registry), log: gwc, onNack, onRejectionChange: () => this.queue.add(), onProxiesChange: () => this.writer.refresh(), listening: listening('snapshot stream') });
     const stream = this.stream;
     this.admin = new AdminServer(o.adminAddr, logs, this.store, listening('admin'), () => stream.proxies());
     this.#manager = new Manager(general, this.leadership);
@@ -201,6 +218,7 @@ export class Controller {
       healthServer(o.healthAddr, { notReady: () => this.world.unsynced().map((k) => `${k} not synced`) }, listening('health')),
       metricsServer(o.metricsAddr, this.metrics, listening('metrics')),
       this.admin,
+      this.proxyPods,
       {
         name: 'watch',
         needsLeader: false,

@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import { Client } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { issueTestCertificate } from '@tollgate/testkit';
 import { freePort, send, simpleConfig, startUpstream } from './helpers.js';
@@ -210,6 +211,44 @@ describe('tollgate CLI', () => {
       expect(r.body).toBe('finished');
       expect((await exited)[0]).toBe(0);
     } finally {
+      await up.close();
+    }
+  });
+
+  it('during the drain, a request on a kept-alive connection is served and the connection closed (not refused with 503)', async () => {
+    // Behind a Service, clients keep connections to a pod that is being stopped: what they
+    // send on them before they notice must still be answered.
+    let release: (() => void) | undefined;
+    let arrived: () => void = () => undefined;
+    const got = new Promise<void>((r) => (arrived = r));
+    const up = await startUpstream((req, res) => {
+      if (req.url !== '/slow') return res.end('fast');
+      release = () => res.end('finished');
+      arrived();
+    });
+    const p = await freePort();
+    // One connection, reused for both requests.
+    const client = new Client(`http://127.0.0.1:${p}`, { pipelining: 1 });
+    try {
+      const { child } = await start(await configFile(simpleConfig(p, [{ name: 'r', backends: [{ host: up.host }] }])), await freePort(), 1);
+      const slow = client.request({ method: 'GET', path: '/slow' });
+      await got;
+      const exited = once(child, 'exit');
+      // The second request waits behind the first on the same connection (pipelining 1).
+      const next = client.request({ method: 'GET', path: '/next' });
+      child.kill('SIGTERM');
+      await expect.poll(() => portOpen(p)).toBe(false);
+      release!();
+      const a = await slow;
+      expect(a.statusCode).toBe(200);
+      expect(await a.body.text()).toBe('finished');
+      const b = await next;
+      expect(b.statusCode).toBe(200);
+      expect(await b.body.text()).toBe('fast');
+      expect(b.headers.connection).toBe('close');
+      expect((await exited)[0]).toBe(0);
+    } finally {
+      await client.destroy();
       await up.close();
     }
   });

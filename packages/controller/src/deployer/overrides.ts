@@ -5,6 +5,8 @@
 //   tollgate.dev/memory-request  e.g. 256Mi
 //   tollgate.dev/cpu-limit       e.g. 1 (no CPU limit unless set)
 //   tollgate.dev/memory-limit    e.g. 1Gi
+//   tollgate.dev/image           proxy image for this Gateway only, e.g. a canary build
+//                                (registry.example.com/tollgate:0.2.0-rc.1 or ...@sha256:<64 hex>)
 //
 // Each value is checked here, before anything reaches the API server; a bad one is reported
 // (naming the annotation, the value and a good example) and the default is used instead. An
@@ -17,6 +19,8 @@ export interface ProxyResources {
 export interface ProxySettings {
   readonly replicas: number;
   readonly resources: ProxyResources;
+  /** Set only when the Gateway overrides the controller's --proxy-image. */
+  readonly image?: string;
 }
 
 export const ANNOTATION_PREFIX = 'tollgate.dev/';
@@ -29,7 +33,12 @@ const RESOURCE_KEYS = {
   'memory-limit': ['limits', 'memory', '1Gi'],
 } as const;
 
-const KNOWN = ['replicas', ...Object.keys(RESOURCE_KEYS)];
+const KNOWN = ['replicas', ...Object.keys(RESOURCE_KEYS), 'image'];
+
+// An image reference: [registry[:port]/]path[:tag][@sha256:digest], lower-case path
+// components. Checked here so a typo is reported on the Gateway instead of as a pod the API
+// server refuses (InvalidImageName only shows up on the pod).
+const IMAGE = /^(?:[a-zA-Z0-9.-]+(?::[0-9]{1,5})?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$/;
 
 // A Kubernetes quantity as written by people: a decimal number and an optional suffix.
 const QUANTITY = /^([0-9]+(?:\.[0-9]+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
@@ -47,6 +56,7 @@ export function quantityValue(text: string): number | undefined {
 export function readOverrides(annotations: Readonly<Record<string, string>> | undefined, defaults: ProxySettings): { settings: ProxySettings; problems: string[] } {
   const problems: string[] = [];
   let replicas = defaults.replicas;
+  let image = defaults.image;
   const requests: Record<string, string | undefined> = { ...defaults.resources.requests };
   const limits: Record<string, string | undefined> = { ...defaults.resources.limits };
   const field = (key: string) => `spec.infrastructure.annotations["${ANNOTATION_PREFIX}${key}"]`;
@@ -57,6 +67,9 @@ export function readOverrides(annotations: Readonly<Record<string, string>> | un
     if (key === 'replicas') {
       if (/^[0-9]{1,3}$/.test(value) && Number(value) <= MAX_REPLICAS) replicas = Number(value);
       else problems.push(`${field(key)} "${value}" is not a whole number from 0 to ${MAX_REPLICAS}; e.g. "2" (using ${defaults.replicas})`);
+    } else if (key === 'image') {
+      if (value.length <= 512 && IMAGE.test(value)) image = value;
+      else problems.push(`${field(key)} "${value}" is not an image reference; e.g. "registry.example.com/tollgate:0.2.0" (using the controller's proxy image)`);
     } else if (key in RESOURCE_KEYS) {
       const [kind, resource, example] = RESOURCE_KEYS[key as keyof typeof RESOURCE_KEYS];
       const v = quantityValue(value);
@@ -79,7 +92,8 @@ export function readOverrides(annotations: Readonly<Record<string, string>> | un
       limits[resource] = defaults.resources.limits[resource];
     }
   }
-  return { settings: { replicas, resources: { requests: compact(requests), limits: compact(limits) } }, problems };
+  const resources = { requests: compact(requests), limits: compact(limits) };
+  return { settings: image === undefined ? { replicas, resources } : { replicas, resources, image }, problems };
 }
 
 function compact(r: Record<string, string | undefined>): { cpu?: string; memory?: string } {

@@ -13,6 +13,7 @@ import type { Gateway } from '../types/gateway-api.js';
 import { COMPONENT, COMPONENT_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, proxyName } from './names.js';
 import { ANNOTATION_PREFIX, readOverrides, type ProxySettings } from './overrides.js';
 import { CA_CONFIGMAP, CA_CONFIGMAP_KEY } from '../pki/ca-configmap.js';
+import { PROXY_RESERVED_PORTS as RESERVED_PORTS, READINESS_PORT } from './ports.js';
 
 /** Audience of the projected token the proxy presents to the snapshot stream. */
 export const TOKEN_AUDIENCE = 'tollgate';
@@ -21,7 +22,7 @@ export const TOKEN_PATH = `${TOKEN_DIR}/token`;
 /** The `tollgate-ca` ConfigMap of the Gateway's namespace (the stream's CA certificate) is mounted here. */
 export const CA_DIR = '/etc/tollgate/ca';
 export const CA_PATH = `${CA_DIR}/${CA_CONFIGMAP_KEY}`;
-export const READINESS_PORT = 15021;
+export { READINESS_PORT };
 export const ADMIN_ADDR = '127.0.0.1:15000';
 /** The proxy image runs as this user (images/proxy/Containerfile). */
 const PROXY_UID = 1000;
@@ -109,7 +110,7 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
           containers: [
             {
               name: 'proxy',
-              image: params.proxyImage,
+              image: settings.image ?? params.proxyImage,
               args: [
                 '--controller',
                 params.snapshotService,
@@ -162,13 +163,6 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
   // A Service must have a port: a Gateway without an HTTP listener gets proxies but no Service.
   return { objects: ports.length ? [serviceAccount, deployment, service] : [serviceAccount, deployment], problems };
 }
-
-/** Ports the proxy binds for itself in every pod. */
-const RESERVED_PORTS = new Map([
-  [15000, 'admin'],
-  [15020, 'metrics'],
-  [READINESS_PORT, 'readiness'],
-]);
 
 interface ListenerPort {
   readonly name: string;

@@ -61,6 +61,8 @@ export interface StreamServerOptions {
   readonly onNack?: (r: NackReport) => void;
   /** A Gateway became rejected (a NACK) or stopped being so (see rejection()). */
   readonly onRejectionChange?: (gateway: string) => void;
+  /** A proxy of the Gateway connected, ACKed a version or went away (Programmed depends on it). */
+  readonly onProxiesChange?: (gateway: string) => void;
   /** Called with the bound address. */
   readonly listening?: (address: string) => void;
 }
@@ -211,6 +213,7 @@ export class SnapshotStreamServer implements Runnable {
           this.#o.metrics.connected.inc({ gateway: stream.gateway });
           if (stream.acked) this.#o.metrics.acked.inc({ gateway: stream.gateway, version: stream.acked });
           this.#o.log.info({ gateway: stream.gateway, pod: stream.pod, version: h.version || null }, 'proxy connected');
+          this.#o.onProxiesChange?.(stream.gateway);
           // Headers now tell the proxy its hello was accepted, even when nothing is to be sent.
           call.sendMetadata(new grpc.Metadata());
           this.#push(stream);
@@ -245,6 +248,7 @@ export class SnapshotStreamServer implements Runnable {
     if (s.acked) this.#o.metrics.acked.dec({ gateway: s.gateway, version: s.acked });
     this.#o.log.info({ gateway: s.gateway, pod: s.pod }, 'proxy disconnected');
     if (endCall) s.call.end();
+    this.#o.onProxiesChange?.(s.gateway);
     // The proxy that held a rejection back may be the one gone.
     if ([...this.#streams].some((o) => o.gateway === s.gateway)) this.#maybeClearRejection(s.gateway);
   }
@@ -291,6 +295,7 @@ export class SnapshotStreamServer implements Runnable {
     this.#o.metrics.pushLatency.observe({ gateway: s.gateway }, Number(process.hrtime.bigint() - p.sentAt) / 1e9);
     this.#o.log.debug({ gateway: s.gateway, pod: s.pod, version }, 'snapshot acknowledged');
     this.#maybeClearRejection(s.gateway);
+    this.#o.onProxiesChange?.(s.gateway);
     this.#push(s);
   }
 

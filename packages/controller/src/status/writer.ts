@@ -10,6 +10,8 @@ import type { StatusReport } from '../translate/types.js';
 import { CONTROLLER_ERRORS } from '../errors.js';
 import { describeApiError } from '../kube/errors.js';
 import { statusCode, type StatusApi, type StatusKind } from './api.js';
+import type { ProgrammedVerdict } from '../deployer/programmed.js';
+import { withProgrammed } from './programmed.js';
 import { mergeGatewayClassStatus, mergeGatewayPolicyStatus, mergeGatewayStatus, mergeHTTPRouteStatus, sameStatus } from './merge.js';
 
 const MAX_ATTEMPTS = 5;
@@ -50,10 +52,22 @@ export class StatusWriter implements Runnable {
     private readonly clock: () => Date = () => new Date(),
     /** Gateway status.addresses, when something provides them (the deployer's Services). */
     private readonly gatewayAddresses?: (namespace: string, name: string) => readonly { readonly type: string; readonly value: string }[],
+    /** Gateway Programmed from its proxies, when something runs them (the deployer). */
+    private readonly programmed?: (namespace: string, name: string) => ProgrammedVerdict | undefined,
   ) {}
 
   submit(report: StatusReport): void {
     this.#latest = report;
+    this.#dirty = true;
+    this.#kick();
+  }
+
+  /**
+   * Writes the last report again: what it is merged with changed (a proxy pod became ready, a
+   * proxy ACKed a snapshot) while nothing translation reads did.
+   */
+  refresh(): void {
+    if (!this.#latest) return;
     this.#dirty = true;
     this.#kick();
   }
@@ -123,7 +137,7 @@ export class StatusWriter implements Runnable {
       }
       case 'Gateway': {
         const d = r.gateways.get(item.key);
-        return d && mergeGatewayStatus(current, d, now, this.gatewayAddresses?.(d.namespace, d.name));
+        return d && mergeGatewayStatus(current, withProgrammed(d, this.programmed?.(d.namespace, d.name)), now, this.gatewayAddresses?.(d.namespace, d.name));
       }
       case 'HTTPRoute': {
         const d = r.httpRoutes.get(item.key);

@@ -5,6 +5,7 @@ import { fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { selects } from './label-selector.js';
 import { listenerCertificates } from './tls.js';
+import { PROXY_RESERVED_PORTS } from '../deployer/ports.js';
 import { GATEWAY_GROUP, type Gateway, type Listener, type RouteGroupKind } from '../types/gateway-api.js';
 
 /** Route kinds each protocol can carry, among the kinds this controller implements. */
@@ -62,7 +63,9 @@ export function translateListeners(gateway: Gateway, ctx: Context): ListenerStat
     const conflict = conflictOf(l);
     const { kinds, invalid } = supportedKinds(l);
     let accepted: Verdict;
-    if (l.protocol === 'HTTP') accepted = ok('Accepted', 'accepted');
+    const reserved = PROXY_RESERVED_PORTS.get(l.port);
+    if (reserved) accepted = fail('PortUnavailable', `port ${l.port} is the proxy's own ${reserved} port; choose another port`);
+    else if (l.protocol === 'HTTP') accepted = ok('Accepted', 'accepted');
     else if (l.protocol === 'HTTPS' && l.tls?.mode === 'Passthrough')
       accepted = fail('UnsupportedValue', 'tls.mode Passthrough is not supported: the proxy terminates TLS; use mode Terminate with tls.certificateRefs');
     else if (l.protocol === 'HTTPS') accepted = ok('Accepted', 'accepted');

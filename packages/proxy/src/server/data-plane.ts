@@ -116,7 +116,10 @@ export class DataPlaneServer {
       logger: false,
       keepAliveTimeout: t.keepAliveMs,
       ...(https ? { https } : { http }),
-      return503OnClosing: true,
+      // During the drain a request on a kept-alive connection is still served; Fastify adds
+      // `Connection: close`, so the client's next request opens a connection elsewhere (the
+      // Service's other pods) instead of getting a 503 this pod could have answered.
+      return503OnClosing: false,
       forceCloseConnections: 'idle',
       exposeHeadRoutes: false,
       routerOptions: { ignoreDuplicateSlashes: false, maxParamLength: 8192 },

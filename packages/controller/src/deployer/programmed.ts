@@ -1,0 +1,75 @@
+// Whether a Gateway is programmed: its proxy pods are ready (a proxy reports ready on :15021
+// only once it applied a snapshot) and every proxy connected to this controller has ACKed the
+// Gateway's current snapshot. Pure: the pods as the watch holds them and the stream's view of
+// the proxies in, one condition out.
+//
+// A proxy connected to another controller replica is not seen here; its readiness still
+// counts (a ready proxy serves some snapshot), its version does not.
+import type { V1Pod } from '@kubernetes/client-node';
+
+export type ProgrammedReason = 'Programmed' | 'Pending' | 'NoResources';
+
+export interface ProgrammedVerdict {
+  readonly status: boolean;
+  readonly reason: ProgrammedReason;
+  readonly message: string;
+}
+
+export interface ConnectedProxy {
+  readonly pod: string;
+  /** The version the proxy last ACKed; null: none yet. */
+  readonly ackedVersion: string | null;
+}
+
+export interface ProgrammedInput {
+  /** The Deployment running the Gateway's proxies. */
+  readonly deployment: string;
+  readonly replicas: number;
+  /** The Gateway's proxy pods (by the deployer's labels). */
+  readonly pods: readonly V1Pod[];
+  /** The Gateway's current snapshot version; undefined: none (yet). */
+  readonly version: string | undefined;
+  readonly proxies: readonly ConnectedProxy[];
+}
+
+/** Waiting reasons of a container that will not start without someone changing something. */
+const STUCK = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'CrashLoopBackOff', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']);
+const IMAGE = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull']);
+/** Kubelet messages can be long (a registry's whole answer); a condition message stays readable. */
+const MAX_DETAIL = 512;
+
+function podReady(p: V1Pod): boolean {
+  return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+/** Why a pod's proxy container cannot start, when that is so. */
+function stuck(p: V1Pod): string | undefined {
+  for (const c of p.status?.containerStatuses ?? []) {
+    const w = c.state?.waiting;
+    if (!w?.reason || !STUCK.has(w.reason)) continue;
+    const detail = (w.message ?? '').slice(0, MAX_DETAIL);
+    const what = IMAGE.has(w.reason) ? `image "${c.image}" cannot be pulled (${w.reason})` : `container ${c.name} cannot start (${w.reason})`;
+    return `proxy pod ${p.metadata?.name ?? '?'} cannot start: ${what}${detail ? `: ${detail}` : ''}`;
+  }
+  return undefined;
+}
+
+export function programmed(i: ProgrammedInput): ProgrammedVerdict {
+  if (i.replicas === 0) return { status: false, reason: 'NoResources', message: `Deployment ${i.deployment} runs no proxy (replicas 0): set tollgate.dev/replicas above 0` };
+  const live = i.pods.filter((p) => !p.metadata?.deletionTimestamp);
+  // A pod that cannot start is what the user must fix; it also holds a rollout back even
+  // while the previous pods still serve.
+  const why = live.map(stuck).find((m) => m !== undefined);
+  if (why) return { status: false, reason: 'NoResources', message: why };
+  const ready = live.filter(podReady);
+  if (ready.length < i.replicas) {
+    return { status: false, reason: 'Pending', message: `${ready.length} of ${i.replicas} proxy pods of Deployment ${i.deployment} ready` };
+  }
+  if (i.version === undefined) return { status: false, reason: 'Pending', message: 'no configuration snapshot for the Gateway yet' };
+  const behind = i.proxies.filter((p) => p.ackedVersion !== i.version);
+  if (behind.length) {
+    const p = behind[0]!;
+    return { status: false, reason: 'Pending', message: `proxy ${p.pod} has not applied snapshot ${i.version} yet (serves ${p.ackedVersion ?? 'none'})${behind.length > 1 ? ` nor have ${behind.length - 1} more` : ''}` };
+  }
+  return { status: true, reason: 'Programmed', message: `${ready.length} proxy pod${ready.length === 1 ? '' : 's'} ready; snapshot ${i.version} applied` };
+}
