@@ -165,8 +165,10 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
   it('an object deleted by hand is put back', async () => {
     const from = controller.lines.length;
     await kubectl(['delete', 'serviceaccount', NAME, '-n', APPS]);
-    // Any change starts a pass; the listing shows the ServiceAccount missing.
-    await kubectl(['annotate', 'gateway', 'edge', '-n', APPS, 'example.com/touched=1']);
+    // The deployer does not watch its own objects: the next pass puts the ServiceAccount back,
+    // started by any change translation reads (a label; an annotation alone is not one), and
+    // its listing shows the ServiceAccount missing.
+    await kubectl(['label', 'gateway', 'edge', '-n', APPS, 'example.com/touched=1']);
     await controller.waitForLog((l) => l.msg === 'created' && l.kind === 'ServiceAccount', 60_000, from);
     await waitForObject(cluster.current, 'serviceaccount', NAME, APPS, () => true);
   });
