@@ -13,8 +13,10 @@
 // on an event (a log line, the controller's ACK metrics, a watch), never a sleep.
 import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
 import { send, type RawResponse } from '@tollgate/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished as after } from 'vitest';
 import { waitForObject } from './controller-process.js';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { run } from './lib/exec.js';
 import { e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
@@ -265,14 +267,16 @@ describe.skipIf(!availability.run || !canIsolateProxies())('snapshot propagation
 
   it('a snapshot both proxies refuse is NACKed (Warning Event, Programmed False) and the last good keeps serving; a fix is ACKed by both', { timeout: 120_000 }, async () => {
     const good = await applyAndAck('', ['delete', 'gatewaypolicy', 'limits', '-n', NS]);
-    // A listener on the proxies' admin port: valid to the API server and the translator, but
-    // no proxy can bind it.
+    // A listener on a port another process holds in each proxy's network namespace: valid to
+    // the API server and the translator, but no proxy can bind it.
+    const blockers = await Promise.all(proxies.map((p) => holdPort(p.pid, BLOCKED_PORT)));
+    after(() => blockers.forEach((b) => b.kill('SIGKILL')));
     const from = fleet.controller.lines.length;
-    await kubectl(['apply', '-f', '-'], gateway('gw', [{ name: 'http', port: PORTS[0] }, { name: 'alt', port: PORTS[1] }, { name: 'clash', port: 15000 }]));
+    await kubectl(['apply', '-f', '-'], gateway('gw', [{ name: 'http', port: PORTS[0] }, { name: 'alt', port: PORTS[1] }, { name: 'clash', port: BLOCKED_PORT }]));
     const bad = await fleet.nextVersion(from);
     const rejected = await waitForObject<GatewayStatus>(cluster.current, 'gateways.gateway.networking.k8s.io', 'gw', NS, (g) => programmed(g)?.reason === 'Invalid');
     expect(programmed(rejected)?.status).toBe('False');
-    expect(programmed(rejected)?.message).toMatch(new RegExp(`^proxy proxy-[ab] refused snapshot ${bad}: .*15000.*already in use`));
+    expect(programmed(rejected)?.message).toMatch(new RegExp(`^proxy proxy-[ab] refused snapshot ${bad}: .*${BLOCKED_PORT}.*already in use`));
     const events = JSON.parse(await kubectl(['get', 'events', '-n', NS, '--field-selector', 'reason=SnapshotRejected,involvedObject.name=gw', '-o', 'json'])) as { items: { type: string }[] };
     expect(events.items.length).toBeGreaterThanOrEqual(1);
     expect(events.items.every((e) => e.type === 'Warning')).toBe(true);
@@ -290,3 +294,12 @@ describe.skipIf(!availability.run || !canIsolateProxies())('snapshot propagation
     }
   });
 });
+
+const BLOCKED_PORT = 8083;
+
+/** A process in the network namespace of `pid` listening on `port` (every address), once it listens. */
+async function holdPort(pid: number, port: number): Promise<ChildProcess> {
+  const child = spawn('nsenter', ['--target', String(pid), '--net', '--', process.execPath, '-e', `require('node:net').createServer().listen(${port}, '0.0.0.0', () => console.log('listening'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  for await (const line of createInterface({ input: child.stdout })) if (line === 'listening') return child;
+  throw new Error(`could not hold port ${port} in the network namespace of process ${pid}`);
+}
