@@ -53,6 +53,8 @@ export interface LoadResult {
   readonly failed: number;
   /** The first few failures, for the report. */
   readonly failures: readonly string[];
+  /** Failures whose connection was refused: no proxy accepted them (a removed pod's address). */
+  readonly refused: number;
 }
 
 /**
@@ -67,6 +69,7 @@ export async function loadLoop(url: string, stop: Promise<unknown>, opts: { work
   let sent = 0;
   let ok = 0;
   const failures: string[] = [];
+  let refused = 0;
   const worker = async () => {
     while (!stopped && sent < max) {
       sent++;
@@ -82,10 +85,11 @@ export async function loadLoop(url: string, stop: Promise<unknown>, opts: { work
         else failures.push(`HTTP ${res.status}: ${body.slice(0, 200)}`);
       } catch (err) {
         const e = err as Error & { cause?: { code?: string; message?: string } };
+        if (e.cause?.code === 'ECONNREFUSED') refused++;
         failures.push(`${e.name}: ${e.cause?.code ?? e.cause?.message ?? e.message}`);
       }
     }
   };
   await Promise.all(Array.from({ length: opts.workers ?? 2 }, worker));
-  return { sent, ok, failed: failures.length, failures: failures.slice(0, 10) };
+  return { sent, ok, failed: failures.length, failures: failures.slice(0, 10), refused };
 }
