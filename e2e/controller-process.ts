@@ -2,23 +2,17 @@
 // lines are the event stream tests wait on (listening addresses, caches synced, leadership,
 // reconciles); /metrics is read over HTTP. Also: a kubeconfig with the chart ServiceAccount's
 // token, and kubectl watches that resolve when an object reaches a state.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { createWriteStream, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { Cluster } from './lib/cluster.js';
 import { run } from './lib/exec.js';
+import { LoggedProcess } from './lib/logged-process.js';
 import { REPO_ROOT } from './lib/tools.js';
 
 export const CONTROLLER_BIN = join(REPO_ROOT, 'packages/controller/bin/tollgate-controller.js');
 
-export type LogLine = Record<string, unknown> & { msg?: string; component?: string; level?: string };
-
-const live = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const c of live) c.kill('SIGKILL');
-});
+export type { LogLine } from './lib/logged-process.js';
 
 /** A kubeconfig that authenticates as the ServiceAccount, with a token from the TokenRequest API. */
 export async function serviceAccountKubeconfig(cluster: Cluster, namespace: string, serviceAccount: string, file: string): Promise<string> {
@@ -39,46 +33,10 @@ export async function serviceAccountKubeconfig(cluster: Cluster, namespace: stri
   return file;
 }
 
-interface Waiter {
-  predicate: (l: LogLine) => boolean;
-  resolve: (l: LogLine) => void;
-}
-
-export class ControllerProcess {
-  readonly lines: LogLine[] = [];
-  readonly #waiters = new Set<Waiter>();
-  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
+export class ControllerProcess extends LoggedProcess {
   admin = '';
   metricsAddr = '';
   health = '';
-
-  private constructor(
-    readonly name: string,
-    readonly child: ChildProcess,
-    logFile: string,
-  ) {
-    live.add(child);
-    const out = createWriteStream(logFile);
-    child.stderr!.pipe(out);
-    createInterface({ input: child.stdout! }).on('line', (text) => {
-      out.write(`${text}\n`);
-      let line: LogLine;
-      try {
-        line = JSON.parse(text) as LogLine;
-      } catch {
-        return;
-      }
-      this.lines.push(line);
-      for (const w of this.#waiters) {
-        if (w.predicate(line)) {
-          this.#waiters.delete(w);
-          w.resolve(line);
-        }
-      }
-    });
-    this.exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-    void this.exited.then(() => live.delete(child));
-  }
 
   static async start(name: string, cluster: Cluster, kubeconfig: string, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ControllerProcess> {
     const defaults = [
@@ -99,32 +57,6 @@ export class ControllerProcess {
     return p;
   }
 
-  /** Resolves with the first line (already logged or to come) that matches. */
-  waitForLog(predicate: (l: LogLine) => boolean, timeoutMs = 60_000, fromIndex = 0): Promise<LogLine> {
-    const seen = this.lines.slice(fromIndex).find(predicate);
-    if (seen) return Promise.resolve(seen);
-    return new Promise<LogLine>((resolve, reject) => {
-      const w: Waiter = {
-        predicate,
-        resolve: (l) => {
-          clearTimeout(timer);
-          resolve(l);
-        },
-      };
-      const timer = setTimeout(() => {
-        this.#waiters.delete(w);
-        reject(new Error(`${this.name}: no matching log line within ${timeoutMs} ms; last lines:\n${this.lines.slice(-15).map((l) => JSON.stringify(l)).join('\n')}`));
-      }, timeoutMs);
-      this.exited.then(([code, signal]) => {
-        if (this.#waiters.delete(w)) {
-          clearTimeout(timer);
-          reject(new Error(`${this.name} exited (${code ?? signal}) while a test waited on its log:\n${this.lines.slice(-15).map((l) => JSON.stringify(l)).join('\n')}`));
-        }
-      }, () => undefined);
-      this.#waiters.add(w);
-    });
-  }
-
   /** Every watched kind listed once. */
   async synced(): Promise<void> {
     const kinds = ['GatewayClass', 'Gateway', 'HTTPRoute', 'ReferenceGrant', 'GatewayPolicy', 'Service', 'EndpointSlice', 'Namespace', 'Secret'];
@@ -139,11 +71,6 @@ export class ControllerProcess {
   /** Sum of a metric's samples whose labels include `labels`. */
   async metric(name: string, labels: Record<string, string> = {}): Promise<number> {
     return sumMetric(await this.metrics(), name, labels);
-  }
-
-  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<[number | null, NodeJS.Signals | null]> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
-    return this.exited;
   }
 }
 

@@ -13,15 +13,15 @@
 // i is 198.18.X.(10+i) on a veth into its namespace, with no other route.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { proxyName } from '../packages/controller/src/deployer/names.js';
 import type { Gateway } from '../packages/controller/src/types/gateway-api.js';
-import { ControllerProcess, serviceAccountKubeconfig, sumMetric, waitForObject, type LogLine } from './controller-process.js';
+import { ControllerProcess, serviceAccountKubeconfig, sumMetric, waitForObject } from './controller-process.js';
 import type { Cluster } from './lib/cluster.js';
 import { run } from './lib/exec.js';
+import { killLiveProcesses, LoggedProcess } from './lib/logged-process.js';
 import { REPO_ROOT } from './lib/tools.js';
 
 export const PROXY_BIN = join(REPO_ROOT, 'packages/proxy/bin/tollgate.js');
@@ -118,9 +118,8 @@ export class HostNet {
 }
 
 const live = new Set<HostNet>();
-const children = new Set<ChildProcess>();
 const cleanUp = () => {
-  for (const c of children) c.kill('SIGKILL');
+  killLiveProcesses();
   for (const n of live) n.destroy();
 };
 // Also when the run is interrupted: a signal ends the process without 'exit' handlers, and the
@@ -133,48 +132,15 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   });
 }
 
-interface Waiter {
-  predicate: (l: LogLine) => boolean;
-  resolve: (l: LogLine) => void;
-}
-
 /** A proxy process in cluster mode, in its own network namespace. */
-export class ProxyProcess {
-  readonly lines: LogLine[] = [];
-  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
-  readonly #waiters = new Set<Waiter>();
-
+export class ProxyProcess extends LoggedProcess {
   private constructor(
-    readonly name: string,
+    name: string,
     readonly address: string,
-    readonly child: ChildProcess,
+    child: ChildProcess,
     logFile: string,
   ) {
-    children.add(child);
-    const out = createWriteStream(logFile);
-    child.stderr!.pipe(out);
-    createInterface({ input: child.stdout! }).on('line', (text) => {
-      out.write(`${text}\n`);
-      let line: LogLine;
-      try {
-        line = JSON.parse(text) as LogLine;
-      } catch {
-        return;
-      }
-      this.lines.push(line);
-      for (const w of this.#waiters) {
-        if (w.predicate(line)) {
-          this.#waiters.delete(w);
-          w.resolve(line);
-        }
-      }
-    });
-    this.exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-    void this.exited.then(() => children.delete(child));
-  }
-
-  get pid(): number {
-    return this.child.pid!;
+    super(name, child, logFile);
   }
 
   /**
@@ -217,37 +183,6 @@ export class ProxyProcess {
 
   get adminUrl(): string {
     return `http://${this.address}:${PROXY_PORTS.admin}`;
-  }
-
-  waitForLog(predicate: (l: LogLine) => boolean, timeoutMs = 60_000, fromIndex = 0): Promise<LogLine> {
-    const seen = this.lines.slice(fromIndex).find(predicate);
-    if (seen) return Promise.resolve(seen);
-    return new Promise<LogLine>((resolve, reject) => {
-      const w: Waiter = {
-        predicate,
-        resolve: (l) => {
-          clearTimeout(timer);
-          resolve(l);
-        },
-      };
-      const tail = () => this.lines.slice(-15).map((l) => JSON.stringify(l)).join('\n');
-      const timer = setTimeout(() => {
-        this.#waiters.delete(w);
-        reject(new Error(`${this.name}: no matching log line within ${timeoutMs} ms; last lines:\n${tail()}`));
-      }, timeoutMs);
-      this.exited.then(([code, signal]) => {
-        if (this.#waiters.delete(w)) {
-          clearTimeout(timer);
-          reject(new Error(`${this.name} exited (${code ?? signal}) while waiting on its log:\n${tail()}`));
-        }
-      }, () => undefined);
-      this.#waiters.add(w);
-    });
-  }
-
-  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
-    await this.exited;
   }
 }
 
