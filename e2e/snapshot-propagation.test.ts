@@ -21,6 +21,7 @@ import { run } from './lib/exec.js';
 import { e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
 import { canIsolateProxies, PROXY_PORTS, SnapshotFleet, type ProxyProcess } from './snapshot-propagation-harness.js';
+import { programmed, type GatewayStatus } from './lib/conditions.js';
 
 const availability = e2eAvailability();
 const NS = 'apps';
@@ -94,16 +95,6 @@ spec:
 /** `kubectl patch` of the policy's local limit to `requests` an hour. */
 const patchLimit = (requests: number) => ['patch', 'gatewaypolicy', 'limits', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { traffic: { rateLimit: { local: [{ requests, unit: 'Hours' }] } } } })];
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
-interface GatewayStatus {
-  status?: { conditions?: Condition[] };
-}
-const programmed = (g: GatewayStatus) => g.status?.conditions?.find((c) => c.type === 'Programmed');
 
 /** A chat completion whose usage is 10 prompt + 100 completion tokens. */
 const chat = (p: ProxyProcess, port: number = PORTS[0]): Promise<RawResponse> =>

@@ -23,6 +23,7 @@ import { ControllerProcess, serviceAccountKubeconfig, waitForObject } from './co
 import { run } from './lib/exec.js';
 import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
+import { programmed, type GatewayStatus } from './lib/conditions.js';
 
 const availability = e2eAvailability();
 const CHART = join(REPO_ROOT, 'charts/tollgate');
@@ -39,20 +40,10 @@ spec:
   - { name: http, protocol: HTTP, port: ${port} }
 `;
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
-interface GatewayStatus {
-  status?: { conditions?: Condition[] };
-}
 interface ConfigMap {
   data?: Record<string, string>;
   metadata: { ownerReferences?: { kind: string; name: string }[] };
 }
-const programmed = (g: GatewayStatus) => g.status?.conditions?.find((c) => c.type === 'Programmed');
 const silent = () => new LogControl('error', new Writable({ write: (_c, _e, cb) => cb() })).get('config');
 
 describe.skipIf(!availability.run)('snapshot stream on kube-apiserver', () => {
