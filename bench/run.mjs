@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { baselineCases, CASES, MOCK_LLM_BIN, ROOT } from './lib/cases.mjs';
 import { sampleCpu } from './lib/cpu.mjs';
 import { pickTool, runLoad } from './lib/load.mjs';
-import { commands, killAllNow, liveCount, startProcess, stopAll } from './lib/procs.mjs';
+import { commands, killAllNow, startProcess, stopAll, stopAllOnSignals } from './lib/procs.mjs';
 import { probe, REQUESTS } from './lib/requests.mjs';
 
 const HELP = `Usage: node bench/run.mjs [options]      (or: pnpm bench [-- options])
@@ -341,7 +341,7 @@ async function main() {
         console.log(`ready ${c.id} at ${started.url} (${Date.now() - t0} ms)`);
         ready.push({ c, started, runs: [] });
       } catch (err) {
-        if (interrupted) return;
+        if (signals.interrupted) return;
         console.log(`FAILED to start ${c.id}: ${err.message}`);
         results.push({ id: c.id, label: c.label, error: err.message.split('\n')[0] });
       }
@@ -371,7 +371,7 @@ async function main() {
               (res.errors || res.non2xx ? `, errors ${res.errors} io / ${res.non2xx} status` : ''),
           );
         } catch (err) {
-          if (interrupted) return;
+          if (signals.interrupted) return;
           console.log(`FAILED ${c.id}: ${err.message}`);
           r.error = err.message.split('\n')[0];
         }
@@ -411,21 +411,7 @@ function removeTemp() {
   removeOnExit = null;
 }
 
-let interrupted = false;
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    if (interrupted) {
-      killAllNow();
-      process.exit(130);
-    }
-    interrupted = true;
-    console.error(`\n${sig}: stopping ${liveCount()} bench process(es)`);
-    stopAll().finally(() => {
-      removeTemp();
-      process.exit(130);
-    });
-  });
-}
+const signals = stopAllOnSignals(removeTemp);
 process.on('exit', () => {
   killAllNow();
   removeTemp();

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { routeTable, chatRoute, writeNginxConfig, writeTollgateConfig } from './configs.mjs';
-import { commands, freePort, startProcess } from './procs.mjs';
+import { commands, freePort, isBindListening, startProcess } from './procs.mjs';
 import { waitUntilAnswering, REQUESTS } from './requests.mjs';
 
 export const ROOT = new URL('../..', import.meta.url).pathname;
@@ -22,15 +22,6 @@ function nodeArgs(env, id, args) {
   mkdirSync(dir, { recursive: true });
   env.profileDir = dir;
   return ['--cpu-prof', '--cpu-prof-dir', dir, ...args];
-}
-
-function isBindListening(line) {
-  try {
-    const entry = JSON.parse(line);
-    return typeof entry.msg === 'string' && entry.msg.startsWith('bind ') && entry.msg.includes('listening');
-  } catch {
-    return false;
-  }
 }
 
 const serverFlags = new Map();

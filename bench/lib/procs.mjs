@@ -165,6 +165,44 @@ export function liveCount() {
   return live.size;
 }
 
+/**
+ * SIGINT/SIGTERM stop every bench process, run `cleanUp`, and exit 130; a second signal kills
+ * them at once. The returned object tells a running loop that a signal came.
+ */
+export function stopAllOnSignals(cleanUp = () => undefined) {
+  let interrupted = false;
+  const state = {
+    get interrupted() {
+      return interrupted;
+    },
+  };
+  for (const sig of ['SIGINT', 'SIGTERM']) {
+    process.on(sig, () => {
+      if (interrupted) {
+        killAllNow();
+        process.exit(130);
+      }
+      interrupted = true;
+      console.error(`\n${sig}: stopping ${liveCount()} bench process(es)`);
+      stopAll().finally(() => {
+        cleanUp();
+        process.exit(130);
+      });
+    });
+  }
+  return state;
+}
+
+/** A JSON log line of the proxy saying one of its binds listens. */
+export function isBindListening(line) {
+  try {
+    const entry = JSON.parse(line);
+    return typeof entry.msg === 'string' && entry.msg.startsWith('bind ') && entry.msg.includes('listening');
+  } catch {
+    return false;
+  }
+}
+
 /** A free TCP port on 127.0.0.1 (for servers that cannot be told to pick one). */
 export function freePort() {
   return new Promise((resolve, reject) => {

@@ -3,18 +3,9 @@
 // request correctly.
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, startProcess } from '../lib/procs.mjs';
+import { freePort, isBindListening, startProcess } from '../lib/procs.mjs';
 import { REQUESTS, waitUntilAnswering } from '../lib/requests.mjs';
 import { writeAgentgatewayConfig, writeTollgateConfig } from './configs.mjs';
-
-function isBindListening(line) {
-  try {
-    const entry = JSON.parse(line);
-    return typeof entry.msg === 'string' && entry.msg.startsWith('bind ') && entry.msg.includes('listening');
-  } catch {
-    return false;
-  }
-}
 
 /** Tollgate from the checkout `root` (built), with extra node flags (e.g. --max-semi-space-size). */
 export function tollgate({ root, nodeArgs }) {

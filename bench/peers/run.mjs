@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { MOCK_LLM_BIN, ROOT } from '../lib/cases.mjs';
 import { sampleCpu } from '../lib/cpu.mjs';
-import { commands, killAllNow, startProcess, stopAll } from '../lib/procs.mjs';
+import { commands, killAllNow, startProcess, stopAll, stopAllOnSignals } from '../lib/procs.mjs';
 import { probe } from '../lib/requests.mjs';
 import { procCpuUs, rssKiB } from './proc-stats.mjs';
 import { agentgateway, tollgate } from './proxies.mjs';
@@ -245,17 +245,7 @@ async function main() {
   }
 }
 
-let interrupted = false;
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    if (interrupted) {
-      killAllNow();
-      process.exit(130);
-    }
-    interrupted = true;
-    stopAll().finally(() => process.exit(130));
-  });
-}
+stopAllOnSignals();
 process.on('exit', () => killAllNow());
 
 main().catch(async (err) => {
