@@ -260,5 +260,15 @@ export async function checkKubectlSkew(cluster: Pick<Cluster, 'tools' | 'env'>):
 
 export async function applyCrds(cluster: Pick<Cluster, 'tools' | 'env'>, path: string): Promise<void> {
   await run(cluster.tools.kubectl, ['apply', '--server-side', '-f', path], { env: cluster.env });
-  await run(cluster.tools.kubectl, ['wait', '--for=condition=Established', '--timeout=60s', '-f', path], { env: cluster.env });
+  // kubectl wait fails at once, instead of waiting, when it reads a CRD whose status the API
+  // server has not filled yet (".status.conditions accessor error: <nil>", a known kubectl race).
+  // That read is the only transient failure here, so it alone is retried; each retry is a new watch.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await run(cluster.tools.kubectl, ['wait', '--for=condition=Established', '--timeout=60s', '-f', path], { env: cluster.env });
+      return;
+    } catch (err) {
+      if (attempt >= 5 || !/status\.conditions accessor error/.test((err as Error).message)) throw err;
+    }
+  }
 }
