@@ -70,7 +70,7 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-async function start(answerTimeoutMs?: number): Promise<Harness> {
+async function start(answerTimeoutMs?: number, shutdownGraceMs?: number): Promise<Harness> {
   const store = new SnapshotStore();
   const registry = new Registry();
   const nacks: NackReport[] = [];
@@ -81,6 +81,7 @@ async function start(answerTimeoutMs?: number): Promise<Harness> {
     metrics: new StreamMetrics(registry),
     log: pino({ level: 'silent' }),
     answerTimeoutMs,
+    shutdownGraceMs,
     onNack: (r) => nacks.push(r),
     onRejectionChange: (g) => rejectionChanges.push(g),
   });
@@ -250,5 +251,30 @@ describe('snapshot stream protocol', () => {
     await expect.poll(() => h.server.rejection(GATEWAY)).toBeUndefined();
     expect(h.rejectionChanges).toEqual([GATEWAY, GATEWAY]);
     a.ack(a3);
+  });
+
+  it('stop ends within its grace period even while a stream is still open on the server', async () => {
+    // A stream whose authentication never completes is open on the server and held by no
+    // proxy record: the graceful shutdown alone would wait for it (here until its hello
+    // timeout, by default 15 s).
+    let reached!: () => void;
+    const authStarted = new Promise<void>((r) => (reached = r));
+    const server = new SnapshotStreamServer({
+      addr: { host: '127.0.0.1', port: 0 },
+      security: { kind: 'tls', credentials: () => grpc.ServerCredentials.createInsecure(), auth: { check: () => (reached(), new Promise(() => undefined)) } },
+      store: new SnapshotStore(),
+      metrics: new StreamMetrics(new Registry()),
+      log: pino({ level: 'silent' }),
+      helloTimeoutMs: 600_000,
+      shutdownGraceMs: 100,
+    });
+    await server.start();
+    const client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+    cleanups.push(() => client.close());
+    const proxy = new FakeProxy(client, {});
+    await authStarted;
+    await server.stop();
+    // Forced: the stream was cut, not completed.
+    expect((await proxy.closed).code).not.toBe(grpc.status.OK);
   });
 });
