@@ -58,6 +58,31 @@ export function encodeSnapshot(snapshot: ProxySnapshot): string {
   return `${JSON.stringify({ version: snapshot.version, source: snapshot.source }).slice(0, -1)},"binds":[${binds.join(',')}]}`;
 }
 
+/**
+ * The snapshot as the stream sends it, in parts: the snapshot's JSON with every listener's
+ * routes left empty, and each route's own JSON text, listener after listener (`routeCounts[i]`
+ * of them belong to the i-th listener in document order). A receiver looks each route text up
+ * among the routes it already has and parses only the new ones (SnapshotDecoder.decodeParts),
+ * so a change to one route of thousands costs it one route, not a parse of the whole snapshot.
+ */
+export interface SnapshotParts {
+  readonly skeleton: string;
+  readonly routes: readonly string[];
+  readonly routeCounts: readonly number[];
+}
+
+export function encodeSnapshotParts(snapshot: ProxySnapshot): SnapshotParts {
+  const routes: string[] = [];
+  const routeCounts: number[] = [];
+  for (const b of snapshot.binds) {
+    for (const l of b.listeners) {
+      for (const r of l.routes) routes.push(routeText(r));
+      routeCounts.push(l.routes.length);
+    }
+  }
+  return { skeleton: encodeSkeleton(snapshot), routes, routeCounts };
+}
+
 const routeTexts = new WeakMap<RouteIR, string>();
 
 /** A route's wire JSON (secrets in clear), kept by identity. */
@@ -94,19 +119,39 @@ export class SnapshotDecoder {
   #routes = new Map<string, RouteIR>();
 
   decode(text: string, subject = 'snapshot'): ProxySnapshot {
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (err) {
-      throw new ValidationError(subject, [{ path: '', message: `not JSON (${(err as Error).message})` }]);
-    }
-    return this.fromWire(value, subject);
+    return this.fromWire(parseJson(text, subject), subject);
   }
 
   fromWire(value: unknown, subject = 'snapshot'): ProxySnapshot {
-    // The snapshot without its routes, against the whole schema; each route then on its own.
     const routes: unknown[][] = [];
     const skeleton = withoutRoutes(value, routes);
+    // A route's text is what identifies it; here it has to be written again from the parsed value.
+    return this.#decode(skeleton, routes.map((list) => list.map((r) => ({ text: JSON.stringify(r), value: r }))), subject);
+  }
+
+  /** The parts encodeSnapshotParts() wrote. Parts without routes and counts are a whole snapshot's text (decode()). */
+  decodeParts(parts: SnapshotParts, subject = 'snapshot'): ProxySnapshot {
+    if (!parts.routes.length && !parts.routeCounts.length) return this.decode(parts.skeleton, subject);
+    const value = parseJson(parts.skeleton, subject);
+    const routes: unknown[][] = [];
+    const skeleton = withoutRoutes(value, routes);
+    const inSkeleton = routes.reduce((n, list) => n + list.length, 0);
+    const counted = parts.routeCounts.reduce((n, c) => n + c, 0);
+    if (inSkeleton || routes.length !== parts.routeCounts.length || counted !== parts.routes.length) {
+      throw new ValidationError(subject, [
+        { path: 'routeCounts', message: `got ${parts.routeCounts.length} listener counts adding up to ${counted} for ${routes.length} listeners and ${parts.routes.length} routes; expected one count per listener adding up to the routes sent` },
+      ]);
+    }
+    let next = 0;
+    return this.#decode(skeleton, parts.routeCounts.map((c) => parts.routes.slice(next, (next += c)).map((text) => ({ text }))), subject);
+  }
+
+  /**
+   * The snapshot without its routes against the whole schema, then each route: one whose text
+   * was in the last good snapshot is taken as it was; a new one is parsed (when it came as text),
+   * checked on its own and wrapped.
+   */
+  #decode(skeleton: unknown, routes: { text: string; value?: unknown }[][], subject: string): ProxySnapshot {
     const result = validateWire(skeleton);
     if (!result.ok) throw new ValidationError(subject, result.problems);
     const wire = result.value;
@@ -118,15 +163,21 @@ export class SnapshotDecoder {
       binds: wire.binds.map((b, bi) => ({
         ...b,
         listeners: b.listeners.map((l, li) => {
-          const ir = wrapListener(l, []);
-          const list = routes[at++]!;
           const out: RouteIR[] = [];
-          list.forEach((r, ri) => {
-            const text = JSON.stringify(r);
+          routes[at++]!.forEach(({ text, value }, ri) => {
             let route = seen.get(text) ?? this.#routes.get(text);
             if (route === undefined) {
               const path = `binds[${bi}].listeners[${li}].routes[${ri}]`;
-              const checked = checkWireRoute(r, path);
+              let parsed = value;
+              if (parsed === undefined) {
+                try {
+                  parsed = JSON.parse(text);
+                } catch (err) {
+                  problems.push({ path, message: `not JSON (${(err as Error).message})` });
+                  return;
+                }
+              }
+              const checked = checkWireRoute(parsed, path);
               if (!checked.ok) {
                 problems.push(...checked.problems);
                 return;
@@ -138,7 +189,7 @@ export class SnapshotDecoder {
             seen.set(text, route);
             out.push(route);
           });
-          return { ...ir, routes: out };
+          return wrapListener(l, out);
         }),
       })),
     };
@@ -151,6 +202,14 @@ export class SnapshotDecoder {
     if (problems.length) throw new ValidationError(subject, problems);
     this.#routes = seen;
     return snapshot;
+  }
+}
+
+function parseJson(text: string, subject: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ValidationError(subject, [{ path: '', message: `not JSON (${(err as Error).message})` }]);
   }
 }
 

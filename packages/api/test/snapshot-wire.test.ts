@@ -7,6 +7,7 @@ import {
   fromWire,
   REDACTED,
   Secret,
+  encodeSnapshotParts,
   SnapshotDecoder,
   snapshotProblems,
   snapshotVersion,
@@ -207,5 +208,25 @@ describe('successive snapshots: only new routes are checked', () => {
     expect(snapshotProblems(bad)).toEqual(expected);
     expect(snapshotProblems(bad)).toEqual(expected);
     expect(snapshotProblems({ ...good, version: '000000000000' })).toEqual([{ path: 'version', message: `got "000000000000"; the content hashes to "${good.version}"` }]);
+  });
+
+  it('in parts (the stream): each route as its own text; a decoder parses only the texts it does not have', () => {
+    const decoder = new SnapshotDecoder();
+    const partsA = encodeSnapshotParts(twoRoutes('/b'));
+    expect(partsA.routeCounts).toEqual([2]);
+    expect(JSON.parse(partsA.skeleton).binds[0].listeners[0].routes).toEqual([]);
+    const a = decoder.decodeParts(partsA);
+    expect(toWire(a)).toEqual(toWire(twoRoutes('/b')));
+    const b = decoder.decodeParts(encodeSnapshotParts(twoRoutes('/c')));
+    expect(routesOf(b)[0]).toBe(routesOf(a)[0]);
+    expect(b.version).toBe(twoRoutes('/c').version);
+    // The whole text in the skeleton's place (no routes, no counts) is decoded as a whole.
+    expect(decoder.decodeParts({ skeleton: encodeSnapshot(twoRoutes('/d')), routes: [], routeCounts: [] }).version).toBe(twoRoutes('/d').version);
+  });
+
+  it('in parts: counts that do not fit the listeners and a route that is not JSON are refused by path', () => {
+    const parts = encodeSnapshotParts(twoRoutes('/b'));
+    expect(problemsOf(() => new SnapshotDecoder().decodeParts({ ...parts, routeCounts: [1] }))).toEqual([expect.stringMatching(/^routeCounts: got 1 listener counts adding up to 1 for 1 listeners and 2 routes/)]);
+    expect(problemsOf(() => new SnapshotDecoder().decodeParts({ ...parts, routes: [parts.routes[0]!, '{'] }))).toEqual([expect.stringMatching(/^binds\[0\]\.listeners\[0\]\.routes\[1\]: not JSON/)]);
   });
 });

@@ -2,7 +2,7 @@
 // each answer (ACK, NACK, silence) is chosen by the test.
 import { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
-import { decodeSnapshot, standaloneToSnapshot, validateStandaloneConfig, type ProxySnapshot } from '@tollgate/api';
+import { SnapshotDecoder, standaloneToSnapshot, validateStandaloneConfig, type ProxySnapshot } from '@tollgate/api';
 import { SNAPSHOT_SERVICE, SNAPSHOT_STREAM_PATH, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
 import pino from 'pino';
 import { Registry } from 'prom-client';
@@ -103,7 +103,9 @@ describe('snapshot stream protocol', () => {
     const push = await proxy.next();
     expect(push.version).toBe(v1.version);
     // The payload is the wire encoding: the proxy's validator takes it as is.
-    expect(decodeSnapshot(push.snapshot.toString('utf8')).version).toBe(v1.version);
+    const parts = { skeleton: push.snapshot.toString('utf8'), routes: push.routes.map((r) => r.toString('utf8')), routeCounts: push.routeCounts };
+    expect(parts.routeCounts).toEqual([1]);
+    expect(new SnapshotDecoder().decodeParts(parts).version).toBe(v1.version);
     expect(h.server.proxies().get(GATEWAY)?.[0]).toMatchObject({ pod: 'proxy-0', ackedVersion: null, pending: v1.version });
     proxy.ack(push);
     // A new version is pushed only once the first is ACKed; its arrival proves the ACK counted.

@@ -9,7 +9,7 @@
 // names. Plaintext (development) serves anyone who reaches the port.
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { encodeSnapshot } from '@tollgate/api';
+import { encodeSnapshotParts } from '@tollgate/api';
 import { SNAPSHOT_SERVICE, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
 import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../options.js';
@@ -121,7 +121,7 @@ export class SnapshotStreamServer implements Runnable {
   #server: grpc.Server | null = null;
   readonly #streams = new Set<ProxyStream>();
   /** The encoded snapshot of each Gateway, by version: encoded once, sent to every proxy. */
-  readonly #encoded = new Map<string, { version: string; bytes: Buffer }>();
+  readonly #encoded = new Map<string, { version: string; snapshot: Buffer; routes: Buffer[]; routeCounts: readonly number[] }>();
   #port = 0;
   /**
    * Gateways a proxy refused a snapshot of: they stay rejected until a version other than the
@@ -277,14 +277,15 @@ export class SnapshotStreamServer implements Runnable {
     if (!entry || entry.version === s.acked || entry.version === s.nacked?.version) return;
     let enc = this.#encoded.get(s.gateway);
     if (enc?.version !== entry.version) {
-      enc = { version: entry.version, bytes: Buffer.from(encodeSnapshot(entry.snapshot), 'utf8') };
+      const parts = encodeSnapshotParts(entry.snapshot);
+      enc = { version: entry.version, snapshot: Buffer.from(parts.skeleton, 'utf8'), routes: parts.routes.map((r) => Buffer.from(r, 'utf8')), routeCounts: parts.routeCounts };
       this.#encoded.set(s.gateway, enc);
     }
     const nonce = randomBytes(8).toString('hex');
     const timer = setTimeout(() => this.#timeout(s, nonce), this.#timeoutMs);
     timer.unref();
     s.pending = { version: entry.version, nonce, sentAt: process.hrtime.bigint(), timer };
-    s.call.write({ version: entry.version, nonce, snapshot: enc.bytes });
+    s.call.write({ version: entry.version, nonce, snapshot: enc.snapshot, routes: enc.routes, routeCounts: enc.routeCounts });
   }
 
   #timeout(s: ProxyStream, nonce: string): void {

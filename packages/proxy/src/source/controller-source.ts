@@ -1,7 +1,7 @@
 // The controller's snapshot stream as a snapshot source (cluster mode). The proxy opens one
 // stream for its Gateway, saying which version it serves; every snapshot the controller
-// sends is validated (a SnapshotDecoder: the wire schema and version check, which takes the
-// routes it already decoded in the previous snapshot as they were) and
+// sends is validated (a SnapshotDecoder: the wire schema and version check; each route comes
+// as its own text, and a text the proxy already serves is taken as it was decoded) and
 // applied through the same sink as a file reload, then answered: ACK once it serves, NACK
 // with the reason when it does not validate or the runtime refuses it (the last good keeps
 // serving). When the stream ends the proxy keeps serving what it has and reconnects with
@@ -235,7 +235,8 @@ export class ControllerSnapshotSource implements SnapshotSource {
     const sink = this.#sink;
     if (!sink) return;
     try {
-      const snapshot = this.#decoder.decode(push.snapshot.toString('utf8'), `snapshot ${push.version}`);
+      const parts = { skeleton: push.snapshot.toString('utf8'), routes: push.routes.map((r) => r.toString('utf8')), routeCounts: push.routeCounts };
+      const snapshot = this.#decoder.decodeParts(parts, `snapshot ${push.version}`);
       if (snapshot.version !== push.version) throw new Error(`snapshot ${push.version}: its content is version ${snapshot.version}`);
       await sink.apply(snapshot);
     } catch (err) {
