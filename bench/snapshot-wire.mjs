@@ -7,8 +7,8 @@
 // - one route changed (what a change costs after that): a series of snapshots each differing
 //   from the previous one in its last route, the other route objects reused as the translator
 //   reuses them; timed per snapshot: the controller's version hash (withVersion), its check
-//   before offering (snapshotProblems), encode, and the proxy's decode with the decoder that
-//   decoded the previous snapshot, then compile.
+//   before offering (snapshotProblems), encode into the stream's parts (encodeSnapshotParts),
+//   and the proxy's decodeParts with the decoder that decoded the previous snapshot, then compile.
 import { gzipSync } from 'node:zlib';
 import { parseArgs } from 'node:util';
 import * as api from '../packages/api/dist/index.js';
@@ -93,8 +93,9 @@ for (const routes of SIZES) {
     const snap = clock('hash', () => withVersion(content));
     const problems = clock('check', () => api.snapshotProblems(snap));
     if (problems.length) throw new Error(`bench snapshot refused: ${JSON.stringify(problems)}`);
-    const wire = clock('encode', () => encodeSnapshot(snap));
-    const got = clock('decode', () => decoder.decode(wire));
+    // As the stream carries it: the skeleton and each route's text.
+    const parts = clock('encode', () => api.encodeSnapshotParts(snap));
+    const got = clock('decode', () => decoder.decodeParts(parts));
     clock('compile', () => compileSnapshot(got));
   }
   const per = (key) => f(sum[key] / n);

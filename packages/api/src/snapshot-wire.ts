@@ -279,7 +279,7 @@ function checkWireRoute(value: unknown, path: string): { ok: true; route: WireRo
   const at = (p: string) => (p ? (p.startsWith('[') ? `${path}${p}` : `${path}.${p}`) : path);
   const result = validateRoute(value);
   if (!result.ok) return { ok: false, problems: result.problems.map((p) => ({ path: at(p.path), message: p.message })) };
-  const route = result.value as WireRoute;
+  const route = result.value;
   const problems: Problem[] = [];
   route.matches.forEach((m, mi) => {
     const mp = joinPath('matches', mi);

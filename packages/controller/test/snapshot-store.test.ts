@@ -44,7 +44,8 @@ describe('SnapshotStore with the controller check', () => {
     const v2 = withVersion({ source: v1.source, binds: [{ ...v1.binds[0]!, listeners: [{ ...listener, routes: [listener.routes[0]!, broken] }] }] });
     const r = store.offer(new Map([['a/gw', v2]]));
     expect(r.changed).toEqual([]);
-    expect(r.refused).toEqual([{ gateway: 'a/gw', reason: expect.stringMatching(/binds\[0\]\.listeners\[0\]\.routes\[1\]\.matches\[0\]\.path\.value: got "\(\?<=x\)y"/) }]);
+    expect(r.refused.map((x) => x.gateway)).toEqual(['a/gw']);
+    expect(r.refused[0]!.reason).toMatch(/binds\[0\]\.listeners\[0\]\.routes\[1\]\.matches\[0\]\.path\.value: got "\(\?<=x\)y"/);
     expect(store.get('a/gw')?.version).toBe(v1.version);
     expect(store.offer(new Map([['a/gw', good('/c')]])).changed).toEqual(['a/gw']);
   });
