@@ -13,6 +13,7 @@
 //   once) and to the controller's metrics showing every ACK, for each proxy count.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, get as httpGet, type Server } from 'node:http';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { send } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, it } from 'vitest';
@@ -42,6 +43,8 @@ const PROFILE_SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 60);
 const GIVE_UP_MS = 30_000;
 
 const ms = (x: number) => `${x.toFixed(0)} ms`;
+/** The machine's load average, printed beside each figure (the figures depend on it). */
+const load = () => `load average ${loadavg().map((x) => x.toFixed(1)).join(', ')}`;
 const summary = (xs: readonly number[]) => `p50 ${ms(pct(xs, 50))}, p99 ${ms(pct(xs, 99))}, max ${ms(Math.max(...xs))}`;
 // pino's isoTime: an ISO 8601 string, millisecond precision.
 const logTime = (l: Record<string, unknown>) => Date.parse(String(l.time));
@@ -199,7 +202,7 @@ spec:
         lastPrint = performance.now();
       }
     }
-    console.log(`  apply (POST start) -> first 200: ${summary(total)}; errors ${errors}`);
+    console.log(`  apply (POST start) -> first 200: ${summary(total)}; errors ${errors}; ${load()}`);
     console.log(`  stored (POST done) -> first 200: ${summary(stored)}`);
     console.log(`  stages (p50 / p99): API POST ${ms(pct(stage.api, 50))} / ${ms(pct(stage.api, 99))}; ` +
       `controller (watch, debounce, translate) ${ms(pct(stage.controller, 50))} / ${ms(pct(stage.controller, 99))}; ` +
@@ -242,7 +245,7 @@ spec:
           }
         }
         console.log(`policy propagation: ${r} routes, ${n} prox${n === 1 ? 'y' : 'ies'}, ${PATCHES} patches, ${GAP_MS} ms between an ACK and the next patch`);
-        console.log(`  PATCH -> every proxy serving it: ${summary(serving)}; errors ${errors}`);
+        console.log(`  PATCH -> every proxy serving it: ${summary(serving)}; errors ${errors}; ${load()}`);
         console.log(`  PATCH -> every ACK seen in the controller's metrics (polled): ${summary(acked)}`);
       }
     }

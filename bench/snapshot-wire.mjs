@@ -1,21 +1,48 @@
-// Snapshot stream payload: size and encode/decode time of the wire JSON (encodeSnapshot /
-// decodeSnapshot, the validator included) at 1k, 3k and 10k routes, and the proxy's compile of
-// the decoded snapshot (route tables; what a proxy does after decoding, before the swap).
-// Printed, not asserted.
-// Run after `pnpm build`: node bench/snapshot-wire.mjs
+// Snapshot stream payload at 1k, 3k and 10k routes: size, and what each side spends per snapshot.
+// Printed, not asserted. Run after `pnpm build`: node bench/snapshot-wire.mjs [--routes 1000,3000]
+//
+// Two cases per size:
+// - cold: every route is new to the process (a controller's first translation, a proxy's first
+//   snapshot): encode, decode+validate (of which JSON.parse), proxy compile.
+// - one route changed (what a change costs after that): a series of snapshots each differing
+//   from the previous one in its last route, the other route objects reused as the translator
+//   reuses them; timed per snapshot: the controller's version hash (withVersion), its check
+//   before offering (snapshotProblems), encode into the stream's parts (encodeSnapshotParts),
+//   and the proxy's decodeParts with the decoder that decoded the previous snapshot, then compile.
 import { gzipSync } from 'node:zlib';
-import { decodeSnapshot, encodeSnapshot, standaloneToSnapshot, validateStandaloneConfig } from '../packages/api/dist/index.js';
+import { parseArgs } from 'node:util';
+import * as api from '../packages/api/dist/index.js';
 import { compileSnapshot } from '../packages/proxy/dist/index.js';
 
+const { decodeSnapshot, encodeSnapshot, standaloneToSnapshot, validateStandaloneConfig, withVersion } = api;
+const { values } = parseArgs({ options: { routes: { type: 'string' } } });
+const SIZES = (values.routes ?? '1000,3000,10000').split(',').map(Number);
+
+const routeConfig = (i, tag = '') => ({
+  name: `route-${i}${tag}`,
+  matches: [{ path: { type: 'PathPrefix', value: `/team-${i}${tag}/v1` }, headers: [{ name: 'x-tenant', value: `tenant-${i % 50}` }] }],
+  filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-route', value: `r${i}` }] } }],
+  backends: [{ host: `198.18.${(i >> 8) & 255}.${i & 255}:8080`, weight: 1 }],
+});
+
 function snapshotWith(routes) {
-  const list = Array.from({ length: routes }, (_, i) => ({
-    name: `route-${i}`,
-    matches: [{ path: { type: 'PathPrefix', value: `/team-${i}/v1` }, headers: [{ name: 'x-tenant', value: `tenant-${i % 50}` }] }],
-    filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-route', value: `r${i}` }] } }],
-    backends: [{ host: `198.18.${(i >> 8) & 255}.${i & 255}:8080`, weight: 1 }],
-  }));
-  const config = { binds: [{ port: 8080, listeners: [{ name: 'main', protocol: 'HTTP', routes: list }] }] };
+  const config = { binds: [{ port: 8080, listeners: [{ name: 'main', protocol: 'HTTP', routes: Array.from({ length: routes }, (_, i) => routeConfig(i)) }] }] };
   return standaloneToSnapshot(validateStandaloneConfig(config, 'bench'), { kind: 'controller', gateway: 'bench/gw' });
+}
+
+/** A fresh route object (new to every cache), as the translator builds for a changed route. */
+function freshRoute(i, tag) {
+  const one = snapshotWith(0);
+  const config = { binds: [{ port: 8080, listeners: [{ name: 'main', protocol: 'HTTP', routes: [routeConfig(i, tag)] }] }] };
+  return standaloneToSnapshot(validateStandaloneConfig(config, 'bench'), one.source).binds[0].listeners[0].routes[0];
+}
+
+/** `base` with its last route replaced by a new object; every other route object is shared. */
+function withLastRouteChanged(base, tag) {
+  const bind = base.binds[0];
+  const listener = bind.listeners[0];
+  const routes = [...listener.routes.slice(0, -1), freshRoute(listener.routes.length - 1, tag)];
+  return { source: base.source, binds: [{ ...bind, listeners: [{ ...listener, routes }] }] };
 }
 
 function time(fn, rounds) {
@@ -25,17 +52,55 @@ function time(fn, rounds) {
   return Number(process.hrtime.bigint() - t) / 1e6 / rounds;
 }
 
-for (const routes of [1000, 3000, 10000]) {
+const f = (x) => `${x.toFixed(1)} ms`;
+// The incremental API exists from the route-by-route encoding on; before it every snapshot cost the cold figures.
+const incremental = typeof api.SnapshotDecoder === 'function';
+
+for (const routes of SIZES) {
   const s = snapshotWith(routes);
   const text = encodeSnapshot(s);
   const rounds = routes >= 10000 ? 5 : 20;
-  const enc = time(() => encodeSnapshot(s), rounds);
+  // Cold: fresh objects each round, so no per-route cache helps.
+  const fresh = Array.from({ length: rounds + 1 }, () => snapshotWith(routes));
+  let k = 0;
+  const enc = time(() => encodeSnapshot(fresh[k++ % fresh.length]), rounds);
   const dec = time(() => decodeSnapshot(text), rounds);
   const parse = time(() => JSON.parse(text), rounds);
   const decoded = decodeSnapshot(text);
   const compile = time(() => compileSnapshot(decoded), rounds);
   console.log(
-    `${routes} routes: ${(Buffer.byteLength(text) / 1024).toFixed(0)} KiB JSON (${(gzipSync(text).length / 1024).toFixed(0)} KiB gzipped); ` +
-      `encode ${enc.toFixed(1)} ms, decode+validate ${dec.toFixed(1)} ms (of which JSON.parse ${parse.toFixed(1)} ms), proxy compile ${compile.toFixed(1)} ms`,
+    `${routes} routes: ${(Buffer.byteLength(text) / 1024).toFixed(0)} KiB JSON (${(gzipSync(text).length / 1024).toFixed(0)} KiB gzipped); cold: ` +
+      `encode ${f(enc)}, decode+validate ${f(dec)} (of which JSON.parse ${f(parse)}), proxy compile ${f(compile)}`,
+  );
+  if (!incremental) continue;
+
+  // One route changed per snapshot, in sequence (the caches see what a controller and a proxy see).
+  const n = rounds * 2;
+  const contents = [];
+  let prev = s;
+  for (let i = 0; i < n; i++) contents.push((prev = withLastRouteChanged(prev, `-v${i}`)));
+  const decoder = new api.SnapshotDecoder();
+  decoder.decode(text);
+  api.snapshotProblems(s);
+  const sum = { hash: 0, check: 0, encode: 0, decode: 0, compile: 0 };
+  const clock = (key, fn) => {
+    const t = process.hrtime.bigint();
+    const r = fn();
+    sum[key] += Number(process.hrtime.bigint() - t) / 1e6;
+    return r;
+  };
+  for (const content of contents) {
+    const snap = clock('hash', () => withVersion(content));
+    const problems = clock('check', () => api.snapshotProblems(snap));
+    if (problems.length) throw new Error(`bench snapshot refused: ${JSON.stringify(problems)}`);
+    // As the stream carries it: the skeleton and each route's text.
+    const parts = clock('encode', () => api.encodeSnapshotParts(snap));
+    const got = clock('decode', () => decoder.decodeParts(parts));
+    clock('compile', () => compileSnapshot(got));
+  }
+  const per = (key) => f(sum[key] / n);
+  console.log(
+    `${routes} routes, one route changed: controller version hash ${per('hash')}, check ${per('check')}, encode ${per('encode')}; ` +
+      `proxy decode+validate ${per('decode')}, compile ${per('compile')} (mean of ${n})`,
   );
 }

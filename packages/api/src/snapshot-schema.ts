@@ -152,6 +152,8 @@ const Route = Obj(
   },
   'A route.',
 );
+/** One route on the wire: checked apart from the rest of its snapshot when it is new (snapshot-wire.ts). */
+export const WireRouteSchema = Route;
 const CertificateOrigin = Type.Union([
   Obj({ kind: Lit('Secret'), namespace: NonEmpty('Namespace.', 63), name: NonEmpty('Name.', 253) }, 'A Secret of type kubernetes.io/tls.'),
   Obj(

@@ -1,6 +1,13 @@
 // Sending a ProxySnapshot: the wire encoding, the validator on the receiving side, and the
 // content version.
 //
+// Route by route: a snapshot of a large Gateway is mostly routes, and a change touches few of
+// them. A route object is immutable, so its wire text, its digest and the fact that it passed
+// validation are kept by identity (the translator reuses the objects of unchanged routes); a
+// receiver (SnapshotDecoder) keeps the routes it decoded by their wire text and validates and
+// wraps only the texts it has not seen. The result is what a whole-snapshot pass gives: every
+// route of every snapshot has been validated, the version is checked against the content.
+//
 // In memory a credential is a Secret, which serialises as "[redacted]" so that a config
 // dump, a trace or a log line cannot leak it. The snapshot stream must carry the value, so
 // toWire() reveals it into `{ "secret": "..." }` and fromWire() wraps it again; nothing else
@@ -9,11 +16,14 @@ import { createHash } from 'node:crypto';
 import { compile } from './ajv.js';
 import { compileRouteRegex } from './regex.js';
 import { Secret } from './secret.js';
-import { WireSnapshot, type ToWire } from './snapshot-schema.js';
+import { WireRouteSchema, WireSnapshot, type ToWire } from './snapshot-schema.js';
 import type { BackendIR, FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProxySnapshot, RouteIR } from './snapshot.js';
-import { ValidationError, type Problem } from './validation-error.js';
+import { joinPath, ValidationError, type Problem } from './validation-error.js';
 
 const validateWire = compile(WireSnapshot);
+const validateRoute = compile(WireRouteSchema);
+type WireRoute = ToWire<RouteIR>;
+type WireListener = ToWire<ListenerIR>;
 
 /** A deep copy in plain JSON values, every Secret revealed as `{ secret }`. */
 export function toWire(snapshot: ProxySnapshot): WireSnapshot {
@@ -32,9 +42,57 @@ function reveal(value: unknown): unknown {
   return out;
 }
 
-/** The snapshot as the stream sends it: JSON text with secrets in clear. */
+/**
+ * The snapshot as the stream sends it: JSON text with secrets in clear. The same text as
+ * JSON.stringify(toWire(snapshot)) but for key order (`routes` last in a listener), assembled
+ * from each route's kept text so that only new routes are serialised.
+ */
 export function encodeSnapshot(snapshot: ProxySnapshot): string {
-  return JSON.stringify(toWire(snapshot));
+  const binds = snapshot.binds.map((b) => {
+    const listeners = b.listeners.map((l) => {
+      const { routes, ...rest } = l;
+      return `${JSON.stringify(reveal(rest)).slice(0, -1)},"routes":[${routes.map(routeText).join(',')}]}`;
+    });
+    return `${JSON.stringify({ port: b.port, address: b.address }).slice(0, -1)},"listeners":[${listeners.join(',')}]}`;
+  });
+  return `${JSON.stringify({ version: snapshot.version, source: snapshot.source }).slice(0, -1)},"binds":[${binds.join(',')}]}`;
+}
+
+/**
+ * The snapshot as the stream sends it, in parts: the snapshot's JSON with every listener's
+ * routes left empty, and each route's own JSON text, listener after listener (`routeCounts[i]`
+ * of them belong to the i-th listener in document order). A receiver looks each route text up
+ * among the routes it already has and parses only the new ones (SnapshotDecoder.decodeParts),
+ * so a change to one route of thousands costs it one route, not a parse of the whole snapshot.
+ */
+export interface SnapshotParts {
+  readonly skeleton: string;
+  readonly routes: readonly string[];
+  readonly routeCounts: readonly number[];
+}
+
+export function encodeSnapshotParts(snapshot: ProxySnapshot): SnapshotParts {
+  const routes: string[] = [];
+  const routeCounts: number[] = [];
+  for (const b of snapshot.binds) {
+    for (const l of b.listeners) {
+      for (const r of l.routes) routes.push(routeText(r));
+      routeCounts.push(l.routes.length);
+    }
+  }
+  return { skeleton: encodeSkeleton(snapshot), routes, routeCounts };
+}
+
+const routeTexts = new WeakMap<RouteIR, string>();
+
+/** A route's wire JSON (secrets in clear), kept by identity. */
+function routeText(route: RouteIR): string {
+  let text = routeTexts.get(route);
+  if (text === undefined) {
+    text = JSON.stringify(reveal(route));
+    routeTexts.set(route, text);
+  }
+  return text;
 }
 
 /**
@@ -43,34 +101,197 @@ export function encodeSnapshot(snapshot: ProxySnapshot): string {
  * content is refused too (it was altered or built by a different encoder).
  */
 export function fromWire(value: unknown, subject = 'snapshot'): ProxySnapshot {
-  const result = validateWire(value);
-  if (!result.ok) throw new ValidationError(subject, result.problems);
-  const wire = result.value;
-  const problems = crossCheck(wire);
-  const snapshot: ProxySnapshot = {
-    ...wire,
-    binds: wire.binds.map((b) => ({
-      ...b,
-      listeners: b.listeners.map(wrapListener),
-    })),
-  };
-  const expected = snapshotVersion(snapshot);
-  if (expected !== wire.version) {
-    problems.push({ path: 'version', message: `got ${JSON.stringify(wire.version)}; the content hashes to ${JSON.stringify(expected)}` });
-  }
-  if (problems.length) throw new ValidationError(subject, problems);
-  return snapshot;
+  return new SnapshotDecoder().fromWire(value, subject);
 }
 
 /** Parses and validates the text encodeSnapshot() produced. */
 export function decodeSnapshot(text: string, subject = 'snapshot'): ProxySnapshot {
-  let value: unknown;
+  return new SnapshotDecoder().decode(text, subject);
+}
+
+/**
+ * decodeSnapshot() for a receiver of successive snapshots: the routes of the last snapshot it
+ * decoded are kept by their wire text, and a route whose text is unchanged is taken as it was
+ * (validated, wrapped, hashed) instead of being checked again. A snapshot that fails keeps
+ * the routes of the last good one.
+ */
+export class SnapshotDecoder {
+  #routes = new Map<string, RouteIR>();
+
+  decode(text: string, subject = 'snapshot'): ProxySnapshot {
+    return this.fromWire(parseJson(text, subject), subject);
+  }
+
+  fromWire(value: unknown, subject = 'snapshot'): ProxySnapshot {
+    const routes: unknown[][] = [];
+    const skeleton = withoutRoutes(value, routes);
+    // A route's text is what identifies it; here it has to be written again from the parsed value.
+    return this.#decode(skeleton, routes.map((list) => list.map((r) => ({ text: JSON.stringify(r), value: r }))), subject);
+  }
+
+  /** The parts encodeSnapshotParts() wrote. Parts without routes and counts are a whole snapshot's text (decode()). */
+  decodeParts(parts: SnapshotParts, subject = 'snapshot'): ProxySnapshot {
+    if (!parts.routes.length && !parts.routeCounts.length) return this.decode(parts.skeleton, subject);
+    const value = parseJson(parts.skeleton, subject);
+    const routes: unknown[][] = [];
+    const skeleton = withoutRoutes(value, routes);
+    const inSkeleton = routes.reduce((n, list) => n + list.length, 0);
+    const counted = parts.routeCounts.reduce((n, c) => n + c, 0);
+    if (inSkeleton || routes.length !== parts.routeCounts.length || counted !== parts.routes.length) {
+      throw new ValidationError(subject, [
+        { path: 'routeCounts', message: `got ${parts.routeCounts.length} listener counts adding up to ${counted} for ${routes.length} listeners and ${parts.routes.length} routes; expected one count per listener adding up to the routes sent` },
+      ]);
+    }
+    let next = 0;
+    return this.#decode(skeleton, parts.routeCounts.map((c) => parts.routes.slice(next, (next += c)).map((text) => ({ text }))), subject);
+  }
+
+  /**
+   * The snapshot without its routes against the whole schema, then each route: one whose text
+   * was in the last good snapshot is taken as it was; a new one is parsed (when it came as text),
+   * checked on its own and wrapped.
+   */
+  #decode(skeleton: unknown, routes: { text: string; value?: unknown }[][], subject: string): ProxySnapshot {
+    const result = validateWire(skeleton);
+    if (!result.ok) throw new ValidationError(subject, result.problems);
+    const wire = result.value;
+    const problems = crossCheck(wire);
+    const seen = new Map<string, RouteIR>();
+    let at = 0;
+    const snapshot: ProxySnapshot = {
+      ...wire,
+      binds: wire.binds.map((b, bi) => ({
+        ...b,
+        listeners: b.listeners.map((l, li) => {
+          const out: RouteIR[] = [];
+          routes[at++]!.forEach(({ text, value }, ri) => {
+            let route = seen.get(text) ?? this.#routes.get(text);
+            if (route === undefined) {
+              const path = `binds[${bi}].listeners[${li}].routes[${ri}]`;
+              let parsed = value;
+              if (parsed === undefined) {
+                try {
+                  parsed = JSON.parse(text);
+                } catch (err) {
+                  problems.push({ path, message: `not JSON (${(err as Error).message})` });
+                  return;
+                }
+              }
+              const checked = checkWireRoute(parsed, path);
+              if (!checked.ok) {
+                problems.push(...checked.problems);
+                return;
+              }
+              route = wrapRoute(checked.route);
+              // Its text is the one received: the digest (routeDigest) hashes it without writing it again.
+              routeTexts.set(route, text);
+            }
+            seen.set(text, route);
+            out.push(route);
+          });
+          return wrapListener(l, out);
+        }),
+      })),
+    };
+    if (!problems.length) {
+      const expected = snapshotVersion(snapshot);
+      if (expected !== wire.version) {
+        problems.push({ path: 'version', message: `got ${JSON.stringify(wire.version)}; the content hashes to ${JSON.stringify(expected)}` });
+      }
+    }
+    if (problems.length) throw new ValidationError(subject, problems);
+    this.#routes = seen;
+    return snapshot;
+  }
+}
+
+function parseJson(text: string, subject: string): unknown {
   try {
-    value = JSON.parse(text);
+    return JSON.parse(text);
   } catch (err) {
     throw new ValidationError(subject, [{ path: '', message: `not JSON (${(err as Error).message})` }]);
   }
-  return fromWire(value, subject);
+}
+
+const validRoutes = new WeakSet<RouteIR>();
+
+/**
+ * The builder's check (the controller, before it offers a snapshot): the problems a proxy's
+ * decoder would report for this snapshot, none when it would accept it. Only routes not seen
+ * valid before are checked (by identity), each through its wire text as a proxy reads it.
+ */
+export function snapshotProblems(snapshot: ProxySnapshot): Problem[] {
+  const routes: unknown[][] = [];
+  const skeleton = withoutRoutes(JSON.parse(encodeSkeleton(snapshot)), routes);
+  const result = validateWire(skeleton);
+  if (!result.ok) return result.problems;
+  const problems = crossCheck(result.value);
+  snapshot.binds.forEach((b, bi) =>
+    b.listeners.forEach((l, li) =>
+      l.routes.forEach((route, ri) => {
+        if (validRoutes.has(route)) return;
+        const checked = checkWireRoute(JSON.parse(routeText(route)), `binds[${bi}].listeners[${li}].routes[${ri}]`);
+        if (checked.ok) validRoutes.add(route);
+        else problems.push(...checked.problems);
+      }),
+    ),
+  );
+  if (!problems.length && snapshot.version !== snapshotVersion(snapshot)) {
+    problems.push({ path: 'version', message: `got ${JSON.stringify(snapshot.version)}; the content hashes to ${JSON.stringify(snapshotVersion(snapshot))}` });
+  }
+  return problems;
+}
+
+/** The wire JSON of a snapshot with every listener's routes empty. */
+function encodeSkeleton(snapshot: ProxySnapshot): string {
+  return JSON.stringify(toWire({ ...snapshot, binds: snapshot.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: [] })) })) }));
+}
+
+/**
+ * A shallow copy of a parsed snapshot with each listener's routes taken out into `routes` (one
+ * list per listener, in order) and replaced by []. Anything not shaped like a snapshot is
+ * returned as it is: the schema reports it.
+ */
+function withoutRoutes(value: unknown, routes: unknown[][]): unknown {
+  const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (!isObj(value) || !Array.isArray(value.binds)) return value;
+  return {
+    ...value,
+    binds: value.binds.map((b: unknown) => {
+      if (!isObj(b) || !Array.isArray(b.listeners)) return b;
+      return {
+        ...b,
+        listeners: b.listeners.map((l: unknown) => {
+          if (!isObj(l) || !Array.isArray(l.routes)) {
+            routes.push([]);
+            return l;
+          }
+          routes.push(l.routes);
+          return { ...l, routes: [] };
+        }),
+      };
+    }),
+  };
+}
+
+/** One route against the route schema and the checks the schema cannot make (its regexes). */
+function checkWireRoute(value: unknown, path: string): { ok: true; route: WireRoute } | { ok: false; problems: Problem[] } {
+  const at = (p: string) => (p ? (p.startsWith('[') ? `${path}${p}` : `${path}.${p}`) : path);
+  const result = validateRoute(value);
+  if (!result.ok) return { ok: false, problems: result.problems.map((p) => ({ path: at(p.path), message: p.message })) };
+  const route = result.value;
+  const problems: Problem[] = [];
+  route.matches.forEach((m, mi) => {
+    const mp = joinPath('matches', mi);
+    const check = (source: string, where: string) => {
+      const re = compileRouteRegex(source);
+      if (!re.ok) problems.push({ path: at(where), message: `got ${JSON.stringify(source)}: ${re.problem}` });
+    };
+    if (m.path.type === 'RegularExpression') check(m.path.value, `${mp}.path.value`);
+    m.headers.forEach((h, i) => h.type === 'RegularExpression' && check(h.value, `${mp}.headers[${i}].value`));
+    m.queryParams.forEach((q, i) => q.type === 'RegularExpression' && check(q.value, `${mp}.queryParams[${i}].value`));
+  });
+  return problems.length ? { ok: false, problems } : { ok: true, route };
 }
 
 function wrapValue(h: ToWire<HeaderValueIR>): HeaderValueIR {
@@ -78,11 +299,14 @@ function wrapValue(h: ToWire<HeaderValueIR>): HeaderValueIR {
   return { name: h.name, value: typeof v === 'string' ? v : new Secret(v.secret) };
 }
 
-function wrapListener(l: ToWire<ListenerIR>): ListenerIR {
-  const routes = l.routes.map((r) => ({ ...r, filters: r.filters.map(wrapFilter), backends: r.backends.map(wrapBackend) }));
+function wrapListener(l: WireListener, routes: RouteIR[]): ListenerIR {
   if (l.protocol === 'HTTP') return { ...l, routes };
   const certificates = l.tls.certificates.map((c) => ({ origin: c.origin, certificate: c.certificate, key: new Secret(c.key.secret) }));
   return { ...l, routes, tls: { mode: l.tls.mode, certificates } };
+}
+
+function wrapRoute(r: WireRoute): RouteIR {
+  return { ...r, filters: r.filters.map(wrapFilter), backends: r.backends.map(wrapBackend) };
 }
 
 function wrapFilter(f: ToWire<FilterIR>): FilterIR {
@@ -95,7 +319,8 @@ function wrapBackend(b: ToWire<BackendIR>): BackendIR {
   return { ...b, filters: b.filters.map((f) => ({ ...f, set: f.set.map(wrapValue), add: f.add.map(wrapValue) })) };
 }
 
-// What the schema cannot say: the proxy keys binds by port and listeners by name.
+// What the schema cannot say: the proxy keys binds by port and listeners by name (the
+// routes' own checks are in checkWireRoute).
 function crossCheck(wire: WireSnapshot): Problem[] {
   const out: Problem[] = [];
   const ports = new Set<number>();
@@ -115,18 +340,6 @@ function crossCheck(wire: WireSnapshot): Problem[] {
       const host = l.hostname ?? '*';
       if (hosts.has(host)) out.push({ path: `${path}.hostname`, message: `two listeners on port ${b.port} have hostname ${JSON.stringify(host)}` });
       hosts.add(host);
-      l.routes.forEach((r, ri) =>
-        r.matches.forEach((m, mi) => {
-          const mp = `${path}.routes[${ri}].matches[${mi}]`;
-          const check = (source: string, at: string) => {
-            const re = compileRouteRegex(source);
-            if (!re.ok) out.push({ path: at, message: `got ${JSON.stringify(source)}: ${re.problem}` });
-          };
-          if (m.path.type === 'RegularExpression') check(m.path.value, `${mp}.path.value`);
-          m.headers.forEach((h, i) => h.type === 'RegularExpression' && check(h.value, `${mp}.headers[${i}].value`));
-          m.queryParams.forEach((q, i) => q.type === 'RegularExpression' && check(q.value, `${mp}.queryParams[${i}].value`));
-        }),
-      );
     });
   });
   return out;
@@ -139,9 +352,9 @@ function crossCheck(wire: WireSnapshot): Problem[] {
  *
  * Routes are hashed one by one and the snapshot hash covers their digests: a route object is
  * immutable, so its digest is kept (by identity) and a builder that reuses the route objects
- * of unchanged routes pays only for the routes that changed. A route's digest covers its JSON
+ * of unchanged routes pays only for the routes that changed. A route's digest covers its wire
  * text, which follows the order of its keys: the IR builders always write them in one order,
- * and fromWire keeps the order a snapshot was sent in.
+ * and a decoder keeps the order a snapshot was sent in.
  */
 export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | ProxySnapshot): string {
   const skeleton = {
@@ -171,25 +384,14 @@ function tlsDigest(tls: ListenerTlsIR): string {
 
 const routeDigests = new WeakMap<RouteIR, string>();
 
-// The JSON text has each Secret redacted in place; their values follow it, in order.
+// The hash of the route's wire text (secrets in clear, so a rotated credential is a new digest).
 function routeDigest(route: RouteIR): string {
   let digest = routeDigests.get(route);
   if (digest === undefined) {
-    digest = createHash('sha256').update(JSON.stringify(route)).update('\n').update(JSON.stringify(secretValues(route))).digest('base64');
+    digest = createHash('sha256').update(routeText(route)).digest('base64');
     routeDigests.set(route, digest);
   }
   return digest;
-}
-
-/** Every Secret of a route, revealed, in document order (they live in header filters only). */
-function secretValues(route: RouteIR): string[] {
-  const out: string[] = [];
-  for (const f of route.filters) {
-    if (f.type !== 'RequestHeaderModifier' && f.type !== 'ResponseHeaderModifier') continue;
-    for (const h of f.set) if (h.value instanceof Secret) out.push(h.value.reveal());
-    for (const h of f.add) if (h.value instanceof Secret) out.push(h.value.reveal());
-  }
-  return out;
 }
 
 /** The snapshot with its version computed from its content. */

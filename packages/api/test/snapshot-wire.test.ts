@@ -7,6 +7,9 @@ import {
   fromWire,
   REDACTED,
   Secret,
+  encodeSnapshotParts,
+  SnapshotDecoder,
+  snapshotProblems,
   snapshotVersion,
   standaloneToSnapshot,
   toWire,
@@ -153,5 +156,78 @@ describe('fromWire validation', () => {
     const text = JSON.stringify(w).replace('{"secret":"Bearer sk-live-123"}', '{"secret":"x","extra":1}');
     expect(problemsOf(() => decodeSnapshot(text)).length).toBeGreaterThan(0);
     expect(problemsOf(() => decodeSnapshot('{'))).toEqual([expect.stringMatching(/^: not JSON/)]);
+  });
+});
+
+describe('successive snapshots: only new routes are checked', () => {
+  /** sample() with a second route whose path prefix is `second`. */
+  function twoRoutes(second: string): ProxySnapshot {
+    const snap = sample();
+    const listener = snap.binds[0]!.listeners[0]!;
+    const first = listener.routes[0]!;
+    const other = { ...first, name: 'default/other/rule/0', matches: [{ path: { type: 'PathPrefix' as const, value: second }, method: null, headers: [], queryParams: [] }] };
+    return withVersion({ source: snap.source, binds: [{ ...snap.binds[0]!, listeners: [{ ...listener, routes: [first, other] }] }] });
+  }
+  const routesOf = (s: ProxySnapshot) => s.binds[0]!.listeners[0]!.routes;
+
+  it('the encoding is the wire form, routes included', () => {
+    const snap = twoRoutes('/b');
+    expect(JSON.parse(encodeSnapshot(snap))).toEqual(toWire(snap));
+  });
+
+  it('a decoder takes an unchanged route as it decoded it before and decodes a changed one', () => {
+    const decoder = new SnapshotDecoder();
+    const a = decoder.decode(encodeSnapshot(twoRoutes('/b')));
+    const b = decoder.decode(encodeSnapshot(twoRoutes('/c')));
+    expect(routesOf(b)[0]).toBe(routesOf(a)[0]);
+    expect(routesOf(b)[1]).not.toBe(routesOf(a)[1]);
+    expect(toWire(b)).toEqual(toWire(twoRoutes('/c')));
+    expect(b.version).toBe(twoRoutes('/c').version);
+  });
+
+  it('a decoder refuses a bad new route beside known ones, by path, and keeps the routes of its last good snapshot', () => {
+    const decoder = new SnapshotDecoder();
+    const a = decoder.decode(encodeSnapshot(twoRoutes('/b')));
+    const bad = toWire(twoRoutes('/c')) as unknown as { binds: { listeners: { routes: Record<string, unknown>[] }[] }[] };
+    bad.binds[0]!.listeners[0]!.routes[1]!.matches = [];
+    expect(problemsOf(() => decoder.decode(JSON.stringify(bad)))).toEqual([expect.stringMatching(/^binds\[0\]\.listeners\[0\]\.routes\[1\]\.matches: /)]);
+    // The same text with a wrong version: the known route passes, the version does not.
+    const tampered = JSON.stringify(toWire(twoRoutes('/b'))).replace('"/b"', '"/x"');
+    expect(problemsOf(() => decoder.decode(tampered))).toEqual([expect.stringMatching(/^version: got /)]);
+    const c = decoder.decode(encodeSnapshot(twoRoutes('/d')));
+    expect(routesOf(c)[0]).toBe(routesOf(a)[0]);
+  });
+
+  it('the builder check reports a bad route by path, found again when offered again', () => {
+    expect(snapshotProblems(twoRoutes('/b'))).toEqual([]);
+    const good = twoRoutes('/b');
+    const listener = good.binds[0]!.listeners[0]!;
+    const lookahead = { ...listener.routes[1]!, matches: [{ path: { type: 'RegularExpression' as const, value: '/a(?=b)' }, method: null, headers: [], queryParams: [] }] };
+    const bad = withVersion({ source: good.source, binds: [{ ...good.binds[0]!, listeners: [{ ...listener, routes: [listener.routes[0]!, lookahead] }] }] });
+    const expected = ['binds[0].listeners[0].routes[1].matches[0].path.value: not a valid regular expression in RE2 syntax'];
+    const found = () => snapshotProblems(bad).map((p) => `${p.path}: ${p.message.replace(/^got "[^"]*": /, '').replace(/ \(.*$/, '')}`);
+    expect(found()).toEqual(expected);
+    expect(found()).toEqual(expected);
+    expect(snapshotProblems({ ...good, version: '000000000000' })).toEqual([{ path: 'version', message: `got "000000000000"; the content hashes to "${good.version}"` }]);
+  });
+
+  it('in parts (the stream): each route as its own text; a decoder parses only the texts it does not have', () => {
+    const decoder = new SnapshotDecoder();
+    const partsA = encodeSnapshotParts(twoRoutes('/b'));
+    expect(partsA.routeCounts).toEqual([2]);
+    expect((JSON.parse(partsA.skeleton) as { binds: { listeners: { routes: unknown[] }[] }[] }).binds[0]!.listeners[0]!.routes).toEqual([]);
+    const a = decoder.decodeParts(partsA);
+    expect(toWire(a)).toEqual(toWire(twoRoutes('/b')));
+    const b = decoder.decodeParts(encodeSnapshotParts(twoRoutes('/c')));
+    expect(routesOf(b)[0]).toBe(routesOf(a)[0]);
+    expect(b.version).toBe(twoRoutes('/c').version);
+    // The whole text in the skeleton's place (no routes, no counts) is decoded as a whole.
+    expect(decoder.decodeParts({ skeleton: encodeSnapshot(twoRoutes('/d')), routes: [], routeCounts: [] }).version).toBe(twoRoutes('/d').version);
+  });
+
+  it('in parts: counts that do not fit the listeners and a route that is not JSON are refused by path', () => {
+    const parts = encodeSnapshotParts(twoRoutes('/b'));
+    expect(problemsOf(() => new SnapshotDecoder().decodeParts({ ...parts, routeCounts: [1] }))).toEqual([expect.stringMatching(/^routeCounts: got 1 listener counts adding up to 1 for 1 listeners and 2 routes/)]);
+    expect(problemsOf(() => new SnapshotDecoder().decodeParts({ ...parts, routes: [parts.routes[0]!, '{'] }))).toEqual([expect.stringMatching(/^binds\[0\]\.listeners\[0\]\.routes\[1\]: not JSON/)]);
   });
 });

@@ -5,7 +5,7 @@ describe('DebouncedQueue', () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
 
-  function counting(opts = { initialDelayMs: 50, maxDelayMs: 5000 }) {
+  function counting(opts = { minDelayMs: 50, maxDelayMs: 5000 }) {
     const runs: number[] = [];
     const q = new DebouncedQueue(() => void runs.push(Date.now()), (err) => { throw err; }, opts);
     return { q, runs };
@@ -49,7 +49,7 @@ describe('DebouncedQueue', () => {
   });
 
   /** A queue whose runs each take `costMs` of (fake) time. */
-  function slow(costMs: number, opts = { initialDelayMs: 50, maxDelayMs: 5000 }) {
+  function slow(costMs: number, opts: { minDelayMs?: number; maxDelayMs?: number } = { minDelayMs: 50, maxDelayMs: 5000 }) {
     const runs: number[] = [];
     const q = new DebouncedQueue(async () => {
       runs.push(Date.now());
@@ -67,6 +67,24 @@ describe('DebouncedQueue', () => {
       expect(q.delayMs).toBe(expected);
       await q.stop();
     }
+  });
+
+  it('without a floor, a change after a quick run waits only for the rest of a cool-down as long as that run', async () => {
+    const { q, runs } = slow(30, {});
+    q.add();
+    await vi.advanceTimersByTimeAsync(30); // the run
+    expect(q.delayMs).toBe(30);
+    await vi.advanceTimersByTimeAsync(20);
+    const t = Date.now();
+    q.add(); // 20 ms into the 30 ms cool-down
+    await vi.advanceTimersByTimeAsync(10);
+    expect(runs.at(-1)).toBe(t + 10);
+    await vi.advanceTimersByTimeAsync(60); // that run and a quiet cool-down
+    expect(q.state).toBe('idle');
+    const t2 = Date.now();
+    q.add();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(runs.at(-1)).toBe(t2);
   });
 
   it('a steady trickle of changes is reconciled within two runs of each change, not held to the cap', async () => {
@@ -102,7 +120,7 @@ describe('DebouncedQueue', () => {
   });
 
   it('the cool-down never exceeds the cap', async () => {
-    const { q } = slow(1000, { initialDelayMs: 50, maxDelayMs: 400 });
+    const { q } = slow(1000, { minDelayMs: 50, maxDelayMs: 400 });
     for (let i = 0; i < 300; i++) {
       q.add();
       await vi.advanceTimersByTimeAsync(10);
@@ -120,7 +138,7 @@ describe('DebouncedQueue', () => {
         if (calls === 1) return new Promise<void>((r) => (release = r));
       },
       () => undefined,
-      { initialDelayMs: 50 },
+      { minDelayMs: 50 },
     );
     q.add();
     await vi.advanceTimersByTimeAsync(0);
@@ -136,7 +154,7 @@ describe('DebouncedQueue', () => {
     let n = 0;
     const q = new DebouncedQueue(() => {
       if (++n === 1) throw new Error('boom');
-    }, (e) => errors.push(e), { initialDelayMs: 50 });
+    }, (e) => errors.push(e), { minDelayMs: 50 });
     q.add();
     await vi.advanceTimersByTimeAsync(0);
     expect(errors).toHaveLength(1);

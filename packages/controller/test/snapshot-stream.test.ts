@@ -2,7 +2,7 @@
 // each answer (ACK, NACK, silence) is chosen by the test.
 import { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
-import { decodeSnapshot, standaloneToSnapshot, validateStandaloneConfig, type ProxySnapshot } from '@tollgate/api';
+import { SnapshotDecoder, standaloneToSnapshot, validateStandaloneConfig, type ProxySnapshot } from '@tollgate/api';
 import { SNAPSHOT_SERVICE, SNAPSHOT_STREAM_PATH, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
 import pino from 'pino';
 import { Registry } from 'prom-client';
@@ -70,7 +70,7 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-async function start(answerTimeoutMs?: number): Promise<Harness> {
+async function start(answerTimeoutMs?: number, shutdownGraceMs?: number): Promise<Harness> {
   const store = new SnapshotStore();
   const registry = new Registry();
   const nacks: NackReport[] = [];
@@ -81,6 +81,7 @@ async function start(answerTimeoutMs?: number): Promise<Harness> {
     metrics: new StreamMetrics(registry),
     log: pino({ level: 'silent' }),
     answerTimeoutMs,
+    shutdownGraceMs,
     onNack: (r) => nacks.push(r),
     onRejectionChange: (g) => rejectionChanges.push(g),
   });
@@ -102,7 +103,9 @@ describe('snapshot stream protocol', () => {
     const push = await proxy.next();
     expect(push.version).toBe(v1.version);
     // The payload is the wire encoding: the proxy's validator takes it as is.
-    expect(decodeSnapshot(push.snapshot.toString('utf8')).version).toBe(v1.version);
+    const parts = { skeleton: push.snapshot.toString('utf8'), routes: push.routes.map((r) => r.toString('utf8')), routeCounts: push.routeCounts };
+    expect(parts.routeCounts).toEqual([1]);
+    expect(new SnapshotDecoder().decodeParts(parts).version).toBe(v1.version);
     expect(h.server.proxies().get(GATEWAY)?.[0]).toMatchObject({ pod: 'proxy-0', ackedVersion: null, pending: v1.version });
     proxy.ack(push);
     // A new version is pushed only once the first is ACKed; its arrival proves the ACK counted.
@@ -250,5 +253,30 @@ describe('snapshot stream protocol', () => {
     await expect.poll(() => h.server.rejection(GATEWAY)).toBeUndefined();
     expect(h.rejectionChanges).toEqual([GATEWAY, GATEWAY]);
     a.ack(a3);
+  });
+
+  it('stop ends within its grace period even while a stream is still open on the server', async () => {
+    // A stream whose authentication never completes is open on the server and held by no
+    // proxy record: the graceful shutdown alone would wait for it (here until its hello
+    // timeout, by default 15 s).
+    let reached!: () => void;
+    const authStarted = new Promise<void>((r) => (reached = r));
+    const server = new SnapshotStreamServer({
+      addr: { host: '127.0.0.1', port: 0 },
+      security: { kind: 'tls', credentials: () => grpc.ServerCredentials.createInsecure(), auth: { check: () => (reached(), new Promise(() => undefined)) } },
+      store: new SnapshotStore(),
+      metrics: new StreamMetrics(new Registry()),
+      log: pino({ level: 'silent' }),
+      helloTimeoutMs: 600_000,
+      shutdownGraceMs: 100,
+    });
+    await server.start();
+    const client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+    cleanups.push(() => client.close());
+    const proxy = new FakeProxy(client, {});
+    await authStarted;
+    await server.stop();
+    // Forced: the stream was cut, not completed.
+    expect((await proxy.closed).code).not.toBe(grpc.status.OK);
   });
 });

@@ -27,8 +27,12 @@ export type ProxyMessage = { readonly hello: Hello } | { readonly ack: Ack } | {
 export interface SnapshotPush {
   readonly version: string;
   readonly nonce: string;
-  /** encodeSnapshot() text as UTF-8. */
+  /** encodeSnapshotParts() skeleton as UTF-8 (or, with no routes and counts, encodeSnapshot() text). */
   readonly snapshot: Buffer;
+  /** Each route's JSON text as UTF-8, listener after listener. */
+  readonly routes: readonly Buffer[];
+  /** Routes per listener, in document order. */
+  readonly routeCounts: readonly number[];
 }
 
 function load(): { proxy: protobuf.Type; push: protobuf.Type } {
@@ -68,7 +72,7 @@ export function encodeSnapshotPush(m: SnapshotPush): Buffer {
 
 export function decodeSnapshotPush(b: Buffer): SnapshotPush {
   const o = types.push.toObject(types.push.decode(b), { defaults: true, bytes: Buffer }) as SnapshotPush;
-  return { version: o.version, nonce: o.nonce, snapshot: o.snapshot };
+  return { version: o.version, nonce: o.nonce, snapshot: o.snapshot, routes: o.routes, routeCounts: o.routeCounts };
 }
 
 /**

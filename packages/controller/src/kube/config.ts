@@ -2,13 +2,14 @@
 // (in-cluster). Nothing else is guessed: outside a pod and without a kubeconfig the controller
 // refuses to start and says how to give it one.
 import { existsSync } from 'node:fs';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { KeepAliveKubeConfig } from './keep-alive.js';
 import { CONTROLLER_ERRORS } from '../errors.js';
 
 const SA_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 export function loadKubeConfig(kubeconfig: string | undefined, env: NodeJS.ProcessEnv): { kc: KubeConfig; source: string } {
-  const kc = new KubeConfig();
+  const kc: KubeConfig = new KeepAliveKubeConfig();
   if (kubeconfig !== undefined) {
     // KUBECONFIG may list several files; the controller takes one.
     if (kubeconfig.includes(':') && !existsSync(kubeconfig)) throw CONTROLLER_ERRORS.kubeconfig.create({ path: kubeconfig, problem: 'lists several files; give one file with --kubeconfig' });

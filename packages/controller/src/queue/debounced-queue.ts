@@ -2,8 +2,14 @@
 // queue runs the reconcile (translate everything, hand out snapshots and status).
 //
 // Leading edge: in a quiet cluster a change is reconciled at once. After each run the queue
-// cools down for as long as the run took (at least `initialDelayMs`, at most `maxDelayMs`);
+// cools down for as long as the run took (at least `minDelayMs`, at most `maxDelayMs`);
 // changes that arrive meanwhile are coalesced into one run at the end of the cool-down.
+//
+// No fixed floor by default: a floor longer than a run (100 ms was one) holds a change that
+// comes right after a quick run (the next route of a user applying them one by one, once the
+// previous one serves) for the whole floor, which is most of its propagation time. A burst
+// still coalesces: the watch events that arrive while a run holds the event loop, or during
+// the cool-down of the same length after it, make one run.
 //
 // Why the cool-down follows the cost of a run: it bounds the controller's busy share to about
 // half its time however fast changes arrive (a burst of 1,000 applies costs runs in proportion
@@ -12,8 +18,8 @@
 // would let a steady trickle of edits (a user applying routes one by one, an autoscaler moving
 // endpoints) hold every later change for the whole cap.
 export interface DebounceOptions {
-  /** Shortest cool-down after a run (default 100 ms). */
-  readonly initialDelayMs?: number;
+  /** Shortest cool-down after a run (default 0: as long as the run took). */
+  readonly minDelayMs?: number;
   /** Longest cool-down, for runs slower than this (default 2 s). */
   readonly maxDelayMs?: number;
 }
@@ -22,7 +28,7 @@ export type QueueState = 'idle' | 'running' | 'cooling' | 'stopped';
 
 export class DebouncedQueue {
   readonly #work: () => Promise<void> | void;
-  readonly #initial: number;
+  readonly #min: number;
   readonly #max: number;
   #delay: number;
   #state: QueueState = 'idle';
@@ -34,9 +40,9 @@ export class DebouncedQueue {
   constructor(work: () => Promise<void> | void, onError: (err: unknown) => void, opts: DebounceOptions = {}) {
     this.#work = work;
     this.#onError = onError;
-    this.#initial = opts.initialDelayMs ?? 100;
-    this.#max = Math.max(this.#initial, opts.maxDelayMs ?? 2_000);
-    this.#delay = this.#initial;
+    this.#min = opts.minDelayMs ?? 0;
+    this.#max = Math.max(this.#min, opts.maxDelayMs ?? 2_000);
+    this.#delay = this.#min;
   }
 
   get state(): QueueState {
@@ -73,7 +79,7 @@ export class DebouncedQueue {
       this.#running = undefined;
       if (this.#state === 'stopped') return;
       this.#state = 'cooling';
-      this.#delay = Math.min(Math.max(Date.now() - started, this.#initial), this.#max);
+      this.#delay = Math.min(Math.max(Date.now() - started, this.#min), this.#max);
       this.#timer = setTimeout(() => this.#cooled(), this.#delay);
     });
   }

@@ -9,7 +9,7 @@
 // names. Plaintext (development) serves anyone who reaches the port.
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { encodeSnapshot } from '@tollgate/api';
+import { encodeSnapshotParts } from '@tollgate/api';
 import { SNAPSHOT_SERVICE, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
 import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../options.js';
@@ -57,6 +57,8 @@ export interface StreamServerOptions {
   readonly answerTimeoutMs?: number;
   /** How long a new stream may stay without its hello (default 15 s). */
   readonly helloTimeoutMs?: number;
+  /** How long stop() lets open streams finish before cutting them (default 5 s). */
+  readonly shutdownGraceMs?: number;
   /** A proxy refused a version. */
   readonly onNack?: (r: NackReport) => void;
   /** A Gateway became rejected (a NACK) or stopped being so (see rejection()). */
@@ -115,10 +117,11 @@ export class SnapshotStreamServer implements Runnable {
   readonly #timeoutMs: number;
   readonly #security: StreamSecurity;
   readonly #helloTimeoutMs: number;
+  readonly #shutdownGraceMs: number;
   #server: grpc.Server | null = null;
   readonly #streams = new Set<ProxyStream>();
   /** The encoded snapshot of each Gateway, by version: encoded once, sent to every proxy. */
-  readonly #encoded = new Map<string, { version: string; bytes: Buffer }>();
+  readonly #encoded = new Map<string, { version: string; snapshot: Buffer; routes: Buffer[]; routeCounts: readonly number[] }>();
   #port = 0;
   /**
    * Gateways a proxy refused a snapshot of: they stay rejected until a version other than the
@@ -131,6 +134,7 @@ export class SnapshotStreamServer implements Runnable {
     this.#timeoutMs = o.answerTimeoutMs ?? 15_000;
     this.#security = o.security ?? { kind: 'plaintext' };
     this.#helloTimeoutMs = o.helloTimeoutMs ?? 15_000;
+    this.#shutdownGraceMs = o.shutdownGraceMs ?? 5_000;
     o.store.onChange((r) => {
       for (const g of r.removed) this.#encoded.delete(g);
       for (const s of this.#streams) if (r.changed.includes(s.gateway)) this.#push(s);
@@ -175,7 +179,21 @@ export class SnapshotStreamServer implements Runnable {
     const server = this.#server;
     this.#server = null;
     for (const s of this.#streams) this.#close(s);
-    if (server) await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+    if (!server) return;
+    // tryShutdown waits for every open stream to finish, and a stream the controller holds no
+    // record of (still authenticating, or without its hello) or a client that never closes its
+    // side would hold it forever: after the grace period the rest are cut.
+    await new Promise<void>((resolve) => {
+      const force = setTimeout(() => {
+        this.#o.log.warn({ graceMs: this.#shutdownGraceMs }, 'snapshot streams still open after the grace period; cutting them');
+        server.forceShutdown();
+        resolve();
+      }, this.#shutdownGraceMs);
+      server.tryShutdown(() => {
+        clearTimeout(force);
+        resolve();
+      });
+    });
   }
 
   #open(call: Call): void {
@@ -259,14 +277,15 @@ export class SnapshotStreamServer implements Runnable {
     if (!entry || entry.version === s.acked || entry.version === s.nacked?.version) return;
     let enc = this.#encoded.get(s.gateway);
     if (enc?.version !== entry.version) {
-      enc = { version: entry.version, bytes: Buffer.from(encodeSnapshot(entry.snapshot), 'utf8') };
+      const parts = encodeSnapshotParts(entry.snapshot);
+      enc = { version: entry.version, snapshot: Buffer.from(parts.skeleton, 'utf8'), routes: parts.routes.map((r) => Buffer.from(r, 'utf8')), routeCounts: parts.routeCounts };
       this.#encoded.set(s.gateway, enc);
     }
     const nonce = randomBytes(8).toString('hex');
     const timer = setTimeout(() => this.#timeout(s, nonce), this.#timeoutMs);
     timer.unref();
     s.pending = { version: entry.version, nonce, sentAt: process.hrtime.bigint(), timer };
-    s.call.write({ version: entry.version, nonce, snapshot: enc.bytes });
+    s.call.write({ version: entry.version, nonce, snapshot: enc.snapshot, routes: enc.routes, routeCounts: enc.routeCounts });
   }
 
   #timeout(s: ProxyStream, nonce: string): void {

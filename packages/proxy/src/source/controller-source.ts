@@ -1,6 +1,7 @@
 // The controller's snapshot stream as a snapshot source (cluster mode). The proxy opens one
 // stream for its Gateway, saying which version it serves; every snapshot the controller
-// sends is validated (decodeSnapshot: the same fromWire check a file's snapshot gets) and
+// sends is validated (a SnapshotDecoder: the wire schema and version check; each route comes
+// as its own text, and a text the proxy already serves is taken as it was decoded) and
 // applied through the same sink as a file reload, then answered: ACK once it serves, NACK
 // with the reason when it does not validate or the runtime refuses it (the last good keeps
 // serving). When the stream ends the proxy keeps serving what it has and reconnects with
@@ -13,7 +14,7 @@
 // mounted ConfigMap in place, so a proxy follows a new token or CA without restarting.
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import { decodeSnapshot } from '@tollgate/api';
+import { SnapshotDecoder } from '@tollgate/api';
 import { SNAPSHOT_SERVICE, SNAPSHOT_STREAM_PATH, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
 import type { Logger } from 'pino';
 import type { SnapshotSink, SnapshotSource, SnapshotSourceState } from './snapshot-source.js';
@@ -66,6 +67,7 @@ export class ControllerSnapshotSource implements SnapshotSource {
   #call: grpc.ClientDuplexStream<ProxyMessage, SnapshotPush> | null = null;
   #state: StreamState = 'disconnected';
   #queue: Promise<void> = Promise.resolve();
+  readonly #decoder = new SnapshotDecoder();
   #timer: NodeJS.Timeout | null = null;
   #attempt = 0;
   #applied = 0;
@@ -233,7 +235,8 @@ export class ControllerSnapshotSource implements SnapshotSource {
     const sink = this.#sink;
     if (!sink) return;
     try {
-      const snapshot = decodeSnapshot(push.snapshot.toString('utf8'), `snapshot ${push.version}`);
+      const parts = { skeleton: push.snapshot.toString('utf8'), routes: push.routes.map((r) => r.toString('utf8')), routeCounts: push.routeCounts };
+      const snapshot = this.#decoder.decodeParts(parts, `snapshot ${push.version}`);
       if (snapshot.version !== push.version) throw new Error(`snapshot ${push.version}: its content is version ${snapshot.version}`);
       await sink.apply(snapshot);
     } catch (err) {
