@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 // Summarises a V8 .cpuprofile (node --cpu-prof): top functions by self time, and self time
 // grouped by where the code lives (tollgate package, npm package, node internals).
-//   node bench/lib/profile-summary.mjs <file.cpuprofile> [--top 30] [--inclusive <text>]
+//   node bench/lib/profile-summary.mjs <file.cpuprofile> [--top 30] [--inclusive <text>] [--skip <s>]
+// --skip leaves out the first <s> seconds of the profile (start-up: module loading, schema
+// compiles), so a profile taken under load shows the request path only.
 // --inclusive lists functions whose location contains <text> (e.g. packages/proxy) by total
 // time: their own plus everything they call.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
-const { values, positionals } = parseArgs({ options: { top: { type: 'string', default: '30' }, inclusive: { type: 'string' } }, allowPositionals: true });
+const { values, positionals } = parseArgs({ options: { top: { type: 'string', default: '30' }, inclusive: { type: 'string' }, skip: { type: 'string', default: '0' } }, allowPositionals: true });
 if (positionals.length !== 1) {
   process.stderr.write('usage: node bench/lib/profile-summary.mjs <file.cpuprofile> [--top 30]\n');
   process.exit(2);
@@ -18,7 +20,12 @@ const top = Number(values.top);
 const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
 const selfUs = new Map();
 const { samples, timeDeltas } = profile;
+const skipUs = Number(values.skip) * 1e6;
+if (!Number.isFinite(skipUs) || skipUs < 0) throw new Error(`--skip must be a number of seconds >= 0, got '${values.skip}'`);
+let at = 0;
 for (let i = 0; i < samples.length; i++) {
+  at += timeDeltas[i] ?? 0;
+  if (at < skipUs) continue;
   // A sample lasts until the next one.
   const dt = timeDeltas[i + 1] ?? 0;
   selfUs.set(samples[i], (selfUs.get(samples[i]) ?? 0) + dt);

@@ -7,23 +7,26 @@ import { freePort, isBindListening, startProcess } from '../lib/procs.mjs';
 import { REQUESTS, waitUntilAnswering } from '../lib/requests.mjs';
 import { writeAgentgatewayConfig, writeTollgateConfig } from './configs.mjs';
 
-/** Tollgate from the checkout `root` (built), with extra node flags (e.g. --max-semi-space-size). */
-export function tollgate({ root, nodeArgs }) {
+/**
+ * Tollgate from the checkout `root` (built), with extra node flags (e.g. --max-semi-space-size);
+ * `id` tells two checkouts apart in one run (a change and its baseline).
+ */
+export function tollgate({ root, nodeArgs, id = 'tollgate' }) {
   const bin = join(root, 'packages/proxy/bin/tollgate.js');
   return {
-    id: 'tollgate',
-    label: 'Tollgate',
+    id,
+    label: id === 'tollgate' ? 'Tollgate' : `Tollgate (${id})`,
     skip() {
       return existsSync(join(root, 'packages/proxy/dist/cli.js')) ? null : `${root}/packages/proxy is not built (run pnpm build)`;
     },
     async start(env) {
       const port = await freePort();
-      const dir = join(env.dir, 'tollgate');
+      const dir = join(env.dir, id);
       mkdirSync(dir, { recursive: true });
       const file = writeTollgateConfig(dir, { port, adminPort: await freePort(), backendHost: env.backend.host, mockLlmHost: env.mockLlm.host });
       const side = ['--metrics-addr', `127.0.0.1:${await freePort()}`, '--readiness-addr', `127.0.0.1:${await freePort()}`];
       const prof = env.profileDir ? ['--cpu-prof', '--cpu-prof-dir', env.profileDir] : [];
-      const proc = startProcess('tollgate', process.execPath, [...nodeArgs, ...prof, bin, '--file', file, ...side], { cpu: env.cpus.proxy });
+      const proc = startProcess(id, process.execPath, [...nodeArgs, ...prof, bin, '--file', file, ...side], { cpu: env.cpus.proxy });
       await proc.waitForLine(isBindListening, 120_000);
       return { url: `http://127.0.0.1:${port}`, proc };
     },

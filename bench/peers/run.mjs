@@ -34,6 +34,8 @@ Options:
   --connections <n>     wrk keep-alive connections                           [default 32]
   --only <cases>        comma-separated: ${Object.keys(PEER_REQUESTS).join(', ')}
   --tollgate-root <dir> run Tollgate from this built checkout                [default: this one]
+  --baseline <dir>      also run Tollgate from this built checkout (e.g. a worktree of the
+                        commit before a change) as tollgate@baseline, in the same rounds
   --node-args "<args>"  extra node flags for Tollgate, e.g. "--max-semi-space-size=16"
   --profile             run Tollgate with --cpu-prof; profiles kept under bench/.bench-out/peers/
   --no-pin              do not pin processes to CPUs
@@ -52,6 +54,7 @@ function options() {
       connections: { type: 'string', default: '32' },
       only: { type: 'string' },
       'tollgate-root': { type: 'string', default: ROOT },
+      baseline: { type: 'string' },
       'node-args': { type: 'string', default: '' },
       profile: { type: 'boolean' },
       'no-pin': { type: 'boolean' },
@@ -77,6 +80,7 @@ function options() {
     connections: int('connections', 1),
     cases,
     tollgateRoot: values['tollgate-root'],
+    baseline: values.baseline ?? null,
     nodeArgs: values['node-args'].split(/\s+/).filter(Boolean),
     profile: values.profile ?? false,
     pin: !values['no-pin'],
@@ -149,7 +153,10 @@ async function main() {
     env.mockLlm = { url: mu.origin, host: mu.host };
 
     const proxies = [];
-    for (const p of [tollgate({ root: opts.tollgateRoot, nodeArgs: opts.nodeArgs }), agentgateway({ bin: process.env.AGENTGATEWAY_BIN })]) {
+    const candidates = [tollgate({ root: opts.tollgateRoot, nodeArgs: opts.nodeArgs })];
+    if (opts.baseline) candidates.push(tollgate({ root: opts.baseline, nodeArgs: opts.nodeArgs, id: 'tollgate@baseline' }));
+    candidates.push(agentgateway({ bin: process.env.AGENTGATEWAY_BIN }));
+    for (const p of candidates) {
       const why = p.skip();
       if (why) {
         console.log(`skip ${p.id}: ${why}`);
@@ -201,17 +208,21 @@ async function main() {
     console.log(`medians of ${opts.rounds} round(s); load average at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
     const tg = summary.find((s) => s.id === 'tollgate');
     const ag = summary.find((s) => s.id === 'agentgateway');
+    const base = summary.find((s) => s.id === 'tollgate@baseline');
     const rows = [['case', 'proxy', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'CPU µs/req', 'proxy CPU%', 'RSS MiB (max after load)']];
     for (const c of opts.cases) {
       for (const s of summary) {
         const x = s.cases[c];
         rows.push([c, x.errors ? `${s.id} (${x.errors} errors)` : s.id, fmt.n(x.rps), fmt.n(x.p50Ms, 2), fmt.n(x.p99Ms, 2), fmt.n(x.p999Ms, 2), fmt.n(x.cpuUsPerReq, 1), fmt.n(x.proxyCpuPct), fmt.n(x.rssMiB, 1)]);
       }
-      if (tg && ag) {
-        const a = tg.cases[c];
-        const b = ag.cases[c];
-        rows.push([c, 'Tollgate / agentgateway', fmt.ratio(a.rps, b.rps), fmt.ratio(a.p50Ms, b.p50Ms), fmt.ratio(a.p99Ms, b.p99Ms), fmt.ratio(a.p999Ms, b.p999Ms), fmt.ratio(a.cpuUsPerReq, b.cpuUsPerReq), '', fmt.ratio(a.rssMiB, b.rssMiB)]);
-      }
+      const ratio = (x, y, label) => {
+        const a = x.cases[c];
+        const b = y.cases[c];
+        rows.push([c, label, fmt.ratio(a.rps, b.rps), fmt.ratio(a.p50Ms, b.p50Ms), fmt.ratio(a.p99Ms, b.p99Ms), fmt.ratio(a.p999Ms, b.p999Ms), fmt.ratio(a.cpuUsPerReq, b.cpuUsPerReq), '', fmt.ratio(a.rssMiB, b.rssMiB)]);
+      };
+      if (tg && ag) ratio(tg, ag, 'Tollgate / agentgateway');
+      if (base && ag) ratio(base, ag, 'baseline / agentgateway');
+      if (tg && base) ratio(tg, base, 'Tollgate / baseline');
     }
     console.log(table(rows));
     console.log('');

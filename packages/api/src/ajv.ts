@@ -1,5 +1,6 @@
-// One ajv instance for every schema of the project; each schema is compiled once, at module
-// load, and ajv's errors are rewritten into Problems that name path, value and expectation.
+// One ajv instance for every schema of the project; each schema is compiled once, on first use
+// (see compile), and ajv's errors are rewritten into Problems that name path, value and
+// expectation.
 import { Ajv, type ErrorObject, type SchemaValidateFunction, type ValidateFunction } from 'ajv';
 import type { TSchema, Static } from '@sinclair/typebox';
 import { checkDuration, type DurationRules } from './duration.js';
@@ -31,9 +32,17 @@ export interface Validator<T> {
   (value: unknown): { ok: true; value: T } | { ok: false; problems: Problem[] };
 }
 
+/**
+ * Compiled on first use, not at module load: every process imports all the schemas, but a
+ * standalone proxy never decodes a snapshot and a proxy in cluster mode never reads a config
+ * file, and a compiled validator of the larger schemas holds megabytes of generated code.
+ */
 export function compile<S extends TSchema>(schema: S): Validator<Static<S>> {
-  const fn: ValidateFunction = ajv.compile(schema);
-  return (value) => (fn(value) ? { ok: true, value: value as Static<S> } : { ok: false, problems: toProblems(fn.errors ?? [], value) });
+  let fn: ValidateFunction | null = null;
+  return (value) => {
+    fn ??= ajv.compile(schema);
+    return fn(value) ? { ok: true, value: value as Static<S> } : { ok: false, problems: toProblems(fn.errors ?? [], value) };
+  };
 }
 
 function pointerToPath(pointer: string): string {

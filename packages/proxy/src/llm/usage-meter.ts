@@ -15,7 +15,7 @@
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { SseParser, type SseEvent } from '@tollgate/kit';
 
-const MAX_HELD_BYTES = 4 * 1024 * 1024;
+export const MAX_HELD_BYTES = 4 * 1024 * 1024;
 /** Decompressed output of a held compressed body is capped too (a small body can inflate hugely). */
 const MAX_INFLATED_BYTES = 16 * 1024 * 1024;
 /** Completion text kept for estimation; beyond it characters are counted, not kept. */
@@ -62,6 +62,11 @@ export class UsageMeter {
     private readonly stripUsageChunk: boolean,
     private readonly maxEventBytes: number,
   ) {}
+
+  /** True when the usage is read from the whole body at its end (JSON, compressed), not from events. */
+  get readsAtEnd(): boolean {
+    return this.#mode === 'json' || this.#mode === 'encoded';
+  }
 
   /** True when the meter may change the body (the content-length must then go). */
   get rewrites(): boolean {

@@ -1,7 +1,7 @@
 // Prometheus metrics of one proxy (prom-client, a registry per runtime so several proxies
 // can live in one process). Label values are bounded: route names and statuses by the config;
 // model names, which clients choose freely, by `ModelLabels` (the first N seen, then `other`).
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Histogram, Registry, collectDefaultMetrics, type LabelValues } from 'prom-client';
 
 export type DecisionKind = 'requests' | 'tokens' | 'global';
 export type DecisionLevel = 'gateway' | 'route' | 'global';
@@ -32,6 +32,43 @@ export class ModelLabels {
   }
 }
 
+/** One label set's running total. */
+interface Cell<L extends string> {
+  readonly labels: LabelValues<L>;
+  value: number;
+}
+
+/**
+ * A counter whose increments on the request path are plain additions. prom-client hashes and
+ * validates the label values on every inc(), a labelled child's too (its inc is the parent's,
+ * bound to the labels), which showed as several % of the CPU per request; here each label set
+ * has a cell, and prom-client reads the cells only when the registry is scraped.
+ */
+class CellCounter<L extends string> {
+  readonly #cells: Cell<L>[] = [];
+
+  constructor(registry: Registry, name: string, help: string, labelNames: readonly L[]) {
+    const cells = this.#cells;
+    new Counter<L>({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const c of cells) this.inc(c.labels, c.value);
+      },
+    });
+  }
+
+  /** A new series, at 0; the caller keeps the cell and adds to its value. */
+  cell(labels: LabelValues<L>): Cell<L> {
+    const c = { labels, value: 0 };
+    this.#cells.push(c);
+    return c;
+  }
+}
+
 export interface ProxyMetricsOptions {
   /** Distinct `model` label values before `other`; default 100 (config.maxModelLabels). */
   readonly maxModelLabels?: number;
@@ -39,24 +76,19 @@ export interface ProxyMetricsOptions {
 
 export class ProxyMetrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({
-    name: 'tollgate_requests_total',
-    help: 'Requests answered, by route (none when no route matched) and status.',
-    labelNames: ['route', 'status'] as const,
-    registers: [this.registry],
-  });
-  readonly decisions = new Counter({
-    name: 'tollgate_ratelimit_decisions_total',
-    help: 'Rate-limit decisions by kind (requests, tokens, global), level (gateway, route, global) and result.',
-    labelNames: ['kind', 'level', 'result'] as const,
-    registers: [this.registry],
-  });
-  readonly tokens = new Counter({
-    name: 'tollgate_llm_tokens_total',
-    help: 'LLM tokens counted, by route and model (the first config.maxModelLabels distinct models, then "other"); source is reported (usage from the backend) or estimated (tokenizer).',
-    labelNames: ['route', 'model', 'source'] as const,
-    registers: [this.registry],
-  });
+  readonly #requests = new CellCounter(this.registry, 'tollgate_requests_total', 'Requests answered, by route (none when no route matched) and status.', ['route', 'status']);
+  readonly #decisions = new CellCounter(
+    this.registry,
+    'tollgate_ratelimit_decisions_total',
+    'Rate-limit decisions by kind (requests, tokens, global), level (gateway, route, global) and result.',
+    ['kind', 'level', 'result'],
+  );
+  readonly #tokens = new CellCounter(
+    this.registry,
+    'tollgate_llm_tokens_total',
+    'LLM tokens counted, by route and model (the first config.maxModelLabels distinct models, then "other"); source is reported (usage from the backend) or estimated (tokenizer).',
+    ['route', 'model', 'source'],
+  );
   readonly upstreamLatency = new Histogram({
     name: 'tollgate_upstream_latency_seconds',
     help: 'Time from the upstream call to its response headers, by route.',
@@ -65,13 +97,13 @@ export class ProxyMetrics {
     registers: [this.registry],
   });
 
-  // Label children cached per route (and status): prom-client hashes the label values on
-  // every labelled call, which is measurable on the request path.
-  readonly #requestChildren = new Map<string, Map<number, Counter.Internal>>();
+  // Label sets looked up per request by a cheap key; the histogram's children are cached too,
+  // which saves prom-client's label lookup (not its hashing, which observe() still does).
+  readonly #requestCells = new Map<string, Map<number, Cell<'route' | 'status'>>>();
   readonly #latencyChildren = new Map<string, Histogram.Internal<'route'>>();
   /** Keyed by the label values joined with NUL (a character no label value holds). */
-  readonly #decisionChildren = new Map<string, Counter.Internal>();
-  readonly #tokenChildren = new Map<string, Counter.Internal>();
+  readonly #decisionCells = new Map<string, Cell<'kind' | 'level' | 'result'>>();
+  readonly #tokenCells = new Map<string, Cell<'route' | 'model' | 'source'>>();
 
   readonly #models: ModelLabels;
 
@@ -84,25 +116,25 @@ export class ProxyMetrics {
   countTokens(route: string, model: string | null, source: TokenSource, tokens: number): void {
     const label = this.#models.label(model);
     const key = `${route}\0${label}\0${source}`;
-    let child = this.#tokenChildren.get(key);
-    if (!child) this.#tokenChildren.set(key, (child = this.tokens.labels({ route, model: label, source })));
-    child.inc(tokens);
+    let cell = this.#tokenCells.get(key);
+    if (!cell) this.#tokenCells.set(key, (cell = this.#tokens.cell({ route, model: label, source })));
+    cell.value += tokens;
   }
 
   /** Counts one rate-limit decision. */
   countDecision(kind: DecisionKind, level: DecisionLevel, result: DecisionResult): void {
     const key = `${kind}\0${level}\0${result}`;
-    let child = this.#decisionChildren.get(key);
-    if (!child) this.#decisionChildren.set(key, (child = this.decisions.labels({ kind, level, result })));
-    child.inc();
+    let cell = this.#decisionCells.get(key);
+    if (!cell) this.#decisionCells.set(key, (cell = this.#decisions.cell({ kind, level, result })));
+    cell.value++;
   }
 
   countRequest(route: string, status: number): void {
-    let byStatus = this.#requestChildren.get(route);
-    if (!byStatus) this.#requestChildren.set(route, (byStatus = new Map<number, Counter.Internal>()));
-    let child = byStatus.get(status);
-    if (!child) byStatus.set(status, (child = this.requests.labels({ route, status })));
-    child.inc();
+    let byStatus = this.#requestCells.get(route);
+    if (!byStatus) this.#requestCells.set(route, (byStatus = new Map<number, Cell<'route' | 'status'>>()));
+    let cell = byStatus.get(status);
+    if (!cell) byStatus.set(status, (cell = this.#requests.cell({ route, status })));
+    cell.value++;
   }
 
   observeUpstreamLatency(route: string, seconds: number): void {

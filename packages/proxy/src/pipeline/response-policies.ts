@@ -1,12 +1,15 @@
 // Stage 7, response policies: what the gateway does to the backend's response on its way to
 // the client (ResponseHeaderModifier filters, the x-ratelimit-* headers, the LLM usage meter),
 // and, once the response is complete, the LLM tokens charged to the limits that admitted it.
-import { estimateTokens } from '../llm/estimate.js';
-import { UsageMeter } from '../llm/usage-meter.js';
+import { estimateTokens, tokenizerLoaded } from '../llm/estimate.js';
+import { tokenReservation } from '../ratelimit/reservation.js';
+import { MAX_HELD_BYTES, UsageMeter } from '../llm/usage-meter.js';
 import { applyHeaderModifier } from '../filters/header-modifier.js';
 import type { ForwardHooks } from '../upstream/forward.js';
 import type { HeaderMap, RequestContext } from './context.js';
 import { publish } from './events.js';
+
+const EMPTY = Buffer.alloc(0);
 
 function first(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
@@ -18,32 +21,62 @@ export class ResponsePolicies implements ForwardHooks {
   headersAt = 0;
   readonly meter: UsageMeter | null;
   readonly transform?: (chunk: Buffer) => Buffer;
-  readonly flush?: () => Buffer;
+  readonly flush?: () => Buffer | Promise<Buffer>;
 
   /** Status the backend answered; tokens are charged for 2xx responses only. */
   #status = 0;
   #charged = false;
+  /**
+   * Body bytes kept back until the charge, while the tokenizer is not loaded (null: forwarded
+   * as they come). The end of a JSON body is its content-length: a client would have all of
+   * it before a charge that waits for the tokenizer, and its next request could pass a limit
+   * it has already spent. A JSON completion is of no use to a client before its end anyway.
+   */
+  #deferred: Buffer[] | null = null;
+  #deferredBytes = 0;
 
   constructor(private readonly ctx: RequestContext) {
     const route = ctx.route!;
     this.meter = route.countsTokens ? new UsageMeter(ctx.llm?.injectedUsage ?? false, ctx.deps.maxSseEventBytes) : null;
     if (this.meter) {
       const meter = this.meter;
-      this.transform = (c) => meter.transform(c);
+      this.transform = (c) => this.#forward(meter.transform(c));
       // Charged before the response's last bytes go out: a client's next request sees its usage.
+      // Only the first estimate of the process waits (for the tokenizer to load).
       this.flush = () => {
-        const rest = meter.flush();
-        this.chargeTokens();
-        return rest;
+        const rest = this.#release(meter.flush());
+        const charging = this.chargeTokens();
+        return charging ? charging.then(() => rest) : rest;
       };
     }
   }
 
-  /** Charges the LLM usage once, for a successful response (also one cut short mid-body). */
-  chargeTokens(): void {
-    if (this.#charged || !this.meter || this.#status < 200 || this.#status >= 300) return;
+  #forward(out: Buffer): Buffer {
+    const deferred = this.#deferred;
+    if (!deferred) return out;
+    deferred.push(out);
+    this.#deferredBytes += out.length;
+    // Beyond what the meter holds, the usage cannot be read anyway: the body goes on as it comes.
+    return this.#deferredBytes > MAX_HELD_BYTES ? this.#release(EMPTY) : EMPTY;
+  }
+
+  #release(rest: Buffer): Buffer {
+    const deferred = this.#deferred;
+    if (!deferred) return rest;
+    this.#deferred = null;
+    if (rest.length) deferred.push(rest);
+    return deferred.length === 1 ? deferred[0]! : Buffer.concat(deferred);
+  }
+
+  /**
+   * Charges the LLM usage once, for a successful response (also one cut short mid-body). A
+   * promise only while the tokenizer loads for the process's first estimate; until it settles
+   * the request keeps its reservation.
+   */
+  chargeTokens(): Promise<void> | undefined {
+    if (this.#charged || !this.meter || this.#status < 200 || this.#status >= 300) return undefined;
     this.#charged = true;
-    chargeTokens(this.ctx, this.meter);
+    return chargeTokens(this.ctx, this.meter);
   }
 
   onResponseHeaders(status: number, headers: HeaderMap): void {
@@ -60,20 +93,40 @@ export class ResponsePolicies implements ForwardHooks {
     if (this.meter) {
       this.meter.onHeaders(first(headers['content-type']), first(headers['content-encoding']));
       if (this.meter.rewrites) delete headers['content-length'];
+      if (this.meter.readsAtEnd && status >= 200 && status < 300 && !tokenizerLoaded()) this.#deferred = [];
     }
     if (ctx.observed) publish.responseSnapshot(ctx, 'final response', status, headers);
   }
 }
 
 /** Charges a finished LLM response to every token limit that admitted it (spec §3.1). */
-function chargeTokens(ctx: RequestContext, meter: UsageMeter): void {
+function chargeTokens(ctx: RequestContext, meter: UsageMeter): Promise<void> | undefined {
   const usage = meter.result();
+  if (usage.reported !== null) {
+    settleTokens(ctx, usage.reported, 'reported');
+    return undefined;
+  }
+  const extra = Math.ceil(usage.extraCompletionChars / 4);
+  const estimate = estimateTokens(ctx.llm?.promptText ?? '', usage.completionText);
+  if (typeof estimate === 'number') {
+    settleTokens(ctx, estimate + extra, 'estimated');
+    return undefined;
+  }
+  return estimate.then(
+    (n) => settleTokens(ctx, n + extra, 'estimated'),
+    // The tokenizer ships with the proxy, so this is a broken install; the request is still
+    // charged, by the same bytes-per-token rule its reservation used.
+    (err: unknown) => {
+      ctx.deps.rateLimitLog.error({ err }, 'tokenizer failed to load; tokens estimated from the text length');
+      settleTokens(ctx, tokenReservation({ promptText: (ctx.llm?.promptText ?? '') + usage.completionText, maxTokens: null }) + extra, 'estimated');
+    },
+  );
+}
+
+function settleTokens(ctx: RequestContext, total: number, source: 'reported' | 'estimated'): void {
   const llm = ctx.llm;
   const route = ctx.route!.ir.name;
-  let total = usage.reported;
-  const estimated = total === null;
-  if (total === null) total = estimateTokens(llm?.promptText ?? '', usage.completionText) + Math.ceil(usage.extraCompletionChars / 4);
   if (llm?.unparsed) ctx.deps.rateLimitLog.debug({ route, reason: llm.unparsed }, 'LLM request body not parsed; tokens estimated');
   ctx.admissions?.settle(total);
-  ctx.deps.metrics.countTokens(route, llm?.model ?? null, estimated ? 'estimated' : 'reported', total);
+  ctx.deps.metrics.countTokens(route, llm?.model ?? null, source, total);
 }

@@ -23,7 +23,8 @@ async function admitRoute(ctx: RequestContext): Promise<boolean> {
   const route = ctx.route!;
   if (route.countsTokens) await readBodyOnce(ctx);
   if (route.policy) {
-    const refusal = await admit(ctx, route.policy);
+    let refusal = admit(ctx, route.policy);
+    if (refusal instanceof Promise) refusal = await refusal;
     if (refusal) {
       ctx.deps.rateLimitLog.debug({ level: 'route', route: route.ir.name }, 'request refused by a route-level rate limit');
       answerRefusal(ctx, refusal);

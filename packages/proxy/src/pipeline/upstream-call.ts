@@ -45,7 +45,8 @@ export async function callUpstream(ctx: RequestContext): Promise<void> {
     ctx.status = result.upstreamStatus ?? 499;
     ctx.res.destroy();
     // What the backend produced before the client left is still charged.
-    response.chargeTokens();
+    const charging = response.chargeTokens();
+    if (charging) await charging;
     ctx.admissions?.settle(null);
     if (ctx.observed) publish.finish(ctx);
     return;
@@ -58,7 +59,9 @@ export async function callUpstream(ctx: RequestContext): Promise<void> {
     return;
   }
   ctx.status = result.status;
-  response.chargeTokens();
+  // Awaited only while the tokenizer loads: awaiting nothing would still cost a microtask turn.
+  const charging = response.chargeTokens();
+  if (charging) await charging;
   // Not charged (not 2xx, or no token limit): reservations are released, requests stay counted.
   ctx.admissions?.settle(null);
   if (ctx.observed) publish.finish(ctx);

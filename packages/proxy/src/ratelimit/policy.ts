@@ -98,7 +98,7 @@ export class Admissions {
    * took), or null when the request may go on. `llm` is the parsed LLM body when it was read:
    * its prompt estimate and max_tokens are what a tokens entry reserves.
    */
-  async admit(policy: CompiledPolicy, facts: () => RequestFacts, llm: ReservationInput | null): Promise<Refusal | null> {
+  admit(policy: CompiledPolicy, facts: () => RequestFacts, llm: ReservationInput | null): Refusal | null | Promise<Refusal | null> {
     const local = policy.local;
     if (local) {
       // One reservation per request, the same at every level: fixed when first needed.
@@ -114,21 +114,24 @@ export class Admissions {
       }
       this.#holds.push(verdict.hold);
     }
-    if (policy.global) {
-      const g = await policy.global.check(facts());
-      const result = g.outcome === 'ok' ? 'allowed' : g.outcome === 'overLimit' ? 'limited' : g.outcome === 'failedOpen' ? 'failed_open' : 'error';
-      this.metrics.countDecision('global', 'global', result);
-      if (g.limit) this.#statuses.push(g.limit);
-      const headers = withoutLimitHeaders(g.headers);
-      if (!g.allowed) {
-        this.refund();
-        const spec = g.outcome === 'overLimit' ? { ...ERRORS.rateLimited, body: g.body } : ERRORS.rateLimitServiceUnavailable;
-        return this.#refusal(spec, headers);
-      }
-      Object.assign(this.#responseHeaders, headers);
-      Object.assign(this.#requestHeaders, g.requestHeaders);
-      if (policy.global.hasTokens) this.#globalCharges.push((tokens) => void g.commitTokens(tokens));
+    // Local limits decide synchronously: a policy without a global limit costs no promise.
+    return policy.global ? this.#admitGlobal(policy.global, facts) : null;
+  }
+
+  async #admitGlobal(global: GlobalLimiter, facts: () => RequestFacts): Promise<Refusal | null> {
+    const g = await global.check(facts());
+    const result = g.outcome === 'ok' ? 'allowed' : g.outcome === 'overLimit' ? 'limited' : g.outcome === 'failedOpen' ? 'failed_open' : 'error';
+    this.metrics.countDecision('global', 'global', result);
+    if (g.limit) this.#statuses.push(g.limit);
+    const headers = withoutLimitHeaders(g.headers);
+    if (!g.allowed) {
+      this.refund();
+      const spec = g.outcome === 'overLimit' ? { ...ERRORS.rateLimited, body: g.body } : ERRORS.rateLimitServiceUnavailable;
+      return this.#refusal(spec, headers);
     }
+    Object.assign(this.#responseHeaders, headers);
+    Object.assign(this.#requestHeaders, g.requestHeaders);
+    if (global.hasTokens) this.#globalCharges.push((tokens) => void g.commitTokens(tokens));
     return null;
   }
 

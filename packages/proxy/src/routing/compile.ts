@@ -54,8 +54,6 @@ export interface CompiledSnapshot {
   readonly binds: ReadonlyMap<number, CompiledBind>;
   /** Routes whose hostnames share none with their listener's: not served, reported once. */
   readonly detached: readonly string[];
-  /** Some route counts LLM tokens (the tokenizer must be loaded before this serves). */
-  readonly countsTokens: boolean;
 }
 
 export interface RouteHit {
@@ -67,7 +65,6 @@ export interface RouteHit {
 export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = null): CompiledSnapshot {
   const binds = new Map<number, CompiledBind>();
   const detached: string[] = [];
-  let countsTokens = false;
   let order = 0;
   const picking = deps?.picking ?? standalonePickerDeps();
   const tlsContexts = deps?.tlsContexts ?? new TlsContextCache();
@@ -90,7 +87,6 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
           policy: routePolicy,
           countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false),
         };
-        countsTokens ||= route.countsTokens;
         const base = order;
         order += r.matches.length;
         for (const h of hosts) {
@@ -102,7 +98,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
     }
     binds.set(bind.port, { ir: bind, listeners, tls: compileBindTls(bind, tlsContexts) });
   }
-  return { ir, binds, detached, countsTokens };
+  return { ir, binds, detached };
 }
 
 /** Names of the routes serving `host` on a listener, most specific host first (for traces of a 404). */

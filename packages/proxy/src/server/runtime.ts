@@ -14,7 +14,6 @@ import type { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/in
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { DEFAULT_MAX_LINE_BYTES } from '@tollgate/kit';
-import { loadTokenizer } from '../llm/estimate.js';
 import { MAX_LLM_BODY_BYTES } from '../llm/request-body.js';
 import { DEFAULT_PATH_SETTINGS, type PathSettings } from '../pipeline/request-target.js';
 import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext } from './data-plane.js';
@@ -150,7 +149,6 @@ export class ProxyRuntime {
       this.#tlsContexts.discard();
       throw err;
     }
-    if (next.countsTokens) await loadTokenizer();
     for (const name of next.detached) {
       this.options.log.warn({ route: name }, `route ${name} is not attached: none of its hostnames intersects its listener hostname`);
     }

@@ -44,8 +44,8 @@ export interface ForwardHooks {
   readonly onResponseHeaders?: (status: number, headers: Record<string, string | string[] | undefined>) => void;
   /** Sees each response chunk and returns what to send (the LLM usage meter). */
   readonly transform?: (chunk: Buffer) => Buffer;
-  /** Returns what is left to send when the upstream response ends. */
-  readonly flush?: () => Buffer;
+  /** Returns what is left to send when the upstream response ends (a promise: send it once settled). */
+  readonly flush?: () => Buffer | Promise<Buffer>;
 }
 
 /** Below this, undici's ~1 s timer granularity is too coarse for timeouts.backendRequest. */
@@ -187,6 +187,11 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     const rest = this.hooks.flush?.();
+    if (rest instanceof Promise) void rest.then((r) => this.#end(r), () => this.#end(undefined));
+    else this.#end(rest);
+  }
+
+  #end(rest: Buffer | undefined): void {
     if (rest?.length) this.res.end(rest);
     else this.res.end();
     this.#finish({ status: this.#upstreamStatus ?? 502, upstreamStatus: this.#upstreamStatus, error: null, responded: true });
