@@ -252,6 +252,33 @@ describe('a port that changes protocol', () => {
   });
 });
 
+describe('a protocol switch that cannot be applied whole', () => {
+  it('is refused and the old server keeps its port, HTTPS to HTTP and HTTP to HTTPS', async () => {
+    const blocker = await startUpstream();
+    try {
+      const taken = { port: blocker.port, address: '127.0.0.1', listeners: [{ name: 'taken', protocol: 'HTTP', routes: [route('taken')] }] };
+      const plainBind = { port, address: '127.0.0.1', listeners: [{ name: 'plain', protocol: 'HTTP', routes: [route('plain')] }] };
+      const tlsConfig = config(port);
+      for (const l of tlsConfig.binds[0]!.listeners) l.tls = { certificates: [{ certFile: join(dir, `${l.name === 'any' ? 'fallback' : l.name}.crt`), keyFile: join(dir, `${l.name === 'any' ? 'fallback' : l.name}.key`) }] };
+
+      // HTTPS serving; the new config turns the port to HTTP and adds a port someone holds.
+      expect(await gw.rewrite({ binds: [plainBind, taken] })).toBe('refused');
+      expect(gw.gateway.source.state().lastError).toContain(`${blocker.port}`);
+      expect((await get(port, { servername: 'a.example.com', host: 'a.example.com' })).headers['x-route']).toBe('a');
+
+      // The same the other way round.
+      expect(await gw.rewrite({ binds: [plainBind] })).toBe('reloaded');
+      expect(await gw.rewrite({ binds: [tlsConfig.binds[0], taken] })).toBe('refused');
+      expect((await fetch(`http://127.0.0.1:${port}/`)).headers.get('x-route')).toBe('plain');
+
+      expect(await gw.rewrite(tlsConfig)).toBe('reloaded');
+      expect((await get(port, { servername: 'a.example.com', host: 'a.example.com' })).headers['x-route']).toBe('a');
+    } finally {
+      await blocker.close();
+    }
+  });
+});
+
 describe('a client that never finishes the TLS handshake', () => {
   it('is disconnected after config.requestHeadersTimeout, as one that never sends its headers', async () => {
     const p = await freePort();

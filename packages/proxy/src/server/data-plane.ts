@@ -185,6 +185,24 @@ export class DataPlaneServer {
     if (this.#app.server.listening) this.#app.server.close();
   }
 
+  /**
+   * Listens again on the port `stopAccepting()` freed: a reload that gave the port to another
+   * kind of server and then failed puts this one back. The bound port is kept, so a bind on
+   * port 0 gets the same port again.
+   */
+  async resumeAccepting(port: number): Promise<void> {
+    const server = this.#app.server;
+    if (server.listening) return;
+    await new Promise<void>((resolve, reject) => {
+      const fail = (err: Error): void => reject(err);
+      server.once('error', fail);
+      server.listen({ port, host: this.address }, () => {
+        server.off('error', fail);
+        resolve();
+      });
+    });
+  }
+
   /** Stops accepting, lets in-flight requests finish; after `deadlineMs` cuts what is left. */
   async close(deadlineMs: number): Promise<void> {
     const timer = setTimeout(() => this.#app.server.closeAllConnections(), deadlineMs);
