@@ -5,7 +5,7 @@
 import { X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
 import { createConnection } from 'node:net';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { Agent, request, type RequestOptions } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -167,15 +167,16 @@ describe('config_dump', () => {
 });
 
 describe('certificate renewal', () => {
-  it('a reload serves renewed files to new connections while an open connection keeps going', async () => {
+  it('renewed files are served to new connections to new connections while an open connection keeps going', async () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: false });
     try {
       const first = await get(port, { servername: 'a.example.com', host: 'a.example.com', agent });
       expect(first.status).toBe(200);
       const renewed = issueTestCertificate({ commonName: 'a.example.com', names: ['a.example.com'], issuer: ca });
+      // Same config text: the replaced files are seen and read again.
+      const applied = once(gw.gateway.source, 'reloaded');
       await writePair('a', renewed);
-      // Same config text: a reload still re-reads the certificate files.
-      expect(await gw.gateway.source.reload()).toBe('reloaded');
+      await applied;
       const again = await get(port, { servername: 'a.example.com', host: 'a.example.com', agent });
       expect(again.status).toBe(200);
       // The same TLS connection, still with the old certificate.
@@ -194,11 +195,39 @@ describe('certificate renewal', () => {
   it('swaps the default certificate of clients without SNI', async () => {
     const before = await get(port, { host: 'nobody.test' });
     const renewed = issueTestCertificate({ commonName: 'default.test', names: ['default.test'], issuer: ca });
+    const applied = once(gw.gateway.source, 'reloaded');
     await writePair('fallback', renewed);
-    expect(await gw.gateway.source.reload()).toBe('reloaded');
+    await applied;
     const after = await get(port, { host: 'nobody.test' });
     expect(after.cn).toBe('default.test');
     expect(after.fingerprint).not.toBe(before.fingerprint);
+  });
+});
+
+describe('certificate files replaced on disk', () => {
+  it('a renewed certificate is served without a reload; a half-written one is refused naming the file and the last good one keeps serving', async () => {
+    const before = await get(port, { host: 'nobody.test' });
+    // Half a PEM file, as a writer that truncates and writes in pieces leaves it for a moment.
+    const renewed = issueTestCertificate({ commonName: 'default.test', names: ['default.test'], issuer: ca });
+    const refused = once(gw.gateway.source, 'refused');
+    await writeFile(join(dir, 'fallback.crt'), renewed.cert.slice(0, renewed.cert.length >> 1));
+    const [err] = (await refused) as [Error];
+    expect(err.message).toContain(`binds[0].listeners[0].tls.certificates[0].certFile: ${join(dir, 'fallback.crt')}`);
+    expect(gw.gateway.source.state().lastError).toBe(err.message);
+    expect(gw.logs.messages().some((m) => m.startsWith('config reload refused after a certificate file changed') && m.includes(join(dir, 'fallback.crt')))).toBe(true);
+    expect((await get(port, { host: 'nobody.test' })).fingerprint).toBe(before.fingerprint);
+
+    // The whole pair replaced (renamed into place, as certbot and Kubernetes Secret volumes do).
+    const reloaded = once(gw.gateway.source, 'reloaded');
+    for (const [ext, pem] of [['crt', renewed.cert], ['key', renewed.key]] as const) {
+      await writeFile(join(dir, `fallback.${ext}.new`), pem);
+      await rename(join(dir, `fallback.${ext}.new`), join(dir, `fallback.${ext}`));
+    }
+    await reloaded;
+    const after = await get(port, { host: 'nobody.test' });
+    expect(after.cn).toBe('default.test');
+    expect(after.fingerprint).toBe(new X509Certificate(renewed.cert).fingerprint256);
+    expect(gw.gateway.source.state().lastError).toBeNull();
   });
 });
 
