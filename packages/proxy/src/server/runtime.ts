@@ -158,15 +158,16 @@ export class ProxyRuntime {
     // server on the same port, so its old server must let go of the port first: those
     // switches come last, after every new port listened, and a failure puts the old servers
     // back on their ports. Either the whole config applies or the previous one keeps serving.
-    const opened: DataPlaneServer[] = [];
-    const switched: { key: string; old: DataPlaneServer; port: number; server: DataPlaneServer }[] = [];
+    const opened: { server: DataPlaneServer; listeners: string[] }[] = [];
+    const switched: { key: string; old: DataPlaneServer; port: number; server: DataPlaneServer; listeners: string[] }[] = [];
     try {
       for (const [key, bind] of wanted) {
         const old = this.#servers.get(key);
         if (old && old.tls === isTls(bind)) continue;
         const server = new DataPlaneServer(bind.port, bind.address, this.#deps, next.binds.get(bind.port)?.tls ?? null);
-        if (old) switched.push({ key, old, port: old.boundPort, server });
-        else opened.push(server);
+        const listeners = bind.listeners.map((l) => l.name);
+        if (old) switched.push({ key, old, port: old.boundPort, server, listeners });
+        else opened.push({ server, listeners });
       }
     } catch (err) {
       this.limiters.discard();
@@ -176,15 +177,15 @@ export class ProxyRuntime {
     const started: DataPlaneServer[] = [];
     const released: (typeof switched)[number][] = [];
     try {
-      for (const server of opened) {
-        await server.listen();
+      for (const { server, listeners } of opened) {
+        await server.listen(listeners);
         started.push(server);
       }
       for (const s of switched) {
         this.options.log.info({ bind: s.key }, `bind ${s.key} changes protocol; reopening it`);
         s.old.stopAccepting();
         released.push(s);
-        await s.server.listen();
+        await s.server.listen(s.listeners);
         started.push(s.server);
       }
     } catch (err) {
