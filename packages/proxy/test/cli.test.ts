@@ -13,7 +13,7 @@ import { stringify } from 'yaml';
 import { Client } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { issueTestCertificate } from '@tollgate/testkit';
-import { freePort, send, simpleConfig, startUpstream } from './helpers.js';
+import { onFreePorts, send, simpleConfig, startUpstream } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
 // Every test process gets ephemeral metrics and readiness ports so parallel runs never collide.
@@ -40,20 +40,31 @@ async function run(args: string[]): Promise<{ code: number | null; stdout: strin
   return { code, stdout, stderr };
 }
 
-/** Starts the proxy and resolves once every bind has logged that it listens. */
-async function start(file: string, adminPort: number, binds: number) {
-  const child = spawn(process.execPath, [BIN, '--file', file, '--admin-addr', `127.0.0.1:${adminPort}`, ...OPS], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  const lines: { msg: string }[] = [];
-  const rl = createInterface({ input: child.stdout });
-  await new Promise<void>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`tollgate exited with ${code}`)));
-    rl.on('line', (line) => {
-      lines.push(JSON.parse(line) as { msg: string });
-      if (lines.filter((l) => /^bind .* listening/.test(l.msg)).length === binds) resolve();
+/**
+ * Starts the proxy on `count` free ports (the config is made from them) and resolves once
+ * every bind has logged that it listens. The admin server picks its own port (it is read from
+ * the log line); a bind port another process took after it was probed makes the proxy exit
+ * with TG_BIND_IN_USE, and the start is tried again on fresh ports.
+ */
+function start(configOf: (ports: number[]) => unknown, count = 1) {
+  return onFreePorts(count, async (ports) => {
+    const file = await configFile(configOf(ports));
+    const child = spawn(process.execPath, [BIN, '--file', file, '--admin-addr', '127.0.0.1:0', ...OPS], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const lines: { msg: string; admin?: string }[] = [];
+    const rl = createInterface({ input: child.stdout });
+    await new Promise<void>((resolve, reject) => {
+      child.once('exit', (code) => reject(new Error(`tollgate exited with ${code}: ${stderr}`)));
+      rl.on('line', (line) => {
+        lines.push(JSON.parse(line) as { msg: string });
+        if (lines.filter((l) => /^bind .* listening/.test(l.msg)).length === count) resolve();
+      });
     });
+    const admin = lines.find((l) => l.admin)!.admin!;
+    return { child, lines, ports, admin };
   });
-  return { child, lines };
 }
 
 function portOpen(port: number): Promise<boolean> {
@@ -69,23 +80,22 @@ function portOpen(port: number): Promise<boolean> {
 
 describe('tollgate CLI', () => {
   it('--help and --version', async () => {
-    const help = await run(['--help']);
+    const [help, version] = await Promise.all([run(['--help']), run(['--version'])]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('tollgate --file <config.yaml|config.json>');
     expect(help.stdout).toContain('Examples:');
-    const version = await run(['--version']);
     expect(version.code).toBe(0);
     expect(version.stdout).toMatch(/^tollgate \d+\.\d+\.\d+\n$/);
   });
 
   it('bad usage exits 2 with one line naming the problem', async () => {
-    const unknown = await run(['--nope']);
+    // Started together: on a loaded machine each process start waits for CPU, one after the
+    // other they add up.
+    const [unknown, missing, noFile] = await Promise.all([run(['--nope']), run([]), run(['-f', '/nonexistent/config.yaml'])]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("Unknown option '--nope'");
-    const missing = await run([]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('missing --file');
-    const noFile = await run(['-f', '/nonexistent/config.yaml']);
     expect(noFile.code).toBe(2);
     expect(noFile.stderr).toContain('cannot read config file /nonexistent/config.yaml: no such file');
   });
@@ -99,16 +109,19 @@ describe('tollgate CLI', () => {
   it('logs the admin address and one line per bind, and serves', async () => {
     const up = await startUpstream();
     try {
-      const [p1, p2, admin] = [await freePort(), await freePort(), await freePort()];
-      const file = await configFile({
-        binds: [
-          { port: p1, listeners: [{ name: 'one', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: up.host }] }] }] },
-          { port: p2, listeners: [{ name: 'two', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: up.host }] }] }] },
-        ],
-      });
-      const { child, lines } = await start(file, admin, 2);
+      const { child, lines, ports, admin } = await start(
+        ([p1, p2]) => ({
+          binds: [
+            { port: p1, listeners: [{ name: 'one', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: up.host }] }] }] },
+            { port: p2, listeners: [{ name: 'two', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: up.host }] }] }] },
+          ],
+        }),
+        2,
+      );
+      const [p1, p2] = ports as [number, number];
+      expect(admin).toMatch(/^127\.0\.0\.1:\d+$/);
       expect(lines.map((l) => l.msg)).toEqual(
-        expect.arrayContaining([`admin listening on http://127.0.0.1:${admin}`, expect.stringMatching(new RegExp(`^bind 0\\.0\\.0\\.0:${p1} listening`)), expect.stringMatching(new RegExp(`^bind 0\\.0\\.0\\.0:${p2} listening`))]),
+        expect.arrayContaining([`admin listening on http://${admin}`, expect.stringMatching(new RegExp(`^bind 0\\.0\\.0\\.0:${p1} listening`)), expect.stringMatching(new RegExp(`^bind 0\\.0\\.0\\.0:${p2} listening`))]),
       );
       expect((await send(`http://127.0.0.1:${p2}/x`)).status).toBe(200);
       child.kill('SIGTERM');
@@ -175,14 +188,19 @@ describe('tollgate CLI', () => {
     expect(warned.stderr).toBe('tollgate: warning: binds[0].listeners[0].tls.certificates[0].certFile: certificate CN=old.test expired at 2021-01-01T00:00:00.000Z; clients will refuse it until it is renewed\n');
   });
 
-  it('a port in use is a clear error, exit 1', async () => {
+  it('a port in use, or an address not of this machine, is one line naming the bind and its listener, exit 1', async () => {
     const blocker = await startUpstream();
     try {
-      const file = await configFile(simpleConfig(blocker.port, [{ name: 'r', backends: [{ host: blocker.host }] }]));
-      const r = await run(['-f', file, '--admin-addr', `127.0.0.1:${await freePort()}`, ...OPS]);
-      expect(r.code).toBe(1);
-      expect(r.stderr).toContain(`port ${blocker.port} on 0.0.0.0 is already in use`);
-      expect(r.stderr).toContain('TG_BIND_IN_USE');
+      const inUse = await configFile(simpleConfig(blocker.port, [{ name: 'r', backends: [{ host: blocker.host }] }]));
+      // 198.19.255.254: a test-range address no interface here has.
+      const elsewhere = await configFile({ binds: [{ port: blocker.port, address: '198.19.255.254', listeners: [{ name: 'edge', protocol: 'HTTP', routes: [] }] }] });
+      const [a, b] = await Promise.all([run(['-f', inUse, '--admin-addr', '127.0.0.1:0', ...OPS]), run(['-f', elsewhere, '--admin-addr', '127.0.0.1:0', ...OPS])]);
+      expect(a.code).toBe(1);
+      expect(a.stderr).toBe(`tollgate: bind 0.0.0.0:${blocker.port} (listener main) is already in use; stop the other process on port ${blocker.port} or change binds[].port [TG_BIND_IN_USE]\n`);
+      expect(b.code).toBe(1);
+      expect(b.stderr).toBe(
+        `tollgate: bind 198.19.255.254:${blocker.port} (listener edge): cannot listen on 198.19.255.254: it is not an address of this machine (EADDRNOTAVAIL); change binds[].address [TG_BIND_FAILED]\n`,
+      );
     } finally {
       await blocker.close();
     }
@@ -197,8 +215,8 @@ describe('tollgate CLI', () => {
       arrived();
     });
     try {
-      const p = await freePort();
-      const { child } = await start(await configFile(simpleConfig(p, [{ name: 'r', backends: [{ host: up.host }] }])), await freePort(), 1);
+      const { child, ports } = await start(([port]) => simpleConfig(port!, [{ name: 'r', backends: [{ host: up.host }] }]));
+      const p = ports[0]!;
       const inflight = send(`http://127.0.0.1:${p}/slow`);
       await got;
       const exited = once(child, 'exit');
@@ -226,11 +244,11 @@ describe('tollgate CLI', () => {
       release = () => res.end('finished');
       arrived();
     });
-    const p = await freePort();
+    const { child, ports } = await start(([port]) => simpleConfig(port!, [{ name: 'r', backends: [{ host: up.host }] }]));
+    const p = ports[0]!;
     // One connection, reused for both requests.
     const client = new Client(`http://127.0.0.1:${p}`, { pipelining: 1 });
     try {
-      const { child } = await start(await configFile(simpleConfig(p, [{ name: 'r', backends: [{ host: up.host }] }])), await freePort(), 1);
       const slow = client.request({ method: 'GET', path: '/slow' });
       await got;
       const exited = once(child, 'exit');

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_CONFIG_BYTES } from '../src/config/load-file.js';
-import { freePort, send, simpleConfig, startGateway, startUpstream } from './helpers.js';
+import { send, simpleConfig, startGateway, startUpstream } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
 
@@ -69,8 +69,7 @@ describe('a hot reload to a hostile file', () => {
 
   it('is refused with a log line naming the problem; the last good config keeps serving', async () => {
     const up = await startUpstream();
-    const port = await freePort();
-    const gw = await startGateway(simpleConfig(port, [{ name: 'a', backends: [{ host: up.host }] }]));
+    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'a', backends: [{ host: up.host }] }]));
     cleanups.push(() => up.close(), () => gw.close());
     const version = gw.gateway.snapshot.version;
     for (const [name, content, problem] of HOSTILE) {

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueTestCertificate, type TestCertificate } from '@tollgate/testkit';
-import { freePort, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 interface Answer {
   status: number;
@@ -88,14 +88,16 @@ function config(p: number) {
 
 beforeAll(async () => {
   up = await startUpstream();
-  port = await freePort();
   // The gateway's config sits in its own temp dir; certificate paths are made absolute below.
   dir = await mkdtemp(join(tmpdir(), 'tollgate-tls-'));
   for (const [name, c] of Object.entries(certs)) await writePair(name, c);
   const absolute = (n: string) => ({ certificates: [{ certFile: join(dir, `${n}.crt`), keyFile: join(dir, `${n}.key`) }] });
-  const cfg = config(port);
-  for (const l of cfg.binds[0]!.listeners) l.tls = absolute(l.name === 'any' ? 'fallback' : l.name);
-  gw = await startGateway(cfg);
+  gw = await startGateway((p) => {
+    const cfg = config(p);
+    for (const l of cfg.binds[0]!.listeners) l.tls = absolute(l.name === 'any' ? 'fallback' : l.name);
+    return cfg;
+  });
+  port = gw.port;
 });
 
 afterAll(async () => {
@@ -232,10 +234,8 @@ describe('certificate files replaced on disk', () => {
 });
 
 describe('standalone tls validation', () => {
-  let p: number;
-  beforeAll(async () => {
-    p = await freePort();
-  });
+  // Every config below is refused before anything binds: the port is never listened on.
+  const p = 1;
   const base = (listener: Record<string, unknown>) => ({ binds: [{ port: p, address: '127.0.0.1', listeners: [{ name: 'l', protocol: 'HTTPS', routes: [], ...listener }] }] });
 
   it('names the field of an unreadable file, a key of another certificate, a missing tls and a mixed bind', async () => {
@@ -310,14 +310,13 @@ describe('a protocol switch that cannot be applied whole', () => {
 
 describe('a client that never finishes the TLS handshake', () => {
   it('is disconnected after config.requestHeadersTimeout, as one that never sends its headers', async () => {
-    const p = await freePort();
-    const g = await startGateway({
+    const g = await startGateway((p) => ({
       config: { requestHeadersTimeout: '300ms' },
       binds: [{ port: p, address: '127.0.0.1', listeners: [{ name: 'l', protocol: 'HTTPS', tls: { certificates: [{ certFile: join(dir, 'a.crt'), keyFile: join(dir, 'a.key') }] }, routes: [] }] }],
-    });
+    }));
     try {
       // A TCP connection that sends no ClientHello at all.
-      const socket = createConnection({ host: '127.0.0.1', port: p });
+      const socket = createConnection({ host: '127.0.0.1', port: g.port });
       await once(socket, 'connect');
       await once(socket, 'close');
       expect(socket.bytesRead).toBe(0);
