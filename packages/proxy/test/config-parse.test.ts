@@ -47,7 +47,9 @@ async function run(args: string[]): Promise<{ code: number | null; stdout: strin
   return { code, stdout, stderr };
 }
 
-describe('tollgate --check on a hostile file', () => {
+// One tollgate process per case: a process start loads the whole proxy (about a second of
+// CPU), which on the loaded two-core CI machine waits its turn for tens of seconds.
+describe('tollgate --check on a hostile file', { timeout: 120_000 }, () => {
   it.each(HOSTILE)('%s: exit 2, the file and the problem named, no stack', async (_name, content, problem) => {
     const file = await hostileFile(content);
     for (const args of [['--check', '-f', file], ['-f', file, '--admin-addr', '127.0.0.1:0', '--metrics-addr', '127.0.0.1:0', '--readiness-addr', '127.0.0.1:0']]) {
