@@ -7,7 +7,7 @@ import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '@tollgate/testkit';
+import { onFreePorts } from '@tollgate/testkit';
 import { makeCerts, type ClusterCerts } from './certs.js';
 import { exec, run, type ExecOptions, type ExecResult } from './exec.js';
 import { missingTools, toolPaths, INSTALL_COMMAND, REPO_ROOT, VERSIONS, type Tools } from './tools.js';
@@ -135,20 +135,15 @@ export function minorOf(gitVersion: string): number {
 }
 
 /**
- * Starts a cluster. Ports are picked free just before use; if another process takes one in
- * between (suites start in parallel), the start is retried on new ports.
+ * Starts a cluster. etcd and kube-apiserver must be told their ports: they are probed free
+ * just before use, and if another process takes one in between (suites start in parallel),
+ * the start is retried on new ports.
  */
-export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startOnce(opts);
-    } catch (err) {
-      if (attempt >= 3 || !/address already in use/i.test(String(err))) throw err;
-    }
-  }
+export function startCluster(opts: StartOptions = {}): Promise<Cluster> {
+  return onFreePorts(3, (ports) => startOnce(opts, ports as [number, number, number]), { attempts: 3 });
 }
 
-async function startOnce(opts: StartOptions): Promise<Cluster> {
+async function startOnce(opts: StartOptions, [etcdClient, etcdPeer, apiPort]: [number, number, number]): Promise<Cluster> {
   const tools = toolPaths();
   const missing = missingTools(tools);
   if (missing.length) throw new Error(`e2e tools missing; run \`${INSTALL_COMMAND}\`:\n  ${missing.join('\n  ')}`);
@@ -161,7 +156,6 @@ async function startOnce(opts: StartOptions): Promise<Cluster> {
   };
   try {
     const certs = await makeCerts(dir);
-    const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()];
 
     const etcdUrl = `http://127.0.0.1:${etcdClient}`;
     const peerUrl = `http://127.0.0.1:${etcdPeer}`;

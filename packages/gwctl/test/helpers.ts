@@ -13,7 +13,7 @@ import { PassThrough, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { AdminServer, jsonLoggingRoutes, LogControl } from '@tollgate/kit';
 import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
-import { freePort } from '@tollgate/testkit';
+import { freePort, onFreePort } from '@tollgate/testkit';
 import { startStandaloneProxy, type StandaloneProxy } from '@tollgate/proxy';
 import { main, type Io } from '../src/cli.js';
 
@@ -96,10 +96,9 @@ export interface Proxy {
 /** A standalone proxy: listener `main` with route `chat` (host api.example.com, /v1) to the mock LLM. */
 export async function startProxy(opts: { traceKeepaliveMs?: number } = {}): Promise<Proxy> {
   const mock = await startMockLlm({ port: 0 });
-  const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'gwctl-test-'));
   const file = join(dir, 'config.json');
-  const config = {
+  const config = (port: number) => ({
     binds: [
       {
         port,
@@ -122,10 +121,15 @@ export async function startProxy(opts: { traceKeepaliveMs?: number } = {}): Prom
         ],
       },
     ],
-  };
-  await writeFile(file, JSON.stringify(config));
+  });
   const logs = new Writable({ write: (_c, _e, cb) => cb() });
-  const gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, watch: false, traceKeepaliveMs: opts.traceKeepaliveMs });
+  // The listener port is probed, then bound by the proxy: one another process took meanwhile
+  // is replaced by a fresh one.
+  const { port, gateway } = await onFreePort(async (port) => {
+    await writeFile(file, JSON.stringify(config(port)));
+    const gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, watch: false, traceKeepaliveMs: opts.traceKeepaliveMs });
+    return { port, gateway };
+  });
   return {
     gateway,
     port,

@@ -149,17 +149,17 @@ export const PROXY_ERRORS = defineErrors({
   bindInUse: {
     code: 'TG_BIND_IN_USE',
     message: '{what} {address} is already in use',
-    hint: 'stop the other process on that port, or change binds[].port (config.metricsAddr, config.readinessAddr for those servers)',
+    hint: 'stop the other process on that port, or change binds[].port (config.metricsAddr, config.readinessAddr for those servers); at start-up the process exits, a reload is refused and the previous config keeps serving',
   },
   bindDenied: {
     code: 'TG_BIND_DENIED',
-    message: 'not allowed to listen on port {port}',
-    hint: 'use a port above 1023, or run with the privilege to bind low ports',
+    message: 'bind {address} (listener {listener}): not allowed to listen on port {port}',
+    hint: 'use a port above 1023, or run with the privilege to bind low ports; at start-up the process exits, a reload is refused and the previous config keeps serving',
   },
   bindFailed: {
     code: 'TG_BIND_FAILED',
-    message: 'cannot listen on {address}: {reason}',
-    hint: 'check binds[].address: it must be an address of this machine',
+    message: 'bind {address} (listener {listener}): cannot listen on {host}: {reason}',
+    hint: 'check binds[].address: it must be an address of this machine; at start-up the process exits, a reload is refused and the previous config keeps serving',
   },
   tlsCertificate: {
     code: 'TG_TLS_CERTIFICATE',

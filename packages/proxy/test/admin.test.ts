@@ -20,7 +20,7 @@ beforeAll(async () => {
     res.end('ok');
   });
   gw = await startGateway(
-    simpleConfig(await freePort(), [
+    (port) => simpleConfig(port, [
       {
         name: 'api',
         filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'Authorization', value: 'Bearer sk-live-123' }, { name: 'x-plain', value: 'visible' }] } }],
@@ -156,7 +156,7 @@ describe('index, unknown paths and the cross-site guard', () => {
 
 describe('POST /quitquitquit', () => {
   it('shuts the gateway down gracefully', async () => {
-    const other = await startGateway(simpleConfig(await freePort(), [{ name: 'r', backends: [{ host: up.host }] }]));
+    const other = await startGateway((port) => simpleConfig(port, [{ name: 'r', backends: [{ host: up.host }] }]));
     const stopped = new Promise<string>((resolve) => {
       other.gateway.onShutdownRequest = (reason) => {
         resolve(reason);
@@ -177,7 +177,7 @@ describe('backend health in /config_dump', () => {
     // Time stands still: the failure average does not fade and the ejection does not end.
     const now = Date.parse('2026-01-01T00:00:00Z');
     const g = await startGateway(
-      simpleConfig(await freePort(), [
+      (port) => simpleConfig(port, [
         { name: 'live', matches: [{ path: { value: '/live' } }], backends: [{ host: up.host }] },
         { name: 'dead', matches: [{ path: { value: '/dead' } }], backends: [{ host: dead }] },
       ]),
@@ -215,7 +215,7 @@ describe('wrong methods', () => {
 
 describe('Host names (config.adminAllowedHosts)', () => {
   it('answers loopback names and the configured ones, refuses others with 421', async () => {
-    const g = await startGateway({ config: { adminAllowedHosts: ['tollgate-admin.internal'] }, ...simpleConfig(await freePort(), [{ name: 'r', backends: [{ host: up.host }] }]) });
+    const g = await startGateway((port) => ({ config: { adminAllowedHosts: ['tollgate-admin.internal'] }, ...simpleConfig(port, [{ name: 'r', backends: [{ host: up.host }] }]) }));
     try {
       const at = (host: string) => send(`${g.adminUrl}/logging`, { headers: { host } });
       expect((await at('localhost:31337')).status).toBe(200);
@@ -230,7 +230,7 @@ describe('Host names (config.adminAllowedHosts)', () => {
   });
 
   it('refuses a bad adminAllowedHosts entry at load, naming the field', async () => {
-    await expect(startGateway({ config: { adminAllowedHosts: ['bad host:80'] }, ...simpleConfig(await freePort(), [{ name: 'r', backends: [{ host: up.host }] }]) })).rejects.toThrow(/config\.adminAllowedHosts\[0\]/);
+    await expect(startGateway((port) => ({ config: { adminAllowedHosts: ['bad host:80'] }, ...simpleConfig(port, [{ name: 'r', backends: [{ host: up.host }] }]) }))).rejects.toThrow(/config\.adminAllowedHosts\[0\]/);
   });
 });
 
@@ -249,7 +249,7 @@ describe('credentials in request targets and route matches', () => {
 
   it('/config_dump redacts the values routes match on when they are credentials', async () => {
     const g = await startGateway(
-      simpleConfig(await freePort(), [
+      (port) => simpleConfig(port, [
         {
           name: 'keyed',
           matches: [{ path: { value: '/k' }, headers: [{ name: 'x-api-key', value: 'key-in-match' }, { name: 'x-team', value: 'blue' }], queryParams: [{ name: 'token', value: 'tok-in-match' }, { name: 'v', value: '2' }] }],

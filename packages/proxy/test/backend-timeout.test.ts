@@ -1,7 +1,7 @@
 // timeouts.backendRequest is kept to the millisecond: a sub-second deadline fires when it says,
 // not on the next tick of a coarse (about 1 s) timer wheel.
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 const open: (TestGateway | Upstream)[] = [];
 afterEach(async () => {
@@ -20,7 +20,7 @@ describe('timeouts.backendRequest', () => {
       }, 480);
     });
     open.push(up);
-    const gw = await startGateway(simpleConfig(await freePort(), [{ name: 'r', timeouts: { backendRequest: '250ms' }, backends: [{ host: up.host }] }]));
+    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'r', timeouts: { backendRequest: '250ms' }, backends: [{ host: up.host }] }]));
     open.push(gw);
     const r = await send(`${gw.url}/`);
     expect(r.status).toBe(504);

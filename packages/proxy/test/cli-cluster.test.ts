@@ -7,11 +7,13 @@ import { standaloneToSnapshot, validateStandaloneConfig } from '@tollgate/api';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { SnapshotStore, SnapshotStreamServer, StreamMetrics } from '@tollgate/controller';
 import pino from 'pino';
 import { Registry } from 'prom-client';
+import { until } from '@tollgate/testkit';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { echoed, freePort, send, simpleConfig, startUpstream } from './helpers.js';
+import { echoed, freePort, onFreePort, send, simpleConfig, startUpstream } from './helpers.js';
 import { streamTls } from './support/stream-tls.js';
 
 function streamTlsCa(): string {
@@ -47,17 +49,29 @@ describe('tollgate in cluster mode', () => {
     const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port: 0 }, security: tls.server, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
     await server.start();
     cleanups.push(() => server.stop());
-    const port = await freePort();
-    const snapshot = standaloneToSnapshot(validateStandaloneConfig(simpleConfig(port, [{ name: 'a', backends: [{ host: up.host }] }]), 'test'), { kind: 'controller', gateway: 'edge/public' });
-    store.offer(new Map([['edge/public', snapshot]]));
-    const readiness = await freePort();
-    const child = spawn(process.execPath, [BIN, '--controller', `127.0.0.1:${server.port}`, '--controller-token', tls.proxy.tokenFile, ...OPS, '--readiness-addr', `127.0.0.1:${readiness}`], {
-      stdio: ['ignore', 'ignore', 'pipe'],
+    const child = spawn(process.execPath, [BIN, '--controller', `127.0.0.1:${server.port}`, '--controller-token', tls.proxy.tokenFile, ...OPS, '--readiness-addr', '127.0.0.1:0'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
       env: { PATH: process.env.PATH, TOLLGATE_GATEWAY: 'edge/public', TOLLGATE_CONTROLLER_CA: tls.proxy.caFile, POD_NAME: 'public-7f9c', POD_NAMESPACE: 'edge' },
     });
     children.push(child);
-    await expect.poll(() => server.proxies().get('edge/public')?.[0], { timeout: 20_000 }).toMatchObject({ pod: 'public-7f9c', podNamespace: 'edge', ackedVersion: snapshot.version });
-    expect((await send(`http://127.0.0.1:${readiness}/healthz/ready`)).status).toBe(200);
+    const logged = createInterface({ input: child.stdout });
+    const readiness = new Promise<string>((resolve) => logged.on('line', (line) => {
+      const r = (JSON.parse(line) as { readiness?: string }).readiness;
+      if (r) resolve(r);
+    }));
+    await expect.poll(() => server.proxies().get('edge/public')?.[0], { timeout: 20_000 }).toMatchObject({ pod: 'public-7f9c', podNamespace: 'edge' });
+    // The snapshot names a free port; one NACKed because another process took the port in
+    // the meantime is offered again on another.
+    const { port, snapshot } = await onFreePort(async (port) => {
+      const snapshot = standaloneToSnapshot(validateStandaloneConfig(simpleConfig(port, [{ name: 'a', backends: [{ host: up.host }] }]), 'test'), { kind: 'controller', gateway: 'edge/public' });
+      store.offer(new Map([['edge/public', snapshot]]));
+      const proxy = () => server.proxies().get('edge/public')?.[0];
+      await until(() => proxy()?.ackedVersion === snapshot.version || proxy()?.lastNack?.version === snapshot.version, { what: `an ACK or NACK of ${snapshot.version}` });
+      if (proxy()?.ackedVersion !== snapshot.version) throw new Error(proxy()?.lastNack?.error ?? 'NACKed');
+      return { port, snapshot };
+    });
+    expect(server.proxies().get('edge/public')?.[0]?.ackedVersion).toBe(snapshot.version);
+    expect((await send(`http://${await readiness}/healthz/ready`)).status).toBe(200);
     expect(echoed(await send(`http://127.0.0.1:${port}/hello`)).url).toBe('/hello');
     expect(tls.checks).toEqual([{ token: 'token-of-the-proxy', gateway: 'edge/public' }]);
   });

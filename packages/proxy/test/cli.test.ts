@@ -11,9 +11,10 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { Client } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { main } from '../src/cli.js';
 import { issueTestCertificate } from '@tollgate/testkit';
-import { freePort, send, simpleConfig, startUpstream } from './helpers.js';
+import { onFreePorts, send, simpleConfig, startUpstream } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
 // Every test process gets ephemeral metrics and readiness ports so parallel runs never collide.
@@ -30,6 +31,37 @@ async function configFile(content: unknown): Promise<string> {
   return file;
 }
 
+/** A test that starts tollgate processes: each start loads the whole proxy, slow on a loaded machine. */
+const PROCESS_TIMEOUT_MS = 120_000;
+
+class Exited extends Error {
+  constructor(readonly code: number | null) {
+    super(`exit ${code}`);
+  }
+}
+
+/** main() in this process, for what it says before it starts anything: the exit code and stderr. */
+async function runHere(args: string[]): Promise<{ code: number | null; stderr: string }> {
+  let stderr = '';
+  const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    stderr += String(chunk);
+    return true;
+  });
+  const exit = vi.spyOn(process, 'exit').mockImplementation((code?: string | number | null) => {
+    throw new Exited(code === undefined || code === null ? null : Number(code));
+  });
+  try {
+    await main(args);
+    return { code: 0, stderr };
+  } catch (err) {
+    if (err instanceof Exited) return { code: err.code, stderr };
+    throw err;
+  } finally {
+    write.mockRestore();
+    exit.mockRestore();
+  }
+}
+
 async function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -40,20 +72,31 @@ async function run(args: string[]): Promise<{ code: number | null; stdout: strin
   return { code, stdout, stderr };
 }
 
-/** Starts the proxy and resolves once every bind has logged that it listens. */
-async function start(file: string, adminPort: number, binds: number) {
-  const child = spawn(process.execPath, [BIN, '--file', file, '--admin-addr', `127.0.0.1:${adminPort}`, ...OPS], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  const lines: { msg: string }[] = [];
-  const rl = createInterface({ input: child.stdout });
-  await new Promise<void>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`tollgate exited with ${code}`)));
-    rl.on('line', (line) => {
-      lines.push(JSON.parse(line) as { msg: string });
-      if (lines.filter((l) => /^bind .* listening/.test(l.msg)).length === binds) resolve();
+/**
+ * Starts the proxy on `count` free ports (the config is made from them) and resolves once
+ * every bind has logged that it listens. The admin server picks its own port (it is read from
+ * the log line); a bind port another process took after it was probed makes the proxy exit
+ * with TG_BIND_IN_USE, and the start is tried again on fresh ports.
+ */
+function start(configOf: (ports: number[]) => unknown, count = 1) {
+  return onFreePorts(count, async (ports) => {
+    const file = await configFile(configOf(ports));
+    const child = spawn(process.execPath, [BIN, '--file', file, '--admin-addr', '127.0.0.1:0', ...OPS], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const lines: { msg: string; admin?: string }[] = [];
+    const rl = createInterface({ input: child.stdout });
+    await new Promise<void>((resolve, reject) => {
+      child.once('exit', (code) => reject(new Error(`tollgate exited with ${code}: ${stderr}`)));
+      rl.on('line', (line) => {
+        lines.push(JSON.parse(line) as { msg: string });
+        if (lines.filter((l) => /^bind .* listening/.test(l.msg)).length === count) resolve();
+      });
     });
+    const admin = lines.find((l) => l.admin)!.admin!;
+    return { child, lines, ports, admin };
   });
-  return { child, lines };
 }
 
 function portOpen(port: number): Promise<boolean> {
@@ -67,25 +110,27 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
-describe('tollgate CLI', () => {
+// Every test here starts tollgate processes.
+describe('tollgate CLI', { timeout: PROCESS_TIMEOUT_MS }, () => {
   it('--help and --version', async () => {
-    const help = await run(['--help']);
+    // Started together: each process start waits for CPU on a loaded machine.
+    const [help, version] = await Promise.all([run(['--help']), run(['--version'])]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('tollgate --file <config.yaml|config.json>');
     expect(help.stdout).toContain('Examples:');
-    const version = await run(['--version']);
     expect(version.code).toBe(0);
     expect(version.stdout).toMatch(/^tollgate \d+\.\d+\.\d+\n$/);
   });
 
   it('bad usage exits 2 with one line naming the problem', async () => {
-    const unknown = await run(['--nope']);
+    // The binary once, for its exit code and stderr; the other cases through the same main()
+    // in this process (a process start costs about a second of CPU, tens of seconds of wall
+    // time on the loaded CI machine).
+    const [unknown, missing, noFile] = [await run(['--nope']), await runHere([]), await runHere(['-f', '/nonexistent/config.yaml'])];
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("Unknown option '--nope'");
-    const missing = await run([]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('missing --file');
-    const noFile = await run(['-f', '/nonexistent/config.yaml']);
     expect(noFile.code).toBe(2);
     expect(noFile.stderr).toContain('cannot read config file /nonexistent/config.yaml: no such file');
   });
@@ -99,16 +144,19 @@ describe('tollgate CLI', () => {
   it('logs the admin address and one line per bind, and serves', async () => {
     const up = await startUpstream();
     try {
-      const [p1, p2, admin] = [await freePort(), await freePort(), await freePort()];
-      const file = await configFile({
-        binds: [
-          { port: p1, listeners: [{ name: 'one', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: up.host }] }] }] },
-          { port: p2, listeners: [{ name: 'two', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: up.host }] }] }] },
-        ],
-      });
-      const { child, lines } = await start(file, admin, 2);
+      const { child, lines, ports, admin } = await start(
+        ([p1, p2]) => ({
+          binds: [
+            { port: p1, listeners: [{ name: 'one', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: up.host }] }] }] },
+            { port: p2, listeners: [{ name: 'two', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: up.host }] }] }] },
+          ],
+        }),
+        2,
+      );
+      const [p1, p2] = ports as [number, number];
+      expect(admin).toMatch(/^127\.0\.0\.1:\d+$/);
       expect(lines.map((l) => l.msg)).toEqual(
-        expect.arrayContaining([`admin listening on http://127.0.0.1:${admin}`, expect.stringMatching(new RegExp(`^bind 0\\.0\\.0\\.0:${p1} listening`)), expect.stringMatching(new RegExp(`^bind 0\\.0\\.0\\.0:${p2} listening`))]),
+        expect.arrayContaining([`admin listening on http://${admin}`, expect.stringMatching(new RegExp(`^bind 0\\.0\\.0\\.0:${p1} listening`)), expect.stringMatching(new RegExp(`^bind 0\\.0\\.0\\.0:${p2} listening`))]),
       );
       expect((await send(`http://127.0.0.1:${p2}/x`)).status).toBe(200);
       child.kill('SIGTERM');
@@ -175,14 +223,19 @@ describe('tollgate CLI', () => {
     expect(warned.stderr).toBe('tollgate: warning: binds[0].listeners[0].tls.certificates[0].certFile: certificate CN=old.test expired at 2021-01-01T00:00:00.000Z; clients will refuse it until it is renewed\n');
   });
 
-  it('a port in use is a clear error, exit 1', async () => {
+  it('a port in use, or an address not of this machine, is one line naming the bind and its listener, exit 1', async () => {
     const blocker = await startUpstream();
     try {
-      const file = await configFile(simpleConfig(blocker.port, [{ name: 'r', backends: [{ host: blocker.host }] }]));
-      const r = await run(['-f', file, '--admin-addr', `127.0.0.1:${await freePort()}`, ...OPS]);
-      expect(r.code).toBe(1);
-      expect(r.stderr).toContain(`port ${blocker.port} on 0.0.0.0 is already in use`);
-      expect(r.stderr).toContain('TG_BIND_IN_USE');
+      const inUse = await configFile(simpleConfig(blocker.port, [{ name: 'r', backends: [{ host: blocker.host }] }]));
+      // 198.19.255.254: a test-range address no interface here has.
+      const elsewhere = await configFile({ binds: [{ port: blocker.port, address: '198.19.255.254', listeners: [{ name: 'edge', protocol: 'HTTP', routes: [] }] }] });
+      const [a, b] = await Promise.all([run(['-f', inUse, '--admin-addr', '127.0.0.1:0', ...OPS]), run(['-f', elsewhere, '--admin-addr', '127.0.0.1:0', ...OPS])]);
+      expect(a.code).toBe(1);
+      expect(a.stderr).toBe(`tollgate: bind 0.0.0.0:${blocker.port} (listener main) is already in use; stop the other process on port ${blocker.port} or change binds[].port [TG_BIND_IN_USE]\n`);
+      expect(b.code).toBe(1);
+      expect(b.stderr).toBe(
+        `tollgate: bind 198.19.255.254:${blocker.port} (listener edge): cannot listen on 198.19.255.254: it is not an address of this machine (EADDRNOTAVAIL); change binds[].address [TG_BIND_FAILED]\n`,
+      );
     } finally {
       await blocker.close();
     }
@@ -197,8 +250,8 @@ describe('tollgate CLI', () => {
       arrived();
     });
     try {
-      const p = await freePort();
-      const { child } = await start(await configFile(simpleConfig(p, [{ name: 'r', backends: [{ host: up.host }] }])), await freePort(), 1);
+      const { child, ports } = await start(([port]) => simpleConfig(port!, [{ name: 'r', backends: [{ host: up.host }] }]));
+      const p = ports[0]!;
       const inflight = send(`http://127.0.0.1:${p}/slow`);
       await got;
       const exited = once(child, 'exit');
@@ -226,11 +279,11 @@ describe('tollgate CLI', () => {
       release = () => res.end('finished');
       arrived();
     });
-    const p = await freePort();
+    const { child, ports } = await start(([port]) => simpleConfig(port!, [{ name: 'r', backends: [{ host: up.host }] }]));
+    const p = ports[0]!;
     // One connection, reused for both requests.
     const client = new Client(`http://127.0.0.1:${p}`, { pipelining: 1 });
     try {
-      const { child } = await start(await configFile(simpleConfig(p, [{ name: 'r', backends: [{ host: up.host }] }])), await freePort(), 1);
       const slow = client.request({ method: 'GET', path: '/slow' });
       await got;
       const exited = once(child, 'exit');

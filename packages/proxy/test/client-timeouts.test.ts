@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let up: Upstream;
 let gw: TestGateway;
@@ -22,10 +22,10 @@ beforeAll(async () => {
     }
     res.end(`got ${body.length} bytes`);
   });
-  gw = await startGateway({
+  gw = await startGateway((port) => ({
     config: { requestHeadersTimeout: '300ms', requestBodyIdleTimeout: '300ms', keepAliveTimeout: '300ms' },
-    binds: [{ port: await freePort(), listeners: [{ name: 'main', protocol: 'HTTP', routes: [{ name: 'all', backends: [{ host: up.host }] }] }] }],
-  });
+    binds: [{ port, listeners: [{ name: 'main', protocol: 'HTTP', routes: [{ name: 'all', backends: [{ host: up.host }] }] }] }],
+  }));
 });
 afterAll(async () => {
   await gw?.close();

@@ -3,15 +3,16 @@
 // nothing in between; a snapshot that fails validation or cannot be applied is NACKed and the
 // last good keeps serving; with the controller gone the proxy keeps serving and, once a
 // controller is back, resyncs without restarting.
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { createServer } from 'node:net';
 import { standaloneToSnapshot, validateStandaloneConfig, type ProxySnapshot } from '@tollgate/api';
 import { SnapshotStore, SnapshotStreamServer, StreamMetrics } from '@tollgate/controller';
 import pino from 'pino';
 import { Registry } from 'prom-client';
+import { until } from '@tollgate/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startClusterProxy, type ClusterProxy } from '../src/process/cluster.js';
-import { echoed, freePort, LogSink, send, simpleConfig, startUpstream, type Upstream } from './helpers.js';
+import { echoed, LogSink, onFreePort, send, simpleConfig, startUpstream, type Upstream } from './helpers.js';
 import { streamTls, type StreamTls } from './support/stream-tls.js';
 
 const GATEWAY = 'edge/public';
@@ -25,11 +26,45 @@ function snapshotOf(config: Record<string, unknown>): ProxySnapshot {
   return standaloneToSnapshot(validateStandaloneConfig(config, 'pushed'), { kind: 'controller', gateway: GATEWAY });
 }
 
+/** Emits `change` whenever a controller's proxies change: a connect, an ACK, a NACK, a disconnect. */
+const changes = new EventEmitter();
+
 // The stream as deployed: TLS from the controller's CA, the proxy's token checked.
 async function controller(store: SnapshotStore, tls: StreamTls, port = 0): Promise<SnapshotStreamServer> {
-  const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port }, security: tls.server, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
+  const changed = () => changes.emit('change');
+  const server = new SnapshotStreamServer({
+    addr: { host: '127.0.0.1', port },
+    security: tls.server,
+    store,
+    metrics: new StreamMetrics(new Registry()),
+    log: pino({ level: 'silent' }),
+    onProxiesChange: changed,
+    onNack: changed,
+  });
   await server.start();
   return server;
+}
+
+/**
+ * Resolves once `holds` is true: checked now and at each change of a controller's proxies,
+ * so a test waits on what the controller saw rather than on a polling deadline. The timeout
+ * only bounds a broken test (a reconnect on a loaded machine can take seconds).
+ */
+async function whenProxies(holds: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  if (holds()) return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      changes.off('change', check);
+      reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
+    }, timeoutMs);
+    function check(): void {
+      if (!holds()) return;
+      clearTimeout(timer);
+      changes.off('change', check);
+      resolve();
+    }
+    changes.on('change', check);
+  });
 }
 
 const acked = (server: SnapshotStreamServer) => server.proxies().get(GATEWAY)?.[0]?.ackedVersion ?? null;
@@ -54,7 +89,6 @@ async function setup(): Promise<Setup> {
   cleanups.push(() => tls.close());
   const holder = { server: await controller(store, tls) };
   cleanups.push(() => holder.server.stop());
-  const readinessPort = await freePort();
   const proxy = await startClusterProxy({
     controller: `127.0.0.1:${holder.server.port}`,
     security: tls.proxy,
@@ -63,13 +97,30 @@ async function setup(): Promise<Setup> {
     podNamespace: 'edge',
     adminAddr: '127.0.0.1:0',
     metricsAddr: '127.0.0.1:0',
-    readinessAddr: `127.0.0.1:${readinessPort}`,
+    readinessAddr: '127.0.0.1:0',
     initialBackoffMs: 20,
     maxBackoffMs: 200,
     logDestination: new LogSink(),
   });
   cleanups.push(() => proxy.close());
-  return { store, server: holder.server, proxy, up, port: await freePort(), readiness: `http://127.0.0.1:${readinessPort}/healthz/ready`, admin: `http://${proxy.admin.address}`, tls };
+  return { store, server: holder.server, proxy, up, port: 0, readiness: `http://${proxy.ops.readiness.address}/healthz/ready`, admin: `http://${proxy.admin.address}`, tls };
+}
+
+/**
+ * Offers the first snapshot, on a free port, and waits for its ACK; `s.port` is the port it
+ * serves. One NACKed because another process took the port in the meantime is offered again
+ * on another port.
+ */
+async function offerFirst(s: Setup, configOf: (port: number) => Record<string, unknown>): Promise<ProxySnapshot> {
+  return onFreePort(async (port) => {
+    const snapshot = snapshotOf(configOf(port));
+    s.store.offer(new Map([[GATEWAY, snapshot]]));
+    const nacked = () => s.server.proxies().get(GATEWAY)?.[0]?.lastNack?.version === snapshot.version;
+    await whenProxies(() => acked(s.server) === snapshot.version || nacked(), `an ACK or NACK of ${snapshot.version}`);
+    if (acked(s.server) !== snapshot.version) throw new Error(lastNack(s.server) ?? 'NACKed');
+    s.port = port;
+    return snapshot;
+  });
 }
 
 async function sourceTask(admin: string): Promise<Record<string, unknown>> {
@@ -80,7 +131,7 @@ async function sourceTask(admin: string): Promise<Record<string, unknown>> {
 describe('cluster mode', () => {
   it('is not ready before its first snapshot, then serves it; a new route goes from 404 to 200 with nothing in between', async () => {
     const s = await setup();
-    await expect.poll(() => s.server.proxies().get(GATEWAY)?.length).toBe(1);
+    await whenProxies(() => s.server.proxies().get(GATEWAY)?.length === 1, 'the proxy to connect');
     const before = await send(s.readiness);
     expect([before.status, before.body]).toEqual([503, 'no config loaded\n']);
     expect(await sourceTask(s.admin)).toMatchObject({ kind: 'controller', stream: 'connected', gateway: GATEWAY, version: null, applied: 0 });
@@ -89,9 +140,7 @@ describe('cluster mode', () => {
     expect(JSON.parse(early.body)).toMatchObject({ error: 'no config loaded yet', delivery: { kind: 'controller', stream: 'connected', version: null } });
 
     const routeA = { name: 'a', matches: [{ path: { type: 'PathPrefix', value: '/a' } }], backends: [{ host: s.up.host }] };
-    const v1 = snapshotOf(simpleConfig(s.port, [routeA]));
-    s.store.offer(new Map([[GATEWAY, v1]]));
-    await expect.poll(() => acked(s.server)).toBe(v1.version);
+    await offerFirst(s, (port) => simpleConfig(port, [routeA]));
     expect((await send(s.readiness)).status).toBe(200);
     expect(echoed(await send(`http://127.0.0.1:${s.port}/a/1`)).url).toBe('/a/1');
     expect((await send(`http://127.0.0.1:${s.port}/b/1`)).status).toBe(404);
@@ -109,14 +158,13 @@ describe('cluster mode', () => {
 
   it('NACKs a snapshot that does not validate or cannot be applied; the last good keeps serving', async () => {
     const s = await setup();
-    const good = snapshotOf(simpleConfig(s.port, [{ name: 'a', backends: [{ host: s.up.host }] }]));
-    s.store.offer(new Map([[GATEWAY, good]]));
-    await expect.poll(() => acked(s.server)).toBe(good.version);
+    const good = await offerFirst(s, (port) => simpleConfig(port, [{ name: 'a', backends: [{ host: s.up.host }] }]));
 
     // Altered in transit: the version no longer matches the content.
     const altered = { ...snapshotOf(simpleConfig(s.port, [{ name: 'changed', backends: [{ host: s.up.host }] }])), version: 'ffffffffffff' };
     s.store.offer(new Map([[GATEWAY, altered]]));
-    await expect.poll(() => lastNack(s.server)).toMatch(/^snapshot ffffffffffff is invalid:[\s\S]*version: got "ffffffffffff"; the content hashes to/);
+    await whenProxies(() => lastNack(s.server) !== null, 'the NACK of the altered snapshot');
+    expect(lastNack(s.server)).toMatch(/^snapshot ffffffffffff is invalid:[\s\S]*version: got "ffffffffffff"; the content hashes to/);
     expect(echoed(await send(`http://127.0.0.1:${s.port}/x`)).url).toBe('/x');
 
     // Valid, but its second port is taken: the runtime refuses it.
@@ -126,7 +174,8 @@ describe('cluster mode', () => {
     const takenPort = (taken.address() as { port: number }).port;
     const refused = snapshotOf({ binds: [...(simpleConfig(s.port, [{ name: 'a', backends: [{ host: s.up.host }] }]).binds as unknown[]), ...(simpleConfig(takenPort, [], { name: 'other' }).binds as unknown[])] });
     s.store.offer(new Map([[GATEWAY, refused]]));
-    await expect.poll(() => lastNack(s.server)).toMatch(new RegExp(`port ${takenPort} .*already in use`));
+    await whenProxies(() => s.server.proxies().get(GATEWAY)?.[0]?.lastNack?.version === refused.version, 'the NACK of the snapshot with a taken port');
+    expect(lastNack(s.server)).toMatch(new RegExp(`^bind 0\\.0\\.0\\.0:${takenPort} \\(listener other\\) is already in use`));
     expect(acked(s.server)).toBe(good.version);
     expect(echoed(await send(`http://127.0.0.1:${s.port}/x`)).url).toBe('/x');
     expect(await sourceTask(s.admin)).toMatchObject({ version: good.version, applied: 1, refused: 2, lastNack: { version: refused.version } });
@@ -141,12 +190,11 @@ describe('cluster mode', () => {
 
   it('keeps serving while the controller is away and resyncs when it is back', async () => {
     const s = await setup();
-    const v1 = snapshotOf(simpleConfig(s.port, [{ name: 'a', backends: [{ host: s.up.host }] }]));
-    s.store.offer(new Map([[GATEWAY, v1]]));
-    await expect.poll(() => acked(s.server)).toBe(v1.version);
+    await offerFirst(s, (port) => simpleConfig(port, [{ name: 'a', backends: [{ host: s.up.host }] }]));
     const controllerPort = s.server.port;
     await s.server.stop();
-    await expect.poll(async () => (await sourceTask(s.admin)).stream).not.toBe('connected');
+    // The proxy's own view of the stream: read from its admin server (no event to await there).
+    await until(async () => (await sourceTask(s.admin)).stream !== 'connected', { what: 'the proxy to notice the controller is gone', timeoutMs: 30_000 });
     expect(echoed(await send(`http://127.0.0.1:${s.port}/still`)).url).toBe('/still');
     expect((await send(s.readiness)).status).toBe(200);
 
@@ -156,7 +204,7 @@ describe('cluster mode', () => {
     store.offer(new Map([[GATEWAY, v2]]));
     const back = await controller(store, s.tls, controllerPort);
     cleanups.push(() => back.stop());
-    await expect.poll(() => acked(back)).toBe(v2.version);
+    await whenProxies(() => acked(back) === v2.version, `the ACK of ${v2.version} by the reconnected proxy`);
     expect((await send(`http://127.0.0.1:${s.port}/still`)).status).toBe(404);
     expect(echoed(await send(`http://127.0.0.1:${s.port}/only`)).url).toBe('/only');
     const state = await sourceTask(s.admin);
@@ -166,15 +214,14 @@ describe('cluster mode', () => {
 
   it('a reconnecting proxy that has the current version is sent nothing', async () => {
     const s = await setup();
-    const v1 = snapshotOf(simpleConfig(s.port, [{ name: 'a', backends: [{ host: s.up.host }] }]));
-    s.store.offer(new Map([[GATEWAY, v1]]));
-    await expect.poll(() => acked(s.server)).toBe(v1.version);
+    const v1 = await offerFirst(s, (port) => simpleConfig(port, [{ name: 'a', backends: [{ host: s.up.host }] }]));
     const controllerPort = s.server.port;
     await s.server.stop();
     const back = await controller(s.store, s.tls, controllerPort);
     cleanups.push(() => back.stop());
     // It says it serves v1 in its hello; the controller records that and pushes nothing.
-    await expect.poll(() => back.proxies().get(GATEWAY)?.[0]).toMatchObject({ ackedVersion: v1.version, pending: null });
+    await whenProxies(() => back.proxies().get(GATEWAY)?.[0]?.ackedVersion === v1.version, 'the reconnected proxy to say it serves v1');
+    expect(back.proxies().get(GATEWAY)?.[0]).toMatchObject({ ackedVersion: v1.version, pending: null });
     expect(await sourceTask(s.admin)).toMatchObject({ stream: 'connected', applied: 1, connects: 2 });
   });
 
@@ -182,23 +229,20 @@ describe('cluster mode', () => {
     const s = await setup();
     const up2 = await startUpstream();
     cleanups.push(() => up2.close());
-    const edit = (i: number) =>
-      snapshotOf(
-        simpleConfig(s.port, [
-          {
-            name: 'm',
-            matches: [{ path: { type: 'PathPrefix', value: i % 2 ? '/m' : '/' } }],
-            filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-edit', value: String(i) }] } }],
-            backends: [
-              { host: s.up.host, weight: (i % 3) + 1 },
-              { host: up2.host, weight: 1 },
-            ],
-          },
-        ]),
-      );
-    const first = edit(0);
-    s.store.offer(new Map([[GATEWAY, first]]));
-    await expect.poll(() => acked(s.server)).toBe(first.version);
+    const editConfig = (i: number, port: number) =>
+      simpleConfig(port, [
+        {
+          name: 'm',
+          matches: [{ path: { type: 'PathPrefix', value: i % 2 ? '/m' : '/' } }],
+          filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-edit', value: String(i) }] } }],
+          backends: [
+            { host: s.up.host, weight: (i % 3) + 1 },
+            { host: up2.host, weight: 1 },
+          ],
+        },
+      ]);
+    const edit = (i: number) => snapshotOf(editConfig(i, s.port));
+    await offerFirst(s, (port) => editConfig(0, port));
     let editing = true;
     const statuses = new Map<number, number>();
     const traffic = (async () => {
@@ -210,7 +254,7 @@ describe('cluster mode', () => {
     for (let i = 1; i <= 20; i++) {
       const next = edit(i);
       s.store.offer(new Map([[GATEWAY, next]]));
-      await expect.poll(() => acked(s.server)).toBe(next.version);
+      await whenProxies(() => acked(s.server) === next.version, `the ACK of edit ${i}`);
       // At least one request after each edit, so every version served traffic.
       await send(`http://127.0.0.1:${s.port}/m/x`).then((r) => statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1));
     }

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_CONFIG_BYTES } from '../src/config/load-file.js';
-import { freePort, send, simpleConfig, startGateway, startUpstream } from './helpers.js';
+import { send, simpleConfig, startGateway, startUpstream } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
 
@@ -47,7 +47,9 @@ async function run(args: string[]): Promise<{ code: number | null; stdout: strin
   return { code, stdout, stderr };
 }
 
-describe('tollgate --check on a hostile file', () => {
+// One tollgate process per case: a process start loads the whole proxy (about a second of
+// CPU), which on the loaded two-core CI machine waits its turn for tens of seconds.
+describe('tollgate --check on a hostile file', { timeout: 120_000 }, () => {
   it.each(HOSTILE)('%s: exit 2, the file and the problem named, no stack', async (_name, content, problem) => {
     const file = await hostileFile(content);
     for (const args of [['--check', '-f', file], ['-f', file, '--admin-addr', '127.0.0.1:0', '--metrics-addr', '127.0.0.1:0', '--readiness-addr', '127.0.0.1:0']]) {
@@ -69,8 +71,7 @@ describe('a hot reload to a hostile file', () => {
 
   it('is refused with a log line naming the problem; the last good config keeps serving', async () => {
     const up = await startUpstream();
-    const port = await freePort();
-    const gw = await startGateway(simpleConfig(port, [{ name: 'a', backends: [{ host: up.host }] }]));
+    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'a', backends: [{ host: up.host }] }]));
     cleanups.push(() => up.close(), () => gw.close());
     const version = gw.gateway.snapshot.version;
     for (const [name, content, problem] of HOSTILE) {

@@ -1,6 +1,6 @@
 // The standard Gateway API filters over real sockets.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { echoed, freePort, send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { echoed, send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let up: Upstream;
 let gw: TestGateway;
@@ -13,10 +13,9 @@ beforeAll(async () => {
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers, body: body.toString() }));
   });
-  const port = await freePort();
   const b = [{ host: up.host }];
   const prefix = (value: string) => [{ path: { type: 'PathPrefix', value } }];
-  gw = await startGateway({
+  gw = await startGateway((port) => ({
     binds: [
       {
         port,
@@ -67,7 +66,7 @@ beforeAll(async () => {
         ],
       },
     ],
-  });
+  }));
 });
 
 afterAll(async () => {

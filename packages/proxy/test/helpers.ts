@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import type { TraceEvent } from '@tollgate/api';
 import { readSse } from '@tollgate/kit';
-import { LogSink, type RawResponse } from '@tollgate/testkit';
+import { LogSink, onFreePort, type RawResponse } from '@tollgate/testkit';
 import { startStandaloneProxy, type StandaloneProxy } from '../src/process/standalone.js';
 
-export { freePort, startUpstream, LogSink, send, type Upstream, type Handler, type RawResponse } from '@tollgate/testkit';
+export { freePort, onFreePort, onFreePorts, startUpstream, LogSink, send, type Upstream, type Handler, type RawResponse } from '@tollgate/testkit';
 
 export interface TestGateway {
   readonly gateway: StandaloneProxy;
@@ -30,12 +30,31 @@ export function simpleConfig(port: number, routes: unknown[], listener: Record<s
   return { binds: [{ port, listeners: [{ name: 'main', protocol: 'HTTP', ...listener, routes }] }] };
 }
 
-export async function startGateway(config: Record<string, unknown>, opts: { clock?: () => number; traceKeepaliveMs?: number } = {}): Promise<TestGateway> {
+/** A config, or a config around the port of its first bind (the gateway picks the port). */
+export type GatewayConfig = Record<string, unknown> | ((port: number) => Record<string, unknown>);
+
+/**
+ * Starts an in-process gateway. Given a function of the port, it binds a free port and, when
+ * another process took that port between the probe and the bind, starts again on another:
+ * `gw.port` is the port it got. A config with ports of its own is started as given.
+ */
+export function startGateway(config: GatewayConfig, opts: { clock?: () => number; traceKeepaliveMs?: number } = {}): Promise<TestGateway> {
+  if (typeof config === 'function') return onFreePort((port) => startGatewayWith(config(port), opts));
+  return startGatewayWith(config, opts);
+}
+
+async function startGatewayWith(config: Record<string, unknown>, opts: { clock?: () => number; traceKeepaliveMs?: number }): Promise<TestGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'tollgate-test-'));
   const file = join(dir, 'config.yaml');
   await writeFile(file, stringify(config));
   const logs = new LogSink();
-  const gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, clock: opts.clock, traceKeepaliveMs: opts.traceKeepaliveMs });
+  let gateway: StandaloneProxy;
+  try {
+    gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, clock: opts.clock, traceKeepaliveMs: opts.traceKeepaliveMs });
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
   const binds = config.binds as { port: number }[];
   const port = binds[0]!.port;
   return {

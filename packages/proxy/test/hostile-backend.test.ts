@@ -4,7 +4,7 @@
 import { gzipSync, gunzipSync } from 'node:zlib';
 import { request as httpRequest, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
+import { send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -23,7 +23,7 @@ async function meteredGateway(respond: (res: ServerResponse, headers: Record<str
   });
   cleanups.push(() => up.close());
   const route = { name: 'chat', policies: { traffic: { rateLimit: { local: [{ tokens: 1_000_000, unit: 'Hours' }] } } }, backends: [{ host: up.host }] };
-  const gw = await startGateway({ config, ...simpleConfig(await freePort(), [route]) });
+  const gw = await startGateway((port) => ({ config, ...simpleConfig(port, [route]) }));
   cleanups.push(() => gw.close());
   return { gw, seen };
 }
@@ -117,13 +117,13 @@ describe('request bodies over config.maxRequestBodyBytes', () => {
   it('are refused with 413 on a metered route (declared or chunked), and forwarded on others', async () => {
     const up = await startUpstream((_req, res, body) => res.end(`got ${body.length}`));
     cleanups.push(() => up.close());
-    const gw = await startGateway({
+    const gw = await startGateway((port) => ({
       config: { maxRequestBodyBytes: 2048 },
-      ...simpleConfig(await freePort(), [
+      ...simpleConfig(port, [
         { name: 'chat', matches: [{ path: { value: '/v1' } }], policies: { traffic: { rateLimit: { local: [{ tokens: 1000, unit: 'Hours' }] } } }, backends: [{ host: up.host }] },
         { name: 'files', backends: [{ host: up.host }] },
       ]),
-    });
+    }));
     cleanups.push(() => gw.close());
     const big = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(5000) }] });
     const declared = await send(`${gw.url}/v1/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });

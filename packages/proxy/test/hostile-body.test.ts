@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 
 async function gateway(routes: unknown[], listener: Record<string, unknown> = {}): Promise<TestGateway> {
-  const gw = await startGateway(simpleConfig(await freePort(), routes, listener));
+  const gw = await startGateway((port) => simpleConfig(port, routes, listener));
   cleanups.push(() => gw.close());
   return gw;
 }
@@ -84,7 +84,7 @@ describe('clients that go away or wait for 100-continue', () => {
     const echo = await startUpstream();
     cleanups.push(() => echo.close());
     const gw = await startGateway(
-      { config: { logLevel: 'debug' }, ...simpleConfig(await freePort(), [{ name: 'chat', matches: chatMatch, policies: tokensPolicy, backends: [{ host: echo.host }] }, { name: 'up', backends: [{ host: echo.host }] }]) },
+      (port) => ({ config: { logLevel: 'debug' }, ...simpleConfig(port, [{ name: 'chat', matches: chatMatch, policies: tokensPolicy, backends: [{ host: echo.host }] }, { name: 'up', backends: [{ host: echo.host }] }]) }),
     );
     cleanups.push(() => gw.close());
     for (const path of ['/v1/chat/completions', '/upload']) {

@@ -6,12 +6,12 @@
 import { X509Certificate } from 'node:crypto';
 import { connect } from 'node:tls';
 import { SnapshotStore, SnapshotStreamServer, StreamMetrics, translate, type Gateway, type GatewayClass, type Resources } from '@tollgate/controller';
-import { issueTestCertificate, type TestCertificate } from '@tollgate/testkit';
+import { issueTestCertificate, until, type TestCertificate } from '@tollgate/testkit';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startClusterProxy } from '../src/process/cluster.js';
-import { freePort, LogSink, send } from './helpers.js';
+import { LogSink, onFreePort, send } from './helpers.js';
 import { streamTls } from './support/stream-tls.js';
 
 const GATEWAY = 'edge/public';
@@ -77,13 +77,19 @@ describe('HTTPS listener in cluster mode', () => {
       logDestination: new LogSink(),
     });
     cleanups.push(() => proxy.close());
-    const port = await freePort();
     const acked = () => server.proxies().get(GATEWAY)?.[0]?.ackedVersion ?? null;
 
     const first = issueTestCertificate({ commonName: 'api.example.com', names: ['api.example.com'] });
-    const v1 = translate(resources(port, first), { controllerName: 'tollgate.dev/gateway-controller' }).snapshots.get(GATEWAY)!;
-    store.offer(new Map([[GATEWAY, v1]]));
-    await expect.poll(acked).toBe(v1.version);
+    // The first snapshot names a free port; NACKed because another process took it in the
+    // meantime, it is offered again on another.
+    const { port, v1 } = await onFreePort(async (port) => {
+      const v1 = translate(resources(port, first), { controllerName: 'tollgate.dev/gateway-controller' }).snapshots.get(GATEWAY)!;
+      store.offer(new Map([[GATEWAY, v1]]));
+      const nack = () => server.proxies().get(GATEWAY)?.[0]?.lastNack;
+      await until(() => acked() === v1.version || nack()?.version === v1.version, { what: `an ACK or NACK of ${v1.version}` });
+      if (acked() !== v1.version) throw new Error(nack()?.error ?? 'NACKed');
+      return { port, v1 };
+    });
     const a = await handshake(port, 'api.example.com');
     expect(a.fingerprint).toBe(new X509Certificate(first.cert).fingerprint256);
     // No route attached yet: the TLS side works, routing answers 404.

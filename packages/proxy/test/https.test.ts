@@ -5,14 +5,14 @@
 import { X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
 import { createConnection } from 'node:net';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { Agent, request, type RequestOptions } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueTestCertificate, type TestCertificate } from '@tollgate/testkit';
-import { freePort, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 interface Answer {
   status: number;
@@ -88,14 +88,16 @@ function config(p: number) {
 
 beforeAll(async () => {
   up = await startUpstream();
-  port = await freePort();
   // The gateway's config sits in its own temp dir; certificate paths are made absolute below.
   dir = await mkdtemp(join(tmpdir(), 'tollgate-tls-'));
   for (const [name, c] of Object.entries(certs)) await writePair(name, c);
   const absolute = (n: string) => ({ certificates: [{ certFile: join(dir, `${n}.crt`), keyFile: join(dir, `${n}.key`) }] });
-  const cfg = config(port);
-  for (const l of cfg.binds[0]!.listeners) l.tls = absolute(l.name === 'any' ? 'fallback' : l.name);
-  gw = await startGateway(cfg);
+  gw = await startGateway((p) => {
+    const cfg = config(p);
+    for (const l of cfg.binds[0]!.listeners) l.tls = absolute(l.name === 'any' ? 'fallback' : l.name);
+    return cfg;
+  });
+  port = gw.port;
 });
 
 afterAll(async () => {
@@ -167,15 +169,16 @@ describe('config_dump', () => {
 });
 
 describe('certificate renewal', () => {
-  it('a reload serves renewed files to new connections while an open connection keeps going', async () => {
+  it('renewed files are served to new connections to new connections while an open connection keeps going', async () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: false });
     try {
       const first = await get(port, { servername: 'a.example.com', host: 'a.example.com', agent });
       expect(first.status).toBe(200);
       const renewed = issueTestCertificate({ commonName: 'a.example.com', names: ['a.example.com'], issuer: ca });
+      // Same config text: the replaced files are seen and read again.
+      const applied = once(gw.gateway.source, 'reloaded');
       await writePair('a', renewed);
-      // Same config text: a reload still re-reads the certificate files.
-      expect(await gw.gateway.source.reload()).toBe('reloaded');
+      await applied;
       const again = await get(port, { servername: 'a.example.com', host: 'a.example.com', agent });
       expect(again.status).toBe(200);
       // The same TLS connection, still with the old certificate.
@@ -194,19 +197,45 @@ describe('certificate renewal', () => {
   it('swaps the default certificate of clients without SNI', async () => {
     const before = await get(port, { host: 'nobody.test' });
     const renewed = issueTestCertificate({ commonName: 'default.test', names: ['default.test'], issuer: ca });
+    const applied = once(gw.gateway.source, 'reloaded');
     await writePair('fallback', renewed);
-    expect(await gw.gateway.source.reload()).toBe('reloaded');
+    await applied;
     const after = await get(port, { host: 'nobody.test' });
     expect(after.cn).toBe('default.test');
     expect(after.fingerprint).not.toBe(before.fingerprint);
   });
 });
 
-describe('standalone tls validation', () => {
-  let p: number;
-  beforeAll(async () => {
-    p = await freePort();
+describe('certificate files replaced on disk', () => {
+  it('a renewed certificate is served without a reload; a half-written one is refused naming the file and the last good one keeps serving', async () => {
+    const before = await get(port, { host: 'nobody.test' });
+    // Half a PEM file, as a writer that truncates and writes in pieces leaves it for a moment.
+    const renewed = issueTestCertificate({ commonName: 'default.test', names: ['default.test'], issuer: ca });
+    const refused = once(gw.gateway.source, 'refused');
+    await writeFile(join(dir, 'fallback.crt'), renewed.cert.slice(0, renewed.cert.length >> 1));
+    const [err] = (await refused) as [Error];
+    expect(err.message).toContain(`binds[0].listeners[0].tls.certificates[0].certFile: ${join(dir, 'fallback.crt')}`);
+    expect(gw.gateway.source.state().lastError).toBe(err.message);
+    expect(gw.logs.messages().some((m) => m.startsWith('config reload refused after a certificate file changed') && m.includes(join(dir, 'fallback.crt')))).toBe(true);
+    expect((await get(port, { host: 'nobody.test' })).fingerprint).toBe(before.fingerprint);
+
+    // The whole pair replaced (renamed into place, as certbot and Kubernetes Secret volumes do).
+    const reloaded = once(gw.gateway.source, 'reloaded');
+    for (const [ext, pem] of [['crt', renewed.cert], ['key', renewed.key]] as const) {
+      await writeFile(join(dir, `fallback.${ext}.new`), pem);
+      await rename(join(dir, `fallback.${ext}.new`), join(dir, `fallback.${ext}`));
+    }
+    await reloaded;
+    const after = await get(port, { host: 'nobody.test' });
+    expect(after.cn).toBe('default.test');
+    expect(after.fingerprint).toBe(new X509Certificate(renewed.cert).fingerprint256);
+    expect(gw.gateway.source.state().lastError).toBeNull();
   });
+});
+
+describe('standalone tls validation', () => {
+  // Every config below is refused before anything binds: the port is never listened on.
+  const p = 1;
   const base = (listener: Record<string, unknown>) => ({ binds: [{ port: p, address: '127.0.0.1', listeners: [{ name: 'l', protocol: 'HTTPS', routes: [], ...listener }] }] });
 
   it('names the field of an unreadable file, a key of another certificate, a missing tls and a mixed bind', async () => {
@@ -252,16 +281,42 @@ describe('a port that changes protocol', () => {
   });
 });
 
+describe('a protocol switch that cannot be applied whole', () => {
+  it('is refused and the old server keeps its port, HTTPS to HTTP and HTTP to HTTPS', async () => {
+    const blocker = await startUpstream();
+    try {
+      const taken = { port: blocker.port, address: '127.0.0.1', listeners: [{ name: 'taken', protocol: 'HTTP', routes: [route('taken')] }] };
+      const plainBind = { port, address: '127.0.0.1', listeners: [{ name: 'plain', protocol: 'HTTP', routes: [route('plain')] }] };
+      const tlsConfig = config(port);
+      for (const l of tlsConfig.binds[0]!.listeners) l.tls = { certificates: [{ certFile: join(dir, `${l.name === 'any' ? 'fallback' : l.name}.crt`), keyFile: join(dir, `${l.name === 'any' ? 'fallback' : l.name}.key`) }] };
+
+      // HTTPS serving; the new config turns the port to HTTP and adds a port someone holds.
+      expect(await gw.rewrite({ binds: [plainBind, taken] })).toBe('refused');
+      expect(gw.gateway.source.state().lastError).toContain(`${blocker.port}`);
+      expect((await get(port, { servername: 'a.example.com', host: 'a.example.com' })).headers['x-route']).toBe('a');
+
+      // The same the other way round.
+      expect(await gw.rewrite({ binds: [plainBind] })).toBe('reloaded');
+      expect(await gw.rewrite({ binds: [tlsConfig.binds[0], taken] })).toBe('refused');
+      expect((await fetch(`http://127.0.0.1:${port}/`)).headers.get('x-route')).toBe('plain');
+
+      expect(await gw.rewrite(tlsConfig)).toBe('reloaded');
+      expect((await get(port, { servername: 'a.example.com', host: 'a.example.com' })).headers['x-route']).toBe('a');
+    } finally {
+      await blocker.close();
+    }
+  });
+});
+
 describe('a client that never finishes the TLS handshake', () => {
   it('is disconnected after config.requestHeadersTimeout, as one that never sends its headers', async () => {
-    const p = await freePort();
-    const g = await startGateway({
+    const g = await startGateway((p) => ({
       config: { requestHeadersTimeout: '300ms' },
       binds: [{ port: p, address: '127.0.0.1', listeners: [{ name: 'l', protocol: 'HTTPS', tls: { certificates: [{ certFile: join(dir, 'a.crt'), keyFile: join(dir, 'a.key') }] }, routes: [] }] }],
-    });
+    }));
     try {
       // A TCP connection that sends no ClientHello at all.
-      const socket = createConnection({ host: '127.0.0.1', port: p });
+      const socket = createConnection({ host: '127.0.0.1', port: g.port });
       await once(socket, 'connect');
       await once(socket, 'close');
       expect(socket.bytesRead).toBe(0);

@@ -2,7 +2,7 @@
 // member the gateway adds (stream_options.include_usage) when it streams without asking for usage.
 import { afterEach, describe, expect, it } from 'vitest';
 import { scanTopLevelObject } from '../src/llm/json-scan.js';
-import { echoed, freePort, send, simpleConfig, startGateway, startUpstream } from './helpers.js';
+import { echoed, send, simpleConfig, startGateway, startUpstream } from './helpers.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -13,7 +13,7 @@ async function sentUpstream(body: string): Promise<string> {
   const up = await startUpstream();
   cleanups.push(() => up.close());
   const route = { name: 'chat', policies: { traffic: { rateLimit: { local: [{ tokens: 1000000, unit: 'Minutes' }] } } }, backends: [{ host: up.host }] };
-  const gw = await startGateway(simpleConfig(await freePort(), [route]));
+  const gw = await startGateway((port) => simpleConfig(port, [route]));
   cleanups.push(() => gw.close());
   const r = await send(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
   expect(r.status).toBe(200);

@@ -4,7 +4,7 @@
 import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load-file.js';
-import { freePort, send, simpleConfig, startGateway, type TestGateway } from './helpers.js';
+import { send, simpleConfig, startGateway, type TestGateway } from './helpers.js';
 
 let llm: MockLlm;
 const cleanups: (() => Promise<void>)[] = [];
@@ -20,7 +20,7 @@ afterEach(async () => {
 
 async function gateway(settings: Record<string, unknown>): Promise<TestGateway> {
   const route = { name: 'chat', policies: { traffic: { rateLimit: { local: [{ tokens: 1_000_000, unit: 'Hours' }] } } }, backends: [{ host: `127.0.0.1:${llm.port}` }] };
-  const gw = await startGateway({ config: settings, ...simpleConfig(await freePort(), [route]) });
+  const gw = await startGateway((port) => ({ config: settings, ...simpleConfig(port, [route]) }));
   cleanups.push(() => gw.close());
   return gw;
 }

@@ -22,7 +22,7 @@ afterEach(async () => {
 });
 
 async function gatewayFor(routes: unknown[]) {
-  const gw = await startGateway({ binds: [{ port: await freePort(), listeners: [{ name: 'main', protocol: 'HTTP', routes }] }] });
+  const gw = await startGateway((port) => ({ binds: [{ port, listeners: [{ name: 'main', protocol: 'HTTP', routes }] }] }));
   cleanups.push(() => gw.close());
   return gw;
 }

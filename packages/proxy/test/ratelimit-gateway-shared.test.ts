@@ -4,7 +4,7 @@
 // two ports; the clock is frozen so no bucket refills during the test.
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeSnapshot, encodeSnapshot, withVersion, type ListenerIR, type PolicyIR, type ProxySnapshot } from '@tollgate/api';
-import { freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
+import { onFreePorts, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -53,11 +53,14 @@ function twoListeners(ports: [number, number], upstreamPort: number, policyOf: (
 async function setup(policyOf: (listener: string) => PolicyIR): Promise<{ gw: TestGateway; urls: [string, string] }> {
   const up = await startUpstream();
   const now = 1_000_000_000;
-  const gw = await startGateway(simpleConfig(await freePort(), [{ name: 'r', backends: [{ host: up.host }] }]), { clock: () => now });
+  const gw = await startGateway((port) => simpleConfig(port, [{ name: 'r', backends: [{ host: up.host }] }]), { clock: () => now });
   cleanups.push(() => up.close(), () => gw.close());
-  const ports: [number, number] = [await freePort(), await freePort()];
   // Through the wire encoding, as a snapshot from the controller arrives.
-  await gw.gateway.runtime.apply(decodeSnapshot(encodeSnapshot(twoListeners(ports, up.port, policyOf))));
+  const ports = await onFreePorts(2, async ([a, b]) => {
+    const ports: [number, number] = [a!, b!];
+    await gw.gateway.runtime.apply(decodeSnapshot(encodeSnapshot(twoListeners(ports, up.port, policyOf))));
+    return ports;
+  });
   return { gw, urls: [`http://127.0.0.1:${ports[0]}/x`, `http://127.0.0.1:${ports[1]}/x`] };
 }
 

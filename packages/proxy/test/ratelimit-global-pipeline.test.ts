@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, send, simpleConfig, startGateway, type RawResponse, type TestGateway } from './helpers.js';
+import { send, simpleConfig, startGateway, type RawResponse, type TestGateway } from './helpers.js';
 import { rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
 
 const availability = rlsAvailability();
@@ -34,7 +34,7 @@ describe.skipIf(!availability.run)('global rate limits through the gateway', () 
 
   async function gateway(global: Record<string, unknown>, local?: unknown[]): Promise<TestGateway> {
     const rateLimit = { global: { service: { host: rls.address }, timeout: '2s', ...global }, ...(local ? { local } : {}) };
-    const gw = await startGateway(simpleConfig(await freePort(), [{ name: 'chat', policies: { traffic: { rateLimit } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }]));
+    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'chat', policies: { traffic: { rateLimit } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }]));
     cleanups.push(() => gw.close());
     return gw;
   }
@@ -58,6 +58,9 @@ describe.skipIf(!availability.run)('global rate limits through the gateway', () 
     const over = await chat(gw, user);
     expect(over.status).toBe(429);
     expect(over.body).toBe('rate limit exceeded');
+    // The same answer as a local limit's: text, the catalog code, the limit headers, retry-after.
+    expect(over.headers['content-type']).toContain('text/plain');
+    expect(over.headers['x-tollgate-error']).toBe('TG_RATE_LIMITED');
     expect(over.headers['x-proxy-ratelimited']).toBe('true');
     expect(over.headers['x-ratelimit-limit']).toBe(`3, 3;w=${DAY}`);
     expect(over.headers['ratelimit-limit']).toBe('3');
@@ -89,7 +92,7 @@ describe.skipIf(!availability.run)('global rate limits through the gateway', () 
   it('a route-level global refusal gives back the gateway-level local request token', async () => {
     const rateLimit = { global: { service: { host: rls.address }, timeout: '2s', domain: 'gw-requests', descriptors: [{ unit: 'Requests', entries: [{ name: 'user', expression: 'request.headers["x-user"]' }] }] } };
     const gw = await startGateway(
-      simpleConfig(await freePort(), [{ name: 'chat', policies: { traffic: { rateLimit } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }], {
+      (port) => simpleConfig(port, [{ name: 'chat', policies: { traffic: { rateLimit } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }], {
         policies: { traffic: { rateLimit: { local: [{ requests: 4, unit: 'Hours' }] } } },
       }),
     );
@@ -107,7 +110,7 @@ describe.skipIf(!availability.run)('global rate limits through the gateway', () 
   it('a gateway-level global limit stays charged for a request the route refuses: the service cannot give back', async () => {
     const global = { service: { host: rls.address }, timeout: '2s', domain: 'gw-requests', descriptors: [{ unit: 'Requests', entries: [{ name: 'user', expression: 'request.headers["x-user"]' }] }] };
     const gw = await startGateway(
-      simpleConfig(await freePort(), [{ name: 'chat', policies: { traffic: { rateLimit: { local: [{ requests: 1, unit: 'Hours' }] } } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }], {
+      (port) => simpleConfig(port, [{ name: 'chat', policies: { traffic: { rateLimit: { local: [{ requests: 1, unit: 'Hours' }] } } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }], {
         policies: { traffic: { rateLimit: { global } } },
       }),
     );
@@ -129,7 +132,12 @@ describe.skipIf(!availability.run)('global rate limits through the gateway', () 
     for (let i = 0; i < 3; i++) await client.chat.completions.create({ model: 'mock-gpt', messages: [{ role: 'user', content: 'hi' }] });
     const err = await client.chat.completions.create({ model: 'mock-gpt', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.RateLimitError);
-    expect((err as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('x-proxy-ratelimited')).toBe('true');
+    const limited = err as InstanceType<typeof OpenAI.RateLimitError>;
+    expect(limited.headers?.get('x-proxy-ratelimited')).toBe('true');
+    // As for a local limit: the gateway's message, its code, when to retry.
+    expect(limited.message).toBe('429 rate limit exceeded');
+    expect(limited.headers?.get('x-tollgate-error')).toBe('TG_RATE_LIMITED');
+    expect(Number(limited.headers?.get('retry-after'))).toBeGreaterThan(0);
   });
 
   it('a reload that drops the global limit closes the channel to the service', async () => {

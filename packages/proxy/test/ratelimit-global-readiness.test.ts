@@ -40,8 +40,8 @@ describe.skipIf(!availability.run)('readiness and the rate limit service', () =>
   }
 
   async function gateway(routes: unknown[]): Promise<{ gw: TestGateway; config: Record<string, unknown> }> {
-    const config = simpleConfig(await freePort(), routes);
-    const gw = await startGateway(config);
+    const gw = await startGateway((port) => simpleConfig(port, routes));
+    const config = simpleConfig(gw.port, routes);
     cleanups.push(() => gw.close());
     return { gw, config };
   }

@@ -6,7 +6,7 @@
 import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, openTrace, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway } from './helpers.js';
+import { openTrace, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway } from './helpers.js';
 
 let llm: MockLlm;
 let now = 1_000_000_000;
@@ -24,7 +24,7 @@ afterEach(async () => {
 });
 
 async function gateway(routes: unknown[], listener: Record<string, unknown> = {}): Promise<TestGateway> {
-  const gw = await startGateway(simpleConfig(await freePort(), routes, listener), { clock });
+  const gw = await startGateway((port) => simpleConfig(port, routes, listener), { clock });
   cleanups.push(() => gw.close());
   return gw;
 }
@@ -72,6 +72,7 @@ describe('requests limit (token bucket)', () => {
     const refused = rs[5]!;
     expect(refused.body).toBe('rate limit exceeded');
     expect(refused.headers['content-type']).toContain('text/plain');
+    expect(refused.headers['x-tollgate-error']).toBe('TG_RATE_LIMITED');
     expect(refused.headers['retry-after']).toBe(refused.headers['x-ratelimit-reset']);
     expect(Number(refused.headers['x-ratelimit-reset'])).toBeGreaterThan(0);
     expect(refused.headers['x-proxy-ratelimited']).toBeUndefined();
@@ -247,6 +248,11 @@ describe('the official openai client through the gateway', () => {
     const err = await client.chat.completions.create({ model: 'mock-gpt', messages: [{ role: 'user', content: 'one too many' }] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.RateLimitError);
     expect((err as InstanceType<typeof OpenAI.RateLimitError>).status).toBe(429);
-    expect((err as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('x-ratelimit-remaining')).toBe('0');
+    const limited = err as InstanceType<typeof OpenAI.RateLimitError>;
+    expect(limited.headers?.get('x-ratelimit-remaining')).toBe('0');
+    // The client's error carries the gateway's message and, in the headers, its code.
+    expect(limited.message).toBe('429 rate limit exceeded');
+    expect(limited.headers?.get('x-tollgate-error')).toBe('TG_RATE_LIMITED');
+    expect(Number(limited.headers?.get('retry-after'))).toBeGreaterThan(0);
   });
 });

@@ -7,7 +7,7 @@
 import { EventEmitter, once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
+import { send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -51,7 +51,7 @@ async function heldLlm(): Promise<HeldLlm> {
 }
 
 async function gateway(routes: unknown[], listener: Record<string, unknown> = {}): Promise<TestGateway> {
-  const gw = await startGateway(simpleConfig(await freePort(), routes, listener));
+  const gw = await startGateway((port) => simpleConfig(port, routes, listener));
   cleanups.push(() => gw.close());
   return gw;
 }

@@ -3,7 +3,7 @@
 // redacted in traces and dumps but not in logs. Each of those, a header of the former logger
 // list and a session-token header, is checked in all three places.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 // header -> a value that must never appear
 const SECRETS = {
@@ -19,7 +19,7 @@ let gw: TestGateway;
 beforeAll(async () => {
   up = await startUpstream();
   gw = await startGateway(
-    simpleConfig(await freePort(), [
+    (port) => simpleConfig(port, [
       {
         name: 'api',
         filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: Object.entries(SECRETS).map(([name, value]) => ({ name, value: `filter-${value}` })) } }],

@@ -2,7 +2,7 @@
 // naming the problem and the last good config keeps serving; requests in flight finish on the
 // config they started with; new and removed ports open and close.
 import { afterEach, describe, expect, it } from 'vitest';
-import { echoed, freePort, send, simpleConfig, startGateway, startUpstream, type Upstream } from './helpers.js';
+import { echoed, onFreePort, send, simpleConfig, startGateway, startUpstream, type Upstream } from './helpers.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -12,10 +12,9 @@ afterEach(async () => {
 async function setup(handler?: Parameters<typeof startUpstream>[0]) {
   const up = await startUpstream(handler);
   const other = await startUpstream((_req, res) => res.end('other'));
-  const port = await freePort();
-  const gw = await startGateway(simpleConfig(port, [{ name: 'a', matches: [{ path: { value: '/a' } }], backends: [{ host: up.host }] }]));
+  const gw = await startGateway((port) => simpleConfig(port, [{ name: 'a', matches: [{ path: { value: '/a' } }], backends: [{ host: up.host }] }]));
   cleanups.push(() => gw.close(), () => up.close(), () => other.close());
-  return { up, other, gw, port };
+  return { up, other, gw, port: gw.port };
 }
 
 function tagged(up: Upstream, name: string, path: string) {
@@ -73,9 +72,12 @@ describe('hot reload', () => {
 
   it('opens a new port and closes a removed one', async () => {
     const { up, gw, port } = await setup();
-    const port2 = await freePort();
-    const two = { binds: [...(simpleConfig(port, [tagged(up, 'a', '/a')]).binds as unknown[]), { port: port2, listeners: [{ name: 'second', protocol: 'HTTP', routes: [tagged(up, 'z', '/z')] }] }] };
-    expect(await gw.rewrite(two)).toBe('reloaded');
+    const two = (port2: number) => ({ binds: [...(simpleConfig(port, [tagged(up, 'a', '/a')]).binds as unknown[]), { port: port2, listeners: [{ name: 'second', protocol: 'HTTP', routes: [tagged(up, 'z', '/z')] }] }] });
+    // A reload refused because another process took the probed port is tried on another.
+    const port2 = await onFreePort(async (p) => {
+      if ((await gw.rewrite(two(p))) !== 'reloaded') throw new Error(gw.gateway.source.state().lastError ?? 'refused');
+      return p;
+    });
     expect(echoed(await send(`http://127.0.0.1:${port2}/z`)).headers['x-route']).toBe('z');
     expect(await gw.rewrite({ binds: [{ port: port2, listeners: [{ name: 'second', protocol: 'HTTP', routes: [tagged(up, 'z', '/z')] }] }] })).toBe('reloaded');
     await expect(send(`http://127.0.0.1:${port}/a`)).rejects.toThrow(/ECONNREFUSED/);
@@ -88,8 +90,19 @@ describe('hot reload', () => {
     const withTaken = { binds: [...(simpleConfig(port, [tagged(up, 'a', '/a')]).binds as unknown[]), { port: blocker.port, listeners: [{ name: 'x', protocol: 'HTTP', routes: [tagged(up, 'x', '/x')] }] }] };
     const version = gw.gateway.snapshot.version;
     expect(await gw.rewrite(withTaken)).toBe('refused');
-    expect(gw.logs.messages().some((m) => m.includes(`port ${blocker.port}`) && m.includes('already in use'))).toBe(true);
+    expect(gw.gateway.source.state().lastError).toBe(`bind 0.0.0.0:${blocker.port} (listener x) is already in use; stop the other process on port ${blocker.port} or change binds[].port`);
+    expect(gw.logs.messages()).toContain(`config reload refused, the last good config keeps serving: ${gw.gateway.source.state().lastError}`);
     expect(gw.gateway.snapshot.version).toBe(version);
+    expect((await send(`${gw.url}/a`)).status).toBe(200);
+  });
+
+  it('refuses a reload whose new address is not of this machine, naming the bind and its listener', async () => {
+    const { up, gw, port } = await setup();
+    // Port 1: the address is refused before the port is looked at.
+    // 198.19.255.254: a test-range address no interface here has.
+    const elsewhere = { binds: [...(simpleConfig(port, [tagged(up, 'a', '/a')]).binds as unknown[]), { port: 1, address: '198.19.255.254', listeners: [{ name: 'edge', protocol: 'HTTP', routes: [tagged(up, 'e', '/e')] }] }] };
+    expect(await gw.rewrite(elsewhere)).toBe('refused');
+    expect(gw.gateway.source.state().lastError).toBe(`bind 198.19.255.254:1 (listener edge): cannot listen on 198.19.255.254: it is not an address of this machine (EADDRNOTAVAIL); change binds[].address`);
     expect((await send(`${gw.url}/a`)).status).toBe(200);
   });
 });

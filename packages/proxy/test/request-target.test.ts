@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRequestTarget, DEFAULT_PATH_SETTINGS } from '../src/pipeline/request-target.js';
-import { freePort, send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let up: Upstream;
 let gw: TestGateway;
@@ -13,10 +13,10 @@ let gw: TestGateway;
 /** Chat is limited to one request per hour; anything else goes to the open route. */
 beforeAll(async () => {
   up = await startUpstream();
-  gw = await startGateway({
+  gw = await startGateway((port) => ({
     binds: [
       {
-        port: await freePort(),
+        port,
         listeners: [
           {
             name: 'main',
@@ -29,7 +29,7 @@ beforeAll(async () => {
         ],
       },
     ],
-  });
+  }));
 });
 afterAll(async () => {
   await gw?.close();

@@ -1,7 +1,7 @@
 // Route selection over real sockets: path kinds, method, headers, query parameters,
 // hostnames (listener and route, wildcards), precedence, and 404.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { echoed, freePort, send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { echoed, send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let up: Upstream;
 let gw: TestGateway;
@@ -24,8 +24,7 @@ async function routed(path: string, headers: Record<string, string> = {}, method
 
 beforeAll(async () => {
   up = await startUpstream();
-  const port = await freePort();
-  gw = await startGateway({
+  gw = await startGateway((port) => ({
     binds: [
       {
         port,
@@ -57,7 +56,7 @@ beforeAll(async () => {
         ],
       },
     ],
-  });
+  }));
 });
 
 afterAll(async () => {
@@ -127,9 +126,9 @@ describe('hostnames', () => {
 
 describe('no match', () => {
   it('answers 404 with a short body', async () => {
-    const g = await startGateway({
-      binds: [{ port: await freePort(), listeners: [{ name: 'l', protocol: 'HTTP', routes: [route('only', { matches: [{ path: { type: 'Exact', value: '/only' } }] })] }] }],
-    });
+    const g = await startGateway((port) => ({
+      binds: [{ port, listeners: [{ name: 'l', protocol: 'HTTP', routes: [route('only', { matches: [{ path: { type: 'Exact', value: '/only' } }] })] }] }],
+    }));
     try {
       const r = await send(`${g.url}/other`);
       expect(r.status).toBe(404);

@@ -6,7 +6,7 @@
 // under load.
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeSnapshot, encodeSnapshot, withVersion, type BackendIR, type ProxySnapshot, type ServiceBackendIR } from '@tollgate/api';
-import { freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -30,7 +30,7 @@ async function setup(): Promise<{ gw: TestGateway; a: Upstream; b: Upstream }> {
   const reply = (name: string) => (_req: unknown, res: { end: (s: string) => void }) => res.end(name);
   const a = await startUpstream(reply('a'));
   const b = await startUpstream(reply('b'));
-  const gw = await startGateway(simpleConfig(await freePort(), [{ name: 'r', backends: [{ host: a.host }] }]));
+  const gw = await startGateway((port) => simpleConfig(port, [{ name: 'r', backends: [{ host: a.host }] }]));
   cleanup.push(() => a.close(), () => b.close(), () => gw.close());
   return { gw, a, b };
 }

@@ -16,7 +16,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ProxyProcess } from '../src/process/proxy-process.js';
 import type { SnapshotSink, SnapshotSource, SnapshotSourceState } from '../src/source/snapshot-source.js';
 import type { TraceEvent } from '@tollgate/api';
-import { freePort, openTrace, send, simpleConfig } from './helpers.js';
+import { freePort, onFreePort, openTrace, send, simpleConfig } from './helpers.js';
 
 /** Applies what the test pushes, as a controller stream does. */
 class PushSource implements SnapshotSource {
@@ -125,8 +125,13 @@ async function startProxy(): Promise<Proxy> {
     logDestination: new Writable({ write: (_c, _e, cb) => cb() }),
   });
   cleanups.push(() => proc.close());
-  const port = await freePort();
-  const base = standaloneToSnapshot(validateStandaloneConfig(simpleConfig(port, [{ name: 'chat', backends: [{ host: '127.0.0.1:9' }] }]), 'pushed'), { kind: 'controller', gateway: 'edge/public' });
+  // The port is taken by a first snapshot of its own: one that loses the port to another
+  // process between probe and bind is refused, and tried again on another port.
+  const { port, base } = await onFreePort(async (port) => {
+    const base = standaloneToSnapshot(validateStandaloneConfig(simpleConfig(port, [{ name: 'chat', backends: [{ host: '127.0.0.1:9' }] }]), 'pushed'), { kind: 'controller', gateway: 'edge/public' });
+    await proc.runtime.apply(base);
+    return { port, base };
+  });
   const admin = `http://${proc.admin.address}`;
   return {
     proc,

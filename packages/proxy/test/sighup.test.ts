@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
-import { echoed, freePort, send, simpleConfig, startUpstream, type Upstream } from './helpers.js';
+import { echoed, onFreePort, send, simpleConfig, startUpstream, type Upstream } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
 const cleanups: (() => Promise<void>)[] = [];
@@ -58,10 +58,12 @@ describe('SIGHUP', () => {
     cleanups.push(() => up.close(), () => rm(real, { recursive: true, force: true }), () => rm(linked, { recursive: true, force: true }));
     const target = join(real, 'config.yaml');
     const file = join(linked, 'config.yaml');
-    const port = await freePort();
-    await writeFile(target, stringify(simpleConfig(port, [tagged(up, 'first')])));
     await symlink(target, file);
-    const { child, next } = await startTollgate(file);
+    // A port another process took between probe and bind makes tollgate exit: started again on another.
+    const { port, child, next } = await onFreePort(async (port) => {
+      await writeFile(target, stringify(simpleConfig(port, [tagged(up, 'first')])));
+      return { port, ...(await startTollgate(file)) };
+    });
     const url = `http://127.0.0.1:${port}/x`;
     expect(echoed(await send(url)).headers['x-route']).toBe('first');
 

@@ -9,7 +9,7 @@ import { standaloneToSnapshot, validateStandaloneConfig, type ProxySnapshot } fr
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProxyProcess } from '../src/process/proxy-process.js';
 import type { SnapshotSink, SnapshotSource, SnapshotSourceState } from '../src/source/snapshot-source.js';
-import { echoed, freePort, send, simpleConfig, startUpstream } from './helpers.js';
+import { echoed, onFreePort, send, simpleConfig, startUpstream } from './helpers.js';
 
 /** Delivers snapshots when told to and records the outcome of each, as a stream source acknowledges them. */
 class PushSource implements SnapshotSource {
@@ -50,25 +50,29 @@ describe('a snapshot source other than the file', () => {
   it('serves what it pushes, learns what was refused, and shows its state in /debug/tasks', async () => {
     const up = await startUpstream();
     cleanups.push(() => up.close());
-    const readinessPort = await freePort();
     const proc = await ProxyProcess.start({
       settings: {},
       source: () => new PushSource(),
       adminAddr: '127.0.0.1:0',
       metricsAddr: '127.0.0.1:0',
-      readinessAddr: `127.0.0.1:${readinessPort}`,
+      readinessAddr: '127.0.0.1:0',
       logDestination: new Writable({ write: (_c, _e, cb) => cb() }),
     });
     cleanups.push(() => proc.close());
+    const readiness = `http://${proc.ops.readiness.address}/healthz/ready`;
     // Started, nothing pushed yet: not ready.
-    const before = await send(`http://127.0.0.1:${readinessPort}/healthz/ready`);
+    const before = await send(readiness);
     expect([before.status, before.body]).toEqual([503, 'no config loaded\n']);
 
-    const port = await freePort();
-    const first = snapshotOf(simpleConfig(port, [{ name: 'a', backends: [{ host: up.host }] }]));
-    await proc.source.push(first);
+    // A push that loses its probed port to another process before binding it is tried again.
+    const { port, first } = await onFreePort(async (port) => {
+      const first = snapshotOf(simpleConfig(port, [{ name: 'a', backends: [{ host: up.host }] }]));
+      await proc.source.push(first);
+      if (proc.source.outcomes.at(-1) !== `ack ${first.version}`) throw new Error(proc.source.outcomes.pop());
+      return { port, first };
+    });
     expect(echoed(await send(`http://127.0.0.1:${port}/x`)).url).toBe('/x');
-    expect((await send(`http://127.0.0.1:${readinessPort}/healthz/ready`)).status).toBe(200);
+    expect((await send(readiness)).status).toBe(200);
 
     // A snapshot the runtime cannot apply (its new port is taken) is refused back to the source.
     const taken = createServer().listen(0, '127.0.0.1');
@@ -77,7 +81,7 @@ describe('a snapshot source other than the file', () => {
     const takenPort = (taken.address() as { port: number }).port;
     const second = snapshotOf({ binds: [...(simpleConfig(port, [{ name: 'a', backends: [{ host: up.host }] }]).binds as unknown[]), ...(simpleConfig(takenPort, [], { name: 'other' }).binds as unknown[])] });
     await proc.source.push(second);
-    expect(proc.source.outcomes).toEqual([`ack ${first.version}`, expect.stringMatching(new RegExp(`^nack ${second.version}: port ${takenPort} .* already in use`))]);
+    expect(proc.source.outcomes).toEqual([`ack ${first.version}`, expect.stringMatching(new RegExp(`^nack ${second.version}: bind 0\\.0\\.0\\.0:${takenPort} \\(listener other\\) is already in use`))]);
     expect(proc.snapshot.version).toBe(first.version);
     expect((await send(`http://127.0.0.1:${port}/x`)).status).toBe(200);
 

@@ -2,14 +2,14 @@
 // request a filter evaluation, so an admin client cannot slow the data plane without bound.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { freePort, send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let up: Upstream;
 let gw: TestGateway;
 
 beforeAll(async () => {
   up = await startUpstream();
-  gw = await startGateway({ config: { maxTraceSessions: 2 }, binds: [{ port: await freePort(), listeners: [{ name: 'main', protocol: 'HTTP', routes: [{ name: 'all', backends: [{ host: up.host }] }] }] }] });
+  gw = await startGateway((port) => ({ config: { maxTraceSessions: 2 }, binds: [{ port, listeners: [{ name: 'main', protocol: 'HTTP', routes: [{ name: 'all', backends: [{ host: up.host }] }] }] }] }));
 });
 afterAll(async () => {
   await gw?.close();
@@ -47,7 +47,7 @@ it('refuses a session beyond the cap with 429 and a catalog code, and accepts on
 });
 
 it('rejects a cap that is not a positive integer at load, naming the field', async () => {
-  await expect(startGateway({ config: { maxTraceSessions: 0 }, binds: [{ port: await freePort(), listeners: [{ name: 'main', protocol: 'HTTP', routes: [] }] }] })).rejects.toThrow(
+  await expect(startGateway((port) => ({ config: { maxTraceSessions: 0 }, binds: [{ port, listeners: [{ name: 'main', protocol: 'HTTP', routes: [] }] }] }))).rejects.toThrow(
     /config\.maxTraceSessions/,
   );
 });

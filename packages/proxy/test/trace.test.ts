@@ -37,10 +37,10 @@ beforeAll(async () => {
     res.end('ok');
   });
   deadPort = await freePort();
-  gw = await startGateway({
+  gw = await startGateway((port) => ({
     binds: [
       {
-        port: await freePort(),
+        port,
         listeners: [
           {
             name: 'main',
@@ -57,7 +57,7 @@ beforeAll(async () => {
         ],
       },
     ],
-  });
+  }));
 });
 
 afterAll(async () => {
@@ -173,7 +173,7 @@ describe('sessions', () => {
   });
 
   it('sends a keepalive comment while the session waits', async () => {
-    const g = await startGateway({ binds: [{ port: await freePort(), listeners: [{ name: 'l', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: up.host }] }] }] }] }, { traceKeepaliveMs: 20 });
+    const g = await startGateway((port) => ({ binds: [{ port, listeners: [{ name: 'l', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: up.host }] }] }] }] }), { traceKeepaliveMs: 20 });
     try {
       const res = await new Promise<IncomingMessage>((resolve, reject) => httpRequest(`${g.adminUrl}/debug/trace`, resolve).on('error', reject).end());
       let text = '';

@@ -1,4 +1,4 @@
-export { freePort } from './ports.js';
+export { freePort, onFreePort, onFreePorts, isPortInUse, type OnFreePortsOptions } from './ports.js';
 export { startUpstream, type Upstream, type Handler } from './upstream.js';
 export { until, nextEvent, deferred, type UntilOptions } from './until.js';
 export { LogSink, captureLog, type LogLine } from './log-sink.js';

@@ -21,6 +21,8 @@ export interface LoadedConfig {
   readonly snapshot: ProxySnapshot;
   /** Accepted but worth an operator's eye (an expired certificate). */
   readonly warnings: readonly string[];
+  /** The certificate and key files the config names (absolute), watched for renewals. */
+  readonly certificateFiles: readonly string[];
 }
 
 /** Largest config file read: a config of thousands of routes is well under 1 MiB. */
@@ -117,7 +119,7 @@ export function parseConfig(path: string, text: string): LoadedConfig {
   }
   const tls = readCertificateFiles(abs, config);
   if (tls.problems.length) throw new ValidationError(abs, tls.problems);
-  return { path: abs, text, config, snapshot: standaloneToSnapshot(config, { kind: 'file', path: abs }, tls.lookup), warnings: tls.warnings };
+  return { path: abs, text, config, snapshot: standaloneToSnapshot(config, { kind: 'file', path: abs }, tls.lookup), warnings: tls.warnings, certificateFiles: tls.files };
 }
 
 export async function loadConfigFile(path: string): Promise<LoadedConfig> {

@@ -12,6 +12,8 @@ const MAX_PEM_BYTES = 1024 * 1024;
 
 export interface CertificateFiles {
   readonly lookup: CertificateLookup;
+  /** Every certificate and key file the config names, absolute: what a renewal replaces. */
+  readonly files: readonly string[];
   readonly problems: Problem[];
   readonly warnings: string[];
 }
@@ -37,10 +39,12 @@ export function readCertificateFiles(configPath: string, cfg: StandaloneConfig, 
   const base = dirname(configPath);
   const problems: Problem[] = [];
   const warnings: string[] = [];
+  const files = new Set<string>();
   const loaded = new Map<string, { certificate: string; key: Secret; certFile: string; keyFile: string }>();
   for (const entry of certificateEntries(cfg)) {
     const certFile = resolve(base, entry.certFile);
     const keyFile = resolve(base, entry.keyFile);
+    files.add(certFile).add(keyFile);
     const certificate = readPem(certFile, `${entry.path}.certFile`, problems);
     const key = readPem(keyFile, `${entry.path}.keyFile`, problems);
     if (certificate === null || key === null) continue;
@@ -59,5 +63,5 @@ export function readCertificateFiles(configPath: string, cfg: StandaloneConfig, 
     if (!c) throw new Error(`${path}: certificate files were not read`);
     return c;
   };
-  return { lookup, problems, warnings };
+  return { lookup, files: [...files], problems, warnings };
 }

@@ -164,18 +164,12 @@ export class DataPlaneServer {
     }
   }
 
-  async listen(): Promise<void> {
+  /** Listens; a failure is a catalog error naming the bind, its listeners and the fix. */
+  async listen(listeners: readonly string[]): Promise<void> {
     try {
       await this.#app.listen({ port: this.port, host: this.address });
     } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      if (e.code === 'EADDRINUSE') {
-        throw new TollgateError('TG_BIND_IN_USE', `port ${this.port} on ${this.address} is already in use; stop the other process or change binds[].port`, { cause: err });
-      }
-      if (e.code === 'EACCES') {
-        throw new TollgateError('TG_BIND_DENIED', `not allowed to listen on port ${this.port}; use a port above 1023 or run with the needed privilege`, { cause: err });
-      }
-      throw new TollgateError('TG_BIND_FAILED', `cannot listen on ${this.address}:${this.port}: ${e.message}`, { cause: err });
+      throw bindError(err as NodeJS.ErrnoException, this.address, this.port, listeners);
     }
   }
 
@@ -183,6 +177,24 @@ export class DataPlaneServer {
   stopAccepting(): void {
     // close() frees the listening socket at once; close() below still drains connections.
     if (this.#app.server.listening) this.#app.server.close();
+  }
+
+  /**
+   * Listens again on the port `stopAccepting()` freed: a reload that gave the port to another
+   * kind of server and then failed puts this one back. The bound port is kept, so a bind on
+   * port 0 gets the same port again.
+   */
+  async resumeAccepting(port: number): Promise<void> {
+    const server = this.#app.server;
+    if (server.listening) return;
+    await new Promise<void>((resolve, reject) => {
+      const fail = (err: Error): void => reject(err);
+      server.once('error', fail);
+      server.listen({ port, host: this.address }, () => {
+        server.off('error', fail);
+        resolve();
+      });
+    });
   }
 
   /** Stops accepting, lets in-flight requests finish; after `deadlineMs` cuts what is left. */
@@ -198,6 +210,20 @@ export class DataPlaneServer {
   get boundPort(): number {
     const addr = this.#app.server.address();
     return typeof addr === 'object' && addr ? addr.port : this.port;
+  }
+}
+
+function bindError(e: NodeJS.ErrnoException, address: string, port: number, listeners: readonly string[]): TollgateError {
+  const bind = `bind ${address}:${port} (listener${listeners.length === 1 ? '' : 's'} ${listeners.join(', ')})`;
+  switch (e.code) {
+    case 'EADDRINUSE':
+      return new TollgateError('TG_BIND_IN_USE', `${bind} is already in use; stop the other process on port ${port} or change binds[].port`, { cause: e });
+    case 'EACCES':
+      return new TollgateError('TG_BIND_DENIED', `${bind}: not allowed to listen on port ${port}; use a port above 1023 or run with the privilege to bind low ports`, { cause: e });
+    case 'EADDRNOTAVAIL':
+      return new TollgateError('TG_BIND_FAILED', `${bind}: cannot listen on ${address}: it is not an address of this machine (EADDRNOTAVAIL); change binds[].address`, { cause: e });
+    default:
+      return new TollgateError('TG_BIND_FAILED', `${bind}: cannot listen on ${address}:${port}: ${e.message}`, { cause: e });
   }
 }
 

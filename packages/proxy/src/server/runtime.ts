@@ -153,30 +153,61 @@ export class ProxyRuntime {
       this.options.log.warn({ route: name }, `route ${name} is not attached: none of its hostnames intersects its listener hostname`);
     }
     const wanted = new Map(ir.binds.map((b) => [bindKey(b.address, b.port), b]));
-    // A port that turns from HTTP to HTTPS (or back) needs another kind of server on the same
-    // port: the old one stops accepting first, so this one step cannot be undone if a later
-    // one fails (its connections still finish).
-    for (const [key, bind] of wanted) {
-      const old = this.#servers.get(key);
-      if (!old || old.tls === isTls(bind)) continue;
-      this.#servers.delete(key);
-      this.options.log.info({ bind: key }, `bind ${key} changes protocol; reopening it`);
-      old.stopAccepting();
-      void old.close(this.options.drainTimeoutMs);
-    }
-    const started: DataPlaneServer[] = [];
+    // New servers are built first (a certificate node:tls refuses fails here, before any port
+    // is touched). A port that turns from HTTP to HTTPS (or back) needs another kind of
+    // server on the same port, so its old server must let go of the port first: those
+    // switches come last, after every new port listened, and a failure puts the old servers
+    // back on their ports. Either the whole config applies or the previous one keeps serving.
+    const opened: { server: DataPlaneServer; listeners: string[] }[] = [];
+    const switched: { key: string; old: DataPlaneServer; port: number; server: DataPlaneServer; listeners: string[] }[] = [];
     try {
       for (const [key, bind] of wanted) {
-        if (this.#servers.has(key)) continue;
+        const old = this.#servers.get(key);
+        if (old && old.tls === isTls(bind)) continue;
         const server = new DataPlaneServer(bind.port, bind.address, this.#deps, next.binds.get(bind.port)?.tls ?? null);
-        await server.listen();
+        const listeners = bind.listeners.map((l) => l.name);
+        if (old) switched.push({ key, old, port: old.boundPort, server, listeners });
+        else opened.push({ server, listeners });
+      }
+    } catch (err) {
+      this.limiters.discard();
+      this.#tlsContexts.discard();
+      throw err;
+    }
+    const started: DataPlaneServer[] = [];
+    const released: (typeof switched)[number][] = [];
+    try {
+      for (const { server, listeners } of opened) {
+        await server.listen(listeners);
         started.push(server);
+      }
+      for (const s of switched) {
+        this.options.log.info({ bind: s.key }, `bind ${s.key} changes protocol; reopening it`);
+        s.old.stopAccepting();
+        released.push(s);
+        await s.server.listen(s.listeners);
+        started.push(s.server);
       }
     } catch (err) {
       this.limiters.discard();
       this.#tlsContexts.discard();
       await Promise.allSettled(started.map((s) => s.close(0)));
+      for (const s of released) {
+        try {
+          await s.old.resumeAccepting(s.port);
+        } catch (resumeErr) {
+          // Someone else took the port in between: nothing on this machine can serve it now.
+          this.options.log.error({ bind: s.key, err: resumeErr }, `bind ${s.key} could not be reopened after the refused reload; it serves nothing until a config applies`);
+          this.#servers.delete(s.key);
+          void s.old.close(this.options.drainTimeoutMs);
+        }
+      }
       throw err;
+    }
+    for (const s of switched) {
+      // The old server's connections finish on it.
+      this.#servers.delete(s.key);
+      void s.old.close(this.options.drainTimeoutMs);
     }
     this.limiters.commit();
     this.#tlsContexts.commit();

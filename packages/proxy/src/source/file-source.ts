@@ -1,7 +1,9 @@
 // The config file as a snapshot source: the file read at start-up is applied first, then
 // every edit (seen by the directory watcher) and every explicit reload (SIGHUP) is read,
 // validated and applied. A file that does not validate, or a snapshot the runtime refuses, is
-// logged with the reason and the last good config keeps serving.
+// logged with the reason and the last good config keeps serving. The certificate and key
+// files the serving config names are watched too: a renewal (files replaced, as certbot or
+// cert-manager do) goes through the same read, validate and apply as an edit of the config.
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { parseConfig, readConfigText, type LoadedConfig } from '../config/load-file.js';
@@ -19,6 +21,9 @@ export interface FileSourceOptions {
 
 export type ReloadOutcome = 'reloaded' | 'refused' | 'unchanged';
 
+/** What made the source read the config: an edit of its file, of a certificate file, or SIGHUP. */
+type Trigger = 'edit' | 'certificates' | 'reload';
+
 /** Emits the outcome of every read after the first: `reloaded`, `refused` (with the error) or `unchanged`. */
 export class FileSnapshotSource
   extends EventEmitter<{ reloaded: []; refused: [Error]; unchanged: [] }>
@@ -28,6 +33,10 @@ export class FileSnapshotSource
   readonly path: string;
   #sink: SnapshotSink | null = null;
   #watch: FileWatch | null = null;
+  /** Certificate or key file -> its watch; follows the serving config's files. */
+  readonly #certWatches = new Map<string, FileWatch>();
+  /** One read for a burst of certificate events (a cert and its key are replaced one after the other). */
+  #certTimer: NodeJS.Timeout | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   /** The text last read, applied or not: an edit event with the same text is no edit. */
   #lastSeen: string;
@@ -56,7 +65,28 @@ export class FileSnapshotSource
     this.options.log.info({ version: this.#current.snapshot.version, source: this.path }, `serving config ${this.#current.snapshot.version} from ${this.path}`);
     if (this.options.watch !== false) {
       this.#watch = watchFile(this.path, () => void this.#enqueue('edit'), { log: this.options.log, debounceMs: this.options.debounceMs });
+      this.#watchCertificates();
     }
+  }
+
+  /** Watches exactly the certificate files of the serving config. */
+  #watchCertificates(): void {
+    if (this.options.watch === false || !this.#sink) return;
+    const wanted = new Set(this.#current.certificateFiles);
+    for (const [file, w] of this.#certWatches) {
+      if (wanted.has(file)) continue;
+      w.close();
+      this.#certWatches.delete(file);
+    }
+    for (const file of wanted) {
+      if (this.#certWatches.has(file)) continue;
+      this.#certWatches.set(file, watchFile(file, () => this.#certificatesChanged(), { log: this.options.log, debounceMs: 0 }));
+    }
+  }
+
+  #certificatesChanged(): void {
+    clearTimeout(this.#certTimer);
+    this.#certTimer = setTimeout(() => void this.#enqueue('certificates'), this.options.debounceMs ?? 50);
   }
 
   /** Reads the file now, as on an edit, and applies it when it differs from what serves. */
@@ -67,6 +97,9 @@ export class FileSnapshotSource
   stop(): void {
     this.#watch?.close();
     this.#watch = null;
+    clearTimeout(this.#certTimer);
+    for (const w of this.#certWatches.values()) w.close();
+    this.#certWatches.clear();
     this.#sink = null;
   }
 
@@ -84,13 +117,13 @@ export class FileSnapshotSource
   }
 
   /** Reads run one at a time, in order, so an older read never overwrites a newer one. */
-  #enqueue(trigger: 'edit' | 'reload'): Promise<ReloadOutcome> {
+  #enqueue(trigger: Trigger): Promise<ReloadOutcome> {
     const next = this.#queue.then(() => this.#read(trigger));
     this.#queue = next.catch(() => undefined);
     return next;
   }
 
-  async #read(trigger: 'edit' | 'reload'): Promise<ReloadOutcome> {
+  async #read(trigger: Trigger): Promise<ReloadOutcome> {
     const sink = this.#sink;
     if (!sink) return 'unchanged';
     const log = this.options.log;
@@ -103,10 +136,11 @@ export class FileSnapshotSource
         log.debug({ err }, 'config file not readable yet');
         return 'unchanged';
       }
-      return this.#refuse(err as Error);
+      return this.#refuse(trigger, err as Error);
     }
     // An edit event for content already read is noise; a reload re-reads a refused file, and
-    // re-reads certificate files (renewed in place) even when the config text is the same.
+    // it and a certificate event re-read certificate files (renewed in place) even when the
+    // config text is the same.
     const sameText = trigger === 'edit' ? text === this.#lastSeen : text === this.#current.text;
     if (sameText && (trigger === 'edit' || !usesCertificateFiles(this.#current))) return this.#unchanged(trigger, text);
     this.#lastSeen = text;
@@ -116,7 +150,7 @@ export class FileSnapshotSource
       if (sameText && next.snapshot.version === this.#current.snapshot.version) return this.#unchanged(trigger, text);
       await sink.apply(next.snapshot);
     } catch (err) {
-      return this.#refuse(err as Error);
+      return this.#refuse(trigger, err as Error);
     }
     for (const w of next.warnings) log.warn(w);
     if (JSON.stringify(next.config.config ?? {}) !== JSON.stringify(this.options.initial.config.config ?? {})) {
@@ -125,22 +159,25 @@ export class FileSnapshotSource
     this.#current = next;
     this.#applied++;
     this.#lastError = null;
-    log.info({ version: next.snapshot.version }, `config reloaded: now serving ${next.snapshot.version}`);
+    this.#watchCertificates();
+    const why = trigger === 'certificates' ? ' (certificate files changed)' : '';
+    log.info({ version: next.snapshot.version }, `config reloaded${why}: now serving ${next.snapshot.version}`);
     this.emit('reloaded');
     return 'reloaded';
   }
 
-  #unchanged(trigger: 'edit' | 'reload', text: string): ReloadOutcome {
+  #unchanged(trigger: Trigger, text: string): ReloadOutcome {
     if (trigger === 'reload') this.options.log.info({ version: this.#current.snapshot.version }, `config file unchanged; still serving ${this.#current.snapshot.version}`);
     this.#lastSeen = text;
     this.emit('unchanged');
     return 'unchanged';
   }
 
-  #refuse(err: Error): ReloadOutcome {
+  #refuse(trigger: Trigger, err: Error): ReloadOutcome {
     this.#refused++;
     this.#lastError = err.message;
-    this.options.log.error(`config reload refused, the last good config keeps serving: ${err.message}`);
+    const why = trigger === 'certificates' ? ' after a certificate file changed' : '';
+    this.options.log.error(`config reload refused${why}, the last good config keeps serving: ${err.message}`);
     this.emit('refused', err);
     return 'refused';
   }

@@ -94,13 +94,16 @@ export function classify(err: Error & { code?: string }): ErrorSpec {
  * Answers with a catalog entry; returns the headers sent (for the trace). A response already
  * started (or a connection already gone) is left alone: the first answer stands. The body is
  * the entry's text exactly (with the detail, when given), without a trailing newline, as
- * Envoy's local replies (spec: a 429 body is exactly `rate limit exceeded`).
+ * Envoy's local replies (spec: a 429 body is exactly `rate limit exceeded`); the code is in
+ * `x-tollgate-error`, as on the admin servers' errors, so a client can tell a refusal of the
+ * gateway (whichever limit or check) from a backend's answer with the same status.
  */
 export function sendError(res: ServerResponse, spec: ErrorSpec, extraHeaders?: Record<string, string>, detail?: string): Record<string, string> {
   const body = detail ? `${spec.body}: ${detail}` : spec.body;
   const headers = {
     'content-type': 'text/plain; charset=utf-8',
     'content-length': String(Buffer.byteLength(body)),
+    'x-tollgate-error': spec.code,
     ...extraHeaders,
   };
   if (res.headersSent || res.destroyed) return headers;

@@ -11,7 +11,7 @@ import { createConnection } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../helpers.js';
+import { freePort, onFreePort, onFreePorts } from '../helpers.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 export const INSTALL_COMMAND = 'bash scripts/install-test-tools.sh';
@@ -125,6 +125,18 @@ process.once('exit', () => {
   for (const p of LIVE) if (p.running) p.child.kill('SIGKILL');
 });
 
+/** `waitReady`, and on failure the process is stopped (so a start tried again leaves nothing behind). */
+async function readyOrStopped(proc: Proc, procs: Proc[], what: string, probe: () => Promise<boolean>): Promise<void> {
+  procs.push(proc);
+  try {
+    await waitReady(proc, what, probe);
+  } catch (err) {
+    await proc.stop();
+    procs.splice(procs.indexOf(proc), 1);
+    throw err;
+  }
+}
+
 /** Resolves when `probe` succeeds; rejects when the process exits or START_TIMEOUT_MS passes. */
 async function waitReady(proc: Proc, what: string, probe: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS;
@@ -204,25 +216,27 @@ export async function startRls(bins: RlsBinaries, opts: RlsOptions): Promise<Rls
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    const redisPort = await freePort();
-    const redis = new Proc(
-      'redis-server',
-      spawn(
-        bins.redisServer,
-        ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning', '--daemonize', 'no'],
-        { stdio: ['ignore', 'pipe', 'pipe'] },
-      ),
-    );
-    procs.push(redis);
-    await waitReady(redis, 'PONG', () => redisPing(redisPort));
+    // Neither server can report a port it picked: each is given probed ports, and started
+    // again on fresh ones when it exits because another process took one of them meanwhile.
+    const redisPort = await onFreePort(async (port) => {
+      const redis = new Proc(
+        'redis-server',
+        spawn(
+          bins.redisServer,
+          ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning', '--daemonize', 'no'],
+          { stdio: ['ignore', 'pipe', 'pipe'] },
+        ),
+      );
+      await readyOrStopped(redis, procs, 'PONG', () => redisPing(port));
+      return port;
+    });
 
     // RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config/<domain>.yaml, read once at start.
     const configDir = join(dir, 'runtime', 'ratelimit', 'config');
     await mkdir(configDir, { recursive: true });
     for (const [domain, yaml] of Object.entries(opts.configs)) await writeFile(join(configDir, `${domain}.yaml`), yaml);
 
-    const [grpcPort, httpPort, debugPort] = [await freePort(), await freePort(), await freePort()];
-    const env: NodeJS.ProcessEnv = {
+    const serviceEnv = ([grpcPort, httpPort, debugPort]: number[]): NodeJS.ProcessEnv => ({
       PATH: process.env.PATH ?? '',
       HOME: dir,
       LOG_LEVEL: 'warn',
@@ -250,16 +264,19 @@ export async function startRls(bins: RlsBinaries, opts: RlsOptions): Promise<Rls
       LOCAL_CACHE_SIZE_IN_BYTES: '0',
       TRACING_ENABLED: 'false',
       LIMIT_RESPONSE_HEADERS_ENABLED: opts.responseHeaders ? 'true' : 'false',
-    };
+    });
     let service: Proc | null = null;
-    const startService = async (): Promise<void> => {
+    const startService = async (ports: number[]): Promise<void> => {
       if (service?.running) throw new Error('envoyproxy/ratelimit is already running');
-      const p = new Proc('envoyproxy/ratelimit', spawn(bins.ratelimit, [], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
+      const p = new Proc('envoyproxy/ratelimit', spawn(bins.ratelimit, [], { env: serviceEnv(ports), cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
       service = p;
-      procs.push(p);
-      await waitReady(p, 'SERVING gRPC health check', () => grpcHealthy(`127.0.0.1:${grpcPort}`));
+      await readyOrStopped(p, procs, 'SERVING gRPC health check', () => grpcHealthy(`127.0.0.1:${ports[0]}`));
     };
-    await startService();
+    const ports = await onFreePorts(3, async (ports) => {
+      await startService(ports);
+      return ports;
+    });
+    const grpcPort = ports[0]!;
 
     return {
       address: `127.0.0.1:${grpcPort}`,
@@ -268,7 +285,8 @@ export async function startRls(bins: RlsBinaries, opts: RlsOptions): Promise<Rls
       stopService: async () => {
         await service?.stop();
       },
-      restartService: startService,
+      // The same ports again: the gateway's config names the gRPC one.
+      restartService: () => startService(ports),
       stop: stopAll,
     };
   } catch (err) {
