@@ -18,6 +18,7 @@ const FLAGS = {
   rate: ['BENCH_RATE', 'EndpointSlice writes per second (default 5)'],
   interval: ['BENCH_INTERVAL', 'seconds between samples (default 60)'],
   from: ['BENCH_FROM', 'minute the growth is measured from (default 5)'],
+  'gc-reads': ['BENCH_GC_READS', 'forced-GC heap readings per sample, the lowest counts (default 3)'],
 };
 const { values } = parseArgs({ options: { ...Object.fromEntries(Object.keys(FLAGS).map((k) => [k, { type: 'string' }])), help: { type: 'boolean', short: 'h' } } });
 if (values.help) {
