@@ -1,6 +1,6 @@
 // The controller's admin API over real HTTP: the /logging contract of docs/admin-api.md
 // (the same requests gwctl's tests make of its stand-in), `gwctl controller log` against it,
-// /snapshots with secrets redacted, and pprof.
+// /snapshots with secrets redacted, /memory and pprof.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { Writable } from 'node:stream';
@@ -157,5 +157,16 @@ describe('/debug/pprof', () => {
     expect([bytes[0], bytes[1]]).toEqual([0x1f, 0x8b]);
     const bad = await get('/debug/pprof/profile?seconds=0');
     expect(bad.status).toBe(400);
+  });
+});
+
+describe('/memory', () => {
+  it('?gc=true answers the heap after a full collection', async () => {
+    const r = await get('/memory?gc=true');
+    expect(r.status).toBe(200);
+    const m = (await r.json()) as { gc: { ms: number } | null; heap: { usedHeapSize: number }; process: { rss: number } };
+    expect(m.gc?.ms).toBeGreaterThanOrEqual(0);
+    expect(m.heap.usedHeapSize).toBeGreaterThan(0);
+    expect(m.process.rss).toBeGreaterThan(0);
   });
 });

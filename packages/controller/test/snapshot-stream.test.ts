@@ -196,6 +196,35 @@ describe('snapshot stream protocol', () => {
     expect(h.server.proxies().size).toBe(0);
   });
 
+  it('keeps an acked-proxies series only for versions a connected proxy holds', async () => {
+    const h = await start();
+    const acked = async () => [...(await h.registry.metrics()).matchAll(/^tollgate_controller_stream_acked_proxies\{gateway="[^"]*",version="([^"]*)"\} (\S+)$/gm)].map((m) => `${m[1]}=${m[2]}`);
+    const a = new FakeProxy(h.client, { pod: 'proxy-a' });
+    const b = new FakeProxy(h.client, { pod: 'proxy-b' });
+    const versions: string[] = [];
+    // Twenty versions in a row, each ACKed by both proxies: one series at the end, not twenty.
+    for (let i = 0; i < 20; i++) {
+      const v = snapshot(`route-${i}`);
+      versions.push(v.version);
+      offer(h, v);
+      for (const p of [a, b]) {
+        const push = await p.next();
+        expect(push.version).toBe(v.version);
+        p.ack(push);
+      }
+      await expect.poll(() => h.server.proxies().get(GATEWAY)?.every((v2) => v2.ackedVersion === v.version)).toBe(true);
+    }
+    expect(await acked()).toEqual([`${versions.at(-1)}=2`]);
+    // One proxy leaves: the version is still held by the other, at 1.
+    a.call.cancel();
+    await a.closed;
+    await expect.poll(acked).toEqual([`${versions.at(-1)}=1`]);
+    // The last one leaves: no series left.
+    b.call.cancel();
+    await b.closed;
+    await expect.poll(acked).toEqual([]);
+  });
+
   it('a proxy that goes away is forgotten', async () => {
     const h = await start();
     const proxy = new FakeProxy(h.client, {});

@@ -65,6 +65,21 @@ describe('StatusWriter', () => {
     expect(await count('written')).toBe(1);
   });
 
+  it('forgets its write to an object once the object leaves the report (deleted)', async () => {
+    const { api, w } = setup();
+    await w.start();
+    w.submit(report('True'));
+    await w.idle();
+    expect(api.puts).toBe(1);
+    // The cache has not caught up: the write is remembered while the object is reported.
+    w.submit(report('True'));
+    await w.idle();
+    expect(w.remembered).toBe(1);
+    w.submit({ gatewayClasses: new Map(), gateways: new Map(), httpRoutes: new Map(), gatewayPolicies: new Map() });
+    await w.idle();
+    expect(w.remembered).toBe(0);
+  });
+
   it('retries a conflict on a fresh read', async () => {
     const { api, w, count } = setup();
     api.raceOnce = true;

@@ -1,10 +1,11 @@
 // The admin server scaffolding over real sockets: Host and browser guards, 405 with Allow,
-// 404, both /logging contracts, and a CPU profile that stops when its client goes away.
+// 404, both /logging contracts, /memory with a forced GC, and a CPU profile that stops when
+// its client goes away.
 import { request as httpRequest } from 'node:http';
 import { Writable } from 'node:stream';
 import { send, until } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AdminServer, cpuProfileRunning, jsonLoggingRoutes, LogControl, pprofRoutes, textLoggingRoutes } from '../src/index.js';
+import { AdminServer, cpuProfileRunning, jsonLoggingRoutes, LogControl, memoryRoutes, pprofRoutes, textLoggingRoutes } from '../src/index.js';
 
 const quiet = () => new Writable({ write: (_c, _e, cb) => cb() });
 const MODULES = ['proxy', 'upstream'] as const;
@@ -22,6 +23,7 @@ beforeAll(async () => {
   text = new AdminServer({ host: '127.0.0.1', port: 0, title: 'test admin', endpoints: [], allowedHosts: ['admin.internal', 'FD00::1'] });
   textLoggingRoutes(text.app, { logs: textLogs });
   pprofRoutes(text.app);
+  memoryRoutes(text.app);
   text.app.post('/mutate', async () => 'mutated\n');
   base = `http://${await text.listen()}`;
   jsonLogs = new LogControl({ components: COMPONENTS, destination: quiet() });
@@ -153,5 +155,29 @@ describe('CPU profile', () => {
       { what: 'a profile that is not refused with 409' },
     );
     expect(next.status).toBe(200);
+  });
+});
+
+describe('/memory', () => {
+  it('?gc=true collects garbage before reading: an object only weakly held is gone', async () => {
+    // Allocated in a function so no stack slot keeps it; a WeakRef's target survives only to
+    // the end of the current job, and the request below is a later one.
+    const weak = (() => new WeakRef({ payload: new Array(1000).fill('x') }))();
+    const r = await send(`${base}/memory?gc=true`);
+    expect(r.status).toBe(200);
+    const m = JSON.parse(r.body) as { gc: { ms: number } | null; heap: { usedHeapSize: number; spaces: { name: string }[] }; process: { rss: number } };
+    expect(m.gc?.ms).toBeGreaterThanOrEqual(0);
+    expect(weak.deref()).toBeUndefined();
+    expect(m.heap.usedHeapSize).toBeGreaterThan(0);
+    expect(m.heap.spaces.map((s) => s.name)).toContain('old_space');
+  });
+
+  it('reads without collecting by default, and refuses a gc value other than true or false', async () => {
+    const plain = JSON.parse((await send(`${base}/memory`)).body) as { gc: unknown };
+    expect(plain.gc).toBeNull();
+    const r = await send(`${base}/memory?gc=yes`);
+    expect(r.status).toBe(400);
+    expect(r.headers['x-tollgate-error']).toBe('TG_MEMORY_GC');
+    expect(r.body).toContain('gc must be true or false (got "yes")');
   });
 });

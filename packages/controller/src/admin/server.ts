@@ -1,7 +1,7 @@
 // The controller's admin server (127.0.0.1:9095 by default), on kit's admin scaffolding
 // shared with the proxy: /logging (the JSON per-component contract of docs/admin-api.md that
-// `gwctl controller log` speaks), /snapshots and /debug/pprof.
-import { AdminServer as KitAdminServer, jsonLoggingRoutes, pprofRoutes, rejectUnknownQuery } from '@tollgate/kit';
+// `gwctl controller log` speaks), /snapshots, /memory and /debug/pprof.
+import { AdminServer as KitAdminServer, jsonLoggingRoutes, memoryRoutes, pprofRoutes, rejectUnknownQuery } from '@tollgate/kit';
 import type { Logs } from '../log/components.js';
 import type { HostPort } from '../options.js';
 import { bindError } from '../runtime/listen.js';
@@ -32,6 +32,7 @@ export class AdminServer implements Runnable {
         { method: 'GET', path: '/logging', description: 'log level of every component' },
         { method: 'POST', path: '/logging', description: '?level=&lt;level&gt; for every component, ?component=&lt;c&gt;&amp;level=&lt;level&gt; for one' },
         { method: 'GET', path: '/snapshots', description: 'the snapshot of each Gateway: version, origin, connected proxies and their acked version, IR (secrets redacted)' },
+        { method: 'GET', path: '/memory', description: 'process and V8 memory (JSON); ?gc=true runs a full garbage collection first' },
         { method: 'GET', path: '/debug/pprof/profile', description: 'CPU profile, ?seconds=N (default 10)' },
         { method: 'GET', path: '/debug/pprof/heap', description: 'heap profile' },
       ],
@@ -43,6 +44,7 @@ export class AdminServer implements Runnable {
       // JSON.stringify prints every Secret in the IR as [redacted] (Secret.toJSON).
       return reply.type('application/json').send(JSON.stringify(snapshotsView(store, proxies()), null, 2));
     });
+    memoryRoutes(app);
     pprofRoutes(app);
   }
 

@@ -263,7 +263,7 @@ export class SnapshotStreamServer implements Runnable {
     if (s.pending) clearTimeout(s.pending.timer);
     s.pending = null;
     this.#o.metrics.connected.dec({ gateway: s.gateway });
-    if (s.acked) this.#o.metrics.acked.dec({ gateway: s.gateway, version: s.acked });
+    if (s.acked) this.#releaseAcked(s.gateway, s.acked);
     this.#o.log.info({ gateway: s.gateway, pod: s.pod }, 'proxy disconnected');
     if (endCall) s.call.end();
     this.#o.onProxiesChange?.(s.gateway);
@@ -306,9 +306,10 @@ export class SnapshotStreamServer implements Runnable {
     }
     clearTimeout(p.timer);
     s.pending = null;
-    if (s.acked) this.#o.metrics.acked.dec({ gateway: s.gateway, version: s.acked });
+    const previous = s.acked;
     s.acked = version;
     s.nacked = null;
+    if (previous) this.#releaseAcked(s.gateway, previous);
     this.#o.metrics.acked.inc({ gateway: s.gateway, version });
     this.#o.metrics.answers.inc({ gateway: s.gateway, answer: 'ack' });
     this.#o.metrics.pushLatency.observe({ gateway: s.gateway }, Number(process.hrtime.bigint() - p.sentAt) / 1e9);
@@ -346,6 +347,21 @@ export class SnapshotStreamServer implements Runnable {
     }
     this.#rejected.delete(gateway);
     this.#o.onRejectionChange?.(gateway);
+  }
+
+  /**
+   * One proxy fewer holds `version` (it ACKed another or went away). The series of a version
+   * no connected proxy holds is removed: kept at 0, the registry would gain a series with every
+   * version ever served, and under a steady stream of changes grow without bound.
+   */
+  #releaseAcked(gateway: string, version: string): void {
+    for (const o of this.#streams) {
+      if (o.gateway === gateway && o.acked === version) {
+        this.#o.metrics.acked.dec({ gateway, version });
+        return;
+      }
+    }
+    this.#o.metrics.acked.remove({ gateway, version });
   }
 
   #updateDesired(): void {

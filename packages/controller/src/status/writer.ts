@@ -106,9 +106,11 @@ export class StatusWriter implements Runnable {
     if (!report) return;
     let checked = 0;
     let written = 0;
+    const reported = new Set<string>();
     for (const item of items(report)) {
       if (!this.#may()) return;
       checked++;
+      reported.add(`${item.kind}/${item.key}`);
       try {
         if (await this.#write(item)) written++;
       } catch (err) {
@@ -116,7 +118,15 @@ export class StatusWriter implements Runnable {
         this.log.error({ code: CONTROLLER_ERRORS.statusWrite.code, kind: item.kind, object: item.key, err: describeApiError(err) }, 'status write failed');
       }
     }
+    // Objects gone from the report (deleted) are never read again: forget our writes to them,
+    // or routes created and deleted over days would each leave their last written object here.
+    for (const key of this.#written.keys()) if (!reported.has(key)) this.#written.delete(key);
     this.log.debug({ checked, written }, 'status pass finished');
+  }
+
+  /** Writes remembered until the cache shows them (tests). */
+  get remembered(): number {
+    return this.#written.size;
   }
 
   #current(item: Item): StatusBearing | undefined {

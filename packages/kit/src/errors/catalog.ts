@@ -75,6 +75,12 @@ export const KIT_ERRORS = defineErrors({
     message: 'a CPU profile is already being taken; retry when it completes',
     hint: 'one CPU profile runs at a time per process; wait for it (or disconnect its client, which stops it)',
   },
+  memoryGc: {
+    code: 'TG_MEMORY_GC',
+    status: 400,
+    message: 'gc must be true or false (got {got})',
+    hint: 'give ?gc=true to run a full garbage collection before the figures are read',
+  },
   sseLineTooLong: {
     code: 'TG_SSE_LINE_TOO_LONG',
     message: 'a server-sent event grew past {limit} bytes without ending; the rest of the stream is passed through unparsed',
