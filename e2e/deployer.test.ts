@@ -162,15 +162,24 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
     expect(event.note).toContain('tollgate.dev/replicas');
   });
 
-  it('an object deleted by hand is put back', async () => {
+  it('an object deleted or edited by hand is put back at once, with no other change', async () => {
+    // The deployer's own applies, seen by the same watch, were never taken for edits.
+    expect(controller.lines.filter((l) => String(l.msg).endsWith('by someone else; putting it back'))).toEqual([]);
+    for (const kind of ['deployment', 'service', 'serviceaccount']) {
+      const before = await get<V1Service>(kind);
+      const from = controller.lines.length;
+      await kubectl(['delete', kind, NAME, '-n', APPS]);
+      // The watch of the deployer's own objects sees the deletion; nothing else changes.
+      await controller.waitForLog((l) => l.msg === 'created' && String(l.kind).toLowerCase() === kind && l.name === NAME, 60_000, from);
+      const back = await waitForObject<V1Service>(cluster.current, kind, NAME, APPS, () => true);
+      expect(back.metadata!.uid).not.toBe(before.metadata.uid);
+      expect(controller.lines.slice(from).some((l) => l.msg === 'deleted by someone else; putting it back' && String(l.kind).toLowerCase() === kind)).toBe(true);
+    }
+    // A hand edit of a field the deployer sets (kubectl scale) is undone.
     const from = controller.lines.length;
-    await kubectl(['delete', 'serviceaccount', NAME, '-n', APPS]);
-    // The deployer does not watch its own objects: the next pass puts the ServiceAccount back,
-    // started by any change translation reads (a label; an annotation alone is not one), and
-    // its listing shows the ServiceAccount missing.
-    await kubectl(['label', 'gateway', 'edge', '-n', APPS, 'example.com/touched=1']);
-    await controller.waitForLog((l) => l.msg === 'created' && l.kind === 'ServiceAccount', 60_000, from);
-    await waitForObject(cluster.current, 'serviceaccount', NAME, APPS, () => true);
+    await kubectl(['scale', 'deployment', NAME, '-n', APPS, '--replicas=5']);
+    await controller.waitForLog((l) => l.msg === 'changed by someone else; putting it back' && l.kind === 'Deployment', 60_000, from);
+    await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, (d) => d.spec?.replicas === 1);
   });
 
   it('deleting the Gateway deletes its objects', async () => {

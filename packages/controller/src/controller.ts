@@ -11,6 +11,7 @@ import { KubeDeployerApi } from './deployer/api.js';
 import { Deployer } from './deployer/deployer.js';
 import { readOverrides } from './deployer/overrides.js';
 import { programmed } from './deployer/programmed.js';
+import { OwnedObjects } from './deployer/owned-watch.js';
 import { ProxyPods } from './deployer/proxy-pods.js';
 import { DEFAULT_PROXY_SETTINGS } from './deployer/render.js';
 import { KubeLeaseApi, LeaseElector, NoElection } from './leader/elector.js';
@@ -57,6 +58,7 @@ export class Controller {
   readonly writer: StatusWriter;
   readonly deployer: Deployer;
   readonly proxyPods: ProxyPods;
+  readonly ownedObjects: OwnedObjects;
   readonly queue: DebouncedQueue;
   readonly leadership: LeadershipSource;
   readonly admin: AdminServer;
@@ -141,6 +143,7 @@ export class Controller {
       // Where a user looks first: `kubectl describe gateway` shows it.
       (gw, problem) => events.record(gw as unknown as KubernetesObject, 'Warning', 'InvalidProxySettings', 'Deploy', problem),
     );
+    this.ownedObjects = new OwnedObjects(kc, (kind, event, obj) => this.deployer.observed(kind, event, obj), logs.get('deployer'));
     // The deployer runs proxies for the Gateways translation accepted (the class is ours and
     // the Gateway itself is valid); a Gateway no longer accepted loses them.
     const accepted = (r: StatusReport): Gateway[] =>
@@ -236,6 +239,7 @@ export class Controller {
       ...(elector ? [elector] : []),
       this.writer,
       this.deployer,
+      this.ownedObjects,
       ...(this.caPublisher ? [this.caPublisher] : []),
     ];
     for (const r of runnables) this.#manager.add(r);
