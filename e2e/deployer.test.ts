@@ -164,7 +164,7 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
 
   it('an object deleted or edited by hand is put back at once, with no other change', async () => {
     // The deployer's own applies, seen by the same watch, were never taken for edits.
-    expect(controller.lines.filter((l) => String(l.msg).endsWith('by someone else; putting it back'))).toEqual([]);
+    expect(controller.lines.filter((l) => String(l.msg).endsWith('by someone else; putting it back')).map((l) => `${String(l.kind)} ${String(l.event)}: ${String(l.msg)}`)).toEqual([]);
     for (const kind of ['deployment', 'service', 'serviceaccount']) {
       const before = await get<V1Service>(kind);
       const from = controller.lines.length;
@@ -180,6 +180,32 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
     await kubectl(['scale', 'deployment', NAME, '-n', APPS, '--replicas=5']);
     await controller.waitForLog((l) => l.msg === 'changed by someone else; putting it back' && l.kind === 'Deployment', 60_000, from);
     await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, (d) => d.spec?.replicas === 1);
+  });
+
+  it('parameters from a ConfigMap (parametersRef): applied, followed on edit, a bad key refuses the Gateway and keeps its proxies', async () => {
+    const params = (data: Record<string, string>) =>
+      apply(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'edge-proxy', namespace: APPS, labels: { 'tollgate.dev/parameters': 'true' } }, data }));
+    const accepted = (g: { status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } }) => g.status?.conditions?.find((c) => c.type === 'Accepted');
+    await params({ replicas: '3', cpuRequest: '250m' });
+    await kubectl(['patch', 'gateway', 'edge', '-n', APPS, '--type=merge', '-p', JSON.stringify({ spec: { infrastructure: { annotations: null, parametersRef: { group: '', kind: 'ConfigMap', name: 'edge-proxy' } } } })]);
+    const dep = await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, (d) => d.spec?.replicas === 3);
+    expect((dep.spec!.template.spec!.containers[0] as { resources?: unknown }).resources).toEqual({ requests: { cpu: '250m', memory: '128Mi' }, limits: { memory: '512Mi' } });
+
+    // An edit of the ConfigMap alone re-renders (the ConfigMap is watched).
+    await params({ replicas: '2', cpuRequest: '250m' });
+    await waitForObject(cluster.current, 'deployment', NAME, APPS, (d: V1Deployment) => d.spec?.replicas === 2);
+
+    // A bad key: the Gateway is refused, naming the key and the fix; its proxies stay as they run.
+    await params({ replicas: 'lots' });
+    const refused = await waitForObject<{ status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } }>(cluster.current, 'gateway', 'edge', APPS, (g) => accepted(g)?.reason === 'InvalidParameters');
+    expect(accepted(refused)).toMatchObject({ status: 'False', message: `ConfigMap ${APPS}/edge-proxy: key replicas "lots" is not a whole number from 0 to 100; e.g. "2"` });
+    for (const kind of ['serviceaccount', 'deployment', 'service']) expect((await cluster.current.kubectl(['get', kind, NAME, '-n', APPS])).code, `${kind} kept`).toBe(0);
+    expect((await get<V1Deployment>('deployment')).spec!.replicas).toBe(2);
+
+    // Fixed: accepted again, rendered with the new value.
+    await params({ replicas: '1' });
+    await waitForObject(cluster.current, 'gateway', 'edge', APPS, (g: { status?: { conditions?: { type: string; status: string }[] } }) => accepted(g as never)?.status === 'True');
+    await waitForObject(cluster.current, 'deployment', NAME, APPS, (d: V1Deployment) => d.spec?.replicas === 1);
   });
 
   it('deleting the Gateway deletes its objects', async () => {

@@ -60,7 +60,14 @@ export function fingerprint(o: KubernetesObject & { spec?: unknown; automountSer
   const m = o.metadata ?? {};
   const body = m.generation === undefined ? { spec: o.spec, automount: o.automountServiceAccountToken } : { generation: m.generation };
   const annotations = Object.entries(m.annotations ?? {}).filter(([k]) => !k.startsWith('deployment.kubernetes.io/'));
-  return JSON.stringify({ ...body, labels: m.labels, annotations, owners: m.ownerReferences });
+  return canonical({ ...body, labels: m.labels, annotations, owners: m.ownerReferences });
+}
+
+/** JSON with object keys sorted: the client orders the keys of typed objects its own way. */
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) =>
+    x && typeof x === 'object' && !Array.isArray(x) && !(x instanceof Date) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x,
+  );
 }
 
 export class Deployer implements Runnable {
