@@ -297,8 +297,10 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
   });
 
   it('deleting a proxy pod under load loses no accepted request beyond those in flight on it', async () => {
-    // Per-Gateway proxy settings live in spec.infrastructure.annotations.
-    await k('patch', 'gateway', GATEWAY, '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { infrastructure: { annotations: { 'tollgate.dev/replicas': '2' } } } }));
+    // Per-Gateway proxy settings: a parameters ConfigMap named by spec.infrastructure.parametersRef.
+    await kIn(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'llm-gateway-proxy', namespace: NS, labels: { 'tollgate.dev/parameters': 'true' } }, data: { replicas: '2' } }), 'apply', '-f', '-');
+    await k('patch', 'gateway', GATEWAY, '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { infrastructure: { parametersRef: { group: '', kind: 'ConfigMap', name: 'llm-gateway-proxy' } } } }));
+    await until('the Deployment asks for 2 proxy pods', async () => ((await json<{ spec: { replicas: number } }>('get', 'deployment', PROXY, '-n', NS)).spec.replicas === 2 ? true : undefined), 60_000);
     await k('rollout', 'status', '-n', NS, `deployment/${PROXY}`, '--timeout=120s');
     await until('Programmed with 2 proxy pods', async () => ((await gateway()).status?.conditions?.find((c) => c.type === 'Programmed')?.message.startsWith('2 proxy pods ready') ? true : undefined));
     await reachable();

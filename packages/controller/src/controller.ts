@@ -1,7 +1,7 @@
 // The controller process: its runnables wired together. Every replica watches, translates and
 // serves its admin, metrics and health endpoints and the snapshot stream; only the leader
 // writes status and runs the deployer (the proxies of each Gateway).
-import type { KubeConfig, KubernetesObject, V1ConfigMap } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { AdminServer } from './admin/server.js';
 import { EventRecorder } from './events/recorder.js';
 import { healthServer } from './health/server.js';
@@ -114,7 +114,7 @@ export class Controller {
       gatewayParameters(
         gw,
         this.world.get('GatewayClass', gw.spec.gatewayClassName) as GatewayClass | undefined,
-        (namespace, name) => this.world.get('ConfigMap', name, namespace) as V1ConfigMap | undefined,
+        (namespace, name) => this.world.get('ConfigMap', name, namespace),
         DEFAULT_PROXY_SETTINGS,
       );
     this.proxyPods = new ProxyPods(kc, () => this.writer.refresh(), logs.get('deployer'));

@@ -24,7 +24,7 @@ export interface Context {
   /** Secrets of type kubernetes.io/tls by `<namespace>/<name>` (the only ones watched). */
   readonly secrets: ReadonlyMap<string, V1Secret>;
   /** Proxy parameters: ConfigMaps labelled tollgate.dev/parameters by `<namespace>/<name>`. */
-  configMap(namespace: string, name: string): V1ConfigMap | undefined;
+  readonly configMap: (namespace: string, name: string) => V1ConfigMap | undefined;
   /** Computes a value once per translation (e.g. the endpoints of a Service port many routes use). */
   memo<T>(key: string, make: () => T): T;
 }
