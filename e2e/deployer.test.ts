@@ -162,15 +162,50 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
     expect(event.note).toContain('tollgate.dev/replicas');
   });
 
-  it('an object deleted by hand is put back', async () => {
+  it('an object deleted or edited by hand is put back at once, with no other change', async () => {
+    // The deployer's own applies, seen by the same watch, were never taken for edits.
+    expect(controller.lines.filter((l) => String(l.msg).endsWith('by someone else; putting it back')).map((l) => `${String(l.kind)} ${String(l.event)}: ${String(l.msg)}`)).toEqual([]);
+    for (const kind of ['deployment', 'service', 'serviceaccount']) {
+      const before = await get<V1Service>(kind);
+      const from = controller.lines.length;
+      await kubectl(['delete', kind, NAME, '-n', APPS]);
+      // The watch of the deployer's own objects sees the deletion; nothing else changes.
+      await controller.waitForLog((l) => l.msg === 'created' && String(l.kind).toLowerCase() === kind && l.name === NAME, 60_000, from);
+      const back = await waitForObject<V1Service>(cluster.current, kind, NAME, APPS, () => true);
+      expect(back.metadata!.uid).not.toBe(before.metadata.uid);
+      expect(controller.lines.slice(from).some((l) => l.msg === 'deleted by someone else; putting it back' && String(l.kind).toLowerCase() === kind)).toBe(true);
+    }
+    // A hand edit of a field the deployer sets (kubectl scale) is undone.
     const from = controller.lines.length;
-    await kubectl(['delete', 'serviceaccount', NAME, '-n', APPS]);
-    // The deployer does not watch its own objects: the next pass puts the ServiceAccount back,
-    // started by any change translation reads (a label; an annotation alone is not one), and
-    // its listing shows the ServiceAccount missing.
-    await kubectl(['label', 'gateway', 'edge', '-n', APPS, 'example.com/touched=1']);
-    await controller.waitForLog((l) => l.msg === 'created' && l.kind === 'ServiceAccount', 60_000, from);
-    await waitForObject(cluster.current, 'serviceaccount', NAME, APPS, () => true);
+    await kubectl(['scale', 'deployment', NAME, '-n', APPS, '--replicas=5']);
+    await controller.waitForLog((l) => l.msg === 'changed by someone else; putting it back' && l.kind === 'Deployment', 60_000, from);
+    await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, (d) => d.spec?.replicas === 1);
+  });
+
+  it('parameters from a ConfigMap (parametersRef): applied, followed on edit, a bad key refuses the Gateway and keeps its proxies', async () => {
+    const params = (data: Record<string, string>) =>
+      apply(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'edge-proxy', namespace: APPS, labels: { 'tollgate.dev/parameters': 'true' } }, data }));
+    const accepted = (g: { status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } }) => g.status?.conditions?.find((c) => c.type === 'Accepted');
+    await params({ replicas: '3', cpuRequest: '250m' });
+    await kubectl(['patch', 'gateway', 'edge', '-n', APPS, '--type=merge', '-p', JSON.stringify({ spec: { infrastructure: { annotations: null, parametersRef: { group: '', kind: 'ConfigMap', name: 'edge-proxy' } } } })]);
+    const dep = await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, (d) => d.spec?.replicas === 3);
+    expect((dep.spec!.template.spec!.containers[0] as { resources?: unknown }).resources).toEqual({ requests: { cpu: '250m', memory: '128Mi' }, limits: { memory: '512Mi' } });
+
+    // An edit of the ConfigMap alone re-renders (the ConfigMap is watched).
+    await params({ replicas: '2', cpuRequest: '250m' });
+    await waitForObject(cluster.current, 'deployment', NAME, APPS, (d: V1Deployment) => d.spec?.replicas === 2);
+
+    // A bad key: the Gateway is refused, naming the key and the fix; its proxies stay as they run.
+    await params({ replicas: 'lots' });
+    const refused = await waitForObject<{ status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } }>(cluster.current, 'gateway', 'edge', APPS, (g) => accepted(g)?.reason === 'InvalidParameters');
+    expect(accepted(refused)).toMatchObject({ status: 'False', message: `ConfigMap ${APPS}/edge-proxy: key replicas "lots" is not a whole number from 0 to 100; e.g. "2"` });
+    for (const kind of ['serviceaccount', 'deployment', 'service']) expect((await cluster.current.kubectl(['get', kind, NAME, '-n', APPS])).code, `${kind} kept`).toBe(0);
+    expect((await get<V1Deployment>('deployment')).spec!.replicas).toBe(2);
+
+    // Fixed: accepted again, rendered with the new value.
+    await params({ replicas: '1' });
+    await waitForObject(cluster.current, 'gateway', 'edge', APPS, (g: { status?: { conditions?: { type: string; status: string }[] } }) => accepted(g as never)?.status === 'True');
+    await waitForObject(cluster.current, 'deployment', NAME, APPS, (d: V1Deployment) => d.spec?.replicas === 1);
   });
 
   it('deleting the Gateway deletes its objects', async () => {

@@ -110,13 +110,18 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
       ['create', 'leases.coordination.k8s.io', '-n', NS],
       ['update', 'leases.coordination.k8s.io', '-n', NS],
       ['get', 'customresourcedefinitions.apiextensions.k8s.io/gatewayclasses.gateway.networking.k8s.io'],
-      // The deployer: server-side apply (patch, and create for a new object), list to prune, delete.
+      // The deployer: server-side apply (patch, and create for a new object), list to prune,
+      // watch to put back what is deleted or edited by hand, delete.
       ...['serviceaccounts', 'deployments.apps', 'services'].flatMap((r) => [
         ['create', r, '-n', 'default'],
         ['patch', r, '-n', 'default'],
         ['list', r, '-A'],
+        ['watch', r, '-A'],
         ['delete', r, '-n', 'default'],
       ]),
+      // Proxy parameters (the controller selects ConfigMaps labelled tollgate.dev/parameters).
+      ['list', 'configmaps', '-A'],
+      ['watch', 'configmaps', '-A'],
       // The snapshot stream: proxies' tokens reviewed, the CA Secret read and created in the
       // release namespace, the CA certificate applied to each Gateway namespace's ConfigMap.
       ['create', 'tokenreviews.authentication.k8s.io'],
@@ -126,7 +131,7 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
       ['create', 'configmaps/tollgate-ca', '-n', 'default'],
     ];
     // The specs of what it reads, what the deployer does not need (update, get, pods, the
-    // token of its ServiceAccounts), other Secrets and ConfigMaps stay out of reach.
+    // token of its ServiceAccounts), other Secrets and writes to other ConfigMaps stay out of reach.
     const denied = [
       ['patch', 'gatewaypolicies.tollgate.dev', '-n', 'default'],
       ['update', 'gatewaypolicies.tollgate.dev', '-n', 'default'],
@@ -135,7 +140,6 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
       ['update', 'deployments.apps', '-n', 'default'],
       ['get', 'serviceaccounts', '-n', 'default'],
       ['create', 'serviceaccounts', '--subresource=token', '-n', 'default'],
-      ['watch', 'deployments.apps', '-A'],
       ['get', 'secrets', '-n', 'default'],
       ['create', 'secrets', '-n', 'default'],
       ['update', 'secrets', '-n', 'default'],
@@ -148,7 +152,7 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
       ['delete', 'secrets/tollgate-ca', '-n', NS],
       ['get', 'configmaps/tollgate-ca', '-n', 'default'],
       ['patch', 'configmaps/other', '-n', 'default'],
-      ['list', 'configmaps', '-A'],
+      ['delete', 'configmaps/other', '-n', 'default'],
       ['update', 'leases.coordination.k8s.io', '-n', 'default'],
       ['delete', 'leases.coordination.k8s.io', '-n', NS],
       ['create', 'clusterroles.rbac.authorization.k8s.io'],

@@ -9,8 +9,10 @@ import { readGatewayApiVersion } from './kube/gateway-api-version.js';
 import { gatewayAddresses } from './deployer/addresses.js';
 import { KubeDeployerApi } from './deployer/api.js';
 import { Deployer } from './deployer/deployer.js';
-import { readOverrides } from './deployer/overrides.js';
+import { ANNOTATION_PREFIX, readOverrides, type ProxySettings } from './deployer/overrides.js';
+import { gatewayParameters } from './deployer/parameters.js';
 import { programmed } from './deployer/programmed.js';
+import { OwnedObjects } from './deployer/owned-watch.js';
 import { ProxyPods } from './deployer/proxy-pods.js';
 import { DEFAULT_PROXY_SETTINGS } from './deployer/render.js';
 import { KubeLeaseApi, LeaseElector, NoElection } from './leader/elector.js';
@@ -36,7 +38,7 @@ import { parseHostPort } from './options.js';
 import { KubeStatusApi } from './status/api.js';
 import { StatusWriter } from './status/writer.js';
 import type { StatusReport, Translate } from './translate/types.js';
-import type { Gateway } from './types/gateway-api.js';
+import type { Gateway, GatewayClass } from './types/gateway-api.js';
 import type { BackoffOptions } from './watch/informer.js';
 import { World } from './watch/world.js';
 
@@ -57,6 +59,7 @@ export class Controller {
   readonly writer: StatusWriter;
   readonly deployer: Deployer;
   readonly proxyPods: ProxyPods;
+  readonly ownedObjects: OwnedObjects;
   readonly queue: DebouncedQueue;
   readonly leadership: LeadershipSource;
   readonly admin: AdminServer;
@@ -105,6 +108,15 @@ export class Controller {
     );
 
     const cachedGateway = (namespace: string, name: string) => this.world.get('Gateway', name, namespace) as Gateway | undefined;
+    // A Gateway's proxy parameters: its class's ConfigMap, then its own (translation refuses
+    // the Gateway when they cannot be read).
+    const parameters = (gw: Gateway) =>
+      gatewayParameters(
+        gw,
+        this.world.get('GatewayClass', gw.spec.gatewayClassName) as GatewayClass | undefined,
+        (namespace, name) => this.world.get('ConfigMap', name, namespace),
+        DEFAULT_PROXY_SETTINGS,
+      );
     this.proxyPods = new ProxyPods(kc, () => this.writer.refresh(), logs.get('deployer'));
     this.writer = new StatusWriter(
       new KubeStatusApi(kc),
@@ -122,9 +134,12 @@ export class Controller {
         const gw = cachedGateway(namespace, name);
         if (!gw) return undefined;
         const key = `${namespace}/${name}`;
+        const params = parameters(gw);
+        const annotated = gw.spec.infrastructure?.annotations?.[`${ANNOTATION_PREFIX}replicas`] !== undefined;
         return programmed({
           deployment: proxyName(gw),
-          replicas: readOverrides(gw.spec.infrastructure?.annotations, DEFAULT_PROXY_SETTINGS).settings.replicas,
+          replicas: readOverrides(gw.spec.infrastructure?.annotations, params.ok ? params.settings : DEFAULT_PROXY_SETTINGS).settings.replicas,
+          ...(params.ok && params.sources.length && !annotated ? { replicasHint: `set replicas above 0 in ConfigMap ${params.sources.join(' or ')}` } : {}),
           pods: this.proxyPods.of(namespace, name),
           version: this.store.get(key)?.version,
           proxies: (this.stream.proxies().get(key) ?? []).map((p) => ({ pod: p.pod, ackedVersion: p.ackedVersion })),
@@ -141,13 +156,30 @@ export class Controller {
       // Where a user looks first: `kubectl describe gateway` shows it.
       (gw, problem) => events.record(gw as unknown as KubernetesObject, 'Warning', 'InvalidProxySettings', 'Deploy', problem),
     );
+    this.ownedObjects = new OwnedObjects(kc, (kind, event, obj) => this.deployer.observed(kind, event, obj), logs.get('deployer'));
     // The deployer runs proxies for the Gateways translation accepted (the class is ours and
-    // the Gateway itself is valid); a Gateway no longer accepted loses them.
-    const accepted = (r: StatusReport): Gateway[] =>
+    // the Gateway itself is valid); a Gateway no longer accepted loses them, except one refused
+    // for its parameters: a typo in a ConfigMap keeps the proxies running as they are.
+    const withAccepted = (r: StatusReport, test: (c: { status: string; reason: string }) => boolean): Gateway[] =>
       [...r.gateways.values()]
-        .filter((g) => g.conditions.some((c) => c.type === 'Accepted' && c.status === 'True'))
+        .filter((g) => g.conditions.some((c) => c.type === 'Accepted' && test(c)))
         .map((g) => cachedGateway(g.namespace, g.name))
         .filter((g): g is Gateway => g !== undefined);
+    const deployTargets = (r: StatusReport) => {
+      const deploy: Gateway[] = [];
+      const keep = withAccepted(r, (c) => c.status === 'False' && c.reason === 'InvalidParameters');
+      const settings = new Map<Gateway, ProxySettings>();
+      for (const gw of withAccepted(r, (c) => c.status === 'True')) {
+        const p = parameters(gw);
+        // A ConfigMap changed since translation: the next reconcile (its watch) decides.
+        if (!p.ok) keep.push(gw);
+        else {
+          deploy.push(gw);
+          settings.set(gw, p.settings);
+        }
+      }
+      return { deploy, keep, settings: (gw: Gateway) => settings.get(gw) ?? DEFAULT_PROXY_SETTINGS };
+    };
 
     const reconciler = new Reconciler({
       resources: () => this.world.resources(),
@@ -157,9 +189,10 @@ export class Controller {
       store: this.store,
       submitStatus: (r) => {
         this.writer.submit(r);
-        const gateways = accepted(r);
-        this.deployer.submit(gateways);
-        this.caPublisher?.submit(gateways);
+        const { deploy, keep, settings } = deployTargets(r);
+        this.deployer.submit(deploy, { keep, settings });
+        // Kept proxies reconnect too: they need the CA.
+        this.caPublisher?.submit([...deploy, ...keep]);
       },
       metrics: this.metrics,
       log: translator,
@@ -236,6 +269,7 @@ export class Controller {
       ...(elector ? [elector] : []),
       this.writer,
       this.deployer,
+      this.ownedObjects,
       ...(this.caPublisher ? [this.caPublisher] : []),
     ];
     for (const r of runnables) this.#manager.add(r);

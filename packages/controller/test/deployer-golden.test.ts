@@ -1,14 +1,18 @@
 // Golden tests of the deployer's render(): testdata/deployer/<case>.in.yaml (one Gateway, read
 // strictly, and an optional first line `# params: {...}` changing the parameters) to
-// testdata/deployer/<case>.out.yaml (the objects and the problems reported). UPDATE_GOLDEN=1
+// testdata/deployer/<case>.out.yaml (the objects and the problems reported). A case may also
+// hold the Gateway's GatewayClass and ConfigMaps: the proxy parameters are then resolved from
+// them first (parameters.ts), and the output starts with that verdict. UPDATE_GOLDEN=1
 // rewrites the outputs.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseDocument, stringify } from 'yaml';
+import type { V1ConfigMap } from '@kubernetes/client-node';
+import { parseAllDocuments, stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { gatewayParameters, type ParametersVerdict } from '../src/deployer/parameters.js';
 import { DEFAULT_PROXY_SETTINGS, render, type RenderParams } from '../src/deployer/render.js';
 import { parseObject } from '../src/types/schemas.js';
-import type { Gateway } from '../src/types/gateway-api.js';
+import type { Gateway, GatewayClass } from '../src/types/gateway-api.js';
 
 const dir = fileURLToPath(new URL('../testdata/deployer/', import.meta.url));
 const cases = readdirSync(dir)
@@ -23,14 +27,27 @@ export const PARAMS: RenderParams = {
   defaults: DEFAULT_PROXY_SETTINGS,
 };
 
-function readCase(name: string): { gateway: Gateway; params: RenderParams } {
+function readCase(name: string): { gateway: Gateway; params: RenderParams; parameters?: ParametersVerdict } {
   const text = readFileSync(`${dir}${name}.in.yaml`, 'utf8');
-  const doc = parseDocument(text, { uniqueKeys: true, strict: true });
-  if (doc.errors.length) throw new Error(`${name}.in.yaml: ${doc.errors.map((e) => e.message).join('; ')}`);
-  const o = parseObject(doc.toJS(), `${name}.in.yaml`);
-  if (o.kind !== 'Gateway') throw new Error(`${name}.in.yaml holds a ${o.kind}; a deployer case is one Gateway`);
+  let gateway: Gateway | undefined;
+  let gatewayClass: GatewayClass | undefined;
+  const configMaps: V1ConfigMap[] = [];
+  parseAllDocuments(text, { uniqueKeys: true, strict: true }).forEach((doc, i) => {
+    if (doc.errors.length) throw new Error(`${name}.in.yaml document ${i}: ${doc.errors.map((e) => e.message).join('; ')}`);
+    if (doc.toJS() === null) return;
+    const o = parseObject(doc.toJS(), `${name}.in.yaml document ${i}`);
+    if (o.kind === 'Gateway' && !gateway) gateway = o.object;
+    else if (o.kind === 'GatewayClass' && !gatewayClass) gatewayClass = o.object;
+    else if (o.kind === 'ConfigMap') configMaps.push(o.object);
+    else throw new Error(`${name}.in.yaml document ${i} holds a ${o.kind}; a deployer case is one Gateway, its GatewayClass and ConfigMaps`);
+  });
+  if (!gateway) throw new Error(`${name}.in.yaml holds no Gateway`);
   const m = /^# params: (.*)$/m.exec(text.split('\n')[0] ?? '');
-  return { gateway: o.object, params: { ...PARAMS, ...(m ? (JSON.parse(m[1]!) as Partial<RenderParams>) : {}) } };
+  const params: RenderParams = { ...PARAMS, ...(m ? (JSON.parse(m[1]!) as Partial<RenderParams>) : {}) };
+  if (!gatewayClass && !configMaps.length) return { gateway, params };
+  const lookup = (ns: string, n: string) => configMaps.find((c) => c.metadata?.namespace === ns && c.metadata.name === n && c.metadata.labels?.['tollgate.dev/parameters'] !== undefined);
+  const parameters = gatewayParameters(gateway, gatewayClass, lookup, params.defaults);
+  return { gateway, params: parameters.ok ? { ...params, defaults: parameters.settings } : params, parameters };
 }
 
 describe('deployer render golden cases', () => {
@@ -40,8 +57,10 @@ describe('deployer render golden cases', () => {
 
   for (const name of cases) {
     it(name, () => {
-      const { gateway, params } = readCase(name);
-      const out = stringify(render(gateway, params), { lineWidth: 0, aliasDuplicateObjects: false });
+      const { gateway, params, parameters } = readCase(name);
+      // A Gateway refused for its parameters is not rendered (its proxies stay as they run).
+      const result = parameters ? (parameters.ok ? { parameters, ...render(gateway, params) } : { parameters }) : render(gateway, params);
+      const out = stringify(result, { lineWidth: 0, aliasDuplicateObjects: false });
       const file = `${dir}${name}.out.yaml`;
       if (update || !existsSync(file)) {
         if (!update) throw new Error(`deployer/${name}.out.yaml is missing; run with UPDATE_GOLDEN=1 to write it`);

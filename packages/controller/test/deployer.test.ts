@@ -23,6 +23,9 @@ class FakeApi implements DeployerApi {
   readonly calls: string[] = [];
   failApplies = 0;
   failLists = 0;
+  #rv = 0;
+  /** Called with the stored object before the apply answers (a watch event that overtakes it). */
+  beforeAnswer: ((stored: KubernetesObject) => void) | undefined;
   async apply(obj: KubernetesObject): Promise<KubernetesObject> {
     const k = `${obj.kind}/${obj.metadata!.namespace}/${obj.metadata!.name}`;
     this.calls.push(`apply ${k}`);
@@ -30,8 +33,11 @@ class FakeApi implements DeployerApi {
       this.failApplies--;
       throw Object.assign(new Error('refused'), { code: 500 });
     }
-    this.stored.set(k, structuredClone(obj));
-    return obj;
+    const stored = structuredClone(obj);
+    stored.metadata!.resourceVersion = String(++this.#rv);
+    this.stored.set(k, stored);
+    this.beforeAnswer?.(structuredClone(stored));
+    return structuredClone(stored);
   }
   async listOwned(kind: DeployedKind): Promise<OwnedObject[]> {
     if (this.failLists > 0) {
@@ -112,6 +118,82 @@ describe('Deployer', () => {
     deployer.submit([gateway('edge', [80])]);
     await deployer.idle();
     expect(api.calls).toEqual(['apply Deployment/apps/edge-tollgate']);
+    await deployer.stop();
+  });
+
+  it('puts back at once an object the watch saw deleted or edited by someone else; ignores its own applies', async () => {
+    const { api, deployer, passes } = setup();
+    await deployer.start();
+    deployer.submit([gateway('edge', [80])]);
+    await deployer.idle();
+    api.calls.length = 0;
+
+    // The watch reports our own apply (same object): nothing to do.
+    deployer.observed('Service', 'update', structuredClone(api.stored.get('Service/apps/edge-tollgate')!));
+    // A status update of the Deployment (no spec change) is not an edit either, nor the
+    // Deployment controller's revision annotation.
+    const rolled = structuredClone(api.stored.get('Deployment/apps/edge-tollgate')!);
+    rolled.metadata!.annotations = { ...rolled.metadata!.annotations, 'deployment.kubernetes.io/revision': '2' };
+    deployer.observed('Deployment', 'update', { ...rolled, status: { readyReplicas: 1 } } as KubernetesObject);
+    await deployer.idle();
+    expect(api.calls).toEqual([]);
+
+    const deleted = api.stored.get('Deployment/apps/edge-tollgate')!;
+    api.stored.delete('Deployment/apps/edge-tollgate');
+    const before = passes.length;
+    deployer.observed('Deployment', 'delete', deleted);
+    await deployer.idle();
+    expect(passes.length).toBe(before + 1);
+    expect(api.calls).toEqual(['apply Deployment/apps/edge-tollgate']);
+
+    api.calls.length = 0;
+    const edited = structuredClone(api.stored.get('Service/apps/edge-tollgate')!) as KubernetesObject & { spec: { ports: unknown[] } };
+    edited.spec.ports = [];
+    deployer.observed('Service', 'update', edited);
+    await deployer.idle();
+    expect(api.calls).toEqual(['apply Service/apps/edge-tollgate']);
+    await deployer.stop();
+  });
+
+  it('a watch event of its own apply that arrives before the apply answers starts no pass', async () => {
+    const { api, deployer, passes } = setup();
+    await deployer.start();
+    api.beforeAnswer = (stored) => deployer.observed(stored.kind as 'Service', 'add', stored);
+    deployer.submit([gateway('edge', [80])]);
+    await deployer.idle();
+    expect(passes).toHaveLength(1);
+    // One that differs from what the apply stored (an edit made meanwhile) is judged after the answer.
+    api.calls.length = 0;
+    api.beforeAnswer = (stored) => {
+      api.beforeAnswer = undefined;
+      deployer.observed('Service', 'update', { ...stored, metadata: { ...stored.metadata, resourceVersion: 'older', labels: {} } });
+    };
+    deployer.submit([gateway('edge', [80, 8080])]);
+    await deployer.idle();
+    expect(api.calls).toEqual(['apply Service/apps/edge-tollgate', 'apply Service/apps/edge-tollgate']);
+    await deployer.stop();
+  });
+
+  it('keeps the objects of a Gateway refused for its parameters: neither applied nor pruned', async () => {
+    const { api, deployer } = setup();
+    await deployer.start();
+    deployer.submit([gateway('edge', [80]), gateway('old', [80])]);
+    await deployer.idle();
+    api.calls.length = 0;
+    deployer.submit([gateway('edge', [80])], { keep: [gateway('old', [80, 9090])] });
+    await deployer.idle();
+    expect(api.calls).toEqual([]);
+    expect(api.stored.size).toBe(6);
+    await deployer.stop();
+  });
+
+  it('renders each Gateway with the settings its parameters give', async () => {
+    const { api, deployer } = setup();
+    await deployer.start();
+    deployer.submit([gateway('edge', [80]), gateway('big', [80])], { settings: (gw) => (gw.metadata.name === 'big' ? { ...DEFAULT_PROXY_SETTINGS, replicas: 4 } : DEFAULT_PROXY_SETTINGS) });
+    await deployer.idle();
+    const replicas = (name: string) => (api.stored.get(`Deployment/apps/${name}-tollgate`) as { spec: { replicas: number } }).spec.replicas;
+    expect([replicas('edge'), replicas('big')]).toEqual([1, 4]);
     await deployer.stop();
   });
 

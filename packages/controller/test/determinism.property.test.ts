@@ -37,6 +37,7 @@ function shuffled(r: Resources, keys: readonly number[]): Resources {
     endpointSlices: permute(r.endpointSlices, rot(7)),
     namespaces: permute(r.namespaces, rot(8)),
     secrets: permute(r.secrets, rot(9)),
+    configMaps: permute(r.configMaps, rot(10)),
   };
 }
 

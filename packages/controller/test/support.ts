@@ -8,7 +8,7 @@ import type { Resources, TranslateOptions, TranslateResult } from '../src/transl
 export const CONTROLLER_NAME = 'tollgate.dev/gateway-controller';
 
 export function emptyResources(): { -readonly [K in keyof Resources]: Resources[K][number][] } {
-  return { gatewayClasses: [], gateways: [], httpRoutes: [], referenceGrants: [], gatewayPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [] };
+  return { gatewayClasses: [], gateways: [], httpRoutes: [], referenceGrants: [], gatewayPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
 }
 
 /** Options for a case: defaults, changed by a first line `# options: {...}` (JSON). */
@@ -52,6 +52,9 @@ export function parseResources(text: string, subject: string): Resources {
         break;
       case 'Secret':
         out.secrets.push(o.object);
+        break;
+      case 'ConfigMap':
+        out.configMaps.push(o.object);
         break;
     }
   });

@@ -1,7 +1,7 @@
 // The API calls the deployer makes, and nothing else (the chart's RBAC grants exactly these):
 // server-side apply of its objects (patch, and create for a new one), a list of what it owns
 // in every namespace (by label) and delete of what is no longer needed.
-import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import { statusCode } from '../status/api.js';
 import { OWNED_SELECTOR } from './names.js';
 
@@ -43,15 +43,23 @@ export class KubeDeployerApi implements DeployerApi {
   }
 
   async listOwned(kind: DeployedKind): Promise<OwnedObject[]> {
+    return (await this.listOwnedObjects(kind)).items.map((item) => ({ kind, namespace: item.metadata?.namespace ?? '', name: item.metadata?.name ?? '' }));
+  }
+
+  /** The whole objects, in pages of 500 (consistent: the pages of one list share its resourceVersion). */
+  async listOwnedObjects(kind: DeployedKind): Promise<KubernetesListObject<KubernetesObject>> {
     const k = DEPLOYED_KINDS.find((x) => x.kind === kind)!;
-    const out: OwnedObject[] = [];
+    const items: KubernetesObject[] = [];
     let cont: string | undefined;
+    let resourceVersion: string | undefined;
     do {
       const page = await this.#api.list(k.apiVersion, k.kind, undefined, undefined, undefined, undefined, undefined, OWNED_SELECTOR, 500, cont);
-      for (const item of page.items) out.push({ kind, namespace: item.metadata?.namespace ?? '', name: item.metadata?.name ?? '' });
+      // Items of a list carry no apiVersion and kind; the watch's objects do.
+      for (const item of page.items) items.push({ ...item, apiVersion: k.apiVersion, kind: k.kind });
+      resourceVersion ??= page.metadata?.resourceVersion;
       cont = page.metadata?._continue || undefined;
     } while (cont);
-    return out;
+    return { apiVersion: k.apiVersion, kind: `${k.kind}List`, metadata: { resourceVersion }, items };
   }
 
   async delete(obj: OwnedObject): Promise<void> {

@@ -6,11 +6,18 @@
 // garbage collector removes them with it even when no controller runs.
 //
 // One pass at a time; a newer set of Gateways supersedes an older one. An object is applied
-// when its rendering changed since the last successful apply, or when the listing at the start
-// of the pass shows it missing (deleted by hand): the next pass puts it back. A pass with a
+// when its rendering changed since the last successful apply, when the listing at the start
+// of the pass shows it missing, or when the watch of the owned objects (owned-watch.ts) saw it
+// deleted or changed by someone else: a pass starts at once and puts it back. A pass with a
 // failure (API server away, a refused object) is retried with a backoff even if nothing
 // changes, so a quiet cluster does not wait for an unrelated change to heal.
+//
+// A Gateway refused for its parameters (a bad parametersRef) is kept as it runs: its objects
+// are neither applied nor pruned, so a typo in a parameters ConfigMap never takes proxies away.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { proxyName } from './names.js';
+import type { OwnedEvent } from './owned-watch.js';
+import type { ProxySettings } from './overrides.js';
 import type { Logger } from 'pino';
 import { CONTROLLER_ERRORS } from '../errors.js';
 import { describeApiError } from '../kube/errors.js';
@@ -33,18 +40,55 @@ export interface RetryOptions {
 }
 
 const DEFAULT_RETRY: RetryOptions = { initialMs: 1000, maxMs: 30_000 };
+/** At most one pass started by the watch of owned objects per this interval. */
+const RESTORE_INTERVAL_MS = 1000;
+
+export interface SubmitOptions {
+  /** Gateways whose objects stay as they are (refused for their parameters): not applied, not pruned. */
+  readonly keep?: readonly Gateway[];
+  /** A Gateway's settings before its annotations (its parameters); default: the deployer's defaults. */
+  readonly settings?: (gateway: Gateway) => ProxySettings;
+}
+
+/**
+ * What changes when someone else edits an object: its spec (generation, where the kind has
+ * one), labels, annotations and owners. Status updates (a Deployment's replicas counts) and
+ * the Deployment controller's own annotations (its revision) leave it alone, so they start no
+ * pass.
+ */
+export function fingerprint(o: KubernetesObject & { spec?: unknown; automountServiceAccountToken?: unknown }): string {
+  const m = o.metadata ?? {};
+  const body = m.generation === undefined ? { spec: o.spec, automount: o.automountServiceAccountToken } : { generation: m.generation };
+  const annotations = Object.entries(m.annotations ?? {}).filter(([k]) => !k.startsWith('deployment.kubernetes.io/'));
+  return canonical({ ...body, labels: m.labels, annotations, owners: m.ownerReferences });
+}
+
+/** JSON with object keys sorted: the client orders the keys of typed objects its own way. */
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) =>
+    x && typeof x === 'object' && !Array.isArray(x) && !(x instanceof Date) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x,
+  );
+}
 
 export class Deployer implements Runnable {
   readonly name = 'deployer';
   readonly needsLeader = true;
   #gateways: readonly Gateway[] | undefined;
+  #options: SubmitOptions = {};
   #dirty = false;
   #active = false;
   #pass: Promise<void> | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #retryMs = 0;
+  #restoreTimer: NodeJS.Timeout | undefined;
+  #lastRestore = 0;
+  #restoreWait: Promise<void> | undefined;
   /** key -> JSON of the last object applied successfully. */
   readonly #applied = new Map<string, string>();
+  /** key -> fingerprint() of the object as the last apply stored it. */
+  readonly #stored = new Map<string, string>();
+  /** Keys being applied now -> what the watch said of them meanwhile (judged once the apply answered). */
+  readonly #inflight = new Map<string, { kind: DeployedKind; event: OwnedEvent; obj: KubernetesObject }[]>();
   /** `<ns>/<name>` -> the problems last reported, so each is logged once. */
   readonly #reported = new Map<string, string>();
 
@@ -60,16 +104,63 @@ export class Deployer implements Runnable {
   ) {}
 
   /** The Gateways whose class is ours, as the caches hold them. */
-  submit(gateways: readonly Gateway[]): void {
+  submit(gateways: readonly Gateway[], options: SubmitOptions = {}): void {
     this.#gateways = gateways;
+    this.#options = options;
     this.#dirty = true;
     this.#kick();
+  }
+
+  /**
+   * An owned object as the watch saw it. Deleted, or changed from what the last apply stored
+   * (a hand edit): forget the apply and start a pass, which puts the rendering back (forced
+   * server-side apply). Our own applies come back with the fingerprint recorded.
+   */
+  observed(kind: DeployedKind, event: OwnedEvent, obj: KubernetesObject): void {
+    const k = key({ kind, namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' });
+    // Our own apply may be reported before its answer arrives: wait for the answer.
+    const raced = this.#inflight.get(k);
+    if (raced) {
+      raced.push({ kind, event, obj });
+      return;
+    }
+    const recorded = this.#stored.get(k);
+    if (recorded === undefined) return;
+    if (event !== 'delete' && fingerprint(obj) === recorded) return;
+    this.log.info({ kind, namespace: obj.metadata?.namespace, name: obj.metadata?.name, event }, event === 'delete' ? 'deleted by someone else; putting it back' : 'changed by someone else; putting it back');
+    this.#applied.delete(k);
+    this.#stored.delete(k);
+    this.#restoreSoon();
+  }
+
+  /**
+   * A pass now, or once RESTORE_INTERVAL_MS has passed since the last restore: another writer
+   * fighting over a field (an autoscaler on replicas) costs a write a second, not a loop.
+   */
+  #restoreSoon(): void {
+    if (this.#restoreTimer) return;
+    const wait = this.#lastRestore + RESTORE_INTERVAL_MS - Date.now();
+    const go = () => {
+      this.#restoreTimer = undefined;
+      this.#lastRestore = Date.now();
+      this.#dirty = true;
+      this.#kick();
+    };
+    if (wait <= 0) return go();
+    let fired!: () => void;
+    this.#restoreWait = new Promise<void>((resolve) => (fired = resolve));
+    this.#restoreTimer = setTimeout(() => {
+      go();
+      fired();
+    }, wait);
+    this.#restoreTimer.unref();
   }
 
   async start(): Promise<void> {
     this.#active = true;
     // A new term: what another leader (or an earlier term) applied may differ from our memory.
     this.#applied.clear();
+    this.#stored.clear();
     this.#dirty = this.#gateways !== undefined;
     this.#kick();
   }
@@ -78,12 +169,14 @@ export class Deployer implements Runnable {
     this.#active = false;
     clearTimeout(this.#retryTimer);
     this.#retryTimer = undefined;
+    clearTimeout(this.#restoreTimer);
+    this.#restoreTimer = undefined;
     await this.#pass;
   }
 
   /** Resolves when no pass is running (tests). */
   async idle(): Promise<void> {
-    while (this.#pass) await this.#pass;
+    while (this.#pass || this.#restoreTimer) await (this.#pass ?? this.#restoreWait);
   }
 
   #may(): boolean {
@@ -126,9 +219,10 @@ export class Deployer implements Runnable {
   async #run(): Promise<boolean> {
     this.#dirty = false;
     const gateways = this.#gateways ?? [];
+    const { keep = [], settings } = this.#options;
     const desired = new Map<string, KubernetesObject>();
     for (const gw of gateways) {
-      const { objects, problems } = render(gw, this.params);
+      const { objects, problems } = render(gw, settings ? { ...this.params, defaults: settings(gw) } : this.params);
       this.#report(gw, problems);
       for (const o of objects) desired.set(key({ kind: o.kind!, namespace: o.metadata!.namespace!, name: o.metadata!.name! }), o);
     }
@@ -138,6 +232,7 @@ export class Deployer implements Runnable {
     const existing: OwnedObject[] = [];
     for (const { kind } of DEPLOYED_KINDS) existing.push(...(await this.api.listOwned(kind)));
     const present = new Set(existing.map(key));
+    const kept = new Set(keep.flatMap((gw) => DEPLOYED_KINDS.map(({ kind }) => key({ kind, namespace: gw.metadata.namespace ?? '', name: proxyName(gw) }))));
 
     let applied = 0;
     let failed = 0;
@@ -146,14 +241,21 @@ export class Deployer implements Runnable {
       if (!this.#may()) return true;
       const json = JSON.stringify(obj);
       if (this.#applied.get(k) === json && present.has(k)) continue;
+      this.#inflight.set(k, []);
       try {
-        await this.api.apply(obj);
+        const stored = await this.api.apply(obj);
         this.#applied.set(k, json);
+        this.#stored.set(k, fingerprint(stored));
+        const raced = this.#inflight.get(k) ?? [];
+        this.#inflight.delete(k);
+        for (const r of raced) if (r.obj.metadata?.resourceVersion !== stored.metadata?.resourceVersion) this.observed(r.kind, r.event, r.obj);
         applied++;
         this.log.info({ kind: obj.kind, namespace: obj.metadata!.namespace, name: obj.metadata!.name }, present.has(k) ? 'updated' : 'created');
       } catch (err) {
+        this.#inflight.delete(k);
         failed++;
         this.#applied.delete(k);
+        this.#stored.delete(k);
         this.log.error({ code: CONTROLLER_ERRORS.deployFailed.code, kind: obj.kind, namespace: obj.metadata!.namespace, name: obj.metadata!.name, err: describeApiError(err) }, `could not apply ${obj.kind}`);
       }
     }
@@ -161,8 +263,10 @@ export class Deployer implements Runnable {
     let deleted = 0;
     for (const o of existing) {
       const k = key(o);
-      if (desired.has(k)) continue;
+      if (desired.has(k) || kept.has(k)) continue;
       if (!this.#may()) return true;
+      // Forgotten first: the watch reports the deletion as it happens, and it is ours.
+      this.#stored.delete(k);
       try {
         await this.api.delete(o);
         this.#applied.delete(k);

@@ -1,4 +1,5 @@
-// Per-Gateway proxy settings, read from `spec.infrastructure.annotations`:
+// Per-Gateway proxy settings, read from `spec.infrastructure.annotations` (applied over the
+// parameters ConfigMaps, parameters.ts, which are the documented way):
 //
 //   tollgate.dev/replicas        number of proxy pods (0-100)
 //   tollgate.dev/cpu-request     e.g. 250m
@@ -24,7 +25,7 @@ export interface ProxySettings {
 }
 
 export const ANNOTATION_PREFIX = 'tollgate.dev/';
-const MAX_REPLICAS = 100;
+export const MAX_REPLICAS = 100;
 
 const RESOURCE_KEYS = {
   'cpu-request': ['requests', 'cpu', '250m'],
@@ -47,6 +48,10 @@ const SCALE: Readonly<Record<string, number>> = {
   Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
 };
 
+export function isImageReference(text: string): boolean {
+  return text.length <= 512 && IMAGE.test(text);
+}
+
 /** The value of a quantity, or undefined when it is not one. */
 export function quantityValue(text: string): number | undefined {
   const m = QUANTITY.exec(text);
@@ -68,7 +73,7 @@ export function readOverrides(annotations: Readonly<Record<string, string>> | un
       if (/^[0-9]{1,3}$/.test(value) && Number(value) <= MAX_REPLICAS) replicas = Number(value);
       else problems.push(`${field(key)} "${value}" is not a whole number from 0 to ${MAX_REPLICAS}; e.g. "2" (using ${defaults.replicas})`);
     } else if (key === 'image') {
-      if (value.length <= 512 && IMAGE.test(value)) image = value;
+      if (isImageReference(value)) image = value;
       else problems.push(`${field(key)} "${value}" is not an image reference; e.g. "registry.example.com/tollgate:0.2.0" (using the controller's proxy image)`);
     } else if (key in RESOURCE_KEYS) {
       const [kind, resource, example] = RESOURCE_KEYS[key as keyof typeof RESOURCE_KEYS];

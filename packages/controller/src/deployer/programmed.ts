@@ -1,7 +1,9 @@
-// Whether a Gateway is programmed: its proxy pods are ready (a proxy reports ready on :15021
-// only once it applied a snapshot) and every proxy connected to this controller has ACKed the
-// Gateway's current snapshot. Pure: the pods as the watch holds them and the stream's view of
-// the proxies in, one condition out.
+// Whether a Gateway is programmed: a proxy pod of it is ready (a proxy reports ready on
+// :15021 only once it applied a snapshot), so the Gateway serves. Pending before that; False
+// with NoResources when a pod cannot start. A newer snapshot on its way to the proxies keeps
+// the Gateway programmed (they serve the one before meanwhile); the message says how many
+// connected proxies applied the newest version. Pure: the pods as the watch holds them and
+// the stream's view of the proxies in, one condition out.
 //
 // A proxy connected to another controller replica is not seen here; its readiness still
 // counts (a ready proxy serves some snapshot), its version does not.
@@ -25,6 +27,8 @@ export interface ProgrammedInput {
   /** The Deployment running the Gateway's proxies. */
   readonly deployment: string;
   readonly replicas: number;
+  /** How to raise replicas from 0, where they were set (an annotation or a parameters key). */
+  readonly replicasHint?: string;
   /** The Gateway's proxy pods (by the deployer's labels). */
   readonly pods: readonly V1Pod[];
   /** The Gateway's current snapshot version; undefined: none (yet). */
@@ -55,21 +59,28 @@ function stuck(p: V1Pod): string | undefined {
 }
 
 export function programmed(i: ProgrammedInput): ProgrammedVerdict {
-  if (i.replicas === 0) return { status: false, reason: 'NoResources', message: `Deployment ${i.deployment} runs no proxy (replicas 0): set tollgate.dev/replicas above 0` };
+  if (i.replicas === 0) return { status: false, reason: 'NoResources', message: `Deployment ${i.deployment} runs no proxy (replicas 0): ${i.replicasHint ?? 'set tollgate.dev/replicas above 0'}` };
   const live = i.pods.filter((p) => !p.metadata?.deletionTimestamp);
   // A pod that cannot start is what the user must fix; it also holds a rollout back even
   // while the previous pods still serve.
   const why = live.map(stuck).find((m) => m !== undefined);
   if (why) return { status: false, reason: 'NoResources', message: why };
   const ready = live.filter(podReady);
-  if (ready.length < i.replicas) {
-    return { status: false, reason: 'Pending', message: `${ready.length} of ${i.replicas} proxy pods of Deployment ${i.deployment} ready` };
-  }
+  // Pending only until a proxy serves: a proxy reports ready only once it applied a snapshot.
+  if (ready.length === 0) return { status: false, reason: 'Pending', message: `0 of ${i.replicas} proxy pods of Deployment ${i.deployment} ready` };
   if (i.version === undefined) return { status: false, reason: 'Pending', message: 'no configuration snapshot for the Gateway yet' };
+  const pods = ready.length < i.replicas ? `${ready.length} of ${i.replicas} proxy pods ready` : `${ready.length} proxy pod${ready.length === 1 ? '' : 's'} ready`;
+  // Once served, the Gateway stays programmed while a newer snapshot reaches its proxies (or
+  // a pod is replaced): the proxies keep serving the version before, so False here would read
+  // as an outage. The message says how far the newest version got; a refused one is Invalid
+  // (the stream's NACK, put on the condition before this verdict, which leaves Invalid alone).
   const behind = i.proxies.filter((p) => p.ackedVersion !== i.version);
-  if (behind.length) {
-    const p = behind[0]!;
-    return { status: false, reason: 'Pending', message: `proxy ${p.pod} has not applied snapshot ${i.version} yet (serves ${p.ackedVersion ?? 'none'})${behind.length > 1 ? ` nor have ${behind.length - 1} more` : ''}` };
-  }
-  return { status: true, reason: 'Programmed', message: `${ready.length} proxy pod${ready.length === 1 ? '' : 's'} ready; snapshot ${i.version} applied` };
+  if (behind.length === 0) return { status: true, reason: 'Programmed', message: `${pods}; snapshot ${i.version} applied` };
+  const p = behind[0]!;
+  const have = i.proxies.length - behind.length;
+  return {
+    status: true,
+    reason: 'Programmed',
+    message: `${pods}; snapshot ${i.version} reaching the proxies: ${have} of ${i.proxies.length} applied it (${p.pod} serves ${p.ackedVersion ?? 'none yet'})`,
+  };
 }

@@ -26,6 +26,17 @@ export { READINESS_PORT };
 export const ADMIN_ADDR = '127.0.0.1:15000';
 /** The proxy image runs as this user (images/proxy/Containerfile). */
 const PROXY_UID = 1000;
+/**
+ * A deleted proxy pod keeps serving this long before it is told to stop: the pod leaves the
+ * Service's endpoints at once, but kube-proxy on every node needs a moment to follow, and a
+ * connection sent meanwhile to a pod that closed its ports is refused. kubelet's own sleep
+ * (lifecycle.preStop.sleep): the image needs no shell.
+ */
+export const PRESTOP_DELAY_SECONDS = 5;
+/** The proxy's own drain deadline after SIGTERM (its default drainTimeout). */
+const PROXY_DRAIN_SECONDS = 30;
+/** Delay, drain, and a margin before kubelet kills what is left. */
+const TERMINATION_GRACE_SECONDS = PRESTOP_DELAY_SECONDS + PROXY_DRAIN_SECONDS + 5;
 
 export interface RenderParams {
   /** --proxy-image of the controller. */
@@ -95,6 +106,7 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
         spec: {
           serviceAccountName: name,
           automountServiceAccountToken: false,
+          terminationGracePeriodSeconds: TERMINATION_GRACE_SECONDS,
           securityContext: {
             runAsNonRoot: true,
             runAsUser: PROXY_UID,
@@ -123,6 +135,9 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
               // Listener ports are not listed (the Service targets them by number), see sysctls.
               ports: [{ name: 'readiness', containerPort: READINESS_PORT, protocol: 'TCP' }],
               readinessProbe: { httpGet: { path: '/healthz/ready', port: READINESS_PORT }, periodSeconds: 5, failureThreshold: 2 },
+              // On deletion: stop being an endpoint first, stop accepting after (SIGTERM, once the
+              // sleep ends: readiness false, in-flight requests drain, exit 0).
+              lifecycle: { preStop: { sleep: { seconds: PRESTOP_DELAY_SECONDS } } },
               resources: { requests: { ...settings.resources.requests }, limits: { ...settings.resources.limits } },
               securityContext: {
                 allowPrivilegeEscalation: false,

@@ -1,6 +1,7 @@
 // The inputs, indexed once per translation: every lookup translation makes afterwards is a
 // map access, so the cost stays linear in the number of objects.
-import type { V1EndpointSlice, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1EndpointSlice, V1Secret, V1Service } from '@kubernetes/client-node';
+import { PARAMETERS_LABEL } from '../deployer/parameters.js';
 import type { Gateway, HTTPRoute } from '../types/gateway-api.js';
 import { ReferenceGrants } from './referencegrant.js';
 import { byKey, keyOf } from './keys.js';
@@ -22,6 +23,8 @@ export interface Context {
   readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
   /** Secrets of type kubernetes.io/tls by `<namespace>/<name>` (the only ones watched). */
   readonly secrets: ReadonlyMap<string, V1Secret>;
+  /** Proxy parameters: ConfigMaps labelled tollgate.dev/parameters by `<namespace>/<name>`. */
+  readonly configMap: (namespace: string, name: string) => V1ConfigMap | undefined;
   /** Computes a value once per translation (e.g. the endpoints of a Service port many routes use). */
   memo<T>(key: string, make: () => T): T;
 }
@@ -47,6 +50,8 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     else slices.set(key, [slice]);
   }
   for (const list of slices.values()) list.sort((a, b) => ((a.metadata?.name ?? '') < (b.metadata?.name ?? '') ? -1 : 1));
+  // The watch selects on the label; checked here too, so every input gives the same answer.
+  const configMaps = new Map(resources.configMaps.filter((c) => c.metadata?.name && c.metadata.namespace && c.metadata.labels?.[PARAMETERS_LABEL] !== undefined).map((c) => [`${c.metadata!.namespace}/${c.metadata!.name}`, c]));
   const memo = new Map<string, unknown>();
   return {
     memo: <T>(key: string, make: () => T): T => {
@@ -63,6 +68,7 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     grants: new ReferenceGrants(resources.referenceGrants),
     gateways: new Map(byKey(resources.gateways).map((g) => [keyOf(g.metadata), g])),
     httpRoutes: new Map(byKey(resources.httpRoutes).map((r) => [keyOf(r.metadata), r])),
+    configMap: (namespace, name) => configMaps.get(`${namespace}/${name}`),
     secrets: new Map(resources.secrets.filter((s) => s.metadata?.name && s.metadata.namespace).map((s) => [`${s.metadata!.namespace}/${s.metadata!.name}`, s])),
   };
 }

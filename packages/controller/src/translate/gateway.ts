@@ -2,6 +2,8 @@
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import type { ClassVerdict } from './gatewayclass.js';
+import { gatewayParameters } from '../deployer/parameters.js';
+import { DEFAULT_PROXY_SETTINGS } from '../deployer/render.js';
 import { generationOf } from './keys.js';
 import { translateListeners, type ListenerState } from './listeners.js';
 import type { Gateway } from '../types/gateway-api.js';
@@ -15,12 +17,13 @@ export interface GatewayState {
   readonly listeners: readonly ListenerState[];
 }
 
-function acceptance(gateway: Gateway, gc: ClassVerdict, listeners: readonly ListenerState[]): Verdict {
-  if (!gc.accepted.ok) return fail('Invalid', `GatewayClass ${gc.name} is not accepted: ${gc.accepted.message}`);
+function acceptance(gateway: Gateway, gc: ClassVerdict, listeners: readonly ListenerState[], ctx: Context): Verdict {
+  // The class's parameters are the Gateway's too: a bad one is the Gateway's InvalidParameters.
+  if (!gc.accepted.ok) return fail(gc.accepted.reason === 'InvalidParameters' ? 'InvalidParameters' : 'Invalid', `GatewayClass ${gc.name} is not accepted: ${gc.accepted.message}`);
   if (gateway.spec.addresses?.length)
     return fail('UnsupportedAddress', 'spec.addresses cannot be honoured yet: the proxy Service gets its address from the cluster; remove spec.addresses');
-  const params = gateway.spec.infrastructure?.parametersRef;
-  if (params) return fail('InvalidParameters', `infrastructure.parametersRef ${params.kind} ${params.name} is not supported; remove it`);
+  const params = gatewayParameters(gateway, gc.gatewayClass, ctx.configMap, DEFAULT_PROXY_SETTINGS);
+  if (!params.ok) return fail('InvalidParameters', params.message);
   const bad = listeners.filter((l) => !l.accepted.ok);
   if (!bad.length) return ok('Accepted', 'accepted');
   const detail = bad.map((l) => `${l.spec.name} (${l.accepted.reason})`).join(', ');
@@ -36,7 +39,7 @@ export function translateGateways(ctx: Context, classes: ReadonlyMap<string, Cla
     const gc = classes.get(gateway.spec.gatewayClassName);
     if (!gc) continue;
     const listeners = translateListeners(gateway, ctx);
-    out.set(key, { key, gateway, accepted: acceptance(gateway, gc, listeners), listeners });
+    out.set(key, { key, gateway, accepted: acceptance(gateway, gc, listeners, ctx), listeners });
   }
   return out;
 }

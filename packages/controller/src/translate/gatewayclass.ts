@@ -4,6 +4,8 @@ import { condition, fail, ok, type Verdict } from './conditions.js';
 import { SUPPORTED_FEATURES } from './features.js';
 import { byKey, generationOf } from './keys.js';
 import type { Context } from './context.js';
+import { classParameters } from '../deployer/parameters.js';
+import { DEFAULT_PROXY_SETTINGS } from '../deployer/render.js';
 import type { GatewayClass } from '../types/gateway-api.js';
 import type { GatewayClassStatusReport } from './types.js';
 
@@ -13,6 +15,8 @@ export const SUPPORTED_GATEWAY_API = 'v1.6';
 export interface ClassVerdict {
   readonly name: string;
   readonly accepted: Verdict;
+  /** Its Gateways' parameters start from the class's. */
+  readonly gatewayClass: GatewayClass;
 }
 
 export function supportedVersion(installed: string | null): Verdict | null {
@@ -34,13 +38,11 @@ export function translateGatewayClasses(
     const gen = generationOf(gc.metadata);
     let accepted: Verdict;
     if (version && !version.ok) accepted = version;
-    else if (gc.spec.parametersRef)
-      accepted = fail(
-        'InvalidParameters',
-        `parametersRef ${gc.spec.parametersRef.kind} ${gc.spec.parametersRef.name} is not supported by ${ctx.controllerName}: remove it`,
-      );
-    else accepted = ok('Accepted', `accepted by ${ctx.controllerName}`);
-    ours.set(gc.metadata.name, { name: gc.metadata.name, accepted });
+    else {
+      const params = classParameters(gc, ctx.configMap, DEFAULT_PROXY_SETTINGS);
+      accepted = params.ok ? ok('Accepted', `accepted by ${ctx.controllerName}`) : fail('InvalidParameters', params.message);
+    }
+    ours.set(gc.metadata.name, { name: gc.metadata.name, accepted, gatewayClass: gc });
     const conditions = [condition('Accepted', accepted.ok, accepted.reason, accepted.message, gen)];
     conditions.push(
       version

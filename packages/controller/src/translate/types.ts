@@ -12,7 +12,7 @@
 // be a new object (informers replace objects, they never edit them in place); an object edited
 // in place may be translated as it was.
 import type { ProxySnapshot } from '@tollgate/api';
-import type { V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
 import type {
   Gateway,
   GatewayClass,
@@ -38,6 +38,8 @@ export interface Resources {
    * reaches the controller), for HTTPS listeners' certificateRefs.
    */
   readonly secrets: readonly V1Secret[];
+  /** ConfigMaps labelled tollgate.dev/parameters (the only ones watched): proxy parameters. */
+  readonly configMaps: readonly V1ConfigMap[];
 }
 
 export interface TranslateOptions {

@@ -4,7 +4,7 @@
 // kind or field is an error naming it, so a golden test input cannot say what it does not mean.
 import { Type, type TSchema } from '@sinclair/typebox';
 import { compile, TrafficPolicy, ValidationError, type Validator } from '@tollgate/api';
-import type { V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { Gateway, GatewayClass, GatewayPolicy, HTTPRoute, ReferenceGrant } from './gateway-api.js';
 
 const Obj = <P extends Record<string, TSchema>>(properties: P) => Type.Object(properties, { additionalProperties: false });
@@ -212,6 +212,14 @@ const SecretSchema = Obj({
   data: Opt(StringMap),
 });
 
+const ConfigMapSchema = Obj({
+  apiVersion: Type.Literal('v1'),
+  kind: Type.Literal('ConfigMap'),
+  metadata: Metadata,
+  data: Opt(StringMap),
+  binaryData: Opt(StringMap),
+});
+
 const NamespaceSchema = Obj({ apiVersion: Type.Literal('v1'), kind: Type.Literal('Namespace'), metadata: Metadata });
 
 const VALIDATORS = {
@@ -224,6 +232,7 @@ const VALIDATORS = {
   EndpointSlice: compile(EndpointSliceSchema),
   Namespace: compile(NamespaceSchema),
   Secret: compile(SecretSchema),
+  ConfigMap: compile(ConfigMapSchema),
 } satisfies Record<string, Validator<unknown>>;
 
 export type KnownKind = keyof typeof VALIDATORS;
@@ -239,7 +248,8 @@ export type KnownObject =
   | { kind: 'Service'; object: V1Service }
   | { kind: 'EndpointSlice'; object: V1EndpointSlice }
   | { kind: 'Namespace'; object: V1Namespace }
-  | { kind: 'Secret'; object: V1Secret };
+  | { kind: 'Secret'; object: V1Secret }
+  | { kind: 'ConfigMap'; object: V1ConfigMap };
 
 /** Validates one Kubernetes object strictly; throws a ValidationError naming each bad field. */
 export function parseObject(value: unknown, subject: string): KnownObject {

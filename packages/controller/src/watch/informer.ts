@@ -42,7 +42,7 @@ export class Informer {
     this.#backoff = backoff.initialMs;
     const list = kind.list(kc);
     // autoStart false: start() below owns the first list.
-    this.#lw = new ListWatch(kind.path, new Watch(kc), list, false, undefined, kind.fieldSelector);
+    this.#lw = new ListWatch(kind.path, new Watch(kc), list, false, kind.labelSelector, kind.fieldSelector);
     const changed = () => this.events.changed(kind);
     this.#lw.on('add', (o) => {
       this.#remember(o);

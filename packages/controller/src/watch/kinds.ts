@@ -1,6 +1,7 @@
 // The kinds the controller watches: where each is listed and watched, and which field of
 // translate()'s Resources it fills. Gateway API v1.6.1 standard channel.
 import { CoreV1Api, CustomObjectsApi, DiscoveryV1Api, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+import { PARAMETERS_LABEL } from '../deployer/parameters.js';
 import type { Resources } from '../translate/types.js';
 
 export interface WatchedKind {
@@ -16,6 +17,8 @@ export interface WatchedKind {
   readonly path: string;
   /** Field selector of the list and the watch: only these objects reach the cache. */
   readonly fieldSelector?: string;
+  /** Label selector of the list and the watch: only these objects reach the cache. */
+  readonly labelSelector?: string;
   readonly list: (kc: KubeConfig) => () => Promise<KubernetesListObject<KubernetesObject>>;
 }
 
@@ -89,6 +92,24 @@ export const KINDS: readonly WatchedKind[] = [
     list: (kc) => {
       const api = kc.makeApiClient(CoreV1Api);
       return () => api.listSecretForAllNamespaces({ fieldSelector: 'type=kubernetes.io/tls' });
+    },
+  },
+  // Proxy parameters (GatewayClass and Gateway parametersRef). Only ConfigMaps labelled
+  // tollgate.dev/parameters are listed and watched: every other ConfigMap of the cluster stays
+  // out of the controller's memory.
+  {
+    kind: 'ConfigMap',
+    resources: 'configMaps',
+    group: '',
+    version: 'v1',
+    plural: 'configmaps',
+    namespaced: true,
+    hasStatus: false,
+    path: '/api/v1/configmaps',
+    labelSelector: PARAMETERS_LABEL,
+    list: (kc) => {
+      const api = kc.makeApiClient(CoreV1Api);
+      return () => api.listConfigMapForAllNamespaces({ labelSelector: PARAMETERS_LABEL });
     },
   },
   {
