@@ -4,6 +4,12 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // time in their own project; every other suite runs in parallel.
 const machineSuites = ['e2e/node/**/*.test.ts', 'e2e/containers/**/*.test.ts'];
 
+// Files run at once in the default project. Vitest's own default is one less than the CPUs,
+// which is one file at a time on a 2-core machine; most suites spend their time waiting on the
+// processes they start (kube-apiserver, proxies, CLIs), so three share two cores well.
+// TOLLGATE_TEST_WORKERS changes it.
+const workers = Number(process.env.TOLLGATE_TEST_WORKERS) || 3;
+
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -14,6 +20,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'default',
+          maxWorkers: workers,
           include: ['packages/*/test/**/*.test.ts', 'e2e/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...machineSuites],
         },
