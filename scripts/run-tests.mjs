@@ -3,18 +3,18 @@
 // vitest's JSON report, so any CI reader can count the tests. Exit code is vitest's (non-zero
 // when any run failed).
 //
-// A full run (no arguments) is two vitest processes at once: the `machine` project (the suites
-// on the one e2e node and on podman, one file after another: the longest chain) and the
-// `default` project (every other suite, several files at a time). Vitest runs its projects'
-// groups one after the other, so in one process the machine chain would only start once every
-// other suite had finished. The machine run's lines are prefixed with `[machine]`; both JSON
-// reports are merged into .test-results/vitest.json. With arguments (files, --project, ...)
-// it is one vitest process, as given.
+// A full run (no arguments besides --checks) is two vitest processes at once: the `machine`
+// project (the suites on the one e2e node and on podman, one file after another: the longest
+// chain) and the `default` project (every other suite, several files at a time). Vitest runs
+// its projects' groups one after the other, so in one process the machine chain would only
+// start once every other suite had finished. The machine run's lines are prefixed with
+// `[machine]`; both JSON reports are merged into .test-results/vitest.json. With arguments
+// (files, --project, ...) it is one vitest process, as given.
 //
-// The Gateway API conformance run (e2e/node/conformance.test.ts) is one of the node suites: it
-// runs with `pnpm conformance` (TOLLGATE_CONFORMANCE=1) and is skipped otherwise, as it takes a
-// quarter of an hour and does not pass yet (docs/conformance.md). When it ran, its report's
-// verdicts are printed after the summary.
+// --checks (`pnpm test`) also runs `pnpm typecheck` and `pnpm lint` beside the tests, their
+// output held back and printed at the end, and fails when either fails: they need only the
+// build, which is done before.
+//
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -25,7 +25,8 @@ const resultsDir = `${root}.test-results`;
 const report = `${resultsDir}/vitest.json`;
 mkdirSync(resultsDir, { recursive: true });
 const started = Date.now();
-const args = process.argv.slice(2);
+const checks = process.argv.includes('--checks');
+const args = process.argv.slice(2).filter((a) => a !== '--checks');
 
 const runs = args.length
   ? [{ name: undefined, report, args }]
@@ -44,8 +45,11 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   });
 }
 
+const checkRuns = checks ? ['typecheck', 'lint'].map((script) => check(script)) : [];
 const codes = await Promise.all(runs.map((run) => vitest(run)));
-const code = codes.find((c) => c !== 0) ?? 0;
+const checkResults = await Promise.all(checkRuns);
+const code = [...codes, ...checkResults.map((c) => c.code)].find((c) => c !== 0) ?? 0;
+for (const c of checkResults) if (c.code !== 0) process.stdout.write(`\n${c.output}`);
 
 const reports = runs.map((run) => readReport(run.report)).filter((r) => r !== undefined);
 if (reports.length === runs.length) {
@@ -57,8 +61,22 @@ if (reports.length === runs.length) {
   process.stdout.write('\nTests: no report was written (vitest did not finish)\n');
 }
 conformanceSummary();
+if (checkResults.length) process.stdout.write(`Checks: ${checkResults.map((c) => `${c.script} ${c.code === 0 ? 'passed' : `failed (exit ${c.code})`} in ${c.seconds} s`).join(', ')}\n`);
 process.stdout.write(`Test run: ${Math.round((Date.now() - started) / 1000)} s${runs.length > 1 ? ` (${runs.map((r) => r.name).join(' and ')} at once)` : ''}\n`);
 process.exit(code);
+
+/** Runs `pnpm <script>` with its output held; resolves to its exit code, output and duration. */
+function check(script) {
+  const t0 = Date.now();
+  const child = spawn('pnpm', ['--silent', 'run', script], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let output = '';
+  child.stdout.on('data', (d) => (output += d));
+  child.stderr.on('data', (d) => (output += d));
+  return new Promise((resolve) =>
+    child.on('close', (c, signal) => resolve({ script, code: c ?? (signal ? 1 : 0), output: `${script}:\n${output}`, seconds: Math.round((Date.now() - t0) / 1000) })),
+  );
+}
 
 /** Runs one vitest process; resolves to its exit code (1 when it died of a signal). */
 function vitest(run) {
