@@ -5,7 +5,7 @@
 //
 // A full run (no arguments besides --checks) is two vitest processes at once: the `machine`
 // project (the suites on the one e2e node and on podman, one file after another: the longest
-// chain) and the `default` project (every other suite, several files at a time). Vitest runs
+// chain) and the `default` project (every other suite, two files at a time). Vitest runs
 // its projects' groups one after the other, so in one process the machine chain would only
 // start once every other suite had finished. The machine run's lines are prefixed with
 // `[machine]`; both JSON reports are merged into .test-results/vitest.json. With arguments
