@@ -4,6 +4,13 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // time in their own project; every other suite runs in parallel.
 const machineSuites = ['e2e/node/**/*.test.ts', 'e2e/containers/**/*.test.ts'];
 
+// Files run at once in the default project. Vitest's own default is one less than the CPUs,
+// which is one file at a time on a 2-core machine; most suites spend their time waiting on the
+// processes they start (kube-apiserver, proxies, CLIs), so two share two cores well. Three
+// made the e2e suites' API servers miss their start deadlines on a machine loaded far beyond
+// its cores (load average 40 on 2). TOLLGATE_TEST_WORKERS changes it.
+const workers = Number(process.env.TOLLGATE_TEST_WORKERS) || 2;
+
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -14,6 +21,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'default',
+          maxWorkers: workers,
           include: ['packages/*/test/**/*.test.ts', 'e2e/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...machineSuites],
         },

@@ -72,9 +72,19 @@ check_module_version() {
 }
 
 install_apt_packages() {
+  # One apt-get run for everything below: each run reads the package lists again.
   # openssl: the e2e harness makes the cluster's CA and client certificates.
   # tmux: the gwctl terminal UI test drives the UI in a real pseudo-terminal.
-  apt_install ca-certificates openssl tmux
+  local pkgs=(ca-certificates openssl tmux)
+  # The e2e node: containerd (with runc and the CNI plugins), iptables and nftables for
+  # kube-proxy, conntrack and socat for port-forward; podman (with mmdebstrap for the local
+  # base image) builds and runs the project's images; gcc builds the pause program.
+  pkgs+=(containerd runc containernetworking-plugins iptables nftables conntrack socat podman mmdebstrap gcc libc6-dev)
+  # redis-server: the store behind envoyproxy/ratelimit in the global rate limit tests
+  # (packages/proxy/test/support/rls.ts starts one on a free loopback port). The Debian
+  # package may start a system-wide redis on :6379; the tests start their own.
+  command -v redis-server >/dev/null 2>&1 || pkgs+=(redis-server)
+  apt_install "${pkgs[@]}"
 }
 
 # The version variables Kubernetes' release build sets, so that clients (kubectl version,
@@ -91,61 +101,40 @@ kube_ldflags() {
   printf '%s' "${ldflags}"
 }
 
+# All six Kubernetes binaries (kube-apiserver, kubectl and the node's kubelet, kube-proxy,
+# kube-controller-manager, kube-scheduler) from the wrapper module, in one `go build`: the
+# packages they share compile once and the six links run beside the remaining compiles.
+# Cached in two directories, kubernetes-<v>/ (what the API-server-only suites need) and
+# kubernetes-node-<v>/.
 install_kube() {
-  local ver staging dest dir
+  local ver staging dest node_dest dir work
   ver="$(version kubernetes)"
   staging="$(version kubernetesStaging)"
   dest="${CACHE}/kubernetes-${ver}"
+  node_dest="${CACHE}/kubernetes-node-${ver}"
   dir="${REPO_ROOT}/e2e/tools/kube"
-  if [[ -x "${dest}/kube-apiserver" && -x "${dest}/kubectl" ]]; then
-    log "kube-apiserver and kubectl ${ver}: cached in ${dest}"
+  if [[ -x "${dest}/kube-apiserver" && -x "${dest}/kubectl" && -x "${node_dest}/kubelet" && -x "${node_dest}/kube-proxy" \
+        && -x "${node_dest}/kube-controller-manager" && -x "${node_dest}/kube-scheduler" ]]; then
+    log "Kubernetes ${ver} (kube-apiserver, kubectl, kubelet, kube-proxy, kube-controller-manager, kube-scheduler): cached in ${dest} and ${node_dest}"
     return 0
   fi
   check_module_version "${dir}" k8s.io/kubernetes "${ver}"
   grep -q "k8s.io/apiserver => k8s.io/apiserver ${staging}" "${dir}/go.mod" \
     || die "${dir}/go.mod does not replace the staging modules with ${staging}"
   need_cmd go "install Go 1.26"
-  local ldflags
-  ldflags="$(kube_ldflags "${ver}")"
-  log "building kube-apiserver and kubectl ${ver} from the Go module proxy (a cold build takes 7-16 min on 2 cores)"
-  mkdir -p "${dest}.tmp"
-  with_progress "go build kube-apiserver ${ver}" \
-    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${dest}.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-  with_progress "go build kubectl ${ver}" \
-    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${dest}.tmp/kubectl" k8s.io/kubernetes/cmd/kubectl
-  rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
-  "${dest}/kube-apiserver" --version >&2
-}
-
-# The node: kubelet, kube-proxy, kube-controller-manager and kube-scheduler, from the same
-# wrapper module and version as kube-apiserver, in one go build command.
-install_kube_node() {
-  local ver dest dir
-  ver="$(version kubernetes)"
-  dest="${CACHE}/kubernetes-node-${ver}"
-  dir="${REPO_ROOT}/e2e/tools/kube"
-  if [[ -x "${dest}/kubelet" && -x "${dest}/kube-proxy" && -x "${dest}/kube-controller-manager" && -x "${dest}/kube-scheduler" ]]; then
-    log "kubelet, kube-proxy, kube-controller-manager, kube-scheduler ${ver}: cached in ${dest}"
-    return 0
-  fi
-  check_module_version "${dir}" k8s.io/kubernetes "${ver}"
-  need_cmd go "install Go 1.26"
-  log "building kubelet, kube-proxy, kube-controller-manager and kube-scheduler ${ver} (a cold build takes about 5 min on 2 cores)"
-  rm -rf "${dest}.tmp" && mkdir -p "${dest}.tmp"
-  with_progress "go build kubelet kube-proxy kube-controller-manager kube-scheduler ${ver}" \
-    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -ldflags "$(kube_ldflags "${ver}")" -o "${dest}.tmp/" \
+  log "building kube-apiserver, kubectl, kubelet, kube-proxy, kube-controller-manager and kube-scheduler ${ver} from the Go module proxy (one go build)"
+  work="${CACHE}/kubernetes-build-${ver}.tmp"
+  rm -rf "${work}" && mkdir -p "${work}"
+  with_progress "go build Kubernetes ${ver} (6 binaries)" \
+    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "$(kube_ldflags "${ver}")" -o "${work}/" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl \
       k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy \
       k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
-  rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
-  "${dest}/kubelet" --version >&2
-}
-
-# Packages the e2e node runs: containerd (with runc and the CNI plugins), iptables and
-# nftables for kube-proxy, conntrack and socat for port-forward; podman (with mmdebstrap for
-# the local base image) builds and runs the project's images; gcc builds the pause program.
-install_node_packages() {
-  apt_install containerd runc containernetworking-plugins iptables nftables conntrack socat \
-    podman mmdebstrap gcc libc6-dev
+  rm -rf "${dest}.tmp" "${node_dest}.tmp" && mkdir -p "${dest}.tmp" "${node_dest}.tmp"
+  mv "${work}/kube-apiserver" "${work}/kubectl" "${dest}.tmp/"
+  mv "${work}/kubelet" "${work}/kube-proxy" "${work}/kube-controller-manager" "${work}/kube-scheduler" "${node_dest}.tmp/"
+  rm -rf "${work}" "${dest}" "${node_dest}" && mv "${dest}.tmp" "${dest}" && mv "${node_dest}.tmp" "${node_dest}"
+  "${dest}/kube-apiserver" --version >&2
 }
 
 # Images the e2e node needs and no registry can supply here: the pod sandbox (pause), cluster
@@ -183,11 +172,11 @@ install_node_images() {
   check_module_version "${REPO_ROOT}/e2e/tools/coredns" github.com/coredns/coredns "${coredns}"
   log "building CoreDNS ${coredns} (e2e/tools/coredns)"
   with_progress "go build CoreDNS ${coredns}" \
-    env -C "${REPO_ROOT}/e2e/tools/coredns" CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${work}/coredns/coredns" .
+    env -C "${REPO_ROOT}/e2e/tools/coredns" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "${work}/coredns/coredns" .
   check_module_version "${REPO_ROOT}/e2e/tools/gateway-api" sigs.k8s.io/gateway-api/conformance "${gwapi}"
   log "building echo-basic ${gwapi} (e2e/tools/gateway-api)"
   with_progress "go build echo-basic ${gwapi}" \
-    env -C "${REPO_ROOT}/e2e/tools/gateway-api" CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
+    env -C "${REPO_ROOT}/e2e/tools/gateway-api" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" \
       -o "${work}/echo-basic/echo-basic" sigs.k8s.io/gateway-api/conformance/echo-basic
 
   node_image "${work}/pause" pause "tollgate.local/pause:${pause_ver}" "${dest}.tmp/pause.oci.tar" '"/pause"' 65535
@@ -243,7 +232,7 @@ install_etcd() {
   log "building etcd ${ver} from the Go module proxy"
   mkdir -p "${dest}.tmp"
   with_progress "go build etcd ${ver}" \
-    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${dest}.tmp/etcd" go.etcd.io/etcd/server/v3
+    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "${dest}.tmp/etcd" go.etcd.io/etcd/server/v3
   rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
   "${dest}/etcd" --version >&2
 }
@@ -261,22 +250,11 @@ install_helm() {
   mkdir -p "${dest}.tmp"
   # helm reports its version from these variables in release builds.
   with_progress "go install helm ${ver}" \
-    env GOBIN="${dest}.tmp" CGO_ENABLED=0 go install -trimpath \
+    env GOBIN="${dest}.tmp" CGO_ENABLED=0 go install -trimpath -gcflags=all=-dwarf=false \
       -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${ver} -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
       "helm.sh/helm/v3/cmd/helm@${ver}"
   rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
   "${dest}/helm" version --short >&2
-}
-
-# redis-server from Debian: the store behind envoyproxy/ratelimit in the global rate
-# limit tests (packages/proxy/test/support/rls.ts starts one on a free loopback port).
-install_redis() {
-  if command -v redis-server >/dev/null 2>&1; then
-    log "redis-server: $(redis-server --version | head -n1)"
-    return 0
-  fi
-  apt_install redis-server
-  # The Debian package may start a system-wide redis on :6379; the tests start their own.
 }
 
 # envoyproxy/ratelimit, the reference Envoy RLS v3 service, built from a pinned commit
@@ -294,11 +272,28 @@ install_ratelimit() {
   log "building envoyproxy/ratelimit ${ver} (go install)"
   rm -rf "${dest}.tmp" && mkdir -p "${dest}.tmp"
   with_progress "go install envoyproxy/ratelimit ${ver}" \
-    env GOBIN="${dest}.tmp" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" \
+    env GOBIN="${dest}.tmp" CGO_ENABLED=0 go install -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" \
       "github.com/envoyproxy/ratelimit/src/service_cmd@${ver}"
   mv "${dest}.tmp/service_cmd" "${dest}.tmp/ratelimit"
   rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
   log "envoyproxy/ratelimit ${ver}: installed in ${dest}"
+}
+
+# in_parallel "f1 f2" "f3" ...: runs each group of install functions (in order within the
+# group) as a background job and waits for all of them; fails naming the groups that failed.
+# The Go builds are independent: beside the longest one (Kubernetes) the others fill the
+# cores while it downloads modules or links, and the base image's downloads overlap both.
+in_parallel() {
+  local pids=() groups=() failed=() i
+  for group in "$@"; do
+    # shellcheck disable=SC2086 # a group is a list of function names
+    ( set -e; for f in ${group}; do "${f}"; done ) &
+    pids+=($!); groups+=("${group}")
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || failed+=("${groups[$i]}")
+  done
+  (( ${#failed[@]} == 0 )) || die "failed: ${failed[*]}"
 }
 
 main() {
@@ -307,16 +302,10 @@ main() {
   mkdir -p "${CACHE}"
   log "cache: ${CACHE}"
   install_apt_packages
-  install_node_packages
-  install_etcd
-  install_helm
-  install_redis
-  install_ratelimit
-  install_kube
-  install_kube_node
-  install_node_images
-  install_conformance_suite
-  install_local_images
+  if command -v redis-server >/dev/null 2>&1; then log "redis-server: $(redis-server --version | head -n1)"; fi
+  in_parallel install_kube \
+    "install_etcd install_helm install_ratelimit install_node_images install_conformance_suite" \
+    install_local_images
   log "all test tools installed in $((SECONDS - start))s"
 }
 

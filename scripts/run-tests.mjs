@@ -1,35 +1,118 @@
 #!/usr/bin/env node
 // Runs vitest and ends with one plain summary line ("N passed, N failed, N skipped"), read from
-// vitest's JSON report, so any CI reader can count the tests. Exit code is vitest's.
+// vitest's JSON report, so any CI reader can count the tests. Exit code is vitest's (non-zero
+// when any run failed).
 //
-// The Gateway API conformance run (e2e/node/conformance.test.ts) is one of the node suites: it
-// runs with `pnpm conformance` (TOLLGATE_CONFORMANCE=1) and is skipped otherwise, as it takes a
-// quarter of an hour and does not pass yet (docs/conformance.md). When it ran, its report's
-// verdicts are printed after the summary.
+// A full run (no arguments besides --checks) is two vitest processes at once: the `machine`
+// project (the suites on the one e2e node and on podman, one file after another: the longest
+// chain) and the `default` project (every other suite, two files at a time). Vitest runs
+// its projects' groups one after the other, so in one process the machine chain would only
+// start once every other suite had finished. The machine run's lines are prefixed with
+// `[machine]`; both JSON reports are merged into .test-results/vitest.json. With arguments
+// (files, --project, ...) it is one vitest process, as given.
+//
+// --checks (`pnpm test`) also runs `pnpm typecheck` and `pnpm lint` beside the tests, their
+// output held back and printed at the end, and fails when either fails: they need only the
+// build, which is done before.
+//
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const report = `${root}.test-results/vitest.json`;
-mkdirSync(`${root}.test-results`, { recursive: true });
+const resultsDir = `${root}.test-results`;
+const report = `${resultsDir}/vitest.json`;
+mkdirSync(resultsDir, { recursive: true });
 const started = Date.now();
-const child = spawn(
-  process.execPath,
-  [`${root}node_modules/vitest/vitest.mjs`, 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)],
-  { cwd: root, stdio: 'inherit' },
-);
-child.on('exit', (code, signal) => {
-  try {
-    const r = JSON.parse(readFileSync(report, 'utf8'));
-    const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
-    process.stdout.write(`\nTests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${skipped} skipped\n`);
-  } catch {
-    process.stdout.write('\nTests: no report was written (vitest did not finish)\n');
+const checks = process.argv.includes('--checks');
+const args = process.argv.slice(2).filter((a) => a !== '--checks');
+
+const runs = args.length
+  ? [{ name: undefined, report, args }]
+  : [
+      { name: 'machine', report: `${resultsDir}/vitest-machine.json`, args: ['--project', 'machine'] },
+      { name: 'default', report: `${resultsDir}/vitest-default.json`, args: ['--project', 'default'] },
+    ];
+for (const run of runs) rmSync(run.report, { force: true });
+
+const children = [];
+// An interrupted run stops both vitest processes, so each tears down what it started (the e2e
+// node's teardown runs in the machine run's worker on SIGINT/SIGTERM).
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    for (const child of children) if (child.exitCode === null) child.kill(signal);
+  });
+}
+
+const checkRuns = checks ? ['typecheck', 'lint'].map((script) => check(script)) : [];
+const codes = await Promise.all(runs.map((run) => vitest(run)));
+const checkResults = await Promise.all(checkRuns);
+const code = [...codes, ...checkResults.map((c) => c.code)].find((c) => c !== 0) ?? 0;
+for (const c of checkResults) if (c.code !== 0) process.stdout.write(`\n${c.output}`);
+
+const reports = runs.map((run) => readReport(run.report)).filter((r) => r !== undefined);
+if (reports.length === runs.length) {
+  const merged = runs.length === 1 ? reports[0] : mergeReports(reports);
+  if (runs.length > 1) writeFileSync(report, JSON.stringify(merged));
+  const skipped = (merged.numPendingTests ?? 0) + (merged.numTodoTests ?? 0);
+  process.stdout.write(`\nTests: ${merged.numPassedTests} passed, ${merged.numFailedTests} failed, ${skipped} skipped\n`);
+} else {
+  process.stdout.write('\nTests: no report was written (vitest did not finish)\n');
+}
+conformanceSummary();
+if (checkResults.length) process.stdout.write(`Checks: ${checkResults.map((c) => `${c.script} ${c.code === 0 ? 'passed' : `failed (exit ${c.code})`} in ${c.seconds} s`).join(', ')}\n`);
+process.stdout.write(`Test run: ${Math.round((Date.now() - started) / 1000)} s${runs.length > 1 ? ` (${runs.map((r) => r.name).join(' and ')} at once)` : ''}\n`);
+process.exit(code);
+
+/** Runs `pnpm <script>` with its output held; resolves to its exit code, output and duration. */
+function check(script) {
+  const t0 = Date.now();
+  const child = spawn('pnpm', ['--silent', 'run', script], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let output = '';
+  child.stdout.on('data', (d) => (output += d));
+  child.stderr.on('data', (d) => (output += d));
+  return new Promise((resolve) =>
+    child.on('close', (c, signal) => resolve({ script, code: c ?? (signal ? 1 : 0), output: `${script}:\n${output}`, seconds: Math.round((Date.now() - t0) / 1000) })),
+  );
+}
+
+/** Runs one vitest process; resolves to its exit code (1 when it died of a signal). */
+function vitest(run) {
+  const prefix = run.name === 'machine' ? '[machine] ' : undefined;
+  const child = spawn(
+    process.execPath,
+    [`${root}node_modules/vitest/vitest.mjs`, 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${run.report}`, ...run.args],
+    { cwd: root, stdio: prefix ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'inherit', 'inherit'] },
+  );
+  children.push(child);
+  if (prefix) {
+    // Whole lines, prefixed, so the two runs' output interleaves readably.
+    createInterface({ input: child.stdout }).on('line', (line) => process.stdout.write(`${prefix}${line}\n`));
+    createInterface({ input: child.stderr }).on('line', (line) => process.stderr.write(`${prefix}${line}\n`));
   }
-  conformanceSummary();
-  process.exit(code ?? (signal ? 1 : 0));
-});
+  return new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+}
+
+function readReport(file) {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** One report of the shape vitest's JSON reporter writes, from several. */
+function mergeReports(list) {
+  const sum = (key) => list.reduce((n, r) => n + (r[key] ?? 0), 0);
+  const merged = { ...list[0] };
+  for (const key of Object.keys(merged)) if (typeof merged[key] === 'number' && key.startsWith('num')) merged[key] = sum(key);
+  merged.startTime = Math.min(...list.map((r) => r.startTime ?? Infinity));
+  merged.success = list.every((r) => r.success);
+  merged.testResults = list.flatMap((r) => r.testResults ?? []);
+  return merged;
+}
 
 /** One line per profile of the conformance report this run wrote, if it wrote one. */
 function conformanceSummary() {

@@ -2,7 +2,7 @@
 // image a pod uses is imported into the node's containerd: the pause, CoreDNS and echo-basic
 // images from the tool cache, and the project's images (`pnpm images`) from podman's storage.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { cacheDir, REPO_ROOT, VERSIONS } from '../tools.js';
@@ -37,7 +37,7 @@ export async function podmanImageId(image: string): Promise<string | undefined> 
 
 /**
  * An OCI archive of a podman image, cached by image ID (saving a 300 MB image takes seconds;
- * a rebuilt image gets a new archive and the old one is removed).
+ * a rebuilt image gets a new archive and old ones are removed after an hour).
  */
 export async function ociArchive(image: string): Promise<string> {
   const id = await podmanImageId(image);
@@ -47,10 +47,28 @@ export async function ociArchive(image: string): Promise<string> {
   const stem = image.replace(/[^A-Za-z0-9.-]+/g, '_');
   const file = join(dir, `${stem}@${id.slice(0, 12)}.oci.tar`);
   if (existsSync(file)) return file;
-  for (const old of readdirSync(dir)) if (old.startsWith(`${stem}@`)) rmSync(join(dir, old), { force: true });
-  await run('podman', ['save', '--quiet', '--format', 'oci-archive', '-o', `${file}.tmp`, image], { env: podmanEnv(), timeoutMs: 300_000 });
-  renameSync(`${file}.tmp`, file);
+  // Several test runs on one machine share this directory: a run's own temporary file, and
+  // archives of other builds only once they are an hour old (another run may be importing one).
+  const tmp = `${file}.${process.pid}.tmp`;
+  for (const old of readdirSync(dir)) {
+    const path = join(dir, old);
+    if (old.startsWith(`${stem}@`) && !old.endsWith('.tmp') && ageMs(path) > 3_600_000) rmSync(path, { force: true });
+  }
+  try {
+    await run('podman', ['save', '--quiet', '--format', 'oci-archive', '-o', tmp, image], { env: podmanEnv(), timeoutMs: 300_000 });
+    renameSync(tmp, file);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
   return file;
+}
+
+function ageMs(path: string): number {
+  try {
+    return Date.now() - statSync(path).mtimeMs;
+  } catch {
+    return 0; // gone meanwhile
+  }
 }
 
 /** The node images' archives in the tool cache (scripts/install-test-tools.sh builds them). */

@@ -13,6 +13,7 @@ import { applyCrds, checkKubectlSkew, kubeconfigYaml, readyz } from '../cluster.
 import { exec, run, type ExecOptions, type ExecResult } from '../exec.js';
 import { nodeToolPaths, REPO_ROOT, toolPaths, type NodeTools, type Tools } from '../tools.js';
 import { NODE } from './addresses.js';
+import { apiReader, nodeReady, rolledOut } from './api.js';
 import { containerdConfig, cniConfig, kubeletConfig, kubeProxyConfig, nodePaths, REGISTRY_HOSTS_TOML, type NodePaths } from './config.js';
 import { corednsManifest } from './coredns.js';
 import { createNodeCgroups, setUpNetwork, takeSnapshot, tearDownHost, type TeardownInput } from './host.js';
@@ -30,7 +31,7 @@ export interface Node {
   env: NodeJS.ProcessEnv;
   /** Milliseconds from the start call to the node Ready with cluster DNS serving. */
   startMs: number;
-  /** Milliseconds from the start call to each step (API server ready, images imported, node Ready, DNS ready). */
+  /** Milliseconds from the start call to each step (API server ready, the sandbox and CoreDNS images imported, node Ready, DNS ready, every image imported, CRDs established). */
   marks: Record<string, number>;
   kubectl(args: readonly string[], opts?: ExecOptions): Promise<ExecResult>;
   helm(args: readonly string[], opts?: ExecOptions): Promise<ExecResult>;
@@ -194,13 +195,19 @@ async function bringUp(dir: string, p: NodePaths, tools: Tools & NodeTools, arch
     if (!(await ctr(['images', 'ls', '-q'])).split('\n').includes(name)) throw new Error(`${file} did not import as ${name}`);
     for (const alias of aliases) await ctr(['images', 'tag', '--force', name, alias]);
   };
-  // Imported while the API server starts.
-  const imported = Promise.all([
-    ...nodeImageArchives(tools.nodeImages).map((a) => importArchive(a.file, a.name, a.aliases)),
+  // Imported while the API server starts. The kubelet needs only the sandbox (pause) and
+  // CoreDNS images to bring the node up; the larger ones (echo-basic, the project's) keep
+  // importing meanwhile and are awaited before the node is handed to the tests.
+  const neededFirst = (a: { name: string }) => a.name === PAUSE_IMAGE || a.name === COREDNS_IMAGE;
+  const nodeArchives = nodeImageArchives(tools.nodeImages);
+  const nodeUpImages = Promise.all(nodeArchives.filter(neededFirst).map((a) => importArchive(a.file, a.name, a.aliases)));
+  const otherImages = Promise.all([
+    ...nodeArchives.filter((a) => !neededFirst(a)).map((a) => importArchive(a.file, a.name, a.aliases)),
     ...archives.map((a) => importArchive(a.file, a.image)),
   ]);
   // A rejection is awaited below; until then it must not count as unhandled.
-  imported.catch(() => undefined);
+  nodeUpImages.catch(() => undefined);
+  otherImages.catch(() => undefined);
 
   await waitUntil('kube-apiserver /readyz', apiserver, () => readyz(NODE.apiPort, certs, NODE.ip), 90_000);
   mark('apiserver');
@@ -228,8 +235,14 @@ async function bringUp(dir: string, p: NodePaths, tools: Tools & NodeTools, arch
     '--v=1',
   ]);
   start('kube-scheduler', tools.kubeScheduler, [...common, '--bind-address=127.0.0.1', '--secure-port=0', '--v=1']);
-  await imported;
-  mark('images');
+  // The CRDs need only the API server: applied while the node comes up.
+  const crds = (async () => {
+    if (opts.gatewayApi !== false) await applyCrds({ tools, env }, tools.gatewayApiCrds);
+    if (opts.tollgateCrds !== false) await applyCrds({ tools, env }, join(REPO_ROOT, 'crds'));
+  })();
+  crds.catch(() => undefined);
+  await nodeUpImages;
+  mark('nodeImages');
 
   const kubelet = start('kubelet', tools.kubelet, [
     `--config=${p.kubeletConfig}`, `--kubeconfig=${p.kubeletKubeconfig}`,
@@ -239,18 +252,21 @@ async function bringUp(dir: string, p: NodePaths, tools: Tools & NodeTools, arch
   ], ns);
   start('kube-proxy', tools.kubeProxy, [`--config=${p.kubeProxyConfig}`, '--v=1']);
 
-  await waitUntil(`node ${NODE.name} Ready`, kubelet, async () => {
-    const r = await kubectl(['get', 'node', NODE.name, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']);
-    return r.code === 0 && r.stdout.trim() === 'True';
-  }, 120_000);
-  mark('nodeReady');
-  await waitUntil('the default ServiceAccount', apiserver, async () => (await kubectl(['get', 'serviceaccount', 'default', '-n', 'default'])).code === 0, 60_000);
-  await run(tools.kubectl, ['apply', '--server-side', '-f', '-'], { env, input: corednsManifest(COREDNS_IMAGE) });
-  await waitUntil('CoreDNS available', kubelet, async () => (await kubectl(['rollout', 'status', '-n', 'kube-system', 'deployment/coredns', '--timeout=2s'])).code === 0, 120_000);
-  mark('dns');
-
-  if (opts.gatewayApi !== false) await applyCrds({ tools, env }, tools.gatewayApiCrds);
-  if (opts.tollgateCrds !== false) await applyCrds({ tools, env }, join(REPO_ROOT, 'crds'));
+  const api = apiReader(NODE.ip, NODE.apiPort, certs);
+  try {
+    await waitUntil(`node ${NODE.name} Ready`, kubelet, async () => nodeReady(await api.get(`/api/v1/nodes/${NODE.name}`)), 120_000);
+    mark('nodeReady');
+    await waitUntil('the default ServiceAccount', apiserver, async () => (await api.get('/api/v1/namespaces/default/serviceaccounts/default')) !== undefined, 60_000);
+    await run(tools.kubectl, ['apply', '--server-side', '-f', '-'], { env, input: corednsManifest(COREDNS_IMAGE) });
+    await waitUntil('CoreDNS available', kubelet, async () => rolledOut(await api.get('/apis/apps/v1/namespaces/kube-system/deployments/coredns')), 120_000);
+    mark('dns');
+  } finally {
+    api.close();
+  }
+  await otherImages;
+  mark('images');
+  await crds;
+  mark('crds');
 
   return {
     kubeconfig: p.adminKubeconfig,
