@@ -38,3 +38,12 @@ export async function installChart(node: Node, extraArgs: readonly string[] = []
   if (rollout.code !== 0) throw new Error(`the controller did not roll out within ${rolloutTimeoutS} s: ${rollout.stderr || rollout.stdout}`);
   return r.stdout;
 }
+
+/**
+ * `helm uninstall` of the release, without waiting for its objects to go: a suite that shares
+ * the node with others leaves the release name and the GatewayClass free for the next.
+ */
+export async function uninstallChart(node: Node): Promise<void> {
+  const r = await node.helm(['uninstall', CHART_RELEASE, '-n', SYSTEM_NAMESPACE]);
+  if (r.code !== 0) throw new Error(`helm uninstall ${CHART_RELEASE} exited ${r.code}: ${r.stderr}`);
+}

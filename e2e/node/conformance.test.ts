@@ -20,7 +20,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../packages/api/src/index.js';
 import { SUPPORTED_FEATURES } from '../../packages/controller/src/translate/features.js';
-import { CONTROLLER_DEPLOYMENT, installChart, SYSTEM_NAMESPACE } from '../lib/chart.js';
+import { CONTROLLER_DEPLOYMENT, installChart, SYSTEM_NAMESPACE, uninstallChart } from '../lib/chart.js';
 import { projectImage } from '../lib/node/images.js';
 import { cacheDir, nodeAvailability, REPO_ROOT, VERSIONS } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
@@ -61,6 +61,7 @@ describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gateway
     // The controller's log beside the suite's, for whoever reads a failure.
     const r = await node.current.kubectl(['logs', '-n', SYSTEM_NAMESPACE, `deployment/${CONTROLLER_DEPLOYMENT}`, '--tail=-1']).catch(() => undefined);
     if (r?.code === 0) writeFileSync(join(RESULTS, singleTest ? `${singleTest}-controller.log` : 'controller.log'), r.stdout);
+    await uninstallChart(node.current);
   }, 60_000);
 
   it(singleTest ? `runs ${singleTest}` : 'passes every core test and every declared extended feature', async () => {
