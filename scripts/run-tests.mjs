@@ -15,6 +15,10 @@
 // output held back and printed at the end, and fails when either fails: they need only the
 // build, which is done before.
 //
+// The Gateway API conformance run (e2e/node/conformance.test.ts) is one of the node suites: in
+// CI (CI=true) it always runs; elsewhere only with `pnpm conformance` (TOLLGATE_CONFORMANCE=1),
+// as it holds the machine's one node for a quarter of an hour (docs/conformance.md). When it
+// ran, its report's verdicts are printed after the summary.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';

@@ -9,9 +9,9 @@ export const CONFORMANCE_PROFILE = 'GATEWAY-HTTP';
 export const GATEWAY_CLASS = 'tollgate';
 
 /**
- * The extended features of the GATEWAY-HTTP profile at Gateway API v1.6.1 (the report lists
- * a declared feature only when it is one of these; HTTPRouteNamedRouteRule, say, is checked by
- * a provisional test outside the profile).
+ * The extended features of the GATEWAY-HTTP profile at Gateway API v1.6.1 (the suite's
+ * Gateway, HTTPRoute and BackendTLSPolicy feature sets): the report lists a declared feature
+ * among the profile's extended ones only when it is one of these.
  */
 export const PROFILE_EXTENDED_FEATURES: ReadonlySet<string> = new Set([
   'GatewayPort8080', 'GatewayStaticAddresses', 'GatewayHTTPListenerIsolation', 'GatewayHTTPSListenerDetectMisdirectedRequests',
@@ -22,7 +22,8 @@ export const PROFILE_EXTENDED_FEATURES: ReadonlySet<string> = new Set([
   'HTTPRoutePathRewrite', 'HTTPRouteRequestMirror', 'HTTPRouteRequestMultipleMirrors', 'HTTPRouteRequestPercentageMirror', 'HTTPRouteRequestTimeout',
   'HTTPRouteBackendTimeout', 'HTTPRouteParentRefPort', 'HTTPRouteBackendProtocolH2C', 'HTTPRouteBackendProtocolWebSocket',
   'HTTPRoute303RedirectStatusCode', 'HTTPRoute307RedirectStatusCode', 'HTTPRoute308RedirectStatusCode', 'HTTPRouteRetry',
-  'HTTPRouteRetryBackendTimeout', 'HTTPRouteRetryConnectionError', 'BackendTLSPolicy', 'BackendTLSPolicySANValidation',
+  'HTTPRouteRetryBackendTimeout', 'HTTPRouteRetryConnectionError', 'HTTPRouteNamedRouteRule', 'HTTPRouteCORS', 'BackendTLSPolicy',
+  'BackendTLSPolicySANValidation',
 ]);
 
 export function suiteBinary(cache: string): string {

@@ -1,31 +1,35 @@
 // The upstream Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance, at the CRDs'
-// version) against Tollgate on the e2e node: the GATEWAY-HTTP profile with our GatewayClass and
-// exactly the features the GatewayClass declares (packages/controller/src/translate/features.ts).
-// The run fails when a core test fails or a declared extended feature fails; its report is
-// written to conformance/reports/. `pnpm conformance` runs it. It is not yet part of CI: the
-// profile does not pass yet (docs/conformance.md lists what fails), and a run takes about a
-// quarter of an hour; CI builds the suite, so the build itself stays checked.
+// version) against Tollgate on the e2e node, installed as users install it: `helm install` of
+// charts/tollgate (the controller as a pod, the snapshot stream with TLS and TokenReview
+// authentication), then the GATEWAY-HTTP profile with the chart's GatewayClass and exactly the
+// features it declares (packages/controller/src/translate/features.ts). The run fails when a
+// core test fails or a declared extended feature fails; its report is written to
+// conformance/reports/.
+//
+// In CI (CI=true) it is one of the node suites, and a missing suite binary is an error. Outside
+// CI it runs with `pnpm conformance` (TOLLGATE_CONFORMANCE=1) and is skipped by a plain
+// `pnpm test`: a run holds the machine's one node for a quarter of an hour.
 //
 // One test alone: TOLLGATE_CONFORMANCE_RUN_TEST=<ShortName> pnpm conformance (its report goes
 // to .test-results/ instead, as it says nothing about the profile).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../packages/api/src/index.js';
 import { SUPPORTED_FEATURES } from '../../packages/controller/src/translate/features.js';
-import { ControllerProcess, waitForObject } from '../controller-process.js';
-import type { Cluster } from '../lib/cluster.js';
-import { NODE } from '../lib/node/addresses.js';
+import { CONTROLLER_DEPLOYMENT, installChart, SYSTEM_NAMESPACE, uninstallChart } from '../lib/chart.js';
 import { projectImage } from '../lib/node/images.js';
 import { cacheDir, nodeAvailability, REPO_ROOT, VERSIONS } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
 import { CONFORMANCE_PROFILE, GATEWAY_CLASS, implementation, PROFILE_EXTENDED_FEATURES, suiteBinary, type ConformanceReport } from './conformance-support.js';
+import { kubectlOk } from './helm-install.lib.js';
 
-const wanted = process.env.TOLLGATE_CONFORMANCE === '1';
-if (!wanted) console.warn('skipping the Gateway API conformance run: `pnpm conformance` runs it (not part of CI until the profile passes: docs/conformance.md)');
+const inCI = process.env.CI === 'true' || process.env.CI === '1';
+const wanted = inCI || process.env.TOLLGATE_CONFORMANCE === '1';
+if (!wanted) console.warn('skipping the Gateway API conformance run outside CI: `pnpm conformance` runs it (docs/conformance.md)');
 
 function availability(): { run: boolean } {
   if (!wanted) return { run: false };
@@ -33,52 +37,38 @@ function availability(): { run: boolean } {
   if (!node.run) return node;
   const bin = suiteBinary(cacheDir());
   if (existsSync(bin)) return { run: true };
-  const message = `the Gateway API conformance suite is not built: ${bin} (run \`bash conformance/build-suite.sh\`)`;
-  // Asked for explicitly (`pnpm conformance`): a missing suite is an error, not a skip.
-  throw new Error(message);
+  // In CI, or asked for explicitly (`pnpm conformance`): a missing suite is an error, not a skip.
+  throw new Error(`the Gateway API conformance suite is not built: ${bin} (run \`bash conformance/build-suite.sh\`)`);
 }
 
-const SNAPSHOT_PORT = 9978;
 const singleTest = process.env.TOLLGATE_CONFORMANCE_RUN_TEST?.trim() || undefined;
+const RESULTS = join(REPO_ROOT, '.test-results', 'conformance');
 
 describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gatewayApi} (${CONFORMANCE_PROFILE})`, () => {
-  const proxyImage = projectImage('tollgate');
-  const node = useNode({ images: [proxyImage] });
-  let controller: ControllerProcess | undefined;
+  const node = useNode({ images: [projectImage('tollgate'), projectImage('tollgate-controller')] });
 
   beforeAll(async () => {
     const n = node.current;
-    // The controller runs as a process on the host, against the node's API server; the proxies
-    // it deploys reach its snapshot stream on the node address. (Installing it with the chart
-    // instead needs the controller's pod to run on the node and an authenticated stream.)
-    const cluster: Cluster = { ...n, restartApiServer: () => Promise.reject(new Error('not supported on the node')) };
-    controller = await ControllerProcess.start('controller', cluster, n.kubeconfig, [
-      `--snapshot-addr=${NODE.ip}:${SNAPSHOT_PORT}`,
-      `--snapshot-service=${NODE.ip}:${SNAPSHOT_PORT}`,
-      '--snapshot-plaintext',
-      `--proxy-image=${proxyImage}`,
-      '--log-level=info',
-    ]);
-    await controller.synced();
-    const gc = { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name: GATEWAY_CLASS }, spec: { controllerName: 'tollgate.dev/gateway-controller' } };
-    const r = await n.kubectl(['apply', '-f', '-'], { input: JSON.stringify(gc) });
-    if (r.code !== 0) throw new Error(`kubectl apply GatewayClass: ${r.stderr}`);
-    await waitForObject<{ status?: { conditions?: { type: string; status: string }[] } }>(cluster, 'gatewayclass', GATEWAY_CLASS, undefined, (o) =>
-      !!o.status?.conditions?.some((c) => c.type === 'Accepted' && c.status === 'True'),
-    );
-  }, 180_000);
+    mkdirSync(RESULTS, { recursive: true });
+    const started = Date.now();
+    await installChart(n);
+    // The chart creates the GatewayClass the suite's Gateways name; the suite wants it Accepted.
+    await kubectlOk(n, ['wait', '--for=condition=Accepted', `gatewayclass/${GATEWAY_CLASS}`, '--timeout=120s']);
+    console.info(`conformance: chart installed, controller Ready and GatewayClass ${GATEWAY_CLASS} Accepted in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }, 360_000);
 
   afterAll(async () => {
-    await controller?.stop();
-  });
+    // The controller's log beside the suite's, for whoever reads a failure.
+    const r = await node.current.kubectl(['logs', '-n', SYSTEM_NAMESPACE, `deployment/${CONTROLLER_DEPLOYMENT}`, '--tail=-1']).catch(() => undefined);
+    if (r?.code === 0) writeFileSync(join(RESULTS, singleTest ? `${singleTest}-controller.log` : 'controller.log'), r.stdout);
+    await uninstallChart(node.current);
+  }, 60_000);
 
   it(singleTest ? `runs ${singleTest}` : 'passes every core test and every declared extended feature', async () => {
     const n = node.current;
-    const results = join(REPO_ROOT, '.test-results', 'conformance');
-    mkdirSync(results, { recursive: true });
     const impl = implementation();
     const reportFile = singleTest
-      ? join(results, `${singleTest}-report.yaml`)
+      ? join(RESULTS, `${singleTest}-report.yaml`)
       : join(REPO_ROOT, 'conformance', 'reports', VERSIONS.gatewayApi, `tollgate-${impl.version}-${CONFORMANCE_PROFILE}-report.yaml`);
     mkdirSync(join(reportFile, '..'), { recursive: true });
     const args = [
@@ -90,7 +80,7 @@ describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gateway
       `--organization=${impl.organization}`, `--project=${impl.project}`, `--url=${impl.url}`, `--version=${impl.version}`, `--contact=${impl.contact.join(',')}`,
       ...(singleTest ? [`--run-test=${singleTest}`] : []),
     ];
-    const logFile = join(results, singleTest ? `${singleTest}.log` : 'suite.log');
+    const logFile = join(RESULTS, singleTest ? `${singleTest}.log` : 'suite.log');
     const log = createWriteStream(logFile);
     const started = Date.now();
     // The suite's test binary reads files relative to its working directory: a fresh one.

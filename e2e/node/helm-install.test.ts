@@ -10,24 +10,24 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { RateLimitError } from 'openai';
 import { describe, expect, it } from 'vitest';
+import { CHART, chartImageValues, DEFAULT_IMAGE_REPOSITORY, imageRepository, SYSTEM_NAMESPACE } from '../lib/chart.js';
 import { exec } from '../lib/exec.js';
 import { nodeAvailability, REPO_ROOT } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
 import { kubectlOk, loadLoop, portForward, until } from './helm-install.lib.js';
 
 const availability = nodeAvailability();
-const CHART = join(REPO_ROOT, 'charts/tollgate');
 const EXAMPLES = join(REPO_ROOT, 'examples/kubernetes');
-const SYSTEM = 'tollgate-system';
+const SYSTEM = SYSTEM_NAMESPACE;
 const NS = 'llm';
 const GATEWAY = 'llm-gateway';
 const PROXY = `${GATEWAY}-tollgate`;
 const CONTROLLER_PODS = 'app.kubernetes.io/name=tollgate,app.kubernetes.io/component=controller';
 const PROXY_PODS = `gateway.networking.k8s.io/gateway-name=${GATEWAY}`;
-const DEFAULT_REPOSITORY = 'ghcr.io/tollgate-dev';
+const DEFAULT_REPOSITORY = DEFAULT_IMAGE_REPOSITORY;
 // `pnpm images` with TOLLGATE_IMAGE_REPOSITORY builds under another name; the chart and the
 // examples are then pointed at it.
-const REPOSITORY = process.env.TOLLGATE_IMAGE_REPOSITORY ?? DEFAULT_REPOSITORY;
+const REPOSITORY = imageRepository();
 
 const figures: string[] = [];
 const figure = (line: string) => {
@@ -69,12 +69,8 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
     exec(process.execPath, [join(REPO_ROOT, 'packages/gwctl/bin/gwctl.js'), ...args], {
       env: { PATH: process.env.PATH, HOME: node.current.dir, KUBECONFIG: node.current.kubeconfig },
     });
-  const imageValues = REPOSITORY === DEFAULT_REPOSITORY ? [] : [
-    '--set', `controller.image.repository=${REPOSITORY}/tollgate-controller`,
-    '--set', `proxy.image.repository=${REPOSITORY}/tollgate`,
-  ];
   // The chart's defaults: the snapshot stream with TLS and TokenReview authentication.
-  const installValues = imageValues;
+  const installValues = chartImageValues();
   const gateway = () => json<GatewayObject>('get', 'gateway', GATEWAY, '-n', NS);
   const address = async () => (await gateway()).status!.addresses![0]!.value;
   const controllerPods = () => json<{ items: PodObject[] }>('get', 'pods', '-n', SYSTEM, '-l', CONTROLLER_PODS).then((l) => l.items);

@@ -50,23 +50,6 @@ const PathModifier = Type.Union([
   Obj({ type: Lit('ReplaceFullPath'), value: Str('New path.', 1024) }, 'Replace the whole path.'),
   Obj({ type: Lit('ReplacePrefixMatch'), value: Str('New prefix.', 1024) }, 'Replace the matched prefix.'),
 ]);
-const Filter = Type.Union([
-  Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes request headers.'),
-  Obj({ type: Lit('ResponseHeaderModifier'), ...headerModifier }, 'Changes response headers.'),
-  Obj(
-    {
-      type: Lit('RequestRedirect'),
-      scheme: Nullable(Type.Union([Lit('http'), Lit('https')])),
-      hostname: Nullable(NonEmpty('Hostname of the Location.', 253)),
-      path: Nullable(PathModifier),
-      port: Nullable(Type.Integer({ minimum: 1, maximum: 65535 })),
-      statusCode: Type.Union([Lit(301), Lit(302), Lit(303), Lit(307), Lit(308)]),
-    },
-    'Answers with a redirect.',
-  ),
-  Obj({ type: Lit('URLRewrite'), hostname: Nullable(NonEmpty('Host header sent upstream.', 253)), path: Nullable(PathModifier) }, 'Rewrites the request.'),
-]);
-
 const Weight = Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Share of requests; 0 sends none.' });
 const Endpoint = Obj({ address: NonEmpty('IP address.', 64), port: Type.Integer({ minimum: 1, maximum: 65535 }) }, 'A ready endpoint of a Service.');
 const Backend = Type.Union([
@@ -85,6 +68,32 @@ const Backend = Type.Union([
     'A Service port and its ready endpoints.',
   ),
   Obj({ kind: Lit('invalid'), name: NonEmpty('The reference as written.', 600), weight: Weight, reason: NonEmpty('Why it could not be resolved.', 1024) }, 'An unresolved reference.'),
+]);
+
+const Filter = Type.Union([
+  Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes request headers.'),
+  Obj({ type: Lit('ResponseHeaderModifier'), ...headerModifier }, 'Changes response headers.'),
+  Obj(
+    {
+      type: Lit('RequestRedirect'),
+      scheme: Nullable(Type.Union([Lit('http'), Lit('https')])),
+      hostname: Nullable(NonEmpty('Hostname of the Location.', 253)),
+      path: Nullable(PathModifier),
+      port: Nullable(Type.Integer({ minimum: 1, maximum: 65535 })),
+      statusCode: Type.Union([Lit(301), Lit(302), Lit(303), Lit(307), Lit(308)]),
+    },
+    'Answers with a redirect.',
+  ),
+  Obj({ type: Lit('URLRewrite'), hostname: Nullable(NonEmpty('Host header sent upstream.', 253)), path: Nullable(PathModifier) }, 'Rewrites the request.'),
+  Obj(
+    {
+      type: Lit('RequestMirror'),
+      backend: Backend,
+      numerator: Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Share of the requests mirrored: numerator / denominator.' }),
+      denominator: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+    },
+    'Sends a copy of a share of the requests to another backend; its answer is discarded.',
+  ),
 ]);
 
 const PolicyTarget = Obj(

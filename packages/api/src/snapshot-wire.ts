@@ -310,6 +310,7 @@ function wrapRoute(r: WireRoute): RouteIR {
 }
 
 function wrapFilter(f: ToWire<FilterIR>): FilterIR {
+  if (f.type === 'RequestMirror') return { ...f, backend: wrapBackend(f.backend) };
   if (f.type !== 'RequestHeaderModifier' && f.type !== 'ResponseHeaderModifier') return f;
   return { ...f, set: f.set.map(wrapValue), add: f.add.map(wrapValue) };
 }

@@ -135,7 +135,18 @@ export type FilterIR =
       readonly port: number | null;
       readonly statusCode: 301 | 302 | 303 | 307 | 308;
     }
-  | { readonly type: 'URLRewrite'; readonly hostname: string | null; readonly path: PathModifierIR | null };
+  | { readonly type: 'URLRewrite'; readonly hostname: string | null; readonly path: PathModifierIR | null }
+  | {
+      /**
+       * A copy of each request (this share of them: numerator / denominator) goes to
+       * `backend` as well; its answer is discarded. An `invalid` backend (an unresolved
+       * reference) receives no copies.
+       */
+      readonly type: 'RequestMirror';
+      readonly backend: BackendIR;
+      readonly numerator: number;
+      readonly denominator: number;
+    };
 
 /**
  * Where a route sends requests. `weight` is the share of the route's requests, as in a Gateway

@@ -1,6 +1,6 @@
 // HTTPRoute: which listeners each route attaches to (parentRefs, allowedRoutes, hostnames),
 // its rules in the IR, and its status per parent.
-import type { BackendIR, Problem } from '@tollgate/api';
+import type { BackendIR, FilterIR, Problem } from '@tollgate/api';
 import { resolveBackendRef } from './backendrefs.js';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
@@ -8,8 +8,8 @@ import { listenerLive, type GatewayState } from './gateway.js';
 import { routeHostnamesOn } from './hostnames.js';
 import { compareStrings, createdAt, generationOf } from './keys.js';
 import { allowsKind, allowsNamespace, type ListenerState } from './listeners.js';
-import { translateRule, type RuleIR } from './rules.js';
-import { GATEWAY_GROUP, type HTTPRoute, type ParentReference } from '../types/gateway-api.js';
+import { mirrorShare, translateRule, type RuleIR } from './rules.js';
+import { GATEWAY_GROUP, type HTTPBackendRef, type HTTPRoute, type HTTPRouteFilter, type ParentReference } from '../types/gateway-api.js';
 import type { HTTPRouteStatusReport, RouteParentStatusReport } from './types.js';
 
 export interface TranslatedRule extends RuleIR {
@@ -89,11 +89,31 @@ function dependencies(route: HTTPRoute, ctx: Context): unknown[] {
   const ns = route.metadata.namespace ?? '';
   const out: unknown[] = [];
   for (const rule of route.spec.rules ?? [])
-    for (const ref of rule.backendRefs ?? []) {
+    for (const ref of [...(rule.backendRefs ?? []), ...mirrorRefs(rule.filters)]) {
       const target = ref.namespace ?? ns;
       const key = `${target}/${ref.name}`;
       out.push(ctx.services.get(key), ...(ctx.endpointSlices.get(key) ?? []), ...(target !== ns ? ctx.grants.inNamespace(target) : []));
     }
+  return out;
+}
+
+function mirrorRefs(filters: readonly HTTPRouteFilter[] | undefined): HTTPBackendRef[] {
+  return (filters ?? []).flatMap((f) => (f.type === 'RequestMirror' && f.requestMirror ? [f.requestMirror.backendRef] : []));
+}
+
+/**
+ * The rule's RequestMirror filters in the IR, each with its backend resolved like a
+ * backendRef (a Service, across namespaces only with a ReferenceGrant); an unresolved one
+ * stays as an `invalid` backend, which receives no copies, and sets ResolvedRefs False.
+ */
+function mirrorFilters(filters: readonly HTTPRouteFilter[], ns: string, path: string, ctx: Context, onRefs: (v: Verdict) => void): FilterIR[] {
+  const out: FilterIR[] = [];
+  filters.forEach((f, i) => {
+    if (f.type !== 'RequestMirror' || !f.requestMirror) return;
+    const r = resolveBackendRef({ ...f.requestMirror.backendRef, weight: 1 }, ns, `${path}.filters[${i}].requestMirror.backendRef`, ctx);
+    if (!r.verdict.ok) onRefs(r.verdict);
+    out.push({ type: 'RequestMirror', backend: r.ir, ...mirrorShare(f.requestMirror) });
+  });
   return out;
 }
 
@@ -130,7 +150,8 @@ function translateRules(route: HTTPRoute, ctx: Context): RulesResult {
       if (!r.verdict.ok && !refs) refs = r.verdict;
       return r.ir;
     });
-    return { ...ir, index, sectionName: rule.name ?? null, backends };
+    const mirrors = p.length ? [] : mirrorFilters(rule.filters ?? [], ns, path, ctx, (v) => (refs ??= v));
+    return { ...ir, filters: mirrors.length ? [...ir.filters, ...mirrors] : ir.filters, index, sectionName: rule.name ?? null, backends };
   });
   return { rules, problems, refs: refs ?? ok('ResolvedRefs', 'all references resolved') };
 }

@@ -12,10 +12,11 @@ import {
   type Problem,
   type RouteMatchIR,
 } from '@tollgate/api';
-import type { HTTPRouteFilter, HTTPRouteRule } from '../types/gateway-api.js';
+import type { HTTPRequestMirrorFilter, HTTPRouteFilter, HTTPRouteRule } from '../types/gateway-api.js';
 
-/** Filter types the proxy runs. */
-const SUPPORTED_FILTERS = new Set(['RequestHeaderModifier', 'ResponseHeaderModifier', 'RequestRedirect', 'URLRewrite']);
+/** Filter types the proxy runs (RequestMirror is resolved apart: it names a backend). */
+const SUPPORTED_FILTERS = new Set(['RequestHeaderModifier', 'ResponseHeaderModifier', 'RequestRedirect', 'URLRewrite', 'RequestMirror']);
+const CHECKED_FILTERS = new Set(['RequestHeaderModifier', 'ResponseHeaderModifier', 'RequestRedirect', 'URLRewrite']);
 
 export interface RuleIR {
   readonly matches: RouteMatchIR[];
@@ -57,15 +58,42 @@ export function backendFilters(filters: readonly HTTPRouteFilter[] | undefined):
   return ((filters ?? []) as unknown as ApiFilter[]).map(toFilter).filter((f): f is BackendFilterIR => f.type === 'RequestHeaderModifier');
 }
 
+/** A mirror's share of the requests: percent, or fraction (denominator 100 by default), or all. */
+export function mirrorShare(m: HTTPRequestMirrorFilter): { numerator: number; denominator: number } {
+  if (m.percent !== undefined) return { numerator: m.percent, denominator: 100 };
+  if (m.fraction) return { numerator: m.fraction.numerator, denominator: m.fraction.denominator ?? 100 };
+  return { numerator: 1, denominator: 1 };
+}
+
+// The CRD's validations, again: an object the API server did not check must not reach the proxy.
+function checkMirror(m: HTTPRequestMirrorFilter | undefined, path: string, out: Problem[]): void {
+  if (!m) {
+    out.push({ path, message: 'required when type is RequestMirror' });
+    return;
+  }
+  if (m.percent !== undefined && m.fraction) out.push({ path, message: 'sets both percent and fraction; set one of them' });
+  if (m.percent !== undefined && !(Number.isInteger(m.percent) && m.percent >= 0 && m.percent <= 100))
+    out.push({ path: `${path}.percent`, message: `got ${m.percent}; expected an integer from 0 to 100` });
+  if (m.fraction) {
+    const { numerator, denominator = 100 } = m.fraction;
+    if (!Number.isInteger(denominator) || denominator < 1) out.push({ path: `${path}.fraction.denominator`, message: `got ${denominator}; expected a positive integer` });
+    else if (!Number.isInteger(numerator) || numerator < 0 || numerator > denominator)
+      out.push({ path: `${path}.fraction.numerator`, message: `got ${numerator}; expected an integer from 0 to the denominator (${denominator})` });
+  }
+}
+
 /** The rule's IR, or the problems that keep the route from being accepted. */
 export function translateRule(rule: HTTPRouteRule, path: string): { ir: RuleIR; problems: Problem[] } {
   const problems: Problem[] = [];
   const filters = rule.filters ?? [];
   unsupportedFilters(filters, `${path}.filters`, problems);
   (rule.backendRefs ?? []).forEach((b, i) => checkBackendFilters(b.filters ?? [], `${path}.backendRefs[${i}]`, problems));
-  const supported = filters.filter((f) => SUPPORTED_FILTERS.has(f.type)) as unknown as ApiFilter[];
+  const supported = filters.filter((f) => CHECKED_FILTERS.has(f.type)) as unknown as ApiFilter[];
   const matches = (rule.matches ?? []) as unknown as ApiMatch[];
   checkRouteRule({ matches, filters: supported }, path, problems);
+  filters.forEach((f, i) => {
+    if (f.type === 'RequestMirror') checkMirror(f.requestMirror, `${path}.filters[${i}].requestMirror`, problems);
+  });
   const requestMs = duration(rule.timeouts?.request, `${path}.timeouts.request`, problems);
   const backendRequestMs = duration(rule.timeouts?.backendRequest, `${path}.timeouts.backendRequest`, problems);
   if (requestMs && backendRequestMs && backendRequestMs > requestMs)
@@ -74,5 +102,6 @@ export function translateRule(rule: HTTPRouteRule, path: string): { ir: RuleIR; 
   // waits without limit (0), while null falls back to the proxy's default.
   const timeouts = { requestMs: requestMs || null, backendRequestMs };
   if (problems.length) return { ir: { matches: [], filters: [], timeouts }, problems };
+  // Mirrors are added by the caller, which resolves their backends.
   return { ir: { matches: toMatches(matches), filters: supported.map(toFilter), timeouts }, problems };
 }

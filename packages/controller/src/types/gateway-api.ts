@@ -198,10 +198,17 @@ export interface HTTPRouteFilter {
   readonly responseHeaderModifier?: HTTPHeaderFilter;
   readonly requestRedirect?: HTTPRequestRedirectFilter;
   readonly urlRewrite?: HTTPURLRewriteFilter;
-  readonly requestMirror?: Readonly<Record<string, unknown>>;
+  readonly requestMirror?: HTTPRequestMirrorFilter;
   readonly cors?: Readonly<Record<string, unknown>>;
   readonly externalAuth?: Readonly<Record<string, unknown>>;
   readonly extensionRef?: LocalObjectReference;
+}
+
+export interface HTTPRequestMirrorFilter {
+  readonly backendRef: Omit<HTTPBackendRef, 'weight' | 'filters'>;
+  /** Share of the requests, 0-100 (at most one of percent and fraction). */
+  readonly percent?: number;
+  readonly fraction?: { readonly numerator: number; readonly denominator?: number };
 }
 
 export interface HTTPBackendRef {

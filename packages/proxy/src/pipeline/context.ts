@@ -19,6 +19,9 @@ import { parseRequestTarget, type PathSettings } from './request-target.js';
 export interface PipelineDeps {
   readonly metrics: ProxyMetrics;
   readonly rateLimitLog: Logger;
+  readonly upstreamLog: Logger;
+  /** Aborted at shutdown: mirrored copies still in flight are dropped. */
+  readonly mirrorSignal: AbortSignal;
   readonly defaultBackendTimeoutMs: number;
   readonly bodyIdleTimeoutMs: number;
   readonly paths: PathSettings;

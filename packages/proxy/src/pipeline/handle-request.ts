@@ -1,5 +1,6 @@
 // A request through the data plane, in the spec's order (§6): listener, gateway policies,
-// route selection, route policies, backend choice, upstream call with the response policies.
+// route selection, route policies (then copies to the route's mirrors), backend choice,
+// upstream call with the response policies.
 // Each stage is a file of its own; a stage that answers the request itself (a refusal, a
 // 404, a redirect) returns false and the request ends there. Every stage reads the snapshot
 // captured when the request arrived, so a reload never changes the rules under a request in
@@ -9,6 +10,7 @@ import { applyGatewayPolicies } from './gateway-policies.js';
 import { selectRouteStage } from './route-selection.js';
 import { applyRoutePolicies } from './route-policies.js';
 import { chooseBackend } from './backend-choice.js';
+import { sendMirrors } from './mirror.js';
 import { callUpstream } from './upstream-call.js';
 import { announce } from './events.js';
 import type { RequestContext } from './context.js';
@@ -25,6 +27,8 @@ export async function handleRequest(ctx: RequestContext): Promise<void> {
   passed = applyRoutePolicies(ctx);
   if (typeof passed !== 'boolean') passed = await passed;
   if (!passed) return;
+  const mirrors = ctx.route!.mirrors;
+  if (mirrors !== null) sendMirrors(ctx, mirrors);
   if (!chooseBackend(ctx)) return;
   await callUpstream(ctx);
 }

@@ -1,5 +1,6 @@
 // Stage 4, route policies: the route's rate limits, then its filters: a RequestRedirect
-// answers here; RequestHeaderModifier and URLRewrite shape the upstream request.
+// answers here; RequestHeaderModifier and URLRewrite shape the upstream request (which
+// RequestMirror then copies: pipeline/mirror.ts).
 import { applyHeaderModifier } from '../filters/header-modifier.js';
 import { rewritePath } from '../filters/path.js';
 import { redirectLocation } from '../filters/redirect.js';
@@ -16,12 +17,13 @@ import { readBodyOnce } from './llm-body.js';
  */
 export function applyRoutePolicies(ctx: RequestContext): boolean | Promise<boolean> {
   const route = ctx.route!;
-  return route.countsTokens || route.policy ? admitRoute(ctx) : applyFilters(ctx);
+  return route.countsTokens || route.policy || route.mirrors ? admitRoute(ctx) : applyFilters(ctx);
 }
 
 async function admitRoute(ctx: RequestContext): Promise<boolean> {
   const route = ctx.route!;
-  if (route.countsTokens) await readBodyOnce(ctx);
+  // Mirrors send the body from memory (pipeline/mirror.ts).
+  if (route.countsTokens || route.mirrors) await readBodyOnce(ctx);
   if (route.policy) {
     let refusal = admit(ctx, route.policy);
     if (refusal instanceof Promise) refusal = await refusal;

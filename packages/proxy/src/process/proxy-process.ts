@@ -63,6 +63,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       maxModelLabels: settings.maxModelLabels,
       log,
       rateLimitLog: logs.get('ratelimit'),
+      upstreamLog: logs.get('upstream'),
       clock: options.clock,
     });
     const source = options.source(logs);

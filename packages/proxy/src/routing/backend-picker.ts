@@ -2,7 +2,7 @@
 // backendRef weights, across backends), then, within a Service, one of its ready endpoints by
 // the balancing policy. Everything a pick reads is prepared once per config (cumulative
 // weights, target objects holding their endpoint state); a pick allocates nothing.
-import type { BackendIR, ServiceBackendIR } from '@tollgate/api';
+import type { BackendIR, RouteIR, ServiceBackendIR } from '@tollgate/api';
 import type { Clock } from '../ratelimit/clock.js';
 import { systemClock } from '../ratelimit/clock.js';
 import { EndpointTable, type Endpoint } from '../upstream/endpoints.js';
@@ -69,6 +69,13 @@ export function upstreamNames(backend: BackendIR): string[] {
     case 'invalid':
       return [];
   }
+}
+
+/** Every endpoint address a route can send to: its backends' and its mirrors'. */
+export function routeUpstreamNames(route: RouteIR): string[] {
+  const names = route.backends.flatMap(upstreamNames);
+  for (const f of route.filters) if (f.type === 'RequestMirror') names.push(...upstreamNames(f.backend));
+  return names;
 }
 
 /** The first endpoint from `start` on that is not ejected, or null when all are. */

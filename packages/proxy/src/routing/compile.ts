@@ -1,7 +1,7 @@
 // Compiles a ProxySnapshot into lookup structures, once per config: per bind a table of
 // listeners by hostname; per listener a table of path indexes by effective route hostname.
 // Serving a request then costs a few map lookups regardless of the number of routes.
-import type { BindIR, FilterIR, HeaderModifierIR, ListenerIR, PathMatchIR, ProxySnapshot, RouteIR } from '@tollgate/api';
+import type { BackendIR, BindIR, FilterIR, HeaderModifierIR, ListenerIR, PathMatchIR, ProxySnapshot, RouteIR } from '@tollgate/api';
 import { backendPicker, standalonePickerDeps, type BackendPicker, type PickerDeps } from './backend-picker.js';
 import { compileCandidate, type Candidate, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
@@ -26,12 +26,32 @@ export interface CompiledRoute {
   readonly listener: CompiledListener;
   readonly pickBackend: BackendPicker;
   readonly redirect: Extract<FilterIR, { type: 'RequestRedirect' }> | null;
+  /** RequestMirror filters with their endpoint pickers; null when the route has none (most). */
+  readonly mirrors: readonly CompiledMirror[] | null;
   /** ResponseHeaderModifier filters, split out once so a request does not filter the list. */
   readonly responseModifiers: readonly HeaderModifierIR[];
   /** Route-level rate limits. */
   readonly policy: CompiledPolicy | null;
   /** LLM tokens are counted on this route (a tokens limit or global limit here or on its listener). */
   readonly countsTokens: boolean;
+}
+
+/** Where copies of a route's requests go, and which share of them. */
+export interface CompiledMirror {
+  readonly backend: BackendIR;
+  readonly pick: BackendPicker;
+  readonly numerator: number;
+  readonly denominator: number;
+}
+
+function compileMirrors(filters: readonly FilterIR[], picking: PickerDeps): CompiledMirror[] | null {
+  const mirrors: CompiledMirror[] = [];
+  for (const f of filters) {
+    // An unresolved backend, or a share of 0, sends no copies: nothing to compile.
+    if (f.type !== 'RequestMirror' || f.backend.kind === 'invalid' || f.numerator === 0) continue;
+    mirrors.push({ backend: f.backend, pick: backendPicker([{ ...f.backend, weight: 1 }], picking), numerator: f.numerator, denominator: f.denominator });
+  }
+  return mirrors.length ? mirrors : null;
 }
 
 export interface CompiledListener {
@@ -83,6 +103,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
           listener,
           pickBackend: backendPicker(r.backends, picking),
           redirect: r.filters.find((f): f is Extract<FilterIR, { type: 'RequestRedirect' }> => f.type === 'RequestRedirect') ?? null,
+          mirrors: compileMirrors(r.filters, picking),
           responseModifiers: r.filters.filter((f): f is Extract<FilterIR, { type: 'ResponseHeaderModifier' }> => f.type === 'ResponseHeaderModifier'),
           policy: routePolicy,
           countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false),

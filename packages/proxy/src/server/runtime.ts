@@ -19,12 +19,14 @@ import { DEFAULT_PATH_SETTINGS, type PathSettings } from '../pipeline/request-ta
 import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext } from './data-plane.js';
 import { TlsContextCache } from './tls-contexts.js';
 import type { InFlight } from './inflight.js';
-import { SERVICE_BALANCING, upstreamNames, type PickerDeps } from '../routing/backend-picker.js';
+import { routeUpstreamNames, SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
 
 export interface RuntimeOptions {
   readonly connectTimeoutMs: number;
   readonly clock?: Clock;
   readonly rateLimitLog?: Logger;
+  /** Where mirrored requests that failed are logged (debug). */
+  readonly upstreamLog?: Logger;
   readonly backendRequestTimeoutMs: number;
   readonly drainTimeoutMs: number;
   /** config.maxModelLabels: distinct `model` label values of the token metrics. */
@@ -60,6 +62,8 @@ export class ProxyRuntime {
   /** Per-endpoint connection pools, requests in flight and scores, kept across configs. */
   readonly endpoints: EndpointTable;
   readonly #picking: PickerDeps;
+  /** Aborts the mirrored copies still in flight when the runtime closes. */
+  readonly #mirrors = new AbortController();
   readonly inflight = new Map<number, InFlight>();
   readonly traces: TraceHub;
   readonly metrics: ProxyMetrics;
@@ -102,6 +106,8 @@ export class ProxyRuntime {
       inflight: this.inflight,
       metrics: this.metrics,
       rateLimitLog: options.rateLimitLog ?? options.log,
+      upstreamLog: options.upstreamLog ?? options.log,
+      mirrorSignal: this.#mirrors.signal,
       defaultBackendTimeoutMs: options.backendRequestTimeoutMs,
       bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
       clientTimeouts: options.clientTimeouts ?? DEFAULT_CLIENT_TIMEOUTS,
@@ -228,7 +234,7 @@ export class ProxyRuntime {
       void server.close(this.options.drainTimeoutMs);
     }
     // Endpoints the new config still lists keep their state; the others close once idle.
-    this.endpoints.retain(new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends.flatMap(upstreamNames))))));
+    this.endpoints.retain(new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap(routeUpstreamNames)))));
     this.#global?.pool.retain(services);
   }
 
@@ -238,6 +244,8 @@ export class ProxyRuntime {
     const servers = [...this.#servers.values()];
     this.#servers.clear();
     await Promise.allSettled(servers.map((s) => s.close(this.options.drainTimeoutMs)));
+    // Mirrored copies are dropped rather than waited for: no client waits on them.
+    this.#mirrors.abort();
     await this.endpoints.close();
     await this.#global?.pool.close();
   }

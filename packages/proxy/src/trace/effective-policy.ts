@@ -8,7 +8,7 @@ const FILTER_KEY = {
   ResponseHeaderModifier: 'responseHeaderModifier',
   RequestRedirect: 'requestRedirect',
   URLRewrite: 'urlRewrite',
-} as const satisfies Record<FilterIR['type'], keyof EffectivePolicy>;
+} as const satisfies Record<Exclude<FilterIR['type'], 'RequestMirror'>, keyof EffectivePolicy>;
 
 function addPolicy(out: EffectivePolicy, policy: PolicyIR | null, source: PolicyAttachment['source']): void {
   if (!policy) return;
@@ -24,6 +24,8 @@ export function effectivePolicy(listener: ListenerIR, route: RouteIR | null): Ef
   if (route) {
     addPolicy(out, route.policy, 'route');
     for (const f of route.filters) {
+      // The trace interface has no effectivePolicy key for mirrors (they do not change the request).
+      if (f.type === 'RequestMirror') continue;
       const { type, ...config } = f;
       (out[FILTER_KEY[type]] ??= []).push({ source: 'route', config });
     }

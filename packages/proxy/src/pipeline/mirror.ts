@@ -1,0 +1,63 @@
+// RequestMirror: after the route's filters have shaped the request, a copy goes to each mirror
+// backend (to the share of requests each asks for), fire and forget. The copy's answer is read
+// and discarded; its failure never touches the client's request, which goes on to its own
+// backend at once. A request body is mirrored from memory: a route with mirrors reads it first
+// (up to config.maxRequestBodyBytes); a larger body still goes to the backend but is not mirrored.
+import { INVALID_BACKEND } from '../routing/backend-picker.js';
+import type { CompiledMirror } from '../routing/compile.js';
+import type { RequestContext } from './context.js';
+
+/**
+ * Copies in flight at once, across all routes: a mirror backend that stops answering must not
+ * hold an unbounded number of requests in this process. Copies beyond it are not sent.
+ */
+export const MAX_MIRRORS_IN_FLIGHT = 512;
+
+let inFlight = 0;
+
+/** Copies in flight now (for tests). */
+export function mirrorsInFlight(): number {
+  return inFlight;
+}
+
+function chosen(m: CompiledMirror): boolean {
+  return m.numerator >= m.denominator || Math.random() * m.denominator < m.numerator;
+}
+
+export function sendMirrors(ctx: RequestContext, mirrors: readonly CompiledMirror[]): void {
+  const log = ctx.deps.upstreamLog;
+  if (ctx.deps.mirrorSignal.aborted) return;
+  const body = ctx.llm ? ctx.llm.body : null;
+  if (body !== null && !Buffer.isBuffer(body)) {
+    log.debug({ route: ctx.route!.ir.name }, `request not mirrored: its body is larger than maxRequestBodyBytes (${ctx.deps.maxRequestBodyBytes})`);
+    return;
+  }
+  const timeoutMs = ctx.route!.ir.timeouts.backendRequestMs || ctx.deps.defaultBackendTimeoutMs;
+  for (const m of mirrors) {
+    if (!chosen(m)) continue;
+    const target = m.pick();
+    if (target === null || target === INVALID_BACKEND) {
+      log.debug({ route: ctx.route!.ir.name, mirror: m.backend.name }, 'request not mirrored: the mirror backend has no ready endpoint');
+      continue;
+    }
+    if (inFlight >= MAX_MIRRORS_IN_FLIGHT) {
+      log.debug({ route: ctx.route!.ir.name, mirror: m.backend.name }, `request not mirrored: ${MAX_MIRRORS_IN_FLIGHT} copies already in flight`);
+      continue;
+    }
+    inFlight++;
+    target.endpoint.pool
+      .request({
+        method: ctx.method,
+        path: ctx.query ? `${ctx.upstreamPath}?${ctx.query}` : ctx.upstreamPath,
+        // A copy: the backend's own header filters change the original later.
+        headers: { ...ctx.upstreamHeaders },
+        body,
+        headersTimeout: timeoutMs,
+        bodyTimeout: ctx.deps.bodyIdleTimeoutMs,
+        signal: ctx.deps.mirrorSignal,
+      })
+      .then((res) => res.body.dump())
+      .catch((err: Error & { code?: string }) => log.debug({ route: ctx.route!.ir.name, mirror: target.name, code: err.code }, `mirrored request failed: ${err.message}`))
+      .finally(() => inFlight--);
+  }
+}
