@@ -20,8 +20,8 @@ describe('parseObject', () => {
   });
 
   it('names an unknown kind', () => {
-    expect(problems({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } })).toEqual([
-      'kind: got "ConfigMap"; expected one of: GatewayClass, Gateway, HTTPRoute, ReferenceGrant, GatewayPolicy, Service, EndpointSlice, Namespace, Secret',
+    expect(problems({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' } })).toEqual([
+      'kind: got "Pod"; expected one of: GatewayClass, Gateway, HTTPRoute, ReferenceGrant, GatewayPolicy, Service, EndpointSlice, Namespace, Secret, ConfigMap',
     ]);
   });
 
