@@ -11,6 +11,7 @@ import { ControllerProcess, serviceAccountKubeconfig, waitForObject } from './co
 import { run } from './lib/exec.js';
 import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
+import type { Condition } from './lib/conditions.js';
 
 const availability = e2eAvailability();
 const CHART = join(REPO_ROOT, 'charts/tollgate');
@@ -20,12 +21,6 @@ const PROXY = 'edge-tollgate';
 const IMAGE = 'registry.example.com/tollgate:missing';
 const POD = `${PROXY}-5d8f7c9b4-x2x7q`;
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
 interface GatewayObject {
   status?: { conditions?: Condition[]; listeners?: { name: string; conditions: Condition[] }[] };
 }

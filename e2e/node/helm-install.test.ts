@@ -15,6 +15,7 @@ import { exec } from '../lib/exec.js';
 import { nodeAvailability, REPO_ROOT } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
 import { kubectlOk, loadLoop, portForward, until } from './helm-install.lib.js';
+import type { Condition } from '../lib/conditions.js';
 
 const availability = nodeAvailability();
 const EXAMPLES = join(REPO_ROOT, 'examples/kubernetes');
@@ -35,12 +36,6 @@ const figure = (line: string) => {
   console.info(`[helm-install] ${line}`);
 };
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
 interface GatewayObject {
   status?: { addresses?: { type: string; value: string }[]; conditions?: Condition[]; listeners?: { name: string; conditions: Condition[] }[] };
 }
