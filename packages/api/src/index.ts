@@ -10,6 +10,7 @@ export * from './certificate.js';
 export * from './duration.js';
 export * from './host-port.js';
 export * from './regex.js';
+export { cel } from './cel.js';
 export * from './validation-error.js';
 export { compile, type Validator } from './ajv.js';
 export { checkTrafficPolicy, checkRouteRule, checkUnique, type PolicyContext } from './rules.js';

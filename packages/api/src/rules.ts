@@ -2,7 +2,7 @@
 // `x-kubernetes-validations` (so a file gets the errors the API server would give a
 // GatewayPolicy), plus cross-field checks of routes: filter fields matching their type,
 // regular expressions that compile (RE2), timeouts that nest, names that are unique.
-import { parse as parseCel } from '@bufbuild/cel';
+import { cel } from './cel.js';
 import { checkDuration } from './duration.js';
 import { FILTER_FIELD, FILTER_TYPES, type HTTPRouteFilter, type HTTPRouteMatch, type RouteTimeouts } from './schema/gateway-api.js';
 import { compileRouteRegex } from './regex.js';
@@ -36,7 +36,7 @@ export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: stri
   rl.global?.descriptors.forEach((d, di) =>
     d.entries.forEach((e, ei) => {
       try {
-        parseCel(e.expression);
+        cel().parse(e.expression);
       } catch (err) {
         out.push({
           path: `${rlPath}.global.descriptors[${di}].entries[${ei}].expression`,

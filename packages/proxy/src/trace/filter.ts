@@ -2,8 +2,8 @@
 // when the session is armed. Variables: request.method, request.path, request.host (without
 // port) and request.headers (lower-case names). A request the expression cannot evaluate
 // (e.g. a missing header) does not match.
-import { celEnv, isCelError, parse, plan } from '@bufbuild/cel';
 import type { IncomingHttpHeaders } from 'node:http';
+import { cel } from '@tollgate/api';
 
 export interface TraceRequestView {
   readonly method: string;
@@ -14,8 +14,6 @@ export interface TraceRequestView {
 
 export type TraceFilter = (req: TraceRequestView) => boolean;
 
-const env = celEnv({});
-
 export class TraceFilterError extends Error {}
 
 function flatHeaders(headers: IncomingHttpHeaders): Record<string, string> {
@@ -25,9 +23,11 @@ function flatHeaders(headers: IncomingHttpHeaders): Record<string, string> {
 }
 
 export function compileTraceFilter(expression: string): TraceFilter {
+  // CEL is loaded by the first session armed with a match, not by every proxy.
+  const { celEnv, isCelError, parse, plan } = cel();
   let program: ReturnType<typeof plan>;
   try {
-    program = plan(env, parse(expression));
+    program = plan(celEnv({}), parse(expression));
   } catch (err) {
     throw new TraceFilterError(`invalid match expression: ${(err as Error).message}`);
   }

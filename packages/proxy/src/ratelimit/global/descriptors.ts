@@ -2,9 +2,9 @@
 // evaluated per request into the descriptor's value. As in Envoy, a descriptor one of whose
 // entries has no value for this request (the expression errors, e.g. a missing header, or
 // yields null, an empty string or a non-scalar) is not sent at all.
-import { celEnv, isCelError, isCelUint, parse, plan } from '@bufbuild/cel';
+import type { plan } from '@bufbuild/cel';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { GlobalRateLimitIR } from '@tollgate/api';
+import { cel, type GlobalRateLimitIR } from '@tollgate/api';
 import type { RequestFacts } from './facts.js';
 
 type Program = ReturnType<typeof plan>;
@@ -29,16 +29,20 @@ export class GlobalRateLimitConfigError extends Error {
   }
 }
 
-const env = celEnv({});
+// Made on the first compile: CEL is loaded only by a config that uses it.
+let env: ReturnType<ReturnType<typeof cel>['celEnv']> | undefined;
 
 export function compileDescriptors(descriptors: GlobalRateLimitIR['descriptors']): CompiledDescriptor[] {
+  if (descriptors.length === 0) return [];
+  const { celEnv, parse, plan } = cel();
+  const celEnvironment = (env ??= celEnv({}));
   return descriptors.map((d, index) => ({
     index,
     unit: d.unit,
     entries: d.entries.map((e, j) => {
       let program: Program;
       try {
-        program = plan(env, parse(e.expression));
+        program = plan(celEnvironment, parse(e.expression));
       } catch (err) {
         const reason = err instanceof Error ? err.message : String(err);
         throw new GlobalRateLimitConfigError(
@@ -80,7 +84,7 @@ function scalarValue(v: unknown): string | null {
   if (typeof v === 'string') return v === '' ? null : v;
   if (typeof v === 'bigint' || typeof v === 'boolean') return String(v);
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : null;
-  if (isCelUint(v)) return String(v.value);
+  if (cel().isCelUint(v)) return String(v.value);
   return null;
 }
 
@@ -97,7 +101,7 @@ export function evaluateDescriptor(d: CompiledDescriptor, bindings: CelBindings)
     } catch (err) {
       return { ok: false, entry: e.name, reason: err instanceof Error ? err.message : String(err) };
     }
-    if (isCelError(result)) return { ok: false, entry: e.name, reason: result.message };
+    if (cel().isCelError(result)) return { ok: false, entry: e.name, reason: result.message };
     const value = scalarValue(result);
     if (value === null) return { ok: false, entry: e.name, reason: 'not a non-empty string, number or bool' };
     entries.push({ key: e.name, value });
