@@ -132,7 +132,8 @@ export async function main(argv: string[]): Promise<void> {
     let reload: () => void = () => void (hupPending = true);
     let hupPending = false;
     process.on('SIGHUP', () => reload());
-    const addrs = { adminAddr: values['admin-addr'], metricsAddr: values['metrics-addr'], readinessAddr: values['readiness-addr'] };
+    // compactMemory: the process gives back what start-up and each config compile left behind.
+    const addrs = { adminAddr: values['admin-addr'], metricsAddr: values['metrics-addr'], readinessAddr: values['readiness-addr'], compactMemory: true };
     const standalone = cluster ? null : await startStandaloneProxy({ file: values.file!, ...addrs });
     // Cluster mode's snapshot stream client (gRPC) is loaded only in cluster mode.
     const gateway: ProxyProcess = standalone ?? (await (await import('./process/cluster.js')).startClusterProxy({ ...cluster!, ...addrs }));

@@ -10,6 +10,7 @@ import type { TraceEvent } from '@tollgate/api';
 import { readSse } from '@tollgate/kit';
 import { LogSink, onFreePort, type RawResponse } from '@tollgate/testkit';
 import { startStandaloneProxy, type StandaloneProxy } from '../src/process/standalone.js';
+import type { ProxyProcessOptions } from '../src/process/proxy-process.js';
 
 export { freePort, onFreePort, onFreePorts, startUpstream, LogSink, send, type Upstream, type Handler, type RawResponse } from '@tollgate/testkit';
 
@@ -38,19 +39,25 @@ export type GatewayConfig = Record<string, unknown> | ((port: number) => Record<
  * another process took that port between the probe and the bind, starts again on another:
  * `gw.port` is the port it got. A config with ports of its own is started as given.
  */
-export function startGateway(config: GatewayConfig, opts: { clock?: () => number; traceKeepaliveMs?: number } = {}): Promise<TestGateway> {
+export interface GatewayOptions {
+  readonly clock?: () => number;
+  readonly traceKeepaliveMs?: number;
+  readonly compactMemory?: ProxyProcessOptions['compactMemory'];
+}
+
+export function startGateway(config: GatewayConfig, opts: GatewayOptions = {}): Promise<TestGateway> {
   if (typeof config === 'function') return onFreePort((port) => startGatewayWith(config(port), opts));
   return startGatewayWith(config, opts);
 }
 
-async function startGatewayWith(config: Record<string, unknown>, opts: { clock?: () => number; traceKeepaliveMs?: number }): Promise<TestGateway> {
+async function startGatewayWith(config: Record<string, unknown>, opts: GatewayOptions): Promise<TestGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'tollgate-test-'));
   const file = join(dir, 'config.yaml');
   await writeFile(file, stringify(config));
   const logs = new LogSink();
   let gateway: StandaloneProxy;
   try {
-    gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, clock: opts.clock, traceKeepaliveMs: opts.traceKeepaliveMs });
+    gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, clock: opts.clock, traceKeepaliveMs: opts.traceKeepaliveMs, compactMemory: opts.compactMemory });
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
     throw err;

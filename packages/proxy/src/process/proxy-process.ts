@@ -10,7 +10,9 @@ import type { Clock } from '../ratelimit/clock.js';
 import { OpsServer } from '../server/ops-server.js';
 import { DEFAULT_PATH_SETTINGS } from '../pipeline/request-target.js';
 import { DEFAULT_CLIENT_TIMEOUTS, ProxyRuntime } from '../server/runtime.js';
+import { requestsStarted } from '../server/data-plane.js';
 import type { SnapshotSource } from '../source/snapshot-source.js';
+import { MemoryCompaction, type MemoryCompactionOptions } from './memory-compaction.js';
 
 export interface ProxyProcessOptions<S extends SnapshotSource = SnapshotSource> {
   /** Process settings (`config.*` of the config file); fixed for the life of the process. */
@@ -28,6 +30,11 @@ export interface ProxyProcessOptions<S extends SnapshotSource = SnapshotSource> 
   /** Keepalive interval of waiting trace streams (default 5 s). */
   readonly traceKeepaliveMs?: number;
   readonly logDestination?: DestinationStream;
+  /**
+   * Run a full garbage collection once the process has been quiet for a moment after each
+   * config apply (the `tollgate` command does; in-process tests leave it off).
+   */
+  readonly compactMemory?: boolean | Omit<MemoryCompactionOptions, 'requests' | 'log'>;
 }
 
 export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
@@ -38,6 +45,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
     readonly admin: AdminServer,
     readonly source: S,
     readonly ops: { readonly metrics: OpsServer; readonly readiness: OpsServer },
+    readonly compaction: MemoryCompaction | null,
   ) {}
 
   /** Called when something other than a signal asks the process to stop (POST /quitquitquit). */
@@ -93,6 +101,10 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       allowedHosts: settings.adminAllowedHosts,
       traceKeepaliveMs: options.traceKeepaliveMs,
     });
+    const compacting = options.compactMemory;
+    const compaction = compacting
+      ? new MemoryCompaction({ ...(compacting === true ? {} : compacting), requests: () => ({ started: requestsStarted(), inFlight: runtime.inflight.size }), log })
+      : null;
     const opened: { close(): Promise<void> }[] = [];
     try {
       const address = await admin.listen();
@@ -103,14 +115,20 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       const r = await readiness.listen();
       opened.push(readiness);
       log.info({ metrics: m, readiness: r }, `metrics on http://${m}/metrics, readiness on http://${r}/healthz/ready`);
-      await source.start({ apply: (snapshot) => runtime.apply(snapshot) });
+      await source.start({
+        apply: async (snapshot) => {
+          await runtime.apply(snapshot);
+          compaction?.schedule();
+        },
+      });
     } catch (err) {
+      compaction?.stop();
       source.stop();
       await runtime.close();
       await Promise.allSettled(opened.map((o) => o.close()));
       throw err;
     }
-    const proc = new ProxyProcess(logs, runtime, admin, source, { metrics, readiness });
+    const proc = new ProxyProcess(logs, runtime, admin, source, { metrics, readiness }, compaction);
     holder.process = proc;
     return proc;
   }
@@ -123,6 +141,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
   /** Graceful stop: no new connections, in-flight requests drain (up to config.drainTimeout). */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      this.compaction?.stop();
       this.source.stop();
       await this.runtime.close();
       await Promise.allSettled([this.admin.close(), this.ops.metrics.close(), this.ops.readiness.close()]);

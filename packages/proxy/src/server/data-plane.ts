@@ -39,6 +39,11 @@ export interface DataPlaneContext extends PipelineDeps {
 
 let nextId = 1;
 
+/** Requests this process has begun serving, on any bind (the memory compaction waits for quiet). */
+export function requestsStarted(): number {
+  return nextId - 1;
+}
+
 /** One request, start to end: the in-flight record, the pipeline, metrics, the request log. */
 async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const id = nextId++;
