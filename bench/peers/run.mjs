@@ -15,6 +15,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus as osCpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { MOCK_LLM_BIN, ROOT } from '../lib/cases.mjs';
 import { sampleCpu } from '../lib/cpu.mjs';
@@ -31,6 +32,7 @@ Options:
   --rounds <n>          interleaved rounds; the table shows medians         [default 5]
   --duration <s>        measured seconds per case, proxy and round           [default 10]
   --warmup <s>          unmeasured warm-up seconds before each measurement   [default 3]
+  --settle <s>          idle seconds after start before the idle RSS is read [default 6]
   --connections <n>     wrk keep-alive connections                           [default 32]
   --only <cases>        comma-separated: ${Object.keys(PEER_REQUESTS).join(', ')}
   --tollgate-root <dir> run Tollgate from this built checkout                [default: this one]
@@ -51,6 +53,7 @@ function options() {
       rounds: { type: 'string', default: '5' },
       duration: { type: 'string', default: '10' },
       warmup: { type: 'string', default: '3' },
+      settle: { type: 'string', default: '6' },
       connections: { type: 'string', default: '32' },
       only: { type: 'string' },
       'tollgate-root': { type: 'string', default: ROOT },
@@ -77,6 +80,7 @@ function options() {
     rounds: int('rounds', 1),
     durationS: int('duration', 1),
     warmupS: int('warmup', 0),
+    settleS: int('settle', 0),
     connections: int('connections', 1),
     cases,
     tollgateRoot: values['tollgate-root'],
@@ -168,7 +172,9 @@ async function main() {
         const bad = await probe(s.url, PEER_REQUESTS[c]);
         if (bad) throw new Error(`${p.id} answers ${c} wrongly: ${bad}`);
       }
-      // Idle: started, every route answered once, nothing else.
+      // Idle: started, every route answered once, then quiet for --settle seconds (what a
+      // process gives back once quiet, e.g. Tollgate's collection after a config apply, counts).
+      await sleep(opts.settleS * 1000);
       const idle = rssKiB(s.proc.pid);
       console.log(`ready ${p.id} at ${s.url} in ${Date.now() - t0} ms, RSS ${fmt.n(idle.rss / 1024, 1)} MiB idle`);
       proxies.push({ ...p, ...s, idleRssKiB: idle.rss, runs: Object.fromEntries(opts.cases.map((c) => [c, []])) });
