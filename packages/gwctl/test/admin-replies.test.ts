@@ -151,7 +151,8 @@ describe('a stalled admin server: exit 11 after --timeout', () => {
 describe('a trace waiting for its request on a real proxy', () => {
   let proxy: Awaited<ReturnType<typeof startProxy>>;
   beforeAll(async () => {
-    // Keepalives every 20 ms; gwctl's stream idle limit below is 200 ms.
+    // Keepalives every 20 ms; gwctl's stream idle limit below is 600 ms (30 keepalives, so a
+    // loaded machine's event-loop stall does not pass for a silent stream).
     proxy = await startProxy({ traceKeepaliveMs: 20 });
   });
   afterAll(async () => {
@@ -159,14 +160,15 @@ describe('a trace waiting for its request on a real proxy', () => {
   });
 
   it('is kept open by keepalives past the stream idle limit and then traces the request', async () => {
-    const target = { ...localTarget(proxy.adminAddr, '--admin-addr', 50), streamIdleMs: 200 };
+    // The connect limit is generous: what is under test is the stream's idle limit.
+    const target = { ...localTarget(proxy.adminAddr, '--admin-addr', 10_000), streamIdleMs: 600 };
     const events: string[] = [];
     let armed!: () => void;
     const isArmed = new Promise<void>((r) => (armed = r));
     const run = drive(target, await planTrace({}, undefined), { onEvent: (e) => events.push(e.message.type), onArmed: () => armed(), signal: new AbortController().signal });
     await isArmed;
     // Waiting three idle limits long: only the keepalives keep the stream open.
-    await delay(600);
+    await delay(1800);
     expect((await proxy.send('/v1/models')).status).toBe(200);
     await run;
     expect(events.at(-1)).toBe('requestFinished');
