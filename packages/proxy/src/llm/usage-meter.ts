@@ -177,7 +177,8 @@ export class UsageMeter {
   }
 
   #readHeld(): void {
-    let body: Buffer = Buffer.concat(this.#held);
+    // Most JSON completions arrive as one chunk: no copy then.
+    let body: Buffer = this.#held.length === 1 ? this.#held[0]! : Buffer.concat(this.#held);
     this.#held = [];
     try {
       if (this.#mode === 'encoded') body = this.#decode!(body);

@@ -1,7 +1,7 @@
 // Prometheus metrics of one proxy (prom-client, a registry per runtime so several proxies
 // can live in one process). Label values are bounded: route names and statuses by the config;
 // model names, which clients choose freely, by `ModelLabels` (the first N seen, then `other`).
-import { Counter, Histogram, Registry, collectDefaultMetrics, type LabelValues } from 'prom-client';
+import { Counter, Registry, collectDefaultMetrics, type LabelValues, type Metric } from 'prom-client';
 
 export type DecisionKind = 'requests' | 'tokens' | 'global';
 export type DecisionLevel = 'gateway' | 'route' | 'global';
@@ -69,6 +69,82 @@ class CellCounter<L extends string> {
   }
 }
 
+/** One label set of a histogram: observations per bucket (not cumulative), their sum and count. */
+interface HistogramCell<L extends string> {
+  readonly labels: LabelValues<L>;
+  /** counts[i]: observations in (bounds[i-1], bounds[i]]; the last slot is above every bound. */
+  readonly counts: number[];
+  sum: number;
+  count: number;
+}
+
+/**
+ * A histogram whose observations on the request path are a bucket search and three additions
+ * (prom-client's observe hashes the label values on every call, a child's too). The registry
+ * reads it as any metric, through get(), when it is scraped.
+ */
+class CellHistogram<L extends string> {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  readonly #cells: HistogramCell<L>[] = [];
+
+  constructor(
+    registry: Registry,
+    readonly name: string,
+    readonly help: string,
+    readonly bounds: readonly number[],
+  ) {
+    registry.registerMetric(this as unknown as Metric);
+  }
+
+  /** A new series, empty; the caller keeps the cell and observes into it. */
+  cell(labels: LabelValues<L>): HistogramCell<L> {
+    const c = { labels, counts: new Array<number>(this.bounds.length + 1).fill(0), sum: 0, count: 0 };
+    this.#cells.push(c);
+    return c;
+  }
+
+  observe(cell: HistogramCell<L>, value: number): void {
+    const bounds = this.bounds;
+    let i = 0;
+    while (i < bounds.length && value > bounds[i]!) i++;
+    cell.counts[i]!++;
+    cell.sum += value;
+    cell.count++;
+  }
+
+  get(): { name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: { metricName: string; labels: LabelValues<string>; value: number }[] } {
+    const values = [];
+    for (const c of this.#cells) {
+      let cumulative = 0;
+      for (let i = 0; i <= this.bounds.length; i++) {
+        cumulative += c.counts[i]!;
+        values.push({ metricName: `${this.name}_bucket`, labels: { ...c.labels, le: i < this.bounds.length ? this.bounds[i]! : '+Inf' }, value: cumulative });
+      }
+      values.push({ metricName: `${this.name}_sum`, labels: { ...c.labels }, value: c.sum });
+      values.push({ metricName: `${this.name}_count`, labels: { ...c.labels }, value: c.count });
+    }
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+
+  reset(): void {
+    for (const c of this.#cells) {
+      c.counts.fill(0);
+      c.sum = 0;
+      c.count = 0;
+    }
+  }
+}
+
+/** Two-level lookup by label values the code passes as literals: no key string is built per call. */
+function nested<A, B, V>(outer: Map<A, Map<B, V>>, a: A, b: B, make: () => V): V {
+  let inner = outer.get(a);
+  if (!inner) outer.set(a, (inner = new Map()));
+  let v = inner.get(b);
+  if (!v) inner.set(b, (v = make()));
+  return v;
+}
+
 export interface ProxyMetricsOptions {
   /** Distinct `model` label values before `other`; default 100 (config.maxModelLabels). */
   readonly maxModelLabels?: number;
@@ -89,21 +165,19 @@ export class ProxyMetrics {
     'LLM tokens counted, by route and model (the first config.maxModelLabels distinct models, then "other"); source is reported (usage from the backend) or estimated (tokenizer).',
     ['route', 'model', 'source'],
   );
-  readonly upstreamLatency = new Histogram({
-    name: 'tollgate_upstream_latency_seconds',
-    help: 'Time from the upstream call to its response headers, by route.',
-    labelNames: ['route'] as const,
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-    registers: [this.registry],
-  });
+  readonly #upstreamLatency = new CellHistogram<'route'>(
+    this.registry,
+    'tollgate_upstream_latency_seconds',
+    'Time from the upstream call to its response headers, by route.',
+    [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  );
 
-  // Label sets looked up per request by a cheap key; the histogram's children are cached too,
-  // which saves prom-client's label lookup (not its hashing, which observe() still does).
+  // Label sets looked up per request through maps keyed by the label values themselves
+  // (strings the config or the code already holds), never a key string built per request.
   readonly #requestCells = new Map<string, Map<number, Cell<'route' | 'status'>>>();
-  readonly #latencyChildren = new Map<string, Histogram.Internal<'route'>>();
-  /** Keyed by the label values joined with NUL (a character no label value holds). */
-  readonly #decisionCells = new Map<string, Cell<'kind' | 'level' | 'result'>>();
-  readonly #tokenCells = new Map<string, Cell<'route' | 'model' | 'source'>>();
+  readonly #latencyCells = new Map<string, HistogramCell<'route'>>();
+  readonly #decisionCells = new Map<DecisionKind, Map<DecisionLevel, Map<DecisionResult, Cell<'kind' | 'level' | 'result'>>>>();
+  readonly #tokenCells = new Map<string, Map<string, Map<TokenSource, Cell<'route' | 'model' | 'source'>>>>();
 
   readonly #models: ModelLabels;
 
@@ -115,17 +189,17 @@ export class ProxyMetrics {
   /** Counts the LLM tokens of one response; `model` as the client sent it (null: none). */
   countTokens(route: string, model: string | null, source: TokenSource, tokens: number): void {
     const label = this.#models.label(model);
-    const key = `${route}\0${label}\0${source}`;
-    let cell = this.#tokenCells.get(key);
-    if (!cell) this.#tokenCells.set(key, (cell = this.#tokens.cell({ route, model: label, source })));
+    const bySource = nested(this.#tokenCells, route, label, () => new Map<TokenSource, Cell<'route' | 'model' | 'source'>>());
+    let cell = bySource.get(source);
+    if (!cell) bySource.set(source, (cell = this.#tokens.cell({ route, model: label, source })));
     cell.value += tokens;
   }
 
   /** Counts one rate-limit decision. */
   countDecision(kind: DecisionKind, level: DecisionLevel, result: DecisionResult): void {
-    const key = `${kind}\0${level}\0${result}`;
-    let cell = this.#decisionCells.get(key);
-    if (!cell) this.#decisionCells.set(key, (cell = this.#decisions.cell({ kind, level, result })));
+    const byResult = nested(this.#decisionCells, kind, level, () => new Map<DecisionResult, Cell<'kind' | 'level' | 'result'>>());
+    let cell = byResult.get(result);
+    if (!cell) byResult.set(result, (cell = this.#decisions.cell({ kind, level, result })));
     cell.value++;
   }
 
@@ -138,8 +212,8 @@ export class ProxyMetrics {
   }
 
   observeUpstreamLatency(route: string, seconds: number): void {
-    let child = this.#latencyChildren.get(route);
-    if (!child) this.#latencyChildren.set(route, (child = this.upstreamLatency.labels({ route })));
-    child.observe(seconds);
+    let cell = this.#latencyCells.get(route);
+    if (!cell) this.#latencyCells.set(route, (cell = this.#upstreamLatency.cell({ route })));
+    this.#upstreamLatency.observe(cell, seconds);
   }
 }

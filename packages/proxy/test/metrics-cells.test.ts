@@ -1,0 +1,50 @@
+// The request-path counters and the upstream latency histogram, read the way Prometheus reads
+// them: the registry's text exposition.
+import { describe, expect, it } from 'vitest';
+import { ProxyMetrics } from '../src/metrics/metrics.js';
+
+function lines(text: string, name: string): string[] {
+  return text.split('\n').filter((l) => l.startsWith(name));
+}
+
+describe('proxy metrics', () => {
+  it('puts an observation on a bucket bound into that bucket, and the buckets are cumulative', async () => {
+    const m = new ProxyMetrics();
+    for (const s of [0.001, 0.0011, 0.3, 100]) m.observeUpstreamLatency('ns/a', s);
+    m.observeUpstreamLatency('ns/b', 0.02);
+    const text = await m.registry.metrics();
+    const a = lines(text, 'tollgate_upstream_latency_seconds').filter((l) => l.includes('route="ns/a"'));
+    expect(a).toContain('tollgate_upstream_latency_seconds_bucket{route="ns/a",le="0.001"} 1');
+    expect(a).toContain('tollgate_upstream_latency_seconds_bucket{route="ns/a",le="0.005"} 2');
+    expect(a).toContain('tollgate_upstream_latency_seconds_bucket{route="ns/a",le="0.25"} 2');
+    expect(a).toContain('tollgate_upstream_latency_seconds_bucket{route="ns/a",le="0.5"} 3');
+    expect(a).toContain('tollgate_upstream_latency_seconds_bucket{route="ns/a",le="60"} 3');
+    expect(a).toContain('tollgate_upstream_latency_seconds_bucket{route="ns/a",le="+Inf"} 4');
+    expect(a).toContain('tollgate_upstream_latency_seconds_count{route="ns/a"} 4');
+    expect(a.find((l) => l.startsWith('tollgate_upstream_latency_seconds_sum'))).toMatch(/ 100\.3021\d*$/);
+    expect(lines(text, 'tollgate_upstream_latency_seconds_count{route="ns/b"}')).toEqual(['tollgate_upstream_latency_seconds_count{route="ns/b"} 1']);
+    expect(text).toContain('# TYPE tollgate_upstream_latency_seconds histogram');
+  });
+
+  it('counts decisions and tokens per label set', async () => {
+    const m = new ProxyMetrics({ maxModelLabels: 1 });
+    m.countDecision('requests', 'route', 'allowed');
+    m.countDecision('requests', 'route', 'allowed');
+    m.countDecision('requests', 'gateway', 'limited');
+    m.countTokens('ns/a', 'gpt-a', 'reported', 10);
+    m.countTokens('ns/a', 'gpt-a', 'estimated', 3);
+    m.countTokens('ns/a', 'gpt-b', 'reported', 5);
+    m.countTokens('ns/a', null, 'reported', 1);
+    const text = await m.registry.metrics();
+    expect(lines(text, 'tollgate_ratelimit_decisions_total{').sort()).toEqual([
+      'tollgate_ratelimit_decisions_total{kind="requests",level="gateway",result="limited"} 1',
+      'tollgate_ratelimit_decisions_total{kind="requests",level="route",result="allowed"} 2',
+    ]);
+    expect(lines(text, 'tollgate_llm_tokens_total{').sort()).toEqual([
+      'tollgate_llm_tokens_total{route="ns/a",model="gpt-a",source="estimated"} 3',
+      'tollgate_llm_tokens_total{route="ns/a",model="gpt-a",source="reported"} 10',
+      'tollgate_llm_tokens_total{route="ns/a",model="other",source="reported"} 5',
+      'tollgate_llm_tokens_total{route="ns/a",model="unknown",source="reported"} 1',
+    ]);
+  });
+});
