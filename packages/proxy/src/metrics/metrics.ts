@@ -139,7 +139,7 @@ class CellHistogram<L extends string> {
 /** Two-level lookup by label values the code passes as literals: no key string is built per call. */
 function nested<A, B, V>(outer: Map<A, Map<B, V>>, a: A, b: B, make: () => V): V {
   let inner = outer.get(a);
-  if (!inner) outer.set(a, (inner = new Map()));
+  if (!inner) outer.set(a, (inner = new Map<B, V>()));
   let v = inner.get(b);
   if (!v) inner.set(b, (v = make()));
   return v;
