@@ -39,6 +39,9 @@ Options:
   --baseline <dir>      also run Tollgate from this built checkout (e.g. a worktree of the
                         commit before a change) as tollgate@baseline, in the same rounds
   --node-args "<args>"  extra node flags for Tollgate, e.g. "--max-semi-space-size=16"
+  --baseline-node-args "<args>"
+                        node flags for the baseline instead (default: --node-args); with
+                        --baseline . this compares two flag sets of one checkout
   --profile             run Tollgate with --cpu-prof; profiles kept under bench/.bench-out/peers/
   --no-pin              do not pin processes to CPUs
   --json <file>         results as JSON            [default bench/.bench-out/peers/last-run.json]
@@ -59,6 +62,7 @@ function options() {
       'tollgate-root': { type: 'string', default: ROOT },
       baseline: { type: 'string' },
       'node-args': { type: 'string', default: '' },
+      'baseline-node-args': { type: 'string' },
       profile: { type: 'boolean' },
       'no-pin': { type: 'boolean' },
       json: { type: 'string', default: join(ROOT, 'bench/.bench-out/peers/last-run.json') },
@@ -86,6 +90,7 @@ function options() {
     tollgateRoot: values['tollgate-root'],
     baseline: values.baseline ?? null,
     nodeArgs: values['node-args'].split(/\s+/).filter(Boolean),
+    baselineNodeArgs: (values['baseline-node-args'] ?? values['node-args']).split(/\s+/).filter(Boolean),
     profile: values.profile ?? false,
     pin: !values['no-pin'],
     json: values.json,
@@ -142,6 +147,7 @@ async function main() {
   console.log(`load: wrk -t1 -c${opts.connections}, ${opts.warmupS} s warm-up + ${opts.durationS} s per case, proxy and round; ${opts.rounds} round(s)`);
   console.log(pinned ? 'pinning: proxy under test on CPU 0; backend, mock-llm and wrk on CPU 1' : 'pinning: off');
   if (opts.nodeArgs.length) console.log(`tollgate node flags: ${opts.nodeArgs.join(' ')}`);
+  if (opts.baseline && opts.baselineNodeArgs.join(' ') !== opts.nodeArgs.join(' ')) console.log(`tollgate@baseline node flags: ${opts.baselineNodeArgs.join(' ') || '(none)'}`);
 
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-peers-'));
   const env = { dir, cpus, backend: null, mockLlm: null, profileDir: opts.profile ? join(dir, 'profiles') : null };
@@ -158,7 +164,7 @@ async function main() {
 
     const proxies = [];
     const candidates = [tollgate({ root: opts.tollgateRoot, nodeArgs: opts.nodeArgs })];
-    if (opts.baseline) candidates.push(tollgate({ root: opts.baseline, nodeArgs: opts.nodeArgs, id: 'tollgate@baseline' }));
+    if (opts.baseline) candidates.push(tollgate({ root: opts.baseline, nodeArgs: opts.baselineNodeArgs, id: 'tollgate@baseline' }));
     candidates.push(agentgateway({ bin: process.env.AGENTGATEWAY_BIN }));
     for (const p of candidates) {
       const why = p.skip();
