@@ -48,3 +48,21 @@ describe('proxy metrics', () => {
     ]);
   });
 });
+
+describe('proxy metrics across config applies', () => {
+  it('drops the series of a route the new config no longer has, keeps the others and the no-route series', async () => {
+    const m = new ProxyMetrics();
+    for (const route of ['ns/a', 'ns/b', 'none']) m.countRequest(route, 200);
+    m.observeUpstreamLatency('ns/a', 0.01);
+    m.observeUpstreamLatency('ns/b', 0.01);
+    m.countTokens('ns/b', 'gpt', 'reported', 7);
+    m.retainRoutes(new Set(['ns/a']));
+    const text = await m.registry.metrics();
+    expect(lines(text, 'tollgate_requests_total{').sort()).toEqual(['tollgate_requests_total{route="none",status="200"} 1', 'tollgate_requests_total{route="ns/a",status="200"} 1']);
+    expect(text).not.toContain('route="ns/b"');
+    expect(text).toContain('tollgate_upstream_latency_seconds_count{route="ns/a"} 1');
+    // A route that comes back starts a new series.
+    m.countRequest('ns/b', 200);
+    expect(await m.registry.metrics()).toContain('tollgate_requests_total{route="ns/b",status="200"} 1');
+  });
+});

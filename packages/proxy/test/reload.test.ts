@@ -106,3 +106,17 @@ describe('hot reload', () => {
     expect((await send(`${gw.url}/a`)).status).toBe(200);
   });
 });
+
+describe('metrics across a reload', () => {
+  it('stops exporting the series of a route the edited config removed', async () => {
+    const { up, gw, port } = await setup();
+    expect(await gw.rewrite(simpleConfig(port, [tagged(up, 'a', '/a'), tagged(up, 'b', '/b')]))).toBe('reloaded');
+    expect((await send(`${gw.url}/b`)).status).toBe(200);
+    expect(await gw.gateway.runtime.metrics.registry.metrics()).toContain('tollgate_requests_total{route="main/b",status="200"} 1');
+    expect(await gw.rewrite(simpleConfig(port, [tagged(up, 'a', '/a')]))).toBe('reloaded');
+    const text = await gw.gateway.runtime.metrics.registry.metrics();
+    expect(text).not.toContain('route="main/b"');
+    expect((await send(`${gw.url}/a`)).status).toBe(200);
+    expect(await gw.gateway.runtime.metrics.registry.metrics()).toContain('tollgate_requests_total{route="main/a",status="200"} 1');
+  });
+});

@@ -13,6 +13,8 @@ export const DEFAULT_MAX_MODEL_LABELS = 100;
 export const OTHER_MODEL = 'other';
 /** The model label of requests that named no model (not JSON, no `model` string). */
 export const UNKNOWN_MODEL = 'unknown';
+/** The route label of requests no route matched. */
+export const NO_ROUTE = 'none';
 
 /**
  * Bounds the cardinality of the `model` label: the first `max` distinct model names seen since
@@ -67,6 +69,14 @@ class CellCounter<L extends string> {
     this.#cells.push(c);
     return c;
   }
+
+  /** Forgets the series `gone` picks (e.g. of routes no longer configured). */
+  drop(gone: (labels: LabelValues<L>) => boolean): void {
+    const cells = this.#cells;
+    let kept = 0;
+    for (const c of cells) if (!gone(c.labels)) cells[kept++] = c;
+    cells.length = kept;
+  }
 }
 
 /** One label set of a histogram: observations per bucket (not cumulative), their sum and count. */
@@ -102,6 +112,14 @@ class CellHistogram<L extends string> {
     const c = { labels, counts: new Array<number>(this.bounds.length + 1).fill(0), sum: 0, count: 0 };
     this.#cells.push(c);
     return c;
+  }
+
+  /** Forgets the series `gone` picks (e.g. of routes no longer configured). */
+  drop(gone: (labels: LabelValues<L>) => boolean): void {
+    const cells = this.#cells;
+    let kept = 0;
+    for (const c of cells) if (!gone(c.labels)) cells[kept++] = c;
+    cells.length = kept;
   }
 
   observe(cell: HistogramCell<L>, value: number): void {
@@ -209,6 +227,19 @@ export class ProxyMetrics {
     let cell = byStatus.get(status);
     if (!cell) byStatus.set(status, (cell = this.#requests.cell({ route, status })));
     cell.value++;
+  }
+
+  /**
+   * After a config apply: the series of routes the config no longer has are dropped, so a
+   * deleted route's counters are not exported for the rest of the process's life. A request
+   * still in flight on a removed route counts into a new series, dropped at the next apply.
+   */
+  retainRoutes(routes: ReadonlySet<string>): void {
+    const gone = (route: unknown): boolean => route !== NO_ROUTE && !routes.has(String(route));
+    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells]) for (const route of [...map.keys()]) if (gone(route)) map.delete(route);
+    this.#requests.drop((l) => gone(l.route));
+    this.#tokens.drop((l) => gone(l.route));
+    this.#upstreamLatency.drop((l) => gone(l.route));
   }
 
   observeUpstreamLatency(route: string, seconds: number): void {

@@ -14,6 +14,7 @@ import { RequestContext, type PipelineDeps } from '../pipeline/context.js';
 import { handleRequest } from '../pipeline/handle-request.js';
 import type { CompiledSnapshot } from '../routing/compile.js';
 import { sendError } from '../upstream/forward.js';
+import { NO_ROUTE } from '../metrics/metrics.js';
 import { watchBodyIdle } from './body-idle.js';
 import type { InFlight } from './inflight.js';
 import type { BindTls } from './tls-contexts.js';
@@ -78,7 +79,7 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
     if (!res.headersSent && !res.destroyed) sendError(res, spec, failure?.headers);
     else res.destroy();
   } finally {
-    dp.metrics.countRequest(ctx.routeName ?? 'none', ctx.status);
+    dp.metrics.countRequest(ctx.routeName ?? NO_ROUTE, ctx.status);
     dp.inflight.delete(id);
   }
 }

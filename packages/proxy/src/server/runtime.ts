@@ -235,6 +235,7 @@ export class ProxyRuntime {
     }
     // Endpoints the new config still lists keep their state; the others close once idle.
     this.endpoints.retain(new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap(routeUpstreamNames)))));
+    this.metrics.retainRoutes(new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.map((r) => r.name)))));
     this.#global?.pool.retain(services);
   }
 
