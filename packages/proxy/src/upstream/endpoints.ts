@@ -7,16 +7,9 @@
 // A new snapshot keeps the objects of the endpoints it still lists (warm connections, learned
 // scores) and retires the others: a retired endpoint closes its pool once its last request in
 // flight is done, so a change of endpoints never cuts a request.
-import { createRequire } from 'node:module';
-import type { Pool as UndiciPool } from 'undici';
+import { Pool } from './undici-pool.js';
 import type { Clock } from '../ratelimit/clock.js';
 import { hostPort } from './host-port.js';
-
-// undici's index also loads fetch, WebSocket, caches and mocks, none of which the proxy uses:
-// about 8 MiB of its resident memory. The pool's own module is the same class the index
-// exports (undici is pinned to one minor version in package.json).
-const Pool = createRequire(import.meta.url)('undici/lib/dispatcher/pool.js') as typeof UndiciPool;
-type Pool = UndiciPool;
 
 /** Weight of the newest sample in the moving averages. */
 export const EMA_ALPHA = 0.1;
