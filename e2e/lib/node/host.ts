@@ -365,10 +365,23 @@ function rules(bin: string): string {
   return shQuiet(`${bin}-save`, []).split('\n').filter((l) => !l.startsWith('#')).map((l) => l.replace(/ \[\d+:\d+\]$/, '')).join('\n');
 }
 
+/**
+ * Links of the snapshot-propagation harness (bridges tgsp240..249 and their routes, veths
+ * tgv<pid>): that suite runs in the default project, beside the machine suites, so it may add
+ * or remove them between a teardown check's two pictures. The node never uses these names.
+ */
+const OTHER_SUITES_LINK = /^tg(sp|v)\d+$/;
+const OTHER_SUITES_ROUTE = / dev tg(sp|v)\d+ /;
+
 export function hostPicture(): HostPicture {
   return {
-    links: readdirSync('/sys/class/net').sort(),
-    routes: shQuiet('ip', ['-4', 'route', 'show', 'table', 'all']).split('\n').filter(Boolean).sort(),
+    links: readdirSync('/sys/class/net')
+      .filter((l) => !OTHER_SUITES_LINK.test(l))
+      .sort(),
+    routes: shQuiet('ip', ['-4', 'route', 'show', 'table', 'all'])
+      .split('\n')
+      .filter((r) => r && !OTHER_SUITES_ROUTE.test(`${r} `))
+      .sort(),
     iptables: rules('iptables'),
     ip6tables: rules('ip6tables'),
     nftTables: nftTables(),
