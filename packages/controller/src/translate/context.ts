@@ -20,6 +20,7 @@ export interface Context {
   readonly endpointSlices: ReadonlyMap<string, readonly V1EndpointSlice[]>;
   readonly grants: ReferenceGrants;
   readonly gateways: ReadonlyMap<string, Gateway>;
+  /** HTTPRoutes by `<namespace>/<name>`, in key order (the status report relies on it). */
   readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
   /** Secrets of type kubernetes.io/tls by `<namespace>/<name>` (the only ones watched). */
   readonly secrets: ReadonlyMap<string, V1Secret>;

@@ -81,20 +81,42 @@ interface RulesResult {
   readonly refs: Verdict;
 }
 
+/** A Service a route's backendRefs or mirrors name, and the namespace whose ReferenceGrants allow it (null: the route's own). */
+interface RefTarget {
+  readonly key: string;
+  readonly grantsNamespace: string | null;
+}
+
+function refTargets(route: HTTPRoute): RefTarget[] {
+  const ns = route.metadata.namespace ?? '';
+  const out: RefTarget[] = [];
+  for (const rule of route.spec.rules ?? [])
+    for (const ref of [...(rule.backendRefs ?? []), ...mirrorRefs(rule.filters)]) {
+      const target = ref.namespace ?? ns;
+      out.push({ key: `${target}/${ref.name}`, grantsNamespace: target !== ns ? target : null });
+    }
+  return out;
+}
+
 /**
  * The objects a route's rules are translated from besides the route itself: the Services and
  * EndpointSlices its backendRefs name, and the ReferenceGrants of the namespaces they are in.
  */
-function dependencies(route: HTTPRoute, ctx: Context): unknown[] {
-  const ns = route.metadata.namespace ?? '';
+function dependencies(targets: readonly RefTarget[], ctx: Context): unknown[] {
   const out: unknown[] = [];
-  for (const rule of route.spec.rules ?? [])
-    for (const ref of [...(rule.backendRefs ?? []), ...mirrorRefs(rule.filters)]) {
-      const target = ref.namespace ?? ns;
-      const key = `${target}/${ref.name}`;
-      out.push(ctx.services.get(key), ...(ctx.endpointSlices.get(key) ?? []), ...(target !== ns ? ctx.grants.inNamespace(target) : []));
-    }
+  for (const t of targets) out.push(ctx.services.get(t.key), ...(ctx.endpointSlices.get(t.key) ?? []), ...(t.grantsNamespace !== null ? ctx.grants.inNamespace(t.grantsNamespace) : []));
   return out;
+}
+
+/** dependencies(targets, ctx) equals `deps`, checked without building it. */
+function sameDependencies(targets: readonly RefTarget[], deps: readonly unknown[], ctx: Context): boolean {
+  let i = 0;
+  for (const t of targets) {
+    if (deps[i++] !== ctx.services.get(t.key)) return false;
+    for (const slice of ctx.endpointSlices.get(t.key) ?? []) if (deps[i++] !== slice) return false;
+    if (t.grantsNamespace !== null) for (const g of ctx.grants.inNamespace(t.grantsNamespace)) if (deps[i++] !== g) return false;
+  }
+  return i === deps.length;
 }
 
 function mirrorRefs(filters: readonly HTTPRouteFilter[] | undefined): HTTPBackendRef[] {
@@ -119,21 +141,16 @@ function mirrorFilters(filters: readonly HTTPRouteFilter[], ns: string, path: st
 
 // Informer caches hand out the same object until it changes, so a route whose object and
 // dependencies are the same objects as last time has the same rules: they are reused, and so
-// are the IR objects built from them (which keeps the snapshot hash cache warm).
-const rulesCache = new WeakMap<HTTPRoute, { readonly deps: readonly unknown[]; readonly result: RulesResult }>();
-
-function sameObjects(a: readonly unknown[], b: readonly unknown[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
+// are the IR objects built from them (which keeps the snapshot hash cache warm). Keyed weakly
+// by the route object: a deleted or replaced route's entry goes with it.
+const rulesCache = new WeakMap<HTTPRoute, { readonly targets: readonly RefTarget[]; readonly deps: readonly unknown[]; readonly result: RulesResult }>();
 
 function cachedRules(route: HTTPRoute, ctx: Context): RulesResult {
-  const deps = dependencies(route, ctx);
   const hit = rulesCache.get(route);
-  if (hit && sameObjects(hit.deps, deps)) return hit.result;
+  if (hit && sameDependencies(hit.targets, hit.deps, ctx)) return hit.result;
+  const targets = hit?.targets ?? refTargets(route);
   const result = translateRules(route, ctx);
-  rulesCache.set(route, { deps, result });
+  rulesCache.set(route, { targets, deps: dependencies(targets, ctx), result });
   return result;
 }
 
@@ -168,44 +185,131 @@ function fullRef(ref: ParentReference, routeNamespace: string): ParentReference 
   };
 }
 
+/** Where a route attached, by Gateway key and listener index: valid while its inputs are. */
+interface Attached {
+  readonly gateway: string;
+  readonly listener: number;
+  readonly hostnames: readonly string[];
+}
+
+/**
+ * A route's translation and what it was made from besides the route object: its rules (same
+ * object: same Services, EndpointSlices and ReferenceGrants), the controller name, the labels
+ * of its namespace, and per parentRef the fingerprint of the Gateway it named. When all are
+ * the same, the route attaches where it did and its status is the same.
+ */
+interface RouteMemo {
+  readonly rules: RulesResult;
+  readonly controllerName: string;
+  readonly namespaceLabels: string;
+  /** Per parentRef in order: the Gateway key it names (null: not a Gateway) and that Gateway's fingerprint ('': not one we serve). */
+  readonly parents: readonly { readonly gateway: string | null; readonly fingerprint: string }[];
+  readonly attached: readonly Attached[];
+  readonly status: HTTPRouteStatusReport;
+}
+
+// Keyed weakly by the route object, like the rules: entries of deleted routes go with them.
+const routeMemo = new WeakMap<HTTPRoute, RouteMemo>();
+
+/**
+ * Everything matchParent() reads of a Gateway (acceptance, and each listener's name, port,
+ * hostname, acceptance, kinds and allowedRoutes), as one string: equal strings, equal verdicts
+ * for any route.
+ */
+function attachFingerprint(g: GatewayState): string {
+  return JSON.stringify([
+    g.accepted.ok,
+    g.accepted.message,
+    g.gateway.metadata.namespace ?? '',
+    g.listeners.map((l) => [l.spec.name, l.spec.port, l.spec.hostname ?? null, l.accepted.ok, l.supportedKinds, l.spec.allowedRoutes ?? null]),
+  ]);
+}
+
+function labelsFingerprint(labels: Readonly<Record<string, string>>): string {
+  return JSON.stringify(Object.entries(labels).sort(([a], [b]) => compareStrings(a, b)));
+}
+
+/** The route's parents, attachments and status, computed (not taken from the memo). */
+function attachRoute(route: HTTPRoute, rules: RulesResult, gateways: ReadonlyMap<string, GatewayState>, fingerprint: (g: GatewayState | undefined) => string, ctx: Context): Omit<RouteMemo, 'rules' | 'controllerName' | 'namespaceLabels'> {
+  const ns = route.metadata.namespace ?? '';
+  const gen = generationOf(route.metadata);
+  const { problems, refs } = rules;
+  const parents: RouteParentStatusReport[] = [];
+  const inputs: { gateway: string | null; fingerprint: string }[] = [];
+  const attached: Attached[] = [];
+  const seen = new Set<ListenerState>();
+  for (const raw of route.spec.parentRefs ?? []) {
+    const ref = fullRef(raw, ns);
+    if (ref.group !== GATEWAY_GROUP || ref.kind !== 'Gateway') {
+      inputs.push({ gateway: null, fingerprint: '' });
+      continue;
+    }
+    const gatewayKey = `${ref.namespace}/${ref.name}`;
+    const g = gateways.get(gatewayKey);
+    inputs.push({ gateway: gatewayKey, fingerprint: fingerprint(g) });
+    if (!g) continue; // not a Gateway this controller serves
+    let { accepted, attachments: found } = matchParent(route, ref, g, ctx);
+    if (accepted.ok && problems.length) {
+      accepted = fail('UnsupportedValue', problems.map((p) => `${p.path}: ${p.message}`).join('; '));
+      found = [];
+    }
+    for (const a of found) {
+      if (seen.has(a.listener)) continue;
+      seen.add(a.listener);
+      attached.push({ gateway: g.key, listener: g.listeners.indexOf(a.listener), hostnames: a.hostnames });
+    }
+    parents.push({
+      parentRef: ref,
+      controllerName: ctx.controllerName,
+      conditions: [condition('Accepted', accepted.ok, accepted.reason, accepted.message, gen), condition('ResolvedRefs', refs.ok, refs.reason, refs.message, gen)],
+    });
+  }
+  return { parents: inputs, attached, status: { namespace: ns, name: route.metadata.name, generation: gen, parents } };
+}
+
 /**
  * Routes in Gateway API precedence order (oldest first, then namespace/name), each with its
- * attachments; counts attachedRoutes on the listeners.
+ * attachments; counts attachedRoutes on the listeners. A route whose inputs are unchanged
+ * since the last translation (see RouteMemo) is not translated again.
  */
 export function translateHTTPRoutes(ctx: Context, gateways: ReadonlyMap<string, GatewayState>): TranslatedRoute[] {
   // Sorted by creation time once (not parsed again in every comparison), then by key.
   const ordered = [...ctx.httpRoutes]
     .map(([key, route]) => ({ key, route, at: createdAt(route.metadata) }))
     .sort((a, b) => (a.at === b.at ? compareStrings(a.key, b.key) : a.at < b.at ? -1 : 1));
+  const fingerprints = new Map<GatewayState, string>();
+  const fingerprint = (g: GatewayState | undefined): string => {
+    if (!g) return '';
+    let f = fingerprints.get(g);
+    if (f === undefined) fingerprints.set(g, (f = attachFingerprint(g)));
+    return f;
+  };
+  const namespaceLabels = new Map<string, string>();
+  const labelsOf = (ns: string): string => {
+    let f = namespaceLabels.get(ns);
+    if (f === undefined) namespaceLabels.set(ns, (f = labelsFingerprint(ctx.namespaceLabels(ns))));
+    return f;
+  };
   return ordered.map(({ key, route }) => {
-    const ns = route.metadata.namespace ?? '';
-    const gen = generationOf(route.metadata);
-    const { rules, problems, refs } = cachedRules(route, ctx);
-    const parents: RouteParentStatusReport[] = [];
-    const attachments: Attachment[] = [];
-    const seen = new Set<ListenerState>();
-    for (const raw of route.spec.parentRefs ?? []) {
-      const ref = fullRef(raw, ns);
-      if (ref.group !== GATEWAY_GROUP || ref.kind !== 'Gateway') continue;
-      const g = gateways.get(`${ref.namespace}/${ref.name}`);
-      if (!g) continue; // not a Gateway this controller serves
-      let { accepted, attachments: found } = matchParent(route, ref, g, ctx);
-      if (accepted.ok && problems.length) {
-        accepted = fail('UnsupportedValue', problems.map((p) => `${p.path}: ${p.message}`).join('; '));
-        found = [];
-      }
-      for (const a of found) {
-        if (seen.has(a.listener)) continue;
-        seen.add(a.listener);
-        a.listener.attachedRoutes++;
-        attachments.push(a);
-      }
-      parents.push({
-        parentRef: ref,
-        controllerName: ctx.controllerName,
-        conditions: [condition('Accepted', accepted.ok, accepted.reason, accepted.message, gen), condition('ResolvedRefs', refs.ok, refs.reason, refs.message, gen)],
-      });
+    const rules = cachedRules(route, ctx);
+    const labels = labelsOf(route.metadata.namespace ?? '');
+    let memo = routeMemo.get(route);
+    if (
+      !memo ||
+      memo.rules !== rules ||
+      memo.controllerName !== ctx.controllerName ||
+      memo.namespaceLabels !== labels ||
+      !memo.parents.every((p) => (p.gateway === null ? '' : fingerprint(gateways.get(p.gateway))) === p.fingerprint)
+    ) {
+      memo = { rules, controllerName: ctx.controllerName, namespaceLabels: labels, ...attachRoute(route, rules, gateways, fingerprint, ctx) };
+      routeMemo.set(route, memo);
     }
-    return { key, route, rules, attachments, status: { namespace: ns, name: route.metadata.name, generation: gen, parents } };
+    const attachments = memo.attached.map((a): Attachment => {
+      const gateway = gateways.get(a.gateway)!;
+      const listener = gateway.listeners[a.listener]!;
+      listener.attachedRoutes++;
+      return { gateway, listener, hostnames: a.hostnames };
+    });
+    return { key, route, rules: rules.rules, attachments, status: memo.status };
   });
 }

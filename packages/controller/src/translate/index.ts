@@ -5,7 +5,6 @@ import { gatewayStatus, translateGateways } from './gateway.js';
 import { translateGatewayClasses } from './gatewayclass.js';
 import { translateGatewayPolicies } from './gatewaypolicy.js';
 import { translateHTTPRoutes } from './httproute.js';
-import { compareStrings } from './keys.js';
 import { buildSnapshots } from './snapshot.js';
 import type { Resources, TranslateOptions, TranslateResult } from './types.js';
 
@@ -16,14 +15,16 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
   const classes = translateGatewayClasses(resources.gatewayClasses, ctx);
   const gateways = translateGateways(ctx, classes.ours);
   const routes = translateHTTPRoutes(ctx, gateways);
-  const policies = translateGatewayPolicies(resources.gatewayPolicies, ctx, gateways, new Map(routes.map((r) => [r.key, r])));
+  const routesByKey = new Map(routes.map((r) => [r.key, r]));
+  const policies = translateGatewayPolicies(resources.gatewayPolicies, ctx, gateways, routesByKey);
   const snapshots = buildSnapshots(gateways, routes, policies.applied);
   return {
     snapshots,
     status: {
       gatewayClasses: classes.status,
       gateways: new Map([...gateways].map(([key, g]) => [key, gatewayStatus(g)])),
-      httpRoutes: new Map(routes.map((r) => [r.key, r.status] as const).sort(([a], [b]) => compareStrings(a, b))),
+      // ctx.httpRoutes is in key order already: no second sort of every route's key.
+      httpRoutes: new Map([...ctx.httpRoutes.keys()].map((key) => [key, routesByKey.get(key)!.status] as const)),
       gatewayPolicies: policies.status,
     },
   };

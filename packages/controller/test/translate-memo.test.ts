@@ -1,0 +1,197 @@
+// translate() keeps per-route work between calls (rules, attachments, status, IR objects) for
+// route objects it has seen. These tests hold it to three promises: a chain of translations
+// over a cluster that keeps changing gives, at every step, what a translation from fresh copies
+// gives; an unchanged route hands out the very IR objects it did before (so the per-route wire
+// cache hits) while a changed one does not; and what was kept for a deleted route is released.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { RouteIR } from '@tollgate/api';
+import { translate } from '../src/translate/index.js';
+import type { Resources } from '../src/translate/types.js';
+import type { Gateway, HTTPRoute } from '../src/types/gateway-api.js';
+import { CONTROLLER_NAME, emptyResources, resultBytes } from './support.js';
+
+const options = { controllerName: CONTROLLER_NAME, gatewayApiVersion: 'v1.6.1' };
+const NAMESPACES = ['team-a', 'team-b', 'infra'];
+
+function route(i: number): HTTPRoute {
+  const ns = NAMESPACES[i % 2]!;
+  return {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'HTTPRoute',
+    metadata: { name: `route-${i}`, namespace: ns, generation: 1, creationTimestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString() },
+    spec: {
+      parentRefs: [{ name: i % 3 === 0 ? 'gw-b' : 'gw-a', namespace: 'infra' }],
+      hostnames: [`r${i}.example.com`],
+      rules: [{ matches: [{ path: { type: 'PathPrefix', value: `/v1/${i}` } }], backendRefs: [{ name: `svc-${i % 4}`, port: 80 }] }],
+    },
+  };
+}
+
+function gateway(name: string): Gateway {
+  return {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'Gateway',
+    metadata: { name, namespace: 'infra', generation: 1, creationTimestamp: '2026-01-01T00:00:00Z' },
+    spec: {
+      gatewayClassName: 'tollgate',
+      listeners: [
+        { name: 'http', port: 8080, protocol: 'HTTP', allowedRoutes: { namespaces: { from: 'All' } } },
+        { name: 'api', port: 8081, protocol: 'HTTP', hostname: '*.example.com', allowedRoutes: { namespaces: { from: 'Selector', selector: { matchLabels: { team: 'a' } } } } },
+      ],
+    },
+  };
+}
+
+type Cluster = { -readonly [K in keyof Resources]: Resources[K][number][] };
+
+function cluster(routes: number): Cluster {
+  const r = emptyResources();
+  r.gatewayClasses.push({ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name: 'tollgate', generation: 1 }, spec: { controllerName: CONTROLLER_NAME } });
+  r.gateways.push(gateway('gw-a'), gateway('gw-b'));
+  r.namespaces.push(...NAMESPACES.map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { team: name === 'team-a' ? 'a' : 'b' } } })));
+  for (let s = 0; s < 4; s++)
+    for (const ns of NAMESPACES.slice(0, 2)) {
+      r.services.push({ apiVersion: 'v1', kind: 'Service', metadata: { name: `svc-${s}`, namespace: ns }, spec: { ports: [{ name: 'http', port: 80, targetPort: 9000 }] } });
+      r.endpointSlices.push({
+        apiVersion: 'discovery.k8s.io/v1',
+        kind: 'EndpointSlice',
+        metadata: { name: `svc-${s}-x`, namespace: ns, labels: { 'kubernetes.io/service-name': `svc-${s}` } },
+        addressType: 'IPv4',
+        endpoints: [{ addresses: [`198.18.0.${s + 1}`], conditions: { ready: true } }],
+        ports: [{ name: 'http', port: 9000 }],
+      });
+    }
+  for (let i = 0; i < routes; i++) r.httpRoutes.push(route(i));
+  r.gatewayPolicies.push({
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'GatewayPolicy',
+    metadata: { name: 'limit-route-1', namespace: 'team-b', generation: 1, creationTimestamp: '2026-01-01T00:00:00Z' },
+    spec: { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'route-1' }], traffic: { rateLimit: { local: [{ requests: 10, unit: 'Minutes' }] } } },
+  });
+  return r;
+}
+
+/** A new object for the route (as an informer delivers an edit): its first backendRef's weight set, maybe its hostnames. */
+function withWeight(o: HTTPRoute, weight: number, hostnames?: string[]): HTTPRoute {
+  const rule = o.spec.rules![0]!;
+  return {
+    ...o,
+    metadata: { ...o.metadata, generation: (o.metadata.generation ?? 1) + 1 },
+    spec: { ...o.spec, ...(hostnames ? { hostnames } : {}), rules: [{ ...rule, backendRefs: [{ ...rule.backendRefs![0]!, weight }, ...rule.backendRefs!.slice(1)] }, ...o.spec.rules!.slice(1)] },
+  };
+}
+
+/** One change a user or the cluster might make, applied to the lists in place (new objects, as informers deliver). */
+type Change = readonly [what: 'route-edit' | 'route-add' | 'route-delete' | 'route-parent' | 'gateway-listener' | 'namespace-labels' | 'endpoints' | 'service-delete', n: number];
+
+function apply(r: Cluster, [what, n]: Change, added: { next: number }): void {
+  const pick = <T>(list: T[]): number => n % list.length;
+  switch (what) {
+    case 'route-edit': {
+      if (!r.httpRoutes.length) return;
+      const i = pick(r.httpRoutes);
+      r.httpRoutes[i] = withWeight(r.httpRoutes[i]!, n % 5, n % 2 ? [n % 4 === 1 ? 'api.example.com' : `other${n}.test`] : undefined);
+      return;
+    }
+    case 'route-add':
+      r.httpRoutes.push(route(added.next++));
+      return;
+    case 'route-delete':
+      if (r.httpRoutes.length) r.httpRoutes.splice(pick(r.httpRoutes), 1);
+      return;
+    case 'route-parent': {
+      if (!r.httpRoutes.length) return;
+      const i = pick(r.httpRoutes);
+      const o = r.httpRoutes[i]!;
+      r.httpRoutes[i] = { ...o, spec: { ...o.spec, parentRefs: [{ name: n % 2 ? 'gw-b' : 'gw-a', namespace: 'infra', ...(n % 3 === 0 ? { sectionName: 'api' } : {}) }] } };
+      return;
+    }
+    case 'gateway-listener': {
+      const i = pick(r.gateways);
+      const o = r.gateways[i]!;
+      const listeners = o.spec.listeners.map((l, j) =>
+        j !== n % 2 ? l : n % 3 === 0 ? { ...l, hostname: n % 2 ? 'api.example.com' : undefined } : { ...l, allowedRoutes: { namespaces: { from: n % 3 === 1 ? ('Same' as const) : ('All' as const) } } },
+      );
+      r.gateways[i] = { ...o, metadata: { ...o.metadata, generation: (o.metadata.generation ?? 1) + 1 }, spec: { ...o.spec, listeners } };
+      return;
+    }
+    case 'namespace-labels': {
+      const i = pick(r.namespaces);
+      const copy = structuredClone(r.namespaces[i]!);
+      copy.metadata!.labels = { team: n % 2 ? 'a' : 'b' };
+      r.namespaces[i] = copy;
+      return;
+    }
+    case 'endpoints': {
+      const i = pick(r.endpointSlices);
+      const copy = structuredClone(r.endpointSlices[i]!);
+      copy.endpoints[0]!.conditions = { ready: n % 2 === 0 };
+      r.endpointSlices[i] = copy;
+      return;
+    }
+    case 'service-delete':
+      if (r.services.length) r.services.splice(pick(r.services), 1);
+      return;
+  }
+}
+
+/** Every IR route of every snapshot, by name. */
+function irRoutes(result: ReturnType<typeof translate>): Map<string, RouteIR> {
+  const out = new Map<string, RouteIR>();
+  for (const s of result.snapshots.values()) for (const b of s.binds) for (const l of b.listeners) for (const r of l.routes) out.set(`${l.name}|${r.name}`, r);
+  return out;
+}
+
+describe('translate reuse over a changing cluster', () => {
+  it('at every step of a chain of changes, gives the output of a translation from fresh copies (property)', () => {
+    const change = fc.tuple(fc.constantFrom('route-edit', 'route-add', 'route-delete', 'route-parent', 'gateway-listener', 'namespace-labels', 'endpoints', 'service-delete'), fc.nat()) as fc.Arbitrary<Change>;
+    fc.assert(
+      fc.property(fc.array(fc.array(change, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 6 }), (steps) => {
+        const r = cluster(12);
+        const added = { next: 12 };
+        translate(r, options);
+        for (const batch of steps) {
+          for (const c of batch) apply(r, c, added);
+          const warm = translate({ ...r }, options);
+          const cold = translate(structuredClone(r), options);
+          expect(resultBytes(warm)).toBe(resultBytes(cold));
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('hands out the same IR objects for unchanged routes and new ones for the route that changed', () => {
+    const r = cluster(20);
+    const before = irRoutes(translate(r, options));
+    r.httpRoutes[5] = withWeight(r.httpRoutes[5]!, 7);
+    const after = irRoutes(translate({ ...r }, options));
+    expect([...after.keys()]).toEqual([...before.keys()]);
+    const changed = [...after].filter(([k, ir]) => before.get(k) !== ir).map(([k]) => k);
+    expect(changed).toEqual(['http|team-b/route-5/rule/0']);
+    expect(after.get('http|team-b/route-5/rule/0')!.backends[0]!.weight).toBe(7);
+  });
+
+  it('releases what it kept for routes that were deleted (no growth under churn)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const r = cluster(40);
+    translate(r, options);
+    const refs = r.httpRoutes.splice(10, 20).map((o) => new WeakRef(o));
+    translate({ ...r }, options);
+    // Replaced objects (edits) are released too: the old object of every edited route.
+    const replaced = r.httpRoutes.slice(0, 5).map((o, i) => {
+      r.httpRoutes[i] = structuredClone(o);
+      return new WeakRef(o);
+    });
+    translate({ ...r }, options);
+    // A WeakRef holds its target until the current job ends; collect after it.
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    expect(refs.filter((w) => w.deref() !== undefined)).toHaveLength(0);
+    expect(replaced.filter((w) => w.deref() !== undefined)).toHaveLength(0);
+  });
+});
