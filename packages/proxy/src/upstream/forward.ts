@@ -112,10 +112,6 @@ export function sendError(res: ServerResponse, spec: ErrorSpec, extraHeaders?: R
   return headers;
 }
 
-function uncork(res: ServerResponse): void {
-  res.uncork();
-}
-
 /**
  * One upstream exchange: the undici dispatch handler and the client-side bookkeeping. A class
  * (methods on the prototype) rather than a handler literal of closures, since one is created
@@ -181,17 +177,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const out = endToEnd(headers);
     this.hooks.onResponseHeaders?.(statusCode, out);
     this.res.writeHead(statusCode, out as Record<string, string | string[]>);
-    if (this.req.method === 'HEAD') {
-      this.res.flushHeaders();
-      return;
-    }
-    // Node writes the header block on its own, before the first body chunk: two writes per
-    // response. A small response's headers, body and end usually come out of one read of the
-    // backend's socket (undici calls onResponseStart, onResponseData and onResponseEnd in one
-    // go), so until the next tick they are corked and leave in one write. A streamed body's
-    // later chunks are not held: only what arrives in this tick waits, and not past it.
-    this.res.cork();
-    process.nextTick(uncork, this.res);
+    if (this.req.method === 'HEAD') this.res.flushHeaders();
   }
 
   onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
