@@ -34,6 +34,13 @@ export class ModelLabels {
   }
 }
 
+/** Removes in place the cells whose labels `gone` picks (the array is shared with a collect()). */
+function removeWhere<L extends string>(cells: { readonly labels: LabelValues<L> }[], gone: (labels: LabelValues<L>) => boolean): void {
+  let kept = 0;
+  for (const c of cells) if (!gone(c.labels)) cells[kept++] = c;
+  cells.length = kept;
+}
+
 /** One label set's running total. */
 interface Cell<L extends string> {
   readonly labels: LabelValues<L>;
@@ -72,10 +79,7 @@ class CellCounter<L extends string> {
 
   /** Forgets the series `gone` picks (e.g. of routes no longer configured). */
   drop(gone: (labels: LabelValues<L>) => boolean): void {
-    const cells = this.#cells;
-    let kept = 0;
-    for (const c of cells) if (!gone(c.labels)) cells[kept++] = c;
-    cells.length = kept;
+    removeWhere(this.#cells, gone);
   }
 }
 
@@ -116,10 +120,7 @@ class CellHistogram<L extends string> {
 
   /** Forgets the series `gone` picks (e.g. of routes no longer configured). */
   drop(gone: (labels: LabelValues<L>) => boolean): void {
-    const cells = this.#cells;
-    let kept = 0;
-    for (const c of cells) if (!gone(c.labels)) cells[kept++] = c;
-    cells.length = kept;
+    removeWhere(this.#cells, gone);
   }
 
   observe(cell: HistogramCell<L>, value: number): void {
@@ -236,7 +237,8 @@ export class ProxyMetrics {
    */
   retainRoutes(routes: ReadonlySet<string>): void {
     const gone = (route: unknown): boolean => route !== NO_ROUTE && !routes.has(String(route));
-    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells]) for (const route of [...map.keys()]) if (gone(route)) map.delete(route);
+    // Deleting the current key while iterating a Map is safe.
+    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells]) for (const route of map.keys()) if (gone(route)) map.delete(route);
     this.#requests.drop((l) => gone(l.route));
     this.#tokens.drop((l) => gone(l.route));
     this.#upstreamLatency.drop((l) => gone(l.route));
