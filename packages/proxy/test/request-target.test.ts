@@ -92,6 +92,27 @@ describe('route policies cannot be bypassed by spelling', () => {
   });
 });
 
+describe('what never reaches a route', () => {
+  it('a method outside the proxied ones gets 404; the bind keeps serving', async () => {
+    expect(status(await raw('PROPFIND /v1/chat/completions HTTP/1.1'))).toBe(404);
+    expect(status(await raw('GET /other HTTP/1.1'))).toBe(200);
+  });
+
+  it('a request Node cannot parse gets 400 and the connection closes', async () => {
+    const text = await raw('GET /other HTTP/1.1', 'Host: api.example.com\r\nBad Header\r\n');
+    expect(status(text)).toBe(400);
+    expect(status(await raw('GET /other HTTP/1.1'))).toBe(200);
+  });
+
+  it('every proxied method reaches the pipeline (HEAD without a body, OPTIONS, TRACE and PATCH too)', async () => {
+    for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE']) {
+      const text = await raw(`${method} /other/m HTTP/1.1`, 'Host: api.example.com\r\nContent-Length: 0\r\n');
+      expect(status(text), method).toBe(200);
+      if (method !== 'HEAD') expect((JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { method: string }).method, method).toBe(method);
+    }
+  });
+});
+
 describe('parseRequestTarget', () => {
   const parse = (url: string, settings = DEFAULT_PATH_SETTINGS) => parseRequestTarget(url, settings);
   it('normalises per RFC 3986 and the settings', () => {
