@@ -34,6 +34,10 @@ Options:
   --warmup <s>          unmeasured warm-up seconds before each measurement   [default 3]
   --settle <s>          idle seconds after start before the idle RSS is read [default 6]
   --connections <n>     wrk keep-alive connections                           [default 32]
+  --rate <req/s>        paced load: each connection waits 1000 x connections / rate ms
+                        (whole ms) between an answer and its next request, so every proxy
+                        gets about the same rate; p99 "at the same load". Default: closed
+                        loop, each proxy at its own saturation
   --only <cases>        comma-separated: ${Object.keys(PEER_REQUESTS).join(', ')}
   --tollgate-root <dir> run Tollgate from this built checkout                [default: this one]
   --baseline <dir>      also run Tollgate from this built checkout (e.g. a worktree of the
@@ -58,6 +62,7 @@ function options() {
       warmup: { type: 'string', default: '3' },
       settle: { type: 'string', default: '6' },
       connections: { type: 'string', default: '32' },
+      rate: { type: 'string' },
       only: { type: 'string' },
       'tollgate-root': { type: 'string', default: ROOT },
       baseline: { type: 'string' },
@@ -86,6 +91,9 @@ function options() {
     warmupS: int('warmup', 0),
     settleS: int('settle', 0),
     connections: int('connections', 1),
+    // Paced load: each connection pauses between an answer and its next request, so both
+    // proxies get (about) the same request rate instead of as many as each can serve.
+    delayMs: values.rate === undefined ? 0 : Math.max(1, Math.round((1000 * int('connections', 1)) / int('rate', 1))),
     cases,
     tollgateRoot: values['tollgate-root'],
     baseline: values.baseline ?? null,
@@ -117,7 +125,7 @@ function table(rows) {
 
 /** One measured window: wrk against the proxy, the proxy's CPU time and RSS around it. */
 async function measure(opts, env, proxy, request) {
-  const common = { baseUrl: proxy.url, request, connections: opts.connections, cpu: env.cpus.load, workDir: env.dir };
+  const common = { baseUrl: proxy.url, request, connections: opts.connections, cpu: env.cpus.load, workDir: env.dir, delayMs: opts.delayMs };
   if (opts.warmupS) await wrk({ ...common, durationS: opts.warmupS });
   const pid = proxy.proc.pid;
   let cpu0 = null;
@@ -145,6 +153,11 @@ async function main() {
   console.log(`Tollgate vs agentgateway, ${started}`);
   console.log(`machine: ${osCpus().length} CPUs, ${osCpus()[0]?.model}; node ${process.version}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log(`load: wrk -t1 -c${opts.connections}, ${opts.warmupS} s warm-up + ${opts.durationS} s per case, proxy and round; ${opts.rounds} round(s)`);
+  console.log(
+    opts.delayMs
+      ? `paced: each connection waits ${opts.delayMs} ms between an answer and its next request (at most ${fmt.n((1000 * opts.connections) / opts.delayMs)} req/s; the req/s column is what each proxy got)`
+      : 'closed loop: each connection sends its next request when the answer arrives (each proxy at its own saturation)',
+  );
   console.log(pinned ? 'pinning: proxy under test on CPU 0; backend, mock-llm and wrk on CPU 1' : 'pinning: off');
   if (opts.nodeArgs.length) console.log(`tollgate node flags: ${opts.nodeArgs.join(' ')}`);
   if (opts.baseline && opts.baselineNodeArgs.join(' ') !== opts.nodeArgs.join(' ')) console.log(`tollgate@baseline node flags: ${opts.baselineNodeArgs.join(' ') || '(none)'}`);

@@ -24,8 +24,10 @@ function luaString(text) {
 
 const MARK = 'PEER_RESULT ';
 
-function script(request) {
+function script(request, delayMs) {
   const lines = [`wrk.method = ${luaString(request.method)}`];
+  // wrk starts a request's clock when it writes the request, so the pause is not latency.
+  if (delayMs) lines.push(`delay = function() return ${delayMs} end`);
   if (request.body !== null) lines.push(`wrk.body = ${luaString(request.body)}`);
   for (const [k, v] of Object.entries(request.headers)) lines.push(`wrk.headers[ ${luaString(k === 'host' ? 'Host' : k)} ] = ${luaString(v)}`);
   lines.push(`
@@ -44,9 +46,9 @@ end
  * One bounded wrk run against baseUrl + request.path. `onStart(pid)` runs once wrk is
  * started (the caller samples the proxy's CPU from there).
  */
-export async function wrk({ baseUrl, request, connections, durationS, cpu, workDir, onStart }) {
+export async function wrk({ baseUrl, request, connections, durationS, cpu, workDir, onStart, delayMs = 0 }) {
   const file = join(workDir, `wrk-${request.id}.lua`);
-  writeFileSync(file, script(request));
+  writeFileSync(file, script(request, delayMs));
   const url = new URL(request.path, baseUrl).href;
   const proc = startProcess('wrk', 'wrk', ['-t1', `-c${connections}`, `-d${durationS}s`, '--timeout', '5s', '-s', file, url], { cpu });
   proc.keepOutput = true;
