@@ -1,6 +1,6 @@
 // The memory compaction after a config apply: a real full collection once the process is quiet
-// after start and after each reload, none while a request is in flight, one for a burst of
-// applies, none after the process stops.
+// after start and after each reload that grew it, none while a request is in flight, one for a
+// burst of applies, none after the process stops.
 import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { collectGarbage } from '@tollgate/kit';
@@ -44,7 +44,8 @@ describe('memory compaction after a config apply', () => {
       return collectGarbage();
     };
     const route = { name: 'a', matches: [{ path: { value: '/a' } }], backends: [{ host: up.host }] };
-    const gw = await startGateway((port) => simpleConfig(port, [route]), { compactMemory: { delayMs: 10, collect, onOutcome: (o) => seen.push(o) } });
+    // Every reload counts as growth here (the default asks for 16 MiB or more).
+    const gw = await startGateway((port) => simpleConfig(port, [route]), { compactMemory: { delayMs: 10, minGrowthBytes: Number.NEGATIVE_INFINITY, collect, onOutcome: (o) => seen.push(o) } });
     cleanups.push(() => up.close(), () => gw.close());
 
     const first = await seen.next();
@@ -68,7 +69,7 @@ describe('memory compaction after a config apply', () => {
     });
     const seen = outcomes();
     const route = { name: 'a', matches: [{ path: { value: '/a' } }], backends: [{ host: up.host }] };
-    const gw = await startGateway((port) => simpleConfig(port, [route]), { compactMemory: { delayMs: 5, attempts: 3, onOutcome: (o) => seen.push(o) } });
+    const gw = await startGateway((port) => simpleConfig(port, [route]), { compactMemory: { delayMs: 5, attempts: 3, minGrowthBytes: Number.NEGATIVE_INFINITY, onOutcome: (o) => seen.push(o) } });
     cleanups.push(() => up.close(), () => gw.close());
     expect((await seen.next()).kind).toBe('collected');
 
@@ -83,6 +84,27 @@ describe('memory compaction after a config apply', () => {
 
     expect(await gw.rewrite(simpleConfig(gw.port, [route]))).toBe('reloaded');
     expect((await seen.next()).kind).toBe('collected');
+  });
+
+  it('after the first, collects only once the process has grown by the threshold since the last', async () => {
+    const up = await startUpstream((_req, res) => res.end('ok'));
+    const seen = outcomes();
+    let collections = 0;
+    const collect = async () => {
+      collections++;
+      return collectGarbage();
+    };
+    const route = { name: 'a', matches: [{ path: { value: '/a' } }], backends: [{ host: up.host }] };
+    const gw = await startGateway((port) => simpleConfig(port, [route]), { compactMemory: { delayMs: 10, minGrowthBytes: 1024 ** 4, collect, onOutcome: (o) => seen.push(o) } });
+    cleanups.push(() => up.close(), () => gw.close());
+    expect((await seen.next()).kind).toBe('collected');
+
+    expect(await gw.rewrite(simpleConfig(gw.port, [route, { ...route, name: 'b', matches: [{ path: { value: '/b' } }] }]))).toBe('reloaded');
+    const second = await seen.next();
+    expect(second.kind).toBe('unneeded');
+    if (second.kind === 'unneeded') expect(second.grownBytes).toBeLessThan(1024 ** 4);
+    expect(collections).toBe(1);
+    expect((await send(`${gw.url}/b`)).status).toBe(200);
   });
 
   it('waits for a period in which no request began, and gives up while requests keep coming', async () => {

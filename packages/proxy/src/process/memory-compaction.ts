@@ -7,6 +7,9 @@
 // A full collection stops the process for tens to hundreds of ms, so it waits for a quiet
 // period: no request in flight and none begun for the whole delay. A proxy that stays busy is
 // left alone (its own collections run anyway, and the young generation it grew is in use).
+// And it runs only when the process has grown since the last one: a controller pushing a
+// route or two at a time leaves little to give back, and a collection after every such push
+// would stall the next push (or request) for nothing.
 import { collectGarbage } from '@tollgate/kit';
 import type { Logger } from 'pino';
 
@@ -18,6 +21,12 @@ export interface MemoryCompactionOptions {
   readonly delayMs?: number;
   /** Quiet-period checks before giving up on one apply's collection (default 15). */
   readonly attempts?: number;
+  /**
+   * Growth of the resident memory since the last collection below which another is not worth
+   * its pause (default: the larger of 16 MiB and a quarter of what was resident after the last).
+   * The first collection always runs.
+   */
+  readonly minGrowthBytes?: number;
   /** Runs the collection; resolves with its duration in ms (tests count the calls). */
   readonly collect?: () => Promise<number>;
   /** Called with each scheduled collection's outcome. */
@@ -27,6 +36,7 @@ export interface MemoryCompactionOptions {
 export type CompactionOutcome =
   | { readonly kind: 'collected'; readonly ms: number; readonly rssBefore: number; readonly rssAfter: number }
   | { readonly kind: 'busy' }
+  | { readonly kind: 'unneeded'; readonly grownBytes: number }
   | { readonly kind: 'failed'; readonly err: unknown };
 
 const MiB = 1024 * 1024;
@@ -38,6 +48,8 @@ export class MemoryCompaction {
   /** Requests begun when the current quiet period started. */
   #startedAt = 0;
   #stopped = false;
+  /** Resident memory right after the last collection; null before the first. */
+  #rssAfterLast: number | null = null;
   constructor(options: MemoryCompactionOptions) {
     this.#options = options;
   }
@@ -77,10 +89,17 @@ export class MemoryCompaction {
       return this.#options.onOutcome?.({ kind: 'busy' });
     }
     const rssBefore = process.memoryUsage.rss();
+    if (this.#rssAfterLast !== null) {
+      const grownBytes = rssBefore - this.#rssAfterLast;
+      if (grownBytes < (this.#options.minGrowthBytes ?? Math.max(16 * MiB, this.#rssAfterLast / 4))) {
+        return this.#options.onOutcome?.({ kind: 'unneeded', grownBytes });
+      }
+    }
     let outcome: CompactionOutcome;
     try {
       const ms = await (this.#options.collect ?? collectGarbage)();
       outcome = { kind: 'collected', ms, rssBefore, rssAfter: process.memoryUsage.rss() };
+      this.#rssAfterLast = outcome.rssAfter;
       this.#options.log.debug(
         { ms: Math.round(ms), rssBeforeMiB: Math.round(rssBefore / MiB), rssAfterMiB: Math.round(outcome.rssAfter / MiB) },
         'memory compacted after a config apply',
