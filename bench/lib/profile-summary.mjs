@@ -9,9 +9,21 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
-const { values, positionals } = parseArgs({ options: { top: { type: 'string', default: '30' }, inclusive: { type: 'string' }, skip: { type: 'string', default: '0' } }, allowPositionals: true });
+const USAGE = 'usage: node bench/lib/profile-summary.mjs <file.cpuprofile> [--top 30] [--inclusive <text>] [--skip <seconds>]\n';
+let parsed;
+try {
+  parsed = parseArgs({ options: { top: { type: 'string', default: '30' }, inclusive: { type: 'string' }, skip: { type: 'string', default: '0' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+} catch (err) {
+  process.stderr.write(`profile-summary: ${err.message}\n${USAGE}`);
+  process.exit(2);
+}
+const { values, positionals } = parsed;
+if (values.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 if (positionals.length !== 1) {
-  process.stderr.write('usage: node bench/lib/profile-summary.mjs <file.cpuprofile> [--top 30]\n');
+  process.stderr.write(USAGE);
   process.exit(2);
 }
 const profile = JSON.parse(readFileSync(positionals[0], 'utf8'));
