@@ -106,3 +106,55 @@ describe('StatusWriter', () => {
     expect(api.puts).toBe(1);
   });
 });
+
+describe('StatusWriter: settled objects', () => {
+  it('skips an object whose report entry and stored object are unchanged since its last check, and merges again when either changes', async () => {
+    const { api, w, syncCache } = setup();
+    await w.start();
+    const r = report('True');
+    w.submit(r);
+    await w.idle();
+    syncCache();
+    expect(api.puts).toBe(1);
+    // The same report again: merged once against the written object (nothing to write), then settled.
+    w.submit(r);
+    await w.idle();
+    expect(w.lastPassSkipped).toBe(0);
+    w.submit(r);
+    await w.idle();
+    expect(w.lastPassSkipped).toBe(1);
+    expect(api.puts).toBe(1);
+
+    // Someone else rewrites the status (a new resourceVersion): merged again and put back, though the report entry is the same object.
+    api.stored = { ...api.stored, status: { conditions: [] }, metadata: { ...api.stored.metadata, resourceVersion: String(Number(api.stored.metadata!.resourceVersion) + 1) } };
+    syncCache();
+    w.submit(r);
+    await w.idle();
+    expect(w.lastPassSkipped).toBe(0);
+    expect(api.puts).toBe(2);
+    expect((api.stored.status!.conditions as { status: string }[])[0]!.status).toBe('True');
+
+    // A new report entry with other content on the same stored object: merged and written.
+    syncCache();
+    w.submit(report('False'));
+    await w.idle();
+    expect(w.lastPassSkipped).toBe(0);
+    expect(api.puts).toBe(3);
+    expect((api.stored.status!.conditions as { status: string }[])[0]!.status).toBe('False');
+  });
+
+  it('lets work already due run before a pass: an immediate queued before submit runs before the pass reads anything', async () => {
+    const order: string[] = [];
+    const cache = () => {
+      order.push('pass');
+      return undefined;
+    };
+    const w = new StatusWriter({ get: async () => undefined, replaceStatus: async (_k, o) => o }, cache, OURS, () => true, new ControllerMetrics(), pino({ level: 'silent' }));
+    await w.start();
+    setImmediate(() => order.push('due'));
+    w.submit(report('True'));
+    order.push('submitted');
+    await w.idle();
+    expect(order).toEqual(['submitted', 'due', 'pass']);
+  });
+});

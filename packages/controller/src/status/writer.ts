@@ -2,6 +2,15 @@
 // writes only what differs from the API server, only while this replica leads, one object at a
 // time, and retries a conflict on a fresh read. A newer report supersedes an older one in the
 // middle of a pass: each object is written from the newest report available.
+//
+// A pass visits every reported object, and with thousands of routes merging each one's status
+// (a JSON comparison of its parents and conditions) would cost tens of milliseconds per
+// reconcile while only the route that changed has anything to write. So an object whose report
+// entry is the same object as at its last check (the translator keeps the status of an
+// unchanged route) and whose stored object has the same resourceVersion is known to be
+// settled and skipped. A pass runs after the reconcile's own task (whose snapshot push must
+// reach the wire first) and yields between slices of work, so that a long first pass does not
+// hold up watch events and snapshot acknowledgements.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ControllerMetrics } from '../metrics/metrics.js';
@@ -15,6 +24,8 @@ import { withProgrammed } from './programmed.js';
 import { mergeGatewayClassStatus, mergeGatewayPolicyStatus, mergeGatewayStatus, mergeHTTPRouteStatus, sameStatus } from './merge.js';
 
 const MAX_ATTEMPTS = 5;
+/** A pass gives the event loop a turn after this much work. */
+const SLICE_MS = 8;
 
 /** Reads the informer cache. */
 export type CacheReader = (kind: StatusKind, name: string, namespace?: string) => KubernetesObject | undefined;
@@ -41,6 +52,14 @@ export class StatusWriter implements Runnable {
    * object is the current one (otherwise every write would be followed by a conflict).
    */
   readonly #written = new Map<string, { before: string; after: StatusBearing }>();
+  /**
+   * Per object (not Gateways: their status also reads the proxies' state), the report entry
+   * and the stored resourceVersion of its last check that left nothing to write. While both
+   * are the same, merging again would find nothing either.
+   */
+  readonly #settled = new Map<string, { entry: object; resourceVersion: string }>();
+  /** Objects of the last pass found settled without a merge (tests, debug log). */
+  lastPassSkipped = 0;
 
   constructor(
     private readonly api: StatusApi,
@@ -90,7 +109,7 @@ export class StatusWriter implements Runnable {
 
   #kick(): void {
     if (!this.#active || this.#pass || !this.#dirty) return;
-    this.#pass = this.#run().finally(() => {
+    this.#pass = turn().then(() => this.#run()).finally(() => {
       this.#pass = undefined;
       this.#kick();
     });
@@ -106,13 +125,22 @@ export class StatusWriter implements Runnable {
     if (!report) return;
     let checked = 0;
     let written = 0;
+    let skipped = 0;
     const reported = new Set<string>();
+    let slice = performance.now();
     for (const item of items(report)) {
       if (!this.#may()) return;
       checked++;
       reported.add(`${item.kind}/${item.key}`);
+      if (performance.now() - slice > SLICE_MS) {
+        await turn();
+        slice = performance.now();
+        if (!this.#may()) return;
+      }
       try {
-        if (await this.#write(item)) written++;
+        const outcome = await this.#write(item);
+        if (outcome === 'written') written++;
+        else if (outcome === 'settled') skipped++;
       } catch (err) {
         this.metrics.statusWrites.inc({ kind: item.kind, result: 'error' });
         this.log.error({ code: CONTROLLER_ERRORS.statusWrite.code, kind: item.kind, object: item.key, err: describeApiError(err) }, 'status write failed');
@@ -121,7 +149,9 @@ export class StatusWriter implements Runnable {
     // Objects gone from the report (deleted) are never read again: forget our writes to them,
     // or routes created and deleted over days would each leave their last written object here.
     for (const key of this.#written.keys()) if (!reported.has(key)) this.#written.delete(key);
-    this.log.debug({ checked, written }, 'status pass finished');
+    for (const key of this.#settled.keys()) if (!reported.has(key)) this.#settled.delete(key);
+    this.lastPassSkipped = skipped;
+    this.log.debug({ checked, written, skipped }, 'status pass finished');
   }
 
   /** Writes remembered until the cache shows them (tests). */
@@ -160,25 +190,49 @@ export class StatusWriter implements Runnable {
     }
   }
 
-  /** True when a write was made. */
-  async #write(item: Item): Promise<boolean> {
+  /** The report entry an object's status is merged from (the settled check compares it by identity). */
+  #entry(item: Item): object | undefined {
+    const r = this.#latest!;
+    switch (item.kind) {
+      case 'GatewayClass':
+        return r.gatewayClasses.get(item.key);
+      case 'HTTPRoute':
+        return r.httpRoutes.get(item.key);
+      case 'GatewayPolicy':
+        return r.gatewayPolicies.get(item.key);
+      case 'Gateway':
+        return undefined;
+    }
+  }
+
+  /** `settled`: known to need nothing without merging; `same`: merged, nothing to write. */
+  async #write(item: Item): Promise<'written' | 'same' | 'settled'> {
+    const key = `${item.kind}/${item.key}`;
     let obj = this.#current(item);
+    const settled = this.#settled.get(key);
+    if (obj && settled && settled.entry === this.#entry(item) && settled.resourceVersion === obj.metadata?.resourceVersion) return 'settled';
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      if (!obj) return false; // deleted meanwhile: nothing to report on
+      if (!obj) return 'same'; // deleted meanwhile: nothing to report on
+      // Read with the merge, synchronously: a newer report may have arrived during an await.
+      const entry = this.#entry(item);
       const status = this.#desired(item, obj.status);
-      if (!status || sameStatus(obj.status, status)) return false;
-      if (!this.#may()) return false;
+      if (!status || sameStatus(obj.status, status)) {
+        if (entry && status) this.#settled.set(key, { entry, resourceVersion: obj.metadata?.resourceVersion ?? '' });
+        return 'same';
+      }
+      this.#settled.delete(key);
+      if (!this.#may()) return 'same';
       try {
         const stored = (await this.api.replaceStatus(item.kind, { ...obj, status } as KubernetesObject)) as StatusBearing;
-        this.#written.set(`${item.kind}/${item.key}`, { before: obj.metadata?.resourceVersion ?? '', after: stored });
+        this.#written.set(key, { before: obj.metadata?.resourceVersion ?? '', after: stored });
         this.metrics.statusWrites.inc({ kind: item.kind, result: 'written' });
         this.log.debug({ kind: item.kind, object: item.key }, 'status written');
-        return true;
+        return 'written';
       } catch (err) {
         const code = statusCode(err);
         if (code === 404) {
           this.metrics.statusWrites.inc({ kind: item.kind, result: 'not_found' });
-          return false;
+          return 'same';
         }
         if (code !== 409) throw err;
         this.metrics.statusWrites.inc({ kind: item.kind, result: 'conflict' });
@@ -188,6 +242,11 @@ export class StatusWriter implements Runnable {
     }
     throw new Error(`still conflicting after ${MAX_ATTEMPTS} attempts`);
   }
+}
+
+/** One turn of the event loop: I/O already due (a snapshot push, watch events) goes first. */
+function turn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function* items(r: StatusReport): Generator<Item> {
