@@ -5,6 +5,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { toMatches, type ProxySnapshot, type RouteIR, type HTTPRouteMatch } from '@tollgate/api';
 import { compileSnapshot, selectRoute } from '../src/routing/compile.js';
+import { standalonePickerDeps } from '../src/routing/backend-picker.js';
+import { LimiterStore } from '../src/ratelimit/local/limiter.js';
+import { systemClock } from '../src/ratelimit/clock.js';
 import { effectiveHostnames, hostMatches, intersectHostname } from '../src/routing/hostname.js';
 
 const PREFIXES = ['/', '/a', '/a/', '/a/b', '/ab', '/a/b/c'];
@@ -107,6 +110,36 @@ describe('route precedence (property)', () => {
         }
       }),
       { numRuns: 400 },
+    );
+  });
+});
+
+describe('compiling against the snapshot serving now (property)', () => {
+  it('reuses the parts of the same route objects and selects exactly what a compile from scratch selects', () => {
+    fc.assert(
+      fc.property(arbRoutes, arbRoutes, fc.array(fc.nat(), { maxLength: 8 }), fc.array(arbRequest, { minLength: 1, maxLength: 10 }), (before, added, picks, requests) => {
+        const first = snapshotOf(before);
+        const old = first.binds[0]!.listeners[0]!.routes;
+        // The next snapshot: some of the old route objects, in another order, and new ones.
+        const fresh = snapshotOf([...before, ...added]).binds[0]!.listeners[0]!.routes.slice(before.length);
+        const kept = [...new Set(picks.map((i) => old[i % old.length]!))];
+        const routes = [...kept, ...fresh];
+        const next: ProxySnapshot = { ...first, binds: [{ ...first.binds[0]!, listeners: [{ ...first.binds[0]!.listeners[0]!, routes }] }] };
+        const previous = compileSnapshot(first);
+        const reused = compileSnapshot(next, { limiters: new LimiterStore(systemClock), makeGlobal: null, picking: standalonePickerDeps(), previous });
+        const scratch = compileSnapshot(next);
+        for (const r of kept) expect(reused.parts.get(r)).toBe(previous.parts.get(r));
+        for (const r of fresh) expect(previous.parts.has(r)).toBe(false);
+        expect([...reused.parts.keys()]).toEqual([...new Set(routes)]);
+        const pick = (c: typeof reused) => c.binds.get(1)!.listeners.first('x')!;
+        for (const r of requests) {
+          const headers = Object.fromEntries(r.headers);
+          const req = { method: r.method, path: r.path, query: r.query.join('&'), headers };
+          expect(selectRoute(pick(reused), r.host, req)?.route.ir.name ?? null).toBe(selectRoute(pick(scratch), r.host, req)?.route.ir.name ?? null);
+          expect(selectRoute(pick(reused), r.host, req)?.route.ir.name ?? null).toBe(reference(next, { ...r, headers, query: req.query }));
+        }
+      }),
+      { numRuns: 300 },
     );
   });
 });

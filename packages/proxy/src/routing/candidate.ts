@@ -28,16 +28,26 @@ function valueTest(m: ValueMatchIR): ValueTest {
   return (v) => v !== undefined && re.test(v);
 }
 
-export interface Candidate<R> {
-  readonly route: R;
+/**
+ * What one match compiles to by itself: its tests and its path split for the prefix trie.
+ * It depends only on the match object, so a route kept from one snapshot to the next keeps
+ * its compiled matches (no closures or regular expressions built again).
+ */
+export interface CompiledMatch {
   readonly match: RouteMatchIR;
-  /** Position of the route (then the match) in the config: the last tie-breaker. */
-  readonly order: number;
   readonly test: (req: RouteRequest, query: () => URLSearchParams) => boolean;
   readonly regex: RouteRegex | null;
+  /** A PathPrefix value's "/"-separated elements ("/a/b/" and "/a/b" alike; "/" none); null for Exact and RegularExpression. */
+  readonly prefix: readonly string[] | null;
 }
 
-export function compileCandidate<R>(route: R, match: RouteMatchIR, order: number): Candidate<R> {
+export interface Candidate<R> extends CompiledMatch {
+  readonly route: R;
+  /** Position of the route (then the match) in the config: the last tie-breaker. */
+  readonly order: number;
+}
+
+export function compileMatch(match: RouteMatchIR): CompiledMatch {
   const headers = match.headers.map((h) => ({ name: h.name, test: valueTest(h) }));
   const params = match.queryParams.map((q) => ({ name: q.name, test: valueTest(q) }));
   const method = match.method;
@@ -53,8 +63,20 @@ export function compileCandidate<R>(route: R, match: RouteMatchIR, order: number
     }
     return true;
   };
-  const pathRegex = match.path.type === 'RegularExpression' ? regex(match.path.value) : null;
-  return { route, match, order, test, regex: pathRegex };
+  const { type, value } = match.path;
+  const pathRegex = type === 'RegularExpression' ? regex(value) : null;
+  return { match, test, regex: pathRegex, prefix: type === 'Exact' || type === 'RegularExpression' ? null : prefixSegments(value) };
+}
+
+/** "/a/b/" and "/a/b" are the same prefix; "/" is the root. */
+export function prefixSegments(value: string): string[] {
+  const trimmed = value.replace(/\/+$/, '');
+  return trimmed ? trimmed.slice(1).split('/') : [];
+}
+
+export function compileCandidate<R>(route: R, match: CompiledMatch | RouteMatchIR, order: number): Candidate<R> {
+  const m = 'test' in match ? match : compileMatch(match);
+  return { route, order, match: m.match, test: m.test, regex: m.regex, prefix: m.prefix };
 }
 
 /**

@@ -1,9 +1,17 @@
 // Compiles a ProxySnapshot into lookup structures, once per config: per bind a table of
 // listeners by hostname; per listener a table of path indexes by effective route hostname.
 // Serving a request then costs a few map lookups regardless of the number of routes.
+//
+// A snapshot of a large Gateway is mostly routes, and from one snapshot to the next almost all
+// of them are the same objects (the decoder keeps the routes it already had). What a route
+// compiles to by itself (its backend pickers, filters and compiled matches: RouteParts) is
+// kept by route object from the snapshot serving now, so an apply that changed one route of
+// thousands builds one route's parts; the indexes, which depend on every route, are rebuilt.
+// Only the serving snapshot's parts are reused: their pickers hold endpoints that snapshot
+// keeps alive, and nothing outlives the next apply.
 import type { BackendIR, BindIR, FilterIR, HeaderModifierIR, ListenerIR, PathMatchIR, ProxySnapshot, RouteIR } from '@tollgate/api';
-import { backendPicker, standalonePickerDeps, type BackendPicker, type PickerDeps } from './backend-picker.js';
-import { compileCandidate, type Candidate, type RouteRequest } from './candidate.js';
+import { backendPicker, routeUpstreamNames, standalonePickerDeps, type BackendPicker, type PickerDeps } from './backend-picker.js';
+import { compileCandidate, compileMatch, type Candidate, type CompiledMatch, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
 import { effectiveHostnames } from './hostname.js';
 import { PathIndex } from './path-index.js';
@@ -19,6 +27,30 @@ export interface CompileDeps {
   readonly picking: PickerDeps;
   /** Parsed certificates kept across snapshots (a fresh cache when absent). */
   readonly tlsContexts?: TlsContextCache;
+  /** The snapshot serving now: routes that are the same objects reuse its RouteParts. */
+  readonly previous?: CompiledSnapshot | null;
+}
+
+/** What a route compiles to whatever its listener: kept while the route object is the same. */
+export interface RouteParts {
+  readonly pickBackend: BackendPicker;
+  readonly redirect: Extract<FilterIR, { type: 'RequestRedirect' }> | null;
+  readonly mirrors: readonly CompiledMirror[] | null;
+  readonly responseModifiers: readonly HeaderModifierIR[];
+  readonly matches: readonly CompiledMatch[];
+  /** Every endpoint address it can send to (routeUpstreamNames). */
+  readonly upstreams: readonly string[];
+}
+
+function compileRouteParts(r: RouteIR, picking: PickerDeps): RouteParts {
+  return {
+    pickBackend: backendPicker(r.backends, picking),
+    redirect: r.filters.find((f): f is Extract<FilterIR, { type: 'RequestRedirect' }> => f.type === 'RequestRedirect') ?? null,
+    mirrors: compileMirrors(r.filters, picking),
+    responseModifiers: r.filters.filter((f): f is Extract<FilterIR, { type: 'ResponseHeaderModifier' }> => f.type === 'ResponseHeaderModifier'),
+    matches: r.matches.map(compileMatch),
+    upstreams: routeUpstreamNames(r),
+  };
 }
 
 export interface CompiledRoute {
@@ -74,6 +106,12 @@ export interface CompiledSnapshot {
   readonly binds: ReadonlyMap<number, CompiledBind>;
   /** Routes whose hostnames share none with their listener's: not served, reported once. */
   readonly detached: readonly string[];
+  /** Every endpoint address a route can send to: the endpoint state the runtime keeps. */
+  readonly upstreams: ReadonlySet<string>;
+  /** The names of its routes (their metrics series are kept). */
+  readonly routeNames: ReadonlySet<string>;
+  /** Each route's parts, by route object (the next compile reuses them). */
+  readonly parts: ReadonlyMap<RouteIR, RouteParts>;
 }
 
 export interface RouteHit {
@@ -85,6 +123,10 @@ export interface RouteHit {
 export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = null): CompiledSnapshot {
   const binds = new Map<number, CompiledBind>();
   const detached: string[] = [];
+  const upstreams = new Set<string>();
+  const routeNames = new Set<string>();
+  const parts = new Map<RouteIR, RouteParts>();
+  const kept = deps?.previous?.parts;
   let order = 0;
   const picking = deps?.picking ?? standalonePickerDeps();
   const tlsContexts = deps?.tlsContexts ?? new TlsContextCache();
@@ -98,13 +140,18 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
         const hosts = effectiveHostnames(l.hostname, r.hostnames);
         const routePolicy = deps ? compilePolicy('route', r.name, r.policy, deps.limiters, deps.makeGlobal) : null;
         if (!hosts.length) detached.push(r.name);
+        let own = parts.get(r) ?? kept?.get(r);
+        if (!own) own = compileRouteParts(r, picking);
+        parts.set(r, own);
+        for (const u of own.upstreams) upstreams.add(u);
+        routeNames.add(r.name);
         const route: CompiledRoute = {
           ir: r,
           listener,
-          pickBackend: backendPicker(r.backends, picking),
-          redirect: r.filters.find((f): f is Extract<FilterIR, { type: 'RequestRedirect' }> => f.type === 'RequestRedirect') ?? null,
-          mirrors: compileMirrors(r.filters, picking),
-          responseModifiers: r.filters.filter((f): f is Extract<FilterIR, { type: 'ResponseHeaderModifier' }> => f.type === 'ResponseHeaderModifier'),
+          pickBackend: own.pickBackend,
+          redirect: own.redirect,
+          mirrors: own.mirrors,
+          responseModifiers: own.responseModifiers,
           policy: routePolicy,
           countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false),
         };
@@ -112,14 +159,14 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
         order += r.matches.length;
         for (const h of hosts) {
           const index = listener.routes.upsert(h, () => new PathIndex());
-          r.matches.forEach((m, i) => index.add(compileCandidate(route, m, base + i)));
+          own.matches.forEach((m, i) => index.add(compileCandidate(route, m, base + i)));
         }
       }
       for (const index of listener.routes.values()) index.seal();
     }
     binds.set(bind.port, { ir: bind, listeners, tls: compileBindTls(bind, tlsContexts) });
   }
-  return { ir, binds, detached };
+  return { ir, binds, detached, upstreams, routeNames, parts };
 }
 
 /** Names of the routes serving `host` on a listener, most specific host first (for traces of a 404). */

@@ -5,17 +5,11 @@
 //
 // Rank, as the Gateway API orders it: Exact, then the longest prefix. Regular expressions
 // are ranked between the two (exact > regex > prefix), as most implementations do.
-import { compareCandidates, type Candidate } from './candidate.js';
+import { compareCandidates, prefixSegments, type Candidate } from './candidate.js';
 
 class PrefixNode<R> {
   readonly children = new Map<string, PrefixNode<R>>();
   candidates: Candidate<R>[] = [];
-}
-
-/** "/a/b/" and "/a/b" are the same prefix; "/" is the root. */
-function prefixSegments(value: string): string[] {
-  const trimmed = value.replace(/\/+$/, '');
-  return trimmed ? trimmed.slice(1).split('/') : [];
 }
 
 export class PathIndex<R> {
@@ -33,7 +27,7 @@ export class PathIndex<R> {
       this.#regex.push(c);
     } else {
       let node = this.#root;
-      for (const seg of prefixSegments(value)) {
+      for (const seg of c.prefix ?? prefixSegments(value)) {
         let next = node.children.get(seg);
         if (!next) node.children.set(seg, (next = new PrefixNode<R>()));
         node = next;

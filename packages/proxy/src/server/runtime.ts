@@ -2,7 +2,7 @@
 // pools. `apply()` swaps in a new snapshot atomically: it compiles first, opens any new
 // ports, then switches the pointer every new request reads, then closes ports no longer
 // configured. If any step before the switch fails, the previous config keeps serving.
-import type { BindIR, ProxySnapshot } from '@tollgate/api';
+import type { BindIR, PolicyIR, ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
 import { EndpointTable } from '../upstream/endpoints.js';
@@ -19,7 +19,7 @@ import { DEFAULT_PATH_SETTINGS, type PathSettings } from '../pipeline/request-ta
 import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext } from './data-plane.js';
 import { TlsContextCache } from './tls-contexts.js';
 import type { InFlight } from './inflight.js';
-import { routeUpstreamNames, SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
+import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
 
 export interface RuntimeOptions {
   readonly connectTimeoutMs: number;
@@ -139,9 +139,15 @@ export class ProxyRuntime {
 
   async apply(ir: ProxySnapshot): Promise<void> {
     const services = new Map<string, 'FailOpen' | 'FailClosed'>();
-    for (const p of ir.binds.flatMap((b) => b.listeners.flatMap((l) => [l.policy, ...l.routes.map((r) => r.policy)]))) {
+    const note = (p: PolicyIR | null) => {
       const g = p?.remoteRateLimit;
       if (g && services.get(g.service) !== 'FailClosed') services.set(g.service, g.failureMode);
+    };
+    for (const b of ir.binds) {
+      for (const l of b.listeners) {
+        note(l.policy);
+        for (const r of l.routes) note(r.policy);
+      }
     }
     if (services.size && !this.#global) {
       const m = await import('../ratelimit/global/index.js');
@@ -149,7 +155,7 @@ export class ProxyRuntime {
     }
     let next: CompiledSnapshot;
     try {
-      next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.#makeGlobal, picking: this.#picking, tlsContexts: this.#tlsContexts });
+      next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.#makeGlobal, picking: this.#picking, tlsContexts: this.#tlsContexts, previous: this.#current });
     } catch (err) {
       this.limiters.discard();
       this.#tlsContexts.discard();
@@ -234,8 +240,8 @@ export class ProxyRuntime {
       void server.close(this.options.drainTimeoutMs);
     }
     // Endpoints the new config still lists keep their state; the others close once idle.
-    this.endpoints.retain(new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap(routeUpstreamNames)))));
-    this.metrics.retainRoutes(new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.map((r) => r.name)))));
+    this.endpoints.retain(next.upstreams);
+    this.metrics.retainRoutes(next.routeNames);
     this.#global?.pool.retain(services);
   }
 
