@@ -69,6 +69,58 @@ export interface SnapshotParts {
   readonly skeleton: string;
   readonly routes: readonly string[];
   readonly routeCounts: readonly number[];
+  /** A delta (encodeSnapshotDelta): `routes` holds the new routes only. */
+  readonly base?: DeltaBase;
+}
+
+/**
+ * How a delta names the routes the receiver has: `version` is the snapshot they come from,
+ * `refs` has one entry per route in document order: 0 for the next text of `routes`, k > 0
+ * for the route at position k-1 of the base snapshot (document order, from 0).
+ */
+export interface DeltaBase {
+  readonly version: string;
+  readonly refs: readonly number[];
+}
+
+/** Each route of a snapshot by object, with its first position in document order (what a delta's refs count). */
+export function routePositions(snapshot: ProxySnapshot): Map<RouteIR, number> {
+  const positions = new Map<RouteIR, number>();
+  let at = 0;
+  for (const b of snapshot.binds) {
+    for (const l of b.listeners) {
+      for (const r of l.routes) {
+        if (!positions.has(r)) positions.set(r, at);
+        at++;
+      }
+    }
+  }
+  return positions;
+}
+
+/**
+ * encodeSnapshotParts() relative to a snapshot the receiver serves (`positions`:
+ * routePositions() of it): a route object found there is sent as its position, any other as
+ * its text. The translator keeps the objects of unchanged routes, so a change to one route of
+ * thousands sends one text and a list of small numbers.
+ */
+export function encodeSnapshotDelta(snapshot: ProxySnapshot, base: { readonly version: string; readonly positions: ReadonlyMap<RouteIR, number> }): SnapshotParts {
+  const routes: string[] = [];
+  const routeCounts: number[] = [];
+  const refs: number[] = [];
+  for (const b of snapshot.binds) {
+    for (const l of b.listeners) {
+      for (const r of l.routes) {
+        const at = base.positions.get(r);
+        if (at === undefined) {
+          refs.push(0);
+          routes.push(routeText(r));
+        } else refs.push(at + 1);
+      }
+      routeCounts.push(l.routes.length);
+    }
+  }
+  return { skeleton: encodeSkeleton(snapshot), routes, routeCounts, base: { version: base.version, refs } };
 }
 
 export function encodeSnapshotParts(snapshot: ProxySnapshot): SnapshotParts {
@@ -115,8 +167,31 @@ export function decodeSnapshot(text: string, subject = 'snapshot'): ProxySnapsho
  * (validated, wrapped, hashed) instead of being checked again. A snapshot that fails keeps
  * the routes of the last good one.
  */
+/**
+ * A delta that names what this decoder does not hold (another base version, a position past
+ * its routes): nothing is wrong with the snapshot, the sender must send it in full.
+ */
+export class DeltaMismatchError extends ValidationError {}
+
 export class SnapshotDecoder {
   #routes = new Map<string, RouteIR>();
+  /** The last good snapshot's version and its routes in document order (what a delta refers to). */
+  #version: string | null = null;
+  #order: readonly RouteIR[] = [];
+  /** What the decoder held before the last decode: rollback() returns to it. */
+  #before: { routes: Map<string, RouteIR>; version: string | null; order: readonly RouteIR[] } | null = null;
+
+  /**
+   * Forgets the last snapshot decoded, for a receiver that could not apply it: the decoder
+   * holds the one before again, which is what the receiver still serves (a delta names it).
+   */
+  rollback(): void {
+    if (!this.#before) return;
+    this.#routes = this.#before.routes;
+    this.#version = this.#before.version;
+    this.#order = this.#before.order;
+    this.#before = null;
+  }
 
   decode(text: string, subject = 'snapshot'): ProxySnapshot {
     return this.fromWire(parseJson(text, subject), subject);
@@ -129,8 +204,17 @@ export class SnapshotDecoder {
     return this.#decode(skeleton, routes.map((list) => list.map((r) => ({ text: JSON.stringify(r), value: r }))), subject);
   }
 
-  /** The parts encodeSnapshotParts() wrote. Parts without routes and counts are a whole snapshot's text (decode()). */
+  /** The version of the last snapshot decoded (null before the first): the base a delta must name. */
+  get version(): string | null {
+    return this.#version;
+  }
+
+  /**
+   * The parts encodeSnapshotParts() or encodeSnapshotDelta() wrote. Parts without routes and
+   * counts are a whole snapshot's text (decode()).
+   */
   decodeParts(parts: SnapshotParts, subject = 'snapshot'): ProxySnapshot {
+    if (parts.base) return this.#decodeDelta(parts, parts.base, subject);
     if (!parts.routes.length && !parts.routeCounts.length) return this.decode(parts.skeleton, subject);
     const value = parseJson(parts.skeleton, subject);
     const routes: unknown[][] = [];
@@ -146,17 +230,51 @@ export class SnapshotDecoder {
     return this.#decode(skeleton, parts.routeCounts.map((c) => parts.routes.slice(next, (next += c)).map((text) => ({ text }))), subject);
   }
 
+  #decodeDelta(parts: SnapshotParts, base: DeltaBase, subject: string): ProxySnapshot {
+    const problem = (path: string, message: string): never => {
+      throw new ValidationError(subject, [{ path, message }]);
+    };
+    const mismatch = (path: string, message: string): never => {
+      throw new DeltaMismatchError(subject, [{ path, message }]);
+    };
+    if (base.version !== this.#version) {
+      mismatch('baseVersion', `got ${JSON.stringify(base.version)}; this proxy holds ${this.#version === null ? 'no snapshot yet' : JSON.stringify(this.#version)}: send the full snapshot`);
+    }
+    const value = parseJson(parts.skeleton, subject);
+    const routes: unknown[][] = [];
+    const skeleton = withoutRoutes(value, routes);
+    const inSkeleton = routes.reduce((n, list) => n + list.length, 0);
+    const counted = parts.routeCounts.reduce((n, c) => n + c, 0);
+    if (inSkeleton || routes.length !== parts.routeCounts.length || counted !== base.refs.length) {
+      problem('routeCounts', `got ${parts.routeCounts.length} listener counts adding up to ${counted} for ${routes.length} listeners and ${base.refs.length} route refs; expected one count per listener adding up to the refs sent`);
+    }
+    const texts = base.refs.reduce((n, r) => n + (r === 0 ? 1 : 0), 0);
+    if (texts !== parts.routes.length) problem('routes', `got ${parts.routes.length} route texts for ${texts} refs of 0; expected one text per new route`);
+    const order = this.#order;
+    let next = 0;
+    let at = 0;
+    const entries = parts.routeCounts.map((c) =>
+      base.refs.slice(at, (at += c)).map((ref, i): RouteEntry => {
+        if (ref === 0) return { text: parts.routes[next++]! };
+        const route = Number.isInteger(ref) && ref > 0 ? order[ref - 1] : undefined;
+        return route ? { route } : mismatch(`routeRefs[${at - c + i}]`, `got ${ref}; the base snapshot ${this.#version} has ${order.length} routes (refs are 1 to ${order.length}, or 0 for a route sent as text)`);
+      }),
+    );
+    return this.#decode(skeleton, entries, subject);
+  }
+
   /**
-   * The snapshot without its routes against the whole schema, then each route: one whose text
-   * was in the last good snapshot is taken as it was; a new one is parsed (when it came as text),
-   * checked on its own and wrapped.
+   * The snapshot without its routes against the whole schema, then each route: one a delta
+   * took from the base, or whose text was in the last good snapshot, is taken as it was; a new
+   * one is parsed (when it came as text), checked on its own and wrapped.
    */
-  #decode(skeleton: unknown, routes: { text: string; value?: unknown }[][], subject: string): ProxySnapshot {
+  #decode(skeleton: unknown, routes: RouteEntry[][], subject: string): ProxySnapshot {
     const result = validateWire(skeleton);
     if (!result.ok) throw new ValidationError(subject, result.problems);
     const wire = result.value;
     const problems = crossCheck(wire);
     const seen = new Map<string, RouteIR>();
+    const order: RouteIR[] = [];
     let at = 0;
     const snapshot: ProxySnapshot = {
       ...wire,
@@ -164,7 +282,14 @@ export class SnapshotDecoder {
         ...b,
         listeners: b.listeners.map((l, li) => {
           const out: RouteIR[] = [];
-          routes[at++]!.forEach(({ text, value }, ri) => {
+          routes[at++]!.forEach((entry, ri) => {
+            if ('route' in entry) {
+              seen.set(routeText(entry.route), entry.route);
+              order.push(entry.route);
+              out.push(entry.route);
+              return;
+            }
+            const { text, value } = entry;
             let route = seen.get(text) ?? this.#routes.get(text);
             if (route === undefined) {
               const path = `binds[${bi}].listeners[${li}].routes[${ri}]`;
@@ -187,6 +312,7 @@ export class SnapshotDecoder {
               routeTexts.set(route, text);
             }
             seen.set(text, route);
+            order.push(route);
             out.push(route);
           });
           return wrapListener(l, out);
@@ -200,10 +326,16 @@ export class SnapshotDecoder {
       }
     }
     if (problems.length) throw new ValidationError(subject, problems);
+    this.#before = { routes: this.#routes, version: this.#version, order: this.#order };
     this.#routes = seen;
+    this.#order = order;
+    this.#version = snapshot.version;
     return snapshot;
   }
 }
+
+/** A route of a snapshot being decoded: its text (and the parsed value, when it came parsed), or a route a delta took from the base. */
+type RouteEntry = { readonly text: string; readonly value?: unknown } | { readonly route: RouteIR };
 
 function parseJson(text: string, subject: string): unknown {
   try {

@@ -7,7 +7,9 @@ import {
   fromWire,
   REDACTED,
   Secret,
+  encodeSnapshotDelta,
   encodeSnapshotParts,
+  routePositions,
   SnapshotDecoder,
   snapshotProblems,
   snapshotVersion,
@@ -229,5 +231,60 @@ describe('successive snapshots: only new routes are checked', () => {
     const parts = encodeSnapshotParts(twoRoutes('/b'));
     expect(problemsOf(() => new SnapshotDecoder().decodeParts({ ...parts, routeCounts: [1] }))).toEqual([expect.stringMatching(/^routeCounts: got 1 listener counts adding up to 1 for 1 listeners and 2 routes/)]);
     expect(problemsOf(() => new SnapshotDecoder().decodeParts({ ...parts, routes: [parts.routes[0]!, '{'] }))).toEqual([expect.stringMatching(/^binds\[0\]\.listeners\[0\]\.routes\[1\]: not JSON/)]);
+  });
+
+  describe('deltas: routes the receiver holds are sent as their positions in its snapshot', () => {
+    /** v1 = twoRoutes('/b'); v2 keeps v1's first route object and replaces the second. */
+    function pair() {
+      const v1 = twoRoutes('/b');
+      const listener = v1.binds[0]!.listeners[0]!;
+      const changed = { ...routesOf(v1)[1]!, matches: [{ path: { type: 'PathPrefix' as const, value: '/c' }, method: null, headers: [], queryParams: [] }] };
+      const v2 = withVersion({ source: v1.source, binds: [{ ...v1.binds[0]!, listeners: [{ ...listener, routes: [routesOf(v1)[0]!, changed] }] }] });
+      const delta = encodeSnapshotDelta(v2, { version: v1.version, positions: routePositions(v1) });
+      return { v1, v2, delta };
+    }
+
+    it('carries only the new route texts and decodes to the same snapshot, unchanged routes being the objects held', () => {
+      const { v1, v2, delta } = pair();
+      expect(delta.base).toEqual({ version: v1.version, refs: [1, 0] });
+      expect(delta.routes).toHaveLength(1);
+      const decoder = new SnapshotDecoder();
+      const a = decoder.decodeParts(encodeSnapshotParts(v1));
+      expect(decoder.version).toBe(v1.version);
+      const b = decoder.decodeParts(delta);
+      expect(toWire(b)).toEqual(toWire(v2));
+      expect(b.version).toBe(v2.version);
+      expect(routesOf(b)[0]).toBe(routesOf(a)[0]);
+      expect(decoder.version).toBe(v2.version);
+    });
+
+    it('refuses a delta against a version it does not hold, a position out of range and texts that do not fit the refs, keeping what it holds', () => {
+      const { v1, delta } = pair();
+      expect(problemsOf(() => new SnapshotDecoder().decodeParts(delta))).toEqual([`baseVersion: got "${v1.version}"; this proxy holds no snapshot yet: send the full snapshot`]);
+      const decoder = new SnapshotDecoder();
+      decoder.decodeParts(encodeSnapshotParts(v1));
+      const base = delta.base!;
+      expect(problemsOf(() => decoder.decodeParts({ ...delta, base: { ...base, refs: [3, 0] } }))).toEqual([
+        `routeRefs[0]: got 3; the base snapshot ${v1.version} has 2 routes (refs are 1 to 2, or 0 for a route sent as text)`,
+      ]);
+      expect(problemsOf(() => decoder.decodeParts({ ...delta, base: { ...base, refs: [1, 1] } }))).toEqual(['routes: got 1 route texts for 0 refs of 0; expected one text per new route']);
+      expect(problemsOf(() => decoder.decodeParts({ ...delta, base: { ...base, refs: [1] }, routes: [] }))).toEqual([
+        expect.stringMatching(/^routeCounts: got 1 listener counts adding up to 2 for 1 listeners and 1 route refs/),
+      ]);
+      expect(problemsOf(() => decoder.decodeParts({ ...delta, routes: ['{'] }))).toEqual([expect.stringMatching(/^binds\[0\]\.listeners\[0\]\.routes\[1\]: not JSON/)]);
+      // None of the refusals changed what the decoder holds: the good delta still applies.
+      expect(decoder.version).toBe(v1.version);
+      expect(decoder.decodeParts(delta).version).toBe(pair().v2.version);
+    });
+
+    it('rollback() returns to the snapshot before the last one decoded (the one still serving when an apply failed)', () => {
+      const { v1, delta } = pair();
+      const decoder = new SnapshotDecoder();
+      decoder.decodeParts(encodeSnapshotParts(v1));
+      decoder.decodeParts(encodeSnapshotParts(twoRoutes('/z')));
+      decoder.rollback();
+      expect(decoder.version).toBe(v1.version);
+      expect(decoder.decodeParts(delta).version).toBe(pair().v2.version);
+    });
   });
 });

@@ -2,7 +2,7 @@
 // each answer (ACK, NACK, silence) is chosen by the test.
 import { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
-import { SnapshotDecoder, standaloneToSnapshot, validateStandaloneConfig, type ProxySnapshot } from '@tollgate/api';
+import { SnapshotDecoder, standaloneToSnapshot, validateStandaloneConfig, withVersion, type ProxySnapshot, type RouteIR, type SnapshotParts } from '@tollgate/api';
 import { SNAPSHOT_SERVICE, SNAPSHOT_STREAM_PATH, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
 import pino from 'pino';
 import { Registry } from 'prom-client';
@@ -19,6 +19,23 @@ const GATEWAY = 'edge/public';
 function snapshot(route: string): ProxySnapshot {
   const config = { binds: [{ port: 18080, listeners: [{ name: 'main', protocol: 'HTTP', routes: [{ name: route, backends: [{ host: '127.0.0.1:1' }] }] }] }] };
   return standaloneToSnapshot(validateStandaloneConfig(config, 'test'), { kind: 'controller', gateway: GATEWAY });
+}
+
+/** `base` with its routes replaced by `routes` (route objects of `base` kept as they are). */
+function withRoutes(base: ProxySnapshot, routes: readonly RouteIR[]): ProxySnapshot {
+  const l = base.binds[0]!.listeners[0]!;
+  return withVersion({ source: base.source, binds: [{ ...base.binds[0]!, listeners: [{ ...l, routes: [...routes] }] }] });
+}
+const routesOf = (s: ProxySnapshot) => s.binds[0]!.listeners[0]!.routes;
+
+/** A push as the decoder takes it. */
+function partsOf(p: SnapshotPush): SnapshotParts {
+  return {
+    skeleton: p.snapshot.toString('utf8'),
+    routes: p.routes.map((r) => r.toString('utf8')),
+    routeCounts: p.routeCounts,
+    ...(p.baseVersion ? { base: { version: p.baseVersion, refs: p.routeRefs } } : {}),
+  };
 }
 
 /** A proxy played by hand: received pushes are queued, answers are sent explicitly. */
@@ -51,8 +68,8 @@ class FakeProxy {
     this.call.write({ ack: { version: p.version, nonce: p.nonce } });
   }
 
-  nack(p: SnapshotPush, error: string): void {
-    this.call.write({ nack: { nonce: p.nonce, error } });
+  nack(p: SnapshotPush, error: string, wantFull = false): void {
+    this.call.write({ nack: { nonce: p.nonce, error, wantFull } });
   }
 }
 
@@ -307,5 +324,127 @@ describe('snapshot stream protocol', () => {
     await server.stop();
     // Forced: the stream was cut, not completed.
     expect((await proxy.closed).code).not.toBe(grpc.status.OK);
+  });
+});
+
+describe('snapshot stream deltas', () => {
+  const counter = async (h: Harness, name: string, labels: string) => {
+    const m = (await h.registry.metrics()).match(new RegExp(`^${name}\\{${labels}\\} (\\d+)$`, 'm'));
+    return m ? Number(m[1]) : 0;
+  };
+
+  it('after an ACK, a new version carries only the new routes; the rest are positions in the ACKed one', async () => {
+    const h = await start();
+    const v1 = snapshot('one');
+    const two = routesOf(snapshot('two'))[0]!;
+    offer(h, v1);
+    const proxy = new FakeProxy(h.client, {});
+    const decoder = new SnapshotDecoder();
+    const first = await proxy.next();
+    expect(first.baseVersion).toBe('');
+    const a = decoder.decodeParts(partsOf(first));
+    proxy.ack(first);
+    const v2 = withRoutes(v1, [routesOf(v1)[0]!, two]);
+    offer(h, v2);
+    const second = await proxy.next();
+    expect([second.baseVersion, second.routeRefs, second.routes.length]).toEqual([v1.version, [1, 0], 1]);
+    const b = decoder.decodeParts(partsOf(second));
+    expect(b.version).toBe(v2.version);
+    expect(routesOf(b)[0]).toBe(routesOf(a)[0]);
+    expect(await counter(h, 'tollgate_controller_stream_encodings_total', 'form="delta"')).toBe(1);
+  });
+
+  it('proxies holding the same version share one encoding of the delta', async () => {
+    const h = await start();
+    const v1 = snapshot('one');
+    offer(h, v1);
+    const proxies = ['a', 'b', 'c'].map((pod) => new FakeProxy(h.client, { pod }));
+    for (const p of proxies) p.ack(await p.next());
+    // Every ACK has arrived once the server lists each proxy at v1.
+    await expect.poll(() => h.server.proxies().get(GATEWAY)?.map((p) => p.ackedVersion)).toEqual([v1.version, v1.version, v1.version]);
+    offer(h, withRoutes(v1, [routesOf(v1)[0]!, routesOf(snapshot('two'))[0]!]));
+    const pushes = await Promise.all(proxies.map((p) => p.next()));
+    expect(new Set(pushes.map((p) => p.baseVersion))).toEqual(new Set([v1.version]));
+    expect(new Set(pushes.map((p) => p.nonce)).size).toBe(3);
+    expect(await counter(h, 'tollgate_controller_stream_encodings_total', 'form="delta"')).toBe(1);
+    expect(await counter(h, 'tollgate_controller_stream_encodings_total', 'form="full"')).toBe(1);
+  });
+
+  it('a delta the proxy cannot resolve is sent again in full, and the Gateway is not rejected for it', async () => {
+    const h = await start();
+    const v1 = snapshot('one');
+    offer(h, v1);
+    const proxy = new FakeProxy(h.client, {});
+    proxy.ack(await proxy.next());
+    const v2 = withRoutes(v1, [routesOf(v1)[0]!, routesOf(snapshot('two'))[0]!]);
+    offer(h, v2);
+    const delta = await proxy.next();
+    expect(delta.baseVersion).toBe(v1.version);
+    proxy.nack(delta, `baseVersion: got "${v1.version}"; this proxy holds no snapshot yet: send the full snapshot`, true);
+    const full = await proxy.next();
+    expect([full.version, full.baseVersion, full.routes.length]).toEqual([v2.version, '', 2]);
+    expect(new SnapshotDecoder().decodeParts(partsOf(full)).version).toBe(v2.version);
+    expect(h.nacks).toEqual([]);
+    expect(h.server.rejection(GATEWAY)).toBeUndefined();
+    expect(await counter(h, 'tollgate_controller_stream_answers_total', `gateway="${GATEWAY}",answer="nack_delta"`)).toBe(1);
+    // A refusal of the full form is a refusal of the snapshot.
+    proxy.nack(full, 'listener main: port 18080 is already in use');
+    await expect.poll(() => h.server.rejection(GATEWAY)?.version).toBe(v2.version);
+    expect(h.nacks.map((n) => n.version)).toEqual([v2.version]);
+  });
+
+  it('a delta refused for its content is a refusal of the snapshot: not sent again', async () => {
+    const h = await start();
+    const v1 = snapshot('one');
+    offer(h, v1);
+    const proxy = new FakeProxy(h.client, {});
+    proxy.ack(await proxy.next());
+    const v2 = withRoutes(v1, [routesOf(v1)[0]!, routesOf(snapshot('two'))[0]!]);
+    offer(h, v2);
+    const delta = await proxy.next();
+    expect(delta.baseVersion).toBe(v1.version);
+    proxy.nack(delta, 'listener main: port 18080 is already in use');
+    await expect.poll(() => h.server.rejection(GATEWAY)?.version).toBe(v2.version);
+    // The next push is the next version, in full (after a refusal the proxy's base is not assumed).
+    const v3 = withRoutes(v1, [routesOf(v1)[0]!, routesOf(snapshot('three'))[0]!]);
+    offer(h, v3);
+    const next = await proxy.next();
+    expect([next.version, next.baseVersion]).toEqual([v3.version, '']);
+  });
+
+  it('a proxy announcing a version the controller does not know gets the full form; one announcing the version before the current gets a delta', async () => {
+    const h = await start();
+    const v1 = snapshot('one');
+    offer(h, v1);
+    const holder = new FakeProxy(h.client, { pod: 'holder' });
+    holder.ack(await holder.next());
+    await expect.poll(() => h.server.proxies().get(GATEWAY)?.[0]?.ackedVersion).toBe(v1.version);
+    offer(h, withRoutes(v1, [routesOf(v1)[0]!, routesOf(snapshot('two'))[0]!]));
+    await holder.next(); // v2 pending on the holder: it still holds v1
+    const unknown = new FakeProxy(h.client, { version: 'aaaaaaaaaaaa', pod: 'unknown' });
+    expect((await unknown.next()).baseVersion).toBe('');
+    const known = new FakeProxy(h.client, { version: v1.version, pod: 'known' });
+    expect((await known.next()).baseVersion).toBe(v1.version);
+  });
+
+  it('keeps no base version that is neither current nor held by a connected proxy', async () => {
+    const h = await start();
+    let current = snapshot('one');
+    offer(h, current);
+    const proxy = new FakeProxy(h.client, {});
+    let push = await proxy.next();
+    for (let i = 0; i < 20; i++) {
+      proxy.ack(push);
+      current = withRoutes(current, [...routesOf(current).slice(-3), routesOf(snapshot(`r${i}`))[0]!]);
+      offer(h, current);
+      push = await proxy.next();
+      expect(push.baseVersion).not.toBe('');
+      // The version the proxy ACKed (the base of the push it is being sent) and the current one.
+      expect(h.server.baseVersions(GATEWAY).sort()).toEqual([push.baseVersion, current.version].sort());
+    }
+    proxy.call.end();
+    await proxy.closed;
+    await expect.poll(() => h.server.proxies().get(GATEWAY)).toBeUndefined();
+    expect(h.server.baseVersions(GATEWAY)).toEqual([current.version]);
   });
 });

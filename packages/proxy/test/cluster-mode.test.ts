@@ -5,7 +5,7 @@
 // controller is back, resyncs without restarting.
 import { EventEmitter, once } from 'node:events';
 import { createServer } from 'node:net';
-import { standaloneToSnapshot, validateStandaloneConfig, type ProxySnapshot } from '@tollgate/api';
+import { standaloneToSnapshot, validateStandaloneConfig, withVersion, type ProxySnapshot, type RouteIR } from '@tollgate/api';
 import { SnapshotStore, SnapshotStreamServer, StreamMetrics } from '@tollgate/controller';
 import pino from 'pino';
 import { Registry } from 'prom-client';
@@ -30,13 +30,13 @@ function snapshotOf(config: Record<string, unknown>): ProxySnapshot {
 const changes = new EventEmitter();
 
 // The stream as deployed: TLS from the controller's CA, the proxy's token checked.
-async function controller(store: SnapshotStore, tls: StreamTls, port = 0): Promise<SnapshotStreamServer> {
+async function controller(store: SnapshotStore, tls: StreamTls, port = 0, registry = new Registry()): Promise<SnapshotStreamServer> {
   const changed = () => changes.emit('change');
   const server = new SnapshotStreamServer({
     addr: { host: '127.0.0.1', port },
     security: tls.server,
     store,
-    metrics: new StreamMetrics(new Registry()),
+    metrics: new StreamMetrics(registry),
     log: pino({ level: 'silent' }),
     onProxiesChange: changed,
     onNack: changed,
@@ -79,6 +79,8 @@ interface Setup {
   readiness: string;
   admin: string;
   tls: StreamTls;
+  /** The controller's metrics. */
+  registry: Registry;
 }
 
 async function setup(): Promise<Setup> {
@@ -87,7 +89,8 @@ async function setup(): Promise<Setup> {
   const store = new SnapshotStore();
   const tls = streamTls(GATEWAY);
   cleanups.push(() => tls.close());
-  const holder = { server: await controller(store, tls) };
+  const registry = new Registry();
+  const holder = { server: await controller(store, tls, 0, registry) };
   cleanups.push(() => holder.server.stop());
   const proxy = await startClusterProxy({
     controller: `127.0.0.1:${holder.server.port}`,
@@ -103,7 +106,7 @@ async function setup(): Promise<Setup> {
     logDestination: new LogSink(),
   });
   cleanups.push(() => proxy.close());
-  return { store, server: holder.server, proxy, up, port: 0, readiness: `http://${proxy.ops.readiness.address}/healthz/ready`, admin: `http://${proxy.admin.address}`, tls };
+  return { store, server: holder.server, proxy, up, port: 0, readiness: `http://${proxy.ops.readiness.address}/healthz/ready`, admin: `http://${proxy.admin.address}`, tls, registry };
 }
 
 /**
@@ -186,6 +189,49 @@ describe('cluster mode', () => {
       delivery: { kind: 'controller', controller: `127.0.0.1:${s.server.port}`, gateway: GATEWAY, pod: 'proxy-0', stream: 'connected', version: good.version, lastNack: { version: refused.version } },
     });
     expect((dump.delivery as { lastNack: { error: string } }).lastNack.error).toMatch(/already in use/);
+  });
+
+  it('takes a change as a delta, and after a refused apply the next delta is relative to the version still serving', async () => {
+    const s = await setup();
+    const good = await offerFirst(s, (port) => simpleConfig(port, [{ name: 'a', backends: [{ host: s.up.host }] }, { name: 'b', matches: [{ path: { type: 'PathPrefix', value: '/b' } }], backends: [{ host: s.up.host }] }]));
+    const served = s.proxy.snapshot.binds[0]!.listeners[0]!.routes;
+    const encoded = async (form: string) => Number((await s.registry.metrics()).match(new RegExp(`^tollgate_controller_stream_encodings_total\\{form="${form}"\\} (\\d+)$`, 'm'))?.[1] ?? 0);
+    const listener = good.binds[0]!.listeners[0]!;
+    const withRoutes = (base: ProxySnapshot, routes: RouteIR[], extraBinds: ProxySnapshot['binds'] = []) =>
+      withVersion({ source: base.source, binds: [{ ...base.binds[0]!, listeners: [{ ...listener, routes }] }, ...extraBinds] });
+    const [a, b] = listener.routes as [RouteIR, RouteIR];
+    const c = { ...b, name: 'c', matches: [{ ...b.matches[0]!, path: { type: 'PathPrefix' as const, value: '/c' } }] };
+
+    // Route b replaced by c: one text crosses, route a is the object the proxy serves.
+    const next = withRoutes(good, [a, c]);
+    s.store.offer(new Map([[GATEWAY, next]]));
+    await whenProxies(() => acked(s.server) === next.version, 'the ACK of the delta');
+    expect(await encoded('delta')).toBe(1);
+    expect(s.proxy.snapshot.binds[0]!.listeners[0]!.routes[0]).toBe(served[0]);
+    expect(echoed(await send(`http://127.0.0.1:${s.port}/c/1`)).url).toBe('/c/1');
+    expect((await send(`http://127.0.0.1:${s.port}/b/1`)).status).toBe(200); // route a (prefix /) takes it now
+
+    // A delta the runtime refuses (its second port is taken): NACKed, the proxy keeps `next`.
+    const taken = createServer().listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    cleanups.push(() => new Promise((r) => taken.close(() => r())));
+    const takenPort = (taken.address() as { port: number }).port;
+    const otherBind = snapshotOf(simpleConfig(takenPort, [], { name: 'other' })).binds;
+    const refused = withRoutes(good, [a, b], otherBind);
+    s.store.offer(new Map([[GATEWAY, refused]]));
+    await whenProxies(() => s.server.proxies().get(GATEWAY)?.[0]?.lastNack?.version === refused.version, 'the NACK of the delta with a taken port');
+    expect(acked(s.server)).toBe(next.version);
+
+    // The next version goes in full (after a refusal) and is served; the one after is a delta against it.
+    const third = withRoutes(good, [a, b]);
+    s.store.offer(new Map([[GATEWAY, third]]));
+    await whenProxies(() => acked(s.server) === third.version, 'the ACK after the refusal');
+    const fourth = withRoutes(good, [a, b, c]);
+    s.store.offer(new Map([[GATEWAY, fourth]]));
+    await whenProxies(() => acked(s.server) === fourth.version, 'the ACK of the delta after it');
+    expect(await encoded('delta')).toBe(3);
+    expect(echoed(await send(`http://127.0.0.1:${s.port}/c/2`)).url).toBe('/c/2');
+    expect(await sourceTask(s.admin)).toMatchObject({ version: fourth.version, refused: 1 });
   });
 
   it('keeps serving while the controller is away and resyncs when it is back', async () => {

@@ -21,19 +21,29 @@ export interface Ack {
 export interface Nack {
   readonly nonce: string;
   readonly error: string;
+  /** The push was a delta the proxy could not resolve: send the same version in full. */
+  readonly wantFull?: boolean;
 }
 export type ProxyMessage = { readonly hello: Hello } | { readonly ack: Ack } | { readonly nack: Nack };
 
+/** A push as received. */
 export interface SnapshotPush {
   readonly version: string;
   readonly nonce: string;
   /** encodeSnapshotParts() skeleton as UTF-8 (or, with no routes and counts, encodeSnapshot() text). */
   readonly snapshot: Buffer;
-  /** Each route's JSON text as UTF-8, listener after listener. */
+  /** Each route's JSON text as UTF-8, listener after listener (in a delta, the new routes' only). */
   readonly routes: readonly Buffer[];
   /** Routes per listener, in document order. */
   readonly routeCounts: readonly number[];
+  /** "" for the full form; in a delta, the version `routeRefs` refer to. */
+  readonly baseVersion: string;
+  /** In a delta, one per route: 0 the next of `routes`, k > 0 the base's route at position k-1. */
+  readonly routeRefs: readonly number[];
 }
+
+/** What a push carries besides its version and nonce. */
+export type PushPayload = Omit<SnapshotPush, 'version' | 'nonce'>;
 
 function load(): { proxy: protobuf.Type; push: protobuf.Type } {
   const root = protobuf.parse(readFileSync(PROTO_URL, 'utf8'), { keepCase: false }).root;
@@ -45,6 +55,25 @@ const types = load();
 
 function bytes(u: Uint8Array): Buffer {
   return Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+}
+
+/**
+ * A payload encoded once, for every proxy it goes to (a Gateway's proxies are sent the same
+ * version, most of them against the same base): each push then encodes only its version and
+ * nonce. Protobuf fields may come in any order, so the two encodings are concatenated.
+ */
+export class PreparedPayload {
+  readonly bytes: Buffer;
+  constructor(payload: PushPayload) {
+    this.bytes = bytes(types.push.encode(types.push.fromObject(payload)).finish());
+  }
+}
+
+/** A push as the controller sends it. */
+export interface OutgoingPush {
+  readonly version: string;
+  readonly nonce: string;
+  readonly payload: PreparedPayload;
 }
 
 export function encodeProxyMessage(m: ProxyMessage): Buffer {
@@ -66,13 +95,15 @@ export function decodeProxyMessage(b: Buffer): ProxyMessage {
   }
 }
 
-export function encodeSnapshotPush(m: SnapshotPush): Buffer {
-  return bytes(types.push.encode(types.push.fromObject(m)).finish());
+export function encodeSnapshotPush(m: SnapshotPush | OutgoingPush): Buffer {
+  if (!('payload' in m)) return bytes(types.push.encode(types.push.fromObject(m)).finish());
+  const head = types.push.encode(types.push.fromObject({ version: m.version, nonce: m.nonce })).finish();
+  return Buffer.concat([head, m.payload.bytes]);
 }
 
 export function decodeSnapshotPush(b: Buffer): SnapshotPush {
   const o = types.push.toObject(types.push.decode(b), { defaults: true, bytes: Buffer }) as SnapshotPush;
-  return { version: o.version, nonce: o.nonce, snapshot: o.snapshot, routes: o.routes, routeCounts: o.routeCounts };
+  return { version: o.version, nonce: o.nonce, snapshot: o.snapshot, routes: o.routes, routeCounts: o.routeCounts, baseVersion: o.baseVersion, routeRefs: o.routeRefs };
 }
 
 /**

@@ -8,6 +8,8 @@ export class StreamMetrics {
   readonly pushLatency: Histogram<'gateway'>;
   readonly answers: Counter<'gateway' | 'answer'>;
   readonly auth: Counter<'result'>;
+  readonly encodings: Counter<'form'>;
+  readonly pushBytes: Counter<'form'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -41,6 +43,18 @@ export class StreamMetrics {
       name: 'tollgate_controller_stream_auth_total',
       help: 'Stream openings by authentication result (ok, unauthenticated, permission_denied, unavailable)',
       labelNames: ['result'],
+      registers,
+    });
+    this.encodings = new Counter({
+      name: 'tollgate_controller_stream_encodings_total',
+      help: 'Snapshot payloads encoded, by form (full, delta); each is sent to every proxy it fits',
+      labelNames: ['form'],
+      registers,
+    });
+    this.pushBytes = new Counter({
+      name: 'tollgate_controller_stream_push_bytes_total',
+      help: 'Bytes of snapshot payloads sent to proxies, by form (full, delta)',
+      labelNames: ['form'],
       registers,
     });
   }

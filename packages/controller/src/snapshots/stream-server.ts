@@ -4,13 +4,21 @@
 // until the proxy ACKs or NACKs the last push or the answer times out. A NACKed version is
 // not sent again to that proxy; the next different version is.
 //
+// A push is a delta when the proxy holds a version whose routes the controller still knows
+// (the version it ACKed or announced in its hello): routes unchanged since are sent as their
+// positions in it, so a one-route change costs one route's text whatever the Gateway's size.
+// Otherwise (a proxy that has nothing, or a version no proxy of the Gateway holds any longer),
+// and always after a NACK, the push is the full form. Each payload is encoded once per
+// (version, base) and sent to every proxy it fits; the controller keeps a version's routes
+// only while it is current or some connected proxy holds it.
+//
 // Security (stream-auth.ts): with TLS (the default) every stream is authenticated before its
 // hello is served: the proxy's token must belong to the ServiceAccount of the Gateway it
 // names. Plaintext (development) serves anyone who reaches the port.
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { encodeSnapshotParts } from '@tollgate/api';
-import { SNAPSHOT_SERVICE, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
+import { encodeSnapshotDelta, encodeSnapshotParts, routePositions, type ProxySnapshot, type RouteIR, type SnapshotParts } from '@tollgate/api';
+import { PreparedPayload, SNAPSHOT_SERVICE, type OutgoingPush, type ProxyMessage } from '@tollgate/api/snapshot-stream';
 import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../options.js';
 import type { Runnable } from '../runtime/runnable.js';
@@ -69,11 +77,26 @@ export interface StreamServerOptions {
   readonly listening?: (address: string) => void;
 }
 
-type Call = grpc.ServerDuplexStream<ProxyMessage, SnapshotPush>;
+type Call = grpc.ServerDuplexStream<ProxyMessage, OutgoingPush>;
+
+/** A version a proxy may hold, kept to encode deltas against it. */
+interface Base {
+  readonly snapshot: ProxySnapshot;
+  /** routePositions(snapshot), made when a delta first needs it. */
+  positions: Map<RouteIR, number> | null;
+}
+
+/** The payloads of a Gateway's current version: the full form, and a delta per base version. */
+interface Encoded {
+  readonly version: string;
+  full: PreparedPayload | null;
+  readonly deltas: Map<string, PreparedPayload>;
+}
 
 interface Pending {
   readonly version: string;
   readonly nonce: string;
+  readonly form: 'full' | 'delta';
   readonly sentAt: bigint;
   readonly timer: NodeJS.Timeout;
 }
@@ -83,6 +106,8 @@ class ProxyStream {
   pending: Pending | null = null;
   /** The last version this proxy refused: not sent to it again. */
   nacked: { version: string; error: string; at: Date } | null = null;
+  /** After a NACK the next push is the full form (the proxy may not hold what a delta names). */
+  fullNext = false;
   readonly since = new Date();
 
   constructor(
@@ -120,8 +145,10 @@ export class SnapshotStreamServer implements Runnable {
   readonly #shutdownGraceMs: number;
   #server: grpc.Server | null = null;
   readonly #streams = new Set<ProxyStream>();
-  /** The encoded snapshot of each Gateway, by version: encoded once, sent to every proxy. */
-  readonly #encoded = new Map<string, { version: string; snapshot: Buffer; routes: Buffer[]; routeCounts: readonly number[] }>();
+  /** The payloads of each Gateway's current version: encoded once, sent to every proxy. */
+  readonly #encoded = new Map<string, Encoded>();
+  /** Per Gateway, the versions a delta may be relative to. */
+  readonly #bases = new Map<string, Map<string, Base>>();
   #port = 0;
   /**
    * Gateways a proxy refused a snapshot of: they stay rejected until a version other than the
@@ -136,7 +163,10 @@ export class SnapshotStreamServer implements Runnable {
     this.#helloTimeoutMs = o.helloTimeoutMs ?? 15_000;
     this.#shutdownGraceMs = o.shutdownGraceMs ?? 5_000;
     o.store.onChange((r) => {
-      for (const g of r.removed) this.#encoded.delete(g);
+      for (const g of r.removed) {
+        this.#encoded.delete(g);
+        this.#bases.delete(g);
+      }
       for (const s of this.#streams) if (r.changed.includes(s.gateway)) this.#push(s);
       this.#updateDesired();
     });
@@ -239,7 +269,7 @@ export class SnapshotStreamServer implements Runnable {
         }
         if (!stream) return this.#fail(call, null, grpc.status.INVALID_ARGUMENT, 'the first message of a stream is a hello naming the Gateway');
         if ('ack' in m) this.#ack(stream, m.ack.version, m.ack.nonce);
-        else this.#nack(stream, m.nack.nonce, m.nack.error);
+        else this.#nack(stream, m.nack.nonce, m.nack.error, m.nack.wantFull === true);
       });
     });
     const end = () => {
@@ -265,6 +295,7 @@ export class SnapshotStreamServer implements Runnable {
     this.#o.metrics.connected.dec({ gateway: s.gateway });
     if (s.acked) this.#releaseAcked(s.gateway, s.acked);
     this.#o.log.info({ gateway: s.gateway, pod: s.pod }, 'proxy disconnected');
+    this.#sweep(s.gateway);
     if (endCall) s.call.end();
     this.#o.onProxiesChange?.(s.gateway);
     // The proxy that held a rejection back may be the one gone.
@@ -277,15 +308,63 @@ export class SnapshotStreamServer implements Runnable {
     if (!entry || entry.version === s.acked || entry.version === s.nacked?.version) return;
     let enc = this.#encoded.get(s.gateway);
     if (enc?.version !== entry.version) {
-      const parts = encodeSnapshotParts(entry.snapshot);
-      enc = { version: entry.version, snapshot: Buffer.from(parts.skeleton, 'utf8'), routes: parts.routes.map((r) => Buffer.from(r, 'utf8')), routeCounts: parts.routeCounts };
+      enc = { version: entry.version, full: null, deltas: new Map() };
       this.#encoded.set(s.gateway, enc);
     }
+    let bases = this.#bases.get(s.gateway);
+    if (!bases) this.#bases.set(s.gateway, (bases = new Map<string, Base>()));
+    if (!bases.has(entry.version)) bases.set(entry.version, { snapshot: entry.snapshot, positions: null });
+    const base = s.acked !== null && !s.fullNext ? bases.get(s.acked) : undefined;
+    let payload: PreparedPayload;
+    if (base && s.acked !== null) {
+      let delta = enc.deltas.get(s.acked);
+      if (!delta) {
+        base.positions ??= routePositions(base.snapshot);
+        delta = this.#prepare(encodeSnapshotDelta(entry.snapshot, { version: s.acked, positions: base.positions }), 'delta');
+        enc.deltas.set(s.acked, delta);
+      }
+      payload = delta;
+    } else {
+      payload = enc.full ??= this.#prepare(encodeSnapshotParts(entry.snapshot), 'full');
+    }
+    this.#o.metrics.pushBytes.inc({ form: base ? 'delta' : 'full' }, payload.bytes.length);
+    s.fullNext = false;
     const nonce = randomBytes(8).toString('hex');
     const timer = setTimeout(() => this.#timeout(s, nonce), this.#timeoutMs);
     timer.unref();
-    s.pending = { version: entry.version, nonce, sentAt: process.hrtime.bigint(), timer };
-    s.call.write({ version: entry.version, nonce, snapshot: enc.snapshot, routes: enc.routes, routeCounts: enc.routeCounts });
+    s.pending = { version: entry.version, nonce, form: base ? 'delta' : 'full', sentAt: process.hrtime.bigint(), timer };
+    this.#sweep(s.gateway);
+    s.call.write({ version: entry.version, nonce, payload });
+  }
+
+  #prepare(parts: SnapshotParts, form: 'full' | 'delta'): PreparedPayload {
+    this.#o.metrics.encodings.inc({ form });
+    return new PreparedPayload({
+      snapshot: Buffer.from(parts.skeleton, 'utf8'),
+      routes: parts.routes.map((r) => Buffer.from(r, 'utf8')),
+      routeCounts: parts.routeCounts,
+      baseVersion: parts.base?.version ?? '',
+      routeRefs: parts.base?.refs ?? [],
+    });
+  }
+
+  /** Drops the Gateway's base versions that are not current and that no connected proxy holds or is being sent. */
+  #sweep(gateway: string): void {
+    const bases = this.#bases.get(gateway);
+    if (!bases) return;
+    const keep = new Set<string | null | undefined>([this.#o.store.get(gateway)?.version]);
+    for (const o of this.#streams) {
+      if (o.gateway !== gateway) continue;
+      keep.add(o.acked);
+      keep.add(o.pending?.version);
+    }
+    for (const v of bases.keys()) if (!keep.has(v)) bases.delete(v);
+    if (!bases.size) this.#bases.delete(gateway);
+  }
+
+  /** Versions kept as delta bases, by Gateway (tests: they must not pile up). */
+  baseVersions(gateway: string): string[] {
+    return [...(this.#bases.get(gateway)?.keys() ?? [])];
   }
 
   #timeout(s: ProxyStream, nonce: string): void {
@@ -316,10 +395,11 @@ export class SnapshotStreamServer implements Runnable {
     this.#o.log.debug({ gateway: s.gateway, pod: s.pod, version }, 'snapshot acknowledged');
     this.#maybeClearRejection(s.gateway);
     this.#o.onProxiesChange?.(s.gateway);
+    this.#sweep(s.gateway);
     this.#push(s);
   }
 
-  #nack(s: ProxyStream, nonce: string, error: string): void {
+  #nack(s: ProxyStream, nonce: string, error: string, wantFull: boolean): void {
     const p = s.pending;
     if (!p || p.nonce !== nonce) {
       this.#o.log.debug({ gateway: s.gateway, pod: s.pod, nonce }, 'stale or unknown NACK ignored');
@@ -328,6 +408,15 @@ export class SnapshotStreamServer implements Runnable {
     clearTimeout(p.timer);
     s.pending = null;
     const message = error.slice(0, 2048) || 'no reason given';
+    s.fullNext = true;
+    if (wantFull && p.form === 'delta') {
+      // The proxy does not hold what the delta names (it applied a push whose answer was lost,
+      // say): the same version goes again in full; this is no refusal of the snapshot.
+      this.#o.metrics.answers.inc({ gateway: s.gateway, answer: 'nack_delta' });
+      this.#o.log.info({ gateway: s.gateway, pod: s.pod, version: p.version, error: message }, `proxy ${s.pod} could not take snapshot ${p.version} as a delta (${message}); sending it in full`);
+      this.#push(s);
+      return;
+    }
     s.nacked = { version: p.version, error: message, at: new Date() };
     this.#o.metrics.answers.inc({ gateway: s.gateway, answer: 'nack' });
     this.#o.log.warn({ gateway: s.gateway, pod: s.pod, version: p.version, error: message }, `proxy ${s.pod} refused snapshot ${p.version}: ${message}`);

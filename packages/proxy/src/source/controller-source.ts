@@ -14,7 +14,7 @@
 // mounted ConfigMap in place, so a proxy follows a new token or CA without restarting.
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import { SnapshotDecoder } from '@tollgate/api';
+import { DeltaMismatchError, SnapshotDecoder } from '@tollgate/api';
 import { SNAPSHOT_SERVICE, SNAPSHOT_STREAM_PATH, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
 import type { Logger } from 'pino';
 import type { SnapshotSink, SnapshotSource, SnapshotSourceState } from './snapshot-source.js';
@@ -239,13 +239,35 @@ export class ControllerSnapshotSource implements SnapshotSource {
   async #apply(call: grpc.ClientDuplexStream<ProxyMessage, SnapshotPush>, push: SnapshotPush): Promise<void> {
     const sink = this.#sink;
     if (!sink) return;
+    // Sent again after an answer that did not arrive in time: it serves already.
+    if (push.version === this.#version) {
+      if (this.#call === call) call.write({ ack: { version: push.version, nonce: push.nonce } });
+      return;
+    }
     try {
-      const parts = { skeleton: push.snapshot.toString('utf8'), routes: push.routes.map((r) => r.toString('utf8')), routeCounts: push.routeCounts };
+      const parts = {
+        skeleton: push.snapshot.toString('utf8'),
+        routes: push.routes.map((r) => r.toString('utf8')),
+        routeCounts: push.routeCounts,
+        ...(push.baseVersion ? { base: { version: push.baseVersion, refs: push.routeRefs } } : {}),
+      };
       const snapshot = this.#decoder.decodeParts(parts, `snapshot ${push.version}`);
-      if (snapshot.version !== push.version) throw new Error(`snapshot ${push.version}: its content is version ${snapshot.version}`);
-      await sink.apply(snapshot);
+      try {
+        if (snapshot.version !== push.version) throw new Error(`snapshot ${push.version}: its content is version ${snapshot.version}`);
+        await sink.apply(snapshot);
+      } catch (err) {
+        // The decoder must hold what serves: the next delta is relative to it.
+        this.#decoder.rollback();
+        throw err;
+      }
     } catch (err) {
       const error = (err as Error).message;
+      if (err instanceof DeltaMismatchError) {
+        // Not a refusal: the controller sends the same version in full.
+        this.#o.log.info({ version: push.version }, `snapshot ${push.version} came as a delta this proxy cannot resolve (${error.replace(/\s+/g, ' ')}); asking for it in full`);
+        if (this.#call === call) call.write({ nack: { nonce: push.nonce, error, wantFull: true } });
+        return;
+      }
       this.#refused++;
       this.#lastError = error;
       this.#lastNack = { version: push.version, error, at: new Date().toISOString() };
