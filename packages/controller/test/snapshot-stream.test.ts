@@ -46,7 +46,7 @@ class FakeProxy {
   readonly accepted: Promise<void>;
   readonly closed: Promise<grpc.StatusObject>;
 
-  constructor(client: grpc.Client, hello: { gateway?: string; version?: string; pod?: string }) {
+  constructor(client: grpc.Client, hello: { gateway?: string; version?: string; pod?: string; deltas?: boolean }) {
     this.call = client.makeBidiStreamRequest(SNAPSHOT_STREAM_PATH, SNAPSHOT_SERVICE.Stream.requestSerialize, SNAPSHOT_SERVICE.Stream.responseDeserialize);
     this.accepted = new Promise((resolve) => this.call.once('metadata', () => resolve()));
     this.closed = new Promise((resolve) => this.call.once('status', resolve));
@@ -56,7 +56,7 @@ class FakeProxy {
       if (w) w(p);
       else this.#received.push(p);
     });
-    this.call.write({ hello: { gateway: hello.gateway ?? GATEWAY, pod: hello.pod ?? 'proxy-0', podNamespace: 'edge', version: hello.version ?? '' } });
+    this.call.write({ hello: { gateway: hello.gateway ?? GATEWAY, pod: hello.pod ?? 'proxy-0', podNamespace: 'edge', version: hello.version ?? '', deltas: hello.deltas ?? true } });
   }
 
   next(): Promise<SnapshotPush> {
@@ -425,6 +425,18 @@ describe('snapshot stream deltas', () => {
     expect((await unknown.next()).baseVersion).toBe('');
     const known = new FakeProxy(h.client, { version: v1.version, pod: 'known' });
     expect((await known.next()).baseVersion).toBe(v1.version);
+  });
+
+  it('a proxy that does not say it takes deltas is sent the full form only', async () => {
+    const h = await start();
+    const v1 = snapshot('one');
+    offer(h, v1);
+    const proxy = new FakeProxy(h.client, { deltas: false });
+    proxy.ack(await proxy.next());
+    const v2 = withRoutes(v1, [routesOf(v1)[0]!, routesOf(snapshot('two'))[0]!]);
+    offer(h, v2);
+    const push = await proxy.next();
+    expect([push.version, push.baseVersion, push.routes.length]).toEqual([v2.version, '', 2]);
   });
 
   it('keeps no base version that is neither current nor held by a connected proxy', async () => {

@@ -13,6 +13,8 @@ export interface Hello {
   readonly pod: string;
   readonly podNamespace: string;
   readonly version: string;
+  /** The proxy resolves deltas; without it every push is the full form. */
+  readonly deltas?: boolean;
 }
 export interface Ack {
   readonly version: string;

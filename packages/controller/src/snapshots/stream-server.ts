@@ -4,13 +4,13 @@
 // until the proxy ACKs or NACKs the last push or the answer times out. A NACKed version is
 // not sent again to that proxy; the next different version is.
 //
-// A push is a delta when the proxy holds a version whose routes the controller still knows
-// (the version it ACKed or announced in its hello): routes unchanged since are sent as their
-// positions in it, so a one-route change costs one route's text whatever the Gateway's size.
-// Otherwise (a proxy that has nothing, or a version no proxy of the Gateway holds any longer),
-// and always after a NACK, the push is the full form. Each payload is encoded once per
-// (version, base) and sent to every proxy it fits; the controller keeps a version's routes
-// only while it is current or some connected proxy holds it.
+// A push is a delta when the proxy takes them (its hello says so) and holds a version whose
+// routes the controller still knows (the version it ACKed or announced): routes unchanged
+// since are sent as their positions in it, so a one-route change costs one route's text
+// whatever the Gateway's size. Otherwise (a proxy that has nothing, or a version no proxy of
+// the Gateway holds any longer), and always after a NACK, the push is the full form. Each
+// payload is encoded once per (version, base) and sent to every proxy it fits; the controller
+// keeps a version's routes only while it is current or some connected proxy holds it.
 //
 // Security (stream-auth.ts): with TLS (the default) every stream is authenticated before its
 // hello is served: the proxy's token must belong to the ServiceAccount of the Gateway it
@@ -116,6 +116,8 @@ class ProxyStream {
     readonly pod: string,
     readonly podNamespace: string,
     version: string,
+    /** The proxy said it resolves deltas (an older proxy is sent the full form only). */
+    readonly deltas: boolean,
   ) {
     this.acked = version === '' ? null : version;
   }
@@ -256,7 +258,7 @@ export class SnapshotStreamServer implements Runnable {
             }
           }
           clearTimeout(helloTimer);
-          stream = new ProxyStream(call, h.gateway, h.pod || call.getPeer(), h.podNamespace, h.version);
+          stream = new ProxyStream(call, h.gateway, h.pod || call.getPeer(), h.podNamespace, h.version, h.deltas === true);
           this.#streams.add(stream);
           this.#o.metrics.connected.inc({ gateway: stream.gateway });
           if (stream.acked) this.#o.metrics.acked.inc({ gateway: stream.gateway, version: stream.acked });
@@ -314,7 +316,7 @@ export class SnapshotStreamServer implements Runnable {
     let bases = this.#bases.get(s.gateway);
     if (!bases) this.#bases.set(s.gateway, (bases = new Map<string, Base>()));
     if (!bases.has(entry.version)) bases.set(entry.version, { snapshot: entry.snapshot, positions: null });
-    const base = s.acked !== null && !s.fullNext ? bases.get(s.acked) : undefined;
+    const base = s.deltas && s.acked !== null && !s.fullNext ? bases.get(s.acked) : undefined;
     let payload: PreparedPayload;
     if (base && s.acked !== null) {
       let delta = enc.deltas.get(s.acked);

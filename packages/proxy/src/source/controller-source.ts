@@ -217,7 +217,7 @@ export class ControllerSnapshotSource implements SnapshotSource {
     });
     call.on('error', (err: grpc.ServiceError) => end(this.#reason(err)));
     call.on('end', () => end('the controller ended the stream'));
-    call.write({ hello: { gateway: this.#o.gateway, pod: this.#o.pod, podNamespace: this.#o.podNamespace, version: this.#version ?? '' } });
+    call.write({ hello: { gateway: this.#o.gateway, pod: this.#o.pod, podNamespace: this.#o.podNamespace, version: this.#version ?? '', deltas: true } });
   }
 
   #schedule(reason: string): void {
