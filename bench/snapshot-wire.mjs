@@ -8,11 +8,16 @@
 //   from the previous one in its last route, the other route objects reused as the translator
 //   reuses them; timed per snapshot: the controller's version hash (withVersion), its check
 //   before offering (snapshotProblems), encode into the stream's parts (encodeSnapshotParts),
-//   and the proxy's decodeParts with the decoder that decoded the previous snapshot, then compile.
+//   and the proxy's decodeParts with the decoder that decoded the previous snapshot, then compile;
+//   then the same as a delta against the previous snapshot (encodeSnapshotDelta, what the stream
+//   sends a proxy that holds it): its size, encode and decode, and the proxy's compile reusing
+//   the previous compiled snapshot's routes (what `runtime.apply` does).
 import { gzipSync } from 'node:zlib';
 import { parseArgs } from 'node:util';
 import * as api from '../packages/api/dist/index.js';
 import { compileSnapshot } from '../packages/proxy/dist/index.js';
+import { standalonePickerDeps } from '../packages/proxy/dist/routing/backend-picker.js';
+import { LimiterStore } from '../packages/proxy/dist/ratelimit/local/limiter.js';
 
 const { decodeSnapshot, encodeSnapshot, standaloneToSnapshot, validateStandaloneConfig, withVersion } = api;
 const { values } = parseArgs({ options: { routes: { type: 'string' } } });
@@ -82,7 +87,20 @@ for (const routes of SIZES) {
   const decoder = new api.SnapshotDecoder();
   decoder.decode(text);
   api.snapshotProblems(s);
-  const sum = { hash: 0, check: 0, encode: 0, decode: 0, compile: 0 };
+  const sum = { hash: 0, check: 0, encode: 0, decode: 0, compile: 0, deltaEncode: 0, deltaDecode: 0, compileReusing: 0, fullBytes: 0, deltaBytes: 0 };
+  const deltas = typeof api.encodeSnapshotDelta === 'function';
+  const deltaDecoder = new api.SnapshotDecoder();
+  deltaDecoder.decode(text);
+  const picking = standalonePickerDeps();
+  const limiters = new LimiterStore(() => Date.now());
+  let previous = deltas ? compileSnapshot(deltaDecoder.decode(text), { limiters, makeGlobal: null, picking }) : null;
+  let base = { version: s.version, positions: deltas ? api.routePositions(s) : null };
+  // Payload bytes as protobuf packs them: texts with a tag and length, counts and refs as packed varints.
+  const varint = (x) => (x < 128 ? 1 : x < 16384 ? 2 : x < 2097152 ? 3 : 4);
+  const field = (len) => 1 + varint(len) + len;
+  const packed = (xs) => (xs.length ? field(xs.reduce((n, x) => n + varint(x), 0)) : 0);
+  const bytesOf = (parts) =>
+    field(Buffer.byteLength(parts.skeleton)) + parts.routes.reduce((n, r) => n + field(Buffer.byteLength(r)), 0) + packed(parts.routeCounts) + packed(parts.base?.refs ?? []) + (parts.base ? field(parts.base.version.length) : 0);
   const clock = (key, fn) => {
     const t = process.hrtime.bigint();
     const r = fn();
@@ -97,10 +115,25 @@ for (const routes of SIZES) {
     const parts = clock('encode', () => api.encodeSnapshotParts(snap));
     const got = clock('decode', () => decoder.decodeParts(parts));
     clock('compile', () => compileSnapshot(got));
+    sum.fullBytes += bytesOf(parts);
+    if (!deltas) continue;
+    const delta = clock('deltaEncode', () => api.encodeSnapshotDelta(snap, base));
+    sum.deltaBytes += bytesOf(delta);
+    const fromDelta = clock('deltaDecode', () => deltaDecoder.decodeParts(delta));
+    previous = clock('compileReusing', () => compileSnapshot(fromDelta, { limiters, makeGlobal: null, picking, previous }));
+    limiters.commit();
+    base = { version: snap.version, positions: api.routePositions(snap) };
   }
   const per = (key) => f(sum[key] / n);
   console.log(
     `${routes} routes, one route changed: controller version hash ${per('hash')}, check ${per('check')}, encode ${per('encode')}; ` +
       `proxy decode+validate ${per('decode')}, compile ${per('compile')} (mean of ${n})`,
   );
+  if (deltas) {
+    const kib = (key) => `${(sum[key] / n / 1024).toFixed(1)} KiB`;
+    console.log(
+      `${routes} routes, one route changed, as a delta: ${kib('deltaBytes')} against ${kib('fullBytes')} in full (protobuf payload); ` +
+        `encode ${per('deltaEncode')}; proxy decode+validate ${per('deltaDecode')}, compile reusing the previous ${per('compileReusing')}`,
+    );
+  }
 }
