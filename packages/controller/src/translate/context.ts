@@ -28,6 +28,33 @@ export interface Context {
   readonly configMap: (namespace: string, name: string) => V1ConfigMap | undefined;
   /** Computes a value once per translation (e.g. the endpoints of a Service port many routes use). */
   memo<T>(key: string, make: () => T): T;
+  /**
+   * Changes whenever the Services, EndpointSlices or ReferenceGrants differ (by object) from
+   * the previous translation's: a route's rules checked against them in a translation of the
+   * same epoch need no check again (see cachedRules in ./httproute.ts).
+   */
+  readonly dependencyEpoch: number;
+}
+
+// What route rules are translated from besides the route, as the last translation saw it (its
+// own copies of the lists: a caller may reuse and change an array between calls).
+let lastDependencies: readonly (readonly unknown[])[] = [];
+let dependencyEpoch = 0;
+
+function sameObjects(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** The epoch of these inputs' dependencies: the last one when they are the same objects in the same order, a new one otherwise. */
+function dependencyEpochOf(resources: Resources): number {
+  const now = [resources.services, resources.endpointSlices, resources.referenceGrants];
+  if (now.length !== lastDependencies.length || !now.every((list, i) => sameObjects(list, lastDependencies[i]!))) {
+    dependencyEpoch++;
+    lastDependencies = now.map((list) => [...list]);
+  }
+  return dependencyEpoch;
 }
 
 export function buildContext(resources: Resources, options: TranslateOptions): Context {
@@ -55,6 +82,7 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
   const configMaps = new Map(resources.configMaps.filter((c) => c.metadata?.name && c.metadata.namespace && c.metadata.labels?.[PARAMETERS_LABEL] !== undefined).map((c) => [`${c.metadata!.namespace}/${c.metadata!.name}`, c]));
   const memo = new Map<string, unknown>();
   return {
+    dependencyEpoch: dependencyEpochOf(resources),
     memo: <T>(key: string, make: () => T): T => {
       if (memo.has(key)) return memo.get(key) as T;
       const value = make();

@@ -143,14 +143,21 @@ function mirrorFilters(filters: readonly HTTPRouteFilter[], ns: string, path: st
 // dependencies are the same objects as last time has the same rules: they are reused, and so
 // are the IR objects built from them (which keeps the snapshot hash cache warm). Keyed weakly
 // by the route object: a deleted or replaced route's entry goes with it.
-const rulesCache = new WeakMap<HTTPRoute, { readonly targets: readonly RefTarget[]; readonly deps: readonly unknown[]; readonly result: RulesResult }>();
+// `epoch` is the dependency epoch (Context.dependencyEpoch) the entry was last checked in: while
+// Services, EndpointSlices and ReferenceGrants are the same objects, a route's entry checked
+// once is not checked again (a one-route change at thousands of routes skips every other
+// route's lookups).
+const rulesCache = new WeakMap<HTTPRoute, { readonly targets: readonly RefTarget[]; readonly deps: readonly unknown[]; readonly result: RulesResult; epoch: number }>();
 
 function cachedRules(route: HTTPRoute, ctx: Context): RulesResult {
   const hit = rulesCache.get(route);
-  if (hit && sameDependencies(hit.targets, hit.deps, ctx)) return hit.result;
+  if (hit && (hit.epoch === ctx.dependencyEpoch || sameDependencies(hit.targets, hit.deps, ctx))) {
+    hit.epoch = ctx.dependencyEpoch;
+    return hit.result;
+  }
   const targets = hit?.targets ?? refTargets(route);
   const result = translateRules(route, ctx);
-  rulesCache.set(route, { targets, deps: dependencies(targets, ctx), result });
+  rulesCache.set(route, { targets, deps: dependencies(targets, ctx), result, epoch: ctx.dependencyEpoch });
   return result;
 }
 
@@ -277,20 +284,29 @@ export function translateHTTPRoutes(ctx: Context, gateways: ReadonlyMap<string, 
   const ordered = [...ctx.httpRoutes]
     .map(([key, route]) => ({ key, route, at: createdAt(route.metadata) }))
     .sort((a, b) => (a.at === b.at ? compareStrings(a.key, b.key) : a.at < b.at ? -1 : 1));
+  // Fingerprints are made anew by every translation; each is swapped for the equal string the
+  // last translation used, so the memo checks of thousands of routes compare one pointer
+  // instead of two long strings character by character.
+  const interned = new Map<string, string>();
+  const intern = (f: string): string => {
+    const canonical = lastFingerprints.get(f) ?? f;
+    interned.set(canonical, canonical);
+    return canonical;
+  };
   const fingerprints = new Map<GatewayState, string>();
   const fingerprint = (g: GatewayState | undefined): string => {
     if (!g) return '';
     let f = fingerprints.get(g);
-    if (f === undefined) fingerprints.set(g, (f = attachFingerprint(g)));
+    if (f === undefined) fingerprints.set(g, (f = intern(attachFingerprint(g))));
     return f;
   };
   const namespaceLabels = new Map<string, string>();
   const labelsOf = (ns: string): string => {
     let f = namespaceLabels.get(ns);
-    if (f === undefined) namespaceLabels.set(ns, (f = labelsFingerprint(ctx.namespaceLabels(ns))));
+    if (f === undefined) namespaceLabels.set(ns, (f = intern(labelsFingerprint(ctx.namespaceLabels(ns)))));
     return f;
   };
-  return ordered.map(({ key, route }) => {
+  const translated = ordered.map(({ key, route }) => {
     const rules = cachedRules(route, ctx);
     const labels = labelsOf(route.metadata.namespace ?? '');
     let memo = routeMemo.get(route);
@@ -312,4 +328,9 @@ export function translateHTTPRoutes(ctx: Context, gateways: ReadonlyMap<string, 
     });
     return { key, route, rules: rules.rules, attachments, status: memo.status };
   });
+  lastFingerprints = interned;
+  return translated;
 }
+
+/** The fingerprints the last translation used (see intern in translateHTTPRoutes); only those are kept. */
+let lastFingerprints = new Map<string, string>();

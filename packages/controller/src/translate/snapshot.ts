@@ -13,8 +13,13 @@ const BIND_ADDRESS = '0.0.0.0';
 // the same objects (see the rules cache in ./httproute.ts).
 const routeCache = new WeakMap<TranslatedRule, Map<string, RouteIR>>();
 
+// The cache key of a hostnames list, kept with the list (attachments keep their lists while
+// the route's attachment is unchanged): not joined again for every route of every translation.
+const hostKeys = new WeakMap<readonly string[], string>();
+
 function routeIR(tr: TranslatedRoute, rule: TranslatedRule, hostnames: readonly string[], policy: PolicyIR | null): RouteIR {
-  const key = hostnames.join(' ');
+  let key = hostKeys.get(hostnames);
+  if (key === undefined) hostKeys.set(hostnames, (key = hostnames.join(' ')));
   let byHosts = routeCache.get(rule);
   const hit = byHosts?.get(key);
   if (hit && hit.policy === policy) return hit;
@@ -35,13 +40,24 @@ function routeIR(tr: TranslatedRoute, rule: TranslatedRule, hostnames: readonly 
   return ir;
 }
 
+// Policy target keys of a route and of its named rules, kept with the objects: a key made once
+// is hashed once, not built and hashed again for every route of every translation.
+const routeTargetKeys = new WeakMap<object, string>();
+
+function keyFor(owner: object, make: () => string): string {
+  let key = routeTargetKeys.get(owner);
+  if (key === undefined) routeTargetKeys.set(owner, (key = make()));
+  return key;
+}
+
 function routeIRs(tr: TranslatedRoute, hostnames: readonly string[], applied: AppliedPolicies): RouteIR[] {
   const ns = tr.route.metadata.namespace ?? '';
   const name = tr.route.metadata.name;
-  const whole = applied.get(targetKey('HTTPRoute', ns, name, null)) ?? null;
-  return tr.rules.map((rule) =>
-    routeIR(tr, rule, hostnames, (rule.sectionName !== null ? applied.get(targetKey('HTTPRoute', ns, name, rule.sectionName)) : undefined) ?? whole),
-  );
+  const whole = applied.get(keyFor(tr.route, () => targetKey('HTTPRoute', ns, name, null))) ?? null;
+  return tr.rules.map((rule) => {
+    const section = rule.sectionName !== null ? applied.get(keyFor(rule, () => targetKey('HTTPRoute', ns, name, rule.sectionName))) : undefined;
+    return routeIR(tr, rule, hostnames, section ?? whole);
+  });
 }
 
 export function buildSnapshots(
