@@ -216,16 +216,7 @@ export class SnapshotDecoder {
   decodeParts(parts: SnapshotParts, subject = 'snapshot'): ProxySnapshot {
     if (parts.base) return this.#decodeDelta(parts, parts.base, subject);
     if (!parts.routes.length && !parts.routeCounts.length) return this.decode(parts.skeleton, subject);
-    const value = parseJson(parts.skeleton, subject);
-    const routes: unknown[][] = [];
-    const skeleton = withoutRoutes(value, routes);
-    const inSkeleton = routes.reduce((n, list) => n + list.length, 0);
-    const counted = parts.routeCounts.reduce((n, c) => n + c, 0);
-    if (inSkeleton || routes.length !== parts.routeCounts.length || counted !== parts.routes.length) {
-      throw new ValidationError(subject, [
-        { path: 'routeCounts', message: `got ${parts.routeCounts.length} listener counts adding up to ${counted} for ${routes.length} listeners and ${parts.routes.length} routes; expected one count per listener adding up to the routes sent` },
-      ]);
-    }
+    const skeleton = partsSkeleton(parts, parts.routes.length, 'routes', subject);
     let next = 0;
     return this.#decode(skeleton, parts.routeCounts.map((c) => parts.routes.slice(next, (next += c)).map((text) => ({ text }))), subject);
   }
@@ -240,14 +231,7 @@ export class SnapshotDecoder {
     if (base.version !== this.#version) {
       mismatch('baseVersion', `got ${JSON.stringify(base.version)}; this proxy holds ${this.#version === null ? 'no snapshot yet' : JSON.stringify(this.#version)}: send the full snapshot`);
     }
-    const value = parseJson(parts.skeleton, subject);
-    const routes: unknown[][] = [];
-    const skeleton = withoutRoutes(value, routes);
-    const inSkeleton = routes.reduce((n, list) => n + list.length, 0);
-    const counted = parts.routeCounts.reduce((n, c) => n + c, 0);
-    if (inSkeleton || routes.length !== parts.routeCounts.length || counted !== base.refs.length) {
-      problem('routeCounts', `got ${parts.routeCounts.length} listener counts adding up to ${counted} for ${routes.length} listeners and ${base.refs.length} route refs; expected one count per listener adding up to the refs sent`);
-    }
+    const skeleton = partsSkeleton(parts, base.refs.length, 'route refs', subject);
     const texts = base.refs.reduce((n, r) => n + (r === 0 ? 1 : 0), 0);
     if (texts !== parts.routes.length) problem('routes', `got ${parts.routes.length} route texts for ${texts} refs of 0; expected one text per new route`);
     const order = this.#order;
@@ -336,6 +320,24 @@ export class SnapshotDecoder {
 
 /** A route of a snapshot being decoded: its text (and the parsed value, when it came parsed), or a route a delta took from the base. */
 type RouteEntry = { readonly text: string; readonly value?: unknown } | { readonly route: RouteIR };
+
+/**
+ * The skeleton of parts, parsed, with its listeners' (empty) route lists taken out; refused
+ * unless it carries no routes of its own and `routeCounts` has one count per listener adding
+ * up to `expected` (the routes, or a delta's refs: `what`).
+ */
+function partsSkeleton(parts: SnapshotParts, expected: number, what: string, subject: string): unknown {
+  const routes: unknown[][] = [];
+  const skeleton = withoutRoutes(parseJson(parts.skeleton, subject), routes);
+  const inSkeleton = routes.reduce((n, list) => n + list.length, 0);
+  const counted = parts.routeCounts.reduce((n, c) => n + c, 0);
+  if (inSkeleton || routes.length !== parts.routeCounts.length || counted !== expected) {
+    throw new ValidationError(subject, [
+      { path: 'routeCounts', message: `got ${parts.routeCounts.length} listener counts adding up to ${counted} for ${routes.length} listeners and ${expected} ${what}; expected one count per listener adding up to the ${what} sent` },
+    ]);
+  }
+  return skeleton;
+}
 
 function parseJson(text: string, subject: string): unknown {
   try {

@@ -370,7 +370,8 @@ describe('snapshot stream deltas', () => {
     expect(await counter(h, 'tollgate_controller_stream_encodings_total', 'form="full"')).toBe(1);
   });
 
-  it('a delta the proxy cannot resolve is sent again in full, and the Gateway is not rejected for it', async () => {
+  /** A proxy that ACKed v1 and has been sent v2 (v1's route kept, one new) as a delta. */
+  async function deltaSent() {
     const h = await start();
     const v1 = snapshot('one');
     offer(h, v1);
@@ -380,6 +381,11 @@ describe('snapshot stream deltas', () => {
     offer(h, v2);
     const delta = await proxy.next();
     expect(delta.baseVersion).toBe(v1.version);
+    return { h, v1, v2, proxy, delta };
+  }
+
+  it('a delta the proxy cannot resolve is sent again in full, and the Gateway is not rejected for it', async () => {
+    const { h, v1, v2, proxy, delta } = await deltaSent();
     proxy.nack(delta, `baseVersion: got "${v1.version}"; this proxy holds no snapshot yet: send the full snapshot`, true);
     const full = await proxy.next();
     expect([full.version, full.baseVersion, full.routes.length]).toEqual([v2.version, '', 2]);
@@ -394,15 +400,7 @@ describe('snapshot stream deltas', () => {
   });
 
   it('a delta refused for its content is a refusal of the snapshot: not sent again', async () => {
-    const h = await start();
-    const v1 = snapshot('one');
-    offer(h, v1);
-    const proxy = new FakeProxy(h.client, {});
-    proxy.ack(await proxy.next());
-    const v2 = withRoutes(v1, [routesOf(v1)[0]!, routesOf(snapshot('two'))[0]!]);
-    offer(h, v2);
-    const delta = await proxy.next();
-    expect(delta.baseVersion).toBe(v1.version);
+    const { h, v1, v2, proxy, delta } = await deltaSent();
     proxy.nack(delta, 'listener main: port 18080 is already in use');
     await expect.poll(() => h.server.rejection(GATEWAY)?.version).toBe(v2.version);
     // The next push is the next version, in full (after a refusal the proxy's base is not assumed).
