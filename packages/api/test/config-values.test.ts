@@ -73,7 +73,7 @@ describe('durations', () => {
 
   it('0s is no timeout on routes and no default backend timeout; elsewhere it must be more than 0s', () => {
     expect(problems(timeouts({ request: '0s', backendRequest: '0s' }))).toEqual([]);
-    expect(problems(cfg([route()], {}, { config: { backendRequestTimeout: '0s', drainTimeout: '0s' } }))).toEqual([]);
+    expect(problems(cfg([route()], {}, { config: { backendRequestTimeout: '0s', drainTimeout: '0s', drainIdleTimeout: '0s' } }))).toEqual([]);
     expect(problems(cfg([route()], {}, { config: { connectTimeout: '0s' } }))).toEqual([
       'config.connectTimeout: got "0s"; expected more than 0s, a duration such as 500ms, 10s, 1m or 1h30m',
     ]);

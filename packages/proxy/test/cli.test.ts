@@ -305,4 +305,52 @@ describe('tollgate CLI', { timeout: PROCESS_TIMEOUT_MS }, () => {
       await up.close();
     }
   });
+
+  it('during the drain, an idle kept-alive connection stays open for its next request (drainIdleTimeout), which is served and closes it', async () => {
+    // Closing an idle connection at SIGTERM races with the client sending on it: the request
+    // would be reset though no server received it. A long drainIdleTimeout leaves no race in
+    // this test: the exit is the connection closing after its answer, not the timeout.
+    const up = await startUpstream((req, res) => res.end(`served ${req.url}`));
+    const { child, ports } = await start(([port]) => ({ ...simpleConfig(port!, [{ name: 'r', backends: [{ host: up.host }] }]), config: { drainIdleTimeout: '10m' } }));
+    const p = ports[0]!;
+    const client = new Client(`http://127.0.0.1:${p}`, { pipelining: 1 });
+    try {
+      const first = await client.request({ method: 'GET', path: '/first' });
+      expect(await first.body.text()).toBe('served /first');
+      // The connection is idle now.
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await expect.poll(() => portOpen(p)).toBe(false);
+      const next = await client.request({ method: 'GET', path: '/next' });
+      expect(next.statusCode).toBe(200);
+      expect(await next.body.text()).toBe('served /next');
+      expect(next.headers.connection).toBe('close');
+      expect((await exited)[0]).toBe(0);
+    } finally {
+      await client.destroy();
+      await up.close();
+    }
+  });
+
+  it('the drain closes a kept-alive connection that stays idle, then exits 0', async () => {
+    const up = await startUpstream((_req, res) => res.end('ok'));
+    const { child, ports } = await start(([port]) => ({ ...simpleConfig(port!, [{ name: 'r', backends: [{ host: up.host }] }]), config: { drainIdleTimeout: '1s' } }));
+    const socket = connect(ports[0]!, '127.0.0.1');
+    try {
+      await once(socket, 'connect');
+      socket.write('GET /once HTTP/1.1\r\nHost: x\r\n\r\n');
+      let received = '';
+      socket.setEncoding('utf8').on('data', (d: string) => (received += d));
+      await expect.poll(() => received).toMatch(/\r\n\r\nok$/);
+      const closed = once(socket, 'end');
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      // The server ends the idle connection (a FIN, no reset) and the process exits.
+      await closed;
+      expect((await exited)[0]).toBe(0);
+    } finally {
+      socket.destroy();
+      await up.close();
+    }
+  });
 });

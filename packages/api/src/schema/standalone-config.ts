@@ -105,6 +105,12 @@ export const ProcessConfig = Type.Object(
       Duration('Default time to wait for a backend response to start, for routes without timeouts.backendRequest; default 60s; 0s: no timeout.', { allowZero: true }),
     ),
     drainTimeout: Type.Optional(Duration('How long shutdown waits for in-flight requests; default 30s; 0s: close at once.', { allowZero: true })),
+    drainIdleTimeout: Type.Optional(
+      Duration(
+        'How long shutdown keeps an idle kept-alive client connection open for its next request, which is answered with Connection: close; then it is closed. At most drainTimeout applies. Default 2s; 0s: idle connections are closed at once.',
+        { allowZero: true },
+      ),
+    ),
     requestHeadersTimeout: Type.Optional(Duration('Time a client has to send the request line and headers; past it the proxy answers 408 and closes. Default 10s.')),
     requestBodyIdleTimeout: Type.Optional(Duration('Time without a byte of the request body before the proxy answers 408 and closes; a response streaming from a backend is governed by the route timeouts only. Default 30s.')),
     keepAliveTimeout: Type.Optional(Duration('How long an idle keep-alive client connection stays open. Default 72s.')),

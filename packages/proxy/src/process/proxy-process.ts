@@ -59,6 +59,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       connectTimeoutMs: parseDuration(settings.connectTimeout ?? '5s'),
       backendRequestTimeoutMs: parseDuration(settings.backendRequestTimeout ?? '60s'),
       drainTimeoutMs: parseDuration(settings.drainTimeout ?? '30s'),
+      drainIdleMs: settings.drainIdleTimeout ? parseDuration(settings.drainIdleTimeout) : undefined,
       maxTraceSessions: settings.maxTraceSessions ?? 32,
       paths: { ...DEFAULT_PATH_SETTINGS, ...settings.paths },
       maxSseLineBytes: settings.maxSseLineBytes,

@@ -9,6 +9,7 @@
 // server: each ClientHello asks the bind's current certificate table (SNICallback), so a new
 // snapshot swaps certificates for the next handshake while open connections keep theirs.
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import { Server as NetServer, type Socket } from 'node:net';
 import { createServer as createHttpsServer } from 'node:https';
 import type { SecureContext, Server as TlsServer } from 'node:tls';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -89,10 +90,25 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
   }
 }
 
+/** How a bind's server stops; all in milliseconds. */
+export interface DrainTimes {
+  /** After it, the connections still open are cut, requests in flight or not. */
+  readonly deadlineMs: number;
+  /**
+   * How long idle kept-alive connections stay open for the client's next request (answered,
+   * with `Connection: close`) before they are closed; at most `deadlineMs`.
+   */
+  readonly idleMs: number;
+}
+
 export class DataPlaneServer {
   readonly #app: FastifyInstance;
   /** Set once close() begins: requests still arriving on kept-alive connections get `Connection: close`. */
   #closing = false;
+  /** Client connections open now (TCP, before any TLS handshake). */
+  #open = 0;
+  /** Called when the last open connection closes, while close() waits for that. */
+  #allClosed: (() => void) | null = null;
   #tls: BindTls | null = null;
   #fallback: SecureContext | null = null;
   /**
@@ -148,6 +164,12 @@ export class DataPlaneServer {
         server.keepAliveTimeout = t.keepAliveMs;
         server.requestTimeout = 0;
         server.setTimeout(0);
+        server.on('connection', (socket: Socket) => {
+          this.#open++;
+          socket.once('close', () => {
+            if (--this.#open === 0) this.#allClosed?.();
+          });
+        });
         return server;
       },
       return503OnClosing: false,
@@ -193,8 +215,10 @@ export class DataPlaneServer {
 
   /** Stops accepting new connections now (the port is free again); open ones carry on. */
   stopAccepting(): void {
-    // close() frees the listening socket at once; close() below still drains connections.
-    if (this.#app.server.listening) this.#app.server.close();
+    // The listening socket only: http.Server#close() would also close the idle kept-alive
+    // connections at once, and a client sending its next request on one just then gets a
+    // reset instead of an answer. close() below gives them their grace first.
+    if (this.#app.server.listening) NetServer.prototype.close.call(this.#app.server);
   }
 
   /**
@@ -215,11 +239,32 @@ export class DataPlaneServer {
     });
   }
 
-  /** Stops accepting, lets in-flight requests finish; after `deadlineMs` cuts what is left. */
-  async close(deadlineMs: number): Promise<void> {
+  /**
+   * Stops accepting; for `idleMs` a request on an open connection is still served (with
+   * `Connection: close`, so the client's next one opens a connection elsewhere); then the idle
+   * connections are closed and in-flight requests finish; at `deadlineMs` what is left is cut.
+   *
+   * Closing an idle HTTP/1.1 connection races with a client sending its next request on it,
+   * which then fails with a reset though no server ever received it. A client that keeps
+   * sending (the usual case behind a Service, where a pod's kept-alive connections outlive
+   * its endpoint) is moved off during the grace without that race.
+   */
+  async close(times: DrainTimes): Promise<void> {
     this.#closing = true;
-    const timer = setTimeout(() => this.#app.server.closeAllConnections(), deadlineMs);
+    const timer = setTimeout(() => this.#app.server.closeAllConnections(), times.deadlineMs);
     try {
+      this.stopAccepting();
+      if (this.#open > 0 && times.idleMs > 0) {
+        await new Promise<void>((resolve) => {
+          const grace = setTimeout(resolve, Math.min(times.idleMs, times.deadlineMs));
+          this.#allClosed = () => {
+            clearTimeout(grace);
+            resolve();
+          };
+        });
+        this.#allClosed = null;
+      }
+      // Closes the connections idle now and waits for those with a request in flight.
       await this.#app.close();
     } finally {
       clearTimeout(timer);

@@ -16,7 +16,7 @@ import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { DEFAULT_MAX_LINE_BYTES } from '@tollgate/kit';
 import { MAX_LLM_BODY_BYTES } from '../llm/request-body.js';
 import { DEFAULT_PATH_SETTINGS, type PathSettings } from '../pipeline/request-target.js';
-import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext } from './data-plane.js';
+import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext, type DrainTimes } from './data-plane.js';
 import { TlsContextCache } from './tls-contexts.js';
 import type { InFlight } from './inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
@@ -29,6 +29,8 @@ export interface RuntimeOptions {
   readonly upstreamLog?: Logger;
   readonly backendRequestTimeoutMs: number;
   readonly drainTimeoutMs: number;
+  /** config.drainIdleTimeout: how long the drain keeps idle kept-alive connections open. */
+  readonly drainIdleMs?: number;
   /** config.maxModelLabels: distinct `model` label values of the token metrics. */
   readonly maxModelLabels?: number;
   readonly log: Logger;
@@ -47,6 +49,13 @@ export interface RuntimeOptions {
 export const DEFAULT_CLIENT_TIMEOUTS: ClientTimeouts = { requestHeadersMs: 10_000, requestBodyIdleMs: 30_000, keepAliveMs: 72_000 };
 
 const BODY_IDLE_TIMEOUT_MS = 300_000;
+
+/**
+ * config.drainIdleTimeout default: a client that keeps sending on its connection sends its next
+ * request well within it; one idle longer risks little by a close it would also get from the
+ * keep-alive timeout.
+ */
+export const DEFAULT_DRAIN_IDLE_MS = 2_000;
 
 function bindKey(address: string, port: number): string {
   return `${address}:${port}`;
@@ -203,7 +212,7 @@ export class ProxyRuntime {
     } catch (err) {
       this.limiters.discard();
       this.#tlsContexts.discard();
-      await Promise.allSettled(started.map((s) => s.close(0)));
+      await Promise.allSettled(started.map((s) => s.close({ deadlineMs: 0, idleMs: 0 })));
       for (const s of released) {
         try {
           await s.old.resumeAccepting(s.port);
@@ -211,7 +220,7 @@ export class ProxyRuntime {
           // Someone else took the port in between: nothing on this machine can serve it now.
           this.options.log.error({ bind: s.key, err: resumeErr }, `bind ${s.key} could not be reopened after the refused reload; it serves nothing until a config applies`);
           this.#servers.delete(s.key);
-          void s.old.close(this.options.drainTimeoutMs);
+          void s.old.close(this.#drainTimes());
         }
       }
       throw err;
@@ -219,7 +228,7 @@ export class ProxyRuntime {
     for (const s of switched) {
       // The old server's connections finish on it.
       this.#servers.delete(s.key);
-      void s.old.close(this.options.drainTimeoutMs);
+      void s.old.close(this.#drainTimes());
     }
     this.limiters.commit();
     this.#tlsContexts.commit();
@@ -237,7 +246,7 @@ export class ProxyRuntime {
     for (const [key, server] of removed) {
       this.#servers.delete(key);
       this.options.log.info({ bind: key }, `bind ${key} removed from the config; closing after in-flight requests`);
-      void server.close(this.options.drainTimeoutMs);
+      void server.close(this.#drainTimes());
     }
     // Endpoints the new config still lists keep their state; the others close once idle.
     this.endpoints.retain(next.upstreams);
@@ -245,12 +254,17 @@ export class ProxyRuntime {
     this.#global?.pool.retain(services);
   }
 
+  #drainTimes(): DrainTimes {
+    const deadlineMs = this.options.drainTimeoutMs;
+    return { deadlineMs, idleMs: Math.min(deadlineMs, this.options.drainIdleMs ?? DEFAULT_DRAIN_IDLE_MS) };
+  }
+
   /** Stops accepting on every bind and waits for in-flight requests, up to the drain deadline. */
   async close(): Promise<void> {
     this.draining = true;
     const servers = [...this.#servers.values()];
     this.#servers.clear();
-    await Promise.allSettled(servers.map((s) => s.close(this.options.drainTimeoutMs)));
+    await Promise.allSettled(servers.map((s) => s.close(this.#drainTimes())));
     // Mirrored copies are dropped rather than waited for: no client waits on them.
     this.#mirrors.abort();
     await this.endpoints.close();
