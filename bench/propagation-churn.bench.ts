@@ -98,14 +98,26 @@ function adminGet(url: string): Promise<Buffer> {
  * holds the new snapshot and its intermediate objects: tens of MiB at 5,000 routes), so single
  * readings scatter by more than the growth looked for; the lowest is the retained heap.
  */
-async function heapAfterGc(adminBase: string): Promise<{ heap: number; gcMs: number }> {
-  let best = { heap: Infinity, gcMs: 0 };
+async function heapAfterGc(adminBase: string): Promise<{ heap: number; gcMs: number; spaces: Record<string, number> }> {
+  let best = { heap: Infinity, gcMs: 0, spaces: {} as Record<string, number> };
   for (let i = 0; i < GC_READS; i++) {
     if (i > 0) await new Promise((r) => setTimeout(r, GC_READ_GAP_MS));
-    const m = JSON.parse((await adminGet(`${adminBase}/memory?gc=true`)).toString()) as { gc: { ms: number }; heap: { usedHeapSize: number } };
-    if (m.heap.usedHeapSize < best.heap) best = { heap: m.heap.usedHeapSize, gcMs: m.gc.ms };
+    const m = JSON.parse((await adminGet(`${adminBase}/memory?gc=true`)).toString()) as {
+      gc: { ms: number };
+      heap: { usedHeapSize: number; spaces: { name: string; used: number }[] };
+    };
+    if (m.heap.usedHeapSize < best.heap) best = { heap: m.heap.usedHeapSize, gcMs: m.gc.ms, spaces: Object.fromEntries(m.heap.spaces.map((x) => [x.name, x.used])) };
   }
   return best;
+}
+
+/** The heap spaces whose used size moved by 0.1 MiB or more between two readings, largest first. */
+function spaceChanges(a: Record<string, number>, b: Record<string, number>): string {
+  const moved = Object.keys(b)
+    .map((name) => ({ name, d: b[name]! - (a[name] ?? 0) }))
+    .filter((x) => Math.abs(x.d) >= 0.1 * MiB)
+    .sort((x, y) => Math.abs(y.d) - Math.abs(x.d));
+  return moved.length ? moved.map((x) => `${x.name} ${x.d >= 0 ? '+' : ''}${(x.d / MiB).toFixed(1)}`).join(', ') : 'none by 0.1 MiB or more';
 }
 
 interface Row {
@@ -113,7 +125,8 @@ interface Row {
   load1: number;
   updates: number;
   snapshots: number;
-  procs: Record<string, { heap: number; rss: number; cpuPct: number; gcMs: number }>;
+  /** Per process; `spaces`: V8's used size per heap space after the GC (which space a step is in). */
+  procs: Record<string, { heap: number; rss: number; cpuPct: number; gcMs: number; spaces: Record<string, number> }>;
 }
 
 const fmt = (b: number) => (b / MiB).toFixed(1);
@@ -252,9 +265,9 @@ spec:
       snapsBefore = snaps;
       for (const t of targets) {
         const { cpu } = procStat(t.pid);
-        const { heap, gcMs } = await heapAfterGc(t.admin);
+        const { heap, gcMs, spaces } = await heapAfterGc(t.admin);
         const { rss } = procStat(t.pid);
-        row.procs[t.name] = { heap, rss, cpuPct: ((cpu - cpuBefore.get(t.name)!) / elapsed) * 100, gcMs };
+        row.procs[t.name] = { heap, rss, cpuPct: ((cpu - cpuBefore.get(t.name)!) / elapsed) * 100, gcMs, spaces };
         cpuBefore.set(t.name, cpu);
         // Heap profiles (sampled live allocations by stack) at the growth's start and end, to
         // compare when the heap grows: `go tool pprof -top -base <from> <end>`.
@@ -286,6 +299,7 @@ spec:
       console.log(
         `${t.name}: heap after GC ${fmt(a.heap)} MiB at minute ${from.minute} -> ${fmt(b.heap)} MiB at minute ${last.minute} (${growth >= 0 ? '+' : ''}${growth.toFixed(1)}%; trend ${((perTen * 10) / MiB).toFixed(2)} MiB per 10 min); RSS ${fmt(a.rss)} -> ${fmt(b.rss)} MiB; CPU ${cpuAvg.toFixed(1)}% of a core on average; target (< 5% heap growth): ${growth < 5 ? 'met' : 'MISSED'}`,
       );
+      console.log(`  ${t.name}: heap spaces (MiB) moved from minute ${from.minute} to ${last.minute}: ${spaceChanges(a.spaces, b.spaces)}`);
     }
     const json = join(OUT_DIR, 'last-run.json');
     writeFileSync(json, JSON.stringify({ routes: ROUTES, namespaces: NAMESPACES, proxies: PROXIES, rate: RATE, minutes: MINUTES, updates, rotations, failures: failures.length, rows }, null, 2));
