@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import { Client } from 'undici';
+import { Client, type Dispatcher } from 'undici';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../src/cli.js';
 import { issueTestCertificate } from '@tollgate/testkit';
@@ -97,6 +97,14 @@ function start(configOf: (ports: number[]) => unknown, count = 1) {
     const admin = lines.find((l) => l.admin)!.admin!;
     return { child, lines, ports, admin };
   });
+}
+
+/** A request answered during the drain: served, its connection closed after it; then the process exits 0. */
+async function expectClosingAnswer(r: Dispatcher.ResponseData, body: string, exited: Promise<unknown[]>): Promise<void> {
+  expect(r.statusCode).toBe(200);
+  expect(await r.body.text()).toBe(body);
+  expect(r.headers.connection).toBe('close');
+  expect((await exited)[0]).toBe(0);
 }
 
 function portOpen(port: number): Promise<boolean> {
@@ -295,11 +303,7 @@ describe('tollgate CLI', { timeout: PROCESS_TIMEOUT_MS }, () => {
       const a = await slow;
       expect(a.statusCode).toBe(200);
       expect(await a.body.text()).toBe('finished');
-      const b = await next;
-      expect(b.statusCode).toBe(200);
-      expect(await b.body.text()).toBe('fast');
-      expect(b.headers.connection).toBe('close');
-      expect((await exited)[0]).toBe(0);
+      await expectClosingAnswer(await next, 'fast', exited);
     } finally {
       await client.destroy();
       await up.close();
@@ -321,11 +325,7 @@ describe('tollgate CLI', { timeout: PROCESS_TIMEOUT_MS }, () => {
       const exited = once(child, 'exit');
       child.kill('SIGTERM');
       await expect.poll(() => portOpen(p)).toBe(false);
-      const next = await client.request({ method: 'GET', path: '/next' });
-      expect(next.statusCode).toBe(200);
-      expect(await next.body.text()).toBe('served /next');
-      expect(next.headers.connection).toBe('close');
-      expect((await exited)[0]).toBe(0);
+      await expectClosingAnswer(await client.request({ method: 'GET', path: '/next' }), 'served /next', exited);
     } finally {
       await client.destroy();
       await up.close();
