@@ -217,5 +217,9 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
       expect(r.stderr).toContain('NotFound');
     }
     expect(await controller.metric('tollgate_controller_status_writes_total', { result: 'error' })).toBe(0);
+    // Its metric series go too (the reconcile that removed its snapshot dropped them).
+    await controller.waitForLog((l) => l.msg === 'snapshot removed (Gateway no longer served)' && l.gateway === `${APPS}/edge`);
+    const left = (await controller.metrics()).split('\n').filter((l) => l.includes(`gateway="${APPS}/edge"`));
+    expect(left).toEqual([]);
   });
 });

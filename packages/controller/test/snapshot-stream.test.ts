@@ -244,6 +244,8 @@ describe('snapshot stream protocol', () => {
 
   it('a proxy that goes away is forgotten', async () => {
     const h = await start();
+    // A Gateway still served keeps its series (at 0 proxies).
+    offer(h, snapshot('one'));
     const proxy = new FakeProxy(h.client, {});
     await proxy.accepted;
     expect(h.server.proxies().get(GATEWAY)).toHaveLength(1);
@@ -251,6 +253,25 @@ describe('snapshot stream protocol', () => {
     await proxy.closed;
     await expect.poll(() => h.server.proxies().size).toBe(0);
     expect(await h.registry.metrics()).toContain(`tollgate_controller_stream_proxies{gateway="${GATEWAY}"} 0`);
+  });
+
+  it("a deleted Gateway's series and rejection go once its last proxy has gone", async () => {
+    const h = await start();
+    const v1 = snapshot('one');
+    offer(h, v1);
+    const proxy = new FakeProxy(h.client, {});
+    const push = await proxy.next();
+    proxy.nack(push, 'refused for the test');
+    await expect.poll(() => h.server.rejection(GATEWAY)?.version).toBe(v1.version);
+    const series = async () => (await h.registry.metrics()).split('\n').filter((l) => l.includes(`gateway="${GATEWAY}"`));
+    expect(await series()).not.toEqual([]);
+    // The Gateway is deleted while its proxy is still connected: its series stay.
+    h.store.offer(new Map());
+    expect(await series()).toContain(`tollgate_controller_stream_proxies{gateway="${GATEWAY}"} 1`);
+    proxy.call.cancel();
+    await proxy.closed;
+    await expect.poll(series).toEqual([]);
+    expect(h.server.rejection(GATEWAY)).toBeUndefined();
   });
 
   it('admin /snapshots lists each connected proxy with its acked version', async () => {

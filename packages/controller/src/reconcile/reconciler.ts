@@ -70,7 +70,13 @@ export class Reconciler {
       metrics.snapshotUpdates.inc({ gateway });
       log.info({ gateway, version: entry.version }, 'new snapshot');
     }
-    for (const gateway of offered.removed) log.info({ gateway }, 'snapshot removed (Gateway no longer served)');
+    for (const gateway of offered.removed) {
+      log.info({ gateway }, 'snapshot removed (Gateway no longer served)');
+      // A deleted Gateway's counters go with it: kept, every Gateway ever served would stay in
+      // each scrape.
+      metrics.snapshotUpdates.remove({ gateway });
+      metrics.snapshotsRefused.remove({ gateway });
+    }
     if (offered.changed.length || offered.removed.length) {
       metrics.snapshotVersion.reset();
       for (const e of this.d.store.entries()) metrics.snapshotVersion.set({ gateway: e.gateway, version: e.version }, 1);

@@ -35,7 +35,7 @@ export class StreamMetrics {
     });
     this.answers = new Counter({
       name: 'tollgate_controller_stream_answers_total',
-      help: 'Answers to snapshot pushes, by Gateway and answer (ack, nack, timeout)',
+      help: 'Answers to snapshot pushes, by Gateway and answer (ack, nack, nack_delta: a delta the proxy asked again in full, timeout)',
       labelNames: ['gateway', 'answer'],
       registers,
     });
@@ -58,4 +58,18 @@ export class StreamMetrics {
       registers,
     });
   }
+
+  /**
+   * Drops a Gateway's series: called once it is gone from the store and no proxy of it is
+   * connected, so deleted Gateways do not stay in every scrape (nor in memory) for good.
+   */
+  forget(gateway: string): void {
+    this.connected.remove({ gateway });
+    this.pushLatency.remove({ gateway });
+    for (const answer of ANSWERS) this.answers.remove({ gateway, answer });
+  }
 }
+
+/** The `answer` label's values (tollgate_controller_stream_answers_total). */
+export const ANSWERS = ['ack', 'nack', 'nack_delta', 'timeout'] as const;
+export type StreamAnswer = (typeof ANSWERS)[number];

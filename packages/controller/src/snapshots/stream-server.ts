@@ -168,6 +168,7 @@ export class SnapshotStreamServer implements Runnable {
       for (const g of r.removed) {
         this.#encoded.delete(g);
         this.#bases.delete(g);
+        this.#forgetIfGone(g);
       }
       for (const s of this.#streams) if (r.changed.includes(s.gateway)) this.#push(s);
       this.#updateDesired();
@@ -298,6 +299,7 @@ export class SnapshotStreamServer implements Runnable {
     if (s.acked) this.#releaseAcked(s.gateway, s.acked);
     this.#o.log.info({ gateway: s.gateway, pod: s.pod }, 'proxy disconnected');
     this.#sweep(s.gateway);
+    this.#forgetIfGone(s.gateway);
     if (endCall) s.call.end();
     this.#o.onProxiesChange?.(s.gateway);
     // The proxy that held a rejection back may be the one gone.
@@ -453,6 +455,17 @@ export class SnapshotStreamServer implements Runnable {
       }
     }
     this.#o.metrics.acked.remove({ gateway, version });
+  }
+
+  /**
+   * A Gateway deleted from the store whose last proxy has gone: its metric series and any
+   * rejection are dropped (a Gateway created again under the name starts clean).
+   */
+  #forgetIfGone(gateway: string): void {
+    if (this.#o.store.get(gateway)) return;
+    for (const s of this.#streams) if (s.gateway === gateway) return;
+    this.#o.metrics.forget(gateway);
+    this.#rejected.delete(gateway);
   }
 
   #updateDesired(): void {
