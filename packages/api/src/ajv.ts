@@ -1,4 +1,4 @@
-// One ajv instance for every schema of the project; each schema is compiled once, on first use
+// The ajv instances of every schema of the project; each schema is compiled once, on first use
 // (see compile), and ajv's errors are rewritten into Problems that name path, value and
 // expectation.
 import { Ajv, type ErrorObject, type SchemaValidateFunction, type ValidateFunction } from 'ajv';
@@ -7,11 +7,21 @@ import { checkDuration, type DurationRules } from './duration.js';
 import { parseHost, parseHostPort, type HostPortRules } from './host-port.js';
 import { joinPath, show, type Problem } from './validation-error.js';
 
-const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, strictTypes: false, allowUnionTypes: true });
+// Two instances: `check` answers valid or not, stopping at the first error; `explain` runs only
+// on a value `check` refused, collecting every error with the schema and data it needs for the
+// messages. A validator of `check` is a fraction of the code of one that collects and
+// describes every error, and it is the one that runs hot (V8 optimises it and keeps the
+// optimised code for good: for the snapshot schemas, megabytes per process otherwise).
+const OPTIONS = { strict: true, strictTypes: false, allowUnionTypes: true } as const;
+const check = new Ajv(OPTIONS);
+const explain = new Ajv({ ...OPTIONS, allErrors: true, verbose: true });
+const instances = [check, explain];
 // Annotation keywords: `expected` is the human phrasing of a pattern for error messages;
 // `x-kubernetes-validations` are CEL rules the API server runs (validate.ts mirrors them).
-ajv.addKeyword({ keyword: 'expected', schemaType: 'string' });
-ajv.addKeyword({ keyword: 'x-kubernetes-validations', schemaType: 'array' });
+for (const ajv of instances) {
+  ajv.addKeyword({ keyword: 'expected', schemaType: 'string' });
+  ajv.addKeyword({ keyword: 'x-kubernetes-validations', schemaType: 'array' });
+}
 
 /** A keyword whose check is a function returning a problem phrase, reported as `got <value>; <problem>`. */
 function checkKeyword<R>(keyword: string, check: (value: string, rules: R) => { ok: true } | { ok: false; problem: string }): void {
@@ -21,7 +31,7 @@ function checkKeyword<R>(keyword: string, check: (value: string, rules: R) => { 
     validate.errors = [{ keyword, message: r.problem, params: {} }];
     return false;
   };
-  ajv.addKeyword({ keyword, type: 'string', schemaType: ['object', 'boolean'], errors: true, validate });
+  for (const ajv of instances) ajv.addKeyword({ keyword, type: 'string', schemaType: ['object', 'boolean'], errors: true, validate });
 }
 // The one host:port and duration validators (host-port.ts, duration.ts) run inside the schemas.
 checkKeyword<HostPortRules>('hostPort', (value, rules) => parseHostPort(value, rules));
@@ -39,9 +49,13 @@ export interface Validator<T> {
  */
 export function compile<S extends TSchema>(schema: S): Validator<Static<S>> {
   let fn: ValidateFunction | null = null;
+  let explainFn: ValidateFunction | null = null;
   return (value) => {
-    fn ??= ajv.compile(schema);
-    return fn(value) ? { ok: true, value: value as Static<S> } : { ok: false, problems: toProblems(fn.errors ?? [], value) };
+    fn ??= check.compile(schema);
+    if (fn(value)) return { ok: true, value: value as Static<S> };
+    explainFn ??= explain.compile(schema);
+    explainFn(value);
+    return { ok: false, problems: toProblems(explainFn.errors ?? [], value) };
   };
 }
 

@@ -16,11 +16,12 @@ import { createHash } from 'node:crypto';
 import { compile } from './ajv.js';
 import { compileRouteRegex } from './regex.js';
 import { Secret } from './secret.js';
-import { WireRouteSchema, WireSnapshot, type ToWire } from './snapshot-schema.js';
+import { WireRouteSchema, WireSkeleton, type WireSnapshot, type ToWire } from './snapshot-schema.js';
 import type { BackendIR, FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProxySnapshot, RouteIR } from './snapshot.js';
 import { joinPath, ValidationError, type Problem } from './validation-error.js';
 
-const validateWire = compile(WireSnapshot);
+// Skeletons only: routes are taken out before and checked one by one (validateRoute).
+const validateWire = compile(WireSkeleton);
 const validateRoute = compile(WireRouteSchema);
 type WireRoute = ToWire<RouteIR>;
 type WireListener = ToWire<ListenerIR>;
