@@ -61,8 +61,11 @@ export function canIsolateProxies(): boolean {
   return process.getuid?.() === 0 && existsSync('/usr/bin/unshare') && existsSync('/usr/bin/nsenter') && spawnSync('ip', ['-V']).status === 0;
 }
 
-/** The harness's bridge and subnet; destroy() removes the bridge (veths go with their namespaces). */
+/** The harness's bridge and subnet; destroy() removes the bridge and the proxies' veths. */
 export class HostNet {
+  /** Host ends of the veths attach() made. */
+  readonly #veths: string[] = [];
+
   private constructor(
     readonly bridge: string,
     readonly prefix: string,
@@ -101,6 +104,7 @@ export class HostNet {
   attach(pid: number, index: number): void {
     const host = `tgv${pid}`;
     ip(['link', 'add', host, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', String(pid)]);
+    this.#veths.push(host);
     ip(['link', 'set', host, 'master', this.bridge, 'up']);
     const inside = (args: string[]) => {
       const r = spawnSync('nsenter', ['-t', String(pid), '-n', 'ip', ...args], { encoding: 'utf8' });
@@ -113,6 +117,9 @@ export class HostNet {
 
   destroy(): void {
     live.delete(this);
+    // A veth goes with its namespace, but the kernel frees a namespace when nothing holds it
+    // any more, and after an interrupted run the veths were seen to outlive it: deleted here.
+    for (const veth of this.#veths.splice(0)) if (existsSync(`/sys/class/net/${veth}`)) spawnSync('ip', ['link', 'del', veth]);
     if (existsSync(`/sys/class/net/${this.bridge}`)) spawnSync('ip', ['link', 'del', this.bridge]);
   }
 }
