@@ -41,6 +41,8 @@ export function withRejections(status: StatusReport, rejection: NonNullable<Reco
 
 export class Reconciler {
   #lastError = '';
+  /** Gateways with a refusal counted: their series goes once they are neither translated nor stored. */
+  readonly #refused = new Set<string>();
   constructor(private readonly d: ReconcileDeps) {}
 
   run(): void {
@@ -63,6 +65,7 @@ export class Reconciler {
     const offered = this.d.store.offer(result.snapshots);
     for (const { gateway, reason } of offered.refused) {
       metrics.snapshotsRefused.inc({ gateway });
+      this.#refused.add(gateway);
       log.error({ code: CONTROLLER_ERRORS.snapshotRefused.code, gateway, reason }, 'snapshot refused; the Gateway keeps its last good snapshot');
     }
     for (const gateway of offered.changed) {
@@ -75,7 +78,12 @@ export class Reconciler {
       // A deleted Gateway's counters go with it: kept, every Gateway ever served would stay in
       // each scrape.
       metrics.snapshotUpdates.remove({ gateway });
+    }
+    // A Gateway refused from its first snapshot on was never stored, so never "removed".
+    for (const gateway of this.#refused) {
+      if (result.snapshots.has(gateway) || this.d.store.get(gateway)) continue;
       metrics.snapshotsRefused.remove({ gateway });
+      this.#refused.delete(gateway);
     }
     if (offered.changed.length || offered.removed.length) {
       metrics.snapshotVersion.reset();
