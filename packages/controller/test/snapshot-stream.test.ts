@@ -111,6 +111,15 @@ async function start(answerTimeoutMs?: number, shutdownGraceMs?: number): Promis
 
 const offer = (h: Harness, s: ProxySnapshot) => h.store.offer(new Map([[GATEWAY, s]]));
 
+/** A harness serving snapshot `one` of GATEWAY, and a proxy connected to it with the first push it got. */
+async function servingOne(): Promise<{ h: Harness; v1: ProxySnapshot; proxy: FakeProxy; push: SnapshotPush }> {
+  const h = await start();
+  const v1 = snapshot('one');
+  offer(h, v1);
+  const proxy = new FakeProxy(h.client, {});
+  return { h, v1, proxy, push: await proxy.next() };
+}
+
 describe('snapshot stream protocol', () => {
   it('sends the current snapshot on connect and records the ACK', async () => {
     const h = await start();
@@ -153,11 +162,7 @@ describe('snapshot stream protocol', () => {
   });
 
   it('a NACK is reported, the refused version is not sent again, the next version is', async () => {
-    const h = await start();
-    const v1 = snapshot('one');
-    offer(h, v1);
-    const proxy = new FakeProxy(h.client, {});
-    const push = await proxy.next();
+    const { h, v1, proxy, push } = await servingOne();
     proxy.nack(push, 'listener main: port 18080 is already in use');
     const v2 = snapshot('two');
     offer(h, v2);
@@ -256,11 +261,7 @@ describe('snapshot stream protocol', () => {
   });
 
   it("a deleted Gateway's series and rejection go once its last proxy has gone", async () => {
-    const h = await start();
-    const v1 = snapshot('one');
-    offer(h, v1);
-    const proxy = new FakeProxy(h.client, {});
-    const push = await proxy.next();
+    const { h, v1, proxy, push } = await servingOne();
     proxy.nack(push, 'refused for the test');
     await expect.poll(() => h.server.rejection(GATEWAY)?.version).toBe(v1.version);
     const series = async () => (await h.registry.metrics()).split('\n').filter((l) => l.includes(`gateway="${GATEWAY}"`));
