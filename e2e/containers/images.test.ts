@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Wait, type StartedTestContainer } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exec } from '../lib/exec.js';
 import { podmanEnv, projectImage } from '../lib/node/images.js';
 import { containersAvailability, startPodmanService, type PodmanService } from '../lib/podman-service.js';
 import { ReadOnlyContainer, RUN_ID, RUN_LABEL } from '../lib/read-only-container.js';
@@ -24,6 +25,15 @@ function ipOf(c: StartedTestContainer): string {
 
 function podman(args: string[]): string {
   return execFileSync('podman', args, { env: podmanEnv(), encoding: 'utf8' });
+}
+
+/**
+ * A command in a running container, through the podman CLI: an exec session made through the
+ * API (testcontainers' exec) leaves its conmon running after the container is gone.
+ */
+async function execIn(c: StartedTestContainer, cmd: string[]): Promise<{ output: string; exitCode: number }> {
+  const r = await exec('podman', ['exec', c.getId(), ...cmd], { env: podmanEnv() });
+  return { output: r.stdout + r.stderr, exitCode: r.code };
 }
 
 /** Resolves when a line matching `pattern` appears in the container's output. */
@@ -150,13 +160,13 @@ binds:
       expect(((await r.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content).toBe('via the proxy');
 
       // PID 1 is Node, as the image's user (no init, no shell in between).
-      const status = await proxy.exec(['cat', '/proc/1/status']);
+      const status = await execIn(proxy, ['cat', '/proc/1/status']);
       expect(status.output).toMatch(/^Uid:\s+1000\s+1000\s+1000\s+1000$/m);
-      expect((await proxy.exec(['cat', '/proc/1/comm'])).output.trim()).toBe('node');
-      const write = await proxy.exec(['node', '-e', 'require("fs").writeFileSync("/app/x", "y")']);
+      expect((await execIn(proxy, ['cat', '/proc/1/comm'])).output.trim()).toBe('node');
+      const write = await execIn(proxy, ['node', '-e', 'require("fs").writeFileSync("/app/x", "y")']);
       expect(write.exitCode).not.toBe(0);
       expect(write.output).toMatch(/EROFS|read-only file system/);
-      expect((await proxy.exec(['node', '/app/bin/tollgate.js', '--version'])).output.trim()).toBe('tollgate 0.1.0');
+      expect((await execIn(proxy, ['node', '/app/bin/tollgate.js', '--version'])).output.trim()).toBe('tollgate 0.1.0');
     } finally {
       await proxy.stop();
     }
