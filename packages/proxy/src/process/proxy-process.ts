@@ -9,7 +9,7 @@ import { LogControl } from '../log/logger.js';
 import type { Clock } from '../ratelimit/clock.js';
 import { OpsServer } from '../server/ops-server.js';
 import { DEFAULT_PATH_SETTINGS } from '../pipeline/request-target.js';
-import { DEFAULT_CLIENT_TIMEOUTS, ProxyRuntime } from '../server/runtime.js';
+import { DEFAULT_CLIENT_TIMEOUTS, DEFAULT_DRAIN_IDLE_MS, ProxyRuntime } from '../server/runtime.js';
 import { requestsStarted } from '../server/data-plane.js';
 import type { SnapshotSource } from '../source/snapshot-source.js';
 import { MemoryCompaction, type MemoryCompactionOptions } from './memory-compaction.js';
@@ -59,7 +59,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       connectTimeoutMs: parseDuration(settings.connectTimeout ?? '5s'),
       backendRequestTimeoutMs: parseDuration(settings.backendRequestTimeout ?? '60s'),
       drainTimeoutMs: parseDuration(settings.drainTimeout ?? '30s'),
-      drainIdleMs: settings.drainIdleTimeout ? parseDuration(settings.drainIdleTimeout) : undefined,
+      drainIdleMs: settings.drainIdleTimeout ? parseDuration(settings.drainIdleTimeout) : DEFAULT_DRAIN_IDLE_MS,
       maxTraceSessions: settings.maxTraceSessions ?? 32,
       paths: { ...DEFAULT_PATH_SETTINGS, ...settings.paths },
       maxSseLineBytes: settings.maxSseLineBytes,

@@ -9,7 +9,7 @@
 // server: each ClientHello asks the bind's current certificate table (SNICallback), so a new
 // snapshot swaps certificates for the next handshake while open connections keep theirs.
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
-import { Server as NetServer, type Socket } from 'node:net';
+import { Server as NetServer } from 'node:net';
 import { createServer as createHttpsServer } from 'node:https';
 import type { SecureContext, Server as TlsServer } from 'node:tls';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -96,7 +96,7 @@ export interface DrainTimes {
   readonly deadlineMs: number;
   /**
    * How long idle kept-alive connections stay open for the client's next request (answered,
-   * with `Connection: close`) before they are closed; at most `deadlineMs`.
+   * with `Connection: close`) before they are closed; the caller keeps it at most `deadlineMs`.
    */
   readonly idleMs: number;
 }
@@ -105,10 +105,6 @@ export class DataPlaneServer {
   readonly #app: FastifyInstance;
   /** Set once close() begins: requests still arriving on kept-alive connections get `Connection: close`. */
   #closing = false;
-  /** Client connections open now (TCP, before any TLS handshake). */
-  #open = 0;
-  /** Called when the last open connection closes, while close() waits for that. */
-  #allClosed: (() => void) | null = null;
   #tls: BindTls | null = null;
   #fallback: SecureContext | null = null;
   /**
@@ -164,12 +160,6 @@ export class DataPlaneServer {
         server.keepAliveTimeout = t.keepAliveMs;
         server.requestTimeout = 0;
         server.setTimeout(0);
-        server.on('connection', (socket: Socket) => {
-          this.#open++;
-          socket.once('close', () => {
-            if (--this.#open === 0) this.#allClosed?.();
-          });
-        });
         return server;
       },
       return503OnClosing: false,
@@ -254,21 +244,31 @@ export class DataPlaneServer {
     const timer = setTimeout(() => this.#app.server.closeAllConnections(), times.deadlineMs);
     try {
       this.stopAccepting();
-      if (this.#open > 0 && times.idleMs > 0) {
-        await new Promise<void>((resolve) => {
-          const grace = setTimeout(resolve, Math.min(times.idleMs, times.deadlineMs));
-          this.#allClosed = () => {
-            clearTimeout(grace);
-            resolve();
-          };
-        });
-        this.#allClosed = null;
-      }
+      if (times.idleMs > 0) await this.#lastConnectionGone(times.idleMs);
       // Closes the connections idle now and waits for those with a request in flight.
       await this.#app.close();
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Resolves once no client connection is open, or after `ms`. A server that no longer listens
+   * emits 'close' when its last connection ends (net.Server), and the count cannot rise again.
+   */
+  async #lastConnectionGone(ms: number): Promise<void> {
+    const server = this.#app.server;
+    const open = await new Promise<number>((resolve) => server.getConnections((err, n) => resolve(err ? 0 : n)));
+    if (open === 0) return;
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        server.off('close', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      server.once('close', done);
+    });
   }
 
   get boundPort(): number {

@@ -30,7 +30,7 @@ export interface RuntimeOptions {
   readonly backendRequestTimeoutMs: number;
   readonly drainTimeoutMs: number;
   /** config.drainIdleTimeout: how long the drain keeps idle kept-alive connections open. */
-  readonly drainIdleMs?: number;
+  readonly drainIdleMs: number;
   /** config.maxModelLabels: distinct `model` label values of the token metrics. */
   readonly maxModelLabels?: number;
   readonly log: Logger;
@@ -256,7 +256,7 @@ export class ProxyRuntime {
 
   #drainTimes(): DrainTimes {
     const deadlineMs = this.options.drainTimeoutMs;
-    return { deadlineMs, idleMs: Math.min(deadlineMs, this.options.drainIdleMs ?? DEFAULT_DRAIN_IDLE_MS) };
+    return { deadlineMs, idleMs: Math.min(deadlineMs, this.options.drainIdleMs) };
   }
 
   /** Stops accepting on every bind and waits for in-flight requests, up to the drain deadline. */
