@@ -7,15 +7,15 @@ import { checkDuration, type DurationRules } from './duration.js';
 import { parseHost, parseHostPort, type HostPortRules } from './host-port.js';
 import { joinPath, show, type Problem } from './validation-error.js';
 
-// Two instances: `check` answers valid or not, stopping at the first error; `explain` runs only
-// on a value `check` refused, collecting every error with the schema and data it needs for the
-// messages. A validator of `check` is a fraction of the code of one that collects and
+// Two instances: `firstError` answers valid or not, stopping at the first error; `explain` runs only
+// on a value `firstError` refused, collecting every error with the schema and data it needs for the
+// messages. A validator of `firstError` is a fraction of the code of one that collects and
 // describes every error, and it is the one that runs hot (V8 optimises it and keeps the
 // optimised code for good: for the snapshot schemas, megabytes per process otherwise).
 const OPTIONS = { strict: true, strictTypes: false, allowUnionTypes: true } as const;
-const check = new Ajv(OPTIONS);
+const firstError = new Ajv(OPTIONS);
 const explain = new Ajv({ ...OPTIONS, allErrors: true, verbose: true });
-const instances = [check, explain];
+const instances = [firstError, explain];
 // Annotation keywords: `expected` is the human phrasing of a pattern for error messages;
 // `x-kubernetes-validations` are CEL rules the API server runs (validate.ts mirrors them).
 for (const ajv of instances) {
@@ -51,7 +51,7 @@ export function compile<S extends TSchema>(schema: S): Validator<Static<S>> {
   let fn: ValidateFunction | null = null;
   let explainFn: ValidateFunction | null = null;
   return (value) => {
-    fn ??= check.compile(schema);
+    fn ??= firstError.compile(schema);
     if (fn(value)) return { ok: true, value: value as Static<S> };
     explainFn ??= explain.compile(schema);
     explainFn(value);

@@ -63,6 +63,11 @@ export class StreamMetrics {
    * Drops a Gateway's series: called once it is gone from the store and no proxy of it is
    * connected, so deleted Gateways do not stay in every scrape (nor in memory) for good.
    */
+  /** Counts a proxy's answer (the one place answers are counted: forget() walks ANSWERS). */
+  answered(gateway: string, answer: StreamAnswer): void {
+    this.answers.inc({ gateway, answer });
+  }
+
   forget(gateway: string): void {
     this.connected.remove({ gateway });
     this.pushLatency.remove({ gateway });
@@ -71,5 +76,5 @@ export class StreamMetrics {
 }
 
 /** The `answer` label's values (tollgate_controller_stream_answers_total). */
-export const ANSWERS = ['ack', 'nack', 'nack_delta', 'timeout'] as const;
-export type StreamAnswer = (typeof ANSWERS)[number];
+const ANSWERS = ['ack', 'nack', 'nack_delta', 'timeout'] as const;
+type StreamAnswer = (typeof ANSWERS)[number];

@@ -374,7 +374,7 @@ export class SnapshotStreamServer implements Runnable {
   #timeout(s: ProxyStream, nonce: string): void {
     if (s.pending?.nonce !== nonce) return;
     this.#o.log.warn({ gateway: s.gateway, pod: s.pod, version: s.pending.version }, `proxy did not answer within ${this.#timeoutMs}ms; sending the current version`);
-    this.#o.metrics.answers.inc({ gateway: s.gateway, answer: 'timeout' });
+    this.#o.metrics.answered(s.gateway, 'timeout');
     s.pending = null;
     // The same version is sent again (with a new nonce) when it is still the current one.
     const current = this.#o.store.get(s.gateway);
@@ -394,7 +394,7 @@ export class SnapshotStreamServer implements Runnable {
     s.nacked = null;
     if (previous) this.#releaseAcked(s.gateway, previous);
     this.#o.metrics.acked.inc({ gateway: s.gateway, version });
-    this.#o.metrics.answers.inc({ gateway: s.gateway, answer: 'ack' });
+    this.#o.metrics.answered(s.gateway, 'ack');
     this.#o.metrics.pushLatency.observe({ gateway: s.gateway }, Number(process.hrtime.bigint() - p.sentAt) / 1e9);
     this.#o.log.debug({ gateway: s.gateway, pod: s.pod, version }, 'snapshot acknowledged');
     this.#maybeClearRejection(s.gateway);
@@ -416,13 +416,13 @@ export class SnapshotStreamServer implements Runnable {
     if (wantFull && p.form === 'delta') {
       // The proxy does not hold what the delta names (it applied a push whose answer was lost,
       // say): the same version goes again in full; this is no refusal of the snapshot.
-      this.#o.metrics.answers.inc({ gateway: s.gateway, answer: 'nack_delta' });
+      this.#o.metrics.answered(s.gateway, 'nack_delta');
       this.#o.log.info({ gateway: s.gateway, pod: s.pod, version: p.version, error: message }, `proxy ${s.pod} could not take snapshot ${p.version} as a delta (${message}); sending it in full`);
       this.#push(s);
       return;
     }
     s.nacked = { version: p.version, error: message, at: new Date() };
-    this.#o.metrics.answers.inc({ gateway: s.gateway, answer: 'nack' });
+    this.#o.metrics.answered(s.gateway, 'nack');
     this.#o.log.warn({ gateway: s.gateway, pod: s.pod, version: p.version, error: message }, `proxy ${s.pod} refused snapshot ${p.version}: ${message}`);
     this.#o.onNack?.({ gateway: s.gateway, pod: s.pod, version: p.version, error: message });
     const was = this.#rejected.get(s.gateway);
