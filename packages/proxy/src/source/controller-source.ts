@@ -170,7 +170,11 @@ export class ControllerSnapshotSource implements SnapshotSource {
   /** A failed stream's reason, said so that the fix is plain. */
   #reason(err: grpc.ServiceError): string {
     // grpc-js wraps a failed connection's cause: "No connection established. Last error: Error: <cause>. Resolution note: ".
-    const details = (err.details || err.message).replace(/^No connection established\. Last error: (Error: )?/, '').replace(/\.? ?Resolution note: ?$/, '');
+    // Node adds a hint about the system's CA store, which is not where the controller's CA lives.
+    const details = (err.details || err.message)
+      .replace(/^No connection established\. Last error: (Error: )?/, '')
+      .replace(/\.? ?Resolution note: ?$/, '')
+      .replace(/; if the root CA is installed locally, try running Node\.js with --use-system-ca/, '');
     const sec = this.#o.security;
     if (sec.kind === 'tls' && err.code === grpc.status.UNAVAILABLE && /certificate|self[- ]signed|issuer|altnames|SSL|TLS|handshake/i.test(details)) {
       return `TLS: the controller at ${this.#o.address} is not trusted with the CA in ${sec.caFile} (${details}); the CA file must be the ca.crt of the tollgate-ca ConfigMap of this namespace, and the address a name in the controller's certificate`;
