@@ -37,6 +37,8 @@ Options (environment variable in brackets):
   --baseline <dir>    also run every tollgate case from the built checkout <dir> (e.g. a git
                       worktree of the commit before a change), as <id>@baseline, and print
                       req/s and CPU µs per request against it     [BENCH_BASELINE]
+  --baseline-node <path>  the Node binary the baseline runs with (default: this one), e.g.
+                      to compare two Node versions on one build  [BENCH_BASELINE_NODE]
   --profile <id>      run that case's node server with --cpu-prof and keep the profile
   --json <file>       also write the results as JSON (default bench/.bench-out/last-run.json)
   --keep              keep the temporary directory (configs, logs, profiles)
@@ -57,6 +59,7 @@ function options() {
       'no-pin': { type: 'boolean' },
       profile: { type: 'string' },
       baseline: { type: 'string' },
+      'baseline-node': { type: 'string' },
       json: { type: 'string' },
       keep: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -92,6 +95,12 @@ function options() {
       if (!dir) return null;
       if (!existsSync(join(dir, 'packages/proxy/bin/tollgate.js'))) throw new Error(`--baseline: ${dir} is not a Tollgate checkout (no packages/proxy/bin/tollgate.js)`);
       return dir;
+    })(),
+    baselineNode: (() => {
+      const node = values['baseline-node'] ?? env.BENCH_BASELINE_NODE;
+      if (!node) return process.execPath;
+      if (!existsSync(node)) throw new Error(`--baseline-node: ${node} does not exist`);
+      return node;
     })(),
     json: values.json ?? join(ROOT, 'bench/.bench-out/last-run.json'),
     keep: Boolean(values.keep),
@@ -285,7 +294,7 @@ async function main() {
   const cpus = pinned ? { server: '0', support: '1' } : { server: null, support: null };
   const chosen = CASES.filter((c) => !opts.only || opts.only.includes(c.id));
   // Baseline cases follow their own case, so interleaved rounds measure the pair back to back.
-  const baselines = opts.baseline ? new Map(baselineCases(opts.baseline).map((b) => [b.id, b])) : new Map();
+  const baselines = opts.baseline ? new Map(baselineCases(opts.baseline, opts.baselineNode).map((b) => [b.id, b])) : new Map();
   const selected = chosen.flatMap((c) => (baselines.has(`${c.id}@baseline`) ? [c, baselines.get(`${c.id}@baseline`)] : [c]));
 
   console.log(`Tollgate bench, ${m.date}`);

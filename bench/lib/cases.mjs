@@ -29,9 +29,9 @@ const serverFlags = new Map();
  * The side servers tollgate has besides admin (metrics, readiness) default to fixed ports on
  * 0.0.0.0; give each bench process its own loopback ports, for the flags this build knows.
  */
-async function sideServerArgs(bin) {
+async function sideServerArgs(bin, node) {
   if (!serverFlags.has(bin)) {
-    const help = execFileSync(process.execPath, [bin, '--help'], { encoding: 'utf8' });
+    const help = execFileSync(node, [bin, '--help'], { encoding: 'utf8' });
     serverFlags.set(bin, ['metrics-addr', 'readiness-addr'].filter((f) => help.includes(`--${f}`)));
   }
   const args = [];
@@ -41,9 +41,10 @@ async function sideServerArgs(bin) {
 
 /**
  * A tollgate process serving `routes(env)` on one bind; ready when its bind logs `listening`.
- * `root` is the checkout whose build runs (another one for --baseline).
+ * `root` is the checkout whose build runs (another one for --baseline), with the Node binary
+ * `node` (another one for --baseline-node).
  */
-function tollgateCase({ id, label, group, request, routes, listenerPolicies, root = ROOT }) {
+function tollgateCase({ id, label, group, request, routes, listenerPolicies, root = ROOT, node = process.execPath }) {
   const bin = join(root, 'packages/proxy/bin/tollgate.js');
   return {
     id,
@@ -61,8 +62,8 @@ function tollgateCase({ id, label, group, request, routes, listenerPolicies, roo
       const dir = join(env.dir, id);
       mkdirSync(dir, { recursive: true });
       const file = writeTollgateConfig(dir, id, { port, adminPort, routes: routes(env), listenerPolicies });
-      const args = [bin, '--file', file, ...(await sideServerArgs(bin))];
-      const proc = startProcess(`tollgate (${id})`, process.execPath, nodeArgs(env, id, args), { cpu: env.cpus.server });
+      const args = [bin, '--file', file, ...(await sideServerArgs(bin, node))];
+      const proc = startProcess(`tollgate (${id})`, node, nodeArgs(env, id, args), { cpu: env.cpus.server });
       await proc.waitForLine(isBindListening, 180_000);
       return { url: `http://127.0.0.1:${port}`, proc };
     },
@@ -184,8 +185,8 @@ export const CASES = [
  * The tollgate cases again, run from another checkout (built), as `<id>@baseline`: the same
  * configs, load and rounds, so a change is compared with what it changed in one run.
  */
-export function baselineCases(root) {
+export function baselineCases(root, node = process.execPath) {
   return CASES.filter((c) => c.tollgate).map((c) =>
-    tollgateCase({ id: `${c.id}@baseline`, label: `${c.label} [baseline]`, group: c.group, request: c.request, root, ...c.tollgate }),
+    tollgateCase({ id: `${c.id}@baseline`, label: `${c.label} [baseline]`, group: c.group, request: c.request, root, node, ...c.tollgate }),
   );
 }

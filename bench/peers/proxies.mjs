@@ -11,7 +11,7 @@ import { writeAgentgatewayConfig, writeTollgateConfig } from './configs.mjs';
  * Tollgate from the checkout `root` (built), with extra node flags (e.g. --max-semi-space-size);
  * `id` tells two checkouts apart in one run (a change and its baseline).
  */
-export function tollgate({ root, nodeArgs, id = 'tollgate' }) {
+export function tollgate({ root, nodeArgs, node = process.execPath, id = 'tollgate' }) {
   const bin = join(root, 'packages/proxy/bin/tollgate.js');
   return {
     id,
@@ -26,7 +26,7 @@ export function tollgate({ root, nodeArgs, id = 'tollgate' }) {
       const file = writeTollgateConfig(dir, { port, adminPort: await freePort(), backendHost: env.backend.host, mockLlmHost: env.mockLlm.host });
       const side = ['--metrics-addr', `127.0.0.1:${await freePort()}`, '--readiness-addr', `127.0.0.1:${await freePort()}`];
       const prof = env.profileDir ? ['--cpu-prof', '--cpu-prof-dir', env.profileDir] : [];
-      const proc = startProcess(id, process.execPath, [...nodeArgs, ...prof, bin, '--file', file, ...side], { cpu: env.cpus.proxy });
+      const proc = startProcess(id, node, [...nodeArgs, ...prof, bin, '--file', file, ...side], { cpu: env.cpus.proxy });
       await proc.waitForLine(isBindListening, 120_000);
       return { url: `http://127.0.0.1:${port}`, proc };
     },

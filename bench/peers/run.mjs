@@ -43,6 +43,9 @@ Options:
   --baseline <dir>      also run Tollgate from this built checkout (e.g. a worktree of the
                         commit before a change) as tollgate@baseline, in the same rounds
   --node-args "<args>"  extra node flags for Tollgate, e.g. "--max-semi-space-size=16"
+  --baseline-node <path>
+                        the Node binary the baseline runs with (default: this one), e.g.
+                        to compare two Node versions
   --baseline-node-args "<args>"
                         node flags for the baseline instead (default: --node-args); with
                         --baseline . this compares two flag sets of one checkout
@@ -68,6 +71,7 @@ function options() {
       baseline: { type: 'string' },
       'node-args': { type: 'string', default: '' },
       'baseline-node-args': { type: 'string' },
+      'baseline-node': { type: 'string' },
       profile: { type: 'boolean' },
       'no-pin': { type: 'boolean' },
       json: { type: 'string', default: join(ROOT, 'bench/.bench-out/peers/last-run.json') },
@@ -99,6 +103,7 @@ function options() {
     baseline: values.baseline ?? null,
     nodeArgs: values['node-args'].split(/\s+/).filter(Boolean),
     baselineNodeArgs: (values['baseline-node-args'] ?? values['node-args']).split(/\s+/).filter(Boolean),
+    baselineNode: values['baseline-node'] ?? process.execPath,
     profile: values.profile ?? false,
     pin: !values['no-pin'],
     json: values.json,
@@ -161,6 +166,7 @@ async function main() {
   console.log(pinned ? 'pinning: proxy under test on CPU 0; backend, mock-llm and wrk on CPU 1' : 'pinning: off');
   if (opts.nodeArgs.length) console.log(`tollgate node flags: ${opts.nodeArgs.join(' ')}`);
   if (opts.baseline && opts.baselineNodeArgs.join(' ') !== opts.nodeArgs.join(' ')) console.log(`tollgate@baseline node flags: ${opts.baselineNodeArgs.join(' ') || '(none)'}`);
+  if (opts.baseline && opts.baselineNode !== process.execPath) console.log(`tollgate@baseline runs on ${opts.baselineNode} (Tollgate on ${process.execPath}, Node ${process.versions.node})`);
 
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-peers-'));
   const env = { dir, cpus, backend: null, mockLlm: null, profileDir: opts.profile ? join(dir, 'profiles') : null };
@@ -177,7 +183,7 @@ async function main() {
 
     const proxies = [];
     const candidates = [tollgate({ root: opts.tollgateRoot, nodeArgs: opts.nodeArgs })];
-    if (opts.baseline) candidates.push(tollgate({ root: opts.baseline, nodeArgs: opts.baselineNodeArgs, id: 'tollgate@baseline' }));
+    if (opts.baseline) candidates.push(tollgate({ root: opts.baseline, nodeArgs: opts.baselineNodeArgs, node: opts.baselineNode, id: 'tollgate@baseline' }));
     candidates.push(agentgateway({ bin: process.env.AGENTGATEWAY_BIN }));
     for (const p of candidates) {
       const why = p.skip();

@@ -3,8 +3,10 @@
 // charts/tollgate (the controller as a pod, the snapshot stream with TLS and TokenReview
 // authentication), then the GATEWAY-HTTP profile with the chart's GatewayClass and exactly the
 // features it declares (packages/controller/src/translate/features.ts). The run fails when a
-// core test fails or a declared extended feature fails; its report is written to
-// conformance/reports/.
+// core test fails or a declared extended feature fails, and unless this run wrote its report
+// (any earlier one is deleted first) with every test of the profile counted. The report goes to
+// .test-results/conformance/; `pnpm conformance --update-report` copies a passing run's report
+// to conformance/reports/ (the committed one changes only on purpose).
 //
 // In CI (CI=true) it is one of the node suites, and a missing suite binary is an error. Outside
 // CI it runs with `pnpm conformance` (TOLLGATE_CONFORMANCE=1) and is skipped by a plain
@@ -14,7 +16,7 @@
 // to .test-results/ instead, as it says nothing about the profile).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,7 +26,7 @@ import { CONTROLLER_DEPLOYMENT, installChart, SYSTEM_NAMESPACE, uninstallChart }
 import { projectImage } from '../lib/node/images.js';
 import { cacheDir, nodeAvailability, REPO_ROOT, VERSIONS } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
-import { CONFORMANCE_PROFILE, GATEWAY_CLASS, implementation, PROFILE_EXTENDED_FEATURES, suiteBinary, type ConformanceReport } from './conformance-support.js';
+import { CONFORMANCE_PROFILE, EXPECTED_TESTS, GATEWAY_CLASS, implementation, PROFILE_EXTENDED_FEATURES, reportFileName, suiteBinary, type ConformanceReport } from './conformance-support.js';
 import { kubectlOk } from './helm-install.lib.js';
 
 const inCI = process.env.CI === 'true' || process.env.CI === '1';
@@ -67,10 +69,9 @@ describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gateway
   it(singleTest ? `runs ${singleTest}` : 'passes every core test and every declared extended feature', async () => {
     const n = node.current;
     const impl = implementation();
-    const reportFile = singleTest
-      ? join(RESULTS, `${singleTest}-report.yaml`)
-      : join(REPO_ROOT, 'conformance', 'reports', VERSIONS.gatewayApi, `tollgate-${impl.version}-${CONFORMANCE_PROFILE}-report.yaml`);
-    mkdirSync(join(reportFile, '..'), { recursive: true });
+    const reportFile = join(RESULTS, singleTest ? `${singleTest}-report.yaml` : reportFileName(impl));
+    // A report left by an earlier run must not pass for this one.
+    rmSync(reportFile, { force: true });
     const args = [
       '-test.run', '^TestConformance$', '-test.v', '-test.timeout', '120m',
       `--gateway-class=${GATEWAY_CLASS}`,
@@ -125,5 +126,13 @@ describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gateway
       expect(extended?.failedTests ?? []).toEqual([]);
       expect([...(extended?.supportedFeatures ?? [])].sort()).toEqual([...declared].sort());
     }
+    // Every test of the profile ran and passed: a suite that ran fewer (a renamed test, a
+    // feature no longer declared) fails here instead of passing with less.
+    const counted = (p: typeof extended) => ({ passed: p?.statistics?.Passed ?? 0, failed: p?.statistics?.Failed ?? 0, skipped: p?.statistics?.Skipped ?? 0 });
+    const expected = { passed: EXPECTED_TESTS.core, failed: 0, skipped: 0 };
+    expect(counted(profile!.core), 'core tests in the report (EXPECTED_TESTS in e2e/node/conformance-support.ts)').toEqual(expected);
+    expect(counted(extended), 'extended tests in the report (EXPECTED_TESTS in e2e/node/conformance-support.ts)').toEqual({ ...expected, passed: EXPECTED_TESTS.extended });
+    // ...and the report counts the tests this run's output shows passing.
+    expect(list('PASS').length, `tests passed in ${logFile}`).toBe(EXPECTED_TESTS.core + EXPECTED_TESTS.extended);
   }, 150 * 60_000);
 });

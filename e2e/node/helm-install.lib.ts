@@ -2,9 +2,9 @@
 // waits on conditions (kubectl wait, or a probe polled until a deadline), port-forwards through
 // kubectl, and a bounded request loop that counts what failed.
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { Node } from '../lib/node/node.js';
+import type { ClusterHandle } from '../lib/use-cluster-command.js';
 
-export async function kubectlOk(node: Node, args: readonly string[], input?: string): Promise<string> {
+export async function kubectlOk(node: ClusterHandle, args: readonly string[], input?: string): Promise<string> {
   const r = await node.kubectl(args, input === undefined ? {} : { input });
   if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
   return r.stdout;
@@ -32,7 +32,7 @@ export interface Forward {
 }
 
 /** `kubectl port-forward <target> :<port>`: resolves once kubectl listens, with the local port. */
-export async function portForward(node: Node, namespace: string, target: string, port: number): Promise<Forward> {
+export async function portForward(node: ClusterHandle, namespace: string, target: string, port: number): Promise<Forward> {
   const pf: ChildProcess = spawn(node.tools.kubectl, ['port-forward', '-n', namespace, target, `:${port}`], { env: node.env, stdio: ['ignore', 'pipe', 'pipe'] });
   const local = await new Promise<number>((resolve, reject) => {
     let out = '';

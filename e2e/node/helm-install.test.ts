@@ -1,4 +1,6 @@
-// `helm install` as a user runs it, on the e2e node: the chart's controller runs as a pod
+// `helm install` as a user runs it, on the cluster of `pnpm cluster up` (the e2e node, started
+// and stopped through the command, used through the kubectl and helm of the line it prints to
+// paste, as docs/kubernetes.md's Getting started does): the chart's controller runs as a pod
 // (in-cluster credentials, the chart's RBAC, its Lease), examples/kubernetes/ gives a Gateway
 // whose proxy pod the controller deploys, traffic through the Gateway's ClusterIP is limited
 // by the example's GatewayPolicy (checked with the official openai client), gwctl reaches
@@ -12,8 +14,8 @@ import OpenAI, { RateLimitError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { CHART, chartImageValues, DEFAULT_IMAGE_REPOSITORY, imageRepository, SYSTEM_NAMESPACE } from '../lib/chart.js';
 import { exec } from '../lib/exec.js';
-import { nodeAvailability, REPO_ROOT } from '../lib/tools.js';
-import { useNode } from '../lib/use-node.js';
+import { nodeAvailability, nodeToolPaths, REPO_ROOT, toolPaths } from '../lib/tools.js';
+import { useClusterCommand } from '../lib/use-cluster-command.js';
 import { kubectlOk, loadLoop, portForward, until } from './helm-install.lib.js';
 import type { Condition } from '../lib/conditions.js';
 
@@ -51,7 +53,7 @@ function readySeconds(pod: PodObject): number {
 }
 
 describe.skipIf(!availability.run)('helm install on the e2e node', () => {
-  const node = useNode();
+  const node = useClusterCommand({ ...toolPaths(), ...nodeToolPaths() });
   const k = (...args: string[]) => kubectlOk(node.current, args);
   const kIn = (input: string, ...args: string[]) => kubectlOk(node.current, args, input);
   const json = async <T>(...args: string[]) => JSON.parse(await k(...args, '-o', 'json')) as T;
