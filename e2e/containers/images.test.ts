@@ -162,7 +162,8 @@ binds:
       // PID 1 is Node, as the image's user (no init, no shell in between).
       const status = await execIn(proxy, ['cat', '/proc/1/status']);
       expect(status.output).toMatch(/^Uid:\s+1000\s+1000\s+1000\s+1000$/m);
-      expect((await execIn(proxy, ['cat', '/proc/1/comm'])).output.trim()).toBe('node');
+      // (The command line, not /proc/1/comm: Node 26 names its main thread node-MainThread.)
+      expect((await execIn(proxy, ['cat', '/proc/1/cmdline'])).output.split('\0').slice(0, 2)).toEqual(['node', '/app/bin/tollgate.js']);
       const write = await execIn(proxy, ['node', '-e', 'require("fs").writeFileSync("/app/x", "y")']);
       expect(write.exitCode).not.toBe(0);
       expect(write.output).toMatch(/EROFS|read-only file system/);
