@@ -1,6 +1,7 @@
 // Lint rules the whole workspace shares: type-aware, no `any`, no floating promises,
 // type-only imports spelled as such.
 import js from '@eslint/js';
+import vitest from '@vitest/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -18,6 +19,22 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/require-await': 'off',
+    },
+  },
+  // Tests say what they check: every test asserts, none is disabled or focused, no assertion
+  // hides in a branch that may not run or outside a test.
+  {
+    files: ['packages/*/test/**/*.ts', 'packages/*/test/**/*.tsx', 'e2e/**/*.test.ts'],
+    plugins: { vitest },
+    rules: {
+      'vitest/expect-expect': 'error',
+      'vitest/no-disabled-tests': 'error',
+      'vitest/no-focused-tests': 'error',
+      'vitest/no-conditional-expect': 'error',
+      'vitest/no-standalone-expect': 'error',
+      'vitest/no-identical-title': 'error',
+      // expect(value, message) is vitest's way of naming what failed.
+      'vitest/valid-expect': ['error', { maxArgs: 2 }],
     },
   },
   {

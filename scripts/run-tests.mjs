@@ -15,6 +15,9 @@
 // output held back and printed at the end, and fails when either fails: they need only the
 // build, which is done before.
 //
+// In CI (CI=true) a skipped test fails the run unless scripts/allowed-skips.mjs lists it: a suite
+// that stopped running fails CI instead of passing with less.
+//
 // The Gateway API conformance run (e2e/node/conformance.test.ts) is one of the node suites: in
 // CI (CI=true) it always runs; elsewhere only with `pnpm conformance` (TOLLGATE_CONFORMANCE=1),
 // as it holds the machine's one node for a quarter of an hour (docs/conformance.md). When it
@@ -23,6 +26,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { ALLOWED_SKIPS } from './allowed-skips.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const resultsDir = `${root}.test-results`;
@@ -52,21 +56,28 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
 const checkRuns = checks ? ['typecheck', 'lint'].map((script) => check(script)) : [];
 const codes = await Promise.all(runs.map((run) => vitest(run)));
 const checkResults = await Promise.all(checkRuns);
-const code = [...codes, ...checkResults.map((c) => c.code)].find((c) => c !== 0) ?? 0;
+const inCI = process.env.CI === 'true' || process.env.CI === '1';
+let code = [...codes, ...checkResults.map((c) => c.code)].find((c) => c !== 0) ?? 0;
 for (const c of checkResults) if (c.code !== 0) process.stdout.write(`\n${c.output}`);
 
 const reports = runs.map((run) => readReport(run.report)).filter((r) => r !== undefined);
+let unexplainedSkips = [];
 if (reports.length === runs.length) {
   const merged = runs.length === 1 ? reports[0] : mergeReports(reports);
   if (runs.length > 1) writeFileSync(report, JSON.stringify(merged));
   const skipped = (merged.numPendingTests ?? 0) + (merged.numTodoTests ?? 0);
   process.stdout.write(`\nTests: ${merged.numPassedTests} passed, ${merged.numFailedTests} failed, ${skipped} skipped\n`);
+  if (inCI) unexplainedSkips = skippedTests(merged).filter((t) => !ALLOWED_SKIPS.some((a) => a.file === t.file && (t.name === a.test || (a.test.endsWith(' > ') && t.name.startsWith(a.test)))));
+  if (unexplainedSkips.length) {
+    process.stdout.write(`Skipped in CI and not in scripts/allowed-skips.mjs (${unexplainedSkips.length}): every suite runs in CI\n${unexplainedSkips.map((t) => `  ${t.file}: ${t.name}`).join('\n')}\n`);
+  }
 } else {
   process.stdout.write('\nTests: no report was written (vitest did not finish)\n');
 }
 conformanceSummary();
 if (checkResults.length) process.stdout.write(`Checks: ${checkResults.map((c) => `${c.script} ${c.code === 0 ? 'passed' : `failed (exit ${c.code})`} in ${c.seconds} s`).join(', ')}\n`);
 process.stdout.write(`Test run: ${Math.round((Date.now() - started) / 1000)} s${runs.length > 1 ? ` (${runs.map((r) => r.name).join(' and ')} at once)` : ''}\n`);
+if (unexplainedSkips.length && code === 0) code = 1;
 process.exit(code);
 
 /** Runs `pnpm <script>` with its output held; resolves to its exit code, output and duration. */
@@ -107,6 +118,18 @@ function readReport(file) {
   }
 }
 
+/** Every skipped or todo test of a vitest JSON report: its file (from the repository root) and full name. */
+function skippedTests(merged) {
+  const out = [];
+  for (const file of merged.testResults ?? []) {
+    const rel = file.name.startsWith(root) ? file.name.slice(root.length) : file.name;
+    for (const t of file.assertionResults ?? []) {
+      if (['skipped', 'pending', 'todo'].includes(t.status)) out.push({ file: rel, name: [...(t.ancestorTitles ?? []), t.title].join(' > ') });
+    }
+  }
+  return out;
+}
+
 /** One report of the shape vitest's JSON reporter writes, from several. */
 function mergeReports(list) {
   const sum = (key) => list.reduce((n, r) => n + (r[key] ?? 0), 0);
@@ -122,7 +145,7 @@ function mergeReports(list) {
 function conformanceSummary() {
   const tools = JSON.parse(readFileSync(`${root}e2e/tools.json`, 'utf8'));
   const version = JSON.parse(readFileSync(`${root}packages/proxy/package.json`, 'utf8')).version;
-  const file = `${root}conformance/reports/${tools.gatewayApi}/tollgate-v${version}-GATEWAY-HTTP-report.yaml`;
+  const file = `${resultsDir}/conformance/tollgate-v${version}-GATEWAY-HTTP-report.yaml`;
   if (!existsSync(file) || statSync(file).mtimeMs < started) return;
   const text = readFileSync(file, 'utf8');
   // The report is YAML written by the suite; the two result lines are all this needs.

@@ -87,9 +87,11 @@ describe('GatewayPolicy CRD', () => {
   });
 
   it('every list is bounded', () => {
-    for (const [path, node] of walk(openApiSchema(), '')) {
-      if (node.type === 'array') expect(node.maxItems, path).toBeTypeOf('number');
-    }
+    const lists = [...walk(openApiSchema(), '')].filter(([, node]) => node.type === 'array');
+    // The schema has lists (targetRefs, local limits, descriptors...): the check ran on them.
+    expect(lists.length).toBeGreaterThan(3);
+    const unbounded = lists.filter(([, node]) => typeof node.maxItems !== 'number').map(([path]) => path);
+    expect(unbounded).toEqual([]);
   });
 
   it('keeps the CEL rules of a local limit and the closed sets', () => {

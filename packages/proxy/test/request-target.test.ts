@@ -105,11 +105,14 @@ describe('what never reaches a route', () => {
   });
 
   it('every proxied method reaches the pipeline (HEAD without a body, OPTIONS, TRACE and PATCH too)', async () => {
+    const seen: Record<string, { status: number; echoed: string | null }> = {};
     for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE']) {
       const text = await raw(`${method} /other/m HTTP/1.1`, 'Host: api.example.com\r\nContent-Length: 0\r\n');
-      expect(status(text), method).toBe(200);
-      if (method !== 'HEAD') expect((JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { method: string }).method, method).toBe(method);
+      const body = text.slice(text.indexOf('\r\n\r\n') + 4);
+      // A HEAD answer has no body: the backend's echo of the method is not there to read.
+      seen[method] = { status: status(text), echoed: method === 'HEAD' ? null : (JSON.parse(body) as { method: string }).method };
     }
+    expect(seen).toEqual(Object.fromEntries(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'].map((m) => [m, { status: 200, echoed: m === 'HEAD' ? null : m }])));
   });
 });
 
