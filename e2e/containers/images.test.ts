@@ -180,12 +180,19 @@ binds:
     try {
       let stopped: Promise<unknown> | undefined;
       const draining = logLine(proxy, /SIGTERM received: draining/);
-      const result = await streamChat(url, 20, () => {
+      let streamEnded = false;
+      const streaming = streamChat(url, 20, () => {
         stopped = proxy.stop({ remove: false, timeout: 30_000 });
-      });
+      }).finally(() => (streamEnded = true));
       await draining;
-      expect(result).toEqual({ status: 200, chunks: 20, done: true });
-      await expect(fetch(url, { method: 'POST', body: '{}' })).rejects.toThrow();
+      // While the stream is still in flight (the proxy draining, not gone), a new connection
+      // is refused: the listener closed, the process did not.
+      const refusal = await fetch(url, { method: 'POST', body: '{}' }).then(
+        (r) => `answered ${r.status}`,
+        (e: Error & { cause?: { code?: string } }) => e.cause?.code ?? e.message,
+      );
+      expect({ refusal, streamEnded }).toEqual({ refusal: 'ECONNREFUSED', streamEnded: false });
+      expect(await streaming).toEqual({ status: 200, chunks: 20, done: true });
       await stopped;
       expect(podman(['inspect', '--format', '{{.State.ExitCode}}', id]).trim()).toBe('0');
     } finally {

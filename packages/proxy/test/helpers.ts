@@ -108,19 +108,19 @@ export function openTrace(adminUrl: string, query = ''): Promise<TraceStream> {
     httpRequest(`${adminUrl}/debug/trace${query}`, (res) => {
       let resolveArmed!: (s: string) => void;
       const armed = new Promise<string>((r) => (resolveArmed = r));
+      // A stream that breaks, or an event that is not JSON, rejects: a test never reads a
+      // broken trace as a short one.
       const events = (async () => {
         const out: TraceEvent[] = [];
-        try {
-          for await (const item of readSse(res)) {
-            if (item.type !== 'event') continue;
-            if (item.comments.length) resolveArmed(`: ${item.comments.join('\n')}`);
-            if (item.data !== null) out.push(JSON.parse(item.data) as TraceEvent);
-          }
-        } catch {
-          // the stream was cut: the events so far
+        for await (const item of readSse(res)) {
+          if (item.type !== 'event') continue;
+          if (item.comments.length) resolveArmed(`: ${item.comments.join('\n')}`);
+          if (item.data !== null) out.push(JSON.parse(item.data) as TraceEvent);
         }
         return out;
       })();
+      // Awaited by the tests that read the events; a test that only arms a session does not.
+      events.catch(() => undefined);
       resolve({ res, events, armed });
     })
       .on('error', reject)

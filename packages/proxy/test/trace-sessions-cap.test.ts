@@ -16,11 +16,15 @@ afterAll(async () => {
   await up?.close();
 });
 
-/** Opens a trace stream and resolves once its opening comment says it is armed. */
+/** Opens a trace stream and resolves once its opening comment says it is armed; rejects on any other answer. */
 function arm(): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     httpRequest(`${gw.adminUrl}/debug/trace`, (res) => {
-      expect(res.statusCode).toBe(200);
+      if (res.statusCode !== 200) {
+        res.resume();
+        reject(new Error(`GET /debug/trace answered ${res.statusCode}, expected 200`));
+        return;
+      }
       res.once('data', () => resolve(res));
     })
       .on('error', reject)

@@ -285,6 +285,8 @@ describe('secrets in the request', () => {
     const text = JSON.stringify(events);
     for (const secret of ['sk-123', 'tok-xyz', '=zz', 'aws-secret', 'sk-999']) expect(text).not.toContain(secret);
     const request = events.filter((e) => e.message.type === 'requestSnapshot').map((e) => (e.message as Extract<TraceEventT['message'], { type: 'requestSnapshot' }>).requestState.request);
+    // Every request snapshot of a proxied request is checked: initial, gateway policies, route policies, final.
+    expect(request).toHaveLength(4);
     for (const r of request) {
       expect(r.pathAndQuery).toBe('/api/x?model=m&api_key=[redacted]&TOKEN=[redacted]&sig=[redacted]&keep=1');
       expect(r.uri).toMatch(/\/api\/x\?model=m&api_key=\[redacted\]&TOKEN=\[redacted\]&sig=\[redacted\]&keep=1$/);
