@@ -75,7 +75,10 @@ describe.skipIf(!availability.run)('controller resilience on kube-apiserver', ()
     await controller?.stop('SIGKILL');
   });
 
-  it(`coalesces a burst of ${BURST} applies: each translation followed by a cool-down as long as it`, async () => {
+  // The cool-down after each run (as long as the run took, within bounds) is the queue's, tested
+  // on a controlled clock in packages/controller/test/debounced-queue.test.ts; here, the effect
+  // on a real API server: fewer translations than applies, and every route's status written.
+  it(`coalesces a burst of ${BURST} applies into fewer translations, and every route gets its status`, async () => {
     const routes = Array.from({ length: BURST }, (_, i) => `apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: { name: burst-${i}, namespace: ${APPS}, labels: { burst: "true" } }
@@ -95,14 +98,6 @@ spec:
     expect(runs).toBeGreaterThanOrEqual(1);
     // Coalesced: fewer translations than applies.
     expect(runs).toBeLessThan(BURST);
-    // Each translation is followed by a cool-down as long as it took (the controller is busy at
-    // most about half the time however fast changes come), so two runs' log lines (written as
-    // each run ends) are at least both runs' durations apart. The queue times the whole run, the
-    // log line the translation inside it; 2 ms covers the log clock's millisecond rounding.
-    const ends = controller.lines.slice(from).filter((l) => l.msg === 'reconciled') as unknown as { time: string; translateMs: number }[];
-    for (let i = 1; i < ends.length; i++) {
-      expect(Date.parse(ends[i]!.time) - Date.parse(ends[i - 1]!.time)).toBeGreaterThanOrEqual(ends[i - 1]!.translateMs + ends[i]!.translateMs - 2);
-    }
     // Every route gets its status (the status writer works through all of them).
     await waitForObject<{ status?: { parents?: { controllerName: string }[] } }>(cluster.current, 'httproute', `burst-${BURST - 1}`, APPS, (r) => (r.status?.parents ?? []).some((p) => p.controllerName === OURS), 120_000);
     await kubectl(['delete', 'httproute', '-n', APPS, '-l', 'burst=true', '--wait=false']);

@@ -6,7 +6,6 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GwctlError } from '../src/errors.js';
 import { localTarget } from '../src/target/local.js';
@@ -163,12 +162,15 @@ describe('a trace waiting for its request on a real proxy', () => {
     // The connect limit is generous: what is under test is the stream's idle limit.
     const target = { ...localTarget(proxy.adminAddr, '--admin-addr', 10_000), streamIdleMs: 600 };
     const events: string[] = [];
-    let armed!: () => void;
-    const isArmed = new Promise<void>((r) => (armed = r));
-    const run = drive(target, await planTrace({}, undefined), { onEvent: (e) => events.push(e.message.type), onArmed: () => armed(), signal: new AbortController().signal });
-    await isArmed;
-    // Waiting three idle limits long: only the keepalives keep the stream open.
-    await delay(1800);
+    // Three idle limits' worth of keepalives (90 at 20 ms): only they kept the stream open.
+    let keptAlive!: () => void;
+    const threeIdleLimits = new Promise<void>((r) => (keptAlive = r));
+    let keepalives = 0;
+    const onComment = (text: string) => {
+      if (text === 'keepalive' && ++keepalives === 90) keptAlive();
+    };
+    const run = drive(target, await planTrace({}, undefined), { onEvent: (e) => events.push(e.message.type), onArmed: () => undefined, onComment, signal: new AbortController().signal });
+    await threeIdleLimits;
     expect((await proxy.send('/v1/models')).status).toBe(200);
     await run;
     expect(events.at(-1)).toBe('requestFinished');

@@ -1,6 +1,7 @@
 // Backends are outside input too: a response split inside a multi-byte character, an endless
 // SSE line, a compressed body. Each is passed to the client without corruption and its
 // tokens counted (reported where the usage can be read, estimated where it cannot).
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { gzipSync, gunzipSync } from 'node:zlib';
 import { request as httpRequest, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -11,7 +12,17 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Resolves when the proxy's upstream client (undici, in this process) has read a chunk of a response body. */
+function upstreamReadsAChunk(): Promise<void> {
+  const channel = 'undici:request:bodyChunkReceived';
+  return new Promise((resolve) => {
+    const onChunk = () => {
+      unsubscribe(channel, onChunk);
+      resolve();
+    };
+    subscribe(channel, onChunk);
+  });
+}
 const usageEvent = (total: number) => `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 1, completion_tokens: total - 1, total_tokens: total } })}\n\n`;
 
 /** A metered gateway in front of a backend that answers with `respond`. */
@@ -47,8 +58,11 @@ describe('multi-byte characters split across chunks', () => {
       const cut = bytes.indexOf(Buffer.from('😀')) + 2; // inside the 4-byte emoji
       const { gw } = await meteredGateway(async (res) => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
+        // The second half is written once the proxy has read the first: two reads, split
+        // inside the emoji, whatever the machine's timing.
+        const read = upstreamReadsAChunk();
         res.write(bytes.subarray(0, cut));
-        await tick(30); // so the proxy reads the two halves separately
+        await read;
         res.write(bytes.subarray(cut));
         res.end(`${usageEvent(9)}data: [DONE]\n\n`);
       });

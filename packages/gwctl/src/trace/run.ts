@@ -32,12 +32,14 @@ export interface TraceHooks {
   readonly onArmed: (text: string) => void | Promise<void>;
   /** Aborting cancels the trace: the session disarms, the request (if any) is abandoned. */
   readonly signal: AbortSignal;
+  /** Each comment of the stream: the opening one, then keepalives while the session waits. */
+  readonly onComment?: (text: string) => void;
 }
 
 /** Runs one trace; resolves with the inject-mode response (undefined in watch mode). */
 export async function drive(target: Target, plan: TracePlan, hooks: TraceHooks): Promise<InjectResponse | undefined> {
   const id = randomUUID();
-  const session = openTrace(target, { match: plan.inject ? matchFor(id) : undefined, onEvent: hooks.onEvent });
+  const session = openTrace(target, { match: plan.inject ? matchFor(id) : undefined, onEvent: hooks.onEvent, onComment: hooks.onComment });
   const close = () => session.close();
   hooks.signal.addEventListener('abort', close);
   try {

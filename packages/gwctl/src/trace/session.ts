@@ -37,8 +37,11 @@ function parseEvent(data: string): TraceEvent {
   return checked.value;
 }
 
-/** Arms a session and calls `onEvent` for each event as it arrives. */
-export function openTrace(target: Target, opts: { match?: string; onEvent?: (e: TraceEvent) => void } = {}): TraceSession {
+/**
+ * Arms a session and calls `onEvent` for each event as it arrives, and `onComment` for each
+ * comment (the opening one, then the keepalives that show the stream alive while it waits).
+ */
+export function openTrace(target: Target, opts: { match?: string; onEvent?: (e: TraceEvent) => void; onComment?: (text: string) => void } = {}): TraceSession {
   const path = `/debug/trace${opts.match ? `?match=${encodeURIComponent(opts.match)}` : ''}`;
   const abort = new AbortController();
   let markArmed!: (comment: string) => void;
@@ -52,7 +55,11 @@ export function openTrace(target: Target, opts: { match?: string; onEvent?: (e: 
           throw new GwctlError('TG_GWCTL_ADMIN_ERROR', `the trace stream from ${target.description} sent an event larger than ${MAX_TRACE_EVENT_BYTES} bytes`);
         }
         if (item.data === null) {
-          if (item.comments.length) markArmed(item.comments.join('\n').trim());
+          if (item.comments.length) {
+            const text = item.comments.join('\n').trim();
+            markArmed(text);
+            opts.onComment?.(text);
+          }
           continue;
         }
         const event = parseEvent(item.data);
