@@ -247,6 +247,27 @@ install_gateway_api_crds() {
   log "Gateway API CRDs ${ver}: $(ls "${dest}/standard" | wc -l) standard, $(ls "${dest}/experimental" | wc -l) experimental, in ${dest}"
 }
 
+# envoy-proto (e2e/tools/envoy-proto): Envoy API messages decoded and encoded by the official Go
+# types (go-control-plane, generated from Envoy's .proto files), so the tests check the project's
+# own codecs against Envoy's definitions. Cached by version and source hash.
+install_envoy_proto() {
+  local ver dir key dest
+  ver="$(version goControlPlane)"
+  dir="${REPO_ROOT}/e2e/tools/envoy-proto"
+  key="$(cat "${dir}/main.go" "${dir}/go.mod" | sha256sum | cut -c1-12)"
+  dest="${CACHE}/envoy-proto-${ver}-${key}"
+  if [[ -x "${dest}/envoy-proto" ]]; then
+    log "envoy-proto (go-control-plane ${ver}): cached in ${dest}"
+    return 0
+  fi
+  check_module_version "${dir}" github.com/envoyproxy/go-control-plane/envoy "${ver}"
+  need_cmd go "install Go 1.26"
+  rm -rf "${dest}.tmp" && mkdir -p "${dest}.tmp"
+  with_progress "go build envoy-proto (go-control-plane ${ver})" \
+    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "${dest}.tmp/envoy-proto" .
+  rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
+}
+
 install_etcd() {
   local ver dest dir
   ver="$(version etcd)"
@@ -333,7 +354,7 @@ main() {
   install_apt_packages
   if command -v redis-server >/dev/null 2>&1; then log "redis-server: $(redis-server --version | head -n1)"; fi
   in_parallel install_kube \
-    "install_gateway_api_crds install_etcd install_helm install_ratelimit install_node_images install_conformance_suite" \
+    "install_gateway_api_crds install_envoy_proto install_etcd install_helm install_ratelimit install_node_images install_conformance_suite" \
     install_local_images
   log "all test tools installed in $((SECONDS - start))s"
 }

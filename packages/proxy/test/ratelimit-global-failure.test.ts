@@ -1,13 +1,15 @@
 // Global rate limits when the service cannot answer: the real envoyproxy/ratelimit stopped
 // mid-suite, an address nobody listens on, and a service that never answers (the deadline).
 // Also what only a hand-written RLS server can send (raw_body, request headers) and the
-// request bytes on the wire, decoded by the same proto definition.
+// request bytes on the wire: that server reads requests and writes replies with Envoy's own
+// types (e2e/tools/envoy-proto), never with the gateway's codec.
 import * as grpc from '@grpc/grpc-js';
 import type { GlobalRateLimitIR } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileGlobalLimiter, RlsClientPool, type GlobalLimiter, type RequestFacts } from '../src/ratelimit/global/index.js';
-import { decodeRequest, encodeResponse, SHOULD_RATE_LIMIT_PATH, type RlsRequest } from '../src/ratelimit/global/proto.js';
+import { SHOULD_RATE_LIMIT_PATH } from '../src/ratelimit/global/proto.js';
+import { envoyProtoAvailability, officialDecode, officialEncode } from './support/envoy-proto.js';
 import { captureLog } from './support/log.js';
 import { freePort, rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
 
@@ -163,9 +165,14 @@ describe('global rate limits with an unreachable or silent service', () => {
   });
 });
 
-describe('global rate limits on the wire', () => {
+const RLS_REQUEST = 'envoy.service.ratelimit.v3.RateLimitRequest';
+const RLS_RESPONSE = 'envoy.service.ratelimit.v3.RateLimitResponse';
+const encodeResponse = (json: unknown) => officialEncode(RLS_RESPONSE, json);
+const base64 = (text: string) => Buffer.from(text).toString('base64');
+
+describe.skipIf(!envoyProtoAvailability().run)('global rate limits on the wire', () => {
   const pool = new RlsClientPool();
-  const seen: RlsRequest[] = [];
+  const seen: Record<string, unknown>[] = [];
   let reply: Buffer;
   let server: grpc.Server;
   let address: string;
@@ -179,13 +186,13 @@ describe('global rate limits on the wire', () => {
           requestStream: false,
           responseStream: false,
           requestSerialize: (b: Buffer) => b,
-          requestDeserialize: decodeRequest,
+          requestDeserialize: (b: Buffer) => officialDecode(RLS_REQUEST, b),
           responseSerialize: (b: Buffer) => b,
           responseDeserialize: (b: Buffer) => b,
         },
       },
       {
-        ShouldRateLimit: (call: grpc.ServerUnaryCall<RlsRequest, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        ShouldRateLimit: (call: grpc.ServerUnaryCall<Record<string, unknown>, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
           seen.push(call.request);
           cb(null, reply);
         },
@@ -210,18 +217,19 @@ describe('global rate limits on the wire', () => {
     expect(c).toMatchObject({ allowed: true, outcome: 'ok' });
     await c.commitTokens(1234.7);
     expect(seen).toHaveLength(2);
-    expect(seen[0]).toMatchObject({
+    // As Envoy's types read them (protojson: a set UInt64Value wrapper, even 0, is a string; an unset one is absent).
+    expect(seen[0]).toEqual({
       domain: 'tg-failure',
       hits_addend: 1,
       descriptors: [
-        { entries: [{ key: 'user', value: 'u7' }], hits_addend: null },
-        { entries: [{ key: 'model', value: 'gpt-4o' }], hits_addend: { value: 0 } },
+        { entries: [{ key: 'user', value: 'u7' }] },
+        { entries: [{ key: 'model', value: 'gpt-4o' }], hits_addend: '0' },
       ],
     });
-    expect(seen[1]).toMatchObject({
+    expect(seen[1]).toEqual({
       domain: 'tg-failure',
       hits_addend: 1234,
-      descriptors: [{ entries: [{ key: 'model', value: 'gpt-4o' }], hits_addend: { value: 1234 } }],
+      descriptors: [{ entries: [{ key: 'model', value: 'gpt-4o' }], hits_addend: '1234' }],
     });
   });
 
@@ -231,14 +239,14 @@ describe('global rate limits on the wire', () => {
     reply = encodeResponse({
       overall_code: 'OVER_LIMIT',
       statuses: [
-        { code: 'OVER_LIMIT', current_limit: { requests_per_unit: 10, unit: 'MINUTE' }, limit_remaining: 0, duration_until_reset: { seconds: 17, nanos: 0 } },
+        { code: 'OVER_LIMIT', current_limit: { requests_per_unit: 10, unit: 'MINUTE' }, limit_remaining: 0, duration_until_reset: '17s' },
         { code: 'OK', current_limit: { requests_per_unit: 5000, unit: 'HOUR' }, limit_remaining: 4000 },
       ],
       response_headers_to_add: [
         { key: 'X-Quota-Policy', value: 'gold' },
         { key: 'Retry-After', value: '17' },
       ],
-      raw_body: Buffer.from('{"error":"slow down"}'),
+      raw_body: base64('{"error":"slow down"}'),
     });
     const over = await g.check(facts({ 'x-user-id': 'u8' }));
     expect(over).toMatchObject({ allowed: false, outcome: 'overLimit', status: 429, body: '{"error":"slow down"}' });
@@ -253,9 +261,9 @@ describe('global rate limits on the wire', () => {
 
     reply = encodeResponse({
       overall_code: 'OK',
-      statuses: [{ code: 'OK', current_limit: { requests_per_unit: 10, unit: 'SECOND' }, limit_remaining: 9, duration_until_reset: { seconds: 0, nanos: 5e8 } }],
+      statuses: [{ code: 'OK', current_limit: { requests_per_unit: 10, unit: 'SECOND' }, limit_remaining: 9, duration_until_reset: '0.5s' }],
       request_headers_to_add: [{ key: 'x-ratelimit-tier', value: 'gold' }],
-      response_headers_to_add: [{ key: 'x-raw', raw_value: Buffer.from('bytes') }],
+      response_headers_to_add: [{ key: 'x-raw', raw_value: base64('bytes') }],
     });
     const ok = await g.check(facts({ 'x-user-id': 'u8' }));
     expect(ok).toMatchObject({ allowed: true, outcome: 'ok', requestHeaders: { 'x-ratelimit-tier': 'gold' } });

@@ -102,17 +102,20 @@ export interface RlsResponse {
   readonly raw_body: Buffer;
 }
 
-function load(): { request: protobuf.Type; response: protobuf.Type } {
+function load(): protobuf.Root {
   const root = new protobuf.Root();
   for (const source of [WELL_KNOWN, CORE, COMMON, RLS]) protobuf.parse(source, root, { keepCase: true });
   root.resolveAll();
-  return {
-    request: root.lookupType('envoy.service.ratelimit.v3.RateLimitRequest'),
-    response: root.lookupType('envoy.service.ratelimit.v3.RateLimitResponse'),
-  };
+  return root;
 }
 
-const types = load();
+/** The definitions above, parsed (tests compare them with Envoy's own). */
+export const rlsProtoRoot = load();
+
+const types = {
+  request: rlsProtoRoot.lookupType('envoy.service.ratelimit.v3.RateLimitRequest'),
+  response: rlsProtoRoot.lookupType('envoy.service.ratelimit.v3.RateLimitResponse'),
+};
 
 export function encodeRequest(req: RlsRequest): Buffer {
   const bytes = types.request.encode(types.request.fromObject({ ...req })).finish();

@@ -1,0 +1,98 @@
+// Tollgate's RLS v3 codec (src/ratelimit/global/proto.ts: a subset of Envoy's .proto files,
+// parsed by protobufjs) checked against Envoy's own definitions through the official Go types
+// (e2e/tools/envoy-proto): every field it declares has Envoy's number, type and cardinality, and
+// bytes written by either side read back the same on the other. A field number both sides of a
+// hand-written test got wrong would pass a test that used only this codec.
+import type protobuf from 'protobufjs';
+import { describe, expect, it } from 'vitest';
+import { decodeResponse, encodeRequest, rlsProtoRoot } from '../src/ratelimit/global/proto.js';
+import { describeMessages, envoyProtoAvailability, officialDecode, officialEncode } from './support/envoy-proto.js';
+
+const availability = envoyProtoAvailability();
+const REQUEST = 'envoy.service.ratelimit.v3.RateLimitRequest';
+const RESPONSE = 'envoy.service.ratelimit.v3.RateLimitResponse';
+
+/** Every field of every message the codec declares: message full name -> field name -> shape. */
+function ourFields(): Record<string, Record<string, { number: number; kind: string; repeated: boolean; type?: string }>> {
+  const out: Record<string, Record<string, { number: number; kind: string; repeated: boolean; type?: string }>> = {};
+  const visit = (ns: protobuf.NamespaceBase) => {
+    for (const nested of ns.nestedArray) {
+      if ('fieldsArray' in nested) {
+        const type = nested as protobuf.Type;
+        const fields: (typeof out)[string] = {};
+        for (const f of type.fieldsArray) {
+          f.resolve();
+          const resolved = f.resolvedType;
+          const kind = resolved === null ? f.type : 'values' in resolved ? 'enum' : 'message';
+          fields[f.name] = { number: f.id, kind, repeated: f.repeated, ...(resolved ? { type: resolved.fullName.slice(1) } : {}) };
+        }
+        out[type.fullName.slice(1)] = fields;
+      }
+      if ('nestedArray' in nested) visit(nested as protobuf.NamespaceBase);
+    }
+  };
+  visit(rlsProtoRoot);
+  return out;
+}
+
+describe.skipIf(!availability.run)("the RLS v3 codec against Envoy's definitions", () => {
+  it("declares each field with Envoy's number, type and cardinality", () => {
+    const official = describeMessages(REQUEST, RESPONSE);
+    const ours = ourFields();
+    const declared = Object.entries(ours).flatMap(([message, fields]) => Object.keys(fields).map((f) => `${message}.${f}`));
+    // The codec declares the fields the gateway reads and writes (20 of them): all compared.
+    expect(declared.length).toBeGreaterThanOrEqual(20);
+    const mismatched = Object.entries(ours).flatMap(([message, fields]) =>
+      Object.entries(fields)
+        .filter(([name, shape]) => JSON.stringify(official[message]?.[name]) !== JSON.stringify({ number: shape.number, kind: shape.kind, repeated: shape.repeated, ...(shape.type ? { type: shape.type } : {}) }))
+        .map(([name, shape]) => `${message}.${name}: ours ${JSON.stringify(shape)}, Envoy's ${JSON.stringify(official[message]?.[name] ?? 'not defined')}`),
+    );
+    expect(mismatched).toEqual([]);
+  });
+
+  it('writes requests that Envoy reads field for field, with no field Envoy does not define', () => {
+    const bytes = encodeRequest({
+      domain: 'tollgate',
+      hits_addend: 1234,
+      descriptors: [
+        { entries: [{ key: 'user', value: 'u7' }, { key: 'model', value: 'gpt-4o' }] },
+        { entries: [{ key: 'team', value: 'a' }], hits_addend: { value: 0 } },
+        { entries: [{ key: 'team', value: 'b' }], hits_addend: { value: 56 } },
+      ],
+    });
+    expect(officialDecode(REQUEST, bytes)).toEqual({
+      domain: 'tollgate',
+      hits_addend: 1234,
+      descriptors: [
+        { entries: [{ key: 'user', value: 'u7' }, { key: 'model', value: 'gpt-4o' }] },
+        // A wrapper that is set, even to 0 ("check only"), is present on the wire.
+        { entries: [{ key: 'team', value: 'a' }], hits_addend: '0' },
+        { entries: [{ key: 'team', value: 'b' }], hits_addend: '56' },
+      ],
+    });
+  });
+
+  it('reads every field of responses that Envoy writes', () => {
+    const bytes = officialEncode(RESPONSE, {
+      overall_code: 'OVER_LIMIT',
+      statuses: [
+        { code: 'OVER_LIMIT', current_limit: { name: 'per-user', requests_per_unit: 10, unit: 'MINUTE' }, limit_remaining: 0, duration_until_reset: '17.250s' },
+        { code: 'OK', current_limit: { requests_per_unit: 5000, unit: 'WEEK' }, limit_remaining: 4000 },
+      ],
+      response_headers_to_add: [{ key: 'x-quota', value: 'gold' }, { key: 'x-raw', raw_value: Buffer.from('bytes').toString('base64') }],
+      request_headers_to_add: [{ key: 'x-tier', value: 'gold' }],
+      raw_body: Buffer.from('{"error":"slow down"}').toString('base64'),
+    });
+    const r = decodeResponse(bytes);
+    expect({ ...r, raw_body: r.raw_body.toString(), response_headers_to_add: r.response_headers_to_add.map((h) => ({ ...h, raw_value: h.raw_value.toString() })), request_headers_to_add: r.request_headers_to_add.map((h) => ({ ...h, raw_value: h.raw_value.toString() })) }).toEqual({
+      overall_code: 'OVER_LIMIT',
+      statuses: [
+        { code: 'OVER_LIMIT', current_limit: { name: 'per-user', requests_per_unit: 10, unit: 'MINUTE' }, limit_remaining: 0, duration_until_reset: { seconds: 17, nanos: 250_000_000 } },
+        { code: 'OK', current_limit: { name: '', requests_per_unit: 5000, unit: 'WEEK' }, limit_remaining: 4000, duration_until_reset: null },
+      ],
+      response_headers_to_add: [{ key: 'x-quota', value: 'gold', raw_value: '' }, { key: 'x-raw', value: '', raw_value: 'bytes' }],
+      request_headers_to_add: [{ key: 'x-tier', value: 'gold', raw_value: '' }],
+      raw_body: '{"error":"slow down"}',
+    });
+  });
+});
