@@ -185,6 +185,7 @@ export class Controller {
       resources: () => this.world.resources(),
       translate: d.translate,
       controllerName: o.controllerName,
+      limits: o.limits,
       gatewayApiVersion: () => gatewayApiVersion,
       store: this.store,
       submitStatus: (r) => {
