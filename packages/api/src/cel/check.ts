@@ -187,12 +187,12 @@ export class Checker {
       case '_&&_':
       case '_||_': {
         const [a, b] = [arg(0), arg(1)];
-        if (a.shape.t !== 'bool' || b.shape.t !== 'bool') fail(`${fn === '_&&_' ? '&&' : '||'} takes bools, got ${typeName(a.shape)} and ${typeName(b.shape)}`);
+        if (!is(a.shape, 'bool') || !is(b.shape, 'bool')) fail(`${fn === '_&&_' ? '&&' : '||'} takes bools, got ${typeName(a.shape)} and ${typeName(b.shape)}`);
         return { shape: BOOL, cost: STEP + a.cost + b.cost };
       }
       case '_?_:_': {
         const [cond, t, f] = [arg(0), arg(1), arg(2)];
-        if (cond.shape.t !== 'bool') fail(`the condition of ?: must be a bool, got ${typeName(cond.shape)}`);
+        if (!is(cond.shape, 'bool')) fail(`the condition of ?: must be a bool, got ${typeName(cond.shape)}`);
         if (!sameType(t.shape, f.shape)) fail(`both branches of ?: must have one type; got ${typeName(t.shape)} and ${typeName(f.shape)}`);
         return { shape: join(t.shape, f.shape), cost: STEP + cond.cost + Math.max(t.cost, f.cost) };
       }
@@ -220,6 +220,8 @@ export class Checker {
       case 'matches':
         return this.#matches(c, scope, depth);
     }
+    // A macro the parser did not expand: written with other arguments than it takes.
+    if (MACROS.has(fn)) return fail(`${fn}() is written x.${fn}(v, ${fn === 'map' ? '<value>' : '<bool>'})${fn === 'map' ? ' or x.map(v, <bool>, <value>)' : ''}; two-variable forms are not supported`);
     const def = FUNCTIONS[fn];
     if (!def) return fail(`function '${displayName(fn)}' is not supported (supported: ${supportedNames()})`);
     const isMethod = c.target !== undefined;
@@ -228,6 +230,12 @@ export class Checker {
     }
     const operands = [...(isMethod ? [this.#expr(c.target!, scope, depth)] : []), ...c.args.map((_, i) => arg(i))];
     const shapes = operands.map((n) => n.shape);
+    if (shapes.some((x) => x.t === 'none')) {
+      // An element of an empty list literal: never evaluated, of no one type.
+      const costs = def.overloads.filter((o) => o.kinds.length === shapes.length).map((o) => o.cost(shapes));
+      if (!costs.length) fail(`no overload of '${displayName(fn)}' takes ${shapes.length} operands`);
+      return { shape: NONE, cost: sum(operands) + Math.max(...costs) };
+    }
     const o = overloadFor(def, shapes);
     if (!o) return fail(`no overload of '${displayName(fn)}' takes (${shapes.map(typeName).join(', ')})`);
     return { shape: o.result(shapes), cost: sum(operands) + o.cost(shapes) };
@@ -237,7 +245,7 @@ export class Checker {
     const s = base.shape;
     const cost = base.cost + key.cost;
     if (s.t === 'list') {
-      if (key.shape.t !== 'int' && key.shape.t !== 'uint') fail(`a list is indexed by an int, got ${typeName(key.shape)}`);
+      if (!is(key.shape, 'int') && key.shape.t !== 'uint') fail(`a list is indexed by an int, got ${typeName(key.shape)}`);
       // get() walks the list's views down to the element.
       return { shape: s.elem, cost: cost + STEP + s.depth };
     }
@@ -252,7 +260,7 @@ export class Checker {
   #matches(c: Call, scope: Scope | null, depth: number): Node {
     if (c.target === undefined || c.args.length !== 1) return fail('matches() is called as s.matches("<RE2 pattern>")');
     const target = this.#expr(c.target, scope, depth);
-    if (target.shape.t !== 'string') fail(`matches() applies to a string, not ${typeName(target.shape)}`);
+    if (!is(target.shape, 'string')) fail(`matches() applies to a string, not ${typeName(target.shape)}`);
     const pattern = c.args[0]!.exprKind;
     if (pattern.case !== 'constExpr' || pattern.value.constantKind.case !== 'stringValue') {
       return fail('the pattern of matches() must be a string literal (a pattern computed per request would be compiled per request)');
@@ -318,9 +326,14 @@ export class Checker {
   }
 
   #predicate(macro: string, p: Node): Node {
-    if (p.shape.t !== 'bool') fail(`the predicate of ${macro}() must be a bool, got ${typeName(p.shape)}`);
+    if (!is(p.shape, 'bool')) fail(`the predicate of ${macro}() must be a bool, got ${typeName(p.shape)}`);
     return p;
   }
+}
+
+/** Of this kind, or the element of an empty list literal (which no evaluation ever holds). */
+function is(s: Shape, kind: Shape['t']): boolean {
+  return s.t === kind || s.t === 'none';
 }
 
 function inScope(name: string, scope: Scope | null): boolean {
