@@ -59,7 +59,9 @@ function checkDescriptors(descriptors: readonly { entries: readonly { expression
       const p = joinPath(joinPath(joinPath(joinPath(path, di), 'entries'), ei), 'expression');
       const c = compileCel(e.expression, 'descriptor', limits);
       if (!c.ok) {
-        out.push({ path: p, message: `got ${show(e.expression)}: ${c.problem}; e.g. request.headers["x-user-id"]` });
+        // An example helps with what is not CEL, or not CEL over these variables.
+        const example = /^(not a valid|does not type-check)/.test(c.problem) ? '; e.g. request.headers["x-user-id"]' : '';
+        out.push({ path: p, message: `got ${show(e.expression)}: ${c.problem}${example}` });
         return;
       }
       total += c.value.cost;
