@@ -94,6 +94,12 @@ describe('regular expressions past their bounds', () => {
       ...simpleConfig(port, [tagged('program', up.host, [{ path: { type: 'PathPrefix', value: '/p' }, headers: [{ name: 'x-id', type: 'RegularExpression', value: '[a-z]{150}[0-9]{100}' }] }])]),
     }));
     expect(await routeOf(`${gw.url}/p`, { 'x-id': `${'a'.repeat(150)}${'1'.repeat(100)}` })).toBe('program');
+    // config_dump shows the bounds in force, the defaults for what the config leaves out.
+    const dump = JSON.parse((await send(`${gw.adminUrl}/config_dump`)).body) as { limits: unknown };
+    expect(dump.limits).toEqual({
+      regex: { maxPatternLength: 1024, maxProgramSize: 300, maxPerRoute: 16, maxInputLength: 2048 },
+      cel: { maxCost: 10000, maxHeaders: 100, maxHeaderLength: 16384, maxPathLength: 4096 },
+    });
   });
 
   it('a path or header value longer than regex.maxInputLength does not match, and is not run', async () => {
