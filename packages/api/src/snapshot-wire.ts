@@ -19,7 +19,7 @@ import { checkRegexes } from './rules.js';
 import { Secret } from './secret.js';
 import { WireRouteSchema, WireSkeleton, type WireSnapshot, type ToWire } from './snapshot-schema.js';
 import type { BackendIR, FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProxySnapshot, RouteIR } from './snapshot.js';
-import { joinPath, ValidationError, type Problem } from './validation-error.js';
+import { ValidationError, type Problem } from './validation-error.js';
 
 // Skeletons only: routes are taken out before and checked one by one (validateRoute).
 const validateWire = compile(WireSkeleton);

@@ -3,13 +3,14 @@
 // program size (checked on the one compile) and the input they are run on.
 import { createRequire } from 'node:module';
 import fc from 'fast-check';
+import type * as Re2js from 're2js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_REGEX_LIMITS, type RegexLimits } from '../src/limits.js';
 import { compileRegex, compileRouteRegex, EXPANSION_PER_INSTRUCTION } from '../src/regex.js';
 import { expandedSize } from '../src/regex-size.js';
 
 // The library as the package loads it (one CommonJS instance): spied on, never replaced.
-const { RE2JS } = createRequire(import.meta.url)('re2js') as typeof import('re2js');
+const { RE2JS } = createRequire(import.meta.url)('re2js') as typeof Re2js;
 
 const test = (pattern: string, input: string, limits: RegexLimits = DEFAULT_REGEX_LIMITS) => {
   const r = compileRouteRegex(pattern, limits);

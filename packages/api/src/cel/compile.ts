@@ -90,7 +90,7 @@ function compileNew(source: string, surface: CelSurface, limits: EvaluationLimit
   const program = lib.plan(envFor(limits.regex), parsed);
   return {
     ok: true,
-    value: { source, surface, cost, reads: checked.reads, run: (bindings) => outcome(program(bindings as never)) },
+    value: { source, surface, cost, reads: checked.reads, run: (bindings) => outcome(program(bindings)) },
   };
 }
 

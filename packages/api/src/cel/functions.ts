@@ -54,6 +54,12 @@ const NUMBER_TEXT = 32;
 /** int(s): BigInt parsing, which V8 does in time quadratic in the digits past a few thousand. */
 const parseInteger = ([s]: readonly Shape[]) => traverse(s!) + len(s) ** 2 / 65_536;
 
+/** int(), uint(), double(): from any number in one step, from a string at the cost of parsing it. */
+const numberFrom = (result: Shape, parse: (a: readonly Shape[]) => number): Overload[] => [
+  ...(['int', 'uint', 'double'] as const).map((k): Overload => ({ kinds: [k], result: () => result, cost: flat(STEP) })),
+  { kinds: ['string'], result: () => result, cost: parse },
+];
+
 export const FUNCTIONS: Readonly<Record<string, FunctionDef>> = {
   '_+_': {
     style: 'global',
@@ -95,33 +101,9 @@ export const FUNCTIONS: Readonly<Record<string, FunctionDef>> = {
   contains: { style: 'method', overloads: [{ kinds: ['string', 'string'], result: () => BOOL, cost: ([s, sub]) => traverse(s!, sub!) }] },
   startsWith: { style: 'method', overloads: [{ kinds: ['string', 'string'], result: () => BOOL, cost: ([, p]) => traverse(p!) }] },
   endsWith: { style: 'method', overloads: [{ kinds: ['string', 'string'], result: () => BOOL, cost: ([, p]) => traverse(p!) }] },
-  int: {
-    style: 'global',
-    overloads: [
-      { kinds: ['int'], result: () => INT, cost: flat(STEP) },
-      { kinds: ['uint'], result: () => INT, cost: flat(STEP) },
-      { kinds: ['double'], result: () => INT, cost: flat(STEP) },
-      { kinds: ['string'], result: () => INT, cost: parseInteger },
-    ],
-  },
-  uint: {
-    style: 'global',
-    overloads: [
-      { kinds: ['uint'], result: () => UINT, cost: flat(STEP) },
-      { kinds: ['int'], result: () => UINT, cost: flat(STEP) },
-      { kinds: ['double'], result: () => UINT, cost: flat(STEP) },
-      { kinds: ['string'], result: () => UINT, cost: parseInteger },
-    ],
-  },
-  double: {
-    style: 'global',
-    overloads: [
-      { kinds: ['double'], result: () => DOUBLE, cost: flat(STEP) },
-      { kinds: ['int'], result: () => DOUBLE, cost: flat(STEP) },
-      { kinds: ['uint'], result: () => DOUBLE, cost: flat(STEP) },
-      { kinds: ['string'], result: () => DOUBLE, cost: ([s]) => traverse(s!) },
-    ],
-  },
+  int: { style: 'global', overloads: numberFrom(INT, parseInteger) },
+  uint: { style: 'global', overloads: numberFrom(UINT, parseInteger) },
+  double: { style: 'global', overloads: numberFrom(DOUBLE, ([s]) => traverse(s!)) },
   string: {
     style: 'global',
     overloads: [
