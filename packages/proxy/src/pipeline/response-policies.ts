@@ -1,8 +1,8 @@
 // Stage 7, response policies: what the gateway does to the backend's response on its way to
 // the client (ResponseHeaderModifier filters, the x-ratelimit-* headers, the LLM usage meter),
 // and, once the response is complete, the LLM tokens charged to the limits that admitted it.
-import { estimateTokens, tokenizerLoaded } from '../llm/estimate.js';
-import { tokenReservation } from '../ratelimit/reservation.js';
+import { tokenizerLoaded } from '../llm/estimate.js';
+import { usageCharge, type Charge } from '../llm/usage-charge.js';
 import { MAX_HELD_BYTES, UsageMeter } from '../llm/usage-meter.js';
 import { applyHeaderModifier } from '../filters/header-modifier.js';
 import type { ForwardHooks } from '../upstream/forward.js';
@@ -101,32 +101,16 @@ export class ResponsePolicies implements ForwardHooks {
 
 /** Charges a finished LLM response to every token limit that admitted it (spec §3.1). */
 function chargeTokens(ctx: RequestContext, meter: UsageMeter): Promise<void> | undefined {
-  const usage = meter.result();
-  if (usage.reported !== null) {
-    settleTokens(ctx, usage.reported, 'reported');
-    return undefined;
-  }
-  const extra = Math.ceil(usage.extraCompletionChars / 4);
-  const estimate = estimateTokens(ctx.llm?.promptText ?? '', usage.completionText);
-  if (typeof estimate === 'number') {
-    settleTokens(ctx, estimate + extra, 'estimated');
-    return undefined;
-  }
-  return estimate.then(
-    (n) => settleTokens(ctx, n + extra, 'estimated'),
-    // The tokenizer ships with the proxy, so this is a broken install; the request is still
-    // charged, by the same bytes-per-token rule its reservation used.
-    (err: unknown) => {
-      ctx.deps.rateLimitLog.error({ err }, 'tokenizer failed to load; tokens estimated from the text length');
-      settleTokens(ctx, tokenReservation({ promptText: (ctx.llm?.promptText ?? '') + usage.completionText, maxTokens: null }) + extra, 'estimated');
-    },
-  );
+  const charge = usageCharge(ctx.llm, meter.result(), ctx.deps.rateLimitLog);
+  if (charge instanceof Promise) return charge.then((c) => settleTokens(ctx, c));
+  settleTokens(ctx, charge);
+  return undefined;
 }
 
-function settleTokens(ctx: RequestContext, total: number, source: 'reported' | 'estimated'): void {
+function settleTokens(ctx: RequestContext, charge: Charge): void {
   const llm = ctx.llm;
   const route = ctx.route!.ir.name;
   if (llm?.unparsed) ctx.deps.rateLimitLog.debug({ route, reason: llm.unparsed }, 'LLM request body not parsed; tokens estimated');
-  ctx.admissions?.settle(total);
-  ctx.deps.metrics.countTokens(route, llm?.model ?? null, source, total);
+  ctx.admissions?.settle(charge.tokens);
+  ctx.deps.metrics.countTokens(route, llm?.model ?? null, charge.source, charge.tokens);
 }
