@@ -45,6 +45,8 @@ export function sendMirrors(ctx: RequestContext, mirrors: readonly CompiledMirro
       continue;
     }
     inFlight++;
+    // The copy holds the body in memory, maybe past the request's end: its bytes stay taken.
+    ctx.bodyHolders++;
     target.endpoint.pool
       .request({
         method: ctx.method,
@@ -58,6 +60,9 @@ export function sendMirrors(ctx: RequestContext, mirrors: readonly CompiledMirro
       })
       .then((res) => res.body.dump())
       .catch((err: Error & { code?: string }) => log.debug({ route: ctx.route!.ir.name, mirror: target.name, code: err.code }, `mirrored request failed: ${err.message}`))
-      .finally(() => inFlight--);
+      .finally(() => {
+        inFlight--;
+        ctx.releaseBody();
+      });
   }
 }
