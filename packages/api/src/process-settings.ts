@@ -1,8 +1,10 @@
 // Defaults and cross-field rules of the process settings (`config.*` of a standalone config),
 // where they depend on each other: one place, so the config check, the proxy and its
-// config_dump agree.
-import type { ProcessConfig } from './schema/standalone-config.js';
-import type { Problem } from './validation-error.js';
+// config_dump agree. Cluster mode has no config file: the settings the cluster's parameters
+// give the proxy (PROXY_PROCESS_PARAMETERS) reach it as one JSON object, checked here too.
+import { compile } from './ajv.js';
+import { ProcessConfig } from './schema/standalone-config.js';
+import { joinPath, ValidationError, type Problem } from './validation-error.js';
 
 /** config.maxRequestBodyBytes default. */
 export const DEFAULT_MAX_REQUEST_BODY_BYTES = 8 * 1024 * 1024;
@@ -28,8 +30,47 @@ export function checkProcessConfig(cfg: ProcessConfig | undefined, path: string,
   const body = cfg?.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
   if (budget !== undefined && budget < body) {
     out.push({
-      path: `${path}.maxBufferedRequestBytes`,
+      path: joinPath(path, 'maxBufferedRequestBytes'),
       message: `got ${budget}; it must be at least maxRequestBodyBytes (${body}${cfg?.maxRequestBodyBytes === undefined ? ', its default' : ''}), or a body of the largest size a metered route reads could never be held: raise it or lower maxRequestBodyBytes`,
     });
   }
+}
+
+/**
+ * The process settings a Gateway's parameters may give its proxies in cluster mode: the bounds
+ * on what clients may take of a proxy (docs/security.md). Addresses and the log level are the
+ * deployer's (its probes and port-forwards rely on them).
+ */
+export const PROXY_PROCESS_PARAMETERS = [
+  'requestHeadersTimeout',
+  'requestBodyIdleTimeout',
+  'requestBodyTimeout',
+  'keepAliveTimeout',
+  'maxRequestBodyBytes',
+  'maxBufferedRequestBytes',
+  'maxConnectionsPerBind',
+  'maxSseLineBytes',
+  'maxTraceSessions',
+  'maxModelLabels',
+] as const satisfies readonly (keyof ProcessConfig)[];
+
+/** Which of them are integers (the others are durations). */
+export const INTEGER_PROCESS_PARAMETERS: ReadonlySet<string> = new Set(['maxRequestBodyBytes', 'maxBufferedRequestBytes', 'maxConnectionsPerBind', 'maxSseLineBytes', 'maxTraceSessions', 'maxModelLabels']);
+
+const validateProcessSchema = compile(ProcessConfig);
+
+/** Problems of a settings object; paths are relative to it (`maxConnectionsPerBind: ...`). */
+export function processSettingsProblems(value: unknown): Problem[] {
+  const result = validateProcessSchema(value);
+  if (!result.ok) return result.problems;
+  const out: Problem[] = [];
+  checkProcessConfig(result.value, '', out);
+  return out;
+}
+
+/** Process settings given as one value (cluster mode), checked as `config:` of a file is; `subject` names where they came from. */
+export function validateProcessSettings(value: unknown, subject: string): ProcessConfig {
+  const problems = processSettingsProblems(value);
+  if (problems.length) throw new ValidationError(subject, problems);
+  return value as ProcessConfig;
 }
