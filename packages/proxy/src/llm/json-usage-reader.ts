@@ -80,7 +80,11 @@ export class JsonUsageReader {
   #key: string | null = null;
   /** The member of the top-level object being read. */
   #topKey: string | null = null;
-  #keyCapture: Capture | null = null;
+  /** Offset of the opening quote of the key being read, in the current chunk (0 once it spans chunks). */
+  #keyStart = 0;
+  /** The key's bytes from earlier chunks (rare: a key split across two reads), or null. */
+  #keyParts: Buffer[] | null = null;
+  #keyBytes = 0;
   #textCapture: Capture | null = null;
   #textBytes = 0;
   #usageCapture: Capture | null = null;
@@ -97,7 +101,7 @@ export class JsonUsageReader {
     // again only once passed: a long string full of escapes stays linear.
     let quote = -2;
     let backslash = -2;
-    if (this.#keyCapture) this.#keyCapture.from = 0;
+    this.#keyStart = 0;
     if (this.#textCapture) this.#textCapture.from = 0;
     if (this.#usageCapture) this.#usageCapture.from = 0;
     while (i < len) {
@@ -147,7 +151,7 @@ export class JsonUsageReader {
       i++;
     }
     // What is kept of values still open continues in the next chunk.
-    if (this.#keyCapture && !this.#keyCapture.keep(chunk, len)) this.#keyCapture = null;
+    if (this.#inString && this.#stringIsKey) this.#keyContinues(chunk, len);
     if (this.#textCapture) this.#keepText(chunk, len);
     if (this.#usageCapture && !this.#usageCapture.keep(chunk, len)) this.#usageCapture = null;
   }
@@ -184,8 +188,9 @@ export class JsonUsageReader {
     this.#inString = true;
     this.#stringIsKey = this.#expectKey;
     if (this.#stringIsKey) {
-      this.#keyCapture = new Capture(MAX_KEY_BYTES);
-      this.#keyCapture.from = i;
+      this.#keyStart = i;
+      this.#keyParts = null;
+      this.#keyBytes = 0;
       return;
     }
     if (this.#depth === 1 && this.#topKey === 'usage') this.#startUsage(i);
@@ -199,10 +204,8 @@ export class JsonUsageReader {
   #endString(chunk: Buffer, quote: number): void {
     this.#inString = false;
     if (this.#stringIsKey) {
-      const capture = this.#keyCapture;
-      this.#keyCapture = null;
       this.#expectKey = false;
-      this.#key = capture && capture.keep(chunk, quote + 1) ? decodeKey(capture.text()) : null;
+      this.#key = this.#readKey(chunk, quote);
       if (this.#depth === 1) this.#topKey = this.#key;
       return;
     }
@@ -222,6 +225,27 @@ export class JsonUsageReader {
     }
   }
 
+  /** A key goes on past this chunk: its bytes so far are kept, up to MAX_KEY_BYTES. */
+  #keyContinues(chunk: Buffer, len: number): void {
+    this.#keyBytes += len - this.#keyStart;
+    if (this.#keyBytes <= MAX_KEY_BYTES) (this.#keyParts ??= []).push(chunk.subarray(this.#keyStart, len));
+  }
+
+  /**
+   * The key ending at `quote`, when it is one looked for (the constant string), else null.
+   * Keys are compared in place, byte for byte: a body of hundreds of thousands of keys (a
+   * logprobs payload) allocates nothing for them.
+   */
+  #readKey(chunk: Buffer, quote: number): string | null {
+    const parts = this.#keyParts;
+    if (parts === null) return knownKey(chunk, this.#keyStart, quote + 1);
+    this.#keyParts = null;
+    if (this.#keyBytes + quote + 1 > MAX_KEY_BYTES) return null;
+    parts.push(chunk.subarray(0, quote + 1));
+    const raw = Buffer.concat(parts);
+    return knownKey(raw, 0, raw.length);
+  }
+
   /** Keeps generated text while the sink has room; past it only its length is counted. */
   #keepText(chunk: Buffer, to: number): void {
     const capture = this.#textCapture!;
@@ -230,11 +254,32 @@ export class JsonUsageReader {
   }
 }
 
-/** A key as JSON.parse would read it; escapes are rare in keys, so the plain case skips the parse. */
-function decodeKey(raw: string): string | null {
-  if (!raw.includes('\\')) return raw.slice(1, -1);
+/** Every key the reader acts on: the top-level members and the generated-text fields. */
+const KNOWN_KEYS: readonly string[] = ['usage', 'choices', ...GENERATED_KEYS];
+const KNOWN_BYTES = KNOWN_KEYS.map((k) => Buffer.from(k, 'latin1'));
+const LONGEST_KNOWN = Math.max(...KNOWN_BYTES.map((b) => b.length));
+
+/**
+ * The known key spelled by the JSON string raw[from, to) (quotes included), or null. A key
+ * with escapes (`"us\u0061ge"`) is decoded as JSON.parse would read it: rare, and bounded
+ * by MAX_KEY_BYTES.
+ */
+function knownKey(raw: Buffer, from: number, to: number): string | null {
+  const n = to - from - 2;
+  if (n > MAX_KEY_BYTES) return null;
+  let escaped = false;
+  for (let i = from + 1; i < to - 1 && !escaped; i++) escaped = raw[i] === BACKSLASH;
+  if (!escaped) {
+    if (n > LONGEST_KNOWN) return null;
+    for (let k = 0; k < KNOWN_BYTES.length; k++) {
+      const known = KNOWN_BYTES[k]!;
+      if (known.length === n && raw.compare(known, 0, n, from + 1, to - 1) === 0) return KNOWN_KEYS[k]!;
+    }
+    return null;
+  }
   try {
-    return JSON.parse(raw) as string;
+    const key = JSON.parse(raw.toString('utf8', from, to)) as string;
+    return KNOWN_KEYS.includes(key) ? key : null;
   } catch {
     return null;
   }

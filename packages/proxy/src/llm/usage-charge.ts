@@ -12,24 +12,28 @@ import { estimateTokens } from './estimate.js';
 import type { LlmRequest } from './request-body.js';
 import type { UsageResult } from './usage-meter.js';
 
-export interface Charge {
-  readonly tokens: number;
-  readonly source: TokenSource;
-}
-
-/** A number when it can be known now; a promise only while the tokenizer loads (the process's first estimate). */
-export function usageCharge(llm: LlmRequest | null, usage: UsageResult, log: Logger): Charge | Promise<Charge> {
-  if (usage.reported !== null) return { tokens: usage.reported, source: 'reported' };
+/**
+ * The tokens to charge: a number when known now; a promise only while the tokenizer loads
+ * (the process's first estimate). Reported when `usage.reported` is set, estimated otherwise.
+ */
+export function usageCharge(llm: LlmRequest | null, usage: UsageResult, log: Logger): number | Promise<number> {
+  if (usage.reported !== null) return usage.reported;
   const floor = tokenReservation(llm);
   const extra = Math.ceil(usage.extraCompletionChars / 4);
   const prompt = llm?.promptText ?? '';
-  const estimated = (n: number): Charge => ({ tokens: Math.max(floor, n + extra), source: 'estimated' });
   const estimate = estimateTokens(prompt, usage.completionText);
-  if (typeof estimate === 'number') return estimated(estimate);
-  return estimate.then(estimated, (err: unknown) => {
-    // The tokenizer ships with the proxy, so this is a broken install; the response is still
-    // charged, by the same bytes-per-token rule the reservation uses.
-    log.error({ err }, 'tokenizer failed to load; tokens estimated from the text length');
-    return estimated(tokenReservation({ promptText: prompt + usage.completionText, maxTokens: null }));
-  });
+  if (typeof estimate === 'number') return Math.max(floor, estimate + extra);
+  return estimate.then(
+    (n) => Math.max(floor, n + extra),
+    (err: unknown) => {
+      // The tokenizer ships with the proxy, so this is a broken install; the response is still
+      // charged, by the same bytes-per-token rule the reservation uses.
+      log.error({ err }, 'tokenizer failed to load; tokens estimated from the text length');
+      return Math.max(floor, tokenReservation({ promptText: prompt + usage.completionText, maxTokens: null }) + extra);
+    },
+  );
+}
+
+export function chargeSource(usage: UsageResult): TokenSource {
+  return usage.reported !== null ? 'reported' : 'estimated';
 }

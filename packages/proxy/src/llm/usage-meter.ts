@@ -47,38 +47,6 @@ interface Chunk {
   choices?: unknown;
 }
 
-type Add = (text: string) => void;
-
-function addString(v: unknown, add: Add): void {
-  if (typeof v === 'string') add(v);
-}
-
-/** Message content: a string, or a list of parts whose `text` is generated text. */
-function addContent(v: unknown, add: Add): void {
-  if (typeof v === 'string') add(v);
-  else if (Array.isArray(v)) for (const part of v) addString((part as { text?: unknown } | null)?.text, add);
-}
-
-/**
- * The generated text of one choice of a chunk or a completion: the message (or delta) content,
- * reasoning, refusal and tool-call arguments, and the legacy completions' `text`. The same
- * fields json-usage-reader.ts reads from a body too large to hold (GENERATED_KEYS).
- */
-function addGenerated(choice: unknown, add: Add): void {
-  if (choice === null || typeof choice !== 'object') return;
-  const c = choice as { delta?: unknown; message?: unknown; text?: unknown };
-  addString(c.text, add);
-  const m = (c.delta ?? c.message) as Record<string, unknown> | null | undefined;
-  if (m === null || typeof m !== 'object') return;
-  addContent(m.content, add);
-  addString(m.reasoning_content, add);
-  addString(m.reasoning, add);
-  addString(m.refusal, add);
-  addString((m.function_call as { arguments?: unknown } | null | undefined)?.arguments, add);
-  const calls = m.tool_calls;
-  if (Array.isArray(calls)) for (const call of calls) addString((call as { function?: { arguments?: unknown } } | null)?.function?.arguments, add);
-}
-
 export class UsageMeter {
   #mode: Mode = 'other';
   #sse: SseParser | null = null;
@@ -94,7 +62,6 @@ export class UsageMeter {
   #extraChars = 0;
   /** A JSON body past MAX_HELD_BYTES: read as it passes instead of held. */
   #reader: JsonUsageReader | null = null;
-  readonly #add: Add = (text) => this.#addCompletion(text);
 
   constructor(
     private readonly stripUsageChunk: boolean,
@@ -200,9 +167,36 @@ export class UsageMeter {
     }
   }
 
+  #addString(v: unknown): void {
+    if (typeof v === 'string') this.#addCompletion(v);
+  }
+
+  /**
+   * The generated text of one choice of a chunk or a completion: the message (or delta)
+   * content (a string or the text of its parts), reasoning, refusal and tool-call arguments,
+   * and the legacy completions' `text`. The same fields json-usage-reader.ts reads from a body
+   * too large to hold (GENERATED_KEYS).
+   */
+  #addGenerated(choice: unknown): void {
+    if (choice === null || typeof choice !== 'object') return;
+    const c = choice as { delta?: unknown; message?: unknown; text?: unknown };
+    this.#addString(c.text);
+    const m = (c.delta ?? c.message) as Record<string, unknown> | null | undefined;
+    if (m === null || typeof m !== 'object') return;
+    const content = m.content;
+    if (Array.isArray(content)) for (const part of content) this.#addString((part as { text?: unknown } | null)?.text);
+    else this.#addString(content);
+    this.#addString(m.reasoning_content);
+    this.#addString(m.reasoning);
+    this.#addString(m.refusal);
+    this.#addString((m.function_call as { arguments?: unknown } | null | undefined)?.arguments);
+    const calls = m.tool_calls;
+    if (Array.isArray(calls)) for (const call of calls) this.#addString((call as { function?: { arguments?: unknown } } | null)?.function?.arguments);
+  }
+
   /** Reads one chunk object of a response: its completion text and usage; true when it had usage. */
   #read(chunk: Chunk): boolean {
-    if (Array.isArray(chunk.choices)) for (const c of chunk.choices) addGenerated(c, this.#add);
+    if (Array.isArray(chunk.choices)) for (const c of chunk.choices) this.#addGenerated(c);
     const total = chunk.usage?.total_tokens;
     if (typeof total !== 'number' || !Number.isFinite(total) || total < 0) return false;
     this.#reported = total;

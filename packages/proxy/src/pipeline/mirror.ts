@@ -7,7 +7,7 @@
 // request's reservation in the limits that admitted the request, and its answer is metered
 // and charged to them (docs/rate-limiting.md, "Mirrors").
 import type { Dispatcher } from 'undici';
-import { usageCharge } from '../llm/usage-charge.js';
+import { chargeSource, usageCharge } from '../llm/usage-charge.js';
 import { UsageMeter } from '../llm/usage-meter.js';
 import type { CopyHold } from '../ratelimit/policy.js';
 import { INVALID_BACKEND } from '../routing/backend-picker.js';
@@ -100,8 +100,9 @@ async function chargeCopy(ctx: RequestContext, res: Dispatcher.ResponseData, cha
     meter.flush();
   } finally {
     // What the mirror produced before a failure is still charged.
-    const c = await usageCharge(ctx.llm, meter.result(), ctx.deps.rateLimitLog);
-    charge.settle(c.tokens);
-    ctx.deps.metrics.countTokens(ctx.route!.ir.name, ctx.llm?.model ?? null, c.source, c.tokens);
+    const usage = meter.result();
+    const tokens = await usageCharge(ctx.llm, usage, ctx.deps.rateLimitLog);
+    charge.settle(tokens);
+    ctx.deps.metrics.countTokens(ctx.route!.ir.name, ctx.llm?.model ?? null, chargeSource(usage), tokens);
   }
 }

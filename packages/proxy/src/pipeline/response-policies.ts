@@ -2,7 +2,8 @@
 // the client (ResponseHeaderModifier filters, the x-ratelimit-* headers, the LLM usage meter),
 // and, once the response is complete, the LLM tokens charged to the limits that admitted it.
 import { tokenizerLoaded } from '../llm/estimate.js';
-import { usageCharge, type Charge } from '../llm/usage-charge.js';
+import { chargeSource, usageCharge } from '../llm/usage-charge.js';
+import type { TokenSource } from '../metrics/metrics.js';
 import { MAX_HELD_BYTES, UsageMeter } from '../llm/usage-meter.js';
 import { applyHeaderModifier } from '../filters/header-modifier.js';
 import type { ForwardHooks } from '../upstream/forward.js';
@@ -101,16 +102,18 @@ export class ResponsePolicies implements ForwardHooks {
 
 /** Charges a finished LLM response to every token limit that admitted it (spec §3.1). */
 function chargeTokens(ctx: RequestContext, meter: UsageMeter): Promise<void> | undefined {
-  const charge = usageCharge(ctx.llm, meter.result(), ctx.deps.rateLimitLog);
-  if (charge instanceof Promise) return charge.then((c) => settleTokens(ctx, c));
-  settleTokens(ctx, charge);
+  const usage = meter.result();
+  const source = chargeSource(usage);
+  const tokens = usageCharge(ctx.llm, usage, ctx.deps.rateLimitLog);
+  if (typeof tokens !== 'number') return tokens.then((n) => settleTokens(ctx, n, source));
+  settleTokens(ctx, tokens, source);
   return undefined;
 }
 
-function settleTokens(ctx: RequestContext, charge: Charge): void {
+function settleTokens(ctx: RequestContext, total: number, source: TokenSource): void {
   const llm = ctx.llm;
   const route = ctx.route!.ir.name;
   if (llm?.unparsed) ctx.deps.rateLimitLog.debug({ route, reason: llm.unparsed }, 'LLM request body not parsed; tokens estimated');
-  ctx.admissions?.settle(charge.tokens);
-  ctx.deps.metrics.countTokens(route, llm?.model ?? null, charge.source, charge.tokens);
+  ctx.admissions?.settle(total);
+  ctx.deps.metrics.countTokens(route, llm?.model ?? null, source, total);
 }
