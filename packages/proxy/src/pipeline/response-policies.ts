@@ -57,7 +57,8 @@ export class ResponsePolicies implements ForwardHooks {
     if (!deferred) return out;
     deferred.push(out);
     this.#deferredBytes += out.length;
-    // Beyond what the meter holds, the usage cannot be read anyway: the body goes on as it comes.
+    // No more than the meter would hold is kept back: a larger body goes on as it comes (its
+    // usage is still read as it passes; only an estimate would then trail its end).
     return this.#deferredBytes > MAX_HELD_BYTES ? this.#release(EMPTY) : EMPTY;
   }
 
