@@ -5,23 +5,14 @@
 import { EventEmitter, once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeSnapshot, encodeSnapshot, withVersion, type FilterIR, type ServiceBackendIR } from '@tollgate/api';
+import { decodeSnapshot, encodeSnapshot, withVersion, type FilterIR } from '@tollgate/api';
 import { mirrorsInFlight } from '../src/pipeline/mirror.js';
+import { service } from './support/service-backend.js';
 import { send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
-});
-
-const service = (name: string, port: number): ServiceBackendIR => ({
-  kind: 'service',
-  name: `${name}.default.svc.cluster.local:80`,
-  namespace: 'default',
-  service: name,
-  port: 80,
-  weight: 1,
-  endpoints: [{ address: '127.0.0.1', port }],
 });
 
 const completion = (total: number) => JSON.stringify({ choices: [{ message: { content: 'ok' } }], usage: { total_tokens: total } });

@@ -8,15 +8,7 @@
 // The same byte-level rules as json-scan.ts: JSON's structural characters are ASCII and UTF-8
 // continuation bytes never are, so scanning bytes is exact. Strings are skipped with indexOf
 // (native code), not byte by byte.
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const COMMA = 0x2c;
-const COLON = 0x3a;
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, isSpace, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from './json-scan.js';
 
 /** A usage object is a few hundred bytes; a larger value is not believed. */
 const MAX_USAGE_BYTES = 64 * 1024;
@@ -31,10 +23,6 @@ const MAX_DEPTH = 256;
  * function-call `arguments`, and the legacy completions' `text`.
  */
 export const GENERATED_KEYS: ReadonlySet<string> = new Set(['content', 'text', 'reasoning_content', 'reasoning', 'refusal', 'arguments']);
-
-function isSpace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
 
 /** Where the pieces of one value being kept go, across chunks. */
 class Capture {
