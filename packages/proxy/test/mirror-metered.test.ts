@@ -2,12 +2,14 @@
 // counts against the same budget as its request. Over real sockets: a route with a local token
 // budget, its mirror applied over the snapshot wire encoding as the controller sends it, and
 // real backends that report usage (or hold their answers until the test releases them).
+import { randomUUID } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { decodeSnapshot, encodeSnapshot, withVersion, type FilterIR } from '@tollgate/api';
 import { mirrorsInFlight } from '../src/pipeline/mirror.js';
 import { service } from './support/service-backend.js';
+import { rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
 import { send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -57,8 +59,9 @@ async function llm(total: number, opts: { hold?: boolean; status?: number } = {}
 }
 
 /** A standalone gateway with one metered route, then the snapshot the controller would send: that route mirrored. */
-async function mirroredGateway(primary: Llm, shadow: Llm, tokens: number): Promise<TestGateway> {
-  const route = { name: 'chat', policies: { traffic: { rateLimit: { local: [{ tokens, unit: 'Hours' }] } } }, backends: [{ host: primary.upstream.host }] };
+async function mirroredGateway(primary: Llm, shadow: Llm, tokens: number | Record<string, unknown>): Promise<TestGateway> {
+  const rateLimit = typeof tokens === 'number' ? { local: [{ tokens, unit: 'Hours' }] } : tokens;
+  const route = { name: 'chat', policies: { traffic: { rateLimit } }, backends: [{ host: primary.upstream.host }] };
   const gw = await startGateway((port) => simpleConfig(port, [route]));
   cleanups.push(() => gw.close());
   const current = gw.gateway.snapshot;
@@ -71,10 +74,10 @@ async function mirroredGateway(primary: Llm, shadow: Llm, tokens: number): Promi
   return gw;
 }
 
-function chat(gw: TestGateway, maxTokens?: number): Promise<RawResponse> {
+function chat(gw: TestGateway, maxTokens?: number, headers: Record<string, string> = {}): Promise<RawResponse> {
   return send(`${gw.url}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...(maxTokens === undefined ? {} : { max_tokens: maxTokens }) }),
   });
 }
@@ -143,5 +146,34 @@ describe('a mirrored request on a metered route', () => {
     expect(await tokensCounted(gw)).toBe(10);
     // 1,000 less the first request's 10 and this one's own reservation of 401.
     expect((await chat(gw, 400)).headers['x-ratelimit-remaining']).toBe(String(1000 - 10 - 401));
+  });
+});
+
+const availability = rlsAvailability();
+
+describe.skipIf(!availability.run)('a mirrored request under a global Tokens descriptor', () => {
+  let rls: RlsService;
+  beforeAll(async () => {
+    rls = await startRls(rlsBinaries().found!, { configs: { 'mirror-tokens': 'domain: mirror-tokens\ndescriptors:\n  - key: tenant\n    rate_limit: { unit: day, requests_per_unit: 100 }\n' } });
+  });
+  afterAll(async () => {
+    await rls?.stop();
+  });
+
+  it("charges the mirror's usage to the rate limit service", async () => {
+    const primary = await llm(10);
+    const shadow = await llm(500);
+    const gw = await mirroredGateway(primary, shadow, {
+      global: { service: { host: rls.address }, timeout: '2s', domain: 'mirror-tokens', descriptors: [{ unit: 'Tokens', entries: [{ name: 'tenant', expression: 'request.headers["x-tenant"]' }] }] },
+    });
+    const tenant = { 'x-tenant': `t-${randomUUID()}` };
+    expect((await chat(gw, undefined, tenant)).status).toBe(200);
+    await copiesDone();
+    // The charge is a call to the service after the copy's answer, which a request can
+    // overtake: a few more, each a round trip later, until one is refused. Their own 10 tokens
+    // each (60 in all) could not cross the limit of 100: only the copy's 500 makes it refuse.
+    let over: RawResponse | undefined;
+    for (let i = 0; i < 5 && over?.status !== 429; i++) over = await chat(gw, undefined, tenant);
+    expect(over!.status).toBe(429);
   });
 });
