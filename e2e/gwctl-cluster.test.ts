@@ -4,8 +4,9 @@
 // kubelet, so a port-forward cannot succeed: the test checks that gwctl picks the Running and
 // Ready pod and then reports the refused port-forward (exit 6) with the API server's reason;
 // the success path runs against a standalone proxy in packages/gwctl/test.
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { exec, run } from './lib/exec.js';
 import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
@@ -135,6 +136,23 @@ describe.skipIf(!availability.run)('gwctl target resolution on kube-apiserver', 
     expect(r.code).toBe(6);
     expect(r.stderr).toMatch(/^gwctl: port-forward to pod tollgate-system\/tollgate-controller-0 port 9095 failed: .+\n$/);
   });
+
+  it('the single-file gwctl (pnpm gwctl:build) resolves the same way with its bundled Kubernetes client', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'gwctl-bundle-'));
+    try {
+      await run(process.execPath, [join(REPO_ROOT, 'scripts/gwctl-build.mjs'), '--out', out]);
+      const bundled = (args: string[]) => exec(join(out, 'gwctl'), args, { env: { PATH: dirname(process.execPath), HOME: cluster.current.dir, KUBECONFIG: cluster.current.kubeconfig } });
+      const nope = await bundled(['config', 'all', 'gateway/nope', '-n', 'edge']);
+      expect(nope.stderr).toBe('gwctl: Gateway nope not found in namespace "edge" (kubectl get gateways -A lists them; -n sets the namespace)\n');
+      expect(nope.code).toBe(12);
+      // The port-forward is a WebSocket (the bundled ws) the API server refuses: no kubelet.
+      const refused = await bundled(['trace', 'gateway/public', '-n', 'edge', '--raw']);
+      expect(refused.stderr).toBe('gwctl: port-forward to pod edge/public-b port 15000 failed: pod public-b does not have a host assigned (HTTP 400)\n');
+      expect(refused.code).toBe(6);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('a context that is not in the kubeconfig: exit 3', async () => {
     const r = await gwctl(['config', 'all', 'gateway/public', '--context', 'prod']);
