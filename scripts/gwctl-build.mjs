@@ -217,15 +217,20 @@ async function main() {
   if (!existsSync(join(GWCTL, 'dist/cli.js'))) fail('packages/gwctl/dist is missing: run `pnpm build` first (pnpm gwctl:build does)');
   const pkg = JSON.parse(readFileSync(join(GWCTL, 'package.json'), 'utf8'));
   const { code, inputs } = await bundle(pkg);
-  mkdirSync(out, { recursive: true });
+  try {
+    mkdirSync(out, { recursive: true });
+  } catch (err) {
+    fail(`cannot create ${out}: ${err.code ?? err.message}`);
+  }
   const file = join(out, 'gwctl');
   writeAtomically(file, code, 0o755);
   const licenses = thirdPartyLicenses(inputs);
   writeAtomically(join(out, 'THIRD-PARTY-LICENSES.txt'), licenses);
   const tgz = pack(pkg, code, licenses, out);
   const mb = (Buffer.byteLength(code) / 1024 / 1024).toFixed(1);
-  process.stdout.write(`gwctl ${pkg.version}:\n  ${relative(process.cwd(), file) || file}  (${mb} MiB, Node.js ${NODE_MAJOR}+)\n  ${relative(process.cwd(), tgz)}\n`);
-  process.stdout.write(`Install: pnpm gwctl:install [--prefix DIR]   or   npm install -g ${relative(process.cwd(), tgz)}\n`);
+  const shown = (path) => (relative(process.cwd(), path).startsWith('..') ? path : relative(process.cwd(), path));
+  process.stdout.write(`gwctl ${pkg.version}:\n  ${shown(file)}  (${mb} MiB, Node.js ${NODE_MAJOR}+)\n  ${shown(tgz)}\n`);
+  process.stdout.write(`Install: pnpm gwctl:install [--prefix DIR] (from dist/gwctl)   or   npm install -g ${shown(tgz)}\n`);
 }
 
 await main();

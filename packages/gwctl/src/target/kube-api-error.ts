@@ -13,7 +13,7 @@ export interface KubeStatus {
 export function kubeStatus(err: ApiException<unknown>): KubeStatus {
   try {
     const body: unknown = typeof err.body === 'string' ? JSON.parse(err.body) : err.body;
-    if (body && typeof body === 'object') return body as KubeStatus;
+    if (body && typeof body === 'object') return body;
   } catch {
     // body is not a Status
   }
