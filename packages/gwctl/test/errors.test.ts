@@ -47,6 +47,7 @@ describe('bad flags: exit 2', () => {
     [['log', 'gateway/a', '--local'], /^gwctl: give either gateway\/a or --local, not both/],
     [['log', 'gateway/a', '--admin-addr', '127.0.0.1:1'], /^gwctl: --admin-addr needs --local/],
     [['log', 'pod/a'], /^gwctl: expected the target gateway\/<name>, got 'pod\/a'/],
+    [['log', `gateway/${'a'.repeat(254)}`], /^gwctl: the Gateway name in gateway\/a{32}… is 254 characters long; a Kubernetes name has at most 253$/m],
     [['log', '--local', '-n', 'x'], /^gwctl: --namespace applies to cluster targets, not --local/],
     [['log', '--local', '--admin-addr', 'nope'], /^gwctl: --admin-addr must be <host>:<port>, got 'nope'/],
     [['log', '--local', '--admin-addr', '127.0.0.1:99999'], /^gwctl: --admin-addr must be <host>:<port>, got '127\.0\.0\.1:99999': port 99999 is out of range; expected a port from 1 to 65535$/m],
