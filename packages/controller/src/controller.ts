@@ -5,7 +5,7 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { AdminServer } from './admin/server.js';
 import { EventRecorder } from './events/recorder.js';
 import { healthServer } from './health/server.js';
-import { readGatewayApiVersion } from './kube/gateway-api-version.js';
+import { GatewayApiVersion } from './kube/gateway-api-version.js';
 import { gatewayAddresses } from './deployer/addresses.js';
 import { KubeDeployerApi } from './deployer/api.js';
 import { Deployer } from './deployer/deployer.js';
@@ -78,7 +78,7 @@ export class Controller {
     const gwc = logs.get('gateway-controller');
 
     this.store = new SnapshotStore(d.checkSnapshot);
-    let gatewayApiVersion: string | undefined;
+    const gatewayApiVersion = new GatewayApiVersion(kc, syncer, () => this.queue.add());
     const elector = o.leaderElection.enabled ? new LeaseElector(new KubeLeaseApi(kc), o.namespace, o.leaderElection, gwc) : undefined;
     this.leadership = elector ?? new NoElection();
     this.metrics.leader.set(this.leadership.isLeader() ? 1 : 0);
@@ -185,7 +185,7 @@ export class Controller {
       resources: () => this.world.resources(),
       translate: d.translate,
       controllerName: o.controllerName,
-      gatewayApiVersion: () => gatewayApiVersion,
+      gatewayApiVersion: () => gatewayApiVersion.value,
       store: this.store,
       submitStatus: (r) => {
         this.writer.submit(r);
@@ -256,11 +256,14 @@ export class Controller {
         name: 'watch',
         needsLeader: false,
         start: async () => {
-          gatewayApiVersion = await readGatewayApiVersion(kc, syncer);
-          // Resolves once each kind has made its first attempt; failures retry in the background.
+          // Each resolves once it has made its first attempt; failures retry in the background.
+          await gatewayApiVersion.start();
           await this.world.start();
         },
-        stop: () => this.world.stop(),
+        stop: async () => {
+          await gatewayApiVersion.stop();
+          await this.world.stop();
+        },
       },
       { name: 'translate', needsLeader: false, start: async () => undefined, stop: () => this.queue.stop() },
       // After the watch: authorizing a proxy looks its Gateway up in the caches.

@@ -5,7 +5,12 @@
 //
 // A pass visits every reported object, and with thousands of routes merging each one's status
 // (a JSON comparison of its parents and conditions) would cost tens of milliseconds per
-// reconcile while only the route that changed has anything to write. So an object whose report
+// reconcile while only the route that changed has anything to write.
+//
+// A write that fails (the API server away or restarting, `429 storage is (re)initializing`
+// right after a CRD is installed, a 5xx) is tried again by a later pass, after a backoff that
+// doubles from `retry.initialMs` to `retry.maxMs` and is reset by a pass without failures: the
+// status of the first reconcile must land even when nothing changes afterwards. So an object whose report
 // entry is the same object as at its last check (the translator keeps the status of an
 // unchanged route) and whose stored object has the same resourceVersion is known to be
 // settled and skipped. A pass runs after the reconcile's own task (whose snapshot push must
@@ -24,6 +29,12 @@ import { withProgrammed } from './programmed.js';
 import { mergeGatewayClassStatus, mergeGatewayPolicyStatus, mergeGatewayStatus, mergeHTTPRouteStatus, sameStatus } from './merge.js';
 
 const MAX_ATTEMPTS = 5;
+
+export interface WriteRetry {
+  readonly initialMs: number;
+  readonly maxMs: number;
+}
+const DEFAULT_WRITE_RETRY: WriteRetry = { initialMs: 500, maxMs: 30_000 };
 /** A pass gives the event loop a turn after this much work. */
 const SLICE_MS = 8;
 
@@ -60,6 +71,10 @@ export class StatusWriter implements Runnable {
   readonly #settled = new Map<string, { entry: object; resourceVersion: string }>();
   /** Objects of the last pass found settled without a merge (tests, debug log). */
   lastPassSkipped = 0;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #retryMs = 0;
+  /** The failure last logged, so an API server away for minutes is one line, not one per pass. */
+  #lastFailure = '';
 
   constructor(
     private readonly api: StatusApi,
@@ -73,6 +88,7 @@ export class StatusWriter implements Runnable {
     private readonly gatewayAddresses?: (namespace: string, name: string) => readonly { readonly type: string; readonly value: string }[],
     /** Gateway Programmed from its proxies, when something runs them (the deployer). */
     private readonly programmed?: (namespace: string, name: string) => ProgrammedVerdict | undefined,
+    private readonly retry: WriteRetry = DEFAULT_WRITE_RETRY,
   ) {}
 
   submit(report: StatusReport): void {
@@ -99,6 +115,8 @@ export class StatusWriter implements Runnable {
 
   async stop(): Promise<void> {
     this.#active = false;
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
     await this.#pass;
   }
 
@@ -109,6 +127,8 @@ export class StatusWriter implements Runnable {
 
   #kick(): void {
     if (!this.#active || this.#pass || !this.#dirty) return;
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
     this.#pass = turn().then(() => this.#run()).finally(() => {
       this.#pass = undefined;
       this.#kick();
@@ -126,6 +146,8 @@ export class StatusWriter implements Runnable {
     let checked = 0;
     let written = 0;
     let skipped = 0;
+    let failed = 0;
+    let firstFailure = '';
     const reported = new Set<string>();
     let slice = performance.now();
     for (const item of items(report)) {
@@ -143,15 +165,41 @@ export class StatusWriter implements Runnable {
         else if (outcome === 'settled') skipped++;
       } catch (err) {
         this.metrics.statusWrites.inc({ kind: item.kind, result: 'error' });
-        this.log.error({ code: CONTROLLER_ERRORS.statusWrite.code, kind: item.kind, object: item.key, err: describeApiError(err) }, 'status write failed');
+        const message = describeApiError(err);
+        const level = failed === 0 && message !== this.#lastFailure ? 'error' : 'debug';
+        if (failed === 0) firstFailure = message;
+        failed++;
+        this.log[level]({ code: CONTROLLER_ERRORS.statusWrite.code, kind: item.kind, object: item.key, err: message }, 'status write failed');
       }
     }
+    this.#afterPass(failed, checked, firstFailure);
     // Objects gone from the report (deleted) are never read again: forget our writes to them,
     // or routes created and deleted over days would each leave their last written object here.
     for (const key of this.#written.keys()) if (!reported.has(key)) this.#written.delete(key);
     for (const key of this.#settled.keys()) if (!reported.has(key)) this.#settled.delete(key);
     this.lastPassSkipped = skipped;
     this.log.debug({ checked, written, skipped }, 'status pass finished');
+  }
+
+  /** A pass with failures is followed by another after the backoff; one without resets it. */
+  #afterPass(failed: number, checked: number, firstFailure: string): void {
+    if (failed === 0) {
+      if (this.#lastFailure) this.log.info('status writes succeed again');
+      this.#lastFailure = '';
+      this.#retryMs = 0;
+      return;
+    }
+    this.#retryMs = this.#retryMs ? Math.min(this.#retryMs * 2, this.retry.maxMs) : this.retry.initialMs;
+    if (firstFailure !== this.#lastFailure) {
+      this.log.warn({ code: CONTROLLER_ERRORS.statusWrite.code, failed, checked, retryInMs: this.#retryMs }, `${failed} of ${checked} status writes failed (${firstFailure}); retrying`);
+    }
+    this.#lastFailure = firstFailure;
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      this.#dirty = true;
+      this.#kick();
+    }, this.#retryMs);
+    this.#retryTimer.unref();
   }
 
   /** Writes remembered until the cache shows them (tests). */
