@@ -216,6 +216,7 @@ export class Controller {
       const gateway = this.world.get('Gateway', name, namespace);
       if (gateway) events.record({ ...gateway, apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway' }, 'Warning', 'SnapshotRejected', 'Apply', `proxy ${r.pod} refused snapshot ${r.version}: ${r.error}`);
     };
+    const streamMetrics = new StreamMetrics(this.metrics.registry);
     let security: StreamSecurity;
     if (o.snapshotPlaintext) {
       gwc.warn('the snapshot stream is served without TLS or authentication (--snapshot-plaintext): for development only');
@@ -241,9 +242,15 @@ export class Controller {
         if (!gw) return `the controller knows no Gateway ${gateway}`;
         return { namespace, name: proxyName(gw) };
       };
-      security = { kind: 'tls', credentials: () => ca.serving.serverCredentials(), auth: new TokenReviewAuthenticator(new CachingTokenReviewer(new KubeTokenReviewer(kc)), expected) };
+      const reviewer = new CachingTokenReviewer(new KubeTokenReviewer(kc), {
+        // A result is not trusted for longer than a stream goes without a re-check.
+        positiveTtlMs: Math.min(60_000, o.streamLimits.reauthIntervalMs),
+        reviewsPerSecond: o.tokenReviewsPerSecond,
+        counted: (result) => streamMetrics.tokenReviews.inc({ result }),
+      });
+      security = { kind: 'tls', credentials: () => ca.serving.serverCredentials(), auth: new TokenReviewAuthenticator(reviewer, expected) };
     }
-    this.stream = new SnapshotStreamServer({ addr: o.snapshotAddr, security, store: this.store, metrics: new StreamMetrics(this.metrics.registry), log: gwc, onNack, onRejectionChange: () => this.queue.add(), onProxiesChange: () => this.writer.refresh(), listening: listening('snapshot stream') });
+    this.stream = new SnapshotStreamServer({ addr: o.snapshotAddr, security, store: this.store, metrics: streamMetrics, limits: o.streamLimits, log: gwc, onNack, onRejectionChange: () => this.queue.add(), onProxiesChange: () => this.writer.refresh(), listening: listening('snapshot stream') });
     const stream = this.stream;
     this.admin = new AdminServer(o.adminAddr, logs, this.store, listening('admin'), () => stream.proxies());
     this.#manager = new Manager(general, this.leadership);

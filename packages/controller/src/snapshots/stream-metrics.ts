@@ -8,6 +8,11 @@ export class StreamMetrics {
   readonly pushLatency: Histogram<'gateway'>;
   readonly answers: Counter<'gateway' | 'answer'>;
   readonly auth: Counter<'result'>;
+  readonly reauth: Counter<'result'>;
+  readonly open: Gauge;
+  readonly limited: Counter<'limit'>;
+  readonly ended: Counter<'reason'>;
+  readonly tokenReviews: Counter<'result'>;
   readonly encodings: Counter<'form'>;
   readonly pushBytes: Counter<'form'>;
 
@@ -41,7 +46,32 @@ export class StreamMetrics {
     });
     this.auth = new Counter({
       name: 'tollgate_controller_stream_auth_total',
-      help: 'Stream openings by authentication result (ok, unauthenticated, permission_denied, unavailable)',
+      help: 'Stream openings by authentication result (ok, unauthenticated, permission_denied, unavailable, throttled: too many new tokens to review now)',
+      labelNames: ['result'],
+      registers,
+    });
+    this.reauth = new Counter({
+      name: 'tollgate_controller_stream_reauth_total',
+      help: 'Re-checks of open streams by result (ok; unauthenticated, permission_denied: the stream is ended; unavailable: kept until the next check)',
+      labelNames: ['result'],
+      registers,
+    });
+    this.open = new Gauge({ name: 'tollgate_controller_stream_open', help: 'Snapshot streams open, admitted or not yet (authenticating, waiting for a hello)', registers });
+    this.limited = new Counter({
+      name: 'tollgate_controller_stream_limited_total',
+      help: 'Streams refused for a bound, by limit (streams, streams_per_gateway, messages: too many sent ahead of the answers, hello: a field out of bounds)',
+      labelNames: ['limit'],
+      registers,
+    });
+    this.ended = new Counter({
+      name: 'tollgate_controller_stream_ended_total',
+      help: 'Admitted streams the controller ended, by reason (max_age, token_expired, reauth_refused); the proxy reconnects',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.tokenReviews = new Counter({
+      name: 'tollgate_controller_stream_token_reviews_total',
+      help: 'TokenReviews of proxy tokens by result (made; throttled: not made, over --snapshot-token-reviews-per-second)',
       labelNames: ['result'],
       registers,
     });
