@@ -241,7 +241,8 @@ describe('token review pacing', () => {
     for (const t of ['d', 'e', 'f']) await r.review(t);
     await expect(r.review('g')).rejects.toBeInstanceOf(ReviewThrottled);
     expect(inner.calls).toBe(7);
-    expect(counted.filter((c) => c === 'made')).toHaveLength(7);
+    expect(counted.filter((c) => c === 'new')).toHaveLength(6);
+    expect(counted.filter((c) => c === 'recheck')).toHaveLength(1);
     expect(counted.filter((c) => c === 'throttled')).toHaveLength(3);
   });
 });

@@ -71,7 +71,7 @@ export class StreamMetrics {
     });
     this.tokenReviews = new Counter({
       name: 'tollgate_controller_stream_token_reviews_total',
-      help: 'TokenReviews of proxy tokens by result (made; throttled: not made, over --snapshot-token-reviews-per-second)',
+      help: 'TokenReviews of proxy tokens by result (new: a token not in the cache; recheck: an open stream re-authenticated; throttled: not made, over --snapshot-token-reviews-per-second)',
       labelNames: ['result'],
       registers,
     });

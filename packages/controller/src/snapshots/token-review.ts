@@ -50,6 +50,9 @@ export class KubeTokenReviewer implements TokenReviewer {
   }
 }
 
+/** The `result` label of tollgate_controller_stream_token_reviews_total. */
+export type ReviewCount = 'new' | 'recheck' | 'throttled';
+
 export interface CacheOptions {
   /** How long an accepted token's result is kept (default 60 s; never past the token's exp). */
   readonly positiveTtlMs?: number;
@@ -59,8 +62,8 @@ export interface CacheOptions {
   readonly maxEntries?: number;
   /** Reviews of tokens not in the cache, per second (default 50; the burst is as large). */
   readonly reviewsPerSecond?: number;
-  /** Told of each review made or not made for the rate (metrics). */
-  readonly counted?: (result: 'made' | 'throttled') => void;
+  /** Told of each review: of a new token, a re-check of an open stream's, or not made for the rate (metrics). */
+  readonly counted?: (result: ReviewCount) => void;
   readonly now?: () => number;
 }
 
@@ -79,7 +82,7 @@ export class CachingTokenReviewer implements TokenReviewer {
   /** Reviews under way, so a reconnect storm with one token asks once. */
   readonly #inflight = new Map<string, Promise<ReviewResult>>();
   readonly #perSecond: number;
-  readonly #counted: (result: 'made' | 'throttled') => void;
+  readonly #counted: (result: ReviewCount) => void;
   /** Reviews the bucket allows now, and when it was last filled. */
   #allowance: number;
   #filledAt: number;
@@ -116,7 +119,7 @@ export class CachingTokenReviewer implements TokenReviewer {
     const p = this.#inner.review(token).finally(() => this.#inflight.delete(key));
     this.#inflight.set(key, p);
     this.reviews++;
-    this.#counted('made');
+    this.#counted(options.fresh ? 'recheck' : 'new');
     const result = await p;
     const ttl = result.authenticated ? this.#positiveTtl : this.#negativeTtl;
     const exp = result.authenticated ? tokenExpiry(token) : undefined;
