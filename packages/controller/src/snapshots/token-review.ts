@@ -164,7 +164,7 @@ export function unverifiedClaims(token: string): UnverifiedClaims | undefined {
   }
   if (claims === null || typeof claims !== 'object' || Array.isArray(claims)) return undefined;
   const c = claims as { exp?: unknown; aud?: unknown; sub?: unknown };
-  const aud = typeof c.aud === 'string' ? [c.aud] : Array.isArray(c.aud) && c.aud.every((a) => typeof a === 'string') ? (c.aud as string[]) : undefined;
+  const aud = typeof c.aud === 'string' ? [c.aud] : Array.isArray(c.aud) && c.aud.every((a) => typeof a === 'string') ? c.aud : undefined;
   return {
     ...(typeof c.exp === 'number' && Number.isFinite(c.exp) ? { exp: c.exp * 1000 } : {}),
     ...(aud ? { aud } : {}),
