@@ -6,21 +6,16 @@
 // SupportedVersion Unknown (Pending). A CRD without the annotation is known to have no version.
 import { ApiextensionsV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { RetryBackoff, type RetryOptions } from '../runtime/retry-backoff.js';
 import type { Runnable } from '../runtime/runnable.js';
 import { describeApiError } from './errors.js';
 
 export const GATEWAYCLASS_CRD = 'gatewayclasses.gateway.networking.k8s.io';
 const BUNDLE_VERSION = 'gateway.networking.k8s.io/bundle-version';
 
-export interface VersionRetry {
-  readonly initialMs: number;
-  readonly maxMs: number;
-}
-
 export class GatewayApiVersion implements Pick<Runnable, 'start' | 'stop'> {
   #value: string | undefined;
-  #timer: NodeJS.Timeout | undefined;
-  #retryMs = 0;
+  readonly #retry: RetryBackoff;
   #stopped = false;
   #lastError = '';
   readonly #read: () => Promise<string | undefined>;
@@ -30,8 +25,9 @@ export class GatewayApiVersion implements Pick<Runnable, 'start' | 'stop'> {
     private readonly log: Logger,
     /** Called when the version became known after start() (a reconcile reports it). */
     private readonly known: () => void,
-    private readonly retry: VersionRetry = { initialMs: 1000, maxMs: 30_000 },
+    retry: RetryOptions = { initialMs: 1000, maxMs: 30_000 },
   ) {
+    this.#retry = new RetryBackoff(retry);
     const api = kc.makeApiClient(ApiextensionsV1Api);
     this.#read = async () => (await api.readCustomResourceDefinition({ name: GATEWAYCLASS_CRD })).metadata?.annotations?.[BUNDLE_VERSION];
   }
@@ -49,8 +45,7 @@ export class GatewayApiVersion implements Pick<Runnable, 'start' | 'stop'> {
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#retry.cancel();
   }
 
   async #attempt(retrying: boolean): Promise<void> {
@@ -59,11 +54,9 @@ export class GatewayApiVersion implements Pick<Runnable, 'start' | 'stop'> {
     } catch (err) {
       if (this.#stopped) return;
       const message = describeApiError(err);
-      this.#retryMs = this.#retryMs ? Math.min(this.#retryMs * 2, this.retry.maxMs) : this.retry.initialMs;
-      if (message !== this.#lastError) this.log.warn({ crd: GATEWAYCLASS_CRD, err: message, retryInMs: this.#retryMs }, 'cannot read the Gateway API version yet; GatewayClass SupportedVersion is Unknown until it is read');
+      const retryInMs = this.#retry.failed(() => void this.#attempt(true));
+      if (message !== this.#lastError) this.log.warn({ crd: GATEWAYCLASS_CRD, err: message, retryInMs }, 'cannot read the Gateway API version yet; GatewayClass SupportedVersion is Unknown until it is read');
       this.#lastError = message;
-      this.#timer = setTimeout(() => void this.#attempt(true), this.#retryMs);
-      this.#timer.unref();
       return;
     }
     this.log.info({ gatewayApi: this.#value ?? 'unknown' }, 'Gateway API CRDs');

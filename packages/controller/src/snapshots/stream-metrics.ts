@@ -50,31 +50,16 @@ export class StreamMetrics {
       labelNames: ['result'],
       registers,
     });
-    this.reauth = new Counter({
-      name: 'tollgate_controller_stream_reauth_total',
-      help: 'Re-checks of open streams by result (ok; unauthenticated, permission_denied: the stream is ended; unavailable: kept until the next check)',
-      labelNames: ['result'],
-      registers,
-    });
+    const counter = <L extends string>(name: string, help: string, label: L) => new Counter<L>({ name, help, labelNames: [label], registers });
+    this.reauth = counter('tollgate_controller_stream_reauth_total', 'Re-checks of open streams by result (ok; unauthenticated, permission_denied: the stream is ended; unavailable: kept until the next check)', 'result');
     this.open = new Gauge({ name: 'tollgate_controller_stream_open', help: 'Snapshot streams open, admitted or not yet (authenticating, waiting for a hello)', registers });
-    this.limited = new Counter({
-      name: 'tollgate_controller_stream_limited_total',
-      help: 'Streams refused for a bound, by limit (streams, streams_per_gateway, messages: too many sent ahead of the answers, hello: a field out of bounds)',
-      labelNames: ['limit'],
-      registers,
-    });
-    this.ended = new Counter({
-      name: 'tollgate_controller_stream_ended_total',
-      help: 'Admitted streams the controller ended, by reason (max_age, token_expired, reauth_refused); the proxy reconnects',
-      labelNames: ['reason'],
-      registers,
-    });
-    this.tokenReviews = new Counter({
-      name: 'tollgate_controller_stream_token_reviews_total',
-      help: 'TokenReviews of proxy tokens by result (new: a token not in the cache; recheck: an open stream re-authenticated; throttled: not made, over --snapshot-token-reviews-per-second)',
-      labelNames: ['result'],
-      registers,
-    });
+    this.limited = counter('tollgate_controller_stream_limited_total', 'Streams refused for a bound, by limit (streams, streams_per_gateway, messages: too many sent ahead of the answers, hello: a field out of bounds)', 'limit');
+    this.ended = counter('tollgate_controller_stream_ended_total', 'Admitted streams the controller ended, by reason (max_age, token_expired, reauth_refused); the proxy reconnects', 'reason');
+    this.tokenReviews = counter(
+      'tollgate_controller_stream_token_reviews_total',
+      'TokenReviews of proxy tokens by result (new: a token not in the cache; recheck: an open stream re-authenticated; throttled: not made, over --snapshot-token-reviews-per-second)',
+      'result',
+    );
     this.encodings = new Counter({
       name: 'tollgate_controller_stream_encodings_total',
       help: 'Snapshot payloads encoded, by form (full, delta); each is sent to every proxy it fits',

@@ -22,6 +22,7 @@ import type { ControllerMetrics } from '../metrics/metrics.js';
 import type { Runnable } from '../runtime/runnable.js';
 import type { StatusReport } from '../translate/types.js';
 import { CONTROLLER_ERRORS } from '../errors.js';
+import { RetryBackoff, type RetryOptions } from '../runtime/retry-backoff.js';
 import { describeApiError } from '../kube/errors.js';
 import { statusCode, type StatusApi, type StatusKind } from './api.js';
 import type { ProgrammedVerdict } from '../deployer/programmed.js';
@@ -30,11 +31,7 @@ import { mergeGatewayClassStatus, mergeGatewayPolicyStatus, mergeGatewayStatus, 
 
 const MAX_ATTEMPTS = 5;
 
-export interface WriteRetry {
-  readonly initialMs: number;
-  readonly maxMs: number;
-}
-const DEFAULT_WRITE_RETRY: WriteRetry = { initialMs: 500, maxMs: 30_000 };
+const DEFAULT_WRITE_RETRY: RetryOptions = { initialMs: 500, maxMs: 30_000 };
 /** A pass gives the event loop a turn after this much work. */
 const SLICE_MS = 8;
 
@@ -71,8 +68,7 @@ export class StatusWriter implements Runnable {
   readonly #settled = new Map<string, { entry: object; resourceVersion: string }>();
   /** Objects of the last pass found settled without a merge (tests, debug log). */
   lastPassSkipped = 0;
-  #retryTimer: NodeJS.Timeout | undefined;
-  #retryMs = 0;
+  readonly #retry: RetryBackoff;
   /** The failure last logged, so an API server away for minutes is one line, not one per pass. */
   #lastFailure = '';
 
@@ -88,8 +84,10 @@ export class StatusWriter implements Runnable {
     private readonly gatewayAddresses?: (namespace: string, name: string) => readonly { readonly type: string; readonly value: string }[],
     /** Gateway Programmed from its proxies, when something runs them (the deployer). */
     private readonly programmed?: (namespace: string, name: string) => ProgrammedVerdict | undefined,
-    private readonly retry: WriteRetry = DEFAULT_WRITE_RETRY,
-  ) {}
+    retry: RetryOptions = DEFAULT_WRITE_RETRY,
+  ) {
+    this.#retry = new RetryBackoff(retry);
+  }
 
   submit(report: StatusReport): void {
     this.#latest = report;
@@ -115,8 +113,7 @@ export class StatusWriter implements Runnable {
 
   async stop(): Promise<void> {
     this.#active = false;
-    clearTimeout(this.#retryTimer);
-    this.#retryTimer = undefined;
+    this.#retry.cancel();
     await this.#pass;
   }
 
@@ -127,8 +124,7 @@ export class StatusWriter implements Runnable {
 
   #kick(): void {
     if (!this.#active || this.#pass || !this.#dirty) return;
-    clearTimeout(this.#retryTimer);
-    this.#retryTimer = undefined;
+    this.#retry.cancel();
     this.#pass = turn().then(() => this.#run()).finally(() => {
       this.#pass = undefined;
       this.#kick();
@@ -186,20 +182,17 @@ export class StatusWriter implements Runnable {
     if (failed === 0) {
       if (this.#lastFailure) this.log.info('status writes succeed again');
       this.#lastFailure = '';
-      this.#retryMs = 0;
+      this.#retry.succeeded();
       return;
     }
-    this.#retryMs = this.#retryMs ? Math.min(this.#retryMs * 2, this.retry.maxMs) : this.retry.initialMs;
-    if (firstFailure !== this.#lastFailure) {
-      this.log.warn({ code: CONTROLLER_ERRORS.statusWrite.code, failed, checked, retryInMs: this.#retryMs }, `${failed} of ${checked} status writes failed (${firstFailure}); retrying`);
-    }
-    this.#lastFailure = firstFailure;
-    this.#retryTimer = setTimeout(() => {
-      this.#retryTimer = undefined;
+    const retryInMs = this.#retry.failed(() => {
       this.#dirty = true;
       this.#kick();
-    }, this.#retryMs);
-    this.#retryTimer.unref();
+    });
+    if (firstFailure !== this.#lastFailure) {
+      this.log.warn({ code: CONTROLLER_ERRORS.statusWrite.code, failed, checked, retryInMs }, `${failed} of ${checked} status writes failed (${firstFailure}); retrying`);
+    }
+    this.#lastFailure = firstFailure;
   }
 
   /** Writes remembered until the cache shows them (tests). */
