@@ -79,8 +79,13 @@ describe.skipIf(!availability.run)('controller start-up through transient API er
     expect(proxy.count({ verb: 'update', resource: 'gatewayclasses', subresource: 'status' }, 'status 429')).toBe(1);
     expect(proxy.count({ verb: 'update', resource: 'gatewayclasses', subresource: 'status' }, 'passed')).toBeGreaterThanOrEqual(1);
     expect(await controller.metric('tollgate_controller_watch_restarts_total')).toBeGreaterThanOrEqual(7);
-    // Every kind synced once, and translation ran on the synced world.
+    // Every kind synced once, and translation ran only on the synced world: its first run
+    // comes after the last kind's first list.
     await controller.synced();
+    const lines = controller.lines;
+    const lastSynced = lines.findLastIndex((l) => l.msg === 'cache synced');
+    const firstReconcile = lines.findIndex((l) => l.msg === 'reconciled');
+    expect(firstReconcile).toBeGreaterThan(lastSynced);
     expect(await controller.metric('tollgate_controller_reconciles_total', { result: 'success' })).toBeGreaterThan(0);
   });
 });
