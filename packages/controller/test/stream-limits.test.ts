@@ -137,6 +137,30 @@ describe('snapshot stream bounds', () => {
     expect(await h.registry.metrics()).toContain('\ntollgate_controller_stream_open 3\n');
   });
 
+  it('admits at most 16 streams waiting for their hello (or its authentication) from one address', async () => {
+    const h = await start({});
+    const raw = () => {
+      const call = h.client.makeBidiStreamRequest<ProxyMessage, SnapshotPush>(SNAPSHOT_STREAM_PATH, SNAPSHOT_SERVICE.Stream.requestSerialize, SNAPSHOT_SERVICE.Stream.responseDeserialize);
+      call.on('error', () => undefined);
+      return { call, closed: new Promise<grpc.StatusObject>((resolve) => call.once('status', resolve)) };
+    };
+    const probe = open(h.client, { pod: 'probe' });
+    await probe.accepted;
+    // Sixteen streams that say nothing: each holds a place until its hello (or the hello timeout).
+    const silent = Array.from({ length: 16 }, raw);
+    await expect.poll(async () => (await h.registry.metrics()).includes('\ntollgate_controller_stream_open 17\n')).toBe(true);
+    const refused = open(h.client, { pod: 'seventeenth' });
+    const status = await refused.closed;
+    expect([grpc.status[status.code], status.details]).toEqual(['RESOURCE_EXHAUSTED', '16 streams from 127.0.0.1 are waiting to be admitted, the most one address may have; retry later']);
+    expect(await metric(h, 'tollgate_controller_stream_limited_total', 'limit="pending_per_peer"')).toBe(1);
+    // One of them says hello: admitted, its place is free again.
+    silent[0]!.call.write({ hello: { gateway: GATEWAY, pod: 'late', podNamespace: 'edge', version: '' } });
+    await expect.poll(() => h.server.proxies().get(GATEWAY)?.map((p) => p.pod)).toEqual(['late', 'probe']);
+    const next = open(h.client, { pod: 'next' });
+    await next.accepted;
+    for (const s of silent) s.call.cancel();
+  });
+
   it('ends a stream at its maximum age with a reconnect trailer; the proxy is sent nothing it has', async () => {
     const h = await start({ maxStreamAgeMs: 300 });
     const s = open(h.client, { pod: 'a', version: h.store.get(GATEWAY)!.version });

@@ -24,6 +24,12 @@ export const DEFAULT_STREAM_LIMITS: StreamLimits = {
   reauthIntervalMs: 5 * 60_000,
 };
 
+/**
+ * Streams not yet admitted (waiting for their hello or its authentication) from one address:
+ * a proxy opens one stream at a time, so a client cannot hold the room of the whole server
+ * (--snapshot-max-streams) with streams that never authenticate.
+ */
+export const MAX_PENDING_PER_PEER = 16;
 /** Messages received and not yet handled, per stream: a proxy sends a hello, then one answer per push. */
 export const MAX_QUEUED_MESSAGES = 8;
 /** An HTTP/2 connection without a stream is closed after this long. */

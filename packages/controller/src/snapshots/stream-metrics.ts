@@ -53,7 +53,7 @@ export class StreamMetrics {
     const counter = <L extends string>(name: string, help: string, label: L) => new Counter<L>({ name, help, labelNames: [label], registers });
     this.reauth = counter('tollgate_controller_stream_reauth_total', 'Re-checks of open streams by result (ok; unauthenticated, permission_denied: the stream is ended; unavailable: kept until the next check)', 'result');
     this.open = new Gauge({ name: 'tollgate_controller_stream_open', help: 'Snapshot streams open, admitted or not yet (authenticating, waiting for a hello)', registers });
-    this.limited = counter('tollgate_controller_stream_limited_total', 'Streams refused for a bound, by limit (streams, streams_per_gateway, messages: too many sent ahead of the answers, hello: a field out of bounds)', 'limit');
+    this.limited = counter('tollgate_controller_stream_limited_total', 'Streams refused for a bound, by limit (streams, pending_per_peer: too many not yet admitted from one address, streams_per_gateway, messages: too many sent ahead of the answers, hello: a field out of bounds)', 'limit');
     this.ended = counter('tollgate_controller_stream_ended_total', 'Admitted streams the controller ended, by reason (max_age, token_expired, reauth_refused); the proxy reconnects', 'reason');
     this.tokenReviews = counter(
       'tollgate_controller_stream_token_reviews_total',

@@ -32,7 +32,7 @@ import { clip } from './clip.js';
 import { helloProblem } from './hello.js';
 import { bearerToken, type StreamAuthenticator } from './stream-auth.js';
 import { StreamLifetime, type EndReason } from './stream-lifetime.js';
-import { DEFAULT_STREAM_LIMITS, MAX_QUEUED_MESSAGES, grpcServerOptions, type StreamLimits } from './stream-limits.js';
+import { DEFAULT_STREAM_LIMITS, MAX_PENDING_PER_PEER, MAX_QUEUED_MESSAGES, grpcServerOptions, type StreamLimits } from './stream-limits.js';
 import type { StreamMetrics } from './stream-metrics.js';
 import { ThrottledLog } from './throttled-log.js';
 
@@ -165,6 +165,8 @@ export class SnapshotStreamServer implements Runnable {
   readonly #perGateway = new Map<string, number>();
   /** Streams open, admitted or not (authenticating, waiting for a hello). */
   #openStreams = 0;
+  /** Streams not yet admitted, by peer address (without its port). */
+  readonly #pendingByPeer = new Map<string, number>();
   /** The payloads of each Gateway's current version: encoded once, sent to every proxy. */
   readonly #encoded = new Map<string, Encoded>();
   /** Per Gateway, the versions a delta may be relative to. */
@@ -256,6 +258,15 @@ export class SnapshotStreamServer implements Runnable {
     // waits with it.
     let queue: Promise<void> = Promise.resolve();
     let queued = 0;
+    const peer = peerAddress(call.getPeer());
+    let pending = false;
+    const admitted = () => {
+      if (!pending) return;
+      pending = false;
+      const left = (this.#pendingByPeer.get(peer) ?? 1) - 1;
+      if (left > 0) this.#pendingByPeer.set(peer, left);
+      else this.#pendingByPeer.delete(peer);
+    };
     // A connection that never says hello holds nothing for long.
     const helloTimer = setTimeout(() => {
       if (!stream && !gone) this.#fail(call, null, grpc.status.DEADLINE_EXCEEDED, `no hello within ${this.#helloTimeoutMs}ms`);
@@ -266,6 +277,7 @@ export class SnapshotStreamServer implements Runnable {
       gone = true;
       this.#openStreams--;
       this.#o.metrics.open.set(this.#openStreams);
+      admitted();
       clearTimeout(helloTimer);
       if (stream) this.#close(stream);
     };
@@ -277,6 +289,12 @@ export class SnapshotStreamServer implements Runnable {
     if (this.#openStreams > this.#limits.maxStreams) {
       return this.#refuse(call, 'streams', grpc.status.RESOURCE_EXHAUSTED, `the controller serves at most ${this.#limits.maxStreams} streams at once (--snapshot-max-streams); retry later`);
     }
+    const waiting = this.#pendingByPeer.get(peer) ?? 0;
+    if (waiting >= MAX_PENDING_PER_PEER) {
+      return this.#refuse(call, 'pending_per_peer', grpc.status.RESOURCE_EXHAUSTED, `${waiting} streams from ${peer} are waiting to be admitted, the most one address may have; retry later`);
+    }
+    this.#pendingByPeer.set(peer, waiting + 1);
+    pending = true;
     call.on('data', (m: ProxyMessage) => {
       if (gone) return;
       if (++queued > MAX_QUEUED_MESSAGES) {
@@ -285,7 +303,10 @@ export class SnapshotStreamServer implements Runnable {
       queue = queue.then(async () => {
         try {
           if (!gone) stream = (await this.#message(call, stream, m, () => gone)) ?? stream;
-          if (stream && !gone) clearTimeout(helloTimer);
+          if (stream && !gone) {
+            clearTimeout(helloTimer);
+            admitted();
+          }
         } catch (err) {
           // A bug ends this stream only; the proxy reconnects.
           this.#o.log.error({ gateway: stream?.gateway, pod: stream?.pod, err: String(err) }, 'snapshot stream failed');
@@ -374,7 +395,7 @@ export class SnapshotStreamServer implements Runnable {
   }
 
   /** A bound reached: counted, logged (throttled), and the stream ended with `code`. */
-  #refuse(call: Call, limit: 'streams' | 'streams_per_gateway' | 'messages' | 'hello', code: grpc.status, message: string, stream: ProxyStream | null = null): undefined {
+  #refuse(call: Call, limit: 'streams' | 'pending_per_peer' | 'streams_per_gateway' | 'messages' | 'hello', code: grpc.status, message: string, stream: ProxyStream | null = null): undefined {
     this.#o.metrics.limited.inc({ limit });
     this.#warn.warn(`limit:${limit}`, { limit, peer: call.getPeer(), code: 'TG_CONTROLLER_STREAM_REFUSED', status: grpc.status[code] }, `snapshot stream refused to ${call.getPeer()}: ${grpc.status[code]}: ${message}`);
     return this.#fail(call, stream, code, message);
@@ -572,4 +593,10 @@ export class SnapshotStreamServer implements Runnable {
     this.#o.metrics.desired.reset();
     for (const e of this.#o.store.entries()) this.#o.metrics.desired.set({ gateway: e.gateway, version: e.version }, 1);
   }
+}
+
+/** `ipv4:10.0.0.7:51234` -> `10.0.0.7`, `ipv6:[::1]:51234` -> `::1`: the client's address without its port. */
+function peerAddress(peer: string): string {
+  const m = /^(?:ipv[46]:)?\[?([^\]]*?)\]?:\d+$/.exec(peer);
+  return m?.[1] ?? peer;
 }
