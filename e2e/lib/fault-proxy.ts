@@ -13,6 +13,8 @@
 // (after letting `skip` matches through), and counts what it matched and injected, so a test
 // asserts that the faults it planned actually happened. Every request is recorded with its
 // outcome. Only HTTP/1.1 is offered (ALPN), which every Kubernetes client falls back to.
+// Requests go on with the headers the client sent, so a client authenticates with a bearer
+// token (a ServiceAccount kubeconfig); a client certificate ends at the proxy's TLS.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent, request as httpsRequest } from 'node:https';
