@@ -265,6 +265,15 @@ function clusterSettings(values: ClusterFlags, env: NodeJS.ProcessEnv): ClusterS
   return { ...identity, security: { kind: 'tls', caFile: ca, tokenFile } };
 }
 
+/**
+ * Outside a pod the host name stands in for the pod's in the hello; the controller takes pod
+ * names only (lower-case letters, digits, '-', '.'), so a host name like `Dev_Box` is sent as
+ * `dev-box`.
+ */
+export function hostAsPodName(host: string): string {
+  return host.toLowerCase().replace(/[^a-z0-9-]+/g, '-').slice(0, 63).replace(/^-+|-+$/g, '') || 'proxy';
+}
+
 function readable(file: string, from: string, fix: string): string {
   try {
     return readFileSync(file, 'utf8');

@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { standaloneToSnapshot, validateStandaloneConfig } from '@tollgate/api';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SnapshotStore, SnapshotStreamServer, StreamMetrics } from '@tollgate/controller';
@@ -15,6 +15,7 @@ import { until } from '@tollgate/testkit';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { echoed, freePort, onFreePort, send, simpleConfig, startUpstream } from './helpers.js';
 import { streamTls } from './support/stream-tls.js';
+import { hostAsPodName } from '../src/cli.js';
 
 function streamTlsCa(): string {
   const t = streamTls('edge/public');
@@ -111,6 +112,14 @@ describe('tollgate in cluster mode', () => {
     await expect.poll(() => server.proxies().get('edge/public')?.[0]?.ackedVersion, { timeout: 20_000 }).toBeDefined();
     const dump = JSON.parse((await send(`http://${await admin}/config_dump`)).body) as { settings: Record<string, number> };
     expect(dump.settings).toMatchObject({ maxBufferedRequestBytes: 134217728, maxConnectionsPerBind: 1000, requestBodyTimeoutMs: 120_000, maxRequestBodyBytes: 8388608 });
+  });
+
+  it('outside a pod, says hello with its host name made a pod name the controller takes', async () => {
+    expect(hostAsPodName('Dev_Box.local')).toBe('dev-box-local');
+    expect(hostAsPodName('__')).toBe('proxy');
+    expect(hostAsPodName(`${'x'.repeat(70)}`)).toBe('x'.repeat(63));
+    const { server } = await plaintextProxy({ POD_NAME: '' });
+    await expect.poll(() => server.proxies().get('edge/public')?.[0]?.pod, { timeout: 20_000 }).toBe(hostAsPodName(hostname()));
   });
 
   const dir = mkdtempSync(join(tmpdir(), 'tg-cli-cluster-'));
