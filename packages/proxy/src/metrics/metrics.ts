@@ -1,7 +1,7 @@
 // Prometheus metrics of one proxy (prom-client, a registry per runtime so several proxies
 // can live in one process). Label values are bounded: route names and statuses by the config;
 // model names, which clients choose freely, by `ModelLabels` (the first N seen, then `other`).
-import { Counter, Registry, collectDefaultMetrics, type LabelValues, type Metric } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics, type LabelValues, type Metric } from 'prom-client';
 
 export type DecisionKind = 'requests' | 'tokens' | 'global';
 export type DecisionLevel = 'gateway' | 'route' | 'global';
@@ -167,6 +167,8 @@ function nested<A, B, V>(outer: Map<A, Map<B, V>>, a: A, b: B, make: () => V): V
 export interface ProxyMetricsOptions {
   /** Distinct `model` label values before `other`; default 100 (config.maxModelLabels). */
   readonly maxModelLabels?: number;
+  /** The rate limit services of the config in force and whether each is connected now, read at each scrape. */
+  readonly rateLimitServices?: () => readonly { readonly address: string; readonly connected: boolean }[];
 }
 
 export class ProxyMetrics {
@@ -202,6 +204,19 @@ export class ProxyMetrics {
 
   constructor(options: ProxyMetricsOptions = {}) {
     this.#models = new ModelLabels(options.maxModelLabels ?? DEFAULT_MAX_MODEL_LABELS);
+    const services = options.rateLimitServices;
+    // One series per service the config names (the config bounds them); a service no config
+    // uses any more has no channel and so no series.
+    new Gauge({
+      name: 'tollgate_ratelimit_service_connected',
+      help: 'Whether the channel to a rate limit service the config uses is connected now (1) or not (0), by service address.',
+      labelNames: ['service'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const s of services?.() ?? []) this.set({ service: s.address }, s.connected ? 1 : 0);
+      },
+    });
     collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_process_' });
   }
 

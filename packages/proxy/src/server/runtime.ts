@@ -2,7 +2,7 @@
 // pools. `apply()` swaps in a new snapshot atomically: it compiles first, opens any new
 // ports, then switches the pointer every new request reads, then closes ports no longer
 // configured. If any step before the switch fails, the previous config keeps serving.
-import type { BindIR, PolicyIR, ProxySnapshot } from '@tollgate/api';
+import type { BindIR, ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
 import { EndpointTable } from '../upstream/endpoints.js';
@@ -11,6 +11,7 @@ import { systemClock, type Clock } from '../ratelimit/clock.js';
 import { LimiterStore } from '../ratelimit/local/limiter.js';
 import type { GlobalFactory } from '../ratelimit/policy.js';
 import type { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
+import { serviceNeeds } from '../ratelimit/global/readiness.js';
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { DEFAULT_MAX_LINE_BYTES } from '@tollgate/kit';
@@ -100,7 +101,7 @@ export class ProxyRuntime {
     const clock = options.clock ?? systemClock;
     this.endpoints = new EndpointTable({ connectTimeoutMs: options.connectTimeoutMs, clock });
     this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING };
-    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels });
+    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels, rateLimitServices: () => this.rateLimitServices.states() });
     this.limiters = new LimiterStore(clock);
     const log = options.rateLimitLog ?? options.log;
     this.#makeGlobal = (ir) => {
@@ -147,17 +148,7 @@ export class ProxyRuntime {
   }
 
   async apply(ir: ProxySnapshot): Promise<void> {
-    const services = new Map<string, 'FailOpen' | 'FailClosed'>();
-    const note = (p: PolicyIR | null) => {
-      const g = p?.remoteRateLimit;
-      if (g && services.get(g.service) !== 'FailClosed') services.set(g.service, g.failureMode);
-    };
-    for (const b of ir.binds) {
-      for (const l of b.listeners) {
-        note(l.policy);
-        for (const r of l.routes) note(r.policy);
-      }
-    }
+    const services = serviceNeeds(ir);
     if (services.size && !this.#global) {
       const m = await import('../ratelimit/global/index.js');
       this.#global ??= { compile: m.compileGlobalLimiter, pool: new m.RlsClientPool() };
@@ -275,9 +266,9 @@ export class ProxyRuntime {
 type GlobalCompiler = typeof compileGlobalLimiter;
 
 /** What the process and the config dump read of the rate limit service channels. */
-export type RateLimitServices = Pick<RlsClientPool, 'readiness' | 'addresses'>;
+export type RateLimitServices = Pick<RlsClientPool, 'readiness' | 'addresses' | 'states'>;
 
-const NO_RATE_LIMIT_SERVICES: RateLimitServices = { readiness: () => ({ ready: true, waiting: [] }), addresses: () => [] };
+const NO_RATE_LIMIT_SERVICES: RateLimitServices = { readiness: () => ({ ready: true, waiting: [] }), addresses: () => [], states: () => [] };
 
 function listenerSummary(ir: ProxySnapshot, port: number): string {
   const bind = ir.binds.find((b) => b.port === port);
