@@ -131,6 +131,14 @@ export const ProcessConfig = Type.Object(
     maxRequestBodyBytes: Type.Optional(
       Type.Integer({ minimum: 1024, maximum: 1_073_741_824, description: 'Largest request body a route that counts LLM tokens reads; a larger one is refused with 413. Default 8388608 (8 MiB).' }),
     ),
+    maxTokensChargedPerResponse: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 4_294_967_295,
+        description:
+          'Most LLM tokens one response is charged to token limits (local tokens entries and global Tokens descriptors); a backend reporting more is charged this much and logged. Bounds what one backend can take of a budget other routes share. Default 2000000.',
+      }),
+    ),
     maxTraceSessions: Type.Optional(PositiveInt('Trace sessions that may wait for a request at once; beyond it GET /debug/trace answers 429. Default 32.', 1024)),
     maxModelLabels: Type.Optional(
       Type.Integer({

@@ -36,6 +36,7 @@ export interface DumpSettings {
   readonly requestBodyIdleTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
   readonly maxTraceSessions: number;
+  readonly maxTokensChargedPerResponse: number;
 }
 
 export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: EndpointTable, settings: DumpSettings) {

@@ -64,6 +64,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       paths: { ...DEFAULT_PATH_SETTINGS, ...settings.paths },
       maxSseLineBytes: settings.maxSseLineBytes,
       maxRequestBodyBytes: settings.maxRequestBodyBytes,
+      maxTokensChargedPerResponse: settings.maxTokensChargedPerResponse,
       clientTimeouts: {
         requestHeadersMs: settings.requestHeadersTimeout ? parseDuration(settings.requestHeadersTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestHeadersMs,
         requestBodyIdleMs: settings.requestBodyIdleTimeout ? parseDuration(settings.requestBodyIdleTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyIdleMs,

@@ -9,6 +9,7 @@ import { EndpointTable } from '../upstream/endpoints.js';
 import { ProxyMetrics } from '../metrics/metrics.js';
 import { systemClock, type Clock } from '../ratelimit/clock.js';
 import { LimiterStore } from '../ratelimit/local/limiter.js';
+import { ChargeCap, DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE } from '../ratelimit/charge-cap.js';
 import type { GlobalFactory } from '../ratelimit/policy.js';
 import type { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
 import { serviceNeeds } from '../ratelimit/global/readiness.js';
@@ -44,6 +45,8 @@ export interface RuntimeOptions {
   readonly maxSseLineBytes?: number;
   /** config.maxRequestBodyBytes. */
   readonly maxRequestBodyBytes?: number;
+  /** config.maxTokensChargedPerResponse. */
+  readonly maxTokensChargedPerResponse?: number;
 }
 
 /** config.requestHeadersTimeout, requestBodyIdleTimeout and keepAliveTimeout defaults. */
@@ -94,6 +97,11 @@ export class ProxyRuntime {
   get clientTimeouts(): ClientTimeouts {
     return this.#deps.clientTimeouts;
   }
+
+  /** config.maxTokensChargedPerResponse in force (config_dump shows it). */
+  get maxTokensChargedPerResponse(): number {
+    return this.#deps.chargeCap.max;
+  }
   readonly startedAt = Date.now();
   loadedAt = 0;
 
@@ -124,6 +132,7 @@ export class ProxyRuntime {
       paths: options.paths ?? DEFAULT_PATH_SETTINGS,
       maxSseEventBytes: options.maxSseLineBytes ?? DEFAULT_MAX_LINE_BYTES,
       maxRequestBodyBytes: options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES,
+      chargeCap: new ChargeCap(options.maxTokensChargedPerResponse ?? DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE, log, clock),
     };
     this.traces.owner = this.#deps;
   }
