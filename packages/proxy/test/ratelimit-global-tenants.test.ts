@@ -125,7 +125,7 @@ afterAll(async () => {
 });
 
 /** A proxy of infra/gw in cluster mode on the controller's real stream; `offer` hands it a snapshot and resolves on its ACK. */
-async function clusterProxy(): Promise<{ proxy: ClusterProxy; offer(s: ProxySnapshot): Promise<void> }> {
+async function clusterProxy(): Promise<{ proxy: ClusterProxy; offer: (s: ProxySnapshot) => Promise<void> }> {
   const store = new SnapshotStore();
   const tls = streamTls(GATEWAY);
   cleanups.push(() => tls.close());
