@@ -5,34 +5,28 @@
 // another namespace without a ReferenceGrant, an ExternalName Service and a kind that is not a
 // Service; a granted one is accepted, its domain is sent as <namespace>/<domain>, and
 // ServicesAvailable follows the Service's ready endpoints. Waits are on watch events.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ControllerProcess, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
+import { startChartController, waitForObject, type ControllerProcess } from './controller-process.js';
+import type { Condition } from './lib/conditions.js';
 import { run } from './lib/exec.js';
-import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
+import { e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
 
 const availability = e2eAvailability();
-const CHART = join(REPO_ROOT, 'charts/tollgate');
-const NS = 'tollgate-system';
 const INFRA = 'infra';
 const TEAM = 'team';
 const LIMITS = 'limits';
 const OURS = 'tollgate.dev/gateway-controller';
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
 interface Policy {
   status?: { ancestors?: { controllerName: string; ancestorRef: { kind?: string; name: string }; conditions: Condition[] }[] };
 }
 
 const cond = (p: Policy, type: string) => p.status?.ancestors?.find((a) => a.controllerName === OURS)?.conditions.find((c) => c.type === type);
+
+function service(name: string, namespace: string, port: number, spec = ''): string {
+  return `---\napiVersion: v1\nkind: Service\nmetadata: { name: ${name}, namespace: ${namespace} }\nspec: { ${spec}ports: [ { name: p, port: ${port}, protocol: TCP } ] }\n`;
+}
 
 const BASE = `
 apiVersion: gateway.networking.k8s.io/v1
@@ -50,30 +44,10 @@ spec:
   parentRefs: [ { name: gw, namespace: ${INFRA} } ]
   rules:
   - backendRefs: [ { name: llm, port: 8000 } ]
----
-apiVersion: v1
-kind: Service
-metadata: { name: llm, namespace: ${TEAM} }
-spec:
-  ports: [ { name: http, port: 8000, protocol: TCP } ]
----
-apiVersion: v1
-kind: Service
-metadata: { name: rls, namespace: ${LIMITS} }
-spec:
-  ports: [ { name: grpc, port: 8081, protocol: TCP } ]
----
-apiVersion: v1
-kind: Service
-metadata: { name: alias, namespace: ${TEAM} }
-spec:
-  type: ExternalName
-  externalName: redis.attacker.example
-  ports: [ { name: grpc, port: 6379, protocol: TCP } ]
-`;
+${service('llm', TEAM, 8000)}${service('rls', LIMITS, 8081)}${service('alias', TEAM, 6379, 'type: ExternalName, externalName: redis.attacker.example, ')}`;
 
-/** The tenant's policy on its route, with `service` as the rate limit service. */
-const policy = (service: string) => `
+/** The tenant's policy on its route, with `target` as its rate limit service. */
+const policy = (target: string) => `
 apiVersion: tollgate.dev/v1alpha1
 kind: GatewayPolicy
 metadata: { name: per-user, namespace: ${TEAM} }
@@ -82,7 +56,7 @@ spec:
   traffic:
     rateLimit:
       global:
-        service: ${service}
+        service: ${target}
         domain: llm
         failureMode: FailClosed
         descriptors:
@@ -110,7 +84,7 @@ addressType: IPv4
 endpoints:
 - addresses: [ 198.18.254.2 ]
   conditions: { ready: true }
-ports: [ { name: grpc, port: 8081, protocol: TCP } ]
+ports: [ { name: p, port: 8081, protocol: TCP } ]
 `;
 
 describe.skipIf(!availability.run)("a tenant's GatewayPolicy and the outbound targets it names", () => {
@@ -122,12 +96,9 @@ describe.skipIf(!availability.run)("a tenant's GatewayPolicy and the outbound ta
   let controller: ControllerProcess;
 
   beforeAll(async () => {
-    await run(cluster.current.tools.helm, ['install', 'tollgate', CHART, '-n', NS, '--create-namespace'], { env: cluster.current.env });
+    controller = await startChartController(cluster.current);
     for (const ns of [INFRA, TEAM, LIMITS]) await kubectl(['create', 'namespace', ns]);
     await apply(BASE);
-    const kubeconfig = await serviceAccountKubeconfig(cluster.current, NS, 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-ctl-')), 'kubeconfig'));
-    controller = await ControllerProcess.start('controller', cluster.current, kubeconfig);
-    await controller.synced();
   }, 120_000);
 
   afterAll(async () => {

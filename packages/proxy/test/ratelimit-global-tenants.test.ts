@@ -6,16 +6,12 @@
 // domain itself. And a tenant's policy whose Service cannot answer leaves the proxy ready.
 import { randomUUID } from 'node:crypto';
 import { withVersion, type PolicyIR, type ProxySnapshot } from '@tollgate/api';
-import { SnapshotStore, SnapshotStreamServer, StreamMetrics, translate, type Resources } from '@tollgate/controller';
+import { translate, type Resources } from '@tollgate/controller';
 import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
-import { until } from '@tollgate/testkit';
-import pino from 'pino';
-import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startClusterProxy, type ClusterProxy } from '../src/process/cluster.js';
-import { LogSink, onFreePort, send } from './helpers.js';
+import { onFreePort, send } from './helpers.js';
 import { counters, rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
-import { streamTls } from './support/stream-tls.js';
+import { startStreamedProxy, type StreamedProxy } from './support/streamed-proxy.js';
 
 const availability = rlsAvailability();
 const GATEWAY = 'infra/gw';
@@ -124,35 +120,11 @@ afterAll(async () => {
   await llm?.close();
 });
 
-/** A proxy of infra/gw in cluster mode on the controller's real stream; `offer` hands it a snapshot and resolves on its ACK. */
-async function clusterProxy(): Promise<{ proxy: ClusterProxy; offer: (s: ProxySnapshot) => Promise<void> }> {
-  const store = new SnapshotStore();
-  const tls = streamTls(GATEWAY);
-  cleanups.push(() => tls.close());
-  const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port: 0 }, security: tls.server, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
-  await server.start();
-  cleanups.push(() => server.stop());
-  const proxy = await startClusterProxy({
-    controller: `127.0.0.1:${server.port}`,
-    security: tls.proxy,
-    gateway: GATEWAY,
-    pod: 'proxy-0',
-    podNamespace: 'infra',
-    adminAddr: '127.0.0.1:0',
-    metricsAddr: '127.0.0.1:0',
-    readinessAddr: '127.0.0.1:0',
-    initialBackoffMs: 20,
-    maxBackoffMs: 200,
-    logDestination: new LogSink(),
-  });
-  cleanups.push(() => proxy.close());
-  const offer = async (s: ProxySnapshot) => {
-    store.offer(new Map([[GATEWAY, s]]));
-    const view = () => server.proxies().get(GATEWAY)?.[0];
-    await until(() => view()?.ackedVersion === s.version || view()?.lastNack?.version === s.version, { what: `an ACK or NACK of ${s.version}` });
-    if (view()?.ackedVersion !== s.version) throw new Error(view()?.lastNack?.error ?? 'NACKed');
-  };
-  return { proxy, offer };
+/** A proxy of infra/gw in cluster mode on the controller's real stream. */
+async function clusterProxy(): Promise<StreamedProxy> {
+  const p = await startStreamedProxy(GATEWAY);
+  cleanups.push(() => p.close());
+  return p;
 }
 
 const chat = (port: number, host: string, user: string) =>
