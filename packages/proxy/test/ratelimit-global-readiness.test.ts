@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, openTrace, send, simpleConfig, startGateway, type TestGateway } from './helpers.js';
+import { RlsClientPool } from '../src/ratelimit/global/index.js';
 import { rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
 
 const availability = rlsAvailability();
@@ -171,10 +172,18 @@ describe.skipIf(!availability.run)('readiness and the rate limit service', () =>
     expect(await ready(gw)).toEqual({ status: 503, body: `waiting for rate limit service ${nobody}\n` });
   });
 
-  it('a route-level limit on a service that is up decides the first request (no 500 while the channel first connects)', async () => {
-    const { gw } = await gateway([route('tenant', global(rls.address, 'FailClosed', '10s'))]);
-    const user = `u-${randomUUID()}`;
-    expect((await call(gw, 'tenant', user)).status).toBe(200);
-    expect((await call(gw, 'tenant', user)).status).toBe(429);
+  it('a call made while the channel is still connecting waits for the connection: the first requests of a route-level limit are decided by the service', async () => {
+    const pool = new RlsClientPool();
+    try {
+      const client = pool.get(rls.address);
+      // Readiness does not wait for this channel (route-level): the call comes before it connected.
+      expect(client.attempted).toBe(false);
+      const user = `u-${randomUUID()}`;
+      const request = { domain: 'tg-ready', descriptors: [{ entries: [{ key: 'user', value: user }] }], hits_addend: 1 };
+      expect((await client.shouldRateLimit(request, 10_000)).overall_code).toBe('OK');
+      expect((await client.shouldRateLimit(request, 10_000)).overall_code).toBe('OVER_LIMIT');
+    } finally {
+      await pool.close();
+    }
   });
 });
