@@ -4,7 +4,7 @@
 // A compile-time check at the end keeps this schema and the IR types from drifting apart.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { EvaluationLimitsSchema } from './limits.js';
-import { RATE_LIMIT_UNITS } from './schema/traffic-policy.js';
+import { MAX_SENT_DOMAIN_LENGTH, RATE_LIMIT_UNITS } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
 import type { ProxySnapshot } from './snapshot.js';
 
@@ -124,7 +124,7 @@ const LocalRateLimit = Type.Union([
 const GlobalRateLimit = Obj(
   {
     service: NonEmpty('`<host>:<port>` of the rate limit service.', 400),
-    domain: NonEmpty('Domain.', 253),
+    domain: NonEmpty('Domain as sent: a GatewayPolicy\'s is prefixed with its namespace.', MAX_SENT_DOMAIN_LENGTH),
     descriptors: Type.Array(
       Obj(
         {

@@ -34,8 +34,13 @@ function dumpTls(tls: ListenerTlsIR) {
 export interface DumpSettings {
   readonly requestHeadersTimeoutMs: number;
   readonly requestBodyIdleTimeoutMs: number;
+  readonly requestBodyTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
+  readonly maxRequestBodyBytes: number;
+  readonly maxBufferedRequestBytes: number;
+  readonly maxConnectionsPerBind: number;
   readonly maxTraceSessions: number;
+  readonly maxTokensChargedPerResponse: number;
 }
 
 export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: EndpointTable, settings: DumpSettings) {

@@ -1,13 +1,18 @@
 // Prometheus metrics of one proxy (prom-client, a registry per runtime so several proxies
 // can live in one process). Label values are bounded: route names and statuses by the config;
 // model names, which clients choose freely, by `ModelLabels` (the first N seen, then `other`).
-import { Counter, Registry, collectDefaultMetrics, type LabelValues, type Metric } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics, type LabelValues, type Metric } from 'prom-client';
 
 export type DecisionKind = 'requests' | 'tokens' | 'global';
 export type DecisionLevel = 'gateway' | 'route' | 'global';
 /** refused: an input the policy's expressions read was over its declared bound (answered 431, unevaluated). */
 export type DecisionResult = 'allowed' | 'limited' | 'failed_open' | 'error' | 'refused';
 export type TokenSource = 'reported' | 'estimated';
+/**
+ * What a client was refused for taking too much of the proxy: request-body bytes beyond the
+ * process budget, a body not in by its deadline or idle too long, a connection beyond a bind's cap.
+ */
+export type ClientRefusal = 'body_budget' | 'body_deadline' | 'body_idle' | 'connection_limit';
 
 export const DEFAULT_MAX_MODEL_LABELS = 100;
 /** The model label of requests whose model was not among the first N distinct ones seen. */
@@ -168,6 +173,10 @@ function nested<A, B, V>(outer: Map<A, Map<B, V>>, a: A, b: B, make: () => V): V
 export interface ProxyMetricsOptions {
   /** Distinct `model` label values before `other`; default 100 (config.maxModelLabels). */
   readonly maxModelLabels?: number;
+  /** Request-body bytes held now, read when the registry is scraped. */
+  readonly bufferedRequestBytes?: () => number;
+  /** The rate limit services of the config in force and whether each is connected now, read at each scrape. */
+  readonly rateLimitServices?: () => readonly { readonly address: string; readonly connected: boolean }[];
 }
 
 export class ProxyMetrics {
@@ -185,6 +194,13 @@ export class ProxyMetrics {
     'LLM tokens counted, by route and model (the first config.maxModelLabels distinct models, then "other"); source is reported (usage from the backend) or estimated (tokenizer).',
     ['route', 'model', 'source'],
   );
+  readonly #refusals = new CellCounter(
+    this.registry,
+    'tollgate_client_refusals_total',
+    'Requests and connections refused for taking too much of the proxy, by reason: body_budget (503, config.maxBufferedRequestBytes), body_deadline (408, config.requestBodyTimeout), body_idle (408, config.requestBodyIdleTimeout), connection_limit (closed, config.maxConnectionsPerBind).',
+    ['reason'],
+  );
+  readonly #refusalCells = new Map<ClientRefusal, Cell<'reason'>>();
   readonly #upstreamLatency = new CellHistogram<'route'>(
     this.registry,
     'tollgate_upstream_latency_seconds',
@@ -203,7 +219,36 @@ export class ProxyMetrics {
 
   constructor(options: ProxyMetricsOptions = {}) {
     this.#models = new ModelLabels(options.maxModelLabels ?? DEFAULT_MAX_MODEL_LABELS);
+    const services = options.rateLimitServices;
+    // One series per service the config names (the config bounds them); a service no config
+    // uses any more has no channel and so no series.
+    new Gauge({
+      name: 'tollgate_ratelimit_service_connected',
+      help: 'Whether the channel to a rate limit service the config uses is connected now (1) or not (0), by service address.',
+      labelNames: ['service'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const s of services?.() ?? []) this.set({ service: s.address }, s.connected ? 1 : 0);
+      },
+    });
     collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_process_' });
+    const buffered = options.bufferedRequestBytes ?? (() => 0);
+    new Gauge({
+      name: 'tollgate_buffered_request_bytes',
+      help: 'Request-body bytes held in memory now, across all binds (at most config.maxBufferedRequestBytes).',
+      registers: [this.registry],
+      collect() {
+        this.set(buffered());
+      },
+    });
+  }
+
+  /** Counts one refusal of a client that took too much. */
+  countRefusal(reason: ClientRefusal): void {
+    let cell = this.#refusalCells.get(reason);
+    if (!cell) this.#refusalCells.set(reason, (cell = this.#refusals.cell({ reason })));
+    cell.value++;
   }
 
   /** Counts the LLM tokens of one response; `model` as the client sent it (null: none). */

@@ -2,15 +2,17 @@
 // pools. `apply()` swaps in a new snapshot atomically: it compiles first, opens any new
 // ports, then switches the pointer every new request reads, then closes ports no longer
 // configured. If any step before the switch fails, the previous config keeps serving.
-import type { BindIR, PolicyIR, ProxySnapshot } from '@tollgate/api';
+import { bufferedRequestBytes, DEFAULT_MAX_CONNECTIONS_PER_BIND, DEFAULT_REQUEST_BODY_TIMEOUT_MS, type BindIR, type ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
 import { EndpointTable } from '../upstream/endpoints.js';
 import { ProxyMetrics } from '../metrics/metrics.js';
 import { systemClock, type Clock } from '../ratelimit/clock.js';
 import { LimiterStore } from '../ratelimit/local/limiter.js';
+import { ChargeCap, DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE } from '../ratelimit/charge-cap.js';
 import type { GlobalFactory } from '../ratelimit/policy.js';
 import type { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
+import { serviceNeeds } from '../ratelimit/global/readiness.js';
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { DEFAULT_MAX_LINE_BYTES } from '@tollgate/kit';
@@ -18,6 +20,7 @@ import { MAX_LLM_BODY_BYTES } from '../llm/request-body.js';
 import { DEFAULT_PATH_SETTINGS, type PathSettings } from '../pipeline/request-target.js';
 import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext, type DrainTimes } from './data-plane.js';
 import { TlsContextCache } from './tls-contexts.js';
+import { BodyBudget } from './body-budget.js';
 import type { InFlight } from './inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
 
@@ -43,10 +46,16 @@ export interface RuntimeOptions {
   readonly maxSseLineBytes?: number;
   /** config.maxRequestBodyBytes. */
   readonly maxRequestBodyBytes?: number;
+  /** config.maxBufferedRequestBytes (default: bufferedRequestBytes of @tollgate/api). */
+  readonly maxBufferedRequestBytes?: number;
+  /** config.maxConnectionsPerBind. */
+  readonly maxConnectionsPerBind?: number;
+  /** config.maxTokensChargedPerResponse. */
+  readonly maxTokensChargedPerResponse?: number;
 }
 
-/** config.requestHeadersTimeout, requestBodyIdleTimeout and keepAliveTimeout defaults. */
-export const DEFAULT_CLIENT_TIMEOUTS: ClientTimeouts = { requestHeadersMs: 10_000, requestBodyIdleMs: 30_000, keepAliveMs: 72_000 };
+/** config.requestHeadersTimeout, requestBodyIdleTimeout, requestBodyTimeout and keepAliveTimeout defaults. */
+export const DEFAULT_CLIENT_TIMEOUTS: ClientTimeouts = { requestHeadersMs: 10_000, requestBodyIdleMs: 30_000, requestBodyMs: DEFAULT_REQUEST_BODY_TIMEOUT_MS, keepAliveMs: 72_000 };
 
 const BODY_IDLE_TIMEOUT_MS = 300_000;
 
@@ -93,6 +102,17 @@ export class ProxyRuntime {
   get clientTimeouts(): ClientTimeouts {
     return this.#deps.clientTimeouts;
   }
+
+  /** The effective bounds on what clients may hold of the process (config_dump shows them). */
+  get clientBounds(): { readonly maxRequestBodyBytes: number; readonly maxBufferedRequestBytes: number; readonly maxConnectionsPerBind: number } {
+    const d = this.#deps;
+    return { maxRequestBodyBytes: d.maxRequestBodyBytes, maxBufferedRequestBytes: d.bodyBudget.max, maxConnectionsPerBind: d.maxConnectionsPerBind };
+  }
+
+  /** config.maxTokensChargedPerResponse in force (config_dump shows it). */
+  get maxTokensChargedPerResponse(): number {
+    return this.#deps.chargeCap.max;
+  }
   readonly startedAt = Date.now();
   loadedAt = 0;
 
@@ -100,7 +120,9 @@ export class ProxyRuntime {
     const clock = options.clock ?? systemClock;
     this.endpoints = new EndpointTable({ connectTimeoutMs: options.connectTimeoutMs, clock });
     this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING };
-    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels });
+    const maxRequestBodyBytes = options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES;
+    const bodyBudget = new BodyBudget(options.maxBufferedRequestBytes ?? bufferedRequestBytes({ maxRequestBodyBytes }));
+    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels, bufferedRequestBytes: () => bodyBudget.used, rateLimitServices: () => this.rateLimitServices.states() });
     this.limiters = new LimiterStore(clock);
     const log = options.rateLimitLog ?? options.log;
     this.#makeGlobal = (ir, _scope, limits) => {
@@ -109,6 +131,7 @@ export class ProxyRuntime {
       return this.#global.compile(ir, { log, clients: this.#global.pool }, limits);
     };
     this.traces = new TraceHub(this.traceEnv, options.maxTraceSessions);
+    const clientTimeouts = options.clientTimeouts ?? DEFAULT_CLIENT_TIMEOUTS;
     this.#deps = {
       current: () => this.current,
       log: options.log,
@@ -119,10 +142,14 @@ export class ProxyRuntime {
       mirrorSignal: this.#mirrors.signal,
       defaultBackendTimeoutMs: options.backendRequestTimeoutMs,
       bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
-      clientTimeouts: options.clientTimeouts ?? DEFAULT_CLIENT_TIMEOUTS,
+      clientTimeouts,
+      bodyTimeouts: { idleMs: clientTimeouts.requestBodyIdleMs, deadlineMs: clientTimeouts.requestBodyMs },
+      maxConnectionsPerBind: options.maxConnectionsPerBind ?? DEFAULT_MAX_CONNECTIONS_PER_BIND,
       paths: options.paths ?? DEFAULT_PATH_SETTINGS,
       maxSseEventBytes: options.maxSseLineBytes ?? DEFAULT_MAX_LINE_BYTES,
-      maxRequestBodyBytes: options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES,
+      maxRequestBodyBytes,
+      bodyBudget,
+      chargeCap: new ChargeCap(options.maxTokensChargedPerResponse ?? DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE, log, clock),
     };
     this.traces.owner = this.#deps;
   }
@@ -147,17 +174,7 @@ export class ProxyRuntime {
   }
 
   async apply(ir: ProxySnapshot): Promise<void> {
-    const services = new Map<string, 'FailOpen' | 'FailClosed'>();
-    const note = (p: PolicyIR | null) => {
-      const g = p?.remoteRateLimit;
-      if (g && services.get(g.service) !== 'FailClosed') services.set(g.service, g.failureMode);
-    };
-    for (const b of ir.binds) {
-      for (const l of b.listeners) {
-        note(l.policy);
-        for (const r of l.routes) note(r.policy);
-      }
-    }
+    const services = serviceNeeds(ir);
     if (services.size && !this.#global) {
       const m = await import('../ratelimit/global/index.js');
       this.#global ??= { compile: m.compileGlobalLimiter, pool: new m.RlsClientPool() };
@@ -275,9 +292,9 @@ export class ProxyRuntime {
 type GlobalCompiler = typeof compileGlobalLimiter;
 
 /** What the process and the config dump read of the rate limit service channels. */
-export type RateLimitServices = Pick<RlsClientPool, 'readiness' | 'addresses'>;
+export type RateLimitServices = Pick<RlsClientPool, 'readiness' | 'addresses' | 'states'>;
 
-const NO_RATE_LIMIT_SERVICES: RateLimitServices = { readiness: () => ({ ready: true, waiting: [] }), addresses: () => [] };
+const NO_RATE_LIMIT_SERVICES: RateLimitServices = { readiness: () => ({ ready: true, waiting: [] }), addresses: () => [], states: () => [] };
 
 function listenerSummary(ir: ProxySnapshot, port: number): string {
   const bind = ir.binds.find((b) => b.port === port);
