@@ -100,12 +100,20 @@ export function inputBounds(limits: EvaluationLimits): string {
   return `up to ${c.maxHeaders} headers of ${c.maxHeaderLength} characters, a path of ${c.maxPathLength}`;
 }
 
+// The bounds objects in use are few and long-lived (the defaults, a config's, the controller's).
+const limitsKeys = new WeakMap<EvaluationLimits, string>();
+function limitsKey(limits: EvaluationLimits): string {
+  let key = limitsKeys.get(limits);
+  if (key === undefined) limitsKeys.set(limits, (key = JSON.stringify(limits)));
+  return key;
+}
+
 /**
  * An expression of `surface`, checked and planned under `limits`; or why not (phrased to
  * follow `got "<expression>"`). The same text under the same bounds is compiled once.
  */
 export function compileCel(source: string, surface: CelSurface, limits: EvaluationLimits): Parsed<CelProgram> {
-  const key = `${surface}\u0000${JSON.stringify(limits)}\u0000${source}`;
+  const key = `${surface}\u0000${limitsKey(limits)}\u0000${source}`;
   const hit = cache.get(key);
   if (hit) {
     cache.delete(key);
