@@ -68,7 +68,7 @@ function checkDescriptors(descriptors: readonly { entries: readonly { expression
       if (c.value.cost > worst.cost) worst = { cost: c.value.cost, path: p };
     }),
   );
-  if (total > limits.cel.maxCost) {
+  if (!(total <= limits.cel.maxCost)) {
     out.push({
       path,
       message: `the expressions together have an estimated cost of ${total}, more than the budget of ${limits.cel.maxCost} (cel.maxCost) a request may spend for inputs within the declared bounds (${inputBounds(limits)}); the most expensive is ${worst.path} (${worst.cost})`,

@@ -81,7 +81,8 @@ function compileNew(source: string, surface: CelSurface, limits: EvaluationLimit
     return { ok: false, problem: `evaluates to ${typeName(checked.shape)}; ${def.what} must be ${[...def.results].join(', ')}` };
   }
   const cost = Math.ceil(checked.cost);
-  if (cost > limits.cel.maxCost) {
+  // Written so that an estimate that overflowed (Infinity, NaN) is refused too.
+  if (!(cost <= limits.cel.maxCost)) {
     return {
       ok: false,
       problem: `its estimated cost is ${cost}, more than the budget of ${limits.cel.maxCost} (cel.maxCost) for inputs within the declared bounds (${inputBounds(limits)}); iterate over less, or avoid nested macros`,

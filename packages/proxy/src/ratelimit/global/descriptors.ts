@@ -45,7 +45,7 @@ export function compileDescriptors(descriptors: GlobalRateLimitIR['descriptors']
     }),
   }));
   // Validation refuses this before a snapshot is made; a snapshot that skipped it fails here.
-  if (total > limits.cel.maxCost) {
+  if (!(total <= limits.cel.maxCost)) {
     throw new GlobalRateLimitConfigError(`rateLimit.global.descriptors: estimated cost ${total} together, more than the budget of ${limits.cel.maxCost} (cel.maxCost)`);
   }
   return { list, reads: readsOf(list.flatMap((d) => d.entries.map((e) => e.program))), limits };
