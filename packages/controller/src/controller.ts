@@ -10,7 +10,8 @@ import { gatewayAddresses } from './deployer/addresses.js';
 import { KubeDeployerApi } from './deployer/api.js';
 import { Deployer } from './deployer/deployer.js';
 import { ANNOTATION_PREFIX, readOverrides, type ProxySettings } from './deployer/overrides.js';
-import { gatewayParameters } from './deployer/parameters.js';
+import { parseAllowList } from './deployer/image-policy.js';
+import { gatewayParameters, type ParameterPolicy } from './deployer/parameters.js';
 import { programmed } from './deployer/programmed.js';
 import { OwnedObjects } from './deployer/owned-watch.js';
 import { ProxyPods } from './deployer/proxy-pods.js';
@@ -109,13 +110,15 @@ export class Controller {
 
     const cachedGateway = (namespace: string, name: string) => this.world.get('Gateway', name, namespace) as Gateway | undefined;
     // A Gateway's proxy parameters: its class's ConfigMap, then its own (translation refuses
-    // the Gateway when they cannot be read).
+    // the Gateway when they cannot be read, or choose what only the cluster admin may).
+    const allowList = parseAllowList(o.gatewayProxyImages);
+    const policy: ParameterPolicy = { defaults: DEFAULT_PROXY_SETTINGS, gatewayImages: allowList.ok ? allowList.list : [] };
     const parameters = (gw: Gateway) =>
       gatewayParameters(
         gw,
         this.world.get('GatewayClass', gw.spec.gatewayClassName) as GatewayClass | undefined,
         (namespace, name) => this.world.get('ConfigMap', name, namespace),
-        DEFAULT_PROXY_SETTINGS,
+        policy,
       );
     this.proxyPods = new ProxyPods(kc, () => this.writer.refresh(), logs.get('deployer'));
     this.writer = new StatusWriter(
@@ -185,6 +188,7 @@ export class Controller {
       resources: () => this.world.resources(),
       translate: d.translate,
       controllerName: o.controllerName,
+      gatewayProxyImages: o.gatewayProxyImages,
       gatewayApiVersion: () => gatewayApiVersion,
       store: this.store,
       submitStatus: (r) => {

@@ -15,6 +15,8 @@ export interface ReconcileDeps {
   readonly controllerName: string;
   /** The installed Gateway API bundle version, once known. */
   readonly gatewayApiVersion: () => string | undefined;
+  /** --gateway-proxy-images (TranslateOptions). */
+  readonly gatewayProxyImages?: readonly string[];
   readonly store: SnapshotStore;
   readonly submitStatus: (r: StatusReport) => void;
   readonly metrics: ControllerMetrics;
@@ -52,7 +54,7 @@ export class Reconciler {
     const resources = this.d.resources();
     const started = performance.now();
     try {
-      result = this.d.translate(resources, { controllerName: this.d.controllerName, gatewayApiVersion: this.d.gatewayApiVersion() });
+      result = this.d.translate(resources, { controllerName: this.d.controllerName, gatewayApiVersion: this.d.gatewayApiVersion(), gatewayProxyImages: this.d.gatewayProxyImages ?? [] });
     } catch (err) {
       end();
       metrics.reconciles.inc({ result: 'error' });
