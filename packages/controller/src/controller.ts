@@ -38,6 +38,7 @@ import { servingNames } from './pki/names.js';
 import { parseHostPort } from './options.js';
 import { KubeStatusApi } from './status/api.js';
 import { StatusWriter } from './status/writer.js';
+import { referencedObjects } from './translate/references.js';
 import type { StatusReport, Translate } from './translate/types.js';
 import type { Gateway, GatewayClass } from './types/gateway-api.js';
 import type { BackoffOptions } from './watch/informer.js';
@@ -104,10 +105,12 @@ export class Controller {
         },
       },
       syncer,
+      (r) => referencedObjects(r, o.controllerName),
       d.watchBackoff,
       (kind, obj, why) => events.record({ ...obj, apiVersion: kind.group ? `${kind.group}/${kind.version}` : kind.version, kind: kind.kind }, 'Warning', 'Unreadable', 'Skip', `skipped by ${o.controllerName}: ${why}`),
     );
 
+    this.metrics.cacheStats = () => this.world.cacheStats();
     const cachedGateway = (namespace: string, name: string) => this.world.get('Gateway', name, namespace) as Gateway | undefined;
     // A Gateway's proxy parameters: its class's ConfigMap, then its own (translation refuses
     // the Gateway when they cannot be read, or choose what only the cluster admin may).

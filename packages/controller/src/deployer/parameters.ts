@@ -67,18 +67,39 @@ const RESOURCE_KEYS = {
 
 export const PARAMETER_KEYS = ['replicas', ...Object.keys(RESOURCE_KEYS), 'image'] as const;
 
-/** The ConfigMap a reference names, or why it cannot be followed. */
-function follow(ref: Ref, field: string, namespace: string | undefined, lookup: ConfigMapLookup): { ok: true; configMap: V1ConfigMap; id: string } | { ok: false; message: string } {
+/** `<namespace>/<name>` of the ConfigMap a reference names, or why it cannot name one. */
+function configMapKey(ref: Ref, field: string, namespace: string | undefined): { ok: true; namespace: string; id: string } | { ok: false; message: string } {
   if (ref.group !== '' || ref.kind !== 'ConfigMap') {
     return { ok: false, message: `${field} names ${ref.group ? `${ref.group}/` : ''}${ref.kind} ${ref.name}; parameters are read from a ConfigMap: set group "" and kind ConfigMap` };
   }
   if (!namespace) return { ok: false, message: `${field}.namespace is missing: a ConfigMap lives in a namespace; name it, e.g. namespace: tollgate-system` };
-  const id = `${namespace}/${ref.name}`;
-  const configMap = lookup(namespace, ref.name);
+  return { ok: true, namespace, id: `${namespace}/${ref.name}` };
+}
+
+/** `<namespace>/<name>` of the ConfigMap a class's parametersRef names (what the ConfigMap cache reads whole), if it names one. */
+export function classParametersConfigMap(gc: GatewayClass): string | undefined {
+  const ref = gc.spec.parametersRef;
+  const key = ref && configMapKey(ref, '', ref.namespace);
+  return key?.ok ? key.id : undefined;
+}
+
+/** The same for a Gateway's infrastructure parametersRef (in its own namespace). */
+export function gatewayParametersConfigMap(gateway: Gateway): string | undefined {
+  const ref = gateway.spec.infrastructure?.parametersRef;
+  const key = ref && configMapKey(ref, '', gateway.metadata.namespace);
+  return key?.ok ? key.id : undefined;
+}
+
+/** The ConfigMap a reference names, or why it cannot be followed. */
+function follow(ref: Ref, field: string, namespace: string | undefined, lookup: ConfigMapLookup): { ok: true; configMap: V1ConfigMap; id: string } | { ok: false; message: string } {
+  const key = configMapKey(ref, field, namespace);
+  if (!key.ok) return key;
+  const { id } = key;
+  const configMap = lookup(key.namespace, ref.name);
   if (!configMap) {
     return {
       ok: false,
-      message: `${field}: ConfigMap ${id} not found among ConfigMaps labelled ${PARAMETERS_LABEL}: create it with that label, or add it: kubectl label configmap ${ref.name} -n ${namespace} ${PARAMETERS_LABEL}=true`,
+      message: `${field}: ConfigMap ${id} not found among ConfigMaps labelled ${PARAMETERS_LABEL}: create it with that label, or add it: kubectl label configmap ${ref.name} -n ${key.namespace} ${PARAMETERS_LABEL}=true`,
     };
   }
   return { ok: true, configMap, id };
