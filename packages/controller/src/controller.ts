@@ -142,8 +142,10 @@ export class Controller {
         const key = `${namespace}/${name}`;
         const params = parameters(gw);
         const annotated = gw.spec.infrastructure?.annotations?.[`${ANNOTATION_PREFIX}replicas`] !== undefined;
+        const blocked = this.deployer.conflict(namespace, name) ?? this.caPublisher?.conflict(namespace);
         return programmed({
           deployment: proxyName(gw),
+          ...(blocked === undefined ? {} : { blocked }),
           replicas: readOverrides(gw.spec.infrastructure?.annotations, params.ok ? params.settings : DEFAULT_PROXY_SETTINGS).settings.replicas,
           ...(params.ok && params.sources.length && !annotated ? { replicasHint: `set replicas above 0 in ConfigMap ${params.sources.join(' or ')}` } : {}),
           pods: this.proxyPods.of(namespace, name),
@@ -161,6 +163,8 @@ export class Controller {
       undefined,
       // Where a user looks first: `kubectl describe gateway` shows it.
       (gw, problem) => events.record(gw as unknown as KubernetesObject, 'Warning', 'InvalidProxySettings', 'Deploy', problem),
+      // A name taken, or free again: Programmed says so.
+      () => this.writer.refresh(),
     );
     this.ownedObjects = new OwnedObjects(kc, (kind, event, obj) => this.deployer.observed(kind, event, obj), logs.get('deployer'));
     // The deployer runs proxies for the Gateways translation accepted (the class is ours and
@@ -230,7 +234,7 @@ export class Controller {
       this.caPublisher = null;
       security = { kind: 'plaintext' };
     } else {
-      const publisher = new CaPublisher(new KubeConfigMapApi(kc), logs.get('deployer'));
+      const publisher = new CaPublisher(new KubeConfigMapApi(kc), logs.get('deployer'), undefined, () => this.writer.refresh());
       const ca = new CaLoader({
         api: new KubeCaSecretApi(kc),
         namespace: o.namespace,
