@@ -23,9 +23,11 @@ export interface ReferencedLimits {
   readonly concurrency: number;
   readonly retryInitialMs: number;
   readonly retryMaxMs: number;
+  /** A read not answered by then counts as failed: a hung request never holds a reconcile back. */
+  readonly readTimeoutMs: number;
 }
 
-const DEFAULT_LIMITS: ReferencedLimits = { concurrency: 8, retryInitialMs: 1000, retryMaxMs: 30_000 };
+const DEFAULT_LIMITS: ReferencedLimits = { concurrency: 8, retryInitialMs: 1000, retryMaxMs: 30_000, readTimeoutMs: 10_000 };
 
 interface Copy {
   readonly object: KubernetesObject | undefined;
@@ -135,8 +137,12 @@ export class ReferencedObjects {
     const seen = this.version(namespace, name);
     if (seen === undefined) return;
     let object: KubernetesObject | undefined;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      object = await this.fetch(namespace, name);
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${this.limits.readTimeoutMs} ms`)), this.limits.readTimeoutMs);
+      });
+      object = await Promise.race([this.fetch(namespace, name), timeout]);
     } catch (err) {
       if (this.#stopped || !this.#wanted.has(key)) return;
       const first = !this.#failed.has(key);
@@ -153,6 +159,8 @@ export class ReferencedObjects {
       // Nothing read yet: the reconcile held back for it goes on without it.
       if (first && !this.#copies.has(key)) this.loaded();
       return;
+    } finally {
+      clearTimeout(timer);
     }
     this.#forgetFailure(key);
     if (this.#stopped || !this.#wanted.has(key)) return;
