@@ -1,7 +1,8 @@
 // Leader election between controller replicas on a real kube-apiserver: every replica
 // watches and translates, only the holder of the Lease writes status; a leader stopped with
 // SIGTERM releases the Lease and a follower takes over at once; a leader killed outright is
-// replaced once its Lease expires, never before.
+// replaced once its Lease expires, never before; helm uninstall deletes the Lease (the chart
+// owns it), so the controller of the next install does not wait for the last one's.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -137,5 +138,33 @@ describe.skipIf(!availability.run)('controller leader election on kube-apiserver
     await kubectl(['apply', '-f', '-'], policy(40));
     await accepted(4);
     expect(await writes(c)).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('helm uninstall removes the Lease; the controller of the next install leads at its first attempt', async () => {
+    const c = replicas.at(-1)!;
+    expect((await lease()).spec.holderIdentity).toBe(c.name);
+    // Uninstall deletes the RBAC before the controller pod is told to stop: its release on
+    // SIGTERM cannot succeed, so the Lease must go with the release.
+    await run(cluster.current.tools.helm, ['uninstall', 'tollgate', '-n', NS], { env: cluster.current.env });
+    const left = await cluster.current.kubectl(['get', 'lease', 'tollgate-controller', '-n', NS]);
+    expect(left.code, `Lease left behind: ${left.stdout}`).not.toBe(0);
+    expect(left.stderr).toContain('NotFound');
+    const [code] = await c.stop('SIGTERM');
+    expect(code).toBe(0);
+    expect(await kubectl(['get', 'leases', '-n', NS, '-o', 'name'])).toBe('');
+
+    await run(cluster.current.tools.helm, ['install', 'tollgate', CHART, '-n', NS], { env: cluster.current.env });
+    // Fresh from the chart: nobody holds it.
+    expect((await lease()).spec.holderIdentity ?? '').toBe('');
+    // The ServiceAccount is new: a new token. A lease duration far beyond this test's timeout:
+    // a controller that waited for a previous holder's Lease to expire would never lead here.
+    kubeconfig = await serviceAccountKubeconfig(cluster.current, NS, 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-ctl-')), 'kubeconfig'));
+    const d = await ControllerProcess.start('replica-d', cluster.current, kubeconfig, ['--leader-elect', '--leader-elect-lease-duration=10m', `--namespace=${NS}`], { POD_NAME: 'replica-d' });
+    replicas.push(d);
+    await d.waitForLog((x) => x.msg === 'became leader');
+    expect((await lease()).spec.holderIdentity).toBe('replica-d');
+    await kubectl(['apply', '-f', '-'], policy(50));
+    await accepted(5);
+    expect(await writes(d)).toBeGreaterThan(0);
   }, 120_000);
 });

@@ -53,6 +53,7 @@ interface V1ServiceAccount {
 }
 interface Container {
   image?: string;
+  env?: { name: string; value?: string }[];
   args?: string[];
   securityContext?: unknown;
   readinessProbe?: { httpGet?: unknown };
@@ -191,9 +192,23 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
     const dep = await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, (d) => d.spec?.replicas === 3);
     expect((dep.spec!.template.spec!.containers[0] as { resources?: unknown }).resources).toEqual({ requests: { cpu: '250m', memory: '128Mi' }, limits: { memory: '512Mi' } });
 
-    // An edit of the ConfigMap alone re-renders (the ConfigMap is watched).
+    // No process setting: no TOLLGATE_SETTINGS (the proxies' defaults).
+    expect(dep.spec!.template.spec!.containers[0]!.env).toBeUndefined();
+
+    // An edit of the ConfigMap alone re-renders (the ConfigMap is watched); process settings
+    // reach the proxy container as one JSON object, numbers as numbers.
+    await params({ replicas: '2', cpuRequest: '250m', maxBufferedRequestBytes: '134217728', requestBodyTimeout: '2m', maxConnectionsPerBind: '1000' });
+    const withSettings = await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, (d) => d.spec?.replicas === 2 && d.spec.template.spec?.containers[0]?.env !== undefined);
+    expect(withSettings.spec!.template.spec!.containers[0]!.env).toEqual([{ name: 'TOLLGATE_SETTINGS', value: '{"maxBufferedRequestBytes":134217728,"maxConnectionsPerBind":1000,"requestBodyTimeout":"2m"}' }]);
+
+    // A process setting the proxy would refuse refuses the Gateway here, naming the key.
+    await params({ replicas: '2', maxBufferedRequestBytes: '4096' });
+    const badSetting = await waitForObject<{ status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } }>(cluster.current, 'gateway', 'edge', APPS, (g) => accepted(g)?.reason === 'InvalidParameters');
+    expect(accepted(badSetting)?.message).toBe(
+      `ConfigMap ${APPS}/edge-proxy: key maxBufferedRequestBytes: got 4096; it must be at least maxRequestBodyBytes (8388608, its default), or a body of the largest size a metered route reads could never be held: raise it or lower maxRequestBodyBytes`,
+    );
     await params({ replicas: '2', cpuRequest: '250m' });
-    await waitForObject(cluster.current, 'deployment', NAME, APPS, (d: V1Deployment) => d.spec?.replicas === 2);
+    await waitForObject(cluster.current, 'deployment', NAME, APPS, (d: V1Deployment) => d.spec?.replicas === 2 && d.spec.template.spec?.containers[0]?.env === undefined);
 
     // A bad key: the Gateway is refused, naming the key and the fix; its proxies stay as they run.
     await params({ replicas: 'lots' });

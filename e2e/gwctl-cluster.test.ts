@@ -1,10 +1,12 @@
-// gwctl's pod resolution on a real kube-apiserver: pods are created through the API and their
-// status (phase, Ready condition) set through the status subresource, as a kubelet would.
-// There is no kubelet, so a port-forward cannot succeed: the test checks that gwctl picks the
-// Running and Ready pod and then reports the refused port-forward (exit 6) with the API
-// server's reason; the success path runs against a standalone proxy in packages/gwctl/test.
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+// gwctl's target resolution on a real kube-apiserver: the Gateway is read first (a Gateway that
+// does not exist is exit 12), then its pods, created through the API with their status (phase,
+// Ready condition) set through the status subresource, as a kubelet would. There is no
+// kubelet, so a port-forward cannot succeed: the test checks that gwctl picks the Running and
+// Ready pod and then reports the refused port-forward (exit 6) with the API server's reason;
+// the success path runs against a standalone proxy in packages/gwctl/test.
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { exec, run } from './lib/exec.js';
 import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
@@ -21,8 +23,8 @@ interface PodSpec {
   status?: { phase: string; ready: boolean };
 }
 
-describe.skipIf(!availability.run)('gwctl pod resolution on kube-apiserver', () => {
-  const cluster = useCluster({ gatewayApi: false });
+describe.skipIf(!availability.run)('gwctl target resolution on kube-apiserver', () => {
+  const cluster = useCluster({ tollgateCrds: false });
   const kubectl = (args: string[], input?: string) => run(cluster.current.tools.kubectl, args, { env: cluster.current.env, ...(input === undefined ? {} : { input }) });
   const gwctl = (args: string[]) => exec(process.execPath, [GWCTL, ...args], { env: { PATH: process.env.PATH, HOME: cluster.current.dir, KUBECONFIG: cluster.current.kubeconfig } });
 
@@ -48,9 +50,20 @@ describe.skipIf(!availability.run)('gwctl pod resolution on kube-apiserver', () 
 
   const gw = (name: string) => ({ 'gateway.networking.k8s.io/gateway-name': name });
 
+  async function createGateway(name: string, namespace: string): Promise<void> {
+    const gateway = {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      metadata: { name, namespace },
+      spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'http', port: 80, protocol: 'HTTP' }] },
+    };
+    await kubectl(['create', '-f', '-'], JSON.stringify(gateway));
+  }
+
   beforeAll(async () => {
     if (!existsSync(join(REPO_ROOT, 'packages/gwctl/dist/cli.js'))) throw new Error('packages/gwctl/dist is missing: run `pnpm build` first');
     for (const ns of ['edge', 'tollgate-system']) await kubectl(['create', 'namespace', ns]);
+    for (const name of ['public', 'starting', 'other', 'empty']) await createGateway(name, 'edge');
     await createPod({ name: 'public-a', namespace: 'edge', labels: gw('public'), status: { phase: 'Running', ready: false } });
     await createPod({ name: 'public-b', namespace: 'edge', labels: gw('public'), status: { phase: 'Running', ready: true } });
     await createPod({ name: 'public-c', namespace: 'edge', labels: gw('public'), status: { phase: 'Pending', ready: false } });
@@ -88,12 +101,25 @@ describe.skipIf(!availability.run)('gwctl pod resolution on kube-apiserver', () 
     );
   });
 
-  it('wrong namespace (the context\'s "default" when -n is not given): exit 5 naming namespace and selector', async () => {
-    const r = await gwctl(['log', 'gateway/public']);
+  it('a Gateway that does not exist (or not in that namespace, the context\'s "default" without -n): exit 12 saying so', async () => {
+    const nope = await gwctl(['config', 'all', 'gateway/nope', '-n', 'edge']);
+    expect(nope.stdout).toBe('');
+    expect(nope.stderr).toBe('gwctl: Gateway nope not found in namespace "edge" (kubectl get gateways -A lists them; -n sets the namespace)\n');
+    expect(nope.code).toBe(12);
+    const wrongNamespace = await gwctl(['log', 'gateway/public']);
+    expect(wrongNamespace.stderr).toBe('gwctl: Gateway public not found in namespace "default" (kubectl get gateways -A lists them; -n sets the namespace)\n');
+    expect(wrongNamespace.code).toBe(12);
+    const noNamespace = await gwctl(['trace', 'gateway/public', '-n', 'nosuch', '--raw']);
+    expect(noNamespace.stderr).toBe('gwctl: Gateway public not found in namespace "nosuch" (kubectl get gateways -A lists them; -n sets the namespace)\n');
+    expect(noNamespace.code).toBe(12);
+  });
+
+  it('a Gateway that exists without any proxy pod: exit 5 naming namespace and selector', async () => {
+    const r = await gwctl(['config', 'all', 'gateway/empty', '-n', 'edge']);
     expect(r.code).toBe(5);
-    expect(r.stderr).toBe('gwctl: no gateway/public pod in namespace "default" has the label gateway.networking.k8s.io/gateway-name=public (wrong namespace? use -n)\n');
-    const missing = await gwctl(['log', 'gateway/public', '-n', 'nosuch']);
-    expect(missing.stderr).toMatch(/^gwctl: no gateway\/public pod in namespace "nosuch" has the label/);
+    expect(r.stderr).toBe(
+      'gwctl: no gateway/empty pod in namespace "edge" has the label gateway.networking.k8s.io/gateway-name=empty (the Gateway exists; its Programmed condition says why it has no proxy: kubectl get gateway empty -n edge)\n',
+    );
   });
 
   it('controller log looks in tollgate-system by the chart labels; a Ready controller pod is port-forwarded on 9095', async () => {
@@ -111,9 +137,34 @@ describe.skipIf(!availability.run)('gwctl pod resolution on kube-apiserver', () 
     expect(r.stderr).toMatch(/^gwctl: port-forward to pod tollgate-system\/tollgate-controller-0 port 9095 failed: .+\n$/);
   });
 
+  it('the single-file gwctl (pnpm gwctl:build) resolves the same way with its bundled Kubernetes client', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'gwctl-bundle-'));
+    try {
+      await run(process.execPath, [join(REPO_ROOT, 'scripts/gwctl-build.mjs'), '--out', out]);
+      const bundled = (args: string[]) => exec(join(out, 'gwctl'), args, { env: { PATH: dirname(process.execPath), HOME: cluster.current.dir, KUBECONFIG: cluster.current.kubeconfig } });
+      const nope = await bundled(['config', 'all', 'gateway/nope', '-n', 'edge']);
+      expect(nope.stderr).toBe('gwctl: Gateway nope not found in namespace "edge" (kubectl get gateways -A lists them; -n sets the namespace)\n');
+      expect(nope.code).toBe(12);
+      // The port-forward is a WebSocket (the bundled ws) the API server refuses: no kubelet.
+      const refused = await bundled(['trace', 'gateway/public', '-n', 'edge', '--raw']);
+      expect(refused.stderr).toBe('gwctl: port-forward to pod edge/public-b port 15000 failed: pod public-b does not have a host assigned (HTTP 400)\n');
+      expect(refused.code).toBe(6);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it('a context that is not in the kubeconfig: exit 3', async () => {
     const r = await gwctl(['config', 'all', 'gateway/public', '--context', 'prod']);
     expect(r.code).toBe(3);
     expect(r.stderr).toBe('gwctl: context "prod" is not in the kubeconfig (contexts: tollgate-e2e)\n');
+  });
+
+  // Last: it removes the Gateway API from the cluster.
+  it('a cluster without the Gateway API: exit 12 saying that the cluster serves no Gateways', async () => {
+    await kubectl(['delete', 'crd', 'gateways.gateway.networking.k8s.io']);
+    const r = await gwctl(['config', 'all', 'gateway/public', '-n', 'edge']);
+    expect(r.stderr).toBe('gwctl: Gateway public not found: the cluster does not serve gateways.gateway.networking.k8s.io/v1 (are the Gateway API CRDs installed? docs/kubernetes.md, Install)\n');
+    expect(r.code).toBe(12);
   });
 });

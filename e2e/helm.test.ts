@@ -28,6 +28,8 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
     'service/tollgate-controller',
     'role.rbac.authorization.k8s.io/tollgate-controller-leader-election',
     'rolebinding.rbac.authorization.k8s.io/tollgate-controller-leader-election',
+    // Owned by the release, so uninstall leaves no Lease naming a pod that is gone.
+    'lease.coordination.k8s.io/tollgate-controller',
     'networkpolicy.networking.k8s.io/tollgate-controller',
   ];
   const clusterScoped = [
@@ -56,6 +58,7 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
     expect(out).toContain('image: ghcr.io/tollgate-dev/tollgate-controller:v9.9.9');
     expect(out).toContain('- --log-level=info,deployer=debug,gateway-controller=info,tollgate/syncer=info,tollgate/translator=info');
     expect(out).toContain('- --leader-elect=true');
+    expect(out).toContain('- --leader-elect-lease-name=tollgate-controller');
     // No Gateway chooses its proxy image unless the admin lists what it may choose.
     expect(out).not.toContain('--gateway-proxy-images');
     const images = await helm(['template', 'tollgate', CHART, '-n', NS, '--set', 'proxy.gatewayImages={registry.example.com/canary/,registry.example.com/tollgate:0.2.0}']);
@@ -135,9 +138,8 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
       ['update', 'gateways.gateway.networking.k8s.io', '--subresource=status', '-n', 'default'],
       ['update', 'gatewayclasses.gateway.networking.k8s.io', '--subresource=status'],
       ['create', 'events.events.k8s.io', '-n', 'default'],
-      ['get', 'leases.coordination.k8s.io', '-n', NS],
-      ['create', 'leases.coordination.k8s.io', '-n', NS],
-      ['update', 'leases.coordination.k8s.io', '-n', NS],
+      ['get', 'leases.coordination.k8s.io/tollgate-controller', '-n', NS],
+      ['update', 'leases.coordination.k8s.io/tollgate-controller', '-n', NS],
       ['get', 'customresourcedefinitions.apiextensions.k8s.io/gatewayclasses.gateway.networking.k8s.io'],
       // The deployer: server-side apply (patch, and create for a new object), list to prune,
       // watch to put back what is deleted or edited by hand, delete.
@@ -184,6 +186,9 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
       ['delete', 'configmaps/other', '-n', 'default'],
       ['update', 'leases.coordination.k8s.io', '-n', 'default'],
       ['delete', 'leases.coordination.k8s.io', '-n', NS],
+      // The chart creates the Lease: a controller creating one could make a helm install fail.
+      ['create', 'leases.coordination.k8s.io', '-n', NS],
+      ['update', 'leases.coordination.k8s.io/other', '-n', NS],
       ['create', 'clusterroles.rbac.authorization.k8s.io'],
       ['get', 'customresourcedefinitions.apiextensions.k8s.io/gatewaypolicies.tollgate.dev'],
       ['list', 'customresourcedefinitions.apiextensions.k8s.io'],

@@ -24,6 +24,7 @@ import { run } from './lib/exec.js';
 import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
 import { programmed, type GatewayStatus } from './lib/conditions.js';
+import { faultProxyFor, type FaultProxy } from './lib/fault-proxy.js';
 
 const availability = e2eAvailability();
 const CHART = join(REPO_ROOT, 'charts/tollgate');
@@ -55,6 +56,7 @@ describe.skipIf(!availability.run)('snapshot stream on kube-apiserver', () => {
   let address: string;
   const sources: ControllerSnapshotSource[] = [];
   let caFile: string;
+  let faults: FaultProxy | undefined;
   const file = (name: string, text: string) => {
     const path = join(dir, name);
     writeFileSync(path, text);
@@ -68,8 +70,8 @@ describe.skipIf(!availability.run)('snapshot stream on kube-apiserver', () => {
     return s;
   };
   const reason = (s: ControllerSnapshotSource) => (s.state().lastDisconnect as { reason: string } | null)?.reason;
-  const startController = async (name: string) => {
-    const c = await ControllerProcess.start(name, cluster.current, kubeconfig, ['--snapshot-tls-names=127.0.0.1']);
+  const startController = async (name: string, extraArgs: string[] = [], config = kubeconfig) => {
+    const c = await ControllerProcess.start(name, cluster.current, config, ['--snapshot-tls-names=127.0.0.1', ...extraArgs]);
     const listening = String((await c.waitForLog((l) => l.msg === 'snapshot stream listening', 30_000)).address);
     return { c, address: listening };
   };
@@ -84,6 +86,7 @@ describe.skipIf(!availability.run)('snapshot stream on kube-apiserver', () => {
   afterAll(async () => {
     for (const s of sources) s.stop();
     await controller?.stop('SIGKILL');
+    await faults?.close();
   });
 
   it('makes its CA once into a Secret and publishes its certificate to the Gateway namespace', { timeout: 60_000 }, async () => {
@@ -147,21 +150,29 @@ describe.skipIf(!availability.run)('snapshot stream on kube-apiserver', () => {
     await waitForObject(cluster.current, 'serviceaccounts', 'other-tollgate', APPS, () => true);
     const wrongAudience = await token('gw-tollgate');
     const otherGateway = await token('other-tollgate', 'tollgate');
+    // A JWT that claims to be what the Gateway's proxies present, with a signature of its own.
+    const [head, payload] = (await token('gw-tollgate', 'tollgate')).split('.');
+    const forged = `${head}.${payload}.${Buffer.from('not the signature').toString('base64url')}`;
     const cases: [string, string, RegExp][] = [
-      ['garbage', 'not-a-token', /^UNAUTHENTICATED: the API server refused the token \(.+\); a proxy presents a current ServiceAccount token issued for audience tollgate$/],
-      ['wrong-audience', wrongAudience, /^UNAUTHENTICATED: the API server refused the token \(.*audience.*\); a proxy presents a current ServiceAccount token issued for audience tollgate$/],
+      ['garbage', 'not-a-token', /^UNAUTHENTICATED: the token is not a ServiceAccount token \(a JWT\); a proxy presents its current projected ServiceAccount token \(audience tollgate\)$/],
+      ['wrong-audience', wrongAudience, /^UNAUTHENTICATED: the token is not issued for audience tollgate \(it is for https:\/\/127\.0\.0\.1:\d+\/\)/],
+      ['forged', forged, /^UNAUTHENTICATED: the API server refused the token \(.+\); a proxy presents a current ServiceAccount token issued for audience tollgate$/],
       ['other-gateway', otherGateway, new RegExp(`^PERMISSION_DENIED: ServiceAccount ${APPS}/other-tollgate may not open the stream of Gateway ${APPS}/gw; its proxies run as ServiceAccount ${APPS}/gw-tollgate$`)],
     ];
     const before = controller.lines.length;
+    const reviewsBefore = await controller.metric('tollgate_controller_stream_token_reviews_total', { result: 'new' });
     for (const [name, tok, expected] of cases) {
       const s = source({ kind: 'tls', caFile, tokenFile: file(`${name}.token`, tok) }, `${APPS}/gw`, `${name}-0`);
       await s.start({ apply: async () => undefined });
       await expect.poll(() => reason(s), { timeout: 20_000 }).toMatch(expected);
       expect(s.state()).toMatchObject({ connects: 0, applied: 0 });
-      await controller.waitForLog((l) => l.code === 'TG_CONTROLLER_STREAM_REFUSED' && l.pod === `${name}-0`, 20_000, before);
       s.stop();
     }
-    expect(await controller.metric('tollgate_controller_stream_auth_total', { result: 'unauthenticated' })).toBeGreaterThanOrEqual(2);
+    // Logged without the token (at most one line a second for each kind of refusal; the metrics count each).
+    await controller.waitForLog((l) => l.code === 'TG_CONTROLLER_STREAM_REFUSED' && String(l.pod).endsWith('-0'), 20_000, before);
+    expect(await controller.metric('tollgate_controller_stream_auth_total', { result: 'unauthenticated' })).toBeGreaterThanOrEqual(3);
+    // Only the forged token cost a TokenReview; the others were refused for what they say of themselves.
+    expect(await controller.metric('tollgate_controller_stream_token_reviews_total', { result: 'new' })).toBe(reviewsBefore + 1);
     expect(await controller.metric('tollgate_controller_stream_auth_total', { result: 'permission_denied' })).toBeGreaterThanOrEqual(1);
     // The other Gateway's own token opens the other Gateway's stream.
     const own = source({ kind: 'tls', caFile, tokenFile: join(dir, 'other-gateway.token') }, `${APPS}/other`, 'other-0');
@@ -202,5 +213,70 @@ describe.skipIf(!availability.run)('snapshot stream on kube-apiserver', () => {
     const forbidden = await ControllerProcess.start('controller-forbidden-ca', cluster.current, kubeconfig, ['--snapshot-ca-secret=broken-ca']);
     expect((await forbidden.exited)[0]).toBe(1);
     await expect.poll(log('controller-forbidden-ca'), { timeout: 10_000 }).toMatch(/the snapshot stream has no CA: Secret tollgate-system\/broken-ca: HTTP 403: .*forbidden.* \[TG_CONTROLLER_STREAM_CA\]/);
+  });
+
+  it('re-authenticates open streams: a deleted ServiceAccount\'s stream ends; with its new token the proxy is back without being sent anything again', { timeout: 150_000 }, async () => {
+    await controller.stop('SIGTERM');
+    // Through a fault-free proxy that counts the TokenReviews reaching the API server.
+    faults = await faultProxyFor(cluster.current);
+    const reviews = () => faults!.count({ verb: 'create', resource: 'tokenreviews' }, 'passed');
+    ({ c: controller, address } = await startController('controller-reauth', ['--snapshot-reauth-interval=1s', '--snapshot-token-reviews-per-second=1'], faults.kubeconfig(kubeconfig, join(dir, 'kubeconfig-counted'))));
+    await controller.synced();
+    const tokenFile = file('reauth.token', await token('gw-tollgate', 'tollgate'));
+    const applied: string[] = [];
+    const s = source({ kind: 'tls', caFile, tokenFile }, `${APPS}/gw`, 'gw-2');
+    await s.start({ apply: async (snap: ProxySnapshot) => void applied.push(snap.version) });
+    await expect.poll(() => applied.length, { timeout: 30_000 }).toBe(1);
+    const serving = applied[0]!;
+    // Checked again every second while it lives, by the API server.
+    const opened = reviews();
+    await expect.poll(() => controller.metric('tollgate_controller_stream_reauth_total', { result: 'ok' }), { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
+    expect(reviews()).toBeGreaterThanOrEqual(opened + 2);
+
+    // Tokens that cannot be the Gateway's cost the API server nothing; ten forged ones that claim
+    // to be are reviewed at the paced rate, the rest told to retry.
+    const [head, payload] = (await token('gw-tollgate', 'tollgate')).split('.');
+    const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString('utf8')) as Record<string, unknown>;
+    const jwt = (c: Record<string, unknown>) => `${head}.${Buffer.from(JSON.stringify(c)).toString('base64url')}.${Buffer.from('not the signature').toString('base64url')}`;
+    const newReviews = () => controller.metric('tollgate_controller_stream_token_reviews_total', { result: 'new' });
+    const newBefore = await newReviews();
+    const refusedAll = async (tokens: string[], gw: string, expected: RegExp) => {
+      const opened = tokens.map((t, i) => source({ kind: 'tls', caFile, tokenFile: file(`flood-${i}.token`, t) }, gw, `flood-${i}`));
+      await Promise.all(opened.map((o) => o.start({ apply: async () => undefined })));
+      const reasons = await Promise.all(opened.map(async (o) => {
+        await expect.poll(() => reason(o), { timeout: 30_000 }).toBeDefined();
+        return reason(o)!;
+      }));
+      for (const o of opened) o.stop();
+      for (const r of reasons) expect(r).toMatch(expected);
+      return reasons;
+    };
+    await refusedAll(Array.from({ length: 10 }, (_, i) => `garbage-${i}`), `${APPS}/gw`, /^UNAUTHENTICATED: the token is not a ServiceAccount token/);
+    await refusedAll(Array.from({ length: 10 }, (_, i) => jwt({ ...claims, aud: [`https://elsewhere/${i}`] })), `${APPS}/gw`, /^UNAUTHENTICATED: the token is not issued for audience tollgate/);
+    await refusedAll(Array.from({ length: 10 }, (_, i) => jwt({ ...claims, jti: `unknown-${i}` })), `${APPS}/nonexistent`, /^PERMISSION_DENIED: the stream of Gateway apps\/nonexistent cannot be opened: the controller knows no Gateway apps\/nonexistent$/);
+    expect(await newReviews()).toBe(newBefore);
+    const forged = await refusedAll(Array.from({ length: 10 }, (_, i) => jwt({ ...claims, jti: `forged-${i}` })), `${APPS}/gw`, /^(UNAUTHENTICATED: the API server refused the token|UNAVAILABLE: the token was not checked now: more new tokens than the 1 reviews per second)/);
+    expect(forged.filter((r) => r.startsWith('UNAVAILABLE')).length).toBeGreaterThanOrEqual(1);
+    expect(await controller.metric('tollgate_controller_stream_token_reviews_total', { result: 'throttled' })).toBeGreaterThanOrEqual(1);
+    expect(await newReviews()).toBeLessThan(newBefore + 10);
+    expect(s.state()).toMatchObject({ stream: 'connected', connects: 1 });
+
+    // The ServiceAccount deleted: the next re-check ends the stream; the proxy keeps serving.
+    const uid = await kubectl(['get', 'serviceaccount', 'gw-tollgate', '-n', APPS, '-o', 'jsonpath={.metadata.uid}']);
+    await kubectl(['delete', 'serviceaccount', 'gw-tollgate', '-n', APPS]);
+    const ended = await controller.waitForLog((l) => l.reason === 'reauth_refused', 30_000);
+    expect(ended).toMatchObject({ code: 'TG_CONTROLLER_STREAM_REFUSED', gateway: `${APPS}/gw`, pod: 'gw-2', status: 'UNAUTHENTICATED' });
+    expect(ended.msg).toMatch(/^snapshot stream of apps\/gw to gw-2 ended: UNAUTHENTICATED: re-authentication refused: the API server refused the token \(.+\)/);
+    expect(await controller.metric('tollgate_controller_stream_ended_total', { reason: 'reauth_refused' })).toBe(1);
+    // The proxy heard why, then retried with the same token, refused when the stream opens.
+    await expect.poll(() => reason(s), { timeout: 30_000 }).toMatch(/^UNAUTHENTICATED: (re-authentication refused: )?the API server refused the token/);
+    expect(s.state()).toMatchObject({ version: serving, applied: 1 });
+    // The deployer puts the ServiceAccount back (a new one); its token gets the proxy in again,
+    // which is sent nothing: it serves the current version.
+    await waitForObject<{ metadata: { uid: string } }>(cluster.current, 'serviceaccounts', 'gw-tollgate', APPS, (o) => o.metadata.uid !== uid);
+    writeFileSync(tokenFile, await token('gw-tollgate', 'tollgate'));
+    await expect.poll(() => s.state().connects, { timeout: 30_000 }).toBe(2);
+    expect(s.state()).toMatchObject({ stream: 'connected', version: serving, applied: 1 });
+    expect(applied).toEqual([serving]);
   });
 });

@@ -17,6 +17,8 @@ export interface Cluster {
   kubeconfig: string;
   server: string;
   dir: string;
+  /** The cluster's CA, the API server's serving certificate, the admin's client certificate. */
+  certs: ClusterCerts;
   tools: Tools;
   /** Environment for kubectl and helm: KUBECONFIG, and helm/kubectl caches inside dir. */
   env: NodeJS.ProcessEnv;
@@ -221,6 +223,7 @@ async function startOnce(opts: StartOptions, [etcdClient, etcdPeer, apiPort]: [n
       kubeconfig,
       server,
       dir,
+      certs,
       tools,
       env,
       kubectl: (args, o = {}) => exec(tools.kubectl, args, { env, ...o }),

@@ -8,10 +8,11 @@
 // deleted and the controller killed under load, an image that does not exist, and uninstall.
 //
 // Figures (pod Ready times, requests lost) are printed to the test output.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import OpenAI, { RateLimitError } from 'openai';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { CHART, chartImageValues, DEFAULT_IMAGE_REPOSITORY, imageRepository, SYSTEM_NAMESPACE } from '../lib/chart.js';
 import { exec } from '../lib/exec.js';
 import { nodeAvailability, nodeToolPaths, REPO_ROOT, toolPaths } from '../lib/tools.js';
@@ -64,9 +65,20 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
     if (r.code !== 0) throw new Error(`helm ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
     return r.stdout;
   };
+  // gwctl as Getting started installs it: `pnpm gwctl:build && pnpm gwctl:install` (into a
+  // prefix of the suite's own), run from a PATH with that bin and Node's directory only.
+  let gwctlBin = '';
+  beforeAll(async () => {
+    const prefix = mkdtempSync(join(tmpdir(), 'tg-gwctl-prefix-'));
+    for (const script of [['scripts/gwctl-build.mjs'], ['scripts/gwctl-install.mjs', '--prefix', prefix]]) {
+      const r = await exec(process.execPath, [join(REPO_ROOT, script[0]!), ...script.slice(1)], { cwd: REPO_ROOT, timeoutMs: 300_000 });
+      if (r.code !== 0) throw new Error(`node ${script.join(' ')} exited ${r.code}: ${r.stderr}${r.stdout}`);
+    }
+    gwctlBin = join(prefix, 'bin');
+  }, 300_000);
   const gwctl = (...args: string[]) =>
-    exec(process.execPath, [join(REPO_ROOT, 'packages/gwctl/bin/gwctl.js'), ...args], {
-      env: { PATH: process.env.PATH, HOME: node.current.dir, KUBECONFIG: node.current.kubeconfig },
+    exec('gwctl', args, {
+      env: { PATH: `${gwctlBin}:${dirname(process.execPath)}`, HOME: node.current.dir, KUBECONFIG: node.current.kubeconfig },
     });
   // The chart's defaults: the snapshot stream with TLS and TokenReview authentication.
   // The broken Gateway below names its own proxy image: the admin allows exactly that one.

@@ -6,6 +6,7 @@ import { compile } from './ajv.js';
 import { parseDuration } from './duration.js';
 import { requireHostPort } from './host-port.js';
 import { checkRouteRule, checkTrafficPolicy, checkUnique } from './rules.js';
+import { checkProcessConfig } from './process-settings.js';
 import { StandaloneConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
 import type { HTTPHeaderFilter, HTTPPathModifier, HTTPRouteFilter, HTTPRouteMatch } from './schema/gateway-api.js';
 import type { PolicySet } from './schema/traffic-policy.js';
@@ -78,6 +79,7 @@ export function validateStandaloneConfig(value: unknown, subject = 'config'): St
   const cfg = result.value;
   const out: Problem[] = [];
   // config.logLevel is checked by the proxy, which knows its module names.
+  checkProcessConfig(cfg.config, 'config', out);
   checkUnique(cfg.binds, (b) => String(b.port), (i) => `binds[${i}].port`, 'port', out);
   // Default names take part: a listener named like another's default is a duplicate too.
   const allListeners = cfg.binds.flatMap((b, bi) => b.listeners.map((l, li) => ({ name: listenerName(b.port, l, li), path: `binds[${bi}].listeners[${li}]` })));

@@ -5,7 +5,7 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { AdminServer } from './admin/server.js';
 import { EventRecorder } from './events/recorder.js';
 import { healthServer } from './health/server.js';
-import { readGatewayApiVersion } from './kube/gateway-api-version.js';
+import { GatewayApiVersion } from './kube/gateway-api-version.js';
 import { gatewayAddresses } from './deployer/addresses.js';
 import { KubeDeployerApi } from './deployer/api.js';
 import { Deployer } from './deployer/deployer.js';
@@ -80,7 +80,7 @@ export class Controller {
     const gwc = logs.get('gateway-controller');
 
     this.store = new SnapshotStore(d.checkSnapshot);
-    let gatewayApiVersion: string | undefined;
+    const gatewayApiVersion = new GatewayApiVersion(kc, syncer, () => this.queue.add());
     const elector = o.leaderElection.enabled ? new LeaseElector(new KubeLeaseApi(kc), o.namespace, o.leaderElection, gwc) : undefined;
     this.leadership = elector ?? new NoElection();
     this.metrics.leader.set(this.leadership.isLeader() ? 1 : 0);
@@ -196,7 +196,7 @@ export class Controller {
       translate: d.translate,
       controllerName: o.controllerName,
       gatewayProxyImages: o.gatewayProxyImages,
-      gatewayApiVersion: () => gatewayApiVersion,
+      gatewayApiVersion: () => gatewayApiVersion.value,
       store: this.store,
       submitStatus: (r) => {
         this.writer.submit(r);
@@ -227,6 +227,7 @@ export class Controller {
       const gateway = this.world.get('Gateway', name, namespace);
       if (gateway) events.record({ ...gateway, apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway' }, 'Warning', 'SnapshotRejected', 'Apply', `proxy ${r.pod} refused snapshot ${r.version}: ${r.error}`);
     };
+    const streamMetrics = new StreamMetrics(this.metrics.registry);
     let security: StreamSecurity;
     if (o.snapshotPlaintext) {
       gwc.warn('the snapshot stream is served without TLS or authentication (--snapshot-plaintext): for development only');
@@ -252,9 +253,15 @@ export class Controller {
         if (!gw) return `the controller knows no Gateway ${gateway}`;
         return { namespace, name: proxyName(gw) };
       };
-      security = { kind: 'tls', credentials: () => ca.serving.serverCredentials(), auth: new TokenReviewAuthenticator(new CachingTokenReviewer(new KubeTokenReviewer(kc)), expected) };
+      const reviewer = new CachingTokenReviewer(new KubeTokenReviewer(kc), {
+        // A result is not trusted for longer than a stream goes without a re-check.
+        positiveTtlMs: Math.min(60_000, o.streamLimits.reauthIntervalMs),
+        reviewsPerSecond: o.tokenReviewsPerSecond,
+        counted: (result) => streamMetrics.tokenReviews.inc({ result }),
+      });
+      security = { kind: 'tls', credentials: () => ca.serving.serverCredentials(), auth: new TokenReviewAuthenticator(reviewer, expected) };
     }
-    this.stream = new SnapshotStreamServer({ addr: o.snapshotAddr, security, store: this.store, metrics: new StreamMetrics(this.metrics.registry), log: gwc, onNack, onRejectionChange: () => this.queue.add(), onProxiesChange: () => this.writer.refresh(), listening: listening('snapshot stream') });
+    this.stream = new SnapshotStreamServer({ addr: o.snapshotAddr, security, store: this.store, metrics: streamMetrics, limits: o.streamLimits, log: gwc, onNack, onRejectionChange: () => this.queue.add(), onProxiesChange: () => this.writer.refresh(), listening: listening('snapshot stream') });
     const stream = this.stream;
     this.admin = new AdminServer(o.adminAddr, logs, this.store, listening('admin'), () => stream.proxies());
     this.#manager = new Manager(general, this.leadership);
@@ -267,11 +274,14 @@ export class Controller {
         name: 'watch',
         needsLeader: false,
         start: async () => {
-          gatewayApiVersion = await readGatewayApiVersion(kc, syncer);
-          // Resolves once each kind has made its first attempt; failures retry in the background.
+          // Each resolves once it has made its first attempt; failures retry in the background.
+          await gatewayApiVersion.start();
           await this.world.start();
         },
-        stop: () => this.world.stop(),
+        stop: async () => {
+          await gatewayApiVersion.stop();
+          await this.world.stop();
+        },
       },
       { name: 'translate', needsLeader: false, start: async () => undefined, stop: () => this.queue.stop() },
       // After the watch: authorizing a proxy looks its Gateway up in the caches.

@@ -47,7 +47,7 @@ export const CONTROLLER_ERRORS = defineErrors({
   statusWrite: {
     code: 'TG_CONTROLLER_STATUS_WRITE',
     message: 'status of {kind} {name} could not be written: {reason}',
-    hint: 'check the API server message; a 403 means the ClusterRole lacks update on the status subresource',
+    hint: 'check the API server message; a 403 means the ClusterRole lacks update on the status subresource; failed writes are tried again with a backoff from 500 ms doubling to 30 s',
   },
   leaseFailed: {
     code: 'TG_CONTROLLER_LEASE',
@@ -87,7 +87,7 @@ export const CONTROLLER_ERRORS = defineErrors({
   streamRefused: {
     code: 'TG_CONTROLLER_STREAM_REFUSED',
     message: 'snapshot stream of {gateway} refused: {reason}',
-    hint: 'UNAUTHENTICATED: the proxy sent no token, or one the API server refused or not issued for audience tollgate (check the pod\'s projected token volume); PERMISSION_DENIED: the token belongs to another ServiceAccount than the Gateway\'s proxies (run the proxy as its Gateway\'s ServiceAccount); UNAVAILABLE: the TokenReview failed (a 403 means the ClusterRole lacks create on tokenreviews)',
+    hint: 'UNAUTHENTICATED: the proxy sent no token, or one the API server refused, expired or not issued for audience tollgate (check the pod\'s projected token volume); PERMISSION_DENIED: the token belongs to another ServiceAccount than the Gateway\'s proxies (run the proxy as its Gateway\'s ServiceAccount); UNAVAILABLE: the TokenReview failed (a 403 means the ClusterRole lacks create on tokenreviews) or more new tokens came than --snapshot-token-reviews-per-second; "re-authentication refused": an open stream\'s ServiceAccount or token went away (the stream ends; the proxy reconnects with its current token); RESOURCE_EXHAUSTED: a bound was reached (--snapshot-max-streams, --snapshot-max-streams-per-gateway, --snapshot-max-message-bytes, messages sent ahead of the answers); INVALID_ARGUMENT: a hello field out of bounds',
   },
 });
 

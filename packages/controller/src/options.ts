@@ -9,6 +9,7 @@ import { CONTROLLER_ERRORS } from './errors.js';
 import { DirectiveError } from '@tollgate/kit';
 import { checkDirective } from './log/components.js';
 import { parseAllowList, parseImage } from './deployer/image-policy.js';
+import { DEFAULT_STREAM_LIMITS, formatDuration, type StreamLimits } from './snapshots/stream-limits.js';
 
 /** A bad flag or environment variable (exit 2). */
 export function usageError(problem: string): CatalogError {
@@ -62,6 +63,10 @@ export interface ControllerOptions {
   readonly leaderElection: LeaderElection;
   /** `--log-level`, checked: a level and/or <component>=<level> entries. */
   readonly logDirective: string;
+  /** Bounds of the snapshot stream (--snapshot-max-*, --snapshot-reauth-interval). */
+  readonly streamLimits: StreamLimits;
+  /** TokenReviews of new proxy tokens per second (--snapshot-token-reviews-per-second). */
+  readonly tokenReviewsPerSecond: number;
 }
 
 interface FlagSpec {
@@ -92,6 +97,24 @@ export const FLAGS: readonly FlagSpec[] = [
     arg: 'names',
     help: 'comma-separated DNS names or IP addresses added to the stream\'s serving certificate (the --snapshot-service host and its .svc forms are always in it)',
   },
+  { name: 'snapshot-max-message-bytes', env: 'TOLLGATE_SNAPSHOT_MAX_MESSAGE_BYTES', arg: 'bytes', help: 'largest message a proxy may send on the stream (1024-4194304)', default: String(DEFAULT_STREAM_LIMITS.maxMessageBytes) },
+  { name: 'snapshot-max-streams', env: 'TOLLGATE_SNAPSHOT_MAX_STREAMS', arg: 'count', help: 'snapshot streams open at once, authenticated or not (1-1000000)', default: String(DEFAULT_STREAM_LIMITS.maxStreams) },
+  {
+    name: 'snapshot-max-streams-per-gateway',
+    env: 'TOLLGATE_SNAPSHOT_MAX_STREAMS_PER_GATEWAY',
+    arg: 'count',
+    help: 'streams of one Gateway at once: the most proxy replicas a Gateway may have (1-100000)',
+    default: String(DEFAULT_STREAM_LIMITS.maxStreamsPerGateway),
+  },
+  { name: 'snapshot-max-stream-age', env: 'TOLLGATE_SNAPSHOT_MAX_STREAM_AGE', arg: 'duration', help: 'a stream ends after this long and the proxy reconnects (1s-1440m)', default: formatDuration(DEFAULT_STREAM_LIMITS.maxStreamAgeMs) },
+  {
+    name: 'snapshot-reauth-interval',
+    env: 'TOLLGATE_SNAPSHOT_REAUTH_INTERVAL',
+    arg: 'duration',
+    help: 'an open stream\'s token is reviewed again this often; a refusal (ServiceAccount deleted, token revoked) ends it (1s-1440m)',
+    default: formatDuration(DEFAULT_STREAM_LIMITS.reauthIntervalMs),
+  },
+  { name: 'snapshot-token-reviews-per-second', env: 'TOLLGATE_SNAPSHOT_TOKEN_REVIEWS_PER_SECOND', arg: 'count', help: 'TokenReviews of tokens not seen recently, per second; more are refused with UNAVAILABLE and retried (1-10000)', default: '50' },
   { name: 'metrics-addr', env: 'TOLLGATE_METRICS_ADDR', arg: 'addr', help: 'Prometheus /metrics', default: ':9092' },
   { name: 'health-addr', env: 'TOLLGATE_HEALTH_ADDR', arg: 'addr', help: '/healthz and /readyz (ready once every watch has synced)', default: ':9093' },
   { name: 'admin-addr', env: 'TOLLGATE_ADMIN_ADDR', arg: 'addr', help: 'admin API (/logging, /snapshots, /debug/pprof); keep it on loopback', default: '127.0.0.1:9095' },
@@ -196,6 +219,12 @@ export function parseDuration(text: string, what: string): number {
   return ms;
 }
 
+export function parseCount(text: string, what: string, min: number, max: number): number {
+  const n = /^[0-9]{1,10}$/.test(text) ? Number(text) : NaN;
+  if (!(n >= min && n <= max)) throw usageError(`${what} "${text}" is not a whole number from ${min} to ${max}`);
+  return n;
+}
+
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 // GatewayClass spec.controllerName: a domain-prefixed path (the Gateway API's pattern).
@@ -291,6 +320,27 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
     throw err;
   }
 
+  const count = (name: string, fallback: number, min: number, max: number) => {
+    const g = get(name);
+    return g.value === undefined ? fallback : parseCount(g.value, g.from, min, max);
+  };
+  const bounded = (name: string, fallback: number) => {
+    const g = get(name);
+    if (g.value === undefined) return fallback;
+    const ms = parseDuration(g.value, g.from);
+    if (ms < 1000 || ms > 1440 * 60_000) throw usageError(`${g.from} "${g.value}" is out of range; give 1s to 1440m`);
+    return ms;
+  };
+  const maxStreams = count('snapshot-max-streams', DEFAULT_STREAM_LIMITS.maxStreams, 1, 1_000_000);
+  const streamLimits: StreamLimits = {
+    maxMessageBytes: count('snapshot-max-message-bytes', DEFAULT_STREAM_LIMITS.maxMessageBytes, 1024, 4 * 1024 * 1024),
+    maxStreams,
+    maxStreamsPerGateway: count('snapshot-max-streams-per-gateway', Math.min(DEFAULT_STREAM_LIMITS.maxStreamsPerGateway, maxStreams), 1, 100_000),
+    maxStreamAgeMs: bounded('snapshot-max-stream-age', DEFAULT_STREAM_LIMITS.maxStreamAgeMs),
+    reauthIntervalMs: bounded('snapshot-reauth-interval', DEFAULT_STREAM_LIMITS.reauthIntervalMs),
+  };
+  const tokenReviewsPerSecond = count('snapshot-token-reviews-per-second', 50, 1, 10_000);
+
   const identity = env.POD_NAME || `${hostname()}-${randomBytes(4).toString('hex')}`;
   return {
     kubeconfig,
@@ -308,6 +358,8 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
     snapshotService,
     leaderElection: { enabled, leaseName, leaseDurationMs, renewDeadlineMs, retryPeriodMs, identity },
     logDirective,
+    streamLimits,
+    tokenReviewsPerSecond,
   };
 }
 

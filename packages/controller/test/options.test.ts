@@ -23,6 +23,17 @@ describe('controller options', () => {
       leaderElection: { enabled: false, leaseName: 'tollgate-controller', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
     });
     expect(o.logDirective).toBe('info');
+    expect(o.streamLimits).toEqual({ maxMessageBytes: 65536, maxStreams: 4096, maxStreamsPerGateway: 256, maxStreamAgeMs: 1_800_000, reauthIntervalMs: 300_000 });
+    expect(o.tokenReviewsPerSecond).toBe(50);
+  });
+
+  it('the snapshot stream bounds are set by flag or environment', () => {
+    const o = resolve(
+      ['--snapshot-max-message-bytes=4096', '--snapshot-max-streams=10', '--snapshot-max-streams-per-gateway=3', '--snapshot-max-stream-age=90s', '--snapshot-reauth-interval=1s'],
+      { TOLLGATE_SNAPSHOT_TOKEN_REVIEWS_PER_SECOND: '5' },
+    );
+    expect(o.streamLimits).toEqual({ maxMessageBytes: 4096, maxStreams: 10, maxStreamsPerGateway: 3, maxStreamAgeMs: 90_000, reauthIntervalMs: 1000 });
+    expect(o.tokenReviewsPerSecond).toBe(5);
   });
 
   it('the chart’s flags are accepted as it renders them', () => {
@@ -75,6 +86,12 @@ describe('controller options', () => {
     [['--leader-elect-retry-period=1h'], /is not a duration/],
     [['--snapshot-ca-secret=Tollgate_CA'], /--snapshot-ca-secret "Tollgate_CA" is not a Secret name/],
     [['--snapshot-tls-names=ok.example,not a name'], /--snapshot-tls-names: "not a name" is neither a DNS name nor an IP address/],
+    [['--snapshot-max-message-bytes=100'], /--snapshot-max-message-bytes "100" is not a whole number from 1024 to 4194304/],
+    [['--snapshot-max-streams=0'], /--snapshot-max-streams "0" is not a whole number from 1 to 1000000/],
+    [['--snapshot-max-streams-per-gateway=many'], /--snapshot-max-streams-per-gateway "many" is not a whole number/],
+    [['--snapshot-reauth-interval=500ms'], /--snapshot-reauth-interval "500ms" is out of range; give 1s to 1440m/],
+    [['--snapshot-max-stream-age=2000m'], /--snapshot-max-stream-age "2000m" is out of range/],
+    [['--snapshot-token-reviews-per-second=1e3'], /--snapshot-token-reviews-per-second "1e3" is not a whole number/],
     [['--bogus'], /unknown flag --bogus/],
     [['positional'], /unexpected argument "positional"/],
     [['--admin-addr'], /--admin-addr needs a value/],

@@ -214,7 +214,7 @@ describe('snapshot stream protocol', () => {
     const h = await start();
     const bad = new FakeProxy(h.client, { gateway: 'no-slash' });
     const status = await bad.closed;
-    expect([grpc.status[status.code], status.details]).toEqual(['INVALID_ARGUMENT', 'hello.gateway "no-slash" is not <namespace>/<name>']);
+    expect([grpc.status[status.code], status.details]).toEqual(['INVALID_ARGUMENT', `hello.gateway "no-slash" is not <namespace>/<name> (a namespace of at most 63 and a name of at most 253 lower-case letters, digits, '-' and '.')`]);
     expect(h.server.proxies().size).toBe(0);
   });
 

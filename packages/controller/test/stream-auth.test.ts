@@ -18,13 +18,27 @@ import { CachingTokenReviewer, tokenExpiry, type ReviewResult, type TokenReviewe
 const GW = 'apps/gw';
 const OK: ReviewResult = { authenticated: true, username: 'system:serviceaccount:apps:gw-tollgate', audiences: ['tollgate'] };
 
+/** A JWT-shaped token with these claims; `sig` tells tokens with the same claims apart. */
+const token = (claims: Record<string, unknown>, sig: string) => `eyJhbGciOiJFUzI1NiJ9.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${sig}`;
+const GW_SA = 'system:serviceaccount:apps:gw-tollgate';
+const T = {
+  good: token({ sub: GW_SA, aud: ['tollgate'] }, 'good'),
+  forged: token({ sub: GW_SA, aud: ['tollgate'] }, 'forged'),
+  other: token({ sub: 'system:serviceaccount:apps:other-tollgate', aud: ['tollgate'] }, 'other'),
+  person: token({ sub: 'alice', aud: ['tollgate'] }, 'person'),
+  claimsNothing: token({}, 'nothing'),
+  wrongaud: token({ sub: GW_SA, aud: ['https://kubernetes.default.svc'] }, 'wrongaud'),
+  expired: token({ sub: GW_SA, aud: ['tollgate'], exp: 1_000 }, 'expired'),
+  down: token({ sub: GW_SA, aud: ['tollgate'] }, 'down'),
+};
+
 /** Answers from a table; throws for tokens named `down`. */
 class TableReviewer implements TokenReviewer {
   calls: string[] = [];
   constructor(private readonly table: Record<string, ReviewResult>) {}
   async review(token: string): Promise<ReviewResult> {
     this.calls.push(token);
-    if (token === 'down') throw Object.assign(new Error('connect ECONNREFUSED'), { code: undefined });
+    if (token === 'down' || token.endsWith('.down')) throw Object.assign(new Error('connect ECONNREFUSED'), { code: undefined });
     return this.table[token] ?? { authenticated: false, error: 'invalid bearer token' };
   }
 }
@@ -32,36 +46,39 @@ class TableReviewer implements TokenReviewer {
 const expected = (gateway: string) => (gateway === GW ? { namespace: 'apps', name: 'gw-tollgate' } : `the controller knows no Gateway ${gateway}`);
 
 describe('stream authentication decisions', () => {
-  const auth = new TokenReviewAuthenticator(
-    new TableReviewer({
-      good: OK,
-      other: { authenticated: true, username: 'system:serviceaccount:apps:other-tollgate', audiences: ['tollgate'] },
-      person: { authenticated: true, username: 'alice', audiences: ['tollgate'] },
-      noaud: { authenticated: true, username: 'system:serviceaccount:apps:gw-tollgate', audiences: [] },
-      wrongaud: { authenticated: false, error: 'token audiences ["https://kubernetes.default.svc"] is invalid for the target audiences ["tollgate"]' },
-    }),
-    expected,
-  );
+  const reviewer = new TableReviewer({
+    [T.good]: OK,
+    [T.other]: { authenticated: true, username: 'system:serviceaccount:apps:other-tollgate', audiences: ['tollgate'] },
+    [T.person]: { authenticated: true, username: 'alice', audiences: ['tollgate'] },
+    [T.claimsNothing]: { authenticated: true, username: GW_SA, audiences: [] },
+  });
+  const auth = new TokenReviewAuthenticator(reviewer, expected);
 
   it.each([
-    [undefined, GW, 'UNAUTHENTICATED', /^no token: a proxy sends its projected ServiceAccount token \(audience tollgate\)/],
-    ['garbage', GW, 'UNAUTHENTICATED', /^the API server refused the token \(invalid bearer token\)/],
-    ['wrongaud', GW, 'UNAUTHENTICATED', /is invalid for the target audiences \["tollgate"\]/],
-    ['noaud', GW, 'UNAUTHENTICATED', /^the token is not issued for audience tollgate \(it is for no audience\)$/],
-    ['other', GW, 'PERMISSION_DENIED', /^ServiceAccount apps\/other-tollgate may not open the stream of Gateway apps\/gw; its proxies run as ServiceAccount apps\/gw-tollgate$/],
-    ['person', GW, 'PERMISSION_DENIED', /^alice is not a ServiceAccount/],
-    ['good', 'apps/unknown', 'PERMISSION_DENIED', /the controller knows no Gateway apps\/unknown$/],
-    ['down', GW, 'UNAVAILABLE', /^the token could not be checked \(TokenReview failed: connect ECONNREFUSED\); retry$/],
-  ] as const)('%s for %s: %s', async (token, gateway, code, message) => {
+    ['none', undefined, GW, 'UNAUTHENTICATED', /^no token: a proxy sends its projected ServiceAccount token \(audience tollgate\)/, false],
+    ['not a JWT', 'garbage', GW, 'UNAUTHENTICATED', /^the token is not a ServiceAccount token \(a JWT\); a proxy presents its current projected ServiceAccount token \(audience tollgate\)$/, false],
+    ['too long', `${T.good}${'x'.repeat(16 * 1024)}`, GW, 'UNAUTHENTICATED', /^the token is 16\d{3} bytes, more than the 16384 a ServiceAccount token may be$/, false],
+    ['expired', T.expired, GW, 'UNAUTHENTICATED', /^the token expired at 1970-01-01T00:16:40\.000Z/, false],
+    ['another audience', T.wrongaud, GW, 'UNAUTHENTICATED', /^the token is not issued for audience tollgate \(it is for https:\/\/kubernetes\.default\.svc\)/, false],
+    ['another ServiceAccount', T.other, GW, 'PERMISSION_DENIED', /^ServiceAccount apps\/other-tollgate may not open the stream of Gateway apps\/gw; its proxies run as ServiceAccount apps\/gw-tollgate$/, false],
+    ['a person', T.person, GW, 'PERMISSION_DENIED', /^alice is not a ServiceAccount/, false],
+    ['an unknown Gateway', T.good, 'apps/unknown', 'PERMISSION_DENIED', /the controller knows no Gateway apps\/unknown$/, false],
+    ['refused by the API server', T.forged, GW, 'UNAUTHENTICATED', /^the API server refused the token \(invalid bearer token\)/, true],
+    ['reviewed without audience', T.claimsNothing, GW, 'UNAUTHENTICATED', /^the token is not issued for audience tollgate \(it is for no audience\)$/, true],
+    ['API server away', T.down, GW, 'UNAVAILABLE', /^the token could not be checked \(TokenReview failed: connect ECONNREFUSED\); retry$/, true],
+  ] as const)('%s', async (_name, token, gateway, code, message, reviewed) => {
+    const before = reviewer.calls.length;
     const d = await auth.check(token, gateway);
     expect(d.ok).toBe(false);
     if (d.ok) return;
     expect(grpc.status[d.code]).toBe(code);
     expect(d.message).toMatch(message);
+    // What the token says of itself refuses it without costing the API server a review.
+    expect(reviewer.calls.length - before).toBe(reviewed ? 1 : 0);
   });
 
   it('allows the Gateway\'s own ServiceAccount', async () => {
-    expect(await auth.check('good', GW)).toEqual({ ok: true, serviceAccount: { namespace: 'apps', name: 'gw-tollgate' } });
+    expect(await auth.check(T.good, GW)).toEqual({ ok: true, serviceAccount: { namespace: 'apps', name: 'gw-tollgate' } });
   });
 
   it('parses usernames and authorization metadata', () => {
@@ -139,7 +156,7 @@ describe('stream server with TLS and authentication', () => {
     const registry = new Registry();
     const server = new SnapshotStreamServer({
       addr: { host: '127.0.0.1', port: 0 },
-      security: { kind: 'tls', credentials: () => serving.serverCredentials(), auth: new TokenReviewAuthenticator(new TableReviewer({ good: OK }), expected) },
+      security: { kind: 'tls', credentials: () => serving.serverCredentials(), auth: new TokenReviewAuthenticator(new TableReviewer({ [T.good]: OK }), expected) },
       store: new SnapshotStore(),
       metrics: new StreamMetrics(registry),
       log,
@@ -165,7 +182,7 @@ describe('stream server with TLS and authentication', () => {
 
   it('ends a stream with a token the API server refuses with UNAUTHENTICATED; the token is not logged', async () => {
     const md = new grpc.Metadata();
-    const secret = 'eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXBheWxvYWQ.c2lnbmF0dXJlLXRoYXQtbXVzdC1ub3QtbGVhaw';
+    const secret = token({ sub: GW_SA, aud: ['tollgate'] }, 'c2lnbmF0dXJlLXRoYXQtbXVzdC1ub3QtbGVhaw');
     md.set('authorization', `Bearer ${secret}`);
     const r = await open(md);
     expect(grpc.status[r.status.code]).toBe('UNAUTHENTICATED');

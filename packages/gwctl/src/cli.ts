@@ -7,15 +7,15 @@ import { configAll, configBackends, type BackendsFlags, type ConfigFlags } from 
 import { controllerLog, type ControllerLogFlags } from './commands/controller-log.js';
 import { proxyLog, type LogFlags } from './commands/log.js';
 import { trace, type TraceFlags } from './commands/trace.js';
+import { commanderMessage, resolveCommand } from './command-line.js';
 import { EXIT, EXIT_CODE_HELP, GwctlError, describe, usage } from './errors.js';
 import { processIo, type Io } from './io.js';
 import { CONTROLLER_NAMESPACE } from './target/resolve.js';
 import { DEFAULT_TIMEOUT_MS, streamIdleMs, TRACE_KEEPALIVE_MS } from './target/target.js';
+import { version } from './version.js';
 
 export { EXIT, GwctlError } from './errors.js';
 export type { Io } from './io.js';
-
-export const VERSION = '0.1.0';
 
 /** --timeout: a duration such as 500ms, 10s or 1m, from 1ms to 1h. */
 function timeoutMs(value: string): number {
@@ -155,7 +155,10 @@ function build(io: Io, curlArgs: readonly string[] | undefined, setCode: (code: 
   };
   const program = new Command('gwctl')
     .description('Inspect and debug Tollgate gateways: trace a request, show the loaded config, set log levels.')
-    .version(VERSION)
+    .version(version())
+    // Root options (--version, --help) only before the command: `gwctl config all -V` is an
+    // unknown option of `config all`, not the version.
+    .enablePositionalOptions()
     .exitOverride()
     .showSuggestionAfterError(true)
     .configureOutput({
@@ -165,7 +168,7 @@ function build(io: Io, curlArgs: readonly string[] | undefined, setCode: (code: 
     })
     .addHelpText(
       'after',
-      `\nTargets:\n  gateway/<name>   finds a Running and Ready pod labelled gateway.networking.k8s.io/gateway-name=<name>\n                   (-n, --context, --kubeconfig) and port-forwards to its admin port 15000\n  --local          a standalone proxy's admin server on 127.0.0.1:15000 (--admin-addr changes it)\n\n` +
+      `\nTargets:\n  gateway/<name>   the Gateway <name> (-n, --context, --kubeconfig): finds a Running and Ready pod labelled\n                   gateway.networking.k8s.io/gateway-name=<name> and port-forwards to its admin port 15000\n  --local          a standalone proxy's admin server on 127.0.0.1:15000 (--admin-addr changes it)\n\n` +
         `Every command is also available as 'gwctl proxy <command>'.\n\n${EXIT_CODE_HELP}\n` +
         examples(['gwctl trace gateway/public -n edge', 'gwctl config backends --local', 'gwctl log gateway/public --set upstream=debug', 'gwctl controller log --set tollgate/translator=debug']),
     );
@@ -202,11 +205,11 @@ function build(io: Io, curlArgs: readonly string[] | undefined, setCode: (code: 
   return program;
 }
 
-function report(err: unknown, io: Io): number {
+function report(err: unknown, io: Io, command: Command): number {
   if (err instanceof CommanderError) {
     if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.OK;
     if (err.code === 'commander.help') return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
-    io.stderr.write(`gwctl: ${err.message.replace(/^error: /, '').split('\n')[0]} (see --help)\n`);
+    io.stderr.write(`gwctl: ${commanderMessage(err, command)}\n`);
     return EXIT.USAGE;
   }
   if (err instanceof GwctlError) {
@@ -224,10 +227,18 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
   const args = dd >= 0 ? argv.slice(0, dd) : [...argv];
   const curlArgs = dd >= 0 ? argv.slice(dd + 1) : undefined;
   let code: number = EXIT.OK;
+  const program = build(io, curlArgs, (c) => (code = c));
+  let command = program;
   try {
-    await build(io, curlArgs, (c) => (code = c)).parseAsync(args, { from: 'user' });
+    const resolved = resolveCommand(program, args);
+    command = resolved.command;
+    if (resolved.kind === 'help') {
+      command.outputHelp();
+      return EXIT.OK;
+    }
+    await program.parseAsync(args, { from: 'user' });
     return code;
   } catch (err) {
-    return report(err, io);
+    return report(err, io, command);
   }
 }

@@ -27,6 +27,8 @@ export const EXIT = {
   REQUEST_FAILED: 10,
   /** The admin server stalled: no connection, answer or stream byte within --timeout. */
   ADMIN_TIMEOUT: 11,
+  /** The target's Gateway does not exist in the namespace (or the cluster serves no Gateway API). */
+  NO_GATEWAY: 12,
   /** Interrupted (Ctrl-C) before the trace finished. */
   INTERRUPTED: 130,
 } as const;
@@ -44,6 +46,7 @@ export type ErrorCode =
   | 'TG_GWCTL_INPUT'
   | 'TG_GWCTL_REQUEST_FAILED'
   | 'TG_GWCTL_ADMIN_TIMEOUT'
+  | 'TG_GWCTL_NO_GATEWAY'
   | 'TG_GWCTL_INTERRUPTED';
 
 const EXIT_OF: Record<ErrorCode, ExitCode> = {
@@ -57,6 +60,7 @@ const EXIT_OF: Record<ErrorCode, ExitCode> = {
   TG_GWCTL_INPUT: EXIT.INPUT,
   TG_GWCTL_REQUEST_FAILED: EXIT.REQUEST_FAILED,
   TG_GWCTL_ADMIN_TIMEOUT: EXIT.ADMIN_TIMEOUT,
+  TG_GWCTL_NO_GATEWAY: EXIT.NO_GATEWAY,
   TG_GWCTL_INTERRUPTED: EXIT.INTERRUPTED,
 };
 
@@ -90,6 +94,7 @@ export const EXIT_MEANINGS: Record<ExitCode, string> = {
   [EXIT.INPUT]: 'input file missing or malformed (--file, curl @file)',
   [EXIT.REQUEST_FAILED]: 'inject mode: the request to the listener failed',
   [EXIT.ADMIN_TIMEOUT]: 'admin server stalled (no connection, answer or stream byte within --timeout)',
+  [EXIT.NO_GATEWAY]: 'the Gateway of the target does not exist in the namespace',
   [EXIT.INTERRUPTED]: 'interrupted (Ctrl-C)',
 };
 

@@ -1,15 +1,15 @@
 // Failures: one `gwctl: ...` line on stderr and the documented exit code for each kind —
-// bad flags (2), no kubeconfig (3), API server unreachable (4), no pod (5), port-forward
-// failure (6), admin unreachable (7), input files (9), inject request failed (10). Pod
-// selection and the port-forward failure are also run against a real kube-apiserver in
-// e2e/gwctl-cluster.test.ts; here a small HTTP stand-in for the API server answers.
+// bad flags (2), no kubeconfig (3), API server unreachable (4), admin unreachable (7), input
+// files (9), inject request failed (10). The Gateway lookup (12), pod selection (5) and the
+// port-forward failure (6) run against a real kube-apiserver in e2e/gwctl-cluster.test.ts,
+// RBAC refusals (4) in e2e/gwctl-rbac.test.ts.
 import { once } from 'node:events';
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { freePort, gwctl, gwctlBin, requireBuild } from './helpers.js';
 
 let dir: string;
@@ -47,6 +47,7 @@ describe('bad flags: exit 2', () => {
     [['log', 'gateway/a', '--local'], /^gwctl: give either gateway\/a or --local, not both/],
     [['log', 'gateway/a', '--admin-addr', '127.0.0.1:1'], /^gwctl: --admin-addr needs --local/],
     [['log', 'pod/a'], /^gwctl: expected the target gateway\/<name>, got 'pod\/a'/],
+    [['log', `gateway/${'a'.repeat(254)}`], /^gwctl: the Gateway name in gateway\/a{32}… is 254 characters long; a Kubernetes name has at most 253$/m],
     [['log', '--local', '-n', 'x'], /^gwctl: --namespace applies to cluster targets, not --local/],
     [['log', '--local', '--admin-addr', 'nope'], /^gwctl: --admin-addr must be <host>:<port>, got 'nope'/],
     [['log', '--local', '--admin-addr', '127.0.0.1:99999'], /^gwctl: --admin-addr must be <host>:<port>, got '127\.0\.0\.1:99999': port 99999 is out of range; expected a port from 1 to 65535$/m],
@@ -97,70 +98,10 @@ describe('API server unreachable: exit 4', () => {
     const file = await kubeconfig(`http://127.0.0.1:${port}`);
     const r = await gwctl(['config', 'backends', 'gateway/public', '--kubeconfig', file]);
     expect(r.code).toBe(4);
-    expectOneLine(r, new RegExp(`^gwctl: cannot list pods in namespace "edge" \\(server http://127\\.0\\.0\\.1:${port}\\): .*ECONNREFUSED`));
-  });
-});
-
-describe('pod resolution and port-forward against an API server stand-in', () => {
-  let api: Server;
-  let file: string;
-  const seen: string[] = [];
-  const pod = (name: string, phase: string, ready: boolean) => ({
-    metadata: { name, namespace: 'edge', labels: { 'gateway.networking.k8s.io/gateway-name': 'public' } },
-    status: { phase, conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
-  });
-  beforeAll(async () => {
-    api = createServer((req, res) => {
-      seen.push(req.url ?? '');
-      const url = new URL(req.url ?? '/', 'http://x');
-      if (url.pathname.endsWith('/portforward')) {
-        res.writeHead(400, { 'content-type': 'application/json' });
-        return res.end(JSON.stringify({ kind: 'Status', status: 'Failure', message: 'pod public-b does not have a host assigned', code: 400 }));
-      }
-      const ns = url.pathname.split('/')[4];
-      const selector = url.searchParams.get('labelSelector');
-      let items: unknown[] = [];
-      if (ns === 'edge' && selector === 'gateway.networking.k8s.io/gateway-name=public') items = [pod('public-c', 'Pending', false), pod('public-b', 'Running', true), pod('public-a', 'Running', false)];
-      if (ns === 'edge' && selector === 'gateway.networking.k8s.io/gateway-name=starting') items = [pod('starting-a', 'Running', false), pod('starting-b', 'Pending', false)];
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items }));
-    });
-    api.listen(0, '127.0.0.1');
-    await once(api, 'listening');
-    file = await kubeconfig(`http://127.0.0.1:${(api.address() as AddressInfo).port}`);
-  });
-  afterAll(() => {
-    api.closeAllConnections();
-    api.close();
-  });
-
-  it('no pod with the label: exit 5 naming namespace and selector', async () => {
-    const r = await gwctl(['config', 'all', 'gateway/missing', '--kubeconfig', file, '-n', 'other']);
-    expect(r.code).toBe(5);
-    expectOneLine(r, /^gwctl: no gateway\/missing pod in namespace "other" has the label gateway\.networking\.k8s\.io\/gateway-name=missing \(wrong namespace\? use -n\)$/m);
-  });
-
-  it('pods, none Running and Ready: exit 5 listing them', async () => {
-    const r = await gwctl(['config', 'all', 'gateway/starting', '--kubeconfig', file]);
-    expect(r.code).toBe(5);
-    expectOneLine(r, /^gwctl: no Running and Ready gateway\/starting pod in namespace "edge" with the label gateway\.networking\.k8s\.io\/gateway-name=starting \(2 found: starting-a Running but not Ready, starting-b Pending\)$/m);
-  });
-
-  it('picks the Running and Ready pod (the context namespace by default); a refused port-forward is exit 6 with the reason', async () => {
-    seen.length = 0;
-    const r = await gwctl(['config', 'all', 'gateway/public', '--kubeconfig', file]);
-    expect(seen[0]).toBe('/api/v1/namespaces/edge/pods?labelSelector=gateway.networking.k8s.io%2Fgateway-name%3Dpublic');
-    expect(seen[1]).toBe('/api/v1/namespaces/edge/pods/public-b/portforward?ports=15000');
-    expect(r.code).toBe(6);
-    expectOneLine(r, /^gwctl: port-forward to pod edge\/public-b port 15000 failed: pod public-b does not have a host assigned \(HTTP 400\)$/m);
-  });
-
-  it('controller log looks in tollgate-system by the chart\'s labels and forwards port 9095', async () => {
-    seen.length = 0;
-    const r = await gwctl(['controller', 'log', '--kubeconfig', file]);
-    expect(seen[0]).toBe('/api/v1/namespaces/tollgate-system/pods?labelSelector=app.kubernetes.io%2Fname%3Dtollgate%2Capp.kubernetes.io%2Fcomponent%3Dcontroller');
-    expect(r.code).toBe(5);
-    expectOneLine(r, /^gwctl: no controller pod in namespace "tollgate-system" has the label app\.kubernetes\.io\/name=tollgate,app\.kubernetes\.io\/component=controller/);
+    expectOneLine(r, new RegExp(`^gwctl: cannot get Gateway public in namespace "edge" \\(server http://127\\.0\\.0\\.1:${port}\\): .*ECONNREFUSED`));
+    const controller = await gwctl(['controller', 'log', '--kubeconfig', file]);
+    expect(controller.code).toBe(4);
+    expectOneLine(controller, new RegExp(`^gwctl: cannot list pods in namespace "tollgate-system" \\(server http://127\\.0\\.0\\.1:${port}\\): .*ECONNREFUSED`));
   });
 });
 

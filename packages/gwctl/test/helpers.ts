@@ -71,15 +71,20 @@ export async function gwctl(args: string[], opts: { env?: NodeJS.ProcessEnv } = 
   return { code, stdout: c.stdout.text, stderr: c.stderr.text };
 }
 
-/** Runs the built binary. */
-export async function gwctlBin(args: string[], env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: '/nonexistent-home' }): Promise<Run> {
-  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
+/** Runs a program to its end, with its output. */
+export async function runProgram(command: string, args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Run> {
+  const child = spawn(command, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const [code] = (await once(child, 'exit')) as [number | null];
+  const [code] = (await once(child, 'close')) as [number | null];
   return { code: code ?? -1, stdout, stderr };
+}
+
+/** Runs the built binary. */
+export function gwctlBin(args: string[], env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: '/nonexistent-home' }): Promise<Run> {
+  return runProgram(process.execPath, [BIN, ...args], { env });
 }
 
 export interface Proxy {

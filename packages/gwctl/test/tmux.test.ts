@@ -2,59 +2,13 @@
 // 80x24 against a real proxy; the test sends keys with `tmux send-keys` and reads the screen
 // with `tmux capture-pane`. tmux is required in CI (CI=true); elsewhere the suite is skipped
 // with a message saying what to install.
-import { execFileSync, spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, CHAT_BODY, requireBuild, startProxy, type Proxy } from './helpers.js';
-
-function tmuxAvailable(): boolean {
-  const found = spawnSync('tmux', ['-V'], { encoding: 'utf8' }).status === 0;
-  if (found) return true;
-  const message = 'tmux is not installed: install it (Debian: apt-get install -y tmux, or run `bash scripts/install-test-tools.sh`) to run the terminal UI test';
-  if (process.env.CI === 'true' || process.env.CI === '1') throw new Error(message);
-  console.warn(`skipping the tmux suite: ${message}`);
-  return false;
-}
+import { tmuxAvailable, tmuxServer } from './tmux-pane.js';
 
 const available = tmuxAvailable();
-const SOCKET = `gwctl-test-${process.pid}`;
-const tmux = (...args: string[]) => execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8' });
-
-interface Pane {
-  readonly name: string;
-  screen(): string;
-  keys(...keys: string[]): void;
-  /** Polls the screen (the pane's own event) until `ok` holds; fails with the last screen. */
-  until(ok: (screen: string) => boolean, what: string): Promise<string>;
-  /** gwctl's exit status once it has exited, else null. */
-  exitStatus(): number | null;
-}
-
-function startPane(name: string, args: string[]): Pane {
-  // A shell prints gwctl's exit status (tmux does not always record a pane's), and the pane
-  // stays after gwctl exits so its last screen can be read.
-  tmux('new-session', '-d', '-s', name, '-x', '80', '-y', '24', 'sh', '-c', '"$0" "$@"; echo "gwctl-exit=$?"', process.execPath, BIN, ...args);
-  tmux('set-option', '-t', name, 'remain-on-exit', 'on');
-  const pane: Pane = {
-    name,
-    screen: () => tmux('capture-pane', '-p', '-t', name),
-    keys: (...keys) => void tmux('send-keys', '-t', name, ...keys),
-    until: async (ok, what) => {
-      const deadline = Date.now() + 15_000;
-      let screen = pane.screen();
-      while (!ok(screen)) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; the screen:\n${screen}`);
-        await new Promise((r) => setTimeout(r, 25));
-        screen = pane.screen();
-      }
-      return screen;
-    },
-    exitStatus: () => {
-      const m = /gwctl-exit=(\d+)/.exec(pane.screen());
-      return m ? Number(m[1]) : null;
-    },
-  };
-  return pane;
-}
+const tmux = tmuxServer('test');
+const startPane = (name: string, args: string[]) => tmux.startPane(name, [process.execPath, BIN, ...args]);
 
 describe.skipIf(!available)('trace terminal UI in tmux (80x24)', () => {
   let proxy: Proxy;
@@ -63,7 +17,7 @@ describe.skipIf(!available)('trace terminal UI in tmux (80x24)', () => {
     proxy = await startProxy();
   });
   afterAll(async () => {
-    spawnSync('tmux', ['-L', SOCKET, 'kill-server']);
+    tmux.kill();
     await proxy?.close();
   });
 

@@ -10,5 +10,4 @@ export { textLoggingRoutes, type TextLoggingOptions } from './admin/logging-text
 export { jsonLoggingRoutes, type JsonLoggingOptions } from './admin/logging-json.js';
 export { pprofRoutes, cpuProfileRunning } from './admin/pprof.js';
 export { memoryRoutes, collectGarbage } from './admin/memory.js';
-export { SseParser, DEFAULT_MAX_LINE_BYTES, type SseEvent, type SsePassthrough, type SseItem, type SseParserOptions } from './sse/parser.js';
-export { readSse } from './sse/read.js';
+export * from './sse/index.js';

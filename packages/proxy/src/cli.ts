@@ -4,7 +4,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { parseHostPort, ValidationError } from '@tollgate/api';
+import { parseHostPort, validateProcessSettings, ValidationError, type ProcessConfig } from '@tollgate/api';
 import { TollgateError } from './errors.js';
 import { parseConfig, readConfigText } from './config/load-file.js';
 import { EXIT, EXIT_CODE_HELP, type ExitCode } from './exit-codes.js';
@@ -33,6 +33,8 @@ Options:
                                ${DEFAULT_TOKEN}); read again on every connect
       --controller-plaintext   development only: connect to the controller without TLS and without a token (env
                                TOLLGATE_CONTROLLER_PLAINTEXT=true); the controller must run with --snapshot-plaintext
+                               cluster mode's process settings (what config: holds standalone) come from env
+                               TOLLGATE_SETTINGS, a JSON object the controller renders from the Gateway's parameters
       --admin-addr <addr>      admin server, overriding config.adminAddr (default 127.0.0.1:15000)
       --metrics-addr <addr>    Prometheus /metrics, overriding config.metricsAddr (default 0.0.0.0:15020)
       --readiness-addr <addr>  /healthz/ready, overriding config.readinessAddr (default 0.0.0.0:15021)
@@ -184,6 +186,33 @@ interface ClusterSettings {
   readonly pod: string;
   readonly podNamespace: string;
   readonly security: ControllerSecurity;
+  /** Process settings (TOLLGATE_SETTINGS), as `config:` of a standalone file. */
+  readonly settings: ProcessConfig;
+}
+
+/** Longer than any settings object of the parameters (a few hundred bytes). */
+const MAX_SETTINGS_CHARS = 16 * 1024;
+
+/**
+ * Cluster mode's process settings: the JSON object the deployer renders from the Gateway's
+ * parameters into TOLLGATE_SETTINGS, checked as the `config:` of a standalone file is.
+ */
+function processSettings(env: NodeJS.ProcessEnv): ProcessConfig {
+  const text = env.TOLLGATE_SETTINGS;
+  if (text === undefined || text === '') return {};
+  if (text.length > MAX_SETTINGS_CHARS) fail(`TOLLGATE_SETTINGS: ${text.length} characters; process settings are a small JSON object (at most ${MAX_SETTINGS_CHARS} characters)`, EXIT.USAGE);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    fail(`TOLLGATE_SETTINGS: not JSON (${(err as Error).message}); expected an object of process settings, e.g. {"maxBufferedRequestBytes":134217728}`, EXIT.USAGE);
+  }
+  try {
+    return validateProcessSettings(value, 'TOLLGATE_SETTINGS');
+  } catch (err) {
+    if (err instanceof ValidationError) fail(`TOLLGATE_SETTINGS: ${err.problems.map((p) => `${p.path || '(root)'}: ${p.message}`).join('; ')}`, EXIT.USAGE);
+    throw err;
+  }
 }
 
 interface ClusterFlags {
@@ -211,7 +240,7 @@ function clusterSettings(values: ClusterFlags, env: NodeJS.ProcessEnv): ClusterS
   if (plaintextEnv !== undefined && plaintextEnv !== '' && plaintextEnv !== 'true' && plaintextEnv !== 'false') {
     fail(`TOLLGATE_CONTROLLER_PLAINTEXT: got "${plaintextEnv}"; use true or false`, EXIT.USAGE);
   }
-  const identity = { controller, gateway, pod: env.POD_NAME || hostname(), podNamespace: env.POD_NAMESPACE || '' };
+  const identity = { controller, gateway, pod: env.POD_NAME || hostname(), podNamespace: env.POD_NAMESPACE || '', settings: processSettings(env) };
   const ca = values['controller-ca'] ?? (env.TOLLGATE_CONTROLLER_CA || undefined);
   const caFrom = values['controller-ca'] !== undefined ? '--controller-ca' : 'TOLLGATE_CONTROLLER_CA';
   if (values['controller-plaintext'] ?? plaintextEnv === 'true') {
@@ -234,6 +263,15 @@ function clusterSettings(values: ClusterFlags, env: NodeJS.ProcessEnv): ClusterS
     fail(`${tokenFrom}: ${tokenFile} is empty; it holds the projected ServiceAccount token (audience tollgate)`, EXIT.USAGE);
   }
   return { ...identity, security: { kind: 'tls', caFile: ca, tokenFile } };
+}
+
+/**
+ * Outside a pod the host name stands in for the pod's in the hello; the controller takes pod
+ * names only (lower-case letters, digits, '-', '.'), so a host name like `Dev_Box` is sent as
+ * `dev-box`.
+ */
+export function hostAsPodName(host: string): string {
+  return host.toLowerCase().replace(/[^a-z0-9-]+/g, '-').slice(0, 63).replace(/^-+|-+$/g, '') || 'proxy';
 }
 
 function readable(file: string, from: string, fix: string): string {

@@ -103,6 +103,18 @@ export const PROXY_ERRORS = defineErrors({
     message: 'request body timeout: no data within the body idle timeout',
     hint: 'the client stopped sending its body; config.requestBodyIdleTimeout sets the limit',
   },
+  requestBodyDeadline: {
+    code: 'TG_REQUEST_BODY_DEADLINE',
+    status: 408,
+    message: 'request body timeout: the whole body did not arrive within the request body deadline',
+    hint: 'the client sent its body too slowly; config.requestBodyTimeout sets the limit',
+  },
+  bodyBudgetFull: {
+    code: 'TG_BODY_BUDGET_FULL',
+    status: 503,
+    message: 'the proxy holds as many request-body bytes as it may; retry shortly',
+    hint: 'requests in flight hold config.maxBufferedRequestBytes of bodies in memory; retry after Retry-After, or raise config.maxBufferedRequestBytes together with the memory limit',
+  },
   misdirected: {
     code: 'TG_MISDIRECTED_REQUEST',
     status: 421,

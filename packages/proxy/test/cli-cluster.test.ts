@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { standaloneToSnapshot, validateStandaloneConfig } from '@tollgate/api';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SnapshotStore, SnapshotStreamServer, StreamMetrics } from '@tollgate/controller';
@@ -15,6 +15,7 @@ import { until } from '@tollgate/testkit';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { echoed, freePort, onFreePort, send, simpleConfig, startUpstream } from './helpers.js';
 import { streamTls } from './support/stream-tls.js';
+import { hostAsPodName } from '../src/cli.js';
 
 function streamTlsCa(): string {
   const t = streamTls('edge/public');
@@ -76,7 +77,8 @@ describe('tollgate in cluster mode', () => {
     expect(tls.checks).toEqual([{ token: 'token-of-the-proxy', gateway: 'edge/public' }]);
   });
 
-  it('serves over plaintext only when told so, for development', async () => {
+  /** A plaintext snapshot stream offering edge/public one route, and a proxy of it started with `env`. */
+  async function plaintextProxy(env: NodeJS.ProcessEnv): Promise<{ server: SnapshotStreamServer; child: ChildProcess & { stdout: NodeJS.ReadableStream } }> {
     const store = new SnapshotStore();
     const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port: 0 }, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
     await server.start();
@@ -85,13 +87,39 @@ describe('tollgate in cluster mode', () => {
     store.offer(new Map([['edge/public', standaloneToSnapshot(validateStandaloneConfig(simpleConfig(port, [{ name: 'a', backends: [{ host: '127.0.0.1:1' }] }]), 'test'), { kind: 'controller', gateway: 'edge/public' })]]));
     const child = spawn(process.execPath, [BIN, '--controller', `127.0.0.1:${server.port}`, '--gateway', 'edge/public', '--controller-plaintext', ...OPS, '--readiness-addr', '127.0.0.1:0'], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { PATH: process.env.PATH, POD_NAME: 'dev-0' },
+      env: { PATH: process.env.PATH, POD_NAME: 'dev-0', ...env },
     });
     children.push(child);
+    return { server, child };
+  }
+
+  it('serves over plaintext only when told so, for development', async () => {
+    const { server, child } = await plaintextProxy({});
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     await expect.poll(() => server.proxies().get('edge/public')?.[0]?.pod, { timeout: 20_000 }).toBe('dev-0');
     await expect.poll(() => out).toContain('neither encrypted nor authenticated (--controller-plaintext); for development only');
+  });
+
+  it('takes its process settings from TOLLGATE_SETTINGS, as the deployer renders the Gateway parameters', async () => {
+    const { server, child } = await plaintextProxy({ TOLLGATE_SETTINGS: '{"maxBufferedRequestBytes":134217728,"maxConnectionsPerBind":1000,"requestBodyTimeout":"2m"}' });
+    const admin = new Promise<string>((resolve) =>
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        const a = (JSON.parse(line) as { admin?: string }).admin;
+        if (a) resolve(a);
+      }),
+    );
+    await expect.poll(() => server.proxies().get('edge/public')?.[0]?.ackedVersion, { timeout: 20_000 }).toBeDefined();
+    const dump = JSON.parse((await send(`http://${await admin}/config_dump`)).body) as { settings: Record<string, number> };
+    expect(dump.settings).toMatchObject({ maxBufferedRequestBytes: 134217728, maxConnectionsPerBind: 1000, requestBodyTimeoutMs: 120_000, maxRequestBodyBytes: 8388608 });
+  });
+
+  it('outside a pod, says hello with its host name made a pod name the controller takes', async () => {
+    expect(hostAsPodName('Dev_Box.local')).toBe('dev-box-local');
+    expect(hostAsPodName('__')).toBe('proxy');
+    expect(hostAsPodName(`${'x'.repeat(70)}`)).toBe('x'.repeat(63));
+    const { server } = await plaintextProxy({ POD_NAME: '' });
+    await expect.poll(() => server.proxies().get('edge/public')?.[0]?.pod, { timeout: 20_000 }).toBe(hostAsPodName(hostname()));
   });
 
   const dir = mkdtempSync(join(tmpdir(), 'tg-cli-cluster-'));
@@ -116,6 +144,9 @@ describe('tollgate in cluster mode', () => {
     [['--gateway', 'edge/public'], {}, '--gateway is for cluster mode; give --controller <host:port> too'],
     [['--file', 'x.yaml', '--controller', '127.0.0.1:9978', '--gateway', 'edge/public', ...tlsFlags], {}, '--file and --controller are two modes'],
     [['--controller', '127.0.0.1:9978', '--gateway', 'edge/public'], { TOLLGATE_CONTROLLER_PLAINTEXT: 'yes' }, 'TOLLGATE_CONTROLLER_PLAINTEXT: got "yes"; use true or false'],
+    [['--controller', '127.0.0.1:9978', '--gateway', 'edge/public', '--controller-plaintext'], { TOLLGATE_SETTINGS: '{"maxConnectionsPerBind":0}' }, 'TOLLGATE_SETTINGS: maxConnectionsPerBind: got 0'],
+    [['--controller', '127.0.0.1:9978', '--gateway', 'edge/public', '--controller-plaintext'], { TOLLGATE_SETTINGS: '{"maxBufferedRequestBytes":4096}' }, 'TOLLGATE_SETTINGS: maxBufferedRequestBytes: got 4096; it must be at least maxRequestBodyBytes'],
+    [['--controller', '127.0.0.1:9978', '--gateway', 'edge/public', '--controller-plaintext'], { TOLLGATE_SETTINGS: '{"maxBuffered' }, 'TOLLGATE_SETTINGS: not JSON'],
   ] as const)('usage error %j exits 2', async (args, env, message) => {
     const r = await run([...args], env);
     expect(r.code).toBe(2);

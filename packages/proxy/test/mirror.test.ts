@@ -5,24 +5,15 @@
 // never waits on, or fails with, the mirror.
 import type { IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeSnapshot, encodeSnapshot, withVersion, type BackendIR, type FilterIR, type ProxySnapshot, type ServiceBackendIR } from '@tollgate/api';
+import { decodeSnapshot, encodeSnapshot, withVersion, type BackendIR, type FilterIR, type ProxySnapshot } from '@tollgate/api';
 import { mirrorsInFlight } from '../src/pipeline/mirror.js';
+import { service } from './support/service-backend.js';
 import { freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
-});
-
-const service = (name: string, port: number): ServiceBackendIR => ({
-  kind: 'service',
-  name: `${name}.default.svc.cluster.local:80`,
-  namespace: 'default',
-  service: name,
-  port: 80,
-  weight: 1,
-  endpoints: [{ address: '127.0.0.1', port }],
 });
 
 const mirror = (backend: BackendIR, numerator = 1, denominator = 1): FilterIR => ({ type: 'RequestMirror', backend, numerator, denominator });

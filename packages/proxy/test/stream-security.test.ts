@@ -5,9 +5,10 @@
 // file that changes; the controller's serving certificate rotates without dropping streams.
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
 import { connect } from 'node:tls';
 import { standaloneToSnapshot, validateStandaloneConfig } from '@tollgate/api';
-import { SnapshotStore, SnapshotStreamServer, StreamMetrics } from '@tollgate/controller';
+import { SnapshotStore, SnapshotStreamServer, StreamMetrics, type StreamLimits } from '@tollgate/controller';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -20,19 +21,19 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-async function controller(tls: StreamTls, port = 0): Promise<{ server: SnapshotStreamServer; store: SnapshotStore }> {
+async function controller(tls: StreamTls, port = 0, limits: Partial<StreamLimits> = {}): Promise<{ server: SnapshotStreamServer; store: SnapshotStore }> {
   const store = new SnapshotStore();
   const config = { binds: [{ port: 18080, listeners: [{ name: 'main', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: '127.0.0.1:1' }] }] }] }] };
   store.offer(new Map([[GATEWAY, standaloneToSnapshot(validateStandaloneConfig(config, 'test'), { kind: 'controller', gateway: GATEWAY })]]));
-  const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port }, security: tls.server, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
+  const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port }, security: tls.server, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }), limits });
   await server.start();
   cleanups.push(() => server.stop());
   return { server, store };
 }
 
-function proxy(port: number, security: ControllerSecurity, gateway = GATEWAY): { source: ControllerSnapshotSource; applied: string[] } {
+function proxy(port: number, security: ControllerSecurity, gateway = GATEWAY, log = pino({ level: 'silent' })): { source: ControllerSnapshotSource; applied: string[] } {
   const applied: string[] = [];
-  const source = new ControllerSnapshotSource({ address: `127.0.0.1:${port}`, security, gateway, pod: 'proxy-0', podNamespace: 'edge', log: pino({ level: 'silent' }), initialBackoffMs: 20, maxBackoffMs: 100 });
+  const source = new ControllerSnapshotSource({ address: `127.0.0.1:${port}`, security, gateway, pod: 'proxy-0', podNamespace: 'edge', log, initialBackoffMs: 20, maxBackoffMs: 100 });
   void source.start({ apply: async (s) => void applied.push(s.version) });
   cleanups.push(() => source.stop());
   return { source, applied };
@@ -125,5 +126,26 @@ describe('snapshot stream security, proxy side', () => {
     store.offer(new Map([[GATEWAY, standaloneToSnapshot(validateStandaloneConfig(config, 'test'), { kind: 'controller', gateway: GATEWAY })]]));
     await expect.poll(() => p.applied.length).toBe(2);
     expect(p.source.state()).toMatchObject({ connects: 1 });
+  });
+
+  it('a stream the controller ends at its age is opened again at once with the token the proxy holds now; it keeps serving and is sent nothing again', async () => {
+    const t = streamTls(GATEWAY, ['token-first', 'token-renewed']);
+    cleanups.push(() => t.close());
+    const { server } = await controller(t, 0, { maxStreamAgeMs: 1000 });
+    const lines: { msg: string; reason?: string }[] = [];
+    const log = pino({ level: 'info' }, new Writable({ write: (c: Buffer, _e, cb) => (lines.push(JSON.parse(c.toString()) as { msg: string }), cb()) }));
+    const p = proxy(server.port, t.proxy, GATEWAY, log);
+    await expect.poll(() => p.applied.length).toBe(1);
+    const serving = p.source.state().version;
+    // The kubelet renews the projected token in place.
+    writeFileSync(t.proxy.tokenFile, 'token-renewed\n');
+    await expect.poll(() => p.source.state().connects, { timeout: 10_000 }).toBe(2);
+    expect(t.checks.map((c) => c.token)).toEqual(['token-first', 'token-renewed']);
+    expect(lines.find((l) => l.msg.startsWith('the controller ended the snapshot stream'))).toMatchObject({
+      msg: `the controller ended the snapshot stream (UNAVAILABLE: the stream reached its maximum age (1s, --snapshot-max-stream-age); reconnect); serving ${serving} and reconnecting now`,
+    });
+    // Nothing was lost or sent again: the proxy served its version throughout and still does.
+    expect(p.applied).toEqual([serving]);
+    expect(p.source.state()).toMatchObject({ stream: 'connected', version: serving, applied: 1 });
   });
 });

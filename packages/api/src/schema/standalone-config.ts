@@ -131,6 +131,20 @@ export const ProcessConfig = Type.Object(
     maxRequestBodyBytes: Type.Optional(
       Type.Integer({ minimum: 1024, maximum: 1_073_741_824, description: 'Largest request body a route that counts LLM tokens reads; a larger one is refused with 413. Default 8388608 (8 MiB).' }),
     ),
+    maxBufferedRequestBytes: Type.Optional(
+      Type.Integer({
+        minimum: 1024,
+        maximum: 17_179_869_184,
+        description:
+          'Request-body bytes the whole process holds in memory at once (bodies read for token counting, global descriptors and mirrors, each until its request ends); a body that would go beyond it is refused with 503 and Retry-After. At least maxRequestBodyBytes. Default 67108864 (64 MiB), or maxRequestBodyBytes when that is larger.',
+      }),
+    ),
+    requestBodyTimeout: Type.Optional(
+      Duration('Time a client has to send its whole request body, from the end of its headers; past it the proxy answers 408 and closes. Bounds a client that sends a byte just often enough to escape requestBodyIdleTimeout. Default 60s.'),
+    ),
+    maxConnectionsPerBind: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Client connections open at once on each bind (port); a connection beyond it is closed as soon as it is accepted. Default 4096.' }),
+    ),
     maxTraceSessions: Type.Optional(PositiveInt('Trace sessions that may wait for a request at once; beyond it GET /debug/trace answers 429. Default 32.', 1024)),
     maxModelLabels: Type.Optional(
       Type.Integer({

@@ -8,6 +8,13 @@ const PROTO_URL = new URL('../../proto/snapshots.proto', import.meta.url);
 
 export const SNAPSHOT_STREAM_PATH = '/tollgate.snapshots.v1.SnapshotService/Stream';
 
+/**
+ * Trailer the controller sets when it ends a stream as planned (its maximum age, the expiry of
+ * the token it was opened with), naming why: the proxy reconnects at once rather than after a
+ * backoff, with the token it holds now.
+ */
+export const RECONNECT_TRAILER = 'tollgate-reconnect';
+
 export interface Hello {
   readonly gateway: string;
   readonly pod: string;

@@ -28,6 +28,7 @@ import type { OwnedEvent } from './owned-watch.js';
 import type { ProxySettings } from './overrides.js';
 import type { Logger } from 'pino';
 import { CONTROLLER_ERRORS } from '../errors.js';
+import { RetryBackoff, type RetryOptions } from '../runtime/retry-backoff.js';
 import { describeApiError } from '../kube/errors.js';
 import type { Runnable } from '../runtime/runnable.js';
 import type { Gateway } from '../types/gateway-api.js';
@@ -41,11 +42,6 @@ export interface DeployerPassResult {
   readonly applied: number;
   readonly deleted: number;
   readonly failed: number;
-}
-
-export interface RetryOptions {
-  readonly initialMs: number;
-  readonly maxMs: number;
 }
 
 const DEFAULT_RETRY: RetryOptions = { initialMs: 1000, maxMs: 30_000 };
@@ -87,8 +83,7 @@ export class Deployer implements Runnable {
   #dirty = false;
   #active = false;
   #pass: Promise<void> | undefined;
-  #retryTimer: NodeJS.Timeout | undefined;
-  #retryMs = 0;
+  readonly #retry: RetryBackoff;
   #restoreTimer: NodeJS.Timeout | undefined;
   #lastRestore = 0;
   #restoreWait: Promise<void> | undefined;
@@ -109,12 +104,14 @@ export class Deployer implements Runnable {
     private readonly isLeader: () => boolean,
     private readonly log: Logger,
     private readonly onPass: (r: DeployerPassResult) => void = () => undefined,
-    private readonly retry: RetryOptions = DEFAULT_RETRY,
+    retry: RetryOptions = DEFAULT_RETRY,
     /** Told each new problem of a Gateway's settings (the controller records a Warning Event on it). */
     private readonly onProblem: (gateway: Gateway, problem: string) => void = () => undefined,
     /** Told when the set of conflicts changed (the status writer re-reads conflict()). */
     private readonly onConflicts: () => void = () => undefined,
-  ) {}
+  ) {
+    this.#retry = new RetryBackoff(retry);
+  }
 
   /** Why the Gateway's proxies cannot be deployed, while that is so: an object of their name that is not theirs. */
   conflict(namespace: string, name: string): string | undefined {
@@ -185,8 +182,7 @@ export class Deployer implements Runnable {
 
   async stop(): Promise<void> {
     this.#active = false;
-    clearTimeout(this.#retryTimer);
-    this.#retryTimer = undefined;
+    this.#retry.cancel();
     clearTimeout(this.#restoreTimer);
     this.#restoreTimer = undefined;
     await this.#pass;
@@ -203,8 +199,7 @@ export class Deployer implements Runnable {
 
   #kick(): void {
     if (!this.#active || this.#pass || !this.#dirty) return;
-    clearTimeout(this.#retryTimer);
-    this.#retryTimer = undefined;
+    this.#retry.cancel();
     this.#pass = this.#run()
       .catch((err: unknown) => {
         this.log.error({ code: CONTROLLER_ERRORS.deployFailed.code, err: describeApiError(err) }, 'deployer pass failed; retrying');
@@ -218,19 +213,13 @@ export class Deployer implements Runnable {
   }
 
   #scheduleRetry(ok: boolean): void {
-    if (ok) {
-      this.#retryMs = 0;
-      return;
-    }
+    if (ok) return this.#retry.succeeded();
     if (!this.#active) return;
-    this.#retryMs = this.#retryMs ? Math.min(this.#retryMs * 2, this.retry.maxMs) : this.retry.initialMs;
-    this.log.debug({ inMs: this.#retryMs }, 'deployer pass retry scheduled');
-    this.#retryTimer = setTimeout(() => {
-      this.#retryTimer = undefined;
+    const inMs = this.#retry.failed(() => {
       this.#dirty = true;
       this.#kick();
-    }, this.#retryMs);
-    this.#retryTimer.unref();
+    });
+    this.log.debug({ inMs }, 'deployer pass retry scheduled');
   }
 
   /** True when everything was applied and deleted as wanted (or leadership was lost). */

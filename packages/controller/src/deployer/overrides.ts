@@ -24,6 +24,16 @@ export interface ProxySettings {
   readonly resources: ProxyResources;
   /** Set only when the GatewayClass's parameters (or an allowed Gateway choice) replace the controller's --proxy-image. */
   readonly image?: string;
+  /**
+   * Process settings of the proxies (the bounds of PROXY_PROCESS_PARAMETERS, as `config:` of a
+   * standalone file names them), from the parameters ConfigMaps; rendered into TOLLGATE_SETTINGS.
+   */
+  readonly process?: Readonly<Record<string, string | number>>;
+}
+
+/** The settings with `image` and `process` only where set (renders stay byte for byte the same). */
+export function proxySettings(replicas: number, resources: ProxyResources, image: string | undefined, process: ProxySettings['process']): ProxySettings {
+  return { replicas, resources, ...(image === undefined ? {} : { image }), ...(process && Object.keys(process).length ? { process } : {}) };
 }
 
 export const ANNOTATION_PREFIX = 'tollgate.dev/';
@@ -92,7 +102,7 @@ export function readOverrides(annotations: Readonly<Record<string, string>> | un
     }
   }
   const resources = { requests: compact(requests), limits: compact(limits) };
-  return { settings: defaults.image === undefined ? { replicas, resources } : { replicas, resources, image: defaults.image }, problems };
+  return { settings: proxySettings(replicas, resources, defaults.image, defaults.process), problems };
 }
 
 function compact(r: Record<string, string | undefined>): { cpu?: string; memory?: string } {

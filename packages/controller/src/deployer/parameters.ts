@@ -13,6 +13,9 @@
 //     cpuLimit: "1"
 //     memoryLimit: 1Gi
 //     image: registry.example.com/tollgate:0.2.0   the proxy image (default: the controller's --proxy-image)
+//     maxBufferedRequestBytes: "134217728"         a process setting of the proxies: the bounds
+//     requestBodyTimeout: 2m                       of PROXY_PROCESS_PARAMETERS (@tollgate/api),
+//                                                  named and checked as `config:` of a file
 //
 // A reference that cannot be followed, an unknown key or a bad value refuses the Gateway (or
 // the class) with reason InvalidParameters and a message naming the ConfigMap, the key and the
@@ -25,8 +28,9 @@
 // naming the field. This is the one place those settings are read.
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { Gateway, GatewayClass } from '../types/gateway-api.js';
+import { INTEGER_PROCESS_PARAMETERS, processSettingsProblems, PROXY_PROCESS_PARAMETERS } from '@tollgate/api';
 import { describeAllowList, imageAllowed, parseImage, type ImageAllowList } from './image-policy.js';
-import { IMAGE_ANNOTATION, MAX_REPLICAS, quantityValue, type ProxySettings } from './overrides.js';
+import { IMAGE_ANNOTATION, MAX_REPLICAS, proxySettings, quantityValue, type ProxySettings } from './overrides.js';
 
 export const PARAMETERS_LABEL = 'tollgate.dev/parameters';
 
@@ -65,7 +69,9 @@ const RESOURCE_KEYS = {
   memoryLimit: ['limits', 'memory', '1Gi'],
 } as const;
 
-export const PARAMETER_KEYS = ['replicas', ...Object.keys(RESOURCE_KEYS), 'image'] as const;
+export const PARAMETER_KEYS = ['replicas', ...Object.keys(RESOURCE_KEYS), 'image', ...PROXY_PROCESS_PARAMETERS] as const;
+
+const PROCESS_KEYS: ReadonlySet<string> = new Set(PROXY_PROCESS_PARAMETERS);
 
 /** `<namespace>/<name>` of the ConfigMap a reference names, or why it cannot name one. */
 function configMapKey(ref: Ref, field: string, namespace: string | undefined): { ok: true; namespace: string; id: string } | { ok: false; message: string } {
@@ -122,6 +128,8 @@ function readData(configMap: V1ConfigMap, id: string, base: ProxySettings, gatew
   let image = base.image;
   const requests: Record<string, string | undefined> = { ...base.resources.requests };
   const limits: Record<string, string | undefined> = { ...base.resources.limits };
+  const process: Record<string, string | number> = { ...base.process };
+  const processKeys: string[] = [];
   if (configMap.binaryData && Object.keys(configMap.binaryData).length) problems.push(`ConfigMap ${id}: binaryData is not read; put the keys under data`);
   for (const [key, value] of Object.entries(configMap.data ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const v = value.trim();
@@ -137,12 +145,20 @@ function readData(configMap: V1ConfigMap, id: string, base: ProxySettings, gatew
       const q = quantityValue(v);
       if (q === undefined || q === 0) problems.push(`ConfigMap ${id}: key ${key} "${value}" is not a positive quantity; e.g. "${example}"`);
       else (kind === 'requests' ? requests : limits)[resource] = v;
+    } else if (PROCESS_KEYS.has(key)) {
+      // A ConfigMap holds strings: a number setting is given as its digits.
+      process[key] = INTEGER_PROCESS_PARAMETERS.has(key) && /^[0-9]{1,16}$/.test(v) ? Number(v) : v;
+      processKeys.push(key);
     } else {
       problems.push(`ConfigMap ${id}: key ${key} is not a proxy parameter; the keys are ${PARAMETER_KEYS.join(', ')}`);
     }
   }
+  // Checked merged (a budget against the class's body size), reported on this ConfigMap's keys.
+  if (processKeys.length) {
+    for (const p of processSettingsProblems(process)) problems.push(`ConfigMap ${id}: key ${p.path || processKeys.join(', ')}: ${p.message}`);
+  }
   const resources = { requests: compact(requests), limits: compact(limits) };
-  return { settings: image === undefined ? { replicas, resources } : { replicas, resources, image }, problems };
+  return { settings: proxySettings(replicas, resources, image, process), problems };
 }
 
 /** A request above its limit is refused by the API server in the pod; say so here, naming both keys. */

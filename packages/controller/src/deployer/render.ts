@@ -8,8 +8,8 @@
 // resources may also come from `spec.infrastructure.annotations` (tollgate.dev/* keys, see
 // overrides.ts); a bad one is reported in `problems` and its default used, so one typo never
 // takes a Gateway's proxies away. Everything else that decides what runs (command, arguments,
-// environment, security context, host namespaces, volumes, ServiceAccount) is fixed here and
-// is nobody's setting. `spec.infrastructure.labels` and `.annotations` are also put
+// security context, host namespaces, volumes, ServiceAccount, an environment of nothing but
+// the checked process settings) is fixed here and is nobody's setting. `spec.infrastructure.labels` and `.annotations` are also put
 // on every object and on the pods, as the Gateway API asks (the tollgate.dev/ settings on the
 // objects only).
 import type { V1Deployment, V1OwnerReference, V1Service, V1ServiceAccount } from '@kubernetes/client-node';
@@ -136,6 +136,9 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
                 '--admin-addr',
                 ADMIN_ADDR,
               ],
+              // Process settings from the parameters; none by default (no env: the pod template,
+              // and so the running pods, stay as they are for a Gateway that sets none).
+              ...(settings.process ? { env: [{ name: 'TOLLGATE_SETTINGS', value: settingsJson(settings.process) }] } : {}),
               // Listener ports are not listed (the Service targets them by number), see sysctls.
               ports: [{ name: 'readiness', containerPort: READINESS_PORT, protocol: 'TCP' }],
               readinessProbe: { httpGet: { path: '/healthz/ready', port: READINESS_PORT }, periodSeconds: 5, failureThreshold: 2 },
@@ -202,4 +205,9 @@ function listenerPorts(gateway: Gateway, problems: string[]): ListenerPort[] {
     else if (!ports.has(l.port)) ports.set(l.port, l.protocol.toLowerCase());
   }
   return [...ports].sort(([a], [b]) => a - b).map(([port, scheme]) => ({ name: `${scheme}-${port}`, port }));
+}
+
+/** The process settings as the proxy reads them (TOLLGATE_SETTINGS), keys sorted: the same settings render the same pod. */
+function settingsJson(process: Readonly<Record<string, string | number>>): string {
+  return JSON.stringify(Object.fromEntries(Object.entries(process).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
 }

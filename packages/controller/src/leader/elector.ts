@@ -8,6 +8,9 @@
 //   successful renewal even if the renewal loop is late, which is before any follower may
 //   take over (renewDeadline < leaseDuration). Writes check it right before each call;
 // - on stop, the leader releases the Lease (empty holder) so a follower takes over at once.
+// The Helm chart owns the Lease (created free with the release, deleted by helm uninstall), so
+// a reinstall never waits for a Lease its previous controller could not release; without the
+// chart the controller creates it when missing.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { LeaderElection } from '../options.js';
@@ -154,7 +157,11 @@ export class LeaseElector implements LeadershipSource, Runnable {
         metadata: { name: this.cfg.leaseName, namespace: this.namespace },
         spec: { holderIdentity: this.cfg.identity, leaseDurationSeconds: durationS, acquireTime: nowIso, renewTime: nowIso, leaseTransitions: 0 },
       }).catch((err: unknown) => {
-        if (statusCode(err) === 409) return undefined; // another candidate created it first
+        const code = statusCode(err);
+        if (code === 409) return undefined; // another candidate created it first
+        // The chart makes the Lease with the release and grants no create: said plainly, as
+        // this repeats every retry period until the Lease is there.
+        if (code === 403) throw new Error(`the Lease ${this.namespace}/${this.cfg.leaseName} does not exist and this controller may not create it (${describeApiError(err, 200)}); the Helm chart creates it with the release (helm upgrade --install puts it back)`);
         throw err;
       });
       this.#lease = created;

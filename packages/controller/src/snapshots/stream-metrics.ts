@@ -8,6 +8,11 @@ export class StreamMetrics {
   readonly pushLatency: Histogram<'gateway'>;
   readonly answers: Counter<'gateway' | 'answer'>;
   readonly auth: Counter<'result'>;
+  readonly reauth: Counter<'result'>;
+  readonly open: Gauge;
+  readonly limited: Counter<'limit'>;
+  readonly ended: Counter<'reason'>;
+  readonly tokenReviews: Counter<'result'>;
   readonly encodings: Counter<'form'>;
   readonly pushBytes: Counter<'form'>;
 
@@ -41,10 +46,20 @@ export class StreamMetrics {
     });
     this.auth = new Counter({
       name: 'tollgate_controller_stream_auth_total',
-      help: 'Stream openings by authentication result (ok, unauthenticated, permission_denied, unavailable)',
+      help: 'Stream openings by authentication result (ok, unauthenticated, permission_denied, unavailable, throttled: too many new tokens to review now)',
       labelNames: ['result'],
       registers,
     });
+    const counter = <L extends string>(name: string, help: string, label: L) => new Counter<L>({ name, help, labelNames: [label], registers });
+    this.reauth = counter('tollgate_controller_stream_reauth_total', 'Re-checks of open streams by result (ok; unauthenticated, permission_denied: the stream is ended; unavailable: kept until the next check)', 'result');
+    this.open = new Gauge({ name: 'tollgate_controller_stream_open', help: 'Snapshot streams open, admitted or not yet (authenticating, waiting for a hello)', registers });
+    this.limited = counter('tollgate_controller_stream_limited_total', 'Streams refused for a bound, by limit (streams, pending_per_peer: too many not yet admitted from one address, streams_per_gateway, messages: too many sent ahead of the answers, hello: a field out of bounds)', 'limit');
+    this.ended = counter('tollgate_controller_stream_ended_total', 'Admitted streams the controller ended, by reason (max_age, token_expired, reauth_refused); the proxy reconnects', 'reason');
+    this.tokenReviews = counter(
+      'tollgate_controller_stream_token_reviews_total',
+      'TokenReviews of proxy tokens by result (new: a token not in the cache; recheck: an open stream re-authenticated; throttled: not made, over --snapshot-token-reviews-per-second)',
+      'result',
+    );
     this.encodings = new Counter({
       name: 'tollgate_controller_stream_encodings_total',
       help: 'Snapshot payloads encoded, by form (full, delta); each is sent to every proxy it fits',

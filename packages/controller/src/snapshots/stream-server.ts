@@ -14,17 +14,27 @@
 //
 // Security (stream-auth.ts): with TLS (the default) every stream is authenticated before its
 // hello is served: the proxy's token must belong to the ServiceAccount of the Gateway it
-// names. Plaintext (development) serves anyone who reaches the port.
+// names, and it is checked again while the stream lives (stream-lifetime.ts). Plaintext
+// (development) serves anyone who reaches the port.
+//
+// Bounds (stream-limits.ts): message size, streams open at once and per Gateway, messages
+// waiting per stream, the hello's fields (hello.ts), stream and connection age; client-chosen
+// values are logged clipped, and refusals at most once a second per kind (throttled-log.ts).
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { encodeSnapshotDelta, encodeSnapshotParts, routePositions, type ProxySnapshot, type RouteIR, type SnapshotParts } from '@tollgate/api';
-import { PreparedPayload, SNAPSHOT_SERVICE, type OutgoingPush, type ProxyMessage } from '@tollgate/api/snapshot-stream';
+import { PreparedPayload, RECONNECT_TRAILER, SNAPSHOT_SERVICE, type OutgoingPush, type ProxyMessage } from '@tollgate/api/snapshot-stream';
 import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../options.js';
 import type { Runnable } from '../runtime/runnable.js';
 import type { SnapshotStore } from './store.js';
+import { clip } from './clip.js';
+import { helloProblem } from './hello.js';
 import { bearerToken, type StreamAuthenticator } from './stream-auth.js';
+import { StreamLifetime, type EndReason } from './stream-lifetime.js';
+import { DEFAULT_STREAM_LIMITS, MAX_PENDING_PER_PEER, MAX_QUEUED_MESSAGES, grpcServerOptions, type StreamLimits } from './stream-limits.js';
 import type { StreamMetrics } from './stream-metrics.js';
+import { ThrottledLog } from './throttled-log.js';
 
 export interface ProxyView {
   readonly pod: string;
@@ -67,6 +77,8 @@ export interface StreamServerOptions {
   readonly helloTimeoutMs?: number;
   /** How long stop() lets open streams finish before cutting them (default 5 s). */
   readonly shutdownGraceMs?: number;
+  /** Bounds (DEFAULT_STREAM_LIMITS for what is not given). */
+  readonly limits?: Partial<StreamLimits>;
   /** A proxy refused a version. */
   readonly onNack?: (r: NackReport) => void;
   /** A Gateway became rejected (a NACK) or stopped being so (see rejection()). */
@@ -109,6 +121,8 @@ class ProxyStream {
   /** After a NACK the next push is the full form (the proxy may not hold what a delta names). */
   fullNext = false;
   readonly since = new Date();
+  /** Set once admitted: its re-checks, token expiry and age. */
+  lifetime: StreamLifetime | null = null;
 
   constructor(
     readonly call: Call,
@@ -135,8 +149,6 @@ class ProxyStream {
   }
 }
 
-const GATEWAY = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
-
 export class SnapshotStreamServer implements Runnable {
   readonly name = 'snapshot-server';
   readonly needsLeader = false;
@@ -145,8 +157,16 @@ export class SnapshotStreamServer implements Runnable {
   readonly #security: StreamSecurity;
   readonly #helloTimeoutMs: number;
   readonly #shutdownGraceMs: number;
+  readonly #limits: StreamLimits;
+  readonly #warn: ThrottledLog;
   #server: grpc.Server | null = null;
   readonly #streams = new Set<ProxyStream>();
+  /** Admitted streams per Gateway. */
+  readonly #perGateway = new Map<string, number>();
+  /** Streams open, admitted or not (authenticating, waiting for a hello). */
+  #openStreams = 0;
+  /** Streams not yet admitted, by peer address (without its port). */
+  readonly #pendingByPeer = new Map<string, number>();
   /** The payloads of each Gateway's current version: encoded once, sent to every proxy. */
   readonly #encoded = new Map<string, Encoded>();
   /** Per Gateway, the versions a delta may be relative to. */
@@ -164,6 +184,8 @@ export class SnapshotStreamServer implements Runnable {
     this.#security = o.security ?? { kind: 'plaintext' };
     this.#helloTimeoutMs = o.helloTimeoutMs ?? 15_000;
     this.#shutdownGraceMs = o.shutdownGraceMs ?? 5_000;
+    this.#limits = { ...DEFAULT_STREAM_LIMITS, ...o.limits };
+    this.#warn = new ThrottledLog(o.log);
     o.store.onChange((r) => {
       for (const g of r.removed) {
         this.#encoded.delete(g);
@@ -197,7 +219,7 @@ export class SnapshotStreamServer implements Runnable {
   }
 
   async start(): Promise<void> {
-    const server = new grpc.Server();
+    const server = new grpc.Server(grpcServerOptions(this.#limits));
     server.addService(SNAPSHOT_SERVICE, { Stream: (call: Call) => this.#open(call) });
     const address = formatHostPort({ host: this.#o.addr.host || '0.0.0.0', port: this.#o.addr.port });
     this.#port = await new Promise<number>((resolve, reject) =>
@@ -235,64 +257,163 @@ export class SnapshotStreamServer implements Runnable {
     // Messages are handled in order; a hello waits for its authentication, and what follows it
     // waits with it.
     let queue: Promise<void> = Promise.resolve();
+    let queued = 0;
+    const peer = peerAddress(call.getPeer());
+    let pending = false;
+    const admitted = () => {
+      if (!pending) return;
+      pending = false;
+      const left = (this.#pendingByPeer.get(peer) ?? 1) - 1;
+      if (left > 0) this.#pendingByPeer.set(peer, left);
+      else this.#pendingByPeer.delete(peer);
+    };
     // A connection that never says hello holds nothing for long.
     const helloTimer = setTimeout(() => {
       if (!stream && !gone) this.#fail(call, null, grpc.status.DEADLINE_EXCEEDED, `no hello within ${this.#helloTimeoutMs}ms`);
     }, this.#helloTimeoutMs);
     helloTimer.unref();
-    call.on('data', (m: ProxyMessage) => {
-      queue = queue.then(async () => {
-        if (gone) return;
-        if ('hello' in m) {
-          if (stream) return this.#fail(call, stream, grpc.status.INVALID_ARGUMENT, 'hello sent twice; a stream serves one Gateway');
-          const h = m.hello;
-          if (!GATEWAY.test(h.gateway)) {
-            return this.#fail(call, null, grpc.status.INVALID_ARGUMENT, `hello.gateway ${JSON.stringify(h.gateway)} is not <namespace>/<name>`);
-          }
-          if (this.#security.kind === 'tls') {
-            const decision = await this.#security.auth.check(bearerToken(call.metadata.get('authorization')), h.gateway);
-            this.#o.metrics.auth.inc({ result: decision.ok ? 'ok' : decision.result });
-            if (gone) return;
-            if (!decision.ok) {
-              this.#o.log.warn({ gateway: h.gateway, pod: h.pod, peer: call.getPeer(), code: 'TG_CONTROLLER_STREAM_REFUSED', status: grpc.status[decision.code] }, `snapshot stream of ${h.gateway} refused to ${h.pod || call.getPeer()}: ${grpc.status[decision.code]}: ${decision.message}`);
-              return this.#fail(call, null, decision.code, decision.message);
-            }
-          }
-          clearTimeout(helloTimer);
-          stream = new ProxyStream(call, h.gateway, h.pod || call.getPeer(), h.podNamespace, h.version, h.deltas === true);
-          this.#streams.add(stream);
-          this.#o.metrics.connected.inc({ gateway: stream.gateway });
-          if (stream.acked) this.#o.metrics.acked.inc({ gateway: stream.gateway, version: stream.acked });
-          this.#o.log.info({ gateway: stream.gateway, pod: stream.pod, version: h.version || null }, 'proxy connected');
-          this.#o.onProxiesChange?.(stream.gateway);
-          // Headers now tell the proxy its hello was accepted, even when nothing is to be sent.
-          call.sendMetadata(new grpc.Metadata());
-          this.#push(stream);
-          return;
-        }
-        if (!stream) return this.#fail(call, null, grpc.status.INVALID_ARGUMENT, 'the first message of a stream is a hello naming the Gateway');
-        if ('ack' in m) this.#ack(stream, m.ack.version, m.ack.nonce);
-        else this.#nack(stream, m.nack.nonce, m.nack.error, m.nack.wantFull === true);
-      });
-    });
     const end = () => {
+      if (gone) return;
       gone = true;
+      this.#openStreams--;
+      this.#o.metrics.open.set(this.#openStreams);
+      admitted();
       clearTimeout(helloTimer);
       if (stream) this.#close(stream);
     };
     call.on('end', end);
     call.on('cancelled', end);
     call.on('error', end);
+    this.#openStreams++;
+    this.#o.metrics.open.set(this.#openStreams);
+    if (this.#openStreams > this.#limits.maxStreams) {
+      return this.#refuse(call, 'streams', grpc.status.RESOURCE_EXHAUSTED, `the controller serves at most ${this.#limits.maxStreams} streams at once (--snapshot-max-streams); retry later`);
+    }
+    const waiting = this.#pendingByPeer.get(peer) ?? 0;
+    if (waiting >= MAX_PENDING_PER_PEER) {
+      return this.#refuse(call, 'pending_per_peer', grpc.status.RESOURCE_EXHAUSTED, `${waiting} streams from ${peer} are waiting to be admitted, the most one address may have; retry later`);
+    }
+    this.#pendingByPeer.set(peer, waiting + 1);
+    pending = true;
+    call.on('data', (m: ProxyMessage) => {
+      if (gone) return;
+      if (++queued > MAX_QUEUED_MESSAGES) {
+        return this.#refuse(call, 'messages', grpc.status.RESOURCE_EXHAUSTED, `more than ${MAX_QUEUED_MESSAGES} messages sent ahead of the controller's answers; a proxy sends its hello, then one answer per push`, stream);
+      }
+      queue = queue.then(async () => {
+        try {
+          if (!gone) stream = (await this.#message(call, stream, m, () => gone)) ?? stream;
+          if (stream && !gone) {
+            clearTimeout(helloTimer);
+            admitted();
+          }
+        } catch (err) {
+          // A bug ends this stream only; the proxy reconnects.
+          this.#o.log.error({ gateway: stream?.gateway, pod: stream?.pod, err: String(err) }, 'snapshot stream failed');
+          if (!gone) this.#fail(call, stream, grpc.status.INTERNAL, 'the controller failed to handle a message; reconnect');
+        } finally {
+          queued--;
+        }
+      });
+    });
   }
 
-  #fail(call: Call, stream: ProxyStream | null, code: grpc.status, details: string): void {
+  /** One message of a stream, in order; returns the stream its hello opened. */
+  async #message(call: Call, stream: ProxyStream | null, m: ProxyMessage, gone: () => boolean): Promise<ProxyStream | undefined> {
+    if (!('hello' in m)) {
+      if (!stream) return this.#fail(call, null, grpc.status.INVALID_ARGUMENT, 'the first message of a stream is a hello naming the Gateway');
+      if ('ack' in m) this.#ack(stream, m.ack.version, m.ack.nonce);
+      else this.#nack(stream, m.nack.nonce, m.nack.error, m.nack.wantFull === true);
+      return;
+    }
+    if (stream) return this.#fail(call, stream, grpc.status.INVALID_ARGUMENT, 'hello sent twice; a stream serves one Gateway');
+    const h = m.hello;
+    const problem = helloProblem(h);
+    if (problem) return this.#refuse(call, 'hello', grpc.status.INVALID_ARGUMENT, problem);
+    const who = h.pod || call.getPeer();
+    let token: string | undefined;
+    if (this.#security.kind === 'tls') {
+      token = bearerToken(call.metadata.get('authorization'));
+      const decision = await this.#security.auth.check(token, h.gateway);
+      this.#o.metrics.auth.inc({ result: decision.ok ? 'ok' : decision.result });
+      if (gone()) return;
+      if (!decision.ok) {
+        this.#warn.warn(`refused:${decision.result}`, { gateway: h.gateway, pod: h.pod, peer: call.getPeer(), code: 'TG_CONTROLLER_STREAM_REFUSED', status: grpc.status[decision.code] }, `snapshot stream of ${h.gateway} refused to ${who}: ${grpc.status[decision.code]}: ${decision.message}`);
+        return this.#fail(call, null, decision.code, decision.message);
+      }
+    }
+    const open = this.#perGateway.get(h.gateway) ?? 0;
+    if (open >= this.#limits.maxStreamsPerGateway) {
+      return this.#refuse(call, 'streams_per_gateway', grpc.status.RESOURCE_EXHAUSTED, `Gateway ${h.gateway} has ${open} streams open, the most one Gateway may have (--snapshot-max-streams-per-gateway); retry later`);
+    }
+    const s = new ProxyStream(call, h.gateway, who, h.podNamespace, h.version, h.deltas === true);
+    this.#streams.add(s);
+    this.#perGateway.set(s.gateway, open + 1);
+    s.lifetime = this.#lifetime(s, token);
+    this.#o.metrics.connected.inc({ gateway: s.gateway });
+    if (s.acked) this.#o.metrics.acked.inc({ gateway: s.gateway, version: s.acked });
+    this.#o.log.info({ gateway: s.gateway, pod: s.pod, version: h.version || null }, 'proxy connected');
+    this.#o.onProxiesChange?.(s.gateway);
+    // Headers now tell the proxy its hello was accepted, even when nothing is to be sent.
+    call.sendMetadata(new grpc.Metadata());
+    this.#push(s);
+    return s;
+  }
+
+  #lifetime(s: ProxyStream, token: string | undefined): StreamLifetime {
+    const sec = this.#security;
+    return new StreamLifetime({
+      maxAgeMs: this.#limits.maxStreamAgeMs,
+      ...(sec.kind === 'tls'
+        ? {
+            reauth: {
+              token,
+              intervalMs: this.#limits.reauthIntervalMs,
+              check: () => sec.auth.check(token, s.gateway, { fresh: true }),
+              checked: (d) => {
+                this.#o.metrics.reauth.inc({ result: d.ok ? 'ok' : d.result });
+                if (!d.ok && d.code === grpc.status.UNAVAILABLE) this.#o.log.debug({ gateway: s.gateway, pod: s.pod, err: d.message }, 'stream not re-authenticated now; kept until the next check');
+              },
+            },
+          }
+        : {}),
+      end: (reason, code, message) => this.#end(s, reason, code, message),
+    });
+  }
+
+  /** The controller ends an admitted stream; the proxy keeps serving and reconnects. */
+  #end(s: ProxyStream, reason: EndReason, code: grpc.status, message: string): void {
+    if (!this.#streams.has(s)) return;
+    this.#o.metrics.ended.inc({ reason });
+    const fields = { gateway: s.gateway, pod: s.pod, reason, status: grpc.status[code] };
+    if (reason === 'reauth_refused') this.#o.log.warn({ ...fields, code: 'TG_CONTROLLER_STREAM_REFUSED' }, `snapshot stream of ${s.gateway} to ${s.pod} ended: ${grpc.status[code]}: ${message}`);
+    else this.#o.log.info(fields, `snapshot stream of ${s.gateway} to ${s.pod} ended: ${message}`);
+    // A planned end (age, the token's expiry): the proxy reconnects at once, without backoff.
+    const trailers = new grpc.Metadata();
+    if (reason !== 'reauth_refused') trailers.set(RECONNECT_TRAILER, reason);
+    this.#fail(s.call, s, code, message, trailers);
+  }
+
+  /** A bound reached: counted, logged (throttled), and the stream ended with `code`. */
+  #refuse(call: Call, limit: 'streams' | 'pending_per_peer' | 'streams_per_gateway' | 'messages' | 'hello', code: grpc.status, message: string, stream: ProxyStream | null = null): undefined {
+    this.#o.metrics.limited.inc({ limit });
+    this.#warn.warn(`limit:${limit}`, { limit, peer: call.getPeer(), code: 'TG_CONTROLLER_STREAM_REFUSED', status: grpc.status[code] }, `snapshot stream refused to ${call.getPeer()}: ${grpc.status[code]}: ${message}`);
+    return this.#fail(call, stream, code, message);
+  }
+
+  #fail(call: Call, stream: ProxyStream | null, code: grpc.status, details: string, metadata?: grpc.Metadata): undefined {
     if (stream) this.#close(stream, false);
-    // grpc-js ends a server stream with the status of the error emitted on it.
-    call.emit('error', Object.assign(new Error(details), { code, details }));
+    // grpc-js ends a server stream with the status (and trailers) of the error emitted on it.
+    call.emit('error', Object.assign(new Error(details), { code, details, ...(metadata ? { metadata } : {}) }));
+    return undefined;
   }
 
   #close(s: ProxyStream, endCall = true): void {
     if (!this.#streams.delete(s)) return;
+    s.lifetime?.stop();
+    const left = (this.#perGateway.get(s.gateway) ?? 1) - 1;
+    if (left > 0) this.#perGateway.set(s.gateway, left);
+    else this.#perGateway.delete(s.gateway);
     if (s.pending) clearTimeout(s.pending.timer);
     s.pending = null;
     this.#o.metrics.connected.dec({ gateway: s.gateway });
@@ -384,7 +505,7 @@ export class SnapshotStreamServer implements Runnable {
   #ack(s: ProxyStream, version: string, nonce: string): void {
     const p = s.pending;
     if (!p || p.nonce !== nonce || p.version !== version) {
-      this.#o.log.debug({ gateway: s.gateway, pod: s.pod, version, nonce }, 'stale or unknown ACK ignored');
+      this.#o.log.debug({ gateway: s.gateway, pod: s.pod, version: clip(version), nonce: clip(nonce) }, 'stale or unknown ACK ignored');
       return;
     }
     clearTimeout(p.timer);
@@ -406,7 +527,7 @@ export class SnapshotStreamServer implements Runnable {
   #nack(s: ProxyStream, nonce: string, error: string, wantFull: boolean): void {
     const p = s.pending;
     if (!p || p.nonce !== nonce) {
-      this.#o.log.debug({ gateway: s.gateway, pod: s.pod, nonce }, 'stale or unknown NACK ignored');
+      this.#o.log.debug({ gateway: s.gateway, pod: s.pod, nonce: clip(nonce) }, 'stale or unknown NACK ignored');
       return;
     }
     clearTimeout(p.timer);
@@ -472,4 +593,10 @@ export class SnapshotStreamServer implements Runnable {
     this.#o.metrics.desired.reset();
     for (const e of this.#o.store.entries()) this.#o.metrics.desired.set({ gateway: e.gateway, version: e.version }, 1);
   }
+}
+
+/** `ipv4:10.0.0.7:51234` -> `10.0.0.7`, `ipv6:[::1]:51234` -> `::1`: the client's address without its port. */
+function peerAddress(peer: string): string {
+  const m = /^(?:ipv[46]:)?\[?([^\]]*?)\]?:\d+$/.exec(peer);
+  return m?.[1] ?? peer;
 }

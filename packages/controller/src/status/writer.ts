@@ -5,7 +5,12 @@
 //
 // A pass visits every reported object, and with thousands of routes merging each one's status
 // (a JSON comparison of its parents and conditions) would cost tens of milliseconds per
-// reconcile while only the route that changed has anything to write. So an object whose report
+// reconcile while only the route that changed has anything to write.
+//
+// A write that fails (the API server away or restarting, `429 storage is (re)initializing`
+// right after a CRD is installed, a 5xx) is tried again by a later pass, after a backoff that
+// doubles from `retry.initialMs` to `retry.maxMs` and is reset by a pass without failures: the
+// status of the first reconcile must land even when nothing changes afterwards. So an object whose report
 // entry is the same object as at its last check (the translator keeps the status of an
 // unchanged route) and whose stored object has the same resourceVersion is known to be
 // settled and skipped. A pass runs after the reconcile's own task (whose snapshot push must
@@ -17,6 +22,7 @@ import type { ControllerMetrics } from '../metrics/metrics.js';
 import type { Runnable } from '../runtime/runnable.js';
 import type { StatusReport } from '../translate/types.js';
 import { CONTROLLER_ERRORS } from '../errors.js';
+import { RetryBackoff, type RetryOptions } from '../runtime/retry-backoff.js';
 import { describeApiError } from '../kube/errors.js';
 import { statusCode, type StatusApi, type StatusKind } from './api.js';
 import type { ProgrammedVerdict } from '../deployer/programmed.js';
@@ -24,6 +30,8 @@ import { withProgrammed } from './programmed.js';
 import { mergeGatewayClassStatus, mergeGatewayPolicyStatus, mergeGatewayStatus, mergeHTTPRouteStatus, sameStatus } from './merge.js';
 
 const MAX_ATTEMPTS = 5;
+
+const DEFAULT_WRITE_RETRY: RetryOptions = { initialMs: 500, maxMs: 30_000 };
 /** A pass gives the event loop a turn after this much work. */
 const SLICE_MS = 8;
 
@@ -60,6 +68,9 @@ export class StatusWriter implements Runnable {
   readonly #settled = new Map<string, { entry: object; resourceVersion: string }>();
   /** Objects of the last pass found settled without a merge (tests, debug log). */
   lastPassSkipped = 0;
+  readonly #retry: RetryBackoff;
+  /** The failure last logged, so an API server away for minutes is one line, not one per pass. */
+  #lastFailure = '';
 
   constructor(
     private readonly api: StatusApi,
@@ -73,7 +84,10 @@ export class StatusWriter implements Runnable {
     private readonly gatewayAddresses?: (namespace: string, name: string) => readonly { readonly type: string; readonly value: string }[],
     /** Gateway Programmed from its proxies, when something runs them (the deployer). */
     private readonly programmed?: (namespace: string, name: string) => ProgrammedVerdict | undefined,
-  ) {}
+    retry: RetryOptions = DEFAULT_WRITE_RETRY,
+  ) {
+    this.#retry = new RetryBackoff(retry);
+  }
 
   submit(report: StatusReport): void {
     this.#latest = report;
@@ -99,6 +113,7 @@ export class StatusWriter implements Runnable {
 
   async stop(): Promise<void> {
     this.#active = false;
+    this.#retry.cancel();
     await this.#pass;
   }
 
@@ -109,6 +124,7 @@ export class StatusWriter implements Runnable {
 
   #kick(): void {
     if (!this.#active || this.#pass || !this.#dirty) return;
+    this.#retry.cancel();
     this.#pass = turn().then(() => this.#run()).finally(() => {
       this.#pass = undefined;
       this.#kick();
@@ -126,6 +142,8 @@ export class StatusWriter implements Runnable {
     let checked = 0;
     let written = 0;
     let skipped = 0;
+    let failed = 0;
+    let firstFailure = '';
     const reported = new Set<string>();
     let slice = performance.now();
     for (const item of items(report)) {
@@ -143,15 +161,38 @@ export class StatusWriter implements Runnable {
         else if (outcome === 'settled') skipped++;
       } catch (err) {
         this.metrics.statusWrites.inc({ kind: item.kind, result: 'error' });
-        this.log.error({ code: CONTROLLER_ERRORS.statusWrite.code, kind: item.kind, object: item.key, err: describeApiError(err) }, 'status write failed');
+        const message = describeApiError(err);
+        const level = failed === 0 && message !== this.#lastFailure ? 'error' : 'debug';
+        if (failed === 0) firstFailure = message;
+        failed++;
+        this.log[level]({ code: CONTROLLER_ERRORS.statusWrite.code, kind: item.kind, object: item.key, err: message }, 'status write failed');
       }
     }
+    this.#afterPass(failed, checked, firstFailure);
     // Objects gone from the report (deleted) are never read again: forget our writes to them,
     // or routes created and deleted over days would each leave their last written object here.
     for (const key of this.#written.keys()) if (!reported.has(key)) this.#written.delete(key);
     for (const key of this.#settled.keys()) if (!reported.has(key)) this.#settled.delete(key);
     this.lastPassSkipped = skipped;
     this.log.debug({ checked, written, skipped }, 'status pass finished');
+  }
+
+  /** A pass with failures is followed by another after the backoff; one without resets it. */
+  #afterPass(failed: number, checked: number, firstFailure: string): void {
+    if (failed === 0) {
+      if (this.#lastFailure) this.log.info('status writes succeed again');
+      this.#lastFailure = '';
+      this.#retry.succeeded();
+      return;
+    }
+    const retryInMs = this.#retry.failed(() => {
+      this.#dirty = true;
+      this.#kick();
+    });
+    if (firstFailure !== this.#lastFailure) {
+      this.log.warn({ code: CONTROLLER_ERRORS.statusWrite.code, failed, checked, retryInMs }, `${failed} of ${checked} status writes failed (${firstFailure}); retrying`);
+    }
+    this.#lastFailure = firstFailure;
   }
 
   /** Writes remembered until the cache shows them (tests). */

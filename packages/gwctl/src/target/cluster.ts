@@ -4,8 +4,10 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { ApiException, CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { GwctlError, describe } from '../errors.js';
+import { requireGateway } from './gateway.js';
+import { kubeApiError } from './kube-api-error.js';
 import { PortForwarder } from './port-forward.js';
 import { streamIdleMs, type Target } from './target.js';
 
@@ -76,22 +78,11 @@ function podState(pod: V1Pod): string {
   return phase === 'Running' ? 'Running but not Ready' : phase;
 }
 
-function kubeApiError(what: string, err: unknown): GwctlError {
-  if (err instanceof ApiException) {
-    let reason = '';
-    try {
-      const body: unknown = typeof err.body === 'string' ? JSON.parse(err.body) : err.body;
-      if (body && typeof body === 'object' && 'message' in body) reason = String(body.message);
-    } catch {
-      // body is not a Status
-    }
-    return new GwctlError('TG_GWCTL_KUBE_API', `cannot ${what}: ${reason || `HTTP ${err.code}`} (HTTP ${err.code})`, { cause: err });
-  }
-  return new GwctlError('TG_GWCTL_KUBE_API', `cannot ${what}: ${describe(err)}`, { cause: err });
-}
-
-/** The first Running and Ready pod (by name) matching `selector`. */
-export async function findReadyPod(kc: KubeConfig, namespace: string, selector: string, what: string): Promise<V1Pod> {
+/**
+ * The first Running and Ready pod (by name) matching `selector`. `none` says what to check when
+ * no pod has the label at all.
+ */
+export async function findReadyPod(kc: KubeConfig, namespace: string, selector: string, what: string, none = 'wrong namespace? use -n'): Promise<V1Pod> {
   const api = kc.makeApiClient(CoreV1Api);
   let pods: V1Pod[];
   try {
@@ -103,7 +94,7 @@ export async function findReadyPod(kc: KubeConfig, namespace: string, selector: 
   const ready = pods.find(isReady);
   if (ready) return ready;
   if (!pods.length) {
-    throw new GwctlError('TG_GWCTL_NO_POD', `no ${what} pod in namespace "${namespace}" has the label ${selector} (wrong namespace? use -n)`);
+    throw new GwctlError('TG_GWCTL_NO_POD', `no ${what} pod in namespace "${namespace}" has the label ${selector} (${none})`);
   }
   const states = pods
     .slice(0, 5)
@@ -114,6 +105,8 @@ export async function findReadyPod(kc: KubeConfig, namespace: string, selector: 
 
 export interface PodTargetOptions extends KubeOptions {
   readonly namespace?: string | undefined;
+  /** The Gateway whose proxy pods are wanted: it must exist before its pods are looked for. */
+  readonly gateway?: string | undefined;
   readonly selector: string;
   /** `gateway/public` or `controller`, for messages. */
   readonly what: string;
@@ -125,7 +118,12 @@ export interface PodTargetOptions extends KubeOptions {
 export async function clusterTarget(opts: PodTargetOptions): Promise<Target> {
   const kc = loadKubeConfig(opts);
   const namespace = opts.namespace ?? contextNamespace(kc);
-  const pod = await findReadyPod(kc, namespace, opts.selector, opts.what);
+  let none: string | undefined;
+  if (opts.gateway !== undefined) {
+    await requireGateway(kc, namespace, opts.gateway);
+    none = `the Gateway exists; its Programmed condition says why it has no proxy: kubectl get gateway ${opts.gateway} -n ${namespace}`;
+  }
+  const pod = await findReadyPod(kc, namespace, opts.selector, opts.what, none);
   const name = pod.metadata!.name!;
   const forwards: PortForwarder[] = [];
   const forward = async (port: number) => {

@@ -26,10 +26,14 @@ export const PROXY_ADMIN_PORT = 15000;
 export const CONTROLLER_ADMIN_PORT = 9095;
 export const CONTROLLER_NAMESPACE = 'tollgate-system';
 
+/** The longest name the API server accepts for an object such as a Gateway. */
+const MAX_NAME = 253;
+
 /** `gateway/<name>` (also `gateways/<name>`, `gtw/<name>`) to the Gateway's name. */
 export function parseGatewayRef(ref: string): string {
   const m = /^(?:gateway|gateways|gtw)(?:\.gateway\.networking\.k8s\.io)?\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(ref);
   if (!m) throw usage(`expected the target gateway/<name>, got '${ref}'`);
+  if (m[1]!.length > MAX_NAME) throw usage(`the Gateway name in ${m[0].slice(0, 40)}… is ${m[1]!.length} characters long; a Kubernetes name has at most ${MAX_NAME}`);
   return m[1]!;
 }
 
@@ -53,6 +57,7 @@ export async function gatewayTarget(ref: string | undefined, flags: TargetFlags,
     context: flags.context,
     env: io.env,
     namespace: flags.namespace,
+    gateway: name,
     selector: `${GATEWAY_LABEL}=${name}`,
     what: `gateway/${name}`,
     adminPort: PROXY_ADMIN_PORT,

@@ -2,7 +2,7 @@
 // opening comment says the session is armed, then the events of one request arrive, the last
 // one `requestFinished`. Closing the session disconnects, which disarms it on the server.
 import { compile, TraceEvent } from '@tollgate/api';
-import { readSse } from '@tollgate/kit';
+import { readSse } from '@tollgate/kit/sse';
 import { adminStream, firstLine } from '../admin-client.js';
 import { GwctlError } from '../errors.js';
 import type { Target } from '../target/target.js';

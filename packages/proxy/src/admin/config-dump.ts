@@ -34,7 +34,11 @@ function dumpTls(tls: ListenerTlsIR) {
 export interface DumpSettings {
   readonly requestHeadersTimeoutMs: number;
   readonly requestBodyIdleTimeoutMs: number;
+  readonly requestBodyTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
+  readonly maxRequestBodyBytes: number;
+  readonly maxBufferedRequestBytes: number;
+  readonly maxConnectionsPerBind: number;
   readonly maxTraceSessions: number;
 }
 

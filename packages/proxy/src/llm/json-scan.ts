@@ -3,14 +3,9 @@
 // ASCII and UTF-8 continuation bytes never are, so scanning bytes (not decoded text) is exact
 // and byte offsets stay valid for splicing the original buffer.
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const COMMA = 0x2c;
-const COLON = 0x3a;
+// JSON's structural bytes (json-usage-reader.ts reads responses by the same rules).
+export const QUOTE = 0x22, BACKSLASH = 0x5c, COMMA = 0x2c, COLON = 0x3a;
+export const OPEN_OBJECT = 0x7b, CLOSE_OBJECT = 0x7d, OPEN_ARRAY = 0x5b, CLOSE_ARRAY = 0x5d;
 
 /**
  * True when there are at most `limit` opening brackets in the bytes, strings included: then
@@ -57,7 +52,7 @@ export interface TopLevelObject {
   readonly close: number;
 }
 
-function isSpace(c: number): boolean {
+export function isSpace(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 

@@ -2,14 +2,16 @@
 // parsed, and when the client streams without asking for usage, `stream_options.include_usage`
 // is added so the backend reports usage in its last chunk (the meter then removes that chunk,
 // which the client did not ask for). A body that is not JSON, or too large to hold, is
-// forwarded untouched and the request is counted by estimate.
+// forwarded untouched and the request is counted by estimate. Every byte held is taken from
+// the process's budget (BodyAccount) as it arrives: one that does not fit refuses the request.
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
+import { DEFAULT_MAX_REQUEST_BODY_BYTES } from '@tollgate/api';
 import { ClientGone, ERRORS, RequestFailure } from '../errors.js';
 import { nestsDeeperThan, scanTopLevelObject } from './json-scan.js';
 
 /** Default of config.maxRequestBodyBytes. */
-export const MAX_LLM_BODY_BYTES = 8 * 1024 * 1024;
+export const MAX_LLM_BODY_BYTES = DEFAULT_MAX_REQUEST_BODY_BYTES;
 
 /** Deeper bodies are refused: no chat request nests this far, and depth is what exhausts stacks. */
 export const MAX_JSON_DEPTH = 128;
@@ -52,29 +54,44 @@ export interface BodyLimit {
   readonly refuseLarger: boolean;
 }
 
+/** Where the bytes of a body being read are taken from: the process's budget (server/body-budget.ts). */
+export interface BodyAccount {
+  /** Takes `n` more bytes for this request's body; false when the budget cannot hold them. */
+  takeBodyBytes(n: number): boolean;
+}
+
 function tooLarge(limit: BodyLimit): RequestFailure {
   return new RequestFailure(ERRORS.requestBodyTooLarge, `request body larger than ${limit.maxBytes} bytes on a route that counts LLM tokens`, { headers: { connection: 'close' } });
 }
 
-export function readLlmRequest(req: IncomingMessage, limit: BodyLimit): Promise<LlmRequest> {
+// The budget frees as requests in flight end, within a second or so for most.
+const BUDGET_FULL_HEADERS = { connection: 'close', 'retry-after': '1' };
+
+function budgetFull(): RequestFailure {
+  return new RequestFailure(ERRORS.bodyBudgetFull, 'request-body bytes held by the process are at config.maxBufferedRequestBytes', { headers: BUDGET_FULL_HEADERS });
+}
+
+export function readLlmRequest(req: IncomingMessage, limit: BodyLimit, account: BodyAccount): Promise<LlmRequest> {
   const declared = Number(req.headers['content-length']);
   if (limit.refuseLarger && declared > limit.maxBytes) return Promise.reject(tooLarge(limit));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (c: Buffer) => {
-      size += c.length;
-      chunks.push(c);
-      if (size <= limit.maxBytes) return;
+      const fits = account.takeBodyBytes(c.length);
+      if (fits) {
+        size += c.length;
+        chunks.push(c);
+        if (size <= limit.maxBytes) return;
+      }
       req.off('data', onData);
       req.off('end', onEnd);
-      if (limit.refuseLarger) {
-        req.pause();
-        reject(tooLarge(limit));
+      req.pause();
+      if (!fits || limit.refuseLarger) {
+        reject(fits ? tooLarge(limit) : budgetFull());
         return;
       }
       // Too large to hold: replay what was read, then stream the rest untouched.
-      req.pause();
       const body = new PassThrough();
       for (const chunk of chunks) body.write(chunk);
       req.pipe(body);

@@ -1,19 +1,22 @@
 // The response side of a metered LLM route: reads `usage.total_tokens` from a JSON response,
 // or from the events of an SSE stream, while the bytes go on to the client unchanged and
 // undelayed. The only change: when the gateway asked for usage on the client's behalf, the
-// usage-only chunk (`choices: []`) is removed, event by event. Completion text is kept for
-// estimation in case the backend reports no usage. Malformed chunks never break the stream.
+// usage-only chunk (`choices: []`) is removed, event by event. Everything generated (content,
+// reasoning, refusals, tool-call arguments) is kept for estimation in case the backend reports
+// no usage or the response is cut short. Malformed chunks never break the stream.
 //
 // Bounds, since a backend is an outside input too:
 // - SSE is parsed by the shared incremental parser (linear in the bytes, multi-byte UTF-8
 //   split across chunks intact); an event longer than `maxEventBytes` stops the parsing for
 //   that stream: the rest is passed through as it comes and the tokens are estimated;
-// - a JSON body is held up to MAX_HELD_BYTES to read its usage, then estimated;
+// - a JSON body is held up to MAX_HELD_BYTES and parsed at its end; a larger one is read as
+//   it passes (json-usage-reader.ts), keeping only its usage and generated text;
 // - a compressed response (a backend that ignored `accept-encoding: identity`) is passed
 //   through byte for byte and a copy, up to MAX_HELD_BYTES, is decompressed at its end to
 //   read the usage (nothing is removed from a compressed stream).
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { SseParser, type SseEvent } from '@tollgate/kit';
+import { JsonUsageReader, type JsonUsageSink } from './json-usage-reader.js';
 
 export const MAX_HELD_BYTES = 4 * 1024 * 1024;
 /** Decompressed output of a held compressed body is capped too (a small body can inflate hugely). */
@@ -41,7 +44,7 @@ const DECODERS: Record<string, Decoder> = {
 
 interface Chunk {
   usage?: { total_tokens?: unknown } | null;
-  choices?: { delta?: { content?: unknown }; message?: { content?: unknown } }[];
+  choices?: unknown;
 }
 
 export class UsageMeter {
@@ -57,6 +60,8 @@ export class UsageMeter {
   #lost = false;
   #completion = '';
   #extraChars = 0;
+  /** A JSON body past MAX_HELD_BYTES: read as it passes instead of held. */
+  #reader: JsonUsageReader | null = null;
 
   constructor(
     private readonly stripUsageChunk: boolean,
@@ -100,27 +105,57 @@ export class UsageMeter {
       // Nothing is removed: the chunk goes on as it came; the events are only read.
       for (const item of items) {
         if (item.type === 'event') this.#onEvent(item);
-        else if (item.overflow) this.#lost = true;
+        else this.#unparsed(item.raw);
       }
       return chunk;
     }
     const kept: Buffer[] = [];
     for (const item of items) {
       if (item.type === 'passthrough') {
-        if (item.overflow) this.#lost = true;
+        this.#unparsed(item.raw);
         kept.push(item.raw);
       } else if (this.#onEvent(item)) kept.push(item.raw);
     }
     return kept.length === 1 ? kept[0]! : Buffer.concat(kept);
   }
 
+  /**
+   * Bytes of a stream past an event too long to parse: its usage is lost, and everything from
+   * there on is counted as generated characters (an over-estimate: framing and JSON count too),
+   * so what the backend went on generating is still charged.
+   */
+  #unparsed(raw: Buffer): void {
+    this.#lost = true;
+    this.#extraChars += raw.length;
+  }
+
   #hold(chunk: Buffer): void {
+    if (this.#reader) {
+      this.#reader.push(chunk);
+      return;
+    }
     this.#heldBytes += chunk.length;
     if (this.#heldBytes <= MAX_HELD_BYTES) this.#held.push(chunk);
-    else {
+    else if (this.#mode === 'json') {
+      // Too large to hold: what was held and the rest are read as they pass.
+      this.#reader = new JsonUsageReader(this.#readerSink());
+      for (const held of this.#held) this.#reader.push(held);
+      this.#reader.push(chunk);
+      this.#held = [];
+    } else {
       this.#held = [];
       this.#lost = true;
     }
+  }
+
+  #readerSink(): JsonUsageSink {
+    return {
+      room: () => MAX_COMPLETION_CHARS - this.#completion.length,
+      onGenerated: (text, bytes) => {
+        if (text === null) this.#extraChars += bytes;
+        else this.#addCompletion(text);
+      },
+    };
   }
 
   #addCompletion(text: string): void {
@@ -132,14 +167,36 @@ export class UsageMeter {
     }
   }
 
+  #addString(v: unknown): void {
+    if (typeof v === 'string') this.#addCompletion(v);
+  }
+
+  /**
+   * The generated text of one choice of a chunk or a completion: the message (or delta)
+   * content (a string or the text of its parts), reasoning, refusal and tool-call arguments,
+   * and the legacy completions' `text`. The same fields json-usage-reader.ts reads from a body
+   * too large to hold (GENERATED_KEYS).
+   */
+  #addGenerated(choice: unknown): void {
+    if (choice === null || typeof choice !== 'object') return;
+    const c = choice as { delta?: unknown; message?: unknown; text?: unknown };
+    this.#addString(c.text);
+    const m = (c.delta ?? c.message) as Record<string, unknown> | null | undefined;
+    if (m === null || typeof m !== 'object') return;
+    const content = m.content;
+    if (Array.isArray(content)) for (const part of content) this.#addString((part as { text?: unknown } | null)?.text);
+    else this.#addString(content);
+    this.#addString(m.reasoning_content);
+    this.#addString(m.reasoning);
+    this.#addString(m.refusal);
+    this.#addString((m.function_call as { arguments?: unknown } | null | undefined)?.arguments);
+    const calls = m.tool_calls;
+    if (Array.isArray(calls)) for (const call of calls) this.#addString((call as { function?: { arguments?: unknown } } | null)?.function?.arguments);
+  }
+
   /** Reads one chunk object of a response: its completion text and usage; true when it had usage. */
   #read(chunk: Chunk): boolean {
-    if (Array.isArray(chunk.choices)) {
-      for (const c of chunk.choices) {
-        const content = c?.delta?.content ?? c?.message?.content;
-        if (typeof content === 'string') this.#addCompletion(content);
-      }
-    }
+    if (Array.isArray(chunk.choices)) for (const c of chunk.choices) this.#addGenerated(c);
     const total = chunk.usage?.total_tokens;
     if (typeof total !== 'number' || !Number.isFinite(total) || total < 0) return false;
     this.#reported = total;
@@ -172,6 +229,10 @@ export class UsageMeter {
   }
 
   result(): UsageResult {
+    if (this.#reader) {
+      this.#reported = this.#reader.totalTokens();
+      this.#reader = null;
+    }
     if (!this.#lost && (this.#mode === 'json' || this.#mode === 'encoded') && this.#held.length) this.#readHeld();
     return { reported: this.#lost ? null : this.#reported, completionText: this.#completion, extraCompletionChars: this.#extraChars };
   }

@@ -1,12 +1,17 @@
 // Prometheus metrics of one proxy (prom-client, a registry per runtime so several proxies
 // can live in one process). Label values are bounded: route names and statuses by the config;
 // model names, which clients choose freely, by `ModelLabels` (the first N seen, then `other`).
-import { Counter, Registry, collectDefaultMetrics, type LabelValues, type Metric } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics, type LabelValues, type Metric } from 'prom-client';
 
 export type DecisionKind = 'requests' | 'tokens' | 'global';
 export type DecisionLevel = 'gateway' | 'route' | 'global';
 export type DecisionResult = 'allowed' | 'limited' | 'failed_open' | 'error';
 export type TokenSource = 'reported' | 'estimated';
+/**
+ * What a client was refused for taking too much of the proxy: request-body bytes beyond the
+ * process budget, a body not in by its deadline or idle too long, a connection beyond a bind's cap.
+ */
+export type ClientRefusal = 'body_budget' | 'body_deadline' | 'body_idle' | 'connection_limit';
 
 export const DEFAULT_MAX_MODEL_LABELS = 100;
 /** The model label of requests whose model was not among the first N distinct ones seen. */
@@ -167,6 +172,8 @@ function nested<A, B, V>(outer: Map<A, Map<B, V>>, a: A, b: B, make: () => V): V
 export interface ProxyMetricsOptions {
   /** Distinct `model` label values before `other`; default 100 (config.maxModelLabels). */
   readonly maxModelLabels?: number;
+  /** Request-body bytes held now, read when the registry is scraped. */
+  readonly bufferedRequestBytes?: () => number;
 }
 
 export class ProxyMetrics {
@@ -184,6 +191,13 @@ export class ProxyMetrics {
     'LLM tokens counted, by route and model (the first config.maxModelLabels distinct models, then "other"); source is reported (usage from the backend) or estimated (tokenizer).',
     ['route', 'model', 'source'],
   );
+  readonly #refusals = new CellCounter(
+    this.registry,
+    'tollgate_client_refusals_total',
+    'Requests and connections refused for taking too much of the proxy, by reason: body_budget (503, config.maxBufferedRequestBytes), body_deadline (408, config.requestBodyTimeout), body_idle (408, config.requestBodyIdleTimeout), connection_limit (closed, config.maxConnectionsPerBind).',
+    ['reason'],
+  );
+  readonly #refusalCells = new Map<ClientRefusal, Cell<'reason'>>();
   readonly #upstreamLatency = new CellHistogram<'route'>(
     this.registry,
     'tollgate_upstream_latency_seconds',
@@ -203,6 +217,22 @@ export class ProxyMetrics {
   constructor(options: ProxyMetricsOptions = {}) {
     this.#models = new ModelLabels(options.maxModelLabels ?? DEFAULT_MAX_MODEL_LABELS);
     collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_process_' });
+    const buffered = options.bufferedRequestBytes ?? (() => 0);
+    new Gauge({
+      name: 'tollgate_buffered_request_bytes',
+      help: 'Request-body bytes held in memory now, across all binds (at most config.maxBufferedRequestBytes).',
+      registers: [this.registry],
+      collect() {
+        this.set(buffered());
+      },
+    });
+  }
+
+  /** Counts one refusal of a client that took too much. */
+  countRefusal(reason: ClientRefusal): void {
+    let cell = this.#refusalCells.get(reason);
+    if (!cell) this.#refusalCells.set(reason, (cell = this.#refusals.cell({ reason })));
+    cell.value++;
   }
 
   /** Counts the LLM tokens of one response; `model` as the client sent it (null: none). */

@@ -12,6 +12,7 @@ import type { Admissions } from '../ratelimit/policy.js';
 import type { CompiledListener, CompiledRoute, CompiledSnapshot } from '../routing/compile.js';
 import { normalizeHost } from '../routing/hostname.js';
 import type { Logger } from 'pino';
+import type { BodyBudget } from '../server/body-budget.js';
 import type { InFlight } from '../server/inflight.js';
 import { parseRequestTarget, type PathSettings } from './request-target.js';
 
@@ -29,6 +30,8 @@ export interface PipelineDeps {
   readonly maxSseEventBytes: number;
   /** config.maxRequestBodyBytes: the most a metered route reads of a request body. */
   readonly maxRequestBodyBytes: number;
+  /** config.maxBufferedRequestBytes: the request-body bytes all requests may hold at once. */
+  readonly bodyBudget: BodyBudget;
 }
 
 export type HeaderMap = Record<string, string | string[] | undefined>;
@@ -71,6 +74,13 @@ export class RequestContext {
   status = 0;
   /** Catalog code of a transport failure of the upstream call, for the request log. */
   error: string | null = null;
+  /** Bytes of its body this request took from the budget (deps.bodyBudget). */
+  bufferedBytes = 0;
+  /**
+   * Who still holds the body in memory: the request, and each mirrored copy in flight. The
+   * bytes go back to the budget when the last lets go, since a copy may outlive its request.
+   */
+  bodyHolders = 1;
 
   constructor(
     readonly snapshot: CompiledSnapshot,
@@ -98,6 +108,24 @@ export class RequestContext {
     this.rawHost = (target.ok && target.authority) || req.headers.host;
     this.host = normalizeHost(this.rawHost);
     this.upstreamPath = this.path;
+  }
+
+  /** Takes `n` bytes of body from the process's budget (llm/request-body.ts BodyAccount). */
+  takeBodyBytes(n: number): boolean {
+    if (!this.deps.bodyBudget.take(n)) {
+      this.deps.metrics.countRefusal('body_budget');
+      return false;
+    }
+    this.bufferedBytes += n;
+    return true;
+  }
+
+  /** One holder of the body lets go of it (the request at its end, a mirrored copy at its own). */
+  releaseBody(): void {
+    if (--this.bodyHolders === 0 && this.bufferedBytes > 0) {
+      this.deps.bodyBudget.giveBack(this.bufferedBytes);
+      this.bufferedBytes = 0;
+    }
   }
 
   /** https when the request came over a TLS listener. */

@@ -8,7 +8,7 @@ export async function readBodyOnce(ctx: RequestContext): Promise<void> {
   if (ctx.llm || !ctx.hasBody) return;
   // Metered: a token limit applies here (at the gateway level, or on the route once selected).
   const metered = (ctx.listener?.policy?.countsTokens ?? false) || (ctx.route?.countsTokens ?? false);
-  ctx.llm = await readLlmRequest(ctx.req, { maxBytes: ctx.deps.maxRequestBodyBytes, refuseLarger: metered });
+  ctx.llm = await readLlmRequest(ctx.req, { maxBytes: ctx.deps.maxRequestBodyBytes, refuseLarger: metered }, ctx);
 }
 
 /** What global rate-limit descriptors see of the request. */

@@ -1,8 +1,9 @@
 // Stage 7, response policies: what the gateway does to the backend's response on its way to
 // the client (ResponseHeaderModifier filters, the x-ratelimit-* headers, the LLM usage meter),
 // and, once the response is complete, the LLM tokens charged to the limits that admitted it.
-import { estimateTokens, tokenizerLoaded } from '../llm/estimate.js';
-import { tokenReservation } from '../ratelimit/reservation.js';
+import { tokenizerLoaded } from '../llm/estimate.js';
+import { chargeSource, usageCharge } from '../llm/usage-charge.js';
+import type { TokenSource } from '../metrics/metrics.js';
 import { MAX_HELD_BYTES, UsageMeter } from '../llm/usage-meter.js';
 import { applyHeaderModifier } from '../filters/header-modifier.js';
 import type { ForwardHooks } from '../upstream/forward.js';
@@ -56,7 +57,8 @@ export class ResponsePolicies implements ForwardHooks {
     if (!deferred) return out;
     deferred.push(out);
     this.#deferredBytes += out.length;
-    // Beyond what the meter holds, the usage cannot be read anyway: the body goes on as it comes.
+    // No more than the meter would hold is kept back: a larger body goes on as it comes (its
+    // usage is still read as it passes; only an estimate would then trail its end).
     return this.#deferredBytes > MAX_HELD_BYTES ? this.#release(EMPTY) : EMPTY;
   }
 
@@ -102,28 +104,14 @@ export class ResponsePolicies implements ForwardHooks {
 /** Charges a finished LLM response to every token limit that admitted it (spec §3.1). */
 function chargeTokens(ctx: RequestContext, meter: UsageMeter): Promise<void> | undefined {
   const usage = meter.result();
-  if (usage.reported !== null) {
-    settleTokens(ctx, usage.reported, 'reported');
-    return undefined;
-  }
-  const extra = Math.ceil(usage.extraCompletionChars / 4);
-  const estimate = estimateTokens(ctx.llm?.promptText ?? '', usage.completionText);
-  if (typeof estimate === 'number') {
-    settleTokens(ctx, estimate + extra, 'estimated');
-    return undefined;
-  }
-  return estimate.then(
-    (n) => settleTokens(ctx, n + extra, 'estimated'),
-    // The tokenizer ships with the proxy, so this is a broken install; the request is still
-    // charged, by the same bytes-per-token rule its reservation used.
-    (err: unknown) => {
-      ctx.deps.rateLimitLog.error({ err }, 'tokenizer failed to load; tokens estimated from the text length');
-      settleTokens(ctx, tokenReservation({ promptText: (ctx.llm?.promptText ?? '') + usage.completionText, maxTokens: null }) + extra, 'estimated');
-    },
-  );
+  const source = chargeSource(usage);
+  const tokens = usageCharge(ctx.llm, usage, ctx.deps.rateLimitLog);
+  if (typeof tokens !== 'number') return tokens.then((n) => settleTokens(ctx, n, source));
+  settleTokens(ctx, tokens, source);
+  return undefined;
 }
 
-function settleTokens(ctx: RequestContext, total: number, source: 'reported' | 'estimated'): void {
+function settleTokens(ctx: RequestContext, total: number, source: TokenSource): void {
   const llm = ctx.llm;
   const route = ctx.route!.ir.name;
   if (llm?.unparsed) ctx.deps.rateLimitLog.debug({ route, reason: llm.unparsed }, 'LLM request body not parsed; tokens estimated');

@@ -1,5 +1,6 @@
 // A proxy in cluster mode: routing comes from the controller's snapshot stream for one
-// Gateway; process settings are the defaults (cluster deployments set addresses by flag).
+// Gateway; process settings from TOLLGATE_SETTINGS (the Gateway's parameters, rendered by the
+// deployer), the defaults otherwise; addresses by flag.
 // Not ready until the first snapshot is applied; serves the last good one while the
 // controller is away.
 import type { ProcessConfig } from '@tollgate/api';

@@ -2,7 +2,7 @@
 // servers, fed by one snapshot source. The source decides where routing config comes from
 // (the config file in standalone mode; the controller stream in cluster mode); every
 // snapshot, whatever its source, goes through the same apply path, `runtime.apply`.
-import { parseDuration, requireHostPort, type ProcessConfig, type ProxySnapshot } from '@tollgate/api';
+import { bufferedRequestBytes, parseDuration, requireHostPort, type ProcessConfig, type ProxySnapshot } from '@tollgate/api';
 import type { DestinationStream } from 'pino';
 import { AdminServer } from '../admin/admin-server.js';
 import { LogControl } from '../log/logger.js';
@@ -64,9 +64,12 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       paths: { ...DEFAULT_PATH_SETTINGS, ...settings.paths },
       maxSseLineBytes: settings.maxSseLineBytes,
       maxRequestBodyBytes: settings.maxRequestBodyBytes,
+      maxBufferedRequestBytes: bufferedRequestBytes(settings),
+      maxConnectionsPerBind: settings.maxConnectionsPerBind,
       clientTimeouts: {
         requestHeadersMs: settings.requestHeadersTimeout ? parseDuration(settings.requestHeadersTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestHeadersMs,
         requestBodyIdleMs: settings.requestBodyIdleTimeout ? parseDuration(settings.requestBodyIdleTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyIdleMs,
+        requestBodyMs: settings.requestBodyTimeout ? parseDuration(settings.requestBodyTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyMs,
         keepAliveMs: settings.keepAliveTimeout ? parseDuration(settings.keepAliveTimeout) : DEFAULT_CLIENT_TIMEOUTS.keepAliveMs,
       },
       maxModelLabels: settings.maxModelLabels,

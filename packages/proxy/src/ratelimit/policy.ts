@@ -161,6 +161,19 @@ export class Admissions {
   }
 
   /**
+   * A copy of the request goes to a mirror: it spends tokens too, so it holds the request's
+   * reservation again in every local token budget that admitted the request, and its usage is
+   * charged to them and to the global Tokens descriptors when it settles (docs/rate-limiting.md,
+   * "Mirrors"). A copy is never refused: the request it copies was admitted.
+   */
+  copy(): CopyHold {
+    return new CopyHold(
+      this.#holds.map((h) => h.copy()),
+      this.#globalCharges,
+    );
+  }
+
+  /**
    * The request went upstream and is over: `tokens` is its LLM usage (charged to every token
    * limit that admitted it, in place of the reservation), or null when nothing is charged.
    */
@@ -169,6 +182,23 @@ export class Admissions {
     this.#ended = true;
     for (const h of this.#holds) h.settle(tokens);
     if (tokens !== null) for (const c of this.#globalCharges) c(tokens);
+  }
+}
+
+/** What a mirrored copy of a request holds in the limits that admitted the request; settled once. */
+export class CopyHold {
+  #ended = false;
+  constructor(
+    private readonly holds: readonly LocalHold[],
+    private readonly globalCharges: readonly ((tokens: number) => void)[],
+  ) {}
+
+  /** The copy's usage (null: not charged, e.g. the mirror did not answer 2xx). */
+  settle(tokens: number | null): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    for (const h of this.holds) h.settle(tokens);
+    if (tokens !== null) for (const c of this.globalCharges) c(tokens);
   }
 }
 

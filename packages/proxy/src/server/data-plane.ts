@@ -20,7 +20,7 @@ import { handleRequest } from '../pipeline/handle-request.js';
 import type { CompiledSnapshot } from '../routing/compile.js';
 import { sendError } from '../upstream/forward.js';
 import { NO_ROUTE } from '../metrics/metrics.js';
-import { watchBodyIdle } from './body-idle.js';
+import { watchBody, type BodyTimeout, type BodyTimeouts } from './body-timeout.js';
 import type { InFlight } from './inflight.js';
 import type { BindTls } from './tls-contexts.js';
 
@@ -33,6 +33,8 @@ export interface ClientTimeouts {
   readonly requestHeadersMs: number;
   /** Time without a byte of the request body before the request gets 408. */
   readonly requestBodyIdleMs: number;
+  /** Time to receive the whole request body, from the end of the headers (408 past it). */
+  readonly requestBodyMs: number;
   /** How long an idle keep-alive connection stays open. */
   readonly keepAliveMs: number;
 }
@@ -42,6 +44,25 @@ export interface DataPlaneContext extends PipelineDeps {
   readonly log: Logger;
   readonly inflight: Map<number, InFlight>;
   readonly clientTimeouts: ClientTimeouts;
+  /** The body timeouts of clientTimeouts, in the shape the body watch reads. */
+  readonly bodyTimeouts: BodyTimeouts;
+  /** Client connections open at once on each bind (config.maxConnectionsPerBind). */
+  readonly maxConnectionsPerBind: number;
+}
+
+const BODY_TIMEOUTS = {
+  idle: { spec: ERRORS.requestBodyTimeout, refusal: 'body_idle', log: 'request body idle: no byte within the body idle timeout' },
+  deadline: { spec: ERRORS.requestBodyDeadline, refusal: 'body_deadline', log: 'request body deadline: the body did not arrive within config.requestBodyTimeout' },
+} as const;
+
+/** A client too slow with its body: answered 408 (when nothing was sent yet) and its connection closed. */
+function bodyTimedOut(dp: DataPlaneContext, entry: InFlight, req: IncomingMessage, res: ServerResponse, why: BodyTimeout): void {
+  const t = BODY_TIMEOUTS[why];
+  dp.log.debug({ url: entry.url }, t.log);
+  dp.metrics.countRefusal(t.refusal);
+  res.shouldKeepAlive = false;
+  if (!res.headersSent && !res.destroyed) sendError(res, t.spec, { connection: 'close' });
+  req.destroy();
 }
 
 let nextId = 1;
@@ -57,12 +78,7 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
   const entry: InFlight = { id, method: req.method ?? 'GET', url: req.url ?? '/', startedAt: Date.now(), stage: 'routing' };
   dp.inflight.set(id, entry);
   const ctx = new RequestContext(dp.current(), port, req, res, entry, dp);
-  watchBodyIdle(req, ctx.hasBody, dp.clientTimeouts.requestBodyIdleMs, () => {
-    dp.log.debug({ url: entry.url }, 'request body idle: no byte within the body idle timeout');
-    res.shouldKeepAlive = false;
-    if (!res.headersSent && !res.destroyed) sendError(res, ERRORS.requestBodyTimeout, { connection: 'close' });
-    req.destroy();
-  });
+  watchBody(req, ctx.hasBody, dp.bodyTimeouts, (why) => bodyTimedOut(dp, entry, req, res, why));
   try {
     await handleRequest(ctx);
     if (dp.log.isLevelEnabled('debug')) dp.log.debug({ route: ctx.routeName, status: ctx.status, error: ctx.error ?? undefined }, 'request done');
@@ -85,6 +101,7 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
     if (!res.headersSent && !res.destroyed) sendError(res, spec, failure?.headers);
     else res.destroy();
   } finally {
+    ctx.releaseBody();
     dp.metrics.countRequest(ctx.routeName ?? NO_ROUTE, ctx.status);
     dp.inflight.delete(id);
   }
@@ -160,6 +177,9 @@ export class DataPlaneServer {
         server.keepAliveTimeout = t.keepAliveMs;
         server.requestTimeout = 0;
         server.setTimeout(0);
+        // Beyond it node:net closes a new connection as soon as it is accepted ('drop').
+        server.maxConnections = ctx.maxConnectionsPerBind;
+        server.on('drop', () => ctx.metrics.countRefusal('connection_limit'));
         return server;
       },
       return503OnClosing: false,

@@ -2,7 +2,7 @@
 // pools. `apply()` swaps in a new snapshot atomically: it compiles first, opens any new
 // ports, then switches the pointer every new request reads, then closes ports no longer
 // configured. If any step before the switch fails, the previous config keeps serving.
-import type { BindIR, PolicyIR, ProxySnapshot } from '@tollgate/api';
+import { bufferedRequestBytes, DEFAULT_MAX_CONNECTIONS_PER_BIND, DEFAULT_REQUEST_BODY_TIMEOUT_MS, type BindIR, type PolicyIR, type ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
 import { EndpointTable } from '../upstream/endpoints.js';
@@ -18,6 +18,7 @@ import { MAX_LLM_BODY_BYTES } from '../llm/request-body.js';
 import { DEFAULT_PATH_SETTINGS, type PathSettings } from '../pipeline/request-target.js';
 import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext, type DrainTimes } from './data-plane.js';
 import { TlsContextCache } from './tls-contexts.js';
+import { BodyBudget } from './body-budget.js';
 import type { InFlight } from './inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
 
@@ -43,10 +44,14 @@ export interface RuntimeOptions {
   readonly maxSseLineBytes?: number;
   /** config.maxRequestBodyBytes. */
   readonly maxRequestBodyBytes?: number;
+  /** config.maxBufferedRequestBytes (default: bufferedRequestBytes of @tollgate/api). */
+  readonly maxBufferedRequestBytes?: number;
+  /** config.maxConnectionsPerBind. */
+  readonly maxConnectionsPerBind?: number;
 }
 
-/** config.requestHeadersTimeout, requestBodyIdleTimeout and keepAliveTimeout defaults. */
-export const DEFAULT_CLIENT_TIMEOUTS: ClientTimeouts = { requestHeadersMs: 10_000, requestBodyIdleMs: 30_000, keepAliveMs: 72_000 };
+/** config.requestHeadersTimeout, requestBodyIdleTimeout, requestBodyTimeout and keepAliveTimeout defaults. */
+export const DEFAULT_CLIENT_TIMEOUTS: ClientTimeouts = { requestHeadersMs: 10_000, requestBodyIdleMs: 30_000, requestBodyMs: DEFAULT_REQUEST_BODY_TIMEOUT_MS, keepAliveMs: 72_000 };
 
 const BODY_IDLE_TIMEOUT_MS = 300_000;
 
@@ -93,6 +98,12 @@ export class ProxyRuntime {
   get clientTimeouts(): ClientTimeouts {
     return this.#deps.clientTimeouts;
   }
+
+  /** The effective bounds on what clients may hold of the process (config_dump shows them). */
+  get clientBounds(): { readonly maxRequestBodyBytes: number; readonly maxBufferedRequestBytes: number; readonly maxConnectionsPerBind: number } {
+    const d = this.#deps;
+    return { maxRequestBodyBytes: d.maxRequestBodyBytes, maxBufferedRequestBytes: d.bodyBudget.max, maxConnectionsPerBind: d.maxConnectionsPerBind };
+  }
   readonly startedAt = Date.now();
   loadedAt = 0;
 
@@ -100,7 +111,9 @@ export class ProxyRuntime {
     const clock = options.clock ?? systemClock;
     this.endpoints = new EndpointTable({ connectTimeoutMs: options.connectTimeoutMs, clock });
     this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING };
-    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels });
+    const maxRequestBodyBytes = options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES;
+    const bodyBudget = new BodyBudget(options.maxBufferedRequestBytes ?? bufferedRequestBytes({ maxRequestBodyBytes }));
+    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels, bufferedRequestBytes: () => bodyBudget.used });
     this.limiters = new LimiterStore(clock);
     const log = options.rateLimitLog ?? options.log;
     this.#makeGlobal = (ir) => {
@@ -109,6 +122,7 @@ export class ProxyRuntime {
       return this.#global.compile(ir, { log, clients: this.#global.pool });
     };
     this.traces = new TraceHub(this.traceEnv, options.maxTraceSessions);
+    const clientTimeouts = options.clientTimeouts ?? DEFAULT_CLIENT_TIMEOUTS;
     this.#deps = {
       current: () => this.current,
       log: options.log,
@@ -119,10 +133,13 @@ export class ProxyRuntime {
       mirrorSignal: this.#mirrors.signal,
       defaultBackendTimeoutMs: options.backendRequestTimeoutMs,
       bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
-      clientTimeouts: options.clientTimeouts ?? DEFAULT_CLIENT_TIMEOUTS,
+      clientTimeouts,
+      bodyTimeouts: { idleMs: clientTimeouts.requestBodyIdleMs, deadlineMs: clientTimeouts.requestBodyMs },
+      maxConnectionsPerBind: options.maxConnectionsPerBind ?? DEFAULT_MAX_CONNECTIONS_PER_BIND,
       paths: options.paths ?? DEFAULT_PATH_SETTINGS,
       maxSseEventBytes: options.maxSseLineBytes ?? DEFAULT_MAX_LINE_BYTES,
-      maxRequestBodyBytes: options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES,
+      maxRequestBodyBytes,
+      bodyBudget,
     };
     this.traces.owner = this.#deps;
   }

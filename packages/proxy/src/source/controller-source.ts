@@ -11,11 +11,14 @@
 // (the `tollgate-ca` ConfigMap mounted into the pod) and name the host dialled, and every
 // stream carries the pod's projected ServiceAccount token as `authorization: Bearer` metadata.
 // Both files are read again on every connect: kubelet rotates the token and updates the
-// mounted ConfigMap in place, so a proxy follows a new token or CA without restarting.
+// mounted ConfigMap in place, so a proxy follows a new token or CA without restarting. The
+// controller ends a stream at its maximum age and when the token it was opened with expires
+// (a `tollgate-reconnect` trailer says so): the proxy then reconnects at once with the token it
+// holds now, serving throughout, and is sent nothing unless its version is no longer current.
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { DeltaMismatchError, SnapshotDecoder } from '@tollgate/api';
-import { SNAPSHOT_SERVICE, SNAPSHOT_STREAM_PATH, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
+import { RECONNECT_TRAILER, SNAPSHOT_SERVICE, SNAPSHOT_STREAM_PATH, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
 import type { Logger } from 'pino';
 import type { SnapshotSink, SnapshotSource, SnapshotSourceState } from './snapshot-source.js';
 
@@ -200,14 +203,14 @@ export class ControllerSnapshotSource implements SnapshotSource {
     );
     this.#call = call;
     let ended = false;
-    const end = (reason: string) => {
+    const end = (reason: string, planned = false) => {
       if (ended) return;
       ended = true;
       if (this.#call === call) this.#call = null;
       if (this.#state === 'stopped') return;
       this.#state = 'disconnected';
       this.#lastDisconnect = { at: new Date().toISOString(), reason };
-      this.#schedule(reason);
+      this.#schedule(reason, planned);
     };
     // The controller sends its headers once it has accepted the hello.
     call.on('metadata', () => {
@@ -219,12 +222,20 @@ export class ControllerSnapshotSource implements SnapshotSource {
     call.on('data', (push: SnapshotPush) => {
       this.#queue = this.#queue.then(() => this.#apply(call, push));
     });
-    call.on('error', (err: grpc.ServiceError) => end(this.#reason(err)));
+    call.on('error', (err: grpc.ServiceError) => end(this.#reason(err), (err.metadata?.get(RECONNECT_TRAILER).length ?? 0) > 0));
     call.on('end', () => end('the controller ended the stream'));
     call.write({ hello: { gateway: this.#o.gateway, pod: this.#o.pod, podNamespace: this.#o.podNamespace, version: this.#version ?? '', deltas: true } });
   }
 
-  #schedule(reason: string): void {
+  #schedule(reason: string, planned = false): void {
+    if (planned) {
+      this.#o.log.info({ reason, version: this.#version }, `the controller ended the snapshot stream (${reason}); serving ${this.#version ?? 'nothing'} and reconnecting now`);
+      this.#timer = setTimeout(() => {
+        this.#timer = null;
+        this.#connect();
+      }, 0);
+      return;
+    }
     const initial = this.#o.initialBackoffMs ?? 250;
     const max = this.#o.maxBackoffMs ?? 10_000;
     const cap = Math.min(max, initial * 2 ** Math.min(this.#attempt, 20));

@@ -21,7 +21,10 @@ export interface StreamTls {
   close(): void;
 }
 
-export function streamTls(gateway: string, token = 'token-of-the-proxy'): StreamTls {
+/** `tokens`: what the authenticator accepts; the first is written to the token file. */
+export function streamTls(gateway: string, tokens: string | readonly string[] = 'token-of-the-proxy'): StreamTls {
+  const accepted = typeof tokens === 'string' ? [tokens] : tokens;
+  const token = accepted[0]!;
   const { ca } = CertificateAuthority.create();
   const serving = new ServingCertificates(ca, { dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] }, pino({ level: 'silent' }));
   const dir = mkdtempSync(join(tmpdir(), 'tg-stream-tls-'));
@@ -31,7 +34,7 @@ export function streamTls(gateway: string, token = 'token-of-the-proxy'): Stream
   const auth: StreamAuthenticator = {
     check: async (t, g): Promise<AuthDecision> => {
       checks.push({ token: t, gateway: g });
-      if (t !== token) return { ok: false, code: grpc.status.UNAUTHENTICATED, result: 'unauthenticated', message: 'unknown token' };
+      if (t === undefined || !accepted.includes(t)) return { ok: false, code: grpc.status.UNAUTHENTICATED, result: 'unauthenticated', message: 'unknown token' };
       if (g !== gateway) return { ok: false, code: grpc.status.PERMISSION_DENIED, result: 'permission_denied', message: `not the proxy of ${g}` };
       return { ok: true, serviceAccount: { namespace: gateway.split('/')[0]!, name: 'proxy' } };
     },

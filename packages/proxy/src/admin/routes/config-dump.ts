@@ -12,7 +12,14 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
     // Cluster mode before the first snapshot: nothing to dump but the stream's state.
     if (!rt.hasConfig) return reply.code(503).type('application/json; charset=utf-8').send(JSON.stringify({ error: 'no config loaded yet', delivery }, null, 2));
     const t = rt.clientTimeouts;
-    const settings = { requestHeadersTimeoutMs: t.requestHeadersMs, requestBodyIdleTimeoutMs: t.requestBodyIdleMs, keepAliveTimeoutMs: t.keepAliveMs, maxTraceSessions: rt.traces.maxArmed };
+    const settings = {
+      requestHeadersTimeoutMs: t.requestHeadersMs,
+      requestBodyIdleTimeoutMs: t.requestBodyIdleMs,
+      requestBodyTimeoutMs: t.requestBodyMs,
+      keepAliveTimeoutMs: t.keepAliveMs,
+      ...rt.clientBounds,
+      maxTraceSessions: rt.traces.maxArmed,
+    };
     return reply.type('application/json; charset=utf-8').send(JSON.stringify({ ...configDump(rt.current.ir, rt.loadedAt, rt.endpoints, settings), delivery }, null, 2));
   });
 }

@@ -32,7 +32,19 @@ export interface LocalHold {
   refund(): void;
   /** `tokens`: the usage to charge, or null when the response is not charged (not 2xx, failed). */
   settle(tokens: number | null): void;
+  /**
+   * A hold for a copy of the request (a mirror): the same token reservation again in each
+   * window, no request token (the copy was not admitted on its own). Settled by the copy.
+   */
+  copy(): LocalHold;
 }
+
+/** What a copy holds in a limiter without tokens entries: nothing. */
+const NOTHING_HELD: LocalHold = {
+  refund() {},
+  settle() {},
+  copy: () => NOTHING_HELD,
+};
 
 /** The hold of a limiter without tokens entries: no per-request state, one per limiter. */
 class RequestsHold implements LocalHold {
@@ -47,12 +59,16 @@ class RequestsHold implements LocalHold {
   }
 
   settle(): void {}
+
+  copy(): LocalHold {
+    return NOTHING_HELD;
+  }
 }
 
 /** The hold of a limiter with tokens entries: the reservation and the windows it is in. */
 class TokensHold implements LocalHold {
   constructor(
-    private readonly requests: RequestsHold,
+    private readonly requests: LocalHold,
     private readonly windows: readonly TokenWindow[],
     private readonly amount: number,
     /** Per window, the start of the window the reservation was made in. */
@@ -72,6 +88,11 @@ class TokensHold implements LocalHold {
       if (tokens === null) this.windows[i]!.release(this.amount, this.reservedIn[i]!, now);
       else this.windows[i]!.settle(this.amount, this.reservedIn[i]!, tokens, now);
     }
+  }
+
+  copy(): LocalHold {
+    const now = this.clock();
+    return new TokensHold(NOTHING_HELD, this.windows, this.amount, this.windows.map((w) => w.reserve(this.amount, now)), this.clock);
   }
 }
 

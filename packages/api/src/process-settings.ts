@@ -1,0 +1,76 @@
+// Defaults and cross-field rules of the process settings (`config.*` of a standalone config),
+// where they depend on each other: one place, so the config check, the proxy and its
+// config_dump agree. Cluster mode has no config file: the settings the cluster's parameters
+// give the proxy (PROXY_PROCESS_PARAMETERS) reach it as one JSON object, checked here too.
+import { compile } from './ajv.js';
+import { ProcessConfig } from './schema/standalone-config.js';
+import { joinPath, ValidationError, type Problem } from './validation-error.js';
+
+/** config.maxRequestBodyBytes default. */
+export const DEFAULT_MAX_REQUEST_BODY_BYTES = 8 * 1024 * 1024;
+/**
+ * config.maxBufferedRequestBytes default: eight bodies of the largest size, a few hundred MiB
+ * of memory at most once parsed (the body, its decoded text and its parse) within the chart's
+ * 512Mi proxy limit.
+ */
+export const DEFAULT_MAX_BUFFERED_REQUEST_BYTES = 64 * 1024 * 1024;
+/** config.requestBodyTimeout default, in milliseconds. */
+export const DEFAULT_REQUEST_BODY_TIMEOUT_MS = 60_000;
+/** config.maxConnectionsPerBind default. */
+export const DEFAULT_MAX_CONNECTIONS_PER_BIND = 4096;
+
+/** The process-wide budget of buffered request-body bytes, defaults applied. */
+export function bufferedRequestBytes(cfg: Pick<ProcessConfig, 'maxBufferedRequestBytes' | 'maxRequestBodyBytes'>): number {
+  return cfg.maxBufferedRequestBytes ?? Math.max(DEFAULT_MAX_BUFFERED_REQUEST_BYTES, cfg.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES);
+}
+
+/** Rules between settings the schema cannot express; `path` is where the settings are (`config`). */
+export function checkProcessConfig(cfg: ProcessConfig | undefined, path: string, out: Problem[]): void {
+  const budget = cfg?.maxBufferedRequestBytes;
+  const body = cfg?.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
+  if (budget !== undefined && budget < body) {
+    out.push({
+      path: joinPath(path, 'maxBufferedRequestBytes'),
+      message: `got ${budget}; it must be at least maxRequestBodyBytes (${body}${cfg?.maxRequestBodyBytes === undefined ? ', its default' : ''}), or a body of the largest size a metered route reads could never be held: raise it or lower maxRequestBodyBytes`,
+    });
+  }
+}
+
+/**
+ * The process settings a Gateway's parameters may give its proxies in cluster mode: the bounds
+ * on what clients may take of a proxy (docs/security.md). Addresses and the log level are the
+ * deployer's (its probes and port-forwards rely on them).
+ */
+export const PROXY_PROCESS_PARAMETERS = [
+  'requestHeadersTimeout',
+  'requestBodyIdleTimeout',
+  'requestBodyTimeout',
+  'keepAliveTimeout',
+  'maxRequestBodyBytes',
+  'maxBufferedRequestBytes',
+  'maxConnectionsPerBind',
+  'maxSseLineBytes',
+  'maxTraceSessions',
+  'maxModelLabels',
+] as const satisfies readonly (keyof ProcessConfig)[];
+
+/** Which of them are integers (the others are durations). */
+export const INTEGER_PROCESS_PARAMETERS: ReadonlySet<string> = new Set(['maxRequestBodyBytes', 'maxBufferedRequestBytes', 'maxConnectionsPerBind', 'maxSseLineBytes', 'maxTraceSessions', 'maxModelLabels']);
+
+const validateProcessSchema = compile(ProcessConfig);
+
+/** Problems of a settings object; paths are relative to it (`maxConnectionsPerBind: ...`). */
+export function processSettingsProblems(value: unknown): Problem[] {
+  const result = validateProcessSchema(value);
+  if (!result.ok) return result.problems;
+  const out: Problem[] = [];
+  checkProcessConfig(result.value, '', out);
+  return out;
+}
+
+/** Process settings given as one value (cluster mode), checked as `config:` of a file is; `subject` names where they came from. */
+export function validateProcessSettings(value: unknown, subject: string): ProcessConfig {
+  const problems = processSettingsProblems(value);
+  if (problems.length) throw new ValidationError(subject, problems);
+  return value as ProcessConfig;
+}
