@@ -3,7 +3,8 @@
 // reconciles); /metrics is read over HTTP. Also: a kubeconfig with the chart ServiceAccount's
 // token, and kubectl watches that resolve when an object reaches a state.
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Cluster } from './lib/cluster.js';
 import { run } from './lib/exec.js';
@@ -31,6 +32,19 @@ export async function serviceAccountKubeconfig(cluster: Cluster, namespace: stri
   };
   writeFileSync(file, JSON.stringify(config, null, 2), { mode: 0o600 });
   return file;
+}
+
+/**
+ * The chart installed with helm in tollgate-system (CRDs, RBAC, GatewayClass) and the
+ * controller binary started out of cluster with the chart ServiceAccount's token, so the
+ * chart's RBAC is what a suite exercises; resolves once every watched kind has synced.
+ */
+export async function startChartController(cluster: Cluster, helmArgs: string[] = []): Promise<ControllerProcess> {
+  await run(cluster.tools.helm, ['install', 'tollgate', join(REPO_ROOT, 'charts/tollgate'), '-n', 'tollgate-system', '--create-namespace', ...helmArgs], { env: cluster.env });
+  const kubeconfig = await serviceAccountKubeconfig(cluster, 'tollgate-system', 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-ctl-')), 'kubeconfig'));
+  const controller = await ControllerProcess.start('controller', cluster, kubeconfig);
+  await controller.synced();
+  return controller;
 }
 
 export class ControllerProcess extends LoggedProcess {

@@ -52,10 +52,11 @@ export const PROXY_PROCESS_PARAMETERS = [
   'maxSseLineBytes',
   'maxTraceSessions',
   'maxModelLabels',
+  'maxTokensChargedPerResponse',
 ] as const satisfies readonly (keyof ProcessConfig)[];
 
 /** Which of them are integers (the others are durations). */
-export const INTEGER_PROCESS_PARAMETERS: ReadonlySet<string> = new Set(['maxRequestBodyBytes', 'maxBufferedRequestBytes', 'maxConnectionsPerBind', 'maxSseLineBytes', 'maxTraceSessions', 'maxModelLabels']);
+export const INTEGER_PROCESS_PARAMETERS: ReadonlySet<string> = new Set(['maxRequestBodyBytes', 'maxBufferedRequestBytes', 'maxConnectionsPerBind', 'maxSseLineBytes', 'maxTraceSessions', 'maxModelLabels', 'maxTokensChargedPerResponse']);
 
 const validateProcessSchema = compile(ProcessConfig);
 

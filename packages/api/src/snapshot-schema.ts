@@ -3,7 +3,7 @@
 // travels as `{ "secret": "<value>" }` (the in-memory Secret serialises as "[redacted]").
 // A compile-time check at the end keeps this schema and the IR types from drifting apart.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { RATE_LIMIT_UNITS } from './schema/traffic-policy.js';
+import { MAX_SENT_DOMAIN_LENGTH, RATE_LIMIT_UNITS } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
 import type { ProxySnapshot } from './snapshot.js';
 
@@ -123,7 +123,7 @@ const LocalRateLimit = Type.Union([
 const GlobalRateLimit = Obj(
   {
     service: NonEmpty('`<host>:<port>` of the rate limit service.', 400),
-    domain: NonEmpty('Domain.', 253),
+    domain: NonEmpty('Domain as sent: a GatewayPolicy\'s is prefixed with its namespace.', MAX_SENT_DOMAIN_LENGTH),
     descriptors: Type.Array(
       Obj(
         {

@@ -5,14 +5,11 @@
 // proxy's config dump on the way.
 import { X509Certificate } from 'node:crypto';
 import { connect } from 'node:tls';
-import { SnapshotStore, SnapshotStreamServer, StreamMetrics, translate, type Gateway, type GatewayClass, type Resources } from '@tollgate/controller';
-import { issueTestCertificate, until, type TestCertificate } from '@tollgate/testkit';
-import pino from 'pino';
-import { Registry } from 'prom-client';
+import { translate, type Gateway, type GatewayClass, type Resources } from '@tollgate/controller';
+import { issueTestCertificate, type TestCertificate } from '@tollgate/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startClusterProxy } from '../src/process/cluster.js';
-import { LogSink, onFreePort, send } from './helpers.js';
-import { streamTls } from './support/stream-tls.js';
+import { onFreePort, send } from './helpers.js';
+import { startStreamedProxy } from './support/streamed-proxy.js';
 
 const GATEWAY = 'edge/public';
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -56,27 +53,8 @@ function handshake(port: number, servername: string): Promise<{ fingerprint: str
 
 describe('HTTPS listener in cluster mode', () => {
   it('serves the certificate of the Secret, and the renewed one once the Secret changes', async () => {
-    const store = new SnapshotStore();
-    // The stream as deployed: TLS from the controller's CA, the proxy's token checked.
-    const streamSecurity = streamTls(GATEWAY);
-    cleanups.push(() => streamSecurity.close());
-    const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port: 0 }, security: streamSecurity.server, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
-    await server.start();
-    cleanups.push(() => server.stop());
-    const proxy = await startClusterProxy({
-      controller: `127.0.0.1:${server.port}`,
-      security: streamSecurity.proxy,
-      gateway: GATEWAY,
-      pod: 'proxy-0',
-      podNamespace: 'edge',
-      adminAddr: '127.0.0.1:0',
-      metricsAddr: '127.0.0.1:0',
-      readinessAddr: '127.0.0.1:0',
-      initialBackoffMs: 20,
-      maxBackoffMs: 200,
-      logDestination: new LogSink(),
-    });
-    cleanups.push(() => proxy.close());
+    const { proxy, server, offer, close } = await startStreamedProxy(GATEWAY);
+    cleanups.push(close);
     const acked = () => server.proxies().get(GATEWAY)?.[0]?.ackedVersion ?? null;
 
     const first = issueTestCertificate({ commonName: 'api.example.com', names: ['api.example.com'] });
@@ -84,10 +62,7 @@ describe('HTTPS listener in cluster mode', () => {
     // meantime, it is offered again on another.
     const { port, v1 } = await onFreePort(async (port) => {
       const v1 = translate(resources(port, first), { controllerName: 'tollgate.dev/gateway-controller' }).snapshots.get(GATEWAY)!;
-      store.offer(new Map([[GATEWAY, v1]]));
-      const nack = () => server.proxies().get(GATEWAY)?.[0]?.lastNack;
-      await until(() => acked() === v1.version || nack()?.version === v1.version, { what: `an ACK or NACK of ${v1.version}` });
-      if (acked() !== v1.version) throw new Error(nack()?.error ?? 'NACKed');
+      await offer(v1);
       return { port, v1 };
     });
     const a = await handshake(port, 'api.example.com');
@@ -103,8 +78,8 @@ describe('HTTPS listener in cluster mode', () => {
     const renewed = issueTestCertificate({ commonName: 'api.example.com', names: ['api.example.com'] });
     const v2 = translate(resources(port, renewed), { controllerName: 'tollgate.dev/gateway-controller' }).snapshots.get(GATEWAY)!;
     expect(v2.version).not.toBe(v1.version);
-    store.offer(new Map([[GATEWAY, v2]]));
-    await expect.poll(acked).toBe(v2.version);
+    await offer(v2);
+    expect(acked()).toBe(v2.version);
     expect((await handshake(port, 'api.example.com')).fingerprint).toBe(new X509Certificate(renewed.cert).fingerprint256);
   });
 });

@@ -1,6 +1,6 @@
 // Status of a GatewayPolicy, in the shape Gateway API policies use (GEP-713 PolicyStatus):
 // one entry per ancestor (the Gateway a targeted route or gateway belongs to), each with the
-// conditions the controller of that ancestor reports (Accepted, Attached).
+// conditions the controller of that ancestor reports (Accepted, Attached, ServicesAvailable).
 import { Type, type Static } from '@sinclair/typebox';
 import { Enum } from '../schema/common.js';
 
@@ -32,7 +32,8 @@ export const PolicyCondition = Type.Object(
       minLength: 1,
       maxLength: 316,
       pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
-      description: "Type of the condition: Accepted (the policy is valid and its target exists) or Attached (the target hangs on this ancestor Gateway, so the policy is part of that Gateway's configuration; whether the Gateway's proxies apply it is the Gateway's Programmed condition).",
+      description:
+        "Type of the condition: Accepted (the policy is valid and its target exists), Attached (the target hangs on this ancestor Gateway, so the policy is part of that Gateway's configuration; whether the Gateway's proxies apply it is the Gateway's Programmed condition) or ServicesAvailable (the Services the policy sends to, such as its rate limit service, have ready endpoints; only on accepted policies that name one).",
     }),
     status: Enum(['True', 'False', 'Unknown'], 'Status of the condition: True, False or Unknown.'),
     reason: Type.String({
@@ -63,7 +64,7 @@ export const PolicyAncestorStatus = Type.Object(
     conditions: Type.Array(PolicyCondition, {
       minItems: 1,
       maxItems: MAX_POLICY_CONDITIONS,
-      description: 'Conditions of the policy for this ancestor (Accepted, Attached).',
+      description: 'Conditions of the policy for this ancestor (Accepted, Attached, ServicesAvailable).',
     }),
   },
   { additionalProperties: false, description: 'Status of the policy for one ancestor.' },

@@ -145,6 +145,14 @@ export const ProcessConfig = Type.Object(
     maxConnectionsPerBind: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Client connections open at once on each bind (port); a connection beyond it is closed as soon as it is accepted. Default 4096.' }),
     ),
+    maxTokensChargedPerResponse: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 4_294_967_295,
+        description:
+          'Most LLM tokens one response is charged to token limits (local tokens entries and global Tokens descriptors); a backend reporting more is charged this much and logged. Bounds what one backend can take of a budget other routes share. Default 2000000.',
+      }),
+    ),
     maxTraceSessions: Type.Optional(PositiveInt('Trace sessions that may wait for a request at once; beyond it GET /debug/trace answers 429. Default 32.', 1024)),
     maxModelLabels: Type.Optional(
       Type.Integer({

@@ -13,6 +13,9 @@ export const UNIT_SECONDS: Record<RateLimitUnit, number> = { Seconds: 1, Minutes
 
 export const MAX_LOCAL_LIMITS = 16;
 export const MAX_DESCRIPTORS = 16;
+export const MAX_DOMAIN_LENGTH = 253;
+/** The domain a GatewayPolicy's global limit sends: `<namespace>/<domain>` (a namespace is at most 63 characters). */
+export const MAX_SENT_DOMAIN_LENGTH = 63 + 1 + MAX_DOMAIN_LENGTH;
 
 export const LocalRateLimit = Type.Object(
   {
@@ -56,16 +59,38 @@ export const GlobalDescriptor = Type.Object(
 
 export const BackendRef = Type.Object(
   {
+    group: Type.Optional(
+      Type.String({
+        maxLength: 253,
+        pattern: '^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+        description: 'API group of the referent; default "" (the core group of Service).',
+        expected: 'an API group name, or "" for the core group',
+      }),
+    ),
+    kind: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 63,
+        pattern: '^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$',
+        description: 'Kind of the referent; default Service (the only kind supported).',
+        expected: 'a kind name such as Service',
+      }),
+    ),
     name: Type.String({ minLength: 1, maxLength: 253, description: 'Name of the Service.' }),
-    namespace: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'Namespace of the Service; default the policy namespace.' })),
+    namespace: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 63, description: 'Namespace of the Service; default the policy namespace. Another namespace needs a ReferenceGrant there that allows GatewayPolicies of the policy namespace.' }),
+    ),
     port: Type.Integer({ minimum: 1, maximum: 65535, description: 'Port of the Service.' }),
   },
-  { additionalProperties: false, description: 'A Kubernetes Service.' },
+  {
+    additionalProperties: false,
+    description: 'An object of the cluster that serves the target: a Service (not of type ExternalName). In a cluster this is the only way a policy names an outbound target.',
+  },
 );
 
 export const RateLimitService = Type.Object(
   {
-    host: Type.Optional(HostPort('Address of the rate limit service (standalone).')),
+    host: Type.Optional(HostPort('Address of the rate limit service; standalone config only (a GatewayPolicy with host is not accepted: use backendRef).')),
     backendRef: Type.Optional(BackendRef),
   },
   {
@@ -78,7 +103,12 @@ export const RateLimitService = Type.Object(
 export const GlobalRateLimit = Type.Object(
   {
     service: RateLimitService,
-    domain: Type.String({ minLength: 1, maxLength: 253, description: 'Rate limit service domain.' }),
+    domain: Type.String({
+      minLength: 1,
+      maxLength: MAX_DOMAIN_LENGTH,
+      description:
+        'Rate limit service domain. From a GatewayPolicy it is sent as <policy namespace>/<domain>, so policies of different namespaces never share limits or counters; from a standalone config, as written.',
+    }),
     descriptors: Type.Array(GlobalDescriptor, { minItems: 1, maxItems: MAX_DESCRIPTORS, description: 'Descriptors sent with each request.' }),
     failureMode: Type.Optional(
       Enum(['FailOpen', 'FailClosed'], 'When the service cannot be reached or times out: FailOpen (the default) lets the request through; FailClosed rejects it.'),

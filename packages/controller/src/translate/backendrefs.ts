@@ -36,6 +36,11 @@ export function readyEndpoints(slices: readonly V1EndpointSlice[], port: V1Servi
   return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : a.port - b.port));
 }
 
+/** The ready endpoints of a Service port, computed once per translation for every reference to it. */
+export function serviceEndpoints(ctx: Context, namespace: string, name: string, port: V1ServicePort): EndpointIR[] {
+  return ctx.memo(`endpoints/${namespace}/${name}/${port.port}`, () => readyEndpoints(ctx.endpointSlices.get(`${namespace}/${name}`) ?? [], port));
+}
+
 function servicePort(svc: V1Service, port: number): V1ServicePort | undefined {
   return (svc.spec?.ports ?? []).find((p) => p.port === port);
 }
@@ -65,7 +70,7 @@ export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, p
   const port = servicePort(svc, ref.port);
   if (!port) return invalid('BackendNotFound', `Service ${namespace}/${ref.name} has no port ${ref.port}`);
   const filters = backendFilters(ref.filters);
-  const endpoints = ctx.memo(`endpoints/${namespace}/${ref.name}/${ref.port}`, () => readyEndpoints(ctx.endpointSlices.get(`${namespace}/${ref.name}`) ?? [], port));
+  const endpoints = serviceEndpoints(ctx, namespace, ref.name, port);
   return {
     ir: { kind: 'service', name: serviceHost(ref.name, namespace, ref.port), namespace, service: ref.name, port: ref.port, weight, endpoints, ...(filters.length ? { filters } : {}) },
     verdict: ok('ResolvedRefs', 'all references resolved'),

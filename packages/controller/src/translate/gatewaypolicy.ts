@@ -1,13 +1,17 @@
 // GatewayPolicy: validity, targets, conflicts between policies on one target, the PolicyIR of
 // each target, and status.ancestors (one entry per Gateway reached, or one for the target
 // itself when the policy reaches none).
+//
+// What a policy may reach beyond its target: outbound targets only through ./outbound.ts (a
+// backendRef, never a host), and limits and counters of its own namespace only: the domain
+// of a global limit is sent as `<policy namespace>/<domain>` (docs/rate-limiting.md).
 import { checkTrafficPolicy, MAX_POLICY_ANCESTORS, toPolicy, type PolicyIR, type PolicyTargetIR, type Problem } from '@tollgate/api';
-import { serviceHost } from './backendrefs.js';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { listenerLive, type GatewayState } from './gateway.js';
 import type { TranslatedRoute } from './httproute.js';
 import { byKey, compareAge, compareStrings, generationOf, keyOf } from './keys.js';
+import { resolveOutbound, type OutboundTarget } from './outbound.js';
 import { GATEWAY_GROUP, POLICY_GROUP, type GatewayPolicy, type PolicyTargetReference } from '../types/gateway-api.js';
 import type { GatewayPolicyStatusReport, PolicyAncestorReference, PolicyAncestorStatusReport } from './types.js';
 
@@ -23,6 +27,18 @@ interface Outcome {
   readonly ancestor: PolicyAncestorReference;
   readonly accepted: Verdict;
   readonly attached: Verdict;
+  /** ServicesAvailable, for an accepted policy with outbound targets; null otherwise. */
+  readonly available: Verdict | null;
+}
+
+/** An outbound target the policy resolved, with what its failure does to the target's requests. */
+interface PolicyOutbound {
+  /** What it is to the policy, e.g. `rate limit service`. */
+  readonly role: string;
+  readonly target: OutboundTarget;
+  readonly failureMode: 'FailOpen' | 'FailClosed';
+  /** What a request misses when the target fails open, e.g. `the global limit`. */
+  readonly openWithout: string;
 }
 
 interface Target {
@@ -67,8 +83,8 @@ function resolveTarget(ref: PolicyTargetReference, ns: string, ctx: Context, gat
   return { ...base, gateways: reached, found: ok('Accepted', 'accepted'), pending: reached.length ? null : notAttached };
 }
 
-/** Problems with the policy as written that the CRD's schema lets through. */
-function validate(p: GatewayPolicy, ctx: Context): { problems: Problem[]; service: string | null } {
+/** Problems with the policy as written that the CRD's schema lets through, and its resolved outbound targets. */
+function validate(p: GatewayPolicy, ctx: Context): { problems: Problem[]; outbound: PolicyOutbound[] } {
   const ns = p.metadata.namespace ?? '';
   const problems: Problem[] = [];
   checkTrafficPolicy(p.spec.traffic, 'spec.traffic', 'cluster', problems);
@@ -76,34 +92,57 @@ function validate(p: GatewayPolicy, ctx: Context): { problems: Problem[]; servic
     if (t.group !== GATEWAY_GROUP || (t.kind !== 'Gateway' && t.kind !== 'HTTPRoute'))
       problems.push({ path: `spec.targetRefs[${i}]`, message: `${t.group}/${t.kind} cannot be targeted; use group ${GATEWAY_GROUP} with kind Gateway or HTTPRoute` });
   });
-  const ref = p.spec.traffic?.rateLimit?.global?.service.backendRef;
-  let service: string | null = null;
-  if (ref) {
-    const path = 'spec.traffic.rateLimit.global.service.backendRef';
-    const svcNs = ref.namespace ?? ns;
-    const svc = ctx.services.get(`${svcNs}/${ref.name}`);
-    if (!ctx.grants.permits({ group: POLICY_GROUP, kind: 'GatewayPolicy', namespace: ns }, { group: '', kind: 'Service', namespace: svcNs, name: ref.name }))
-      problems.push({ path, message: `Service ${svcNs}/${ref.name} is in another namespace; a ReferenceGrant in ${svcNs} must allow GatewayPolicies of ${ns}` });
-    else if (!svc) problems.push({ path, message: `Service ${svcNs}/${ref.name} does not exist; create it or fix the name` });
-    else if (!(svc.spec?.ports ?? []).some((x) => x.port === ref.port)) problems.push({ path: `${path}.port`, message: `Service ${svcNs}/${ref.name} has no port ${ref.port}` });
-    else service = serviceHost(ref.name, svcNs, ref.port);
+  const outbound: PolicyOutbound[] = [];
+  const from = { group: POLICY_GROUP, kind: 'GatewayPolicy', namespace: ns };
+  const global = p.spec.traffic?.rateLimit?.global;
+  if (global) {
+    const r = resolveOutbound(global.service, 'spec.traffic.rateLimit.global.service', from, ctx);
+    if (r.ok) outbound.push({ role: 'rate limit service', target: r.target, failureMode: global.failureMode ?? 'FailOpen', openWithout: 'the global limit' });
+    else problems.push(r.problem);
   }
-  return { problems, service };
+  return { problems, outbound };
 }
 
 // One PolicyIR object per policy object and target while neither changes, so the route IR
 // objects holding it can be reused (see ./snapshot.ts).
 const policyCache = new WeakMap<GatewayPolicy, Map<string, PolicyIR | null>>();
 
-function policyIR(p: GatewayPolicy, target: PolicyTargetIR, key: string, service: string | null): PolicyIR | null {
-  const cacheKey = `${key}|${service ?? ''}`;
+function policyIR(p: GatewayPolicy, target: PolicyTargetIR, key: string, outbound: readonly PolicyOutbound[]): PolicyIR | null {
+  const service = outbound.find((o) => o.role === 'rate limit service')?.target.address ?? '';
+  const cacheKey = `${key}|${service}`;
   let byTarget = policyCache.get(p);
   if (byTarget?.has(cacheKey)) return byTarget.get(cacheKey)!;
-  const ir = toPolicy({ traffic: p.spec.traffic }, { kind: 'GatewayPolicy', namespace: p.metadata.namespace ?? '', name: p.metadata.name, target });
-  const out = ir?.remoteRateLimit && service ? { ...ir, remoteRateLimit: { ...ir.remoteRateLimit, service } } : ir;
+  const ns = p.metadata.namespace ?? '';
+  const ir = toPolicy({ traffic: p.spec.traffic }, { kind: 'GatewayPolicy', namespace: ns, name: p.metadata.name, target });
+  // The namespace scopes the domain: a policy cannot use, or spend, the limits and counters
+  // the rate limit service keeps for another namespace's domains (namespace names hold no "/").
+  const out = ir?.remoteRateLimit ? { ...ir, remoteRateLimit: { ...ir.remoteRateLimit, service, domain: `${ns}/${ir.remoteRateLimit.domain}` } } : ir;
   if (!byTarget) policyCache.set(p, (byTarget = new Map<string, PolicyIR | null>()));
   byTarget.set(cacheKey, out);
   return out;
+}
+
+/**
+ * ServicesAvailable: whether the Services the policy sends to have ready endpoints (read from
+ * their EndpointSlices), and what their absence does to the requests of `target`. A route's
+ * policy never holds the readiness of the Gateway's proxies; a Gateway's policy that fails
+ * closed does (docs/rate-limiting.md, "When the service cannot answer").
+ */
+function availability(outbound: readonly PolicyOutbound[], target: PolicyTargetIR): Verdict | null {
+  if (!outbound.length) return null;
+  const down = outbound.filter((o) => o.target.readyEndpoints === 0);
+  if (!down.length)
+    return ok('Available', outbound.map((o) => `${o.target.object} (the ${o.role}) has ${o.target.readyEndpoints} ready endpoint${o.target.readyEndpoints === 1 ? '' : 's'}`).join('; '));
+  const requests = `requests of ${targetName(target)}`;
+  const effect = (o: PolicyOutbound) => {
+    const now =
+      o.failureMode === 'FailClosed'
+        ? `${requests} are refused (500, failureMode FailClosed) until it has`
+        : `${requests} pass without ${o.openWithout} (failureMode FailOpen) until it has`;
+    if (target.kind === 'HTTPRoute') return `${now}; other routes and the readiness of the Gateway's proxies are not affected`;
+    return o.failureMode === 'FailClosed' ? `${now}, and new proxy replicas of the Gateway do not become ready before it answers` : now;
+  };
+  return fail('NoReadyEndpoints', down.map((o) => `${o.target.object} (the ${o.role}) has no ready endpoints: ${effect(o)}`).join('; '));
 }
 
 export interface PolicyResult {
@@ -119,10 +158,10 @@ export function translateGatewayPolicies(
 ): PolicyResult {
   const sorted = byKey(policies);
   const checked = sorted.map((p) => {
-    const { problems, service } = validate(p, ctx);
+    const { problems, outbound } = validate(p, ctx);
     const ns = p.metadata.namespace ?? '';
     const targets = p.spec.targetRefs.map((r) => resolveTarget(r, ns, ctx, gateways, routes)).filter((t): t is Target => t !== null);
-    return { policy: p, problems, service, targets };
+    return { policy: p, problems, outbound, targets };
   });
 
   // Conflicts: among valid policies on one existing target, the oldest wins.
@@ -150,7 +189,7 @@ export function translateGatewayPolicies(
       if (accepted.ok && winner && winner !== p)
         accepted = fail('Conflicted', `GatewayPolicy ${keyOf(winner.metadata)} also targets ${targetName(t.ref)} and is older (or first by namespace/name); only it applies`);
       if (accepted.ok && t.pending === null) {
-        const ir = policyIR(p, t.ref, t.key, c.service);
+        const ir = policyIR(p, t.ref, t.key, c.outbound);
         if (ir) applied.set(t.key, ir);
       }
       const attached = !accepted.ok
@@ -163,12 +202,14 @@ export function translateGatewayPolicies(
                 ? `in the configuration of this Gateway${t.ref.sectionName ? ` for listener ${t.ref.sectionName}` : ''}`
                 : `${targetName(t.ref)} is attached to this Gateway; the policy is in its configuration`,
             );
-      if (t.gateways.length) for (const g of t.gateways) outcomes.push({ ancestor: gatewayAncestor(g), accepted, attached });
+      const available = accepted.ok ? availability(c.outbound, t.ref) : null;
+      if (t.gateways.length) for (const g of t.gateways) outcomes.push({ ancestor: gatewayAncestor(g), accepted, attached, available });
       else
         outcomes.push({
           ancestor: { group: GATEWAY_GROUP, kind: t.ref.kind, namespace: t.ref.namespace, name: t.ref.name, ...(t.ref.sectionName ? { sectionName: t.ref.sectionName } : {}) },
           accepted,
           attached,
+          available,
         });
     }
     status.set(key, { namespace: p.metadata.namespace ?? '', name: p.metadata.name, generation: gen, ancestors: ancestors(outcomes, ctx.controllerName, gen) });
@@ -196,6 +237,10 @@ function ancestors(outcomes: readonly Outcome[], controllerName: string, gen: nu
     .map(([, o]) => ({
       ancestorRef: o.ancestor,
       controllerName,
-      conditions: [condition('Accepted', o.accepted.ok, o.accepted.reason, o.accepted.message, gen), condition('Attached', o.attached.ok, o.attached.reason, o.attached.message, gen)],
+      conditions: [
+        condition('Accepted', o.accepted.ok, o.accepted.reason, o.accepted.message, gen),
+        condition('Attached', o.attached.ok, o.attached.reason, o.attached.message, gen),
+        ...(o.available ? [condition('ServicesAvailable', o.available.ok, o.available.reason, o.available.message, gen)] : []),
+      ],
     }));
 }

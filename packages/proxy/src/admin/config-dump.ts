@@ -40,6 +40,7 @@ export interface DumpSettings {
   readonly maxBufferedRequestBytes: number;
   readonly maxConnectionsPerBind: number;
   readonly maxTraceSessions: number;
+  readonly maxTokensChargedPerResponse: number;
 }
 
 export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: EndpointTable, settings: DumpSettings) {

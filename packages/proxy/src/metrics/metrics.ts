@@ -174,6 +174,8 @@ export interface ProxyMetricsOptions {
   readonly maxModelLabels?: number;
   /** Request-body bytes held now, read when the registry is scraped. */
   readonly bufferedRequestBytes?: () => number;
+  /** The rate limit services of the config in force and whether each is connected now, read at each scrape. */
+  readonly rateLimitServices?: () => readonly { readonly address: string; readonly connected: boolean }[];
 }
 
 export class ProxyMetrics {
@@ -216,6 +218,19 @@ export class ProxyMetrics {
 
   constructor(options: ProxyMetricsOptions = {}) {
     this.#models = new ModelLabels(options.maxModelLabels ?? DEFAULT_MAX_MODEL_LABELS);
+    const services = options.rateLimitServices;
+    // One series per service the config names (the config bounds them); a service no config
+    // uses any more has no channel and so no series.
+    new Gauge({
+      name: 'tollgate_ratelimit_service_connected',
+      help: 'Whether the channel to a rate limit service the config uses is connected now (1) or not (0), by service address.',
+      labelNames: ['service'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const s of services?.() ?? []) this.set({ service: s.address }, s.connected ? 1 : 0);
+      },
+    });
     collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_process_' });
     const buffered = options.bufferedRequestBytes ?? (() => 0);
     new Gauge({

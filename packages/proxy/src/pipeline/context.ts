@@ -7,6 +7,7 @@ import type { TLSSocket } from 'node:tls';
 import type { PathMatchIR } from '@tollgate/api';
 import type { UpstreamTarget } from '../routing/backend-picker.js';
 import type { LlmRequest } from '../llm/request-body.js';
+import type { ChargeCap } from '../ratelimit/charge-cap.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';
 import type { Admissions } from '../ratelimit/policy.js';
 import type { CompiledListener, CompiledRoute, CompiledSnapshot } from '../routing/compile.js';
@@ -32,6 +33,8 @@ export interface PipelineDeps {
   readonly maxRequestBodyBytes: number;
   /** config.maxBufferedRequestBytes: the request-body bytes all requests may hold at once. */
   readonly bodyBudget: BodyBudget;
+  /** config.maxTokensChargedPerResponse: the most one response is charged to token limits. */
+  readonly chargeCap: ChargeCap;
 }
 
 export type HeaderMap = Record<string, string | string[] | undefined>;

@@ -115,6 +115,7 @@ function settleTokens(ctx: RequestContext, total: number, source: TokenSource): 
   const llm = ctx.llm;
   const route = ctx.route!.ir.name;
   if (llm?.unparsed) ctx.deps.rateLimitLog.debug({ route, reason: llm.unparsed }, 'LLM request body not parsed; tokens estimated');
-  ctx.admissions?.settle(total);
-  ctx.deps.metrics.countTokens(route, llm?.model ?? null, source, total);
+  const charged = ctx.deps.chargeCap.charge(total, route);
+  ctx.admissions?.settle(charged);
+  ctx.deps.metrics.countTokens(route, llm?.model ?? null, source, charged);
 }

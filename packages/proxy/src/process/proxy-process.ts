@@ -66,6 +66,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       maxRequestBodyBytes: settings.maxRequestBodyBytes,
       maxBufferedRequestBytes: bufferedRequestBytes(settings),
       maxConnectionsPerBind: settings.maxConnectionsPerBind,
+      maxTokensChargedPerResponse: settings.maxTokensChargedPerResponse,
       clientTimeouts: {
         requestHeadersMs: settings.requestHeadersTimeout ? parseDuration(settings.requestHeadersTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestHeadersMs,
         requestBodyIdleMs: settings.requestBodyIdleTimeout ? parseDuration(settings.requestBodyIdleTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyIdleMs,

@@ -2,15 +2,17 @@
 // pools. `apply()` swaps in a new snapshot atomically: it compiles first, opens any new
 // ports, then switches the pointer every new request reads, then closes ports no longer
 // configured. If any step before the switch fails, the previous config keeps serving.
-import { bufferedRequestBytes, DEFAULT_MAX_CONNECTIONS_PER_BIND, DEFAULT_REQUEST_BODY_TIMEOUT_MS, type BindIR, type PolicyIR, type ProxySnapshot } from '@tollgate/api';
+import { bufferedRequestBytes, DEFAULT_MAX_CONNECTIONS_PER_BIND, DEFAULT_REQUEST_BODY_TIMEOUT_MS, type BindIR, type ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
 import { EndpointTable } from '../upstream/endpoints.js';
 import { ProxyMetrics } from '../metrics/metrics.js';
 import { systemClock, type Clock } from '../ratelimit/clock.js';
 import { LimiterStore } from '../ratelimit/local/limiter.js';
+import { ChargeCap, DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE } from '../ratelimit/charge-cap.js';
 import type { GlobalFactory } from '../ratelimit/policy.js';
 import type { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
+import { serviceNeeds } from '../ratelimit/global/readiness.js';
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { DEFAULT_MAX_LINE_BYTES } from '@tollgate/kit';
@@ -48,6 +50,8 @@ export interface RuntimeOptions {
   readonly maxBufferedRequestBytes?: number;
   /** config.maxConnectionsPerBind. */
   readonly maxConnectionsPerBind?: number;
+  /** config.maxTokensChargedPerResponse. */
+  readonly maxTokensChargedPerResponse?: number;
 }
 
 /** config.requestHeadersTimeout, requestBodyIdleTimeout, requestBodyTimeout and keepAliveTimeout defaults. */
@@ -104,6 +108,11 @@ export class ProxyRuntime {
     const d = this.#deps;
     return { maxRequestBodyBytes: d.maxRequestBodyBytes, maxBufferedRequestBytes: d.bodyBudget.max, maxConnectionsPerBind: d.maxConnectionsPerBind };
   }
+
+  /** config.maxTokensChargedPerResponse in force (config_dump shows it). */
+  get maxTokensChargedPerResponse(): number {
+    return this.#deps.chargeCap.max;
+  }
   readonly startedAt = Date.now();
   loadedAt = 0;
 
@@ -113,7 +122,7 @@ export class ProxyRuntime {
     this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING };
     const maxRequestBodyBytes = options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES;
     const bodyBudget = new BodyBudget(options.maxBufferedRequestBytes ?? bufferedRequestBytes({ maxRequestBodyBytes }));
-    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels, bufferedRequestBytes: () => bodyBudget.used });
+    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels, bufferedRequestBytes: () => bodyBudget.used, rateLimitServices: () => this.rateLimitServices.states() });
     this.limiters = new LimiterStore(clock);
     const log = options.rateLimitLog ?? options.log;
     this.#makeGlobal = (ir) => {
@@ -140,6 +149,7 @@ export class ProxyRuntime {
       maxSseEventBytes: options.maxSseLineBytes ?? DEFAULT_MAX_LINE_BYTES,
       maxRequestBodyBytes,
       bodyBudget,
+      chargeCap: new ChargeCap(options.maxTokensChargedPerResponse ?? DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE, log, clock),
     };
     this.traces.owner = this.#deps;
   }
@@ -164,17 +174,7 @@ export class ProxyRuntime {
   }
 
   async apply(ir: ProxySnapshot): Promise<void> {
-    const services = new Map<string, 'FailOpen' | 'FailClosed'>();
-    const note = (p: PolicyIR | null) => {
-      const g = p?.remoteRateLimit;
-      if (g && services.get(g.service) !== 'FailClosed') services.set(g.service, g.failureMode);
-    };
-    for (const b of ir.binds) {
-      for (const l of b.listeners) {
-        note(l.policy);
-        for (const r of l.routes) note(r.policy);
-      }
-    }
+    const services = serviceNeeds(ir);
     if (services.size && !this.#global) {
       const m = await import('../ratelimit/global/index.js');
       this.#global ??= { compile: m.compileGlobalLimiter, pool: new m.RlsClientPool() };
@@ -292,9 +292,9 @@ export class ProxyRuntime {
 type GlobalCompiler = typeof compileGlobalLimiter;
 
 /** What the process and the config dump read of the rate limit service channels. */
-export type RateLimitServices = Pick<RlsClientPool, 'readiness' | 'addresses'>;
+export type RateLimitServices = Pick<RlsClientPool, 'readiness' | 'addresses' | 'states'>;
 
-const NO_RATE_LIMIT_SERVICES: RateLimitServices = { readiness: () => ({ ready: true, waiting: [] }), addresses: () => [] };
+const NO_RATE_LIMIT_SERVICES: RateLimitServices = { readiness: () => ({ ready: true, waiting: [] }), addresses: () => [], states: () => [] };
 
 function listenerSummary(ir: ProxySnapshot, port: number): string {
   const bind = ir.binds.find((b) => b.port === port);

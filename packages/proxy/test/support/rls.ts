@@ -187,6 +187,75 @@ function grpcHealthy(address: string): Promise<boolean> {
   }).finally(() => client.close());
 }
 
+/** A reply of Redis (RESP2): a string, an integer, null, or an array of those. */
+export type RedisReply = string | number | null | RedisReply[];
+
+/**
+ * One command to redis-server over RESP2, for tests that read what the rate limit service
+ * stored (its counters are keys `<domain>_<key>_<value>_..._<window start>`).
+ */
+export function redisCommand(port: number, ...args: string[]): Promise<RedisReply> {
+  return new Promise((resolve, reject) => {
+    const sock = createConnection({ host: '127.0.0.1', port });
+    let data = Buffer.alloc(0);
+    sock.setTimeout(5000, () => sock.destroy(new Error('redis: no reply within 5s')));
+    sock.once('error', reject);
+    sock.once('connect', () => sock.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`));
+    sock.on('data', (b: Buffer) => {
+      data = Buffer.concat([data, b]);
+      const parsed = parseReply(data, 0);
+      if (!parsed) return;
+      sock.destroy();
+      if (parsed.error) reject(new Error(`redis: ${parsed.error}`));
+      else resolve(parsed.value);
+    });
+  });
+}
+
+/** Parses one reply at `at`; null while incomplete. */
+function parseReply(buf: Buffer, at: number): { value: RedisReply; end: number; error?: string } | null {
+  const eol = buf.indexOf('\r\n', at);
+  if (eol < 0) return null;
+  const line = buf.toString('utf8', at + 1, eol);
+  switch (String.fromCharCode(buf[at]!)) {
+    case '+':
+      return { value: line, end: eol + 2 };
+    case '-':
+      return { value: null, end: eol + 2, error: line };
+    case ':':
+      return { value: Number(line), end: eol + 2 };
+    case '$': {
+      const n = Number(line);
+      if (n < 0) return { value: null, end: eol + 2 };
+      if (buf.length < eol + 2 + n + 2) return null;
+      return { value: buf.toString('utf8', eol + 2, eol + 2 + n), end: eol + 2 + n + 2 };
+    }
+    case '*': {
+      const n = Number(line);
+      if (n < 0) return { value: null, end: eol + 2 };
+      const out: RedisReply[] = [];
+      let end = eol + 2;
+      for (let i = 0; i < n; i++) {
+        const item = parseReply(buf, end);
+        if (!item) return null;
+        out.push(item.value);
+        end = item.end;
+      }
+      return { value: out, end };
+    }
+    default:
+      return { value: null, end: buf.length, error: `unexpected reply ${JSON.stringify(line)}` };
+  }
+}
+
+/** The counters the rate limit service keeps in Redis whose key starts with `prefix`, key -> count. */
+export async function counters(rls: RlsService, prefix: string): Promise<Record<string, number>> {
+  const keys = (await redisCommand(rls.redisPort, 'KEYS', `${prefix}*`)) as string[];
+  const out: Record<string, number> = {};
+  for (const k of keys.sort()) out[k] = Number(await redisCommand(rls.redisPort, 'GET', k));
+  return out;
+}
+
 export interface RlsOptions {
   /** One envoyproxy/ratelimit YAML config per domain (the file content; `domain:` must match). */
   readonly configs: Readonly<Record<string, string>>;

@@ -19,6 +19,7 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
       keepAliveTimeoutMs: t.keepAliveMs,
       ...rt.clientBounds,
       maxTraceSessions: rt.traces.maxArmed,
+      maxTokensChargedPerResponse: rt.maxTokensChargedPerResponse,
     };
     return reply.type('application/json; charset=utf-8').send(JSON.stringify({ ...configDump(rt.current.ir, rt.loadedAt, rt.endpoints, settings), delivery }, null, 2));
   });

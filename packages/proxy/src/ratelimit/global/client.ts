@@ -2,11 +2,13 @@
 // limiter (and every config generation) that names it, closed on shutdown. A channel connects
 // as soon as a config names its service (at start and on every snapshot change), never lazily
 // at the first call: a lazy connect makes the first call after start outlast its deadline
-// and fail open. It is kept connected (an idle channel reconnects at once), and the pool
-// reports readiness from it: the proxy is ready only when every service in use has answered.
-import type { GlobalRateLimitIR } from '@tollgate/api';
+// and fail open. It is kept connected (an idle channel reconnects at once). The pool reports
+// readiness from the channels of the services gateway-level policies use (what the Gateway's
+// owner configured); a service only route-level policies use never holds readiness, since a
+// tenant's route must not take the shared proxy out of service (docs/security.md).
 import * as grpc from '@grpc/grpc-js';
 import { decodeResponse, encodeRequest, SHOULD_RATE_LIMIT_PATH, type RlsRequest, type RlsResponse } from './proto.js';
+import type { ReadinessNeed } from './readiness.js';
 
 /** A failed ShouldRateLimit call: the service is unreachable, timed out or answered an error. */
 export class RlsCallError extends Error {
@@ -48,6 +50,7 @@ class GrpcRlsClient implements RlsClient {
   readonly #client: grpc.Client;
   #connected = false;
   #attempted = false;
+  #state: grpc.connectivityState = grpc.connectivityState.IDLE;
 
   constructor(readonly address: string) {
     this.#client = new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
@@ -62,10 +65,16 @@ class GrpcRlsClient implements RlsClient {
     return this.#attempted;
   }
 
+  /** The channel is connected now (the tollgate_ratelimit_service_connected gauge). */
+  get connectedNow(): boolean {
+    return this.#state === READY;
+  }
+
   /** Follows the channel's state for as long as it is open; an idle channel connects again. */
   #watch(): void {
     const channel = this.#client.getChannel();
     const state = channel.getConnectivityState(true);
+    this.#state = state;
     if (state === SHUTDOWN) return;
     if (state === READY) this.#connected = this.#attempted = true;
     else if (state === TRANSIENT_FAILURE) this.#attempted = true;
@@ -77,6 +86,10 @@ class GrpcRlsClient implements RlsClient {
     });
   }
 
+  // A call made while the channel is still connecting waits for the connection within its
+  // deadline (gRPC queues it); one made while the channel is down (TRANSIENT_FAILURE) fails at
+  // once. So the first requests of a route whose service readiness does not wait for (a
+  // route-level policy's) are decided by the service when it is up.
   shouldRateLimit(request: RlsRequest, timeoutMs: number): Promise<RlsResponse> {
     return new Promise((resolve, reject) => {
       this.#client.makeUnaryRequest(
@@ -100,19 +113,23 @@ class GrpcRlsClient implements RlsClient {
   }
 }
 
-type FailureMode = GlobalRateLimitIR['failureMode'];
-
 /** Whether the services in use have answered; `waiting` names those the proxy waits for. */
 export interface RlsReadiness {
   readonly ready: boolean;
   readonly waiting: readonly string[];
 }
 
+/** One service's channel as the metrics show it. */
+export interface RlsServiceState {
+  readonly address: string;
+  readonly connected: boolean;
+}
+
 /** One gRPC channel per service address, shared across config reloads; close() on shutdown. */
 export class RlsClientPool {
   readonly #clients = new Map<string, GrpcRlsClient>();
-  /** Services of the config in force, with the strictest failure mode of the limits using each. */
-  #inUse: ReadonlyMap<string, FailureMode> = new Map();
+  /** Services of the config in force, with what readiness waits for on each. */
+  #inUse: ReadonlyMap<string, ReadinessNeed> = new Map();
 
   get(address: string): RlsClient {
     let client = this.#clients.get(address);
@@ -128,13 +145,18 @@ export class RlsClientPool {
     return [...this.#clients.keys()];
   }
 
+  /** Whether each open channel is connected now. */
+  states(): RlsServiceState[] {
+    return [...this.#clients].map(([address, c]) => ({ address, connected: c.connectedNow }));
+  }
+
   /**
    * Records the services the config now in force uses, and closes the channels to services no
    * config uses any more (after a reload). A call still in flight on such a channel may fail;
-   * it is then handled by its failure mode. `inUse` maps each address to FailClosed when any
-   * limit using it fails closed, else FailOpen.
+   * it is then handled by its failure mode. `inUse` maps each address to what readiness waits
+   * for on it (./readiness.ts).
    */
-  retain(inUse: ReadonlyMap<string, FailureMode>): void {
+  retain(inUse: ReadonlyMap<string, ReadinessNeed>): void {
     this.#inUse = inUse;
     for (const [address, client] of this.#clients) {
       if (inUse.has(address)) continue;
@@ -144,18 +166,16 @@ export class RlsClientPool {
   }
 
   /**
-   * Readiness (the /healthz/ready endpoint): a service used by a FailClosed limit must have
-   * connected (every request would be refused otherwise); one used only by FailOpen limits
-   * needs its first connection attempt to have concluded, connected or failed, so the first
-   * requests do not race the connection, yet a service that is down does not keep the proxy
-   * out of service when the config says to serve without it. Once met for a channel, this
-   * stays met: later outages are the failure mode's business, not the orchestrator's.
+   * Readiness (the /healthz/ready endpoint), by the need of each service in use. Once met for
+   * a channel, this stays met: later outages are the failure mode's business, not the
+   * orchestrator's (taking every replica out of its Service at once helps nobody).
    */
   readiness(): RlsReadiness {
     const waiting: string[] = [];
-    for (const [address, mode] of this.#inUse) {
+    for (const [address, need] of this.#inUse) {
+      if (need === 'nothing') continue;
       const c = this.#clients.get(address);
-      if (!c || (mode === 'FailClosed' ? !c.connected : !c.attempted)) waiting.push(address);
+      if (!c || (need === 'answered' ? !c.connected : !c.attempted)) waiting.push(address);
     }
     return { ready: waiting.length === 0, waiting };
   }

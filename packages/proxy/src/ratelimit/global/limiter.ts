@@ -29,6 +29,7 @@ import {
 } from './headers.js';
 import type { RlsDescriptor, RlsResponse } from './proto.js';
 import { rateLimitHeaders, type LimitStatus } from '../headers.js';
+import { WarnThrottle } from '../warn-throttle.js';
 
 export type GlobalOutcome = 'ok' | 'overLimit' | 'failedOpen' | 'serviceError';
 
@@ -77,27 +78,6 @@ export interface GlobalLimiterDeps {
 
 const MAX_UINT32 = 0xffff_ffff;
 const noCommit = async (): Promise<void> => {};
-
-/** Warn at most once per interval per service address; count what was suppressed. */
-class WarnThrottle {
-  #last = -Infinity;
-  #suppressed = 0;
-  constructor(
-    private readonly intervalMs: number,
-    private readonly now: () => number,
-  ) {}
-  take(): { log: boolean; suppressed: number } {
-    const t = this.now();
-    if (t - this.#last >= this.intervalMs) {
-      this.#last = t;
-      const suppressed = this.#suppressed;
-      this.#suppressed = 0;
-      return { log: true, suppressed };
-    }
-    this.#suppressed++;
-    return { log: false, suppressed: 0 };
-  }
-}
 
 const throttles = new WeakMap<RlsClient, WarnThrottle>();
 
@@ -203,11 +183,13 @@ class RlsGlobalLimiter implements GlobalLimiter {
   #committer(tokens: readonly RlsDescriptor[]): (n: number) => Promise<void> {
     if (tokens.length === 0) return noCommit;
     return async (n: number) => {
-      const hits = Number.isFinite(n) ? Math.floor(n) : 0;
+      // The pipeline caps a response's charge (config.maxTokensChargedPerResponse, at most
+      // 2^32-1); bounded here again so no value can leave the uint32 of the request-wide field.
+      const hits = Number.isFinite(n) ? Math.min(Math.floor(n), MAX_UINT32) : 0;
       if (hits <= 0) return;
       const descriptors = tokens.map((d) => ({ entries: d.entries, hits_addend: { value: hits } }));
       try {
-        await this.#client.shouldRateLimit({ domain: this.ir.domain, descriptors, hits_addend: Math.min(hits, MAX_UINT32) }, this.ir.timeoutMs);
+        await this.#client.shouldRateLimit({ domain: this.ir.domain, descriptors, hits_addend: hits }, this.ir.timeoutMs);
       } catch (err) {
         const w = this.#throttle.take();
         const fields = { service: this.service, domain: this.ir.domain, tokens: hits, err: err instanceof Error ? err.message : String(err) };
