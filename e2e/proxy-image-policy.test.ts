@@ -5,23 +5,18 @@
 // image only under the allowed path; any other choice (annotation or its own parameters
 // ConfigMap, a look-alike path, a pod annotation loosening the security profile) refuses the
 // Gateway (Accepted False, InvalidParameters, naming the field) and never reaches a Deployment.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ControllerProcess, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
+import { installChart, startAsChart, type ControllerProcess, waitForObject } from './controller-process.js';
 import type { Condition } from './lib/conditions.js';
 import { run } from './lib/exec.js';
-import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
+import { SYSTEM_NAMESPACE as NS } from './lib/chart.js';
+import { e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
 
 const availability = e2eAvailability();
-const CHART = join(REPO_ROOT, 'charts/tollgate');
-const NS = 'tollgate-system';
 const APPS = 'tenant';
-const DEFAULT_IMAGE = 'registry.example.com/tollgate:e2e';
-const CLASS_IMAGE = 'registry.example.com/platform/tollgate:0.2.0';
-const CANARY = 'registry.example.com/canary/tollgate:0.3.0-rc.1';
+/** The controller's --proxy-image, the GatewayClass's parameter, a Gateway's allowed choice. */
+const [DEFAULT_IMAGE, CLASS_IMAGE, CANARY] = ['registry.example.com/tollgate:e2e', 'registry.example.com/platform/tollgate:0.2.0', 'registry.example.com/canary/tollgate:0.3.0-rc.1'] as const;
 
 interface GatewayObject {
   status?: { conditions?: Condition[] };
@@ -52,11 +47,8 @@ describe.skipIf(!availability.run)('the proxy image is the cluster admin’s (ku
   let controller: ControllerProcess;
 
   beforeAll(async () => {
-    await run(cluster.current.tools.helm, ['install', 'tollgate', CHART, '-n', NS, '--create-namespace'], { env: cluster.current.env });
-    await kubectl(['create', 'namespace', APPS]);
-    const kubeconfig = await serviceAccountKubeconfig(cluster.current, NS, 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-img-')), 'kubeconfig'));
-    controller = await ControllerProcess.start('controller-image-policy', cluster.current, kubeconfig, [`--proxy-image=${DEFAULT_IMAGE}`, '--gateway-proxy-images=registry.example.com/canary/']);
-    await controller.synced();
+    await installChart(cluster.current, [APPS]);
+    controller = await startAsChart(cluster.current, 'controller-image-policy', [`--proxy-image=${DEFAULT_IMAGE}`, '--gateway-proxy-images=registry.example.com/canary/']);
   }, 120_000);
 
   afterAll(async () => {

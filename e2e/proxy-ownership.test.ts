@@ -4,19 +4,14 @@
 // ConfigMap a tenant made in a Gateway's namespace, are left exactly as they are; the Gateway's
 // Programmed condition names the object and the fix; once the object is gone, Tollgate makes
 // its own.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ControllerProcess, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
+import { installChart, startAsChart, type ControllerProcess, waitForObject } from './controller-process.js';
 import { programmed, type GatewayStatus } from './lib/conditions.js';
 import { run } from './lib/exec.js';
-import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
+import { e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
 
 const availability = e2eAvailability();
-const CHART = join(REPO_ROOT, 'charts/tollgate');
-const NS = 'tollgate-system';
 const APPS = 'tenant';
 const OTHER = 'tenant-b';
 
@@ -51,15 +46,23 @@ describe.skipIf(!availability.run)('objects the controller did not make (kube-ap
       const c = programmed(g);
       return c !== undefined && predicate(c.message, c.reason);
     });
+  /**
+   * A Gateway applied where `resource` `name` already is someone else's: its Programmed is False
+   * (NoResources) naming the object, and the object is exactly as it was. Resolves to the message.
+   */
+  const blockedBy = async (resource: string, name: string, gateway_: { name: string; namespace: string }): Promise<string> => {
+    const before = await json<object>('get', resource, name, '-n', gateway_.namespace);
+    await kubectl(['apply', '-f', '-'], gateway(gateway_.name, gateway_.namespace));
+    const gw = await programmedWhere(gateway_.name, gateway_.namespace, (m, reason) => reason === 'NoResources' && m.includes(name));
+    expect(programmed(gw)).toMatchObject({ status: 'False', reason: 'NoResources' });
+    expect(await json<object>('get', resource, name, '-n', gateway_.namespace)).toEqual(before);
+    return programmed(gw)!.message;
+  };
   let controller: ControllerProcess;
 
   beforeAll(async () => {
-    await run(cluster.current.tools.helm, ['install', 'tollgate', CHART, '-n', NS, '--create-namespace'], { env: cluster.current.env });
-    await kubectl(['create', 'namespace', APPS]);
-    await kubectl(['create', 'namespace', OTHER]);
-    const kubeconfig = await serviceAccountKubeconfig(cluster.current, NS, 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-own-')), 'kubeconfig'));
-    controller = await ControllerProcess.start('controller-ownership', cluster.current, kubeconfig, ['--proxy-image=registry.example.com/tollgate:e2e']);
-    await controller.synced();
+    await installChart(cluster.current, [APPS, OTHER]);
+    controller = await startAsChart(cluster.current, 'controller-ownership', ['--proxy-image=registry.example.com/tollgate:e2e']);
   }, 120_000);
 
   afterAll(async () => {
@@ -68,14 +71,10 @@ describe.skipIf(!availability.run)('objects the controller did not make (kube-ap
 
   it('a Deployment of the proxies’ name that is not Tollgate’s is left alone; the Gateway says so until it is gone', async () => {
     await kubectl(['create', 'deployment', 'edge-tollgate', '-n', APPS, '--image=registry.example.com/their-app:1']);
-    const before = await json<DeploymentObject>('get', 'deployment', 'edge-tollgate', '-n', APPS);
-    await kubectl(['apply', '-f', '-'], gateway('edge', APPS));
-    const gw = await programmedWhere('edge', APPS, (m, reason) => reason === 'NoResources' && m.includes('edge-tollgate'));
-    expect(programmed(gw)).toMatchObject({ status: 'False', reason: 'NoResources' });
-    expect(programmed(gw)!.message).toContain(`Deployment ${APPS}/edge-tollgate exists and was not made by Tollgate for this Gateway`);
-    expect(programmed(gw)!.message).toContain(`kubectl delete deployment edge-tollgate -n ${APPS}`);
+    const message = await blockedBy('deployment', 'edge-tollgate', { name: 'edge', namespace: APPS });
+    expect(message).toContain(`Deployment ${APPS}/edge-tollgate exists and was not made by Tollgate for this Gateway`);
+    expect(message).toContain(`kubectl delete deployment edge-tollgate -n ${APPS}`);
     const after = await json<DeploymentObject>('get', 'deployment', 'edge-tollgate', '-n', APPS);
-    expect(after).toEqual(before);
     expect(after.metadata.managedFields!.map((f) => f.manager)).not.toContain('tollgate');
     // None of the Gateway's other objects were made either.
     for (const kind of ['serviceaccount', 'service']) expect((await cluster.current.kubectl(['get', kind, 'edge-tollgate', '-n', APPS])).code, kind).not.toBe(0);
@@ -89,12 +88,7 @@ describe.skipIf(!availability.run)('objects the controller did not make (kube-ap
 
   it('a tollgate-ca ConfigMap that is not Tollgate’s is not overwritten; the Gateways of the namespace say so until it is gone', async () => {
     await kubectl(['create', 'configmap', 'tollgate-ca', '-n', OTHER, '--from-literal=ca.crt=their certificate']);
-    const before = await json<ConfigMapObject>('get', 'configmap', 'tollgate-ca', '-n', OTHER);
-    await kubectl(['apply', '-f', '-'], gateway('shop', OTHER));
-    const gw = await programmedWhere('shop', OTHER, (m, reason) => reason === 'NoResources' && m.includes('tollgate-ca'));
-    expect(programmed(gw)).toMatchObject({ status: 'False', reason: 'NoResources' });
-    expect(programmed(gw)!.message).toContain(`ConfigMap ${OTHER}/tollgate-ca exists and was not made by Tollgate`);
-    expect(await json<ConfigMapObject>('get', 'configmap', 'tollgate-ca', '-n', OTHER)).toEqual(before);
+    expect(await blockedBy('configmap', 'tollgate-ca', { name: 'shop', namespace: OTHER })).toContain(`ConfigMap ${OTHER}/tollgate-ca exists and was not made by Tollgate`);
 
     await kubectl(['delete', 'configmap', 'tollgate-ca', '-n', OTHER]);
     const published = await waitForObject<ConfigMapObject>(cluster.current, 'configmap', 'tollgate-ca', OTHER, (c) => c.metadata.labels?.['app.kubernetes.io/managed-by'] === 'tollgate');

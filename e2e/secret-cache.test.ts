@@ -5,20 +5,15 @@
 // references, as its metrics show (tollgate_controller_cached_objects and _cached_data_bytes).
 // A Secret referenced later is read then; a rotated one reaches the snapshot; one no longer
 // referenced is dropped. The same holds for ConfigMaps labelled tollgate.dev/parameters.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueTestCertificate } from '../packages/testkit/src/index.js';
-import { ControllerProcess, serviceAccountKubeconfig, sumMetric, waitForObject } from './controller-process.js';
+import { installChart, startAsChart, sumMetric, type ControllerProcess, waitForObject } from './controller-process.js';
 import type { Condition } from './lib/conditions.js';
 import { run } from './lib/exec.js';
-import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
+import { e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
 
 const availability = e2eAvailability();
-const CHART = join(REPO_ROOT, 'charts/tollgate');
-const NS = 'tollgate-system';
 const APPS = 'tenant';
 /** Unreferenced Secrets of about 1 MiB each (the API server's limit for a Secret's data is 1 MiB). */
 const LARGE = 16;
@@ -57,15 +52,12 @@ describe.skipIf(!availability.run)('the controller’s Secret cache on kube-apis
   };
 
   beforeAll(async () => {
-    await run(cluster.current.tools.helm, ['install', 'tollgate', CHART, '-n', NS, '--create-namespace'], { env: cluster.current.env });
-    await kubectl(['create', 'namespace', APPS]);
+    await installChart(cluster.current, [APPS]);
     // A certificate and a key of about 1 MiB that is no key: the API server accepts it as a tls Secret.
     const junk = 'x'.repeat(LARGE_BYTES);
     // Before the controller starts (its first list sees it): a parameters ConfigMap nothing names.
     await kubectl(['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'bulk', namespace: APPS, labels: { 'tollgate.dev/parameters': 'true' } }, data: { replicas: junk } }));
-    const kubeconfig = await serviceAccountKubeconfig(cluster.current, NS, 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-sec-')), 'kubeconfig'));
-    controller = await ControllerProcess.start('controller-secret-cache', cluster.current, kubeconfig);
-    await controller.synced();
+    controller = await startAsChart(cluster.current, 'controller-secret-cache');
     // After it started (its watch sees them). create, not apply: apply would also store the whole object in an annotation.
     for (let i = 0; i < LARGE; i++) await kubectl(['create', '-f', '-'], JSON.stringify(tlsSecret(`bulk-${i}`, first.cert, junk)));
   }, 180_000);
@@ -101,8 +93,7 @@ describe.skipIf(!availability.run)('the controller’s Secret cache on kube-apis
   it('a restarted controller reads the referenced Secret before its first snapshot: the same version as before', async () => {
     const before = controller.lines.filter((l) => l.msg === 'new snapshot' && l.gateway === `${APPS}/secure`).at(-1)!.version;
     await controller.stop('SIGTERM');
-    const kubeconfig = await serviceAccountKubeconfig(cluster.current, NS, 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-sec-')), 'kubeconfig'));
-    controller = await ControllerProcess.start('controller-secret-cache-2', cluster.current, kubeconfig);
+    controller = await startAsChart(cluster.current, 'controller-secret-cache-2');
     const first = await controller.waitForLog((l) => l.msg === 'new snapshot' && l.gateway === `${APPS}/secure`, 60_000);
     // Had it translated before reading the Secret, its first snapshot would have no certificate.
     expect(first.version).toBe(before);
