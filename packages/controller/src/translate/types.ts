@@ -50,6 +50,11 @@ export interface TranslateOptions {
    * v1.6.1), read once by the caller; absent: not known, GatewayClass SupportedVersion Unknown.
    */
   readonly gatewayApiVersion?: string;
+  /**
+   * The images a Gateway may choose for its proxies (--gateway-proxy-images: references and
+   * prefixes, deployer/image-policy.ts); absent or empty: none, the image is the admin's alone.
+   */
+  readonly gatewayProxyImages?: readonly string[];
 }
 
 export interface TranslateResult {
