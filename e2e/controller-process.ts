@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CHART, CHART_RELEASE, SYSTEM_NAMESPACE } from './lib/chart.js';
 import type { Cluster } from './lib/cluster.js';
 import { run } from './lib/exec.js';
 import { LoggedProcess } from './lib/logged-process.js';
@@ -47,6 +48,24 @@ export async function startChartController(cluster: Cluster, helmArgs: string[] 
   return controller;
 }
 
+/** `helm install` of the chart into tollgate-system (its defaults: RBAC, admission and network policies), and `namespaces` made. */
+export async function installChart(cluster: Cluster, namespaces: readonly string[] = []): Promise<void> {
+  await run(cluster.tools.helm, ['install', CHART_RELEASE, CHART, '-n', SYSTEM_NAMESPACE, '--create-namespace'], { env: cluster.env });
+  for (const ns of namespaces) await run(cluster.tools.kubectl, ['create', 'namespace', ns], { env: cluster.env });
+}
+
+/**
+ * The controller binary as the chart's ServiceAccount (a fresh token, so a verb the chart's
+ * RBAC lacks, or a write its admission policy refuses, fails as it would in a pod); resolves
+ * once every cache synced.
+ */
+export async function startAsChart(cluster: Cluster, name: string, extraArgs: string[] = []): Promise<ControllerProcess> {
+  const kubeconfig = await serviceAccountKubeconfig(cluster, SYSTEM_NAMESPACE, 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-ctl-')), 'kubeconfig'));
+  const controller = await ControllerProcess.start(name, cluster, kubeconfig, extraArgs);
+  await controller.synced();
+  return controller;
+}
+
 export class ControllerProcess extends LoggedProcess {
   admin = '';
   metricsAddr = '';
@@ -73,7 +92,7 @@ export class ControllerProcess extends LoggedProcess {
 
   /** Every watched kind listed once. */
   async synced(): Promise<void> {
-    const kinds = ['GatewayClass', 'Gateway', 'HTTPRoute', 'ReferenceGrant', 'GatewayPolicy', 'Service', 'EndpointSlice', 'Namespace', 'Secret'];
+    const kinds = ['GatewayClass', 'Gateway', 'HTTPRoute', 'ReferenceGrant', 'GatewayPolicy', 'Service', 'EndpointSlice', 'Namespace', 'Secret', 'ConfigMap'];
     await Promise.all(kinds.map((k) => this.waitForLog((l) => l.msg === 'cache synced' && l.kind === k)));
   }
 

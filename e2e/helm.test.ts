@@ -1,7 +1,12 @@
 // The Helm chart on a real kube-apiserver: lint, install into tollgate-system, the objects
-// and the controller's permissions, uninstall.
+// and the controller's permissions (RBAC, and the ValidatingAdmissionPolicy that narrows its
+// writes to what it owns), uninstall.
 import { join } from 'node:path';
+import { until } from '@tollgate/testkit';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_PROXY_SETTINGS, render } from '../packages/controller/src/deployer/render.js';
+import { renderCaConfigMaps } from '../packages/controller/src/pki/ca-configmap.js';
+import type { Gateway } from '../packages/controller/src/types/gateway-api.js';
 import { run } from './lib/exec.js';
 import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
@@ -25,11 +30,14 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
     'rolebinding.rbac.authorization.k8s.io/tollgate-controller-leader-election',
     // Owned by the release, so uninstall leaves no Lease naming a pod that is gone.
     'lease.coordination.k8s.io/tollgate-controller',
+    'networkpolicy.networking.k8s.io/tollgate-controller',
   ];
   const clusterScoped = [
     'clusterrole.rbac.authorization.k8s.io/tollgate-controller',
     'clusterrolebinding.rbac.authorization.k8s.io/tollgate-controller',
     'gatewayclass.gateway.networking.k8s.io/tollgate',
+    'validatingadmissionpolicy.admissionregistration.k8s.io/tollgate-controller-writes',
+    'validatingadmissionpolicybinding.admissionregistration.k8s.io/tollgate-controller-writes',
   ];
 
   it('helm lint is clean', async () => {
@@ -51,6 +59,16 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
     expect(out).toContain('- --log-level=info,deployer=debug,gateway-controller=info,tollgate/syncer=info,tollgate/translator=info');
     expect(out).toContain('- --leader-elect=true');
     expect(out).toContain('- --leader-elect-lease-name=tollgate-controller');
+    // No Gateway chooses its proxy image unless the admin lists what it may choose.
+    expect(out).not.toContain('--gateway-proxy-images');
+    const images = await helm(['template', 'tollgate', CHART, '-n', NS, '--set', 'proxy.gatewayImages={registry.example.com/canary/,registry.example.com/tollgate:0.2.0}']);
+    expect(images).toContain('- --gateway-proxy-images=registry.example.com/canary/,registry.example.com/tollgate:0.2.0');
+    const comma = await cluster.current.helm(['template', 'tollgate', CHART, '--set-json', 'proxy.gatewayImages=["a.example.com/x,b.example.com/y"]']);
+    expect(comma.code).not.toBe(0);
+    // The admission policy and the network policy are on by default, and can be turned off.
+    for (const kind of ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'NetworkPolicy']) expect(out).toMatch(new RegExp(`^kind: ${kind}$`, 'm'));
+    const off = await helm(['template', 'tollgate', CHART, '-n', NS, '--set', 'controller.admissionPolicy.enabled=false', '--set', 'controller.networkPolicy.enabled=false']);
+    expect(off).not.toMatch(/^kind: (ValidatingAdmissionPolicy|NetworkPolicy)/m);
     const bad = await cluster.current.helm(['template', 'tollgate', CHART, '--set', 'controller.logLevels.deployer=loud']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/controller\/logLevels\/deployer'?: value must be one of 'error', 'warn', 'info', 'debug', 'trace'/);
@@ -75,6 +93,17 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
     expect(pod.containers[0]!.readinessProbe.httpGet.port).toBe('health');
     const svcPorts = await kubectl(['get', 'service/tollgate-controller', '-n', NS, '-o', 'jsonpath={.spec.ports[*].port}']);
     expect(svcPorts).toBe('9978 9092');
+    // The NetworkPolicy selects the controller's pods; the snapshot port admits the proxy pods only.
+    const np = JSON.parse(await kubectl(['get', 'networkpolicy/tollgate-controller', '-n', NS, '-o', 'json'])) as {
+      spec: { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress: { ports: { port: number }[]; from?: { podSelector?: { matchLabels: Record<string, string> }; namespaceSelector?: object }[] }[] };
+    };
+    const podLabels = (JSON.parse(await kubectl(['get', 'deployment/tollgate-controller', '-n', NS, '-o', 'jsonpath={.spec.template.metadata.labels}'])) as Record<string, string>);
+    expect(podLabels).toMatchObject(np.spec.podSelector.matchLabels);
+    expect(np.spec.policyTypes).toEqual(['Ingress']);
+    expect(np.spec.ingress.map((r) => r.ports.map((p) => p.port))).toEqual([[9978], [9092], [9093]]);
+    expect(np.spec.ingress[0]!.from).toEqual([{ namespaceSelector: {}, podSelector: { matchLabels: { 'app.kubernetes.io/managed-by': 'tollgate', 'app.kubernetes.io/component': 'proxy' } } }]);
+    const proxyPodLabels = (render({ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', metadata: { name: 'g', namespace: 'n', uid: 'u' }, spec: { gatewayClassName: 'tollgate', listeners: [] } }, { proxyImage: 'x', snapshotService: 'x:1', defaults: DEFAULT_PROXY_SETTINGS }).objects[1] as { spec: { template: { metadata: { labels: Record<string, string> } } } }).spec.template.metadata.labels;
+    expect(proxyPodLabels).toMatchObject(np.spec.ingress[0]!.from![0]!.podSelector!.matchLabels);
     const controllerName = await kubectl(['get', 'gatewayclass', 'tollgate', '-o', 'jsonpath={.spec.controllerName}']);
     expect(controllerName).toBe('tollgate.dev/gateway-controller');
 
@@ -166,6 +195,77 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
     ];
     for (const a of allowed) expect(await can(...a), a.join(' ')).toBe('yes');
     for (const d of denied) expect(await can(...d), d.join(' ')).toBe('no');
+    await helm(['uninstall', 'tollgate', '-n', NS]);
+  }, 120_000);
+
+  it('the admission policy lets the controller write what it owns, and nothing else RBAC lets it write', async () => {
+    await helm(['upgrade', '--install', 'tollgate', CHART, '-n', NS, '--create-namespace']);
+    const APPS = 'vap-tenant';
+    await kubectl(['create', 'namespace', APPS]);
+    // Objects a tenant made, which the controller's RBAC would let it patch and delete.
+    await kubectl(['create', 'serviceaccount', 'theirs', '-n', APPS]);
+    await kubectl(['create', 'configmap', 'tollgate-ca', '-n', APPS, '--from-literal=ca.crt=theirs']);
+    // As the controller's ServiceAccount, server-side dry runs: checked by RBAC and admission, nothing stored.
+    const asController = (args: string[], input?: string) => cluster.current.kubectl(['--as', SA, ...args, '--dry-run=server'], input === undefined ? {} : { input });
+    // What the deployer and the CA publisher write for a Gateway, as they render it.
+    const gw: Gateway = {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      metadata: { name: 'edge', namespace: APPS, uid: '6f1c2b3a-0000-4000-8000-000000000001' },
+      spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'http', protocol: 'HTTP', port: 80 }] },
+    };
+    const rendered = render(gw, { proxyImage: 'registry.example.com/tollgate:1', snapshotService: `tollgate-controller.${NS}.svc:9978`, defaults: DEFAULT_PROXY_SETTINGS }).objects;
+    expect(rendered.map((o) => o.kind)).toEqual(['ServiceAccount', 'Deployment', 'Service']);
+    const proxyLabels = rendered[0]!.metadata!.labels!;
+    const meta = (name: string) => ({ ...rendered[0]!.metadata, name });
+    const rendering = JSON.stringify(rendered[1]);
+    const deployment = (podSpec: Record<string, unknown> = {}) => {
+      const d = JSON.parse(rendering) as { spec: { template: { spec: Record<string, unknown> } } };
+      d.spec.template.spec = { ...d.spec.template.spec, ...podSpec };
+      return d;
+    };
+    const [caConfigMap] = renderCaConfigMaps([gw], 'PEM');
+    const apply = (obj: object) => asController(['apply', '--server-side', '--field-manager=tollgate', '--force-conflicts', '-f', '-'], JSON.stringify(obj));
+    // The policy takes effect a moment after it is created: wait until it refuses.
+    await until(async () => (await apply({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'x', namespace: APPS } })).code !== 0, { timeoutMs: 30_000 });
+
+    const allowed: [string, () => Promise<{ code: number; stderr: string }>][] = [
+      ...rendered.map((o): [string, () => Promise<{ code: number; stderr: string }>] => [`the proxy ${o.kind} as the deployer renders it`, () => apply(o)]),
+      ['its tollgate-ca ConfigMap as the publisher renders it', () => apply({ ...caConfigMap!, metadata: { ...caConfigMap!.metadata, namespace: 'default' } })],
+      ['its CA Secret', () => asController(['create', 'secret', 'generic', 'tollgate-ca', '-n', NS, '--from-literal=ca.crt=x'])],
+    ];
+    const denied: [string, RegExp, () => Promise<{ code: number; stderr: string }>][] = [
+      ['a Deployment without its labels', /writes only proxy objects carrying its labels/, () => asController(['create', 'deployment', 'miner', '-n', APPS, '--image=registry.example.com/miner:1'])],
+      ['a proxy object without a Gateway owner', /owned by a Gateway/, () => apply({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'edge-tollgate', namespace: APPS, labels: proxyLabels }, spec: { ports: [{ port: 80 }] } })],
+      ['taking over a tenant’s ServiceAccount', /does not change or delete objects it did not make/, () => apply({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta('theirs') })],
+      ['deleting a tenant’s ServiceAccount', /does not change or delete objects it did not make/, () => asController(['delete', 'serviceaccount', 'theirs', '-n', APPS])],
+      // (A namespaced sysctl is refused beside the host network before admission: without it.)
+      ['a proxy Deployment on the host network', /without host namespaces/, () => apply(deployment({ hostNetwork: true, securityContext: { runAsNonRoot: true } }))],
+      ['a proxy Deployment in the host PID namespace', /without host namespaces/, () => apply(deployment({ hostPID: true }))],
+      ['a proxy Deployment with a host path', /without host namespaces, host paths/, () => {
+        const d = deployment() as { spec: { template: { spec: { volumes: object[] } } } };
+        d.spec.template.spec.volumes.push({ name: 'root', hostPath: { path: '/' } });
+        return apply(d);
+      }],
+      ['a proxy Deployment running as another ServiceAccount', /runs as its own ServiceAccount/, () => apply(deployment({ serviceAccountName: 'default' }))],
+      ['a privileged proxy container', /privilege escalation/, () => apply(deployment({ containers: [{ name: 'proxy', image: 'registry.example.com/tollgate:1', securityContext: { privileged: true } }] }))],
+      ['a second container', /more containers/, () => apply(deployment({ initContainers: [{ name: 'fetch', image: 'registry.example.com/tools:1' }] }))],
+      ['overwriting a tenant’s tollgate-ca ConfigMap', /the only ConfigMap the Tollgate controller writes is its own tollgate-ca/, () => apply(caConfigMap!)],
+      ['a tollgate-ca ConfigMap without its labels', /the only ConfigMap the Tollgate controller writes/, () => apply({ ...caConfigMap!, metadata: { name: 'tollgate-ca', namespace: 'default' } })],
+      ['another Secret in its namespace', /the only Secret the Tollgate controller writes is the snapshot stream CA/, () => asController(['create', 'secret', 'generic', 'stolen', '-n', NS, '--from-literal=a=b'])],
+    ];
+    for (const [what, call] of allowed) {
+      const r = await call();
+      expect(r.code, `${what}: ${r.stderr}`).toBe(0);
+    }
+    for (const [what, message, call] of denied) {
+      const r = await call();
+      expect(r.code, what).not.toBe(0);
+      expect(r.stderr, what).toMatch(message);
+      expect(r.stderr, what).toContain('ValidatingAdmissionPolicy');
+    }
+    // Nobody else is bound by it: the admin changes the same ServiceAccount.
+    expect((await cluster.current.kubectl(['label', 'serviceaccount', 'theirs', '-n', APPS, 'x=y', '--dry-run=server'])).code).toBe(0);
     await helm(['uninstall', 'tollgate', '-n', NS]);
   }, 120_000);
 });

@@ -200,7 +200,7 @@ describe.skipIf(!availability.run || !isolation())('snapshot propagation to two 
     const late = await fleet.startProxy('proxy-late', `${NS}/later`, GATEWAY);
     const refused = await fleet.controller.waitForLog((l) => l.code === 'TG_CONTROLLER_STREAM_REFUSED' && l.pod === 'proxy-late', 60_000, refusedFrom);
     expect(refused.msg).toBe(
-      `snapshot stream of ${NS}/later refused to proxy-late: PERMISSION_DENIED: ServiceAccount ${NS}/gw-tollgate may not open the stream of Gateway ${NS}/later: the controller knows no Gateway ${NS}/later`,
+      `snapshot stream of ${NS}/later refused to proxy-late: PERMISSION_DENIED: the stream of Gateway ${NS}/later cannot be opened: the controller knows no Gateway ${NS}/later`,
     );
     await late.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('snapshot stream to ') && l.msg.includes('(PERMISSION_DENIED: '));
     const notReady = await send(late.readinessUrl);

@@ -32,6 +32,8 @@ const DEFAULT_REPOSITORY = DEFAULT_IMAGE_REPOSITORY;
 // `pnpm images` with TOLLGATE_IMAGE_REPOSITORY builds under another name; the chart and the
 // examples are then pointed at it.
 const REPOSITORY = imageRepository();
+/** An image no node has: a Gateway allowed to name it (--gateway-proxy-images) gets pods that cannot start. */
+const MISSING_IMAGE = `${REPOSITORY}/tollgate:does-not-exist`;
 
 const figures: string[] = [];
 const figure = (line: string) => {
@@ -79,7 +81,8 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
       env: { PATH: `${gwctlBin}:${dirname(process.execPath)}`, HOME: node.current.dir, KUBECONFIG: node.current.kubeconfig },
     });
   // The chart's defaults: the snapshot stream with TLS and TokenReview authentication.
-  const installValues = chartImageValues();
+  // The broken Gateway below names its own proxy image: the admin allows exactly that one.
+  const installValues = [...chartImageValues(), '--set', `proxy.gatewayImages[0]=${MISSING_IMAGE}`];
   const gateway = () => json<GatewayObject>('get', 'gateway', GATEWAY, '-n', NS);
   const address = async () => (await gateway()).status!.addresses![0]!.value;
   const controllerPods = () => json<{ items: PodObject[] }>('get', 'pods', '-n', SYSTEM, '-l', CONTROLLER_PODS).then((l) => l.items);
@@ -360,7 +363,7 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
   });
 
   it('a Gateway whose proxy image does not exist: the pod fails with a clear event, Programmed False naming the image', async () => {
-    const image = `${REPOSITORY}/tollgate:does-not-exist`;
+    const image = MISSING_IMAGE;
     await kIn(JSON.stringify({
       apiVersion: 'gateway.networking.k8s.io/v1',
       kind: 'Gateway',

@@ -141,6 +141,14 @@ describe.skipIf(!availability.run)('e2e node', () => {
       exec(process.execPath, [join(REPO_ROOT, 'packages/gwctl/bin/gwctl.js'), ...args], {
         env: { PATH: process.env.PATH, HOME: node.current.dir, KUBECONFIG: node.current.kubeconfig },
       });
+    // gwctl reads the Gateway before its pods: the object exists (no controller runs here; the
+    // proxy pod above carries its label).
+    await apply(JSON.stringify({
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      metadata: { name: 'node-e2e', namespace: ns },
+      spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'http', port: 80, protocol: 'HTTP' }] },
+    }));
     const config = await gwctl('config', 'all', 'gateway/node-e2e', '-n', ns);
     expect(config.code, config.stderr).toBe(0);
     expect(config.stdout).toMatch(/\bllm\b/);

@@ -10,7 +10,8 @@ import { gatewayAddresses } from './deployer/addresses.js';
 import { KubeDeployerApi } from './deployer/api.js';
 import { Deployer } from './deployer/deployer.js';
 import { ANNOTATION_PREFIX, readOverrides, type ProxySettings } from './deployer/overrides.js';
-import { gatewayParameters } from './deployer/parameters.js';
+import { parseAllowList } from './deployer/image-policy.js';
+import { gatewayParameters, type ParameterPolicy } from './deployer/parameters.js';
 import { programmed } from './deployer/programmed.js';
 import { OwnedObjects } from './deployer/owned-watch.js';
 import { ProxyPods } from './deployer/proxy-pods.js';
@@ -37,6 +38,7 @@ import { servingNames } from './pki/names.js';
 import { parseHostPort } from './options.js';
 import { KubeStatusApi } from './status/api.js';
 import { StatusWriter } from './status/writer.js';
+import { referencedObjects } from './translate/references.js';
 import type { StatusReport, Translate } from './translate/types.js';
 import type { Gateway, GatewayClass } from './types/gateway-api.js';
 import type { BackoffOptions } from './watch/informer.js';
@@ -103,19 +105,23 @@ export class Controller {
         },
       },
       syncer,
+      (r) => referencedObjects(r, o.controllerName),
       d.watchBackoff,
       (kind, obj, why) => events.record({ ...obj, apiVersion: kind.group ? `${kind.group}/${kind.version}` : kind.version, kind: kind.kind }, 'Warning', 'Unreadable', 'Skip', `skipped by ${o.controllerName}: ${why}`),
     );
 
+    this.metrics.cacheStats = () => this.world.cacheStats();
     const cachedGateway = (namespace: string, name: string) => this.world.get('Gateway', name, namespace) as Gateway | undefined;
     // A Gateway's proxy parameters: its class's ConfigMap, then its own (translation refuses
-    // the Gateway when they cannot be read).
+    // the Gateway when they cannot be read, or choose what only the cluster admin may).
+    const allowList = parseAllowList(o.gatewayProxyImages);
+    const policy: ParameterPolicy = { defaults: DEFAULT_PROXY_SETTINGS, gatewayImages: allowList.ok ? allowList.list : [] };
     const parameters = (gw: Gateway) =>
       gatewayParameters(
         gw,
         this.world.get('GatewayClass', gw.spec.gatewayClassName) as GatewayClass | undefined,
         (namespace, name) => this.world.get('ConfigMap', name, namespace),
-        DEFAULT_PROXY_SETTINGS,
+        policy,
       );
     this.proxyPods = new ProxyPods(kc, () => this.writer.refresh(), logs.get('deployer'));
     this.writer = new StatusWriter(
@@ -136,8 +142,10 @@ export class Controller {
         const key = `${namespace}/${name}`;
         const params = parameters(gw);
         const annotated = gw.spec.infrastructure?.annotations?.[`${ANNOTATION_PREFIX}replicas`] !== undefined;
+        const blocked = this.deployer.conflict(namespace, name) ?? this.caPublisher?.conflict(namespace);
         return programmed({
           deployment: proxyName(gw),
+          ...(blocked === undefined ? {} : { blocked }),
           replicas: readOverrides(gw.spec.infrastructure?.annotations, params.ok ? params.settings : DEFAULT_PROXY_SETTINGS).settings.replicas,
           ...(params.ok && params.sources.length && !annotated ? { replicasHint: `set replicas above 0 in ConfigMap ${params.sources.join(' or ')}` } : {}),
           pods: this.proxyPods.of(namespace, name),
@@ -155,6 +163,8 @@ export class Controller {
       undefined,
       // Where a user looks first: `kubectl describe gateway` shows it.
       (gw, problem) => events.record(gw as unknown as KubernetesObject, 'Warning', 'InvalidProxySettings', 'Deploy', problem),
+      // A name taken, or free again: Programmed says so.
+      () => this.writer.refresh(),
     );
     this.ownedObjects = new OwnedObjects(kc, (kind, event, obj) => this.deployer.observed(kind, event, obj), logs.get('deployer'));
     // The deployer runs proxies for the Gateways translation accepted (the class is ours and
@@ -186,6 +196,7 @@ export class Controller {
       translate: d.translate,
       controllerName: o.controllerName,
       limits: o.limits,
+      gatewayProxyImages: o.gatewayProxyImages,
       gatewayApiVersion: () => gatewayApiVersion.value,
       store: this.store,
       submitStatus: (r) => {
@@ -225,7 +236,7 @@ export class Controller {
       this.caPublisher = null;
       security = { kind: 'plaintext' };
     } else {
-      const publisher = new CaPublisher(new KubeConfigMapApi(kc), logs.get('deployer'));
+      const publisher = new CaPublisher(new KubeConfigMapApi(kc), logs.get('deployer'), undefined, () => this.writer.refresh());
       const ca = new CaLoader({
         api: new KubeCaSecretApi(kc),
         namespace: o.namespace,

@@ -64,6 +64,16 @@ export const CONTROLLER_ERRORS = defineErrors({
     message: 'Gateway {gateway}: {problem}',
     hint: 'fix the field named (docs/kubernetes.md lists the tollgate.dev/ settings); until then the default is used, or, for a name or port problem, the proxies or that port are left out',
   },
+  proxyConflict: {
+    code: 'TG_CONTROLLER_PROXY_CONFLICT',
+    message: 'Gateway {gateway}: {problem}',
+    hint: 'an object with the name of the Gateway\'s proxies (<gateway>-<class>) exists and is not Tollgate\'s for this Gateway, and Tollgate does not take over what it did not make: delete or rename that object, or rename the Gateway; the Gateway\'s Programmed condition names it, and the deployer checks again with a backoff up to 30 s',
+  },
+  caConfigMapConflict: {
+    code: 'TG_CONTROLLER_CA_CONFIGMAP_CONFLICT',
+    message: 'ConfigMap {namespace}/tollgate-ca is not Tollgate\'s; left alone',
+    hint: 'a tollgate-ca ConfigMap without the labels app.kubernetes.io/managed-by=tollgate and app.kubernetes.io/component=snapshot-ca exists in a namespace with Gateways; Tollgate does not overwrite it, so the proxies there cannot check the snapshot stream\'s certificate: delete it and Tollgate publishes its own (checked again with a backoff up to 30 s)',
+  },
   deployFailed: {
     code: 'TG_CONTROLLER_DEPLOY',
     message: 'could not apply or delete the proxy {kind} {name}: {reason}',

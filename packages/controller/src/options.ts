@@ -8,6 +8,7 @@ import { CatalogError, CelLimitsSchema, DEFAULT_CEL_LIMITS, DEFAULT_REGEX_LIMITS
 import { CONTROLLER_ERRORS } from './errors.js';
 import { DirectiveError } from '@tollgate/kit';
 import { checkDirective } from './log/components.js';
+import { parseAllowList, parseImage } from './deployer/image-policy.js';
 import { DEFAULT_STREAM_LIMITS, formatDuration, type StreamLimits } from './snapshots/stream-limits.js';
 
 /** A bad flag or environment variable (exit 2). */
@@ -56,6 +57,8 @@ export interface ControllerOptions {
   readonly healthAddr: HostPort;
   readonly adminAddr: HostPort;
   readonly proxyImage: string;
+  /** The images and prefixes a Gateway's owner may choose for its proxies (--gateway-proxy-images, checked); empty: none. */
+  readonly gatewayProxyImages: readonly string[];
   readonly snapshotService: string;
   readonly leaderElection: LeaderElection;
   /** `--log-level`, checked: a level and/or <component>=<level> entries. */
@@ -118,6 +121,12 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'health-addr', env: 'TOLLGATE_HEALTH_ADDR', arg: 'addr', help: '/healthz and /readyz (ready once every watch has synced)', default: ':9093' },
   { name: 'admin-addr', env: 'TOLLGATE_ADMIN_ADDR', arg: 'addr', help: 'admin API (/logging, /snapshots, /debug/pprof); keep it on loopback', default: '127.0.0.1:9095' },
   { name: 'proxy-image', env: 'TOLLGATE_PROXY_IMAGE', arg: 'image', help: 'image of the proxies deployed for each Gateway', default: 'ghcr.io/tollgate-dev/tollgate:<version>' },
+  {
+    name: 'gateway-proxy-images',
+    env: 'TOLLGATE_GATEWAY_PROXY_IMAGES',
+    arg: 'images',
+    help: 'comma-separated images and prefixes a Gateway may choose for its proxies (registry.example.com/, registry.example.com/canary/, registry.example.com/tollgate, ...:tag); empty: none, a Gateway naming an image is refused',
+  },
   { name: 'snapshot-service', env: 'TOLLGATE_SNAPSHOT_SERVICE', arg: 'host:port', help: 'address proxies are given to reach the snapshot stream', default: 'tollgate-controller.<namespace>.svc:9978' },
   { name: 'leader-elect', env: 'TOLLGATE_LEADER_ELECT', boolean: true, help: 'elect a leader among replicas with a Lease; only the leader writes status', default: 'false' },
   { name: 'leader-elect-lease-name', env: 'TOLLGATE_LEADER_ELECT_LEASE_NAME', arg: 'name', help: 'name of the Lease', default: 'tollgate-controller' },
@@ -251,8 +260,6 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 // GatewayClass spec.controllerName: a domain-prefixed path (the Gateway API's pattern).
 const CONTROLLER_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$/;
-// registry/path:tag or @sha256:digest; no whitespace, no scheme.
-const IMAGE = /^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$/;
 
 function parseBool(text: string, what: string): boolean {
   if (text === 'true') return true;
@@ -295,7 +302,11 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
 
   const pi = get('proxy-image');
   const proxyImage = pi.value ?? `ghcr.io/tollgate-dev/tollgate:${version}`;
-  if (!IMAGE.test(proxyImage)) throw usageError(`${pi.from} "${proxyImage}" is not an image reference; e.g. ghcr.io/tollgate-dev/tollgate:0.1.0`);
+  if (!parseImage(proxyImage)) throw usageError(`${pi.from} "${proxyImage}" is not an image reference; e.g. ghcr.io/tollgate-dev/tollgate:0.1.0`);
+  const gi = get('gateway-proxy-images');
+  const gatewayProxyImages = (gi.value ?? '').split(',').map((n) => n.trim()).filter(Boolean);
+  const allowList = parseAllowList(gatewayProxyImages);
+  if (!allowList.ok) throw usageError(`${gi.from}: ${allowList.problem}`);
 
   const ss = get('snapshot-service');
   const snapshotService = ss.value ?? `tollgate-controller.${namespace}.svc:9978`;
@@ -382,6 +393,7 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
     healthAddr,
     adminAddr,
     proxyImage,
+    gatewayProxyImages,
     snapshotService,
     leaderElection: { enabled, leaseName, leaseDurationMs, renewDeadlineMs, retryPeriodMs, identity },
     logDirective,

@@ -1,14 +1,16 @@
 // Golden tests of the deployer's render(): testdata/deployer/<case>.in.yaml (one Gateway, read
-// strictly, and an optional first line `# params: {...}` changing the parameters) to
-// testdata/deployer/<case>.out.yaml (the objects and the problems reported). A case may also
-// hold the Gateway's GatewayClass and ConfigMaps: the proxy parameters are then resolved from
-// them first (parameters.ts), and the output starts with that verdict. UPDATE_GOLDEN=1
-// rewrites the outputs.
+// strictly, and optional first lines `# params: {...}` changing the render parameters and
+// `# gatewayImages: [...]` the images Gateways may choose, --gateway-proxy-images) to
+// testdata/deployer/<case>.out.yaml (the objects and the problems reported). The proxy
+// parameters are resolved first (parameters.ts) from the GatewayClass and ConfigMaps the case
+// holds, if any; the output starts with that verdict when the case holds them or the Gateway is
+// refused. UPDATE_GOLDEN=1 rewrites the outputs.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { parseAllDocuments, stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { parseAllowList } from '../src/deployer/image-policy.js';
 import { gatewayParameters, type ParametersVerdict } from '../src/deployer/parameters.js';
 import { DEFAULT_PROXY_SETTINGS, render, type RenderParams } from '../src/deployer/render.js';
 import { parseObject } from '../src/types/schemas.js';
@@ -42,12 +44,17 @@ function readCase(name: string): { gateway: Gateway; params: RenderParams; param
     else throw new Error(`${name}.in.yaml document ${i} holds a ${o.kind}; a deployer case is one Gateway, its GatewayClass and ConfigMaps`);
   });
   if (!gateway) throw new Error(`${name}.in.yaml holds no Gateway`);
-  const m = /^# params: (.*)$/m.exec(text.split('\n')[0] ?? '');
-  const params: RenderParams = { ...PARAMS, ...(m ? (JSON.parse(m[1]!) as Partial<RenderParams>) : {}) };
-  if (!gatewayClass && !configMaps.length) return { gateway, params };
+  const header = (key: string) => {
+    const m = new RegExp(`^# ${key}: (.*)$`).exec(text.split('\n').find((l) => l.startsWith(`# ${key}: `)) ?? '');
+    return m ? (JSON.parse(m[1]!) as unknown) : undefined;
+  };
+  const params: RenderParams = { ...PARAMS, ...((header('params') as Partial<RenderParams> | undefined) ?? {}) };
+  const allowList = parseAllowList((header('gatewayImages') as string[] | undefined) ?? []);
+  if (!allowList.ok) throw new Error(`${name}.in.yaml: gatewayImages: ${allowList.problem}`);
   const lookup = (ns: string, n: string) => configMaps.find((c) => c.metadata?.namespace === ns && c.metadata.name === n && c.metadata.labels?.['tollgate.dev/parameters'] !== undefined);
-  const parameters = gatewayParameters(gateway, gatewayClass, lookup, params.defaults);
-  return { gateway, params: parameters.ok ? { ...params, defaults: parameters.settings } : params, parameters };
+  const parameters = gatewayParameters(gateway, gatewayClass, lookup, { defaults: params.defaults, gatewayImages: allowList.list });
+  const resolved = { gateway, params: parameters.ok ? { ...params, defaults: parameters.settings } : params };
+  return gatewayClass || configMaps.length || !parameters.ok ? { ...resolved, parameters } : resolved;
 }
 
 describe('deployer render golden cases', () => {

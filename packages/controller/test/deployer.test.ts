@@ -44,7 +44,12 @@ class FakeApi implements DeployerApi {
       this.failLists--;
       throw Object.assign(new Error('unavailable'), { code: 503 });
     }
-    return [...this.stored.values()].filter((o) => o.kind === kind && o.metadata?.labels?.['app.kubernetes.io/managed-by'] === 'tollgate').map((o) => ({ kind, namespace: o.metadata!.namespace!, name: o.metadata!.name! }));
+    return [...this.stored.values()]
+      .filter((o) => o.kind === kind && o.metadata?.labels?.['app.kubernetes.io/managed-by'] === 'tollgate' && o.metadata.labels['app.kubernetes.io/component'] === 'proxy')
+      .map((o) => ({ kind, namespace: o.metadata!.namespace!, name: o.metadata!.name!, gateway: o.metadata!.labels!['gateway.networking.k8s.io/gateway-name'] ?? '' }));
+  }
+  async exists(kind: DeployedKind, namespace: string, name: string): Promise<boolean> {
+    return this.stored.has(`${kind}/${namespace}/${name}`);
   }
   async delete(o: OwnedObject): Promise<void> {
     const k = `${o.kind}/${o.namespace}/${o.name}`;
@@ -184,6 +189,45 @@ describe('Deployer', () => {
     await deployer.idle();
     expect(api.calls).toEqual([]);
     expect(api.stored.size).toBe(6);
+    await deployer.stop();
+  });
+
+  it('never takes over an object it did not make: the Gateway deploys nothing and says why until the name is free', async () => {
+    const { api, deployer, passCount, passes } = setup();
+    // Someone else's Deployment with the name the proxies of `edge` would get.
+    api.stored.set('Deployment/apps/edge-tollgate', { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'edge-tollgate', namespace: 'apps', labels: { app: 'theirs' } } });
+    await deployer.start();
+    deployer.submit([gateway('edge', [80]), gateway('other', [80])]);
+    await passCount(1);
+    expect(deployer.conflict('apps', 'edge')).toMatch(/^Deployment apps\/edge-tollgate exists and was not made by Tollgate for this Gateway/);
+    expect(deployer.conflict('apps', 'other')).toBeUndefined();
+    // Nothing of edge was written (not even its free ServiceAccount and Service); other was.
+    expect(api.calls.filter((c) => c.includes('edge-tollgate'))).toEqual([]);
+    expect(api.stored.get('Deployment/apps/edge-tollgate')!.metadata!.labels).toEqual({ app: 'theirs' });
+    expect(api.calls.filter((c) => c.includes('other-tollgate')).length).toBe(3);
+    // Its owner deletes it: the retry (no change needed) deploys edge.
+    api.stored.delete('Deployment/apps/edge-tollgate');
+    await passCount(passes.length + 1);
+    await deployer.idle();
+    expect(deployer.conflict('apps', 'edge')).toBeUndefined();
+    expect(api.stored.get('Deployment/apps/edge-tollgate')!.metadata!.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'tollgate' });
+    await deployer.stop();
+  });
+
+  it('two Gateways whose proxies get the same name: the first keeps it, the second is told which Gateway has it', async () => {
+    const { api, deployer, passCount } = setup();
+    const named = (name: string, cls: string): Gateway => ({ ...gateway(name, [80]), spec: { ...gateway(name, [80]).spec, gatewayClassName: cls } });
+    await deployer.start();
+    deployer.submit([named('a-b', 'c'), named('a', 'b-c')]);
+    await passCount(1);
+    expect(deployer.conflict('apps', 'a-b')).toBeUndefined();
+    expect(deployer.conflict('apps', 'a')).toBe('ServiceAccount apps/a-b-c runs the proxies of Gateway apps/a-b: both Gateways\' proxies get that name (<gateway>-<class>); rename one of the Gateways');
+    expect(api.stored.get('Deployment/apps/a-b-c')!.metadata!.labels!['gateway.networking.k8s.io/gateway-name']).toBe('a-b');
+    // Also once the first one's objects exist (listed as its own).
+    deployer.submit([named('a', 'b-c'), named('a-b', 'c')]);
+    await passCount(2);
+    expect(deployer.conflict('apps', 'a')).toMatch(/runs the proxies of Gateway apps\/a-b/);
+    expect(api.stored.get('Deployment/apps/a-b-c')!.metadata!.labels!['gateway.networking.k8s.io/gateway-name']).toBe('a-b');
     await deployer.stop();
   });
 

@@ -18,6 +18,8 @@ describe('controller options', () => {
       snapshotCaSecret: 'tollgate-ca',
       snapshotTlsNames: [],
       proxyImage: 'ghcr.io/tollgate-dev/tollgate:0.1.0',
+      // A Gateway chooses no image unless the admin allows some.
+      gatewayProxyImages: [],
       snapshotService: 'tollgate-controller.tollgate-system.svc:9978',
       leaderElection: { enabled: false, leaseName: 'tollgate-controller', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
     });
@@ -57,7 +59,10 @@ describe('controller options', () => {
       '--namespace=tollgate-system',
       '--snapshot-ca-secret=tollgate-ca',
       '--snapshot-tls-names=tollgate.example.com,198.18.0.10',
+      '--gateway-proxy-images=registry.example.com/canary/,registry.example.com/tollgate:0.2.0',
     ]);
+    expect(o.gatewayProxyImages).toEqual(['registry.example.com/canary/', 'registry.example.com/tollgate:0.2.0']);
+    expect(resolve([], { TOLLGATE_GATEWAY_PROXY_IMAGES: 'registry.example.com/' }).gatewayProxyImages).toEqual(['registry.example.com/']);
     expect(o.snapshotTlsNames).toEqual(['tollgate.example.com', '198.18.0.10']);
     expect(o.logDirective).toBe('info,deployer=debug,gateway-controller=info,tollgate/syncer=info,tollgate/translator=info');
     expect(o.leaderElection.enabled).toBe(false);
@@ -82,6 +87,7 @@ describe('controller options', () => {
     [['--namespace=Tollgate'], /--namespace "Tollgate" is not a namespace name/],
     [['--gateway-class-controller=tollgate'], /is not a controller name; it is a domain-prefixed path/],
     [['--proxy-image=not an image'], /--proxy-image "not an image" is not an image reference/],
+    [['--gateway-proxy-images=registry.example.com/,Not An Image'], /--gateway-proxy-images: "Not An Image" is not an image reference or prefix/],
     [['--snapshot-service=:9978'], /--snapshot-service ":9978" must be <host>:<port> with a host name/],
     [['--log-level=info,syncer=debug'], /--log-level: unknown module "syncer"; expected one of tollgate\/syncer/],
     [['--log-level=loud'], /--log-level: "loud" is not a level/],

@@ -50,6 +50,7 @@ describe('tollgate-ca ConfigMaps', () => {
         applied.push(`${o.metadata!.namespace}:${(o as { metadata: { ownerReferences: { name: string }[] } }).metadata.ownerReferences.map((r) => r.name).join(',')}`);
         done();
       },
+      labels: async () => undefined,
     };
     const p = new CaPublisher(api, pino({ level: 'silent' }), { initialMs: 1, maxMs: 1 });
     const next = (n: number) => new Promise<void>((resolve) => (done = () => applied.length >= n && resolve()));

@@ -117,10 +117,15 @@ describe('the budget of buffered request bytes', () => {
 });
 
 describe('the request body deadline', () => {
-  it('cuts a client that trickles its body faster than the idle timeout with 408 TG_REQUEST_BODY_DEADLINE', async () => {
+  it('cuts a client that trickles its body faster than the idle timeout with 408 TG_REQUEST_BODY_DEADLINE, which the client reads', async () => {
     const gw = await gateway(await echo(), { requestBodyIdleTimeout: '30s', requestBodyTimeout: '500ms' });
+    let refused = 0;
     for (const path of ['/v1/chat/completions', '/files']) {
       const { socket, closed } = await rawClient(gw);
+      // The client reads nothing until the proxy has refused it and it has sent more bytes
+      // after that: the 408 must still be there to read (a connection closed with unread bytes
+      // is reset, which would destroy the answer in the client's buffers; see linger.ts).
+      socket.pause();
       // 100 bytes, one every 50 ms: the body would take 5 s, each byte well within the idle timeout.
       socket.write(`POST ${path} HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n`);
       let sent = 0;
@@ -128,6 +133,10 @@ describe('the request body deadline', () => {
         if (sent < 100 && !socket.destroyed) socket.write('x', () => undefined);
         sent++;
       }, 50);
+      await expect.poll(() => refusals(gw, 'body_deadline')).toBe(++refused);
+      const after = sent;
+      await expect.poll(() => sent).toBeGreaterThanOrEqual(after + 2);
+      socket.resume();
       const text = await closed.finally(() => clearInterval(trickle));
       expect(text).toMatch(/^HTTP\/1\.1 408/);
       expect(text).toMatch(/x-tollgate-error: TG_REQUEST_BODY_DEADLINE/);

@@ -1,9 +1,10 @@
 // The API calls the deployer makes, and nothing else (the chart's RBAC grants exactly these):
 // server-side apply of its objects (patch, and create for a new one), a list of what it owns
-// in every namespace (by label) and delete of what is no longer needed.
+// in every namespace (by label), a list by name of an object it is about to create (is the
+// name taken by someone else's?) and delete of what is no longer needed.
 import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import { statusCode } from '../status/api.js';
-import { OWNED_SELECTOR } from './names.js';
+import { GATEWAY_NAME_LABEL, OWNED_SELECTOR } from './names.js';
 
 /** The field manager of every apply: `kubectl get -o yaml --show-managed-fields` shows it. */
 export const FIELD_MANAGER = 'tollgate';
@@ -21,6 +22,8 @@ export interface OwnedObject {
   readonly kind: DeployedKind;
   readonly namespace: string;
   readonly name: string;
+  /** Its gateway-name label: the Gateway whose proxies it runs. */
+  readonly gateway: string;
 }
 
 export interface DeployerApi {
@@ -28,6 +31,8 @@ export interface DeployerApi {
   apply(obj: KubernetesObject): Promise<KubernetesObject>;
   /** Every object of `kind` carrying the deployer's labels, in every namespace. */
   listOwned(kind: DeployedKind): Promise<OwnedObject[]>;
+  /** Whether an object of that name exists, whoever made it (a list by name: no get is granted). */
+  exists(kind: DeployedKind, namespace: string, name: string): Promise<boolean>;
   /** Resolves also when the object is already gone. */
   delete(obj: OwnedObject): Promise<void>;
 }
@@ -43,7 +48,13 @@ export class KubeDeployerApi implements DeployerApi {
   }
 
   async listOwned(kind: DeployedKind): Promise<OwnedObject[]> {
-    return (await this.listOwnedObjects(kind)).items.map((item) => ({ kind, namespace: item.metadata?.namespace ?? '', name: item.metadata?.name ?? '' }));
+    return (await this.listOwnedObjects(kind)).items.map((item) => ({ kind, namespace: item.metadata?.namespace ?? '', name: item.metadata?.name ?? '', gateway: item.metadata?.labels?.[GATEWAY_NAME_LABEL] ?? '' }));
+  }
+
+  async exists(kind: DeployedKind, namespace: string, name: string): Promise<boolean> {
+    const k = DEPLOYED_KINDS.find((x) => x.kind === kind)!;
+    const page = await this.#api.list(k.apiVersion, k.kind, namespace, undefined, undefined, undefined, `metadata.name=${name}`, undefined, 1);
+    return page.items.length > 0;
   }
 
   /** The whole objects, in pages of 500 (consistent: the pages of one list share its resourceVersion). */

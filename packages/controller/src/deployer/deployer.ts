@@ -14,8 +14,16 @@
 //
 // A Gateway refused for its parameters (a bad parametersRef) is kept as it runs: its objects
 // are neither applied nor pruned, so a typo in a parameters ConfigMap never takes proxies away.
+//
+// It never takes over an object it did not make. An object it owns carries its labels and the
+// Gateway's name (listOwned); before creating one, it checks the name is free. A name taken by
+// someone else's object (or by another Gateway's proxies: `a-b` of class `c` and `a` of class
+// `b-c` share `a-b-c`) is a conflict: nothing of that Gateway is applied or pruned, the
+// Gateway's Programmed condition says which object and why (conflict()), and the pass is
+// retried with the backoff until the name is free. The chart's ValidatingAdmissionPolicy
+// refuses the same takeover at the API server, for the moment between the check and the apply.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { proxyName } from './names.js';
+import { COMPONENT, COMPONENT_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, proxyName } from './names.js';
 import type { OwnedEvent } from './owned-watch.js';
 import type { ProxySettings } from './overrides.js';
 import type { Logger } from 'pino';
@@ -28,6 +36,7 @@ import { DEPLOYED_KINDS, type DeployedKind, type DeployerApi, type OwnedObject }
 import { render, type RenderParams } from './render.js';
 
 const key = (o: { kind: string; namespace: string; name: string }) => `${o.kind}/${o.namespace}/${o.name}`;
+const gatewayKey = (gw: Gateway) => `${gw.metadata.namespace}/${gw.metadata.name}`;
 
 export interface DeployerPassResult {
   readonly applied: number;
@@ -86,6 +95,8 @@ export class Deployer implements Runnable {
   readonly #inflight = new Map<string, { kind: DeployedKind; event: OwnedEvent; obj: KubernetesObject }[]>();
   /** `<ns>/<name>` -> the problems last reported, so each is logged once. */
   readonly #reported = new Map<string, string>();
+  /** `<ns>/<name>` of a Gateway -> why its proxies cannot be deployed (a name taken), as of the last pass. */
+  #conflicts = new Map<string, string>();
 
   constructor(
     private readonly api: DeployerApi,
@@ -96,8 +107,15 @@ export class Deployer implements Runnable {
     retry: RetryOptions = DEFAULT_RETRY,
     /** Told each new problem of a Gateway's settings (the controller records a Warning Event on it). */
     private readonly onProblem: (gateway: Gateway, problem: string) => void = () => undefined,
+    /** Told when the set of conflicts changed (the status writer re-reads conflict()). */
+    private readonly onConflicts: () => void = () => undefined,
   ) {
     this.#retry = new RetryBackoff(retry);
+  }
+
+  /** Why the Gateway's proxies cannot be deployed, while that is so: an object of their name that is not theirs. */
+  conflict(namespace: string, name: string): string | undefined {
+    return this.#conflicts.get(`${namespace}/${name}`);
   }
 
   /** The Gateways whose class is ours, as the caches hold them. */
@@ -209,22 +227,36 @@ export class Deployer implements Runnable {
     this.#dirty = false;
     const gateways = this.#gateways ?? [];
     const { keep = [], settings } = this.#options;
-    const desired = new Map<string, KubernetesObject>();
-    for (const gw of gateways) {
+    const rendered = gateways.map((gw) => {
       const { objects, problems } = render(gw, settings ? { ...this.params, defaults: settings(gw) } : this.params);
       this.#report(gw, problems);
-      for (const o of objects) desired.set(key({ kind: o.kind!, namespace: o.metadata!.namespace!, name: o.metadata!.name! }), o);
-    }
-    for (const k of this.#reported.keys()) if (!gateways.some((g) => `${g.metadata.namespace}/${g.metadata.name}` === k)) this.#reported.delete(k);
+      return { gw, objects };
+    });
+    for (const k of this.#reported.keys()) if (!gateways.some((g) => gatewayKey(g) === k)) this.#reported.delete(k);
 
     // What exists now: a listing failure stops the pass (pruning on a partial list would be wrong).
     const existing: OwnedObject[] = [];
     for (const { kind } of DEPLOYED_KINDS) existing.push(...(await this.api.listOwned(kind)));
-    const present = new Set(existing.map(key));
+    const owned = new Map(existing.map((o) => [key(o), o]));
+    const present = new Set(owned.keys());
     const kept = new Set(keep.flatMap((gw) => DEPLOYED_KINDS.map(({ kind }) => key({ kind, namespace: gw.metadata.namespace ?? '', name: proxyName(gw) }))));
 
+    // Whose each name is: a Gateway whose objects' names are taken deploys nothing and keeps what it has.
+    const desired = new Map<string, KubernetesObject>();
+    const conflicts = new Map<string, string>();
+    for (const { gw, objects } of rendered) {
+      const conflict = await this.#conflictOf(gw, objects, owned, desired);
+      if (conflict) {
+        conflicts.set(gatewayKey(gw), conflict);
+        for (const o of objects) kept.add(key({ kind: o.kind!, namespace: o.metadata!.namespace!, name: o.metadata!.name! }));
+        continue;
+      }
+      for (const o of objects) desired.set(key({ kind: o.kind!, namespace: o.metadata!.namespace!, name: o.metadata!.name! }), o);
+    }
+    this.#setConflicts(conflicts);
+
     let applied = 0;
-    let failed = 0;
+    let failed = conflicts.size;
     // ServiceAccount first: the Deployment's pods name it.
     for (const [k, obj] of desired) {
       if (!this.#may()) return true;
@@ -269,6 +301,31 @@ export class Deployer implements Runnable {
     this.onPass({ applied, deleted, failed });
     this.log.debug({ gateways: gateways.length, applied, deleted, failed }, 'deployer pass finished');
     return failed === 0;
+  }
+
+  /** Why the Gateway may not write `objects`, or undefined when every name is free or already its own. */
+  async #conflictOf(gw: Gateway, objects: readonly KubernetesObject[], owned: ReadonlyMap<string, OwnedObject>, claimed: ReadonlyMap<string, KubernetesObject>): Promise<string | undefined> {
+    for (const o of objects) {
+      const kind = o.kind as DeployedKind;
+      const namespace = o.metadata!.namespace!;
+      const name = o.metadata!.name!;
+      const k = key({ kind, namespace, name });
+      const other = claimed.get(k)?.metadata?.labels?.[GATEWAY_NAME_LABEL] ?? owned.get(k)?.gateway;
+      if (other !== undefined && other !== gw.metadata.name)
+        return `${kind} ${namespace}/${name} runs the proxies of Gateway ${namespace}/${other}: both Gateways' proxies get that name (<gateway>-<class>); rename one of the Gateways`;
+      if (other === undefined && (await this.api.exists(kind, namespace, name)))
+        return `${kind} ${namespace}/${name} exists and was not made by Tollgate for this Gateway (it lacks the labels ${MANAGED_BY_LABEL}=${MANAGED_BY}, ${COMPONENT_LABEL}=${COMPONENT} and ${GATEWAY_NAME_LABEL}=${gw.metadata.name}); Tollgate does not take over objects it did not make: delete or rename it (kubectl delete ${kind.toLowerCase()} ${name} -n ${namespace}), or rename the Gateway`;
+    }
+    return undefined;
+  }
+
+  #setConflicts(conflicts: Map<string, string>): void {
+    const changed = conflicts.size !== this.#conflicts.size || [...conflicts].some(([k, v]) => this.#conflicts.get(k) !== v);
+    for (const [k, message] of conflicts) {
+      if (this.#conflicts.get(k) !== message) this.log.warn({ code: CONTROLLER_ERRORS.proxyConflict.code, gateway: k, problem: message }, `Gateway ${k}: ${message}`);
+    }
+    this.#conflicts = conflicts;
+    if (changed) this.onConflicts();
   }
 
   #report(gw: Gateway, problems: readonly string[]): void {

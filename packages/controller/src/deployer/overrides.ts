@@ -6,12 +6,14 @@
 //   tollgate.dev/memory-request  e.g. 256Mi
 //   tollgate.dev/cpu-limit       e.g. 1 (no CPU limit unless set)
 //   tollgate.dev/memory-limit    e.g. 1Gi
-//   tollgate.dev/image           proxy image for this Gateway only, e.g. a canary build
-//                                (registry.example.com/tollgate:0.2.0-rc.1 or ...@sha256:<64 hex>)
 //
 // Each value is checked here, before anything reaches the API server; a bad one is reported
 // (naming the annotation, the value and a good example) and the default is used instead. An
 // unknown tollgate.dev/ key is reported too: it is almost always a typo.
+//
+// `tollgate.dev/image` is not read here: what the proxies run is the cluster admin's choice,
+// decided with the parameters (parameters.ts, image-policy.ts), and a Gateway naming an image
+// the admin did not allow is refused rather than quietly given the default.
 export interface ProxyResources {
   readonly requests: { readonly cpu?: string; readonly memory?: string };
   readonly limits: { readonly cpu?: string; readonly memory?: string };
@@ -20,7 +22,7 @@ export interface ProxyResources {
 export interface ProxySettings {
   readonly replicas: number;
   readonly resources: ProxyResources;
-  /** Set only when the Gateway overrides the controller's --proxy-image. */
+  /** Set only when the GatewayClass's parameters (or an allowed Gateway choice) replace the controller's --proxy-image. */
   readonly image?: string;
   /**
    * Process settings of the proxies (the bounds of PROXY_PROCESS_PARAMETERS, as `config:` of a
@@ -44,12 +46,10 @@ const RESOURCE_KEYS = {
   'memory-limit': ['limits', 'memory', '1Gi'],
 } as const;
 
-const KNOWN = ['replicas', ...Object.keys(RESOURCE_KEYS), 'image'];
+/** The annotation of the proxy image (read with the parameters, not here). */
+export const IMAGE_ANNOTATION = `${ANNOTATION_PREFIX}image`;
 
-// An image reference: [registry[:port]/]path[:tag][@sha256:digest], lower-case path
-// components. Checked here so a typo is reported on the Gateway instead of as a pod the API
-// server refuses (InvalidImageName only shows up on the pod).
-const IMAGE = /^(?:[a-zA-Z0-9.-]+(?::[0-9]{1,5})?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$/;
+const KNOWN = ['replicas', ...Object.keys(RESOURCE_KEYS), 'image'];
 
 // A Kubernetes quantity as written by people: a decimal number and an optional suffix.
 const QUANTITY = /^([0-9]+(?:\.[0-9]+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
@@ -57,10 +57,6 @@ const SCALE: Readonly<Record<string, number>> = {
   '': 1, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
   Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
 };
-
-export function isImageReference(text: string): boolean {
-  return text.length <= 512 && IMAGE.test(text);
-}
 
 /** The value of a quantity, or undefined when it is not one. */
 export function quantityValue(text: string): number | undefined {
@@ -71,7 +67,6 @@ export function quantityValue(text: string): number | undefined {
 export function readOverrides(annotations: Readonly<Record<string, string>> | undefined, defaults: ProxySettings): { settings: ProxySettings; problems: string[] } {
   const problems: string[] = [];
   let replicas = defaults.replicas;
-  let image = defaults.image;
   const requests: Record<string, string | undefined> = { ...defaults.resources.requests };
   const limits: Record<string, string | undefined> = { ...defaults.resources.limits };
   const field = (key: string) => `spec.infrastructure.annotations["${ANNOTATION_PREFIX}${key}"]`;
@@ -83,8 +78,7 @@ export function readOverrides(annotations: Readonly<Record<string, string>> | un
       if (/^[0-9]{1,3}$/.test(value) && Number(value) <= MAX_REPLICAS) replicas = Number(value);
       else problems.push(`${field(key)} "${value}" is not a whole number from 0 to ${MAX_REPLICAS}; e.g. "2" (using ${defaults.replicas})`);
     } else if (key === 'image') {
-      if (isImageReference(value)) image = value;
-      else problems.push(`${field(key)} "${value}" is not an image reference; e.g. "registry.example.com/tollgate:0.2.0" (using the controller's proxy image)`);
+      continue;
     } else if (key in RESOURCE_KEYS) {
       const [kind, resource, example] = RESOURCE_KEYS[key as keyof typeof RESOURCE_KEYS];
       const v = quantityValue(value);
@@ -108,7 +102,7 @@ export function readOverrides(annotations: Readonly<Record<string, string>> | un
     }
   }
   const resources = { requests: compact(requests), limits: compact(limits) };
-  return { settings: proxySettings(replicas, resources, image, defaults.process), problems };
+  return { settings: proxySettings(replicas, resources, defaults.image, defaults.process), problems };
 }
 
 function compact(r: Record<string, string | undefined>): { cpu?: string; memory?: string } {

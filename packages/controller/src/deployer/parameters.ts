@@ -20,14 +20,36 @@
 // A reference that cannot be followed, an unknown key or a bad value refuses the Gateway (or
 // the class) with reason InvalidParameters and a message naming the ConfigMap, the key and the
 // fix, as the Gateway API asks. Pure: the ConfigMaps are looked up through a function.
+//
+// What the proxies run is the cluster admin's (image-policy.ts): `image` in the class's
+// ConfigMap is taken as it is; a Gateway's own choice (its ConfigMap's `image`, the
+// tollgate.dev/image annotation) only when --gateway-proxy-images allows it, and so are pod
+// annotations that change a container's security profile: anything else refuses the Gateway,
+// naming the field. This is the one place those settings are read.
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { Gateway, GatewayClass } from '../types/gateway-api.js';
 import { INTEGER_PROCESS_PARAMETERS, processSettingsProblems, PROXY_PROCESS_PARAMETERS } from '@tollgate/api';
-import { isImageReference, MAX_REPLICAS, proxySettings, quantityValue, type ProxySettings } from './overrides.js';
+import { describeAllowList, imageAllowed, parseImage, type ImageAllowList } from './image-policy.js';
+import { IMAGE_ANNOTATION, MAX_REPLICAS, proxySettings, quantityValue, type ProxySettings } from './overrides.js';
 
 export const PARAMETERS_LABEL = 'tollgate.dev/parameters';
 
 export type ConfigMapLookup = (namespace: string, name: string) => V1ConfigMap | undefined;
+
+/** What the cluster admin decided for every Gateway: the defaults and the images Gateways may choose. */
+export interface ParameterPolicy {
+  /** Used where nothing is set (the image: the controller's --proxy-image). */
+  readonly defaults: ProxySettings;
+  /** --gateway-proxy-images. */
+  readonly gatewayImages: ImageAllowList;
+}
+
+/**
+ * Pod annotations that change a container's security profile (the API server turns the
+ * AppArmor ones into the pod's securityContext): the pod template's security settings are
+ * fixed by the controller, so a Gateway may not set them through its infrastructure annotations.
+ */
+export const SECURITY_ANNOTATION_PREFIXES = ['container.apparmor.security.beta.kubernetes.io/', 'seccomp.security.alpha.kubernetes.io/', 'container.seccomp.security.alpha.kubernetes.io/'] as const;
 
 export type ParametersVerdict =
   | { readonly ok: true; readonly settings: ProxySettings; /** `<ns>/<name>` of each ConfigMap read, class first. */ readonly sources: readonly string[] }
@@ -51,25 +73,56 @@ export const PARAMETER_KEYS = ['replicas', ...Object.keys(RESOURCE_KEYS), 'image
 
 const PROCESS_KEYS: ReadonlySet<string> = new Set(PROXY_PROCESS_PARAMETERS);
 
-/** The ConfigMap a reference names, or why it cannot be followed. */
-function follow(ref: Ref, field: string, namespace: string | undefined, lookup: ConfigMapLookup): { ok: true; configMap: V1ConfigMap; id: string } | { ok: false; message: string } {
+/** `<namespace>/<name>` of the ConfigMap a reference names, or why it cannot name one. */
+function configMapKey(ref: Ref, field: string, namespace: string | undefined): { ok: true; namespace: string; id: string } | { ok: false; message: string } {
   if (ref.group !== '' || ref.kind !== 'ConfigMap') {
     return { ok: false, message: `${field} names ${ref.group ? `${ref.group}/` : ''}${ref.kind} ${ref.name}; parameters are read from a ConfigMap: set group "" and kind ConfigMap` };
   }
   if (!namespace) return { ok: false, message: `${field}.namespace is missing: a ConfigMap lives in a namespace; name it, e.g. namespace: tollgate-system` };
-  const id = `${namespace}/${ref.name}`;
-  const configMap = lookup(namespace, ref.name);
+  return { ok: true, namespace, id: `${namespace}/${ref.name}` };
+}
+
+/** `<namespace>/<name>` of the ConfigMap a class's parametersRef names (what the ConfigMap cache reads whole), if it names one. */
+export function classParametersConfigMap(gc: GatewayClass): string | undefined {
+  const ref = gc.spec.parametersRef;
+  const key = ref && configMapKey(ref, '', ref.namespace);
+  return key?.ok ? key.id : undefined;
+}
+
+/** The same for a Gateway's infrastructure parametersRef (in its own namespace). */
+export function gatewayParametersConfigMap(gateway: Gateway): string | undefined {
+  const ref = gateway.spec.infrastructure?.parametersRef;
+  const key = ref && configMapKey(ref, '', gateway.metadata.namespace);
+  return key?.ok ? key.id : undefined;
+}
+
+/** The ConfigMap a reference names, or why it cannot be followed. */
+function follow(ref: Ref, field: string, namespace: string | undefined, lookup: ConfigMapLookup): { ok: true; configMap: V1ConfigMap; id: string } | { ok: false; message: string } {
+  const key = configMapKey(ref, field, namespace);
+  if (!key.ok) return key;
+  const { id } = key;
+  const configMap = lookup(key.namespace, ref.name);
   if (!configMap) {
     return {
       ok: false,
-      message: `${field}: ConfigMap ${id} not found among ConfigMaps labelled ${PARAMETERS_LABEL}: create it with that label, or add it: kubectl label configmap ${ref.name} -n ${namespace} ${PARAMETERS_LABEL}=true`,
+      message: `${field}: ConfigMap ${id} not found among ConfigMaps labelled ${PARAMETERS_LABEL}: create it with that label, or add it: kubectl label configmap ${ref.name} -n ${key.namespace} ${PARAMETERS_LABEL}=true`,
     };
   }
   return { ok: true, configMap, id };
 }
 
-/** Applies one ConfigMap's keys over `base`; every problem names the key and a good value. */
-function readData(configMap: V1ConfigMap, id: string, base: ProxySettings): { settings: ProxySettings; problems: string[] } {
+/** Why a Gateway may not run `image`, or undefined when it may. `field` names where it was set, `fix` how to take it out. */
+function gatewayImageProblem(image: string, field: string, fix: string, gatewayImages: ImageAllowList): string | undefined {
+  if (!parseImage(image)) return `${field} "${image}" is not an image reference; e.g. "registry.example.com/tollgate:0.2.0"`;
+  if (imageAllowed(image, gatewayImages)) return undefined;
+  return `${field} "${image}": the proxy image is the cluster admin's choice, and --gateway-proxy-images does not allow this one (allowed: ${describeAllowList(gatewayImages)}); ${fix}, or ask the cluster admin to allow the image or to set it in the GatewayClass's parameters`;
+}
+
+/**
+ * Applies one ConfigMap's keys over `base`; every problem names the key and a good value.
+ * `gatewayImages`: the ConfigMap is a Gateway's, whose image must be allowed; undefined: the class's.
+ */
+function readData(configMap: V1ConfigMap, id: string, base: ProxySettings, gatewayImages?: ImageAllowList): { settings: ProxySettings; problems: string[] } {
   const problems: string[] = [];
   let replicas = base.replicas;
   let image = base.image;
@@ -84,8 +137,9 @@ function readData(configMap: V1ConfigMap, id: string, base: ProxySettings): { se
       if (/^[0-9]{1,3}$/.test(v) && Number(v) <= MAX_REPLICAS) replicas = Number(v);
       else problems.push(`ConfigMap ${id}: key replicas "${value}" is not a whole number from 0 to ${MAX_REPLICAS}; e.g. "2"`);
     } else if (key === 'image') {
-      if (isImageReference(v)) image = v;
-      else problems.push(`ConfigMap ${id}: key image "${value}" is not an image reference; e.g. "registry.example.com/tollgate:0.2.0"`);
+      const problem = gatewayImages ? gatewayImageProblem(v, `ConfigMap ${id}: key image`, 'remove the key', gatewayImages) : parseImage(v) ? undefined : `ConfigMap ${id}: key image "${value}" is not an image reference; e.g. "registry.example.com/tollgate:0.2.0"`;
+      if (problem) problems.push(problem);
+      else image = v;
     } else if (key in RESOURCE_KEYS) {
       const [kind, resource, example] = RESOURCE_KEYS[key as keyof typeof RESOURCE_KEYS];
       const q = quantityValue(v);
@@ -120,31 +174,48 @@ function requestAboveLimit(settings: ProxySettings, sources: readonly string[]):
   return out;
 }
 
-/** The class's parameters over `defaults`; an error refuses the class (Accepted False, InvalidParameters). */
-export function classParameters(gc: GatewayClass, lookup: ConfigMapLookup, defaults: ProxySettings): ParametersVerdict {
+/** The class's parameters over the defaults; an error refuses the class (Accepted False, InvalidParameters). */
+export function classParameters(gc: GatewayClass, lookup: ConfigMapLookup, policy: ParameterPolicy): ParametersVerdict {
   const ref = gc.spec.parametersRef;
-  if (!ref) return { ok: true, settings: defaults, sources: [] };
+  if (!ref) return { ok: true, settings: policy.defaults, sources: [] };
   const found = follow(ref, 'spec.parametersRef', ref.namespace, lookup);
   if (!found.ok) return found;
-  const { settings, problems } = readData(found.configMap, found.id, defaults);
+  const { settings, problems } = readData(found.configMap, found.id, policy.defaults);
   problems.push(...requestAboveLimit(settings, [found.id]));
   return problems.length ? { ok: false, message: problems.join('; ') } : { ok: true, settings, sources: [found.id] };
 }
 
 /**
- * The settings of a Gateway's proxies before its annotations: the defaults, then its class's
- * ConfigMap, then its own. An error refuses the Gateway (Accepted False, InvalidParameters).
+ * The settings of a Gateway's proxies before its resource annotations (overrides.ts): the
+ * defaults, then its class's ConfigMap, then its own, then its image annotation. An error
+ * refuses the Gateway (Accepted False, InvalidParameters).
  */
-export function gatewayParameters(gateway: Gateway, gc: GatewayClass | undefined, lookup: ConfigMapLookup, defaults: ProxySettings): ParametersVerdict {
-  const base = gc ? classParameters(gc, lookup, defaults) : ({ ok: true, settings: defaults, sources: [] } as const);
+export function gatewayParameters(gateway: Gateway, gc: GatewayClass | undefined, lookup: ConfigMapLookup, policy: ParameterPolicy): ParametersVerdict {
+  const base = gc ? classParameters(gc, lookup, policy) : ({ ok: true, settings: policy.defaults, sources: [] } as const);
   if (!base.ok) return { ok: false, message: `GatewayClass ${gc!.metadata.name}: ${base.message}` };
   const ref = gateway.spec.infrastructure?.parametersRef;
-  if (!ref) return base;
-  const found = follow(ref, 'spec.infrastructure.parametersRef', gateway.metadata.namespace, lookup);
-  if (!found.ok) return found;
-  const { settings, problems } = readData(found.configMap, found.id, base.settings);
-  const sources = [...base.sources, found.id];
-  problems.push(...requestAboveLimit(settings, sources));
+  let settings = base.settings;
+  let sources = base.sources;
+  const problems: string[] = [];
+  if (ref) {
+    const found = follow(ref, 'spec.infrastructure.parametersRef', gateway.metadata.namespace, lookup);
+    if (!found.ok) return found;
+    const read = readData(found.configMap, found.id, base.settings, policy.gatewayImages);
+    settings = read.settings;
+    sources = [...base.sources, found.id];
+    problems.push(...read.problems, ...requestAboveLimit(settings, sources));
+  }
+  const annotations = gateway.spec.infrastructure?.annotations ?? {};
+  const annotated = annotations[IMAGE_ANNOTATION];
+  if (annotated !== undefined) {
+    const problem = gatewayImageProblem(annotated, `spec.infrastructure.annotations["${IMAGE_ANNOTATION}"]`, 'remove the annotation', policy.gatewayImages);
+    if (problem) problems.push(problem);
+    else settings = { ...settings, image: annotated };
+  }
+  for (const key of Object.keys(annotations).sort()) {
+    if (SECURITY_ANNOTATION_PREFIXES.some((p) => key.startsWith(p)))
+      problems.push(`spec.infrastructure.annotations["${key}"] would change the proxy pods' security profile, which only the controller sets (the pods run under the runtime's default seccomp profile with every capability dropped); remove it`);
+  }
   return problems.length ? { ok: false, message: problems.join('; ') } : { ok: true, settings, sources };
 }
 

@@ -26,6 +26,8 @@ export interface ConnectedProxy {
 export interface ProgrammedInput {
   /** The Deployment running the Gateway's proxies. */
   readonly deployment: string;
+  /** Why the proxies cannot be deployed at all (an object of their name is someone else's). */
+  readonly blocked?: string;
   readonly replicas: number;
   /** How to raise replicas from 0, where they were set (an annotation or a parameters key). */
   readonly replicasHint?: string;
@@ -59,6 +61,7 @@ function stuck(p: V1Pod): string | undefined {
 }
 
 export function programmed(i: ProgrammedInput): ProgrammedVerdict {
+  if (i.blocked !== undefined) return { status: false, reason: 'NoResources', message: i.blocked };
   if (i.replicas === 0) return { status: false, reason: 'NoResources', message: `Deployment ${i.deployment} runs no proxy (replicas 0): ${i.replicasHint ?? 'set tollgate.dev/replicas above 0'}` };
   const live = i.pods.filter((p) => !p.metadata?.deletionTimestamp);
   // A pod that cannot start is what the user must fix; it also holds a rollout back even

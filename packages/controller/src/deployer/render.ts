@@ -3,9 +3,13 @@
 // in cluster mode and a Service with one port per listener port. Pure: the same Gateway and
 // parameters give the same objects, byte for byte; nothing is read from the cluster.
 //
-// Per-Gateway settings come from `spec.infrastructure.annotations` (tollgate.dev/* keys, see
+// The settings arrive resolved in `params.defaults` (parameters.ts: the class's and the
+// Gateway's ConfigMaps, and the image, which only the cluster admin chooses). Replicas and
+// resources may also come from `spec.infrastructure.annotations` (tollgate.dev/* keys, see
 // overrides.ts); a bad one is reported in `problems` and its default used, so one typo never
-// takes a Gateway's proxies away. `spec.infrastructure.labels` and `.annotations` are also put
+// takes a Gateway's proxies away. Everything else that decides what runs (command, arguments,
+// security context, host namespaces, volumes, ServiceAccount, an environment of nothing but
+// the checked process settings) is fixed here and is nobody's setting. `spec.infrastructure.labels` and `.annotations` are also put
 // on every object and on the pods, as the Gateway API asks (the tollgate.dev/ settings on the
 // objects only).
 import type { V1Deployment, V1OwnerReference, V1Service, V1ServiceAccount } from '@kubernetes/client-node';
@@ -43,7 +47,7 @@ export interface RenderParams {
   readonly proxyImage: string;
   /** host:port of the snapshot stream, as proxies reach it (--snapshot-service). */
   readonly snapshotService: string;
-  /** Used where the Gateway sets nothing. */
+  /** The settings from the parameters (the image among them); annotations apply over replicas and resources. */
   readonly defaults: ProxySettings;
   /** The controller serves the stream without TLS (--snapshot-plaintext): proxies connect so. */
   readonly plaintext?: boolean;

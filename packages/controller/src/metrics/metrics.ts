@@ -1,8 +1,29 @@
 // The controller's Prometheus metrics, one registry per process (tests may make several).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+/** What one watched kind's cache holds (World.cacheStats). */
+export interface CacheStat {
+  readonly kind: string;
+  /** `full`: whole objects; `metadata`: names and versions only. */
+  readonly form: 'full' | 'metadata';
+  readonly objects: number;
+  /** Bytes of `data` and `binaryData` values held (Secrets, ConfigMaps): the part of an object that can reach 1 MiB. */
+  readonly dataBytes: number;
+}
+
 export class ControllerMetrics {
   readonly registry = new Registry();
+  /** Read at each scrape; the controller sets it once its caches exist. */
+  cacheStats: () => readonly CacheStat[] = () => [];
+  readonly cachedObjects = new Gauge({
+    name: 'tollgate_controller_cached_objects',
+    help: 'Objects held in the watch caches, by kind and form (full objects, or metadata only)',
+    labelNames: ['kind', 'form'] as const,
+    registers: [this.registry],
+    collect: () => this.#collectCache(),
+  });
+  /** Set with cachedObjects, whose collect runs first at each scrape (a registry reads its metrics in the order they were registered). */
+  readonly cachedDataBytes = new Gauge({ name: 'tollgate_controller_cached_data_bytes', help: 'Bytes of Secret and ConfigMap data held in the watch caches, by kind', labelNames: ['kind'] as const, registers: [this.registry] });
   readonly reconciles = new Counter({
     name: 'tollgate_controller_reconciles_total',
     help: 'Reconciles (translations of the whole watched world), by result',
@@ -64,5 +85,16 @@ export class ControllerMetrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  #collectCache(): void {
+    this.cachedObjects.reset();
+    this.cachedDataBytes.reset();
+    const bytes = new Map<string, number>();
+    for (const s of this.cacheStats()) {
+      this.cachedObjects.inc({ kind: s.kind, form: s.form }, s.objects);
+      bytes.set(s.kind, (bytes.get(s.kind) ?? 0) + s.dataBytes);
+    }
+    for (const [kind, b] of bytes) this.cachedDataBytes.set({ kind }, b);
   }
 }

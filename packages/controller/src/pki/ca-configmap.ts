@@ -8,6 +8,13 @@ import type { Gateway } from '../types/gateway-api.js';
 
 export const CA_CONFIGMAP = 'tollgate-ca';
 export const CA_CONFIGMAP_KEY = 'ca.crt';
+/** The labels that make a `tollgate-ca` ConfigMap Tollgate's (the publisher never overwrites one without them). */
+export const CA_CONFIGMAP_LABELS = { 'app.kubernetes.io/managed-by': 'tollgate', 'app.kubernetes.io/component': 'snapshot-ca' } as const;
+
+/** Whether labels say the ConfigMap is the one Tollgate publishes. */
+export function isOurCaConfigMap(labels: Readonly<Record<string, string>> | undefined): boolean {
+  return Object.entries(CA_CONFIGMAP_LABELS).every(([k, v]) => labels?.[k] === v);
+}
 
 export function renderCaConfigMaps(gateways: readonly Gateway[], caCertificate: string): V1ConfigMap[] {
   const byNamespace = new Map<string, Gateway[]>();
@@ -22,7 +29,7 @@ export function renderCaConfigMaps(gateways: readonly Gateway[], caCertificate: 
     metadata: {
       name: CA_CONFIGMAP,
       namespace,
-      labels: { 'app.kubernetes.io/managed-by': 'tollgate', 'app.kubernetes.io/component': 'snapshot-ca' },
+      labels: { ...CA_CONFIGMAP_LABELS },
       ownerReferences: byNamespace
         .get(namespace)!
         .sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))

@@ -11,13 +11,16 @@ import type { SnapshotStore } from '../snapshots/store.js';
 import type { GatewayStatusReport, Resources, StatusReport, Translate } from '../translate/types.js';
 
 export interface ReconcileDeps {
-  readonly resources: () => Resources;
+  /** undefined: the caches are not ready for a translation yet (a referenced object is being read); the run is skipped, and the read's answer starts the next. */
+  readonly resources: () => Resources | undefined;
   readonly translate: Translate;
   readonly controllerName: string;
   /** Bounds on expressions (the --regex-* and --cel-* flags). */
   readonly limits?: EvaluationLimits;
   /** The installed Gateway API bundle version, once known. */
   readonly gatewayApiVersion: () => string | undefined;
+  /** --gateway-proxy-images (TranslateOptions). */
+  readonly gatewayProxyImages?: readonly string[];
   readonly store: SnapshotStore;
   readonly submitStatus: (r: StatusReport) => void;
   readonly metrics: ControllerMetrics;
@@ -50,12 +53,16 @@ export class Reconciler {
 
   run(): void {
     const { metrics, log } = this.d;
+    const resources = this.d.resources();
+    if (!resources) {
+      log.debug('reconcile waits for referenced objects being read');
+      return;
+    }
     const end = metrics.reconcileDuration.startTimer();
     let result: ReturnType<Translate>;
-    const resources = this.d.resources();
     const started = performance.now();
     try {
-      result = this.d.translate(resources, { controllerName: this.d.controllerName, gatewayApiVersion: this.d.gatewayApiVersion(), limits: this.d.limits });
+      result = this.d.translate(resources, { controllerName: this.d.controllerName, gatewayApiVersion: this.d.gatewayApiVersion(), gatewayProxyImages: this.d.gatewayProxyImages ?? [], limits: this.d.limits });
     } catch (err) {
       end();
       metrics.reconciles.inc({ result: 'error' });

@@ -2,7 +2,9 @@
 // map access, so the cost stays linear in the number of objects.
 import type { V1ConfigMap, V1EndpointSlice, V1Secret, V1Service } from '@kubernetes/client-node';
 import { DEFAULT_LIMITS, type EvaluationLimits } from '@tollgate/api';
-import { PARAMETERS_LABEL } from '../deployer/parameters.js';
+import { parseAllowList } from '../deployer/image-policy.js';
+import { PARAMETERS_LABEL, type ParameterPolicy } from '../deployer/parameters.js';
+import { DEFAULT_PROXY_SETTINGS } from '../deployer/render.js';
 import type { Gateway, HTTPRoute } from '../types/gateway-api.js';
 import { ReferenceGrants } from './referencegrant.js';
 import { byKey, keyOf } from './keys.js';
@@ -29,6 +31,8 @@ export interface Context {
   readonly secrets: ReadonlyMap<string, V1Secret>;
   /** Proxy parameters: ConfigMaps labelled tollgate.dev/parameters by `<namespace>/<name>`. */
   readonly configMap: (namespace: string, name: string) => V1ConfigMap | undefined;
+  /** What the cluster admin decided about proxy settings (the defaults, the images Gateways may choose). */
+  readonly parameters: ParameterPolicy;
   /** Computes a value once per translation (e.g. the endpoints of a Service port many routes use). */
   memo<T>(key: string, make: () => T): T;
   /**
@@ -84,6 +88,8 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
   // The watch selects on the label; checked here too, so every input gives the same answer.
   const configMaps = new Map(resources.configMaps.filter((c) => c.metadata?.name && c.metadata.namespace && c.metadata.labels?.[PARAMETERS_LABEL] !== undefined).map((c) => [`${c.metadata!.namespace}/${c.metadata!.name}`, c]));
   const memo = new Map<string, unknown>();
+  // The controller checks the flag at start; a list that does not parse here allows nothing.
+  const allowList = parseAllowList(options.gatewayProxyImages ?? []);
   return {
     dependencyEpoch: dependencyEpochOf(resources),
     memo: <T>(key: string, make: () => T): T => {
@@ -102,6 +108,7 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     gateways: new Map(byKey(resources.gateways).map((g) => [keyOf(g.metadata), g])),
     httpRoutes: new Map(byKey(resources.httpRoutes).map((r) => [keyOf(r.metadata), r])),
     configMap: (namespace, name) => configMaps.get(`${namespace}/${name}`),
+    parameters: { defaults: DEFAULT_PROXY_SETTINGS, gatewayImages: allowList.ok ? allowList.list : [] },
     secrets: new Map(resources.secrets.filter((s) => s.metadata?.name && s.metadata.namespace).map((s) => [`${s.metadata!.namespace}/${s.metadata!.name}`, s])),
   };
 }

@@ -3,7 +3,6 @@ import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import type { ClassVerdict } from './gatewayclass.js';
 import { gatewayParameters } from '../deployer/parameters.js';
-import { DEFAULT_PROXY_SETTINGS } from '../deployer/render.js';
 import { generationOf } from './keys.js';
 import { translateListeners, type ListenerState } from './listeners.js';
 import type { Gateway } from '../types/gateway-api.js';
@@ -22,7 +21,7 @@ function acceptance(gateway: Gateway, gc: ClassVerdict, listeners: readonly List
   if (!gc.accepted.ok) return fail(gc.accepted.reason === 'InvalidParameters' ? 'InvalidParameters' : 'Invalid', `GatewayClass ${gc.name} is not accepted: ${gc.accepted.message}`);
   if (gateway.spec.addresses?.length)
     return fail('UnsupportedAddress', 'spec.addresses cannot be honoured yet: the proxy Service gets its address from the cluster; remove spec.addresses');
-  const params = gatewayParameters(gateway, gc.gatewayClass, ctx.configMap, DEFAULT_PROXY_SETTINGS);
+  const params = gatewayParameters(gateway, gc.gatewayClass, ctx.configMap, ctx.parameters);
   if (!params.ok) return fail('InvalidParameters', params.message);
   const bad = listeners.filter((l) => !l.accepted.ok);
   if (!bad.length) return ok('Accepted', 'accepted');

@@ -5,7 +5,6 @@ import { SUPPORTED_FEATURES } from './features.js';
 import { byKey, generationOf } from './keys.js';
 import type { Context } from './context.js';
 import { classParameters } from '../deployer/parameters.js';
-import { DEFAULT_PROXY_SETTINGS } from '../deployer/render.js';
 import type { GatewayClass } from '../types/gateway-api.js';
 import type { GatewayClassStatusReport } from './types.js';
 
@@ -39,7 +38,7 @@ export function translateGatewayClasses(
     let accepted: Verdict;
     if (version && !version.ok) accepted = version;
     else {
-      const params = classParameters(gc, ctx.configMap, DEFAULT_PROXY_SETTINGS);
+      const params = classParameters(gc, ctx.configMap, ctx.parameters);
       accepted = params.ok ? ok('Accepted', `accepted by ${ctx.controllerName}`) : fail('InvalidParameters', params.message);
     }
     ours.set(gc.metadata.name, { name: gc.metadata.name, accepted, gatewayClass: gc });

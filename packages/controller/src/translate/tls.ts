@@ -10,6 +10,7 @@ import { checkCertificate, Secret, type CertificateIR } from '@tollgate/api';
 import type { V1Secret } from '@kubernetes/client-node';
 import { fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
+import type { ReferenceGrants } from './referencegrant.js';
 import { GATEWAY_GROUP, type Gateway, type Listener, type SecretObjectReference } from '../types/gateway-api.js';
 
 export const TLS_SECRET_TYPE = 'kubernetes.io/tls';
@@ -50,19 +51,43 @@ function checkSecret(secret: V1Secret, namespace: string, name: string): Resolve
   return { ok: true, certificate: { origin: { kind: 'Secret', namespace, name }, certificate, key: new Secret(keyPem) } };
 }
 
-function resolve(ref: SecretObjectReference, index: number, gatewayNs: string, ctx: Context): Resolved {
-  const at = `tls.certificateRefs[${index}]`;
+type Target = { readonly ok: true; readonly namespace: string } | { readonly ok: false; readonly reason: string; readonly problem: string };
+
+/** The Secret a certificate reference may read, or why it may not (the one rule for both translation and the Secret cache). */
+function target(ref: SecretObjectReference, at: string, gatewayNs: string, grants: ReferenceGrants): Target {
   const group = ref.group ?? '';
   const kind = ref.kind ?? 'Secret';
   if (group !== '' || kind !== 'Secret')
     return { ok: false, reason: 'InvalidCertificateRef', problem: `${at} refers to ${group ? `${group}/` : ''}${kind} ${ref.name}; only core Secrets hold certificates` };
   const namespace = ref.namespace ?? gatewayNs;
-  if (!ctx.grants.permits({ group: GATEWAY_GROUP, kind: 'Gateway', namespace: gatewayNs }, { group: '', kind: 'Secret', namespace, name: ref.name }))
+  if (!grants.permits({ group: GATEWAY_GROUP, kind: 'Gateway', namespace: gatewayNs }, { group: '', kind: 'Secret', namespace, name: ref.name }))
     return {
       ok: false,
       reason: 'RefNotPermitted',
       problem: `${at} refers to Secret ${namespace}/${ref.name} in another namespace; a ReferenceGrant in ${namespace} must allow Gateways of ${gatewayNs}`,
     };
+  return { ok: true, namespace };
+}
+
+/** `<namespace>/<name>` of each Secret the Gateway's HTTPS listeners may read. */
+export function certificateSecrets(gateway: Gateway, grants: ReferenceGrants): string[] {
+  const ns = gateway.metadata.namespace ?? '';
+  const out: string[] = [];
+  for (const l of gateway.spec.listeners) {
+    if (l.protocol !== 'HTTPS') continue;
+    for (const ref of l.tls?.certificateRefs ?? []) {
+      const t = target(ref, '', ns, grants);
+      if (t.ok) out.push(`${t.namespace}/${ref.name}`);
+    }
+  }
+  return out;
+}
+
+function resolve(ref: SecretObjectReference, index: number, gatewayNs: string, ctx: Context): Resolved {
+  const at = `tls.certificateRefs[${index}]`;
+  const t = target(ref, at, gatewayNs, ctx.grants);
+  if (!t.ok) return t;
+  const namespace = t.namespace;
   const secret = ctx.secrets.get(`${namespace}/${ref.name}`);
   if (!secret)
     return { ok: false, reason: 'InvalidCertificateRef', problem: `${at} refers to Secret ${namespace}/${ref.name}, which does not exist (or is not of type ${TLS_SECRET_TYPE})` };

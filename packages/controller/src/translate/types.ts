@@ -56,6 +56,11 @@ export interface TranslateOptions {
    * of the process: results are reused while it is the same object.
    */
   readonly limits?: EvaluationLimits;
+  /**
+   * The images a Gateway may choose for its proxies (--gateway-proxy-images: references and
+   * prefixes, deployer/image-policy.ts); absent or empty: none, the image is the admin's alone.
+   */
+  readonly gatewayProxyImages?: readonly string[];
 }
 
 export interface TranslateResult {

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { CONTROLLER_ERRORS } from '../errors.js';
 import { describeApiError } from '../kube/errors.js';
 import type { WatchedKind } from './kinds.js';
+import { MetadataWatch, metadataList } from './metadata-watch.js';
 
 export interface InformerEvents {
   /** An object was added, changed or deleted (also for each object of a re-list). */
@@ -38,24 +39,29 @@ export class Informer {
     private readonly events: InformerEvents,
     private readonly log: Logger,
     private readonly backoff: BackoffOptions = { initialMs: 250, maxMs: 10_000 },
+    /** Whether a change of this object can change a translation (default: every object's can). */
+    relevant: (o: KubernetesObject) => boolean = () => true,
   ) {
     this.#backoff = backoff.initialMs;
-    const list = kind.list(kc);
+    const full = kind.cache.form === 'full';
+    const list = full ? kind.cache.list(kc) : metadataList(kc, kind);
     // autoStart false: start() below owns the first list.
-    this.#lw = new ListWatch(kind.path, new Watch(kc), list, false, kind.labelSelector, kind.fieldSelector);
-    const changed = () => this.events.changed(kind);
+    this.#lw = new ListWatch(kind.path, full ? new Watch(kc) : new MetadataWatch(kc, kind), list, false, kind.labelSelector, kind.fieldSelector);
+    const changed = (o: KubernetesObject) => {
+      if (relevant(o)) this.events.changed(kind);
+    };
     this.#lw.on('add', (o) => {
       this.#remember(o);
-      changed();
+      changed(o);
     });
     // Our own status writes come back as updates; translation never reads status, so an
     // update that changed nothing else (same generation, labels) is not a change.
     this.#lw.on('update', (o) => {
-      if (this.#remember(o)) changed();
+      if (this.#remember(o)) changed(o);
     });
     this.#lw.on('delete', (o) => {
       if (o.metadata?.uid) this.#fingerprints.delete(o.metadata.uid);
-      changed();
+      changed(o);
     });
     this.#lw.on('connect', () => this.log.debug({ kind: kind.kind }, 'watch connecting'));
     this.#lw.on('error', (err: unknown) => this.#failed(err));
@@ -75,7 +81,7 @@ export class Informer {
     return this.#synced;
   }
 
-  /** The cached objects, as the API server sent them. */
+  /** The cached objects, as the API server sent them (for a metadata-only kind: their metadata). */
   list(): readonly KubernetesObject[] {
     return this.#lw.list();
   }

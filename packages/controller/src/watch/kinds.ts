@@ -2,7 +2,18 @@
 // translate()'s Resources it fills. Gateway API v1.6.1 standard channel.
 import { CoreV1Api, CustomObjectsApi, DiscoveryV1Api, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import { PARAMETERS_LABEL } from '../deployer/parameters.js';
+import { TLS_SECRET_TYPE } from '../translate/tls.js';
 import type { Resources } from '../translate/types.js';
+import type { FetchObject } from './referenced.js';
+
+/**
+ * How a kind is cached: `full`, every object whole (listed with `list`); `metadata`, every
+ * object's name and version only (metadata-watch.ts), and whole only the objects translation
+ * references, each read with `fetch` (referenced.ts).
+ */
+export type CacheForm =
+  | { readonly form: 'full'; readonly list: (kc: KubeConfig) => () => Promise<KubernetesListObject<KubernetesObject>> }
+  | { readonly form: 'metadata'; readonly fetch: (kc: KubeConfig) => FetchObject };
 
 export interface WatchedKind {
   readonly kind: string;
@@ -19,7 +30,7 @@ export interface WatchedKind {
   readonly fieldSelector?: string;
   /** Label selector of the list and the watch: only these objects reach the cache. */
   readonly labelSelector?: string;
-  readonly list: (kc: KubeConfig) => () => Promise<KubernetesListObject<KubernetesObject>>;
+  readonly cache: CacheForm;
 }
 
 function custom(kind: string, resources: keyof Resources, group: string, version: string, plural: string, namespaced: boolean): WatchedKind {
@@ -32,9 +43,12 @@ function custom(kind: string, resources: keyof Resources, group: string, version
     namespaced,
     hasStatus: true,
     path: `/apis/${group}/${version}/${plural}`,
-    list: (kc) => {
-      const api = kc.makeApiClient(CustomObjectsApi);
-      return async () => (await api.listClusterCustomObject({ group, version, plural })) as KubernetesListObject<KubernetesObject>;
+    cache: {
+      form: 'full',
+      list: (kc) => {
+        const api = kc.makeApiClient(CustomObjectsApi);
+        return async () => (await api.listClusterCustomObject({ group, version, plural })) as KubernetesListObject<KubernetesObject>;
+      },
     },
   };
 }
@@ -56,9 +70,12 @@ export const KINDS: readonly WatchedKind[] = [
     namespaced: true,
     hasStatus: false,
     path: '/api/v1/services',
-    list: (kc) => {
-      const api = kc.makeApiClient(CoreV1Api);
-      return () => api.listServiceForAllNamespaces();
+    cache: {
+      form: 'full',
+      list: (kc) => {
+        const api = kc.makeApiClient(CoreV1Api);
+        return () => api.listServiceForAllNamespaces();
+      },
     },
   },
   {
@@ -70,15 +87,19 @@ export const KINDS: readonly WatchedKind[] = [
     namespaced: true,
     hasStatus: false,
     path: '/apis/discovery.k8s.io/v1/endpointslices',
-    list: (kc) => {
-      const api = kc.makeApiClient(DiscoveryV1Api);
-      return () => api.listEndpointSliceForAllNamespaces();
+    cache: {
+      form: 'full',
+      list: (kc) => {
+        const api = kc.makeApiClient(DiscoveryV1Api);
+        return () => api.listEndpointSliceForAllNamespaces();
+      },
     },
   },
   // Certificates of HTTPS listeners. RBAC cannot grant a subset of Secrets by reference (a
   // Gateway may name any Secret, in any namespace a ReferenceGrant opens), so the role lists
-  // and watches Secrets cluster-wide; the field selector on the type keeps every other Secret
-  // (service-account tokens, application credentials) out of the controller's memory.
+  // and watches Secrets cluster-wide. The field selector on the type keeps every other Secret
+  // (service-account tokens, application credentials) from being sent at all; of the tls
+  // Secrets the cache keeps metadata, and reads whole only those listeners reference.
   {
     kind: 'Secret',
     resources: 'secrets',
@@ -88,15 +109,22 @@ export const KINDS: readonly WatchedKind[] = [
     namespaced: true,
     hasStatus: false,
     path: '/api/v1/secrets',
-    fieldSelector: 'type=kubernetes.io/tls',
-    list: (kc) => {
-      const api = kc.makeApiClient(CoreV1Api);
-      return () => api.listSecretForAllNamespaces({ fieldSelector: 'type=kubernetes.io/tls' });
+    fieldSelector: `type=${TLS_SECRET_TYPE}`,
+    cache: {
+      form: 'metadata',
+      fetch: (kc) => {
+        const api = kc.makeApiClient(CoreV1Api);
+        return async (namespace, name) => {
+          const item = (await api.listNamespacedSecret({ namespace, fieldSelector: `metadata.name=${name},type=${TLS_SECRET_TYPE}` })).items[0];
+          return item && { ...item, apiVersion: 'v1', kind: 'Secret' };
+        };
+      },
     },
   },
   // Proxy parameters (GatewayClass and Gateway parametersRef). Only ConfigMaps labelled
-  // tollgate.dev/parameters are listed and watched: every other ConfigMap of the cluster stays
-  // out of the controller's memory.
+  // tollgate.dev/parameters are listed and watched (metadata only), and only the ones a
+  // parametersRef names are read whole: every other ConfigMap of the cluster stays out of the
+  // controller's memory.
   {
     kind: 'ConfigMap',
     resources: 'configMaps',
@@ -107,9 +135,15 @@ export const KINDS: readonly WatchedKind[] = [
     hasStatus: false,
     path: '/api/v1/configmaps',
     labelSelector: PARAMETERS_LABEL,
-    list: (kc) => {
-      const api = kc.makeApiClient(CoreV1Api);
-      return () => api.listConfigMapForAllNamespaces({ labelSelector: PARAMETERS_LABEL });
+    cache: {
+      form: 'metadata',
+      fetch: (kc) => {
+        const api = kc.makeApiClient(CoreV1Api);
+        return async (namespace, name) => {
+          const item = (await api.listNamespacedConfigMap({ namespace, fieldSelector: `metadata.name=${name}`, labelSelector: PARAMETERS_LABEL })).items[0];
+          return item && { ...item, apiVersion: 'v1', kind: 'ConfigMap' };
+        };
+      },
     },
   },
   {
@@ -121,9 +155,12 @@ export const KINDS: readonly WatchedKind[] = [
     namespaced: false,
     hasStatus: false,
     path: '/api/v1/namespaces',
-    list: (kc) => {
-      const api = kc.makeApiClient(CoreV1Api);
-      return () => api.listNamespace();
+    cache: {
+      form: 'full',
+      list: (kc) => {
+        const api = kc.makeApiClient(CoreV1Api);
+        return () => api.listNamespace();
+      },
     },
   },
 ];

@@ -1,15 +1,23 @@
 // The informers of every watched kind, read together as translate()'s Resources. Objects that
-// fail the shape checks are left out and logged once per resourceVersion.
+// fail the shape checks are left out and logged once per resourceVersion. Of the kinds cached
+// as metadata (Secrets, parameters ConfigMaps), translation gets the objects Gateways and
+// GatewayClasses reference, read whole (referenced.ts); until each of those that exists has
+// been read once, resources() answers undefined and the reconcile waits.
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { CONTROLLER_ERRORS } from '../errors.js';
+import type { CacheStat } from '../metrics/metrics.js';
+import type { ReferencedKeys, ReferencingObjects } from '../translate/references.js';
 import type { Resources } from '../translate/types.js';
 import { unreadable } from './decode.js';
 import { Informer, type BackoffOptions, type InformerEvents } from './informer.js';
 import { KINDS, type WatchedKind } from './kinds.js';
+import { ReferencedObjects } from './referenced.js';
 
 export class World {
   readonly informers: ReadonlyMap<string, Informer>;
+  /** The whole objects of the metadata-only kinds, by kind. */
+  readonly #referenced: ReadonlyMap<string, ReferencedObjects>;
   /** `<kind>/<ns>/<name>@<resourceVersion>` already reported as unreadable. */
   readonly #reported = new Set<string>();
 
@@ -17,10 +25,27 @@ export class World {
     kc: KubeConfig,
     events: InformerEvents,
     private readonly log: Logger,
+    /** What translation will read whole of the metadata-only kinds (translate/references.ts). */
+    private readonly references: (r: ReferencingObjects) => ReferencedKeys,
     backoff?: BackoffOptions,
     private readonly onUnreadable: (kind: WatchedKind, obj: KubernetesObject, why: string) => void = () => undefined,
   ) {
-    this.informers = new Map(KINDS.map((k) => [k.kind, new Informer(k, kc, events, log, backoff)]));
+    const informers = new Map<string, Informer>();
+    const referenced = new Map<string, ReferencedObjects>();
+    for (const k of KINDS) {
+      if (k.cache.form === 'full') {
+        informers.set(k.kind, new Informer(k, kc, events, log, backoff));
+        continue;
+      }
+      const version = (ns: string, name: string) => informers.get(k.kind)!.get(name, ns)?.metadata?.resourceVersion;
+      const objects = new ReferencedObjects(k.kind, k.cache.fetch(kc), version, () => events.changed(k), log);
+      referenced.set(k.kind, objects);
+      // Only a referenced object's change can change a translation: a tenant creating or
+      // rewriting Secrets no Gateway uses costs no reconcile.
+      informers.set(k.kind, new Informer(k, kc, events, log, backoff, (o) => objects.wants(o.metadata?.namespace ?? '', o.metadata?.name ?? '')));
+    }
+    this.informers = informers;
+    this.#referenced = referenced;
   }
 
   get synced(): boolean {
@@ -37,6 +62,7 @@ export class World {
   }
 
   async stop(): Promise<void> {
+    for (const r of this.#referenced.values()) r.stop();
     await Promise.all([...this.informers.values()].map((i) => i.stop()));
   }
 
@@ -44,18 +70,50 @@ export class World {
     return this.informers.get(kind)!;
   }
 
-  /** The cached object, for the status writer (which needs its resourceVersion and status). */
+  /** What each cache holds, for the metrics. */
+  cacheStats(): CacheStat[] {
+    const stats: CacheStat[] = [];
+    for (const i of this.informers.values()) {
+      const referenced = this.#referenced.get(i.kind.kind);
+      if (referenced) {
+        stats.push({ kind: i.kind.kind, form: 'metadata', objects: i.list().length, dataBytes: 0 });
+        const held = referenced.held();
+        stats.push({ kind: i.kind.kind, form: 'full', objects: held.length, dataBytes: held.reduce((n, o) => n + dataBytes(o), 0) });
+      } else {
+        const objects = i.list();
+        stats.push({ kind: i.kind.kind, form: 'full', objects: objects.length, dataBytes: objects.reduce((n, o) => n + dataBytes(o), 0) });
+      }
+    }
+    return stats;
+  }
+
+  /** The cached object (whole: of a metadata-only kind, only a referenced one), for the status writer and the parameters. */
   get(kind: string, name: string, namespace?: string): KubernetesObject | undefined {
+    const referenced = this.#referenced.get(kind);
+    if (referenced) return referenced.get(namespace ?? '', name);
     return this.informer(kind).get(name, namespace);
   }
 
-  resources(): Resources {
+  /** translate()'s input; undefined while a referenced object is being read for the first time. */
+  resources(): Resources | undefined {
     const out: Record<string, KubernetesObject[]> = {};
     const seen = new Set<string>();
-    for (const inf of this.informers.values()) out[inf.kind.resources] = inf.list().filter((o) => this.#readable(inf.kind, o, seen));
+    for (const inf of this.informers.values()) {
+      if (this.#referenced.has(inf.kind.kind)) continue;
+      out[inf.kind.resources] = inf.list().filter((o) => this.#readable(inf.kind, o, seen));
+    }
+    const partial = out as unknown as Resources;
+    const keys = this.references({ gatewayClasses: partial.gatewayClasses, gateways: partial.gateways, referenceGrants: partial.referenceGrants });
+    let pending = false;
+    for (const [kind, referenced] of this.#referenced) {
+      const inf = this.informer(kind);
+      const r = referenced.want(keys[kind as keyof ReferencedKeys] ?? []);
+      pending ||= r.pending;
+      out[inf.kind.resources] = r.objects.filter((o) => this.#readable(inf.kind, o, seen));
+    }
     // Forget reports of objects that were fixed or deleted, so the set does not grow forever.
     for (const key of this.#reported) if (!seen.has(key)) this.#reported.delete(key);
-    return out as unknown as Resources;
+    return pending ? undefined : partial;
   }
 
   #readable(kind: WatchedKind, obj: KubernetesObject, seen: Set<string>): boolean {
@@ -70,4 +128,12 @@ export class World {
     }
     return false;
   }
+}
+
+/** Bytes of an object's `data` and `binaryData` values (as held: base64 for Secrets and binaryData). */
+export function dataBytes(o: KubernetesObject): number {
+  const { data, binaryData } = o as { data?: Record<string, string>; binaryData?: Record<string, string> };
+  let n = 0;
+  for (const map of [data, binaryData]) for (const v of Object.values(map ?? {})) n += typeof v === 'string' ? v.length : 0;
+  return n;
 }

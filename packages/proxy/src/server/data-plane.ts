@@ -21,6 +21,7 @@ import type { CompiledSnapshot } from '../routing/compile.js';
 import { sendError } from '../upstream/forward.js';
 import { NO_ROUTE } from '../metrics/metrics.js';
 import { watchBody, type BodyTimeout, type BodyTimeouts } from './body-timeout.js';
+import { closeAfterAnswer } from './linger.js';
 import type { InFlight } from './inflight.js';
 import type { BindTls } from './tls-contexts.js';
 
@@ -61,8 +62,12 @@ function bodyTimedOut(dp: DataPlaneContext, entry: InFlight, req: IncomingMessag
   dp.log.debug({ url: entry.url }, t.log);
   dp.metrics.countRefusal(t.refusal);
   res.shouldKeepAlive = false;
-  if (!res.headersSent && !res.destroyed) sendError(res, t.spec, { connection: 'close' });
-  req.destroy();
+  if (res.headersSent || res.destroyed) {
+    req.destroy();
+    return;
+  }
+  sendError(res, t.spec, { connection: 'close' });
+  closeAfterAnswer(req);
 }
 
 let nextId = 1;
@@ -98,8 +103,15 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
     else dp.log.error({ err }, 'request failed');
     const spec = failure?.spec ?? ERRORS.internal;
     ctx.status = spec.status;
-    if (!res.headersSent && !res.destroyed) sendError(res, spec, failure?.headers);
-    else res.destroy();
+    if (res.headersSent || res.destroyed) res.destroy();
+    else if (req.complete) sendError(res, spec, failure?.headers);
+    else {
+      // Refused before its body was read (413, 503 of the body budget): the connection ends, the
+      // answer first (see linger.ts).
+      res.shouldKeepAlive = false;
+      sendError(res, spec, { ...failure?.headers, connection: 'close' });
+      closeAfterAnswer(req);
+    }
   } finally {
     ctx.releaseBody();
     dp.metrics.countRequest(ctx.routeName ?? NO_ROUTE, ctx.status);
