@@ -2,7 +2,9 @@
 // (CRDs, RBAC, GatewayClass), the controller binary out of cluster with the chart
 // ServiceAccount's token (so the chart's RBAC is what is tested: a missing verb fails here),
 // objects applied with kubectl, status read with `kubectl get -o yaml`. Waits are on watch
-// events (kubectl --watch) and on the controller's log lines, never on sleeps.
+// events (kubectl --watch) and on the controller's log lines, never on sleeps. Last, a tenant's
+// expressions past their bounds on a shared Gateway: refused, naming them, while another
+// tenant is served.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -114,13 +116,51 @@ spec:
     backendRefs: [ { name: llm, port: 8000 } ]
 `;
 
+// A shared Gateway in its own namespace, two tenants' routes and policies on it (as objects:
+// `kubectl apply` takes JSON as well as YAML).
+const INFRA = 'infra';
+const TENANTS = ['tenant-a', 'tenant-b'] as const;
+const HUGE_REGEX = `/v1/${'(?:.?){1000}'.repeat(80)}`;
+const NESTED_CEL =
+  'request.headers.all(a, request.headers.all(b, request.headers.all(c, request.headers.exists(d, a + b + c + d == request.path + request.host + llm.model && a.contains(b) && c.startsWith(d)))))';
+
+const list = (...items: object[]) => JSON.stringify({ apiVersion: 'v1', kind: 'List', items });
+const service = (ns: string, name: string, port: number) => ({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: ns }, spec: { ports: [{ name: 'p', port, protocol: 'TCP' }] } });
+const SHARED = list(
+  {
+    apiVersion: `${GROUP}/v1`,
+    kind: 'Gateway',
+    metadata: { name: 'shared', namespace: INFRA },
+    spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'http', protocol: 'HTTP', port: 80, allowedRoutes: { namespaces: { from: 'All' } } }] },
+  },
+  ...TENANTS.flatMap((ns) => [service(ns, 'llm', 8000), service(ns, 'rls', 8081)]),
+);
+const tenantRoute = (ns: string, name: string, path: { type: string; value: string }) =>
+  list({
+    apiVersion: `${GROUP}/v1`,
+    kind: 'HTTPRoute',
+    metadata: { name, namespace: ns },
+    spec: { parentRefs: [{ name: 'shared', namespace: INFRA }], rules: [{ matches: [{ path }], backendRefs: [{ name: 'llm', port: 8000 }] }] },
+  });
+const descriptorPolicy = (ns: string, name: string, target: string, expression: string) =>
+  list({
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'GatewayPolicy',
+    metadata: { name, namespace: ns },
+    spec: {
+      targetRefs: [{ group: GROUP, kind: 'HTTPRoute', name: target }],
+      traffic: { rateLimit: { global: { service: { backendRef: { name: 'rls', port: 8081 } }, domain: ns, descriptors: [{ unit: 'Requests', entries: [{ name: 'key', expression }] }] } } },
+    },
+  });
+
 describe.skipIf(!availability.run)('controller on kube-apiserver', () => {
   const cluster = useCluster({ tollgateCrds: false });
   const kubectl = (args: string[], input?: string) => run(cluster.current.tools.kubectl, args, { env: cluster.current.env, input });
   const apply = (yaml: string) => kubectl(['apply', '-f', '-'], yaml);
   /** What a user reads: `kubectl get gwpol -o yaml`. */
   const readPolicy = async () => parseConfigText(await kubectl(['get', 'gwpol', 'chat-budget', '-n', APPS, '-o', 'yaml']), 'kubectl get gwpol -o yaml') as Policy;
-  const watchPolicy = (predicate: (p: Policy) => boolean) => waitForObject<Policy>(cluster.current, 'gatewaypolicies.tollgate.dev', 'chat-budget', APPS, predicate);
+  const watchPolicyNamed = (name: string, ns: string, predicate: (p: Policy) => boolean) => waitForObject<Policy>(cluster.current, 'gatewaypolicies.tollgate.dev', name, ns, predicate);
+  const watchPolicy = (predicate: (p: Policy) => boolean) => watchPolicyNamed('chat-budget', APPS, predicate);
   let kubeconfig: string;
   let controller: ControllerProcess;
 
@@ -285,4 +325,40 @@ describe.skipIf(!availability.run)('controller on kube-apiserver', () => {
     const after = await controller.metric('tollgate_controller_status_writes_total', { result: 'written' });
     expect(after).toBe(before);
   });
+  it('refuses a tenant’s huge regex and over-budget descriptor, naming them, and serves the other tenant', async () => {
+    for (const ns of [INFRA, ...TENANTS]) await kubectl(['create', 'namespace', ns]);
+    await apply(SHARED);
+    const [a, b] = TENANTS;
+    await apply(tenantRoute(a, 'huge', { type: 'RegularExpression', value: HUGE_REGEX }));
+    await apply(tenantRoute(a, 'plain', { type: 'PathPrefix', value: '/a' }));
+    await apply(descriptorPolicy(a, 'nested', 'plain', NESTED_CEL));
+    await apply(tenantRoute(b, 'models', { type: 'RegularExpression', value: '/v1/models/[^/]+' }));
+    await apply(descriptorPolicy(b, 'per-user', 'models', 'request.headers["x-user-id"]'));
+
+    const routeAccepted = (r: RouteStatus) => cond(r.status?.parents?.find((p) => p.controllerName === OURS)?.conditions, 'Accepted');
+    const policyAccepted = (p: Policy) => cond(oursOf(p)[0]?.conditions, 'Accepted');
+    const huge = await waitForObject<RouteStatus>(cluster.current, 'httproute', 'huge', a, (r) => routeAccepted(r) !== undefined);
+    expect(routeAccepted(huge)).toMatchObject({ status: 'False', reason: 'UnsupportedValue' });
+    expect(routeAccepted(huge)!.message).toMatch(
+      /^spec\.rules\[0\]\.matches\[0\]\.path\.value: got "\/v1\/\(\?:\.\?\)\{1000\}.*: with its repetitions written out the pattern is up to \d+ instructions, more than the 2000 allowed before compiling \(10 × regex\.maxProgramSize 200\)/,
+    );
+    const nested = await waitForObject<Policy>(cluster.current, 'gatewaypolicies.tollgate.dev', 'nested', a, (p) => policyAccepted(p) !== undefined);
+    expect(policyAccepted(nested)).toMatchObject({ status: 'False', reason: 'Invalid' });
+    expect(policyAccepted(nested)!.message).toMatch(
+      /^spec\.traffic\.rateLimit\.global\.descriptors\[0\]\.entries\[0\]\.expression: got "request\.headers\.all\(.*: its estimated cost is \d+, more than the budget of 10000 \(cel\.maxCost\)/,
+    );
+    const models = await waitForObject<RouteStatus>(cluster.current, 'httproute', 'models', b, (r) => routeAccepted(r)?.status === 'True');
+    expect(routeAccepted(models)).toMatchObject({ status: 'True', reason: 'Accepted' });
+    await watchPolicyNamed('per-user', b, (p) => policyAccepted(p)?.status === 'True');
+
+    // The Gateway's snapshot serves the other tenant's route with its policy, and the tenant's
+    // plain route without the refused policy; the refused route is not in it.
+    const view = (await (await fetch(`http://${controller.admin}/snapshots`)).json()) as {
+      gateways: { gateway: string; snapshot: { binds: { listeners: { routes: { name: string; policy: unknown }[] }[] }[] } }[];
+    };
+    const routes = view.gateways.find((g) => g.gateway === `${INFRA}/shared`)!.snapshot.binds.flatMap((x) => x.listeners.flatMap((l) => l.routes));
+    expect(routes.map((r) => r.name).sort()).toEqual([`${a}/plain/rule/0`, `${b}/models/rule/0`]);
+    expect(routes.find((r) => r.name === `${b}/models/rule/0`)!.policy).not.toBeNull();
+    expect(routes.find((r) => r.name === `${a}/plain/rule/0`)!.policy).toBeNull();
+  }, 120_000);
 });

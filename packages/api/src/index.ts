@@ -11,14 +11,16 @@ export * from './certificate.js';
 export * from './duration.js';
 export * from './host-port.js';
 export * from './regex.js';
-export { cel } from './cel.js';
+export * from './cel/index.js';
+export * from './limits.js';
 export * from './validation-error.js';
 export { compile, type Validator } from './ajv.js';
-export { checkTrafficPolicy, checkRouteRule, checkUnique, type PolicyContext } from './rules.js';
+export { checkTrafficPolicy, checkRouteRule, checkRegexes, checkUnique, type PolicyContext } from './rules.js';
 export {
   parseConfigText,
   validateStandaloneConfig,
   standaloneToSnapshot,
+  configLimits,
   certificateEntries,
   type CertificateLookup,
   contentVersion,

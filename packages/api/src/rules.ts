@@ -1,18 +1,20 @@
 // Rules beyond what a JSON schema says: the same rules as the schemas'
 // `x-kubernetes-validations` (so a file gets the errors the API server would give a
 // GatewayPolicy), plus cross-field checks of routes: filter fields matching their type,
-// regular expressions that compile (RE2), timeouts that nest, names that are unique.
-import { cel } from './cel.js';
+// regular expressions within their bounds (RE2), CEL expressions that type-check within
+// their cost budget, timeouts that nest, names that are unique.
+import { compileCel, inputBounds } from './cel/compile.js';
 import { checkDuration } from './duration.js';
+import type { EvaluationLimits, RegexLimits } from './limits.js';
 import { FILTER_FIELD, FILTER_TYPES, type HTTPRouteFilter, type HTTPRouteMatch, type RouteTimeouts } from './schema/gateway-api.js';
-import { compileRouteRegex } from './regex.js';
+import { compileRegex } from './regex.js';
 import { HEADER_VALUE_EXPECTED, HEADER_VALUE_PATTERN, NO_CONTROL_PATTERN } from './schema/common.js';
 import type { TrafficPolicy } from './schema/traffic-policy.js';
 import { joinPath, show, type Problem } from './validation-error.js';
 
 export type PolicyContext = 'standalone' | 'cluster';
 
-export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: string, context: PolicyContext, out: Problem[]): void {
+export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: string, context: PolicyContext, limits: EvaluationLimits, out: Problem[]): void {
   const rl = policy?.rateLimit;
   if (!rl) return;
   const rlPath = joinPath(path, 'rateLimit');
@@ -33,18 +35,7 @@ export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: stri
     }
   });
   if (rl.local && !rl.local.length) out.push({ path: joinPath(rlPath, 'local'), message: 'is empty; remove it or add an entry' });
-  rl.global?.descriptors.forEach((d, di) =>
-    d.entries.forEach((e, ei) => {
-      try {
-        cel().parse(e.expression);
-      } catch (err) {
-        out.push({
-          path: `${rlPath}.global.descriptors[${di}].entries[${ei}].expression`,
-          message: `got ${show(e.expression)}: not a valid CEL expression (${(err as Error).message}); e.g. request.headers["x-user-id"]`,
-        });
-      }
-    }),
-  );
+  if (rl.global) checkDescriptors(rl.global.descriptors, joinPath(joinPath(rlPath, 'global'), 'descriptors'), limits, out);
   const svc = rl.global?.service;
   if (svc) {
     const p = joinPath(joinPath(rlPath, 'global'), 'service');
@@ -56,9 +47,73 @@ export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: stri
   }
 }
 
-function checkRegex(source: string, path: string, out: Problem[]): void {
-  const r = compileRouteRegex(source);
-  if (!r.ok) out.push({ path, message: `got ${show(source)}: ${r.problem}` });
+/**
+ * Each descriptor entry's expression within the budget, and all of them together: a request
+ * evaluates every entry of the policy.
+ */
+function checkDescriptors(descriptors: readonly { entries: readonly { expression: string }[] }[], path: string, limits: EvaluationLimits, out: Problem[]): void {
+  let total = 0;
+  let worst = { cost: -1, path: '' };
+  descriptors.forEach((d, di) =>
+    d.entries.forEach((e, ei) => {
+      const p = joinPath(joinPath(joinPath(joinPath(path, di), 'entries'), ei), 'expression');
+      const c = compileCel(e.expression, 'descriptor', limits);
+      if (!c.ok) {
+        // An example helps with what is not CEL, or not CEL over these variables.
+        const example = /^(not a valid|does not type-check)/.test(c.problem) ? '; e.g. request.headers["x-user-id"]' : '';
+        out.push({ path: p, message: `got ${show(e.expression)}: ${c.problem}${example}` });
+        return;
+      }
+      total += c.value.cost;
+      if (c.value.cost > worst.cost) worst = { cost: c.value.cost, path: p };
+    }),
+  );
+  if (!(total <= limits.cel.maxCost)) {
+    out.push({
+      path,
+      message: `the expressions together have an estimated cost of ${total}, more than the budget of ${limits.cel.maxCost} (cel.maxCost) a request may spend for inputs within the declared bounds (${inputBounds(limits)}); the most expensive is ${worst.path} (${worst.cost})`,
+    });
+  }
+}
+
+/** The RegularExpression values of some matches (paths, headers, query parameters), with their paths. */
+function regexes(matches: readonly RegexMatch[] | undefined, path: string): { source: string; path: string }[] {
+  const out: { source: string; path: string }[] = [];
+  matches?.forEach((m, mi) => {
+    const mp = joinPath(joinPath(path, 'matches'), mi);
+    if (m.path?.type === 'RegularExpression') out.push({ source: m.path.value ?? '/', path: joinPath(joinPath(mp, 'path'), 'value') });
+    for (const list of ['headers', 'queryParams'] as const) {
+      m[list]?.forEach((v, i) => v.type === 'RegularExpression' && out.push({ source: v.value, path: joinPath(joinPath(joinPath(mp, list), i), 'value') }));
+    }
+  });
+  return out;
+}
+
+/** What checkRegexes() reads of a match: an HTTPRouteMatch, or its IR. */
+interface RegexMatch {
+  readonly path?: { readonly type?: string; readonly value?: string };
+  readonly headers?: readonly { readonly type?: string; readonly value: string }[];
+  readonly queryParams?: readonly { readonly type?: string; readonly value: string }[];
+}
+
+/**
+ * A route's regular expressions within the bounds: how many it holds (over the count none is
+ * compiled), then each pattern. Config load, controller translation and snapshot decoding
+ * all check routes here.
+ */
+export function checkRegexes(matches: readonly RegexMatch[] | undefined, path: string, limits: RegexLimits, out: Problem[]): void {
+  const found = regexes(matches, path);
+  if (found.length > limits.maxPerRoute) {
+    out.push({
+      path: joinPath(path, 'matches'),
+      message: `${found.length} RegularExpression matches (paths, headers and query parameters together), more than the ${limits.maxPerRoute} allowed per route (regex.maxPerRoute); use fewer, or Exact and PathPrefix matches`,
+    });
+    return;
+  }
+  for (const r of found) {
+    const c = compileRegex(r.source, limits);
+    if (!c.ok) out.push({ path: r.path, message: `got ${show(r.source)}: ${c.problem}` });
+  }
 }
 
 // The schema's value patterns, applied again here for rules that did not come through the
@@ -80,13 +135,11 @@ function checkMatch(match: HTTPRouteMatch, path: string, out: Problem[]): void {
   const pm = match.path;
   checkText(pm?.value, NO_CONTROL, 'a path without control characters', joinPath(joinPath(path, 'path'), 'value'), out);
   match.headers?.forEach((h, i) => checkText(h.value, HEADER_VALUE, HEADER_VALUE_EXPECTED, joinPath(joinPath(joinPath(path, 'headers'), i), 'value'), out));
-  if (pm) {
-    const type = pm.type ?? 'PathPrefix';
+  // A RegularExpression path is checked with the route's other patterns (checkRegexes).
+  if (pm && (pm.type ?? 'PathPrefix') !== 'RegularExpression') {
     const value = pm.value ?? '/';
     const vp = joinPath(joinPath(path, 'path'), 'value');
-    if (type === 'RegularExpression') {
-      checkRegex(value, vp, out);
-    } else if (!value.startsWith('/')) {
+    if (!value.startsWith('/')) {
       out.push({ path: vp, message: `got ${show(value)}; expected an absolute path starting with "/"` });
     } else {
       for (const bad of ['//', '/./', '/../', '%2f', '%2F', '#']) {
@@ -102,7 +155,6 @@ function checkMatch(match: HTTPRouteMatch, path: string, out: Problem[]): void {
       const key = list === 'headers' ? m.name.toLowerCase() : m.name;
       if (names.has(key)) out.push({ path: joinPath(p, 'name'), message: `duplicate ${show(m.name)}; each name may appear once per match` });
       names.add(key);
-      if (m.type === 'RegularExpression') checkRegex(m.value, joinPath(p, 'value'), out);
     });
   }
 }
@@ -135,9 +187,11 @@ function checkPathModifier(
 export function checkRouteRule(
   rule: { matches?: HTTPRouteMatch[]; filters?: HTTPRouteFilter[]; backends?: unknown[]; timeouts?: RouteTimeouts },
   path: string,
+  limits: EvaluationLimits,
   out: Problem[],
 ): void {
   rule.matches?.forEach((m, i) => checkMatch(m, joinPath(joinPath(path, 'matches'), i), out));
+  checkRegexes(rule.matches, path, limits.regex, out);
   checkTimeouts(rule.timeouts, joinPath(path, 'timeouts'), out);
   const seen = new Set<string>();
   rule.filters?.forEach((f, i) => {

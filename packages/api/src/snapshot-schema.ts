@@ -3,6 +3,7 @@
 // travels as `{ "secret": "<value>" }` (the in-memory Secret serialises as "[redacted]").
 // A compile-time check at the end keeps this schema and the IR types from drifting apart.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { EvaluationLimitsSchema } from './limits.js';
 import { MAX_SENT_DOMAIN_LENGTH, RATE_LIMIT_UNITS } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
 import type { ProxySnapshot } from './snapshot.js';
@@ -200,6 +201,7 @@ function snapshotSchema<R extends TSchema>(routes: R, description: string) {
       version: Type.String({ pattern: '^[0-9a-f]{12}$', description: 'Content hash of the rest of the snapshot.', expected: '12 lower-case hex digits' }),
       source: Source,
       binds: Type.Array(Bind),
+      limits: Type.Optional(EvaluationLimitsSchema),
     },
     description,
   );
@@ -235,6 +237,7 @@ type IRListener = ProxySnapshot['binds'][number]['listeners'][number];
 type IRRoute = IRListener['routes'][number];
 const sameShape: [
   Same<WireSnapshot['source'], ToWire<ProxySnapshot['source']>>,
+  Same<WireSnapshot['limits'], ToWire<ProxySnapshot['limits']>>,
   Same<Omit<WireBind, 'listeners'>, ToWire<Omit<ProxySnapshot['binds'][number], 'listeners'>>>,
   Same<Omit<WireListener, 'routes' | 'policy'>, ToWire<Omit<IRListener, 'routes' | 'policy'>>>,
   Same<Extract<WireListener, { protocol: 'HTTPS' }>['tls'], ToWire<Extract<IRListener, { protocol: 'HTTPS' }>['tls']>>,
@@ -244,5 +247,5 @@ const sameShape: [
   Same<WireRoute['filters'][number], ToWire<IRRoute['filters'][number]>>,
   Same<WireRoute['backends'][number], ToWire<IRRoute['backends'][number]>>,
   Same<WireRoute['policy'], ToWire<IRRoute['policy']>>,
-] = [true, true, true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true, true, true, true];
 void sameShape;

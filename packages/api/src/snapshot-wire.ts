@@ -14,11 +14,12 @@
 // reveals. JSON.stringify(snapshot) keeps redacting.
 import { createHash } from 'node:crypto';
 import { compile } from './ajv.js';
-import { compileRouteRegex } from './regex.js';
+import { DEFAULT_LIMITS, type EvaluationLimits } from './limits.js';
+import { checkRegexes } from './rules.js';
 import { Secret } from './secret.js';
 import { WireRouteSchema, WireSkeleton, type WireSnapshot, type ToWire } from './snapshot-schema.js';
 import type { BackendIR, FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProxySnapshot, RouteIR } from './snapshot.js';
-import { joinPath, ValidationError, type Problem } from './validation-error.js';
+import { ValidationError, type Problem } from './validation-error.js';
 
 // Skeletons only: routes are taken out before and checked one by one (validateRoute).
 const validateWire = compile(WireSkeleton);
@@ -56,7 +57,8 @@ export function encodeSnapshot(snapshot: ProxySnapshot): string {
     });
     return `${JSON.stringify({ port: b.port, address: b.address }).slice(0, -1)},"listeners":[${listeners.join(',')}]}`;
   });
-  return `${JSON.stringify({ version: snapshot.version, source: snapshot.source }).slice(0, -1)},"binds":[${binds.join(',')}]}`;
+  const head = { version: snapshot.version, source: snapshot.source, ...(snapshot.limits ? { limits: snapshot.limits } : {}) };
+  return `${JSON.stringify(head).slice(0, -1)},"binds":[${binds.join(',')}]}`;
 }
 
 /**
@@ -179,8 +181,10 @@ export class SnapshotDecoder {
   /** The last good snapshot's version and its routes in document order (what a delta refers to). */
   #version: string | null = null;
   #order: readonly RouteIR[] = [];
+  /** The bounds the routes held were checked with (JSON): routes kept under other bounds are checked again. */
+  #limits = JSON.stringify(DEFAULT_LIMITS);
   /** What the decoder held before the last decode: rollback() returns to it. */
-  #before: { routes: Map<string, RouteIR>; version: string | null; order: readonly RouteIR[] } | null = null;
+  #before: { routes: Map<string, RouteIR>; version: string | null; order: readonly RouteIR[]; limits: string } | null = null;
 
   /**
    * Forgets the last snapshot decoded, for a receiver that could not apply it: the decoder
@@ -191,6 +195,7 @@ export class SnapshotDecoder {
     this.#routes = this.#before.routes;
     this.#version = this.#before.version;
     this.#order = this.#before.order;
+    this.#limits = this.#before.limits;
     this.#before = null;
   }
 
@@ -258,6 +263,10 @@ export class SnapshotDecoder {
     if (!result.ok) throw new ValidationError(subject, result.problems);
     const wire = result.value;
     const problems = crossCheck(wire);
+    const limits = wire.limits ?? DEFAULT_LIMITS;
+    const limitsKey = JSON.stringify(limits);
+    // Routes held were checked under the bounds of the last snapshot: reused only under the same.
+    const held = limitsKey === this.#limits ? this.#routes : new Map<string, RouteIR>();
     const seen = new Map<string, RouteIR>();
     const order: RouteIR[] = [];
     let at = 0;
@@ -269,13 +278,20 @@ export class SnapshotDecoder {
           const out: RouteIR[] = [];
           routes[at++]!.forEach((entry, ri) => {
             if ('route' in entry) {
+              if (held !== this.#routes) {
+                const checked = checkWireRoute(JSON.parse(routeText(entry.route)), `binds[${bi}].listeners[${li}].routes[${ri}]`, limits);
+                if (!checked.ok) {
+                  problems.push(...checked.problems);
+                  return;
+                }
+              }
               seen.set(routeText(entry.route), entry.route);
               order.push(entry.route);
               out.push(entry.route);
               return;
             }
             const { text, value } = entry;
-            let route = seen.get(text) ?? this.#routes.get(text);
+            let route = seen.get(text) ?? held.get(text);
             if (route === undefined) {
               const path = `binds[${bi}].listeners[${li}].routes[${ri}]`;
               let parsed = value;
@@ -287,7 +303,7 @@ export class SnapshotDecoder {
                   return;
                 }
               }
-              const checked = checkWireRoute(parsed, path);
+              const checked = checkWireRoute(parsed, path, limits);
               if (!checked.ok) {
                 problems.push(...checked.problems);
                 return;
@@ -311,10 +327,11 @@ export class SnapshotDecoder {
       }
     }
     if (problems.length) throw new ValidationError(subject, problems);
-    this.#before = { routes: this.#routes, version: this.#version, order: this.#order };
+    this.#before = { routes: this.#routes, version: this.#version, order: this.#order, limits: this.#limits };
     this.#routes = seen;
     this.#order = order;
     this.#version = snapshot.version;
+    this.#limits = limitsKey;
     return snapshot;
   }
 }
@@ -348,7 +365,8 @@ function parseJson(text: string, subject: string): unknown {
   }
 }
 
-const validRoutes = new WeakSet<RouteIR>();
+/** Routes seen valid, with the bounds (JSON) they were checked under. */
+const validRoutes = new WeakMap<RouteIR, string>();
 
 /**
  * The builder's check (the controller, before it offers a snapshot): the problems a proxy's
@@ -361,12 +379,14 @@ export function snapshotProblems(snapshot: ProxySnapshot): Problem[] {
   const result = validateWire(skeleton);
   if (!result.ok) return result.problems;
   const problems = crossCheck(result.value);
+  const limits = snapshot.limits ?? DEFAULT_LIMITS;
+  const limitsKey = JSON.stringify(limits);
   snapshot.binds.forEach((b, bi) =>
     b.listeners.forEach((l, li) =>
       l.routes.forEach((route, ri) => {
-        if (validRoutes.has(route)) return;
-        const checked = checkWireRoute(JSON.parse(routeText(route)), `binds[${bi}].listeners[${li}].routes[${ri}]`);
-        if (checked.ok) validRoutes.add(route);
+        if (validRoutes.get(route) === limitsKey) return;
+        const checked = checkWireRoute(JSON.parse(routeText(route)), `binds[${bi}].listeners[${li}].routes[${ri}]`, limits);
+        if (checked.ok) validRoutes.set(route, limitsKey);
         else problems.push(...checked.problems);
       }),
     ),
@@ -409,23 +429,14 @@ function withoutRoutes(value: unknown, routes: unknown[][]): unknown {
   };
 }
 
-/** One route against the route schema and the checks the schema cannot make (its regexes). */
-function checkWireRoute(value: unknown, path: string): { ok: true; route: WireRoute } | { ok: false; problems: Problem[] } {
+/** One route against the route schema and the checks the schema cannot make (its regexes, within `limits`). */
+function checkWireRoute(value: unknown, path: string, limits: EvaluationLimits): { ok: true; route: WireRoute } | { ok: false; problems: Problem[] } {
   const at = (p: string) => (p ? (p.startsWith('[') ? `${path}${p}` : `${path}.${p}`) : path);
   const result = validateRoute(value);
   if (!result.ok) return { ok: false, problems: result.problems.map((p) => ({ path: at(p.path), message: p.message })) };
   const route = result.value;
   const problems: Problem[] = [];
-  route.matches.forEach((m, mi) => {
-    const mp = joinPath('matches', mi);
-    const check = (source: string, where: string) => {
-      const re = compileRouteRegex(source);
-      if (!re.ok) problems.push({ path: at(where), message: `got ${JSON.stringify(source)}: ${re.problem}` });
-    };
-    if (m.path.type === 'RegularExpression') check(m.path.value, `${mp}.path.value`);
-    m.headers.forEach((h, i) => h.type === 'RegularExpression' && check(h.value, `${mp}.headers[${i}].value`));
-    m.queryParams.forEach((q, i) => q.type === 'RegularExpression' && check(q.value, `${mp}.queryParams[${i}].value`));
-  });
+  checkRegexes(route.matches, path, limits.regex, problems);
   return problems.length ? { ok: false, problems } : { ok: true, route };
 }
 
@@ -495,6 +506,8 @@ function crossCheck(wire: WireSnapshot): Problem[] {
 export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | ProxySnapshot): string {
   const skeleton = {
     source: snapshot.source,
+    // Only when set: the versions of snapshots with the default bounds stay what they were.
+    ...(snapshot.limits ? { limits: snapshot.limits } : {}),
     binds: snapshot.binds.map((b) => ({
       port: b.port,
       address: b.address,
@@ -536,7 +549,7 @@ const versioned = new WeakSet<ProxySnapshot>();
 
 /** The snapshot with its version computed from its content. */
 export function withVersion(content: Omit<ProxySnapshot, 'version'>): ProxySnapshot {
-  const snapshot = { version: snapshotVersion(content), source: content.source, binds: content.binds };
+  const snapshot = { version: snapshotVersion(content), source: content.source, binds: content.binds, ...(content.limits ? { limits: content.limits } : {}) };
   versioned.add(snapshot);
   return snapshot;
 }

@@ -5,6 +5,7 @@
 // Everything here is normalised: defaults applied, names lower-cased where HTTP says they are
 // case-insensitive, durations in milliseconds, and each variant a discriminated union so
 // that, for instance, a tokens limit with a burst cannot be expressed.
+import type { EvaluationLimits } from './limits.js';
 import type { RateLimitUnit } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
 
@@ -13,6 +14,8 @@ export interface ProxySnapshot {
   readonly version: string;
   readonly source: SnapshotSource;
   readonly binds: readonly BindIR[];
+  /** The bounds its expressions were validated with; left out when they are the defaults (DEFAULT_LIMITS). */
+  readonly limits?: EvaluationLimits;
 }
 
 export type SnapshotSource =

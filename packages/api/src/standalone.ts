@@ -5,6 +5,7 @@ import { parseDocument } from 'yaml';
 import { compile } from './ajv.js';
 import { parseDuration } from './duration.js';
 import { requireHostPort } from './host-port.js';
+import { isDefaultLimits, resolveLimits, type EvaluationLimits } from './limits.js';
 import { checkRouteRule, checkTrafficPolicy, checkUnique } from './rules.js';
 import { checkProcessConfig } from './process-settings.js';
 import { StandaloneConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
@@ -78,6 +79,7 @@ export function validateStandaloneConfig(value: unknown, subject = 'config'): St
   if (!result.ok) throw new ValidationError(subject, result.problems);
   const cfg = result.value;
   const out: Problem[] = [];
+  const limits = configLimits(cfg);
   // config.logLevel is checked by the proxy, which knows its module names.
   checkProcessConfig(cfg.config, 'config', out);
   checkUnique(cfg.binds, (b) => String(b.port), (i) => `binds[${i}].port`, 'port', out);
@@ -94,17 +96,22 @@ export function validateStandaloneConfig(value: unknown, subject = 'config'): St
       }
       if (listener.protocol === 'HTTPS' && !listener.tls) out.push({ path: `${lp}.tls`, message: 'required field is missing: an HTTPS listener needs tls.certificates' });
       if (listener.protocol === 'HTTP' && listener.tls) out.push({ path: `${lp}.tls`, message: 'is set on an HTTP listener; set protocol: HTTPS or remove tls' });
-      checkTrafficPolicy(listener.policies?.traffic, joinPath(joinPath(lp, 'policies'), 'traffic'), 'standalone', out);
+      checkTrafficPolicy(listener.policies?.traffic, joinPath(joinPath(lp, 'policies'), 'traffic'), 'standalone', limits, out);
       checkUnique(listener.routes, (r) => r.name, (ri) => `${lp}.routes[${ri}].name`, 'route name', out);
       listener.routes.forEach((route, ri) => {
         const rp = `${lp}.routes[${ri}]`;
-        checkRouteRule({ ...route, backends: route.backends ?? [] }, rp, out);
-        checkTrafficPolicy(route.policies?.traffic, joinPath(joinPath(rp, 'policies'), 'traffic'), 'standalone', out);
+        checkRouteRule({ ...route, backends: route.backends ?? [] }, rp, limits, out);
+        checkTrafficPolicy(route.policies?.traffic, joinPath(joinPath(rp, 'policies'), 'traffic'), 'standalone', limits, out);
       });
     });
   });
   if (out.length) throw new ValidationError(subject, out);
   return cfg;
+}
+
+/** The expression bounds of a config: its `config.regex` and `config.cel` over the defaults. */
+export function configLimits(cfg: StandaloneConfig): EvaluationLimits {
+  return resolveLimits({ regex: cfg.config?.regex, cel: cfg.config?.cel });
 }
 
 export function contentVersion(value: unknown): string {
@@ -122,8 +129,10 @@ const noCertificates: CertificateLookup = (path) => {
 };
 
 export function standaloneToSnapshot(cfg: StandaloneConfig, source: SnapshotSource, certificates: CertificateLookup = noCertificates): ProxySnapshot {
+  const limits = configLimits(cfg);
   return withVersion({
     source,
+    ...(isDefaultLimits(limits) ? {} : { limits }),
     binds: cfg.binds.map((bind, bi) => ({
       port: bind.port,
       address: bind.address ?? '0.0.0.0',

@@ -2,7 +2,7 @@
 // address, durations a timer cannot hold, header values that would split a header, patterns
 // that backtrack. Each is refused at validation with the field's path and the fix.
 import { describe, expect, it } from 'vitest';
-import { checkRouteRule, compile, GatewayPolicySpec, standaloneToSnapshot, validateStandaloneConfig, type Problem } from '../src/index.js';
+import { checkRouteRule, compile, DEFAULT_LIMITS, GatewayPolicySpec, standaloneToSnapshot, validateStandaloneConfig, type Problem } from '../src/index.js';
 import { cfg, problems, route } from './support.js';
 
 const R = 'binds[0].listeners[0].routes[0]';
@@ -128,6 +128,7 @@ describe('header values', () => {
         backends: [{}],
       },
       'spec.rules[0]',
+      DEFAULT_LIMITS,
       out,
     );
     expect(out.map((p) => p.path)).toEqual([

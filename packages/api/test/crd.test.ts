@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
   checkTrafficPolicy,
+  DEFAULT_LIMITS,
   compile,
   CRD_REGENERATE_COMMAND,
   GatewayPolicySpec,
@@ -178,7 +179,7 @@ describe('examples/gatewaypolicy*.yaml', () => {
     expect(r.ok ? [] : r.problems).toEqual([]);
     if (!r.ok) return;
     const problems: Problem[] = [];
-    checkTrafficPolicy(r.value.traffic, 'spec.traffic', 'cluster', problems);
+    checkTrafficPolicy(r.value.traffic, 'spec.traffic', 'cluster', DEFAULT_LIMITS, problems);
     expect(problems).toEqual([]);
   });
 });

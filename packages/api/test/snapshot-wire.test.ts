@@ -18,6 +18,9 @@ import {
   validateStandaloneConfig,
   ValidationError,
   withVersion,
+  resolveLimits,
+  encodeSnapshotDelta as delta,
+  type EvaluationLimits,
   type ProxySnapshot,
 } from '../src/index.js';
 
@@ -286,5 +289,40 @@ describe('successive snapshots: only new routes are checked', () => {
       expect(decoder.version).toBe(v1.version);
       expect(decoder.decodeParts(delta).version).toBe(pair().v2.version);
     });
+  });
+});
+
+describe('the bounds a snapshot was checked with', () => {
+  // A route whose pattern compiles to 252 instructions: over the default 200, within 300.
+  const base = sample();
+  const listener = base.binds[0]!.listeners[0]!;
+  const route = { ...listener.routes[0]!, matches: [{ path: { type: 'PathPrefix' as const, value: '/p' }, method: null, headers: [{ type: 'RegularExpression' as const, name: 'x-id', value: '[a-z]{150}[0-9]{100}' }], queryParams: [] }] };
+  function withPattern(limits?: EvaluationLimits): ProxySnapshot {
+    return withVersion({ source: base.source, binds: [{ ...base.binds[0]!, listeners: [{ ...listener, routes: [route] }] }], ...(limits ? { limits } : {}) });
+  }
+  const raised = resolveLimits({ regex: { maxProgramSize: 300 } });
+
+  it('travel with it, are part of its version, and are what its routes are checked against', () => {
+    const snap = withPattern(raised);
+    expect(snapshotProblems(snap)).toEqual([]);
+    const decoded = decodeSnapshot(encodeSnapshot(snap));
+    expect(decoded.limits).toEqual(raised);
+    expect(decoded.version).toBe(snap.version);
+    expect(snap.version).not.toBe(withPattern(resolveLimits({ regex: { maxProgramSize: 301 } })).version);
+    // Under the defaults the same route is refused, by the builder and by a proxy.
+    expect(snapshotProblems(withPattern()).map((p) => p.path)).toEqual(['binds[0].listeners[0].routes[0].matches[0].headers[0].value']);
+    expect(problemsOf(() => decodeSnapshot(encodeSnapshot(withPattern())))).toEqual([expect.stringMatching(/headers\[0\]\.value: got .*more than the 200 allowed \(regex\.maxProgramSize\)/)]);
+  });
+
+  it('a decoder checks again, under new bounds, the routes it kept and those a delta refers to', () => {
+    const decoder = new SnapshotDecoder();
+    const first = withPattern(raised);
+    decoder.decode(encodeSnapshot(first));
+    // The same route, now under the defaults: as text it is known, as a delta it is referred to.
+    const lowered = withPattern();
+    expect(problemsOf(() => decoder.decode(encodeSnapshot(lowered)))).toEqual([expect.stringMatching(/more than the 200 allowed/)]);
+    const parts = delta(lowered, { version: first.version, positions: routePositions(first) });
+    expect(parts.routes).toEqual([]);
+    expect(problemsOf(() => decoder.decodeParts(parts))).toEqual([expect.stringMatching(/more than the 200 allowed/)]);
   });
 });

@@ -195,6 +195,7 @@ export class Controller {
       resources: () => this.world.resources(),
       translate: d.translate,
       controllerName: o.controllerName,
+      limits: o.limits,
       gatewayProxyImages: o.gatewayProxyImages,
       gatewayApiVersion: () => gatewayApiVersion.value,
       store: this.store,

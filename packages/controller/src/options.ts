@@ -4,7 +4,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
-import { CatalogError } from '@tollgate/api';
+import { CatalogError, CelLimitsSchema, DEFAULT_CEL_LIMITS, DEFAULT_REGEX_LIMITS, RegexLimitsSchema, resolveLimits, type EvaluationLimits } from '@tollgate/api';
 import { CONTROLLER_ERRORS } from './errors.js';
 import { DirectiveError } from '@tollgate/kit';
 import { checkDirective } from './log/components.js';
@@ -67,6 +67,8 @@ export interface ControllerOptions {
   readonly streamLimits: StreamLimits;
   /** TokenReviews of new proxy tokens per second (--snapshot-token-reviews-per-second). */
   readonly tokenReviewsPerSecond: number;
+  /** Bounds on routes' regular expressions and policies' CEL expressions (`--regex-*`, `--cel-*`). */
+  readonly limits: EvaluationLimits;
 }
 
 interface FlagSpec {
@@ -132,7 +134,36 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'leader-elect-renew-deadline', env: 'TOLLGATE_LEADER_ELECT_RENEW_DEADLINE', arg: 'duration', help: 'the leader steps down when it could not renew for this long', default: '10s' },
   { name: 'leader-elect-retry-period', env: 'TOLLGATE_LEADER_ELECT_RETRY_PERIOD', arg: 'duration', help: 'interval between acquire and renew attempts', default: '2s' },
   { name: 'log-level', env: 'TOLLGATE_LOG_LEVEL', arg: 'levels', help: 'a level, or <component>=<level> entries, e.g. info,tollgate/syncer=debug', default: 'info' },
+  ...limitFlags('regex', RegexLimitsSchema.properties, DEFAULT_REGEX_LIMITS),
+  ...limitFlags('cel', CelLimitsSchema.properties, DEFAULT_CEL_LIMITS),
 ];
+
+interface LimitFlag extends FlagSpec {
+  readonly group: 'regex' | 'cel';
+  readonly field: string;
+  readonly minimum: number;
+  readonly maximum: number;
+}
+
+/** One flag per expression bound (--regex-max-program-size, --cel-max-cost, ...), from the schema the standalone config uses too. */
+function limitFlags(group: 'regex' | 'cel', fields: Record<string, { minimum?: number; maximum?: number; description?: string }>, defaults: object): LimitFlag[] {
+  return Object.entries(fields).map(([field, schema]) => {
+    const kebab = field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    return {
+      group,
+      field,
+      name: `${group}-${kebab}`,
+      env: `TOLLGATE_${group.toUpperCase()}_${kebab.replace(/-/g, '_').toUpperCase()}`,
+      arg: 'n',
+      help: (schema.description ?? '').replace(/\. Default \d+\.$/, ''),
+      default: String((defaults as Record<string, number>)[field]),
+      minimum: schema.minimum ?? 1,
+      maximum: schema.maximum ?? Number.MAX_SAFE_INTEGER,
+    };
+  });
+}
+
+const LIMIT_FLAGS = FLAGS.filter((f): f is LimitFlag => 'group' in f);
 
 export interface ParsedArgs {
   readonly help: boolean;
@@ -341,6 +372,14 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
   };
   const tokenReviewsPerSecond = count('snapshot-token-reviews-per-second', 50, 1, 10_000);
 
+  const overrides: { regex: Record<string, number>; cel: Record<string, number> } = { regex: {}, cel: {} };
+  for (const f of LIMIT_FLAGS) {
+    const g = get(f.name);
+    if (g.value === undefined) continue;
+    overrides[f.group][f.field] = parseCount(g.value, g.from, f.minimum, f.maximum);
+  }
+  const limits = resolveLimits(overrides);
+
   const identity = env.POD_NAME || `${hostname()}-${randomBytes(4).toString('hex')}`;
   return {
     kubeconfig,
@@ -360,6 +399,7 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
     logDirective,
     streamLimits,
     tokenReviewsPerSecond,
+    limits,
   };
 }
 

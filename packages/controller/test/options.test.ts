@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS } from '@tollgate/api';
 import { isUsageError, parseArgv, resolveOptions } from '../src/options.js';
 
 const resolve = (argv: string[], env: NodeJS.ProcessEnv = {}) => resolveOptions(parseArgv(argv), env, '0.1.0');
@@ -25,6 +26,14 @@ describe('controller options', () => {
     expect(o.logDirective).toBe('info');
     expect(o.streamLimits).toEqual({ maxMessageBytes: 65536, maxStreams: 4096, maxStreamsPerGateway: 256, maxStreamAgeMs: 1_800_000, reauthIntervalMs: 300_000 });
     expect(o.tokenReviewsPerSecond).toBe(50);
+  });
+
+  it('the bounds on expressions are set by flag or environment, within the schema\'s range', () => {
+    expect(resolve([]).limits).toEqual(DEFAULT_LIMITS);
+    const o = resolve(['--regex-max-program-size=400', '--cel-max-cost=500'], { TOLLGATE_CEL_MAX_HEADERS: '20', TOLLGATE_REGEX_MAX_INPUT_LENGTH: '64' });
+    expect(o.limits).toEqual({ regex: { ...DEFAULT_LIMITS.regex, maxProgramSize: 400, maxInputLength: 64 }, cel: { ...DEFAULT_LIMITS.cel, maxCost: 500, maxHeaders: 20 } });
+    expect(() => resolve(['--regex-max-program-size=3'])).toThrow('--regex-max-program-size "3" is not a whole number from 8 to 100000');
+    expect(() => resolve([], { TOLLGATE_CEL_MAX_COST: 'lots' })).toThrow('TOLLGATE_CEL_MAX_COST "lots" is not a whole number from 1 to 100000000');
   });
 
   it('the snapshot stream bounds are set by flag or environment', () => {

@@ -1,11 +1,28 @@
 // Config values over real sockets: route timeouts of 0s (none) and at the 596h maximum,
 // values refused at reload while the last good config keeps serving, regular expressions that
-// would backtrack, routes that only redirect, listeners without a name.
-import { afterEach, describe, expect, it } from 'vitest';
-import { send, simpleConfig, startGateway, startUpstream, type GatewayConfig, type TestGateway, type Upstream } from './helpers.js';
+// would backtrack, routes that only redirect, listeners without a name. The bounds on
+// regular expressions and CEL expressions: a config over them is refused at load and at reload
+// naming the field and the bound; a path or header value longer than regex.maxInputLength
+// never reaches the regex engine; a request whose headers are over what a descriptor's
+// estimate assumed is refused (431) before the descriptor is evaluated, on that route only.
+import { createRequire } from 'node:module';
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ValidationError } from '@tollgate/api';
+import { echoed, send, simpleConfig, startGateway, startUpstream, type GatewayConfig, type TestGateway, type Upstream } from './helpers.js';
+import { rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
+
+// re2js as @tollgate/api loads it (one CommonJS instance): spied on, never replaced.
+// (The proxy does not depend on re2js itself, hence the type written here.)
+interface Re2js {
+  compile(pattern: string): unknown;
+  prototype: { testExact(input: string): boolean };
+}
+const { RE2JS } = createRequire(createRequire(import.meta.url).resolve('@tollgate/api'))('re2js') as { RE2JS: Re2js };
 
 const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
+  vi.restoreAllMocks();
   await Promise.all(open.splice(0).map((o) => o.close()));
 });
 
@@ -139,5 +156,161 @@ describe('config defaults', () => {
       [`listener-${gw.port}-0`, [`listener-${gw.port}-0/r`]],
       [`listener-${gw.port}-1`, [`listener-${gw.port}-1/r`]],
     ]);
+  });
+});
+
+/** A route that tags what it sends upstream, so the echo says which route took the request. */
+const tagged = (name: string, host: string, matches: unknown[]) => ({
+  name,
+  matches,
+  filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-route', value: name }] } }],
+  backends: [{ host }],
+});
+
+const routeOf = async (url: string, headers: Record<string, string> = {}) => {
+  const r = await send(url, { headers });
+  return r.status === 200 ? echoed(r).headers['x-route'] : `status ${r.status}`;
+};
+
+const HUGE = `/v1/${'(?:.?){1000}'.repeat(80)}`;
+const NESTED =
+  'request.headers.all(a, request.headers.all(b, request.headers.all(c, request.headers.exists(d, a + b + c + d == request.path + request.host + llm.model && a.contains(b) && c.startsWith(d)))))';
+
+describe('regular expressions past their bounds', () => {
+  it('a config with a 960-character repetition is refused at load, naming the match and the bound', async () => {
+    const up = await upstream();
+    const compile = vi.spyOn(RE2JS, 'compile');
+    const start = gateway((port) => simpleConfig(port, [tagged('huge', up.host, [{ path: { type: 'RegularExpression', value: HUGE } }])]));
+    await expect(start).rejects.toThrow(ValidationError);
+    await expect(start).rejects.toThrow(
+      /binds\[0\]\.listeners\[0\]\.routes\[0\]\.matches\[0\]\.path\.value: got "\/v1\/\(\?:\.\?\)\{1000\}.*: with its repetitions written out the pattern is up to \d+ instructions, more than the 2000 allowed before compiling \(10 × regex\.maxProgramSize 200\)/,
+    );
+    expect(compile.mock.calls.map((args) => args[0])).not.toContain(HUGE);
+  });
+
+  it('at reload, a route over the bounds is refused and the last good config keeps serving', async () => {
+    const up = await upstream();
+    const good = (port: number) => simpleConfig(port, [tagged('models', up.host, [{ path: { type: 'RegularExpression', value: '/v1/models/[^/]+' } }]), tagged('rest', up.host, [])]);
+    const gw = await gateway(good);
+    expect(await routeOf(`${gw.url}/v1/models/gpt-4o`)).toBe('models');
+    const headers = Array.from({ length: 17 }, (_, i) => ({ name: `x-h${i}`, type: 'RegularExpression', value: 'v[0-9]+' }));
+    const bad = simpleConfig(gw.port, [
+      tagged('models', up.host, [{ path: { type: 'RegularExpression', value: '/v1/models/[^/]+' } }]),
+      tagged('program', up.host, [{ path: { type: 'PathPrefix', value: '/p' }, headers: [{ name: 'x-id', type: 'RegularExpression', value: '[a-z]{150}[0-9]{100}' }] }]),
+      tagged('many', up.host, [{ headers: headers.slice(0, 9) }, { headers: headers.slice(9) }]),
+      tagged('rest', up.host, []),
+    ]);
+    expect(await gw.rewrite(bad)).toBe('refused');
+    const refusal = gw.logs.messages().find((m) => m.startsWith('config reload refused'));
+    expect(refusal).toContain(
+      'binds[0].listeners[0].routes[1].matches[0].headers[0].value: got "[a-z]{150}[0-9]{100}": compiles to a program of 252 instructions, more than the 200 allowed (regex.maxProgramSize)',
+    );
+    expect(refusal).toContain('binds[0].listeners[0].routes[2].matches: 17 RegularExpression matches (paths, headers and query parameters together), more than the 16 allowed per route (regex.maxPerRoute)');
+    expect(await routeOf(`${gw.url}/v1/models/gpt-4o`)).toBe('models');
+    expect(await routeOf(`${gw.url}/other`)).toBe('rest');
+  });
+
+  it('config.regex raises the bounds: the same route is then accepted', async () => {
+    const up = await upstream();
+    const gw = await gateway((port) => ({
+      config: { regex: { maxProgramSize: 300 } },
+      ...simpleConfig(port, [tagged('program', up.host, [{ path: { type: 'PathPrefix', value: '/p' }, headers: [{ name: 'x-id', type: 'RegularExpression', value: '[a-z]{150}[0-9]{100}' }] }])]),
+    }));
+    expect(await routeOf(`${gw.url}/p`, { 'x-id': `${'a'.repeat(150)}${'1'.repeat(100)}` })).toBe('program');
+    // config_dump shows the bounds in force, the defaults for what the config leaves out.
+    const dump = JSON.parse((await send(`${gw.adminUrl}/config_dump`)).body) as { limits: unknown };
+    expect(dump.limits).toEqual({
+      regex: { maxPatternLength: 1024, maxProgramSize: 300, maxPerRoute: 16, maxInputLength: 2048 },
+      cel: { maxCost: 10000, maxHeaders: 100, maxHeaderLength: 16384, maxPathLength: 4096 },
+    });
+  });
+
+  it('a path or header value longer than regex.maxInputLength does not match, and is not run', async () => {
+    const up = await upstream();
+    const gw = await gateway((port) => ({
+      config: { regex: { maxInputLength: 64 } },
+      ...simpleConfig(port, [
+        tagged('path-regex', up.host, [{ path: { type: 'RegularExpression', value: '/a.*' } }]),
+        tagged('header-regex', up.host, [{ path: { type: 'PathPrefix', value: '/h' }, headers: [{ name: 'x-v', type: 'RegularExpression', value: 'v.*' }] }]),
+        tagged('rest', up.host, []),
+      ]),
+    }));
+    const run = vi.spyOn(RE2JS.prototype, 'testExact');
+    expect(await routeOf(`${gw.url}/${'a'.repeat(63)}`)).toBe('path-regex');
+    expect(await routeOf(`${gw.url}/h`, { 'x-v': `v${'0'.repeat(63)}` })).toBe('header-regex');
+    const matched = run.mock.calls.length;
+    expect(matched).toBeGreaterThan(0);
+    // One character more: the pattern would match, but it is not run at all.
+    const lengths = () => run.mock.calls.slice(matched).map((args) => args[0].length);
+    expect(await routeOf(`${gw.url}/${'a'.repeat(64)}`)).toBe('rest');
+    expect(await routeOf(`${gw.url}/h`, { 'x-v': `v${'0'.repeat(64)}` })).toBe('rest');
+    expect(await routeOf(`${gw.url}/${'a'.repeat(5000)}`)).toBe('rest');
+    expect(lengths().every((n) => n <= 64)).toBe(true);
+  });
+});
+
+describe('CEL descriptors past their budget', () => {
+  const global = (expression: string) => ({
+    rateLimit: { global: { service: { host: '127.0.0.1:1' }, domain: 'd', failureMode: 'FailOpen', timeout: '1s', descriptors: [{ unit: 'Requests', entries: [{ name: 'e', expression }] }] } },
+  });
+
+  it('a nested comprehension is refused at load and at reload, naming the field and the estimate', async () => {
+    const up = await upstream();
+    const start = gateway((port) => simpleConfig(port, [{ name: 'r', policies: { traffic: global(NESTED) }, backends: [{ host: up.host }] }]));
+    await expect(start).rejects.toThrow(
+      /binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.traffic\.rateLimit\.global\.descriptors\[0\]\.entries\[0\]\.expression: got ".*: its estimated cost is \d+, more than the budget of 10000 \(cel\.maxCost\)/,
+    );
+    const gw = await gateway((port) => simpleConfig(port, [{ name: 'r', policies: { traffic: global('request.headers["x-user-id"]') }, backends: [{ host: up.host }] }]));
+    expect((await send(`${gw.url}/`, { headers: { 'x-user-id': 'u1' } })).status).toBe(200);
+    const cross = 'request.headers.all(a, request.headers.all(b, a == b || a.contains(b)))';
+    expect(await gw.rewrite(simpleConfig(gw.port, [{ name: 'r', policies: { traffic: global(cross) }, backends: [{ host: up.host }] }]))).toBe('refused');
+    expect(gw.logs.messages().find((m) => m.startsWith('config reload refused'))).toMatch(
+      /routes\[0\]\.policies\.traffic\.rateLimit\.global\.descriptors\[0\]\.entries\[0\]\.expression: got "request\.headers\.all\(a, .*": its estimated cost is \d+, more than the budget of 10000/,
+    );
+    expect((await send(`${gw.url}/`, { headers: { 'x-user-id': 'u1' } })).status).toBe(200);
+  });
+});
+
+const availability = rlsAvailability();
+
+describe.skipIf(!availability.run)('CEL inputs within the declared bounds, with envoyproxy/ratelimit', () => {
+  let rls: RlsService;
+  beforeAll(async () => {
+    rls = await startRls(rlsBinaries().found!, {
+      configs: { bounds: 'domain: bounds\ndescriptors:\n  - key: user\n    rate_limit: { unit: day, requests_per_unit: 2 }\n  - key: model\n    rate_limit: { unit: day, requests_per_unit: 100 }\n' },
+    });
+  });
+  afterAll(async () => {
+    await rls?.stop();
+  });
+
+  it('200 client headers on a route whose descriptor reads headers: 431, unevaluated and uncharged; other routes serve them', async () => {
+    const up = await upstream();
+    const descriptor = (name: string, expression: string) => ({
+      rateLimit: { global: { service: { host: rls.address }, domain: 'bounds', failureMode: 'FailClosed', timeout: '2s', descriptors: [{ unit: 'Requests', entries: [{ name, expression }] }] } },
+    });
+    const gw = await gateway((port) =>
+      simpleConfig(port, [
+        { ...tagged('headers', up.host, [{ path: { type: 'PathPrefix', value: '/h' } }]), policies: { traffic: descriptor('user', 'request.headers["x-user-id"]') } },
+        { ...tagged('model', up.host, [{ path: { type: 'PathPrefix', value: '/m' } }]), policies: { traffic: descriptor('model', 'request.method + request.path') } },
+        tagged('rest', up.host, []),
+      ]),
+    );
+    const user = `u-${randomUUID()}`;
+    const many = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`x-pad-${i}`, 'p']));
+    const before = up.requests.length;
+    const refused = await send(`${gw.url}/h`, { headers: { ...many, 'x-user-id': user } });
+    expect(refused.status).toBe(431);
+    expect(refused.headers['x-tollgate-error']).toBe('TG_EXPRESSION_INPUT_TOO_LARGE');
+    expect(up.requests.length).toBe(before);
+    // Not charged either: the user still has both requests of the day.
+    expect(await routeOf(`${gw.url}/h`, { 'x-user-id': user })).toBe('headers');
+    expect(await routeOf(`${gw.url}/h`, { 'x-user-id': user })).toBe('headers');
+    expect((await send(`${gw.url}/h`, { headers: { 'x-user-id': user } })).status).toBe(429);
+    // Where no expression reads headers, as many headers are fine.
+    expect(await routeOf(`${gw.url}/m`, many)).toBe('model');
+    expect(await routeOf(`${gw.url}/other`, many)).toBe('rest');
+    const metrics = await (await fetch(`http://${gw.gateway.ops.metrics.address}/metrics`)).text();
+    expect(metrics).toMatch(/tollgate_ratelimit_decisions_total\{kind="global",level="global",result="refused"\} 1/);
   });
 });

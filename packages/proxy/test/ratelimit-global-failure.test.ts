@@ -4,7 +4,7 @@
 // request bytes on the wire: that server reads requests and writes replies with Envoy's own
 // types (e2e/tools/envoy-proto), never with the gateway's codec.
 import * as grpc from '@grpc/grpc-js';
-import type { GlobalRateLimitIR } from '@tollgate/api';
+import { DEFAULT_LIMITS, type GlobalRateLimitIR } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileGlobalLimiter, RlsClientPool, type GlobalLimiter, type RequestFacts } from '../src/ratelimit/global/index.js';
@@ -27,7 +27,7 @@ const DESCRIPTORS: GlobalRateLimitIR['descriptors'] = [
 ];
 
 function make(service: string, failureMode: GlobalRateLimitIR['failureMode'], pool: RlsClientPool, log: Logger, timeoutMs = 2000): GlobalLimiter {
-  return compileGlobalLimiter({ service, domain: 'tg-failure', descriptors: DESCRIPTORS, failureMode, timeoutMs }, { log, clients: pool });
+  return compileGlobalLimiter({ service, domain: 'tg-failure', descriptors: DESCRIPTORS, failureMode, timeoutMs }, { log, clients: pool }, DEFAULT_LIMITS);
 }
 
 describe.skipIf(!availability.run)('global rate limits with the service stopped', () => {
@@ -160,6 +160,7 @@ describe('global rate limits with an unreachable or silent service', () => {
     const g = compileGlobalLimiter(
       { service: unreachable, domain: 'd', descriptors: [DESCRIPTORS[0]!], failureMode: 'FailClosed', timeoutMs: 100 },
       { log, clients: pool },
+      DEFAULT_LIMITS,
     );
     expect(await g.check(facts())).toMatchObject({ allowed: true, outcome: 'ok' });
   });

@@ -3,7 +3,7 @@
 // request, the headers of a decision, and compile-time errors. Windows are a day long so a
 // window boundary cannot fall inside a run in practice; every test uses its own keys.
 import { randomUUID } from 'node:crypto';
-import type { GlobalRateLimitIR } from '@tollgate/api';
+import { DEFAULT_LIMITS, type GlobalRateLimitIR } from '@tollgate/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   compileGlobalLimiter,
@@ -71,7 +71,7 @@ describe.skipIf(!availability.run)('global rate limits on envoyproxy/ratelimit',
   const { log, lines } = captureLog();
 
   const limiter = (ir: Partial<GlobalRateLimitIR> & Pick<GlobalRateLimitIR, 'domain' | 'descriptors'>): GlobalLimiter =>
-    compileGlobalLimiter({ service: rls.address, failureMode: 'FailClosed', timeoutMs: 2000, ...ir }, { log, clients: pool });
+    compileGlobalLimiter({ service: rls.address, failureMode: 'FailClosed', timeoutMs: 2000, ...ir }, { log, clients: pool }, DEFAULT_LIMITS);
 
   beforeAll(async () => {
     rls = await startRls(rlsBinaries().found!, { configs: CONFIGS, responseHeaders: true });
@@ -124,11 +124,14 @@ describe.skipIf(!availability.run)('global rate limits on envoyproxy/ratelimit',
     expect(skipped[0]).toMatchObject({ level: 20, descriptor: 0, entry: 'user' });
     expect(String(skipped[0]!.reason)).toContain('x-user-id');
 
-    // A non-scalar value (here a map) is no value either.
-    const map = limiter({ domain: 'tg-requests', descriptors: [{ unit: 'Requests', entries: [{ name: 'user', expression: 'request.headers' }] }] });
+    // An empty value is no value either.
     lines.length = 0;
-    expect(await map.check(facts({ headers: { 'x-user-id': 'u' } }))).toMatchObject({ allowed: true, outcome: 'ok', headers: {} });
+    expect(await g.check(facts({ headers: { 'x-user-id': '' } }))).toMatchObject({ allowed: true, outcome: 'ok', headers: {} });
     expect(lines.find((l) => l.msg.includes('descriptor not sent'))).toMatchObject({ entry: 'user', reason: expect.stringContaining('not a non-empty') as unknown });
+    // A non-scalar one (here a map) never gets this far: the type checker refuses it.
+    expect(() => limiter({ domain: 'tg-requests', descriptors: [{ unit: 'Requests', entries: [{ name: 'user', expression: 'request.headers' }] }] })).toThrow(
+      /evaluates to map\(string, string\); a rate limit descriptor value must be string, int, uint, double, bool/,
+    );
   });
 
   it('evaluates CEL over the LLM model, with a per-value limit and a default', async () => {
@@ -275,9 +278,10 @@ describe('global rate limit config', () => {
           ],
         },
         { log, clients: pool },
+        DEFAULT_LIMITS,
       );
     expect(compile).toThrow(GlobalRateLimitConfigError);
-    expect(compile).toThrow(/^rateLimit\.global\.descriptors\[1\]\.entries\[1\] \(user\): invalid CEL expression "request\.headers\[\\"x-user\\"": .*<input>:1:\d+/);
+    expect(compile).toThrow(/^rateLimit\.global\.descriptors\[1\]\.entries\[1\] \(user\): expression "request\.headers\[\\"x-user\\"": not a valid CEL expression \(.*<input>:1:\d+/);
     // Compilation failed before any channel was opened.
     expect(pool.addresses()).toEqual([]);
   });

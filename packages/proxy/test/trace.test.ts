@@ -223,6 +223,16 @@ describe('sessions', () => {
     expect((await send(`${gw.adminUrl}/debug/trace?nope=1`)).status).toBe(400);
   });
 
+  it('a match goes through the same checks as every CEL expression: typed, and within the cost budget', async () => {
+    const ask = (match: string) => send(`${gw.adminUrl}/debug/trace?match=${encodeURIComponent(match)}`);
+    const untyped = await ask('request.path');
+    expect(untyped.status).toBe(400);
+    expect(untyped.body).toBe('invalid match expression: evaluates to string; a trace match must be bool\n');
+    const costly = await ask('request.headers.all(a, request.headers.all(b, a.contains(b)))');
+    expect(costly.status).toBe(400);
+    expect(costly.body).toMatch(/^invalid match expression: its estimated cost is \d+, more than the budget of 10000 \(cel\.maxCost\)/);
+  });
+
   it('a client that disconnects disarms its session', async () => {
     const tasks = async () => ((await (await fetch(`${gw.adminUrl}/debug/tasks`)).json()) as { traceSessions: unknown[] }).traceSessions.length;
     const s = await openTrace();

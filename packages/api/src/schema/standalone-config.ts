@@ -4,6 +4,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Duration, Enum, Host, Hostname, HostPort, Port, PositiveInt } from './common.js';
 import { HTTPRouteFilter, HTTPRouteMatch, RouteTimeouts } from './gateway-api.js';
+import { CelLimitsSchema, RegexLimitsSchema } from '../limits.js';
 import { PolicySet } from './traffic-policy.js';
 
 export const BackendConfig = Type.Object(
@@ -154,6 +155,18 @@ export const ProcessConfig = Type.Object(
       }),
     ),
     maxTraceSessions: Type.Optional(PositiveInt('Trace sessions that may wait for a request at once; beyond it GET /debug/trace answers 429. Default 32.', 1024)),
+    regex: Type.Optional(
+      Type.Partial(RegexLimitsSchema, {
+        additionalProperties: false,
+        description: 'Bounds on the RegularExpression matches of routes (and the patterns of CEL matches()); a route over them is a config error naming the match. Applied on reload too.',
+      }),
+    ),
+    cel: Type.Optional(
+      Type.Partial(CelLimitsSchema, {
+        additionalProperties: false,
+        description: 'Bounds on CEL expressions (global rate limit descriptors) and on the request inputs they read; an expression over the budget is a config error naming it. Applied on reload too.',
+      }),
+    ),
     maxModelLabels: Type.Optional(
       Type.Integer({
         minimum: 0,

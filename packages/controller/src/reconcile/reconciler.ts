@@ -4,6 +4,7 @@
 // cannot cope with), the previous snapshots and status stay as they are and the error is
 // logged once per distinct message, so the controller keeps serving.
 import type { Logger } from 'pino';
+import type { EvaluationLimits } from '@tollgate/api';
 import { CONTROLLER_ERRORS } from '../errors.js';
 import type { ControllerMetrics } from '../metrics/metrics.js';
 import type { SnapshotStore } from '../snapshots/store.js';
@@ -14,6 +15,8 @@ export interface ReconcileDeps {
   readonly resources: () => Resources | undefined;
   readonly translate: Translate;
   readonly controllerName: string;
+  /** Bounds on expressions (the --regex-* and --cel-* flags). */
+  readonly limits?: EvaluationLimits;
   /** The installed Gateway API bundle version, once known. */
   readonly gatewayApiVersion: () => string | undefined;
   /** --gateway-proxy-images (TranslateOptions). */
@@ -59,7 +62,7 @@ export class Reconciler {
     let result: ReturnType<Translate>;
     const started = performance.now();
     try {
-      result = this.d.translate(resources, { controllerName: this.d.controllerName, gatewayApiVersion: this.d.gatewayApiVersion(), gatewayProxyImages: this.d.gatewayProxyImages ?? [] });
+      result = this.d.translate(resources, { controllerName: this.d.controllerName, gatewayApiVersion: this.d.gatewayApiVersion(), gatewayProxyImages: this.d.gatewayProxyImages ?? [], limits: this.d.limits });
     } catch (err) {
       end();
       metrics.reconciles.inc({ result: 'error' });

@@ -1,6 +1,7 @@
 // The inputs, indexed once per translation: every lookup translation makes afterwards is a
 // map access, so the cost stays linear in the number of objects.
 import type { V1ConfigMap, V1EndpointSlice, V1Secret, V1Service } from '@kubernetes/client-node';
+import { DEFAULT_LIMITS, type EvaluationLimits } from '@tollgate/api';
 import { parseAllowList } from '../deployer/image-policy.js';
 import { PARAMETERS_LABEL, type ParameterPolicy } from '../deployer/parameters.js';
 import { DEFAULT_PROXY_SETTINGS } from '../deployer/render.js';
@@ -16,6 +17,8 @@ const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 export interface Context {
   readonly controllerName: string;
   readonly gatewayApiVersion: string | null;
+  /** Bounds every route's regexes and every policy's expressions are checked against. */
+  readonly limits: EvaluationLimits;
   namespaceLabels(namespace: string): Readonly<Record<string, string>>;
   readonly services: ReadonlyMap<string, V1Service>;
   /** EndpointSlices by `<namespace>/<service>`, sorted by name. */
@@ -97,6 +100,7 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     },
     controllerName: options.controllerName,
     gatewayApiVersion: options.gatewayApiVersion ?? null,
+    limits: options.limits ?? DEFAULT_LIMITS,
     namespaceLabels: (namespace) => labels.get(namespace) ?? { [NAMESPACE_NAME_LABEL]: namespace },
     services,
     endpointSlices: slices,

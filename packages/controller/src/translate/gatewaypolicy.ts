@@ -87,7 +87,7 @@ function resolveTarget(ref: PolicyTargetReference, ns: string, ctx: Context, gat
 function validate(p: GatewayPolicy, ctx: Context): { problems: Problem[]; outbound: PolicyOutbound[] } {
   const ns = p.metadata.namespace ?? '';
   const problems: Problem[] = [];
-  checkTrafficPolicy(p.spec.traffic, 'spec.traffic', 'cluster', problems);
+  checkTrafficPolicy(p.spec.traffic, 'spec.traffic', 'cluster', ctx.limits, problems);
   p.spec.targetRefs.forEach((t, i) => {
     if (t.group !== GATEWAY_GROUP || (t.kind !== 'Gateway' && t.kind !== 'HTTPRoute'))
       problems.push({ path: `spec.targetRefs[${i}]`, message: `${t.group}/${t.kind} cannot be targeted; use group ${GATEWAY_GROUP} with kind Gateway or HTTPRoute` });

@@ -1,6 +1,6 @@
 // HTTPRoute: which listeners each route attaches to (parentRefs, allowedRoutes, hostnames),
 // its rules in the IR, and its status per parent.
-import type { BackendIR, FilterIR, Problem } from '@tollgate/api';
+import type { BackendIR, EvaluationLimits, FilterIR, Problem } from '@tollgate/api';
 import { resolveBackendRef } from './backendrefs.js';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
@@ -147,17 +147,20 @@ function mirrorFilters(filters: readonly HTTPRouteFilter[], ns: string, path: st
 // Services, EndpointSlices and ReferenceGrants are the same objects, a route's entry checked
 // once is not checked again (a one-route change at thousands of routes skips every other
 // route's lookups).
-const rulesCache = new WeakMap<HTTPRoute, { readonly targets: readonly RefTarget[]; readonly deps: readonly unknown[]; readonly result: RulesResult; epoch: number }>();
+const rulesCache = new WeakMap<
+  HTTPRoute,
+  { readonly targets: readonly RefTarget[]; readonly deps: readonly unknown[]; readonly limits: EvaluationLimits; readonly result: RulesResult; epoch: number }
+>();
 
 function cachedRules(route: HTTPRoute, ctx: Context): RulesResult {
   const hit = rulesCache.get(route);
-  if (hit && (hit.epoch === ctx.dependencyEpoch || sameDependencies(hit.targets, hit.deps, ctx))) {
+  if (hit && hit.limits === ctx.limits && (hit.epoch === ctx.dependencyEpoch || sameDependencies(hit.targets, hit.deps, ctx))) {
     hit.epoch = ctx.dependencyEpoch;
     return hit.result;
   }
   const targets = hit?.targets ?? refTargets(route);
   const result = translateRules(route, ctx);
-  rulesCache.set(route, { targets, deps: dependencies(targets, ctx), result, epoch: ctx.dependencyEpoch });
+  rulesCache.set(route, { targets, deps: dependencies(targets, ctx), limits: ctx.limits, result, epoch: ctx.dependencyEpoch });
   return result;
 }
 
@@ -167,7 +170,7 @@ function translateRules(route: HTTPRoute, ctx: Context): RulesResult {
   let refs: Verdict | null = null;
   const rules = (route.spec.rules?.length ? route.spec.rules : [{}]).map((rule, index) => {
     const path = `spec.rules[${index}]`;
-    const { ir, problems: p } = translateRule(rule, path);
+    const { ir, problems: p } = translateRule(rule, path, ctx.limits);
     problems.push(...p);
     const backends = (rule.backendRefs ?? []).map((ref, i) => {
       const r = resolveBackendRef(ref, ns, `${path}.backendRefs[${i}]`, ctx);

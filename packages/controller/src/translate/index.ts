@@ -17,7 +17,7 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
   const routes = translateHTTPRoutes(ctx, gateways);
   const routesByKey = new Map(routes.map((r) => [r.key, r]));
   const policies = translateGatewayPolicies(resources.gatewayPolicies, ctx, gateways, routesByKey);
-  const snapshots = buildSnapshots(gateways, routes, policies.applied);
+  const snapshots = buildSnapshots(gateways, routes, policies.applied, ctx.limits);
   return {
     snapshots,
     status: {

@@ -3,6 +3,7 @@
 import {
   checkRouteRule,
   type BackendFilterIR,
+  type EvaluationLimits,
   parseDuration,
   toFilter,
   toMatches,
@@ -44,13 +45,13 @@ function unsupportedFilters(filters: readonly HTTPRouteFilter[], path: string, o
 /** Filter types a backendRef may carry: they run only for the requests sent to it. */
 const BACKEND_FILTERS = new Set(['RequestHeaderModifier']);
 
-function checkBackendFilters(filters: readonly HTTPRouteFilter[], path: string, out: Problem[]): void {
+function checkBackendFilters(filters: readonly HTTPRouteFilter[], path: string, limits: EvaluationLimits, out: Problem[]): void {
   filters.forEach((f, i) => {
     if (!BACKEND_FILTERS.has(f.type))
       out.push({ path: `${path}.filters[${i}].type`, message: `${f.type} is not supported on a backendRef (only ${[...BACKEND_FILTERS].join(', ')}); move it to the rule` });
   });
   const supported = filters.filter((f) => BACKEND_FILTERS.has(f.type)) as unknown as ApiFilter[];
-  checkRouteRule({ filters: supported }, path, out);
+  checkRouteRule({ filters: supported }, path, limits, out);
 }
 
 /** A backendRef's filters in the IR; call only once the rule has no problems. */
@@ -83,14 +84,14 @@ function checkMirror(m: HTTPRequestMirrorFilter | undefined, path: string, out: 
 }
 
 /** The rule's IR, or the problems that keep the route from being accepted. */
-export function translateRule(rule: HTTPRouteRule, path: string): { ir: RuleIR; problems: Problem[] } {
+export function translateRule(rule: HTTPRouteRule, path: string, limits: EvaluationLimits): { ir: RuleIR; problems: Problem[] } {
   const problems: Problem[] = [];
   const filters = rule.filters ?? [];
   unsupportedFilters(filters, `${path}.filters`, problems);
-  (rule.backendRefs ?? []).forEach((b, i) => checkBackendFilters(b.filters ?? [], `${path}.backendRefs[${i}]`, problems));
+  (rule.backendRefs ?? []).forEach((b, i) => checkBackendFilters(b.filters ?? [], `${path}.backendRefs[${i}]`, limits, problems));
   const supported = filters.filter((f) => CHECKED_FILTERS.has(f.type)) as unknown as ApiFilter[];
   const matches = (rule.matches ?? []) as unknown as ApiMatch[];
-  checkRouteRule({ matches, filters: supported }, path, problems);
+  checkRouteRule({ matches, filters: supported }, path, limits, problems);
   filters.forEach((f, i) => {
     if (f.type === 'RequestMirror') checkMirror(f.requestMirror, `${path}.filters[${i}].requestMirror`, problems);
   });

@@ -1,6 +1,6 @@
 // One ProxySnapshot per accepted Gateway: a bind per port, a listener per accepted listener,
 // the attached routes in Gateway API precedence order with their policies.
-import { withVersion, type BindIR, type ListenerIR, type PolicyIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { isDefaultLimits, withVersion, type BindIR, type EvaluationLimits, type ListenerIR, type PolicyIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
 import { listenerLive, type GatewayState } from './gateway.js';
 import { targetKey, type AppliedPolicies } from './gatewaypolicy.js';
 import type { TranslatedRoute, TranslatedRule } from './httproute.js';
@@ -64,7 +64,10 @@ export function buildSnapshots(
   gateways: ReadonlyMap<string, GatewayState>,
   routes: readonly TranslatedRoute[],
   applied: AppliedPolicies,
+  limits: EvaluationLimits,
 ): Map<string, ProxySnapshot> {
+  // The proxies check and run the routes under the bounds they were translated with.
+  const bounds = isDefaultLimits(limits) ? {} : { limits };
   // Routes are already in precedence order; keep it per listener.
   const byListener = new Map<ListenerState, RouteIR[]>();
   for (const tr of routes) {
@@ -99,7 +102,7 @@ export function buildSnapshots(
     const binds: BindIR[] = [...ports]
       .sort(([a], [b]) => a - b)
       .map(([port, listeners]) => ({ port, address: BIND_ADDRESS, listeners }));
-    out.set(key, withVersion({ source: { kind: 'controller', gateway: key }, binds }));
+    out.set(key, withVersion({ source: { kind: 'controller', gateway: key }, binds, ...bounds }));
   }
   return out;
 }

@@ -11,7 +11,7 @@
 // again, which is what informer caches hand out for unchanged objects. A changed object must
 // be a new object (informers replace objects, they never edit them in place); an object edited
 // in place may be translated as it was.
-import type { ProxySnapshot } from '@tollgate/api';
+import type { EvaluationLimits, ProxySnapshot } from '@tollgate/api';
 import type { V1ConfigMap, V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
 import type {
   Gateway,
@@ -50,6 +50,12 @@ export interface TranslateOptions {
    * v1.6.1), read once by the caller; absent: not known, GatewayClass SupportedVersion Unknown.
    */
   readonly gatewayApiVersion?: string;
+  /**
+   * Bounds on the routes' regular expressions and the policies' CEL expressions (the
+   * controller's --regex-* and --cel-* flags); default DEFAULT_LIMITS. One object for the life
+   * of the process: results are reused while it is the same object.
+   */
+  readonly limits?: EvaluationLimits;
   /**
    * The images a Gateway may choose for its proxies (--gateway-proxy-images: references and
    * prefixes, deployer/image-policy.ts); absent or empty: none, the image is the admin's alone.

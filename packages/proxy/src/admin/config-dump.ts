@@ -4,7 +4,7 @@
 // values routes match on when they are credentials: a header of the redaction list, a query
 // parameter whose value is a credential. A TLS listener shows its certificates' subject, names
 // and validity, never the key.
-import { certificateInfo, isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ListenerTlsIR, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
+import { certificateInfo, DEFAULT_LIMITS, isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ListenerTlsIR, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
 import type { EndpointTable, EndpointView } from '../upstream/endpoints.js';
 import { upstreamNames } from '../routing/backend-picker.js';
 
@@ -83,6 +83,9 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: Endpo
     source: ir.source,
     loadedAt: new Date(loadedAt).toISOString(),
     settings,
+    // The bounds this snapshot's regular expressions and CEL expressions were checked with,
+    // and that requests are held to (the defaults when the snapshot names none).
+    limits: ir.limits ?? DEFAULT_LIMITS,
     binds: ir.binds.map((b) => ({ port: b.port, address: b.address, listeners: b.listeners.map((l) => l.name) })),
     listeners,
     routes,

@@ -5,7 +5,8 @@ import { Counter, Gauge, Registry, collectDefaultMetrics, type LabelValues, type
 
 export type DecisionKind = 'requests' | 'tokens' | 'global';
 export type DecisionLevel = 'gateway' | 'route' | 'global';
-export type DecisionResult = 'allowed' | 'limited' | 'failed_open' | 'error';
+/** refused: an input the policy's expressions read was over its declared bound (answered 431, unevaluated). */
+export type DecisionResult = 'allowed' | 'limited' | 'failed_open' | 'error' | 'refused';
 export type TokenSource = 'reported' | 'estimated';
 /**
  * What a client was refused for taking too much of the proxy: request-body bytes beyond the

@@ -2,10 +2,10 @@
 // limiter. `Admissions` runs a request through the policies it meets before the upstream
 // call, refunds what earlier limits took when a later one (or the gateway) refuses the
 // request, and settles the token reservations with the LLM usage after the response.
-import type { ListenerIR, PolicyIR } from '@tollgate/api';
-import type { GlobalLimiter } from './global/index.js';
+import type { EvaluationLimits, ListenerIR, PolicyIR } from '@tollgate/api';
+import type { GlobalLimiter, GlobalOutcome } from './global/index.js';
 import type { RequestFacts } from './global/facts.js';
-import type { ProxyMetrics } from '../metrics/metrics.js';
+import type { DecisionResult, ProxyMetrics } from '../metrics/metrics.js';
 import { ERRORS, type ErrorSpec } from '../errors.js';
 import { leastRemaining, rateLimitHeaders, type LimitStatus } from './headers.js';
 import { LimiterStore, LocalLimiter, type LimitLevel, type LocalHold } from './local/limiter.js';
@@ -39,12 +39,20 @@ export function gatewayPolicyScope(listener: Pick<ListenerIR, 'name' | 'policy'>
   return listener.name;
 }
 
-export type GlobalFactory = (ir: NonNullable<PolicyIR['remoteRateLimit']>, scope: string) => GlobalLimiter;
+/** Builds the global limiter of a policy, its expressions within `limits` (the snapshot's). */
+export type GlobalFactory = (ir: NonNullable<PolicyIR['remoteRateLimit']>, scope: string, limits: EvaluationLimits) => GlobalLimiter;
 
-export function compilePolicy(level: LimitLevel, scope: string, ir: PolicyIR | null, store: LimiterStore, makeGlobal: GlobalFactory | null): CompiledPolicy | null {
+export function compilePolicy(
+  level: LimitLevel,
+  scope: string,
+  ir: PolicyIR | null,
+  store: LimiterStore,
+  makeGlobal: GlobalFactory | null,
+  limits: EvaluationLimits,
+): CompiledPolicy | null {
   if (!ir || (!ir.localRateLimit && !ir.remoteRateLimit)) return null;
   const local = ir.localRateLimit ? LocalLimiter.compile(level, scope, ir.localRateLimit, store) : null;
-  const global = ir.remoteRateLimit && makeGlobal ? makeGlobal(ir.remoteRateLimit, scope) : null;
+  const global = ir.remoteRateLimit && makeGlobal ? makeGlobal(ir.remoteRateLimit, scope, limits) : null;
   return {
     level,
     local,
@@ -59,6 +67,8 @@ export interface Refusal {
   readonly spec: ErrorSpec;
   readonly headers: Record<string, string>;
 }
+
+const DECISION: Record<GlobalOutcome, DecisionResult> = { ok: 'allowed', overLimit: 'limited', failedOpen: 'failed_open', serviceError: 'error', inputRefused: 'refused' };
 
 const LIMIT_HEADER_NAMES = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']);
 
@@ -120,13 +130,14 @@ export class Admissions {
 
   async #admitGlobal(global: GlobalLimiter, facts: () => RequestFacts): Promise<Refusal | null> {
     const g = await global.check(facts());
-    const result = g.outcome === 'ok' ? 'allowed' : g.outcome === 'overLimit' ? 'limited' : g.outcome === 'failedOpen' ? 'failed_open' : 'error';
+    const result = DECISION[g.outcome];
     this.metrics.countDecision('global', 'global', result);
     if (g.limit) this.#statuses.push(g.limit);
     const headers = withoutLimitHeaders(g.headers);
     if (!g.allowed) {
       this.refund();
-      const spec = g.outcome === 'overLimit' ? { ...ERRORS.rateLimited, body: g.body } : ERRORS.rateLimitServiceUnavailable;
+      const spec =
+        g.outcome === 'overLimit' ? { ...ERRORS.rateLimited, body: g.body } : g.outcome === 'inputRefused' ? ERRORS.expressionInputTooLarge : ERRORS.rateLimitServiceUnavailable;
       return this.#refusal(spec, headers);
     }
     Object.assign(this.#responseHeaders, headers);

@@ -1,8 +1,9 @@
 // One HTTPRouteMatch of one route, compiled: the conditions besides the path (method, headers,
 // query parameters) as closures, and its rank among matches on the same path. Regular
-// expressions run on RE2 (linear time: a request cannot make a pattern backtrack).
+// expressions run on RE2 (linear time: a request cannot make a pattern backtrack), within the
+// snapshot's bounds: an input longer than regex.maxInputLength does not match, unrun.
 import type { IncomingHttpHeaders } from 'node:http';
-import { compileRouteRegex, type RouteMatchIR, type RouteRegex, type ValueMatchIR } from '@tollgate/api';
+import { compileRouteRegex, type RegexLimits, type RouteMatchIR, type RouteRegex, type ValueMatchIR } from '@tollgate/api';
 
 export interface RouteRequest {
   readonly method: string;
@@ -16,15 +17,15 @@ export interface RouteRequest {
 type ValueTest = (value: string | undefined) => boolean;
 
 /** Validation has compiled the pattern already; a snapshot that skipped it fails here, at compile time. */
-function regex(source: string): RouteRegex {
-  const r = compileRouteRegex(source);
+function regex(source: string, limits: RegexLimits): RouteRegex {
+  const r = compileRouteRegex(source, limits);
   if (!r.ok) throw new Error(`regular expression ${JSON.stringify(source)}: ${r.problem}`);
   return r.value;
 }
 
-function valueTest(m: ValueMatchIR): ValueTest {
+function valueTest(m: ValueMatchIR, limits: RegexLimits): ValueTest {
   if (m.type === 'Exact') return (v) => v === m.value;
-  const re = regex(m.value);
+  const re = regex(m.value, limits);
   return (v) => v !== undefined && re.test(v);
 }
 
@@ -47,9 +48,9 @@ export interface Candidate<R> extends CompiledMatch {
   readonly order: number;
 }
 
-export function compileMatch(match: RouteMatchIR): CompiledMatch {
-  const headers = match.headers.map((h) => ({ name: h.name, test: valueTest(h) }));
-  const params = match.queryParams.map((q) => ({ name: q.name, test: valueTest(q) }));
+export function compileMatch(match: RouteMatchIR, limits: RegexLimits): CompiledMatch {
+  const headers = match.headers.map((h) => ({ name: h.name, test: valueTest(h, limits) }));
+  const params = match.queryParams.map((q) => ({ name: q.name, test: valueTest(q, limits) }));
   const method = match.method;
   const test = (req: RouteRequest, query: () => URLSearchParams): boolean => {
     if (method !== null && req.method !== method) return false;
@@ -64,7 +65,7 @@ export function compileMatch(match: RouteMatchIR): CompiledMatch {
     return true;
   };
   const { type, value } = match.path;
-  const pathRegex = type === 'RegularExpression' ? regex(value) : null;
+  const pathRegex = type === 'RegularExpression' ? regex(value, limits) : null;
   return { match, test, regex: pathRegex, prefix: type === 'Exact' || type === 'RegularExpression' ? null : prefixSegments(value) };
 }
 
@@ -74,8 +75,7 @@ export function prefixSegments(value: string): string[] {
   return trimmed ? trimmed.slice(1).split('/') : [];
 }
 
-export function compileCandidate<R>(route: R, match: CompiledMatch | RouteMatchIR, order: number): Candidate<R> {
-  const m = 'test' in match ? match : compileMatch(match);
+export function compileCandidate<R>(route: R, m: CompiledMatch, order: number): Candidate<R> {
   return { route, order, match: m.match, test: m.test, regex: m.regex, prefix: m.prefix };
 }
 

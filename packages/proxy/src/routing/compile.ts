@@ -9,7 +9,7 @@
 // thousands builds one route's parts; the indexes, which depend on every route, are rebuilt.
 // Only the serving snapshot's parts are reused: their pickers hold endpoints that snapshot
 // keeps alive, and nothing outlives the next apply.
-import type { BackendIR, BindIR, FilterIR, HeaderModifierIR, ListenerIR, PathMatchIR, ProxySnapshot, RouteIR } from '@tollgate/api';
+import { DEFAULT_LIMITS, type BackendIR, type BindIR, type EvaluationLimits, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
 import { backendPicker, routeUpstreamNames, standalonePickerDeps, type BackendPicker, type PickerDeps } from './backend-picker.js';
 import { compileCandidate, compileMatch, type Candidate, type CompiledMatch, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
@@ -42,13 +42,13 @@ export interface RouteParts {
   readonly upstreams: readonly string[];
 }
 
-function compileRouteParts(r: RouteIR, picking: PickerDeps): RouteParts {
+function compileRouteParts(r: RouteIR, picking: PickerDeps, limits: EvaluationLimits): RouteParts {
   return {
     pickBackend: backendPicker(r.backends, picking),
     redirect: r.filters.find((f): f is Extract<FilterIR, { type: 'RequestRedirect' }> => f.type === 'RequestRedirect') ?? null,
     mirrors: compileMirrors(r.filters, picking),
     responseModifiers: r.filters.filter((f): f is Extract<FilterIR, { type: 'ResponseHeaderModifier' }> => f.type === 'ResponseHeaderModifier'),
-    matches: r.matches.map(compileMatch),
+    matches: r.matches.map((m) => compileMatch(m, limits.regex)),
     upstreams: routeUpstreamNames(r),
   };
 }
@@ -126,22 +126,25 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   const upstreams = new Set<string>();
   const routeNames = new Set<string>();
   const parts = new Map<RouteIR, RouteParts>();
-  const kept = deps?.previous?.parts;
+  const limits = ir.limits ?? DEFAULT_LIMITS;
+  // Parts compiled under other bounds (a reload that changed config.regex) are compiled again.
+  const previous = deps?.previous;
+  const kept = previous && JSON.stringify(previous.ir.limits ?? DEFAULT_LIMITS) === JSON.stringify(limits) ? previous.parts : undefined;
   let order = 0;
   const picking = deps?.picking ?? standalonePickerDeps();
   const tlsContexts = deps?.tlsContexts ?? new TlsContextCache();
   for (const bind of ir.binds) {
     const listeners = new HostTable<CompiledListener>();
     for (const l of bind.listeners) {
-      const listenerPolicy = deps ? compilePolicy('gateway', gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal) : null;
+      const listenerPolicy = deps ? compilePolicy('gateway', gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal, limits) : null;
       const listener: CompiledListener = { ir: l, bind, routes: new HostTable(), policy: listenerPolicy };
       listeners.upsert(l.hostname, () => listener);
       for (const r of l.routes) {
         const hosts = effectiveHostnames(l.hostname, r.hostnames);
-        const routePolicy = deps ? compilePolicy('route', r.name, r.policy, deps.limiters, deps.makeGlobal) : null;
+        const routePolicy = deps ? compilePolicy('route', r.name, r.policy, deps.limiters, deps.makeGlobal, limits) : null;
         if (!hosts.length) detached.push(r.name);
         let own = parts.get(r) ?? kept?.get(r);
-        if (!own) own = compileRouteParts(r, picking);
+        if (!own) own = compileRouteParts(r, picking, limits);
         parts.set(r, own);
         for (const u of own.upstreams) upstreams.add(u);
         routeNames.add(r.name);

@@ -125,10 +125,10 @@ export class ProxyRuntime {
     this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels, bufferedRequestBytes: () => bodyBudget.used, rateLimitServices: () => this.rateLimitServices.states() });
     this.limiters = new LimiterStore(clock);
     const log = options.rateLimitLog ?? options.log;
-    this.#makeGlobal = (ir) => {
+    this.#makeGlobal = (ir, _scope, limits) => {
       // apply() loads the module before compiling a config that names a rate limit service.
       if (!this.#global) throw new Error('global rate limiting used before it was loaded');
-      return this.#global.compile(ir, { log, clients: this.#global.pool });
+      return this.#global.compile(ir, { log, clients: this.#global.pool }, limits);
     };
     this.traces = new TraceHub(this.traceEnv, options.maxTraceSessions);
     const clientTimeouts = options.clientTimeouts ?? DEFAULT_CLIENT_TIMEOUTS;

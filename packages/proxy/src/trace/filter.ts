@@ -1,9 +1,11 @@
 // The optional `match` of a trace session: a CEL expression over the request, compiled once
-// when the session is armed. Variables: request.method, request.path, request.host (without
-// port) and request.headers (lower-case names). A request the expression cannot evaluate
-// (e.g. a missing header) does not match.
+// when the session is armed, through compileCel (the one place every expression goes
+// through: type-checked, its cost estimated and within the budget). Variables:
+// request.method, request.path, request.host (without port) and request.headers (lower-case
+// names). A request the expression cannot evaluate (e.g. a missing header), or whose inputs
+// are over the bounds the estimate assumed, does not match.
 import type { IncomingHttpHeaders } from 'node:http';
-import { cel } from '@tollgate/api';
+import { bindRequest, compileCel, type EvaluationLimits } from '@tollgate/api';
 
 export interface TraceRequestView {
   readonly method: string;
@@ -16,23 +18,15 @@ export type TraceFilter = (req: TraceRequestView) => boolean;
 
 export class TraceFilterError extends Error {}
 
-function flatHeaders(headers: IncomingHttpHeaders): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
-  return out;
-}
-
-export function compileTraceFilter(expression: string): TraceFilter {
-  // CEL is loaded by the first session armed with a match, not by every proxy.
-  const { celEnv, isCelError, parse, plan } = cel();
-  let program: ReturnType<typeof plan>;
-  try {
-    program = plan(celEnv({}), parse(expression));
-  } catch (err) {
-    throw new TraceFilterError(`invalid match expression: ${(err as Error).message}`);
-  }
+export function compileTraceFilter(expression: string, limits: EvaluationLimits): TraceFilter {
+  const c = compileCel(expression, 'traceFilter', limits);
+  if (!c.ok) throw new TraceFilterError(`invalid match expression: ${c.problem}`);
+  const program = c.value;
   return (req) => {
-    const result = program({ request: { method: req.method, path: req.path, host: req.host, headers: flatHeaders(req.headers) } });
-    return !isCelError(result) && result === true;
+    const view = { method: req.method, path: req.path, host: req.host, headers: req.headers, sourceAddress: '', model: null };
+    const bound = bindRequest(view, program.reads, limits.cel);
+    if (!bound.ok) return false;
+    const result = program.run(bound.bindings);
+    return result.ok && result.value === true;
   };
 }

@@ -3,7 +3,7 @@
 // keepalive comment follows every few seconds while it waits; a client that disconnects
 // disarms its session.
 import type { FastifyInstance } from 'fastify';
-import type { TraceEvent } from '@tollgate/api';
+import { DEFAULT_LIMITS, type TraceEvent } from '@tollgate/api';
 import type { TraceFilter } from '../../trace/filter.js';
 import { ERRORS } from '../../errors.js';
 import type { AdminContext } from '../context.js';
@@ -24,7 +24,8 @@ export function traceRoutes(app: FastifyInstance, ctx: AdminContext): void {
       // does not keep its code in memory.
       const { compileTraceFilter, TraceFilterError } = await import('../../trace/filter.js');
       try {
-        filter = compileTraceFilter(match);
+        // The bounds of the snapshot serving (the defaults before the first).
+        filter = compileTraceFilter(match, ctx.runtime.hasConfig ? (ctx.runtime.current.ir.limits ?? DEFAULT_LIMITS) : DEFAULT_LIMITS);
       } catch (err) {
         if (err instanceof TraceFilterError) return reply.code(400).type('text/plain; charset=utf-8').send(`${err.message}\n`);
         throw err;

@@ -1,18 +1,14 @@
-// Descriptors of a global limit: each entry's CEL expression is planned once per config and
-// evaluated per request into the descriptor's value. As in Envoy, a descriptor one of whose
-// entries has no value for this request (the expression errors, e.g. a missing header, or
-// yields null, an empty string or a non-scalar) is not sent at all.
-import type { plan } from '@bufbuild/cel';
-import type { IncomingHttpHeaders } from 'node:http';
-import { cel, type GlobalRateLimitIR } from '@tollgate/api';
+// Descriptors of a global limit: each entry's CEL expression is compiled once per config
+// (through compileCel, the one place every expression goes through: type-checked, its cost
+// estimated and within the budget) and evaluated per request into the descriptor's value. As
+// in Envoy, a descriptor one of whose entries has no value for this request (the expression
+// errors, e.g. a missing header, or yields null, an empty string or a non-scalar) is not sent.
+import { bindRequest, compileCel, readsOf, type Bound, type CelProgram, type EvaluationLimits, type GlobalRateLimitIR, type InputName } from '@tollgate/api';
 import type { RequestFacts } from './facts.js';
-
-type Program = ReturnType<typeof plan>;
 
 export interface CompiledEntry {
   readonly name: string;
-  readonly expression: string;
-  readonly program: Program;
+  readonly program: CelProgram;
 }
 
 export interface CompiledDescriptor {
@@ -21,7 +17,14 @@ export interface CompiledDescriptor {
   readonly entries: readonly CompiledEntry[];
 }
 
-/** A descriptor's expression does not parse; the message names the descriptor and entry. */
+export interface CompiledDescriptors {
+  readonly list: readonly CompiledDescriptor[];
+  /** Every request input the expressions read: the ones a request must keep within their bounds. */
+  readonly reads: ReadonlySet<InputName>;
+  readonly limits: EvaluationLimits;
+}
+
+/** A descriptor's expression is not usable (or the descriptors are over the budget together); the message names it. */
 export class GlobalRateLimitConfigError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -29,54 +32,28 @@ export class GlobalRateLimitConfigError extends Error {
   }
 }
 
-// Made on the first compile: CEL is loaded only by a config that uses it.
-let env: ReturnType<ReturnType<typeof cel>['celEnv']> | undefined;
-
-export function compileDescriptors(descriptors: GlobalRateLimitIR['descriptors']): CompiledDescriptor[] {
-  if (descriptors.length === 0) return [];
-  const { celEnv, parse, plan } = cel();
-  const celEnvironment = (env ??= celEnv({}));
-  return descriptors.map((d, index) => ({
+export function compileDescriptors(descriptors: GlobalRateLimitIR['descriptors'], limits: EvaluationLimits): CompiledDescriptors {
+  let total = 0;
+  const list = descriptors.map((d, index) => ({
     index,
     unit: d.unit,
     entries: d.entries.map((e, j) => {
-      let program: Program;
-      try {
-        program = plan(celEnvironment, parse(e.expression));
-      } catch (err) {
-        const reason = err instanceof Error ? err.message : String(err);
-        throw new GlobalRateLimitConfigError(
-          `rateLimit.global.descriptors[${index}].entries[${j}] (${e.name}): invalid CEL expression ${JSON.stringify(e.expression)}: ${reason}`,
-          { cause: err },
-        );
-      }
-      return { name: e.name, expression: e.expression, program };
+      const c = compileCel(e.expression, 'descriptor', limits);
+      if (!c.ok) throw new GlobalRateLimitConfigError(`rateLimit.global.descriptors[${index}].entries[${j}] (${e.name}): expression ${JSON.stringify(e.expression)}: ${c.problem}`);
+      total += c.value.cost;
+      return { name: e.name, program: c.value };
     }),
   }));
-}
-
-/** The CEL variables: request.{method,path,host,headers}, source.address, llm.model. */
-// A type alias (not an interface) so that it is assignable to the planner's bindings type.
-export type CelBindings = {
-  readonly request: { method: string; path: string; host: string; headers: Record<string, string> };
-  readonly source: { address: string };
-  readonly llm: { model: string };
-};
-
-function flatHeaders(headers: IncomingHttpHeaders): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) {
-    if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
+  // Validation refuses this before a snapshot is made; a snapshot that skipped it fails here.
+  if (!(total <= limits.cel.maxCost)) {
+    throw new GlobalRateLimitConfigError(`rateLimit.global.descriptors: estimated cost ${total} together, more than the budget of ${limits.cel.maxCost} (cel.maxCost)`);
   }
-  return out;
+  return { list, reads: readsOf(list.flatMap((d) => d.entries.map((e) => e.program))), limits };
 }
 
-export function celBindings(facts: RequestFacts): CelBindings {
-  return {
-    request: { method: facts.method, path: facts.path, host: facts.host, headers: flatHeaders(facts.headers) },
-    source: { address: facts.sourceAddress },
-    llm: { model: facts.model ?? '' },
-  };
+/** The request's CEL variables, or the input over its declared bound (the request is then refused, unevaluated). */
+export function celBindings(facts: RequestFacts, compiled: CompiledDescriptors): Bound {
+  return bindRequest(facts, compiled.reads, compiled.limits.cel);
 }
 
 /** A CEL result as a descriptor value; null when it is not a non-empty scalar. */
@@ -84,7 +61,6 @@ function scalarValue(v: unknown): string | null {
   if (typeof v === 'string') return v === '' ? null : v;
   if (typeof v === 'bigint' || typeof v === 'boolean') return String(v);
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : null;
-  if (cel().isCelUint(v)) return String(v.value);
   return null;
 }
 
@@ -92,17 +68,12 @@ export type Evaluated =
   | { readonly ok: true; readonly entries: { key: string; value: string }[] }
   | { readonly ok: false; readonly entry: string; readonly reason: string };
 
-export function evaluateDescriptor(d: CompiledDescriptor, bindings: CelBindings): Evaluated {
+export function evaluateDescriptor(d: CompiledDescriptor, bindings: Extract<Bound, { ok: true }>['bindings']): Evaluated {
   const entries: { key: string; value: string }[] = [];
   for (const e of d.entries) {
-    let result: unknown;
-    try {
-      result = e.program(bindings);
-    } catch (err) {
-      return { ok: false, entry: e.name, reason: err instanceof Error ? err.message : String(err) };
-    }
-    if (cel().isCelError(result)) return { ok: false, entry: e.name, reason: result.message };
-    const value = scalarValue(result);
+    const result = e.program.run(bindings);
+    if (!result.ok) return { ok: false, entry: e.name, reason: result.reason };
+    const value = scalarValue(result.value);
     if (value === null) return { ok: false, entry: e.name, reason: 'not a non-empty string, number or bool' };
     entries.push({ key: e.name, value });
   }

@@ -14,9 +14,9 @@
 // API before hits_addend on RateLimitDescriptor) ignores it and charges each Tokens descriptor
 // 1 on the check: an overcount of one token per request, the only approximation.
 import type { Logger } from 'pino';
-import type { GlobalRateLimitIR } from '@tollgate/api';
+import type { EvaluationLimits, GlobalRateLimitIR } from '@tollgate/api';
 import { RlsCallError, type RlsClient, type RlsClientPool } from './client.js';
-import { celBindings, compileDescriptors, evaluateDescriptor, type CompiledDescriptor } from './descriptors.js';
+import { celBindings, compileDescriptors, evaluateDescriptor, type CompiledDescriptors } from './descriptors.js';
 import type { RequestFacts } from './facts.js';
 import {
   leastRemaining,
@@ -31,11 +31,14 @@ import type { RlsDescriptor, RlsResponse } from './proto.js';
 import { rateLimitHeaders, type LimitStatus } from '../headers.js';
 import { WarnThrottle } from '../warn-throttle.js';
 
-export type GlobalOutcome = 'ok' | 'overLimit' | 'failedOpen' | 'serviceError';
+export type GlobalOutcome = 'ok' | 'overLimit' | 'failedOpen' | 'serviceError' | 'inputRefused';
 
 export interface GlobalCheck {
   readonly allowed: boolean;
-  /** ok; overLimit (429); serviceError (FailClosed, 500); failedOpen (FailOpen let it through). */
+  /**
+   * ok; overLimit (429); serviceError (FailClosed, 500); failedOpen (FailOpen let it through);
+   * inputRefused (an input the descriptors read is over its declared bound: refused unevaluated).
+   */
   readonly outcome: GlobalOutcome;
   /** 429 over limit, 500 for FailClosed on a service error, 200 when allowed. */
   readonly status: number;
@@ -90,10 +93,9 @@ function throttleFor(client: RlsClient, intervalMs: number, now: () => number): 
   return t;
 }
 
-/** Compiles once per config (CEL planned once); throws GlobalRateLimitConfigError naming the descriptor. */
-export function compileGlobalLimiter(ir: GlobalRateLimitIR, deps: GlobalLimiterDeps): GlobalLimiter {
-  const descriptors = compileDescriptors(ir.descriptors);
-  return new RlsGlobalLimiter(ir, descriptors, deps);
+/** Compiles once per config (CEL checked and planned once); throws GlobalRateLimitConfigError naming the descriptor. */
+export function compileGlobalLimiter(ir: GlobalRateLimitIR, deps: GlobalLimiterDeps, limits: EvaluationLimits): GlobalLimiter {
+  return new RlsGlobalLimiter(ir, compileDescriptors(ir.descriptors, limits), deps);
 }
 
 class RlsGlobalLimiter implements GlobalLimiter {
@@ -105,22 +107,28 @@ class RlsGlobalLimiter implements GlobalLimiter {
 
   constructor(
     private readonly ir: GlobalRateLimitIR,
-    private readonly descriptors: readonly CompiledDescriptor[],
+    private readonly descriptors: CompiledDescriptors,
     private readonly deps: GlobalLimiterDeps,
   ) {
     this.service = ir.service;
-    this.hasTokens = descriptors.some((d) => d.unit === 'Tokens');
+    this.hasTokens = descriptors.list.some((d) => d.unit === 'Tokens');
     this.#client = deps.clients.get(ir.service);
     this.#now = deps.now ?? Date.now;
     this.#throttle = throttleFor(this.#client, (deps.warnIntervalSeconds ?? 30) * 1000, this.#now);
   }
 
   async check(facts: RequestFacts): Promise<GlobalCheck> {
-    const bindings = celBindings(facts);
+    const bound = celBindings(facts, this.descriptors);
+    if (!bound.ok) {
+      // Not evaluated at a size the cost estimate did not allow for; not let through either
+      // (the client would escape the limit by padding what the descriptors read).
+      this.deps.log.debug({ domain: this.ir.domain, input: bound.input, reason: bound.problem }, 'global rate limit: request input over its declared bound');
+      return { allowed: false, outcome: 'inputRefused', status: 431, body: '', headers: {}, limit: null, requestHeaders: {}, commitTokens: noCommit };
+    }
     const requests: RlsDescriptor[] = [];
     const tokens: RlsDescriptor[] = [];
-    for (const d of this.descriptors) {
-      const ev = evaluateDescriptor(d, bindings);
+    for (const d of this.descriptors.list) {
+      const ev = evaluateDescriptor(d, bound.bindings);
       if (!ev.ok) {
         this.deps.log.debug({ descriptor: d.index, entry: ev.entry, reason: ev.reason }, 'global rate limit descriptor not sent: entry has no value');
         continue;

@@ -1,0 +1,97 @@
+// A request as CEL variables, honouring the bounds the cost estimate assumed: an input an
+// expression reads and that is over its declared bound is refused before anything is
+// evaluated (the caller answers 431), rather than hidden or cut, which would let a client
+// drop a rate limit descriptor by padding the header it is keyed on. Inputs no expression
+// reads are not checked, so a route whose descriptors read llm.model only never refuses a
+// request for its headers.
+//
+// The variables are Maps: @bufbuild/cel wraps a Map as it is, but copies a plain object into
+// a new Map on every access, which made each `request.headers[k]` cost the whole header list.
+import type { CelLimits } from '../limits.js';
+import type { InputName } from './check.js';
+import type { CelProgram } from './compile.js';
+import { MAX_ADDRESS_LENGTH, MAX_HOST_LENGTH, MAX_METHOD_LENGTH, MAX_MODEL_LENGTH } from './surfaces.js';
+
+export interface RequestInputs {
+  readonly method: string;
+  /** The normalised path, without the query string. */
+  readonly path: string;
+  /** The Host without its port. */
+  readonly host: string;
+  /** Lower-case names, as Node.js gives them; repeated headers joined with ", ". */
+  readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
+  readonly sourceAddress: string;
+  /** The model named by the request body, when read. */
+  readonly model: string | null;
+}
+
+declare const made: unique symbol;
+/** Variables for CompiledProgram.run(); made by bindRequest() only. */
+export type CelBindings = { readonly [made]: true };
+
+export type Bound =
+  | { readonly ok: true; readonly bindings: CelBindings }
+  /** `input` is over its bound: the request must not be evaluated. */
+  | { readonly ok: false; readonly input: InputName; readonly problem: string };
+
+/** Every input the programs read. */
+export function readsOf(programs: Iterable<CelProgram>): ReadonlySet<InputName> {
+  const out = new Set<InputName>();
+  for (const p of programs) for (const r of p.reads) out.add(r);
+  return out;
+}
+
+const over = (input: InputName, problem: string): Bound => ({ ok: false, input, problem });
+
+function checkText(input: InputName, value: string, max: number): Bound | null {
+  return value.length > max ? over(input, `${value.length} characters, more than the ${max} an expression here assumes`) : null;
+}
+
+function headerMap(headers: RequestInputs['headers'], limits: CelLimits): Map<string, string> | Bound {
+  const out = new Map<string, string>();
+  const max = limits.maxHeaderLength;
+  for (const name in headers) {
+    const raw = headers[name];
+    if (raw === undefined) continue;
+    const value = typeof raw === 'string' ? raw : raw.join(', ');
+    if (name.length > max || value.length > max) return over('request.headers', `header ${JSON.stringify(name.slice(0, 64))} is ${Math.max(name.length, value.length)} characters long, more than the ${max} an expression here assumes (cel.maxHeaderLength)`);
+    out.set(name, value);
+    if (out.size > limits.maxHeaders) return over('request.headers', `more than the ${limits.maxHeaders} headers an expression here assumes (cel.maxHeaders)`);
+  }
+  return out;
+}
+
+const NO_HEADERS: ReadonlyMap<string, string> = new Map();
+
+/** The variables of a request for programs that read `reads`; or which input is over its bound. */
+export function bindRequest(req: RequestInputs, reads: ReadonlySet<InputName>, limits: CelLimits): Bound {
+  const model = req.model ?? '';
+  const checks: [InputName, string, number][] = [
+    ['request.method', req.method, MAX_METHOD_LENGTH],
+    ['request.path', req.path, limits.maxPathLength],
+    ['request.host', req.host, MAX_HOST_LENGTH],
+    ['source.address', req.sourceAddress, MAX_ADDRESS_LENGTH],
+    ['llm.model', model, MAX_MODEL_LENGTH],
+  ];
+  for (const [input, value, max] of checks) {
+    const refused = reads.has(input) ? checkText(input, value, max) : null;
+    if (refused) return refused;
+  }
+  let headers: ReadonlyMap<string, string> = NO_HEADERS;
+  if (reads.has('request.headers')) {
+    const h = headerMap(req.headers, limits);
+    if (!(h instanceof Map)) return h;
+    headers = h;
+  }
+  const bindings = {
+    request: new Map<string, unknown>([
+      ['method', req.method],
+      ['path', req.path],
+      ['host', req.host],
+      ['headers', headers],
+    ]),
+    source: new Map([['address', req.sourceAddress]]),
+    llm: new Map([['model', model]]),
+  };
+  return { ok: true, bindings: bindings as unknown as CelBindings };
+}

@@ -1,0 +1,53 @@
+// Where CEL expressions appear and what they may read there: the declared variables, each
+// with the bounds the cost estimate assumes (those of CelLimits, the fixed ones below) and
+// that a request must honour before an expression reads it (./inputs.ts). A new place for
+// expressions (authorization rules, transformations) is one more surface here.
+import { MAX_DNS_NAME } from '../host-port.js';
+import type { CelLimits } from '../limits.js';
+import { map, str, type Kind, type Shape } from './shape.js';
+
+/** Longest HTTP method Node.js parses ("UNSUBSCRIBE" is 11), with room. */
+export const MAX_METHOD_LENGTH = 32;
+/** Longest client address text: IPv6 (45) with a zone index. */
+export const MAX_ADDRESS_LENGTH = 64;
+/** Longest model name taken from a request body. */
+export const MAX_MODEL_LENGTH = 256;
+/** Longest request.host (the Host header without its port). */
+export const MAX_HOST_LENGTH = MAX_DNS_NAME;
+
+export type CelSurface = 'descriptor' | 'traceFilter';
+
+interface SurfaceDef {
+  readonly what: string;
+  /** Kinds the expression may evaluate to. */
+  readonly results: ReadonlySet<Kind>;
+  readonly variables: (limits: CelLimits) => Record<string, Shape>;
+}
+
+const request = (limits: CelLimits): Shape => ({
+  t: 'record',
+  name: 'request',
+  fields: {
+    method: str(MAX_METHOD_LENGTH),
+    path: str(limits.maxPathLength),
+    host: str(MAX_HOST_LENGTH),
+    headers: map(str(limits.maxHeaderLength), str(limits.maxHeaderLength), limits.maxHeaders),
+  },
+});
+
+export const SURFACES: Readonly<Record<CelSurface, SurfaceDef>> = {
+  descriptor: {
+    what: 'a rate limit descriptor value',
+    results: new Set(['string', 'int', 'uint', 'double', 'bool']),
+    variables: (limits) => ({
+      request: request(limits),
+      source: { t: 'record', name: 'source', fields: { address: str(MAX_ADDRESS_LENGTH) } },
+      llm: { t: 'record', name: 'llm', fields: { model: str(MAX_MODEL_LENGTH) } },
+    }),
+  },
+  traceFilter: {
+    what: 'a trace match',
+    results: new Set(['bool']),
+    variables: (limits) => ({ request: request(limits) }),
+  },
+};
