@@ -509,6 +509,8 @@ spec: { parentRefs: [ { name: gw } ] }
       const [winner, loser] = a.e.isLeader() ? [a, c] : [c, a];
       expect(winner.e.isLeader()).toBe(true);
       expect(loser.e.isLeader()).toBe(false);
+      // The loser's next round reads the winner's record: its refused update is behind it, a lost race, not a failure.
+      await until(() => loser.e.lease?.spec?.holderIdentity === winner.e.identity, { what: 'the loser to read the winner\'s Lease' });
       expect(failed(a.sink) + failed(c.sink)).toBe(failures);
       const after = await readLease();
       expect(after.spec.holderIdentity).toBe(winner.e.identity);
