@@ -7,12 +7,15 @@
 //   - a status (429, 500, 503, ...) with a Kubernetes Status body, as the API server sends
 //     (429 `storage is (re)initializing` right after a CRD is installed);
 //   - a reset: a TCP RST before any answer; or a cut once the upstream's response headers are
-//     through (a watch or list whose body ends early, as when a connection drops).
+//     through (a watch or list whose body ends early, as when a connection drops);
+//   - a hold: the request waits until the test says (a second client writes the same object
+//     meanwhile, so the held write meets a real 409 Conflict from the API server), then passes.
 //
 // Rules are matched in the order they were added; each injects its fault at most `times` times
 // (after letting `skip` matches through), and counts what it matched and injected, so a test
 // asserts that the faults it planned actually happened. Every request is recorded with its
-// outcome. Only HTTP/1.1 is offered (ALPN), which every Kubernetes client falls back to.
+// outcome and the status code its client got, and a test can await a request (`recorded`)
+// instead of guessing when it comes. Only HTTP/1.1 is offered (ALPN), which every Kubernetes client falls back to.
 // Requests go on with the headers the client sent, so a client authenticates with a bearer
 // token (a ServiceAccount kubeconfig); a client certificate ends at the proxy's TLS.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -115,6 +118,11 @@ export type Fault =
        * an RST could discard them unread).
        */
       readonly when?: 'request' | 'headers';
+    }
+  | {
+      readonly kind: 'hold';
+      /** The request is passed on once this resolves (502 if it rejects). */
+      readonly release: (info: RequestInfo) => Promise<unknown>;
     };
 
 export interface RuleSpec {
@@ -162,6 +170,8 @@ export type Outcome = 'passed' | `status ${number}` | 'reset' | 'cut after heade
 
 export interface Recorded extends RequestInfo {
   readonly outcome: Outcome;
+  /** The status code the client got (injected or the API server's); undefined without an answer. */
+  readonly code?: number;
 }
 
 export interface FaultProxyOptions {
@@ -187,6 +197,7 @@ export class FaultProxy {
   readonly records: Recorded[] = [];
   readonly #rules: FaultRule[] = [];
   readonly #raw = new WeakMap<Socket, Socket>();
+  readonly #waiters = new Set<() => void>();
   readonly #sockets = new Set<Socket>();
   readonly #agent: Agent;
   readonly #upstream: URL;
@@ -246,6 +257,25 @@ export class FaultProxy {
     return this.records.filter((r) => matches(m, r) && (outcome === undefined || r.outcome === outcome)).length;
   }
 
+  /** The status codes the client got for the requests that match, in order (none: no answer). */
+  codes(m: Match): (number | undefined)[] {
+    return this.records.filter((r) => matches(m, r)).map((r) => r.code);
+  }
+
+  /** Resolves once `n` requests that match (and `where`, when given) are recorded, those already recorded included. */
+  recorded(m: Match, n = 1, where: (r: Recorded) => boolean = () => true): Promise<void> {
+    const enough = () => this.records.filter((r) => matches(m, r) && where(r)).length >= n;
+    if (enough()) return Promise.resolve();
+    return new Promise((resolve) => {
+      const check = () => {
+        if (!enough()) return;
+        this.#waiters.delete(check);
+        resolve();
+      };
+      this.#waiters.add(check);
+    });
+  }
+
   /** A copy of `kubeconfig` (JSON, as e2e writes them) whose clusters point at this proxy. */
   kubeconfig(from: string, to: string): string {
     const kc = JSON.parse(readFileSync(from, 'utf8')) as { clusters: { cluster: { server: string } }[] };
@@ -261,8 +291,9 @@ export class FaultProxy {
     await closed;
   }
 
-  #record(info: RequestInfo, outcome: Outcome): void {
-    this.records.push({ ...info, outcome });
+  #record(info: RequestInfo, outcome: Outcome, code?: number): void {
+    this.records.push({ ...info, outcome, ...(code === undefined ? {} : { code }) });
+    for (const check of [...this.#waiters]) check();
   }
 
   #reset(req: IncomingMessage): void {
@@ -276,7 +307,7 @@ export class FaultProxy {
     const rule = this.#rules.find((r) => r.take(info));
     const fault = rule?.spec.fault;
     if (fault?.kind === 'status') {
-      this.#record(info, `status ${fault.code}`);
+      this.#record(info, `status ${fault.code}`, fault.code);
       const message = fault.message ?? (fault.code === 429 ? 'storage is (re)initializing' : `injected ${fault.code}`);
       const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason: REASONS[fault.code] ?? 'InternalError', code: fault.code });
       req.resume();
@@ -289,6 +320,22 @@ export class FaultProxy {
       this.#reset(req);
       return;
     }
+    if (fault?.kind === 'hold') {
+      fault.release(info).then(
+        () => this.#pass(req, res, info),
+        () => {
+          this.#record(info, 'upstream error');
+          req.resume();
+          res.writeHead(502).end();
+        },
+      );
+      return;
+    }
+    this.#pass(req, res, info, fault?.kind === 'reset');
+  }
+
+  /** Passes the request to the API server; `cut`: the answer ends after its headers. */
+  #pass(req: IncomingMessage, res: ServerResponse, info: RequestInfo, cut = false): void {
     const up = httpsRequest({
       host: this.#upstream.hostname,
       port: this.#upstream.port,
@@ -301,13 +348,13 @@ export class FaultProxy {
     up.on('response', (ur) => {
       res.writeHead(ur.statusCode ?? 502, forwardable(ur.headers));
       res.flushHeaders();
-      if (fault?.kind === 'reset') {
-        this.#record(info, 'cut after headers');
+      if (cut) {
+        this.#record(info, 'cut after headers', ur.statusCode);
         ur.destroy();
         req.socket.destroySoon();
         return;
       }
-      this.#record(info, 'passed');
+      this.#record(info, 'passed', ur.statusCode);
       ur.pipe(res);
       ur.on('error', () => res.destroy());
     });
