@@ -15,7 +15,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ProxySnapshot } from '../packages/api/src/index.js';
 import { CertificateAuthority } from '../packages/controller/src/pki/authority.js';
 import { LogControl } from '../packages/proxy/src/log/logger.js';
 import { ControllerSnapshotSource, type ControllerSecurity } from '../packages/proxy/src/source/controller-source.js';
@@ -116,7 +115,7 @@ describe.skipIf(!availability.run)('snapshot stream on kube-apiserver', () => {
     const applied: string[] = [];
     const s = source({ kind: 'tls', caFile, tokenFile });
     await s.start({
-      apply: async (snap: ProxySnapshot) => {
+      apply: async (snap) => {
         if (snap.version === first.version) throw new Error('listener http: port 8080 is already in use');
         applied.push(snap.version);
       },
@@ -225,7 +224,7 @@ describe.skipIf(!availability.run)('snapshot stream on kube-apiserver', () => {
     const tokenFile = file('reauth.token', await token('gw-tollgate', 'tollgate'));
     const applied: string[] = [];
     const s = source({ kind: 'tls', caFile, tokenFile }, `${APPS}/gw`, 'gw-2');
-    await s.start({ apply: async (snap: ProxySnapshot) => void applied.push(snap.version) });
+    await s.start({ apply: async (snap) => void applied.push(snap.version) });
     await expect.poll(() => applied.length, { timeout: 30_000 }).toBe(1);
     const serving = applied[0]!;
     // Checked again every second while it lives, by the API server.
