@@ -79,9 +79,13 @@ describe('proxy fleet', () => {
     t.f.ack(s, first.version, 'not-the-nonce');
     expect(link.queued).toBe(0);
     t.f.ack(s, first.version, first.nonce);
-    expect((await link.next()).version).toBe(v3.version);
+    const third = await link.next();
+    expect(third.version).toBe(v3.version);
     expect(t.events).toEqual([`proxies ${GATEWAY}`, `proxies ${GATEWAY}`]);
     expect(await t.series('tollgate_controller_stream_acked_proxies')).toEqual([`tollgate_controller_stream_acked_proxies{gateway="${GATEWAY}",version="${v1.version}"} 1`]);
+    // The series of the version it held before goes with its next ACK.
+    t.f.ack(s, third.version, third.nonce);
+    expect(await t.series('tollgate_controller_stream_acked_proxies')).toEqual([`tollgate_controller_stream_acked_proxies{gateway="${GATEWAY}",version="${v3.version}"} 1`]);
   });
 
   it('a NACK rejects the Gateway until every proxy ACKed another version; the refused one is not sent again', async () => {
