@@ -2,7 +2,7 @@
 // each answer (ACK, NACK, silence) is chosen by the test.
 import { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
-import { SnapshotDecoder, standaloneToSnapshot, validateStandaloneConfig, withVersion, type ProxySnapshot, type RouteIR, type SnapshotParts } from '@tollgate/api';
+import { SnapshotDecoder, type ProxySnapshot } from '@tollgate/api';
 import { SNAPSHOT_SERVICE, SNAPSHOT_STREAM_PATH, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
 import pino from 'pino';
 import { Registry } from 'prom-client';
@@ -12,31 +12,7 @@ import { createLogs } from '../src/log/components.js';
 import { SnapshotStore } from '../src/snapshots/store.js';
 import { SnapshotStreamServer, type NackReport } from '../src/snapshots/stream-server.js';
 import { StreamMetrics } from '../src/snapshots/stream-metrics.js';
-
-const GATEWAY = 'edge/public';
-
-/** A valid snapshot of GATEWAY whose one route is named `route`. */
-function snapshot(route: string): ProxySnapshot {
-  const config = { binds: [{ port: 18080, listeners: [{ name: 'main', protocol: 'HTTP', routes: [{ name: route, backends: [{ host: '127.0.0.1:1' }] }] }] }] };
-  return standaloneToSnapshot(validateStandaloneConfig(config, 'test'), { kind: 'controller', gateway: GATEWAY });
-}
-
-/** `base` with its routes replaced by `routes` (route objects of `base` kept as they are). */
-function withRoutes(base: ProxySnapshot, routes: readonly RouteIR[]): ProxySnapshot {
-  const l = base.binds[0]!.listeners[0]!;
-  return withVersion({ source: base.source, binds: [{ ...base.binds[0]!, listeners: [{ ...l, routes: [...routes] }] }] });
-}
-const routesOf = (s: ProxySnapshot) => s.binds[0]!.listeners[0]!.routes;
-
-/** A push as the decoder takes it. */
-function partsOf(p: SnapshotPush): SnapshotParts {
-  return {
-    skeleton: p.snapshot.toString('utf8'),
-    routes: p.routes.map((r) => r.toString('utf8')),
-    routeCounts: p.routeCounts,
-    ...(p.baseVersion ? { base: { version: p.baseVersion, refs: p.routeRefs } } : {}),
-  };
-}
+import { GATEWAY, partsOf, routesOf, snapshot, withRoutes } from './stream-snapshots.js';
 
 /** A proxy played by hand: received pushes are queued, answers are sent explicitly. */
 class FakeProxy {

@@ -13,14 +13,9 @@ import { SnapshotStore } from '../src/snapshots/store.js';
 import { bearerToken, serviceAccountOf, TokenReviewAuthenticator } from '../src/snapshots/stream-auth.js';
 import { StreamMetrics } from '../src/snapshots/stream-metrics.js';
 import { SnapshotStreamServer } from '../src/snapshots/stream-server.js';
-import { CachingTokenReviewer, tokenExpiry, type ReviewResult, type TokenReviewer } from '../src/snapshots/token-review.js';
+import { CachingTokenReviewer, tokenExpiry } from '../src/snapshots/token-review.js';
+import { expected, GW, GW_SA, OK, TableReviewer, token } from './stream-tokens.js';
 
-const GW = 'apps/gw';
-const OK: ReviewResult = { authenticated: true, username: 'system:serviceaccount:apps:gw-tollgate', audiences: ['tollgate'] };
-
-/** A JWT-shaped token with these claims; `sig` tells tokens with the same claims apart. */
-const token = (claims: Record<string, unknown>, sig: string) => `eyJhbGciOiJFUzI1NiJ9.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${sig}`;
-const GW_SA = 'system:serviceaccount:apps:gw-tollgate';
 const T = {
   good: token({ sub: GW_SA, aud: ['tollgate'] }, 'good'),
   forged: token({ sub: GW_SA, aud: ['tollgate'] }, 'forged'),
@@ -32,18 +27,6 @@ const T = {
   down: token({ sub: GW_SA, aud: ['tollgate'] }, 'down'),
 };
 
-/** Answers from a table; throws for tokens named `down`. */
-class TableReviewer implements TokenReviewer {
-  calls: string[] = [];
-  constructor(private readonly table: Record<string, ReviewResult>) {}
-  async review(token: string): Promise<ReviewResult> {
-    this.calls.push(token);
-    if (token === 'down' || token.endsWith('.down')) throw Object.assign(new Error('connect ECONNREFUSED'), { code: undefined });
-    return this.table[token] ?? { authenticated: false, error: 'invalid bearer token' };
-  }
-}
-
-const expected = (gateway: string) => (gateway === GW ? { namespace: 'apps', name: 'gw-tollgate' } : `the controller knows no Gateway ${gateway}`);
 
 describe('stream authentication decisions', () => {
   const reviewer = new TableReviewer({

@@ -74,15 +74,21 @@ export class StreamMetrics {
     });
   }
 
-  /**
-   * Drops a Gateway's series: called once it is gone from the store and no proxy of it is
-   * connected, so deleted Gateways do not stay in every scrape (nor in memory) for good.
-   */
   /** Counts a proxy's answer (the one place answers are counted: forget() walks ANSWERS). */
   answered(gateway: string, answer: StreamAnswer): void {
     this.answers.inc({ gateway, answer });
   }
 
+  /** The versions the stream sends now, one per Gateway (the series of versions no longer sent go). */
+  desiredVersions(entries: readonly { readonly gateway: string; readonly version: string }[]): void {
+    this.desired.reset();
+    for (const e of entries) this.desired.set({ gateway: e.gateway, version: e.version }, 1);
+  }
+
+  /**
+   * Drops a Gateway's series: called once it is gone from the store and no proxy of it is
+   * connected, so deleted Gateways do not stay in every scrape (nor in memory) for good.
+   */
   forget(gateway: string): void {
     this.connected.remove({ gateway });
     this.pushLatency.remove({ gateway });
