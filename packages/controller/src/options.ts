@@ -8,7 +8,7 @@ import { CatalogError, CelLimitsSchema, DEFAULT_CEL_LIMITS, DEFAULT_REGEX_LIMITS
 import { CONTROLLER_ERRORS } from './errors.js';
 import { DirectiveError } from '@tollgate/kit';
 import { checkDirective } from './log/components.js';
-import { parseAllowList, parseImage } from './deployer/image-policy.js';
+import { parseAllowList, parseImage } from './proxy-settings/image-policy.js';
 import { DEFAULT_STREAM_LIMITS, formatDuration, type StreamLimits } from './snapshots/stream-limits.js';
 
 /** A bad flag or environment variable (exit 2). */
