@@ -43,7 +43,7 @@ function setup(leader = { value: true }) {
   const api = new FakeApi();
   let cache: Obj = structuredClone(api.stored);
   const metrics = new ControllerMetrics();
-  const w = new StatusWriter(api, () => cache, OURS, () => leader.value, metrics, pino({ level: 'silent' }));
+  const w = new StatusWriter({ api, cache: () => cache, controllerName: OURS, isLeader: () => leader.value, metrics, log: pino({ level: 'silent' }) });
   const syncCache = () => (cache = structuredClone(api.stored));
   const count = async (result: string) => (await metrics.statusWrites.get()).values.filter((v) => v.labels.result === result).reduce((a, v) => a + v.value, 0);
   return { api, w, syncCache, count };
@@ -149,7 +149,7 @@ describe('StatusWriter: settled objects', () => {
       order.push('pass');
       return undefined;
     };
-    const w = new StatusWriter({ get: async () => undefined, replaceStatus: async (_k, o) => o }, cache, OURS, () => true, new ControllerMetrics(), pino({ level: 'silent' }));
+    const w = new StatusWriter({ api: { get: async () => undefined, replaceStatus: async (_k, o) => o }, cache, controllerName: OURS, isLeader: () => true, metrics: new ControllerMetrics(), log: pino({ level: 'silent' }) });
     await w.start();
     setImmediate(() => order.push('due'));
     w.submit(report('True'));
