@@ -23,10 +23,10 @@ export class CacheLookup {
 
   /** A parameters ConfigMap (only those are cached). */
   configMap(namespace: string, name: string): V1ConfigMap | undefined {
-    return this.world.get('ConfigMap', name, namespace) as V1ConfigMap | undefined;
+    return this.world.get('ConfigMap', name, namespace);
   }
 
   service(name: string, namespace: string): V1Service | undefined {
-    return this.world.get('Service', name, namespace) as V1Service | undefined;
+    return this.world.get('Service', name, namespace);
   }
 }
