@@ -4,7 +4,8 @@
 import { join } from 'node:path';
 import { until } from '@tollgate/testkit';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_PROXY_SETTINGS, render } from '../packages/controller/src/deployer/render.js';
+import { render } from '../packages/controller/src/deployer/render.js';
+import { DEFAULT_PROXY_SETTINGS } from '../packages/controller/src/proxy-settings/defaults.js';
 import { renderCaConfigMaps } from '../packages/controller/src/pki/ca-configmap.js';
 import type { Gateway } from '../packages/controller/src/types/gateway-api.js';
 import { run } from './lib/exec.js';

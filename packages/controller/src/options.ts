@@ -8,7 +8,8 @@ import { CatalogError, CelLimitsSchema, DEFAULT_CEL_LIMITS, DEFAULT_REGEX_LIMITS
 import { CONTROLLER_ERRORS } from './errors.js';
 import { DirectiveError } from '@tollgate/kit';
 import { checkDirective } from './log/components.js';
-import { parseAllowList, parseImage } from './deployer/image-policy.js';
+import { parseAllowList, parseImage } from './proxy-settings/image-policy.js';
+import type { HostPort } from './runtime/host-port.js';
 import { DEFAULT_STREAM_LIMITS, formatDuration, type StreamLimits } from './snapshots/stream-limits.js';
 
 /** A bad flag or environment variable (exit 2). */
@@ -20,11 +21,7 @@ export function isUsageError(err: unknown): err is CatalogError {
   return err instanceof CatalogError && err.code === CONTROLLER_ERRORS.usage.code;
 }
 
-export interface HostPort {
-  /** '' means every interface (the `:9092` form). */
-  readonly host: string;
-  readonly port: number;
-}
+export { formatHostPort, type HostPort } from './runtime/host-port.js';
 
 export interface LeaderElection {
   readonly enabled: boolean;
@@ -401,8 +398,4 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
     tokenReviewsPerSecond,
     limits,
   };
-}
-
-export function formatHostPort(a: HostPort): string {
-  return a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
 }

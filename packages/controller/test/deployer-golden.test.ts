@@ -10,9 +10,10 @@ import { fileURLToPath } from 'node:url';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { parseAllDocuments, stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { parseAllowList } from '../src/deployer/image-policy.js';
-import { gatewayParameters, type ParametersVerdict } from '../src/deployer/parameters.js';
-import { DEFAULT_PROXY_SETTINGS, render, type RenderParams } from '../src/deployer/render.js';
+import { parseAllowList } from '../src/proxy-settings/image-policy.js';
+import { gatewayParameters, type ParametersVerdict } from '../src/proxy-settings/parameters.js';
+import { DEFAULT_PROXY_SETTINGS } from '../src/proxy-settings/defaults.js';
+import { render, type RenderParams } from '../src/deployer/render.js';
 import { parseObject } from '../src/types/schemas.js';
 import type { Gateway, GatewayClass } from '../src/types/gateway-api.js';
 

@@ -7,7 +7,8 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { DeployedKind, DeployerApi, OwnedObject } from '../src/deployer/api.js';
 import { Deployer, type DeployerPassResult } from '../src/deployer/deployer.js';
-import { DEFAULT_PROXY_SETTINGS, render } from '../src/deployer/render.js';
+import { DEFAULT_PROXY_SETTINGS } from '../src/proxy-settings/defaults.js';
+import { render } from '../src/deployer/render.js';
 import type { Gateway } from '../src/types/gateway-api.js';
 
 const PARAMS = { proxyImage: 'ghcr.io/tollgate-dev/tollgate:0.1.0', snapshotService: 'tollgate-controller.tollgate-system.svc:9978', defaults: DEFAULT_PROXY_SETTINGS };

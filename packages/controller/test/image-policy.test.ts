@@ -3,7 +3,7 @@
 // starts like an allowed one, another registry whose name starts like it, or a tag or digest
 // other than the one listed is refused.
 import { describe, expect, it } from 'vitest';
-import { describeAllowList, imageAllowed, parseAllowList, parseImage } from '../src/deployer/image-policy.js';
+import { describeAllowList, imageAllowed, parseAllowList, parseImage } from '../src/proxy-settings/image-policy.js';
 
 function list(...entries: string[]) {
   const parsed = parseAllowList(entries);

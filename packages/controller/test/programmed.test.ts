@@ -1,10 +1,8 @@
-// Gateway Programmed from the proxy pods and the snapshot stream's ACKs (deployer/programmed.ts)
-// and how the status writer puts it on the Gateway and its listeners (status/programmed.ts).
+// Gateway Programmed from the proxy pods and the snapshot stream's ACKs and NACKs, and how the
+// status writer puts it on the Gateway and its listeners (status/programmed.ts).
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { programmed, type ProgrammedInput } from '../src/deployer/programmed.js';
-import { withProgrammed } from '../src/status/programmed.js';
-import { withRejections } from '../src/reconcile/reconciler.js';
+import { programmed, withProgrammed, withRejections, type ProgrammedInput } from '../src/status/programmed.js';
 import type { GatewayStatusReport, StatusReport } from '../src/translate/types.js';
 
 const pod = (name: string, o: { ready?: boolean; waiting?: { reason: string; message?: string }; deleting?: boolean } = {}): V1Pod => ({

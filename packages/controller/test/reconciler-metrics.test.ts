@@ -27,7 +27,7 @@ describe('reconciler metrics', () => {
       controllerName: 'tollgate.dev/gateway-controller',
       gatewayApiVersion: () => undefined,
       store,
-      submitStatus: () => undefined,
+      reports: { submit: () => undefined },
       metrics,
       log: pino({ level: 'silent' }),
     });

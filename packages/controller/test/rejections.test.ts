@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { withRejections } from '../src/reconcile/reconciler.js';
+import { withRejections } from '../src/status/programmed.js';
 import type { GatewayStatusReport, StatusReport } from '../src/translate/types.js';
 
 const gateway = (name: string): GatewayStatusReport => ({

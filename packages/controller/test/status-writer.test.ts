@@ -2,7 +2,9 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ControllerMetrics } from '../src/metrics/metrics.js';
+import { Signal } from '../src/runtime/channels.js';
 import type { StatusApi, StatusKind } from '../src/status/api.js';
+import type { ProxiesView, Rejection } from '../src/status/proxies.js';
 import { StatusWriter } from '../src/status/writer.js';
 import type { StatusReport } from '../src/translate/types.js';
 
@@ -39,7 +41,7 @@ function setup(leader = { value: true }) {
   const api = new FakeApi();
   let cache: Obj = structuredClone(api.stored);
   const metrics = new ControllerMetrics();
-  const w = new StatusWriter(api, () => cache, OURS, () => leader.value, metrics, pino({ level: 'silent' }));
+  const w = new StatusWriter({ api, cache: () => cache, controllerName: OURS, isLeader: () => leader.value, metrics, log: pino({ level: 'silent' }) });
   const syncCache = () => (cache = structuredClone(api.stored));
   const count = async (result: string) => (await metrics.statusWrites.get()).values.filter((v) => v.labels.result === result).reduce((a, v) => a + v.value, 0);
   return { api, w, syncCache, count };
@@ -133,12 +135,42 @@ describe('StatusWriter: settled objects', () => {
       order.push('pass');
       return undefined;
     };
-    const w = new StatusWriter({ get: async () => undefined, replaceStatus: async (_k, o) => o }, cache, OURS, () => true, new ControllerMetrics(), pino({ level: 'silent' }));
+    const w = new StatusWriter({ api: { get: async () => undefined, replaceStatus: async (_k, o) => o }, cache, controllerName: OURS, isLeader: () => true, metrics: new ControllerMetrics(), log: pino({ level: 'silent' }) });
     await w.start();
     setImmediate(() => order.push('due'));
     w.submit(report('True'));
     order.push('submitted');
     await w.idle();
     expect(order).toEqual(['submitted', 'due', 'pass']);
+  });
+});
+
+describe('StatusWriter: the proxies', () => {
+  it("writes a proxy's NACK, and its end, on the Gateway from the proxies' view, with no new report (no translation)", async () => {
+    const api = new FakeApi();
+    api.stored = { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', metadata: { name: 'edge', namespace: 'apps', resourceVersion: '1', generation: 1 } };
+    let rejection: Rejection | undefined;
+    const proxies: ProxiesView = { changed: new Signal(), rejection: () => rejection, programmedInput: () => undefined, addresses: () => [] };
+    const w = new StatusWriter({ api, cache: () => api.stored, controllerName: OURS, isLeader: () => true, metrics: new ControllerMetrics(), log: pino({ level: 'silent' }), proxies });
+    const programmed = () => (api.stored.status?.conditions as { type: string; status: string; reason: string; message: string }[] | undefined)?.find((c) => c.type === 'Programmed');
+    await w.start();
+    w.submit({
+      gatewayClasses: new Map(),
+      gateways: new Map([['apps/edge', { namespace: 'apps', name: 'edge', generation: 1, conditions: [{ type: 'Programmed', status: 'False', reason: 'Pending', message: 'waiting', observedGeneration: 1 }], listeners: [] }]]),
+      httpRoutes: new Map(),
+      gatewayPolicies: new Map(),
+    });
+    await w.idle();
+    expect(programmed()).toMatchObject({ status: 'False', reason: 'Pending' });
+
+    rejection = { version: 'v2', pod: 'edge-0', error: 'listener http: port 80 is already in use' };
+    proxies.changed.raise();
+    await w.idle();
+    expect(programmed()).toMatchObject({ status: 'False', reason: 'Invalid', message: 'proxy edge-0 refused snapshot v2: listener http: port 80 is already in use' });
+
+    rejection = undefined;
+    proxies.changed.raise();
+    await w.idle();
+    expect(programmed()).toMatchObject({ status: 'False', reason: 'Pending' });
   });
 });

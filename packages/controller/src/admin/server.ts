@@ -3,7 +3,7 @@
 // `gwctl controller log` speaks), /snapshots, /memory and /debug/pprof.
 import { AdminServer as KitAdminServer, jsonLoggingRoutes, memoryRoutes, pprofRoutes, rejectUnknownQuery } from '@tollgate/kit';
 import type { Logs } from '../log/components.js';
-import type { HostPort } from '../options.js';
+import type { HostPort } from '../runtime/host-port.js';
 import { bindError } from '../runtime/listen.js';
 import type { Runnable } from '../runtime/runnable.js';
 import type { SnapshotStore } from '../snapshots/store.js';

@@ -3,7 +3,7 @@
 // in every namespace (by label), a list by name of an object it is about to create (is the
 // name taken by someone else's?) and delete of what is no longer needed.
 import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
-import { statusCode } from '../status/api.js';
+import { statusCode } from '../kube/errors.js';
 import { GATEWAY_NAME_LABEL, OWNED_SELECTOR } from './names.js';
 
 /** The field manager of every apply: `kubectl get -o yaml --show-managed-fields` shows it. */

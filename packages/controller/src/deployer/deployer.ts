@@ -25,7 +25,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { COMPONENT, COMPONENT_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, proxyName } from './names.js';
 import type { OwnedEvent } from './owned-watch.js';
-import type { ProxySettings } from './overrides.js';
+import type { ProxySettings } from '../proxy-settings/overrides.js';
 import type { Logger } from 'pino';
 import { CONTROLLER_ERRORS } from '../errors.js';
 import { RetryBackoff, type RetryOptions } from '../runtime/retry-backoff.js';

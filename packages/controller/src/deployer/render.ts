@@ -3,10 +3,10 @@
 // in cluster mode and a Service with one port per listener port. Pure: the same Gateway and
 // parameters give the same objects, byte for byte; nothing is read from the cluster.
 //
-// The settings arrive resolved in `params.defaults` (parameters.ts: the class's and the
+// The settings arrive resolved in `params.defaults` (proxy-settings/parameters.ts: the class's and the
 // Gateway's ConfigMaps, and the image, which only the cluster admin chooses). Replicas and
 // resources may also come from `spec.infrastructure.annotations` (tollgate.dev/* keys, see
-// overrides.ts); a bad one is reported in `problems` and its default used, so one typo never
+// proxy-settings/overrides.ts); a bad one is reported in `problems` and its default used, so one typo never
 // takes a Gateway's proxies away. Everything else that decides what runs (command, arguments,
 // security context, host namespaces, volumes, ServiceAccount, an environment of nothing but
 // the checked process settings) is fixed here and is nobody's setting. `spec.infrastructure.labels` and `.annotations` are also put
@@ -15,9 +15,9 @@
 import type { V1Deployment, V1OwnerReference, V1Service, V1ServiceAccount } from '@kubernetes/client-node';
 import type { Gateway } from '../types/gateway-api.js';
 import { COMPONENT, COMPONENT_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, proxyName } from './names.js';
-import { ANNOTATION_PREFIX, readOverrides, type ProxySettings } from './overrides.js';
+import { ANNOTATION_PREFIX, readOverrides, type ProxySettings } from '../proxy-settings/overrides.js';
 import { CA_CONFIGMAP, CA_CONFIGMAP_KEY } from '../pki/ca-configmap.js';
-import { PROXY_RESERVED_PORTS as RESERVED_PORTS, READINESS_PORT } from './ports.js';
+import { PROXY_RESERVED_PORTS as RESERVED_PORTS, READINESS_PORT } from '../proxy-settings/ports.js';
 
 /** Audience of the projected token the proxy presents to the snapshot stream. */
 export const TOKEN_AUDIENCE = 'tollgate';
@@ -52,11 +52,6 @@ export interface RenderParams {
   /** The controller serves the stream without TLS (--snapshot-plaintext): proxies connect so. */
   readonly plaintext?: boolean;
 }
-
-export const DEFAULT_PROXY_SETTINGS: ProxySettings = {
-  replicas: 1,
-  resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
-};
 
 export type ProxyObject = V1ServiceAccount | V1Deployment | V1Service;
 

@@ -1,7 +1,7 @@
 // /healthz and /readyz on --health-addr (:9093), for the kubelet's probes. Live while the
 // process runs; ready once every watched kind has been listed (the caches reflect the
 // cluster), staying ready while a watch reconnects: the caches are then stale, not empty.
-import type { HostPort } from '../options.js';
+import type { HostPort } from '../runtime/host-port.js';
 import { HttpServer } from '../runtime/http-server.js';
 
 export interface Readiness {

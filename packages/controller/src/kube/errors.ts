@@ -1,5 +1,15 @@
-// One line describing a failed API call, for logs: the HTTP status and the API server's
-// message (a Status object's `message`), never a whole response or request.
+// What a failed API call says: its HTTP status, for the code that decides on it (404: gone,
+// 409: conflict), and one line for logs: the status and the API server's message (a Status
+// object's `message`), never a whole response or request.
+import { ApiException } from '@kubernetes/client-node';
+
+/** The HTTP status of a failed API call (the client's ApiException, or raw-get's), if it has one. */
+export function statusCode(err: unknown): number | undefined {
+  if (err instanceof ApiException) return err.code;
+  const code = (err as { code?: unknown; statusCode?: unknown } | null)?.code ?? (err as { statusCode?: unknown } | null)?.statusCode;
+  return typeof code === 'number' ? code : undefined;
+}
+
 export function describeApiError(err: unknown, max = 500): string {
   if (err === null || typeof err !== 'object') return String(err).slice(0, max);
   const e = err as { code?: unknown; statusCode?: unknown; body?: unknown; message?: unknown };

@@ -17,8 +17,7 @@ import type { LeaderElection } from '../options.js';
 import type { LeadershipSource } from '../runtime/manager.js';
 import type { Runnable } from '../runtime/runnable.js';
 import { CONTROLLER_ERRORS } from '../errors.js';
-import { describeApiError } from '../kube/errors.js';
-import { statusCode } from '../status/api.js';
+import { describeApiError, statusCode } from '../kube/errors.js';
 
 export interface LeaseApi {
   read(namespace: string, name: string): Promise<V1Lease | undefined>;

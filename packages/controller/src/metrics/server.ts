@@ -1,5 +1,5 @@
 // GET /metrics on --metrics-addr (:9092), Prometheus text format.
-import type { HostPort } from '../options.js';
+import type { HostPort } from '../runtime/host-port.js';
 import { HttpServer } from '../runtime/http-server.js';
 import type { ControllerMetrics } from './metrics.js';
 

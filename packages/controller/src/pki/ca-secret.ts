@@ -8,7 +8,7 @@
 // silently: proxies trust the CA they were given, and a new one would cut them off until their
 // ConfigMap is updated. The controller stops with an error naming the Secret and the fix.
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { statusCode } from '../status/api.js';
+import { statusCode } from '../kube/errors.js';
 import { CertificateAuthority } from './authority.js';
 
 export const CA_CERT_KEY = 'ca.crt';

@@ -1,14 +1,18 @@
 // One reconcile: read every cache, translate, offer the snapshots to the store (which keeps
 // the last good snapshot of a Gateway whose new one is refused) and hand the desired status
-// to the writer. translate() is pure and synchronous; if it throws (a bug, or an object it
-// cannot cope with), the previous snapshots and status stay as they are and the error is
-// logged once per distinct message, so the controller keeps serving.
+// on (to the status writer and the deploy stage). A proxy's NACK is not translation's
+// business: it reaches the status through status/proxies.ts, without a reconcile.
+//
+// translate() is pure and synchronous; if it throws (a bug, or an object it cannot cope with),
+// the previous snapshots and status stay as they are and the error is logged once per
+// distinct message, so the controller keeps serving.
 import type { Logger } from 'pino';
 import type { EvaluationLimits } from '@tollgate/api';
 import { CONTROLLER_ERRORS } from '../errors.js';
 import type { ControllerMetrics } from '../metrics/metrics.js';
 import type { SnapshotStore } from '../snapshots/store.js';
-import type { GatewayStatusReport, Resources, StatusReport, Translate } from '../translate/types.js';
+import type { Sink } from '../runtime/channels.js';
+import type { Resources, StatusReport, Translate } from '../translate/types.js';
 
 export interface ReconcileDeps {
   /** undefined: the caches are not ready for a translation yet (a referenced object is being read); the run is skipped, and the read's answer starts the next. */
@@ -22,27 +26,10 @@ export interface ReconcileDeps {
   /** --gateway-proxy-images (TranslateOptions). */
   readonly gatewayProxyImages?: readonly string[];
   readonly store: SnapshotStore;
-  readonly submitStatus: (r: StatusReport) => void;
+  /** Where each reconcile's desired status goes (the status writer, the deploy stage). */
+  readonly reports: Sink<StatusReport>;
   readonly metrics: ControllerMetrics;
   readonly log: Logger;
-  /** Why a proxy refused the Gateway's snapshot, while it stands: Programmed is False (Invalid) then. */
-  readonly rejection?: (gateway: string) => { readonly version: string; readonly pod: string; readonly error: string } | undefined;
-}
-
-/** The report with Programmed False (Invalid, the proxy's reason) on every rejected Gateway. */
-export function withRejections(status: StatusReport, rejection: NonNullable<ReconcileDeps['rejection']>): StatusReport {
-  let gateways: Map<string, GatewayStatusReport> | null = null;
-  for (const [key, g] of status.gateways) {
-    const r = rejection(key);
-    if (!r) continue;
-    gateways ??= new Map(status.gateways);
-    const message = `proxy ${r.pod} refused snapshot ${r.version}: ${r.error}`;
-    gateways.set(key, {
-      ...g,
-      conditions: g.conditions.map((c) => (c.type === 'Programmed' ? { ...c, status: 'False', reason: 'Invalid', message } : c)),
-    });
-  }
-  return gateways ? { ...status, gateways } : status;
 }
 
 export class Reconciler {
@@ -99,7 +86,7 @@ export class Reconciler {
       metrics.snapshotVersion.reset();
       for (const e of this.d.store.entries()) metrics.snapshotVersion.set({ gateway: e.gateway, version: e.version }, 1);
     }
-    this.d.submitStatus(this.d.rejection ? withRejections(result.status, this.d.rejection) : result.status);
+    this.d.reports.submit(result.status);
     end();
     metrics.reconciles.inc({ result: 'success' });
     if (log.isLevelEnabled('debug')) {

@@ -1,6 +1,6 @@
 // A small plain-HTTP server runnable (metrics, health): GET routes only, everything else 404.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { HostPort } from '../options.js';
+import type { HostPort } from './host-port.js';
 import { bindError, listenAddress } from './listen.js';
 import type { Runnable } from './runnable.js';
 

@@ -2,7 +2,7 @@
 import type { Server } from 'node:net';
 import type { CatalogError } from '@tollgate/api';
 import { CONTROLLER_ERRORS } from '../errors.js';
-import { formatHostPort, type HostPort } from '../options.js';
+import { formatHostPort, type HostPort } from './host-port.js';
 
 export function bindError(role: string, flag: string, addr: HostPort, err: unknown): CatalogError {
   const e = err as NodeJS.ErrnoException;

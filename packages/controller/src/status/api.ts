@@ -1,7 +1,8 @@
 // The two API calls the status writer makes: read one object, replace its status subresource
 // (never the object itself). The replace carries metadata.resourceVersion, so a write based on
 // a stale object fails with 409 Conflict instead of overwriting someone else's change.
-import { ApiException, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { statusCode } from '../kube/errors.js';
 import { kindOf } from '../watch/kinds.js';
 
 export type StatusKind = 'GatewayClass' | 'Gateway' | 'HTTPRoute' | 'GatewayPolicy';
@@ -11,12 +12,6 @@ export interface StatusApi {
   get(kind: StatusKind, name: string, namespace?: string): Promise<KubernetesObject | undefined>;
   /** PUT .../status; resolves to the stored object. Throws ApiException (409 on conflict). */
   replaceStatus(kind: StatusKind, obj: KubernetesObject): Promise<KubernetesObject>;
-}
-
-export function statusCode(err: unknown): number | undefined {
-  if (err instanceof ApiException) return err.code;
-  const code = (err as { code?: unknown; statusCode?: unknown } | null)?.code ?? (err as { statusCode?: unknown } | null)?.statusCode;
-  return typeof code === 'number' ? code : undefined;
 }
 
 export class KubeStatusApi implements StatusApi {

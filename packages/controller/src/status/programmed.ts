@@ -1,15 +1,108 @@
-// Programmed from what the proxies show. Translation can only say Pending (nothing it reads
-// proves a proxy applied anything); where it does, the writer puts the verdict drawn from the
-// proxy pods and the snapshot stream's ACKs instead, on the Gateway and on each listener that
-// translation left Pending. An Invalid (not accepted, a refused snapshot) stays as it is.
-import type { ProgrammedVerdict } from '../deployer/programmed.js';
-import type { DesiredCondition, GatewayStatusReport } from '../translate/types.js';
+// Gateway Programmed: the one place it is decided after translation. Translation can only say
+// Pending (nothing it reads proves a proxy applied anything) or Invalid (the Gateway or the
+// listener is not accepted); where it says Pending, the status writer puts the verdict drawn
+// from the proxies (proxies.ts: their pods and the snapshot stream's ACKs and NACKs) instead,
+// on the Gateway and on each listener that translation left Pending.
+//
+// The verdict: a proxy pod of the Gateway is ready (a proxy reports ready on :15021 only once
+// it applied a snapshot), so the Gateway serves. Pending before that; False with NoResources
+// when a pod cannot start or the proxies cannot be deployed. A newer snapshot on its way to the
+// proxies keeps the Gateway programmed (they serve the one before meanwhile); the message says
+// how many connected proxies applied the newest version. A snapshot a proxy refused (a NACK)
+// is Invalid with the proxy's reason until every connected proxy ACKed another version; the
+// NACK reaches the status without a new translation.
+//
+// A proxy connected to another controller replica is not seen here; its readiness still
+// counts (a ready proxy serves some snapshot), its version does not.
+import type { V1Pod } from '@kubernetes/client-node';
+import type { DesiredCondition, GatewayStatusReport, StatusReport } from '../translate/types.js';
+import type { ProxiesView, Rejection } from './proxies.js';
+
+export type ProgrammedReason = 'Programmed' | 'Pending' | 'NoResources';
+
+export interface ProgrammedVerdict {
+  readonly status: boolean;
+  readonly reason: ProgrammedReason;
+  readonly message: string;
+}
+
+export interface ConnectedProxy {
+  readonly pod: string;
+  /** The version the proxy last ACKed; null: none yet. */
+  readonly ackedVersion: string | null;
+}
+
+export interface ProgrammedInput {
+  /** The Deployment running the Gateway's proxies. */
+  readonly deployment: string;
+  /** Why the proxies cannot be deployed at all (an object of their name is someone else's). */
+  readonly blocked?: string;
+  readonly replicas: number;
+  /** How to raise replicas from 0, where they were set (an annotation or a parameters key). */
+  readonly replicasHint?: string;
+  /** The Gateway's proxy pods (by the deployer's labels). */
+  readonly pods: readonly V1Pod[];
+  /** The Gateway's current snapshot version; undefined: none (yet). */
+  readonly version: string | undefined;
+  readonly proxies: readonly ConnectedProxy[];
+}
+
+/** Waiting reasons of a container that will not start without someone changing something. */
+const STUCK = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'CrashLoopBackOff', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']);
+const IMAGE = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull']);
+/** Kubelet messages can be long (a registry's whole answer); a condition message stays readable. */
+const MAX_DETAIL = 512;
+
+function podReady(p: V1Pod): boolean {
+  return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+/** Why a pod's proxy container cannot start, when that is so. */
+function stuck(p: V1Pod): string | undefined {
+  for (const c of p.status?.containerStatuses ?? []) {
+    const w = c.state?.waiting;
+    if (!w?.reason || !STUCK.has(w.reason)) continue;
+    const detail = (w.message ?? '').slice(0, MAX_DETAIL);
+    const what = IMAGE.has(w.reason) ? `image "${c.image}" cannot be pulled (${w.reason})` : `container ${c.name} cannot start (${w.reason})`;
+    return `proxy pod ${p.metadata?.name ?? '?'} cannot start: ${what}${detail ? `: ${detail}` : ''}`;
+  }
+  return undefined;
+}
+
+export function programmed(i: ProgrammedInput): ProgrammedVerdict {
+  if (i.blocked !== undefined) return { status: false, reason: 'NoResources', message: i.blocked };
+  if (i.replicas === 0) return { status: false, reason: 'NoResources', message: `Deployment ${i.deployment} runs no proxy (replicas 0): ${i.replicasHint ?? 'set tollgate.dev/replicas above 0'}` };
+  const live = i.pods.filter((p) => !p.metadata?.deletionTimestamp);
+  // A pod that cannot start is what the user must fix; it also holds a rollout back even
+  // while the previous pods still serve.
+  const why = live.map(stuck).find((m) => m !== undefined);
+  if (why) return { status: false, reason: 'NoResources', message: why };
+  const ready = live.filter(podReady);
+  // Pending only until a proxy serves: a proxy reports ready only once it applied a snapshot.
+  if (ready.length === 0) return { status: false, reason: 'Pending', message: `0 of ${i.replicas} proxy pods of Deployment ${i.deployment} ready` };
+  if (i.version === undefined) return { status: false, reason: 'Pending', message: 'no configuration snapshot for the Gateway yet' };
+  const pods = ready.length < i.replicas ? `${ready.length} of ${i.replicas} proxy pods ready` : `${ready.length} proxy pod${ready.length === 1 ? '' : 's'} ready`;
+  // Once served, the Gateway stays programmed while a newer snapshot reaches its proxies (or
+  // a pod is replaced): the proxies keep serving the version before, so False here would read
+  // as an outage. The message says how far the newest version got; a refused one is Invalid
+  // (the stream's NACK, put on the condition before this verdict, which leaves Invalid alone).
+  const behind = i.proxies.filter((p) => p.ackedVersion !== i.version);
+  if (behind.length === 0) return { status: true, reason: 'Programmed', message: `${pods}; snapshot ${i.version} applied` };
+  const p = behind[0]!;
+  const have = i.proxies.length - behind.length;
+  return {
+    status: true,
+    reason: 'Programmed',
+    message: `${pods}; snapshot ${i.version} reaching the proxies: ${have} of ${i.proxies.length} applied it (${p.pod} serves ${p.ackedVersion ?? 'none yet'})`,
+  };
+}
 
 function apply(c: DesiredCondition, v: ProgrammedVerdict): DesiredCondition {
   if (c.type !== 'Programmed' || c.status !== 'False' || c.reason !== 'Pending') return c;
   return { ...c, status: v.status ? 'True' : 'False', reason: v.reason, message: v.message };
 }
 
+/** The verdict on the Gateway and on each listener translation left Pending; an Invalid stays. */
 export function withProgrammed(g: GatewayStatusReport, v: ProgrammedVerdict | undefined): GatewayStatusReport {
   if (!v) return g;
   return {
@@ -17,4 +110,29 @@ export function withProgrammed(g: GatewayStatusReport, v: ProgrammedVerdict | un
     conditions: g.conditions.map((c) => apply(c, v)),
     listeners: g.listeners.map((l) => ({ ...l, conditions: l.conditions.map((c) => apply(c, v)) })),
   };
+}
+
+/** Programmed False (Invalid, the proxy's reason) on a Gateway whose snapshot a proxy refused. */
+function withRejection(g: GatewayStatusReport, r: Rejection): GatewayStatusReport {
+  const message = `proxy ${r.pod} refused snapshot ${r.version}: ${r.error}`;
+  return { ...g, conditions: g.conditions.map((c) => (c.type === 'Programmed' ? { ...c, status: 'False', reason: 'Invalid', message } : c)) };
+}
+
+/** The report with every rejected Gateway's Programmed False (Invalid); the same report when none is. */
+export function withRejections(status: StatusReport, rejection: (gateway: string) => Rejection | undefined): StatusReport {
+  let gateways: Map<string, GatewayStatusReport> | null = null;
+  for (const [key, g] of status.gateways) {
+    const r = rejection(key);
+    if (!r) continue;
+    gateways ??= new Map(status.gateways);
+    gateways.set(key, withRejection(g, r));
+  }
+  return gateways ? { ...status, gateways } : status;
+}
+
+/** A Gateway's desired status with Programmed as its proxies show it: a refusal first, then the verdict on what is still Pending. */
+export function gatewayProgrammed(g: GatewayStatusReport, proxies: ProxiesView): GatewayStatusReport {
+  const r = proxies.rejection(`${g.namespace}/${g.name}`);
+  const input = proxies.programmedInput(g.namespace, g.name);
+  return withProgrammed(r ? withRejection(g, r) : g, input && programmed(input));
 }

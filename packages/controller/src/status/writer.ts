@@ -19,14 +19,15 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ControllerMetrics } from '../metrics/metrics.js';
+import type { Sink } from '../runtime/channels.js';
 import type { Runnable } from '../runtime/runnable.js';
 import type { StatusReport } from '../translate/types.js';
 import { CONTROLLER_ERRORS } from '../errors.js';
 import { RetryBackoff, type RetryOptions } from '../runtime/retry-backoff.js';
-import { describeApiError } from '../kube/errors.js';
-import { statusCode, type StatusApi, type StatusKind } from './api.js';
-import type { ProgrammedVerdict } from '../deployer/programmed.js';
-import { withProgrammed } from './programmed.js';
+import { describeApiError, statusCode } from '../kube/errors.js';
+import type { StatusApi, StatusKind } from './api.js';
+import { gatewayProgrammed } from './programmed.js';
+import type { ProxiesView } from './proxies.js';
 import { mergeGatewayClassStatus, mergeGatewayPolicyStatus, mergeGatewayStatus, mergeHTTPRouteStatus, sameStatus } from './merge.js';
 
 const MAX_ATTEMPTS = 5;
@@ -47,7 +48,23 @@ interface Item {
 
 type StatusBearing = KubernetesObject & { status?: unknown };
 
-export class StatusWriter implements Runnable {
+export interface StatusWriterOptions {
+  readonly api: StatusApi;
+  /** The informer cache the objects are read from (a conflict re-reads through `api`). */
+  readonly cache: CacheReader;
+  readonly controllerName: string;
+  readonly isLeader: () => boolean;
+  readonly metrics: ControllerMetrics;
+  readonly log: Logger;
+  /** The time written as lastTransitionTime (tests). */
+  readonly clock?: () => Date;
+  /** Gateway Programmed and status.addresses from the proxies, when something runs them (the deployer). */
+  readonly proxies?: ProxiesView;
+  /** Backoff of a pass with failed writes. */
+  readonly retry?: RetryOptions;
+}
+
+export class StatusWriter implements Runnable, Sink<StatusReport> {
   readonly name = 'status-writer';
   readonly needsLeader = true;
   #latest: StatusReport | undefined;
@@ -72,21 +89,14 @@ export class StatusWriter implements Runnable {
   /** The failure last logged, so an API server away for minutes is one line, not one per pass. */
   #lastFailure = '';
 
-  constructor(
-    private readonly api: StatusApi,
-    private readonly cache: CacheReader,
-    private readonly controllerName: string,
-    private readonly isLeader: () => boolean,
-    private readonly metrics: ControllerMetrics,
-    private readonly log: Logger,
-    private readonly clock: () => Date = () => new Date(),
-    /** Gateway status.addresses, when something provides them (the deployer's Services). */
-    private readonly gatewayAddresses?: (namespace: string, name: string) => readonly { readonly type: string; readonly value: string }[],
-    /** Gateway Programmed from its proxies, when something runs them (the deployer). */
-    private readonly programmed?: (namespace: string, name: string) => ProgrammedVerdict | undefined,
-    retry: RetryOptions = DEFAULT_WRITE_RETRY,
-  ) {
-    this.#retry = new RetryBackoff(retry);
+  readonly #o: StatusWriterOptions & { readonly clock: () => Date };
+
+  constructor(options: StatusWriterOptions) {
+    this.#o = { ...options, clock: options.clock ?? (() => new Date()) };
+    this.#retry = new RetryBackoff(options.retry ?? DEFAULT_WRITE_RETRY);
+    // A pod became ready, a proxy ACKed or refused a snapshot: only Gateways change, and
+    // nothing translation reads did.
+    options.proxies?.changed.listen(() => this.refresh());
   }
 
   submit(report: StatusReport): void {
@@ -132,7 +142,7 @@ export class StatusWriter implements Runnable {
   }
 
   #may(): boolean {
-    return this.#active && this.isLeader();
+    return this.#active && this.#o.isLeader();
   }
 
   async #run(): Promise<void> {
@@ -160,12 +170,12 @@ export class StatusWriter implements Runnable {
         if (outcome === 'written') written++;
         else if (outcome === 'settled') skipped++;
       } catch (err) {
-        this.metrics.statusWrites.inc({ kind: item.kind, result: 'error' });
+        this.#o.metrics.statusWrites.inc({ kind: item.kind, result: 'error' });
         const message = describeApiError(err);
         const level = failed === 0 && message !== this.#lastFailure ? 'error' : 'debug';
         if (failed === 0) firstFailure = message;
         failed++;
-        this.log[level]({ code: CONTROLLER_ERRORS.statusWrite.code, kind: item.kind, object: item.key, err: message }, 'status write failed');
+        this.#o.log[level]({ code: CONTROLLER_ERRORS.statusWrite.code, kind: item.kind, object: item.key, err: message }, 'status write failed');
       }
     }
     this.#afterPass(failed, checked, firstFailure);
@@ -174,13 +184,13 @@ export class StatusWriter implements Runnable {
     for (const key of this.#written.keys()) if (!reported.has(key)) this.#written.delete(key);
     for (const key of this.#settled.keys()) if (!reported.has(key)) this.#settled.delete(key);
     this.lastPassSkipped = skipped;
-    this.log.debug({ checked, written, skipped }, 'status pass finished');
+    this.#o.log.debug({ checked, written, skipped }, 'status pass finished');
   }
 
   /** A pass with failures is followed by another after the backoff; one without resets it. */
   #afterPass(failed: number, checked: number, firstFailure: string): void {
     if (failed === 0) {
-      if (this.#lastFailure) this.log.info('status writes succeed again');
+      if (this.#lastFailure) this.#o.log.info('status writes succeed again');
       this.#lastFailure = '';
       this.#retry.succeeded();
       return;
@@ -190,7 +200,7 @@ export class StatusWriter implements Runnable {
       this.#kick();
     });
     if (firstFailure !== this.#lastFailure) {
-      this.log.warn({ code: CONTROLLER_ERRORS.statusWrite.code, failed, checked, retryInMs }, `${failed} of ${checked} status writes failed (${firstFailure}); retrying`);
+      this.#o.log.warn({ code: CONTROLLER_ERRORS.statusWrite.code, failed, checked, retryInMs }, `${failed} of ${checked} status writes failed (${firstFailure}); retrying`);
     }
     this.#lastFailure = firstFailure;
   }
@@ -201,7 +211,7 @@ export class StatusWriter implements Runnable {
   }
 
   #current(item: Item): StatusBearing | undefined {
-    const cached = this.cache(item.kind, item.name, item.namespace);
+    const cached = this.#o.cache(item.kind, item.name, item.namespace);
     const w = this.#written.get(`${item.kind}/${item.key}`);
     if (w && cached && cached.metadata?.resourceVersion === w.before) return w.after;
     if (w) this.#written.delete(`${item.kind}/${item.key}`);
@@ -210,7 +220,7 @@ export class StatusWriter implements Runnable {
 
   #desired(item: Item, current: unknown): Record<string, unknown> | undefined {
     const r = this.#latest!;
-    const now = this.clock();
+    const now = this.#o.clock();
     switch (item.kind) {
       case 'GatewayClass': {
         const d = r.gatewayClasses.get(item.key);
@@ -218,15 +228,16 @@ export class StatusWriter implements Runnable {
       }
       case 'Gateway': {
         const d = r.gateways.get(item.key);
-        return d && mergeGatewayStatus(current, withProgrammed(d, this.programmed?.(d.namespace, d.name)), now, this.gatewayAddresses?.(d.namespace, d.name));
+        const p = this.#o.proxies;
+        return d && mergeGatewayStatus(current, p ? gatewayProgrammed(d, p) : d, now, p?.addresses(d.namespace, d.name));
       }
       case 'HTTPRoute': {
         const d = r.httpRoutes.get(item.key);
-        return d && mergeHTTPRouteStatus(current, d, this.controllerName, now);
+        return d && mergeHTTPRouteStatus(current, d, this.#o.controllerName, now);
       }
       case 'GatewayPolicy': {
         const d = r.gatewayPolicies.get(item.key);
-        return d && mergeGatewayPolicyStatus(current, d, this.controllerName, now);
+        return d && mergeGatewayPolicyStatus(current, d, this.#o.controllerName, now);
       }
     }
   }
@@ -264,21 +275,21 @@ export class StatusWriter implements Runnable {
       this.#settled.delete(key);
       if (!this.#may()) return 'same';
       try {
-        const stored = (await this.api.replaceStatus(item.kind, { ...obj, status } as KubernetesObject)) as StatusBearing;
+        const stored = (await this.#o.api.replaceStatus(item.kind, { ...obj, status } as KubernetesObject)) as StatusBearing;
         this.#written.set(key, { before: obj.metadata?.resourceVersion ?? '', after: stored });
-        this.metrics.statusWrites.inc({ kind: item.kind, result: 'written' });
-        this.log.debug({ kind: item.kind, object: item.key }, 'status written');
+        this.#o.metrics.statusWrites.inc({ kind: item.kind, result: 'written' });
+        this.#o.log.debug({ kind: item.kind, object: item.key }, 'status written');
         return 'written';
       } catch (err) {
         const code = statusCode(err);
         if (code === 404) {
-          this.metrics.statusWrites.inc({ kind: item.kind, result: 'not_found' });
+          this.#o.metrics.statusWrites.inc({ kind: item.kind, result: 'not_found' });
           return 'same';
         }
         if (code !== 409) throw err;
-        this.metrics.statusWrites.inc({ kind: item.kind, result: 'conflict' });
-        this.log.debug({ kind: item.kind, object: item.key, attempt }, 'status conflict; re-reading');
-        obj = (await this.api.get(item.kind, item.name, item.namespace));
+        this.#o.metrics.statusWrites.inc({ kind: item.kind, result: 'conflict' });
+        this.#o.log.debug({ kind: item.kind, object: item.key, attempt }, 'status conflict; re-reading');
+        obj = (await this.#o.api.get(item.kind, item.name, item.namespace));
       }
     }
     throw new Error(`still conflicting after ${MAX_ATTEMPTS} attempts`);

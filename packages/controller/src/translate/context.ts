@@ -2,9 +2,9 @@
 // map access, so the cost stays linear in the number of objects.
 import type { V1ConfigMap, V1EndpointSlice, V1Secret, V1Service } from '@kubernetes/client-node';
 import { DEFAULT_LIMITS, type EvaluationLimits } from '@tollgate/api';
-import { parseAllowList } from '../deployer/image-policy.js';
-import { PARAMETERS_LABEL, type ParameterPolicy } from '../deployer/parameters.js';
-import { DEFAULT_PROXY_SETTINGS } from '../deployer/render.js';
+import { parseAllowList } from '../proxy-settings/image-policy.js';
+import { PARAMETERS_LABEL, type ParameterPolicy } from '../proxy-settings/parameters.js';
+import { DEFAULT_PROXY_SETTINGS } from '../proxy-settings/defaults.js';
 import type { Gateway, HTTPRoute } from '../types/gateway-api.js';
 import { ReferenceGrants } from './referencegrant.js';
 import { byKey, keyOf } from './keys.js';

@@ -2,7 +2,7 @@
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import type { ClassVerdict } from './gatewayclass.js';
-import { gatewayParameters } from '../deployer/parameters.js';
+import { gatewayParameters } from '../proxy-settings/parameters.js';
 import { generationOf } from './keys.js';
 import { translateListeners, type ListenerState } from './listeners.js';
 import type { Gateway } from '../types/gateway-api.js';

@@ -4,7 +4,7 @@ import { condition, fail, ok, type Verdict } from './conditions.js';
 import { SUPPORTED_FEATURES } from './features.js';
 import { byKey, generationOf } from './keys.js';
 import type { Context } from './context.js';
-import { classParameters } from '../deployer/parameters.js';
+import { classParameters } from '../proxy-settings/parameters.js';
 import type { GatewayClass } from '../types/gateway-api.js';
 import type { GatewayClassStatusReport } from './types.js';
 

@@ -5,7 +5,7 @@ import { fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { selects } from './label-selector.js';
 import { listenerCertificates } from './tls.js';
-import { PROXY_RESERVED_PORTS } from '../deployer/ports.js';
+import { PROXY_RESERVED_PORTS } from '../proxy-settings/ports.js';
 import { GATEWAY_GROUP, type Gateway, type Listener, type RouteGroupKind } from '../types/gateway-api.js';
 
 /** Route kinds each protocol can carry, among the kinds this controller implements. */

@@ -3,7 +3,7 @@
 // our Gateways, where the Gateway may read them (its namespace, or a ReferenceGrant), and the
 // parameters ConfigMaps of our GatewayClasses and their Gateways. Decided by the same functions
 // translation resolves the references with, so the cache reads exactly what translation asks.
-import { classParametersConfigMap, gatewayParametersConfigMap } from '../deployer/parameters.js';
+import { classParametersConfigMap, gatewayParametersConfigMap } from '../proxy-settings/parameters.js';
 import type { Gateway, GatewayClass, ReferenceGrant } from '../types/gateway-api.js';
 import { ReferenceGrants } from './referencegrant.js';
 import { certificateSecrets } from './tls.js';

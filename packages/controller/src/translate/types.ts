@@ -58,7 +58,7 @@ export interface TranslateOptions {
   readonly limits?: EvaluationLimits;
   /**
    * The images a Gateway may choose for its proxies (--gateway-proxy-images: references and
-   * prefixes, deployer/image-policy.ts); absent or empty: none, the image is the admin's alone.
+   * prefixes, proxy-settings/image-policy.ts); absent or empty: none, the image is the admin's alone.
    */
   readonly gatewayProxyImages?: readonly string[];
 }

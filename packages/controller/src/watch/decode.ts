@@ -41,7 +41,7 @@ const CHECKS: Record<string, Check> = {
   EndpointSlice: (o) => optArray(o.endpoints, 'endpoints'),
   Namespace: () => undefined,
   // Its data is read by the certificate checks (translate/tls.ts), which report what is missing.
-  // Proxy parameters: the keys are checked where they are read (deployer/parameters.ts).
+  // Proxy parameters: the keys are checked where they are read (proxy-settings/parameters.ts).
   ConfigMap: (o) => (o.data === undefined || (typeof o.data === 'object' && o.data !== null && !Array.isArray(o.data)) ? undefined : 'data is not a map'),
   Secret: (o) => (o.data === undefined || (typeof o.data === 'object' && o.data !== null && !Array.isArray(o.data)) ? undefined : 'data is not a map'),
 };

@@ -1,7 +1,7 @@
 // The kinds the controller watches: where each is listed and watched, and which field of
 // translate()'s Resources it fills. Gateway API v1.6.1 standard channel.
 import { CoreV1Api, CustomObjectsApi, DiscoveryV1Api, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
-import { PARAMETERS_LABEL } from '../deployer/parameters.js';
+import { PARAMETERS_LABEL } from '../proxy-settings/parameters.js';
 import { TLS_SECRET_TYPE } from '../translate/tls.js';
 import type { Resources } from '../translate/types.js';
 import type { FetchObject } from './referenced.js';

@@ -1,0 +1,30 @@
+// What the status writer reads of the proxies: one read-only view of a Gateway's proxies,
+// their pods as the deployer's watch holds them, the snapshot stream's ACKs and NACKs, the
+// Service the deployer made, and why they cannot be deployed at all. controller.ts provides it
+// (stages/proxies-view.ts); its `changed` signal makes the writer merge the Gateways again
+// without a new translation.
+import type { Signal } from '../runtime/channels.js';
+import type { ProgrammedInput } from './programmed.js';
+
+/** A proxy's refusal of the Gateway's current snapshot, while it stands. */
+export interface Rejection {
+  readonly version: string;
+  readonly pod: string;
+  readonly error: string;
+}
+
+export interface GatewayAddress {
+  readonly type: string;
+  readonly value: string;
+}
+
+export interface ProxiesView {
+  /** Raised whenever anything below may read differently. */
+  readonly changed: Signal;
+  /** `gateway`: `<namespace>/<name>`. */
+  rejection(gateway: string): Rejection | undefined;
+  /** What Programmed is drawn from; undefined when the Gateway is not known (yet). */
+  programmedInput(namespace: string, name: string): ProgrammedInput | undefined;
+  /** Gateway status.addresses: the addresses of the proxies' Service, [] while it has none. */
+  addresses(namespace: string, name: string): readonly GatewayAddress[];
+}
