@@ -6,7 +6,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { SNAPSHOT_SERVICE, type OutgoingPush, type ProxyMessage } from '@tollgate/api/snapshot-stream';
 import type { Logger } from 'pino';
-import { formatHostPort, type HostPort } from '../options.js';
+import { formatHostPort, type HostPort } from '../runtime/host-port.js';
 import { grpcServerOptions, type StreamLimits } from './stream-limits.js';
 
 export type StreamCall = grpc.ServerDuplexStream<ProxyMessage, OutgoingPush>;

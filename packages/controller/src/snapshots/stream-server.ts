@@ -15,7 +15,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { RECONNECT_TRAILER, type ProxyMessage } from '@tollgate/api/snapshot-stream';
 import type { Logger } from 'pino';
-import type { HostPort } from '../options.js';
+import type { HostPort } from '../runtime/host-port.js';
 import type { Runnable } from '../runtime/runnable.js';
 import { helloProblem } from './hello.js';
 import { PayloadCache } from './payload-cache.js';
