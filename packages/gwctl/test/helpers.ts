@@ -166,7 +166,7 @@ export const CONTROLLER_COMPONENTS = ['tollgate/syncer', 'tollgate/translator', 
 /** An admin server with the controller's /logging contract (docs/admin-api.md), from @tollgate/kit. */
 export async function startFakeController(): Promise<{ addr: string; readonly levels: Record<string, string>; close(): Promise<void> }> {
   const logs = new LogControl({ components: CONTROLLER_COMPONENTS, destination: new Writable({ write: (_c, _e, cb) => cb() }), componentKey: 'component' });
-  const server = new AdminServer({ host: '127.0.0.1', port: 0, title: 'Tollgate controller admin', endpoints: [{ method: 'GET', path: '/logging', description: 'levels per component' }] });
+  const server = new AdminServer({ host: '127.0.0.1', port: 0, title: 'Tollgate controller admin' });
   jsonLoggingRoutes(server.app, { logs });
   const addr = await server.listen();
   return {

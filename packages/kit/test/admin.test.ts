@@ -20,14 +20,14 @@ let jsonBase: string;
 
 beforeAll(async () => {
   textLogs = new LogControl({ components: MODULES, destination: quiet() });
-  text = new AdminServer({ host: '127.0.0.1', port: 0, title: 'test admin', endpoints: [], allowedHosts: ['admin.internal', 'FD00::1'] });
+  text = new AdminServer({ host: '127.0.0.1', port: 0, title: 'test admin', allowedHosts: ['admin.internal', 'FD00::1'] });
   textLoggingRoutes(text.app, { logs: textLogs });
   pprofRoutes(text.app);
   memoryRoutes(text.app);
   text.app.post('/mutate', async () => 'mutated\n');
   base = `http://${await text.listen()}`;
   jsonLogs = new LogControl({ components: COMPONENTS, destination: quiet() });
-  json = new AdminServer({ host: '127.0.0.1', port: 0, title: 'controller admin', endpoints: [] });
+  json = new AdminServer({ host: '127.0.0.1', port: 0, title: 'controller admin' });
   jsonLoggingRoutes(json.app, { logs: jsonLogs });
   jsonBase = `http://${await json.listen()}`;
 });
@@ -97,6 +97,15 @@ describe('methods and unknown paths', () => {
   it('an unknown path is a 404 pointing at the index', async () => {
     const r = await send(`${base}/nope?x=1`);
     expect([r.status, r.body]).toEqual([404, 'no admin endpoint GET /nope; GET / lists them\n']);
+  });
+});
+
+describe('index', () => {
+  const rows = async (url: string) => [...(await send(`${url}/`)).body.matchAll(/<tr><td>(\w+)<\/td><td>(?:<a href="[^"]*">)?([^<]+)/g)].map((m) => `${m[1]} ${m[2]}`);
+
+  it('lists the routes registered with an index line, in their order, once per method, and no other', async () => {
+    expect(await rows(base)).toEqual(['GET /logging', 'GET /debug/pprof/profile', 'GET /debug/pprof/heap', 'GET /memory']);
+    expect(await rows(jsonBase)).toEqual(['GET /logging', 'POST /logging']);
   });
 });
 

@@ -1,6 +1,6 @@
 // The standard Gateway API filters over real sockets.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { echoed, send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { echoed, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let up: Upstream;
 let gw: TestGateway;
@@ -15,58 +15,47 @@ beforeAll(async () => {
   });
   const b = [{ host: up.host }];
   const prefix = (value: string) => [{ path: { type: 'PathPrefix', value } }];
-  gw = await startGateway((port) => ({
-    binds: [
+  gw = await startGateway((port) =>
+    simpleConfig(port, [
       {
-        port,
-        listeners: [
+        name: 'req-headers',
+        matches: prefix('/reqh'),
+        filters: [
           {
-            name: 'main',
-            protocol: 'HTTP',
-            routes: [
-              {
-                name: 'req-headers',
-                matches: prefix('/reqh'),
-                filters: [
-                  {
-                    type: 'RequestHeaderModifier',
-                    requestHeaderModifier: {
-                      set: [{ name: 'X-Set', value: 'set-value' }],
-                      add: [{ name: 'x-add', value: 'added' }],
-                      remove: ['X-Remove'],
-                    },
-                  },
-                ],
-                backends: b,
-              },
-              {
-                name: 'res-headers',
-                matches: prefix('/resh'),
-                filters: [
-                  {
-                    type: 'ResponseHeaderModifier',
-                    responseHeaderModifier: { set: [{ name: 'x-upstream', value: 'replaced' }], add: [{ name: 'x-multi', value: 'two' }], remove: ['x-remove-me'] },
-                  },
-                ],
-                backends: b,
-              },
-              { name: 'rewrite-prefix', matches: prefix('/old'), filters: [{ type: 'URLRewrite', urlRewrite: { path: { type: 'ReplacePrefixMatch', replacePrefixMatch: '/new' } } }], backends: b },
-              { name: 'rewrite-root', matches: prefix('/strip'), filters: [{ type: 'URLRewrite', urlRewrite: { path: { type: 'ReplacePrefixMatch', replacePrefixMatch: '/' } } }], backends: b },
-              {
-                name: 'rewrite-full',
-                matches: prefix('/full'),
-                filters: [{ type: 'URLRewrite', urlRewrite: { hostname: 'internal.example.com', path: { type: 'ReplaceFullPath', replaceFullPath: '/fixed' } } }],
-                backends: b,
-              },
-              { name: 'redirect-https', matches: prefix('/secure'), filters: [{ type: 'RequestRedirect', requestRedirect: { scheme: 'https', statusCode: 301 } }], backends: [] },
-              { name: 'redirect-same', matches: prefix('/moved'), filters: [{ type: 'RequestRedirect', requestRedirect: { hostname: 'other.example.com', path: { type: 'ReplacePrefixMatch', replacePrefixMatch: '/here' } } }], backends: [] },
-              { name: 'redirect-port', matches: prefix('/port'), filters: [{ type: 'RequestRedirect', requestRedirect: { scheme: 'http', port: 8080, path: { type: 'ReplaceFullPath', replaceFullPath: '/p' } } }], backends: [] },
-            ],
+            type: 'RequestHeaderModifier',
+            requestHeaderModifier: {
+              set: [{ name: 'X-Set', value: 'set-value' }],
+              add: [{ name: 'x-add', value: 'added' }],
+              remove: ['X-Remove'],
+            },
           },
         ],
+        backends: b,
       },
-    ],
-  }));
+      {
+        name: 'res-headers',
+        matches: prefix('/resh'),
+        filters: [
+          {
+            type: 'ResponseHeaderModifier',
+            responseHeaderModifier: { set: [{ name: 'x-upstream', value: 'replaced' }], add: [{ name: 'x-multi', value: 'two' }], remove: ['x-remove-me'] },
+          },
+        ],
+        backends: b,
+      },
+      { name: 'rewrite-prefix', matches: prefix('/old'), filters: [{ type: 'URLRewrite', urlRewrite: { path: { type: 'ReplacePrefixMatch', replacePrefixMatch: '/new' } } }], backends: b },
+      { name: 'rewrite-root', matches: prefix('/strip'), filters: [{ type: 'URLRewrite', urlRewrite: { path: { type: 'ReplacePrefixMatch', replacePrefixMatch: '/' } } }], backends: b },
+      {
+        name: 'rewrite-full',
+        matches: prefix('/full'),
+        filters: [{ type: 'URLRewrite', urlRewrite: { hostname: 'internal.example.com', path: { type: 'ReplaceFullPath', replaceFullPath: '/fixed' } } }],
+        backends: b,
+      },
+      { name: 'redirect-https', matches: prefix('/secure'), filters: [{ type: 'RequestRedirect', requestRedirect: { scheme: 'https', statusCode: 301 } }], backends: [] },
+      { name: 'redirect-same', matches: prefix('/moved'), filters: [{ type: 'RequestRedirect', requestRedirect: { hostname: 'other.example.com', path: { type: 'ReplacePrefixMatch', replacePrefixMatch: '/here' } } }], backends: [] },
+      { name: 'redirect-port', matches: prefix('/port'), filters: [{ type: 'RequestRedirect', requestRedirect: { scheme: 'http', port: 8080, path: { type: 'ReplaceFullPath', replaceFullPath: '/p' } } }], backends: [] },
+    ]),
+  );
 });
 
 afterAll(async () => {

@@ -8,11 +8,34 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import type { TraceEvent } from '@tollgate/api';
 import { readSse } from '@tollgate/kit';
+import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
 import { LogSink, onFreePort, type RawResponse } from '@tollgate/testkit';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { startStandaloneProxy, type StandaloneProxy } from '../src/process/standalone.js';
 import type { ProxyProcessOptions } from '../src/process/proxy-process.js';
 
 export { freePort, onFreePort, onFreePorts, startUpstream, LogSink, send, type Upstream, type Handler, type RawResponse } from '@tollgate/testkit';
+
+/** A mock-llm for the whole file, handed to `started` before the first test and closed after the last. */
+export function useMockLlm(started: (llm: MockLlm) => void): void {
+  let llm: MockLlm | undefined;
+  beforeAll(async () => {
+    llm = await startMockLlm({ port: 0 });
+    started(llm);
+  });
+  afterAll(async () => {
+    await llm?.close();
+  });
+}
+
+/** What a test pushes here (gateways, servers) is closed after it, last first. */
+export function closedAfterEach(): (() => Promise<void>)[] {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+  return cleanups;
+}
 
 export interface TestGateway {
   readonly gateway: StandaloneProxy;

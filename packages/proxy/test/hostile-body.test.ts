@@ -3,22 +3,13 @@
 import { once } from 'node:events';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
-import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
+import type { MockLlm } from '@tollgate/mock-llm';
+import { describe, expect, it } from 'vitest';
+import { closedAfterEach, freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway, useMockLlm } from './helpers.js';
 
 let llm: MockLlm;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  llm = await startMockLlm({ port: 0 });
-});
-afterAll(async () => {
-  await llm.close();
-});
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
+useMockLlm((started) => (llm = started));
+const cleanups = closedAfterEach();
 
 async function gateway(routes: unknown[], listener: Record<string, unknown> = {}): Promise<TestGateway> {
   const gw = await startGateway((port) => simpleConfig(port, routes, listener));

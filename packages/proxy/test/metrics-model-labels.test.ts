@@ -1,22 +1,14 @@
 // The model label of tollgate_llm_tokens_total comes from the client's request body, so its
 // values are bounded: the first config.maxModelLabels distinct models keep their own series,
 // later ones are counted as "other". Over real sockets against mock-llm.
-import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { MockLlm } from '@tollgate/mock-llm';
+import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load-file.js';
-import { send, simpleConfig, startGateway, type TestGateway } from './helpers.js';
+import { closedAfterEach, send, simpleConfig, startGateway, type TestGateway, useMockLlm } from './helpers.js';
 
 let llm: MockLlm;
-const cleanups: (() => Promise<void>)[] = [];
-beforeAll(async () => {
-  llm = await startMockLlm({ port: 0 });
-});
-afterAll(async () => {
-  await llm.close();
-});
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
+useMockLlm((started) => (llm = started));
+const cleanups = closedAfterEach();
 
 async function gateway(settings: Record<string, unknown>): Promise<TestGateway> {
   const route = { name: 'chat', policies: { traffic: { rateLimit: { local: [{ tokens: 1_000_000, unit: 'Hours' }] } } }, backends: [{ host: `127.0.0.1:${llm.port}` }] };

@@ -3,25 +3,16 @@
 // succeeds, later ones get 429, the window resets by itself), streaming with and without
 // include_usage, estimation, combined entries, gateway and route levels, concurrency,
 // headers, metrics, and the official openai client.
-import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
+import type { MockLlm } from '@tollgate/mock-llm';
 import OpenAI from 'openai';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openTrace, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { closedAfterEach, openTrace, type RawResponse, send, simpleConfig, startGateway, startUpstream, type TestGateway, useMockLlm } from './helpers.js';
 
 let llm: MockLlm;
 let now = 1_000_000_000;
 const clock = () => now;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  llm = await startMockLlm({ port: 0 });
-});
-afterAll(async () => {
-  await llm.close();
-});
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
+useMockLlm((started) => (llm = started));
+const cleanups = closedAfterEach();
 
 async function gateway(routes: unknown[], listener: Record<string, unknown> = {}): Promise<TestGateway> {
   const gw = await startGateway((port) => simpleConfig(port, routes, listener), { clock });

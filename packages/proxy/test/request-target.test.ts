@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRequestTarget, DEFAULT_PATH_SETTINGS } from '../src/pipeline/request-target.js';
-import { send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let up: Upstream;
 let gw: TestGateway;
@@ -13,23 +13,12 @@ let gw: TestGateway;
 /** Chat is limited to one request per hour; anything else goes to the open route. */
 beforeAll(async () => {
   up = await startUpstream();
-  gw = await startGateway((port) => ({
-    binds: [
-      {
-        port,
-        listeners: [
-          {
-            name: 'main',
-            protocol: 'HTTP',
-            routes: [
-              { name: 'chat', matches: [{ path: { type: 'PathPrefix', value: '/v1/chat/completions' } }], policies: { traffic: { rateLimit: { local: [{ requests: 1, unit: 'Hours' }] } } }, backends: [{ host: up.host }] },
-              { name: 'open', backends: [{ host: up.host }] },
-            ],
-          },
-        ],
-      },
-    ],
-  }));
+  gw = await startGateway((port) =>
+    simpleConfig(port, [
+      { name: 'chat', matches: [{ path: { type: 'PathPrefix', value: '/v1/chat/completions' } }], policies: { traffic: { rateLimit: { local: [{ requests: 1, unit: 'Hours' }] } } }, backends: [{ host: up.host }] },
+      { name: 'open', backends: [{ host: up.host }] },
+    ]),
+  );
 });
 afterAll(async () => {
   await gw?.close();

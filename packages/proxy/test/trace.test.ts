@@ -6,7 +6,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { compile, TraceEvent, type TraceEvent as TraceEventT } from '@tollgate/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, openTrace as openTraceOn, send, startGateway, startUpstream, type TestGateway, type TraceStream, type Upstream } from './helpers.js';
+import { freePort, openTrace as openTraceOn, send, simpleConfig, startGateway, startUpstream, type TestGateway, type TraceStream, type Upstream } from './helpers.js';
 
 const validateEvent = compile(TraceEvent);
 let up: Upstream;
@@ -37,27 +37,15 @@ beforeAll(async () => {
     res.end('ok');
   });
   deadPort = await freePort();
-  gw = await startGateway((port) => ({
-    binds: [
-      {
-        port,
-        listeners: [
-          {
-            name: 'main',
-            protocol: 'HTTP',
-            policies: { traffic: { rateLimit: { local: [{ requests: 1000, unit: 'Minutes' }] } } },
-            routes: [
-              { name: 'api', matches: [{ path: { value: '/api' } }], filters: [{ type: 'ResponseHeaderModifier', responseHeaderModifier: { add: [{ name: 'x-gw', value: 'yes' }] } }], policies: { traffic: { rateLimit: { local: [{ tokens: 100, unit: 'Hours' }] } } }, backends: [{ host: up.host }] },
-              { name: 'teapot', matches: [{ path: { value: '/teapot' } }], backends: [{ host: up.host }] },
-              { name: 'other', matches: [{ path: { type: 'Exact', value: '/api/exact-only' }, method: 'POST' }], backends: [{ host: up.host }] },
-              { name: 'moved', matches: [{ path: { value: '/moved' } }], filters: [{ type: 'RequestRedirect', requestRedirect: { hostname: 'new.example.com' } }], backends: [] },
-              { name: 'dead', matches: [{ path: { value: '/dead' } }], backends: [{ host: `127.0.0.1:${deadPort}` }] },
-            ],
-          },
-        ],
-      },
-    ],
-  }));
+  gw = await startGateway((port) =>
+    simpleConfig(port, [
+      { name: 'api', matches: [{ path: { value: '/api' } }], filters: [{ type: 'ResponseHeaderModifier', responseHeaderModifier: { add: [{ name: 'x-gw', value: 'yes' }] } }], policies: { traffic: { rateLimit: { local: [{ tokens: 100, unit: 'Hours' }] } } }, backends: [{ host: up.host }] },
+      { name: 'teapot', matches: [{ path: { value: '/teapot' } }], backends: [{ host: up.host }] },
+      { name: 'other', matches: [{ path: { type: 'Exact', value: '/api/exact-only' }, method: 'POST' }], backends: [{ host: up.host }] },
+      { name: 'moved', matches: [{ path: { value: '/moved' } }], filters: [{ type: 'RequestRedirect', requestRedirect: { hostname: 'new.example.com' } }], backends: [] },
+      { name: 'dead', matches: [{ path: { value: '/dead' } }], backends: [{ host: `127.0.0.1:${deadPort}` }] },
+    ], { policies: { traffic: { rateLimit: { local: [{ requests: 1000, unit: 'Minutes' }] } } } }),
+  );
 });
 
 afterAll(async () => {

@@ -9,7 +9,6 @@
 // a new Map on every access, which made each `request.headers[k]` cost the whole header list.
 import type { CelLimits } from '../limits.js';
 import type { InputName } from './check.js';
-import type { CelProgram } from './compile.js';
 import { MAX_ADDRESS_LENGTH, MAX_HOST_LENGTH, MAX_METHOD_LENGTH, MAX_MODEL_LENGTH } from './surfaces.js';
 
 export interface RequestInputs {
@@ -34,8 +33,8 @@ export type Bound =
   /** `input` is over its bound: the request must not be evaluated. */
   | { readonly ok: false; readonly input: InputName; readonly problem: string };
 
-/** Every input the programs read. */
-export function readsOf(programs: Iterable<CelProgram>): ReadonlySet<InputName> {
+/** Every input the programs (CelProgram of ./compile.ts, which imports this file) read. */
+export function readsOf(programs: Iterable<{ readonly reads: ReadonlySet<InputName> }>): ReadonlySet<InputName> {
   const out = new Set<InputName>();
   for (const p of programs) for (const r of p.reads) out.add(r);
   return out;

@@ -17,28 +17,11 @@ import { hostPattern, hostPortPattern, type PortRules } from '../host-port.js';
 
 export type JsonSchema = Record<string, unknown>;
 
+/** The bounds of a value, an array or an object. */
+const BOUNDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems', 'minProperties', 'maxProperties'];
+
 /** Keywords copied as they are. */
-const KEPT = new Set([
-  'type',
-  'description',
-  'format',
-  'enum',
-  'default',
-  'nullable',
-  'required',
-  'minimum',
-  'maximum',
-  'exclusiveMinimum',
-  'exclusiveMaximum',
-  'multipleOf',
-  'minLength',
-  'maxLength',
-  'pattern',
-  'minItems',
-  'maxItems',
-  'minProperties',
-  'maxProperties',
-]);
+const KEPT = new Set(['type', 'description', 'format', 'enum', 'default', 'nullable', 'required', ...BOUNDS]);
 
 /** Keywords that only annotate (or only our ajv validators read): dropped. */
 const DROPPED = new Set(['expected', '$id', '$schema', 'title', 'examples', '$comment']);
@@ -126,30 +109,7 @@ function durationRules(rules: DurationRules): JsonSchema[] {
 }
 
 /** A stable, readable key order: description first, then type, bounds, children, markers. */
-const ORDER = [
-  'description',
-  'type',
-  'format',
-  'enum',
-  'default',
-  'nullable',
-  'minimum',
-  'maximum',
-  'exclusiveMinimum',
-  'exclusiveMaximum',
-  'multipleOf',
-  'minLength',
-  'maxLength',
-  'pattern',
-  'minItems',
-  'maxItems',
-  'minProperties',
-  'maxProperties',
-  'items',
-  'properties',
-  'additionalProperties',
-  'required',
-];
+const ORDER = ['description', 'type', 'format', 'enum', 'default', 'nullable', ...BOUNDS, 'items', 'properties', 'additionalProperties', 'required'];
 
 function order(node: JsonSchema): JsonSchema {
   const keys = Object.keys(node).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));

@@ -28,18 +28,10 @@ export class AdminServer implements Runnable {
       port: addr.port,
       role: 'admin',
       title: 'Tollgate controller admin',
-      endpoints: [
-        { method: 'GET', path: '/logging', description: 'log level of every component' },
-        { method: 'POST', path: '/logging', description: '?level=&lt;level&gt; for every component, ?component=&lt;c&gt;&amp;level=&lt;level&gt; for one' },
-        { method: 'GET', path: '/snapshots', description: 'the snapshot of each Gateway: version, origin, connected proxies and their acked version, IR (secrets redacted)' },
-        { method: 'GET', path: '/memory', description: 'process and V8 memory (JSON); ?gc=true runs a full garbage collection first' },
-        { method: 'GET', path: '/debug/pprof/profile', description: 'CPU profile, ?seconds=N (default 10)' },
-        { method: 'GET', path: '/debug/pprof/heap', description: 'heap profile' },
-      ],
     });
     const app = this.#server.app;
     jsonLoggingRoutes(app, { logs, onChange: (levels) => logs.get('default').info({ levels }, 'log levels changed') });
-    app.get('/snapshots', async (request, reply) => {
+    app.get('/snapshots', { config: { index: 'the snapshot of each Gateway: version, origin, connected proxies and their acked version, IR (secrets redacted)' } }, async (request, reply) => {
       if (rejectUnknownQuery(request.query, [], reply)) return reply;
       // JSON.stringify prints every Secret in the IR as [redacted] (Secret.toJSON).
       return reply.type('application/json').send(JSON.stringify(snapshotsView(store, proxies()), null, 2));

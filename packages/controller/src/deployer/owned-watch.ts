@@ -8,7 +8,8 @@ import type { Logger } from 'pino';
 import type { Runnable } from '../runtime/runnable.js';
 import { DEPLOYED_KINDS, KubeDeployerApi, type DeployedKind } from './api.js';
 import { OWNED_SELECTOR } from './names.js';
-import { RetryingListWatch, type Backoff } from './retrying-list-watch.js';
+import { DEFAULT_WATCH_BACKOFF, RetryingListWatch } from '../kube/retrying-list-watch.js';
+import type { RetryOptions } from '../runtime/retry-backoff.js';
 
 export type OwnedEvent = 'add' | 'update' | 'delete';
 
@@ -23,7 +24,7 @@ function kindWatch(
   kind: DeployedKind,
   observed: (kind: DeployedKind, event: OwnedEvent, obj: KubernetesObject) => void,
   log: Logger,
-  backoff: Backoff,
+  backoff: RetryOptions,
 ): RetryingListWatch<KubernetesObject> {
   const api = new KubeDeployerApi(kc);
   const lw = new ListWatch<KubernetesObject>(PATHS[kind], new Watch(kc), () => api.listOwnedObjects(kind), false, OWNED_SELECTOR);
@@ -41,7 +42,7 @@ export class OwnedObjects implements Runnable {
     /** An owned object was added, changed or deleted (the deployer decides whether it was by hand). */
     observed: (kind: DeployedKind, event: OwnedEvent, obj: KubernetesObject) => void,
     log: Logger,
-    backoff = { initialMs: 250, maxMs: 10_000 },
+    backoff: RetryOptions = DEFAULT_WATCH_BACKOFF,
   ) {
     this.#watches = DEPLOYED_KINDS.map(({ kind }) => kindWatch(kc, kind, observed, log, backoff));
   }

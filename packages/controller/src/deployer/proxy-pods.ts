@@ -6,7 +6,8 @@ import { CoreV1Api, ListWatch, Watch, type KubeConfig, type V1Pod } from '@kuber
 import type { Logger } from 'pino';
 import type { Runnable } from '../runtime/runnable.js';
 import { GATEWAY_NAME_LABEL, OWNED_SELECTOR } from './names.js';
-import { RetryingListWatch, type Backoff } from './retrying-list-watch.js';
+import { DEFAULT_WATCH_BACKOFF, RetryingListWatch } from '../kube/retrying-list-watch.js';
+import type { RetryOptions } from '../runtime/retry-backoff.js';
 
 export class ProxyPods implements Runnable {
   readonly name = 'proxy-pods';
@@ -18,7 +19,7 @@ export class ProxyPods implements Runnable {
     /** A pod of a Gateway was added, changed or deleted. */
     private readonly changed: (namespace: string, gateway: string) => void,
     log: Logger,
-    backoff: Backoff = { initialMs: 250, maxMs: 10_000 },
+    backoff: RetryOptions = DEFAULT_WATCH_BACKOFF,
   ) {
     const api = kc.makeApiClient(CoreV1Api);
     const lw = new ListWatch<V1Pod>('/api/v1/pods', new Watch(kc), () => api.listPodForAllNamespaces({ labelSelector: OWNED_SELECTOR }), false, OWNED_SELECTOR);

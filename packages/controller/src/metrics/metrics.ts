@@ -11,6 +11,14 @@ export interface CacheStat {
   readonly dataBytes: number;
 }
 
+function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
+  return new Counter({ name, help, labelNames, registers: [registry] });
+}
+
+function gauge<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
+  return new Gauge({ name, help, labelNames, registers: [registry] });
+}
+
 export class ControllerMetrics {
   readonly registry = new Registry();
   /** Read at each scrape; the controller sets it once its caches exist. */
@@ -23,65 +31,22 @@ export class ControllerMetrics {
     collect: () => this.#collectCache(),
   });
   /** Set with cachedObjects, whose collect runs first at each scrape (a registry reads its metrics in the order they were registered). */
-  readonly cachedDataBytes = new Gauge({ name: 'tollgate_controller_cached_data_bytes', help: 'Bytes of Secret and ConfigMap data held in the watch caches, by kind', labelNames: ['kind'] as const, registers: [this.registry] });
-  readonly reconciles = new Counter({
-    name: 'tollgate_controller_reconciles_total',
-    help: 'Reconciles (translations of the whole watched world), by result',
-    labelNames: ['result'] as const,
-    registers: [this.registry],
-  });
+  readonly cachedDataBytes = gauge(this.registry, 'tollgate_controller_cached_data_bytes', 'Bytes of Secret and ConfigMap data held in the watch caches, by kind', ['kind']);
+  readonly reconciles = counter(this.registry, 'tollgate_controller_reconciles_total', 'Reconciles (translations of the whole watched world), by result', ['result']);
   readonly reconcileDuration = new Histogram({
     name: 'tollgate_controller_reconcile_duration_seconds',
     help: 'Time to read the caches, translate and hand out snapshots and status',
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
-  readonly queueDepth = new Gauge({
-    name: 'tollgate_controller_queue_depth',
-    help: 'Watch events received and not yet reconciled',
-    registers: [this.registry],
-  });
-  readonly statusWrites = new Counter({
-    name: 'tollgate_controller_status_writes_total',
-    help: 'Status subresource writes, by kind and result (written, conflict, not_found, error); unchanged statuses are not written',
-    labelNames: ['kind', 'result'] as const,
-    registers: [this.registry],
-  });
-  readonly watchRestarts = new Counter({
-    name: 'tollgate_controller_watch_restarts_total',
-    help: 'List+watch restarts after a failure (API server away, connection lost), by kind',
-    labelNames: ['kind'] as const,
-    registers: [this.registry],
-  });
-  readonly watchSynced = new Gauge({
-    name: 'tollgate_controller_watch_synced',
-    help: '1 once the first list of a kind completed',
-    labelNames: ['kind'] as const,
-    registers: [this.registry],
-  });
-  readonly snapshotVersion = new Gauge({
-    name: 'tollgate_controller_snapshot_version_info',
-    help: 'The current snapshot version of each Gateway (value 1)',
-    labelNames: ['gateway', 'version'] as const,
-    registers: [this.registry],
-  });
-  readonly snapshotUpdates = new Counter({
-    name: 'tollgate_controller_snapshot_updates_total',
-    help: 'New snapshot versions, by Gateway',
-    labelNames: ['gateway'] as const,
-    registers: [this.registry],
-  });
-  readonly snapshotsRefused = new Counter({
-    name: 'tollgate_controller_snapshots_refused_total',
-    help: 'Snapshots that failed validation; the Gateway keeps its last good snapshot',
-    labelNames: ['gateway'] as const,
-    registers: [this.registry],
-  });
-  readonly leader = new Gauge({
-    name: 'tollgate_controller_leader',
-    help: '1 while this replica holds the leader Lease (always 1 without --leader-elect)',
-    registers: [this.registry],
-  });
+  readonly queueDepth = gauge(this.registry, 'tollgate_controller_queue_depth', 'Watch events received and not yet reconciled');
+  readonly statusWrites = counter(this.registry, 'tollgate_controller_status_writes_total', 'Status subresource writes, by kind and result (written, conflict, not_found, error); unchanged statuses are not written', ['kind', 'result']);
+  readonly watchRestarts = counter(this.registry, 'tollgate_controller_watch_restarts_total', 'List+watch restarts after a failure (API server away, connection lost), by kind', ['kind']);
+  readonly watchSynced = gauge(this.registry, 'tollgate_controller_watch_synced', '1 once the first list of a kind completed', ['kind']);
+  readonly snapshotVersion = gauge(this.registry, 'tollgate_controller_snapshot_version_info', 'The current snapshot version of each Gateway (value 1)', ['gateway', 'version']);
+  readonly snapshotUpdates = counter(this.registry, 'tollgate_controller_snapshot_updates_total', 'New snapshot versions, by Gateway', ['gateway']);
+  readonly snapshotsRefused = counter(this.registry, 'tollgate_controller_snapshots_refused_total', 'Snapshots that failed validation; the Gateway keeps its last good snapshot', ['gateway']);
+  readonly leader = gauge(this.registry, 'tollgate_controller_leader', '1 while this replica holds the leader Lease (always 1 without --leader-elect)');
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });

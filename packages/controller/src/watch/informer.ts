@@ -1,12 +1,11 @@
-// One kind's list+watch (client-node's ListWatch) kept alive: a 410 Gone re-lists (inside
-// ListWatch), any other failure (API server gone, connection reset, 5xx) restarts the list
-// and watch after a backoff with jitter, doubling up to a cap and reset by a successful list.
-// `synced` turns true after the first complete list and stays true: the cache is then a
-// possibly stale but consistent view, which is what readiness promises.
+// One kind's list+watch, kept alive by kube/retrying-list-watch.ts (restarts with backoff, a
+// log line per distinct failure), with the cache translation reads. `synced` turns true after
+// the first complete list and stays true: the cache is then a possibly stale but consistent
+// view, which is what readiness promises.
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { CONTROLLER_ERRORS } from '../errors.js';
-import { describeApiError } from '../kube/errors.js';
+import { DEFAULT_WATCH_BACKOFF, RetryingListWatch } from '../kube/retrying-list-watch.js';
+import type { RetryOptions } from '../runtime/retry-backoff.js';
 import type { WatchedKind } from './kinds.js';
 import { MetadataWatch, metadataList } from './metadata-watch.js';
 
@@ -18,18 +17,13 @@ export interface InformerEvents {
   synced(kind: WatchedKind): void;
 }
 
-export interface BackoffOptions {
-  readonly initialMs: number;
-  readonly maxMs: number;
-}
+/** The watches' restart backoff, as the controller's options name it. */
+export type BackoffOptions = RetryOptions;
 
 export class Informer {
   readonly #lw: ListWatch<KubernetesObject>;
+  readonly #watch: RetryingListWatch<KubernetesObject>;
   #synced = false;
-  #stopped = true;
-  #backoff: number;
-  #timer: NodeJS.Timeout | undefined;
-  #lastError = '';
   /** uid -> what translation reads besides spec, for kinds whose spec bumps generation. */
   readonly #fingerprints = new Map<string, string>();
 
@@ -37,12 +31,11 @@ export class Informer {
     readonly kind: WatchedKind,
     kc: KubeConfig,
     private readonly events: InformerEvents,
-    private readonly log: Logger,
-    private readonly backoff: BackoffOptions = { initialMs: 250, maxMs: 10_000 },
+    log: Logger,
+    backoff: RetryOptions = DEFAULT_WATCH_BACKOFF,
     /** Whether a change of this object can change a translation (default: every object's can). */
     relevant: (o: KubernetesObject) => boolean = () => true,
   ) {
-    this.#backoff = backoff.initialMs;
     const full = kind.cache.form === 'full';
     const list = full ? kind.cache.list(kc) : metadataList(kc, kind);
     // autoStart false: start() below owns the first list.
@@ -63,8 +56,11 @@ export class Informer {
       if (o.metadata?.uid) this.#fingerprints.delete(o.metadata.uid);
       changed(o);
     });
-    this.#lw.on('connect', () => this.log.debug({ kind: kind.kind }, 'watch connecting'));
-    this.#lw.on('error', (err: unknown) => this.#failed(err));
+    this.#lw.on('connect', () => log.debug({ kind: kind.kind }, 'watch connecting'));
+    this.#watch = new RetryingListWatch(this.#lw, { kind: kind.kind, name: 'watch' }, log, backoff, {
+      listed: () => this.#listed(),
+      failed: (err) => this.events.restarted(kind, err),
+    });
   }
 
   /** Records the object; false when nothing translation reads has changed. */
@@ -90,51 +86,21 @@ export class Informer {
     return this.#lw.get(name, namespace);
   }
 
-  async start(): Promise<void> {
-    this.#stopped = false;
-    await this.#run();
+  start(): Promise<void> {
+    return this.#watch.start();
   }
 
-  async #run(): Promise<void> {
-    if (this.#stopped) return;
-    // ListWatch.start() resolves after its list and the start of its watch; a failed list
-    // resolves too, after calling the error handler (which schedules the retry).
-    await this.#lw.start();
-    if (this.#stopped) return;
-    if (this.#lw.latestResourceVersion() !== '' && this.#timer === undefined) {
-      if (this.#lastError) this.log.info({ kind: this.kind.kind }, 'watch re-established');
-      this.#lastError = '';
-      this.#backoff = this.backoff.initialMs;
-      if (!this.#synced) {
-        this.#synced = true;
-        this.events.synced(this.kind);
-      }
-      // A re-list may have changed nothing visible to the add/update/delete handlers but the
-      // caches of the other kinds may have moved meanwhile: one reconcile is cheap.
-      this.events.changed(this.kind);
+  stop(): Promise<void> {
+    return this.#watch.stop();
+  }
+
+  #listed(): void {
+    if (!this.#synced) {
+      this.#synced = true;
+      this.events.synced(this.kind);
     }
-  }
-
-  #failed(err: unknown): void {
-    if (this.#stopped || this.#timer !== undefined) return;
-    const message = describeApiError(err, 300);
-    // One line per distinct failure, not one per retry: an API server that is away for a
-    // minute gives two lines (down, back), not a hundred.
-    if (message !== this.#lastError) this.log.warn({ code: CONTROLLER_ERRORS.watchFailed.code, kind: this.kind.kind, err: message, retryInMs: this.#backoff }, 'watch failed; retrying');
-    this.#lastError = message;
-    this.events.restarted(this.kind, err);
-    const delay = this.#backoff * (0.8 + Math.random() * 0.4);
-    this.#backoff = Math.min(this.#backoff * 2, this.backoff.maxMs);
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      void this.#run();
-    }, delay);
-  }
-
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = undefined;
-    await this.#lw.stop();
+    // A re-list may have changed nothing visible to the add/update/delete handlers but the
+    // caches of the other kinds may have moved meanwhile: one reconcile is cheap.
+    this.events.changed(this.kind);
   }
 }

@@ -3,10 +3,20 @@
 // with Allow for a known path asked with the wrong method, a 404 pointing at the index for the
 // rest, and listen/close with a catalog error when the address cannot be bound. Endpoints are
 // added by route functions (./logging-text.ts, ./logging-json.ts, ./pprof.ts, the caller's).
+// The index is the list of the routes registered with an `index` line in their config, in the
+// order they were registered: an endpoint is described once, where it is served, and no
+// server restates the list.
 import Fastify, { type FastifyInstance } from 'fastify';
 import { KIT_ERRORS } from '../errors/catalog.js';
 import { browserGuard, hostGuard } from './guards.js';
 import { replyError } from './reply.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's line on the admin index page (HTML allowed); a route without one is not listed. */
+    readonly index?: string;
+  }
+}
 
 export interface AdminEndpoint {
   readonly method: 'GET' | 'POST';
@@ -22,8 +32,6 @@ export interface AdminServerOptions {
   readonly role?: string;
   /** Title of the index page, e.g. "Tollgate admin". */
   readonly title: string;
-  /** Listed on the index page. */
-  readonly endpoints: readonly AdminEndpoint[];
   /** Host names besides loopback that requests may carry (config.adminAllowedHosts). */
   readonly allowedHosts?: readonly string[];
 }
@@ -35,13 +43,29 @@ function indexPage(title: string, endpoints: readonly AdminEndpoint[]): string {
   return `<!doctype html><meta charset="utf-8"><title>${title}</title>\n<h1>${title}</h1>\n<table>${rows.join('')}</table>\n`;
 }
 
+function isIndexed(method: string): method is AdminEndpoint['method'] {
+  return method === 'GET' || method === 'POST';
+}
+
+/** The endpoints of `app` that carry an index line, as they are registered. */
+function indexedEndpoints(app: FastifyInstance): readonly AdminEndpoint[] {
+  const endpoints: AdminEndpoint[] = [];
+  app.addHook('onRoute', ({ method, url, config }) => {
+    const description = config?.index;
+    if (description === undefined) return;
+    // Fastify adds a HEAD route beside each GET, with the same config: the GET row covers it.
+    for (const m of [method].flat()) if (isIndexed(m)) endpoints.push({ method: m, path: url, description });
+  });
+  return endpoints;
+}
+
 /** A Fastify app with the guards, the index, 404 and 405 in place. */
-export function createAdminApp(options: Pick<AdminServerOptions, 'title' | 'endpoints' | 'allowedHosts'>): FastifyInstance {
+export function createAdminApp(options: Pick<AdminServerOptions, 'title' | 'allowedHosts'>): FastifyInstance {
   const app = Fastify({ logger: false, forceCloseConnections: true });
   app.addHook('onRequest', hostGuard(options.allowedHosts));
   app.addHook('onRequest', browserGuard);
-  const page = indexPage(options.title, options.endpoints);
-  app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(page));
+  const endpoints = indexedEndpoints(app);
+  app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(indexPage(options.title, endpoints)));
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
     const allow = METHODS.filter((method) => method !== request.method && app.hasRoute({ method, url: path }));

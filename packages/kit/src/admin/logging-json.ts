@@ -18,13 +18,13 @@ export interface JsonLoggingOptions<C extends string> {
 export function jsonLoggingRoutes<C extends string>(app: FastifyInstance, { logs, onChange }: JsonLoggingOptions<C>): void {
   const levels = () => ({ levels: logs.levels() });
   const unknownQuery = (query: unknown) => queryKeys(query).filter((k) => k !== 'level' && k !== 'component');
-  app.get('/logging', async (request, reply) => {
+  app.get('/logging', { config: { index: 'log level of every component' } }, async (request, reply) => {
     const unknown = unknownQuery(request.query);
     const keys = queryKeys(request.query);
     if (keys.length) return replyError(reply, KIT_ERRORS.adminUnknownQuery, { names: (unknown.length ? unknown : keys).join(', '), expected: 'GET /logging takes no query parameters' });
     return reply.send(levels());
   });
-  app.post('/logging', async (request, reply) => {
+  app.post('/logging', { config: { index: '?level=&lt;level&gt; for every component, ?component=&lt;c&gt;&amp;level=&lt;level&gt; for one' } }, async (request, reply) => {
     const unknown = unknownQuery(request.query);
     if (unknown.length) return replyError(reply, KIT_ERRORS.adminUnknownQuery, { names: unknown.join(', '), expected: 'expected level, component' });
     const q = request.query as Record<string, unknown>;

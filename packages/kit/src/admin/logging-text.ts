@@ -18,7 +18,7 @@ export interface TextLoggingOptions<C extends string> {
 
 export function textLoggingRoutes<C extends string>(app: FastifyInstance, { logs, onChange }: TextLoggingOptions<C>): void {
   const current = () => `current log level is ${logs.directive}\n`;
-  app.get('/logging', async (request, reply) => {
+  app.get('/logging', { config: { index: 'current log directive; POST ?level=&lt;directive&gt; sets it, POST ?reset restores it' } }, async (request, reply) => {
     if (rejectUnknownQuery(request.query, [], reply)) return reply;
     return reply.type(TEXT).send(current());
   });

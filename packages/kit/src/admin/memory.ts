@@ -39,7 +39,7 @@ export async function collectGarbage(): Promise<number> {
 }
 
 export function memoryRoutes(app: FastifyInstance): void {
-  app.get('/memory', async (request, reply) => {
+  app.get('/memory', { config: { index: 'process and V8 memory (JSON); ?gc=true runs a full garbage collection first' } }, async (request, reply) => {
     if (rejectUnknownQuery(request.query, ['gc'], reply)) return reply;
     const gc = single((request.query as Record<string, unknown>).gc);
     if (gc !== undefined && gc !== 'true' && gc !== 'false') return replyError(reply, KIT_ERRORS.memoryGc, { got: JSON.stringify(gc) });

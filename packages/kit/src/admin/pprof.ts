@@ -24,7 +24,7 @@ export function cpuProfileRunning(): boolean {
 export function pprofRoutes(app: FastifyInstance): void {
   if (heapUsers++ === 0) heap.start(HEAP_SAMPLE_BYTES, HEAP_STACK_DEPTH);
 
-  app.get('/debug/pprof/profile', async (request, reply) => {
+  app.get('/debug/pprof/profile', { config: { index: 'CPU profile, pprof format; ?seconds=1..300 (default 10)' } }, async (request, reply) => {
     if (rejectUnknownQuery(request.query, ['seconds'], reply)) return reply;
     const raw = single((request.query as Record<string, unknown>).seconds);
     const seconds = raw === undefined ? 10 : /^[0-9]+$/.test(raw ?? '') ? Number(raw) : NaN;
@@ -53,7 +53,7 @@ export function pprofRoutes(app: FastifyInstance): void {
     }
   });
 
-  app.get('/debug/pprof/heap', async (request, reply) => {
+  app.get('/debug/pprof/heap', { config: { index: 'heap profile, pprof format' } }, async (request, reply) => {
     if (rejectUnknownQuery(request.query, [], reply)) return reply;
     const body = await encode(heap.profile());
     return reply.type('application/octet-stream').header('content-disposition', 'attachment; filename="heap"').send(body);

@@ -54,7 +54,7 @@ export interface BodyLimit {
   readonly refuseLarger: boolean;
 }
 
-/** Where the bytes of a body being read are taken from: the process's budget (server/body-budget.ts). */
+/** Where the bytes of a body being read are taken from: the process's budget (pipeline/body-budget.ts). */
 export interface BodyAccount {
   /** Takes `n` more bytes for this request's body; false when the budget cannot hold them. */
   takeBodyBytes(n: number): boolean;

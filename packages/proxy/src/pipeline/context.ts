@@ -13,8 +13,8 @@ import type { Admissions } from '../ratelimit/policy.js';
 import type { CompiledListener, CompiledRoute, CompiledSnapshot } from '../routing/compile.js';
 import { normalizeHost } from '../routing/hostname.js';
 import type { Logger } from 'pino';
-import type { BodyBudget } from '../server/body-budget.js';
-import type { InFlight } from '../server/inflight.js';
+import type { BodyBudget } from './body-budget.js';
+import type { InFlight } from './inflight.js';
 import { parseRequestTarget, type PathSettings } from './request-target.js';
 
 /** What the pipeline needs from the running proxy, shared by all requests. */

@@ -17,7 +17,7 @@ import { effectiveHostnames } from './hostname.js';
 import { PathIndex } from './path-index.js';
 import { compilePolicy, gatewayPolicyScope, type CompiledPolicy, type GlobalFactory } from '../ratelimit/policy.js';
 import type { LimiterStore } from '../ratelimit/local/limiter.js';
-import { compileBindTls, TlsContextCache, type BindTls } from '../server/tls-contexts.js';
+import { compileBindTls, TlsContextCache, type BindTls } from './tls-contexts.js';
 
 export interface CompileDeps {
   readonly limiters: LimiterStore;

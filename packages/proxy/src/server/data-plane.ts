@@ -22,8 +22,8 @@ import { sendError } from '../upstream/forward.js';
 import { NO_ROUTE } from '../metrics/metrics.js';
 import { watchBody, type BodyTimeout, type BodyTimeouts } from './body-timeout.js';
 import { closeAfterAnswer } from './linger.js';
-import type { InFlight } from './inflight.js';
-import type { BindTls } from './tls-contexts.js';
+import type { InFlight } from '../pipeline/inflight.js';
+import type { BindTls } from '../routing/tls-contexts.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'];
 const PROXIED = new Set(METHODS);

@@ -12,16 +12,16 @@ import { LimiterStore } from '../ratelimit/local/limiter.js';
 import { ChargeCap, DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE } from '../ratelimit/charge-cap.js';
 import type { GlobalFactory } from '../ratelimit/policy.js';
 import type { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
-import { serviceNeeds } from '../ratelimit/global/readiness.js';
+import { serviceNeeds, type ReadinessNeed } from '../ratelimit/global/readiness.js';
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { DEFAULT_MAX_LINE_BYTES } from '@tollgate/kit';
 import { MAX_LLM_BODY_BYTES } from '../llm/request-body.js';
 import { DEFAULT_PATH_SETTINGS, type PathSettings } from '../pipeline/request-target.js';
 import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext, type DrainTimes } from './data-plane.js';
-import { TlsContextCache } from './tls-contexts.js';
-import { BodyBudget } from './body-budget.js';
-import type { InFlight } from './inflight.js';
+import { TlsContextCache } from '../routing/tls-contexts.js';
+import { BodyBudget } from '../pipeline/body-budget.js';
+import type { InFlight } from '../pipeline/inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
 
 export interface RuntimeOptions {
@@ -173,76 +173,90 @@ export class ProxyRuntime {
     return [...this.#servers.values()].map((s) => ({ address: s.address, port: s.port, boundPort: s.boundPort }));
   }
 
+  /**
+   * Compiles `ir`, opens the ports it adds and switches every new request to it. Either the
+   * whole config applies or, whatever step fails, #rollback() puts back what the earlier steps
+   * changed and the previous config keeps serving.
+   */
   async apply(ir: ProxySnapshot): Promise<void> {
     const services = serviceNeeds(ir);
     if (services.size && !this.#global) {
       const m = await import('../ratelimit/global/index.js');
       this.#global ??= { compile: m.compileGlobalLimiter, pool: new m.RlsClientPool() };
     }
+    const progress: BindProgress = { started: [], released: [] };
     let next: CompiledSnapshot;
+    let plan: BindPlan;
     try {
       next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.#makeGlobal, picking: this.#picking, tlsContexts: this.#tlsContexts, previous: this.#current });
+      for (const name of next.detached) {
+        this.options.log.warn({ route: name }, `route ${name} is not attached: none of its hostnames intersects its listener hostname`);
+      }
+      plan = this.#planBinds(ir, next);
+      await this.#listen(plan, progress);
     } catch (err) {
-      this.limiters.discard();
-      this.#tlsContexts.discard();
+      await this.#rollback(progress);
       throw err;
     }
-    for (const name of next.detached) {
-      this.options.log.warn({ route: name }, `route ${name} is not attached: none of its hostnames intersects its listener hostname`);
-    }
+    this.#commit(ir, next, plan, progress.started, services);
+  }
+
+  /**
+   * The servers the config needs that are not listening yet. They are built here, before any
+   * port is touched (a certificate node:tls refuses fails here). A port that turns from HTTP
+   * to HTTPS (or back) needs another kind of server on the same port, so its old server must
+   * let go of the port first: those switches are listed apart and come last in #listen().
+   */
+  #planBinds(ir: ProxySnapshot, next: CompiledSnapshot): BindPlan {
     const wanted = new Map(ir.binds.map((b) => [bindKey(b.address, b.port), b]));
-    // New servers are built first (a certificate node:tls refuses fails here, before any port
-    // is touched). A port that turns from HTTP to HTTPS (or back) needs another kind of
-    // server on the same port, so its old server must let go of the port first: those
-    // switches come last, after every new port listened, and a failure puts the old servers
-    // back on their ports. Either the whole config applies or the previous one keeps serving.
-    const opened: { server: DataPlaneServer; listeners: string[] }[] = [];
-    const switched: { key: string; old: DataPlaneServer; port: number; server: DataPlaneServer; listeners: string[] }[] = [];
-    try {
-      for (const [key, bind] of wanted) {
-        const old = this.#servers.get(key);
-        if (old && old.tls === isTls(bind)) continue;
-        const server = new DataPlaneServer(bind.port, bind.address, this.#deps, next.binds.get(bind.port)?.tls ?? null);
-        const listeners = bind.listeners.map((l) => l.name);
-        if (old) switched.push({ key, old, port: old.boundPort, server, listeners });
-        else opened.push({ server, listeners });
-      }
-    } catch (err) {
-      this.limiters.discard();
-      this.#tlsContexts.discard();
-      throw err;
+    const opened: NewServer[] = [];
+    const switched: SwitchedServer[] = [];
+    for (const [key, bind] of wanted) {
+      const old = this.#servers.get(key);
+      if (old && old.tls === isTls(bind)) continue;
+      const server = new DataPlaneServer(bind.port, bind.address, this.#deps, next.binds.get(bind.port)?.tls ?? null);
+      const listeners = bind.listeners.map((l) => l.name);
+      if (old) switched.push({ key, old, port: old.boundPort, server, listeners });
+      else opened.push({ server, listeners });
     }
-    const started: DataPlaneServer[] = [];
-    const released: (typeof switched)[number][] = [];
-    try {
-      for (const { server, listeners } of opened) {
-        await server.listen(listeners);
-        started.push(server);
-      }
-      for (const s of switched) {
-        this.options.log.info({ bind: s.key }, `bind ${s.key} changes protocol; reopening it`);
-        s.old.stopAccepting();
-        released.push(s);
-        await s.server.listen(s.listeners);
-        started.push(s.server);
-      }
-    } catch (err) {
-      this.limiters.discard();
-      this.#tlsContexts.discard();
-      await Promise.allSettled(started.map((s) => s.close({ deadlineMs: 0, idleMs: 0 })));
-      for (const s of released) {
-        try {
-          await s.old.resumeAccepting(s.port);
-        } catch (resumeErr) {
-          // Someone else took the port in between: nothing on this machine can serve it now.
-          this.options.log.error({ bind: s.key, err: resumeErr }, `bind ${s.key} could not be reopened after the refused reload; it serves nothing until a config applies`);
-          this.#servers.delete(s.key);
-          void s.old.close(this.#drainTimes());
-        }
-      }
-      throw err;
+    return { wanted, opened, switched };
+  }
+
+  /** Listens on the new ports, then switches the ports that change kind; `progress` records each step. */
+  async #listen(plan: BindPlan, progress: BindProgress): Promise<void> {
+    for (const { server, listeners } of plan.opened) {
+      await server.listen(listeners);
+      progress.started.push(server);
     }
-    for (const s of switched) {
+    for (const s of plan.switched) {
+      this.options.log.info({ bind: s.key }, `bind ${s.key} changes protocol; reopening it`);
+      s.old.stopAccepting();
+      progress.released.push(s);
+      await s.server.listen(s.listeners);
+      progress.started.push(s.server);
+    }
+  }
+
+  /** Undoes what a refused apply() did: drops what its compile built, closes the servers it started, puts the old servers back on their ports. */
+  async #rollback({ started, released }: BindProgress): Promise<void> {
+    this.limiters.discard();
+    this.#tlsContexts.discard();
+    await Promise.allSettled(started.map((s) => s.close({ deadlineMs: 0, idleMs: 0 })));
+    for (const s of released) {
+      try {
+        await s.old.resumeAccepting(s.port);
+      } catch (resumeErr) {
+        // Someone else took the port in between: nothing on this machine can serve it now.
+        this.options.log.error({ bind: s.key, err: resumeErr }, `bind ${s.key} could not be reopened after the refused reload; it serves nothing until a config applies`);
+        this.#servers.delete(s.key);
+        void s.old.close(this.#drainTimes());
+      }
+    }
+  }
+
+  /** The switch: every step that could fail has succeeded; from here on nothing throws. */
+  #commit(ir: ProxySnapshot, next: CompiledSnapshot, plan: BindPlan, started: readonly DataPlaneServer[], services: ReadonlyMap<string, ReadinessNeed>): void {
+    for (const s of plan.switched) {
       // The old server's connections finish on it.
       this.#servers.delete(s.key);
       void s.old.close(this.#drainTimes());
@@ -251,7 +265,7 @@ export class ProxyRuntime {
     this.#tlsContexts.commit();
     this.#current = next;
     for (const [key, server] of this.#servers) {
-      const tls = server.tls ? next.binds.get(wanted.get(key)?.port ?? -1)?.tls : null;
+      const tls = server.tls ? next.binds.get(plan.wanted.get(key)?.port ?? -1)?.tls : null;
       if (tls) server.useTls(tls);
     }
     this.loadedAt = Date.now();
@@ -259,7 +273,7 @@ export class ProxyRuntime {
       this.#servers.set(bindKey(s.address, s.port), s);
       this.options.log.info({ bind: `${s.address}:${s.boundPort}` }, `bind ${s.address}:${s.boundPort} listening (${listenerSummary(ir, s.port)})`);
     }
-    const removed = [...this.#servers].filter(([key]) => !wanted.has(key));
+    const removed = [...this.#servers].filter(([key]) => !plan.wanted.has(key));
     for (const [key, server] of removed) {
       this.#servers.delete(key);
       this.options.log.info({ bind: key }, `bind ${key} removed from the config; closing after in-flight requests`);
@@ -290,6 +304,32 @@ export class ProxyRuntime {
 }
 
 type GlobalCompiler = typeof compileGlobalLimiter;
+
+interface NewServer {
+  readonly server: DataPlaneServer;
+  readonly listeners: string[];
+}
+
+/** A port whose server changes kind (HTTP to HTTPS or back): the old server gives the port to the new one. */
+interface SwitchedServer extends NewServer {
+  readonly key: string;
+  readonly old: DataPlaneServer;
+  /** The port the old server listens on, to resume on it if the switch is undone. */
+  readonly port: number;
+}
+
+/** What a config does to the ports: the binds it wants (by address:port), the servers to start. */
+interface BindPlan {
+  readonly wanted: ReadonlyMap<string, BindIR>;
+  readonly opened: readonly NewServer[];
+  readonly switched: readonly SwitchedServer[];
+}
+
+/** The steps of #listen() taken so far, which #rollback() undoes. */
+interface BindProgress {
+  readonly started: DataPlaneServer[];
+  readonly released: SwitchedServer[];
+}
 
 /** What the process and the config dump read of the rate limit service channels. */
 export type RateLimitServices = Pick<RlsClientPool, 'readiness' | 'addresses' | 'states'>;

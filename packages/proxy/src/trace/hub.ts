@@ -2,7 +2,6 @@
 // the proxy and passes the session's filter is claimed by the first-armed matching session.
 // The hub subscribes to the request path's diagnostics channels only while a session exists:
 // with none, the data plane pays one `hasSubscribers` read per request.
-import type { TraceEvent } from '@tollgate/api';
 import type { PipelineDeps, RequestContext } from '../pipeline/context.js';
 import {
   channels,
@@ -15,25 +14,8 @@ import {
   type StartMessage,
 } from '../pipeline/events.js';
 import type { TraceFilter } from './filter.js';
+import { TraceSession, type TraceSink } from './session.js';
 import { RequestTracer, type TraceEnv } from './tracer.js';
-
-export interface TraceSink {
-  send(event: TraceEvent): void;
-  end(): void;
-}
-
-export class TraceSession {
-  /** null while armed; the request it captured once claimed. */
-  claimed: string | null = null;
-  closed = false;
-  constructor(
-    readonly id: number,
-    readonly filter: TraceFilter | null,
-    readonly filterText: string | null,
-    readonly sink: TraceSink,
-    readonly armedAt: number,
-  ) {}
-}
 
 /** Armed sessions are capped: each one costs every request a filter evaluation. */
 export class TooManyTraceSessions extends Error {

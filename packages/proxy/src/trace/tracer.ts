@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { redactHeaders, redactPathAndQuery, type RequestState, type TraceEvent, type TraceMessage } from '@tollgate/api';
 import type { RequestContext } from '../pipeline/context.js';
 import type { RequestStage, ResponseStage } from '../pipeline/events.js';
-import type { TraceSession } from './hub.js';
+import type { TraceSession } from './session.js';
 import { effectivePolicy } from './effective-policy.js';
 
 export interface TraceEnv {

@@ -5,7 +5,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { ERRORS, type ErrorSpec } from '../errors.js';
+import { ClientGone, ERRORS, type ErrorSpec } from '../errors.js';
 import { endToEnd } from './headers.js';
 
 export interface ForwardRequest {
@@ -60,9 +60,6 @@ class RequestTimeout extends Error {
 }
 class BackendTimeout extends Error {
   readonly code = 'TG_UPSTREAM_TIMEOUT';
-}
-class ClientGone extends Error {
-  readonly code = 'TG_CLIENT_GONE';
 }
 
 /** Maps an upstream failure to its catalog entry. */
@@ -203,7 +200,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   onResponseError(_c: Dispatcher.DispatchController, err: Error & { code?: string }): void {
     const upstreamStatus = this.#upstreamStatus;
     if (err instanceof ClientGone) {
-      this.#finish({ status: upstreamStatus ?? 499, upstreamStatus, error: { kind: 'TG_CLIENT_GONE', message: err.message }, responded: true });
+      this.#finish({ status: upstreamStatus ?? 499, upstreamStatus, error: { kind: err.code, message: err.message }, responded: true });
       return;
     }
     const spec = classify(err);

@@ -23,7 +23,7 @@ function filter(reply: FastifyReply, query: Record<string, unknown>, key: 'name'
 }
 
 export function backendsRoutes(app: FastifyInstance, ctx: AdminContext): void {
-  app.get('/backends', async (request, reply) => {
+  app.get('/backends', { config: { index: 'backends and the live state of their endpoints (JSON); ?name=&lt;backend&gt; and ?namespace=&lt;ns&gt; narrow it' } }, async (request, reply) => {
     if (rejectUnknownQuery(request.query, ['name', 'namespace'], reply)) return reply;
     const query = request.query as Record<string, unknown>;
     const name = filter(reply, query, 'name', 'llm.models.svc.cluster.local:8000');

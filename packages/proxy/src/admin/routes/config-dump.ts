@@ -5,7 +5,7 @@ import type { AdminContext } from '../context.js';
 import { rejectUnknownQuery } from '@tollgate/kit';
 
 export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void {
-  app.get('/config_dump', async (request, reply) => {
+  app.get('/config_dump', { config: { index: 'the loaded configuration (JSON; secrets redacted)' } }, async (request, reply) => {
     if (rejectUnknownQuery(request.query, [], reply)) return reply;
     const rt = ctx.runtime;
     const delivery = ctx.delivery?.() ?? null;

@@ -7,7 +7,7 @@ import type { AdminContext } from '../context.js';
 import { rejectUnknownQuery } from '@tollgate/kit';
 
 export function tasksRoutes(app: FastifyInstance, ctx: AdminContext): void {
-  app.get('/debug/tasks', async (request, reply) => {
+  app.get('/debug/tasks', { config: { index: 'live work: listeners, requests in flight, trace sessions, background tasks' } }, async (request, reply) => {
     if (rejectUnknownQuery(request.query, [], reply)) return reply;
     const now = Date.now();
     const rt = ctx.runtime;

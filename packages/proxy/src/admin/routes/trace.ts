@@ -12,7 +12,7 @@ import { rejectUnknownQuery, single } from '@tollgate/kit';
 const DEFAULT_KEEPALIVE_MS = 5000;
 
 export function traceRoutes(app: FastifyInstance, ctx: AdminContext): void {
-  app.get('/debug/trace', async (request, reply) => {
+  app.get('/debug/trace', { config: { index: 'trace the next request as server-sent events; ?match=&lt;CEL&gt; narrows it' } }, async (request, reply) => {
     if (rejectUnknownQuery(request.query, ['match'], reply)) return reply;
     const match = single((request.query as Record<string, unknown>).match);
     if (match === null || match === '') {

@@ -7,7 +7,7 @@
 import { createSecureContext, type SecureContext } from 'node:tls';
 import type { BindIR, CertificateIR, HttpsListenerIR } from '@tollgate/api';
 import { TollgateError } from '../errors.js';
-import { HostTable } from '../routing/host-table.js';
+import { HostTable } from './host-table.js';
 
 export interface BindTls {
   /** Listener name -> context. */
