@@ -75,64 +75,49 @@ function proxyRules() {
   return rules;
 }
 
-// The controller, as its stages are being laid out (docs/architecture.md). Rules with severity
-// 'warn' are broken by the code of today and hold once the controller stages land; they turn
-// to 'error' then.
-const C = src('controller');
-const controllerRules = [
-  {
-    name: 'controller-foundation',
-    severity: 'error',
-    comment: 'kube/, runtime/, log/, queue/, types/, events/ and metrics/ are what the stages run on: they import no stage',
-    from: { path: `${C}(kube|runtime|log|queue|types|events|metrics)/` },
-    to: { path: `${C}(watch|translate|reconcile|snapshots|status|deployer|pki|leader|admin|health|proxy-settings)/` },
-  },
-  {
-    name: 'controller-proxy-settings',
-    severity: 'error',
-    comment: 'proxy-settings/ (parameters, overrides, ports, defaults) sits below translate/ and deployer/: it imports neither, nor any stage',
-    from: { path: `${C}proxy-settings/` },
-    to: { path: `${C}(watch|translate|reconcile|snapshots|status|deployer|pki|leader|admin|health)/` },
-  },
-  {
-    name: 'controller-translate-pure',
-    severity: 'error',
-    comment: 'translate/ is a pure function of the objects: it imports no watch, stage, server or API client',
-    from: { path: `${C}translate/` },
-    to: { path: `${C}(watch|reconcile|snapshots|status|pki|leader|admin|health|kube|runtime|events|queue)/` },
-  },
-  {
-    name: 'controller-watch-below-stages',
-    severity: 'error',
-    comment: 'watch/ feeds the stages and imports none of them',
-    from: { path: `${C}watch/` },
-    to: { path: `${C}(reconcile|snapshots|status|pki|leader|admin|health)/` },
-  },
-  {
-    name: 'controller-translate-watch-not-deployer',
-    // until the controller stages land
-    severity: 'warn',
-    comment: 'translate/ and watch/ do not import deployer/: what both read of a Gateway\'s parameters is in proxy-settings/',
-    from: { path: `${C}(translate|watch)/` },
-    to: { path: `${C}deployer/` },
-  },
-  {
-    name: 'controller-not-status',
-    // until the controller stages land
-    severity: 'warn',
-    comment: 'deployer/, pki/ and leader/ do not import status/ (statusCode is in kube/)',
-    from: { path: `${C}(deployer|pki|leader)/` },
-    to: { path: `${C}status/` },
-  },
-  {
-    name: 'controller-status-not-deployer',
-    // until the controller stages land
-    severity: 'warn',
-    comment: 'status/ does not import deployer/: it reads the proxies through one read-only view',
-    from: { path: `${C}status/` },
-    to: { path: `${C}deployer/` },
-  },
-];
+// The controller's folders (and its top-level files): what each may import, as the table of
+// docs/architecture.md ("The controller", "Import direction") says. Everything of the
+// controller not in an entry's list is forbidden to it; errors.ts and types/ are open to all.
+const CONTROLLER_ALLOWED = {
+  'types': [],
+  'errors.ts': [],
+  'log': [],
+  'queue': [],
+  'runtime': [],
+  'kube': ['runtime'],
+  'metrics': ['runtime'],
+  'health': ['runtime'],
+  'proxy-settings': [],
+  'translate': ['proxy-settings'],
+  'watch': ['translate', 'proxy-settings', 'kube', 'metrics', 'runtime'],
+  'snapshots': ['kube', 'runtime'],
+  'options.ts': ['snapshots', 'proxy-settings', 'runtime', 'log'],
+  'pki': ['kube', 'runtime'],
+  'deployer': ['pki', 'proxy-settings', 'kube', 'runtime'],
+  'events': ['kube'],
+  'leader': ['options.ts', 'kube', 'runtime'],
+  'reconcile': ['translate', 'snapshots', 'metrics', 'runtime'],
+  'status': ['translate', 'watch', 'kube', 'metrics', 'runtime'],
+  'admin': ['snapshots', 'runtime', 'log'],
+};
+const CONTROLLER_OPEN = ['errors.ts', 'types'];
+// stages/ wires every folder above; controller.ts wires stages/; cli.ts and index.ts are the entry points.
+const CONTROLLER_TOP = { stages: Object.keys(CONTROLLER_ALLOWED), 'controller.ts': ['stages', ...Object.keys(CONTROLLER_ALLOWED)] };
+
+function controllerRules() {
+  const all = { ...CONTROLLER_ALLOWED, ...CONTROLLER_TOP };
+  const everything = [...Object.keys(all), 'cli.ts', 'index.ts'];
+  return Object.entries(all).map(([entry, allowed]) => {
+    const forbidden = everything.filter((e) => e !== entry && !allowed.includes(e) && !CONTROLLER_OPEN.includes(e));
+    return {
+      name: `controller-${entry.replace(/\.ts$/, '')}`,
+      severity: 'error',
+      comment: `controller ${entry} imports ${allowed.length ? `only ${allowed.join(', ')}` : 'no other folder'} of the controller, besides errors.ts and types/ (docs/architecture.md, "The controller")`,
+      from: { path: `${src('controller')}${proxyPath(entry)}` },
+      to: { path: `${src('controller')}${alt(forbidden.map(proxyPath))}` },
+    };
+  });
+}
 
 module.exports = {
   forbidden: [
@@ -145,7 +130,7 @@ module.exports = {
     },
     ...packageRules(),
     ...proxyRules(),
-    ...controllerRules,
+    ...controllerRules(),
   ],
   options: {
     // Type-only imports are arrows too.

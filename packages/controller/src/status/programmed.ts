@@ -16,7 +16,9 @@
 // counts (a ready proxy serves some snapshot), its version does not.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { DesiredCondition, GatewayStatusReport, StatusReport } from '../translate/types.js';
-import type { ProxiesView, Rejection } from './proxies.js';
+import type { ProgrammedInput, ProxiesView, Rejection } from './proxies.js';
+
+export type { ConnectedProxy, ProgrammedInput } from './proxies.js';
 
 export type ProgrammedReason = 'Programmed' | 'Pending' | 'NoResources';
 
@@ -24,27 +26,6 @@ export interface ProgrammedVerdict {
   readonly status: boolean;
   readonly reason: ProgrammedReason;
   readonly message: string;
-}
-
-export interface ConnectedProxy {
-  readonly pod: string;
-  /** The version the proxy last ACKed; null: none yet. */
-  readonly ackedVersion: string | null;
-}
-
-export interface ProgrammedInput {
-  /** The Deployment running the Gateway's proxies. */
-  readonly deployment: string;
-  /** Why the proxies cannot be deployed at all (an object of their name is someone else's). */
-  readonly blocked?: string;
-  readonly replicas: number;
-  /** How to raise replicas from 0, where they were set (an annotation or a parameters key). */
-  readonly replicasHint?: string;
-  /** The Gateway's proxy pods (by the deployer's labels). */
-  readonly pods: readonly V1Pod[];
-  /** The Gateway's current snapshot version; undefined: none (yet). */
-  readonly version: string | undefined;
-  readonly proxies: readonly ConnectedProxy[];
 }
 
 /** Waiting reasons of a container that will not start without someone changing something. */

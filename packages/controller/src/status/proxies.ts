@@ -3,8 +3,29 @@
 // Service the deployer made, and why they cannot be deployed at all. controller.ts provides it
 // (stages/proxies-view.ts); its `changed` signal makes the writer merge the Gateways again
 // without a new translation.
+import type { V1Pod } from '@kubernetes/client-node';
 import type { Signal } from '../runtime/channels.js';
-import type { ProgrammedInput } from './programmed.js';
+
+export interface ConnectedProxy {
+  readonly pod: string;
+  /** The version the proxy last ACKed; null: none yet. */
+  readonly ackedVersion: string | null;
+}
+
+export interface ProgrammedInput {
+  /** The Deployment running the Gateway's proxies. */
+  readonly deployment: string;
+  /** Why the proxies cannot be deployed at all (an object of their name is someone else's). */
+  readonly blocked?: string;
+  readonly replicas: number;
+  /** How to raise replicas from 0, where they were set (an annotation or a parameters key). */
+  readonly replicasHint?: string;
+  /** The Gateway's proxy pods (by the deployer's labels). */
+  readonly pods: readonly V1Pod[];
+  /** The Gateway's current snapshot version; undefined: none (yet). */
+  readonly version: string | undefined;
+  readonly proxies: readonly ConnectedProxy[];
+}
 
 /** A proxy's refusal of the Gateway's current snapshot, while it stands. */
 export interface Rejection {
