@@ -164,6 +164,8 @@ describe('expandedSize', () => {
       }),
       { numRuns: 1000 },
     );
-    expect(compiled).toBeGreaterThan(500);
+    // About half the generated patterns are RE2 within the size kept cheap (480-560 of 1000
+    // seen); the guard only shows that the property was checked on hundreds of them.
+    expect(compiled).toBeGreaterThan(300);
   });
 });
