@@ -27,6 +27,23 @@ version() {
 
 need_cmd() { command -v "$1" >/dev/null 2>&1 || die "$1 is required ($2)"; }
 
+# cached <what> <binary>: true, and says so, when an earlier run left the binary in the cache.
+cached() {
+  [[ -x "$2" ]] || return 1
+  log "$1: cached in $(dirname "$2")"
+}
+
+# go_build <what> <dest> <command...>: runs a Go build that writes into <dest>.tmp, then (by
+# finish_build) the directory takes its place in one step, so an interrupted build is never
+# taken for a cached one.
+go_build() {
+  local what="$1" dest="$2"; shift 2
+  need_cmd go "install Go 1.26"
+  rm -rf "${dest}.tmp" && mkdir -p "${dest}.tmp"
+  with_progress "${what}" "$@"
+}
+finish_build() { rm -rf "$1" && mv "$1.tmp" "$1"; }
+
 # Runs a long command, printing a progress line every 30s so a cold build is visibly alive.
 with_progress() {
   local what="$1"; shift
@@ -256,16 +273,11 @@ install_envoy_proto() {
   dir="${REPO_ROOT}/e2e/tools/envoy-proto"
   key="$(cat "${dir}/main.go" "${dir}/go.mod" | sha256sum | cut -c1-12)"
   dest="${CACHE}/envoy-proto-${ver}-${key}"
-  if [[ -x "${dest}/envoy-proto" ]]; then
-    log "envoy-proto (go-control-plane ${ver}): cached in ${dest}"
-    return 0
-  fi
+  cached "envoy-proto (go-control-plane ${ver})" "${dest}/envoy-proto" && return 0
   check_module_version "${dir}" github.com/envoyproxy/go-control-plane/envoy "${ver}"
-  need_cmd go "install Go 1.26"
-  rm -rf "${dest}.tmp" && mkdir -p "${dest}.tmp"
-  with_progress "go build envoy-proto (go-control-plane ${ver})" \
+  go_build "go build envoy-proto (go-control-plane ${ver})" "${dest}" \
     env -C "${dir}" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "${dest}.tmp/envoy-proto" .
-  rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
+  finish_build "${dest}"
 }
 
 install_etcd() {
@@ -273,17 +285,11 @@ install_etcd() {
   ver="$(version etcd)"
   dest="${CACHE}/etcd-${ver}"
   dir="${REPO_ROOT}/e2e/tools/etcd"
-  if [[ -x "${dest}/etcd" ]]; then
-    log "etcd ${ver}: cached in ${dest}"
-    return 0
-  fi
+  cached "etcd ${ver}" "${dest}/etcd" && return 0
   check_module_version "${dir}" go.etcd.io/etcd/server/v3 "${ver}"
-  need_cmd go "install Go 1.26"
-  log "building etcd ${ver} from the Go module proxy"
-  mkdir -p "${dest}.tmp"
-  with_progress "go build etcd ${ver}" \
+  go_build "go build etcd ${ver} from the Go module proxy" "${dest}" \
     env -C "${dir}" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "${dest}.tmp/etcd" go.etcd.io/etcd/server/v3
-  rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
+  finish_build "${dest}"
   "${dest}/etcd" --version >&2
 }
 
@@ -291,19 +297,13 @@ install_helm() {
   local ver dest
   ver="$(version helm)"
   dest="${CACHE}/helm-${ver}"
-  if [[ -x "${dest}/helm" ]]; then
-    log "helm ${ver}: cached in ${dest}"
-    return 0
-  fi
-  need_cmd go "install Go 1.26"
-  log "building helm ${ver} (go install)"
-  mkdir -p "${dest}.tmp"
+  cached "helm ${ver}" "${dest}/helm" && return 0
   # helm reports its version from these variables in release builds.
-  with_progress "go install helm ${ver}" \
+  go_build "go install helm ${ver}" "${dest}" \
     env GOBIN="${dest}.tmp" CGO_ENABLED=0 go install -trimpath -gcflags=all=-dwarf=false \
       -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${ver} -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
       "helm.sh/helm/v3/cmd/helm@${ver}"
-  rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
+  finish_build "${dest}"
   "${dest}/helm" version --short >&2
 }
 
@@ -314,18 +314,12 @@ install_ratelimit() {
   local ver dest
   ver="$(version envoyRatelimit)"
   dest="${CACHE}/ratelimit-${ver}"
-  if [[ -x "${dest}/ratelimit" ]]; then
-    log "envoyproxy/ratelimit ${ver}: cached in ${dest}"
-    return 0
-  fi
-  need_cmd go "install Go 1.26"
-  log "building envoyproxy/ratelimit ${ver} (go install)"
-  rm -rf "${dest}.tmp" && mkdir -p "${dest}.tmp"
-  with_progress "go install envoyproxy/ratelimit ${ver}" \
+  cached "envoyproxy/ratelimit ${ver}" "${dest}/ratelimit" && return 0
+  go_build "go install envoyproxy/ratelimit ${ver}" "${dest}" \
     env GOBIN="${dest}.tmp" CGO_ENABLED=0 go install -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" \
       "github.com/envoyproxy/ratelimit/src/service_cmd@${ver}"
   mv "${dest}.tmp/service_cmd" "${dest}.tmp/ratelimit"
-  rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
+  finish_build "${dest}"
   log "envoyproxy/ratelimit ${ver}: installed in ${dest}"
 }
 

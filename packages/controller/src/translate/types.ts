@@ -110,11 +110,15 @@ export interface ListenerStatusReport {
   readonly conditions: readonly DesiredCondition[];
 }
 
-/** Keyed by `<namespace>/<name>`. Only Gateways whose class is ours. */
-export interface GatewayStatusReport {
+/** The object a status report is for: which one, and the generation it was computed from. */
+export interface ReportedObject {
   readonly namespace: string;
   readonly name: string;
   readonly generation: number;
+}
+
+/** Keyed by `<namespace>/<name>`. Only Gateways whose class is ours. */
+export interface GatewayStatusReport extends ReportedObject {
   /**
    * Accepted, Programmed. Translation reports Programmed False/Pending (nothing proves a proxy
    * applied the snapshot yet); the writer overrides it from proxy readiness once that exists.
@@ -124,12 +128,16 @@ export interface GatewayStatusReport {
   readonly listeners: readonly ListenerStatusReport[];
 }
 
-export interface RouteParentStatusReport {
+/** One controller's entry in a status list other controllers may share (route parents, policy ancestors). */
+export interface ControllerEntry {
+  readonly controllerName: string;
+  readonly conditions: readonly DesiredCondition[];
+}
+
+/** Conditions: Accepted, ResolvedRefs. */
+export interface RouteParentStatusReport extends ControllerEntry {
   /** The parentRef as written in the route, defaults filled in (group, kind, namespace). */
   readonly parentRef: ParentReference;
-  readonly controllerName: string;
-  /** Accepted, ResolvedRefs. */
-  readonly conditions: readonly DesiredCondition[];
 }
 
 /**
@@ -137,10 +145,7 @@ export interface RouteParentStatusReport {
  * this controller's entries only: the writer replaces the entries whose controllerName is ours
  * with these (removing ours no longer listed) and keeps other controllers' entries.
  */
-export interface HTTPRouteStatusReport {
-  readonly namespace: string;
-  readonly name: string;
-  readonly generation: number;
+export interface HTTPRouteStatusReport extends ReportedObject {
   readonly parents: readonly RouteParentStatusReport[];
 }
 
@@ -152,21 +157,16 @@ export interface PolicyAncestorReference {
   readonly sectionName?: string;
 }
 
-export interface PolicyAncestorStatusReport {
+/** Conditions: Accepted, Attached. */
+export interface PolicyAncestorStatusReport extends ControllerEntry {
   readonly ancestorRef: PolicyAncestorReference;
-  readonly controllerName: string;
-  /** Accepted, Attached. */
-  readonly conditions: readonly DesiredCondition[];
 }
 
 /**
  * Keyed by `<namespace>/<name>`; every GatewayPolicy in the resources is present. `ancestors`
  * holds this controller's entries only (at most 16), merged by the writer as for routes.
  */
-export interface GatewayPolicyStatusReport {
-  readonly namespace: string;
-  readonly name: string;
-  readonly generation: number;
+export interface GatewayPolicyStatusReport extends ReportedObject {
   readonly ancestors: readonly PolicyAncestorStatusReport[];
 }
 
