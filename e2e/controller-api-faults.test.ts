@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LogSink, deferred, until } from '../packages/testkit/src/index.js';
 import { KubeDeployerApi } from '../packages/controller/src/deployer/api.js';
 import { Deployer, type DeployerPassResult } from '../packages/controller/src/deployer/deployer.js';
-import { DEFAULT_PROXY_SETTINGS } from '../packages/controller/src/deployer/render.js';
+import { DEFAULT_PROXY_SETTINGS } from '../packages/controller/src/proxy-settings/defaults.js';
 import { loadKubeConfig } from '../packages/controller/src/kube/config.js';
 import { createLogs } from '../packages/controller/src/log/components.js';
 import { KubeLeaseApi, LeaseElector } from '../packages/controller/src/leader/elector.js';
@@ -128,7 +128,7 @@ spec:
       const cached = (await getRoute(name)) as unknown as ReturnType<CacheReader>;
       const metrics = new ControllerMetrics();
       const { sink, log } = logger();
-      const w = new StatusWriter(new KubeStatusApi(controllerKc()), () => cached, OURS, () => true, metrics, log, undefined, undefined, undefined, FAST_RETRY);
+      const w = new StatusWriter({ api: new KubeStatusApi(controllerKc()), cache: () => cached, controllerName: OURS, isLeader: () => true, metrics, log, retry: FAST_RETRY });
       const writes = async (result: string) => (await metrics.statusWrites.get()).values.filter((v) => v.labels.result === result).reduce((a, v) => a + v.value, 0);
       return { w, sink, writes };
     };
