@@ -258,6 +258,8 @@ const worst = [
   'request.headers.all(a, request.headers.exists(b, a + b == request.headers[a] + request.host))',
   '(request.path + request.path + request.host).matches("^/v[0-9]+/(a|b)*$")',
   'request.headers.map(x, x) == request.headers.map(y, y)',
+  // A concatenation's elements are as large as either list's (once estimated from the first list alone).
+  'string(size((["", ""] + [request.path, request.host])[2]))',
 ];
 
 /** What evaluating `source` on `req` measured, and what compileCel() estimated. */

@@ -7,7 +7,7 @@
 // cel-go's StringTraversalCostFactor); a regular expression REGEX_STEP per input character
 // and program instruction (RE2 runs every live instruction on every character). Calibration
 // against time: docs/security.md, "CEL expressions".
-import { BOOL, bytes, DOUBLE, INT, lengthOf, list, str, UINT, type Kind, type Shape } from './shape.js';
+import { BOOL, bytes, DOUBLE, INT, join, lengthOf, list, str, UINT, type Kind, type Shape } from './shape.js';
 
 export const STEP = 1;
 export const TRAVERSAL = 0.1;
@@ -72,7 +72,8 @@ export const FUNCTIONS: Readonly<Record<string, FunctionDef>> = {
         kinds: ['list', 'list'],
         result: ([a, b]) => {
           if (a?.t !== 'list' || b?.t !== 'list') return a!;
-          return list(a.elem.t === 'none' ? b.elem : a.elem, a.len + b.len, Math.max(a.depth, b.depth) + 1);
+          // Elements of either list: the larger of each bound (join).
+          return list(join(a.elem, b.elem), a.len + b.len, Math.max(a.depth, b.depth) + 1);
         },
         cost: flat(STEP),
       },
