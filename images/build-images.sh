@@ -32,7 +32,8 @@ command -v podman >/dev/null || die "podman is required (apt-get install podman)
 # name -> package directory and npm package name
 declare -A DIR=([tollgate]=packages/proxy [tollgate-controller]=packages/controller [mock-llm]=packages/mock-llm)
 declare -A PKG=([tollgate]=@tollgate/proxy [tollgate-controller]=@tollgate/controller [mock-llm]=@tollgate/mock-llm)
-declare -A FILE=([tollgate]=images/proxy/Containerfile [tollgate-controller]=images/controller/Containerfile [mock-llm]=images/mock-llm/Containerfile)
+# name -> the image's description; each is a target of images/Containerfile
+declare -A DESCRIPTION=([tollgate]='Tollgate gateway proxy for LLM traffic' [tollgate-controller]='Tollgate controller: Gateway API implementation for LLM traffic' [mock-llm]='OpenAI-compatible mock LLM backend for tests, demos and benchmarks')
 
 names=("$@")
 (( ${#names[@]} )) || names=(tollgate tollgate-controller mock-llm)
@@ -82,12 +83,13 @@ for n in "${names[@]}"; do
   podman build --quiet --pull="${pull}" --format oci \
     --build-arg "BASE_IMAGE=${base}" \
     --build-arg "VERSION=${version}" --build-arg "REVISION=${revision}" --build-arg "CREATED=${created}" \
+    --build-arg "TITLE=${n}" --build-arg "DESCRIPTION=${DESCRIPTION[$n]}" \
     --annotation "org.opencontainers.image.title=${n}" \
     --annotation "org.opencontainers.image.version=${version}" \
     --annotation "org.opencontainers.image.revision=${revision}" \
     --annotation "org.opencontainers.image.created=${created}" \
     --annotation "org.opencontainers.image.base.name=${base}" \
-    -f "${REPO_ROOT}/${FILE[$n]}" -t "${image}" "${stage}/${n}" >/dev/null
+    -f "${REPO_ROOT}/images/Containerfile" --target "${n}" -t "${image}" "${stage}/${n}" >/dev/null
   # The image this build replaced is left untagged; remove it unless a container uses it.
   current="$(podman image inspect --format '{{.Id}}' "${image}")"
   [[ -n "${previous}" && "${previous}" != "${current}" ]] && { podman rmi "${previous}" >/dev/null 2>&1 || true; }

@@ -28,7 +28,7 @@ export const CA_DIR = '/etc/tollgate/ca';
 export const CA_PATH = `${CA_DIR}/${CA_CONFIGMAP_KEY}`;
 export { READINESS_PORT };
 export const ADMIN_ADDR = '127.0.0.1:15000';
-/** The proxy image runs as this user (images/proxy/Containerfile). */
+/** The proxy image runs as this user (images/Containerfile). */
 const PROXY_UID = 1000;
 /**
  * A deleted proxy pod keeps serving this long before it is told to stop: the pod leaves the
