@@ -247,13 +247,14 @@ spec: { parentRefs: [ { name: gw } ] }
     beforeAll(async () => {
       edge = await makeGateway('edge');
       old = await makeGateway('old');
-      deployer = new Deployer(new KubeDeployerApi(controllerKc()), PARAMS, () => true, log, (r) => {
+      const onPass = (r: DeployerPassResult) => {
         passes.push(r);
         if (waiting?.until(r)) {
           waiting.resolve();
           waiting = undefined;
         }
-      }, FAST_RETRY);
+      };
+      deployer = new Deployer({ api: new KubeDeployerApi(controllerKc()), params: PARAMS, isLeader: () => true, log, onPass, retry: FAST_RETRY });
       await deployer.start();
     });
     afterAll(async () => {
@@ -323,7 +324,7 @@ spec: { parentRefs: [ { name: gw } ] }
         proxy.rule({ match: write, fault: { kind: 'reset' }, times: 1 }),
       ];
       const { sink, log } = logger();
-      const publisher = new CaPublisher(new KubeConfigMapApi(controllerKc()), log, FAST_RETRY);
+      const publisher = new CaPublisher({ api: new KubeConfigMapApi(controllerKc()), log, retry: FAST_RETRY });
       await publisher.start();
       publisher.submit([gateway]);
       publisher.setCertificate(ca.certificate);

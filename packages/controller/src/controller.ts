@@ -87,7 +87,14 @@ export class Controller {
     this.proxyPods = new ProxyPods(kc, this.#proxiesChanged.raise, logs.get('deployer'));
     const deployerParams = { proxyImage: o.proxyImage, snapshotService: o.snapshotService, defaults: DEFAULT_PROXY_SETTINGS, plaintext: o.snapshotPlaintext };
     // A name taken, or free again: Programmed says so.
-    this.deployer = new Deployer(new KubeDeployerApi(kc), deployerParams, this.leadership.isLeader, logs.get('deployer'), undefined, undefined, events.invalidProxySettings, this.#proxiesChanged.raise);
+    this.deployer = new Deployer({
+      api: new KubeDeployerApi(kc),
+      params: deployerParams,
+      isLeader: this.leadership.isLeader,
+      log: logs.get('deployer'),
+      onProblem: events.invalidProxySettings,
+      onConflicts: this.#proxiesChanged.raise,
+    });
     this.ownedObjects = new OwnedObjects(kc, (kind, event, obj) => this.deployer.observed(kind, event, obj), logs.get('deployer'));
 
     const streamMetrics = new StreamMetrics(this.metrics.registry);

@@ -56,13 +56,14 @@ function setup(leader = { value: true }) {
   const api = new FakeApi();
   const passes: DeployerPassResult[] = [];
   const waiters: { n: number; resolve: () => void }[] = [];
-  const deployer = new Deployer(api, PARAMS, () => leader.value, log, (r) => {
+  const onPass = (r: DeployerPassResult) => {
     passes.push(r);
     for (const w of waiters.splice(0)) {
       if (passes.length >= w.n) w.resolve();
       else waiters.push(w);
     }
-  }, { initialMs: 1, maxMs: 4 });
+  };
+  const deployer = new Deployer({ api, params: PARAMS, isLeader: () => leader.value, log, onPass, retry: { initialMs: 1, maxMs: 4 } });
   const passCount = (n: number) => (passes.length >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve })));
   return { api, deployer, passes, passCount, leader };
 }

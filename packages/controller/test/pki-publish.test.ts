@@ -48,7 +48,7 @@ describe('tollgate-ca ConfigMaps', () => {
       },
       labels: async () => undefined,
     };
-    const p = new CaPublisher(api, pino({ level: 'silent' }), { initialMs: 1, maxMs: 1 });
+    const p = new CaPublisher({ api, log: pino({ level: 'silent' }), retry: { initialMs: 1, maxMs: 1 } });
     const next = (n: number) => new Promise<void>((resolve) => (done = () => applied.length >= n && resolve()));
     await p.start();
     p.submit([gw('a', 'one'), gw('b', 'y')]);

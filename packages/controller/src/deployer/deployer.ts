@@ -75,6 +75,21 @@ function canonical(v: unknown): string {
   );
 }
 
+export interface DeployerOptions {
+  readonly api: DeployerApi;
+  readonly params: RenderParams;
+  readonly isLeader: () => boolean;
+  readonly log: Logger;
+  /** Told each pass's result (tests and the controller's metrics wait on it). */
+  readonly onPass?: (r: DeployerPassResult) => void;
+  /** Retries of failed applies and lists; default 1 s doubling to 30 s. */
+  readonly retry?: RetryOptions;
+  /** Told each new problem of a Gateway's settings (the controller records a Warning Event on it). */
+  readonly onProblem?: (gateway: Gateway, problem: string) => void;
+  /** Told when the set of conflicts changed (the status writer re-reads conflict()). */
+  readonly onConflicts?: () => void;
+}
+
 export class Deployer implements Runnable {
   readonly name = 'deployer';
   readonly needsLeader = true;
@@ -97,20 +112,12 @@ export class Deployer implements Runnable {
   readonly #reported = new Map<string, string>();
   /** `<ns>/<name>` of a Gateway -> why its proxies cannot be deployed (a name taken), as of the last pass. */
   #conflicts = new Map<string, string>();
+  readonly #o: Required<Omit<DeployerOptions, 'retry'>>;
 
-  constructor(
-    private readonly api: DeployerApi,
-    private readonly params: RenderParams,
-    private readonly isLeader: () => boolean,
-    private readonly log: Logger,
-    private readonly onPass: (r: DeployerPassResult) => void = () => undefined,
-    retry: RetryOptions = DEFAULT_RETRY,
-    /** Told each new problem of a Gateway's settings (the controller records a Warning Event on it). */
-    private readonly onProblem: (gateway: Gateway, problem: string) => void = () => undefined,
-    /** Told when the set of conflicts changed (the status writer re-reads conflict()). */
-    private readonly onConflicts: () => void = () => undefined,
-  ) {
-    this.#retry = new RetryBackoff(retry);
+  constructor(options: DeployerOptions) {
+    const none = () => undefined;
+    this.#o = { ...options, onPass: options.onPass ?? none, onProblem: options.onProblem ?? none, onConflicts: options.onConflicts ?? none };
+    this.#retry = new RetryBackoff(options.retry ?? DEFAULT_RETRY);
   }
 
   /** Why the Gateway's proxies cannot be deployed, while that is so: an object of their name that is not theirs. */
@@ -142,7 +149,7 @@ export class Deployer implements Runnable {
     const recorded = this.#stored.get(k);
     if (recorded === undefined) return;
     if (event !== 'delete' && fingerprint(obj) === recorded) return;
-    this.log.info({ kind, namespace: obj.metadata?.namespace, name: obj.metadata?.name, event }, event === 'delete' ? 'deleted by someone else; putting it back' : 'changed by someone else; putting it back');
+    this.#o.log.info({ kind, namespace: obj.metadata?.namespace, name: obj.metadata?.name, event }, event === 'delete' ? 'deleted by someone else; putting it back' : 'changed by someone else; putting it back');
     this.#applied.delete(k);
     this.#stored.delete(k);
     this.#restoreSoon();
@@ -194,7 +201,7 @@ export class Deployer implements Runnable {
   }
 
   #may(): boolean {
-    return this.#active && this.isLeader();
+    return this.#active && this.#o.isLeader();
   }
 
   #kick(): void {
@@ -202,7 +209,7 @@ export class Deployer implements Runnable {
     this.#retry.cancel();
     this.#pass = this.#run()
       .catch((err: unknown) => {
-        this.log.error({ code: CONTROLLER_ERRORS.deployFailed.code, err: describeApiError(err) }, 'deployer pass failed; retrying');
+        this.#o.log.error({ code: CONTROLLER_ERRORS.deployFailed.code, err: describeApiError(err) }, 'deployer pass failed; retrying');
         return false;
       })
       .then((ok) => this.#scheduleRetry(ok))
@@ -219,7 +226,7 @@ export class Deployer implements Runnable {
       this.#dirty = true;
       this.#kick();
     });
-    this.log.debug({ inMs }, 'deployer pass retry scheduled');
+    this.#o.log.debug({ inMs }, 'deployer pass retry scheduled');
   }
 
   /** True when everything was applied and deleted as wanted (or leadership was lost). */
@@ -228,7 +235,7 @@ export class Deployer implements Runnable {
     const gateways = this.#gateways ?? [];
     const { keep = [], settings } = this.#options;
     const rendered = gateways.map((gw) => {
-      const { objects, problems } = render(gw, settings ? { ...this.params, defaults: settings(gw) } : this.params);
+      const { objects, problems } = render(gw, settings ? { ...this.#o.params, defaults: settings(gw) } : this.#o.params);
       this.#report(gw, problems);
       return { gw, objects };
     });
@@ -236,7 +243,7 @@ export class Deployer implements Runnable {
 
     // What exists now: a listing failure stops the pass (pruning on a partial list would be wrong).
     const existing: OwnedObject[] = [];
-    for (const { kind } of DEPLOYED_KINDS) existing.push(...(await this.api.listOwned(kind)));
+    for (const { kind } of DEPLOYED_KINDS) existing.push(...(await this.#o.api.listOwned(kind)));
     const owned = new Map(existing.map((o) => [key(o), o]));
     const present = new Set(owned.keys());
     const kept = new Set(keep.flatMap((gw) => DEPLOYED_KINDS.map(({ kind }) => key({ kind, namespace: gw.metadata.namespace ?? '', name: proxyName(gw) }))));
@@ -264,20 +271,20 @@ export class Deployer implements Runnable {
       if (this.#applied.get(k) === json && present.has(k)) continue;
       this.#inflight.set(k, []);
       try {
-        const stored = await this.api.apply(obj);
+        const stored = await this.#o.api.apply(obj);
         this.#applied.set(k, json);
         this.#stored.set(k, fingerprint(stored));
         const raced = this.#inflight.get(k) ?? [];
         this.#inflight.delete(k);
         for (const r of raced) if (r.obj.metadata?.resourceVersion !== stored.metadata?.resourceVersion) this.observed(r.kind, r.event, r.obj);
         applied++;
-        this.log.info({ kind: obj.kind, namespace: obj.metadata!.namespace, name: obj.metadata!.name }, present.has(k) ? 'updated' : 'created');
+        this.#o.log.info({ kind: obj.kind, namespace: obj.metadata!.namespace, name: obj.metadata!.name }, present.has(k) ? 'updated' : 'created');
       } catch (err) {
         this.#inflight.delete(k);
         failed++;
         this.#applied.delete(k);
         this.#stored.delete(k);
-        this.log.error({ code: CONTROLLER_ERRORS.deployFailed.code, kind: obj.kind, namespace: obj.metadata!.namespace, name: obj.metadata!.name, err: describeApiError(err) }, `could not apply ${obj.kind}`);
+        this.#o.log.error({ code: CONTROLLER_ERRORS.deployFailed.code, kind: obj.kind, namespace: obj.metadata!.namespace, name: obj.metadata!.name, err: describeApiError(err) }, `could not apply ${obj.kind}`);
       }
     }
 
@@ -289,17 +296,17 @@ export class Deployer implements Runnable {
       // Forgotten first: the watch reports the deletion as it happens, and it is ours.
       this.#stored.delete(k);
       try {
-        await this.api.delete(o);
+        await this.#o.api.delete(o);
         this.#applied.delete(k);
         deleted++;
-        this.log.info({ kind: o.kind, namespace: o.namespace, name: o.name }, 'deleted (no Gateway needs it)');
+        this.#o.log.info({ kind: o.kind, namespace: o.namespace, name: o.name }, 'deleted (no Gateway needs it)');
       } catch (err) {
         failed++;
-        this.log.error({ code: CONTROLLER_ERRORS.deployFailed.code, kind: o.kind, namespace: o.namespace, name: o.name, err: describeApiError(err) }, `could not delete ${o.kind}`);
+        this.#o.log.error({ code: CONTROLLER_ERRORS.deployFailed.code, kind: o.kind, namespace: o.namespace, name: o.name, err: describeApiError(err) }, `could not delete ${o.kind}`);
       }
     }
-    this.onPass({ applied, deleted, failed });
-    this.log.debug({ gateways: gateways.length, applied, deleted, failed }, 'deployer pass finished');
+    this.#o.onPass({ applied, deleted, failed });
+    this.#o.log.debug({ gateways: gateways.length, applied, deleted, failed }, 'deployer pass finished');
     return failed === 0;
   }
 
@@ -313,7 +320,7 @@ export class Deployer implements Runnable {
       const other = claimed.get(k)?.metadata?.labels?.[GATEWAY_NAME_LABEL] ?? owned.get(k)?.gateway;
       if (other !== undefined && other !== gw.metadata.name)
         return `${kind} ${namespace}/${name} runs the proxies of Gateway ${namespace}/${other}: both Gateways' proxies get that name (<gateway>-<class>); rename one of the Gateways`;
-      if (other === undefined && (await this.api.exists(kind, namespace, name)))
+      if (other === undefined && (await this.#o.api.exists(kind, namespace, name)))
         return `${kind} ${namespace}/${name} exists and was not made by Tollgate for this Gateway (it lacks the labels ${MANAGED_BY_LABEL}=${MANAGED_BY}, ${COMPONENT_LABEL}=${COMPONENT} and ${GATEWAY_NAME_LABEL}=${gw.metadata.name}); Tollgate does not take over objects it did not make: delete or rename it (kubectl delete ${kind.toLowerCase()} ${name} -n ${namespace}), or rename the Gateway`;
     }
     return undefined;
@@ -322,10 +329,10 @@ export class Deployer implements Runnable {
   #setConflicts(conflicts: Map<string, string>): void {
     const changed = conflicts.size !== this.#conflicts.size || [...conflicts].some(([k, v]) => this.#conflicts.get(k) !== v);
     for (const [k, message] of conflicts) {
-      if (this.#conflicts.get(k) !== message) this.log.warn({ code: CONTROLLER_ERRORS.proxyConflict.code, gateway: k, problem: message }, `Gateway ${k}: ${message}`);
+      if (this.#conflicts.get(k) !== message) this.#o.log.warn({ code: CONTROLLER_ERRORS.proxyConflict.code, gateway: k, problem: message }, `Gateway ${k}: ${message}`);
     }
     this.#conflicts = conflicts;
-    if (changed) this.onConflicts();
+    if (changed) this.#o.onConflicts();
   }
 
   #report(gw: Gateway, problems: readonly string[]): void {
@@ -334,8 +341,8 @@ export class Deployer implements Runnable {
     if (this.#reported.get(id) === text) return;
     this.#reported.set(id, text);
     for (const problem of problems) {
-      this.log.warn({ code: CONTROLLER_ERRORS.proxySettings.code, gateway: id, problem }, `Gateway ${id}: ${problem}`);
-      this.onProblem(gw, problem);
+      this.#o.log.warn({ code: CONTROLLER_ERRORS.proxySettings.code, gateway: id, problem }, `Gateway ${id}: ${problem}`);
+      this.#o.onProblem(gw, problem);
     }
   }
 }

@@ -40,6 +40,15 @@ export class KubeConfigMapApi implements ConfigMapApi {
   }
 }
 
+export interface CaPublisherOptions {
+  readonly api: ConfigMapApi;
+  readonly log: Logger;
+  /** Retries of a failed publication; default 1 s doubling to 30 s. */
+  readonly retry?: { readonly initialMs: number; readonly maxMs: number };
+  /** Told when the set of conflicts changed (the status writer re-reads conflict()). */
+  readonly onConflicts?: () => void;
+}
+
 export class CaPublisher implements Runnable {
   readonly name = 'ca-publisher';
   readonly needsLeader = true;
@@ -55,13 +64,11 @@ export class CaPublisher implements Runnable {
   /** namespace -> why its `tollgate-ca` ConfigMap is left alone (someone else's). */
   #conflicts = new Map<string, string>();
 
-  constructor(
-    private readonly api: ConfigMapApi,
-    private readonly log: Logger,
-    private readonly retry = { initialMs: 1000, maxMs: 30_000 },
-    /** Told when the set of conflicts changed (the status writer re-reads conflict()). */
-    private readonly onConflicts: () => void = () => undefined,
-  ) {}
+  readonly #o: Required<CaPublisherOptions>;
+
+  constructor(options: CaPublisherOptions) {
+    this.#o = { ...options, retry: options.retry ?? { initialMs: 1000, maxMs: 30_000 }, onConflicts: options.onConflicts ?? (() => undefined) };
+  }
 
   /** Why the proxies of the namespace cannot get the CA certificate, while that is so. */
   conflict(namespace: string): string | undefined {
@@ -119,19 +126,19 @@ export class CaPublisher implements Runnable {
       const json = JSON.stringify(cm);
       if (this.#applied.get(ns) === json) continue;
       try {
-        const labels = await this.api.labels(ns, CA_CONFIGMAP);
+        const labels = await this.#o.api.labels(ns, CA_CONFIGMAP);
         if (labels !== undefined && !isOurCaConfigMap(labels)) {
           failed++;
           conflicts.set(ns, notOurs(ns));
           continue;
         }
-        await this.api.apply(cm);
+        await this.#o.api.apply(cm);
         this.#applied.set(ns, json);
-        this.log.info({ namespace: ns, name: cm.metadata!.name }, 'CA certificate published');
+        this.#o.log.info({ namespace: ns, name: cm.metadata!.name }, 'CA certificate published');
       } catch (err) {
         failed++;
         this.#applied.delete(ns);
-        this.log.error({ namespace: ns, name: cm.metadata!.name, err: describeApiError(err) }, `could not publish the CA certificate to ConfigMap ${ns}/${cm.metadata!.name}: ${describeApiError(err)}`);
+        this.#o.log.error({ namespace: ns, name: cm.metadata!.name, err: describeApiError(err) }, `could not publish the CA certificate to ConfigMap ${ns}/${cm.metadata!.name}: ${describeApiError(err)}`);
       }
     }
     this.#setConflicts(conflicts);
@@ -139,7 +146,7 @@ export class CaPublisher implements Runnable {
       this.#retryMs = 0;
       return;
     }
-    this.#retryMs = this.#retryMs ? Math.min(this.retry.maxMs, this.#retryMs * 2) : this.retry.initialMs;
+    this.#retryMs = this.#retryMs ? Math.min(this.#o.retry.maxMs, this.#retryMs * 2) : this.#o.retry.initialMs;
     this.#retryTimer = setTimeout(() => this.#kick(), this.#retryMs);
     this.#retryTimer.unref();
   }
@@ -147,10 +154,10 @@ export class CaPublisher implements Runnable {
   #setConflicts(conflicts: Map<string, string>): void {
     const changed = conflicts.size !== this.#conflicts.size || [...conflicts].some(([k, v]) => this.#conflicts.get(k) !== v);
     for (const [ns, message] of conflicts) {
-      if (this.#conflicts.get(ns) !== message) this.log.warn({ code: CONTROLLER_ERRORS.caConfigMapConflict.code, namespace: ns, name: CA_CONFIGMAP }, message);
+      if (this.#conflicts.get(ns) !== message) this.#o.log.warn({ code: CONTROLLER_ERRORS.caConfigMapConflict.code, namespace: ns, name: CA_CONFIGMAP }, message);
     }
     this.#conflicts = conflicts;
-    if (changed) this.onConflicts();
+    if (changed) this.#o.onConflicts();
   }
 }
 

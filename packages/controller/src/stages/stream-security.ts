@@ -42,7 +42,7 @@ export function streamSecurity(d: StreamSecurityDeps): SecuredStream {
     d.log.warn('the snapshot stream is served without TLS or authentication (--snapshot-plaintext): for development only');
     return { security: { kind: 'plaintext' }, ca: null, caPublisher: null };
   }
-  const caPublisher = new CaPublisher(new KubeConfigMapApi(kc), d.publisherLog, undefined, d.proxiesChanged.raise);
+  const caPublisher = new CaPublisher({ api: new KubeConfigMapApi(kc), log: d.publisherLog, onConflicts: d.proxiesChanged.raise });
   const ca = new CaLoader({
     api: new KubeCaSecretApi(kc),
     namespace: o.namespace,
