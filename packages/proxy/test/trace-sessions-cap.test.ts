@@ -32,12 +32,31 @@ function arm(): Promise<IncomingMessage> {
   });
 }
 
+/** What a further GET /debug/trace is answered: a refusal read whole, or an armed stream (200) closed at once. */
+function another(): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    httpRequest(`${gw.adminUrl}/debug/trace`, (res) => {
+      if (res.statusCode === 200) {
+        res.destroy();
+        resolve({ status: 200, body: '' });
+        return;
+      }
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
 const waiting = async () => ((await (await fetch(`${gw.adminUrl}/debug/tasks`)).json()) as { traceSessions: unknown[] }).traceSessions.length;
 
 it('refuses a session beyond the cap with 429 and a catalog code, and accepts one again when a session closes', async () => {
   const first = await arm();
   const second = await arm();
-  const refused = await send(`${gw.adminUrl}/debug/trace`);
+  const refused = await another();
   expect(refused.status).toBe(429);
   expect(refused.body).toMatch(/^TG_TRACE_SESSIONS_FULL: 2 trace sessions are already waiting; .*config\.maxTraceSessions/);
   first.destroy();
