@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { DEFAULT_LIMITS, type TraceEvent } from '@tollgate/api';
 import type { TraceFilter } from '../../trace/filter.js';
+import { TooManyTraceSessions } from '../../trace/hub.js';
 import { ERRORS } from '../../errors.js';
 import type { AdminContext } from '../context.js';
 import { rejectUnknownQuery, single } from '@tollgate/kit';
@@ -32,20 +33,25 @@ export function traceRoutes(app: FastifyInstance, ctx: AdminContext): void {
       }
     }
     const hub = ctx.runtime.traces;
-    if (hub.waiting().length >= hub.maxArmed) {
+    const res = reply.raw;
+    // Armed before the stream is answered, so a session over the cap gets its 429 from the
+    // one check the hub makes (the sink writes only once a request is traced, after the 200).
+    let session;
+    try {
+      session = hub.arm(filter, match ?? null, {
+        send: (event: TraceEvent) => void res.write(`data: ${JSON.stringify(event)}\n\n`),
+        end: () => {
+          clearInterval(keepalive);
+          res.end();
+        },
+      });
+    } catch (err) {
+      if (!(err instanceof TooManyTraceSessions)) throw err;
       const spec = ERRORS.tooManyTraceSessions;
-      return reply.code(spec.status).type('text/plain; charset=utf-8').send(`${spec.code}: ${hub.maxArmed} trace sessions are already waiting; close one or raise config.maxTraceSessions\n`);
+      return reply.code(spec.status).type('text/plain; charset=utf-8').send(`${spec.code}: ${err.message}\n`);
     }
     reply.hijack();
-    const res = reply.raw;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-    const session = hub.arm(filter, match ?? null, {
-      send: (event: TraceEvent) => void res.write(`data: ${JSON.stringify(event)}\n\n`),
-      end: () => {
-        clearInterval(keepalive);
-        res.end();
-      },
-    });
     res.write(`: trace session ${session.id} armed${match ? ` (match: ${match})` : ''}; waiting for the next request\n\n`);
     const keepalive = setInterval(() => res.write(': keepalive\n\n'), ctx.traceKeepaliveMs ?? DEFAULT_KEEPALIVE_MS);
     keepalive.unref();
