@@ -8,6 +8,7 @@
 //     ──reports──> status writer (status/writer.ts) and deploy stage (stages/deploy-stage.ts)
 //   proxies' pods, ACKs and NACKs, name conflicts ──proxiesChanged──> the proxies' view
 //     (stages/proxies-view.ts) ──> status writer: Programmed, without a new translation
+import type { RetryOptions } from './runtime/retry-backoff.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { AdminServer } from './admin/server.js';
 import { KubeDeployerApi } from './deployer/api.js';
@@ -40,7 +41,6 @@ import { WatchStage } from './stages/watch-stage.js';
 import { KubeStatusApi } from './status/api.js';
 import { StatusWriter } from './status/writer.js';
 import type { StatusReport, Translate } from './translate/types.js';
-import type { BackoffOptions } from './watch/informer.js';
 
 export interface ControllerDeps {
   readonly options: ControllerOptions;
@@ -49,7 +49,7 @@ export interface ControllerDeps {
   readonly translate: Translate;
   readonly checkSnapshot?: SnapshotCheck;
   readonly queue?: DebounceOptions;
-  readonly watchBackoff?: BackoffOptions;
+  readonly watchBackoff?: RetryOptions;
 }
 
 export class Controller {

@@ -2,6 +2,7 @@
 // version. Its output is the `changes` signal (translation runs again) and the caches, read
 // through `cache`; on the way it keeps the watch metrics and records a Warning Event on each
 // object it skips as unreadable.
+import type { RetryOptions } from '../runtime/retry-backoff.js';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { GatewayApiVersion } from '../kube/gateway-api-version.js';
@@ -9,7 +10,7 @@ import type { ControllerMetrics } from '../metrics/metrics.js';
 import type { Signal } from '../runtime/channels.js';
 import type { Runnable } from '../runtime/runnable.js';
 import { referencedObjects } from '../translate/references.js';
-import type { BackoffOptions, InformerEvents } from '../watch/informer.js';
+import type { InformerEvents } from '../watch/informer.js';
 import type { WatchedKind } from '../watch/kinds.js';
 import { World } from '../watch/world.js';
 import type { EventSink } from '../events/recorder.js';
@@ -24,7 +25,7 @@ export interface WatchStageDeps {
   readonly events: EventSink;
   /** Raised on every change translation may read. */
   readonly changes: Signal;
-  readonly backoff?: BackoffOptions;
+  readonly backoff?: RetryOptions;
 }
 
 export class WatchStage implements Runnable, InformerEvents {

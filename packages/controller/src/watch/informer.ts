@@ -17,9 +17,6 @@ export interface InformerEvents {
   synced(kind: WatchedKind): void;
 }
 
-/** The watches' restart backoff, as the controller's options name it. */
-export type BackoffOptions = RetryOptions;
-
 export class Informer {
   readonly #lw: ListWatch<KubernetesObject>;
   readonly #watch: RetryingListWatch<KubernetesObject>;

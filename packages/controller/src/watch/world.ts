@@ -3,6 +3,7 @@
 // as metadata (Secrets, parameters ConfigMaps), translation gets the objects Gateways and
 // GatewayClasses reference, read whole (referenced.ts); until each of those that exists has
 // been read once, resources() answers undefined and the reconcile waits.
+import type { RetryOptions } from '../runtime/retry-backoff.js';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { CONTROLLER_ERRORS } from '../errors.js';
@@ -10,7 +11,7 @@ import type { CacheStat } from '../metrics/metrics.js';
 import type { ReferencedKeys, ReferencingObjects } from '../translate/references.js';
 import type { Resources } from '../translate/types.js';
 import { unreadable } from './decode.js';
-import { Informer, type BackoffOptions, type InformerEvents } from './informer.js';
+import { Informer, type InformerEvents } from './informer.js';
 import { KINDS, type WatchedKind } from './kinds.js';
 import { ReferencedObjects } from './referenced.js';
 
@@ -27,7 +28,7 @@ export class World {
     private readonly log: Logger,
     /** What translation will read whole of the metadata-only kinds (translate/references.ts). */
     private readonly references: (r: ReferencingObjects) => ReferencedKeys,
-    backoff?: BackoffOptions,
+    backoff?: RetryOptions,
     private readonly onUnreadable: (kind: WatchedKind, obj: KubernetesObject, why: string) => void = () => undefined,
   ) {
     const informers = new Map<string, Informer>();
