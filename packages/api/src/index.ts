@@ -32,3 +32,4 @@ export {
 export * from './crd/index.js';
 export * from './schema/trace-event.js';
 export * from './errors/index.js';
+export * from './auth/index.js';

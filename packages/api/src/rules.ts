@@ -4,6 +4,7 @@
 // regular expressions within their bounds (RE2), CEL expressions that type-check within
 // their cost budget, timeouts that nest, names that are unique.
 import { compileCel, inputBounds } from './cel/compile.js';
+import { checkAuthPolicy } from './auth/check.js';
 import { checkDuration } from './duration.js';
 import type { EvaluationLimits, RegexLimits } from './limits.js';
 import { FILTER_FIELD, FILTER_TYPES, type HTTPRouteFilter, type HTTPRouteMatch, type RouteTimeouts } from './schema/gateway-api.js';
@@ -15,6 +16,7 @@ import { joinPath, show, type Problem } from './validation-error.js';
 export type PolicyContext = 'standalone' | 'cluster';
 
 export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: string, context: PolicyContext, limits: EvaluationLimits, out: Problem[]): void {
+  checkAuthPolicy(policy, path, context, limits, out);
   const rl = policy?.rateLimit;
   if (!rl) return;
   const rlPath = joinPath(path, 'rateLimit');

@@ -7,16 +7,16 @@ import { EvaluationLimitsSchema } from './limits.js';
 import { MAX_SENT_DOMAIN_LENGTH, RATE_LIMIT_UNITS } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
 import type { ProxySnapshot } from './snapshot.js';
+import { Lit, NonEmpty, Nullable, Obj, Str, WireSecret } from './schema/wire-parts.js';
+import { ApiKeyWire } from './auth/api-key.js';
+import { AuthorizationWire } from './auth/authorization.js';
+import { BasicAuthWire } from './auth/basic-auth.js';
+import { ExtAuthzWire } from './auth/ext-authz.js';
+import { JwtWire } from './auth/jwt.js';
 
-const Str = (description: string, maxLength = 4096) => Type.String({ maxLength, description });
-const NonEmpty = (description: string, maxLength = 4096) => Type.String({ minLength: 1, maxLength, description });
+export { WireSecret };
+
 const Port = (description: string) => Type.Integer({ minimum: 0, maximum: 65535, description });
-const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
-const Obj = <P extends Record<string, TSchema>>(properties: P, description: string) =>
-  Type.Object(properties, { additionalProperties: false, description });
-const Lit = <V extends string | number>(v: V) => Type.Literal(v);
-
-export const WireSecret = Obj({ secret: Str('The credential, in clear: the snapshot stream is the one place it travels.', 65536) }, 'A credential.');
 
 const Source = Type.Union([
   Obj({ kind: Lit('file'), path: NonEmpty('Config file the snapshot was read from.') }, 'Read from a standalone config file.'),
@@ -145,6 +145,11 @@ const Policy = Obj(
     origin: PolicyOrigin,
     localRateLimit: Nullable(Type.Array(LocalRateLimit, { minItems: 1, maxItems: 16 })),
     remoteRateLimit: Nullable(GlobalRateLimit),
+    apiKey: Nullable(ApiKeyWire),
+    basicAuth: Nullable(BasicAuthWire),
+    jwt: Nullable(JwtWire),
+    authorization: Nullable(AuthorizationWire),
+    extAuthz: Nullable(ExtAuthzWire),
   },
   'Policies attached at one level.',
 );

@@ -445,14 +445,30 @@ function wrapValue(h: ToWire<HeaderValueIR>): HeaderValueIR {
   return { name: h.name, value: typeof v === 'string' ? v : new Secret(v.secret) };
 }
 
+/** A policy's credentials (API key digests, password hashes) back into Secrets: every `{ secret }` object of it. */
+function wrapPolicy<T>(p: ToWire<T> | null): T | null {
+  const walk = (v: unknown): unknown => {
+    if (v === null || typeof v !== 'object') return v;
+    if (Array.isArray(v)) return v.map(walk);
+    const o = v as Record<string, unknown>;
+    const keys = Object.keys(o);
+    if (keys.length === 1 && keys[0] === 'secret' && typeof o.secret === 'string') return new Secret(o.secret);
+    const out: Record<string, unknown> = {};
+    for (const k of keys) out[k] = walk(o[k]);
+    return out;
+  };
+  return p === null ? null : (walk(p) as T);
+}
+
 function wrapListener(l: WireListener, routes: RouteIR[]): ListenerIR {
-  if (l.protocol === 'HTTP') return { ...l, routes };
+  const policy = wrapPolicy<ListenerIR['policy']>(l.policy);
+  if (l.protocol === 'HTTP') return { ...l, policy, routes };
   const certificates = l.tls.certificates.map((c) => ({ origin: c.origin, certificate: c.certificate, key: new Secret(c.key.secret) }));
-  return { ...l, routes, tls: { mode: l.tls.mode, certificates } };
+  return { ...l, policy, routes, tls: { mode: l.tls.mode, certificates } };
 }
 
 function wrapRoute(r: WireRoute): RouteIR {
-  return { ...r, filters: r.filters.map(wrapFilter), backends: r.backends.map(wrapBackend) };
+  return { ...r, policy: wrapPolicy<RouteIR['policy']>(r.policy), filters: r.filters.map(wrapFilter), backends: r.backends.map(wrapBackend) };
 }
 
 function wrapFilter(f: ToWire<FilterIR>): FilterIR {

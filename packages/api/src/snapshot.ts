@@ -8,6 +8,7 @@
 import type { EvaluationLimits } from './limits.js';
 import type { RateLimitUnit } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
+import type { AuthPolicyIR } from './auth/convert.js';
 
 export interface ProxySnapshot {
   /** Hash of the rest of the snapshot (snapshotVersion): equal content, equal version. */
@@ -227,8 +228,12 @@ export interface GlobalRateLimitIR {
   readonly timeoutMs: number;
 }
 
-/** Policies attached at one level. Keys follow the trace's effectivePolicy names. */
-export interface PolicyIR {
+/**
+ * Policies attached at one level. Keys follow the trace's effectivePolicy names; the
+ * authentication kinds (AuthPolicyIR: apiKey, basicAuth, jwt, authorization, extAuthz) are
+ * defined with their configuration under auth/.
+ */
+export interface PolicyIR extends AuthPolicyIR {
   /** The object the policy came from, for config dumps and traces. */
   readonly origin: PolicyOriginIR;
   readonly localRateLimit: readonly LocalRateLimitIR[] | null;

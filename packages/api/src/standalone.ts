@@ -27,6 +27,8 @@ import type {
   SnapshotSource,
 } from './snapshot.js';
 import { joinPath, ValidationError, type Problem } from './validation-error.js';
+import { NO_AUTH, toAuthIR } from './auth/convert.js';
+import { NO_SOURCES, type PolicySources } from './auth/sources.js';
 
 const validateSchema = compile(StandaloneConfig);
 
@@ -128,17 +130,32 @@ const noCertificates: CertificateLookup = (path) => {
   throw new Error(`${path}: certificate files were not read`);
 };
 
-export function standaloneToSnapshot(cfg: StandaloneConfig, source: SnapshotSource, certificates: CertificateLookup = noCertificates): ProxySnapshot {
+/**
+ * The snapshot of a validated config. `sources` reads the files the policies name (keys,
+ * htpasswd, JWKS); a source that cannot be read or parsed throws a ValidationError naming
+ * every such field.
+ */
+export function standaloneToSnapshot(cfg: StandaloneConfig, source: SnapshotSource, certificates: CertificateLookup = noCertificates, sources: PolicySources = NO_SOURCES): ProxySnapshot {
   const limits = configLimits(cfg);
-  return withVersion({
+  const problems: Problem[] = [];
+  const conv: Conversion = { certificates, sources, problems };
+  const snapshot = withVersion({
     source,
     ...(isDefaultLimits(limits) ? {} : { limits }),
     binds: cfg.binds.map((bind, bi) => ({
       port: bind.port,
       address: bind.address ?? '0.0.0.0',
-      listeners: bind.listeners.map((l, li) => toListener(listenerName(bind.port, l, li), l, `binds[${bi}].listeners[${li}]`, certificates)),
+      listeners: bind.listeners.map((l, li) => toListener(listenerName(bind.port, l, li), l, `binds[${bi}].listeners[${li}]`, conv)),
     })),
   });
+  if (problems.length) throw new ValidationError(source.kind === 'file' ? source.path : '', problems);
+  return snapshot;
+}
+
+interface Conversion {
+  readonly certificates: CertificateLookup;
+  readonly sources: PolicySources;
+  readonly problems: Problem[];
 }
 
 /** JSON paths of every `tls.certificates[i]` entry of a config, with its files. */
@@ -153,15 +170,15 @@ export function listenerName(port: number, l: { readonly name?: string }, index:
   return l.name ?? `listener-${port}-${index}`;
 }
 
-function toListener(name: string, l: ListenerConfig, path: string, certificates: CertificateLookup): ListenerIR {
+function toListener(name: string, l: ListenerConfig, path: string, conv: Conversion): ListenerIR {
   const hostname = l.hostname ?? null;
-  const policy = toPolicy(l.policies, { kind: 'config', path: `${path}.policies` });
-  const routes = l.routes.map((r, ri) => toRoute(name, r, `${path}.routes[${ri}]`));
+  const policy = toPolicy(l.policies, { kind: 'config', path: `${path}.policies` }, conv.sources, conv.problems);
+  const routes = l.routes.map((r, ri) => toRoute(name, r, `${path}.routes[${ri}]`, conv));
   // validateStandaloneConfig has checked that HTTPS comes with tls.
   if (l.protocol === 'HTTP' || !l.tls) return { name, protocol: 'HTTP', hostname, policy, routes };
   const certs = l.tls.certificates.map((_, ci) => {
     const at = `${path}.tls.certificates[${ci}]`;
-    const c = certificates(at);
+    const c = conv.certificates(at);
     return { origin: { kind: 'config' as const, path: at, certFile: c.certFile, keyFile: c.keyFile }, certificate: c.certificate, key: c.key };
   });
   return { name, protocol: 'HTTPS', hostname, tls: { mode: 'Terminate', certificates: certs }, policy, routes };
@@ -174,14 +191,14 @@ function timeoutMs(text: string | undefined): number | null {
   return ms === 0 ? null : ms;
 }
 
-function toRoute(listener: string, r: RouteConfig, path: string): RouteIR {
+function toRoute(listener: string, r: RouteConfig, path: string, conv: Conversion): RouteIR {
   return {
     name: `${listener}/${r.name}`,
     origin: { kind: 'config', path },
     hostnames: r.hostnames ?? [],
     matches: toMatches(r.matches),
     filters: (r.filters ?? []).map(toFilter),
-    policy: toPolicy(r.policies, { kind: 'config', path: `${path}.policies` }),
+    policy: toPolicy(r.policies, { kind: 'config', path: `${path}.policies` }, conv.sources, conv.problems),
     backends: (r.backends ?? []).map(toBackend),
     timeouts: {
       requestMs: timeoutMs(r.timeouts?.request),
@@ -247,9 +264,15 @@ function toBackend(b: { host: string; weight?: number }): BackendIR {
   return { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1 };
 }
 
-export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR): PolicyIR | null {
+/**
+ * A policy as the proxy runs it; null when it sets nothing. The sources its authentication
+ * kinds name are read through `sources`; what cannot be read goes to `problems`, relative to
+ * `<origin path>.traffic` (standalone) or `spec.traffic` (a GatewayPolicy).
+ */
+export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sources: PolicySources = NO_SOURCES, problems: Problem[] = []): PolicyIR | null {
+  const auth = toAuthIR(p?.traffic, origin.kind === 'config' ? `${origin.path}.traffic` : 'spec.traffic', sources, problems);
   const rl = p?.traffic?.rateLimit;
-  if (!rl) return null;
+  if (!rl) return auth === NO_AUTH ? null : { origin, localRateLimit: null, remoteRateLimit: null, ...auth };
   const local =
     rl.local?.map((e) =>
       e.requests !== undefined
@@ -266,6 +289,6 @@ export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR): Poli
         timeoutMs: g.timeout ? parseDuration(g.timeout) : 100,
       }
     : null;
-  if (!local && !remote) return null;
-  return { origin, localRateLimit: local, remoteRateLimit: remote };
+  if (!local && !remote && auth === NO_AUTH) return null;
+  return { origin, localRateLimit: local, remoteRateLimit: remote, ...auth };
 }

@@ -2,6 +2,7 @@
 // hash, and a received snapshot is validated field by field.
 import { describe, expect, it } from 'vitest';
 import {
+  NO_AUTH,
   decodeSnapshot,
   encodeSnapshot,
   fromWire,
@@ -40,6 +41,7 @@ function sample(token = 'sk-live-123'): ProxySnapshot {
               origin: { kind: 'GatewayPolicy', namespace: 'default', name: 'p', target: { kind: 'Gateway', namespace: 'default', name: 'gw', sectionName: null } },
               localRateLimit: [{ kind: 'requests', requests: 10, burst: 0, unit: 'Minutes' }],
               remoteRateLimit: null,
+              ...NO_AUTH,
             },
             routes: [
               {

@@ -67,6 +67,24 @@ export const PROXY_ERRORS = defineErrors({
     message: 'request timeout: the route timeout elapsed',
     hint: 'raise the route\'s timeouts.request',
   },
+  unauthenticated: {
+    code: 'TG_UNAUTHENTICATED',
+    status: 401,
+    message: 'authentication required',
+    hint: 'send a valid credential of the route\'s authentication policy (apiKey, basicAuth or jwt); the body says what was missing or wrong, gwctl trace shows which kind refused',
+  },
+  forbidden: {
+    code: 'TG_FORBIDDEN',
+    status: 403,
+    message: 'access denied',
+    hint: 'the route\'s authorization rules or authorization service refused the request; gwctl trace shows which rule or service decided',
+  },
+  authServiceFailed: {
+    code: 'TG_AUTHZ_SERVICE_FAILED',
+    status: 403,
+    message: 'the authorization service could not decide',
+    hint: 'the extAuthz service did not answer in time or answered garbage (failureMode FailClosed); look at the service, or its timeout',
+  },
   rateLimited: {
     code: 'TG_RATE_LIMITED',
     status: 429,

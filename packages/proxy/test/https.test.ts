@@ -216,7 +216,7 @@ describe('certificate files replaced on disk', () => {
     const [err] = (await refused) as [Error];
     expect(err.message).toContain(`binds[0].listeners[0].tls.certificates[0].certFile: ${join(dir, 'fallback.crt')}`);
     expect(gw.gateway.source.state().lastError).toBe(err.message);
-    expect(gw.logs.messages().some((m) => m.startsWith('config reload refused after a certificate file changed') && m.includes(join(dir, 'fallback.crt')))).toBe(true);
+    expect(gw.logs.messages().some((m) => m.startsWith('config reload refused after a file it names changed') && m.includes(join(dir, 'fallback.crt')))).toBe(true);
     expect((await get(port, { host: 'nobody.test' })).fingerprint).toBe(before.fingerprint);
 
     // The whole pair replaced (renamed into place, as certbot and Kubernetes Secret volumes do).

@@ -3,7 +3,7 @@
 // attached to a single listener (sectionName) counts for that listener only. Real sockets on
 // two ports; the clock is frozen so no bucket refills during the test.
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeSnapshot, encodeSnapshot, withVersion, type ListenerIR, type PolicyIR, type ProxySnapshot } from '@tollgate/api';
+import { NO_AUTH, decodeSnapshot, encodeSnapshot, withVersion, type ListenerIR, type PolicyIR, type ProxySnapshot } from '@tollgate/api';
 import { onFreePorts, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -18,6 +18,7 @@ function policy(sectionName: string | null): PolicyIR {
     origin: { kind: 'GatewayPolicy', namespace: 'apps', name: 'limits', target: { kind: 'Gateway', namespace: 'apps', name: 'gw', sectionName } },
     localRateLimit: [{ kind: 'requests', requests: LIMIT, burst: 0, unit: 'Hours' }],
     remoteRateLimit: null,
+    ...NO_AUTH,
   };
 }
 

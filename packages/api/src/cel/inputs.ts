@@ -22,7 +22,25 @@ export interface RequestInputs {
   readonly sourceAddress: string;
   /** The model named by the request body, when read. */
   readonly model: string | null;
+  /** Who is calling, once authenticated; fields within the bounds of ./surfaces.ts (the authenticators keep them). */
+  readonly consumer?: ConsumerInputs | null;
 }
+
+export interface ConsumerInputs {
+  readonly name: string;
+  readonly group: string | null;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly claims: Readonly<Record<string, string>> | null;
+}
+
+const NO_ENTRIES: ReadonlyMap<string, string> = new Map();
+const entries = (o: Readonly<Record<string, string>> | null): ReadonlyMap<string, string> => (o ? new Map(Object.entries(o)) : NO_ENTRIES);
+const NO_CONSUMER = new Map<string, unknown>([
+  ['name', ''],
+  ['group', ''],
+  ['labels', NO_ENTRIES],
+  ['claims', NO_ENTRIES],
+]);
 
 declare const made: unique symbol;
 /** Variables for CompiledProgram.run(); made by bindRequest() only. */
@@ -91,6 +109,14 @@ export function bindRequest(req: RequestInputs, reads: ReadonlySet<InputName>, l
     ]),
     source: new Map([['address', req.sourceAddress]]),
     llm: new Map([['model', model]]),
+    consumer: req.consumer
+      ? new Map<string, unknown>([
+          ['name', req.consumer.name],
+          ['group', req.consumer.group ?? ''],
+          ['labels', entries(req.consumer.labels)],
+          ['claims', entries(req.consumer.claims)],
+        ])
+      : NO_CONSUMER,
   };
   return { ok: true, bindings: bindings as unknown as CelBindings };
 }

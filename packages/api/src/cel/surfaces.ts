@@ -15,7 +15,15 @@ export const MAX_MODEL_LENGTH = 256;
 /** Longest request.host (the Host header without its port). */
 export const MAX_HOST_LENGTH = MAX_DNS_NAME;
 
-export type CelSurface = 'descriptor' | 'traceFilter';
+/** Consumer fields (apiKey metadata, a basic-auth user, JWT claims), bounded where they are made. */
+export const MAX_CONSUMER_NAME_LENGTH = 253;
+export const MAX_CONSUMER_LABELS = 32;
+export const MAX_CONSUMER_LABEL_LENGTH = 1024;
+/** Top-level claims of a JWT an expression sees (each value a string; JSON for other values). */
+export const MAX_CONSUMER_CLAIMS = 64;
+export const MAX_CLAIM_LENGTH = 4096;
+
+export type CelSurface = 'descriptor' | 'traceFilter' | 'authorization';
 
 interface SurfaceDef {
   readonly what: string;
@@ -43,6 +51,25 @@ export const SURFACES: Readonly<Record<CelSurface, SurfaceDef>> = {
       request: request(limits),
       source: { t: 'record', name: 'source', fields: { address: str(MAX_ADDRESS_LENGTH) } },
       llm: { t: 'record', name: 'llm', fields: { model: str(MAX_MODEL_LENGTH) } },
+    }),
+  },
+  authorization: {
+    what: 'an authorization rule',
+    results: new Set(['bool']),
+    variables: (limits) => ({
+      request: request(limits),
+      source: { t: 'record', name: 'source', fields: { address: str(MAX_ADDRESS_LENGTH) } },
+      llm: { t: 'record', name: 'llm', fields: { model: str(MAX_MODEL_LENGTH) } },
+      consumer: {
+        t: 'record',
+        name: 'consumer',
+        fields: {
+          name: str(MAX_CONSUMER_NAME_LENGTH),
+          group: str(MAX_CONSUMER_NAME_LENGTH),
+          labels: map(str(MAX_CONSUMER_LABEL_LENGTH), str(MAX_CONSUMER_LABEL_LENGTH), MAX_CONSUMER_LABELS),
+          claims: map(str(MAX_CLAIM_LENGTH), str(MAX_CLAIM_LENGTH), MAX_CONSUMER_CLAIMS),
+        },
+      },
     }),
   },
   traceFilter: {

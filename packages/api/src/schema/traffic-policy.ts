@@ -1,11 +1,15 @@
 // The `traffic` part of a GatewayPolicy spec (and of the standalone config's `policies`).
-// Rate limits now; other policy kinds are added as sibling fields of `rateLimit`.
+// Rate limits and the authentication kinds (auth/); other policy kinds are sibling fields.
 //
 // Rules a JSON schema cannot say well (exactly one of tokens/requests, burst only with
 // requests) are written once as `x-kubernetes-validations` CEL rules: the API server enforces
 // them on GatewayPolicy objects, and validate.ts enforces the same rules on files.
 import { Type, type Static } from '@sinclair/typebox';
-import { Duration, Enum, HostPort, PositiveInt } from './common.js';
+import { Duration, Enum, PositiveInt } from './common.js';
+import { RateLimitService } from './outbound-ref.js';
+import { AUTH_TRAFFIC_FIELDS } from '../auth/fields.js';
+
+export { BackendRef, RateLimitService } from './outbound-ref.js';
 
 export const RATE_LIMIT_UNITS = ['Seconds', 'Minutes', 'Hours'] as const;
 export type RateLimitUnit = (typeof RATE_LIMIT_UNITS)[number];
@@ -57,49 +61,6 @@ export const GlobalDescriptor = Type.Object(
   { additionalProperties: false, description: 'A descriptor sent to the rate limit service.' },
 );
 
-export const BackendRef = Type.Object(
-  {
-    group: Type.Optional(
-      Type.String({
-        maxLength: 253,
-        pattern: '^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
-        description: 'API group of the referent; default "" (the core group of Service).',
-        expected: 'an API group name, or "" for the core group',
-      }),
-    ),
-    kind: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 63,
-        pattern: '^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$',
-        description: 'Kind of the referent; default Service (the only kind supported).',
-        expected: 'a kind name such as Service',
-      }),
-    ),
-    name: Type.String({ minLength: 1, maxLength: 253, description: 'Name of the Service.' }),
-    namespace: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 63, description: 'Namespace of the Service; default the policy namespace. Another namespace needs a ReferenceGrant there that allows GatewayPolicies of the policy namespace.' }),
-    ),
-    port: Type.Integer({ minimum: 1, maximum: 65535, description: 'Port of the Service.' }),
-  },
-  {
-    additionalProperties: false,
-    description: 'An object of the cluster that serves the target: a Service (not of type ExternalName). In a cluster this is the only way a policy names an outbound target.',
-  },
-);
-
-export const RateLimitService = Type.Object(
-  {
-    host: Type.Optional(HostPort('Address of the rate limit service; standalone config only (a GatewayPolicy with host is not accepted: use backendRef).')),
-    backendRef: Type.Optional(BackendRef),
-  },
-  {
-    additionalProperties: false,
-    description: 'Where the Envoy-compatible rate limit service (gRPC) listens: host or backendRef.',
-    'x-kubernetes-validations': [{ rule: 'has(self.host) != has(self.backendRef)', message: 'exactly one of host or backendRef must be set' }],
-  },
-);
-
 export const GlobalRateLimit = Type.Object(
   {
     service: RateLimitService,
@@ -130,6 +91,7 @@ export const RateLimitPolicy = Type.Object(
 export const TrafficPolicy = Type.Object(
   {
     rateLimit: Type.Optional(RateLimitPolicy),
+    ...AUTH_TRAFFIC_FIELDS,
   },
   { additionalProperties: false, description: 'Policies applied to the traffic of the target.' },
 );

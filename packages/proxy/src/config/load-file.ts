@@ -13,6 +13,7 @@ import { TollgateError } from '../errors.js';
 import { DirectiveError, parseDirective } from '../log/directive.js';
 import { MODULES } from '../log/logger.js';
 import { readCertificateFiles } from './tls-files.js';
+import { policyFiles } from './policy-files.js';
 
 export interface LoadedConfig {
   readonly path: string;
@@ -21,8 +22,8 @@ export interface LoadedConfig {
   readonly snapshot: ProxySnapshot;
   /** Accepted but worth an operator's eye (an expired certificate). */
   readonly warnings: readonly string[];
-  /** The certificate and key files the config names (absolute), watched for renewals. */
-  readonly certificateFiles: readonly string[];
+  /** The files the config names beside itself (absolute): certificates and keys, and the files of its policies; watched for edits. */
+  readonly namedFiles: readonly string[];
 }
 
 /** Largest config file read: a config of thousands of routes is well under 1 MiB. */
@@ -119,7 +120,9 @@ export function parseConfig(path: string, text: string): LoadedConfig {
   }
   const tls = readCertificateFiles(abs, config);
   if (tls.problems.length) throw new ValidationError(abs, tls.problems);
-  return { path: abs, text, config, snapshot: standaloneToSnapshot(config, { kind: 'file', path: abs }, tls.lookup), warnings: tls.warnings, certificateFiles: tls.files };
+  const named = policyFiles(abs);
+  const snapshot = standaloneToSnapshot(config, { kind: 'file', path: abs }, tls.lookup, named.sources);
+  return { path: abs, text, config, snapshot, warnings: tls.warnings, namedFiles: [...tls.files, ...named.files] };
 }
 
 export async function loadConfigFile(path: string): Promise<LoadedConfig> {

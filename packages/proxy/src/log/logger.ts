@@ -4,7 +4,7 @@ import { LogControl as KitLogControl } from '@tollgate/kit';
 import type { DestinationStream } from 'pino';
 
 /** The proxy's named loggers (the `<module>` of a directive). */
-export const MODULES = ['proxy', 'config', 'routing', 'upstream', 'admin', 'ratelimit', 'trace'] as const;
+export const MODULES = ['proxy', 'config', 'routing', 'upstream', 'admin', 'ratelimit', 'auth', 'trace'] as const;
 export type Module = (typeof MODULES)[number];
 
 export class LogControl extends KitLogControl<Module> {

@@ -201,6 +201,13 @@ export class ProxyMetrics {
     ['reason'],
   );
   readonly #refusalCells = new Map<ClientRefusal, Cell<'reason'>>();
+  readonly #auth = new CellCounter(
+    this.registry,
+    'tollgate_auth_decisions_total',
+    'Decisions of the authentication and authorization checks, by kind (apiKey, basicAuth, jwt, authorization, extAuthz), result (allow, deny) and reason (allowed, or why the check refused: a fixed set per kind, docs/authentication.md).',
+    ['kind', 'result', 'reason'],
+  );
+  readonly #authCells = new Map<string, Cell<'kind' | 'result' | 'reason'>>();
   readonly #upstreamLatency = new CellHistogram<'route'>(
     this.registry,
     'tollgate_upstream_latency_seconds',
@@ -242,6 +249,14 @@ export class ProxyMetrics {
         this.set(buffered());
       },
     });
+  }
+
+  /** Counts one decision of an authentication or authorization check; reasons come from a fixed set per kind. */
+  countAuth(kind: string, allowed: boolean, reason: string): void {
+    const key = `${kind}\u0000${reason}`;
+    let cell = this.#authCells.get(key);
+    if (!cell) this.#authCells.set(key, (cell = this.#auth.cell({ kind, result: allowed ? 'allow' : 'deny', reason })));
+    cell.value++;
   }
 
   /** Counts one refusal of a client that took too much. */

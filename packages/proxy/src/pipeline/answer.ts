@@ -3,6 +3,7 @@
 // request finished.
 import type { ErrorSpec } from '../errors.js';
 import type { Refusal } from '../ratelimit/policy.js';
+import type { AuthDenial } from '../auth/types.js';
 import { sendError } from '../upstream/forward.js';
 import type { RequestContext } from './context.js';
 import { publish, type HeaderValues } from './events.js';
@@ -30,4 +31,30 @@ export function answerDirect(ctx: RequestContext, status: number, headers: Recor
   ctx.res.writeHead(status, headers);
   ctx.res.end();
   done(ctx, status, headers);
+}
+
+/**
+ * Answers a request an authentication or authorization check refused: the catalog entry (or an
+ * authorization service's own status and body), with the check's challenge.
+ */
+export function answerAuthDenial(ctx: RequestContext, denial: AuthDenial): void {
+  const headers: Record<string, string> = { ...denial.headers };
+  if (denial.challenge) headers['www-authenticate'] = denial.challenge;
+  if (denial.status === undefined && !denial.body) {
+    answerError(ctx, denial.error, headers, denial.detail);
+    return;
+  }
+  const status = denial.status ?? denial.error.status;
+  const text = denial.body?.text ?? `${denial.error.body}: ${denial.detail}`;
+  const sent = {
+    'content-type': denial.body?.contentType ?? 'text/plain; charset=utf-8',
+    'content-length': String(Buffer.byteLength(text)),
+    'x-tollgate-error': denial.error.code,
+    ...headers,
+  };
+  if (!ctx.res.headersSent && !ctx.res.destroyed) {
+    ctx.res.writeHead(status, sent);
+    ctx.res.end(text);
+  }
+  done(ctx, status, sent);
 }

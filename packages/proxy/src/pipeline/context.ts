@@ -10,6 +10,7 @@ import type { LlmRequest } from '../llm/request-body.js';
 import type { ChargeCap } from '../ratelimit/charge-cap.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';
 import type { Admissions } from '../ratelimit/policy.js';
+import type { AuthKind, Consumer } from '../auth/types.js';
 import type { CompiledListener, CompiledRoute, CompiledSnapshot } from '../routing/compile.js';
 import { normalizeHost } from '../routing/hostname.js';
 import type { Logger } from 'pino';
@@ -35,6 +36,25 @@ export interface PipelineDeps {
   readonly bodyBudget: BodyBudget;
   /** config.maxTokensChargedPerResponse: the most one response is charged to token limits. */
   readonly chargeCap: ChargeCap;
+  readonly authLog: Logger;
+}
+
+/** What one authentication or authorization check decided, for the trace, the access log and metrics. */
+export interface AuthOutcome {
+  readonly kind: AuthKind;
+  readonly allowed: boolean;
+  /** `allowed`, or the denial's reason (a metric label). */
+  readonly reason: string;
+  /** What decided or what was wrong (a provider, a rule); never a credential. */
+  readonly note: string | null;
+}
+
+/** What the checks that passed ask of the forwarded request and of the response. */
+export interface AuthEffects {
+  readonly removeHeaders: string[];
+  readonly setHeaders: Record<string, string>;
+  readonly removeQuery: string[];
+  readonly responseHeaders: Record<string, string>;
 }
 
 export type HeaderMap = Record<string, string | string[] | undefined>;
@@ -64,6 +84,12 @@ export class RequestContext {
   matched: PathMatchIR | null = null;
   /** Routes tried during selection, in order; collected only for observed requests. */
   evaluated: string[] | null = null;
+  /** Who is calling, once an authentication check established it. */
+  consumer: Consumer | null = null;
+  /** The authentication and authorization checks that ran, in order; null when none did. */
+  auth: AuthOutcome[] | null = null;
+  /** What passed checks ask of the forwarded request; null when nothing. */
+  authEffects: AuthEffects | null = null;
   /** Rate-limit state; exists only once a policy applies. */
   admissions: Admissions | null = null;
   /** The parsed LLM body; read only when a limit needs it. */
@@ -72,6 +98,8 @@ export class RequestContext {
   upstreamHeaders: HeaderMap | null = null;
   /** Path for the upstream request (after URLRewrite). */
   upstreamPath: string;
+  /** Query for the upstream request, without "?" (a credential read from the query is taken out). */
+  upstreamQuery: string;
   backend: UpstreamTarget | null = null;
   /** Status sent to the client, once known. */
   status = 0;
@@ -111,6 +139,7 @@ export class RequestContext {
     this.rawHost = (target.ok && target.authority) || req.headers.host;
     this.host = normalizeHost(this.rawHost);
     this.upstreamPath = this.path;
+    this.upstreamQuery = this.query;
   }
 
   /** Takes `n` bytes of body from the process's budget (llm/request-body.ts BodyAccount). */

@@ -60,7 +60,7 @@ export function sendMirrors(ctx: RequestContext, mirrors: readonly CompiledMirro
     target.endpoint.pool
       .request({
         method: ctx.method,
-        path: ctx.query ? `${ctx.upstreamPath}?${ctx.query}` : ctx.upstreamPath,
+        path: ctx.upstreamQuery ? `${ctx.upstreamPath}?${ctx.upstreamQuery}` : ctx.upstreamPath,
         // A copy: the backend's own header filters change the original later.
         headers: { ...ctx.upstreamHeaders },
         body,

@@ -54,6 +54,14 @@ function applyFilters(ctx: RequestContext): boolean {
   if (route.countsTokens) headers['accept-encoding'] = 'identity';
   if (ctx.rawHost !== undefined && headers.host !== ctx.rawHost) headers.host = ctx.rawHost;
   if (ctx.admissions) Object.assign(headers, ctx.admissions.requestHeaders);
+  // The client's credentials go before the route's filters run, so that a filter may set the
+  // backend's own (a provider key) and a client cannot pass a header a check set.
+  const fx = ctx.authEffects;
+  if (fx) {
+    for (const name of fx.removeHeaders) delete headers[name];
+    Object.assign(headers, fx.setHeaders);
+    if (fx.removeQuery.length) ctx.upstreamQuery = withoutParams(ctx.upstreamQuery, fx.removeQuery);
+  }
   for (const f of route.ir.filters) {
     if (f.type === 'RequestHeaderModifier') applyHeaderModifier(headers, f);
     else if (f.type === 'URLRewrite') {
@@ -68,4 +76,22 @@ function applyFilters(ctx: RequestContext): boolean {
   ctx.upstreamHeaders = headers;
   if (ctx.observed) publish.requestSnapshot(ctx, 'route policies');
   return true;
+}
+
+/** The query without the parameters named (a credential); the rest byte for byte. */
+function withoutParams(query: string, names: readonly string[]): string {
+  return query
+    .split('&')
+    .filter((pair) => {
+      const eq = pair.indexOf('=');
+      const raw = eq < 0 ? pair : pair.slice(0, eq);
+      let name: string;
+      try {
+        name = decodeURIComponent(raw.replace(/\+/g, ' '));
+      } catch {
+        name = raw;
+      }
+      return !names.includes(name);
+    })
+    .join('&');
 }

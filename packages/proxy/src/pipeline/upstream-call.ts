@@ -24,7 +24,7 @@ export async function callUpstream(ctx: RequestContext): Promise<void> {
     backend.endpoint.pool,
     {
       method: ctx.method,
-      path: ctx.query ? `${ctx.upstreamPath}?${ctx.query}` : ctx.upstreamPath,
+      path: ctx.upstreamQuery ? `${ctx.upstreamPath}?${ctx.upstreamQuery}` : ctx.upstreamPath,
       headers: ctx.upstreamHeaders!,
       body,
       headersTimeoutMs: route.timeouts.backendRequestMs ?? deps.defaultBackendTimeoutMs,

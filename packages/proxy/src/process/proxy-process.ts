@@ -76,6 +76,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       maxModelLabels: settings.maxModelLabels,
       log,
       rateLimitLog: logs.get('ratelimit'),
+      authLog: logs.get('auth'),
       upstreamLog: logs.get('upstream'),
       clock: options.clock,
     });

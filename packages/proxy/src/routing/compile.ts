@@ -18,6 +18,9 @@ import { PathIndex } from './path-index.js';
 import { compilePolicy, gatewayPolicyScope, type CompiledPolicy, type GlobalFactory } from '../ratelimit/policy.js';
 import type { LimiterStore } from '../ratelimit/local/limiter.js';
 import { compileBindTls, TlsContextCache, type BindTls } from './tls-contexts.js';
+import type { AuthCompilers } from '../auth/compilers.js';
+import { effectiveAuth } from '../auth/effective.js';
+import type { AuthCheck } from '../auth/types.js';
 
 export interface CompileDeps {
   readonly limiters: LimiterStore;
@@ -29,6 +32,8 @@ export interface CompileDeps {
   readonly tlsContexts?: TlsContextCache;
   /** The snapshot serving now: routes that are the same objects reuse its RouteParts. */
   readonly previous?: CompiledSnapshot | null;
+  /** Compiles the authentication kinds; without it (tests of routing) a route runs no checks. */
+  readonly auth?: AuthCompilers;
 }
 
 /** What a route compiles to whatever its listener: kept while the route object is the same. */
@@ -64,6 +69,8 @@ export interface CompiledRoute {
   readonly responseModifiers: readonly HeaderModifierIR[];
   /** Route-level rate limits. */
   readonly policy: CompiledPolicy | null;
+  /** Authentication and authorization checks, in order (route over Gateway level per kind); null: none. */
+  readonly auth: readonly AuthCheck[] | null;
   /** LLM tokens are counted on this route (a tokens limit or global limit here or on its listener). */
   readonly countsTokens: boolean;
 }
@@ -156,6 +163,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
           mirrors: own.mirrors,
           responseModifiers: own.responseModifiers,
           policy: routePolicy,
+          auth: deps?.auth ? effectiveAuth(l.policy, r.policy, deps.auth) : null,
           countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false),
         };
         const base = order;

@@ -23,11 +23,14 @@ import { TlsContextCache } from '../routing/tls-contexts.js';
 import { BodyBudget } from '../pipeline/body-budget.js';
 import type { InFlight } from '../pipeline/inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
+import { AuthCompilers } from '../auth/compilers.js';
 
 export interface RuntimeOptions {
   readonly connectTimeoutMs: number;
   readonly clock?: Clock;
   readonly rateLimitLog?: Logger;
+  /** Where authentication and authorization decisions are logged. */
+  readonly authLog?: Logger;
   /** Where mirrored requests that failed are logged (debug). */
   readonly upstreamLog?: Logger;
   readonly backendRequestTimeoutMs: number;
@@ -80,6 +83,7 @@ export class ProxyRuntime {
   /** Per-endpoint connection pools, requests in flight and scores, kept across configs. */
   readonly endpoints: EndpointTable;
   readonly #picking: PickerDeps;
+  readonly #auth: AuthCompilers;
   /** Aborts the mirrored copies still in flight when the runtime closes. */
   readonly #mirrors = new AbortController();
   readonly inflight = new Map<number, InFlight>();
@@ -150,7 +154,9 @@ export class ProxyRuntime {
       maxRequestBodyBytes,
       bodyBudget,
       chargeCap: new ChargeCap(options.maxTokensChargedPerResponse ?? DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE, log, clock),
+      authLog: options.authLog ?? options.log,
     };
+    this.#auth = new AuthCompilers({ log: options.authLog ?? options.log });
     this.traces.owner = this.#deps;
   }
 
@@ -188,7 +194,7 @@ export class ProxyRuntime {
     let next: CompiledSnapshot;
     let plan: BindPlan;
     try {
-      next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.#makeGlobal, picking: this.#picking, tlsContexts: this.#tlsContexts, previous: this.#current });
+      next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.#makeGlobal, picking: this.#picking, tlsContexts: this.#tlsContexts, previous: this.#current, auth: this.#auth });
       for (const name of next.detached) {
         this.options.log.warn({ route: name }, `route ${name} is not attached: none of its hostnames intersects its listener hostname`);
       }

@@ -69,10 +69,10 @@ export class FileSnapshotSource
     }
   }
 
-  /** Watches exactly the certificate files of the serving config. */
+  /** Watches exactly the files the serving config names (certificates, policy files). */
   #watchCertificates(): void {
     if (this.options.watch === false || !this.#sink) return;
-    const wanted = new Set(this.#current.certificateFiles);
+    const wanted = new Set(this.#current.namedFiles);
     for (const [file, w] of this.#certWatches) {
       if (wanted.has(file)) continue;
       w.close();
@@ -160,7 +160,7 @@ export class FileSnapshotSource
     this.#applied++;
     this.#lastError = null;
     this.#watchCertificates();
-    const why = trigger === 'certificates' ? ' (certificate files changed)' : '';
+    const why = trigger === 'certificates' ? ' (a file it names changed)' : '';
     log.info({ version: next.snapshot.version }, `config reloaded${why}: now serving ${next.snapshot.version}`);
     this.emit('reloaded');
     return 'reloaded';
@@ -176,7 +176,7 @@ export class FileSnapshotSource
   #refuse(trigger: Trigger, err: Error): ReloadOutcome {
     this.#refused++;
     this.#lastError = err.message;
-    const why = trigger === 'certificates' ? ' after a certificate file changed' : '';
+    const why = trigger === 'certificates' ? ' after a file it names changed' : '';
     this.options.log.error(`config reload refused${why}, the last good config keeps serving: ${err.message}`);
     this.emit('refused', err);
     return 'refused';

@@ -1,0 +1,155 @@
+// jwt: bearer tokens signed by a provider's keys (RS*, PS*, ES*, EdDSA; never `none`, never an
+// HMAC key made of a public key). Keys come from an inline JWKS, a Secret or ConfigMap key, a
+// file, or a JWKS endpoint the proxy fetches through a backendRef (cluster) or host
+// (standalone), cached, refreshed on an unknown `kid`, the last good set kept on failure.
+import { Type, type Static } from '@sinclair/typebox';
+import { Duration, HeaderName, HostPort } from '../schema/common.js';
+import { BackendRef } from '../schema/outbound-ref.js';
+import { Obj, Nullable, NonEmpty, Lit } from '../schema/wire-parts.js';
+import { CredentialLocation, FilePath, ObjectKeyRefSchema, type CredentialLocationIR } from './refs.js';
+import { LocationWire } from './api-key.js';
+
+export const MAX_JWT_PROVIDERS = 8;
+
+const RemoteJwks = Type.Object(
+  {
+    backendRef: Type.Optional(BackendRef),
+    host: Type.Optional(HostPort('Address of the JWKS server; standalone config only (in a cluster use backendRef).')),
+    path: Type.String({ minLength: 1, maxLength: 1024, pattern: '^/[^\\x00-\\x20\\x7f]*$', description: 'Path (and query) of the JWKS document, e.g. /.well-known/jwks.json.', expected: 'a path starting with /' }),
+    tls: Type.Optional(
+      Type.Object(
+        {
+          caCertificateRef: Type.Optional(ObjectKeyRefSchema('the PEM CA bundle that signs the JWKS server\'s certificate', 'ca.crt')),
+          caFile: Type.Optional(FilePath('the PEM CA bundle that signs the JWKS server\'s certificate')),
+          hostname: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'Name sent as SNI and checked against the server\'s certificate; default the host of the address.' })),
+        },
+        { additionalProperties: false, description: 'Fetch over HTTPS; the system roots are used when no CA is given.' },
+      ),
+    ),
+    cacheDuration: Type.Optional(Duration('How long a fetched key set is used before it is fetched again; default 5m.')),
+    timeout: Type.Optional(Duration('Time allowed for one fetch; default 5s.')),
+  },
+  {
+    additionalProperties: false,
+    description: 'A JWKS endpoint fetched by the proxy.',
+    'x-kubernetes-validations': [{ rule: 'has(self.host) != has(self.backendRef)', message: 'exactly one of host or backendRef must be set' }],
+  },
+);
+
+export const JwtProvider = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', description: 'Name of the provider, shown in traces and metrics.', expected: 'lower-case letters, digits and "-"' }),
+    issuer: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'Required `iss` claim.' })),
+    audiences: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 1024, description: 'An accepted audience.' }), { minItems: 1, maxItems: 16, description: 'The token\'s `aud` must contain one of these.' })),
+    jwks: Type.Object(
+      {
+        inline: Type.Optional(Type.String({ minLength: 2, maxLength: 262_144, description: 'The JWKS document as JSON text.' })),
+        ref: Type.Optional(ObjectKeyRefSchema('the JWKS document', 'jwks.json')),
+        file: Type.Optional(FilePath('the JWKS document')),
+        remote: Type.Optional(RemoteJwks),
+      },
+      {
+        additionalProperties: false,
+        description: 'Where the verification keys are: exactly one of inline, ref (cluster), file (standalone) or remote.',
+        'x-kubernetes-validations': [{ rule: '[has(self.inline), has(self.ref), has(self.file), has(self.remote)].filter(x, x).size() == 1', message: 'exactly one of inline, ref, file or remote must be set' }],
+      },
+    ),
+    clockSkew: Type.Optional(Duration('Allowed difference between the proxy\'s clock and the issuer\'s for exp and nbf; default 60s.', { allowZero: true })),
+    tokenFrom: Type.Optional(Type.Array(CredentialLocation('Default: Bearer.'), { minItems: 1, maxItems: 4, description: 'Where the token is read, in order; default Authorization Bearer.' })),
+    consumerClaim: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Claim naming the consumer; default sub.' })),
+    groupClaim: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Claim naming the consumer\'s group; none by default.' })),
+    claimsToHeaders: Type.Optional(
+      Type.Array(
+        Type.Object(
+          { claim: Type.String({ minLength: 1, maxLength: 256, description: 'Claim name (top level).' }), header: HeaderName('Request header set to the claim\'s value (a string, or JSON for other values).') },
+          { additionalProperties: false, description: 'A claim copied to a request header.' },
+        ),
+        { maxItems: 16, description: 'Claims copied to upstream request headers; a client\'s own header of that name is replaced.' },
+      ),
+    ),
+    forwardToken: Type.Optional(Type.Boolean({ description: 'Keep the token in the forwarded request; default false (removed).' })),
+  },
+  { additionalProperties: false, description: 'An issuer of tokens and how to verify them.' },
+);
+
+export const JwtConfig = Type.Object(
+  {
+    providers: Type.Array(JwtProvider, { minItems: 1, maxItems: MAX_JWT_PROVIDERS, description: 'A token is accepted when a provider whose location holds it verifies it.' }),
+    mode: Type.Optional(Type.Unsafe<'Strict' | 'Optional'>({ type: 'string', enum: ['Strict', 'Optional'], description: 'Strict (the default): a request without a valid token is refused. Optional: a request without any token passes without a consumer; an invalid token is still refused.' })),
+  },
+  { additionalProperties: false, description: 'Callers must present a JSON Web Token of one of the providers.' },
+);
+export type JwtConfig = Static<typeof JwtConfig>;
+
+export type JwtKeysIR =
+  /** The JWKS document, already checked: what the controller or loader read. */
+  | { readonly kind: 'static'; readonly origin: string; readonly jwks: string }
+  | {
+      readonly kind: 'remote';
+      /** `<host>:<port>`. */
+      readonly address: string;
+      readonly path: string;
+      /** null: plain HTTP. */
+      readonly tls: { readonly ca: string | null; readonly hostname: string | null } | null;
+      readonly cacheMs: number;
+      readonly timeoutMs: number;
+    };
+
+export interface JwtProviderIR {
+  readonly name: string;
+  readonly issuer: string | null;
+  readonly audiences: readonly string[];
+  readonly keys: JwtKeysIR;
+  readonly clockSkewMs: number;
+  readonly tokenFrom: readonly CredentialLocationIR[];
+  readonly consumerClaim: string;
+  readonly groupClaim: string | null;
+  readonly claimsToHeaders: readonly { readonly claim: string; readonly header: string }[];
+  readonly forwardToken: boolean;
+}
+
+export interface JwtIR {
+  readonly providers: readonly JwtProviderIR[];
+  readonly mode: 'Strict' | 'Optional';
+}
+
+const Keys = Type.Union([
+  Obj({ kind: Lit('static'), origin: NonEmpty('Where the keys came from.', 600), jwks: NonEmpty('JWKS JSON.', 262_144) }, 'A key set.'),
+  Obj(
+    {
+      kind: Lit('remote'),
+      address: NonEmpty('`<host>:<port>`.', 400),
+      path: NonEmpty('Path.', 1024),
+      tls: Nullable(Obj({ ca: Nullable(NonEmpty('PEM CA bundle.', 1_048_576)), hostname: Nullable(NonEmpty('SNI name.', 253)) }, 'TLS.')),
+      cacheMs: Type.Integer({ minimum: 1 }),
+      timeoutMs: Type.Integer({ minimum: 1 }),
+    },
+    'A JWKS endpoint.',
+  ),
+]);
+
+export const JwtWire = Obj(
+  {
+    providers: Type.Array(
+      Obj(
+        {
+          name: NonEmpty('Provider.', 63),
+          issuer: Nullable(NonEmpty('Issuer.', 1024)),
+          audiences: Type.Array(NonEmpty('Audience.', 1024), { maxItems: 16 }),
+          keys: Keys,
+          clockSkewMs: Type.Integer({ minimum: 0 }),
+          tokenFrom: Type.Array(LocationWire, { minItems: 1, maxItems: 4 }),
+          consumerClaim: NonEmpty('Claim.', 256),
+          groupClaim: Nullable(NonEmpty('Claim.', 256)),
+          claimsToHeaders: Type.Array(Obj({ claim: NonEmpty('Claim.', 256), header: NonEmpty('Header, lower case.', 256) }, 'A claim to copy.'), { maxItems: 16 }),
+          forwardToken: Type.Boolean(),
+        },
+        'A provider.',
+      ),
+      { minItems: 1, maxItems: MAX_JWT_PROVIDERS },
+    ),
+    mode: Type.Union([Lit('Strict'), Lit('Optional')]),
+  },
+  'JWT authentication.',
+);
+

@@ -1,0 +1,8 @@
+// jwt (pending: this kind's check).
+import type { JwtIR } from '@tollgate/api';
+import type { AuthDeps } from './compilers.js';
+import type { AuthCheck } from './types.js';
+
+export function compileJwt(_ir: JwtIR, _deps: AuthDeps): AuthCheck {
+  throw new Error('jwt is not supported yet');
+}

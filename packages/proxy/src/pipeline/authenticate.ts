@@ -1,0 +1,72 @@
+// Stage 3b, authentication and authorization (after route selection, before the route's rate
+// limits): the route's checks (auth/effective.ts) in order; the first refusal answers. What
+// the checks establish (the consumer, credentials to remove, headers to set) is kept on the
+// context for the stages after: the route policies stage applies it to the upstream request,
+// the rate limits and the trace read the consumer.
+import type { AuthCheck, AuthDenial, AuthPass, AuthRequest, AuthVerdict } from '../auth/types.js';
+import { answerAuthDenial } from './answer.js';
+import type { AuthOutcome, RequestContext } from './context.js';
+import { readBodyOnce } from './llm-body.js';
+
+/** Returns false when the request was refused (and answered). Synchronous without checks. */
+export function authenticate(ctx: RequestContext): boolean | Promise<boolean> {
+  const checks = ctx.route!.auth;
+  return checks === null ? true : runChecks(ctx, checks);
+}
+
+async function runChecks(ctx: RequestContext, checks: readonly AuthCheck[]): Promise<boolean> {
+  for (const check of checks) {
+    if (check.needsBody && !ctx.llm && ctx.hasBody) await readBodyOnce(ctx);
+    if (ctx.res.headersSent) return false; // the body could not be read and was answered
+    let verdict: AuthVerdict | Promise<AuthVerdict> = check.run(authRequest(ctx));
+    if (verdict instanceof Promise) verdict = await verdict;
+    record(ctx, check, verdict);
+    if (!verdict.ok) {
+      refuse(ctx, check, verdict);
+      return false;
+    }
+    apply(ctx, verdict);
+  }
+  return true;
+}
+
+function authRequest(ctx: RequestContext): AuthRequest {
+  const body = ctx.llm?.body;
+  return {
+    method: ctx.method,
+    path: ctx.path,
+    query: ctx.query,
+    host: ctx.host,
+    authority: ctx.authority,
+    scheme: ctx.scheme,
+    headers: ctx.headers,
+    sourceAddress: ctx.req.socket.remoteAddress ?? '',
+    sourcePort: ctx.req.socket.remotePort ?? 0,
+    consumer: ctx.consumer,
+    model: ctx.llm?.model ?? null,
+    body: Buffer.isBuffer(body) ? body : null,
+  };
+}
+
+function record(ctx: RequestContext, check: AuthCheck, v: AuthVerdict): void {
+  const outcome: AuthOutcome = v.ok
+    ? { kind: check.kind, allowed: true, reason: 'allowed', note: v.note ?? null }
+    : { kind: check.kind, allowed: false, reason: v.reason, note: v.detail };
+  (ctx.auth ??= []).push(outcome);
+  ctx.deps.metrics.countAuth(check.kind, outcome.allowed, outcome.reason);
+}
+
+function refuse(ctx: RequestContext, check: AuthCheck, v: AuthDenial): void {
+  ctx.deps.authLog.debug({ kind: check.kind, reason: v.reason, route: ctx.routeName, consumer: ctx.consumer?.name }, 'request refused by authentication or authorization');
+  answerAuthDenial(ctx, v);
+}
+
+function apply(ctx: RequestContext, v: AuthPass): void {
+  if (v.consumer && !ctx.consumer) ctx.consumer = v.consumer;
+  if (!v.removeHeaders && !v.setHeaders && !v.removeQuery && !v.responseHeaders) return;
+  const fx = (ctx.authEffects ??= { removeHeaders: [], setHeaders: {}, removeQuery: [], responseHeaders: {} });
+  if (v.removeHeaders) fx.removeHeaders.push(...v.removeHeaders);
+  if (v.setHeaders) Object.assign(fx.setHeaders, v.setHeaders);
+  if (v.removeQuery) fx.removeQuery.push(...v.removeQuery);
+  if (v.responseHeaders) Object.assign(fx.responseHeaders, v.responseHeaders);
+}
