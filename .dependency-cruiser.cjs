@@ -16,6 +16,7 @@ const PROXY_LAYERS = [
   ['log', 'metrics'],
   ['config', 'ratelimit'],
   ['upstream'],
+  ['auth'],
   ['routing', 'filters', 'llm'],
   ['pipeline'],
   ['trace'],
