@@ -18,6 +18,8 @@ export const DEFAULT_MAX_BUFFERED_REQUEST_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_REQUEST_BODY_TIMEOUT_MS = 60_000;
 /** config.maxConnectionsPerBind default. */
 export const DEFAULT_MAX_CONNECTIONS_PER_BIND = 4096;
+/** config.maxRateLimitKeys default: about 20 MiB of counters per keyed limit when full. */
+export const DEFAULT_MAX_RATE_LIMIT_KEYS = 100_000;
 
 /** The process-wide budget of buffered request-body bytes, defaults applied. */
 export function bufferedRequestBytes(cfg: Pick<ProcessConfig, 'maxBufferedRequestBytes' | 'maxRequestBodyBytes'>): number {
@@ -53,10 +55,11 @@ export const PROXY_PROCESS_PARAMETERS = [
   'maxTraceSessions',
   'maxModelLabels',
   'maxTokensChargedPerResponse',
+  'maxRateLimitKeys',
 ] as const satisfies readonly (keyof ProcessConfig)[];
 
 /** Which of them are integers (the others are durations). */
-export const INTEGER_PROCESS_PARAMETERS: ReadonlySet<string> = new Set(['maxRequestBodyBytes', 'maxBufferedRequestBytes', 'maxConnectionsPerBind', 'maxSseLineBytes', 'maxTraceSessions', 'maxModelLabels', 'maxTokensChargedPerResponse']);
+export const INTEGER_PROCESS_PARAMETERS: ReadonlySet<string> = new Set(['maxRequestBodyBytes', 'maxBufferedRequestBytes', 'maxConnectionsPerBind', 'maxSseLineBytes', 'maxTraceSessions', 'maxModelLabels', 'maxTokensChargedPerResponse', 'maxRateLimitKeys']);
 
 const validateProcessSchema = compile(ProcessConfig);
 

@@ -9,8 +9,8 @@ import { checkDuration } from './duration.js';
 import type { EvaluationLimits, RegexLimits } from './limits.js';
 import { FILTER_FIELD, FILTER_TYPES, type HTTPRouteFilter, type HTTPRouteMatch, type RouteTimeouts } from './schema/gateway-api.js';
 import { compileRegex } from './regex.js';
-import { HEADER_VALUE_EXPECTED, HEADER_VALUE_PATTERN, NO_CONTROL_PATTERN } from './schema/common.js';
-import type { TrafficPolicy } from './schema/traffic-policy.js';
+import { HEADER_NAME_PATTERN, HEADER_VALUE_EXPECTED, HEADER_VALUE_PATTERN, NO_CONTROL_PATTERN } from './schema/common.js';
+import { LOCAL_MONTHS_MESSAGE, type RateLimitKey, type TrafficPolicy } from './schema/traffic-policy.js';
 import { joinPath, show, type Problem } from './validation-error.js';
 
 export type PolicyContext = 'standalone' | 'cluster';
@@ -20,6 +20,8 @@ export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: stri
   const rl = policy?.rateLimit;
   if (!rl) return;
   const rlPath = joinPath(path, 'rateLimit');
+  // Every expression a request of this policy evaluates: descriptor entries and keys.
+  const expressions: PolicyExpression[] = [];
   rl.local?.forEach((entry, i) => {
     const p = joinPath(joinPath(rlPath, 'local'), i);
     const hasReq = entry.requests !== undefined;
@@ -35,12 +37,23 @@ export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: stri
     if (entry.burst !== undefined && !hasReq) {
       out.push({ path: joinPath(p, 'burst'), message: 'burst is only allowed with requests; remove it from this tokens entry' });
     }
+    if (entry.unit === 'Months') out.push({ path: joinPath(p, 'unit'), message: LOCAL_MONTHS_MESSAGE });
+    if (entry.by) checkKey(entry.by, joinPath(p, 'by'), expressions, out);
   });
   if (rl.local && !rl.local.length) out.push({ path: joinPath(rlPath, 'local'), message: 'is empty; remove it or add an entry' });
-  if (rl.global) checkDescriptors(rl.global.descriptors, joinPath(joinPath(rlPath, 'global'), 'descriptors'), limits, out);
+  const gPath = joinPath(rlPath, 'global');
+  rl.global?.descriptors.forEach((d, di) => {
+    const p = joinPath(joinPath(gPath, 'descriptors'), di);
+    if (!d.entries && !d.by) out.push({ path: p, message: 'has neither entries nor by; set entries, by (a key), or both' });
+    if (d.by) checkKey(d.by, joinPath(p, 'by'), expressions, out);
+    d.entries?.forEach((e, ei) => expressions.push({ source: e.expression, path: joinPath(joinPath(joinPath(p, 'entries'), ei), 'expression') }));
+  });
+  // The budget is the policy's; named where its expressions are (only descriptors: there).
+  const localKeys = expressions.some((e) => !e.path.startsWith(gPath));
+  checkExpressions(expressions, localKeys ? rlPath : joinPath(gPath, 'descriptors'), limits, out);
   const svc = rl.global?.service;
   if (svc) {
-    const p = joinPath(joinPath(rlPath, 'global'), 'service');
+    const p = joinPath(gPath, 'service');
     if ((svc.host === undefined) === (svc.backendRef === undefined)) {
       out.push({ path: p, message: 'exactly one of host or backendRef must be set' });
     } else if (context === 'standalone' && svc.backendRef) {
@@ -49,27 +62,47 @@ export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: stri
   }
 }
 
+interface PolicyExpression {
+  readonly source: string;
+  readonly path: string;
+}
+
+const HEADER_NAME = new RegExp(HEADER_NAME_PATTERN, 'u');
+
+/** The fields each key type needs (the schema's rules, for files), and its expression to check with the others. */
+function checkKey(by: RateLimitKey, path: string, expressions: PolicyExpression[], out: Problem[]): void {
+  const named = by.type === 'Claim' || by.type === 'Header';
+  if (named && by.name === undefined) out.push({ path: joinPath(path, 'name'), message: `required with type ${by.type}: the ${by.type === 'Claim' ? 'claim' : 'header'} whose value is the key` });
+  if (!named && by.name !== undefined) out.push({ path: joinPath(path, 'name'), message: `not allowed with type ${by.type}; only Claim and Header keys name a claim or header` });
+  if (by.type === 'Header' && by.name !== undefined && !HEADER_NAME.test(by.name)) {
+    out.push({ path: joinPath(path, 'name'), message: `got ${show(by.name)}; expected an HTTP header name (letters, digits and !#$%&'*+-.^_\`|~)` });
+  }
+  if (by.type === 'Expression') {
+    if (by.expression === undefined) out.push({ path: joinPath(path, 'expression'), message: 'required with type Expression, e.g. consumer.labels["tier"]' });
+    else expressions.push({ source: by.expression, path: joinPath(path, 'expression') });
+  } else if (by.expression !== undefined) {
+    out.push({ path: joinPath(path, 'expression'), message: `not allowed with type ${by.type}; use type: Expression` });
+  }
+}
+
 /**
- * Each descriptor entry's expression within the budget, and all of them together: a request
- * evaluates every entry of the policy.
+ * Each expression within the budget, and all of them together: a request evaluates every
+ * descriptor entry and key of the policy.
  */
-function checkDescriptors(descriptors: readonly { entries: readonly { expression: string }[] }[], path: string, limits: EvaluationLimits, out: Problem[]): void {
+function checkExpressions(expressions: readonly PolicyExpression[], path: string, limits: EvaluationLimits, out: Problem[]): void {
   let total = 0;
   let worst = { cost: -1, path: '' };
-  descriptors.forEach((d, di) =>
-    d.entries.forEach((e, ei) => {
-      const p = joinPath(joinPath(joinPath(joinPath(path, di), 'entries'), ei), 'expression');
-      const c = compileCel(e.expression, 'descriptor', limits);
-      if (!c.ok) {
-        // An example helps with what is not CEL, or not CEL over these variables.
-        const example = /^(not a valid|does not type-check)/.test(c.problem) ? '; e.g. request.headers["x-user-id"]' : '';
-        out.push({ path: p, message: `got ${show(e.expression)}: ${c.problem}${example}` });
-        return;
-      }
-      total += c.value.cost;
-      if (c.value.cost > worst.cost) worst = { cost: c.value.cost, path: p };
-    }),
-  );
+  for (const e of expressions) {
+    const c = compileCel(e.source, 'descriptor', limits);
+    if (!c.ok) {
+      // An example helps with what is not CEL, or not CEL over these variables.
+      const example = /^(not a valid|does not type-check)/.test(c.problem) ? '; e.g. request.headers["x-user-id"]' : '';
+      out.push({ path: e.path, message: `got ${show(e.source)}: ${c.problem}${example}` });
+      continue;
+    }
+    total += c.value.cost;
+    if (c.value.cost > worst.cost) worst = { cost: c.value.cost, path: e.path };
+  }
   if (!(total <= limits.cel.maxCost)) {
     out.push({
       path,

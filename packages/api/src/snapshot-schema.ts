@@ -4,7 +4,7 @@
 // A compile-time check at the end keeps this schema and the IR types from drifting apart.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { EvaluationLimitsSchema } from './limits.js';
-import { MAX_SENT_DOMAIN_LENGTH, RATE_LIMIT_UNITS } from './schema/traffic-policy.js';
+import { LOCAL_RATE_LIMIT_UNITS, MAX_KEY_NAME_LENGTH, MAX_OVERRIDE_LIMIT, MAX_SENT_DOMAIN_LENGTH, RATE_LIMIT_UNITS } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
 import type { ProxySnapshot } from './snapshot.js';
 import { Lit, NonEmpty, Nullable, Obj, Str, WireSecret } from './schema/wire-parts.js';
@@ -117,9 +117,18 @@ const PolicyOrigin = Type.Union([
 ]);
 
 const Unit = Type.Union(RATE_LIMIT_UNITS.map((u) => Lit(u)));
+const LocalUnit = Type.Union(LOCAL_RATE_LIMIT_UNITS.map((u) => Lit(u)));
+const KeyName = NonEmpty('Claim or header name.', MAX_KEY_NAME_LENGTH);
+const Key = Type.Union([
+  Obj({ type: Lit('Consumer') }, 'Per consumer.'),
+  Obj({ type: Lit('ConsumerGroup') }, 'Per consumer group.'),
+  Obj({ type: Lit('Claim'), name: KeyName }, 'Per value of a JWT claim.'),
+  Obj({ type: Lit('Header'), name: KeyName }, 'Per value of a header (lower case).'),
+  Obj({ type: Lit('Expression'), expression: NonEmpty('CEL expression.', 1024) }, 'Per value of a CEL expression.'),
+]);
 const LocalRateLimit = Type.Union([
-  Obj({ kind: Lit('requests'), requests: Type.Integer({ minimum: 1 }), burst: Type.Integer({ minimum: 0 }), unit: Unit }, 'Requests per unit.'),
-  Obj({ kind: Lit('tokens'), tokens: Type.Integer({ minimum: 1 }), unit: Unit }, 'LLM tokens per unit.'),
+  Obj({ kind: Lit('requests'), requests: Type.Integer({ minimum: 1 }), burst: Type.Integer({ minimum: 0 }), unit: LocalUnit, by: Type.Optional(Key) }, 'Requests per unit.'),
+  Obj({ kind: Lit('tokens'), tokens: Type.Integer({ minimum: 1 }), unit: LocalUnit, by: Type.Optional(Key) }, 'LLM tokens per unit.'),
 ]);
 const GlobalRateLimit = Obj(
   {
@@ -130,6 +139,8 @@ const GlobalRateLimit = Obj(
         {
           entries: Type.Array(Obj({ name: NonEmpty('Key.', 253), expression: NonEmpty('CEL expression.') }, 'Descriptor entry.')),
           unit: Type.Union([Lit('Requests'), Lit('Tokens')]),
+          by: Type.Optional(Key),
+          limit: Type.Optional(Obj({ requestsPerUnit: Type.Integer({ minimum: 1, maximum: MAX_OVERRIDE_LIMIT }), unit: Unit }, 'Limit override.')),
         },
         'Descriptor.',
       ),

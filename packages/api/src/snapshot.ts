@@ -6,7 +6,7 @@
 // case-insensitive, durations in milliseconds, and each variant a discriminated union so
 // that, for instance, a tokens limit with a burst cannot be expressed.
 import type { EvaluationLimits } from './limits.js';
-import type { RateLimitUnit } from './schema/traffic-policy.js';
+import type { LocalRateLimitUnit, RateLimitUnit } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
 import type { AuthPolicyIR } from './auth/convert.js';
 
@@ -210,13 +210,29 @@ export interface InvalidBackendIR {
   readonly reason: string;
 }
 
+/**
+ * What a keyed limit keeps one budget per (`by` of a rate limit entry or descriptor). Header
+ * names lower-cased. Absent from an entry: one budget for every request.
+ */
+export type RateLimitKeyIR =
+  | { readonly type: 'Consumer' }
+  | { readonly type: 'ConsumerGroup' }
+  | { readonly type: 'Claim'; readonly name: string }
+  | { readonly type: 'Header'; readonly name: string }
+  | { readonly type: 'Expression'; readonly expression: string };
+
 export type LocalRateLimitIR =
-  | { readonly kind: 'requests'; readonly requests: number; readonly burst: number; readonly unit: RateLimitUnit }
-  | { readonly kind: 'tokens'; readonly tokens: number; readonly unit: RateLimitUnit };
+  | { readonly kind: 'requests'; readonly requests: number; readonly burst: number; readonly unit: LocalRateLimitUnit; readonly by?: RateLimitKeyIR }
+  | { readonly kind: 'tokens'; readonly tokens: number; readonly unit: LocalRateLimitUnit; readonly by?: RateLimitKeyIR };
 
 export interface RateLimitDescriptorIR {
+  /** Empty only when `by` is set. */
   readonly entries: readonly { readonly name: string; readonly expression: string }[];
   readonly unit: 'Requests' | 'Tokens';
+  /** The key: sent as the descriptor's first entry. */
+  readonly by?: RateLimitKeyIR;
+  /** Sent as the descriptor's limit override: the service applies it instead of its own config's. */
+  readonly limit?: { readonly requestsPerUnit: number; readonly unit: RateLimitUnit };
 }
 
 export interface GlobalRateLimitIR {

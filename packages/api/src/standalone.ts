@@ -10,7 +10,7 @@ import { checkRouteRule, checkTrafficPolicy, checkUnique } from './rules.js';
 import { checkProcessConfig } from './process-settings.js';
 import { StandaloneConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
 import type { HTTPHeaderFilter, HTTPPathModifier, HTTPRouteFilter, HTTPRouteMatch } from './schema/gateway-api.js';
-import type { PolicySet } from './schema/traffic-policy.js';
+import { LOCAL_MONTHS_MESSAGE, type GlobalDescriptor, type LocalRateLimit, type PolicySet, type RateLimitKey } from './schema/traffic-policy.js';
 import { isSensitiveHeader, Secret } from './secret.js';
 import { withVersion } from './snapshot-wire.js';
 import type {
@@ -18,10 +18,13 @@ import type {
   FilterIR,
   HeaderModifierIR,
   ListenerIR,
+  LocalRateLimitIR,
   PathModifierIR,
   PolicyIR,
   PolicyOriginIR,
   ProxySnapshot,
+  RateLimitDescriptorIR,
+  RateLimitKeyIR,
   RouteIR,
   RouteMatchIR,
   SnapshotSource,
@@ -264,27 +267,60 @@ function toBackend(b: { host: string; weight?: number }): BackendIR {
   return { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1 };
 }
 
+/** A key as the proxy reads it; header names lower-cased. The schema has checked the fields each type needs. */
+function toKeyIR(by: RateLimitKey): RateLimitKeyIR {
+  switch (by.type) {
+    case 'Consumer':
+    case 'ConsumerGroup':
+      return { type: by.type };
+    case 'Claim':
+      return { type: 'Claim', name: by.name ?? '' };
+    case 'Header':
+      return { type: 'Header', name: (by.name ?? '').toLowerCase() };
+    case 'Expression':
+      return { type: 'Expression', expression: by.expression ?? '' };
+  }
+}
+
+/** A local limit; null (and a problem) for Months, which checkTrafficPolicy and the CRD's rule refuse before conversion. */
+function toLocalLimit(e: LocalRateLimit, at: string, problems: Problem[]): LocalRateLimitIR | null {
+  if (e.unit === 'Months') {
+    problems.push({ path: `${at}.unit`, message: LOCAL_MONTHS_MESSAGE });
+    return null;
+  }
+  const by = e.by ? { by: toKeyIR(e.by) } : {};
+  return e.requests !== undefined
+    ? { kind: 'requests', requests: e.requests, burst: e.burst ?? 0, unit: e.unit, ...by }
+    : { kind: 'tokens', tokens: e.tokens ?? 0, unit: e.unit, ...by };
+}
+
+function toDescriptor(d: GlobalDescriptor): RateLimitDescriptorIR {
+  return {
+    entries: (d.entries ?? []).map((e) => ({ ...e })),
+    unit: d.unit,
+    ...(d.by ? { by: toKeyIR(d.by) } : {}),
+    ...(d.limit ? { limit: { requestsPerUnit: d.limit.requestsPerUnit, unit: d.limit.unit } } : {}),
+  };
+}
+
 /**
  * A policy as the proxy runs it; null when it sets nothing. The sources its authentication
  * kinds name are read through `sources`; what cannot be read goes to `problems`, relative to
  * `<origin path>.traffic` (standalone) or `spec.traffic` (a GatewayPolicy).
  */
 export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sources: PolicySources = NO_SOURCES, problems: Problem[] = []): PolicyIR | null {
-  const auth = toAuthIR(p?.traffic, origin.kind === 'config' ? `${origin.path}.traffic` : 'spec.traffic', sources, problems);
+  const at = origin.kind === 'config' ? `${origin.path}.traffic` : 'spec.traffic';
+  const auth = toAuthIR(p?.traffic, at, sources, problems);
   const rl = p?.traffic?.rateLimit;
   if (!rl) return auth === NO_AUTH ? null : { origin, localRateLimit: null, remoteRateLimit: null, ...auth };
-  const local =
-    rl.local?.map((e) =>
-      e.requests !== undefined
-        ? { kind: 'requests' as const, requests: e.requests, burst: e.burst ?? 0, unit: e.unit }
-        : { kind: 'tokens' as const, tokens: e.tokens ?? 0, unit: e.unit },
-    ) ?? null;
+  const converted = rl.local?.flatMap((e, i) => toLocalLimit(e, `${at}.rateLimit.local[${i}]`, problems) ?? []);
+  const local = converted?.length ? converted : null;
   const g = rl.global;
   const remote = g
     ? {
         service: g.service.host ?? '',
         domain: g.domain,
-        descriptors: g.descriptors.map((d) => ({ entries: d.entries.map((e) => ({ ...e })), unit: d.unit })),
+        descriptors: g.descriptors.map(toDescriptor),
         failureMode: g.failureMode ?? 'FailOpen',
         timeoutMs: g.timeout ? parseDuration(g.timeout) : 100,
       }

@@ -10,6 +10,7 @@ import {
   compile,
   CRD_REGENERATE_COMMAND,
   GatewayPolicySpec,
+  LOCAL_MONTHS_MESSAGE,
   gatewayPolicyCrd,
   renderCrdYaml,
   staleCrds,
@@ -101,8 +102,10 @@ describe('GatewayPolicy CRD', () => {
     expect(local['x-kubernetes-validations']).toEqual([
       { rule: 'has(self.requests) != has(self.tokens)', message: 'exactly one of requests or tokens must be set' },
       { rule: '!has(self.burst) || has(self.requests)', message: 'burst is only allowed with requests' },
+      { rule: "self.unit != 'Months'", message: LOCAL_MONTHS_MESSAGE },
     ]);
-    expect(at('spec.traffic.rateLimit.local[].unit').enum).toEqual(['Seconds', 'Minutes', 'Hours']);
+    expect(at('spec.traffic.rateLimit.local[].unit').enum).toEqual(['Seconds', 'Minutes', 'Hours', 'Days', 'Months']);
+    expect(at('spec.traffic.rateLimit.local[].by.type').enum).toEqual(['Consumer', 'ConsumerGroup', 'Claim', 'Header', 'Expression']);
     expect(at('spec.targetRefs[].group').enum).toEqual(['gateway.networking.k8s.io']);
     expect(at('spec.targetRefs[].kind').enum).toEqual(['Gateway', 'HTTPRoute']);
     expect(at('spec.targetRefs[].kind').maxLength).toBe('HTTPRoute'.length);

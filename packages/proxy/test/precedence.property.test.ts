@@ -126,7 +126,7 @@ describe('compiling against the snapshot serving now (property)', () => {
         const routes = [...kept, ...fresh];
         const next: ProxySnapshot = { ...first, binds: [{ ...first.binds[0]!, listeners: [{ ...first.binds[0]!.listeners[0]!, routes }] }] };
         const previous = compileSnapshot(first);
-        const reused = compileSnapshot(next, { limiters: new LimiterStore(systemClock), makeGlobal: null, picking: standalonePickerDeps(), previous });
+        const reused = compileSnapshot(next, { limiters: new LimiterStore(systemClock, { maxKeys: 100 }), makeGlobal: null, picking: standalonePickerDeps(), previous });
         const scratch = compileSnapshot(next);
         for (const r of kept) expect(reused.parts.get(r)).toBe(previous.parts.get(r));
         for (const r of fresh) expect(previous.parts.has(r)).toBe(false);

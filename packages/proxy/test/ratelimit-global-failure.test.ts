@@ -18,7 +18,7 @@ const availability = rlsAvailability();
 const WARN = 40;
 
 function facts(headers: Record<string, string> = {}): RequestFacts {
-  return { method: 'POST', path: '/v1/chat/completions', host: 'api.example.com', headers, sourceAddress: '127.0.0.1', model: 'gpt-4o' };
+  return { method: 'POST', path: '/v1/chat/completions', host: 'api.example.com', headers, sourceAddress: '127.0.0.1', model: 'gpt-4o', consumer: null };
 }
 
 const DESCRIPTORS: GlobalRateLimitIR['descriptors'] = [

@@ -59,6 +59,7 @@ function facts(over: Partial<RequestFacts> = {}): RequestFacts {
     headers: {},
     sourceAddress: '127.0.0.1',
     model: null,
+    consumer: null,
     ...over,
   };
 }

@@ -43,14 +43,31 @@ const request = (limits: CelLimits): Shape => ({
   },
 });
 
+/**
+ * Who is calling, once an authentication check established it: `name` and `group` are ""
+ * (labels and claims empty) when no check did, or before authentication runs. Rate limits that
+ * read it run after authentication (docs/rate-limiting.md, "Keyed budgets").
+ */
+const CONSUMER: Shape = {
+  t: 'record',
+  name: 'consumer',
+  fields: {
+    name: str(MAX_CONSUMER_NAME_LENGTH),
+    group: str(MAX_CONSUMER_NAME_LENGTH),
+    labels: map(str(MAX_CONSUMER_LABEL_LENGTH), str(MAX_CONSUMER_LABEL_LENGTH), MAX_CONSUMER_LABELS),
+    claims: map(str(MAX_CLAIM_LENGTH), str(MAX_CLAIM_LENGTH), MAX_CONSUMER_CLAIMS),
+  },
+};
+
 export const SURFACES: Readonly<Record<CelSurface, SurfaceDef>> = {
   descriptor: {
-    what: 'a rate limit descriptor value',
+    what: 'a rate limit descriptor value or key',
     results: new Set(['string', 'int', 'uint', 'double', 'bool']),
     variables: (limits) => ({
       request: request(limits),
       source: { t: 'record', name: 'source', fields: { address: str(MAX_ADDRESS_LENGTH) } },
       llm: { t: 'record', name: 'llm', fields: { model: str(MAX_MODEL_LENGTH) } },
+      consumer: CONSUMER,
     }),
   },
   authorization: {
@@ -60,16 +77,7 @@ export const SURFACES: Readonly<Record<CelSurface, SurfaceDef>> = {
       request: request(limits),
       source: { t: 'record', name: 'source', fields: { address: str(MAX_ADDRESS_LENGTH) } },
       llm: { t: 'record', name: 'llm', fields: { model: str(MAX_MODEL_LENGTH) } },
-      consumer: {
-        t: 'record',
-        name: 'consumer',
-        fields: {
-          name: str(MAX_CONSUMER_NAME_LENGTH),
-          group: str(MAX_CONSUMER_NAME_LENGTH),
-          labels: map(str(MAX_CONSUMER_LABEL_LENGTH), str(MAX_CONSUMER_LABEL_LENGTH), MAX_CONSUMER_LABELS),
-          claims: map(str(MAX_CLAIM_LENGTH), str(MAX_CLAIM_LENGTH), MAX_CONSUMER_CLAIMS),
-        },
-      },
+      consumer: CONSUMER,
     }),
   },
   traceFilter: {

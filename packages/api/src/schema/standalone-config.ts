@@ -154,6 +154,14 @@ export const ProcessConfig = Type.Object(
           'Most LLM tokens one response is charged to token limits (local tokens entries and global Tokens descriptors); a backend reporting more is charged this much and logged. Bounds what one backend can take of a budget other routes share. Default 2000000.',
       }),
     ),
+    maxRateLimitKeys: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 10_000_000,
+        description:
+          'Key values each keyed local limit (one with `by`) keeps a budget for in each proxy; beyond it, a new key shares the limit\'s overflow budget until keys no longer in use are dropped at the next window. A key used in the current window is never dropped. Default 100000.',
+      }),
+    ),
     maxTraceSessions: Type.Optional(PositiveInt('Trace sessions that may wait for a request at once; beyond it GET /debug/trace answers 429. Default 32.', 1024)),
     regex: Type.Optional(
       Type.Partial(RegexLimitsSchema, {

@@ -5,15 +5,68 @@
 // requests) are written once as `x-kubernetes-validations` CEL rules: the API server enforces
 // them on GatewayPolicy objects, and validate.ts enforces the same rules on files.
 import { Type, type Static } from '@sinclair/typebox';
-import { Duration, Enum, PositiveInt } from './common.js';
+import { Duration, Enum, HEADER_NAME_PATTERN, NO_CONTROL_PATTERN, PositiveInt } from './common.js';
 import { RateLimitService } from './outbound-ref.js';
 import { AUTH_TRAFFIC_FIELDS } from '../auth/fields.js';
 
 export { BackendRef, RateLimitService } from './outbound-ref.js';
 
-export const RATE_LIMIT_UNITS = ['Seconds', 'Minutes', 'Hours'] as const;
+export const RATE_LIMIT_UNITS = ['Seconds', 'Minutes', 'Hours', 'Days', 'Months'] as const;
 export type RateLimitUnit = (typeof RATE_LIMIT_UNITS)[number];
-export const UNIT_SECONDS: Record<RateLimitUnit, number> = { Seconds: 1, Minutes: 60, Hours: 3600 };
+/**
+ * The units a local limit counts in. Months is global only: a local counter lives in the
+ * proxy's memory and starts at zero with every restart, which a month's budget would not
+ * survive (docs/rate-limiting.md, "Windows").
+ */
+export const LOCAL_RATE_LIMIT_UNITS = ['Seconds', 'Minutes', 'Hours', 'Days'] as const;
+export type LocalRateLimitUnit = (typeof LOCAL_RATE_LIMIT_UNITS)[number];
+/** Window lengths. Months is envoyproxy/ratelimit's: a fixed 30 days counted from the epoch, not a calendar month. */
+export const UNIT_SECONDS: Record<RateLimitUnit, number> = { Seconds: 1, Minutes: 60, Hours: 3600, Days: 86_400, Months: 30 * 86_400 };
+
+/** Why a local limit cannot count in Months: the message of the schema rule and of the file check. */
+export const LOCAL_MONTHS_MESSAGE =
+  'Months is not available for a local limit: local counters live in each proxy\'s memory and start again at zero when it restarts, so a monthly budget would reset with every deploy; use Days, or a global limit (its counters live in the rate limit service)';
+
+export const RATE_LIMIT_KEY_TYPES = ['Consumer', 'ConsumerGroup', 'Claim', 'Header', 'Expression'] as const;
+export type RateLimitKeyType = (typeof RATE_LIMIT_KEY_TYPES)[number];
+/** The longest claim or header name a key may name. */
+export const MAX_KEY_NAME_LENGTH = 256;
+
+export const RateLimitKey = Type.Object(
+  {
+    type: Enum(
+      RATE_LIMIT_KEY_TYPES,
+      'What the budget is kept per: Consumer (the authenticated consumer\'s name), ConsumerGroup (its group), Claim (a claim of its JWT, `name`), Header (a request header, `name`; a client chooses its value freely) or Expression (a CEL expression over the request and the consumer).',
+    ),
+    name: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: MAX_KEY_NAME_LENGTH,
+        pattern: NO_CONTROL_PATTERN,
+        description: 'The claim (Claim) or header (Header) whose value is the key. Only with those types.',
+        expected: 'a claim or header name without control characters',
+      }),
+    ),
+    expression: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 1024,
+        description: 'CEL expression giving the key (Expression only), e.g. consumer.labels["tier"] + "/" + llm.model; same variables as descriptor expressions, plus consumer.',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Keeps one budget per value of the key instead of one for all requests. A request without a value (no consumer, the header absent or empty, the expression failing) counts against one shared budget, the empty key.',
+    'x-kubernetes-validations': [
+      { rule: "(self.type == 'Claim' || self.type == 'Header') == has(self.name)", message: 'name is required with Claim and Header, and not allowed with the other types' },
+      { rule: "(self.type == 'Expression') == has(self.expression)", message: 'expression is required with Expression, and not allowed with the other types' },
+      { rule: `self.type != 'Header' || !has(self.name) || self.name.matches("${HEADER_NAME_PATTERN.replace(/\\/g, '\\\\')}")`, message: 'a Header key names an HTTP header (letters, digits and !#$%&\'*+-.^_`|~)' },
+    ],
+  },
+);
+export type RateLimitKey = Static<typeof RateLimitKey>;
 
 export const MAX_LOCAL_LIMITS = 16;
 export const MAX_DESCRIPTORS = 16;
@@ -25,10 +78,11 @@ export const LocalRateLimit = Type.Object(
   {
     requests: Type.Optional(PositiveInt('Requests allowed per unit (a token bucket per proxy replica). Exactly one of requests or tokens.')),
     tokens: Type.Optional(PositiveInt('LLM tokens (usage.total_tokens) allowed per unit window per proxy replica. Exactly one of requests or tokens.')),
-    unit: Enum(RATE_LIMIT_UNITS, 'Length of the window: Seconds, Minutes or Hours.'),
+    unit: Enum(RATE_LIMIT_UNITS, 'Length of the window: Seconds, Minutes, Hours or Days (fixed UTC days). Months is refused for local limits (their counters do not survive a restart).'),
     burst: Type.Optional(
       Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'Extra requests allowed above the base limit (bucket capacity is requests + burst). Only with requests.' }),
     ),
+    by: Type.Optional(RateLimitKey),
   },
   {
     additionalProperties: false,
@@ -36,6 +90,7 @@ export const LocalRateLimit = Type.Object(
     'x-kubernetes-validations': [
       { rule: 'has(self.requests) != has(self.tokens)', message: 'exactly one of requests or tokens must be set' },
       { rule: '!has(self.burst) || has(self.requests)', message: 'burst is only allowed with requests' },
+      { rule: "self.unit != 'Months'", message: LOCAL_MONTHS_MESSAGE },
     ],
   },
 );
@@ -53,13 +108,42 @@ export const DescriptorEntry = Type.Object(
   { additionalProperties: false, description: 'One key/value of a rate limit descriptor.' },
 );
 
+/** The most requests_per_unit of Envoy's RateLimitOverride (a uint32). */
+export const MAX_OVERRIDE_LIMIT = 4_294_967_295;
+
+export const DescriptorLimit = Type.Object(
+  {
+    requestsPerUnit: Type.Integer({
+      minimum: 1,
+      maximum: MAX_OVERRIDE_LIMIT,
+      description: 'How many per unit: requests for a Requests descriptor, LLM tokens for a Tokens descriptor (Envoy\'s requests_per_unit).',
+    }),
+    unit: Enum(
+      RATE_LIMIT_UNITS,
+      'The window: Seconds, Minutes, Hours, Days or Months. envoyproxy/ratelimit counts fixed windows from the Unix epoch: a day is a UTC day, a month is 30 days (not a calendar month).',
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'The limit of this descriptor, sent with it as the limit override of Envoy\'s rate limit API: the service applies it instead of a limit of its own config (the service still needs a config for the domain).',
+  },
+);
+
 export const GlobalDescriptor = Type.Object(
   {
-    entries: Type.Array(DescriptorEntry, { minItems: 1, maxItems: 16, description: 'Descriptor entries, in order.' }),
+    entries: Type.Optional(Type.Array(DescriptorEntry, { minItems: 1, maxItems: 16, description: 'Descriptor entries, in order, after the key\'s entry when `by` is set.' })),
+    by: Type.Optional(RateLimitKey),
+    limit: Type.Optional(DescriptorLimit),
     unit: Enum(['Requests', 'Tokens'], 'Requests: charged 1 before the call. Tokens: checked before the call, charged with the response usage after it.'),
   },
-  { additionalProperties: false, description: 'A descriptor sent to the rate limit service.' },
+  {
+    additionalProperties: false,
+    description: 'A descriptor sent to the rate limit service. With `by`, its first entry is the key (see docs/rate-limiting.md for the entry names).',
+    'x-kubernetes-validations': [{ rule: 'has(self.entries) || has(self.by)', message: 'set entries, by, or both' }],
+  },
 );
+export type GlobalDescriptor = Static<typeof GlobalDescriptor>;
 
 export const GlobalRateLimit = Type.Object(
   {

@@ -41,6 +41,7 @@ export interface DumpSettings {
   readonly maxConnectionsPerBind: number;
   readonly maxTraceSessions: number;
   readonly maxTokensChargedPerResponse: number;
+  readonly maxRateLimitKeys: number;
 }
 
 export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: EndpointTable, settings: DumpSettings) {

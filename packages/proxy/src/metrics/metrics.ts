@@ -201,6 +201,13 @@ export class ProxyMetrics {
     ['reason'],
   );
   readonly #refusalCells = new Map<ClientRefusal, Cell<'reason'>>();
+  readonly #overflows = new CellCounter(
+    this.registry,
+    'tollgate_ratelimit_key_overflow_total',
+    'Requests of a keyed local limit whose key found its table full (config.maxRateLimitKeys) and was checked against the limit\'s shared overflow budget, by kind (requests, tokens) and level (gateway, route).',
+    ['kind', 'level'],
+  );
+  readonly #overflowCells = new Map<string, Cell<'kind' | 'level'>>();
   readonly #auth = new CellCounter(
     this.registry,
     'tollgate_auth_decisions_total',
@@ -256,6 +263,14 @@ export class ProxyMetrics {
     const key = `${kind}\u0000${reason}`;
     let cell = this.#authCells.get(key);
     if (!cell) this.#authCells.set(key, (cell = this.#auth.cell({ kind, result: allowed ? 'allow' : 'deny', reason })));
+    cell.value++;
+  }
+
+  /** Counts one request given a keyed limit's overflow budget. */
+  countKeyOverflow(kind: 'requests' | 'tokens', level: 'gateway' | 'route'): void {
+    const key = `${kind}/${level}`;
+    let cell = this.#overflowCells.get(key);
+    if (!cell) this.#overflowCells.set(key, (cell = this.#overflows.cell({ kind, level })));
     cell.value++;
   }
 

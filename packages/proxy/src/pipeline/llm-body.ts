@@ -11,7 +11,15 @@ export async function readBodyOnce(ctx: RequestContext): Promise<void> {
   ctx.llm = await readLlmRequest(ctx.req, { maxBytes: ctx.deps.maxRequestBodyBytes, refuseLarger: metered }, ctx);
 }
 
-/** What global rate-limit descriptors see of the request. */
+/** What rate-limit descriptors and keys see of the request. */
 export function requestFacts(ctx: RequestContext): RequestFacts {
-  return { method: ctx.method, path: ctx.path, host: ctx.host, headers: ctx.req.headers, sourceAddress: ctx.req.socket.remoteAddress ?? '', model: ctx.llm?.model ?? null };
+  return {
+    method: ctx.method,
+    path: ctx.path,
+    host: ctx.host,
+    headers: ctx.req.headers,
+    sourceAddress: ctx.req.socket.remoteAddress ?? '',
+    model: ctx.llm?.model ?? null,
+    consumer: ctx.consumer,
+  };
 }

@@ -17,18 +17,20 @@ import { readBodyOnce } from './llm-body.js';
  */
 export function applyRoutePolicies(ctx: RequestContext): boolean | Promise<boolean> {
   const route = ctx.route!;
-  return route.countsTokens || route.policy || route.mirrors ? admitRoute(ctx) : applyFilters(ctx);
+  return route.countsTokens || route.policy || route.mirrors || route.listener.afterAuth ? admitRoute(ctx) : applyFilters(ctx);
 }
 
 async function admitRoute(ctx: RequestContext): Promise<boolean> {
   const route = ctx.route!;
   // Mirrors send the body from memory (pipeline/mirror.ts).
   if (route.countsTokens || route.mirrors) await readBodyOnce(ctx);
-  if (route.policy) {
-    let refusal = admit(ctx, route.policy);
+  // The gateway-level limits that read the consumer, now that authentication has run; then the route's.
+  for (const policy of [route.listener.afterAuth, route.policy]) {
+    if (!policy) continue;
+    let refusal = admit(ctx, policy);
     if (refusal instanceof Promise) refusal = await refusal;
     if (refusal) {
-      ctx.deps.rateLimitLog.debug({ level: 'route', route: route.ir.name }, 'request refused by a route-level rate limit');
+      ctx.deps.rateLimitLog.debug({ level: policy.level, route: route.ir.name }, `request refused by a ${policy.level}-level rate limit`);
       answerRefusal(ctx, refusal);
       return false;
     }

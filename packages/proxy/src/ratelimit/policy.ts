@@ -2,13 +2,14 @@
 // limiter. `Admissions` runs a request through the policies it meets before the upstream
 // call, refunds what earlier limits took when a later one (or the gateway) refuses the
 // request, and settles the token reservations with the LLM usage after the response.
-import type { EvaluationLimits, ListenerIR, PolicyIR } from '@tollgate/api';
+import { compileCel, type EvaluationLimits, type GlobalRateLimitIR, type ListenerIR, type PolicyIR, type RateLimitDescriptorIR, type RateLimitKeyIR } from '@tollgate/api';
 import type { GlobalLimiter, GlobalOutcome } from './global/index.js';
-import type { RequestFacts } from './global/facts.js';
+import type { RequestFacts } from './facts.js';
 import type { DecisionResult, ProxyMetrics } from '../metrics/metrics.js';
 import { ERRORS, type ErrorSpec } from '../errors.js';
 import { leastRemaining, rateLimitHeaders, type LimitStatus } from './headers.js';
-import { LimiterStore, LocalLimiter, type LimitLevel, type LocalHold } from './local/limiter.js';
+import { compileKey, readsConsumer } from './key.js';
+import { LimiterStore, LocalLimiter, type IndexedConfig, type LimitLevel, type LocalHold } from './local/limiter.js';
 import { tokenReservation, type ReservationInput } from './reservation.js';
 
 export interface CompiledPolicy {
@@ -42,6 +43,28 @@ export function gatewayPolicyScope(listener: Pick<ListenerIR, 'name' | 'policy'>
 /** Builds the global limiter of a policy, its expressions within `limits` (the snapshot's). */
 export type GlobalFactory = (ir: NonNullable<PolicyIR['remoteRateLimit']>, scope: string, limits: EvaluationLimits) => GlobalLimiter;
 
+/** The limits of one policy, as indexed configs and global descriptors; null when it has none. */
+interface PolicyLimits {
+  readonly local: readonly IndexedConfig[];
+  readonly global: GlobalRateLimitIR | null;
+}
+
+function compileLimits(level: LimitLevel, scope: string, limitsOf: PolicyLimits, store: LimiterStore, makeGlobal: GlobalFactory | null, limits: EvaluationLimits): CompiledPolicy | null {
+  const local = limitsOf.local.length ? LocalLimiter.compile(level, scope, limitsOf.local, store, limits) : null;
+  const global = limitsOf.global && makeGlobal ? makeGlobal(limitsOf.global, scope, limits) : null;
+  if (!local && !global) return null;
+  return {
+    level,
+    local,
+    global,
+    countsTokens: (local?.hasTokens ?? false) || (global?.hasTokens ?? false),
+    needsBody: global !== null || (local?.hasTokens ?? false),
+  };
+}
+
+const indexed = (ir: PolicyIR | null): IndexedConfig[] => ir?.localRateLimit?.map((config, index) => ({ index, config })) ?? [];
+
+/** A route's rate limits: they run after authentication, so keys may read the consumer. */
 export function compilePolicy(
   level: LimitLevel,
   scope: string,
@@ -51,14 +74,39 @@ export function compilePolicy(
   limits: EvaluationLimits,
 ): CompiledPolicy | null {
   if (!ir || (!ir.localRateLimit && !ir.remoteRateLimit)) return null;
-  const local = ir.localRateLimit ? LocalLimiter.compile(level, scope, ir.localRateLimit, store) : null;
-  const global = ir.remoteRateLimit && makeGlobal ? makeGlobal(ir.remoteRateLimit, scope, limits) : null;
+  return compileLimits(level, scope, { local: indexed(ir), global: ir.remoteRateLimit }, store, makeGlobal, limits);
+}
+
+/**
+ * A listener's gateway-level limits, in two parts. They run before routing, as the spec says,
+ * except the entries and descriptors that read the consumer (keyed by Consumer, ConsumerGroup
+ * or Claim, or an expression over `consumer`): nobody is authenticated before routing, so those
+ * run after authentication, before the route's limits, on the same counters.
+ */
+export function compileGatewayPolicy(
+  scope: string,
+  ir: PolicyIR | null,
+  store: LimiterStore,
+  makeGlobal: GlobalFactory | null,
+  limits: EvaluationLimits,
+): { readonly beforeRouting: CompiledPolicy | null; readonly afterAuth: CompiledPolicy | null } {
+  if (!ir || (!ir.localRateLimit && !ir.remoteRateLimit)) return { beforeRouting: null, afterAuth: null };
+  const local = indexed(ir);
+  const keyReadsConsumer = (by: RateLimitKeyIR | undefined, at: string) => (by ? compileKey(by, limits, at).readsConsumer : false);
+  const early = local.filter((c) => !keyReadsConsumer(c.config.by, `rateLimit.local[${c.index}].by`));
+  const late = local.filter((c) => !early.includes(c));
+  const g = ir.remoteRateLimit;
+  const descriptorReadsConsumer = (d: RateLimitDescriptorIR, i: number) =>
+    keyReadsConsumer(d.by, `rateLimit.global.descriptors[${i}].by`) || d.entries.some((e) => {
+      const c = compileCel(e.expression, 'descriptor', limits);
+      return c.ok && readsConsumer(c.value.reads);
+    });
+  const lateDescriptors = g ? g.descriptors.filter(descriptorReadsConsumer) : [];
+  const earlyDescriptors = g ? g.descriptors.filter((d) => !lateDescriptors.includes(d)) : [];
+  const part = (descriptors: readonly RateLimitDescriptorIR[]) => (g && descriptors.length ? { ...g, descriptors } : null);
   return {
-    level,
-    local,
-    global,
-    countsTokens: (local?.hasTokens ?? false) || (global?.hasTokens ?? false),
-    needsBody: global !== null || (local?.hasTokens ?? false),
+    beforeRouting: compileLimits('gateway', scope, { local: early, global: part(earlyDescriptors) }, store, makeGlobal, limits),
+    afterAuth: compileLimits('gateway', scope, { local: late, global: part(lateDescriptors) }, store, makeGlobal, limits),
   };
 }
 
@@ -112,8 +160,14 @@ export class Admissions {
     const local = policy.local;
     if (local) {
       // One reservation per request, the same at every level: fixed when first needed.
-      const verdict = local.check(local.hasTokens ? (this.#reservation ??= tokenReservation(llm)) : 0);
-      this.#statuses.push(...local.statuses());
+      const verdict = local.check(local.hasTokens ? (this.#reservation ??= tokenReservation(llm)) : 0, facts);
+      if (!verdict.allowed && verdict.refusedBy === 'input') {
+        // A key expression's input over its bound: not evaluated, not let through (431).
+        for (const e of local.entries) if (e.budget.keyed) this.metrics.countDecision(e.kind, policy.level, 'refused');
+        this.refund();
+        return this.#refusal(ERRORS.expressionInputTooLarge, {});
+      }
+      this.#statuses.push(...verdict.statuses);
       for (const e of local.entries) {
         const limited = !verdict.allowed && verdict.refusedBy === e.kind;
         if (verdict.allowed || limited) this.metrics.countDecision(e.kind, policy.level, limited ? 'limited' : 'allowed');

@@ -15,7 +15,7 @@ import { compileCandidate, compileMatch, type Candidate, type CompiledMatch, typ
 import { HostTable } from './host-table.js';
 import { effectiveHostnames } from './hostname.js';
 import { PathIndex } from './path-index.js';
-import { compilePolicy, gatewayPolicyScope, type CompiledPolicy, type GlobalFactory } from '../ratelimit/policy.js';
+import { compileGatewayPolicy, compilePolicy, gatewayPolicyScope, type CompiledPolicy, type GlobalFactory } from '../ratelimit/policy.js';
 import type { LimiterStore } from '../ratelimit/local/limiter.js';
 import { compileBindTls, TlsContextCache, type BindTls } from './tls-contexts.js';
 import type { AuthCompilers } from '../auth/compilers.js';
@@ -98,6 +98,8 @@ export interface CompiledListener {
   readonly bind: BindIR;
   /** Gateway-level rate limits, evaluated before routing. */
   readonly policy: CompiledPolicy | null;
+  /** Its limits that read the consumer: evaluated after authentication, before the route's. */
+  readonly afterAuth: CompiledPolicy | null;
   readonly routes: HostTable<PathIndex<CompiledRoute>>;
 }
 
@@ -143,8 +145,10 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   for (const bind of ir.binds) {
     const listeners = new HostTable<CompiledListener>();
     for (const l of bind.listeners) {
-      const listenerPolicy = deps ? compilePolicy('gateway', gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal, limits) : null;
-      const listener: CompiledListener = { ir: l, bind, routes: new HostTable(), policy: listenerPolicy };
+      const gateway = deps ? compileGatewayPolicy(gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal, limits) : null;
+      const listenerPolicy = gateway?.beforeRouting ?? null;
+      const afterAuth = gateway?.afterAuth ?? null;
+      const listener: CompiledListener = { ir: l, bind, routes: new HostTable(), policy: listenerPolicy, afterAuth };
       listeners.upsert(l.hostname, () => listener);
       for (const r of l.routes) {
         const hosts = effectiveHostnames(l.hostname, r.hostnames);
@@ -164,7 +168,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
           responseModifiers: own.responseModifiers,
           policy: routePolicy,
           auth: deps?.auth ? effectiveAuth(l.policy, r.policy, deps.auth) : null,
-          countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false),
+          countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false) || (afterAuth?.countsTokens ?? false),
         };
         const base = order;
         order += r.matches.length;

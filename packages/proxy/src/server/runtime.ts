@@ -2,13 +2,14 @@
 // pools. `apply()` swaps in a new snapshot atomically: it compiles first, opens any new
 // ports, then switches the pointer every new request reads, then closes ports no longer
 // configured. If any step before the switch fails, the previous config keeps serving.
-import { bufferedRequestBytes, DEFAULT_MAX_CONNECTIONS_PER_BIND, DEFAULT_REQUEST_BODY_TIMEOUT_MS, type BindIR, type ProxySnapshot } from '@tollgate/api';
+import { bufferedRequestBytes, DEFAULT_MAX_CONNECTIONS_PER_BIND, DEFAULT_MAX_RATE_LIMIT_KEYS, DEFAULT_REQUEST_BODY_TIMEOUT_MS, type BindIR, type ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
 import { EndpointTable } from '../upstream/endpoints.js';
 import { ProxyMetrics } from '../metrics/metrics.js';
 import { systemClock, type Clock } from '../ratelimit/clock.js';
 import { LimiterStore } from '../ratelimit/local/limiter.js';
+import { overflowReporter } from '../ratelimit/local/overflow.js';
 import { ChargeCap, DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE } from '../ratelimit/charge-cap.js';
 import type { GlobalFactory } from '../ratelimit/policy.js';
 import type { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
@@ -55,6 +56,8 @@ export interface RuntimeOptions {
   readonly maxConnectionsPerBind?: number;
   /** config.maxTokensChargedPerResponse. */
   readonly maxTokensChargedPerResponse?: number;
+  /** config.maxRateLimitKeys. */
+  readonly maxRateLimitKeys?: number;
 }
 
 /** config.requestHeadersTimeout, requestBodyIdleTimeout, requestBodyTimeout and keepAliveTimeout defaults. */
@@ -117,6 +120,11 @@ export class ProxyRuntime {
   get maxTokensChargedPerResponse(): number {
     return this.#deps.chargeCap.max;
   }
+
+  /** config.maxRateLimitKeys in force (config_dump shows it). */
+  get maxRateLimitKeys(): number {
+    return this.limiters.options.maxKeys;
+  }
   readonly startedAt = Date.now();
   loadedAt = 0;
 
@@ -127,8 +135,8 @@ export class ProxyRuntime {
     const maxRequestBodyBytes = options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES;
     const bodyBudget = new BodyBudget(options.maxBufferedRequestBytes ?? bufferedRequestBytes({ maxRequestBodyBytes }));
     this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels, bufferedRequestBytes: () => bodyBudget.used, rateLimitServices: () => this.rateLimitServices.states() });
-    this.limiters = new LimiterStore(clock);
     const log = options.rateLimitLog ?? options.log;
+    this.limiters = new LimiterStore(clock, { maxKeys: options.maxRateLimitKeys ?? DEFAULT_MAX_RATE_LIMIT_KEYS, overflowed: overflowReporter(this.metrics, log, clock) });
     this.#makeGlobal = (ir, _scope, limits) => {
       // apply() loads the module before compiling a config that names a rate limit service.
       if (!this.#global) throw new Error('global rate limiting used before it was loaded');

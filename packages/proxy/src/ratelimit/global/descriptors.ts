@@ -3,8 +3,12 @@
 // estimated and within the budget) and evaluated per request into the descriptor's value. As
 // in Envoy, a descriptor one of whose entries has no value for this request (the expression
 // errors, e.g. a missing header, or yields null, an empty string or a non-scalar) is not sent.
-import { bindRequest, compileCel, readsOf, type Bound, type CelProgram, type EvaluationLimits, type GlobalRateLimitIR, type InputName } from '@tollgate/api';
-import type { RequestFacts } from './facts.js';
+// A keyed descriptor (`by`) always has its key: its first entry, the empty key when the request
+// has no value for it (../key.ts), so leaving the key out is not a way around its limit.
+import { bindRequest, compileCel, readsOf, type Bound, type CelProgram, type EvaluationLimits, type GlobalRateLimitIR, type InputName, type RateLimitUnit } from '@tollgate/api';
+import type { RequestFacts } from '../facts.js';
+import { compileKey, keyEntryName, keyValue, RateLimitKeyError, type CompiledKey } from '../key.js';
+import type { RlsLimit } from './proto.js';
 
 export interface CompiledEntry {
   readonly name: string;
@@ -14,8 +18,14 @@ export interface CompiledEntry {
 export interface CompiledDescriptor {
   readonly index: number;
   readonly unit: 'Requests' | 'Tokens';
+  /** The key and the name of its entry, sent first; null for an unkeyed descriptor. */
+  readonly key: { readonly name: string; readonly compiled: CompiledKey } | null;
   readonly entries: readonly CompiledEntry[];
+  /** The limit override sent with it; null: the service's own config decides. */
+  readonly limit: RlsLimit | null;
 }
+
+const RLS_UNIT: Record<RateLimitUnit, RlsLimit['unit']> = { Seconds: 'SECOND', Minutes: 'MINUTE', Hours: 'HOUR', Days: 'DAY', Months: 'MONTH' };
 
 export interface CompiledDescriptors {
   readonly list: readonly CompiledDescriptor[];
@@ -34,21 +44,36 @@ export class GlobalRateLimitConfigError extends Error {
 
 export function compileDescriptors(descriptors: GlobalRateLimitIR['descriptors'], limits: EvaluationLimits): CompiledDescriptors {
   let total = 0;
-  const list = descriptors.map((d, index) => ({
-    index,
-    unit: d.unit,
-    entries: d.entries.map((e, j) => {
-      const c = compileCel(e.expression, 'descriptor', limits);
-      if (!c.ok) throw new GlobalRateLimitConfigError(`rateLimit.global.descriptors[${index}].entries[${j}] (${e.name}): expression ${JSON.stringify(e.expression)}: ${c.problem}`);
-      total += c.value.cost;
-      return { name: e.name, program: c.value };
-    }),
-  }));
+  const list = descriptors.map((d, index): CompiledDescriptor => {
+    let key: CompiledDescriptor['key'] = null;
+    if (d.by) {
+      try {
+        key = { name: keyEntryName(d.by), compiled: compileKey(d.by, limits, `rateLimit.global.descriptors[${index}].by`) };
+      } catch (err) {
+        if (err instanceof RateLimitKeyError) throw new GlobalRateLimitConfigError(err.message, { cause: err });
+        throw err;
+      }
+      total += key.compiled.program?.cost ?? 0;
+    }
+    return {
+      index,
+      unit: d.unit,
+      key,
+      entries: d.entries.map((e, j) => {
+        const c = compileCel(e.expression, 'descriptor', limits);
+        if (!c.ok) throw new GlobalRateLimitConfigError(`rateLimit.global.descriptors[${index}].entries[${j}] (${e.name}): expression ${JSON.stringify(e.expression)}: ${c.problem}`);
+        total += c.value.cost;
+        return { name: e.name, program: c.value };
+      }),
+      limit: d.limit ? { requests_per_unit: d.limit.requestsPerUnit, unit: RLS_UNIT[d.limit.unit] } : null,
+    };
+  });
   // Validation refuses this before a snapshot is made; a snapshot that skipped it fails here.
   if (!(total <= limits.cel.maxCost)) {
     throw new GlobalRateLimitConfigError(`rateLimit.global.descriptors: estimated cost ${total} together, more than the budget of ${limits.cel.maxCost} (cel.maxCost)`);
   }
-  return { list, reads: readsOf(list.flatMap((d) => d.entries.map((e) => e.program))), limits };
+  const programs = list.flatMap((d) => [...d.entries.map((e) => e.program), ...(d.key?.compiled.program ? [d.key.compiled.program] : [])]);
+  return { list, reads: readsOf(programs), limits };
 }
 
 /** The request's CEL variables, or the input over its declared bound (the request is then refused, unevaluated). */
@@ -68,8 +93,8 @@ export type Evaluated =
   | { readonly ok: true; readonly entries: { key: string; value: string }[] }
   | { readonly ok: false; readonly entry: string; readonly reason: string };
 
-export function evaluateDescriptor(d: CompiledDescriptor, bindings: Extract<Bound, { ok: true }>['bindings']): Evaluated {
-  const entries: { key: string; value: string }[] = [];
+export function evaluateDescriptor(d: CompiledDescriptor, facts: RequestFacts, bindings: Extract<Bound, { ok: true }>['bindings']): Evaluated {
+  const entries: { key: string; value: string }[] = d.key ? [{ key: d.key.name, value: keyValue(d.key.compiled, facts, bindings) }] : [];
   for (const e of d.entries) {
     const result = e.program.run(bindings);
     if (!result.ok) return { ok: false, entry: e.name, reason: result.reason };

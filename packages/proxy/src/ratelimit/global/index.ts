@@ -1,5 +1,5 @@
 // Global rate limiting through an Envoy RLS v3 service (docs/rate-limiting.md, "Global limits").
-export type { RequestFacts } from './facts.js';
+export type { RequestFacts } from '../facts.js';
 export { RlsClientPool, RlsCallError, type RlsClient, type RlsServiceState } from './client.js';
 export { serviceNeeds, type ReadinessNeed } from './readiness.js';
 export { GlobalRateLimitConfigError } from './descriptors.js';

@@ -17,7 +17,7 @@ import type { Logger } from 'pino';
 import type { EvaluationLimits, GlobalRateLimitIR } from '@tollgate/api';
 import { RlsCallError, type RlsClient, type RlsClientPool } from './client.js';
 import { celBindings, compileDescriptors, evaluateDescriptor, type CompiledDescriptors } from './descriptors.js';
-import type { RequestFacts } from './facts.js';
+import type { RequestFacts } from '../facts.js';
 import {
   leastRemaining,
   limitStatus,
@@ -128,13 +128,14 @@ class RlsGlobalLimiter implements GlobalLimiter {
     const requests: RlsDescriptor[] = [];
     const tokens: RlsDescriptor[] = [];
     for (const d of this.descriptors.list) {
-      const ev = evaluateDescriptor(d, bound.bindings);
+      const ev = evaluateDescriptor(d, facts, bound.bindings);
       if (!ev.ok) {
         this.deps.log.debug({ descriptor: d.index, entry: ev.entry, reason: ev.reason }, 'global rate limit descriptor not sent: entry has no value');
         continue;
       }
-      if (d.unit === 'Tokens') tokens.push({ entries: ev.entries, hits_addend: { value: 0 } });
-      else requests.push({ entries: ev.entries });
+      const limit = d.limit ? { limit: d.limit } : {};
+      if (d.unit === 'Tokens') tokens.push({ entries: ev.entries, hits_addend: { value: 0 }, ...limit });
+      else requests.push({ entries: ev.entries, ...limit });
     }
     // No descriptor applies to this request: nothing to ask (Envoy does not call either).
     if (requests.length === 0 && tokens.length === 0) return allowedCheck('ok', {}, null, {}, noCommit);
@@ -195,7 +196,9 @@ class RlsGlobalLimiter implements GlobalLimiter {
       // 2^32-1); bounded here again so no value can leave the uint32 of the request-wide field.
       const hits = Number.isFinite(n) ? Math.min(Math.floor(n), MAX_UINT32) : 0;
       if (hits <= 0) return;
-      const descriptors = tokens.map((d) => ({ entries: d.entries, hits_addend: { value: hits } }));
+      // The same descriptors, limit override included: without it the service would find no
+      // limit for a descriptor whose budget the policy sets, and charge nothing.
+      const descriptors = tokens.map((d) => ({ ...d, hits_addend: { value: hits } }));
       try {
         await this.#client.shouldRateLimit({ domain: this.ir.domain, descriptors, hits_addend: hits }, this.ir.timeoutMs);
       } catch (err) {

@@ -19,13 +19,21 @@ package envoy.config.core.v3;
 message HeaderValue { string key = 1; string value = 2; bytes raw_value = 3; }
 `;
 
+const TYPE = `
+syntax = "proto3";
+package envoy.type.v3;
+enum RateLimitUnit { UNKNOWN = 0; SECOND = 1; MINUTE = 2; HOUR = 3; DAY = 4; MONTH = 5; YEAR = 6; WEEK = 7; }
+`;
+
 const COMMON = `
 syntax = "proto3";
 package envoy.extensions.common.ratelimit.v3;
 message RateLimitDescriptor {
   message Entry { string key = 1; string value = 2; }
+  // The limit the service applies to this descriptor instead of one of its own config.
+  message RateLimitOverride { uint32 requests_per_unit = 1; envoy.type.v3.RateLimitUnit unit = 2; }
   repeated Entry entries = 1;
-  // Field 2 (limit override) is not used.
+  RateLimitOverride limit = 2;
   // Per-descriptor hits; unlike the request's hits_addend, an explicit 0 means "check only".
   google.protobuf.UInt64Value hits_addend = 3;
 }
@@ -69,8 +77,16 @@ export const SHOULD_RATE_LIMIT_PATH = '/envoy.service.ratelimit.v3.RateLimitServ
 export type RlsCode = 'UNKNOWN' | 'OK' | 'OVER_LIMIT';
 export type RlsUnit = 'UNKNOWN' | 'SECOND' | 'MINUTE' | 'HOUR' | 'DAY' | 'MONTH' | 'YEAR' | 'WEEK';
 
+/** A descriptor's limit override; `unit` is never UNKNOWN (envoyproxy/ratelimit has no window for it). */
+export interface RlsLimit {
+  readonly requests_per_unit: number;
+  readonly unit: Exclude<RlsUnit, 'UNKNOWN'>;
+}
+
 export interface RlsDescriptor {
   readonly entries: readonly { readonly key: string; readonly value: string }[];
+  /** Absent: the service's own config decides the limit. */
+  readonly limit?: RlsLimit;
   /** Absent: the request's hits_addend applies (0 there counts as 1). */
   readonly hits_addend?: { readonly value: number };
 }
@@ -104,7 +120,7 @@ export interface RlsResponse {
 
 function load(): protobuf.Root {
   const root = new protobuf.Root();
-  for (const source of [WELL_KNOWN, CORE, COMMON, RLS]) protobuf.parse(source, root, { keepCase: true });
+  for (const source of [WELL_KNOWN, CORE, TYPE, COMMON, RLS]) protobuf.parse(source, root, { keepCase: true });
   root.resolveAll();
   return root;
 }

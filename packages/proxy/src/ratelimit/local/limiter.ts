@@ -4,22 +4,33 @@
 // so a refused request consumes nothing and concurrent requests can never be admitted past a
 // bucket's capacity. What an admitted request took is held in a `LocalHold` until the request
 // ends: refunded when another limit refuses it, settled with its usage when it completes.
-import type { LocalRateLimitIR, RateLimitUnit } from '@tollgate/api';
-import { UNIT_SECONDS } from '@tollgate/api';
+//
+// A keyed entry (`by`) keeps one bucket or window per key value (./keyed-table.ts): the check
+// first reads the request's key for it, then decides on that key's budget exactly as above.
+import { bindRequest, readsOf, type EvaluationLimits, type InputName, type LocalRateLimitIR } from '@tollgate/api';
 import type { Clock } from '../clock.js';
+import type { RequestFacts } from '../facts.js';
 import type { LimitStatus } from '../headers.js';
+import { compileKey, keyValue, type CompiledKey } from '../key.js';
+import { KeyedTable, unitMs, windowOrigin, type KeyState } from './keyed-table.js';
 import { RequestBucket } from './request-bucket.js';
 import { TokenWindow } from './token-window.js';
 
 export type LimitLevel = 'gateway' | 'route';
 
+/** One budget for every request, or one per key value. */
+type Budget<S extends KeyState> = { readonly keyed: false; readonly state: S } | { readonly keyed: true; readonly key: CompiledKey; readonly table: KeyedTable<S> };
+
 export type LocalEntry =
-  | { readonly kind: 'requests'; readonly config: LocalRateLimitIR; readonly bucket: RequestBucket; readonly limitText: string }
-  | { readonly kind: 'tokens'; readonly config: LocalRateLimitIR; readonly window: TokenWindow; readonly limitText: string };
+  | { readonly kind: 'requests'; readonly config: LocalRateLimitIR; readonly budget: Budget<RequestBucket>; readonly limitText: string }
+  | { readonly kind: 'tokens'; readonly config: LocalRateLimitIR; readonly budget: Budget<TokenWindow>; readonly limitText: string };
 
 export type LocalCheck =
-  | { readonly allowed: true; readonly hold: LocalHold }
-  | { readonly allowed: false; /** The kind of entry that refused. */ readonly refusedBy: LocalEntry['kind'] };
+  | { readonly allowed: true; readonly hold: LocalHold; readonly statuses: LimitStatus[] }
+  /** The kind of entry that refused; the statuses of the budgets the request met. */
+  | { readonly allowed: false; readonly refusedBy: LocalEntry['kind']; readonly statuses: LimitStatus[] }
+  /** An input a key expression reads is over its declared bound: refused unevaluated (431). */
+  | { readonly allowed: false; readonly refusedBy: 'input'; readonly input: InputName; readonly problem: string };
 
 /**
  * What one admitted request holds in one local limiter: a token of each request bucket and a
@@ -46,10 +57,10 @@ const NOTHING_HELD: LocalHold = {
   copy: () => NOTHING_HELD,
 };
 
-/** The hold of a limiter without tokens entries: no per-request state, one per limiter. */
+/** The hold of an unkeyed limiter without tokens entries: no per-request state, one per limiter. */
 class RequestsHold implements LocalHold {
   constructor(
-    private readonly buckets: readonly RequestBucket[],
+    readonly buckets: readonly RequestBucket[],
     private readonly clock: Clock,
   ) {}
 
@@ -65,10 +76,10 @@ class RequestsHold implements LocalHold {
   }
 }
 
-/** The hold of a limiter with tokens entries: the reservation and the windows it is in. */
-class TokensHold implements LocalHold {
+/** The hold of a request on the budgets it met: its request tokens, its reservations and the windows they are in. */
+class BudgetsHold implements LocalHold {
   constructor(
-    private readonly requests: LocalHold,
+    private readonly buckets: readonly RequestBucket[],
     private readonly windows: readonly TokenWindow[],
     private readonly amount: number,
     /** Per window, the start of the window the reservation was made in. */
@@ -77,8 +88,8 @@ class TokensHold implements LocalHold {
   ) {}
 
   refund(): void {
-    this.requests.refund();
     const now = this.clock();
+    for (const b of this.buckets) b.giveBack(now);
     for (let i = 0; i < this.windows.length; i++) this.windows[i]!.release(this.amount, this.reservedIn[i]!, now);
   }
 
@@ -91,32 +102,59 @@ class TokensHold implements LocalHold {
   }
 
   copy(): LocalHold {
+    if (this.windows.length === 0) return NOTHING_HELD;
     const now = this.clock();
-    return new TokensHold(NOTHING_HELD, this.windows, this.amount, this.windows.map((w) => w.reserve(this.amount, now)), this.clock);
+    return new BudgetsHold([], this.windows, this.amount, this.windows.map((w) => w.reserve(this.amount, now)), this.clock);
   }
 }
 
-function unitMs(unit: RateLimitUnit): number {
-  return UNIT_SECONDS[unit] * 1000;
+export interface LimiterStoreOptions {
+  /** config.maxRateLimitKeys: the key values a keyed entry keeps a budget for. */
+  readonly maxKeys: number;
+  /** A request of a keyed entry was given the overflow budget (metrics, a throttled warn). */
+  readonly overflowed?: (entry: { readonly level: LimitLevel; readonly scope: string; readonly index: number; readonly kind: LocalEntry['kind'] }) => void;
 }
 
-/** Keeps limiter state across config reloads: an unchanged entry keeps its counters. */
-export class LimiterStore {
-  #live = new Map<string, RequestBucket | TokenWindow>();
-  #next = new Map<string, RequestBucket | TokenWindow>();
-  constructor(readonly clock: Clock) {}
+type State = RequestBucket | TokenWindow | KeyedTable<RequestBucket | TokenWindow>;
 
-  entry(scope: string, index: number, config: LocalRateLimitIR): LocalEntry {
-    const key = `${scope}#${index}:${JSON.stringify(config)}`;
-    let state = this.#next.get(key) ?? this.#live.get(key);
+/** Keeps limiter state across config reloads: an unchanged entry keeps its counters (every key's, for a keyed one). */
+export class LimiterStore {
+  #live = new Map<string, State>();
+  #next = new Map<string, State>();
+  constructor(
+    readonly clock: Clock,
+    readonly options: LimiterStoreOptions,
+  ) {}
+
+  entry(level: LimitLevel, scope: string, index: number, config: LocalRateLimitIR, key: CompiledKey | null): LocalEntry {
+    const id = `${level}:${scope}#${index}:${JSON.stringify(config)}`;
+    const clock = this.clock;
+    const ms = unitMs(config.unit);
+    const overflowed = () => this.options.overflowed?.({ level, scope, index, kind: config.kind });
     if (config.kind === 'requests') {
-      if (!(state instanceof RequestBucket)) state = new RequestBucket(config.requests, config.burst, unitMs(config.unit), this.clock);
-      this.#next.set(key, state);
-      return { kind: 'requests', config, bucket: state, limitText: String(state.capacity) };
+      const budget = this.#budget(id, RequestBucket, config, key, overflowed, (start) => new RequestBucket(config.requests, config.burst, ms, clock, start));
+      return { kind: 'requests', config, budget, limitText: String(config.requests + config.burst) };
     }
-    if (!(state instanceof TokenWindow)) state = new TokenWindow(config.tokens, unitMs(config.unit), this.clock);
-    this.#next.set(key, state);
-    return { kind: 'tokens', config, window: state, limitText: String(state.tokens) };
+    const budget = this.#budget(id, TokenWindow, config, key, overflowed, (start) => new TokenWindow(config.tokens, ms, clock, start));
+    return { kind: 'tokens', config, budget, limitText: String(config.tokens) };
+  }
+
+  /** The entry's budget as the live config (or this one, for a repeated entry) left it, else a new one. */
+  #budget<S extends RequestBucket | TokenWindow>(
+    id: string,
+    type: abstract new (...args: never[]) => S,
+    config: LocalRateLimitIR,
+    key: CompiledKey | null,
+    overflowed: () => void,
+    make: (start: number) => S,
+  ): Budget<S> {
+    const prior = this.#next.get(id) ?? this.#live.get(id);
+    const origin = windowOrigin(config.unit, this.clock());
+    const budget: Budget<S> = key
+      ? { keyed: true, key, table: prior instanceof KeyedTable ? (prior as KeyedTable<S>) : new KeyedTable(this.options.maxKeys, config.unit, origin, make, overflowed) }
+      : { keyed: false, state: prior instanceof type ? prior : make(origin) };
+    this.#next.set(id, budget.keyed ? (budget.table as KeyedTable<RequestBucket | TokenWindow>) : budget.state);
+    return budget;
   }
 
   /** Called once a new config is in place: state no entry of it uses is dropped. */
@@ -131,55 +169,104 @@ export class LimiterStore {
   }
 }
 
-const REFUSED_BY_TOKENS: LocalCheck = { allowed: false, refusedBy: 'tokens' };
-const REFUSED_BY_REQUESTS: LocalCheck = { allowed: false, refusedBy: 'requests' };
+function status(e: LocalEntry, state: RequestBucket | TokenWindow, now: number): LimitStatus {
+  return { limit: e.limitText, remaining: state.remaining(now), resetSeconds: state.resetSeconds(now) };
+}
+
+/** A limiter's entries, in config order, with the index each has in its policy (their counters' identity). */
+export interface IndexedConfig {
+  readonly index: number;
+  readonly config: LocalRateLimitIR;
+}
 
 export class LocalLimiter {
   readonly hasTokens: boolean;
+  /** Some entry is keyed: each request reads its keys and meets its own budgets. */
+  readonly keyed: boolean;
+  /** Some entry's key reads the consumer (a gateway-level one then runs after authentication). */
+  readonly readsConsumer: boolean;
+  /** The budgets of an unkeyed limiter, in entry order by kind (a keyed one finds its per request). */
+  readonly #buckets: readonly RequestBucket[];
   readonly #windows: readonly TokenWindow[];
-  readonly #requestsHold: RequestsHold;
-  readonly #admitted: LocalCheck;
+  readonly #requestsHold: LocalHold;
+  readonly #reads: ReadonlySet<InputName>;
 
   constructor(
     readonly level: LimitLevel,
     readonly scope: string,
     readonly entries: readonly LocalEntry[],
     private readonly clock: Clock,
+    private readonly limits: EvaluationLimits,
   ) {
-    this.#windows = entries.flatMap((e) => (e.kind === 'tokens' ? [e.window] : []));
-    this.hasTokens = this.#windows.length > 0;
-    this.#requestsHold = new RequestsHold(
-      entries.flatMap((e) => (e.kind === 'requests' ? [e.bucket] : [])),
-      clock,
-    );
-    this.#admitted = { allowed: true, hold: this.#requestsHold };
+    this.#buckets = entries.flatMap((e) => (e.kind === 'requests' && !e.budget.keyed ? [e.budget.state] : []));
+    this.#windows = entries.flatMap((e) => (e.kind === 'tokens' && !e.budget.keyed ? [e.budget.state] : []));
+    this.hasTokens = entries.some((e) => e.kind === 'tokens');
+    const keys = entries.flatMap((e) => (e.budget.keyed ? [e.budget.key] : []));
+    this.keyed = keys.length > 0;
+    this.readsConsumer = keys.some((k) => k.readsConsumer);
+    this.#reads = readsOf(keys.flatMap((k) => (k.program ? [k.program] : [])));
+    this.#requestsHold = new RequestsHold(this.#buckets, clock);
   }
 
-  static compile(level: LimitLevel, scope: string, configs: readonly LocalRateLimitIR[], store: LimiterStore): LocalLimiter {
-    return new LocalLimiter(level, scope, configs.map((c, i) => store.entry(`${level}:${scope}`, i, c)), store.clock);
+  /** Throws RateLimitKeyError when a key's expression does not compile (naming it). */
+  static compile(level: LimitLevel, scope: string, configs: readonly IndexedConfig[], store: LimiterStore, limits: EvaluationLimits): LocalLimiter {
+    const entries = configs.map(({ index, config }) => {
+      const key = config.by ? compileKey(config.by, limits, `rateLimit.local[${index}].by`) : null;
+      return store.entry(level, scope, index, config, key);
+    });
+    return new LocalLimiter(level, scope, entries, store.clock, limits);
   }
 
-  /** `reservation`: the tokens an admitted request holds in each tokens window until settled. */
-  check(reservation: number): LocalCheck {
+  /**
+   * `reservation`: the tokens an admitted request holds in each tokens window until settled.
+   * `facts`: the request, read only when an entry is keyed.
+   */
+  check(reservation: number, facts: () => RequestFacts): LocalCheck {
+    let buckets = this.#buckets;
+    let windows = this.#windows;
     const now = this.clock();
-    for (const e of this.entries) {
-      if (e.kind === 'tokens' && !e.window.admits(now)) return REFUSED_BY_TOKENS;
-      if (e.kind === 'requests' && e.bucket.remaining(now) < 1) return REFUSED_BY_REQUESTS;
+    if (this.keyed) {
+      const found = this.#budgetsOf(facts(), now);
+      if (!('buckets' in found)) return found;
+      ({ buckets, windows } = found);
     }
-    for (const e of this.entries) if (e.kind === 'requests') e.bucket.take(now);
-    // Without tokens entries the hold has no per-request state: nothing is allocated.
-    if (!this.hasTokens) return this.#admitted;
-    const reservedIn = this.#windows.map((w) => w.reserve(reservation, now));
-    return { allowed: true, hold: new TokensHold(this.#requestsHold, this.#windows, reservation, reservedIn, this.clock) };
+    // The first entry, in config order, without room refuses.
+    let b = 0;
+    let w = 0;
+    for (const e of this.entries) {
+      const full = e.kind === 'tokens' ? !windows[w++]!.admits(now) : buckets[b++]!.remaining(now) < 1;
+      if (full) return { allowed: false, refusedBy: e.kind, statuses: this.#statuses(buckets, windows, now) };
+    }
+    for (const bucket of buckets) bucket.take(now);
+    // An unkeyed limiter without tokens entries holds no per-request state: nothing is allocated.
+    const hold =
+      windows.length === 0 && !this.keyed
+        ? this.#requestsHold
+        : new BudgetsHold(buckets, windows, reservation, windows.map((win) => win.reserve(reservation, now)), this.clock);
+    return { allowed: true, hold, statuses: this.#statuses(buckets, windows, now) };
   }
 
-  /** The status of every entry, for the x-ratelimit-* headers. */
-  statuses(): LimitStatus[] {
-    const now = this.clock();
-    return this.entries.map((e) =>
-      e.kind === 'requests'
-        ? { limit: e.limitText, remaining: e.bucket.remaining(now), resetSeconds: e.bucket.resetSeconds(now) }
-        : { limit: e.limitText, remaining: e.window.remaining(now), resetSeconds: e.window.resetSeconds(now) },
-    );
+  /** The budgets of the request's keys (unkeyed entries: their one budget), or why its keys cannot be read. */
+  #budgetsOf(facts: RequestFacts, now: number): { buckets: RequestBucket[]; windows: TokenWindow[] } | Extract<LocalCheck, { refusedBy: 'input' }> {
+    let bindings = null;
+    if (this.#reads.size) {
+      const bound = bindRequest(facts, this.#reads, this.limits.cel);
+      if (!bound.ok) return { allowed: false, refusedBy: 'input', input: bound.input, problem: bound.problem };
+      bindings = bound.bindings;
+    }
+    const buckets: RequestBucket[] = [];
+    const windows: TokenWindow[] = [];
+    for (const e of this.entries) {
+      if (e.kind === 'requests') buckets.push(e.budget.keyed ? e.budget.table.get(keyValue(e.budget.key, facts, bindings), now) : e.budget.state);
+      else windows.push(e.budget.keyed ? e.budget.table.get(keyValue(e.budget.key, facts, bindings), now) : e.budget.state);
+    }
+    return { buckets, windows };
+  }
+
+  /** The status of every entry's budget, for the x-ratelimit-* headers. */
+  #statuses(buckets: readonly RequestBucket[], windows: readonly TokenWindow[], now: number): LimitStatus[] {
+    let b = 0;
+    let w = 0;
+    return this.entries.map((e) => status(e, e.kind === 'requests' ? buckets[b++]! : windows[w++]!, now));
   }
 }

@@ -1,5 +1,6 @@
 // A `requests` entry: a token bucket of capacity requests + burst, refilled with `requests`
-// tokens at each unit boundary (counted from the bucket's creation), never above capacity.
+// tokens at each unit boundary (counted from `start`: the bucket's creation, a UTC midnight for
+// Days, the window of its table for a keyed limit's), never above capacity.
 // Each admitted request takes one token; with none left the request is refused. A request
 // refused later by another limit gets its token back.
 import type { Clock } from '../clock.js';
@@ -13,9 +14,10 @@ export class RequestBucket {
     readonly burst: number,
     readonly unitMs: number,
     private readonly clock: Clock,
+    start = clock(),
   ) {
     this.#tokens = requests + burst;
-    this.#windowStart = clock();
+    this.#windowStart = start;
   }
 
   get capacity(): number {
@@ -45,6 +47,12 @@ export class RequestBucket {
   giveBack(now = this.clock()): void {
     this.#refill(now);
     this.#tokens = Math.min(this.capacity, this.#tokens + 1);
+  }
+
+  /** Full: dropping it from a keyed table and making it again later gives nobody anything. */
+  idle(now = this.clock()): boolean {
+    this.#refill(now);
+    return this.#tokens >= this.capacity;
   }
 
   remaining(now = this.clock()): number {

@@ -14,14 +14,18 @@ import type { Clock } from '../clock.js';
 export class TokenWindow {
   #used = 0;
   #reserved = 0;
+  /** Requests holding a reservation here, whichever window: released or settled, each once. */
+  #holds = 0;
   #windowStart: number;
 
   constructor(
     readonly tokens: number,
     readonly unitMs: number,
     private readonly clock: Clock,
+    /** The first window's start: the creation, a UTC midnight for Days, the window of its keyed table. */
+    start = clock(),
   ) {
-    this.#windowStart = clock();
+    this.#windowStart = start;
   }
 
   #roll(now: number): void {
@@ -46,6 +50,7 @@ export class TokenWindow {
   reserve(amount: number, now = this.clock()): number {
     this.#roll(now);
     this.#reserved += amount;
+    this.#holds++;
     return this.#windowStart;
   }
 
@@ -53,6 +58,17 @@ export class TokenWindow {
   release(amount: number, reservedIn: number, now = this.clock()): void {
     this.#roll(now);
     if (reservedIn === this.#windowStart) this.#reserved = Math.max(0, this.#reserved - amount);
+    this.#holds = Math.max(0, this.#holds - 1);
+  }
+
+  /**
+   * Nothing used in the current window and no request in flight that will charge it: dropping
+   * it from a keyed table and making it again later gives nobody anything. A request admitted
+   * in an earlier window still holds it, since its usage is charged where its response ends.
+   */
+  idle(now = this.clock()): boolean {
+    this.#roll(now);
+    return this.#used === 0 && this.#holds === 0;
   }
 
   /** Replaces a reservation with the usage the response reported (or was estimated at). */
