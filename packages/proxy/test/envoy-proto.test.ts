@@ -40,8 +40,8 @@ describe.skipIf(!availability.run)("the RLS v3 codec against Envoy's definitions
     const official = describeMessages(REQUEST, RESPONSE);
     const ours = ourFields();
     const declared = Object.entries(ours).flatMap(([message, fields]) => Object.keys(fields).map((f) => `${message}.${f}`));
-    // The codec declares the fields the gateway reads and writes (20 of them): all compared.
-    expect(declared.length).toBeGreaterThanOrEqual(20);
+    // The codec declares the fields the gateway reads and writes (23 of them): all compared.
+    expect(declared.length).toBeGreaterThanOrEqual(23);
     const mismatched = Object.entries(ours).flatMap(([message, fields]) =>
       Object.entries(fields)
         .filter(([name, shape]) => JSON.stringify(official[message]?.[name]) !== JSON.stringify({ number: shape.number, kind: shape.kind, repeated: shape.repeated, ...(shape.type ? { type: shape.type } : {}) }))
@@ -58,6 +58,8 @@ describe.skipIf(!availability.run)("the RLS v3 codec against Envoy's definitions
         { entries: [{ key: 'user', value: 'u7' }, { key: 'model', value: 'gpt-4o' }] },
         { entries: [{ key: 'team', value: 'a' }], hits_addend: { value: 0 } },
         { entries: [{ key: 'team', value: 'b' }], hits_addend: { value: 56 } },
+        { entries: [{ key: 'consumer', value: 'alice' }], limit: { requests_per_unit: 4_294_967_295, unit: 'MONTH' }, hits_addend: { value: 0 } },
+        { entries: [{ key: 'consumer', value: '' }], limit: { requests_per_unit: 7, unit: 'DAY' } },
       ],
     });
     expect(officialDecode(REQUEST, bytes)).toEqual({
@@ -68,6 +70,9 @@ describe.skipIf(!availability.run)("the RLS v3 codec against Envoy's definitions
         // A wrapper that is set, even to 0 ("check only"), is present on the wire.
         { entries: [{ key: 'team', value: 'a' }], hits_addend: '0' },
         { entries: [{ key: 'team', value: 'b' }], hits_addend: '56' },
+        // The limit override: Envoy's RateLimitOverride, its unit Envoy's RateLimitUnit.
+        { entries: [{ key: 'consumer', value: 'alice' }], limit: { requests_per_unit: 4_294_967_295, unit: 'MONTH' }, hits_addend: '0' },
+        { entries: [{ key: 'consumer' }], limit: { requests_per_unit: 7, unit: 'DAY' } },
       ],
     });
   });

@@ -4,50 +4,20 @@
 // response settles the reservation with the reported usage, a failed response releases it,
 // and a request the gateway refuses (a later limit, no route) gives back what earlier limits
 // of the same request took.
-import { EventEmitter, once } from 'node:events';
-import type { ServerResponse } from 'node:http';
+import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
+import { send, simpleConfig, startGateway, type RawResponse, type TestGateway } from './helpers.js';
+import { heldLlm as startHeldLlm, settledOrArrived } from './support/held-llm.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-/** A chat backend that answers only when released, with the usage the request's x-usage header names. */
-interface HeldLlm {
-  readonly upstream: Upstream;
-  /** Requests received (and held) so far. */
-  readonly arrived: number;
-  readonly events: EventEmitter;
-  /** Answers every held request: 200 with usage, or the given status. */
-  releaseAll(status?: number): void;
-}
-
-async function heldLlm(): Promise<HeldLlm> {
-  const held: { res: ServerResponse; usage: number }[] = [];
-  const events = new EventEmitter();
-  let arrived = 0;
-  const upstream = await startUpstream((req, res) => {
-    arrived++;
-    held.push({ res, usage: Number(req.headers['x-usage'] ?? 0) });
-    events.emit('arrived');
-    events.emit('progress');
-  });
-  cleanups.push(() => upstream.close());
-  return {
-    upstream,
-    events,
-    get arrived() {
-      return arrived;
-    },
-    releaseAll(status = 200) {
-      for (const { res, usage } of held.splice(0)) {
-        res.writeHead(status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(status === 200 ? { choices: [{ message: { content: 'ok' } }], usage: { total_tokens: usage } } : { error: { message: 'failed' } }));
-      }
-    },
-  };
+async function heldLlm() {
+  const llm = await startHeldLlm();
+  cleanups.push(() => llm.upstream.close());
+  return llm;
 }
 
 async function gateway(routes: unknown[], listener: Record<string, unknown> = {}): Promise<TestGateway> {
@@ -77,11 +47,6 @@ function chat(gw: TestGateway, opts: { maxTokens?: number; field?: 'max_tokens' 
     headers: { 'content-type': 'application/json', 'x-usage': String(opts.usage ?? 0), ...(opts.which ? { 'x-which': opts.which } : {}) },
     body: JSON.stringify(body),
   });
-}
-
-/** Resolves once `n` requests were either answered by the gateway or arrived at the backend. */
-async function settledOrArrived(llm: HeldLlm, answered: () => number, n: number): Promise<void> {
-  while (answered() + llm.arrived < n) await once(llm.events, 'progress');
 }
 
 describe('token reservations', () => {
