@@ -111,3 +111,87 @@ describe('global descriptor expressions', () => {
     );
   });
 });
+
+describe('keyed limits and windows', () => {
+  const P = 'binds[0].listeners[0].routes[0].policies.traffic.rateLimit';
+  const local = (...entries: unknown[]) => cfg([route({ policies: { traffic: { rateLimit: { local: entries } } } })]);
+  const global = (...descriptors: unknown[]) => cfg([route({ policies: { traffic: { rateLimit: { global: { service: { host: '127.0.0.1:8081' }, domain: 'd', descriptors } } } } })]);
+
+  it('refuses Months for a local limit, saying why; accepts it for a global override', () => {
+    expect(problems(local({ requests: 1, unit: 'Months' }))).toEqual([
+      `${P}.local[0].unit: Months is not available for a local limit: local counters live in each proxy's memory and start again at zero when it restarts, so a monthly budget would reset with every deploy; use Days, or a global limit (its counters live in the rate limit service)`,
+    ]);
+    expect(problems(local({ tokens: 1, unit: 'Days' }))).toEqual([]);
+    expect(problems(global({ unit: 'Tokens', by: { type: 'Consumer' }, limit: { requestsPerUnit: 1_000_000, unit: 'Months' } }))).toEqual([]);
+  });
+
+  it('checks the fields each key type needs, naming them', () => {
+    expect(problems(local({ requests: 1, unit: 'Hours', by: { type: 'Header' } }))).toEqual([`${P}.local[0].by.name: required with type Header: the header whose value is the key`]);
+    expect(problems(local({ requests: 1, unit: 'Hours', by: { type: 'Header', name: 'x user' } }))).toEqual([
+      `${P}.local[0].by.name: got "x user"; expected an HTTP header name (letters, digits and !#$%&'*+-.^_\`|~)`,
+    ]);
+    expect(problems(local({ requests: 1, unit: 'Hours', by: { type: 'Consumer', name: 'sub' } }))).toEqual([`${P}.local[0].by.name: not allowed with type Consumer; only Claim and Header keys name a claim or header`]);
+    expect(problems(local({ requests: 1, unit: 'Hours', by: { type: 'Expression' } }))).toEqual([`${P}.local[0].by.expression: required with type Expression, e.g. consumer.labels["tier"]`]);
+    expect(problems(local({ requests: 1, unit: 'Hours', by: { type: 'Claim', name: 'org', expression: 'x' } }))).toEqual([`${P}.local[0].by.expression: not allowed with type Claim; use type: Expression`]);
+    expect(problems(local({ requests: 1, unit: 'Hours', by: { type: 'Expression', expression: 'consumer.nope' } }))[0]).toMatch(/^.+\.local\[0\]\.by\.expression: got "consumer\.nope": does not type-check: consumer has no field 'nope'/);
+    expect(problems(local({ requests: 1, unit: 'Hours', by: { type: 'Claim', name: 'https://example.com/tenant' } }))).toEqual([]);
+    expect(problems(global({ unit: 'Requests' }))).toEqual([`${P}.global.descriptors[0]: has neither entries nor by; set entries, by (a key), or both`]);
+    expect(problems(global({ unit: 'Requests', by: { type: 'Header', name: 'X-User' }, limit: { requestsPerUnit: 0, unit: 'Days' } }))[0]).toContain('requestsPerUnit: got 0; expected a number >= 1');
+  });
+
+  it("counts key expressions in the policy's CEL budget, with its descriptors'", () => {
+    // 1796 each (the controller's policy-cel-budget golden): six fit in 10000, seven do not.
+    const e = 'request.headers.exists(k, k.startsWith("x-tenant-"))';
+    const keyed = (n: number) => Array.from({ length: n }, () => ({ requests: 1, unit: 'Hours', by: { type: 'Expression', expression: e } }));
+    expect(problems(local(...keyed(5)))).toEqual([]);
+    const both = cfg([
+      route({
+        policies: {
+          traffic: {
+            rateLimit: {
+              local: keyed(5),
+              global: { service: { host: '127.0.0.1:8081' }, domain: 'd', descriptors: [{ unit: 'Requests', entries: [{ name: 't', expression: e }, { name: 'u', expression: e }] }] },
+            },
+          },
+        },
+      }),
+    ]);
+    expect(problems(both)).toEqual([
+      expect.stringMatching(/^binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.traffic\.rateLimit: the expressions together have an estimated cost of 12572, more than the budget of 10000 \(cel\.maxCost\)/),
+    ]);
+  });
+
+  it('converts keys and overrides to the IR: header names lower-cased, no key field on unkeyed entries', () => {
+    const c = validateStandaloneConfig({
+      binds: [
+        {
+          port: 1,
+          listeners: [
+            {
+              name: 'l',
+              protocol: 'HTTP',
+              routes: [
+                route({
+                  policies: {
+                    traffic: {
+                      rateLimit: {
+                        local: [{ requests: 1, unit: 'Days', by: { type: 'Header', name: 'X-Team' } }, { tokens: 5, unit: 'Hours' }],
+                        global: { service: { host: '127.0.0.1:8081' }, domain: 'd', descriptors: [{ unit: 'Tokens', by: { type: 'Claim', name: 'org' }, limit: { requestsPerUnit: 9, unit: 'Months' } }] },
+                      },
+                    },
+                  },
+                }),
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    const policy = standaloneToSnapshot(c, { kind: 'file', path: 'x' }).binds[0]!.listeners[0]!.routes[0]!.policy!;
+    expect(policy.localRateLimit).toEqual([
+      { kind: 'requests', requests: 1, burst: 0, unit: 'Days', by: { type: 'Header', name: 'x-team' } },
+      { kind: 'tokens', tokens: 5, unit: 'Hours' },
+    ]);
+    expect(policy.remoteRateLimit!.descriptors).toEqual([{ entries: [], unit: 'Tokens', by: { type: 'Claim', name: 'org' }, limit: { requestsPerUnit: 9, unit: 'Months' } }]);
+  });
+});
