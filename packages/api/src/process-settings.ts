@@ -18,7 +18,7 @@ export const DEFAULT_MAX_BUFFERED_REQUEST_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_REQUEST_BODY_TIMEOUT_MS = 60_000;
 /** config.maxConnectionsPerBind default. */
 export const DEFAULT_MAX_CONNECTIONS_PER_BIND = 4096;
-/** config.maxRateLimitKeys default: about 20 MiB of counters per keyed limit when full. */
+/** config.maxRateLimitKeys default: 17 to 25 MiB per keyed limit when full (docs/rate-limiting.md, "The key table"). */
 export const DEFAULT_MAX_RATE_LIMIT_KEYS = 100_000;
 
 /** The process-wide budget of buffered request-body bytes, defaults applied. */
