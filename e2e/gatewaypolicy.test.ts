@@ -41,9 +41,37 @@ const BAD: BadCase[] = [
     expect: [/spec\.traffic\.rateLimit\.local\[0\]: Invalid value: exactly one of requests or tokens must be set/],
   },
   {
-    name: 'unit Days',
-    spec: local({ tokens: 100, unit: 'Days' }),
-    expect: [/spec\.traffic\.rateLimit\.local\[0\]\.unit: Unsupported value: "Days": supported values: "Seconds", "Minutes", "Hours"/],
+    name: 'unit Weeks',
+    spec: local({ tokens: 100, unit: 'Weeks' }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]\.unit: Unsupported value: "Weeks": supported values: "Seconds", "Minutes", "Hours", "Days", "Months"/],
+  },
+  {
+    name: 'unit Months on a local limit',
+    spec: local({ tokens: 100, unit: 'Months' }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]: Invalid value: .*Months is not available for a local limit: local counters live in each proxy's memory/],
+  },
+  {
+    name: 'a Header key without a name',
+    spec: local({ requests: 1, unit: 'Hours', by: { type: 'Header' } }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]\.by: Invalid value: .*name is required with Claim and Header/],
+  },
+  {
+    name: 'a Header key that is no header name',
+    spec: local({ requests: 1, unit: 'Hours', by: { type: 'Header', name: 'x user' } }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]\.by: Invalid value: .*a Header key names an HTTP header/],
+  },
+  {
+    name: 'an Expression key without an expression',
+    spec: local({ requests: 1, unit: 'Hours', by: { type: 'Expression', name: 'x' } }),
+    expect: [/expression is required with Expression/, /name is required with Claim and Header, and not allowed with the other types/],
+  },
+  {
+    name: 'a descriptor with neither entries nor by',
+    spec: {
+      targetRefs: [route],
+      traffic: { rateLimit: { global: { service: { backendRef: { name: 'rls', port: 8081 } }, domain: 'd', descriptors: [{ unit: 'Requests', limit: { requestsPerUnit: 0, unit: 'Days' } }] } } },
+    },
+    expect: [/spec\.traffic\.rateLimit\.global\.descriptors\[0\]: Invalid value: .*set entries, by, or both/, /descriptors\[0\]\.limit\.requestsPerUnit: Invalid value: 0/],
   },
   {
     name: 'missing unit',
