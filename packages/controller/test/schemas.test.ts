@@ -45,8 +45,8 @@ describe('parseObject', () => {
       apiVersion: 'tollgate.dev/v1alpha1',
       kind: 'GatewayPolicy',
       metadata: { name: 'p', namespace: 'd' },
-      spec: { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'r' }], traffic: { rateLimit: { local: [{ requests: 1, unit: 'Days' }] } } },
+      spec: { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'r' }], traffic: { rateLimit: { local: [{ requests: 1, unit: 'Weeks' }] } } },
     });
-    expect(out).toEqual(['spec.traffic.rateLimit.local[0].unit: got "Days"; expected one of: Seconds, Minutes, Hours']);
+    expect(out).toEqual(['spec.traffic.rateLimit.local[0].unit: got "Weeks"; expected one of: Seconds, Minutes, Hours, Days, Months']);
   });
 });

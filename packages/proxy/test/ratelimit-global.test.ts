@@ -131,7 +131,7 @@ describe.skipIf(!availability.run)('global rate limits on envoyproxy/ratelimit',
     expect(lines.find((l) => l.msg.includes('descriptor not sent'))).toMatchObject({ entry: 'user', reason: expect.stringContaining('not a non-empty') as unknown });
     // A non-scalar one (here a map) never gets this far: the type checker refuses it.
     expect(() => limiter({ domain: 'tg-requests', descriptors: [{ unit: 'Requests', entries: [{ name: 'user', expression: 'request.headers' }] }] })).toThrow(
-      /evaluates to map\(string, string\); a rate limit descriptor value must be string, int, uint, double, bool/,
+      /evaluates to map\(string, string\); a rate limit descriptor value or key must be string, int, uint, double, bool/,
     );
   });
 
