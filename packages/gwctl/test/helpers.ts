@@ -117,7 +117,7 @@ export async function startProxy(opts: { traceKeepaliveMs?: number } = {}): Prom
                 name: 'chat',
                 hostnames: ['api.example.com'],
                 matches: [{ path: { type: 'PathPrefix', value: '/v1' } }],
-                policies: { traffic: { rateLimit: { local: [{ requests: 500, unit: 'Minutes', burst: 5 }, { tokens: 100000, unit: 'Hours' }] } } },
+                policies: { traffic: { rateLimit: { local: [{ requests: 500, unit: 'Minutes', burst: 5 }, { tokens: 100000, unit: 'Hours' }, { tokens: 1000000, unit: 'Days', by: { type: 'Header', name: 'x-team' } }] } } },
                 backends: [{ host: `127.0.0.1:${mock.port}` }],
               },
               { name: 'models', matches: [{ path: { type: 'Exact', value: '/v1/models' }, method: 'GET' }], backends: [{ host: `127.0.0.1:${mock.port}` }] },

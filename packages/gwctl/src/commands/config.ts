@@ -59,12 +59,13 @@ function matchText(m: DumpMatch): string {
 }
 
 function rateLimitText(entry: unknown): string {
-  const e = entry as { kind?: string; requests?: number; tokens?: number; burst?: number; unit?: string };
-  if (e.kind === 'tokens' || e.tokens !== undefined) return `${e.tokens} tokens/${e.unit}`;
-  return `${e.requests} requests/${e.unit}${e.burst ? ` (+${e.burst} burst)` : ''}`;
+  const e = entry as { kind?: string; requests?: number; tokens?: number; burst?: number; unit?: string; by?: { type?: string; name?: string } };
+  const per = e.by?.type ? ` per ${e.by.type}${e.by.name ? ` ${e.by.name}` : ''}` : '';
+  if (e.kind === 'tokens' || e.tokens !== undefined) return `${e.tokens} tokens/${e.unit}${per}`;
+  return `${e.requests} requests/${e.unit}${e.burst ? ` (+${e.burst} burst)` : ''}${per}`;
 }
 
-/** `localRateLimit: 10 requests/Minutes (+5 burst), 5000 tokens/Minutes; remoteRateLimit: ...` */
+/** `localRateLimit: 10 requests/Minutes (+5 burst), 5000 tokens/Days per Consumer; remoteRateLimit: ...` */
 export function policyText(p: DumpPolicy['policy']): string {
   const parts: string[] = [];
   for (const [key, value] of Object.entries(p)) {
