@@ -7,7 +7,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfigFile } from '../src/config/load-file.js';
-import { send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
+import { openTrace, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
 import { heldLlm, settledOrArrived, type HeldLlm } from './support/held-llm.js';
 
 const DAY = 86_400_000;
@@ -190,8 +190,13 @@ describe('the key table of a keyed limit', () => {
     llm.releaseAll();
     expect((await inFlight).status).toBe(200);
     expect((await other).status).toBe(200);
-    // alice's 80 tokens were charged to her window: she is over her 50.
-    expect((await chat('alice', 1)).status).toBe(429);
+    // alice's 80 tokens were charged to her window: she is over her 50 (were she admitted, the
+    // backend would hold her request: released once it arrives, so a failure fails, not hangs).
+    let answered = 0;
+    const last = chat('alice', 1).then((r) => (answered++, llm.events.emit('progress'), r));
+    await settledOrArrived(llm, () => answered, 3);
+    llm.releaseAll();
+    expect((await last).status).toBe(429);
   });
 });
 
@@ -235,6 +240,23 @@ describe('a key met at two places', () => {
     // /b has no route limit: alice has 2 of her gateway budget left, on any route.
     expect(await statusesOf(3, () => hit(gw, alice, '/b'))).toEqual([200, 200, 429]);
     expect((await hit(gw, { 'x-user': 'bob' }, '/b')).status).toBe(200);
+  });
+
+  it('a gateway-level entry keyed on the consumer runs after routing (and authentication); the listener\'s other entries before routing', async () => {
+    const up = await upstream();
+    const gw = await gateway([route('r', up.host, null)], {
+      listener: { policies: limited([{ requests: 5, unit: 'Hours' }, { requests: 1, unit: 'Hours', by: { type: 'Consumer' } }]) },
+    });
+    expect((await hit(gw)).status).toBe(200);
+    const trace = await openTrace(gw.adminUrl);
+    await trace.armed;
+    // No consumer here: the empty key, spent by the first request.
+    expect((await hit(gw)).status).toBe(429);
+    const stages = (await trace.events).map((e) => {
+      const m = e.message as { type: string; stage?: string };
+      return m.stage ?? m.type;
+    });
+    expect(stages).toEqual(['requestStarted', 'initial request', 'gateway policies', 'routeSelection', 'policySelection', 'final response', 'requestFinished']);
   });
 
   it('a reload that keeps the keyed entry keeps every key\'s counters', async () => {
