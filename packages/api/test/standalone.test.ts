@@ -136,6 +136,7 @@ describe('keyed limits and windows', () => {
     expect(problems(local({ requests: 1, unit: 'Hours', by: { type: 'Expression', expression: 'consumer.nope' } }))[0]).toMatch(/^.+\.local\[0\]\.by\.expression: got "consumer\.nope": does not type-check: consumer has no field 'nope'/);
     expect(problems(local({ requests: 1, unit: 'Hours', by: { type: 'Claim', name: 'https://example.com/tenant' } }))).toEqual([]);
     expect(problems(global({ unit: 'Requests' }))).toEqual([`${P}.global.descriptors[0]: has neither entries nor by; set entries, by (a key), or both`]);
+    expect(problems(global({ unit: 'Tokens', by: { type: 'Claim' } }))).toEqual([`${P}.global.descriptors[0].by.name: required with type Claim: the claim whose value is the key`]);
     expect(problems(global({ unit: 'Requests', by: { type: 'Header', name: 'X-User' }, limit: { requestsPerUnit: 0, unit: 'Days' } }))[0]).toContain('requestsPerUnit: got 0; expected a number >= 1');
   });
 
