@@ -153,7 +153,7 @@ export class LimiterStore {
     const budget: Budget<S> = key
       ? { keyed: true, key, table: prior instanceof KeyedTable ? (prior as KeyedTable<S>) : new KeyedTable(this.options.maxKeys, config.unit, origin, make, overflowed) }
       : { keyed: false, state: prior instanceof type ? prior : make(origin) };
-    this.#next.set(id, budget.keyed ? (budget.table as KeyedTable<RequestBucket | TokenWindow>) : budget.state);
+    this.#next.set(id, budget.keyed ? budget.table : budget.state);
     return budget;
   }
 
