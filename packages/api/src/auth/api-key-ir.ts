@@ -28,6 +28,8 @@ interface RawEntry {
   readonly what: string;
   /** JSON path of the entry (file) or of the reference (Secrets). */
   readonly at: string;
+  /** What is wrong with its shape (reported in entry order with the others). */
+  readonly invalid?: string;
   readonly key: unknown;
   readonly consumer: unknown;
   readonly group: unknown;
@@ -87,16 +89,11 @@ function fromFile(file: string, at: string, sources: PolicySources, problems: Pr
   const entries: RawEntry[] = [];
   value.forEach((e: unknown, i) => {
     const what = `${origin} entry ${i}`;
-    if (e === null || typeof e !== 'object' || Array.isArray(e)) {
-      problems.push({ path: fileAt, message: `${what} is ${Array.isArray(e) ? 'a list' : show(e)}; expected {key, consumer, group, labels}` });
-      return;
-    }
+    const invalid = (why: string) => entries.push({ what, at: fileAt, invalid: why, key: undefined, consumer: undefined, group: undefined, labels: undefined });
+    if (e === null || typeof e !== 'object' || Array.isArray(e)) return invalid(`is ${Array.isArray(e) ? 'a list' : show(e)}; expected {key, consumer, group, labels}`);
     const o = e as Record<string, unknown>;
-    const unknown = Object.keys(o).filter((k) => !ENTRY_FIELDS.has(k));
-    if (unknown.length) {
-      problems.push({ path: fileAt, message: `${what} has unknown field ${show(unknown[0])}; an entry has key, consumer, group and labels` });
-      return;
-    }
+    const unknown = Object.keys(o).find((k) => !ENTRY_FIELDS.has(k));
+    if (unknown !== undefined) return invalid(`has unknown field ${show(unknown)}; an entry has key, consumer, group and labels`);
     entries.push({ what, at: fileAt, key: o.key, consumer: o.consumer, group: o.group, labels: o.labels });
   });
   return entries;
@@ -118,24 +115,21 @@ function fromSecrets(config: ApiKeyConfig, at: string, sources: PolicySources, p
     problems.push({ path: refsAt, message: `selects ${read.value.length} Secrets, more than the ${API_KEY_BOUNDS.maxKeys} an apiKey policy may hold` });
     return null;
   }
-  const entries: RawEntry[] = [];
-  for (const s of read.value) {
-    const labels = secretLabels(s, refsAt, problems);
-    if (labels === undefined) continue;
-    entries.push({ what: s.origin, at: refsAt, key: s.data.key, consumer: s.data.consumer ?? s.name, group: s.data.group, labels });
-  }
-  return entries;
+  return read.value.map((s) => {
+    const labels = secretLabels(s);
+    const entry = { what: s.origin, at: refsAt, key: s.data.key, consumer: s.data.consumer ?? s.name, group: s.data.group };
+    return labels.ok ? { ...entry, labels: labels.value } : { ...entry, labels: null, invalid: labels.problem };
+  });
 }
 
-/** A Secret's `labels` data: a JSON object of strings; undefined (and a problem) when it is not. */
-function secretLabels(s: SourceObject, at: string, problems: Problem[]): unknown {
+/** A Secret's `labels` data: a JSON object of strings (checked with the others' labels). */
+function secretLabels(s: SourceObject): Checked<unknown> {
   const text = s.data.labels;
-  if (text === undefined) return null;
+  if (text === undefined) return ok(null);
   try {
-    return JSON.parse(text) as unknown;
+    return ok(JSON.parse(text) as unknown);
   } catch {
-    problems.push({ path: at, message: `${s.origin}: data key "labels" is not JSON; write a JSON object of strings, e.g. {"tier":"gold"}` });
-    return undefined;
+    return no('data key "labels" is not JSON; write a JSON object of strings, e.g. {"tier":"gold"}');
   }
 }
 
@@ -147,6 +141,11 @@ function checkEntries(raw: readonly RawEntry[], problems: Problem[]): ApiKeyCons
   const byDigest = new Map<string, string>();
   const out: ApiKeyConsumerIR[] = [];
   for (const e of raw) {
+    if (e.invalid !== undefined) {
+      // A Secret names itself and a colon; a file entry reads on ("entry 3 is ...").
+      problems.push({ path: e.at, message: `${e.what}${e.what.startsWith('Secret') ? ':' : ''} ${e.invalid}` });
+      continue;
+    }
     const key = checkKey(e.key);
     const consumer = checkName(e.consumer, 'consumer', true);
     const group = checkName(e.group, 'group', false);
