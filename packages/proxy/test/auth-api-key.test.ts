@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { loadConfigFile } from '../src/config/load-file.js';
 import { closedAfterEach, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 import { rawRequest } from './support/raw-http.js';
 
@@ -238,5 +240,15 @@ describe('apiKey: the key is never shown', () => {
     const logs = JSON.stringify(gw.logs.lines);
     expect(logs).not.toContain(KEY_A);
     expect(logs).not.toContain(KEY_B);
+  });
+});
+
+describe('examples/auth-api-key.yaml', () => {
+  it('loads with its key file: three keys of two consumers at the Gateway level, a cookie on the dashboard route', async () => {
+    const loaded = await loadConfigFile(fileURLToPath(new URL('../../../examples/auth-api-key.yaml', import.meta.url)));
+    const listener = loaded.snapshot.binds[0]!.listeners[0]!;
+    expect(listener.policy!.apiKey!.consumers.map((c) => c.consumer)).toEqual(['team-a', 'team-a', 'team-b']);
+    expect(listener.routes.find((r) => r.name === 'main/dashboard')!.policy!.apiKey!.keyFrom).toEqual([{ type: 'Header', name: 'x-api-key' }, { type: 'Cookie', name: 'tollgate_key' }]);
+    expect(loaded.namedFiles.some((f) => f.endsWith('examples/auth-api-keys.yaml'))).toBe(true);
   });
 });

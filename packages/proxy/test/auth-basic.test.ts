@@ -8,7 +8,9 @@ import { once } from 'node:events';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { until } from '@tollgate/testkit';
+import { loadConfigFile } from '../src/config/load-file.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { closedAfterEach, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 import { rawRequest } from './support/raw-http.js';
@@ -196,5 +198,18 @@ describe('basicAuth: refused htpasswd content', () => {
       expect(JSON.stringify(gw.logs.lines)).not.toContain(hash);
     }
     expect(JSON.stringify(gw.logs.lines)).not.toContain('nope');
+  });
+});
+
+describe('examples/auth-basic.yaml', () => {
+  it('loads with its htpasswd file and the password settings', async () => {
+    const loaded = await loadConfigFile(fileURLToPath(new URL('../../../examples/auth-basic.yaml', import.meta.url)));
+    const basicAuth = loaded.snapshot.binds[0]!.listeners[0]!.routes[0]!.policy!.basicAuth!;
+    expect(basicAuth.realm).toBe('Tollgate example');
+    expect(basicAuth.users.map((u) => [u.user, u.scheme])).toEqual([
+      ['alice', 'bcrypt'],
+      ['bob', 'apr1'],
+    ]);
+    expect(loaded.config.config?.basicAuth).toEqual({ workers: 1, maxQueue: 256, cacheEntries: 10_000 });
   });
 });
