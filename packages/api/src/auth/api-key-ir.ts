@@ -8,7 +8,7 @@ import { parseConfigText } from '../parse-text.js';
 import { Secret } from '../secret.js';
 import { joinPath, show, ValidationError, type Problem } from '../validation-error.js';
 import { API_KEY_BOUNDS, type ApiKeyConfig, type ApiKeyConsumerIR, type ApiKeyIR } from './api-key.js';
-import { toLocation, type CredentialLocationIR } from './refs.js';
+import { CONTROL_CHARACTER as CONTROL, toLocation, type CredentialLocationIR } from './refs.js';
 import type { PolicySources, SourceObject } from './sources.js';
 
 export type { ApiKeyIR };
@@ -19,8 +19,6 @@ export const DEFAULT_KEY_FROM: readonly CredentialLocationIR[] = [{ type: 'Beare
 const ENTRY_FIELDS = new Set(['key', 'consumer', 'group', 'labels']);
 /** Visible ASCII: a key travels in a header, a cookie or a query parameter as it is. */
 const KEY_CHARS = /^[\x21-\x7e]+$/;
-/** Names and label values are printed in logs and traces: no control characters. */
-const CONTROL = /[\x00-\x1f\x7f]/;
 
 /** One consumer as written (a file entry or a Secret), before it is checked. */
 interface RawEntry {

@@ -7,6 +7,7 @@ import { MAX_CONSUMER_NAME_LENGTH } from '../cel/surfaces.js';
 import { Secret } from '../secret.js';
 import { joinPath, show, type Problem } from '../validation-error.js';
 import { BASIC_AUTH_BOUNDS, type BasicAuthConfig, type BasicAuthIR, type BasicAuthUserIR, type PasswordScheme } from './basic-auth.js';
+import { CONTROL_CHARACTER as CONTROL } from './refs.js';
 import type { PolicySources } from './sources.js';
 
 export type { BasicAuthIR };
@@ -20,7 +21,6 @@ const BCRYPT = /^\$2([aby])\$(\d\d)\$[./A-Za-z0-9]{53}$/;
 const SHA_CRYPT = /^\$([56])\$(?:rounds=(\d{1,9})\$)?([\x21-\x23\x25-\x39\x3b-\x7e]{0,16})\$([./0-9A-Za-z]+)$/;
 const APR1 = /^\$apr1\$([\x21-\x23\x25-\x39\x3b-\x7e]{0,8})\$[./0-9A-Za-z]{22}$/;
 const DES = /^[./0-9A-Za-z]{13}$/;
-const CONTROL = /[\x00-\x1f\x7f]/;
 
 export function toBasicAuthIR(config: BasicAuthConfig, at: string, sources: PolicySources, problems: Problem[]): BasicAuthIR | null {
   const { file, secretRef } = config.htpasswd;

@@ -6,10 +6,10 @@
 // "basicAuth"). The Authorization header is removed before the request is forwarded.
 import type { BasicAuthIR } from '@tollgate/api';
 import { ERRORS } from '../errors.js';
-import type { AuthDeps } from './compilers.js';
 import { headerValues } from './credential-reader.js';
 import type { HashScheme } from './password-hashes.js';
 import type { VerifyOutcome } from './password-pool.js';
+import type { PasswordVerifier } from './password-verifier.js';
 import type { AuthCheck, AuthDenial, AuthPass, AuthVerdict } from './types.js';
 
 /** Longest base64 of `user:password` read: 253 characters of user name and a long password. */
@@ -26,14 +26,15 @@ interface User {
   readonly pass: AuthPass;
 }
 
-export function compileBasicAuth(ir: BasicAuthIR, deps: AuthDeps): AuthCheck {
+/** `deps` is the part of AuthDeps it uses (compilers.ts passes the whole). */
+export function compileBasicAuth(ir: BasicAuthIR, deps: { readonly passwords: PasswordVerifier }): AuthCheck {
   const users = new Map<string, User>();
   for (const u of ir.users) {
     const consumer = { name: u.user, group: null, labels: {}, claims: null, via: 'basicAuth', credentialId: u.user } as const;
     users.set(u.user, { scheme: u.scheme, hash: u.hash.reveal(), pass: { ok: true, consumer, removeHeaders: ['authorization'], note: `user ${u.user}` } });
   }
   // The realm was checked when the config was read; a snapshot from elsewhere cannot break the header.
-  const challenge = `Basic realm="${ir.realm.replace(/["\\\x00-\x1f\x7f]/g, '')}", charset="UTF-8"`;
+  const challenge = `Basic realm="${ir.realm.replace(/["\\\p{Cc}]/gu, '')}", charset="UTF-8"`;
   const deny = (reason: string, detail: string): AuthDenial => ({ ok: false, error: ERRORS.unauthenticated, reason, detail, challenge });
   const missing = deny('missing', 'no Basic credentials: send Authorization: Basic <base64 of user:password>');
   const invalid = (reason: 'unknown_user' | 'wrong_password') => deny(reason, 'the user name or password is not valid');

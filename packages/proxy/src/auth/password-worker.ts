@@ -3,6 +3,7 @@
 // It loads the algorithms beside it with its own extension, so the same file runs as built
 // JavaScript and, in tests, as the TypeScript source.
 import { parentPort } from 'node:worker_threads';
+import type * as Hashes from './password-hashes.js';
 import type { HashScheme } from './password-hashes.js';
 
 export interface VerifyRequest {
@@ -19,7 +20,7 @@ export interface VerifyAnswer {
 }
 
 const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-const hashes = (await import(new URL(`./password-hashes${ext}`, import.meta.url).href)) as typeof import('./password-hashes.js');
+const hashes = (await import(new URL(`./password-hashes${ext}`, import.meta.url).href)) as typeof Hashes;
 
 parentPort?.on('message', (req: VerifyRequest) => {
   let match: boolean | null;
