@@ -4,8 +4,7 @@
 // once the proxy has reloaded (its reload event, no timer); no key in config_dump, logs or
 // traces.
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -13,6 +12,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
 import { loadConfigFile } from '../src/config/load-file.js';
 import { closedAfterEach, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { metricValue, replaceNamedFile } from './support/gateway-files.js';
 import { rawRequest } from './support/raw-http.js';
 
 const KEY_A = 'sk-team-a-0123456789abcdef';
@@ -62,19 +62,7 @@ function lastUpstreamHeaders(up: Upstream): [string, string][] {
   return out;
 }
 
-async function metric(gw: TestGateway, line: string): Promise<number> {
-  const text = await (await fetch(`http://${gw.gateway.ops.metrics.address}/metrics`)).text();
-  const found = text.split('\n').find((l) => l.startsWith(`${line} `));
-  return found ? Number(found.split(' ').at(-1)) : 0;
-}
 
-/** Writes the file beside itself and renames it over, then waits for the proxy's reload outcome. */
-async function replaceFile(gw: TestGateway, file: string, text: string): Promise<'reloaded' | 'refused'> {
-  const outcome = Promise.race([once(gw.gateway.source, 'reloaded').then(() => 'reloaded' as const), once(gw.gateway.source, 'refused').then(() => 'refused' as const)]);
-  await writeFile(`${file}.tmp`, text);
-  await rename(`${file}.tmp`, file);
-  return outcome;
-}
 
 describe('apiKey: known keys', () => {
   it('admits a key from Authorization: Bearer or x-api-key, and the backend never sees it', async () => {
@@ -90,7 +78,7 @@ describe('apiKey: known keys', () => {
     expect(seen.some(([n]) => n === 'x-api-key')).toBe(false);
     // A consumer with two keys (a rotation): both work.
     expect((await send(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${KEY_A2}` } })).status).toBe(200);
-    expect(await metric(gw, 'tollgate_auth_decisions_total{kind="apiKey",result="allow",reason="allowed"}')).toBe(3);
+    expect(await metricValue(gw, 'tollgate_auth_decisions_total{kind="apiKey",result="allow",reason="allowed"}')).toBe(3);
     // A route without the policy is not affected.
     expect((await send(`${gw.url}/open`)).status).toBe(200);
   });
@@ -111,8 +99,8 @@ describe('apiKey: known keys', () => {
     expect((await send(`${gw.url}/v1/models`, { headers: { 'x-api-key': 'short' } })).status).toBe(401);
     expect((await send(`${gw.url}/v1/models`, { headers: { 'x-api-key': 'k'.repeat(600) } })).status).toBe(401);
     expect(up.requests).toHaveLength(0);
-    expect(await metric(gw, 'tollgate_auth_decisions_total{kind="apiKey",result="deny",reason="missing"}')).toBe(1);
-    expect(await metric(gw, 'tollgate_auth_decisions_total{kind="apiKey",result="deny",reason="unknown_key"}')).toBe(3);
+    expect(await metricValue(gw, 'tollgate_auth_decisions_total{kind="apiKey",result="deny",reason="missing"}')).toBe(1);
+    expect(await metricValue(gw, 'tollgate_auth_decisions_total{kind="apiKey",result="deny",reason="unknown_key"}')).toBe(3);
   });
 });
 
@@ -155,7 +143,7 @@ describe('apiKey: keys in odd places and odd spellings', () => {
     expect(twoHeaders.status).toBe(401);
     expect(twoHeaders.body).toContain('the x-api-key header is sent 2 times');
     expect(up.requests).toHaveLength(0);
-    expect(await metric(gw, 'tollgate_auth_decisions_total{kind="apiKey",result="deny",reason="ambiguous"}')).toBe(3);
+    expect(await metricValue(gw, 'tollgate_auth_decisions_total{kind="apiKey",result="deny",reason="ambiguous"}')).toBe(3);
   });
 
   it('ignores a key in the query when the policy does not read the query', async () => {
@@ -197,7 +185,7 @@ describe('apiKey: the key file', () => {
     const { gw, keys } = await setup(TEAMS);
     expect((await send(`${gw.url}/v1/x`, { headers: { authorization: `Bearer ${KEY_B}` } })).status).toBe(200);
     const KEY_C = 'sk-team-c-added-after-start';
-    expect(await replaceFile(gw, keys, stringify([TEAMS[0], { key: KEY_C, consumer: 'team-c' }]))).toBe('reloaded');
+    expect(await replaceNamedFile(gw, keys, stringify([TEAMS[0], { key: KEY_C, consumer: 'team-c' }]))).toBe('reloaded');
     expect((await send(`${gw.url}/v1/x`, { headers: { authorization: `Bearer ${KEY_B}` } })).status).toBe(401);
     expect((await send(`${gw.url}/v1/x`, { headers: { authorization: `Bearer ${KEY_C}` } })).status).toBe(200);
     expect((await send(`${gw.url}/v1/x`, { headers: { authorization: `Bearer ${KEY_A}` } })).status).toBe(200);
@@ -206,7 +194,7 @@ describe('apiKey: the key file', () => {
   it('refuses a bad edit naming the entry, never the key, and keeps the keys it had', async () => {
     const { gw, keys } = await setup(TEAMS);
     const dup = stringify([TEAMS[0], { key: 'sk-fresh-key-12345', consumer: 'x' }, { key: KEY_A, consumer: 'copy' }]);
-    expect(await replaceFile(gw, keys, dup)).toBe('refused');
+    expect(await replaceNamedFile(gw, keys, dup)).toBe('refused');
     const line = gw.logs.messages().find((m) => m.startsWith('config reload refused'))!;
     expect(line).toContain(`file ${keys} entry 2: key is the same as the key of file ${keys} entry 0`);
     expect(line).not.toContain(KEY_A);

@@ -4,8 +4,7 @@
 // changed password or a removed user not); a stream of wrong guesses that fills the workers'
 // queue is answered 503 busy while other traffic and cached credentials are served; an
 // htpasswd with refused hashes names the line and never the hash.
-import { once } from 'node:events';
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +12,7 @@ import { until } from '@tollgate/testkit';
 import { loadConfigFile } from '../src/config/load-file.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { closedAfterEach, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { metricValue, replaceNamedFile } from './support/gateway-files.js';
 import { rawRequest } from './support/raw-http.js';
 
 // Made here with `htpasswd -nbB -C 5`, `htpasswd -nbm`, `openssl passwd -6` and `openssl passwd -5`.
@@ -49,18 +49,7 @@ async function setup(htpasswd: string, options: { realm?: string; settings?: Rec
 
 const get = (gw: TestGateway, authorization?: string, path = '/private') => send(`${gw.url}${path}`, { headers: authorization === undefined ? {} : { authorization } });
 
-async function metric(gw: TestGateway, line: string): Promise<number> {
-  const text = await (await fetch(`http://${gw.gateway.ops.metrics.address}/metrics`)).text();
-  const found = text.split('\n').find((l) => l.startsWith(`${line} `));
-  return found ? Number(found.split(' ').at(-1)) : 0;
-}
 
-async function replaceFile(gw: TestGateway, file: string, text: string): Promise<'reloaded' | 'refused'> {
-  const outcome = Promise.race([once(gw.gateway.source, 'reloaded').then(() => 'reloaded' as const), once(gw.gateway.source, 'refused').then(() => 'refused' as const)]);
-  await writeFile(`${file}.tmp`, text);
-  await rename(`${file}.tmp`, file);
-  return outcome;
-}
 
 describe('basicAuth: credentials', () => {
   it('admits users of every accepted scheme, ":" in a password and a non-ASCII user; the backend gets no Authorization', async () => {
@@ -90,9 +79,9 @@ describe('basicAuth: credentials', () => {
     // The user name is compared as sent: another case is another user.
     expect((await get(gw, basic('ALICE', ALICE.password))).status).toBe(401);
     expect(up.requests).toHaveLength(0);
-    expect(await metric(gw, 'tollgate_auth_decisions_total{kind="basicAuth",result="deny",reason="wrong_password"}')).toBe(1);
-    expect(await metric(gw, 'tollgate_auth_decisions_total{kind="basicAuth",result="deny",reason="unknown_user"}')).toBe(2);
-    expect(await metric(gw, 'tollgate_auth_decisions_total{kind="basicAuth",result="deny",reason="missing"}')).toBe(1);
+    expect(await metricValue(gw, 'tollgate_auth_decisions_total{kind="basicAuth",result="deny",reason="wrong_password"}')).toBe(1);
+    expect(await metricValue(gw, 'tollgate_auth_decisions_total{kind="basicAuth",result="deny",reason="unknown_user"}')).toBe(2);
+    expect(await metricValue(gw, 'tollgate_auth_decisions_total{kind="basicAuth",result="deny",reason="missing"}')).toBe(1);
   });
 
   it('refuses malformed credentials, saying what is wrong', async () => {
@@ -127,14 +116,14 @@ describe('basicAuth: verified credentials are cached', () => {
     const { gw, file } = await setup(HTPASSWD);
     expect((await get(gw, basic(ALICE.user, ALICE.password))).status).toBe(200);
     expect((await get(gw, basic(ALICE.user, ALICE.password))).status).toBe(200);
-    expect(await metric(gw, 'tollgate_auth_password_checks_total{result="match"}')).toBe(1);
-    expect(await metric(gw, 'tollgate_auth_password_checks_total{result="cached"}')).toBe(1);
+    expect(await metricValue(gw, 'tollgate_auth_password_checks_total{result="match"}')).toBe(1);
+    expect(await metricValue(gw, 'tollgate_auth_password_checks_total{result="cached"}')).toBe(1);
     expect((await get(gw, basic(BOB.user, 'guess'))).status).toBe(401);
     expect((await get(gw, basic(BOB.user, 'guess'))).status).toBe(401);
-    expect(await metric(gw, 'tollgate_auth_password_checks_total{result="mismatch"}')).toBe(2);
+    expect(await metricValue(gw, 'tollgate_auth_password_checks_total{result="mismatch"}')).toBe(2);
     // alice's password changes (htpasswd -nbm alice 'new pass'), bob is removed.
     const changed = [ALICE.line.replace(/:.*/, ':$apr1$OnRjpqWC$HLCcAV/HZpUFCSdKlKOJ..'), UNICODE.line].join('\n');
-    expect(await replaceFile(gw, file, changed)).toBe('reloaded');
+    expect(await replaceNamedFile(gw, file, changed)).toBe('reloaded');
     expect((await get(gw, basic(ALICE.user, ALICE.password))).status).toBe(401);
     expect((await get(gw, basic(ALICE.user, 'new pass'))).status).toBe(200);
     expect((await get(gw, basic(BOB.user, BOB.password))).status).toBe(401);
@@ -162,8 +151,8 @@ describe('basicAuth: a stream of wrong guesses', () => {
     expect(settled).toEqual([]);
     release();
     expect((await Promise.all(guesses)).map((r) => r.status)).toEqual([401, 401, 401, 401]);
-    expect(await metric(gw, 'tollgate_auth_password_checks_total{result="busy"}')).toBe(1);
-    expect(await metric(gw, 'tollgate_auth_decisions_total{kind="basicAuth",result="deny",reason="busy"}')).toBe(1);
+    expect(await metricValue(gw, 'tollgate_auth_password_checks_total{result="busy"}')).toBe(1);
+    expect(await metricValue(gw, 'tollgate_auth_decisions_total{kind="basicAuth",result="deny",reason="busy"}')).toBe(1);
     // The settings in force are shown.
     const dump = (await (await fetch(`${gw.adminUrl}/config_dump`)).json()) as { settings: { basicAuth: unknown } };
     expect(dump.settings.basicAuth).toEqual({ workers: 1, maxQueue: 4, cacheEntries: 10_000 });

@@ -42,6 +42,22 @@ function repeatTo(block: Buffer, length: number): Buffer {
 }
 
 /**
+ * The stretching loop SHA-crypt took from MD5-crypt: `rounds` digests, each of the previous one
+ * (`c`) and the password and salt material (`p`, `s`) in an order the round's number decides.
+ */
+function stretch(algorithm: 'md5' | 'sha256' | 'sha512', rounds: number, c: Buffer, p: Buffer, s: Buffer): Buffer {
+  for (let i = 0; i < rounds; i++) {
+    const r = createHash(algorithm);
+    r.update(i & 1 ? p : c);
+    if (i % 3) r.update(s);
+    if (i % 7) r.update(p);
+    r.update(i & 1 ? c : p);
+    c = r.digest();
+  }
+  return c;
+}
+
+/**
  * The hash part of SHA-crypt for `password` and `salt` (at most 16 bytes) with `rounds`
  * (1000 to 999,999,999; the caller bounds it further).
  */
@@ -54,24 +70,17 @@ export function shaCrypt(algorithm: 'sha256' | 'sha512', password: Buffer, salt:
   const a = h().update(password).update(salt);
   a.update(repeatTo(b, password.length));
   for (let n = password.length; n > 0; n >>>= 1) a.update(n & 1 ? b : password);
-  let c = a.digest();
+  const aDigest = a.digest();
   // Steps 13-16: P, the password's digest repeated to its length.
   const dp = h();
   for (let i = 0; i < password.length; i++) dp.update(password);
   const p = repeatTo(dp.digest(), password.length);
   // Steps 17-20: S, the salt's digest repeated to its length.
   const ds = h();
-  for (let i = 0; i < 16 + c[0]!; i++) ds.update(salt);
+  for (let i = 0; i < 16 + aDigest[0]!; i++) ds.update(salt);
   const s = repeatTo(ds.digest(), salt.length);
   // Step 21: the rounds.
-  for (let i = 0; i < rounds; i++) {
-    const r = h();
-    r.update(i & 1 ? p : c);
-    if (i % 3) r.update(s);
-    if (i % 7) r.update(p);
-    r.update(i & 1 ? c : p);
-    c = r.digest();
-  }
+  const c = stretch(algorithm, rounds, aDigest, p, s);
   // Step 22: the encoding.
   let out = '';
   for (const [x, y, z] of size === 32 ? SHA256_ORDER : SHA512_ORDER) out += b64From24(c[x]!, c[y]!, c[z]!, 4);
@@ -81,20 +90,11 @@ export function shaCrypt(algorithm: 'sha256' | 'sha512', password: Buffer, salt:
 /** The hash part of MD5-crypt with `magic` ("$apr1$" for Apache's, "$1$" for FreeBSD's). */
 export function md5Crypt(password: Buffer, salt: Buffer, magic: string): string {
   const md5 = () => createHash('md5');
-  let fin = md5().update(password).update(salt).update(password).digest();
+  const fin = md5().update(password).update(salt).update(password).digest();
   const ctx = md5().update(password).update(magic).update(salt);
   ctx.update(repeatTo(fin, password.length));
   for (let n = password.length; n > 0; n >>>= 1) ctx.update(n & 1 ? Buffer.of(0) : password.subarray(0, 1));
-  fin = ctx.digest();
-  for (let i = 0; i < 1000; i++) {
-    const r = md5();
-    r.update(i & 1 ? password : fin);
-    if (i % 3) r.update(salt);
-    if (i % 7) r.update(password);
-    r.update(i & 1 ? fin : password);
-    fin = r.digest();
-  }
-  const f = fin;
+  const f = stretch('md5', 1000, ctx.digest(), password, salt);
   return b64From24(f[0]!, f[6]!, f[12]!, 4) + b64From24(f[1]!, f[7]!, f[13]!, 4) + b64From24(f[2]!, f[8]!, f[14]!, 4) + b64From24(f[3]!, f[9]!, f[15]!, 4) + b64From24(f[4]!, f[10]!, f[5]!, 4) + b64From24(0, 0, f[11]!, 2);
 }
 
