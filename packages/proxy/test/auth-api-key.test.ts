@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
+import { compileApiKey } from '../src/auth/api-key.js';
+import type { AuthRequest } from '../src/auth/types.js';
 import { loadConfigFile } from '../src/config/load-file.js';
 import { closedAfterEach, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 import { metricValue, replaceNamedFile } from './support/gateway-files.js';
@@ -238,5 +240,17 @@ describe('examples/auth-api-key.yaml', () => {
     expect(listener.policy!.apiKey!.consumers.map((c) => c.consumer)).toEqual(['team-a', 'team-a', 'team-b']);
     expect(listener.routes.find((r) => r.name === 'main/dashboard')!.policy!.apiKey!.keyFrom).toEqual([{ type: 'Header', name: 'x-api-key' }, { type: 'Cookie', name: 'tollgate_key' }]);
     expect(loaded.namedFiles.some((f) => f.endsWith('examples/auth-api-keys.yaml'))).toBe(true);
+  });
+});
+
+describe('apiKey: the consumer', () => {
+  it('is the key entry\'s consumer, group and labels, identified by the digest prefix, never the key', async () => {
+    const loaded = await loadConfigFile(fileURLToPath(new URL('../../../examples/auth-api-key.yaml', import.meta.url)));
+    const check = compileApiKey(loaded.snapshot.binds[0]!.listeners[0]!.policy!.apiKey!);
+    const req = (rawHeaders: string[]): AuthRequest => ({ method: 'GET', path: '/', query: '', host: 'h', authority: 'h', scheme: 'http', headers: {}, rawHeaders, sourceAddress: '127.0.0.1', sourcePort: 1, consumer: null, model: null, body: null });
+    const verdict = await check.run(req(['x-api-key', 'sk-example-team-a-0002']));
+    const id = createHash('sha256').update('sk-example-team-a-0002').digest('hex').slice(0, 8);
+    expect(verdict).toEqual({ ok: true, consumer: { name: 'team-a', group: 'research', labels: { tier: 'gold' }, claims: null, via: 'apiKey', credentialId: id }, removeHeaders: ['x-api-key'], note: `key ${id} of team-a` });
+    expect(JSON.stringify(verdict)).not.toContain('sk-example');
   });
 });
