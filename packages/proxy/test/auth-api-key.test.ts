@@ -13,7 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { compileApiKey } from '../src/auth/api-key.js';
 import type { AuthRequest } from '../src/auth/types.js';
 import { loadConfigFile } from '../src/config/load-file.js';
-import { closedAfterEach, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { deferred, until } from '@tollgate/testkit';
+import { closedAfterEach, openTrace, send, simpleConfig, startGateway, startUpstream, type Handler, type TestGateway, type Upstream } from './helpers.js';
 import { metricValue, replaceNamedFile } from './support/gateway-files.js';
 import { rawRequest } from './support/raw-http.js';
 
@@ -36,10 +37,10 @@ interface Setup {
 }
 
 let n = 0;
-async function setup(entries: unknown, apiKey: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<Setup> {
+async function setup(entries: unknown, apiKey: Record<string, unknown> = {}, extra: Record<string, unknown> = {}, handler?: Handler): Promise<Setup> {
   const keys = join(dir, `keys-${n++}.yaml`);
   await writeFile(keys, typeof entries === 'string' ? entries : stringify(entries));
-  const up = await startUpstream();
+  const up = await startUpstream(handler);
   cleanups.push(() => up.close());
   const routes = [
     { name: 'api', matches: [{ path: { value: '/v1' } }], policies: { traffic: { apiKey: { file: keys, ...apiKey } } }, backends: [{ host: up.host }] },
@@ -230,6 +231,19 @@ describe('apiKey: the key is never shown', () => {
     const logs = JSON.stringify(gw.logs.lines);
     expect(logs).not.toContain(KEY_A);
     expect(logs).not.toContain(KEY_B);
+  });
+
+  it('/debug/tasks shows a request in flight without the key of its query', async () => {
+    const release = deferred<void>();
+    const { gw } = await setup(TEAMS, { keyFrom: [{ type: 'Query', name: 'team_key' }] }, {}, (_req, res) => void release.promise.then(() => res.end('ok')));
+    const inflight = send(`${gw.url}/v1/x?team_key=${KEY_A}&page=2`);
+    const tasks = await until(async () => {
+      const t = (await (await fetch(`${gw.adminUrl}/debug/tasks`)).json()) as { requests: { url: string }[] };
+      return t.requests.length ? t : null;
+    });
+    expect(tasks.requests[0]!.url).toBe('/v1/x?team_key=[redacted]&page=2');
+    release.resolve();
+    expect((await inflight).status).toBe(200);
   });
 });
 
