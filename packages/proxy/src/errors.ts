@@ -85,6 +85,12 @@ export const PROXY_ERRORS = defineErrors({
     message: 'the authorization service could not decide',
     hint: 'the extAuthz service did not answer in time or answered garbage (failureMode FailClosed); look at the service, or its timeout',
   },
+  authBusy: {
+    code: 'TG_AUTH_BUSY',
+    status: 503,
+    message: 'too many password verifications in progress; retry shortly',
+    hint: 'basicAuth verifies passwords it has not seen recently on config.basicAuth.workers threads with config.basicAuth.maxQueue waiting; a stream of wrong passwords fills them. Retry after Retry-After; credentials verified before are answered from the cache and never get this. Raise the settings, or lower the cost of the htpasswd hashes',
+  },
   rateLimited: {
     code: 'TG_RATE_LIMITED',
     status: 429,

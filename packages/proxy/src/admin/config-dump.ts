@@ -41,6 +41,8 @@ export interface DumpSettings {
   readonly maxConnectionsPerBind: number;
   readonly maxTraceSessions: number;
   readonly maxTokensChargedPerResponse: number;
+  /** config.basicAuth with its defaults applied. */
+  readonly basicAuth: { readonly workers: number; readonly maxQueue: number; readonly cacheEntries: number };
 }
 
 export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: EndpointTable, settings: DumpSettings) {

@@ -9,11 +9,14 @@ import { compileAuthorization } from './authorization.js';
 import { compileBasicAuth } from './basic-auth.js';
 import { compileExtAuthz } from './ext-authz.js';
 import { compileJwt } from './jwt.js';
+import type { PasswordVerifier } from './password-verifier.js';
 import type { AuthCheck, AuthKind } from './types.js';
 
 /** What the checks share across snapshots; made once per proxy process. */
 export interface AuthDeps {
   readonly log: Logger;
+  /** basicAuth: the password workers and the cache of verified credentials. */
+  readonly passwords: PasswordVerifier;
 }
 
 type Compiler<K extends AuthKind> = (ir: NonNullable<PolicyIR[K]>, deps: AuthDeps) => AuthCheck;

@@ -31,6 +31,8 @@ export interface AuthRequest {
   readonly authority: string;
   readonly scheme: 'http' | 'https';
   readonly headers: IncomingHttpHeaders;
+  /** Names and values as received, alternating (Node's rawHeaders): repeated headers, which `headers` folds or drops, are all here. */
+  readonly rawHeaders: readonly string[];
   readonly sourceAddress: string;
   readonly sourcePort: number;
   /** Set by the checks that ran before (authentication runs before authorization). */

@@ -208,6 +208,13 @@ export class ProxyMetrics {
     ['kind', 'result', 'reason'],
   );
   readonly #authCells = new Map<string, Cell<'kind' | 'result' | 'reason'>>();
+  readonly #passwords = new CellCounter(
+    this.registry,
+    'tollgate_auth_password_checks_total',
+    'basicAuth password checks by result: cached (a credential verified before, no hash run), match and mismatch (verified by a password worker), busy (refused 503: every worker busy and config.basicAuth.maxQueue waiting), failed (the worker failed).',
+    ['result'],
+  );
+  readonly #passwordCells = new Map<string, Cell<'result'>>();
   readonly #upstreamLatency = new CellHistogram<'route'>(
     this.registry,
     'tollgate_upstream_latency_seconds',
@@ -256,6 +263,13 @@ export class ProxyMetrics {
     const key = `${kind}\u0000${reason}`;
     let cell = this.#authCells.get(key);
     if (!cell) this.#authCells.set(key, (cell = this.#auth.cell({ kind, result: allowed ? 'allow' : 'deny', reason })));
+    cell.value++;
+  }
+
+  /** Counts one basicAuth password check (results: cached, match, mismatch, busy, failed). */
+  countPasswordCheck(result: string): void {
+    let cell = this.#passwordCells.get(result);
+    if (!cell) this.#passwordCells.set(result, (cell = this.#passwords.cell({ result })));
     cell.value++;
   }
 

@@ -40,6 +40,7 @@ function authRequest(ctx: RequestContext): AuthRequest {
     authority: ctx.authority,
     scheme: ctx.scheme,
     headers: ctx.headers,
+    rawHeaders: ctx.req.rawHeaders,
     sourceAddress: ctx.req.socket.remoteAddress ?? '',
     sourcePort: ctx.req.socket.remotePort ?? 0,
     consumer: ctx.consumer,

@@ -24,6 +24,7 @@ import { BodyBudget } from '../pipeline/body-budget.js';
 import type { InFlight } from '../pipeline/inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
 import { AuthCompilers } from '../auth/compilers.js';
+import { defaultPasswordSettings, PasswordVerifier, type PasswordSettings } from '../auth/password-verifier.js';
 
 export interface RuntimeOptions {
   readonly connectTimeoutMs: number;
@@ -55,6 +56,8 @@ export interface RuntimeOptions {
   readonly maxConnectionsPerBind?: number;
   /** config.maxTokensChargedPerResponse. */
   readonly maxTokensChargedPerResponse?: number;
+  /** config.basicAuth: password workers, their queue, the cache of verified credentials. */
+  readonly passwords?: Partial<PasswordSettings>;
 }
 
 /** config.requestHeadersTimeout, requestBodyIdleTimeout, requestBodyTimeout and keepAliveTimeout defaults. */
@@ -84,6 +87,8 @@ export class ProxyRuntime {
   readonly endpoints: EndpointTable;
   readonly #picking: PickerDeps;
   readonly #auth: AuthCompilers;
+  /** basicAuth's password workers and cache (threads start with the first verification). */
+  readonly passwords: PasswordVerifier;
   /** Aborts the mirrored copies still in flight when the runtime closes. */
   readonly #mirrors = new AbortController();
   readonly inflight = new Map<number, InFlight>();
@@ -156,7 +161,9 @@ export class ProxyRuntime {
       chargeCap: new ChargeCap(options.maxTokensChargedPerResponse ?? DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE, log, clock),
       authLog: options.authLog ?? options.log,
     };
-    this.#auth = new AuthCompilers({ log: options.authLog ?? options.log });
+    const authLog = options.authLog ?? options.log;
+    this.passwords = new PasswordVerifier({ ...defaultPasswordSettings(), ...options.passwords }, authLog, (result) => this.metrics.countPasswordCheck(result));
+    this.#auth = new AuthCompilers({ log: authLog, passwords: this.passwords });
     this.traces.owner = this.#deps;
   }
 
@@ -306,6 +313,7 @@ export class ProxyRuntime {
     this.#mirrors.abort();
     await this.endpoints.close();
     await this.#global?.pool.close();
+    await this.passwords.close();
   }
 }
 
