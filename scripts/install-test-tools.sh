@@ -323,6 +323,25 @@ install_ratelimit() {
   log "envoyproxy/ratelimit ${ver}: installed in ${dest}"
 }
 
+# OPA with an Envoy external authorization plugin (e2e/tools/opa-envoy): the real `opa` command
+# (server, health API, Rego evaluation) at the opaEnvoy version, serving
+# envoy.service.auth.v3.Authorization over gRPC with the configuration and decision contract of
+# OPA's Envoy plugin, for packages/proxy/test/auth-ext-authz.test.ts. Cached by version and
+# source hash as opa-envoy-<version>-<key>/opa.
+install_opa_envoy() {
+  local ver dir key dest
+  ver="$(version opaEnvoy)"
+  dir="${REPO_ROOT}/e2e/tools/opa-envoy"
+  key="$(cat "${dir}/main.go" "${dir}/go.mod" | sha256sum | cut -c1-12)"
+  dest="${CACHE}/opa-envoy-${ver}-${key}"
+  cached "OPA ${ver} with the Envoy ext_authz plugin" "${dest}/opa" && return 0
+  check_module_version "${dir}" github.com/open-policy-agent/opa "${ver}"
+  go_build "go build OPA ${ver} with the Envoy ext_authz plugin" "${dest}" \
+    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "${dest}.tmp/opa" .
+  finish_build "${dest}"
+  "${dest}/opa" version | head -n1 >&2
+}
+
 # in_parallel "f1 f2" "f3" ...: runs each group of install functions (in order within the
 # group) as a background job and waits for all of them; fails naming the groups that failed.
 # The Go builds are independent: beside the longest one (Kubernetes) the others fill the
@@ -348,7 +367,7 @@ main() {
   install_apt_packages
   if command -v redis-server >/dev/null 2>&1; then log "redis-server: $(redis-server --version | head -n1)"; fi
   in_parallel install_kube \
-    "install_gateway_api_crds install_envoy_proto install_etcd install_helm install_ratelimit install_node_images install_conformance_suite" \
+    "install_gateway_api_crds install_envoy_proto install_etcd install_helm install_ratelimit install_opa_envoy install_node_images install_conformance_suite" \
     install_local_images
   log "all test tools installed in $((SECONDS - start))s"
 }

@@ -85,6 +85,12 @@ export const PROXY_ERRORS = defineErrors({
     message: 'the authorization service could not decide',
     hint: 'the extAuthz service did not answer in time or answered garbage (failureMode FailClosed); look at the service, or its timeout',
   },
+  authBodyTooLarge: {
+    code: 'TG_AUTHZ_BODY_TOO_LARGE',
+    status: 413,
+    message: 'request body too large for the authorization service',
+    hint: 'the route\'s extAuthz policy sends the request body to its service up to withBody.maxBytes and refuses a longer one: send a smaller body, raise withBody.maxBytes, or set withBody.allowPartial to send the first maxBytes',
+  },
   rateLimited: {
     code: 'TG_RATE_LIMITED',
     status: 429,

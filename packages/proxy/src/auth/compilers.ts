@@ -8,12 +8,15 @@ import { compileApiKey } from './api-key.js';
 import { compileAuthorization } from './authorization.js';
 import { compileBasicAuth } from './basic-auth.js';
 import { compileExtAuthz } from './ext-authz.js';
+import type { ExtAuthzServices } from './ext-authz-services.js';
 import { compileJwt } from './jwt.js';
 import type { AuthCheck, AuthKind } from './types.js';
 
 /** What the checks share across snapshots; made once per proxy process. */
 export interface AuthDeps {
   readonly log: Logger;
+  /** Clients of the external authorization services (extAuthz), one per service address. */
+  readonly extAuthz: ExtAuthzServices;
 }
 
 type Compiler<K extends AuthKind> = (ir: NonNullable<PolicyIR[K]>, deps: AuthDeps) => AuthCheck;

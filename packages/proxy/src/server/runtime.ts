@@ -24,6 +24,7 @@ import { BodyBudget } from '../pipeline/body-budget.js';
 import type { InFlight } from '../pipeline/inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
 import { AuthCompilers } from '../auth/compilers.js';
+import { ExtAuthzServices, extAuthzServicesInUse } from '../auth/ext-authz-services.js';
 
 export interface RuntimeOptions {
   readonly connectTimeoutMs: number;
@@ -156,7 +157,7 @@ export class ProxyRuntime {
       chargeCap: new ChargeCap(options.maxTokensChargedPerResponse ?? DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE, log, clock),
       authLog: options.authLog ?? options.log,
     };
-    this.#auth = new AuthCompilers({ log: options.authLog ?? options.log });
+    this.#auth = new AuthCompilers({ log: options.authLog ?? options.log, extAuthz: new ExtAuthzServices() });
     this.traces.owner = this.#deps;
   }
 
@@ -289,6 +290,7 @@ export class ProxyRuntime {
     this.endpoints.retain(next.upstreams);
     this.metrics.retainRoutes(next.routeNames);
     this.#global?.pool.retain(services);
+    this.#auth.deps.extAuthz.retain(extAuthzServicesInUse(ir));
   }
 
   #drainTimes(): DrainTimes {
@@ -306,6 +308,7 @@ export class ProxyRuntime {
     this.#mirrors.abort();
     await this.endpoints.close();
     await this.#global?.pool.close();
+    await this.#auth.deps.extAuthz.close();
   }
 }
 
