@@ -9,7 +9,9 @@ import { createServer as createTcpServer, type Server as TcpServer, type Socket 
 import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
 import { CHECK_PATH } from '../src/auth/ext-authz-proto.js';
+import { loadConfigFile } from '../src/config/load-file.js';
 import { closedAfterEach, echoed, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 import { envoyProtoAvailability, officialDecode, officialEncode } from './support/envoy-proto.js';
 import { opaAvailability, startOpa, type Opa } from './support/opa-envoy.js';
@@ -439,5 +441,25 @@ describe('extAuthz config', () => {
     [{ service: { backendRef: { name: 'authz', port: 9000 } } }, 'extAuthz.service.backendRef: is not available in a standalone config'],
   ])('refuses %j, naming the field', async (extAuthz, message) => {
     await expect(startGateway((port) => simpleConfig(port, [{ name: 'r', matches: [{ path: { type: 'PathPrefix', value: '/' } }], policies: { traffic: { extAuthz } }, backends: [{ host: '127.0.0.1:1' }] }]))).rejects.toThrow(message);
+  });
+});
+
+describe('examples/auth-ext-authz.yaml', () => {
+  it('loads, with the defaults written out and the route-level policy in place of the listener one', async () => {
+    const loaded = await loadConfigFile(fileURLToPath(new URL('../../../examples/auth-ext-authz.yaml', import.meta.url)));
+    const listener = loaded.snapshot.binds[0]!.listeners[0]!;
+    expect(listener.policy?.extAuthz).toEqual({
+      service: '127.0.0.1:9191',
+      protocol: 'GRPC',
+      pathPrefix: '',
+      includeRequestHeaders: null,
+      headersToUpstream: [],
+      headersToClient: null,
+      withBody: { maxBytes: 8192, allowPartial: true },
+      timeoutMs: 250,
+      failureMode: 'FailClosed',
+    });
+    const admin = listener.routes.find((r) => r.name === 'main/admin');
+    expect(admin?.policy?.extAuthz).toMatchObject({ service: '127.0.0.1:9300', protocol: 'HTTP', pathPrefix: '/check', includeRequestHeaders: ['authorization', 'cookie'], headersToUpstream: ['x-user-id'], timeoutMs: 200 });
   });
 });
