@@ -268,15 +268,22 @@ install_gateway_api_crds() {
 # types (go-control-plane, generated from Envoy's .proto files), so the tests check the project's
 # own codecs against Envoy's definitions. Cached by version and source hash.
 install_envoy_proto() {
-  local ver dir key dest
-  ver="$(version goControlPlane)"
-  dir="${REPO_ROOT}/e2e/tools/envoy-proto"
+  install_wrapper_tool envoy-proto goControlPlane github.com/envoyproxy/go-control-plane/envoy envoy-proto "envoy-proto (go-control-plane)"
+}
+
+# install_wrapper_tool NAME VERSION_KEY MODULE BINARY WHAT: a tool built from the wrapper module
+# e2e/tools/NAME, which requires MODULE at e2e/tools.json's VERSION_KEY; cached by that version
+# and the hash of the wrapper's source as NAME-<version>-<key>/BINARY.
+install_wrapper_tool() {
+  local name="$1" version_key="$2" module="$3" binary="$4" what="$5" ver dir key dest
+  ver="$(version "${version_key}")"
+  dir="${REPO_ROOT}/e2e/tools/${name}"
   key="$(cat "${dir}/main.go" "${dir}/go.mod" | sha256sum | cut -c1-12)"
-  dest="${CACHE}/envoy-proto-${ver}-${key}"
-  cached "envoy-proto (go-control-plane ${ver})" "${dest}/envoy-proto" && return 0
-  check_module_version "${dir}" github.com/envoyproxy/go-control-plane/envoy "${ver}"
-  go_build "go build envoy-proto (go-control-plane ${ver})" "${dest}" \
-    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "${dest}.tmp/envoy-proto" .
+  dest="${CACHE}/${name}-${ver}-${key}"
+  cached "${what} ${ver}" "${dest}/${binary}" && return 0
+  check_module_version "${dir}" "${module}" "${ver}"
+  go_build "go build ${what} ${ver}" "${dest}" \
+    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "${dest}.tmp/${binary}" .
   finish_build "${dest}"
 }
 
@@ -329,17 +336,7 @@ install_ratelimit() {
 # OPA's Envoy plugin, for packages/proxy/test/auth-ext-authz.test.ts. Cached by version and
 # source hash as opa-envoy-<version>-<key>/opa.
 install_opa_envoy() {
-  local ver dir key dest
-  ver="$(version opaEnvoy)"
-  dir="${REPO_ROOT}/e2e/tools/opa-envoy"
-  key="$(cat "${dir}/main.go" "${dir}/go.mod" | sha256sum | cut -c1-12)"
-  dest="${CACHE}/opa-envoy-${ver}-${key}"
-  cached "OPA ${ver} with the Envoy ext_authz plugin" "${dest}/opa" && return 0
-  check_module_version "${dir}" github.com/open-policy-agent/opa "${ver}"
-  go_build "go build OPA ${ver} with the Envoy ext_authz plugin" "${dest}" \
-    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "${dest}.tmp/opa" .
-  finish_build "${dest}"
-  "${dest}/opa" version | head -n1 >&2
+  install_wrapper_tool opa-envoy opaEnvoy github.com/open-policy-agent/opa opa "OPA with the Envoy ext_authz plugin"
 }
 
 # in_parallel "f1 f2" "f3" ...: runs each group of install functions (in order within the

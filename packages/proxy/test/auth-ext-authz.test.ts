@@ -102,6 +102,19 @@ const route = (name: string, prefix: string, upstream: Upstream, extAuthz: Recor
   backends: [{ host: upstream.host }],
 });
 
+/** An echoing upstream for the whole describe block. */
+function useUpstream(): Upstream {
+  const box = {} as { u: Upstream };
+  beforeAll(async () => {
+    box.u = await startUpstream();
+  });
+  afterAll(async () => {
+    await box.u?.close();
+  });
+  // The block's tests run after beforeAll: by then every property reads the started upstream.
+  return new Proxy({} as Upstream, { get: (_t, key) => box.u[key as keyof Upstream] });
+}
+
 const metricsText = async (gw: TestGateway): Promise<string> => (await fetch(`http://${gw.gateway.ops.metrics.address}/metrics`)).text();
 
 function decisions(text: string, result: string, reason: string): number {
@@ -280,13 +293,7 @@ describe('extAuthz HTTP against a node:http service', () => {
 
 describe('extAuthz services that misbehave', () => {
   const cleanups = closedAfterEach();
-  let upstream: Upstream;
-  beforeAll(async () => {
-    upstream = await startUpstream();
-  });
-  afterAll(async () => {
-    await upstream?.close();
-  });
+  const upstream = useUpstream();
 
   async function gatewayFor(services: Record<string, { address: string; protocol: 'GRPC' | 'HTTP' }>, failureMode: 'FailOpen' | 'FailClosed'): Promise<TestGateway> {
     const routes = Object.entries(services).map(([name, s]) => route(name, `/${name}`, upstream, { service: { host: s.address }, protocol: s.protocol, timeout: '300ms', failureMode }));
@@ -352,13 +359,7 @@ describe('extAuthz services that misbehave', () => {
 
 describe.skipIf(!envoyProto.run)("extAuthz gRPC answers written by Envoy's own types", () => {
   const cleanups = closedAfterEach();
-  let upstream: Upstream;
-  beforeAll(async () => {
-    upstream = await startUpstream();
-  });
-  afterAll(async () => {
-    await upstream?.close();
-  });
+  const upstream = useUpstream();
 
   const RESPONSE = 'envoy.service.auth.v3.CheckResponse';
   const REQUEST = 'envoy.service.auth.v3.CheckRequest';

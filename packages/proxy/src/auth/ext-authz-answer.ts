@@ -1,6 +1,15 @@
 // What the extAuthz check sends to its service and gets back, whatever the protocol: the gRPC
 // and HTTP clients translate to and from these, and ext-authz.ts decides from them alone.
-import type { HeaderMutation } from './ext-authz-headers.js';
+
+/** How a header of an answer applies (Envoy's HeaderValueOption actions; ext-authz-headers.ts). */
+export type AppendAction = 'APPEND_IF_EXISTS_OR_ADD' | 'ADD_IF_ABSENT' | 'OVERWRITE_IF_EXISTS_OR_ADD' | 'OVERWRITE_IF_EXISTS';
+
+export interface HeaderMutation {
+  /** Lower case. */
+  readonly name: string;
+  readonly value: string;
+  readonly action: AppendAction;
+}
 
 /** Longest denial body passed to the client; a longer one is replaced by the catalog's text. */
 export const MAX_DENIAL_BODY_BYTES = 64 * 1024;

@@ -5,16 +5,9 @@
 // Request header mutations follow Envoy's HeaderValueOption actions against the request's
 // headers; docs/authentication.md ("extAuthz") says what applies where.
 import type { IncomingHttpHeaders } from 'node:http';
-import { ServiceFailure } from './ext-authz-answer.js';
+import { ServiceFailure, type HeaderMutation } from './ext-authz-answer.js';
 
-export type AppendAction = 'APPEND_IF_EXISTS_OR_ADD' | 'ADD_IF_ABSENT' | 'OVERWRITE_IF_EXISTS_OR_ADD' | 'OVERWRITE_IF_EXISTS';
-
-export interface HeaderMutation {
-  /** Lower case. */
-  readonly name: string;
-  readonly value: string;
-  readonly action: AppendAction;
-}
+export type { AppendAction, HeaderMutation } from './ext-authz-answer.js';
 
 /** Headers of one answer (each list: upstream, removals, response, denial): more makes the answer bad. */
 export const MAX_ANSWER_HEADERS = 64;

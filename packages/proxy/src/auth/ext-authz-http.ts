@@ -32,7 +32,7 @@ export class ExtAuthzHttpClient {
     let res: Dispatcher.ResponseData;
     try {
       res = await this.#pool.request({
-        method: call.method as Dispatcher.HttpMethod,
+        method: call.method,
         path: settings.pathPrefix + call.path,
         headers: { ...call.headers, host: call.host, 'content-length': String(call.body?.length ?? 0) },
         body: call.body,

@@ -5,7 +5,7 @@
 // google/rpc/status.proto), so the bytes on the wire are the ones Envoy sends; fields the proxy
 // neither sends nor reads are left out, which protobuf decoding tolerates (unknown fields are
 // skipped). test/envoy-proto.test.ts compares every field with Envoy's definitions.
-import protobuf from 'protobufjs';
+import { encodeMessage, parseProtos } from '../grpc/protobuf.js';
 
 const RPC = `
 syntax = "proto3";
@@ -141,15 +141,8 @@ export interface CheckResponse {
   readonly ok_response?: { readonly headers: readonly HeaderValueOption[]; readonly headers_to_remove: readonly string[]; readonly response_headers_to_add: readonly HeaderValueOption[] };
 }
 
-function load(): protobuf.Root {
-  const root = new protobuf.Root();
-  for (const source of [RPC, WELL_KNOWN, CORE, TYPE, AUTH]) protobuf.parse(source, root, { keepCase: true });
-  root.resolveAll();
-  return root;
-}
-
 /** The definitions above, parsed (tests compare them with Envoy's own). */
-export const extAuthzProtoRoot = load();
+export const extAuthzProtoRoot = parseProtos(RPC, WELL_KNOWN, CORE, TYPE, AUTH);
 
 const types = {
   request: extAuthzProtoRoot.lookupType('envoy.service.auth.v3.CheckRequest'),
@@ -157,8 +150,7 @@ const types = {
 };
 
 export function encodeCheckRequest(req: CheckRequest): Buffer {
-  const bytes = types.request.encode(types.request.fromObject({ ...req })).finish();
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return encodeMessage(types.request, req);
 }
 
 /** Throws on bytes that are not a CheckResponse (gRPC then fails the call with INTERNAL). */

@@ -4,10 +4,11 @@
 // no config in force names it any more (retain, after each apply) and on shutdown. The gRPC
 // module (with gRPC and protobuf) is loaded by the first config that names a gRPC service.
 import type { ExtAuthzIR, PolicyIR, ProxySnapshot } from '@tollgate/api';
-import type { ExtAuthzGrpcClient } from './ext-authz-grpc.js';
+import type * as GrpcProtocol from './ext-authz-grpc.js';
 import { ExtAuthzHttpClient } from './ext-authz-http.js';
 
-type GrpcModule = typeof import('./ext-authz-grpc.js');
+type GrpcModule = typeof GrpcProtocol;
+type ExtAuthzGrpcClient = GrpcProtocol.ExtAuthzGrpcClient;
 
 const key = (ir: Pick<ExtAuthzIR, 'protocol' | 'service'>): string => `${ir.protocol} ${ir.service}`;
 
