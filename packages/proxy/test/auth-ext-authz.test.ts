@@ -10,7 +10,11 @@ import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
+import pino from 'pino';
+import { compileExtAuthz } from '../src/auth/ext-authz.js';
 import { CHECK_PATH } from '../src/auth/ext-authz-proto.js';
+import { ExtAuthzServices } from '../src/auth/ext-authz-services.js';
+import type { AuthRequest } from '../src/auth/types.js';
 import { loadConfigFile } from '../src/config/load-file.js';
 import { closedAfterEach, echoed, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 import { envoyProtoAvailability, officialDecode, officialEncode } from './support/envoy-proto.js';
@@ -102,17 +106,16 @@ const route = (name: string, prefix: string, upstream: Upstream, extAuthz: Recor
   backends: [{ host: upstream.host }],
 });
 
-/** An echoing upstream for the whole describe block. */
-function useUpstream(): Upstream {
-  const box = {} as { u: Upstream };
+/** An echoing upstream for the whole describe block (read it in tests, which run after beforeAll). */
+function useUpstream(): () => Upstream {
+  let upstream: Upstream | undefined;
   beforeAll(async () => {
-    box.u = await startUpstream();
+    upstream = await startUpstream();
   });
   afterAll(async () => {
-    await box.u?.close();
+    await upstream?.close();
   });
-  // The block's tests run after beforeAll: by then every property reads the started upstream.
-  return new Proxy({} as Upstream, { get: (_t, key) => box.u[key as keyof Upstream] });
+  return () => upstream!;
 }
 
 const metricsText = async (gw: TestGateway): Promise<string> => (await fetch(`http://${gw.gateway.ops.metrics.address}/metrics`)).text();
@@ -277,6 +280,25 @@ describe('extAuthz HTTP against a node:http service', () => {
     expect(denied.body).toBe('login first');
   });
 
+  it('sends the consumer an earlier check established as x-tollgate-consumer(-group), never the client\'s own', async () => {
+    const services = new ExtAuthzServices();
+    cleanups.push(() => services.close());
+    const check = compileExtAuthz(
+      { service: authService.address, protocol: 'HTTP', pathPrefix: '/auth', includeRequestHeaders: null, headersToUpstream: [], headersToClient: null, withBody: null, timeoutMs: 5000, failureMode: 'FailClosed' },
+      { log: pino({ level: 'silent' }), extAuthz: services },
+    );
+    const req: AuthRequest = {
+      method: 'GET', path: '/h/who', query: '', host: 'gw', authority: 'gw', scheme: 'http', sourceAddress: '127.0.0.1', sourcePort: 1, model: null, body: null,
+      headers: { 'x-tollgate-consumer': 'forged', 'x-tollgate-consumer-group': 'forged' },
+      consumer: { name: 'alice', group: 'team-a', labels: {}, claims: null, via: 'apiKey', credentialId: 'k:0123abcd' },
+    };
+    seen.length = 0;
+    expect(await check.run(req)).toMatchObject({ ok: true });
+    expect([seen[0]!.headers['x-tollgate-consumer'], seen[0]!.headers['x-tollgate-consumer-group']]).toEqual(['alice', 'team-a']);
+    expect(await check.run({ ...req, consumer: null })).toMatchObject({ ok: true });
+    expect([seen[1]!.headers['x-tollgate-consumer'], seen[1]!.headers['x-tollgate-consumer-group']]).toEqual([undefined, undefined]);
+  });
+
   it('a denial with a huge body keeps its status with the catalog body; a 200 with a body that never ends allows without reading it', async () => {
     const gw = await startGateway((port) => simpleConfig(port, [route('h', '/h', upstream, httpAuthz())]));
     cleanups.push(() => gw.close());
@@ -296,8 +318,8 @@ describe('extAuthz services that misbehave', () => {
   const upstream = useUpstream();
 
   async function gatewayFor(services: Record<string, { address: string; protocol: 'GRPC' | 'HTTP' }>, failureMode: 'FailOpen' | 'FailClosed'): Promise<TestGateway> {
-    const routes = Object.entries(services).map(([name, s]) => route(name, `/${name}`, upstream, { service: { host: s.address }, protocol: s.protocol, timeout: '300ms', failureMode }));
-    const gw = await startGateway((port) => simpleConfig(port, [...routes, { name: 'open', matches: [{ path: { type: 'PathPrefix', value: '/open' } }], backends: [{ host: upstream.host }] }]));
+    const routes = Object.entries(services).map(([name, s]) => route(name, `/${name}`, upstream(), { service: { host: s.address }, protocol: s.protocol, timeout: '300ms', failureMode }));
+    const gw = await startGateway((port) => simpleConfig(port, [...routes, { name: 'open', matches: [{ path: { type: 'PathPrefix', value: '/open' } }], backends: [{ host: upstream().host }] }]));
     cleanups.push(() => gw.close());
     return gw;
   }
@@ -336,7 +358,7 @@ describe('extAuthz services that misbehave', () => {
       expect({ name, status: r.status, code: r.headers['x-tollgate-error'] }).toEqual({ name, status: 403, code: 'TG_AUTHZ_SERVICE_FAILED' });
       expect(r.body).toMatch(/the authorization service could not decide \((timeout|unavailable|bad_response)\)/);
     }
-    expect(upstream.requests.filter((r) => r.url !== '/open')).toHaveLength(0);
+    expect(upstream().requests.filter((r) => r.url !== '/open')).toHaveLength(0);
     const text = await metricsText(gw);
     expect(decisions(text, 'deny', 'timeout')).toBe(2);
     expect(decisions(text, 'deny', 'bad_response')).toBeGreaterThanOrEqual(1);
@@ -368,7 +390,7 @@ describe.skipIf(!envoyProto.run)("extAuthz gRPC answers written by Envoy's own t
     const bytes = officialEncode(RESPONSE, response);
     const svc = await rawGrpcService(() => bytes);
     cleanups.push(() => svc.close());
-    const gw = await startGateway((port) => simpleConfig(port, [route('r', '/r', upstream, { service: { host: svc.address }, timeout: '5s', ...extAuthz })]));
+    const gw = await startGateway((port) => simpleConfig(port, [route('r', '/r', upstream(), { service: { host: svc.address }, timeout: '5s', ...extAuthz })]));
     cleanups.push(() => gw.close());
     return { gw, requests: svc.requests };
   }
