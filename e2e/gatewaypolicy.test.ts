@@ -146,7 +146,71 @@ const BAD: BadCase[] = [
     spec: globalWith({ host: 'rls:8081' }, '0s'),
     expect: [/spec\.traffic\.rateLimit\.global\.timeout: Invalid value: "0s": must be more than 0s/],
   },
+  ...authCases(),
 ];
+
+/** The authentication kinds: rules the CRD itself enforces, each refusal naming the field. */
+function authCases(): BadCase[] {
+  const traffic = (t: Record<string, unknown>) => ({ targetRefs: [route], traffic: t });
+  const jwks = { inline: '{"keys":[]}' };
+  return [
+    {
+      name: 'apiKey naming no keys',
+      spec: traffic({ apiKey: { keyFrom: [{ type: 'Bearer' }] } }),
+      expect: [/spec\.traffic\.apiKey: Invalid value: .*name the keys: secretRefs or secretSelector \(cluster\), or file \(standalone\)/],
+    },
+    {
+      name: 'apiKey read from a header without its name',
+      spec: traffic({ apiKey: { secretRefs: [{ name: 'k' }], keyFrom: [{ type: 'Header' }] } }),
+      expect: [/spec\.traffic\.apiKey\.keyFrom\[0\]: Invalid value: .*name is required with Header, Query and Cookie, and not allowed with Bearer/],
+    },
+    {
+      name: 'apiKey read from an unknown place',
+      spec: traffic({ apiKey: { secretRefs: [{ name: 'k' }], keyFrom: [{ type: 'Body', name: 'key' }] } }),
+      expect: [/spec\.traffic\.apiKey\.keyFrom\[0\]\.type: Unsupported value: "Body"/],
+    },
+    {
+      name: 'basicAuth with a Secret and a file',
+      spec: traffic({ basicAuth: { htpasswd: { secretRef: { name: 'users' }, file: 'users.htpasswd' } } }),
+      expect: [/spec\.traffic\.basicAuth\.htpasswd: Invalid value: .*exactly one of secretRef or file must be set/],
+    },
+    {
+      name: 'jwt keys from two places',
+      spec: traffic({ jwt: { providers: [{ name: 'idp', jwks: { ...jwks, ref: { kind: 'ConfigMap', name: 'jwks' } } }] } }),
+      expect: [/spec\.traffic\.jwt\.providers\[0\]\.jwks: Invalid value: .*exactly one of inline, ref, file or remote must be set/],
+    },
+    {
+      name: 'jwt provider name with capitals',
+      spec: traffic({ jwt: { providers: [{ name: 'My IdP', jwks }] } }),
+      expect: [/spec\.traffic\.jwt\.providers\[0\]\.name: Invalid value: "My IdP"/],
+    },
+    {
+      name: 'too many jwt providers',
+      spec: traffic({ jwt: { providers: Array.from({ length: 9 }, (_, i) => ({ name: `p${i}`, jwks })) } }),
+      expect: [/spec\.traffic\.jwt\.providers: Too many: 9: must have at most 8 items/],
+    },
+    {
+      name: 'authorization rule with an unknown action',
+      spec: traffic({ authorization: { rules: [{ action: 'Permit', expression: 'true' }] } }),
+      expect: [/spec\.traffic\.authorization\.rules\[0\]\.action: Unsupported value: "Permit": supported values: "Allow", "Deny"/],
+    },
+    {
+      name: 'too many authorization rules',
+      spec: traffic({ authorization: { rules: Array.from({ length: 33 }, () => ({ action: 'Allow', expression: 'true' })) } }),
+      expect: [/spec\.traffic\.authorization\.rules: Too many: 33: must have at most 32 items/],
+    },
+    {
+      name: 'extAuthz over an unknown protocol',
+      spec: traffic({ extAuthz: { service: { backendRef: { name: 'authz', port: 9191 } }, protocol: 'SOAP' } }),
+      expect: [/spec\.traffic\.extAuthz\.protocol: Unsupported value: "SOAP": supported values: "GRPC", "HTTP"/],
+    },
+    {
+      name: 'extAuthz sending more body than allowed',
+      spec: traffic({ extAuthz: { service: { backendRef: { name: 'authz', port: 9191 } }, withBody: { maxBytes: 2_000_000 } } }),
+      expect: [/spec\.traffic\.extAuthz\.withBody\.maxBytes: Invalid value: 2000000: .*less than or equal to 1048576/],
+    },
+  ];
+}
 
 function globalWith(service: Record<string, unknown>, timeout?: string): Record<string, unknown> {
   const global = { service, domain: 'd', descriptors: [{ unit: 'Requests', entries: [{ name: 'k', expression: 'llm.model' }] }], ...(timeout ? { timeout } : {}) };
@@ -206,6 +270,16 @@ describe.skipIf(!availability.run)('GatewayPolicy CRD on kube-apiserver', () => 
     }
     expect(out).toMatch(/unit\s+<string> -required-/);
     expect(out).toMatch(/enum: Seconds, Minutes, Hours/);
+  });
+
+  it('kubectl explain prints the descriptions of the authentication kinds', async () => {
+    const traffic = (await kubectlOk(['explain', 'gatewaypolicy.spec.traffic'])).replace(/\s+/g, ' ');
+    for (const kind of ['apiKey', 'basicAuth', 'jwt', 'authorization', 'extAuthz']) expect(traffic).toMatch(new RegExp(`${kind} <Object>`));
+    const provider = (await kubectlOk(['explain', 'gatewaypolicy.spec.traffic.jwt.providers'])).replace(/\s+/g, ' ');
+    expect(provider).toContain('An issuer of tokens and how to verify them.');
+    expect(provider).toMatch(/clockSkew <string>/);
+    const apiKey = (await kubectlOk(['explain', 'gatewaypolicy.spec.traffic.apiKey'])).replace(/\s+/g, ' ');
+    expect(apiKey).toContain('The key is removed before the request is forwarded.');
   });
 
   it('kubectl explain works for the top level and the status', async () => {

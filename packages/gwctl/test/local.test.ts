@@ -160,7 +160,7 @@ describe('log', () => {
   it('a module the proxy does not know is the proxy\'s 400, exit 8; a bad level is a usage error, exit 2', async () => {
     const r = await gwctl(['log', ...local, '--set', 'nosuch=debug']);
     expect(r.code).toBe(8);
-    expect(r.stderr).toBe('gwctl: POST /logging answered 400: invalid log directive: unknown module "nosuch"; expected one of proxy, config, routing, upstream, admin, ratelimit, trace\n');
+    expect(r.stderr).toBe('gwctl: POST /logging answered 400: invalid log directive: unknown module "nosuch"; expected one of proxy, config, routing, upstream, admin, ratelimit, auth, trace\n');
     const bad = await gwctl(['log', ...local, '--level', 'loud']);
     expect(bad).toEqual({ code: 2, stdout: '', stderr: "gwctl: --level must be one of error, warn, info, debug, trace, got 'loud'\n" });
     expect(proxy.gateway.logs.directive).toBe('info');
