@@ -268,15 +268,22 @@ install_gateway_api_crds() {
 # types (go-control-plane, generated from Envoy's .proto files), so the tests check the project's
 # own codecs against Envoy's definitions. Cached by version and source hash.
 install_envoy_proto() {
-  local ver dir key dest
-  ver="$(version goControlPlane)"
-  dir="${REPO_ROOT}/e2e/tools/envoy-proto"
+  install_wrapper_tool envoy-proto goControlPlane github.com/envoyproxy/go-control-plane/envoy envoy-proto "envoy-proto (go-control-plane)"
+}
+
+# install_wrapper_tool NAME VERSION_KEY MODULE BINARY WHAT: a tool built from the wrapper module
+# e2e/tools/NAME, which requires MODULE at e2e/tools.json's VERSION_KEY; cached by that version
+# and the hash of the wrapper's source as NAME-<version>-<key>/BINARY.
+install_wrapper_tool() {
+  local name="$1" version_key="$2" module="$3" binary="$4" what="$5" ver dir key dest
+  ver="$(version "${version_key}")"
+  dir="${REPO_ROOT}/e2e/tools/${name}"
   key="$(cat "${dir}/main.go" "${dir}/go.mod" | sha256sum | cut -c1-12)"
-  dest="${CACHE}/envoy-proto-${ver}-${key}"
-  cached "envoy-proto (go-control-plane ${ver})" "${dest}/envoy-proto" && return 0
-  check_module_version "${dir}" github.com/envoyproxy/go-control-plane/envoy "${ver}"
-  go_build "go build envoy-proto (go-control-plane ${ver})" "${dest}" \
-    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "${dest}.tmp/envoy-proto" .
+  dest="${CACHE}/${name}-${ver}-${key}"
+  cached "${what} ${ver}" "${dest}/${binary}" && return 0
+  check_module_version "${dir}" "${module}" "${ver}"
+  go_build "go build ${what} ${ver}" "${dest}" \
+    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "${dest}.tmp/${binary}" .
   finish_build "${dest}"
 }
 
@@ -323,6 +330,15 @@ install_ratelimit() {
   log "envoyproxy/ratelimit ${ver}: installed in ${dest}"
 }
 
+# OPA with an Envoy external authorization plugin (e2e/tools/opa-envoy): the real `opa` command
+# (server, health API, Rego evaluation) at the opaEnvoy version, serving
+# envoy.service.auth.v3.Authorization over gRPC with the configuration and decision contract of
+# OPA's Envoy plugin, for packages/proxy/test/auth-ext-authz.test.ts. Cached by version and
+# source hash as opa-envoy-<version>-<key>/opa.
+install_opa_envoy() {
+  install_wrapper_tool opa-envoy opaEnvoy github.com/open-policy-agent/opa opa "OPA with the Envoy ext_authz plugin"
+}
+
 # in_parallel "f1 f2" "f3" ...: runs each group of install functions (in order within the
 # group) as a background job and waits for all of them; fails naming the groups that failed.
 # The Go builds are independent: beside the longest one (Kubernetes) the others fill the
@@ -348,7 +364,7 @@ main() {
   install_apt_packages
   if command -v redis-server >/dev/null 2>&1; then log "redis-server: $(redis-server --version | head -n1)"; fi
   in_parallel install_kube \
-    "install_gateway_api_crds install_envoy_proto install_etcd install_helm install_ratelimit install_node_images install_conformance_suite" \
+    "install_gateway_api_crds install_envoy_proto install_etcd install_helm install_ratelimit install_opa_envoy install_node_images install_conformance_suite" \
     install_local_images
   log "all test tools installed in $((SECONDS - start))s"
 }

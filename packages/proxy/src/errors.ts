@@ -91,6 +91,12 @@ export const PROXY_ERRORS = defineErrors({
     message: 'too many password verifications in progress; retry shortly',
     hint: 'basicAuth verifies passwords it has not seen recently on config.basicAuth.workers threads with config.basicAuth.maxQueue waiting; a stream of wrong passwords fills them. Retry after Retry-After; credentials verified before are answered from the cache and never get this. Raise the settings, or lower the cost of the htpasswd hashes',
   },
+  authBodyTooLarge: {
+    code: 'TG_AUTHZ_BODY_TOO_LARGE',
+    status: 413,
+    message: 'request body too large for the authorization service',
+    hint: 'the route\'s extAuthz policy sends the request body to its service up to withBody.maxBytes and refuses a longer one: send a smaller body, raise withBody.maxBytes, or set withBody.allowPartial to send the first maxBytes',
+  },
   rateLimited: {
     code: 'TG_RATE_LIMITED',
     status: 429,

@@ -8,6 +8,7 @@ import { compileApiKey } from './api-key.js';
 import { compileAuthorization } from './authorization.js';
 import { compileBasicAuth } from './basic-auth.js';
 import { compileExtAuthz } from './ext-authz.js';
+import type { ExtAuthzServices } from './ext-authz-services.js';
 import { compileJwt } from './jwt.js';
 import type { PasswordVerifier } from './password-verifier.js';
 import type { AuthCheck, AuthKind } from './types.js';
@@ -17,6 +18,8 @@ export interface AuthDeps {
   readonly log: Logger;
   /** basicAuth: the password workers and the cache of verified credentials. */
   readonly passwords: PasswordVerifier;
+  /** Clients of the external authorization services (extAuthz), one per service address. */
+  readonly extAuthz: ExtAuthzServices;
 }
 
 type Compiler<K extends AuthKind> = (ir: NonNullable<PolicyIR[K]>, deps: AuthDeps) => AuthCheck;

@@ -35,6 +35,11 @@ export interface AuthRequest {
   readonly rawHeaders: readonly string[];
   readonly sourceAddress: string;
   readonly sourcePort: number;
+  /** The proxy's own address and port of the connection (extAuthz sends them as the destination). */
+  readonly destinationAddress?: string;
+  readonly destinationPort?: number;
+  /** HTTP version as the client spoke it, e.g. "HTTP/1.1". */
+  readonly protocol?: string;
   /** Set by the checks that ran before (authentication runs before authorization). */
   readonly consumer: Consumer | null;
   /** The model of an LLM request body, when the body was read (AuthCheck.needsBody). */
@@ -57,6 +62,8 @@ export interface AuthPass {
   readonly responseHeaders?: Readonly<Record<string, string>>;
   /** What decided, for the trace (e.g. a JWT provider's name, a rule's name); never a credential. */
   readonly note?: string;
+  /** Metric label of a pass other than a plain allow, e.g. failed_open (an authorization service that could not decide, failureMode FailOpen); default allowed. */
+  readonly reason?: string;
 }
 
 export interface AuthDenial {

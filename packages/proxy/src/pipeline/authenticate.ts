@@ -39,19 +39,34 @@ function authRequest(ctx: RequestContext): AuthRequest {
     host: ctx.host,
     authority: ctx.authority,
     scheme: ctx.scheme,
-    headers: ctx.headers,
+    headers: withoutRemoved(ctx),
     rawHeaders: ctx.req.rawHeaders,
     sourceAddress: ctx.req.socket.remoteAddress ?? '',
     sourcePort: ctx.req.socket.remotePort ?? 0,
+    destinationAddress: ctx.req.socket.localAddress ?? '',
+    destinationPort: ctx.req.socket.localPort ?? 0,
+    protocol: `HTTP/${ctx.req.httpVersion}`,
     consumer: ctx.consumer,
     model: ctx.llm?.model ?? null,
     body: Buffer.isBuffer(body) ? body : null,
   };
 }
 
+/**
+ * The request headers less those an earlier check removed (a credential it consumed), so that a
+ * later check neither sends them to an authorization service nor builds on them.
+ */
+function withoutRemoved(ctx: RequestContext): RequestContext['headers'] {
+  const removed = ctx.authEffects?.removeHeaders;
+  if (!removed?.length) return ctx.headers;
+  const headers = { ...ctx.headers };
+  for (const name of removed) delete headers[name];
+  return headers;
+}
+
 function record(ctx: RequestContext, check: AuthCheck, v: AuthVerdict): void {
   const outcome: AuthOutcome = v.ok
-    ? { kind: check.kind, allowed: true, reason: 'allowed', note: v.note ?? null }
+    ? { kind: check.kind, allowed: true, reason: v.reason ?? 'allowed', note: v.note ?? null }
     : { kind: check.kind, allowed: false, reason: v.reason, note: v.detail };
   (ctx.auth ??= []).push(outcome);
   ctx.deps.metrics.countAuth(check.kind, outcome.allowed, outcome.reason);

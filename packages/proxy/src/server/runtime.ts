@@ -25,6 +25,7 @@ import type { InFlight } from '../pipeline/inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
 import { AuthCompilers } from '../auth/compilers.js';
 import { defaultPasswordSettings, PasswordVerifier, type PasswordSettings } from '../auth/password-verifier.js';
+import { ExtAuthzServices, extAuthzServicesInUse } from '../auth/ext-authz-services.js';
 
 export interface RuntimeOptions {
   readonly connectTimeoutMs: number;
@@ -163,7 +164,7 @@ export class ProxyRuntime {
     };
     const authLog = options.authLog ?? options.log;
     this.passwords = new PasswordVerifier({ ...defaultPasswordSettings(), ...options.passwords }, authLog, (result) => this.metrics.countPasswordCheck(result));
-    this.#auth = new AuthCompilers({ log: authLog, passwords: this.passwords });
+    this.#auth = new AuthCompilers({ log: authLog, passwords: this.passwords, extAuthz: new ExtAuthzServices() });
     this.traces.owner = this.#deps;
   }
 
@@ -296,6 +297,7 @@ export class ProxyRuntime {
     this.endpoints.retain(next.upstreams);
     this.metrics.retainRoutes(next.routeNames);
     this.#global?.pool.retain(services);
+    this.#auth.deps.extAuthz.retain(extAuthzServicesInUse(ir));
   }
 
   #drainTimes(): DrainTimes {
@@ -314,6 +316,7 @@ export class ProxyRuntime {
     await this.endpoints.close();
     await this.#global?.pool.close();
     await this.passwords.close();
+    await this.#auth.deps.extAuthz.close();
   }
 }
 
