@@ -3,10 +3,10 @@
 // order and applies what they decide. A check sees the request through AuthRequest only, so
 // the kinds do not depend on the pipeline.
 import type { IncomingHttpHeaders } from 'node:http';
-import type { AuthKind } from '@tollgate/api';
+import type { AuthKind, AuthReason } from '@tollgate/api';
 import type { ErrorSpec } from '../errors.js';
 
-export type { AuthKind };
+export type { AuthKind, AuthReason };
 
 /** Who is calling, as an authentication kind established it. Never holds a credential. */
 export interface Consumer {
@@ -63,8 +63,8 @@ export interface AuthDenial {
   readonly error: ErrorSpec;
   /** Overrides error.status (an authorization service's own denial status). */
   readonly status?: number;
-  /** Metric label, from a small fixed set per kind: missing, invalid, expired, unknown, denied, unavailable, ... */
-  readonly reason: string;
+  /** Metric label, from the fixed set AUTH_REASONS. */
+  readonly reason: AuthReason;
   /** What was wrong, safe to show the client (never echoes a credential). */
   readonly detail: string;
   /** WWW-Authenticate value (401 answers). */
