@@ -291,3 +291,83 @@ describe('secrets in the request', () => {
     }
   });
 });
+
+describe('authentication and authorization in the trace', () => {
+  let authGw: TestGateway;
+  const guarded = [
+    { name: 'blocked', action: 'Deny', expression: '"x-block" in request.headers' },
+    { name: 'team', action: 'Allow', expression: '"x-team" in request.headers' },
+  ];
+  beforeAll(async () => {
+    authGw = await startGateway((port) =>
+      simpleConfig(
+        port,
+        [
+          { name: 'guarded', matches: [{ path: { value: '/guarded' } }], policies: { traffic: { authorization: { rules: guarded } } }, backends: [{ host: up.host }] },
+          { name: 'inherits', matches: [{ path: { value: '/inherits' } }], backends: [{ host: up.host }] },
+        ],
+        { policies: { traffic: { authorization: { rules: [{ name: 'no-bots', action: 'Deny', expression: '"x-bot" in request.headers' }] } } } },
+      ),
+    );
+  });
+  afterAll(async () => {
+    await authGw?.close();
+  });
+
+  async function authTraced(path: string, headers: Record<string, string> = {}): Promise<TraceEventT[]> {
+    const s = await openTraceOn(authGw.adminUrl);
+    await s.armed;
+    await send(`${authGw.url}${path}`, { headers });
+    return s.events;
+  }
+  const snapshot = (events: TraceEventT[], stage: string) =>
+    events.map((e) => e.message).find((m): m is Extract<TraceEventT['message'], { type: 'requestSnapshot' }> => m.type === 'requestSnapshot' && m.stage === stage);
+  const policy = (events: TraceEventT[]) => events.map((e) => e.message).find((m): m is Extract<TraceEventT['message'], { type: 'policySelection' }> => m.type === 'policySelection')!;
+
+  it('policySelection lists the authorization rules at their level; the other auth kinds are null', async () => {
+    const events = await authTraced('/guarded/x', { 'x-team': 'a' });
+    const p = policy(events).effectivePolicy;
+    expect(p.authorization).toEqual([{ source: 'route', config: { rules: guarded } }]);
+    for (const kind of ['apiKey', 'basicAuth', 'jwt', 'extAuthz'] as const) expect(p[kind]).toBeNull();
+    const inherited = policy(await authTraced('/inherits/x')).effectivePolicy;
+    expect(inherited.authorization).toEqual([{ source: 'gateway', config: { rules: [{ name: 'no-bots', action: 'Deny', expression: '"x-bot" in request.headers' }] } }]);
+  });
+
+  it('an allowed request: the route policies and final request snapshots say which checks ran and what they decided', async () => {
+    const events = await authTraced('/guarded/x', { 'x-team': 'a' });
+    for (const e of events) expect(validateEvent(e)).toEqual({ ok: true, value: e });
+    const auth = { consumer: null, checks: [{ kind: 'authorization', result: 'allow', reason: 'allowed', note: 'allowed by rule team' }] };
+    expect(snapshot(events, 'route policies')!.requestState.auth).toEqual(auth);
+    expect(snapshot(events, 'final request')!.requestState.auth).toEqual(auth);
+    // Before the checks run, the snapshots have no auth.
+    expect(snapshot(events, 'initial request')!.requestState.auth).toBeUndefined();
+  });
+
+  it('a refused request: the route policies snapshot carries the refusal, then the 403; no backend events', async () => {
+    const events = await authTraced('/guarded/x', { 'x-team': 'a', 'x-block': '1' });
+    for (const e of events) expect(validateEvent(e)).toEqual({ ok: true, value: e });
+    expect(kinds(events)).toEqual([
+      'requestStarted',
+      'requestSnapshot:initial request',
+      'requestSnapshot:gateway policies',
+      'routeSelection',
+      'policySelection',
+      'requestSnapshot:route policies',
+      'responseSnapshot:final response',
+      'requestFinished',
+    ]);
+    expect(snapshot(events, 'route policies')!.requestState.auth).toEqual({
+      consumer: null,
+      checks: [{ kind: 'authorization', result: 'deny', reason: 'denied', note: 'denied by rule blocked' }],
+    });
+    const final = events.at(-2)!;
+    expect(final.severity).toBe('warn');
+    expect(final.message).toMatchObject({ type: 'responseSnapshot', requestState: { response: { code: 403, headers: { 'x-tollgate-error': 'TG_FORBIDDEN' } } } });
+  });
+
+  it('a route without checks has no auth in its snapshots', async () => {
+    const events = await traced('/api/x');
+    expect(snapshot(events, 'route policies')!.requestState.auth).toBeUndefined();
+    expect(snapshot(events, 'final request')!.requestState.auth).toBeUndefined();
+  });
+});
