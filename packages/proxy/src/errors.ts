@@ -85,6 +85,12 @@ export const PROXY_ERRORS = defineErrors({
     message: 'the authorization service could not decide',
     hint: 'the extAuthz service did not answer in time or answered garbage (failureMode FailClosed); look at the service, or its timeout',
   },
+  authBodyTooLarge: {
+    code: 'TG_AUTH_BODY_TOO_LARGE',
+    status: 413,
+    message: 'request body too large for the authorization rules of this route',
+    hint: 'the route\'s authorization rules read the model from the request body, and the gateway reads at most config.maxRequestBodyBytes of it (a body it cannot read would escape the rules): send a smaller body, or raise config.maxRequestBodyBytes',
+  },
   rateLimited: {
     code: 'TG_RATE_LIMITED',
     status: 429,

@@ -135,6 +135,25 @@ describe('the requested model (llm.model)', () => {
   });
 });
 
+describe('a body too large to read (config.maxRequestBodyBytes)', () => {
+  const cleanups = closedAfterEach();
+
+  it('is refused with 413 where the rules read the model: a padded body cannot pass a Deny rule unseen', async () => {
+    const g = await startGateway((port) => {
+      const c = config(port);
+      return { ...c, config: { ...c.config, maxRequestBodyBytes: 1024 } };
+    });
+    cleanups.push(() => g.close());
+    const body = (pad: number) => JSON.stringify({ model: 'gpt-4.5-preview', messages: [{ role: 'user', content: 'x'.repeat(pad) }] });
+    let r!: RawResponse;
+    expect(await reached(async () => (r = await send(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: body(2000) })))).toBe(0);
+    expect([r.status, r.headers['x-tollgate-error'], r.body]).toEqual([413, 'TG_AUTH_BODY_TOO_LARGE', 'request body too large for the authorization rules of this route: the rules read its model, and it was not read whole']);
+    expect((await send(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: body(10) })).status).toBe(403);
+    // A route whose rules do not read the model streams a large body as it is.
+    expect((await send(`${g.url}/deny-only/x`, { method: 'POST', body: body(2000) })).status).toBe(200);
+  });
+});
+
 describe('the consumer', () => {
   it('without authentication has name "", group "" and empty labels and claims', async () => {
     expectForbidden(await get('/who/x'), 'no rule allows this request');

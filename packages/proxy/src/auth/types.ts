@@ -39,6 +39,12 @@ export interface AuthRequest {
   readonly model: string | null;
   /** The body as read (bounded by config.maxRequestBodyBytes); null when there is none or it was not read. */
   readonly body: Buffer | null;
+  /**
+   * The body was read for a check and was longer than config.maxRequestBodyBytes: it goes
+   * upstream unread, so `model` is null without meaning "no model" (a check that reads it
+   * refuses rather than decide on what it could not see).
+   */
+  readonly bodyTooLarge: boolean;
 }
 
 export interface AuthPass {

@@ -46,6 +46,8 @@ function authRequest(ctx: RequestContext): AuthRequest {
     consumer: ctx.consumer,
     model: ctx.llm?.model ?? null,
     body: Buffer.isBuffer(body) ? body : null,
+    // Read, but a stream: readLlmRequest replays a body over config.maxRequestBodyBytes unread.
+    bodyTooLarge: body !== undefined && !Buffer.isBuffer(body),
   };
 }
 
