@@ -128,6 +128,10 @@ describe('the requested model (llm.model)', () => {
     const ok = await send(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     expect(ok.status).toBe(200);
     expect(echoed(ok).body).toBe(body);
+    // A streaming request goes as written too: the route counts no tokens, so nothing asks the
+    // backend for a usage chunk the client did not ask for.
+    const streaming = JSON.stringify({ model: 'mock-small', stream: true, messages: [] });
+    expect(echoed(await send(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: streaming })).body).toBe(streaming);
     expectForbidden(await chat('gpt-4.5-preview'), 'denied by rule no-large');
     expectForbidden(await chat('gpt-4o'), 'no rule allows this request');
     // No body: the model is "", which no Allow rule lists.
