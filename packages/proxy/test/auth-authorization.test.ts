@@ -6,8 +6,12 @@
 // the field, the decisions counted by reason, and the example config.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_LIMITS, resolveLimits, type AuthorizationIR } from '@tollgate/api';
+import { pino } from 'pino';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuthCompilers } from '../src/auth/compilers.js';
+import type { AuthRequest } from '../src/auth/types.js';
 import { closedAfterEach, echoed, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
 
 let up: Upstream;
@@ -236,6 +240,17 @@ describe('configuration', () => {
     expect((await send(`${g.url}/headers/x`, { headers: long })).status).toBe(200);
     expect(await g.rewrite(config(g.port, 256))).toBe('reloaded');
     expect((await send(`${g.url}/headers/x`, { headers: long })).status).toBe(431);
+  });
+
+  it('a policy object kept across a change of bounds is compiled again under the new ones', () => {
+    const compilers = new AuthCompilers({ log: pino({ level: 'silent' }) });
+    const ir: AuthorizationIR = { rules: [{ name: 'any-header', action: 'Allow', expression: 'size(request.headers) > 0' }] };
+    const small = resolveLimits({ cel: { maxHeaderLength: 8 } });
+    const req: AuthRequest = { method: 'GET', path: '/', query: '', host: 'h', authority: 'h', scheme: 'http', headers: { 'x-a': 'a long value' }, sourceAddress: '127.0.0.1', sourcePort: 1, consumer: null, model: null, body: null, bodyTooLarge: false };
+    const strict = compilers.compile('authorization', ir, small);
+    expect(compilers.compile('authorization', ir, resolveLimits({ cel: { maxHeaderLength: 8 } }))).toBe(strict);
+    expect(strict.run(req)).toMatchObject({ ok: false, reason: 'too_large' });
+    expect(compilers.compile('authorization', ir, DEFAULT_LIMITS).run(req)).toEqual({ ok: true, note: 'allowed by rule any-header' });
   });
 
   it('examples/auth-authorization.yaml loads and decides as its comments say', async () => {
