@@ -11,7 +11,6 @@
 // and with none failed, Allow rules that exist refuse (`not_allowed`).
 import { bindRequest, compileCel, readsOf, type AuthorizationIR, type CelBindings, type CelProgram, type EvaluationLimits } from '@tollgate/api';
 import { ERRORS } from '../errors.js';
-import type { AuthDeps } from './compilers.js';
 import type { AuthCheck, AuthDenial, AuthReason, AuthRequest, AuthVerdict } from './types.js';
 
 interface CompiledRule {
@@ -75,7 +74,8 @@ function decide(deny: readonly CompiledRule[], allow: readonly CompiledRule[], b
   return refuse('not_allowed', 'no rule allows this request');
 }
 
-export function compileAuthorization(ir: AuthorizationIR, _deps: AuthDeps, limits: EvaluationLimits): AuthCheck {
+/** Needs nothing of the process (AuthDeps): the rules are pure; their bounds are the snapshot's. */
+export function compileAuthorization(ir: AuthorizationIR, _deps: unknown, limits: EvaluationLimits): AuthCheck {
   const { deny, allow } = compileRules(ir, limits);
   const reads = readsOf([...deny, ...allow].map((r) => r.program));
   return {
