@@ -17,51 +17,41 @@ import { closedAfterEach, echoed, send, simpleConfig, startGateway, startUpstrea
 let up: Upstream;
 let gw: TestGateway;
 
-const rules = (...list: { name?: string; action: 'Allow' | 'Deny'; expression: string }[]) => ({ traffic: { authorization: { rules: list } } });
+type Rule = { name?: string; action: 'Allow' | 'Deny'; expression: string };
+const rules = (...list: Rule[]) => ({ traffic: { authorization: { rules: list } } });
 const route = (name: string, prefix: string, policies?: unknown) => ({ name, matches: [{ path: { value: prefix } }], ...(policies ? { policies } : {}), backends: [{ host: up.host }] });
 
-/** The routes of the shared gateway, one per behaviour. */
+
+/** The routes of the shared gateway, one per behaviour: [name and path prefix, its rules]. */
+const ROUTES: [string, Rule[]][] = [
+  ['deny-only', [{ name: 'blocked', action: 'Deny', expression: '"x-block" in request.headers' }]],
+  [
+    'allow',
+    [
+      // Fails (no such key) when the request has no x-team header.
+      { name: 'team-a', action: 'Allow', expression: 'request.headers["x-team"] == "a"' },
+      { name: 'public', action: 'Allow', expression: 'request.path.startsWith("/allow/public")' },
+    ],
+  ],
+  ['deny-fails', [{ name: 'bad-team', action: 'Deny', expression: 'request.headers["x-team"] == "evil"' }, { name: 'anyone', action: 'Allow', expression: 'true' }]],
+  ['who', [
+    { name: 'authenticated', action: 'Allow', expression: 'consumer.name != ""' },
+    { name: 'empty-consumer', action: 'Allow', expression: 'request.path == "/who/empty" && consumer.name == "" && consumer.group == "" && size(consumer.labels) == 0 && size(consumer.claims) == 0' },
+  ]],
+  ['headers', [{ name: 'ok-header', action: 'Allow', expression: 'request.headers.exists(k, k.startsWith("x-ok"))' }]],
+];
+const MODEL_RULES: Rule[] = [
+  { name: 'no-large', action: 'Deny', expression: 'llm.model.startsWith("gpt-4.5")' },
+  { name: 'small-models', action: 'Allow', expression: 'llm.model in ["mock-small", "mock-tiny"]' },
+];
+
 const config = (port: number, maxHeaderLength = 256) => ({
   config: { cel: { maxHeaderLength } },
   ...simpleConfig(
     port,
     [
-      route('deny-only', '/deny-only', rules({ name: 'blocked', action: 'Deny', expression: '"x-block" in request.headers' })),
-      route(
-        'allow',
-        '/allow',
-        rules(
-          // Fails (no such key) when the request has no x-team header.
-          { name: 'team-a', action: 'Allow', expression: 'request.headers["x-team"] == "a"' },
-          { name: 'public', action: 'Allow', expression: 'request.path.startsWith("/allow/public")' },
-        ),
-      ),
-      route(
-        'deny-fails',
-        '/deny-fails',
-        rules({ name: 'bad-team', action: 'Deny', expression: 'request.headers["x-team"] == "evil"' }, { name: 'anyone', action: 'Allow', expression: 'true' }),
-      ),
-      route(
-        'models',
-        '/v1/chat/completions',
-        rules(
-          { name: 'no-large', action: 'Deny', expression: 'llm.model.startsWith("gpt-4.5")' },
-          { name: 'small-models', action: 'Allow', expression: 'llm.model in ["mock-small", "mock-tiny"]' },
-        ),
-      ),
-      route(
-        'who',
-        '/who',
-        rules(
-          { name: 'authenticated', action: 'Allow', expression: 'consumer.name != ""' },
-          {
-            name: 'empty-consumer',
-            action: 'Allow',
-            expression: 'request.path == "/who/empty" && consumer.name == "" && consumer.group == "" && size(consumer.labels) == 0 && size(consumer.claims) == 0',
-          },
-        ),
-      ),
-      route('headers', '/headers', rules({ name: 'ok-header', action: 'Allow', expression: 'request.headers.exists(k, k.startsWith("x-ok"))' })),
+      ...ROUTES.map(([name, list]) => route(name, `/${name}`, rules(...list))),
+      route('models', '/v1/chat/completions', rules(...MODEL_RULES)),
       route('inherit', '/inherit'),
     ],
     { policies: rules({ name: 'no-bots', action: 'Deny', expression: '"x-bot" in request.headers' }) },
