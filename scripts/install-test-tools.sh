@@ -101,6 +101,9 @@ install_apt_packages() {
   # (packages/proxy/test/support/rls.ts starts one on a free loopback port). The Debian
   # package may start a system-wide redis on :6379; the tests start their own.
   command -v redis-server >/dev/null 2>&1 || pkgs+=(redis-server)
+  # python3 with venv: the official Python openai client runs from a venv in the cache.
+  command -v python3 >/dev/null 2>&1 || pkgs+=(python3)
+  python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || pkgs+=(python3-venv)
   apt_install "${pkgs[@]}"
 }
 
@@ -339,6 +342,25 @@ install_opa_envoy() {
   install_wrapper_tool opa-envoy opaEnvoy github.com/open-policy-agent/opa opa "OPA with the Envoy ext_authz plugin"
 }
 
+# The official Python openai client (PyPI, pinned in e2e/tools.json: pythonOpenai) in a venv of
+# its own; the tests run <dest>/python, written only once pip succeeded, so an interrupted install
+# is never taken for a cached one.
+install_python_openai() {
+  local ver dest
+  ver="$(version pythonOpenai)"
+  dest="${CACHE}/python-openai-${ver}"
+  cached "openai (Python) ${ver}" "${dest}/python" && return 0
+  need_cmd python3 "install python3 and python3-venv"
+  rm -rf "${dest}" && mkdir -p "${dest}"
+  python3 -m venv "${dest}/venv" || die "python3 -m venv failed (install python3-venv)"
+  with_progress "pip install openai==${ver}" \
+    "${dest}/venv/bin/python" -m pip install --quiet --disable-pip-version-check "openai==${ver}"
+  # A wrapper, not a link: Python finds its venv from the path it is started by.
+  printf '#!/bin/sh\nexec "%s/venv/bin/python" "$@"\n' "${dest}" >"${dest}/python"
+  chmod +x "${dest}/python"
+  log "openai (Python) ${ver}: $("${dest}/python" -c 'import openai; print(openai.__version__)') in ${dest}"
+}
+
 # in_parallel "f1 f2" "f3" ...: runs each group of install functions (in order within the
 # group) as a background job and waits for all of them; fails naming the groups that failed.
 # The Go builds are independent: beside the longest one (Kubernetes) the others fill the
@@ -364,7 +386,7 @@ main() {
   install_apt_packages
   if command -v redis-server >/dev/null 2>&1; then log "redis-server: $(redis-server --version | head -n1)"; fi
   in_parallel install_kube \
-    "install_gateway_api_crds install_envoy_proto install_etcd install_helm install_ratelimit install_opa_envoy install_node_images install_conformance_suite" \
+    "install_gateway_api_crds install_envoy_proto install_python_openai install_etcd install_helm install_ratelimit install_opa_envoy install_node_images install_conformance_suite" \
     install_local_images
   log "all test tools installed in $((SECONDS - start))s"
 }

@@ -130,7 +130,7 @@ export const ProcessConfig = Type.Object(
       Type.Integer({ minimum: 1024, maximum: 268_435_456, description: 'Longest server-sent event from a backend the proxy parses for LLM usage; past it the stream is passed through unparsed and its tokens estimated. Default 1048576 (1 MiB).' }),
     ),
     maxRequestBodyBytes: Type.Optional(
-      Type.Integer({ minimum: 1024, maximum: 1_073_741_824, description: 'Largest request body a route that counts LLM tokens reads; a larger one is refused with 413. Default 8388608 (8 MiB).' }),
+      Type.Integer({ minimum: 1024, maximum: 1_073_741_824, description: 'Largest request body the gateway reads on a route that counts LLM tokens or whose authorization rules read the model; a larger one is refused with 413. Default 8388608 (8 MiB).' }),
     ),
     maxBufferedRequestBytes: Type.Optional(
       Type.Integer({

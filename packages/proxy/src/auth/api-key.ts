@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { API_KEY_BOUNDS, type ApiKeyIR } from '@tollgate/api';
 import { ERRORS } from '../errors.js';
 import { describeLocation, headerNames, readCredential } from './credential-reader.js';
-import type { AuthCheck, AuthDenial, AuthVerdict, Consumer } from './types.js';
+import type { AuthCheck, AuthDenial, AuthReason, AuthVerdict, Consumer } from './types.js';
 
 export const API_KEY_REALM = 'tollgate';
 
@@ -22,7 +22,7 @@ export function compileApiKey(ir: ApiKeyIR): AuthCheck {
   const places = ir.keyFrom.map(describeLocation).join(', ');
   const bearer = ir.keyFrom.some((l) => l.type === 'Bearer');
   const challenge = (error?: 'invalid_request' | 'invalid_token') => `${bearer ? 'Bearer' : 'ApiKey'} realm="${API_KEY_REALM}"${error ? `, error="${error}"` : ''}`;
-  const deny = (reason: string, detail: string, error?: 'invalid_request' | 'invalid_token'): AuthDenial => ({ ok: false, error: ERRORS.unauthenticated, reason, detail, challenge: challenge(error) });
+  const deny = (reason: AuthReason, detail: string, error?: 'invalid_request' | 'invalid_token'): AuthDenial => ({ ok: false, error: ERRORS.unauthenticated, reason, detail, challenge: challenge(error) });
   const missing = deny('missing', `no API key; send it in one of: ${places}`);
   const unknown = deny('unknown_key', 'the API key is not valid', 'invalid_token');
 

@@ -10,7 +10,7 @@ import { headerValues } from './credential-reader.js';
 import type { HashScheme } from './password-hashes.js';
 import type { VerifyOutcome } from './password-pool.js';
 import type { PasswordVerifier } from './password-verifier.js';
-import type { AuthCheck, AuthDenial, AuthPass, AuthVerdict } from './types.js';
+import type { AuthCheck, AuthDenial, AuthPass, AuthReason, AuthVerdict } from './types.js';
 
 /** Longest base64 of `user:password` read: 253 characters of user name and a long password. */
 export const MAX_BASIC_CREDENTIALS_LENGTH = 4096;
@@ -35,7 +35,7 @@ export function compileBasicAuth(ir: BasicAuthIR, deps: { readonly passwords: Pa
   }
   // The realm was checked when the config was read; a snapshot from elsewhere cannot break the header.
   const challenge = `Basic realm="${ir.realm.replace(/["\\\p{Cc}]/gu, '')}", charset="UTF-8"`;
-  const deny = (reason: string, detail: string): AuthDenial => ({ ok: false, error: ERRORS.unauthenticated, reason, detail, challenge });
+  const deny = (reason: AuthReason, detail: string): AuthDenial => ({ ok: false, error: ERRORS.unauthenticated, reason, detail, challenge });
   const missing = deny('missing', 'no Basic credentials: send Authorization: Basic <base64 of user:password>');
   const invalid = (reason: 'unknown_user' | 'wrong_password') => deny(reason, 'the user name or password is not valid');
   const unknownUser = invalid('unknown_user');

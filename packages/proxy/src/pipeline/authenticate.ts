@@ -6,6 +6,7 @@
 import type { AuthCheck, AuthDenial, AuthPass, AuthRequest, AuthVerdict } from '../auth/types.js';
 import { answerAuthDenial } from './answer.js';
 import type { AuthOutcome, RequestContext } from './context.js';
+import { publish } from './events.js';
 import { readBodyOnce } from './llm-body.js';
 
 /** Returns false when the request was refused (and answered). Synchronous without checks. */
@@ -49,6 +50,8 @@ function authRequest(ctx: RequestContext): AuthRequest {
     consumer: ctx.consumer,
     model: ctx.llm?.model ?? null,
     body: Buffer.isBuffer(body) ? body : null,
+    // Read, but a stream: readLlmRequest replays a body over config.maxRequestBodyBytes unread.
+    bodyTooLarge: body !== undefined && !Buffer.isBuffer(body),
   };
 }
 
@@ -74,6 +77,9 @@ function record(ctx: RequestContext, check: AuthCheck, v: AuthVerdict): void {
 
 function refuse(ctx: RequestContext, check: AuthCheck, v: AuthDenial): void {
   ctx.deps.authLog.debug({ kind: check.kind, reason: v.reason, route: ctx.routeName, consumer: ctx.consumer?.name }, 'request refused by authentication or authorization');
+  // As the gateway policies stage does for its refusals: the trace shows the request the
+  // route's policies refused, with what each check decided (requestState.auth).
+  if (ctx.observed) publish.requestSnapshot(ctx, 'route policies');
   answerAuthDenial(ctx, v);
 }
 

@@ -166,7 +166,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
           mirrors: own.mirrors,
           responseModifiers: own.responseModifiers,
           policy: routePolicy,
-          auth: deps?.auth ? effectiveAuth(l.policy, r.policy, deps.auth) : null,
+          auth: deps?.auth ? effectiveAuth(l.policy, r.policy, deps.auth, limits) : null,
           countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false),
         };
         const base = order;
