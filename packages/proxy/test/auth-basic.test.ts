@@ -180,7 +180,8 @@ describe('basicAuth: refused htpasswd content', () => {
     const { gw } = await setup(HTPASSWD, { settings: { logLevel: 'trace' } });
     expect((await get(gw, basic(ALICE.user, 'nope'))).status).toBe(401);
     const dump = await (await fetch(`${gw.adminUrl}/config_dump`)).text();
-    expect(dump).toContain('"user": "alice"');
+    // Summarized: where the users come from and how many, never their hashes.
+    expect(dump).toMatch(/"basicAuth": \{[^}]*"users": 4/);
     for (const u of [ALICE, BOB, UNICODE, CAROL]) {
       const hash = u.line.slice(u.line.indexOf(':') + 1);
       expect(dump).not.toContain(hash);
