@@ -3,24 +3,15 @@
 // passwords, fetched key sets). What outlives one snapshot (key set fetchers, authorization
 // service clients, the password-hash worker) lives in AuthDeps, made once per process.
 import type { EvaluationLimits, PolicyIR } from '@tollgate/api';
-import type { Logger } from 'pino';
 import { compileApiKey } from './api-key.js';
 import { compileAuthorization } from './authorization.js';
 import { compileBasicAuth } from './basic-auth.js';
 import { compileExtAuthz } from './ext-authz.js';
-import type { ExtAuthzServices } from './ext-authz-services.js';
 import { compileJwt } from './jwt.js';
-import type { PasswordVerifier } from './password-verifier.js';
+import type { AuthDeps } from './deps.js';
 import type { AuthCheck, AuthKind } from './types.js';
 
-/** What the checks share across snapshots; made once per proxy process. */
-export interface AuthDeps {
-  readonly log: Logger;
-  /** basicAuth: the password workers and the cache of verified credentials. */
-  readonly passwords: PasswordVerifier;
-  /** Clients of the external authorization services (extAuthz), one per service address. */
-  readonly extAuthz: ExtAuthzServices;
-}
+export type { AuthDeps };
 
 /**
  * A kind's compiler. `limits` are the snapshot's evaluation bounds (`ir.limits`, or the

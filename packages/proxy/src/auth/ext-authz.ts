@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { ExtAuthzIR } from '@tollgate/api';
 import { ERRORS } from '../errors.js';
 import { WarnThrottle } from '../ratelimit/warn-throttle.js';
-import type { AuthDeps } from './compilers.js';
+import type { AuthDeps } from './deps.js';
 import { ServiceFailure, type ExtAuthzAnswer, type ExtAuthzCall } from './ext-authz-answer.js';
 import { isReserved, requestHeaderSets, responseHeaderSets } from './ext-authz-headers.js';
 import type { AuthCheck, AuthRequest, AuthVerdict } from './types.js';
