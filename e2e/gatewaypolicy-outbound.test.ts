@@ -3,7 +3,8 @@
 // objects applied with kubectl and status read back. A tenant names its rate limit service by
 // backendRef only: a host is refused (Accepted False naming the field), as are a Service of
 // another namespace without a ReferenceGrant, an ExternalName Service and a kind that is not a
-// Service; a granted one is accepted, its domain is sent as <namespace>/<domain>, and
+// Service (RefNotPermitted for the missing grant, Invalid for the others); a granted one is
+// accepted, its domain is sent as <namespace>/<domain>, and
 // ServicesAvailable follows the Service's ready endpoints. Waits are on watch events.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startChartController, waitForObject, type ControllerProcess } from './controller-process.js';
@@ -115,17 +116,18 @@ describe.skipIf(!availability.run)("a tenant's GatewayPolicy and the outbound ta
   });
 
   it.each([
-    ['an ExternalName Service', '{ backendRef: { name: alias, port: 6379 } }', /^spec\.traffic\.rateLimit\.global\.service\.backendRef: Service team\/alias is of type ExternalName/],
-    ['a kind that is not a Service', '{ backendRef: { group: tollgate.dev, kind: Backend, name: rls, port: 8081 } }', /^spec\.traffic\.rateLimit\.global\.service\.backendRef\.kind: tollgate\.dev\/Backend is not a supported kind/],
+    ['an ExternalName Service', '{ backendRef: { name: alias, port: 6379 } }', /^spec\.traffic\.rateLimit\.global\.service\.backendRef: Service team\/alias is of type ExternalName/, 'Invalid'],
+    ['a kind that is not a Service', '{ backendRef: { group: tollgate.dev, kind: Backend, name: rls, port: 8081 } }', /^spec\.traffic\.rateLimit\.global\.service\.backendRef\.kind: tollgate\.dev\/Backend is not a supported kind/, 'Invalid'],
     [
       'a Service of another namespace without a ReferenceGrant',
       `{ backendRef: { name: rls, namespace: ${LIMITS}, port: 8081 } }`,
       /^spec\.traffic\.rateLimit\.global\.service\.backendRef: Service limits\/rls is in another namespace; a ReferenceGrant in limits must allow GatewayPolicies of team/,
+      'RefNotPermitted',
     ],
-  ])('%s is refused, naming the field', async (_what, service, message) => {
+  ])('%s is refused, naming the field', async (_what, service, message, reason) => {
     await apply(policy(service));
     const p = await policyWhen((x) => message.test(cond(x, 'Accepted')?.message ?? ''));
-    expect(cond(p, 'Accepted')).toMatchObject({ status: 'False', reason: 'Invalid' });
+    expect(cond(p, 'Accepted')).toMatchObject({ status: 'False', reason });
   });
 
   it('granted: Accepted and Attached, the domain prefixed with the namespace; ServicesAvailable follows the ready endpoints', async () => {
