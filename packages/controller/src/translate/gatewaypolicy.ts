@@ -12,7 +12,7 @@ import { listenerLive, type GatewayState } from './gateway.js';
 import type { TranslatedRoute } from './httproute.js';
 import { byKey, compareAge, compareStrings, generationOf, keyOf } from './keys.js';
 import { resolveOutbound } from './outbound.js';
-import { convertPolicy } from './policy-conversion.js';
+import { authenticates, convertPolicy, refusingPolicy } from './policy-conversion.js';
 import { availability, targetName, type PolicyOutbound } from './policy-outbound.js';
 import { policyReferrer, policyRefs } from './policy-refs.js';
 import { checkReferences, refusalReason, type Finding } from './policy-sources.js';
@@ -166,6 +166,18 @@ export function translateGatewayPolicies(
     }
   }
 
+  // A target no valid policy wins, with a policy that authenticates but is not accepted: the
+  // oldest such policy keeps it closed (refusingPolicy), rather than leaving it open.
+  const guards = new Map<string, GatewayPolicy>();
+  for (const c of checked) {
+    if (!c.findings.length || !authenticates(c.policy)) continue;
+    for (const t of c.targets) {
+      if (!t.found.ok || t.pending !== null || winners.has(t.key)) continue;
+      const cur = guards.get(t.key);
+      if (!cur || compareAge(c.policy.metadata, cur.metadata) < 0) guards.set(t.key, c.policy);
+    }
+  }
+
   const applied = new Map<string, PolicyIR>();
   const status = new Map<string, GatewayPolicyStatusReport>();
   for (const c of checked) {
@@ -180,8 +192,13 @@ export function translateGatewayPolicies(
       if (accepted.ok && winner && winner !== p)
         accepted = fail('Conflicted', `GatewayPolicy ${keyOf(winner.metadata)} also targets ${targetName(t.ref)} and is older (or first by namespace/name); only it applies`);
       if (accepted.ok && t.pending === null && c.ir) applied.set(t.key, policyIR(c.ir, p, t.ref, t.key, c.rateLimitService));
+      const guarding = !accepted.ok && guards.get(t.key) === p;
+      if (guarding) applied.set(t.key, refusingPolicy(p, t.ref, t.key));
       const attached = !accepted.ok
-        ? fail('Pending', `not applied: the policy is not accepted for ${targetName(t.ref)} (${accepted.reason})`)
+        ? fail(
+            'Pending',
+            `not applied: the policy is not accepted for ${targetName(t.ref)} (${accepted.reason})${guarding ? `; as it authenticates, every request of ${targetName(t.ref)} is refused (403) until it is` : ''}`,
+          )
         : t.pending !== null
           ? fail('Pending', t.pending)
           : ok(

@@ -8,7 +8,7 @@
 // changed, so a rotated key is a new object; whether a grant allows it; the Secrets a selector
 // chooses; the addresses of its outbound targets). While none changes, the same PolicyIR
 // object comes back, so the snapshots holding it are reused (./snapshot.ts).
-import { toPolicy, type PolicyIR, type Problem } from '@tollgate/api';
+import { AUTH_KINDS, NO_AUTH, toPolicy, type PolicyIR, type PolicyTargetIR, type Problem } from '@tollgate/api';
 import type { Context } from './context.js';
 import { resolveOutbound } from './outbound.js';
 import { authOutbound, type PolicyOutbound } from './policy-outbound.js';
@@ -83,4 +83,36 @@ export function convertPolicy(p: GatewayPolicy, refs: PolicyRefs, ctx: Context):
   const result = { ir: findings.length ? null : ir, findings, calls: sources.outboundCalls };
   cache.set(p, { inputs, ...result });
   return { ir: result.ir, findings, outbound: sources.resolved };
+}
+
+/** Whether the policy authenticates or authorizes requests (sets one of the authentication kinds). */
+export function authenticates(p: GatewayPolicy): boolean {
+  const traffic = p.spec.traffic as Record<string, unknown> | undefined;
+  return AUTH_KINDS.some((k) => traffic?.[k] !== undefined);
+}
+
+/** Name of the rule a refusing policy holds: what a refused request's trace and metrics show. */
+export const NOT_ACCEPTED_RULE = 'policy-not-accepted';
+
+const refusing = new WeakMap<GatewayPolicy, Map<string, PolicyIR>>();
+
+/**
+ * What the proxies run for a target whose policy authenticates and is not accepted (a Secret
+ * deleted, a grant withdrawn, a typo): a rule that refuses every request (403), never the
+ * target without authentication. A broken reference closes the target; it does not open it.
+ */
+export function refusingPolicy(p: GatewayPolicy, target: PolicyTargetIR, key: string): PolicyIR {
+  let byTarget = refusing.get(p);
+  const hit = byTarget?.get(key);
+  if (hit) return hit;
+  const ir: PolicyIR = {
+    origin: { kind: 'GatewayPolicy', namespace: p.metadata.namespace ?? '', name: p.metadata.name, target },
+    localRateLimit: null,
+    remoteRateLimit: null,
+    ...NO_AUTH,
+    authorization: { rules: [{ name: NOT_ACCEPTED_RULE, action: 'Deny', expression: 'true' }] },
+  };
+  if (!byTarget) refusing.set(p, (byTarget = new Map()));
+  byTarget.set(key, ir);
+  return ir;
 }
