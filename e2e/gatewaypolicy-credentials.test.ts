@@ -19,9 +19,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PolicyIR, ProxySnapshot } from '../packages/api/src/index.js';
 import { LogControl } from '../packages/proxy/src/log/logger.js';
 import { ControllerSnapshotSource } from '../packages/proxy/src/source/controller-source.js';
+import type { SnapshotSink } from '../packages/proxy/src/source/snapshot-source.js';
 import { ControllerProcess, installChart, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
 import type { Condition } from './lib/conditions.js';
 import { run } from './lib/exec.js';
@@ -103,6 +103,10 @@ spec:
   from: [ { group: tollgate.dev, kind: GatewayPolicy, namespace: ${TEAM} } ]
   to: [ { group: '', kind: Secret, name: team-b } ]
 `;
+
+/** A snapshot as the proxy's source hands it on (the types of the build the proxy runs). */
+type ProxySnapshot = Parameters<SnapshotSink['apply']>[0];
+type PolicyIR = NonNullable<ProxySnapshot['binds'][number]['listeners'][number]['routes'][number]['policy']>;
 
 const silent = () => new LogControl('error', new Writable({ write: (_c, _e, cb) => cb() })).get('config');
 

@@ -60,11 +60,11 @@ function edit(kind: string, o: Mutable, n: number): void {
       // A key rotated or revoked, a Secret relabelled in or out of a policy's selector.
       const data = (o.data ?? {}) as Record<string, string>;
       o.data = n % 3 === 0 ? {} : { ...data, key: Buffer.from(`rotated-${n}`).toString('base64') };
-      if (n % 2) o.metadata.labels = { ...((o.metadata.labels as Record<string, string> | undefined) ?? {}), 'tollgate.dev/api-key': n % 4 === 1 ? 'team-a' : 'team-b' };
+      if (n % 2) o.metadata.labels = { ...(o.metadata.labels ?? {}), 'tollgate.dev/api-key': n % 4 === 1 ? 'team-a' : 'team-b' };
       break;
     }
     case 'configMaps':
-      o.data = n % 2 ? {} : { ...((o.data as Record<string, string> | undefined) ?? {}), 'jwks.json': '{"keys":[]}' };
+      o.data = n % 2 ? {} : { ...(o.data ?? {}), 'jwks.json': '{"keys":[]}' };
       break;
     default:
       break;

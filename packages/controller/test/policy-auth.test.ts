@@ -61,7 +61,7 @@ describe('a policy that authenticates and is not accepted', () => {
     expect(routePolicy(older.snapshots.get('infra/gw'), 'missing')).toMatchObject({ origin: { name: 'older-limit' }, authorization: null, localRateLimit: [{ requests: 5 }] });
     // A rate limit policy that is invalid (its own problem) is not applied: the route has none.
     const broken = limit('broken-limit', '2025-01-01T00:00:00Z', 5);
-    const brokenSpec = broken.spec as { targetRefs: { name: string }[]; traffic: { rateLimit: { local: { requests: number; burst?: number; unit: string }[]; global?: unknown } } };
+    const brokenSpec = broken.spec as unknown as { targetRefs: { name: string }[]; traffic: { rateLimit: { local: { requests: number; burst?: number; unit: string }[]; global?: unknown } } };
     brokenSpec.targetRefs[0]!.name = 'htpasswd';
     brokenSpec.traffic.rateLimit.global = { service: { host: 'rls:8081' }, domain: 'd', descriptors: [{ unit: 'Requests', entries: [{ name: 'k', expression: 'llm.model' }] }] };
     const open = translate({ ...r, gatewayPolicies: [broken] }, options);

@@ -89,7 +89,7 @@ describe('text(): a key of a Secret or ConfigMap', () => {
     // A grant to HTTPRoutes does not let a GatewayPolicy in.
     expect(refused(sources('routes-only').text(HTPASSWD_AT, { name: 'htpasswd', namespace: 'shared' })).reason).toBe('RefNotPermitted');
     // Without a grant the data is not read, even when the Secret is in the context.
-    const noGrants = load('policy-auth-cross-namespace', (r) => ((r as { referenceGrants: unknown[] }).referenceGrants = []));
+    const noGrants = load('policy-auth-cross-namespace', (r) => ((r as unknown as { referenceGrants: unknown[] }).referenceGrants = []));
     expect(refused(noGrants.sources('granted-configmap').text(JWKS_AT, { kind: 'ConfigMap', name: 'jwks', namespace: 'idp' })).reason).toBe('RefNotPermitted');
   });
 

@@ -112,7 +112,7 @@ export function refusingPolicy(p: GatewayPolicy, target: PolicyTargetIR, key: st
     ...NO_AUTH,
     authorization: { rules: [{ name: NOT_ACCEPTED_RULE, action: 'Deny', expression: 'true' }] },
   };
-  if (!byTarget) refusing.set(p, (byTarget = new Map()));
+  if (!byTarget) refusing.set(p, (byTarget = new Map<string, PolicyIR>()));
   byTarget.set(key, ir);
   return ir;
 }

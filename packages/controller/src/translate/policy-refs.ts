@@ -92,7 +92,7 @@ export function policyRefs(p: GatewayPolicy): PolicyRefs {
         if (isObject(v) && isName(v.name))
           objects.push({ at, kind: v.kind === 'ConfigMap' ? 'ConfigMap' : 'Secret', namespace: isName(v.namespace) ? v.namespace : ns, name: v.name, key: isName(v.key) ? v.key : null });
       } else if (field === 'backendRef') {
-        if (isObject(v)) outbound.push({ at: path, field: value as OutboundField });
+        if (isObject(v)) outbound.push({ at: path, field: value });
       } else if (field !== 'matchLabels') {
         walk(v, at, depth + 1);
       }

@@ -177,7 +177,7 @@ export class ClusterPolicySources implements PolicySources {
       if (unnamed) return this.#fail(at, unnamed);
       const found = lookupObject(this.namespace, { at: path, kind: 'Secret', namespace, name: r.name, key: null }, this.ctx);
       if (!found.ok) return this.#fail(at, found);
-      chosen.set(`${namespace}/${r.name}`, { secret: found.object as V1Secret, path });
+      chosen.set(`${namespace}/${r.name}`, { secret: found.object, path });
     }
     if (selector) {
       const path = joinPath(at, 'secretSelector');
