@@ -137,7 +137,7 @@ describe.skipIf(!availability.run)("the Secrets of a tenant's GatewayPolicy", ()
     await controller?.stop('SIGKILL');
   });
 
-  it('a Secret that does not exist refuses the policy (InvalidSecretRef, naming the field); created, it is read whole', async () => {
+  it('a Secret that does not exist refuses the policy (InvalidSecretRef, naming the field); created, it is read whole', { timeout: 90_000 }, async () => {
     await apply(keysPolicy(`[ { name: team-a } ]`));
     const p = await policyWhen('keys', (x) => cond(x, 'Accepted')?.reason === 'InvalidSecretRef');
     expect(cond(p, 'Accepted')).toMatchObject({ status: 'False', message: `spec.traffic.apiKey.secretRefs[0]: Secret ${TEAM}/team-a does not exist; create it or fix the name` });
@@ -149,7 +149,7 @@ describe.skipIf(!availability.run)("the Secrets of a tenant's GatewayPolicy", ()
     expect(await heldWhole()).toBe(1);
   });
 
-  it('a Secret of another namespace is refused and not read (RefNotPermitted) until a ReferenceGrant there allows it', async () => {
+  it('a Secret of another namespace is refused and not read (RefNotPermitted) until a ReferenceGrant there allows it', { timeout: 90_000 }, async () => {
     await kubectl(['create', '-f', '-'], keySecret('team-b', KEYS, 'sk-team-b-v1'));
     await apply(keysPolicy(`[ { name: team-a }, { name: team-b, namespace: ${KEYS} } ]`));
     const p = await policyWhen('keys', (x) => cond(x, 'Accepted')?.reason === 'RefNotPermitted');
@@ -162,7 +162,7 @@ describe.skipIf(!availability.run)("the Secrets of a tenant's GatewayPolicy", ()
     expect(await heldWhole()).toBe(2);
   });
 
-  it('a Secret a selector chooses is read once created with the label, and dropped once relabelled', async () => {
+  it('a Secret a selector chooses is read once created with the label, and dropped once relabelled', { timeout: 90_000 }, async () => {
     await apply(BY_LABEL);
     await policyWhen('by-label', (x) => cond(x, 'Accepted') !== undefined);
     expect(await heldWhole()).toBe(2);

@@ -57,8 +57,8 @@ describe('a policy that authenticates and is not accepted', () => {
       metadata: { name, namespace: 'team', generation: 1, creationTimestamp: created },
       spec: { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'missing' }], traffic: { rateLimit: { local: [{ requests, unit: 'Minutes' }] } } },
     });
-    const older = translate({ ...r, gatewayPolicies: [...r.gatewayPolicies, limit('older-limit', '2025-01-01T00:00:00Z', 5)] }, options);
-    expect(routePolicy(older.snapshots.get('infra/gw'), 'missing')).toMatchObject({ origin: { name: 'older-limit' }, authorization: null, localRateLimit: [{ requests: 5 }] });
+    const older = translate({ ...r, gatewayPolicies: [...r.gatewayPolicies, limit('accepted-limit', '2025-01-01T00:00:00Z', 5)] }, options);
+    expect(routePolicy(older.snapshots.get('infra/gw'), 'missing')).toMatchObject({ origin: { name: 'accepted-limit' }, authorization: null, localRateLimit: [{ requests: 5 }] });
     // A rate limit policy that is invalid (its own problem) is not applied: the route has none.
     const broken = limit('broken-limit', '2025-01-01T00:00:00Z', 5);
     const brokenSpec = broken.spec as unknown as { targetRefs: { name: string }[]; traffic: { rateLimit: { local: { requests: number; burst?: number; unit: string }[]; global?: unknown } } };
