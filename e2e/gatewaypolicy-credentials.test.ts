@@ -23,7 +23,7 @@ import { LogControl } from '../packages/proxy/src/log/logger.js';
 import { ControllerSnapshotSource } from '../packages/proxy/src/source/controller-source.js';
 import type { SnapshotSink } from '../packages/proxy/src/source/snapshot-source.js';
 import { ControllerProcess, installChart, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
-import type { Condition } from './lib/conditions.js';
+import { policyCondition, type PolicyStatus } from './lib/conditions.js';
 import { run } from './lib/exec.js';
 import { e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
@@ -32,13 +32,8 @@ const availability = e2eAvailability();
 const INFRA = 'infra';
 const TEAM = 'team';
 const KEYS = 'keys';
-const OURS = 'tollgate.dev/gateway-controller';
 const LABEL = 'tollgate.dev/api-key';
 
-interface Policy {
-  status?: { ancestors?: { controllerName: string; conditions: Condition[] }[] };
-}
-const cond = (p: Policy, type: string) => p.status?.ancestors?.find((a) => a.controllerName === OURS)?.conditions.find((c) => c.type === type);
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const idOf = (key: string) => createHash('sha256').update(key).digest('hex').slice(0, 8);
 
@@ -120,7 +115,7 @@ describe.skipIf(!availability.run)("the Secrets of a tenant's GatewayPolicy", ()
   const kubectl = (args: string[], input?: string) => run(cluster.current.tools.kubectl, args, { env: cluster.current.env, input });
   const apply = (doc: string) => kubectl(['apply', '-f', '-'], doc);
   const dir = mkdtempSync(join(tmpdir(), 'tg-credentials-'));
-  const policyWhen = (name: string, holds: (p: Policy) => boolean) => waitForObject<Policy>(cluster.current, 'gatewaypolicies.tollgate.dev', name, TEAM, holds);
+  const policyWhen = (name: string, holds: (p: PolicyStatus) => boolean) => waitForObject<PolicyStatus>(cluster.current, 'gatewaypolicies.tollgate.dev', name, TEAM, holds);
   let controller: ControllerProcess;
   /** Secrets the controller holds whole (not their metadata). */
   const heldWhole = () => controller.metric('tollgate_controller_cached_objects', { kind: 'Secret', form: 'full' });
@@ -139,32 +134,32 @@ describe.skipIf(!availability.run)("the Secrets of a tenant's GatewayPolicy", ()
 
   it('a Secret that does not exist refuses the policy (InvalidSecretRef, naming the field); created, it is read whole', { timeout: 90_000 }, async () => {
     await apply(keysPolicy(`[ { name: team-a } ]`));
-    const p = await policyWhen('keys', (x) => cond(x, 'Accepted')?.reason === 'InvalidSecretRef');
-    expect(cond(p, 'Accepted')).toMatchObject({ status: 'False', message: `spec.traffic.apiKey.secretRefs[0]: Secret ${TEAM}/team-a does not exist; create it or fix the name` });
-    expect(cond(p, 'Attached')?.message).toContain(`every request of HTTPRoute ${TEAM}/chat is refused (403) until it is`);
+    const p = await policyWhen('keys', (x) => policyCondition(x, 'Accepted')?.reason === 'InvalidSecretRef');
+    expect(policyCondition(p, 'Accepted')).toMatchObject({ status: 'False', message: `spec.traffic.apiKey.secretRefs[0]: Secret ${TEAM}/team-a does not exist; create it or fix the name` });
+    expect(policyCondition(p, 'Attached')?.message).toContain(`every request of HTTPRoute ${TEAM}/chat is refused (403) until it is`);
     expect(await heldWhole()).toBe(0);
     await kubectl(['create', '-f', '-'], keySecret('team-a', TEAM, 'sk-team-a-v1'));
     // The reconcile waits for the first read of a Secret it wants: a new reason means it was read.
-    await policyWhen('keys', (x) => cond(x, 'Accepted') !== undefined && cond(x, 'Accepted')?.reason !== 'InvalidSecretRef');
+    await policyWhen('keys', (x) => policyCondition(x, 'Accepted') !== undefined && policyCondition(x, 'Accepted')?.reason !== 'InvalidSecretRef');
     expect(await heldWhole()).toBe(1);
   });
 
   it('a Secret of another namespace is refused and not read (RefNotPermitted) until a ReferenceGrant there allows it', { timeout: 90_000 }, async () => {
     await kubectl(['create', '-f', '-'], keySecret('team-b', KEYS, 'sk-team-b-v1'));
     await apply(keysPolicy(`[ { name: team-a }, { name: team-b, namespace: ${KEYS} } ]`));
-    const p = await policyWhen('keys', (x) => cond(x, 'Accepted')?.reason === 'RefNotPermitted');
-    expect(cond(p, 'Accepted')?.message).toBe(
+    const p = await policyWhen('keys', (x) => policyCondition(x, 'Accepted')?.reason === 'RefNotPermitted');
+    expect(policyCondition(p, 'Accepted')?.message).toBe(
       `spec.traffic.apiKey.secretRefs[1]: Secret ${KEYS}/team-b is in another namespace; a ReferenceGrant in ${KEYS} must allow GatewayPolicies of ${TEAM} to refer to it`,
     );
     expect(await heldWhole()).toBe(1);
     await apply(GRANT);
-    await policyWhen('keys', (x) => cond(x, 'Accepted') !== undefined && cond(x, 'Accepted')?.reason !== 'RefNotPermitted');
+    await policyWhen('keys', (x) => policyCondition(x, 'Accepted') !== undefined && policyCondition(x, 'Accepted')?.reason !== 'RefNotPermitted');
     expect(await heldWhole()).toBe(2);
   });
 
   it('a Secret a selector chooses is read once created with the label, and dropped once relabelled', { timeout: 90_000 }, async () => {
     await apply(BY_LABEL);
-    await policyWhen('by-label', (x) => cond(x, 'Accepted') !== undefined);
+    await policyWhen('by-label', (x) => policyCondition(x, 'Accepted') !== undefined);
     expect(await heldWhole()).toBe(2);
     await kubectl(['create', '-f', '-'], keySecret('carol', TEAM, 'sk-team-c-carol', { [LABEL]: 'team-c' }));
     // The policy's status need not change (one more consumer is no new reason): what the controller holds shows the read.
@@ -175,7 +170,7 @@ describe.skipIf(!availability.run)("the Secrets of a tenant's GatewayPolicy", ()
 
   // Needs the apiKey conversion (toApiKeyIR reading its Secrets through sources.secrets()).
   it('with the apiKey conversion: a rotated key reaches a connected proxy without a restart; the Secret deleted closes the route', { timeout: 120_000 }, async () => {
-    await policyWhen('keys', (x) => cond(x, 'Accepted')?.status === 'True');
+    await policyWhen('keys', (x) => policyCondition(x, 'Accepted')?.status === 'True');
     const cm = await waitForObject<{ data?: Record<string, string> }>(cluster.current, 'configmaps', 'tollgate-ca', INFRA, (o) => Boolean(o.data?.['ca.crt']));
     await waitForObject(cluster.current, 'serviceaccounts', 'gw-tollgate', INFRA, () => true);
     const caFile = join(dir, 'ca.crt');
@@ -214,8 +209,8 @@ describe.skipIf(!availability.run)("the Secrets of a tenant's GatewayPolicy", ()
       expect(JSON.stringify(rotated)).not.toContain('sk-team-a');
 
       await kubectl(['delete', 'secret', 'team-a', '-n', TEAM]);
-      const p = await policyWhen('keys', (x) => cond(x, 'Accepted')?.reason === 'InvalidSecretRef');
-      expect(cond(p, 'Accepted')?.message).toBe(`spec.traffic.apiKey.secretRefs[0]: Secret ${TEAM}/team-a does not exist; create it or fix the name`);
+      const p = await policyWhen('keys', (x) => policyCondition(x, 'Accepted')?.reason === 'InvalidSecretRef');
+      expect(policyCondition(p, 'Accepted')?.message).toBe(`spec.traffic.apiKey.secretRefs[0]: Secret ${TEAM}/team-a does not exist; create it or fix the name`);
       const closed = await receive((s) => routePolicy(s, 'chat')?.authorization?.rules[0]?.name === 'policy-not-accepted');
       expect(routePolicy(closed, 'chat')?.apiKey).toBeNull();
       // One connection throughout: nothing was restarted.

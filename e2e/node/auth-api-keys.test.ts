@@ -12,13 +12,13 @@
 // - OPA allows the requests its Rego policy allows and the proxies refuse the others (403).
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Condition } from '../lib/conditions.js';
+import { policyCondition, type PolicyStatus } from '../lib/conditions.js';
 import { installChart, SYSTEM_NAMESPACE } from '../lib/chart.js';
 import { opaImage } from '../lib/node/images.js';
 import { nodeAvailability } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
 import { kubectlOk, portForward, until } from './helm-install.lib.js';
-import { mockLlm } from './manifests.js';
+import { mockLlm, opa } from './manifests.js';
 
 const availability = nodeAvailability();
 const GW_NS = 'shared-gateway';
@@ -33,8 +33,6 @@ const PROXY_PODS = `gateway.networking.k8s.io/gateway-name=${GATEWAY}`;
 const keyOf = (team: Team, generation = 1) => `sk-${team}-e2e-${String(generation).padStart(4, '0')}`;
 const idOf = (key: string) => createHash('sha256').update(key).digest('hex').slice(0, 8);
 const b64 = (s: string) => Buffer.from(s).toString('base64');
-
-const restricted = { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } };
 
 /** A team's objects: its route (chosen by the x-route header), its API key Secret and the policy naming it. */
 function teamObjects(team: Team): unknown[] {
@@ -62,6 +60,7 @@ function apiKeySecret(team: Team, key: string): unknown {
   return { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'api-key', namespace: team }, type: 'Opaque', data: { key: b64(key), consumer: b64(`${team}-app`), group: b64(team) } };
 }
 
+/** OPA's policy: allow a request that says so in a header. */
 const REGO = `package envoy.authz
 
 import rego.v1
@@ -72,38 +71,9 @@ default allow := false
 allow if input.attributes.request.http.headers["x-opa-allow"] == "yes"
 `;
 
-/** OPA with its Envoy plugin as a pod of AUTHZ, its Rego from a ConfigMap, gRPC on 9191; opened to GatewayPolicies of team-a. */
-function opaObjects(): unknown[] {
-  const labels = { app: 'opa' };
+/** What OPA's route needs besides OPA: a grant to its Service for GatewayPolicies of team-a, the route and the policy. */
+function opaRouteObjects(): unknown[] {
   return [
-    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'opa-policy', namespace: AUTHZ }, data: { 'policy.rego': REGO } },
-    {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'opa', namespace: AUTHZ, labels },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: labels },
-        template: {
-          metadata: { labels },
-          spec: {
-            containers: [{
-              name: 'opa',
-              image: opaImage(),
-              imagePullPolicy: 'IfNotPresent',
-              args: ['run', '--server', '--addr=0.0.0.0:8181', '--set=plugins.envoy_ext_authz_grpc.addr=0.0.0.0:9191', '--set=plugins.envoy_ext_authz_grpc.path=envoy/authz/allow', '/policy/policy.rego'],
-              ports: [{ name: 'grpc', containerPort: 9191 }, { name: 'http', containerPort: 8181 }],
-              // Ready once the plugin's gRPC server listens.
-              readinessProbe: { tcpSocket: { port: 9191 }, periodSeconds: 1 },
-              volumeMounts: [{ name: 'policy', mountPath: '/policy', readOnly: true }],
-              securityContext: restricted,
-            }],
-            volumes: [{ name: 'policy', configMap: { name: 'opa-policy' } }],
-          },
-        },
-      },
-    },
-    { apiVersion: 'v1', kind: 'Service', metadata: { name: 'opa', namespace: AUTHZ, labels }, spec: { selector: labels, ports: [{ name: 'grpc', port: 9191, targetPort: 'grpc', appProtocol: 'grpc' }] } },
     {
       apiVersion: 'gateway.networking.k8s.io/v1beta1',
       kind: 'ReferenceGrant',
@@ -145,9 +115,6 @@ const GATEWAY_OBJECTS = [
   },
 ];
 
-interface PolicyObject {
-  status?: { ancestors?: { conditions: Condition[] }[] };
-}
 interface SnapshotsView {
   gateways: {
     gateway: string;
@@ -214,7 +181,8 @@ describe.skipIf(!availability.run)('API keys and OPA on the e2e node', () => {
       await kubectlOk(node.current, ['apply', '-f', '-'], mockLlm(team, 1));
       await apply(teamObjects(team));
     }
-    await apply(opaObjects());
+    await kubectlOk(node.current, ['apply', '-f', '-'], opa(AUTHZ, REGO));
+    await apply(opaRouteObjects());
     await k('wait', '--for=condition=Programmed', `gateway/${GATEWAY}`, '-n', GW_NS, '--timeout=180s');
     await k('rollout', 'status', '-n', GW_NS, `deployment/${PROXY}`, '--timeout=180s');
     await k('rollout', 'status', '-n', AUTHZ, 'deployment/opa', '--timeout=120s');
@@ -222,8 +190,7 @@ describe.skipIf(!availability.run)('API keys and OPA on the e2e node', () => {
     address = (await k('get', 'gateway', GATEWAY, '-n', GW_NS, '-o', 'jsonpath={.status.addresses[0].value}')).trim();
     for (const [ns, name] of [...TEAMS.map((t) => [t, 'api-keys']), ['team-a', 'opa-decides']] as const) {
       await until(`GatewayPolicy ${ns}/${name} Accepted`, async () => {
-        const p = await json<PolicyObject>('get', 'gatewaypolicy', name, '-n', ns);
-        const accepted = p.status?.ancestors?.[0]?.conditions.find((c) => c.type === 'Accepted');
+        const accepted = policyCondition(await json<PolicyStatus>('get', 'gatewaypolicy', name, '-n', ns), 'Accepted');
         if (accepted?.status === 'False') throw new Error(`${ns}/${name}: ${accepted.reason}: ${accepted.message}`);
         return accepted?.status === 'True' ? true : undefined;
       }, 60_000);
