@@ -6,10 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { V1Secret } from '@kubernetes/client-node';
-import type { Problem, SourceResult } from '@tollgate/api';
+import { MAX_SELECTED_SECRETS, type Problem, type SourceResult } from '@tollgate/api';
 import { describe, expect, it } from 'vitest';
 import { buildContext } from '../src/translate/context.js';
-import { MAX_SELECTED_SECRETS, policyRefs } from '../src/translate/policy-refs.js';
+import { policyRefs } from '../src/translate/policy-refs.js';
 import { checkReferences, ClusterPolicySources, MAX_REFERENCED_TEXT_BYTES, MAX_SELECTED_DATA_BYTES, refusalReason } from '../src/translate/policy-sources.js';
 import type { Resources } from '../src/translate/types.js';
 import type { GatewayPolicy } from '../src/types/gateway-api.js';

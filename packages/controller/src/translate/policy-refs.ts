@@ -9,7 +9,7 @@
 // translation (policy-sources.ts: what a conversion may read) both decide with these
 // functions: a conversion can never need an object the cache did not read, and the cache
 // reads nothing a policy may not use.
-import { AUTH_KINDS, joinPath } from '@tollgate/api';
+import { AUTH_KINDS, joinPath, MAX_SELECTABLE_LABEL_BYTES, MAX_SELECTED_SECRETS } from '@tollgate/api';
 import { POLICY_GROUP, type GatewayPolicy } from '../types/gateway-api.js';
 import { compareStrings } from './keys.js';
 import type { OutboundField } from './outbound.js';
@@ -45,15 +45,6 @@ export interface PolicyRefs {
   readonly outbound: readonly OutboundAt[];
 }
 
-/** Secrets one secretSelector may choose; more is refused (name them, or split the policy). */
-export const MAX_SELECTED_SECRETS = 1024;
-
-/**
- * Labels of a Secret a selector may match, together (keys and values): the metadata cache
- * keeps no more of an object (watch/metadata-watch.ts), so a Secret with more labels than
- * this is chosen by no selector, in the cache and in translation alike.
- */
-export const MAX_SELECTABLE_LABEL_BYTES = 4096;
 
 /** The CRD bounds nesting far below this; it keeps a walk of a hand-made object short. */
 const MAX_DEPTH = 12;
@@ -116,7 +107,12 @@ export function mayRead(policyNamespace: string, ref: { readonly kind: PolicyObj
   return grants.permits(policyReferrer(policyNamespace), { group: '', kind: ref.kind, namespace: ref.namespace, name: ref.name });
 }
 
-/** The labels a selector may match: all of them, or none when together they exceed MAX_SELECTABLE_LABEL_BYTES. */
+/**
+ * The labels a selector may match: all of them, or none when together they exceed
+ * MAX_SELECTABLE_LABEL_BYTES (the schema's bound). The metadata cache keeps no more
+ * (watch/metadata-watch.ts), so such a Secret is chosen by no selector, in the cache and in
+ * translation alike.
+ */
 export function selectableLabels(labels: Readonly<Record<string, string>> | undefined): Readonly<Record<string, string>> | undefined {
   if (!labels) return undefined;
   let bytes = 0;

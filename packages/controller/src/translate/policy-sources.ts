@@ -12,11 +12,11 @@
 // the reference it read it from. No message quotes a value: objects and keys are named by
 // their names, sizes are counted.
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
-import { joinPath, type ObjectKeyRef, type OutboundRef, type PolicySources, type Problem, type SourceObject, type SourceResult } from '@tollgate/api';
+import { joinPath, MAX_SELECTED_SECRETS, type ObjectKeyRef, type OutboundRef, type PolicySources, type Problem, type SourceObject, type SourceResult } from '@tollgate/api';
 import type { Context } from './context.js';
 import { resolveOutbound, type OutboundField } from './outbound.js';
 import { authOutbound, type PolicyOutbound } from './policy-outbound.js';
-import { MAX_SELECTED_SECRETS, mayRead, policyReferrer, selectSecrets, type PolicyObjectKind, type PolicyRefs } from './policy-refs.js';
+import { mayRead, policyReferrer, selectSecrets, type PolicyObjectKind, type PolicyRefs } from './policy-refs.js';
 import { grantNeeded } from './referencegrant.js';
 
 /** Largest text one reference yields (the API server keeps an object's data below about 1 MiB anyway). */
