@@ -7,3 +7,5 @@ export * from './basic-auth.js';
 export * from './jwt.js';
 export * from './authorization.js';
 export * from './ext-authz.js';
+export { toApiKeyIR, DEFAULT_KEY_FROM } from './api-key-ir.js';
+export { toBasicAuthIR, parseHtpasswd, DEFAULT_REALM } from './basic-auth-ir.js';

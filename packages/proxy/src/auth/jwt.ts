@@ -1,6 +1,6 @@
 // jwt (pending: this kind's check).
 import type { JwtIR } from '@tollgate/api';
-import type { AuthDeps } from './compilers.js';
+import type { AuthDeps } from './deps.js';
 import type { AuthCheck } from './types.js';
 
 export function compileJwt(_ir: JwtIR, _deps: AuthDeps): AuthCheck {

@@ -68,6 +68,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       maxConnectionsPerBind: settings.maxConnectionsPerBind,
       maxTokensChargedPerResponse: settings.maxTokensChargedPerResponse,
       maxRateLimitKeys: settings.maxRateLimitKeys,
+      passwords: settings.basicAuth,
       clientTimeouts: {
         requestHeadersMs: settings.requestHeadersTimeout ? parseDuration(settings.requestHeadersTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestHeadersMs,
         requestBodyIdleMs: settings.requestBodyIdleTimeout ? parseDuration(settings.requestBodyIdleTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyIdleMs,

@@ -25,6 +25,8 @@ import { BodyBudget } from '../pipeline/body-budget.js';
 import type { InFlight } from '../pipeline/inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
 import { AuthCompilers } from '../auth/compilers.js';
+import { defaultPasswordSettings, PasswordVerifier, type PasswordSettings } from '../auth/password-verifier.js';
+import { ExtAuthzServices, extAuthzServicesInUse } from '../auth/ext-authz-services.js';
 
 export interface RuntimeOptions {
   readonly connectTimeoutMs: number;
@@ -58,6 +60,8 @@ export interface RuntimeOptions {
   readonly maxTokensChargedPerResponse?: number;
   /** config.maxRateLimitKeys. */
   readonly maxRateLimitKeys?: number;
+  /** config.basicAuth: password workers, their queue, the cache of verified credentials. */
+  readonly passwords?: Partial<PasswordSettings>;
 }
 
 /** config.requestHeadersTimeout, requestBodyIdleTimeout, requestBodyTimeout and keepAliveTimeout defaults. */
@@ -87,6 +91,8 @@ export class ProxyRuntime {
   readonly endpoints: EndpointTable;
   readonly #picking: PickerDeps;
   readonly #auth: AuthCompilers;
+  /** basicAuth's password workers and cache (threads start with the first verification). */
+  readonly passwords: PasswordVerifier;
   /** Aborts the mirrored copies still in flight when the runtime closes. */
   readonly #mirrors = new AbortController();
   readonly inflight = new Map<number, InFlight>();
@@ -164,7 +170,9 @@ export class ProxyRuntime {
       chargeCap: new ChargeCap(options.maxTokensChargedPerResponse ?? DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE, log, clock),
       authLog: options.authLog ?? options.log,
     };
-    this.#auth = new AuthCompilers({ log: options.authLog ?? options.log });
+    const authLog = options.authLog ?? options.log;
+    this.passwords = new PasswordVerifier({ ...defaultPasswordSettings(), ...options.passwords }, authLog, (result) => this.metrics.countPasswordCheck(result));
+    this.#auth = new AuthCompilers({ log: authLog, passwords: this.passwords, extAuthz: new ExtAuthzServices() });
     this.traces.owner = this.#deps;
   }
 
@@ -297,6 +305,7 @@ export class ProxyRuntime {
     this.endpoints.retain(next.upstreams);
     this.metrics.retainRoutes(next.routeNames);
     this.#global?.pool.retain(services);
+    this.#auth.deps.extAuthz.retain(extAuthzServicesInUse(ir));
   }
 
   #drainTimes(): DrainTimes {
@@ -314,6 +323,8 @@ export class ProxyRuntime {
     this.#mirrors.abort();
     await this.endpoints.close();
     await this.#global?.pool.close();
+    await this.passwords.close();
+    await this.#auth.deps.extAuthz.close();
   }
 }
 

@@ -17,7 +17,7 @@ export function tasksRoutes(app: FastifyInstance, ctx: AdminContext): void {
       requests: [...rt.inflight.values()].map((r) => ({
         name: `request ${r.id}`,
         method: r.method,
-        url: redactPathAndQuery(r.url),
+        url: redactPathAndQuery(r.url, rt.hasConfig ? rt.current.credentials : undefined),
         stage: r.stage,
         ageMs: now - r.startedAt,
         route: r.route ?? null,

@@ -1,0 +1,26 @@
+// The headers and query parameters a snapshot's policies read credentials from that the fixed
+// redaction list (@tollgate/api secret.ts) does not name: an apiKey read from `x-team-key` or
+// `?team_key=`. Traces and /debug/tasks redact them too, on every route, since a trace shows a
+// request before its route (and so its policy) is known.
+import type { CredentialLocationIR, ExtraCredentials, PolicyIR, ProxySnapshot } from '@tollgate/api';
+
+function add(out: { headers: Set<string>; query: Set<string> }, locations: readonly CredentialLocationIR[]): void {
+  for (const l of locations) {
+    if (l.type === 'Header') out.headers.add(l.name.toLowerCase());
+    else if (l.type === 'Query') out.query.add(l.name.toLowerCase());
+  }
+}
+
+export function credentialNames(ir: ProxySnapshot): ExtraCredentials {
+  const out = { headers: new Set<string>(), query: new Set<string>() };
+  const visit = (p: PolicyIR | null) => {
+    if (p?.apiKey) add(out, p.apiKey.keyFrom);
+  };
+  for (const b of ir.binds) {
+    for (const l of b.listeners) {
+      visit(l.policy);
+      for (const r of l.routes) visit(r.policy);
+    }
+  }
+  return out;
+}
