@@ -52,6 +52,7 @@ const dump = (snap: ProxySnapshot) =>
     maxConnectionsPerBind: 1,
     maxTraceSessions: 1,
     maxTokensChargedPerResponse: 1,
+    basicAuth: { workers: 1, maxQueue: 1, cacheEntries: 1 },
   });
 
 /** The route's policy as config_dump shows it, and its effectivePolicy as the trace does. */
