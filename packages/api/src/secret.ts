@@ -116,12 +116,23 @@ export function isSensitiveQueryParam(name: string): boolean {
   return SENSITIVE_QUERY_PARAMS.has(name.toLowerCase());
 }
 
+/**
+ * Names a config makes credentials besides the lists above: the headers and query parameters
+ * its authentication policies read keys and tokens from (lower case).
+ */
+export interface CredentialNames {
+  readonly headers: ReadonlySet<string>;
+  readonly query: ReadonlySet<string>;
+}
+
+export const NO_CREDENTIAL_NAMES: CredentialNames = { headers: new Set(), query: new Set() };
+
 /** A copy of a header map with credential values replaced by the redaction marker. */
-export function redactHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+export function redactHeaders(headers: Record<string, string | string[] | undefined>, extra: CredentialNames = NO_CREDENTIAL_NAMES): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
-    out[name] = isSensitiveHeader(name) ? REDACTED : Array.isArray(value) ? value.join(', ') : value;
+    out[name] = isSensitiveHeader(name) || extra.headers.has(name.toLowerCase()) ? REDACTED : Array.isArray(value) ? value.join(', ') : value;
   }
   return out;
 }
@@ -138,9 +149,10 @@ function decodedName(raw: string): string {
  * A request target (`/path?query`, or an absolute URL) with the values of credential query
  * parameters replaced by the redaction marker. Names are matched case-insensitively and after
  * percent-decoding; everything else, the path and the other parameters, is kept byte for byte
- * (nothing is re-encoded), so the result still reads like what the client sent.
+ * (nothing is re-encoded), so the result still reads like what the client sent. `extra` adds
+ * the parameters a config's policies read credentials from.
  */
-export function redactPathAndQuery(pathAndQuery: string): string {
+export function redactPathAndQuery(pathAndQuery: string, extra: CredentialNames = NO_CREDENTIAL_NAMES): string {
   const q = pathAndQuery.indexOf('?');
   if (q < 0) return pathAndQuery;
   const hash = pathAndQuery.indexOf('#', q);
@@ -149,7 +161,9 @@ export function redactPathAndQuery(pathAndQuery: string): string {
   let changed = false;
   const parts = query.split('&').map((part) => {
     const eq = part.indexOf('=');
-    if (eq < 0 || !isSensitiveQueryParam(decodedName(part.slice(0, eq)))) return part;
+    if (eq < 0) return part;
+    const name = decodedName(part.slice(0, eq));
+    if (!isSensitiveQueryParam(name) && !extra.query.has(name.toLowerCase())) return part;
     changed = true;
     return `${part.slice(0, eq + 1)}${REDACTED}`;
   });

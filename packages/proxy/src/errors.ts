@@ -85,6 +85,12 @@ export const PROXY_ERRORS = defineErrors({
     message: 'the authorization service could not decide',
     hint: 'the extAuthz service did not answer in time or answered garbage (failureMode FailClosed); look at the service, or its timeout',
   },
+  jwksUnavailable: {
+    code: 'TG_JWKS_UNAVAILABLE',
+    status: 503,
+    message: 'the keys to verify the token could not be fetched; retry shortly',
+    hint: 'the jwt provider\'s remote JWKS has not been fetched since the proxy started (no answer within its timeout, an error status, or not a key set); the auth log names the JWKS and why, tollgate_jwks_fetches_total counts the failures',
+  },
   rateLimited: {
     code: 'TG_RATE_LIMITED',
     status: 429,

@@ -5,5 +5,7 @@ export * from './convert.js';
 export * from './api-key.js';
 export * from './basic-auth.js';
 export * from './jwt.js';
+export * from './jwks.js';
+export { DEFAULT_JWKS_CACHE_MS, DEFAULT_JWKS_TIMEOUT_MS, DEFAULT_CLOCK_SKEW_MS, describeLocation, locationKey } from './jwt-ir.js';
 export * from './authorization.js';
 export * from './ext-authz.js';

@@ -208,6 +208,13 @@ export class ProxyMetrics {
     ['kind', 'result', 'reason'],
   );
   readonly #authCells = new Map<string, Cell<'kind' | 'result' | 'reason'>>();
+  readonly #jwksFetches = new CellCounter(
+    this.registry,
+    'tollgate_jwks_fetches_total',
+    'Fetches of the remote key sets (JWKS) of jwt providers, by result: ok, timeout, unreachable, status (not 200), too_large (over 256 KiB), invalid (not a usable key set). A failed fetch keeps the last good set.',
+    ['result'],
+  );
+  readonly #jwksCells = new Map<string, Cell<'result'>>();
   readonly #upstreamLatency = new CellHistogram<'route'>(
     this.registry,
     'tollgate_upstream_latency_seconds',
@@ -256,6 +263,13 @@ export class ProxyMetrics {
     const key = `${kind}\u0000${reason}`;
     let cell = this.#authCells.get(key);
     if (!cell) this.#authCells.set(key, (cell = this.#auth.cell({ kind, result: allowed ? 'allow' : 'deny', reason })));
+    cell.value++;
+  }
+
+  /** Counts one fetch of a remote JWKS. */
+  countJwksFetch(result: string): void {
+    let cell = this.#jwksCells.get(result);
+    if (!cell) this.#jwksCells.set(result, (cell = this.#jwksFetches.cell({ result })));
     cell.value++;
   }
 

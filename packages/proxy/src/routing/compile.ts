@@ -9,7 +9,7 @@
 // thousands builds one route's parts; the indexes, which depend on every route, are rebuilt.
 // Only the serving snapshot's parts are reused: their pickers hold endpoints that snapshot
 // keeps alive, and nothing outlives the next apply.
-import { DEFAULT_LIMITS, type BackendIR, type BindIR, type EvaluationLimits, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { DEFAULT_LIMITS, type BackendIR, type CredentialNames, type BindIR, type EvaluationLimits, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
 import { backendPicker, routeUpstreamNames, standalonePickerDeps, type BackendPicker, type PickerDeps } from './backend-picker.js';
 import { compileCandidate, compileMatch, type Candidate, type CompiledMatch, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
@@ -19,6 +19,7 @@ import { compilePolicy, gatewayPolicyScope, type CompiledPolicy, type GlobalFact
 import type { LimiterStore } from '../ratelimit/local/limiter.js';
 import { compileBindTls, TlsContextCache, type BindTls } from './tls-contexts.js';
 import type { AuthCompilers } from '../auth/compilers.js';
+import { credentialNames } from '../auth/credential-names.js';
 import { effectiveAuth } from '../auth/effective.js';
 import type { AuthCheck } from '../auth/types.js';
 
@@ -119,6 +120,8 @@ export interface CompiledSnapshot {
   readonly routeNames: ReadonlySet<string>;
   /** Each route's parts, by route object (the next compile reuses them). */
   readonly parts: ReadonlyMap<RouteIR, RouteParts>;
+  /** Where its policies read credentials: redacted in traces like the fixed list. */
+  readonly credentialNames: CredentialNames;
 }
 
 export interface RouteHit {
@@ -177,7 +180,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
     }
     binds.set(bind.port, { ir: bind, listeners, tls: compileBindTls(bind, tlsContexts) });
   }
-  return { ir, binds, detached, upstreams, routeNames, parts };
+  return { ir, binds, detached, upstreams, routeNames, parts, credentialNames: credentialNames(ir) };
 }
 
 /** Names of the routes serving `host` on a listener, most specific host first (for traces of a 404). */

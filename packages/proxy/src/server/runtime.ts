@@ -24,6 +24,7 @@ import { BodyBudget } from '../pipeline/body-budget.js';
 import type { InFlight } from '../pipeline/inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
 import { AuthCompilers } from '../auth/compilers.js';
+import { JwksStore } from '../auth/jwks-store.js';
 
 export interface RuntimeOptions {
   readonly connectTimeoutMs: number;
@@ -84,6 +85,7 @@ export class ProxyRuntime {
   readonly endpoints: EndpointTable;
   readonly #picking: PickerDeps;
   readonly #auth: AuthCompilers;
+  readonly #jwks: JwksStore;
   /** Aborts the mirrored copies still in flight when the runtime closes. */
   readonly #mirrors = new AbortController();
   readonly inflight = new Map<number, InFlight>();
@@ -156,7 +158,9 @@ export class ProxyRuntime {
       chargeCap: new ChargeCap(options.maxTokensChargedPerResponse ?? DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE, log, clock),
       authLog: options.authLog ?? options.log,
     };
-    this.#auth = new AuthCompilers({ log: options.authLog ?? options.log });
+    const authLog = options.authLog ?? options.log;
+    this.#jwks = new JwksStore({ log: authLog, clock, count: (result) => this.metrics.countJwksFetch(result) });
+    this.#auth = new AuthCompilers({ log: authLog, clock, jwks: this.#jwks });
     this.traces.owner = this.#deps;
   }
 
@@ -306,6 +310,7 @@ export class ProxyRuntime {
     this.#mirrors.abort();
     await this.endpoints.close();
     await this.#global?.pool.close();
+    await this.#jwks.close();
   }
 }
 

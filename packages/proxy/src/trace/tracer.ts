@@ -3,7 +3,7 @@
 // never decreasing; header values that are credentials are redacted.
 import { hostname } from 'node:os';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { redactHeaders, redactPathAndQuery, type RequestState, type TraceEvent, type TraceMessage } from '@tollgate/api';
+import { NO_CREDENTIAL_NAMES, redactHeaders, redactPathAndQuery, type CredentialNames, type RequestState, type TraceEvent, type TraceMessage } from '@tollgate/api';
 import type { RequestContext } from '../pipeline/context.js';
 import type { RequestStage, ResponseStage } from '../pipeline/events.js';
 import type { TraceSession } from './session.js';
@@ -80,12 +80,12 @@ export class RequestTracer {
     this.session.sink.send({ eventStart, eventEnd: this.#now(), severity, message });
   }
 
-  requestState(view: RequestView, backend?: RequestState['backend']): RequestState {
-    const headers = redactHeaders(view.headers);
+  requestState(view: RequestView, backend?: RequestState['backend'], credentials: CredentialNames = NO_CREDENTIAL_NAMES): RequestState {
+    const headers = redactHeaders(view.headers, credentials);
     const scheme = view.scheme ?? 'http';
     const host = withoutDefaultPort(view.authority, scheme);
     // Credentials in query parameters (api_key=, token=, sig= ...) are redacted like headers.
-    const pathAndQuery = redactPathAndQuery(view.query ? `${view.path}?${view.query}` : view.path);
+    const pathAndQuery = redactPathAndQuery(view.query ? `${view.path}?${view.query}` : view.path, credentials);
     return {
       request: {
         method: view.method,
@@ -121,7 +121,7 @@ export class RequestTracer {
       : { method: ctx.method, authority, path: ctx.path, query: ctx.query, headers: ctx.headers, scheme: ctx.scheme };
     // The backend as routes name it (`<service_host>:<port>` for a Service); the endpoint chosen within it is the backendCallStart target.
     const backend = stage === 'final request' && ctx.backend ? { name: ctx.backend.backend.name, type: 'service' as const, protocol: 'http' as const } : undefined;
-    this.#emit({ type: 'requestSnapshot', stage, requestState: this.requestState(view, backend) });
+    this.#emit({ type: 'requestSnapshot', stage, requestState: this.requestState(view, backend, ctx.snapshot.credentialNames) });
   }
 
   routeSelection(ctx: RequestContext): void {

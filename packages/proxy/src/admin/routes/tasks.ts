@@ -11,13 +11,14 @@ export function tasksRoutes(app: FastifyInstance, ctx: AdminContext): void {
     if (rejectUnknownQuery(request.query, [], reply)) return reply;
     const now = Date.now();
     const rt = ctx.runtime;
+    const credentials = rt.hasConfig ? rt.current.credentialNames : undefined;
     return {
       uptimeMs: now - rt.startedAt,
       listeners: rt.listening.map((l) => ({ name: `bind ${l.address}:${l.boundPort}`, address: l.address, port: l.boundPort })),
       requests: [...rt.inflight.values()].map((r) => ({
         name: `request ${r.id}`,
         method: r.method,
-        url: redactPathAndQuery(r.url),
+        url: redactPathAndQuery(r.url, credentials),
         stage: r.stage,
         ageMs: now - r.startedAt,
         route: r.route ?? null,
