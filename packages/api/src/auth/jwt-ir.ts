@@ -38,7 +38,7 @@ export function toJwtIR(config: JwtConfig, at: string, sources: PolicySources, p
 function toProvider(p: ProviderConfig, at: string, sources: PolicySources, problems: Problem[]): JwtProviderIR | null {
   const keys = toKeys(p.jwks, joinPath(at, 'jwks'), sources, problems);
   const tokenFrom = toLocations(p.tokenFrom, joinPath(at, 'tokenFrom'), problems);
-  const clockSkewMs = durationMs(p.clockSkew, DEFAULT_CLOCK_SKEW_MS, { min: 0, max: MAX_CLOCK_SKEW_MS }, joinPath(at, 'clockSkew'), problems);
+  const clockSkewMs = durationMs(p.clockSkew, DEFAULT_CLOCK_SKEW_MS, { min: 0, max: MAX_CLOCK_SKEW_MS, text: '0s to 10m' }, joinPath(at, 'clockSkew'), problems);
   const claimsToHeaders = (p.claimsToHeaders ?? []).map((c) => ({ claim: c.claim, header: c.header.toLowerCase() }));
   const seen = new Set<string>();
   claimsToHeaders.forEach((c, i) => {
@@ -95,8 +95,8 @@ function remoteKeys(remote: RemoteConfig, at: string, sources: PolicySources, pr
   const before = problems.length;
   const address = sources.outbound(at, { host: remote.host, backendRef: remote.backendRef }, 'JWKS server', 'FailClosed');
   if (!address.ok) problems.push(address.problem);
-  const cacheMs = durationMs(remote.cacheDuration, DEFAULT_JWKS_CACHE_MS, { min: MIN_JWKS_CACHE_MS, max: MAX_JWKS_CACHE_MS }, joinPath(at, 'cacheDuration'), problems);
-  const timeoutMs = durationMs(remote.timeout, DEFAULT_JWKS_TIMEOUT_MS, { min: MIN_JWKS_TIMEOUT_MS, max: MAX_JWKS_TIMEOUT_MS }, joinPath(at, 'timeout'), problems);
+  const cacheMs = durationMs(remote.cacheDuration, DEFAULT_JWKS_CACHE_MS, { min: MIN_JWKS_CACHE_MS, max: MAX_JWKS_CACHE_MS, text: '10s to 24h' }, joinPath(at, 'cacheDuration'), problems);
+  const timeoutMs = durationMs(remote.timeout, DEFAULT_JWKS_TIMEOUT_MS, { min: MIN_JWKS_TIMEOUT_MS, max: MAX_JWKS_TIMEOUT_MS, text: '100ms to 60s' }, joinPath(at, 'timeout'), problems);
   const tls = remote.tls ? remoteTls(remote.tls, joinPath(at, 'tls'), sources, problems) : null;
   if (problems.length > before || !address.ok || cacheMs === null || timeoutMs === null) return null;
   return { kind: 'remote', address: address.value, path: remote.path, tls, cacheMs, timeoutMs };
@@ -197,11 +197,11 @@ function checkProviders(providers: readonly ProviderConfig[], at: string, proble
   }
 }
 
-function durationMs(text: string | undefined, fallback: number, range: { min: number; max: number }, at: string, problems: Problem[]): number | null {
+function durationMs(text: string | undefined, fallback: number, range: { min: number; max: number; text: string }, at: string, problems: Problem[]): number | null {
   if (text === undefined) return fallback;
   const r = checkDuration(text, { allowZero: range.min === 0 });
   if (!r.ok) return fail(problems, { path: at, message: `got ${show(text)}: ${r.problem}` });
-  if (r.value < range.min || r.value > range.max) return fail(problems, { path: at, message: `got ${show(text)}: expected ${range.min ? `${range.min / 1000}s to ` : 'at most '}${range.max / 1000}s` });
+  if (r.value < range.min || r.value > range.max) return fail(problems, { path: at, message: `got ${show(text)}: must be from ${range.text}` });
   return r.value;
 }
 

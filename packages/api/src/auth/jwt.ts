@@ -2,7 +2,7 @@
 // HMAC key made of a public key). Keys come from an inline JWKS, a Secret or ConfigMap key, a
 // file, or a JWKS endpoint the proxy fetches through a backendRef (cluster) or host
 // (standalone), cached, refreshed on an unknown `kid`, the last good set kept on failure.
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TString } from '@sinclair/typebox';
 import { Duration, Enum, HeaderName, HostPort } from '../schema/common.js';
 import { BackendRef } from '../schema/outbound-ref.js';
 import { Obj, Nullable, NonEmpty, Lit, Str } from '../schema/wire-parts.js';
@@ -13,6 +13,12 @@ export const MAX_JWT_PROVIDERS = 8;
 /** maxTokenLength default: a token with a few dozen claims is 1-2 KiB; Node reads at most 16 KiB of headers. */
 export const DEFAULT_MAX_TOKEN_LENGTH = 8192;
 export const MAX_TOKEN_LENGTH_LIMIT = 16_384;
+
+/** A Duration within [min, max], said to the API server too (files get the same bounds from toJwtIR). */
+const Within = (t: TString, min: string, max: string): TString => ({
+  ...t,
+  'x-kubernetes-validations': [{ rule: `duration(self) >= duration('${min}') && duration(self) <= duration('${max}')`, message: `must be from ${min} to ${max}` }],
+});
 
 /** Where a token is read: an apiKey-style location, plus a prefix for a header. */
 const TokenLocation = Type.Object(
@@ -54,8 +60,8 @@ const RemoteJwks = Type.Object(
         { additionalProperties: false, description: 'Fetch over HTTPS; the system roots are used when no CA is given.' },
       ),
     ),
-    cacheDuration: Type.Optional(Duration('How long a fetched key set is used before it is fetched again (meanwhile a token with an unknown kid fetches it at most every 10s); default 5m, 10s to 24h.')),
-    timeout: Type.Optional(Duration('Time allowed for one fetch, from connecting to the last byte; default 5s, at most 60s.')),
+    cacheDuration: Type.Optional(Within(Duration('How long a fetched key set is used before it is fetched again (meanwhile a token with an unknown kid fetches it at most every 10s); default 5m, 10s to 24h.'), '10s', '24h')),
+    timeout: Type.Optional(Within(Duration('Time allowed for one fetch, from connecting to the last byte; default 5s, 100ms to 60s.'), '100ms', '60s')),
   },
   {
     additionalProperties: false,
@@ -82,7 +88,7 @@ export const JwtProvider = Type.Object(
         'x-kubernetes-validations': [{ rule: '[has(self.inline), has(self.ref), has(self.file), has(self.remote)].filter(x, x).size() == 1', message: 'exactly one of inline, ref, file or remote must be set' }],
       },
     ),
-    clockSkew: Type.Optional(Duration('Allowed difference between the proxy\'s clock and the issuer\'s for exp and nbf; default 60s.', { allowZero: true })),
+    clockSkew: Type.Optional(Within(Duration('Allowed difference between the proxy\'s clock and the issuer\'s for exp and nbf; default 60s, at most 10m.', { allowZero: true }), '0s', '10m')),
     tokenFrom: Type.Optional(Type.Array(TokenLocation, { minItems: 1, maxItems: 4, description: 'Where the token is read, in order (the first location holding one is used); default Authorization Bearer.' })),
     consumerClaim: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Claim naming the consumer; default sub.' })),
     groupClaim: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Claim naming the consumer\'s group; none by default.' })),
