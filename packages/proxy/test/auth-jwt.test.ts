@@ -4,7 +4,9 @@
 // the test says, never by waiting.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_CLAIM_LENGTH, MAX_CONSUMER_CLAIMS } from '@tollgate/api';
+import { fileURLToPath } from 'node:url';
 import { boundedClaims } from '../src/auth/jwt-claims.js';
+import { loadConfigFile } from '../src/config/load-file.js';
 import { closedAfterEach, echoed, openTrace, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
 import { hmacWithPublicKey, jwks, sign, signingKey, signRaw, startJwksServer, unsigned, type JwksServer, type SigningKey } from './support/jwt.js';
 import { until } from '@tollgate/testkit';
@@ -401,5 +403,17 @@ describe('claims an authorization rule sees', () => {
     expect(claims.n).toBe('3');
     expect(Object.keys(claims)).toHaveLength(MAX_CONSUMER_CLAIMS);
     expect(dropped).toBe(1 + 5 + 2);
+  });
+});
+
+describe('examples/auth-jwt.yaml', () => {
+  it('loads: its providers become the listener\'s and the route\'s jwt policies', async () => {
+    const loaded = await loadConfigFile(fileURLToPath(new URL('../../../examples/auth-jwt.yaml', import.meta.url)));
+    const listener = loaded.snapshot.binds[0]!.listeners[0]!;
+    expect(listener.policy!.jwt!.providers.map((p) => [p.name, p.keys.kind])).toEqual([
+      ['corp', 'remote'],
+      ['ci', 'static'],
+    ]);
+    expect(listener.routes[1]!.policy!.jwt).toMatchObject({ mode: 'Optional', providers: [{ name: 'corp-web', tokenFrom: [{ type: 'Cookie', name: 'session' }, { type: 'Header', name: 'x-portal-token', prefix: 'Token ' }] }] });
   });
 });
