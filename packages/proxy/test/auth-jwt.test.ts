@@ -9,7 +9,7 @@ import { boundedClaims } from '../src/auth/jwt-claims.js';
 import { loadConfigFile } from '../src/config/load-file.js';
 import { closedAfterEach, echoed, openTrace, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
 import { hmacWithPublicKey, jwks, sign, signingKey, signRaw, startJwksServer, unsigned, type JwksServer, type SigningKey } from './support/jwt.js';
-import { until } from '@tollgate/testkit';
+import { nextEvent, until } from '@tollgate/testkit';
 
 let now = Date.UTC(2026, 5, 1);
 const clock = () => now;
@@ -227,6 +227,42 @@ describe('where the token is read', () => {
   it('uses the first place that holds a token: a bad header is not rescued by a good cookie', async () => {
     const r = await get(gw, '/api', { 'x-token': `JWT ${await good(forger)}`, cookie: `session=${await good()}` });
     expectRefused(r, /signature does not verify/);
+  });
+});
+
+describe('a key set file beside the config', () => {
+  it('applies an edit of the file without a restart: a rotated key passes, the removed one is refused', async () => {
+    const { mkdtemp, rename, writeFile } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'jwks-file-'));
+    const file = join(dir, 'jwks.json');
+    await writeFile(file, jwks(rsa));
+    const gw = await gateway({ providers: [provider({ jwks: { file } })] });
+    expect((await get(gw, '/api', bearer(await good()))).status).toBe(200);
+    const rotated = signingKey('rsa-2');
+    const reloaded = nextEvent(gw.gateway.source, 'reloaded');
+    await writeFile(`${file}.tmp`, jwks(rotated));
+    await rename(`${file}.tmp`, file);
+    await reloaded;
+    expect((await get(gw, '/api', bearer(await good(rotated)))).status).toBe(200);
+    expectRefused(await get(gw, '/api', bearer(await good())), /kid names no key/);
+  });
+
+  it('refuses an edit that puts a symmetric key in the file, naming it, and keeps the last good keys', async () => {
+    const { mkdtemp, rename, writeFile } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'jwks-file-'));
+    const file = join(dir, 'jwks.json');
+    await writeFile(file, jwks(rsa));
+    const gw = await gateway({ providers: [provider({ jwks: { file } })] });
+    const refused = nextEvent(gw.gateway.source, 'refused');
+    await writeFile(`${file}.tmp`, JSON.stringify({ keys: [{ kty: 'oct', k: 'c2VjcmV0', kid: 'rsa-1' }] }));
+    await rename(`${file}.tmp`, file);
+    const [err] = (await refused) as [Error];
+    expect(err.message).toMatch(/policies\.traffic\.jwt\.providers\[0\]\.jwks\.file: file .*jwks\.json: keys\[0\] is a symmetric \(oct\) key/);
+    expect((await get(gw, '/api', bearer(await good()))).status).toBe(200);
   });
 });
 

@@ -139,10 +139,10 @@ export class FileSnapshotSource
       return this.#refuse(trigger, err as Error);
     }
     // An edit event for content already read is noise; a reload re-reads a refused file, and
-    // it and a certificate event re-read certificate files (renewed in place) even when the
-    // config text is the same.
+    // it and a certificate event re-read the files the config names (certificates renewed in
+    // place, policy files: keys, htpasswd, JWKS) even when the config text is the same.
     const sameText = trigger === 'edit' ? text === this.#lastSeen : text === this.#current.text;
-    if (sameText && (trigger === 'edit' || !usesCertificateFiles(this.#current))) return this.#unchanged(trigger, text);
+    if (sameText && (trigger === 'edit' || !this.#current.namedFiles.length)) return this.#unchanged(trigger, text);
     this.#lastSeen = text;
     let next: LoadedConfig;
     try {
@@ -183,6 +183,3 @@ export class FileSnapshotSource
   }
 }
 
-function usesCertificateFiles(loaded: LoadedConfig): boolean {
-  return loaded.snapshot.binds.some((b) => b.listeners.some((l) => l.protocol === 'HTTPS'));
-}
