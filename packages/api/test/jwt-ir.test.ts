@@ -4,7 +4,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { issueTestCertificate } from '@tollgate/testkit';
-import { parseJwks, standaloneToSnapshot, validateStandaloneConfig, type JwtConfig, type PolicySources, type Problem } from '../src/index.js';
+import { decodeSnapshot, encodeSnapshot, parseJwks, standaloneToSnapshot, validateStandaloneConfig, type JwtConfig, type PolicySources, type Problem } from '../src/index.js';
 import { toJwtIR } from '../src/auth/jwt-ir.js';
 import { cfg, problems, route } from './support.js';
 
@@ -201,6 +201,16 @@ describe('a standalone config with jwt', () => {
     expect(problems(jwtRoute({ providers: [provider({ jwks: { ref: { name: 'keys' } } })] }))).toEqual([
       'binds[0].listeners[0].routes[0].policies.traffic.jwt.providers[0].jwks.ref: is not available in a standalone config: a standalone proxy reads no Secrets or ConfigMaps; use file: <path> or inline',
     ]);
+  });
+
+  it('travels the snapshot stream unchanged (static and remote key sets, every location)', () => {
+    const ca = issueTestCertificate({ commonName: 'CA', ca: true }).cert;
+    const src = sources('standalone', { 'ca.pem': ca });
+    // Provider a reads four kinds of places; provider b the default Bearer.
+    const tokenFrom = [{ type: 'Header', name: 'X-T', prefix: 'JWT ' }, { type: 'Header', name: 'x-u' }, { type: 'Cookie', name: 'c' }, { type: 'Query', name: 'q' }];
+    const config = jwtRoute({ mode: 'Optional', maxTokenLength: 4096, providers: [provider({ issuer: 'https://a', tokenFrom, claimsToHeaders: [{ claim: 'sub', header: 'x-sub' }] }), { name: 'b', issuer: 'https://b', jwks: { remote: { host: 'idp:443', path: '/k', tls: { caFile: 'ca.pem', hostname: 'idp.example' } } } }] });
+    const snap = standaloneToSnapshot(validateStandaloneConfig(config), { kind: 'file', path: '/x' }, undefined, src);
+    expect(decodeSnapshot(encodeSnapshot(snap))).toEqual(snap);
   });
 
   it('converts into the snapshot of the route, or throws naming the field', () => {
