@@ -105,7 +105,8 @@ describe('toJwtIR', () => {
   it('a fetched set (lenient) leaves out keys of unsupported types, but still refuses symmetric and private keys', () => {
     const lenient = parseJwks(set(RSA, jwk('k256'), jwk('rsa1024')), 'lenient');
     expect(lenient.ok && lenient.keys.length).toBe(1);
-    expect(parseJwks(set(RSA, { kty: 'oct', k: 'c2VjcmV0' }), 'lenient')).toEqual({ ok: false, problem: expect.stringContaining('keys[1] is a symmetric (oct) key') });
+    const oct = parseJwks(set(RSA, { kty: 'oct', k: 'c2VjcmV0' }), 'lenient');
+    expect(!oct.ok && oct.problem).toContain('keys[1] is a symmetric (oct) key');
     expect(parseJwks(set(jwk('rsa', { d: 'x' })), 'lenient').ok).toBe(false);
   });
 

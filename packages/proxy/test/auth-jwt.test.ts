@@ -213,8 +213,11 @@ describe('where the token is read', () => {
 
   it('refuses a cookie or parameter given twice rather than choose one', async () => {
     const t = await good();
-    expectRefused(await get(gw, '/api', { cookie: `session=${t}; session=${await good(rsa, { sub: 'bob' })}` }), /cookie session appears more than once/);
-    expectRefused(await get(gw, `/api?access=${t}&access=${t}`), /query parameter access appears more than once/);
+    const cookies = await get(gw, '/api', { cookie: `session=${t}; session=${await good(rsa, { sub: 'bob' })}` });
+    const params = await get(gw, `/api?access=${t}&access=${t}`);
+    expect([cookies.status, params.status]).toEqual([401, 401]);
+    expectRefused(cookies, /cookie session appears more than once/);
+    expectRefused(params, /query parameter access appears more than once/);
   });
 
   it('ignores places it was not told to read: a Bearer token is no token here, and is forwarded untouched', async () => {
@@ -226,6 +229,7 @@ describe('where the token is read', () => {
 
   it('uses the first place that holds a token: a bad header is not rescued by a good cookie', async () => {
     const r = await get(gw, '/api', { 'x-token': `JWT ${await good(forger)}`, cookie: `session=${await good()}` });
+    expect(r.status).toBe(401);
     expectRefused(r, /signature does not verify/);
   });
 });
@@ -379,7 +383,9 @@ describe('remote key set over HTTPS', () => {
     expect(r.headers['www-authenticate']).toBeUndefined();
     expect(await metric(gw, 'tollgate_jwks_fetches_total', { result })).toBe(1);
     expect(await metric(gw, 'tollgate_auth_decisions_total', { kind: 'jwt', reason: 'keys_unavailable' })).toBe(1);
-    if (behaviour.kind === 'huge') expect(server.hugeBytesWritten).toBeLessThan(behaviour.bytes);
+    // The proxy stopped reading a 50 MB answer: the server could not write it all.
+    const cutShort = behaviour.kind === 'huge' ? server.hugeBytesWritten < behaviour.bytes : true;
+    expect(cutShort).toBe(true);
     // Until the next attempt is due, refused at once; then fetched again.
     server.behave({ kind: 'serve', body: jwks(rsa) });
     expect((await get(gw, '/api', bearer(await good()))).status).toBe(503);

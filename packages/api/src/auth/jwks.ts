@@ -129,7 +129,10 @@ type Shape = { readonly kty: VerificationKey['kty']; readonly crv: string | null
 
 /** The public members of a supported key; a message when unsupported (`!`: refused even when lenient). */
 function publicMembers(raw: Record<string, unknown>, kty: string): Shape | string {
-  const str = (name: string): string | undefined => (typeof raw[name] === 'string' && raw[name] !== '' ? (raw[name] as string) : undefined);
+  const str = (name: string): string | undefined => {
+    const v = raw[name];
+    return typeof v === 'string' && v !== '' ? v : undefined;
+  };
   if (kty === 'RSA') {
     const n = str('n');
     const e = str('e');

@@ -10,7 +10,7 @@ import { Pool } from 'undici';
 import { MAX_JWKS_BYTES, parseHostPort, type JwtKeysIR } from '@tollgate/api';
 import type { Logger } from 'pino';
 import type { Clock } from '../ratelimit/clock.js';
-import { KeySet, keySetOf } from './jwt-keys.js';
+import { type KeySet, keySetOf } from './jwt-keys.js';
 
 export type RemoteJwksIR = Extract<JwtKeysIR, { kind: 'remote' }>;
 

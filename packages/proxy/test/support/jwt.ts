@@ -36,7 +36,7 @@ export function jwks(...keys: SigningKey[]): string {
 export async function sign(key: SigningKey, claims: JWTPayload, opts: { nowMs: number; header?: Record<string, unknown>; noExp?: boolean }): Promise<string> {
   const now = Math.floor(opts.nowMs / 1000);
   const body: JWTPayload = { iat: now, ...(opts.noExp ? {} : { exp: now + 3600 }), ...claims };
-  return new SignJWT(body).setProtectedHeader({ alg: key.alg, kid: key.kid, ...opts.header } as { alg: string }).sign(key.privateKey);
+  return new SignJWT(body).setProtectedHeader({ alg: key.alg, kid: key.kid, ...opts.header }).sign(key.privateKey);
 }
 
 const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
@@ -48,7 +48,7 @@ export function unsigned(claims: JWTPayload, header: Record<string, unknown> = {
 
 /** The key-confusion forgery: HS256 with the issuer's public key (PEM) as the HMAC secret. */
 export async function hmacWithPublicKey(key: SigningKey, claims: JWTPayload, nowMs: number): Promise<string> {
-  const pem = key.publicKey.export({ type: 'spki', format: 'pem' }) as string;
+  const pem = key.publicKey.export({ type: 'spki', format: 'pem' });
   const now = Math.floor(nowMs / 1000);
   return new SignJWT({ iat: now, exp: now + 3600, ...claims }).setProtectedHeader({ alg: 'HS256', kid: key.kid }).sign(new TextEncoder().encode(pem));
 }
