@@ -4,12 +4,15 @@
 // the test says, never by waiting.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_CLAIM_LENGTH, MAX_CONSUMER_CLAIMS } from '@tollgate/api';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { boundedClaims } from '../src/auth/jwt-claims.js';
 import { loadConfigFile } from '../src/config/load-file.js';
 import { closedAfterEach, echoed, openTrace, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
 import { hmacWithPublicKey, jwks, sign, signingKey, signRaw, startJwksServer, unsigned, type JwksServer, type SigningKey } from './support/jwt.js';
-import { nextEvent, until } from '@tollgate/testkit';
+import { issueTestCertificate, nextEvent, until } from '@tollgate/testkit';
 
 let now = Date.UTC(2026, 5, 1);
 const clock = () => now;
@@ -58,6 +61,21 @@ async function gateway(jwt: unknown, opts: { logLevel?: string } = {}): Promise<
 
 const good = (key: SigningKey = rsa, claims: Record<string, unknown> = {}, header: Record<string, unknown> = {}) =>
   sign(key, { iss: ISSUER, aud: 'tollgate', sub: 'alice', team: 'red', ...claims }, { nowMs: now, header });
+
+/** A file in a directory of its own, removed after the test. */
+async function tempFile(name: string, text: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'tollgate-jwt-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, name);
+  await writeFile(file, text);
+  return file;
+}
+
+/** Replaces a file's content at once (written beside it, renamed over it), as a deployment would. */
+async function replaceFile(file: string, text: string): Promise<void> {
+  await writeFile(`${file}.tmp`, text);
+  await rename(`${file}.tmp`, file);
+}
 
 const bearer = (token: string, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${token}`, ...extra });
 const get = (gw: TestGateway, path: string, headers: Record<string, string> = {}) => send(`${gw.url}${path}`, { headers });
@@ -236,34 +254,22 @@ describe('where the token is read', () => {
 
 describe('a key set file beside the config', () => {
   it('applies an edit of the file without a restart: a rotated key passes, the removed one is refused', async () => {
-    const { mkdtemp, rename, writeFile } = await import('node:fs/promises');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
-    const dir = await mkdtemp(join(tmpdir(), 'jwks-file-'));
-    const file = join(dir, 'jwks.json');
-    await writeFile(file, jwks(rsa));
+    const file = await tempFile('jwks.json', jwks(rsa));
     const gw = await gateway({ providers: [provider({ jwks: { file } })] });
     expect((await get(gw, '/api', bearer(await good()))).status).toBe(200);
     const rotated = signingKey('rsa-2');
     const reloaded = nextEvent(gw.gateway.source, 'reloaded');
-    await writeFile(`${file}.tmp`, jwks(rotated));
-    await rename(`${file}.tmp`, file);
+    await replaceFile(file, jwks(rotated));
     await reloaded;
     expect((await get(gw, '/api', bearer(await good(rotated)))).status).toBe(200);
     expectRefused(await get(gw, '/api', bearer(await good())), /kid names no key/);
   });
 
   it('refuses an edit that puts a symmetric key in the file, naming it, and keeps the last good keys', async () => {
-    const { mkdtemp, rename, writeFile } = await import('node:fs/promises');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
-    const dir = await mkdtemp(join(tmpdir(), 'jwks-file-'));
-    const file = join(dir, 'jwks.json');
-    await writeFile(file, jwks(rsa));
+    const file = await tempFile('jwks.json', jwks(rsa));
     const gw = await gateway({ providers: [provider({ jwks: { file } })] });
     const refused = nextEvent(gw.gateway.source, 'refused');
-    await writeFile(`${file}.tmp`, JSON.stringify({ keys: [{ kty: 'oct', k: 'c2VjcmV0', kid: 'rsa-1' }] }));
-    await rename(`${file}.tmp`, file);
+    await replaceFile(file, JSON.stringify({ keys: [{ kty: 'oct', k: 'c2VjcmV0', kid: 'rsa-1' }] }));
     const [err] = (await refused) as [Error];
     expect(err.message).toMatch(/policies\.traffic\.jwt\.providers\[0\]\.jwks\.file: file .*jwks\.json: keys\[0\] is a symmetric \(oct\) key/);
     expect((await get(gw, '/api', bearer(await good()))).status).toBe(200);
@@ -312,12 +318,7 @@ describe('remote key set over HTTPS', () => {
 
   /** A provider fetching from the test server; the CA file is written beside the config. */
   async function remoteGateway(remote: Record<string, unknown> = {}, logLevel?: string): Promise<TestGateway> {
-    const { mkdtemp, writeFile } = await import('node:fs/promises');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
-    const dir = await mkdtemp(join(tmpdir(), 'jwks-ca-'));
-    const caFile = join(dir, 'ca.pem');
-    await writeFile(caFile, server.ca.cert);
+    const caFile = await tempFile('ca.pem', server.ca.cert);
     return gateway({ providers: [provider({ jwks: { remote: { host: server.address, path: '/keys', tls: { caFile, hostname: 'jwks.test' }, timeout: '2s', ...remote } } })] }, { logLevel });
   }
 
@@ -395,13 +396,9 @@ describe('remote key set over HTTPS', () => {
 
   it('refuses a server whose certificate the configured CA did not sign', async () => {
     server.behave({ kind: 'serve', body: jwks(rsa) });
-    const other = (await import('@tollgate/testkit')).issueTestCertificate({ commonName: 'Other CA', ca: true });
-    const { mkdtemp, writeFile } = await import('node:fs/promises');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
-    const dir = await mkdtemp(join(tmpdir(), 'jwks-ca-'));
-    await writeFile(join(dir, 'other.pem'), other.cert);
-    const gw = await gateway({ providers: [provider({ jwks: { remote: { host: server.address, path: '/keys', tls: { caFile: join(dir, 'other.pem'), hostname: 'jwks.test' } } } })] });
+    const other = issueTestCertificate({ commonName: 'Other CA', ca: true });
+    const caFile = await tempFile('other.pem', other.cert);
+    const gw = await gateway({ providers: [provider({ jwks: { remote: { host: server.address, path: '/keys', tls: { caFile, hostname: 'jwks.test' } } } })] });
     const r = await get(gw, '/api', bearer(await good()));
     expect(r.status).toBe(503);
     expect(await metric(gw, 'tollgate_jwks_fetches_total', { result: 'unreachable' })).toBe(1);

@@ -57,10 +57,6 @@ export class JwksStore {
     return set;
   }
 
-  get size(): number {
-    return this.#sets.size;
-  }
-
   async close(): Promise<void> {
     const sets = [...this.#sets.values()];
     this.#sets.clear();

@@ -1,7 +1,7 @@
 // JWT test support: signing keys and their JWKs, tokens signed with jose (and forged by hand:
 // alg none, HS256 over a public key), and a real HTTPS JWKS server with a CA made in the test,
 // whose behaviour a test switches (serve a set, hang, answer garbage, stream 50 MB, fail).
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createSign, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
@@ -54,8 +54,7 @@ export async function hmacWithPublicKey(key: SigningKey, claims: JWTPayload, now
 }
 
 /** A token whose signed payload is `payload` as given (not necessarily JSON). */
-export async function signRaw(key: SigningKey, payload: string): Promise<string> {
-  const { createSign } = await import('node:crypto');
+export function signRaw(key: SigningKey, payload: string): string {
   const input = `${b64({ alg: 'RS256', kid: key.kid })}.${b64(payload)}`;
   const signature = createSign('RSA-SHA256').update(input).sign(key.privateKey).toString('base64url');
   return `${input}.${signature}`;
