@@ -1,6 +1,6 @@
 // authorization (pending: this kind's check).
 import type { AuthorizationIR } from '@tollgate/api';
-import type { AuthDeps } from './compilers.js';
+import type { AuthDeps } from './deps.js';
 import type { AuthCheck } from './types.js';
 
 export function compileAuthorization(_ir: AuthorizationIR, _deps: AuthDeps): AuthCheck {

@@ -3,24 +3,15 @@
 // passwords, fetched key sets). What outlives one snapshot (key set fetchers, authorization
 // service clients, the password-hash worker) lives in AuthDeps, made once per process.
 import type { PolicyIR } from '@tollgate/api';
-import type { Logger } from 'pino';
-import type { Clock } from '../ratelimit/clock.js';
 import { compileApiKey } from './api-key.js';
 import { compileAuthorization } from './authorization.js';
 import { compileBasicAuth } from './basic-auth.js';
 import { compileExtAuthz } from './ext-authz.js';
 import { compileJwt } from './jwt.js';
-import type { JwksStore } from './jwks-store.js';
+import type { AuthDeps } from './deps.js';
 import type { AuthCheck, AuthKind } from './types.js';
 
-/** What the checks share across snapshots; made once per proxy process. */
-export interface AuthDeps {
-  readonly log: Logger;
-  /** Time for token lifetimes (exp, nbf) and key set caching; the runtime's clock. */
-  readonly clock: Clock;
-  /** Remote JWKS of jwt providers, shared by every provider naming the same server. */
-  readonly jwks: JwksStore;
-}
+export type { AuthDeps };
 
 type Compiler<K extends AuthKind> = (ir: NonNullable<PolicyIR[K]>, deps: AuthDeps) => AuthCheck;
 

@@ -12,7 +12,7 @@ import { boundedClaims, consumerOf, headerValue } from './jwt-claims.js';
 import { keySetOf, type KeySet } from './jwt-keys.js';
 import { readToken, type TokenRemoval } from './jwt-token.js';
 import { MIN_REFRESH_INTERVAL_MS, type RemoteJwks } from './jwks-store.js';
-import type { AuthDeps } from './compilers.js';
+import type { AuthDeps } from './deps.js';
 import type { AuthCheck, AuthDenial, AuthPass, AuthRequest, AuthVerdict } from './types.js';
 
 /** Why a token was refused: the `reason` label of tollgate_auth_decisions_total{kind="jwt"}. */
