@@ -8,7 +8,7 @@ import { decodeSnapshot, encodeSnapshot, parseJwks, standaloneToSnapshot, valida
 import { toJwtIR } from '../src/auth/jwt-ir.js';
 import { cfg, problems, route } from './support.js';
 
-const jwk = (kind: 'rsa' | 'rsa1024' | 'ec' | 'k256' | 'ed' | 'x25519', extra: Record<string, unknown> = {}) => {
+const jwk = (kind: 'rsa' | 'rsa1024' | 'ec' | 'k256' | 'ed' | 'ed448' | 'x25519', extra: Record<string, unknown> = {}) => {
   const pair =
     kind === 'rsa' || kind === 'rsa1024'
       ? generateKeyPairSync('rsa', { modulusLength: kind === 'rsa' ? 2048 : 1024 })
@@ -16,7 +16,9 @@ const jwk = (kind: 'rsa' | 'rsa1024' | 'ec' | 'k256' | 'ed' | 'x25519', extra: R
         ? generateKeyPairSync('ec', { namedCurve: kind === 'ec' ? 'P-256' : 'secp256k1' })
         : kind === 'ed'
           ? generateKeyPairSync('ed25519')
-          : generateKeyPairSync('x25519');
+          : kind === 'ed448'
+            ? generateKeyPairSync('ed448')
+            : generateKeyPairSync('x25519');
   return { ...(pair.publicKey.export({ format: 'jwk' }) as Record<string, unknown>), ...extra };
 };
 const RSA = jwk('rsa', { kid: 'r1' });
@@ -74,6 +76,7 @@ describe('toJwtIR', () => {
     ['a 1024-bit RSA key', [jwk('rsa1024')], 'keys[0] is a 1024-bit RSA key; RSA keys of 2048 to 8192 bits are accepted'],
     ['an EC key on secp256k1', [jwk('k256')], 'keys[0] is an EC key on "secp256k1"'],
     ['an X25519 (encryption) key', [jwk('x25519')], 'keys[0] is an OKP key on "X25519"'],
+    ['an Ed448 key (jose does not verify it)', [jwk('ed448')], 'keys[0] is an OKP key on "Ed448"'],
     ['a key whose alg does not fit it', [jwk('rsa', { alg: 'ES256' })], 'keys[0] has "alg": "ES256", which does not fit a RSA key'],
     ['an RSA key marked for HS256', [jwk('rsa', { alg: 'HS256' })], 'keys[0] has "alg": "HS256", which is never accepted'],
     ['a key that does not parse', [{ kty: 'EC', crv: 'P-256', x: 'AAAA', y: 'AAAA' }], 'keys[0] is not a valid EC public key'],

@@ -23,6 +23,7 @@ const ISSUER = 'https://issuer.test';
 const rsa = signingKey('rsa-1');
 const ec = signingKey('ec-1', 'ES256');
 const ed = signingKey('ed-1', 'EdDSA');
+const ec384 = signingKey('ec-2', 'ES384');
 /** Same kid as `rsa`, another key: what a forger has. */
 const forger = signingKey('rsa-1');
 
@@ -38,7 +39,7 @@ function provider(extra: Record<string, unknown> = {}): Record<string, unknown> 
     name: 'corp',
     issuer: ISSUER,
     audiences: ['tollgate'],
-    jwks: { inline: jwks(rsa, ec, ed) },
+    jwks: { inline: jwks(rsa, ec, ed, ec384) },
     groupClaim: 'team',
     claimsToHeaders: [
       { claim: 'sub', header: 'x-user' },
@@ -117,6 +118,7 @@ describe('inline key set', () => {
 
   it.each([
     ['ES256', ec],
+    ['ES384', ec384],
     ['EdDSA', ed],
   ] as const)('passes a %s token', async (_alg, key) => {
     const r = await get(gw, '/api', bearer(await good(key)));
@@ -157,6 +159,7 @@ describe('inline key set', () => {
     ['a header that is not JSON', 'malformed', () => `${Buffer.from('{{{').toString('base64url')}.e30.sig`, /header is not a JSON object/],
     ['a token without exp', 'malformed', () => sign(rsa, { iss: ISSUER, aud: 'tollgate', sub: 'alice' }, { nowMs: now, noExp: true }), /no valid exp/],
     ['a token without the consumer claim (sub)', 'malformed', () => sign(rsa, { iss: ISSUER, aud: 'tollgate' }, { nowMs: now }), /no sub claim/],
+    ['a consumer claim with a line break', 'malformed', () => good(rsa, { sub: 'alice\nadmin' }), /no sub claim/],
     ['a group claim that is not a string', 'malformed', () => good(rsa, { team: { nested: true } }), /team claim is not a string/],
     ['a token over maxTokenLength (8192)', 'malformed', () => good(rsa, { pad: 'x'.repeat(9000) }), /longer than 8192 characters/],
   ];

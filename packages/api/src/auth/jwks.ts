@@ -24,7 +24,8 @@ export function isJwtAlgorithm(alg: unknown): alg is JwtAlgorithm {
 }
 
 const EC_CURVE: Readonly<Record<string, string>> = { ES256: 'P-256', ES384: 'P-384', ES512: 'P-521' };
-const OKP_CURVES: ReadonlySet<string> = new Set(['Ed25519', 'Ed448']);
+/** Ed448 is left out: jose (the verifier) does not verify it. */
+const OKP_CURVES: ReadonlySet<string> = new Set(['Ed25519']);
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k', 'priv'] as const;
 /** JWE key management algorithms: a key carrying one is an encryption key, never used here. */
 const ENCRYPTION_ALG = /^(RSA1_5|RSA-OAEP.*|ECDH-ES.*|A\d+KW|A\d+GCMKW|dir|PBES2.*)$/;
@@ -64,7 +65,7 @@ export type JwksResult =
   | { readonly ok: true; readonly keys: readonly VerificationKey[]; readonly ignored: number }
   | { readonly ok: false; readonly problem: string };
 
-const ACCEPTED_TYPES = 'accepted: RSA (2048 to 8192 bits), EC (P-256, P-384, P-521), OKP (Ed25519, Ed448)';
+const ACCEPTED_TYPES = 'accepted: RSA (2048 to 8192 bits), EC (P-256, P-384, P-521), OKP (Ed25519)';
 
 /** Checks and reads a JWKS document. */
 export function parseJwks(text: string, mode: JwksMode): JwksResult {

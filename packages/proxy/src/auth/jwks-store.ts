@@ -196,8 +196,9 @@ export class RemoteJwks {
     }
   }
 
+  /** At shutdown: a fetch in flight is dropped, not waited for. */
   async close(): Promise<void> {
-    await this.#pool?.close();
+    await this.#pool?.destroy();
   }
 }
 

@@ -35,18 +35,20 @@ export function boundedClaims(payload: Readonly<Record<string, unknown>>): Claim
 /** The consumer of a verified token, or what is wrong with its consumer or group claim. */
 export function consumerOf(provider: JwtProviderIR, payload: Readonly<Record<string, unknown>>, claims: Readonly<Record<string, string>>): Consumer | string {
   const name = nameClaim(payload[provider.consumerClaim]);
-  if (name === null) return `the token has no ${provider.consumerClaim} claim naming the consumer (a string of 1 to ${MAX_CONSUMER_NAME_LENGTH} characters)`;
+  if (name === null) return `the token has no ${provider.consumerClaim} claim naming the consumer (a string of 1 to ${MAX_CONSUMER_NAME_LENGTH} characters, no control characters)`;
   let group: string | null = null;
   if (provider.groupClaim !== null && payload[provider.groupClaim] !== undefined) {
     group = nameClaim(payload[provider.groupClaim]);
-    if (group === null) return `the token's ${provider.groupClaim} claim is not a string of 1 to ${MAX_CONSUMER_NAME_LENGTH} characters`;
+    if (group === null) return `the token's ${provider.groupClaim} claim is not a string of 1 to ${MAX_CONSUMER_NAME_LENGTH} characters without control characters`;
   }
   return { name, group, labels: {}, claims, via: 'jwt', credentialId: provider.name };
 }
 
+/** A consumer or group name: 1 to 253 characters without control characters (it reaches logs, traces and metrics). */
 function nameClaim(v: unknown): string | null {
   const text = typeof v === 'number' && Number.isFinite(v) ? String(v) : v;
-  return typeof text === 'string' && text.length > 0 && text.length <= MAX_CONSUMER_NAME_LENGTH ? text : null;
+  // eslint-disable-next-line no-control-regex
+  return typeof text === 'string' && text.length > 0 && text.length <= MAX_CONSUMER_NAME_LENGTH && !/[\x00-\x1f\x7f]/.test(text) ? text : null;
 }
 
 /**

@@ -11,7 +11,7 @@ import { ERRORS } from '../errors.js';
 import { boundedClaims, consumerOf, headerValue } from './jwt-claims.js';
 import { keySetOf, type KeySet } from './jwt-keys.js';
 import { readToken, type TokenRemoval } from './jwt-token.js';
-import { MIN_REFRESH_INTERVAL_MS, type RemoteJwks } from './jwks-store.js';
+import { MIN_REFRESH_INTERVAL_MS, RemoteJwks } from './jwks-store.js';
 import type { AuthDeps } from './deps.js';
 import type { AuthCheck, AuthDenial, AuthPass, AuthRequest, AuthVerdict } from './types.js';
 
@@ -118,11 +118,11 @@ class JwtCheck {
 
   /** The keys the token's kid names (all when it names none), fetching a remote set again for an unknown kid. */
   async #candidates(provider: Provider, kid: string | undefined): Promise<readonly VerificationKey[] | 'keys_unavailable' | 'unknown_key'> {
-    if (!('refreshForUnknownKid' in provider.keys)) {
-      const found = provider.keys.candidates(kid);
+    const remote = provider.keys;
+    if (!(remote instanceof RemoteJwks)) {
+      const found = remote.candidates(kid);
       return found.length ? found : 'unknown_key';
     }
-    const remote = provider.keys;
     let set = await remote.keys();
     if (!set) return 'keys_unavailable';
     let found = set.candidates(kid);
