@@ -13,7 +13,7 @@ const TEST_ONLY_PACKAGES = ['testkit'];
 // steps before its own: a request flows down from process/ to the helpers it runs on.
 const PROXY_LAYERS = [
   ['errors.ts', 'exit-codes.ts'],
-  ['log', 'metrics'],
+  ['log', 'metrics', 'grpc'],
   ['config', 'ratelimit'],
   ['upstream'],
   ['auth'],

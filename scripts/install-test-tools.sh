@@ -101,6 +101,9 @@ install_apt_packages() {
   # (packages/proxy/test/support/rls.ts starts one on a free loopback port). The Debian
   # package may start a system-wide redis on :6379; the tests start their own.
   command -v redis-server >/dev/null 2>&1 || pkgs+=(redis-server)
+  # python3 with venv: the official Python openai client runs from a venv in the cache.
+  command -v python3 >/dev/null 2>&1 || pkgs+=(python3)
+  python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || pkgs+=(python3-venv)
   apt_install "${pkgs[@]}"
 }
 
@@ -268,15 +271,22 @@ install_gateway_api_crds() {
 # types (go-control-plane, generated from Envoy's .proto files), so the tests check the project's
 # own codecs against Envoy's definitions. Cached by version and source hash.
 install_envoy_proto() {
-  local ver dir key dest
-  ver="$(version goControlPlane)"
-  dir="${REPO_ROOT}/e2e/tools/envoy-proto"
+  install_wrapper_tool envoy-proto goControlPlane github.com/envoyproxy/go-control-plane/envoy envoy-proto "envoy-proto (go-control-plane)"
+}
+
+# install_wrapper_tool NAME VERSION_KEY MODULE BINARY WHAT: a tool built from the wrapper module
+# e2e/tools/NAME, which requires MODULE at e2e/tools.json's VERSION_KEY; cached by that version
+# and the hash of the wrapper's source as NAME-<version>-<key>/BINARY.
+install_wrapper_tool() {
+  local name="$1" version_key="$2" module="$3" binary="$4" what="$5" ver dir key dest
+  ver="$(version "${version_key}")"
+  dir="${REPO_ROOT}/e2e/tools/${name}"
   key="$(cat "${dir}/main.go" "${dir}/go.mod" | sha256sum | cut -c1-12)"
-  dest="${CACHE}/envoy-proto-${ver}-${key}"
-  cached "envoy-proto (go-control-plane ${ver})" "${dest}/envoy-proto" && return 0
-  check_module_version "${dir}" github.com/envoyproxy/go-control-plane/envoy "${ver}"
-  go_build "go build envoy-proto (go-control-plane ${ver})" "${dest}" \
-    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "${dest}.tmp/envoy-proto" .
+  dest="${CACHE}/${name}-${ver}-${key}"
+  cached "${what} ${ver}" "${dest}/${binary}" && return 0
+  check_module_version "${dir}" "${module}" "${ver}"
+  go_build "go build ${what} ${ver}" "${dest}" \
+    env -C "${dir}" CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "${dest}.tmp/${binary}" .
   finish_build "${dest}"
 }
 
@@ -323,6 +333,34 @@ install_ratelimit() {
   log "envoyproxy/ratelimit ${ver}: installed in ${dest}"
 }
 
+# OPA with an Envoy external authorization plugin (e2e/tools/opa-envoy): the real `opa` command
+# (server, health API, Rego evaluation) at the opaEnvoy version, serving
+# envoy.service.auth.v3.Authorization over gRPC with the configuration and decision contract of
+# OPA's Envoy plugin, for packages/proxy/test/auth-ext-authz.test.ts. Cached by version and
+# source hash as opa-envoy-<version>-<key>/opa.
+install_opa_envoy() {
+  install_wrapper_tool opa-envoy opaEnvoy github.com/open-policy-agent/opa opa "OPA with the Envoy ext_authz plugin"
+}
+
+# The official Python openai client (PyPI, pinned in e2e/tools.json: pythonOpenai) in a venv of
+# its own; the tests run <dest>/python, written only once pip succeeded, so an interrupted install
+# is never taken for a cached one.
+install_python_openai() {
+  local ver dest
+  ver="$(version pythonOpenai)"
+  dest="${CACHE}/python-openai-${ver}"
+  cached "openai (Python) ${ver}" "${dest}/python" && return 0
+  need_cmd python3 "install python3 and python3-venv"
+  rm -rf "${dest}" && mkdir -p "${dest}"
+  python3 -m venv "${dest}/venv" || die "python3 -m venv failed (install python3-venv)"
+  with_progress "pip install openai==${ver}" \
+    "${dest}/venv/bin/python" -m pip install --quiet --disable-pip-version-check "openai==${ver}"
+  # A wrapper, not a link: Python finds its venv from the path it is started by.
+  printf '#!/bin/sh\nexec "%s/venv/bin/python" "$@"\n' "${dest}" >"${dest}/python"
+  chmod +x "${dest}/python"
+  log "openai (Python) ${ver}: $("${dest}/python" -c 'import openai; print(openai.__version__)') in ${dest}"
+}
+
 # in_parallel "f1 f2" "f3" ...: runs each group of install functions (in order within the
 # group) as a background job and waits for all of them; fails naming the groups that failed.
 # The Go builds are independent: beside the longest one (Kubernetes) the others fill the
@@ -348,7 +386,7 @@ main() {
   install_apt_packages
   if command -v redis-server >/dev/null 2>&1; then log "redis-server: $(redis-server --version | head -n1)"; fi
   in_parallel install_kube \
-    "install_gateway_api_crds install_envoy_proto install_etcd install_helm install_ratelimit install_node_images install_conformance_suite" \
+    "install_gateway_api_crds install_envoy_proto install_python_openai install_etcd install_helm install_ratelimit install_opa_envoy install_node_images install_conformance_suite" \
     install_local_images
   log "all test tools installed in $((SECONDS - start))s"
 }

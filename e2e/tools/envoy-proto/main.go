@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 )
 

@@ -116,23 +116,20 @@ export function isSensitiveQueryParam(name: string): boolean {
   return SENSITIVE_QUERY_PARAMS.has(name.toLowerCase());
 }
 
-/**
- * Names a config makes credentials besides the lists above: the headers and query parameters
- * its authentication policies read keys and tokens from (lower case).
- */
-export interface CredentialNames {
+/** Credential names a config adds to the lists above (an apiKey read from its own header or query parameter); lower case. */
+export interface ExtraCredentials {
   readonly headers: ReadonlySet<string>;
   readonly query: ReadonlySet<string>;
 }
 
-export const NO_CREDENTIAL_NAMES: CredentialNames = { headers: new Set(), query: new Set() };
+export const NO_EXTRA_CREDENTIALS: ExtraCredentials = { headers: new Set(), query: new Set() };
 
 /** A copy of a header map with credential values replaced by the redaction marker. */
-export function redactHeaders(headers: Record<string, string | string[] | undefined>, extra: CredentialNames = NO_CREDENTIAL_NAMES): Record<string, string> {
+export function redactHeaders(headers: Record<string, string | string[] | undefined>, also: ExtraCredentials = NO_EXTRA_CREDENTIALS): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
-    out[name] = isSensitiveHeader(name) || extra.headers.has(name.toLowerCase()) ? REDACTED : Array.isArray(value) ? value.join(', ') : value;
+    out[name] = isSensitiveHeader(name) || also.headers.has(name.toLowerCase()) ? REDACTED : Array.isArray(value) ? value.join(', ') : value;
   }
   return out;
 }
@@ -149,10 +146,9 @@ function decodedName(raw: string): string {
  * A request target (`/path?query`, or an absolute URL) with the values of credential query
  * parameters replaced by the redaction marker. Names are matched case-insensitively and after
  * percent-decoding; everything else, the path and the other parameters, is kept byte for byte
- * (nothing is re-encoded), so the result still reads like what the client sent. `extra` adds
- * the parameters a config's policies read credentials from.
+ * (nothing is re-encoded), so the result still reads like what the client sent.
  */
-export function redactPathAndQuery(pathAndQuery: string, extra: CredentialNames = NO_CREDENTIAL_NAMES): string {
+export function redactPathAndQuery(pathAndQuery: string, also: ExtraCredentials = NO_EXTRA_CREDENTIALS): string {
   const q = pathAndQuery.indexOf('?');
   if (q < 0) return pathAndQuery;
   const hash = pathAndQuery.indexOf('#', q);
@@ -161,9 +157,8 @@ export function redactPathAndQuery(pathAndQuery: string, extra: CredentialNames 
   let changed = false;
   const parts = query.split('&').map((part) => {
     const eq = part.indexOf('=');
-    if (eq < 0) return part;
-    const name = decodedName(part.slice(0, eq));
-    if (!isSensitiveQueryParam(name) && !extra.query.has(name.toLowerCase())) return part;
+    const name = eq < 0 ? '' : decodedName(part.slice(0, eq));
+    if (eq < 0 || !(isSensitiveQueryParam(name) || also.query.has(name.toLowerCase()))) return part;
     changed = true;
     return `${part.slice(0, eq + 1)}${REDACTED}`;
   });

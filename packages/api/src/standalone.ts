@@ -1,7 +1,6 @@
 // Standalone config: text -> validated StandaloneConfig -> ProxySnapshot.
 // Pure functions: reading the file and watching it belong to the proxy.
 import { createHash } from 'node:crypto';
-import { parseDocument } from 'yaml';
 import { compile } from './ajv.js';
 import { parseDuration } from './duration.js';
 import { requireHostPort } from './host-port.js';
@@ -27,53 +26,13 @@ import type {
   SnapshotSource,
 } from './snapshot.js';
 import { joinPath, ValidationError, type Problem } from './validation-error.js';
+import { parseConfigText } from './parse-text.js';
+
+export { parseConfigText };
 import { NO_AUTH, toAuthIR } from './auth/convert.js';
 import { NO_SOURCES, type PolicySources } from './auth/sources.js';
 
 const validateSchema = compile(StandaloneConfig);
-
-/** Most alias references (`*name`) a config may expand; more is an alias bomb, not a config. */
-const MAX_ALIAS_COUNT = 100;
-
-/** The parser's message in the user's terms: what is wrong with the text, not which API to call. */
-function parserProblem(message: string): string {
-  const first = (message.split('\n')[0] ?? message).trim();
-  if (/Maximum call stack size exceeded/.test(first)) return `nested too deeply to parse${first.replace(/^.*?( at line \d+, column \d+)?:?$/, '$1')}; a config nests a few levels, not hundreds`;
-  if (/multiple documents/.test(first)) return `the file holds more than one YAML document${first.replace(/^.*?( at line \d+, column \d+)?:?$/, '$1')}; put the whole config in one document (no second "---")`;
-  return first;
-}
-
-/**
- * Parses YAML or JSON text (JSON is YAML), rejecting duplicate keys. Every failure, the
- * parser's own included (an alias bomb, nesting that exhausts the stack), is a
- * ValidationError naming `subject`: never a stack.
- */
-export function parseConfigText(text: string, subject: string): unknown {
-  let value: unknown;
-  try {
-    const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true, strict: true });
-    if (doc.errors.length) {
-      throw new ValidationError(
-        subject,
-        doc.errors.map((e) => ({ path: '', message: parserProblem(e.message) })),
-      );
-    }
-    value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
-  } catch (err) {
-    if (err instanceof ValidationError) throw err;
-    const message = err instanceof Error ? err.message : String(err);
-    if (/alias count/i.test(message)) {
-      throw new ValidationError(subject, [
-        { path: '', message: `aliases (*name) expand to too much: more than ${MAX_ALIAS_COUNT} alias references, as in a YAML alias bomb; write the values out or use fewer aliases` },
-      ]);
-    }
-    throw new ValidationError(subject, [{ path: '', message: `cannot be parsed: ${parserProblem(message)}` }]);
-  }
-  if (value === null || value === undefined) {
-    throw new ValidationError(subject, [{ path: '', message: 'the file is empty; expected an object with a "binds" list' }]);
-  }
-  return value;
-}
 
 /** Validates a parsed config: schema first, then the cross-field rules. */
 export function validateStandaloneConfig(value: unknown, subject = 'config'): StandaloneConfig {

@@ -145,3 +145,34 @@ describe('bindRequest: inputs within the declared bounds', () => {
     expect(run('request.headers["x-a"]', request({}, { headers: { 'x-a': ['1', '2'] } }))).toEqual({ ok: true, value: '1, 2' });
   });
 });
+
+describe('bindRequest: the consumer of an authorization rule', () => {
+  const rule = (source: string) => {
+    const c = compileCel(source, 'authorization', DEFAULT_LIMITS);
+    if (!c.ok) throw new Error(c.problem);
+    return c.value;
+  };
+  const consumer = { name: 'alice', group: 'team-a', labels: { tier: 'gold' }, claims: null };
+  const decide = (source: string, c: RequestInputs['consumer']) => {
+    const r = rule(source);
+    const bound = bindRequest(request({}, { consumer: c }), r.reads, DEFAULT_LIMITS.cel);
+    return bound.ok ? r.run(bound.bindings) : bound;
+  };
+
+  it('without one, the fields are empty: name "", group "", no labels, no claims', () => {
+    const empty = 'consumer.name == "" && consumer.group == "" && size(consumer.labels) == 0 && size(consumer.claims) == 0';
+    expect(decide(empty, null)).toEqual({ ok: true, value: true });
+    expect(decide(empty, undefined)).toEqual({ ok: true, value: true });
+    expect(decide('consumer.name != ""', consumer)).toEqual({ ok: true, value: true });
+    expect(decide('consumer.labels["tier"] == "gold" && consumer.group == "team-a"', consumer)).toEqual({ ok: true, value: true });
+  });
+
+  it('refuses a consumer whose fields the rules read are over the bounds the cost assumed, and only those', () => {
+    const labels = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`l${i}`, 'v']));
+    expect(decide('size(consumer.labels) > 0', { ...consumer, labels })).toMatchObject({ ok: false, input: 'consumer.labels' });
+    expect(decide('consumer.name == "alice"', { ...consumer, labels })).toEqual({ ok: true, value: true });
+    expect(decide('consumer.name == "alice"', { ...consumer, name: 'a'.repeat(254) })).toMatchObject({ ok: false, input: 'consumer.name' });
+    expect(decide('"sub" in consumer.claims', { ...consumer, claims: { sub: 'x'.repeat(4097) } })).toMatchObject({ ok: false, input: 'consumer.claims' });
+    expect(decide('"sub" in consumer.claims', { ...consumer, claims: { sub: 'x'.repeat(4096) } })).toEqual({ ok: true, value: true });
+  });
+});

@@ -134,7 +134,7 @@ function addProxyCommands(parent: Command, run: Run, curlArgs: readonly string[]
         'Without flags prints the current log directive of the proxy. --level sets the global level ' +
           '(module entries are kept); --set <module>=<level> sets one module (repeatable); --reset returns ' +
           'to the start-up directive. Levels: error, warn, info, debug, trace. Modules: proxy, config, ' +
-          'routing, upstream, admin, ratelimit, trace.',
+          'routing, upstream, admin, ratelimit, auth, trace.',
       )
       .argument('[target]', 'gateway/<name>')
       .option('--level <level>', 'set the global level')

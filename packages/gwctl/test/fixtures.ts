@@ -61,3 +61,22 @@ export function refusedTrace(): TraceEvent[] {
     { eventStart: null, eventEnd: 700, severity: 'info', message: { type: 'requestFinished' } },
   ];
 }
+
+/** A request an API key let through and the authorization rules refused (403). */
+export function authDeniedTrace(): TraceEvent[] {
+  const ok = okTrace();
+  const auth = {
+    consumer: { name: 'alice', group: 'team-a', via: 'apiKey' as const, credentialId: '3f2a9c1e' },
+    checks: [
+      { kind: 'apiKey' as const, result: 'allow' as const, reason: 'allowed' as const, note: null },
+      { kind: 'authorization' as const, result: 'deny' as const, reason: 'denied' as const, note: 'denied by rule no-large-models' },
+    ],
+  };
+  return [
+    ...ok.slice(0, 4),
+    { eventStart: null, eventEnd: 90, severity: 'info', message: { type: 'policySelection', effectivePolicy: { ...policy, apiKey: [{ source: 'gateway', config: { consumers: 2 } }], authorization: [{ source: 'route', config: { rules: [] } }] } } },
+    { eventStart: null, eventEnd: 120, severity: 'info', message: { type: 'requestSnapshot', stage: 'route policies', requestState: { request: request({}), source, auth, env } } },
+    { eventStart: null, eventEnd: 150, severity: 'warn', message: { type: 'responseSnapshot', stage: 'final response', requestState: { response: { code: 403, headers: { 'x-tollgate-error': 'TG_FORBIDDEN' } }, env } } },
+    { eventStart: null, eventEnd: 160, severity: 'info', message: { type: 'requestFinished' } },
+  ];
+}

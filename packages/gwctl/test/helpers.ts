@@ -120,7 +120,12 @@ export async function startProxy(opts: { traceKeepaliveMs?: number } = {}): Prom
                 policies: { traffic: { rateLimit: { local: [{ requests: 500, unit: 'Minutes', burst: 5 }, { tokens: 100000, unit: 'Hours' }] } } },
                 backends: [{ host: `127.0.0.1:${mock.port}` }],
               },
-              { name: 'models', matches: [{ path: { type: 'Exact', value: '/v1/models' }, method: 'GET' }], backends: [{ host: `127.0.0.1:${mock.port}` }] },
+              {
+                name: 'models',
+                matches: [{ path: { type: 'Exact', value: '/v1/models' }, method: 'GET' }],
+                policies: { traffic: { authorization: { rules: [{ name: 'no-bots', action: 'Deny', expression: '"x-bot" in request.headers' }] } } },
+                backends: [{ host: `127.0.0.1:${mock.port}` }],
+              },
             ],
           },
         ],

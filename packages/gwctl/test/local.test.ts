@@ -48,8 +48,9 @@ describe('config', () => {
     expect(r.stdout).toMatch(/main\/chat\s+api\.example\.com\s+\/v1\*\s+-\s+127\.0\.0\.1:\d+/);
     expect(r.stdout).toMatch(/main\/models\s+\*\s+GET \/v1\/models\s+-\s+127\.0\.0\.1:\d+/);
     expect(r.stdout).toMatch(/BACKENDS\nTYPE\s+NAME\s+NAMESPACE\s+ENDPOINTS\nBackend\s+127\.0\.0\.1:\d+\s+-\s+1\n/);
-    expect(r.stdout).toContain('listener/main     gateway   localRateLimit: 1000 requests/Minutes');
-    expect(r.stdout).toContain('route/main/chat   route     localRateLimit: 500 requests/Minutes (+5 burst), 100000 tokens/Hours');
+    expect(r.stdout).toContain('listener/main       gateway   localRateLimit: 1000 requests/Minutes');
+    expect(r.stdout).toContain('route/main/chat     route     localRateLimit: 500 requests/Minutes (+5 burst), 100000 tokens/Hours');
+    expect(r.stdout).toContain('route/main/models   route     authorization: 1 rule\n');
   });
 
   it('config all -o json prints the /config_dump and -o yaml the same as YAML', async () => {
@@ -160,7 +161,7 @@ describe('log', () => {
   it('a module the proxy does not know is the proxy\'s 400, exit 8; a bad level is a usage error, exit 2', async () => {
     const r = await gwctl(['log', ...local, '--set', 'nosuch=debug']);
     expect(r.code).toBe(8);
-    expect(r.stderr).toBe('gwctl: POST /logging answered 400: invalid log directive: unknown module "nosuch"; expected one of proxy, config, routing, upstream, admin, ratelimit, trace\n');
+    expect(r.stderr).toBe('gwctl: POST /logging answered 400: invalid log directive: unknown module "nosuch"; expected one of proxy, config, routing, upstream, admin, ratelimit, auth, trace\n');
     const bad = await gwctl(['log', ...local, '--level', 'loud']);
     expect(bad).toEqual({ code: 2, stdout: '', stderr: "gwctl: --level must be one of error, warn, info, debug, trace, got 'loud'\n" });
     expect(proxy.gateway.logs.directive).toBe('info');

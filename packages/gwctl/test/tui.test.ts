@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { detail, diffStates, summary, TYPE_LABELS } from '../src/tui/format.js';
 import { TraceStore } from '../src/tui/store.js';
 import type { ExitReason } from '../src/tui/trace-app.js';
-import { okTrace, refusedTrace } from './fixtures.js';
+import { authDeniedTrace, okTrace, refusedTrace } from './fixtures.js';
 
 // Colours are part of what is tested: make chalk emit them before Ink loads it.
 process.env.FORCE_COLOR = '1';
@@ -38,7 +38,7 @@ function mount(store: TraceStore, size = { columns: 80, rows: 24 }) {
 describe('fixtures', () => {
   it('are valid trace events', () => {
     const v = compile(TraceEvent);
-    for (const e of [...okTrace(), ...refusedTrace()]) expect(v(e).ok, JSON.stringify(e)).toBe(true);
+    for (const e of [...okTrace(), ...refusedTrace(), ...authDeniedTrace()]) expect(v(e).ok, JSON.stringify(e)).toBe(true);
   });
 });
 
@@ -60,6 +60,16 @@ describe('format', () => {
       'Request Done | after 9.1ms',
     ]);
     expect(summary(refusedTrace()[8]!)).toBe('status=503 TG_UPSTREAM_REFUSED in 460µs');
+  });
+
+  it('the route policies snapshot of a route with checks: the consumer and what each check decided', () => {
+    const rows = authDeniedTrace().map((e) => `${TYPE_LABELS[e.message.type]} | ${summary(e)}`);
+    expect(rows.slice(4)).toEqual([
+      'Policies | authorization, apiKey',
+      'Snapshot | route policies: consumer alice; apiKey allow, authorization deny (denied: denied by rule no-large-models)',
+      'Snapshot | final response: 403',
+      'Request Done | after 160µs',
+    ]);
   });
 
   it('diff: added, removed and changed paths', () => {

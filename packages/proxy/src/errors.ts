@@ -85,6 +85,24 @@ export const PROXY_ERRORS = defineErrors({
     message: 'the authorization service could not decide',
     hint: 'the extAuthz service did not answer in time or answered garbage (failureMode FailClosed); look at the service, or its timeout',
   },
+  authBusy: {
+    code: 'TG_AUTH_BUSY',
+    status: 503,
+    message: 'too many password verifications in progress; retry shortly',
+    hint: 'basicAuth verifies passwords it has not seen recently on config.basicAuth.workers threads with config.basicAuth.maxQueue waiting; a stream of wrong passwords fills them. Retry after Retry-After; credentials verified before are answered from the cache and never get this. Raise the settings, or lower the cost of the htpasswd hashes',
+  },
+  authBodyTooLarge: {
+    code: 'TG_AUTHZ_BODY_TOO_LARGE',
+    status: 413,
+    message: 'request body too large for the authorization service',
+    hint: 'the route\'s extAuthz policy sends the request body to its service up to withBody.maxBytes and refuses a longer one: send a smaller body, raise withBody.maxBytes, or set withBody.allowPartial to send the first maxBytes',
+  },
+  authRulesBodyTooLarge: {
+    code: 'TG_AUTH_BODY_TOO_LARGE',
+    status: 413,
+    message: 'request body too large for the authorization rules of this route',
+    hint: 'the route\'s authorization rules read the model from the request body, and the gateway reads at most config.maxRequestBodyBytes of it (a body it cannot read would escape the rules): send a smaller body, or raise config.maxRequestBodyBytes',
+  },
   jwksUnavailable: {
     code: 'TG_JWKS_UNAVAILABLE',
     status: 503,
@@ -107,7 +125,7 @@ export const PROXY_ERRORS = defineErrors({
     code: 'TG_EXPRESSION_INPUT_TOO_LARGE',
     status: 431,
     message: 'request too large for the expressions of this route',
-    hint: 'a rate limit descriptor here reads a request input (headers, path, host, model) that is over the bound its cost was estimated for: send fewer or shorter headers or a shorter path, or raise config.cel.maxHeaders, maxHeaderLength or maxPathLength (the controller\'s --cel-* flags)',
+    hint: 'a rate limit descriptor or an authorization rule here reads a request input (headers, path, host, model, the consumer\'s fields) that is over the bound its cost was estimated for: send fewer or shorter headers or a shorter path, or raise config.cel.maxHeaders, maxHeaderLength or maxPathLength (the controller\'s --cel-* flags)',
   },
   requestBodyTooDeep: {
     code: 'TG_REQUEST_BODY_TOO_DEEP',

@@ -1,10 +1,11 @@
-// Tollgate's RLS v3 codec (src/ratelimit/global/proto.ts: a subset of Envoy's .proto files,
-// parsed by protobufjs) checked against Envoy's own definitions through the official Go types
+// Tollgate's RLS v3 and external authorization codecs (src/ratelimit/global/proto.ts,
+// src/auth/ext-authz-proto.ts: subsets of Envoy's .proto files, parsed by protobufjs) checked against Envoy's own definitions through the official Go types
 // (e2e/tools/envoy-proto): every field it declares has Envoy's number, type and cardinality, and
 // bytes written by either side read back the same on the other. A field number both sides of a
 // hand-written test got wrong would pass a test that used only this codec.
 import type protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
+import { extAuthzProtoRoot } from '../src/auth/ext-authz-proto.js';
 import { decodeResponse, encodeRequest, rlsProtoRoot } from '../src/ratelimit/global/proto.js';
 import { describeMessages, envoyProtoAvailability, officialDecode, officialEncode } from './support/envoy-proto.js';
 
@@ -13,7 +14,7 @@ const REQUEST = 'envoy.service.ratelimit.v3.RateLimitRequest';
 const RESPONSE = 'envoy.service.ratelimit.v3.RateLimitResponse';
 
 /** Every field of every message the codec declares: message full name -> field name -> shape. */
-function ourFields(): Record<string, Record<string, { number: number; kind: string; repeated: boolean; type?: string }>> {
+function ourFields(root: protobuf.Root): Record<string, Record<string, { number: number; kind: string; repeated: boolean; type?: string }>> {
   const out: Record<string, Record<string, { number: number; kind: string; repeated: boolean; type?: string }>> = {};
   const visit = (ns: protobuf.NamespaceBase) => {
     for (const nested of ns.nestedArray) {
@@ -21,6 +22,12 @@ function ourFields(): Record<string, Record<string, { number: number; kind: stri
         const type = nested as protobuf.Type;
         const fields: (typeof out)[string] = {};
         for (const f of type.fieldsArray) {
+          if (f.map) {
+            // A map is, on the wire and in Envoy's descriptors, a repeated <Name>Entry message.
+            const entry = `${type.fullName.slice(1)}.${f.name.charAt(0).toUpperCase()}${f.name.slice(1)}Entry`;
+            fields[f.name] = { number: f.id, kind: 'message', repeated: true, type: entry };
+            continue;
+          }
           f.resolve();
           const resolved = f.resolvedType;
           const kind = resolved === null ? f.type : 'values' in resolved ? 'enum' : 'message';
@@ -31,22 +38,28 @@ function ourFields(): Record<string, Record<string, { number: number; kind: stri
       if ('nestedArray' in nested) visit(nested as protobuf.NamespaceBase);
     }
   };
-  visit(rlsProtoRoot);
+  visit(root);
   return out;
+}
+
+/** Each declared field whose number, type or cardinality is not Envoy's. */
+function mismatches(root: protobuf.Root, ...messages: string[]): { declared: number; mismatched: string[] } {
+  const official = describeMessages(...messages);
+  const ours = ourFields(root);
+  const declared = Object.values(ours).reduce((n, fields) => n + Object.keys(fields).length, 0);
+  const mismatched = Object.entries(ours).flatMap(([message, fields]) =>
+    Object.entries(fields)
+      .filter(([name, shape]) => JSON.stringify(official[message]?.[name]) !== JSON.stringify({ number: shape.number, kind: shape.kind, repeated: shape.repeated, ...(shape.type ? { type: shape.type } : {}) }))
+      .map(([name, shape]) => `${message}.${name}: ours ${JSON.stringify(shape)}, Envoy's ${JSON.stringify(official[message]?.[name] ?? 'not defined')}`),
+  );
+  return { declared, mismatched };
 }
 
 describe.skipIf(!availability.run)("the RLS v3 codec against Envoy's definitions", () => {
   it("declares each field with Envoy's number, type and cardinality", () => {
-    const official = describeMessages(REQUEST, RESPONSE);
-    const ours = ourFields();
-    const declared = Object.entries(ours).flatMap(([message, fields]) => Object.keys(fields).map((f) => `${message}.${f}`));
+    const { declared, mismatched } = mismatches(rlsProtoRoot, REQUEST, RESPONSE);
     // The codec declares the fields the gateway reads and writes (20 of them): all compared.
-    expect(declared.length).toBeGreaterThanOrEqual(20);
-    const mismatched = Object.entries(ours).flatMap(([message, fields]) =>
-      Object.entries(fields)
-        .filter(([name, shape]) => JSON.stringify(official[message]?.[name]) !== JSON.stringify({ number: shape.number, kind: shape.kind, repeated: shape.repeated, ...(shape.type ? { type: shape.type } : {}) }))
-        .map(([name, shape]) => `${message}.${name}: ours ${JSON.stringify(shape)}, Envoy's ${JSON.stringify(official[message]?.[name] ?? 'not defined')}`),
-    );
+    expect(declared).toBeGreaterThanOrEqual(20);
     expect(mismatched).toEqual([]);
   });
 
@@ -94,5 +107,14 @@ describe.skipIf(!availability.run)("the RLS v3 codec against Envoy's definitions
       request_headers_to_add: [{ key: 'x-tier', value: 'gold', raw_value: '' }],
       raw_body: '{"error":"slow down"}',
     });
+  });
+});
+
+describe.skipIf(!availability.run)("the external authorization codec against Envoy's definitions", () => {
+  it("declares each field with Envoy's number, type and cardinality", () => {
+    const { declared, mismatched } = mismatches(extAuthzProtoRoot, 'envoy.service.auth.v3.CheckRequest', 'envoy.service.auth.v3.CheckResponse');
+    // The fields the proxy sends and reads (about 40): all compared.
+    expect(declared).toBeGreaterThanOrEqual(35);
+    expect(mismatched).toEqual([]);
   });
 });

@@ -24,6 +24,22 @@ async function traced(path: string, headers: Record<string, string> = {}, query 
   return s.events;
 }
 
+/** The events of a proxied request, in the order of the spec (§6). */
+const PROXIED = [
+  'requestStarted',
+  'requestSnapshot:initial request',
+  'requestSnapshot:gateway policies',
+  'routeSelection',
+  'policySelection',
+  'requestSnapshot:route policies',
+  'requestSnapshot:final request',
+  'backendCallStart',
+  'backendCallResult',
+  'responseSnapshot:backend response ready',
+  'responseSnapshot:final response',
+  'requestFinished',
+];
+
 const kinds = (events: TraceEventT[]) => events.map((e) => (e.message.type === 'requestSnapshot' || e.message.type === 'responseSnapshot' ? `${e.message.type}:${e.message.stage}` : e.message.type));
 
 beforeAll(async () => {
@@ -60,20 +76,7 @@ describe('trace of a proxied request', () => {
   });
 
   it('has every stage in the order of the spec', () => {
-    expect(kinds(events)).toEqual([
-      'requestStarted',
-      'requestSnapshot:initial request',
-      'requestSnapshot:gateway policies',
-      'routeSelection',
-      'policySelection',
-      'requestSnapshot:route policies',
-      'requestSnapshot:final request',
-      'backendCallStart',
-      'backendCallResult',
-      'responseSnapshot:backend response ready',
-      'responseSnapshot:final response',
-      'requestFinished',
-    ]);
+    expect(kinds(events)).toEqual(PROXIED);
   });
 
   it('every event matches the trace event schema; times are non-decreasing microseconds', () => {
@@ -289,5 +292,77 @@ describe('secrets in the request', () => {
       expect(r.pathAndQuery).toBe('/api/x?model=m&api_key=[redacted]&TOKEN=[redacted]&sig=[redacted]&keep=1');
       expect(r.uri).toMatch(/\/api\/x\?model=m&api_key=\[redacted\]&TOKEN=\[redacted\]&sig=\[redacted\]&keep=1$/);
     }
+  });
+});
+
+describe('authentication and authorization in the trace', () => {
+  let authGw: TestGateway;
+  const guarded = [
+    { name: 'blocked', action: 'Deny', expression: '"x-block" in request.headers' },
+    { name: 'team', action: 'Allow', expression: '"x-team" in request.headers' },
+  ];
+  beforeAll(async () => {
+    authGw = await startGateway((port) =>
+      simpleConfig(
+        port,
+        [
+          { name: 'guarded', matches: [{ path: { value: '/guarded' } }], policies: { traffic: { authorization: { rules: guarded } } }, backends: [{ host: up.host }] },
+          { name: 'inherits', matches: [{ path: { value: '/inherits' } }], backends: [{ host: up.host }] },
+        ],
+        { policies: { traffic: { authorization: { rules: [{ name: 'no-bots', action: 'Deny', expression: '"x-bot" in request.headers' }] } } } },
+      ),
+    );
+  });
+  afterAll(async () => {
+    await authGw?.close();
+  });
+
+  async function authTraced(path: string, headers: Record<string, string> = {}): Promise<TraceEventT[]> {
+    const s = await openTraceOn(authGw.adminUrl);
+    await s.armed;
+    await send(`${authGw.url}${path}`, { headers });
+    return s.events;
+  }
+  const snapshot = (events: TraceEventT[], stage: string) =>
+    events.map((e) => e.message).find((m): m is Extract<TraceEventT['message'], { type: 'requestSnapshot' }> => m.type === 'requestSnapshot' && m.stage === stage);
+  const policy = (events: TraceEventT[]) => events.map((e) => e.message).find((m): m is Extract<TraceEventT['message'], { type: 'policySelection' }> => m.type === 'policySelection')!;
+
+  it('policySelection lists the authorization rules at their level; the other auth kinds are null', async () => {
+    const events = await authTraced('/guarded/x', { 'x-team': 'a' });
+    const p = policy(events).effectivePolicy;
+    expect(p.authorization).toEqual([{ source: 'route', config: { rules: guarded } }]);
+    for (const kind of ['apiKey', 'basicAuth', 'jwt', 'extAuthz'] as const) expect(p[kind]).toBeNull();
+    const inherited = policy(await authTraced('/inherits/x')).effectivePolicy;
+    expect(inherited.authorization).toEqual([{ source: 'gateway', config: { rules: [{ name: 'no-bots', action: 'Deny', expression: '"x-bot" in request.headers' }] } }]);
+  });
+
+  it('an allowed request: the route policies and final request snapshots say which checks ran and what they decided', async () => {
+    const events = await authTraced('/guarded/x', { 'x-team': 'a' });
+    for (const e of events) expect(validateEvent(e)).toEqual({ ok: true, value: e });
+    const auth = { consumer: null, checks: [{ kind: 'authorization', result: 'allow', reason: 'allowed', note: 'allowed by rule team' }] };
+    expect(snapshot(events, 'route policies')!.requestState.auth).toEqual(auth);
+    expect(snapshot(events, 'final request')!.requestState.auth).toEqual(auth);
+    // Before the checks run, the snapshots have no auth.
+    expect(snapshot(events, 'initial request')!.requestState.auth).toBeUndefined();
+  });
+
+  it('a refused request: the route policies snapshot carries the refusal, then the 403; no backend events', async () => {
+    const events = await authTraced('/guarded/x', { 'x-team': 'a', 'x-block': '1' });
+    for (const e of events) expect(validateEvent(e)).toEqual({ ok: true, value: e });
+    // Up to the route policies snapshot, then the answer.
+    expect(kinds(events)).toEqual([...PROXIED.slice(0, 6), 'responseSnapshot:final response', 'requestFinished']);
+    expect(snapshot(events, 'route policies')!.requestState.auth).toEqual({
+      consumer: null,
+      checks: [{ kind: 'authorization', result: 'deny', reason: 'denied', note: 'denied by rule blocked' }],
+    });
+    const final = events.at(-2)!;
+    expect(final.severity).toBe('warn');
+    expect(final.message).toMatchObject({ type: 'responseSnapshot', requestState: { response: { code: 403, headers: { 'x-tollgate-error': 'TG_FORBIDDEN' } } } });
+  });
+
+  it('a route without checks has no auth in its snapshots', async () => {
+    const events = await traced('/api/x');
+    expect(snapshot(events, 'route policies')!.requestState.auth).toBeUndefined();
+    expect(snapshot(events, 'final request')!.requestState.auth).toBeUndefined();
   });
 });

@@ -4,7 +4,18 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Obj, Nullable, NonEmpty, Lit, WireSecret } from '../schema/wire-parts.js';
 import type { Secret } from '../secret.js';
+import { MAX_CONSUMER_LABEL_LENGTH, MAX_CONSUMER_LABELS, MAX_CONSUMER_NAME_LENGTH } from '../cel/surfaces.js';
 import { CredentialLocation, FilePath, SecretRef, SecretSelector, type CredentialLocationIR } from './refs.js';
+
+/** What one apiKey policy may hold (docs/authentication.md, "apiKey"). */
+export const API_KEY_BOUNDS = {
+  /** Shorter keys can be guessed; 8 still admits the keys of older systems. */
+  minKeyLength: 8,
+  maxKeyLength: 512,
+  maxKeys: 100_000,
+  /** A Kubernetes label name: a 253-character prefix, "/", a 63-character name. */
+  maxLabelNameLength: 317,
+} as const;
 
 export const ApiKeyConfig = Type.Object(
   {
@@ -59,13 +70,13 @@ export const ApiKeyWire = Obj(
         {
           digest: WireSecret,
           id: Type.String({ pattern: '^[0-9a-f]{8}$' }),
-          consumer: NonEmpty('Consumer name.', 253),
-          group: Nullable(NonEmpty('Group.', 253)),
-          labels: Type.Record(Type.String({ maxLength: 317 }), Type.String({ maxLength: 1024 }), { maxProperties: 32 }),
+          consumer: NonEmpty('Consumer name.', MAX_CONSUMER_NAME_LENGTH),
+          group: Nullable(NonEmpty('Group.', MAX_CONSUMER_NAME_LENGTH)),
+          labels: Type.Record(Type.String({ minLength: 1, maxLength: API_KEY_BOUNDS.maxLabelNameLength }), Type.String({ maxLength: MAX_CONSUMER_LABEL_LENGTH }), { maxProperties: MAX_CONSUMER_LABELS }),
         },
         'A consumer key.',
       ),
-      { maxItems: 100_000 },
+      { maxItems: API_KEY_BOUNDS.maxKeys },
     ),
   },
   'API keys.',

@@ -4,7 +4,19 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Obj, NonEmpty, Lit, WireSecret } from '../schema/wire-parts.js';
 import type { Secret } from '../secret.js';
+import { MAX_CONSUMER_NAME_LENGTH } from '../cel/surfaces.js';
 import { FilePath, ObjectKeyRefSchema } from './refs.js';
+
+/** What htpasswd content may hold (docs/authentication.md, "basicAuth"). */
+export const BASIC_AUTH_BOUNDS = {
+  /** Lines of the content, blank lines and comments included. */
+  maxLines: 100_000,
+  maxLineLength: 1024,
+  /** bcryptjs took 4 s for one verification at cost 14 on a loaded 2-core machine (each step doubles it; htpasswd -B uses 5). */
+  maxBcryptCost: 14,
+  /** SHA-512-crypt took 2.6 s at 1,000,000 rounds there (the default is 5000). */
+  maxShaCryptRounds: 1_000_000,
+} as const;
 
 export const BasicAuthConfig = Type.Object(
   {
@@ -19,7 +31,7 @@ export const BasicAuthConfig = Type.Object(
         'x-kubernetes-validations': [{ rule: 'has(self.secretRef) != has(self.file)', message: 'exactly one of secretRef or file must be set' }],
       },
     ),
-    realm: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: '^[\\x20-\\x7e]*$', description: 'Realm of the WWW-Authenticate challenge; default "tollgate". No double quotes or backslashes.', expected: 'printable ASCII without " or \\' })),
+    realm: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: '^[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]*$', description: 'Realm of the WWW-Authenticate challenge; default "tollgate". No double quotes or backslashes.', expected: 'printable ASCII without " or \\' })),
   },
   { additionalProperties: false, description: 'Callers must send HTTP Basic credentials of a user of the htpasswd content; the Authorization header is removed before forwarding.' },
 );
@@ -48,13 +60,13 @@ export const BasicAuthWire = Obj(
     users: Type.Array(
       Obj(
         {
-          user: NonEmpty('User name.', 256),
+          user: NonEmpty('User name.', MAX_CONSUMER_NAME_LENGTH),
           scheme: Type.Union([Lit('bcrypt'), Lit('sha256-crypt'), Lit('sha512-crypt'), Lit('apr1')]),
           hash: WireSecret,
         },
         'A user.',
       ),
-      { maxItems: 100_000 },
+      { maxItems: BASIC_AUTH_BOUNDS.maxLines },
     ),
   },
   'Basic authentication.',

@@ -32,7 +32,7 @@ export const ExtAuthzConfig = Type.Object(
         { additionalProperties: false, description: 'Send the request body (up to maxBytes) to the service.' },
       ),
     ),
-    timeout: Type.Optional(Duration('Time to wait for the service; default 200ms.')),
+    timeout: Type.Optional(Duration('Time to wait for the service, at most 60s; default 200ms.')),
     failureMode: Type.Optional(Enum(['FailOpen', 'FailClosed'], 'When the service cannot be reached, times out or answers garbage: FailClosed (the default) refuses the request (403); FailOpen lets it through.')),
   },
   { additionalProperties: false, description: 'An external service authorizes each request (Envoy external authorization).' },

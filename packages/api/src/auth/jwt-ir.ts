@@ -132,7 +132,7 @@ function toLocations(list: readonly TokenLocationConfig[] | undefined, at: strin
     if (l.prefix !== undefined && l.type !== 'Header') return bad('prefix is allowed with Header only');
     const loc = toLocation(l);
     const key = locationKey(loc);
-    if (keys.has(key)) return bad(`reads the same place as an earlier entry (${describeLocation(loc)}); list each place once`);
+    if (keys.has(key)) return bad(`reads the same place as an earlier entry (${describeTokenLocation(loc)}); list each place once`);
     keys.add(key);
     out.push(loc);
   });
@@ -152,7 +152,7 @@ export function locationKey(l: TokenLocationIR): string {
   return `${l.type.toLowerCase()}:${l.name}`;
 }
 
-export function describeLocation(l: TokenLocationIR): string {
+function describeTokenLocation(l: TokenLocationIR): string {
   if (l.type === 'Bearer') return 'the Authorization Bearer credential';
   if (l.type === 'Header') return `the ${l.name} header${l.prefix ? ` after "${l.prefix}"` : ''}`;
   return l.type === 'Query' ? `the query parameter ${l.name}` : `the cookie ${l.name}`;
@@ -173,7 +173,7 @@ function checkProviders(providers: readonly ProviderConfig[], at: string, proble
       if ((l.type === 'Bearer') !== (l.name === undefined)) continue; // reported by toLocations
       const loc = toLocation(l);
       const key = locationKey(loc);
-      const r = readers.get(key) ?? { where: describeLocation(loc), list: [] };
+      const r = readers.get(key) ?? { where: describeTokenLocation(loc), list: [] };
       if (!r.list.includes(i)) r.list.push(i);
       readers.set(key, r);
     }

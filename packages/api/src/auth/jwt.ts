@@ -89,7 +89,7 @@ export const JwtProvider = Type.Object(
       },
     ),
     clockSkew: Type.Optional(Within(Duration('Allowed difference between the proxy\'s clock and the issuer\'s for exp and nbf; default 60s, at most 10m.', { allowZero: true }), '0s', '10m')),
-    tokenFrom: Type.Optional(Type.Array(TokenLocation, { minItems: 1, maxItems: 4, description: 'Where the token is read, in order (the first location holding one is used); default Authorization Bearer.' })),
+    tokenFrom: Type.Optional(Type.Array(TokenLocation, { minItems: 1, maxItems: 4, description: 'Where the token may be (a request carrying tokens in two of them is refused); default Authorization Bearer.' })),
     consumerClaim: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Claim naming the consumer; default sub.' })),
     groupClaim: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Claim naming the consumer\'s group; none by default.' })),
     claimsToHeaders: Type.Optional(

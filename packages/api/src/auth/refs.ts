@@ -71,3 +71,6 @@ export function toLocation(l: CredentialLocationConfig): CredentialLocationIR {
 }
 
 export { HeaderName };
+
+/** A control character (C0, DEL, C1): names and values that are printed in logs and traces have none. */
+export const CONTROL_CHARACTER = /\p{Cc}/u;

@@ -9,7 +9,17 @@
 // a new Map on every access, which made each `request.headers[k]` cost the whole header list.
 import type { CelLimits } from '../limits.js';
 import type { InputName } from './check.js';
-import { MAX_ADDRESS_LENGTH, MAX_HOST_LENGTH, MAX_METHOD_LENGTH, MAX_MODEL_LENGTH } from './surfaces.js';
+import {
+  MAX_ADDRESS_LENGTH,
+  MAX_CLAIM_LENGTH,
+  MAX_CONSUMER_CLAIMS,
+  MAX_CONSUMER_LABEL_LENGTH,
+  MAX_CONSUMER_LABELS,
+  MAX_CONSUMER_NAME_LENGTH,
+  MAX_HOST_LENGTH,
+  MAX_METHOD_LENGTH,
+  MAX_MODEL_LENGTH,
+} from './surfaces.js';
 
 export interface RequestInputs {
   readonly method: string;
@@ -22,7 +32,11 @@ export interface RequestInputs {
   readonly sourceAddress: string;
   /** The model named by the request body, when read. */
   readonly model: string | null;
-  /** Who is calling, once authenticated; fields within the bounds of ./surfaces.ts (the authenticators keep them). */
+  /**
+   * Who is calling, once authenticated; null: nobody authenticated it (the expressions then
+   * see name "", group "" and empty maps). The authenticators keep the fields within the
+   * bounds of ./surfaces.ts; bindRequest checks them as it checks the request's own.
+   */
   readonly consumer?: ConsumerInputs | null;
 }
 
@@ -64,6 +78,33 @@ function checkText(input: InputName, value: string, max: number): Bound | null {
   return value.length > max ? over(input, `${value.length} characters, more than the ${max} an expression here assumes`) : null;
 }
 
+function checkEntries(input: InputName, o: Readonly<Record<string, string>> | null, maxEntries: number, maxLength: number): Bound | null {
+  if (!o) return null;
+  let n = 0;
+  for (const k in o) {
+    if (++n > maxEntries) return over(input, `more than the ${maxEntries} entries an expression here assumes`);
+    const v = o[k]!;
+    if (k.length > maxLength || v.length > maxLength) return over(input, `entry ${JSON.stringify(k.slice(0, 64))} is ${Math.max(k.length, v.length)} characters long, more than the ${maxLength} an expression here assumes`);
+  }
+  return null;
+}
+
+/** The consumer's fields the programs read, against the bounds of ./surfaces.ts. */
+function checkConsumer(c: ConsumerInputs, reads: ReadonlySet<InputName>): Bound | null {
+  const texts: [InputName, string][] = [
+    ['consumer.name', c.name],
+    ['consumer.group', c.group ?? ''],
+  ];
+  for (const [input, value] of texts) {
+    const refused = reads.has(input) ? checkText(input, value, MAX_CONSUMER_NAME_LENGTH) : null;
+    if (refused) return refused;
+  }
+  return (
+    (reads.has('consumer.labels') ? checkEntries('consumer.labels', c.labels, MAX_CONSUMER_LABELS, MAX_CONSUMER_LABEL_LENGTH) : null) ??
+    (reads.has('consumer.claims') ? checkEntries('consumer.claims', c.claims, MAX_CONSUMER_CLAIMS, MAX_CLAIM_LENGTH) : null)
+  );
+}
+
 function headerMap(headers: RequestInputs['headers'], limits: CelLimits): Map<string, string> | Bound {
   const out = new Map<string, string>();
   const max = limits.maxHeaderLength;
@@ -92,6 +133,10 @@ export function bindRequest(req: RequestInputs, reads: ReadonlySet<InputName>, l
   ];
   for (const [input, value, max] of checks) {
     const refused = reads.has(input) ? checkText(input, value, max) : null;
+    if (refused) return refused;
+  }
+  if (req.consumer) {
+    const refused = checkConsumer(req.consumer, reads);
     if (refused) return refused;
   }
   let headers: ReadonlyMap<string, string> = NO_HEADERS;

@@ -130,7 +130,7 @@ export const ProcessConfig = Type.Object(
       Type.Integer({ minimum: 1024, maximum: 268_435_456, description: 'Longest server-sent event from a backend the proxy parses for LLM usage; past it the stream is passed through unparsed and its tokens estimated. Default 1048576 (1 MiB).' }),
     ),
     maxRequestBodyBytes: Type.Optional(
-      Type.Integer({ minimum: 1024, maximum: 1_073_741_824, description: 'Largest request body a route that counts LLM tokens reads; a larger one is refused with 413. Default 8388608 (8 MiB).' }),
+      Type.Integer({ minimum: 1024, maximum: 1_073_741_824, description: 'Largest request body the gateway reads on a route that counts LLM tokens or whose authorization rules read the model; a larger one is refused with 413. Default 8388608 (8 MiB).' }),
     ),
     maxBufferedRequestBytes: Type.Optional(
       Type.Integer({
@@ -153,6 +153,20 @@ export const ProcessConfig = Type.Object(
         description:
           'Most LLM tokens one response is charged to token limits (local tokens entries and global Tokens descriptors); a backend reporting more is charged this much and logged. Bounds what one backend can take of a budget other routes share. Default 2000000.',
       }),
+    ),
+    basicAuth: Type.Optional(
+      Type.Object(
+        {
+          workers: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, description: 'Threads verifying passwords at once (bcrypt, SHA-crypt, apr1), off the event loop. Default: the cores less one, 1 to 4.' })),
+          maxQueue: Type.Optional(
+            Type.Integer({ minimum: 0, maximum: 100_000, description: 'Verifications that may wait for a thread; one more is answered 503 TG_AUTH_BUSY with Retry-After. Default 256.' }),
+          ),
+          cacheEntries: Type.Optional(
+            Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Verified credentials remembered (least recently used first out), so a client sending them again runs no hash. 0: none. Default 10000.' }),
+          ),
+        },
+        { additionalProperties: false, description: 'How basicAuth verifies passwords: worker threads, their queue, the cache of verified credentials.' },
+      ),
     ),
     maxTraceSessions: Type.Optional(PositiveInt('Trace sessions that may wait for a request at once; beyond it GET /debug/trace answers 429. Default 32.', 1024)),
     regex: Type.Optional(

@@ -1,6 +1,7 @@
 // The per-request trace (interface spec §2.1-2.4, §6): one JSON object per event. The schema
 // is what the proxy emits and what `gwctl trace --raw` consumers can validate against.
 import { Type, type Static } from '@sinclair/typebox';
+import { AUTH_KINDS, AUTH_PASS_REASONS, AUTH_REASONS } from '../auth/fields.js';
 import { Enum } from './common.js';
 
 export const EFFECTIVE_POLICY_KEYS = [
@@ -56,8 +57,45 @@ const Source = Type.Object(
 
 const Backend = Type.Object({ name: Type.String(), type: Type.String(), protocol: Type.String() }, { additionalProperties: false });
 
+/**
+ * What the authentication and authorization checks of the route decided (docs/authentication.md,
+ * "What an operator sees"): on the `route policies` and `final request` snapshots of a route
+ * that has checks. Never a credential: a consumer shows as its name, group and the id of the
+ * credential (an API key's digest prefix, a JWT provider).
+ */
+export const AuthState = Type.Object(
+  {
+    consumer: Type.Union([
+      Type.Null(),
+      Type.Object(
+        {
+          name: Type.String(),
+          group: Type.Union([Type.String(), Type.Null()]),
+          via: Enum(['apiKey', 'basicAuth', 'jwt'], 'The kind that established the consumer.'),
+          credentialId: Type.String({ description: 'An API key\'s digest prefix, a JWT provider\'s name; never the credential.' }),
+        },
+        { additionalProperties: false },
+      ),
+    ], { description: 'Who is calling; null when no authentication kind established it.' }),
+    checks: Type.Array(
+      Type.Object(
+        {
+          kind: Enum(AUTH_KINDS, 'The kind of the check.'),
+          result: Enum(['allow', 'deny'], 'What it decided.'),
+          reason: Enum([...AUTH_PASS_REASONS, ...AUTH_REASONS], 'allowed, or why it refused (the metric label).'),
+          note: Type.Union([Type.String(), Type.Null()], { description: 'What decided or what was wrong (a rule, a provider); never a credential.' }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: 'The checks that ran, in order; a refusal is the last.' },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type AuthState = Static<typeof AuthState>;
+
 export const RequestState = Type.Object(
-  { request: RequestInfo, source: Source, backend: Type.Optional(Backend), env: Env },
+  { request: RequestInfo, source: Source, backend: Type.Optional(Backend), auth: Type.Optional(AuthState), env: Env },
   { additionalProperties: false },
 );
 export type RequestState = Static<typeof RequestState>;

@@ -73,9 +73,32 @@ export function policyText(p: DumpPolicy['policy']): string {
     else if (key === 'remoteRateLimit' && typeof value === 'object') {
       const r = value as { service?: string; domain?: string; descriptors?: unknown[] };
       parts.push(`${key}: ${r.service ?? '?'} domain ${r.domain ?? '?'}, ${r.descriptors?.length ?? 0} descriptor(s)`);
-    } else parts.push(key);
+    } else {
+      const auth = authText(key, value as Record<string, unknown>);
+      parts.push(auth ? `${key}: ${auth}` : key);
+    }
   }
   return parts.join('; ') || 'none';
+}
+
+const plural = (n: unknown, word: string) => `${typeof n === 'number' ? n : '?'} ${word}${n === 1 ? '' : 's'}`;
+
+/** The authentication kinds as /config_dump summarizes them (proxy auth/summary.ts). */
+function authText(key: string, v: Record<string, unknown>): string | null {
+  switch (key) {
+    case 'apiKey':
+      return plural(v.consumers, 'consumer');
+    case 'basicAuth':
+      return `${plural(v.users, 'user')}, realm ${String(v.realm)}`;
+    case 'jwt':
+      return Array.isArray(v.providers) ? `providers ${v.providers.map((p) => String((p as { name?: unknown }).name)).join(', ')}` : null;
+    case 'authorization':
+      return Array.isArray(v.rules) ? plural(v.rules.length, 'rule') : null;
+    case 'extAuthz':
+      return `${String(v.service)} (${String(v.protocol)})`;
+    default:
+      return null;
+  }
 }
 
 export function renderAll(d: ConfigDump): string {

@@ -2,7 +2,7 @@
 // summary of each row (interface spec §4.3), and the three detail views of the raw-event pane
 // (e: the event's JSON, s: the request/response state of a snapshot, d: the diff of that
 // state against the previous snapshot of the same kind).
-import type { TraceEvent } from '@tollgate/api';
+import type { AuthState, TraceEvent } from '@tollgate/api';
 
 export type Severity = TraceEvent['severity'];
 export type DetailMode = 'event' | 'state' | 'diff';
@@ -25,6 +25,12 @@ export function duration(us: number): string {
   return `${(us / 1_000_000).toFixed(2)}s`;
 }
 
+/** `consumer team-a; apiKey allow, authorization deny (denied: denied by rule no-gpt4)` */
+export function authSummary(auth: AuthState): string {
+  const checks = auth.checks.map((c) => (c.result === 'allow' ? `${c.kind} allow` : `${c.kind} deny (${c.reason}${c.note ? `: ${c.note}` : ''})`));
+  return [auth.consumer ? `consumer ${auth.consumer.name}` : 'no consumer', checks.join(', ')].filter(Boolean).join('; ');
+}
+
 export function summary(e: TraceEvent): string {
   const m = e.message;
   switch (m.type) {
@@ -35,7 +41,9 @@ export function summary(e: TraceEvent): string {
         ? `${m.stage}: ${m.requestState.request.method} ${m.requestState.request.host}${m.requestState.request.pathAndQuery}`
         : m.stage === 'final request' && m.requestState.backend
           ? `${m.stage} -> ${m.requestState.backend.name}`
-          : m.stage;
+          : m.stage === 'route policies' && m.requestState.auth
+            ? `${m.stage}: ${authSummary(m.requestState.auth)}`
+            : m.stage;
     case 'routeSelection':
       return `${m.selectedRoute ?? 'no route matched'} (${m.evaluatedRoutes.length} evaluated)`;
     case 'policySelection': {

@@ -3,10 +3,11 @@
 // Secrets serialise as "[redacted]" (they are Secret objects in the snapshot), and so do the
 // values routes match on when they are credentials: a header of the redaction list, a query
 // parameter whose value is a credential. A TLS listener shows its certificates' subject, names
-// and validity, never the key.
+// and validity, never the key. Authentication policies show summarized (auth/summary.ts).
 import { certificateInfo, DEFAULT_LIMITS, isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ListenerTlsIR, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
 import type { EndpointTable, EndpointView } from '../upstream/endpoints.js';
 import { upstreamNames } from '../routing/backend-picker.js';
+import { withAuthSummarized } from '../auth/summary.js';
 
 function round(n: number, digits: number): number {
   const f = 10 ** digits;
@@ -41,6 +42,8 @@ export interface DumpSettings {
   readonly maxConnectionsPerBind: number;
   readonly maxTraceSessions: number;
   readonly maxTokensChargedPerResponse: number;
+  /** config.basicAuth with its defaults applied. */
+  readonly basicAuth: { readonly workers: number; readonly maxQueue: number; readonly cacheEntries: number };
 }
 
 export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: EndpointTable, settings: DumpSettings) {
@@ -70,8 +73,9 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: Endpo
   );
   const backends = backendHealth(ir, endpoints);
   // The origin (the GatewayPolicy or config path it came from) beside the policy, whose keys
-  // stay the policy kinds.
-  const policyEntry = (target: { kind: string; name: string }, level: string, { origin, ...policy }: PolicyIR) => ({ target, level, origin, policy });
+  // stay the policy kinds; the authentication kinds summarized as the trace shows them (no
+  // list that grows with the consumers: a policy of 100,000 keys is a count).
+  const policyEntry = (target: { kind: string; name: string }, level: string, { origin, ...policy }: PolicyIR) => ({ target, level, origin, policy: withAuthSummarized(policy) });
   const policies = ir.binds.flatMap((b) =>
     b.listeners.flatMap((l) => [
       ...(l.policy ? [policyEntry({ kind: 'listener', name: l.name }, 'gateway', l.policy)] : []),

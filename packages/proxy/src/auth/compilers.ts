@@ -2,7 +2,7 @@
 // decoder kept across applies keeps its checks, and with them what they learned (verified
 // passwords, fetched key sets). What outlives one snapshot (key set fetchers, authorization
 // service clients, the password-hash worker) lives in AuthDeps, made once per process.
-import type { PolicyIR } from '@tollgate/api';
+import type { EvaluationLimits, PolicyIR } from '@tollgate/api';
 import { compileApiKey } from './api-key.js';
 import { compileAuthorization } from './authorization.js';
 import { compileBasicAuth } from './basic-auth.js';
@@ -13,7 +13,11 @@ import type { AuthCheck, AuthKind } from './types.js';
 
 export type { AuthDeps };
 
-type Compiler<K extends AuthKind> = (ir: NonNullable<PolicyIR[K]>, deps: AuthDeps) => AuthCheck;
+/**
+ * A kind's compiler. `limits` are the snapshot's evaluation bounds (`ir.limits`, or the
+ * defaults): the authorization rules are compiled and evaluated within them.
+ */
+type Compiler<K extends AuthKind> = (ir: NonNullable<PolicyIR[K]>, deps: AuthDeps, limits: EvaluationLimits) => AuthCheck;
 
 const COMPILERS: { readonly [K in AuthKind]: Compiler<K> } = {
   apiKey: compileApiKey,
@@ -24,15 +28,19 @@ const COMPILERS: { readonly [K in AuthKind]: Compiler<K> } = {
 };
 
 export class AuthCompilers {
-  readonly #compiled = new WeakMap<object, AuthCheck>();
+  // Keyed by IR object, then by the bounds it was compiled under: an IR object kept across a
+  // reload that changed config.cel is compiled again under the new bounds.
+  readonly #compiled = new WeakMap<object, { readonly limits: string; readonly check: AuthCheck }>();
+  readonly #limitsKeys = new WeakMap<EvaluationLimits, string>();
   constructor(readonly deps: AuthDeps) {}
 
-  compile<K extends AuthKind>(kind: K, ir: NonNullable<PolicyIR[K]>): AuthCheck {
-    let check = this.#compiled.get(ir);
-    if (!check) {
-      check = (COMPILERS[kind] as Compiler<K>)(ir, this.deps);
-      this.#compiled.set(ir, check);
-    }
+  compile<K extends AuthKind>(kind: K, ir: NonNullable<PolicyIR[K]>, limits: EvaluationLimits): AuthCheck {
+    let key = this.#limitsKeys.get(limits);
+    if (key === undefined) this.#limitsKeys.set(limits, (key = JSON.stringify(limits)));
+    const hit = this.#compiled.get(ir);
+    if (hit?.limits === key) return hit.check;
+    const check = (COMPILERS[kind] as Compiler<K>)(ir, this.deps, limits);
+    this.#compiled.set(ir, { limits: key, check });
     return check;
   }
 }

@@ -1,30 +1,27 @@
-// The headers and query parameters a snapshot's authentication policies read credentials from
-// (API keys, tokens), beyond the fixed redaction list of @tollgate/api: traces and the live
-// request list redact them too, so a token read from `x-my-token` is as hidden as one in
-// Authorization. Bearer credentials and cookies are on the fixed list already.
-import type { CredentialNames, PolicyIR, ProxySnapshot } from '@tollgate/api';
+// The headers and query parameters a snapshot's policies read credentials from that the fixed
+// redaction list (@tollgate/api secret.ts) does not name: an apiKey read from `x-team-key` or
+// `?team_key=`, a jwt from `x-my-token`. Traces and /debug/tasks redact them too, on every
+// route, since a trace shows a request before its route (and so its policy) is known.
+import type { CredentialLocationIR, ExtraCredentials, PolicyIR, ProxySnapshot } from '@tollgate/api';
 
-type Location = { readonly type: string; readonly name?: string };
+function add(out: { headers: Set<string>; query: Set<string> }, locations: readonly CredentialLocationIR[]): void {
+  for (const l of locations) {
+    if (l.type === 'Header') out.headers.add(l.name.toLowerCase());
+    else if (l.type === 'Query') out.query.add(l.name.toLowerCase());
+  }
+}
 
-export function credentialNames(ir: ProxySnapshot): CredentialNames {
-  const headers = new Set<string>();
-  const query = new Set<string>();
-  const add = (locations: readonly Location[]) => {
-    for (const l of locations) {
-      if (l.type === 'Header' && l.name) headers.add(l.name.toLowerCase());
-      else if (l.type === 'Query' && l.name) query.add(l.name.toLowerCase());
-    }
-  };
+export function credentialNames(ir: ProxySnapshot): ExtraCredentials {
+  const out = { headers: new Set<string>(), query: new Set<string>() };
   const visit = (p: PolicyIR | null) => {
-    if (!p) return;
-    if (p.apiKey) add(p.apiKey.keyFrom);
-    for (const provider of p.jwt?.providers ?? []) add(provider.tokenFrom);
+    if (p?.apiKey) add(out, p.apiKey.keyFrom);
+    for (const provider of p?.jwt?.providers ?? []) add(out, provider.tokenFrom);
   };
-  for (const bind of ir.binds) {
-    for (const listener of bind.listeners) {
-      visit(listener.policy);
-      for (const route of listener.routes) visit(route.policy);
+  for (const b of ir.binds) {
+    for (const l of b.listeners) {
+      visit(l.policy);
+      for (const r of l.routes) visit(r.policy);
     }
   }
-  return { headers, query };
+  return out;
 }

@@ -1,22 +1,22 @@
 // jwt: the caller presents a JSON Web Token that one of the policy's providers signed. The
-// token is read from the first place (of the providers' tokenFrom, in order) that holds one;
-// when several providers read that place, the token's `iss` picks the provider. Its header
+// token is read from the one place (of the providers' tokenFrom) that holds one, as every kind
+// reads its credential (credential-reader.ts); when several providers read that place, the
+// token's `iss` picks the provider. Its header
 // must name an accepted asymmetric algorithm (never `none`, never HS*) that fits the key its
 // `kid` names; jose checks the signature, then iss, aud, exp and nbf within the clock skew.
 // Every refusal is a 401 with a Bearer challenge and a reason from a fixed set, whose text
 // never quotes the token; only "the keys could not be fetched" is a 503.
-import { JWT_ALGORITHMS, describeLocation, isJwtAlgorithm, keyFits, locationKey, type JwtAlgorithm, type JwtIR, type JwtProviderIR, type TokenLocationIR, type VerificationKey } from '@tollgate/api';
+import { JWT_ALGORITHMS, isJwtAlgorithm, keyFits, locationKey, type JwtAlgorithm, type JwtIR, type JwtProviderIR, type TokenLocationIR, type VerificationKey } from '@tollgate/api';
 import { jwtVerify, type JWTPayload } from 'jose';
 import { ERRORS } from '../errors.js';
 import { boundedClaims, consumerOf, headerValue } from './jwt-claims.js';
 import { keySetOf, type KeySet } from './jwt-keys.js';
-import { readToken, type TokenRemoval } from './jwt-token.js';
-import { MIN_REFRESH_INTERVAL_MS, RemoteJwks } from './jwks-store.js';
-import type { AuthDeps } from './deps.js';
-import type { AuthCheck, AuthDenial, AuthPass, AuthRequest, AuthVerdict } from './types.js';
+import { describeLocation, headerNames, readCredential, type CredentialStrip } from './credential-reader.js';
+import { MIN_REFRESH_INTERVAL_MS, RemoteJwks, type JwksStore } from './jwks-store.js';
+import type { AuthCheck, AuthDenial, AuthPass, AuthReason, AuthRequest, AuthVerdict } from './types.js';
 
 /** Why a token was refused: the `reason` label of tollgate_auth_decisions_total{kind="jwt"}. */
-export type JwtReason = 'missing' | 'malformed' | 'expired' | 'not_yet_valid' | 'bad_signature' | 'bad_issuer' | 'bad_audience' | 'unknown_key' | 'bad_algorithm' | 'keys_unavailable';
+export type JwtReason = Extract<AuthReason, 'missing' | 'ambiguous' | 'malformed' | 'expired' | 'not_yet_valid' | 'bad_signature' | 'bad_issuer' | 'bad_audience' | 'unknown_key' | 'bad_algorithm' | 'keys_unavailable'>;
 
 /** Keys a token without `kid` is tried against (those fitting its alg, in the set's order). */
 export const MAX_KEYS_TRIED = 8;
@@ -34,7 +34,8 @@ interface Place {
 
 const B64URL = /^[A-Za-z0-9_-]*$/;
 
-export function compileJwt(ir: JwtIR, deps: AuthDeps): AuthCheck {
+/** `deps` is the part of AuthDeps it uses (compilers.ts passes the whole). */
+export function compileJwt(ir: JwtIR, deps: { readonly jwks: JwksStore; readonly clock: () => number }): AuthCheck {
   const providers: Provider[] = ir.providers.map((p) => {
     if (p.keys.kind === 'static') return { ir: p, keys: keySetOf(p.keys.jwks, 'strict') };
     const remote = deps.jwks.get(p.keys);
@@ -57,29 +58,33 @@ export function compileJwt(ir: JwtIR, deps: AuthDeps): AuthCheck {
 class JwtCheck {
   /** Every header a provider copies a claim to: a client's own is never forwarded. */
   readonly #claimHeaders: readonly string[];
-  readonly #nowhere: string;
+  readonly #locations: readonly TokenLocationIR[];
+  readonly #names: ReadonlySet<string>;
+  /** Each place by the name the reader gives it. */
+  readonly #byWhere: ReadonlyMap<string, Place>;
+  readonly #missing: AuthDenial;
 
   constructor(
     readonly ir: JwtIR,
-    readonly places: readonly Place[],
+    places: readonly Place[],
     readonly clock: () => number,
   ) {
     this.#claimHeaders = [...new Set(ir.providers.flatMap((p) => p.claimsToHeaders.map((c) => c.header)))];
-    this.#nowhere = `no token in ${places.map((p) => describeLocation(p.loc)).join(', or ')}`;
+    this.#locations = places.map((p) => p.loc);
+    this.#names = headerNames(this.#locations);
+    this.#byWhere = new Map(places.map((p) => [describeLocation(p.loc), p]));
+    this.#missing = deny('missing', `no token; send it in one of: ${this.#locations.map(describeLocation).join(', ')}`);
   }
 
   run(req: AuthRequest): AuthVerdict | Promise<AuthVerdict> {
-    for (const place of this.places) {
-      const read = readToken(place.loc, req.headers, req.query);
-      if (read.kind === 'none') continue;
-      if (read.kind === 'ambiguous') return deny('malformed', read.detail);
-      return this.#verify(place, read.token, read.removal).catch(() => deny('malformed', 'the token could not be read'));
-    }
+    const read = readCredential(req, this.#locations, this.#names);
+    if (read.found === 'refused') return deny(read.reason, read.detail, 'invalid_request');
+    if (read.found === 'one') return this.#verify(this.#byWhere.get(read.where)!, read.value, read.strip).catch(() => deny('malformed', 'the token could not be read'));
     if (this.ir.mode === 'Optional') return this.#claimHeaders.length ? { ok: true, removeHeaders: this.#claimHeaders, note: 'no token' } : { ok: true, note: 'no token' };
-    return deny('missing', this.#nowhere);
+    return this.#missing;
   }
 
-  async #verify(place: Place, token: string, removal: TokenRemoval): Promise<AuthVerdict> {
+  async #verify(place: Place, token: string, removal: CredentialStrip): Promise<AuthVerdict> {
     if (token.length > this.ir.maxTokenLength) return deny('malformed', `the token is longer than ${this.ir.maxTokenLength} characters (jwt.maxTokenLength)`);
     const parts = token.split('.');
     if (parts.length === 5) return deny('malformed', 'encrypted tokens (JWE) are not accepted; send a signed JWT');
@@ -144,7 +149,7 @@ class JwtCheck {
     };
   }
 
-  #pass(p: JwtProviderIR, payload: JWTPayload, removal: TokenRemoval): AuthVerdict {
+  #pass(p: JwtProviderIR, payload: JWTPayload, removal: CredentialStrip): AuthVerdict {
     const { claims, dropped } = boundedClaims(payload);
     const consumer = consumerOf(p, payload, claims);
     if (typeof consumer === 'string') return deny('malformed', consumer);
@@ -202,8 +207,9 @@ function refusal(err: unknown): AuthDenial {
   }
 }
 
-function deny(reason: Exclude<JwtReason, 'keys_unavailable'>, detail: string): AuthDenial {
-  const challenge = reason === 'missing' ? 'Bearer realm="tollgate"' : `Bearer realm="tollgate", error="invalid_token", error_description="${quoted(detail)}"`;
+/** A 401 with RFC 6750's challenge: no error code when there was no token, invalid_request for a request that holds none usable, invalid_token otherwise. */
+function deny(reason: Exclude<JwtReason, 'keys_unavailable'>, detail: string, error: 'invalid_request' | 'invalid_token' = 'invalid_token'): AuthDenial {
+  const challenge = reason === 'missing' ? 'Bearer realm="tollgate"' : `Bearer realm="tollgate", error="${error}", error_description="${quoted(detail)}"`;
   return { ok: false, error: ERRORS.unauthenticated, reason, detail, challenge };
 }
 

@@ -3,10 +3,10 @@
 // order and applies what they decide. A check sees the request through AuthRequest only, so
 // the kinds do not depend on the pipeline.
 import type { IncomingHttpHeaders } from 'node:http';
-import type { AuthKind } from '@tollgate/api';
+import type { AuthKind, AuthPassReason, AuthReason } from '@tollgate/api';
 import type { ErrorSpec } from '../errors.js';
 
-export type { AuthKind };
+export type { AuthKind, AuthPassReason, AuthReason };
 
 /** Who is calling, as an authentication kind established it. Never holds a credential. */
 export interface Consumer {
@@ -31,14 +31,27 @@ export interface AuthRequest {
   readonly authority: string;
   readonly scheme: 'http' | 'https';
   readonly headers: IncomingHttpHeaders;
+  /** Names and values as received, alternating (Node's rawHeaders): repeated headers, which `headers` folds or drops, are all here. */
+  readonly rawHeaders: readonly string[];
   readonly sourceAddress: string;
   readonly sourcePort: number;
+  /** The proxy's own address and port of the connection (extAuthz sends them as the destination). */
+  readonly destinationAddress?: string;
+  readonly destinationPort?: number;
+  /** HTTP version as the client spoke it, e.g. "HTTP/1.1". */
+  readonly protocol?: string;
   /** Set by the checks that ran before (authentication runs before authorization). */
   readonly consumer: Consumer | null;
   /** The model of an LLM request body, when the body was read (AuthCheck.needsBody). */
   readonly model: string | null;
   /** The body as read (bounded by config.maxRequestBodyBytes); null when there is none or it was not read. */
   readonly body: Buffer | null;
+  /**
+   * The body was read for a check and was longer than config.maxRequestBodyBytes: it goes
+   * upstream unread, so `model` is null without meaning "no model" (a check that reads it
+   * refuses rather than decide on what it could not see).
+   */
+  readonly bodyTooLarge: boolean;
 }
 
 export interface AuthPass {
@@ -55,6 +68,8 @@ export interface AuthPass {
   readonly responseHeaders?: Readonly<Record<string, string>>;
   /** What decided, for the trace (e.g. a JWT provider's name, a rule's name); never a credential. */
   readonly note?: string;
+  /** Metric label of a pass other than a plain allow, e.g. failed_open (an authorization service that could not decide, failureMode FailOpen); default allowed. */
+  readonly reason?: AuthPassReason;
 }
 
 export interface AuthDenial {
@@ -63,8 +78,8 @@ export interface AuthDenial {
   readonly error: ErrorSpec;
   /** Overrides error.status (an authorization service's own denial status). */
   readonly status?: number;
-  /** Metric label, from a small fixed set per kind: missing, invalid, expired, unknown, denied, unavailable, ... */
-  readonly reason: string;
+  /** Metric label, from the fixed set AUTH_REASONS. */
+  readonly reason: AuthReason;
   /** What was wrong, safe to show the client (never echoes a credential). */
   readonly detail: string;
   /** WWW-Authenticate value (401 answers). */

@@ -52,6 +52,12 @@ export interface BodyLimit {
    * escape the token budget. Otherwise it is forwarded untouched and estimated.
    */
   readonly refuseLarger: boolean;
+  /**
+   * True on a metered route: a streaming request that does not ask for usage is made to (the
+   * meter removes the usage chunk again). Elsewhere (a body read for authorization rules or
+   * mirrors) the body goes upstream as the client wrote it, since nothing would remove it.
+   */
+  readonly askUsage: boolean;
 }
 
 /** Where the bytes of a body being read are taken from: the process's budget (pipeline/body-budget.ts). */
@@ -102,7 +108,7 @@ export function readLlmRequest(req: IncomingMessage, limit: BodyLimit, account: 
     // escape to the process.
     const onEnd = () => {
       try {
-        resolve(parse(Buffer.concat(chunks)));
+        resolve(parse(Buffer.concat(chunks), limit.askUsage));
       } catch (err) {
         reject(err instanceof Error ? err : new Error(String(err)));
       }
@@ -114,7 +120,7 @@ export function readLlmRequest(req: IncomingMessage, limit: BodyLimit, account: 
   });
 }
 
-export function parse(raw: Buffer): LlmRequest {
+export function parse(raw: Buffer, askUsage = true): LlmRequest {
   let json: unknown;
   try {
     json = JSON.parse(raw.toString('utf8'));
@@ -134,7 +140,7 @@ export function parse(raw: Buffer): LlmRequest {
   const promptText = contentOf(o.messages);
   const opts = o.stream_options;
   const asked = opts !== null && typeof opts === 'object' && (opts as Record<string, unknown>).include_usage === true;
-  if (!stream || asked) return { body: raw, model, stream, maxTokens, injectedUsage: false, promptText, unparsed: null };
+  if (!stream || asked || !askUsage) return { body: raw, model, stream, maxTokens, injectedUsage: false, promptText, unparsed: null };
   return { body: withIncludeUsage(raw, opts), model, stream, maxTokens, injectedUsage: true, promptText, unparsed: null };
 }
 

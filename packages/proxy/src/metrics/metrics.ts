@@ -1,6 +1,7 @@
 // Prometheus metrics of one proxy (prom-client, a registry per runtime so several proxies
 // can live in one process). Label values are bounded: route names and statuses by the config;
 // model names, which clients choose freely, by `ModelLabels` (the first N seen, then `other`).
+import type { AuthKind, AuthPassReason, AuthReason } from '@tollgate/api';
 import { Counter, Gauge, Registry, collectDefaultMetrics, type LabelValues, type Metric } from 'prom-client';
 
 export type DecisionKind = 'requests' | 'tokens' | 'global';
@@ -204,10 +205,17 @@ export class ProxyMetrics {
   readonly #auth = new CellCounter(
     this.registry,
     'tollgate_auth_decisions_total',
-    'Decisions of the authentication and authorization checks, by kind (apiKey, basicAuth, jwt, authorization, extAuthz), result (allow, deny) and reason (allowed, or why the check refused: a fixed set per kind, docs/authentication.md).',
+    'Decisions of the authentication and authorization checks, by kind (apiKey, basicAuth, jwt, authorization, extAuthz), result (allow, deny) and reason (allowed, or why the check refused: missing, invalid, expired, unknown, ambiguous, too_large, denied, not_allowed, error, unavailable; docs/authentication.md).',
     ['kind', 'result', 'reason'],
   );
-  readonly #authCells = new Map<string, Cell<'kind' | 'result' | 'reason'>>();
+  readonly #authCells = new Map<AuthKind, Map<AuthPassReason | AuthReason, Cell<'kind' | 'result' | 'reason'>>>();
+  readonly #passwords = new CellCounter(
+    this.registry,
+    'tollgate_auth_password_checks_total',
+    'basicAuth password checks by result: cached (a credential verified before, no hash run), match and mismatch (verified by a password worker), busy (refused 503: every worker busy and config.basicAuth.maxQueue waiting), failed (the worker failed).',
+    ['result'],
+  );
+  readonly #passwordCells = new Map<string, Cell<'result'>>();
   readonly #jwksFetches = new CellCounter(
     this.registry,
     'tollgate_jwks_fetches_total',
@@ -258,11 +266,15 @@ export class ProxyMetrics {
     });
   }
 
-  /** Counts one decision of an authentication or authorization check; reasons come from a fixed set per kind. */
-  countAuth(kind: string, allowed: boolean, reason: string): void {
-    const key = `${kind}\u0000${reason}`;
-    let cell = this.#authCells.get(key);
-    if (!cell) this.#authCells.set(key, (cell = this.#auth.cell({ kind, result: allowed ? 'allow' : 'deny', reason })));
+  /** Counts one decision of an authentication or authorization check; the labels are fixed sets (AUTH_KINDS, AUTH_REASONS). */
+  countAuth(kind: AuthKind, allowed: boolean, reason: AuthPassReason | AuthReason): void {
+    nested(this.#authCells, kind, reason, () => this.#auth.cell({ kind, result: allowed ? 'allow' : 'deny', reason })).value++;
+  }
+
+  /** Counts one basicAuth password check (results: cached, match, mismatch, busy, failed). */
+  countPasswordCheck(result: string): void {
+    let cell = this.#passwordCells.get(result);
+    if (!cell) this.#passwordCells.set(result, (cell = this.#passwords.cell({ result })));
     cell.value++;
   }
 

@@ -7,6 +7,7 @@ import type { AuthDenial } from '../auth/types.js';
 import { sendError } from '../upstream/forward.js';
 import type { RequestContext } from './context.js';
 import { publish, type HeaderValues } from './events.js';
+import { openAiErrorBody, wantsJsonError } from './openai-error.js';
 
 function done(ctx: RequestContext, status: number, headers: HeaderValues): void {
   ctx.status = status;
@@ -35,26 +36,30 @@ export function answerDirect(ctx: RequestContext, status: number, headers: Recor
 
 /**
  * Answers a request an authentication or authorization check refused: the catalog entry (or an
- * authorization service's own status and body), with the check's challenge.
+ * authorization service's own status), with the check's challenge. The body is the service's
+ * own when it sent one; otherwise OpenAI's error shape for an OpenAI-style call (a JSON body,
+ * or Accept: application/json), so the official clients raise their AuthenticationError or
+ * PermissionDeniedError with the message; otherwise the catalog's plain text.
  */
 export function answerAuthDenial(ctx: RequestContext, denial: AuthDenial): void {
-  const headers: Record<string, string> = { ...denial.headers };
-  if (denial.challenge) headers['www-authenticate'] = denial.challenge;
-  if (denial.status === undefined && !denial.body) {
-    answerError(ctx, denial.error, headers, denial.detail);
-    return;
-  }
   const status = denial.status ?? denial.error.status;
-  const text = denial.body?.text ?? `${denial.error.body}: ${denial.detail}`;
-  const sent = {
-    'content-type': denial.body?.contentType ?? 'text/plain; charset=utf-8',
-    'content-length': String(Buffer.byteLength(text)),
+  const message = `${denial.error.body}: ${denial.detail}`;
+  const body =
+    denial.body ??
+    (wantsJsonError(ctx.headers)
+      ? { contentType: 'application/json', text: openAiErrorBody(status, denial.error.code, message) }
+      : { contentType: 'text/plain; charset=utf-8', text: message });
+  // A service's headers come first: the body's own length and type and the code are ours.
+  const sent: Record<string, string> = {
+    ...denial.headers,
+    'content-type': body.contentType,
+    'content-length': String(Buffer.byteLength(body.text)),
     'x-tollgate-error': denial.error.code,
-    ...headers,
   };
+  if (denial.challenge) sent['www-authenticate'] = denial.challenge;
   if (!ctx.res.headersSent && !ctx.res.destroyed) {
     ctx.res.writeHead(status, sent);
-    ctx.res.end(text);
+    ctx.res.end(body.text);
   }
   done(ctx, status, sent);
 }

@@ -6,6 +6,7 @@
 import type { AuthCheck, AuthDenial, AuthPass, AuthRequest, AuthVerdict } from '../auth/types.js';
 import { answerAuthDenial } from './answer.js';
 import type { AuthOutcome, RequestContext } from './context.js';
+import { publish } from './events.js';
 import { readBodyOnce } from './llm-body.js';
 
 /** Returns false when the request was refused (and answered). Synchronous without checks. */
@@ -39,18 +40,36 @@ function authRequest(ctx: RequestContext): AuthRequest {
     host: ctx.host,
     authority: ctx.authority,
     scheme: ctx.scheme,
-    headers: ctx.headers,
+    headers: withoutRemoved(ctx),
+    rawHeaders: ctx.req.rawHeaders,
     sourceAddress: ctx.req.socket.remoteAddress ?? '',
     sourcePort: ctx.req.socket.remotePort ?? 0,
+    destinationAddress: ctx.req.socket.localAddress ?? '',
+    destinationPort: ctx.req.socket.localPort ?? 0,
+    protocol: `HTTP/${ctx.req.httpVersion}`,
     consumer: ctx.consumer,
     model: ctx.llm?.model ?? null,
     body: Buffer.isBuffer(body) ? body : null,
+    // Read, but a stream: readLlmRequest replays a body over config.maxRequestBodyBytes unread.
+    bodyTooLarge: body !== undefined && !Buffer.isBuffer(body),
   };
+}
+
+/**
+ * The request headers less those an earlier check removed (a credential it consumed), so that a
+ * later check neither sends them to an authorization service nor builds on them.
+ */
+function withoutRemoved(ctx: RequestContext): RequestContext['headers'] {
+  const removed = ctx.authEffects?.removeHeaders;
+  if (!removed?.length) return ctx.headers;
+  const headers = { ...ctx.headers };
+  for (const name of removed) delete headers[name];
+  return headers;
 }
 
 function record(ctx: RequestContext, check: AuthCheck, v: AuthVerdict): void {
   const outcome: AuthOutcome = v.ok
-    ? { kind: check.kind, allowed: true, reason: 'allowed', note: v.note ?? null }
+    ? { kind: check.kind, allowed: true, reason: v.reason ?? 'allowed', note: v.note ?? null }
     : { kind: check.kind, allowed: false, reason: v.reason, note: v.detail };
   (ctx.auth ??= []).push(outcome);
   ctx.deps.metrics.countAuth(check.kind, outcome.allowed, outcome.reason);
@@ -58,6 +77,9 @@ function record(ctx: RequestContext, check: AuthCheck, v: AuthVerdict): void {
 
 function refuse(ctx: RequestContext, check: AuthCheck, v: AuthDenial): void {
   ctx.deps.authLog.debug({ kind: check.kind, reason: v.reason, route: ctx.routeName, consumer: ctx.consumer?.name }, 'request refused by authentication or authorization');
+  // As the gateway policies stage does for its refusals: the trace shows the request the
+  // route's policies refused, with what each check decided (requestState.auth).
+  if (ctx.observed) publish.requestSnapshot(ctx, 'route policies');
   answerAuthDenial(ctx, v);
 }
 

@@ -10,7 +10,7 @@ import type { LlmRequest } from '../llm/request-body.js';
 import type { ChargeCap } from '../ratelimit/charge-cap.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';
 import type { Admissions } from '../ratelimit/policy.js';
-import type { AuthKind, Consumer } from '../auth/types.js';
+import type { AuthKind, AuthPassReason, AuthReason, Consumer } from '../auth/types.js';
 import type { CompiledListener, CompiledRoute, CompiledSnapshot } from '../routing/compile.js';
 import { normalizeHost } from '../routing/hostname.js';
 import type { Logger } from 'pino';
@@ -44,7 +44,7 @@ export interface AuthOutcome {
   readonly kind: AuthKind;
   readonly allowed: boolean;
   /** `allowed`, or the denial's reason (a metric label). */
-  readonly reason: string;
+  readonly reason: AuthPassReason | AuthReason;
   /** What decided or what was wrong (a provider, a rule); never a credential. */
   readonly note: string | null;
 }

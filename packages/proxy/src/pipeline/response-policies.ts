@@ -92,6 +92,8 @@ export class ResponsePolicies implements ForwardHooks {
     }
     for (const m of ctx.route!.responseModifiers) applyHeaderModifier(headers, m);
     if (ctx.admissions) Object.assign(headers, ctx.admissions.responseHeaders());
+    // Headers an authorization check adds to the response (an extAuthz service's response_headers_to_add).
+    if (ctx.authEffects) Object.assign(headers, ctx.authEffects.responseHeaders);
     if (this.meter) {
       this.meter.onHeaders(first(headers['content-type']), first(headers['content-encoding']));
       if (this.meter.rewrites) delete headers['content-length'];

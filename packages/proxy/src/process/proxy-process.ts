@@ -67,6 +67,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       maxBufferedRequestBytes: bufferedRequestBytes(settings),
       maxConnectionsPerBind: settings.maxConnectionsPerBind,
       maxTokensChargedPerResponse: settings.maxTokensChargedPerResponse,
+      passwords: settings.basicAuth,
       clientTimeouts: {
         requestHeadersMs: settings.requestHeadersTimeout ? parseDuration(settings.requestHeadersTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestHeadersMs,
         requestBodyIdleMs: settings.requestBodyIdleTimeout ? parseDuration(settings.requestBodyIdleTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyIdleMs,

@@ -9,7 +9,7 @@
 // thousands builds one route's parts; the indexes, which depend on every route, are rebuilt.
 // Only the serving snapshot's parts are reused: their pickers hold endpoints that snapshot
 // keeps alive, and nothing outlives the next apply.
-import { DEFAULT_LIMITS, type BackendIR, type CredentialNames, type BindIR, type EvaluationLimits, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { DEFAULT_LIMITS, type BackendIR, type BindIR, type EvaluationLimits, type ExtraCredentials, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
 import { backendPicker, routeUpstreamNames, standalonePickerDeps, type BackendPicker, type PickerDeps } from './backend-picker.js';
 import { compileCandidate, compileMatch, type Candidate, type CompiledMatch, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
@@ -120,8 +120,8 @@ export interface CompiledSnapshot {
   readonly routeNames: ReadonlySet<string>;
   /** Each route's parts, by route object (the next compile reuses them). */
   readonly parts: ReadonlyMap<RouteIR, RouteParts>;
-  /** Where its policies read credentials: redacted in traces like the fixed list. */
-  readonly credentialNames: CredentialNames;
+  /** Headers and query parameters its policies read credentials from, beyond the fixed list: traces and /debug/tasks redact them. */
+  readonly credentials: ExtraCredentials;
 }
 
 export interface RouteHit {
@@ -166,7 +166,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
           mirrors: own.mirrors,
           responseModifiers: own.responseModifiers,
           policy: routePolicy,
-          auth: deps?.auth ? effectiveAuth(l.policy, r.policy, deps.auth) : null,
+          auth: deps?.auth ? effectiveAuth(l.policy, r.policy, deps.auth, limits) : null,
           countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false),
         };
         const base = order;
@@ -180,7 +180,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
     }
     binds.set(bind.port, { ir: bind, listeners, tls: compileBindTls(bind, tlsContexts) });
   }
-  return { ir, binds, detached, upstreams, routeNames, parts, credentialNames: credentialNames(ir) };
+  return { ir, binds, detached, upstreams, routeNames, parts, credentials: credentialNames(ir) };
 }
 
 /** Names of the routes serving `host` on a listener, most specific host first (for traces of a 404). */

@@ -25,6 +25,8 @@ import type { InFlight } from '../pipeline/inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
 import { AuthCompilers } from '../auth/compilers.js';
 import { JwksStore } from '../auth/jwks-store.js';
+import { defaultPasswordSettings, PasswordVerifier, type PasswordSettings } from '../auth/password-verifier.js';
+import { ExtAuthzServices, extAuthzServicesInUse } from '../auth/ext-authz-services.js';
 
 export interface RuntimeOptions {
   readonly connectTimeoutMs: number;
@@ -56,6 +58,8 @@ export interface RuntimeOptions {
   readonly maxConnectionsPerBind?: number;
   /** config.maxTokensChargedPerResponse. */
   readonly maxTokensChargedPerResponse?: number;
+  /** config.basicAuth: password workers, their queue, the cache of verified credentials. */
+  readonly passwords?: Partial<PasswordSettings>;
 }
 
 /** config.requestHeadersTimeout, requestBodyIdleTimeout, requestBodyTimeout and keepAliveTimeout defaults. */
@@ -85,6 +89,8 @@ export class ProxyRuntime {
   readonly endpoints: EndpointTable;
   readonly #picking: PickerDeps;
   readonly #auth: AuthCompilers;
+  /** basicAuth's password workers and cache (threads start with the first verification). */
+  readonly passwords: PasswordVerifier;
   readonly #jwks: JwksStore;
   /** Aborts the mirrored copies still in flight when the runtime closes. */
   readonly #mirrors = new AbortController();
@@ -159,8 +165,9 @@ export class ProxyRuntime {
       authLog: options.authLog ?? options.log,
     };
     const authLog = options.authLog ?? options.log;
+    this.passwords = new PasswordVerifier({ ...defaultPasswordSettings(), ...options.passwords }, authLog, (result) => this.metrics.countPasswordCheck(result));
     this.#jwks = new JwksStore({ log: authLog, clock, count: (result) => this.metrics.countJwksFetch(result) });
-    this.#auth = new AuthCompilers({ log: authLog, clock, jwks: this.#jwks });
+    this.#auth = new AuthCompilers({ log: authLog, passwords: this.passwords, extAuthz: new ExtAuthzServices(), clock, jwks: this.#jwks });
     this.traces.owner = this.#deps;
   }
 
@@ -293,6 +300,7 @@ export class ProxyRuntime {
     this.endpoints.retain(next.upstreams);
     this.metrics.retainRoutes(next.routeNames);
     this.#global?.pool.retain(services);
+    this.#auth.deps.extAuthz.retain(extAuthzServicesInUse(ir));
   }
 
   #drainTimes(): DrainTimes {
@@ -310,6 +318,8 @@ export class ProxyRuntime {
     this.#mirrors.abort();
     await this.endpoints.close();
     await this.#global?.pool.close();
+    await this.passwords.close();
+    await this.#auth.deps.extAuthz.close();
     await this.#jwks.close();
   }
 }

@@ -139,10 +139,10 @@ export class FileSnapshotSource
       return this.#refuse(trigger, err as Error);
     }
     // An edit event for content already read is noise; a reload re-reads a refused file, and
-    // it and a certificate event re-read the files the config names (certificates renewed in
-    // place, policy files: keys, htpasswd, JWKS) even when the config text is the same.
+    // it and an event on a file the config names re-read those files (certificates renewed in
+    // place, an API key revoked) even when the config text is the same.
     const sameText = trigger === 'edit' ? text === this.#lastSeen : text === this.#current.text;
-    if (sameText && (trigger === 'edit' || !this.#current.namedFiles.length)) return this.#unchanged(trigger, text);
+    if (sameText && (trigger === 'edit' || !namesFiles(this.#current))) return this.#unchanged(trigger, text);
     this.#lastSeen = text;
     let next: LoadedConfig;
     try {
@@ -183,3 +183,7 @@ export class FileSnapshotSource
   }
 }
 
+/** The config names files beside itself: certificates and keys, and its policies' files (API keys, htpasswd). */
+function namesFiles(loaded: LoadedConfig): boolean {
+  return loaded.namedFiles.length > 0;
+}

@@ -3,7 +3,7 @@
 // never decreasing; header values that are credentials are redacted.
 import { hostname } from 'node:os';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { NO_CREDENTIAL_NAMES, redactHeaders, redactPathAndQuery, type CredentialNames, type RequestState, type TraceEvent, type TraceMessage } from '@tollgate/api';
+import { NO_EXTRA_CREDENTIALS, redactHeaders, redactPathAndQuery, type AuthState, type ExtraCredentials, type RequestState, type TraceEvent, type TraceMessage } from '@tollgate/api';
 import type { RequestContext } from '../pipeline/context.js';
 import type { RequestStage, ResponseStage } from '../pipeline/events.js';
 import type { TraceSession } from './session.js';
@@ -36,6 +36,16 @@ export interface RequestView {
 }
 
 type Severity = TraceEvent['severity'];
+
+/** The checks that ran and the consumer, as the trace shows them; undefined when the route has none. */
+function authState(ctx: RequestContext): AuthState | undefined {
+  if (ctx.auth === null) return undefined;
+  const c = ctx.consumer;
+  return {
+    consumer: c ? { name: c.name, group: c.group, via: c.via, credentialId: c.credentialId } : null,
+    checks: ctx.auth.map((o) => ({ kind: o.kind, result: o.allowed ? 'allow' : 'deny', reason: o.reason, note: o.note })),
+  };
+}
 
 export function severityOf(status: number, transportError = false): Severity {
   if (transportError || status >= 500) return 'error';
@@ -80,7 +90,7 @@ export class RequestTracer {
     this.session.sink.send({ eventStart, eventEnd: this.#now(), severity, message });
   }
 
-  requestState(view: RequestView, backend?: RequestState['backend'], credentials: CredentialNames = NO_CREDENTIAL_NAMES): RequestState {
+  requestState(view: RequestView, backend?: RequestState['backend'], credentials: ExtraCredentials = NO_EXTRA_CREDENTIALS, auth?: AuthState): RequestState {
     const headers = redactHeaders(view.headers, credentials);
     const scheme = view.scheme ?? 'http';
     const host = withoutDefaultPort(view.authority, scheme);
@@ -100,6 +110,7 @@ export class RequestTracer {
       },
       source: this.#source,
       ...(backend ? { backend } : {}),
+      ...(auth ? { auth } : {}),
       env: { ...this.env },
     };
   }
@@ -117,11 +128,14 @@ export class RequestTracer {
     const rewritten = upstream ? ctx.upstreamHeaders?.host : undefined;
     const authority = typeof rewritten === 'string' ? rewritten : ctx.authority;
     const view: RequestView = upstream
-      ? { method: ctx.method, authority, path: ctx.upstreamPath, query: ctx.query, headers: ctx.upstreamHeaders ?? ctx.headers }
+      ? { method: ctx.method, authority, path: ctx.upstreamPath, query: ctx.upstreamQuery, headers: ctx.upstreamHeaders ?? ctx.headers }
       : { method: ctx.method, authority, path: ctx.path, query: ctx.query, headers: ctx.headers, scheme: ctx.scheme };
     // The backend as routes name it (`<service_host>:<port>` for a Service); the endpoint chosen within it is the backendCallStart target.
     const backend = stage === 'final request' && ctx.backend ? { name: ctx.backend.backend.name, type: 'service' as const, protocol: 'http' as const } : undefined;
-    this.#emit({ type: 'requestSnapshot', stage, requestState: this.requestState(view, backend, ctx.snapshot.credentialNames) });
+    // The credential headers and parameters of the config's policies too (an apiKey in x-team-key);
+    // what the route's checks decided, once they ran (they run just before the route policies).
+    const auth = upstream ? authState(ctx) : undefined;
+    this.#emit({ type: 'requestSnapshot', stage, requestState: this.requestState(view, backend, ctx.snapshot.credentials, auth) });
   }
 
   routeSelection(ctx: RequestContext): void {

@@ -2,30 +2,15 @@
 // generated from Envoy's .proto files), for tests that check the project's own codecs against
 // Envoy's definitions instead of against themselves. scripts/install-test-tools.sh builds it
 // into the tool cache (keyed by the go-control-plane version and the tool's source).
-import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+import { toolAvailability, wrapperToolBinary } from './tool-cache.js';
 
 export function envoyProtoBinary(): string {
-  const tools = JSON.parse(readFileSync(join(REPO_ROOT, 'e2e/tools.json'), 'utf8')) as Record<string, string>;
-  const dir = join(REPO_ROOT, 'e2e/tools/envoy-proto');
-  const key = createHash('sha256').update(readFileSync(join(dir, 'main.go'))).update(readFileSync(join(dir, 'go.mod'))).digest('hex').slice(0, 12);
-  const cache = process.env.TOLLGATE_CACHE ?? join(homedir(), '.cache', 'tollgate');
-  return join(cache, `envoy-proto-${tools.goControlPlane}-${key}`, 'envoy-proto');
+  return wrapperToolBinary('envoy-proto', 'goControlPlane', 'envoy-proto');
 }
 
-/** Whether the tool is there: in CI a missing tool is an error; elsewhere the suite is skipped, saying how to install it. */
 export function envoyProtoAvailability(): { run: boolean } {
-  if (existsSync(envoyProtoBinary())) return { run: true };
-  const message = `envoy-proto is not built: ${envoyProtoBinary()} (run \`bash scripts/install-test-tools.sh\`)`;
-  if (process.env.CI === 'true' || process.env.CI === '1') throw new Error(message);
-  console.warn(`skipping: ${message}`);
-  return { run: false };
+  return toolAvailability('envoy-proto', envoyProtoBinary());
 }
 
 /** The message's fields (and those of the messages it uses) as Envoy defines them. */

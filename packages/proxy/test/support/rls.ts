@@ -3,7 +3,7 @@
 // runtime config directory in a temp dir, and stopped after the suite (also on failure).
 // scripts/install-test-tools.sh installs both: redis-server from Debian, the service with
 // `go install` of the commit pinned in e2e/tools.json (envoyRatelimit) into the tool cache.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
@@ -12,10 +12,10 @@ import { homedir, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, onFreePort, onFreePorts } from '../helpers.js';
+import { Proc, readyOrStopped } from './process.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 export const INSTALL_COMMAND = 'bash scripts/install-test-tools.sh';
-const START_TIMEOUT_MS = 20_000;
 
 function cacheDir(): string {
   return process.env.TOLLGATE_CACHE ?? join(homedir(), '.cache', 'tollgate');
@@ -68,86 +68,6 @@ export function rlsAvailability(): { run: boolean; reason?: string } {
 }
 
 export { freePort };
-
-/** A child process with its output kept for failure messages. */
-class Proc {
-  readonly output: string[] = [];
-  readonly exited: Promise<number | null>;
-  #exitCode: number | null | undefined;
-
-  constructor(
-    readonly name: string,
-    readonly child: ChildProcess,
-  ) {
-    const keep = (b: Buffer): void => {
-      this.output.push(b.toString('utf8'));
-      if (this.output.length > 400) this.output.splice(0, this.output.length - 400);
-    };
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
-    this.exited = new Promise((resolve) => {
-      child.once('exit', (code) => {
-        this.#exitCode = code;
-        resolve(code);
-      });
-      child.once('error', (err) => {
-        this.output.push(String(err));
-        this.#exitCode = null;
-        resolve(null);
-      });
-    });
-    LIVE.add(this);
-  }
-
-  get running(): boolean {
-    return this.#exitCode === undefined;
-  }
-
-  tail(): string {
-    return this.output.join('').split('\n').slice(-40).join('\n');
-  }
-
-  /** SIGTERM, then SIGKILL if it has not exited within 5s; resolves once it has exited. */
-  async stop(): Promise<void> {
-    if (this.running) {
-      this.child.kill('SIGTERM');
-      const timer = setTimeout(() => this.child.kill('SIGKILL'), 5000);
-      await this.exited;
-      clearTimeout(timer);
-    }
-    LIVE.delete(this);
-  }
-}
-
-// Backstop: a test process that dies without running afterAll still takes its children along.
-const LIVE = new Set<Proc>();
-process.once('exit', () => {
-  for (const p of LIVE) if (p.running) p.child.kill('SIGKILL');
-});
-
-/** `waitReady`, and on failure the process is stopped (so a start tried again leaves nothing behind). */
-async function readyOrStopped(proc: Proc, procs: Proc[], what: string, probe: () => Promise<boolean>): Promise<void> {
-  procs.push(proc);
-  try {
-    await waitReady(proc, what, probe);
-  } catch (err) {
-    await proc.stop();
-    procs.splice(procs.indexOf(proc), 1);
-    throw err;
-  }
-}
-
-/** Resolves when `probe` succeeds; rejects when the process exits or START_TIMEOUT_MS passes. */
-async function waitReady(proc: Proc, what: string, probe: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  for (;;) {
-    if (!proc.running) throw new Error(`${proc.name} exited before ${what}:\n${proc.tail()}`);
-    if (await probe()) return;
-    if (Date.now() > deadline) throw new Error(`${proc.name}: no ${what} within ${START_TIMEOUT_MS}ms:\n${proc.tail()}`);
-    // Between two probes: wait for either the process to exit or 50ms to pass.
-    await Promise.race([proc.exited, new Promise((r) => setTimeout(r, 50))]);
-  }
-}
 
 /** PING over RESP; true on +PONG. */
 function redisPing(port: number): Promise<boolean> {

@@ -20,6 +20,7 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
       ...rt.clientBounds,
       maxTraceSessions: rt.traces.maxArmed,
       maxTokensChargedPerResponse: rt.maxTokensChargedPerResponse,
+      basicAuth: rt.passwords.settings,
     };
     return reply.type('application/json; charset=utf-8').send(JSON.stringify({ ...configDump(rt.current.ir, rt.loadedAt, rt.endpoints, settings), delivery }, null, 2));
   });

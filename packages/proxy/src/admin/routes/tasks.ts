@@ -11,14 +11,13 @@ export function tasksRoutes(app: FastifyInstance, ctx: AdminContext): void {
     if (rejectUnknownQuery(request.query, [], reply)) return reply;
     const now = Date.now();
     const rt = ctx.runtime;
-    const credentials = rt.hasConfig ? rt.current.credentialNames : undefined;
     return {
       uptimeMs: now - rt.startedAt,
       listeners: rt.listening.map((l) => ({ name: `bind ${l.address}:${l.boundPort}`, address: l.address, port: l.boundPort })),
       requests: [...rt.inflight.values()].map((r) => ({
         name: `request ${r.id}`,
         method: r.method,
-        url: redactPathAndQuery(r.url, credentials),
+        url: redactPathAndQuery(r.url, rt.hasConfig ? rt.current.credentials : undefined),
         stage: r.stage,
         ageMs: now - r.startedAt,
         route: r.route ?? null,

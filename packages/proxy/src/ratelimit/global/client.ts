@@ -6,22 +6,12 @@
 // readiness from the channels of the services gateway-level policies use (what the Gateway's
 // owner configured); a service only route-level policies use never holds readiness, since a
 // tenant's route must not take the shared proxy out of service (docs/security.md).
-import * as grpc from '@grpc/grpc-js';
+import { GrpcCallError, GrpcChannel } from '../../grpc/channel.js';
 import { decodeResponse, encodeRequest, SHOULD_RATE_LIMIT_PATH, type RlsRequest, type RlsResponse } from './proto.js';
 import type { ReadinessNeed } from './readiness.js';
 
 /** A failed ShouldRateLimit call: the service is unreachable, timed out or answered an error. */
-export class RlsCallError extends Error {
-  constructor(
-    readonly address: string,
-    /** gRPC status name, e.g. UNAVAILABLE or DEADLINE_EXCEEDED. */
-    readonly grpcCode: string,
-    detail: string,
-  ) {
-    super(`rate limit service ${address}: ${grpcCode}: ${detail}`);
-    this.name = 'RlsCallError';
-  }
-}
+export { GrpcCallError as RlsCallError };
 
 export interface RlsClient {
   readonly address: string;
@@ -33,83 +23,16 @@ export interface RlsClient {
   shouldRateLimit(request: RlsRequest, timeoutMs: number): Promise<RlsResponse>;
 }
 
-// Reconnect quickly after the service restarts; a call made while the channel is down fails
-// at once (no wait-for-ready), which the limiter turns into its failure mode.
-const CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  'grpc.initial_reconnect_backoff_ms': 200,
-  'grpc.max_reconnect_backoff_ms': 2000,
-  'grpc.keepalive_time_ms': 30_000,
-  'grpc.keepalive_timeout_ms': 5_000,
-};
-
-const serialize = (req: RlsRequest): Buffer => encodeRequest(req);
-
-const { READY, TRANSIENT_FAILURE, SHUTDOWN } = grpc.connectivityState;
-
-class GrpcRlsClient implements RlsClient {
-  readonly #client: grpc.Client;
-  #connected = false;
-  #attempted = false;
-  #state: grpc.connectivityState = grpc.connectivityState.IDLE;
-
-  constructor(readonly address: string) {
-    this.#client = new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
-    this.#watch();
+class GrpcRlsClient extends GrpcChannel implements RlsClient {
+  constructor(address: string) {
+    super(address, 'rate limit service');
   }
 
-  get connected(): boolean {
-    return this.#connected;
-  }
-
-  get attempted(): boolean {
-    return this.#attempted;
-  }
-
-  /** The channel is connected now (the tollgate_ratelimit_service_connected gauge). */
-  get connectedNow(): boolean {
-    return this.#state === READY;
-  }
-
-  /** Follows the channel's state for as long as it is open; an idle channel connects again. */
-  #watch(): void {
-    const channel = this.#client.getChannel();
-    const state = channel.getConnectivityState(true);
-    this.#state = state;
-    if (state === SHUTDOWN) return;
-    if (state === READY) this.#connected = this.#attempted = true;
-    else if (state === TRANSIENT_FAILURE) this.#attempted = true;
-    // getConnectivityState(true) above asked an IDLE channel to connect; every state change
-    // comes back here, so the channel never rests idle. No deadline: the watcher holds no
-    // timer, so it never keeps the process alive.
-    channel.watchConnectivityState(state, Infinity, (err) => {
-      if (!err) this.#watch();
-    });
-  }
-
-  // A call made while the channel is still connecting waits for the connection within its
-  // deadline (gRPC queues it); one made while the channel is down (TRANSIENT_FAILURE) fails at
-  // once. So the first requests of a route whose service readiness does not wait for (a
-  // route-level policy's) are decided by the service when it is up.
+  // The first requests of a route whose service readiness does not wait for (a route-level
+  // policy's) are decided by the service when it is up (GrpcChannel queues a call while it
+  // connects).
   shouldRateLimit(request: RlsRequest, timeoutMs: number): Promise<RlsResponse> {
-    return new Promise((resolve, reject) => {
-      this.#client.makeUnaryRequest(
-        SHOULD_RATE_LIMIT_PATH,
-        serialize,
-        decodeResponse,
-        request,
-        new grpc.Metadata(),
-        { deadline: Date.now() + timeoutMs },
-        (err, res) => {
-          if (err) reject(new RlsCallError(this.address, grpc.status[err.code] ?? String(err.code), err.details || err.message));
-          else if (!res) reject(new RlsCallError(this.address, 'INTERNAL', 'empty response'));
-          else resolve(res);
-        },
-      );
-    });
-  }
-
-  close(): void {
-    this.#client.close();
+    return this.unary(SHOULD_RATE_LIMIT_PATH, encodeRequest, decodeResponse, request, timeoutMs);
   }
 }
 

@@ -4,7 +4,7 @@
 // api/envoy/extensions/common/ratelimit/v3/ratelimit.proto, config/core/v3/base.proto), so
 // the bytes on the wire are the ones Envoy sends; fields the gateway does not use are left
 // out, which protobuf decoding tolerates (unknown fields are skipped).
-import protobuf from 'protobufjs';
+import { encodeMessage, parseProtos } from '../../grpc/protobuf.js';
 
 const WELL_KNOWN = `
 syntax = "proto3";
@@ -102,15 +102,8 @@ export interface RlsResponse {
   readonly raw_body: Buffer;
 }
 
-function load(): protobuf.Root {
-  const root = new protobuf.Root();
-  for (const source of [WELL_KNOWN, CORE, COMMON, RLS]) protobuf.parse(source, root, { keepCase: true });
-  root.resolveAll();
-  return root;
-}
-
 /** The definitions above, parsed (tests compare them with Envoy's own). */
-export const rlsProtoRoot = load();
+export const rlsProtoRoot = parseProtos(WELL_KNOWN, CORE, COMMON, RLS);
 
 const types = {
   request: rlsProtoRoot.lookupType('envoy.service.ratelimit.v3.RateLimitRequest'),
@@ -118,8 +111,7 @@ const types = {
 };
 
 export function encodeRequest(req: RlsRequest): Buffer {
-  const bytes = types.request.encode(types.request.fromObject({ ...req })).finish();
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return encodeMessage(types.request, req);
 }
 
 export function decodeRequest(bytes: Buffer): RlsRequest {
@@ -136,6 +128,5 @@ export function decodeResponse(bytes: Buffer): RlsResponse {
 }
 
 export function encodeResponse(res: Partial<Record<keyof RlsResponse, unknown>>): Buffer {
-  const bytes = types.response.encode(types.response.fromObject(res)).finish();
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return encodeMessage(types.response, res);
 }
