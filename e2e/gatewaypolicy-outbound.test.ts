@@ -3,11 +3,12 @@
 // objects applied with kubectl and status read back. A tenant names its rate limit service by
 // backendRef only: a host is refused (Accepted False naming the field), as are a Service of
 // another namespace without a ReferenceGrant, an ExternalName Service and a kind that is not a
-// Service; a granted one is accepted, its domain is sent as <namespace>/<domain>, and
+// Service (RefNotPermitted for the missing grant, Invalid for the others); a granted one is
+// accepted, its domain is sent as <namespace>/<domain>, and
 // ServicesAvailable follows the Service's ready endpoints. Waits are on watch events.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startChartController, waitForObject, type ControllerProcess } from './controller-process.js';
-import type { Condition } from './lib/conditions.js';
+import { policyCondition, type PolicyStatus } from './lib/conditions.js';
 import { run } from './lib/exec.js';
 import { e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
@@ -16,13 +17,8 @@ const availability = e2eAvailability();
 const INFRA = 'infra';
 const TEAM = 'team';
 const LIMITS = 'limits';
-const OURS = 'tollgate.dev/gateway-controller';
 
-interface Policy {
-  status?: { ancestors?: { controllerName: string; ancestorRef: { kind?: string; name: string }; conditions: Condition[] }[] };
-}
 
-const cond = (p: Policy, type: string) => p.status?.ancestors?.find((a) => a.controllerName === OURS)?.conditions.find((c) => c.type === type);
 
 function service(name: string, namespace: string, port: number, spec = ''): string {
   return `---\napiVersion: v1\nkind: Service\nmetadata: { name: ${name}, namespace: ${namespace} }\nspec: { ${spec}ports: [ { name: p, port: ${port}, protocol: TCP } ] }\n`;
@@ -92,7 +88,7 @@ describe.skipIf(!availability.run)("a tenant's GatewayPolicy and the outbound ta
   const kubectl = (args: string[], input?: string) => run(cluster.current.tools.kubectl, args, { env: cluster.current.env, input });
   const apply = (yaml: string) => kubectl(['apply', '-f', '-'], yaml);
   /** The policy once `holds` is true of its status (watched, not polled). */
-  const policyWhen = (holds: (p: Policy) => boolean) => waitForObject<Policy>(cluster.current, 'gatewaypolicies.tollgate.dev', 'per-user', TEAM, holds);
+  const policyWhen = (holds: (p: PolicyStatus) => boolean) => waitForObject<PolicyStatus>(cluster.current, 'gatewaypolicies.tollgate.dev', 'per-user', TEAM, holds);
   let controller: ControllerProcess;
 
   beforeAll(async () => {
@@ -107,32 +103,33 @@ describe.skipIf(!availability.run)("a tenant's GatewayPolicy and the outbound ta
 
   it('a host is refused in a cluster: Accepted False, naming the field and backendRef', async () => {
     await apply(policy('{ host: "redis.internal.example.com:6379" }'));
-    const p = await policyWhen((x) => cond(x, 'Accepted')?.status === 'False');
-    expect(cond(p, 'Accepted')).toMatchObject({ reason: 'Invalid' });
-    expect(cond(p, 'Accepted')?.message).toMatch(/^spec\.traffic\.rateLimit\.global\.service\.host: a GatewayPolicy cannot name a host: .*backendRef/);
-    expect(cond(p, 'Attached')).toMatchObject({ status: 'False', reason: 'Pending' });
-    expect(cond(p, 'ServicesAvailable')).toBeUndefined();
+    const p = await policyWhen((x) => policyCondition(x, 'Accepted')?.status === 'False');
+    expect(policyCondition(p, 'Accepted')).toMatchObject({ reason: 'Invalid' });
+    expect(policyCondition(p, 'Accepted')?.message).toMatch(/^spec\.traffic\.rateLimit\.global\.service\.host: a GatewayPolicy cannot name a host: .*backendRef/);
+    expect(policyCondition(p, 'Attached')).toMatchObject({ status: 'False', reason: 'Pending' });
+    expect(policyCondition(p, 'ServicesAvailable')).toBeUndefined();
   });
 
   it.each([
-    ['an ExternalName Service', '{ backendRef: { name: alias, port: 6379 } }', /^spec\.traffic\.rateLimit\.global\.service\.backendRef: Service team\/alias is of type ExternalName/],
-    ['a kind that is not a Service', '{ backendRef: { group: tollgate.dev, kind: Backend, name: rls, port: 8081 } }', /^spec\.traffic\.rateLimit\.global\.service\.backendRef\.kind: tollgate\.dev\/Backend is not a supported kind/],
+    ['an ExternalName Service', '{ backendRef: { name: alias, port: 6379 } }', /^spec\.traffic\.rateLimit\.global\.service\.backendRef: Service team\/alias is of type ExternalName/, 'Invalid'],
+    ['a kind that is not a Service', '{ backendRef: { group: tollgate.dev, kind: Backend, name: rls, port: 8081 } }', /^spec\.traffic\.rateLimit\.global\.service\.backendRef\.kind: tollgate\.dev\/Backend is not a supported kind/, 'Invalid'],
     [
       'a Service of another namespace without a ReferenceGrant',
       `{ backendRef: { name: rls, namespace: ${LIMITS}, port: 8081 } }`,
       /^spec\.traffic\.rateLimit\.global\.service\.backendRef: Service limits\/rls is in another namespace; a ReferenceGrant in limits must allow GatewayPolicies of team/,
+      'RefNotPermitted',
     ],
-  ])('%s is refused, naming the field', async (_what, service, message) => {
+  ])('%s is refused, naming the field', async (_what, service, message, reason) => {
     await apply(policy(service));
-    const p = await policyWhen((x) => message.test(cond(x, 'Accepted')?.message ?? ''));
-    expect(cond(p, 'Accepted')).toMatchObject({ status: 'False', reason: 'Invalid' });
+    const p = await policyWhen((x) => message.test(policyCondition(x, 'Accepted')?.message ?? ''));
+    expect(policyCondition(p, 'Accepted')).toMatchObject({ status: 'False', reason });
   });
 
   it('granted: Accepted and Attached, the domain prefixed with the namespace; ServicesAvailable follows the ready endpoints', async () => {
     await apply(GRANT);
-    let p = await policyWhen((x) => cond(x, 'Accepted')?.status === 'True' && cond(x, 'ServicesAvailable') !== undefined);
-    expect(cond(p, 'Attached')).toMatchObject({ status: 'True', reason: 'Attached' });
-    expect(cond(p, 'ServicesAvailable')).toMatchObject({
+    let p = await policyWhen((x) => policyCondition(x, 'Accepted')?.status === 'True' && policyCondition(x, 'ServicesAvailable') !== undefined);
+    expect(policyCondition(p, 'Attached')).toMatchObject({ status: 'True', reason: 'Attached' });
+    expect(policyCondition(p, 'ServicesAvailable')).toMatchObject({
       status: 'False',
       reason: 'NoReadyEndpoints',
       message:
@@ -145,13 +142,13 @@ describe.skipIf(!availability.run)("a tenant's GatewayPolicy and the outbound ta
     expect(route.policy?.remoteRateLimit).toMatchObject({ service: `rls.${LIMITS}.svc.cluster.local:8081`, domain: `${TEAM}/llm`, failureMode: 'FailClosed' });
 
     await apply(ENDPOINTS);
-    p = await policyWhen((x) => cond(x, 'ServicesAvailable')?.status === 'True');
-    expect(cond(p, 'ServicesAvailable')).toMatchObject({ reason: 'Available', message: 'Service limits/rls (the rate limit service) has 1 ready endpoint' });
+    p = await policyWhen((x) => policyCondition(x, 'ServicesAvailable')?.status === 'True');
+    expect(policyCondition(p, 'ServicesAvailable')).toMatchObject({ reason: 'Available', message: 'Service limits/rls (the rate limit service) has 1 ready endpoint' });
 
     // Withdrawing the grant withdraws the acceptance.
     await kubectl(['delete', 'referencegrant', 'rate-limits', '-n', LIMITS]);
-    p = await policyWhen((x) => cond(x, 'Accepted')?.status === 'False');
-    expect(cond(p, 'Accepted')?.message).toMatch(/a ReferenceGrant in limits must allow GatewayPolicies of team/);
-    expect(cond(p, 'ServicesAvailable')).toBeUndefined();
+    p = await policyWhen((x) => policyCondition(x, 'Accepted')?.status === 'False');
+    expect(policyCondition(p, 'Accepted')?.message).toMatch(/a ReferenceGrant in limits must allow GatewayPolicies of team/);
+    expect(policyCondition(p, 'ServicesAvailable')).toBeUndefined();
   });
 });

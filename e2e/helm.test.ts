@@ -130,7 +130,7 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
       ['watch', 'endpointslices.discovery.k8s.io', '-A'],
       ['watch', 'services', '-A'],
       ['watch', 'namespaces'],
-      // Certificates of HTTPS listeners (the controller selects type=kubernetes.io/tls).
+      // Certificates of HTTPS listeners and policies' credentials (the controller asks for metadata, reads whole the referenced ones).
       ['list', 'secrets', '-A'],
       ['watch', 'secrets', '-A'],
       ['get', 'gatewaypolicies.tollgate.dev', '-n', 'default'],

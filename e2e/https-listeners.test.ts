@@ -111,11 +111,11 @@ describe.skipIf(!availability.run)('HTTPS listeners on kube-apiserver', () => {
     expect(listenerCond(gw, 'missing', 'ResolvedRefs')).toMatchObject({
       status: 'False',
       reason: 'InvalidCertificateRef',
-      message: `tls.certificateRefs[0] refers to Secret ${APPS}/later, which does not exist (or is not of type kubernetes.io/tls)`,
+      message: `tls.certificateRefs[0] refers to Secret ${APPS}/later, which does not exist`,
     });
     expect(listenerCond(gw, 'missing', 'Programmed')).toMatchObject({ status: 'False', reason: 'Invalid' });
-    // An Opaque Secret is never sent to the controller (it watches type=kubernetes.io/tls only).
     expect(listenerCond(gw, 'opaque', 'ResolvedRefs')).toMatchObject({ status: 'False', reason: 'InvalidCertificateRef' });
+    expect(listenerCond(gw, 'opaque', 'ResolvedRefs')!.message).toContain(`Secret ${APPS}/opaque is of type Opaque; certificates come from Secrets of type kubernetes.io/tls`);
     expect(listenerCond(gw, 'cross', 'ResolvedRefs')).toMatchObject({ status: 'False', reason: 'RefNotPermitted' });
     expect(listenerCond(gw, 'cross', 'ResolvedRefs')!.message).toContain(`a ReferenceGrant in ${CERTS} must allow Gateways of ${APPS}`);
   });

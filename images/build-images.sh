@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `pnpm images`: builds the tollgate, tollgate-controller and mock-llm images with podman.
+# `pnpm images`: builds the tollgate, tollgate-controller and mock-llm images with podman, and
+# the e2e node's test-tool image opa when its binary is built.
 #
-#   bash images/build-images.sh [tollgate|tollgate-controller|mock-llm ...]
+#   bash images/build-images.sh [tollgate|tollgate-controller|mock-llm|opa ...]
 #
 # Each image is <repository>/<name>:<version of its package>, with the repository
 # ${TOLLGATE_IMAGE_REPOSITORY:-ghcr.io/tollgate-dev} (the chart's default image names; the
@@ -13,7 +14,9 @@
 #
 # The build context of each image is its package deployed with production dependencies only
 # (`pnpm deploy --prod`) into a temporary directory; nothing is installed inside the build, so
-# the build needs no network.
+# the build needs no network. A test-tool image (opa) is the binary scripts/install-test-tools.sh
+# built from e2e/tools/<tool> (cached as <tool>-<version>-<key of its sources>), alone, tagged
+# tollgate.local/<tool>:<version>; skipped, saying why, when the binary is not there.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,13 +35,17 @@ command -v podman >/dev/null || die "podman is required (apt-get install podman)
 # name -> package directory and npm package name
 declare -A DIR=([tollgate]=packages/proxy [tollgate-controller]=packages/controller [mock-llm]=packages/mock-llm)
 declare -A PKG=([tollgate]=@tollgate/proxy [tollgate-controller]=@tollgate/controller [mock-llm]=@tollgate/mock-llm)
+# test-tool image name -> its wrapper module under e2e/tools/, its version key in e2e/tools.json, its binary
+declare -A TOOL=([opa]=opa-envoy)
+declare -A TOOL_VERSION=([opa]=opaEnvoy)
+declare -A TOOL_BINARY=([opa]=opa)
 # name -> the image's description; each is a target of images/Containerfile
 declare -A DESCRIPTION=([tollgate]='Tollgate gateway proxy for LLM traffic' [tollgate-controller]='Tollgate controller: Gateway API implementation for LLM traffic' [mock-llm]='OpenAI-compatible mock LLM backend for tests, demos and benchmarks')
 
 names=("$@")
-(( ${#names[@]} )) || names=(tollgate tollgate-controller mock-llm)
+(( ${#names[@]} )) || names=(tollgate tollgate-controller mock-llm opa)
 for n in "${names[@]}"; do
-  [[ -n "${DIR[$n]:-}" ]] || die "unknown image ${n} (images: tollgate, tollgate-controller, mock-llm)"
+  [[ -n "${DIR[$n]:-}" || -n "${TOOL[$n]:-}" ]] || die "unknown image ${n} (images: tollgate, tollgate-controller, mock-llm, opa)"
 done
 
 if [[ -n "${TOLLGATE_BASE_IMAGE:-}" ]]; then
@@ -60,8 +67,40 @@ trap 'rm -rf "${stage}"' EXIT
 log "pnpm build"
 (cd "${REPO_ROOT}" && pnpm --silent build)
 
+# tool_image NAME: the test-tool image NAME from its cached binary; prints the image, or
+# nothing (and why, on stderr) when the tool is not in this checkout or not built.
+tool_image() {
+  local n="$1" tool="${TOOL[$1]}" src ver key bin image
+  src="${REPO_ROOT}/e2e/tools/${tool}"
+  ver="$(node -p 'require(process.argv[1])[process.argv[2]] ?? ""' "${REPO_ROOT}/e2e/tools.json" "${TOOL_VERSION[$n]}")"
+  if [[ -z "${ver}" || ! -f "${src}/main.go" ]]; then
+    log "skipping ${n}: e2e/tools/${tool} (version ${TOOL_VERSION[$n]} in e2e/tools.json) is not in this checkout"
+    return 0
+  fi
+  # The key of scripts/install-test-tools.sh's install_wrapper_tool: its sources' hash.
+  key="$(cat "${src}/main.go" "${src}/go.mod" | sha256sum | cut -c1-12)"
+  bin="${TOLLGATE_CACHE:-${HOME}/.cache/tollgate}/${tool}-${ver}-${key}/${TOOL_BINARY[$n]}"
+  if [[ ! -x "${bin}" ]]; then
+    log "skipping ${n}: ${bin} is not built (bash scripts/install-test-tools.sh)"
+    return 0
+  fi
+  image="tollgate.local/${tool}:${ver}"
+  mkdir -p "${stage}/${n}" && cp "${bin}" "${stage}/${n}/${TOOL_BINARY[$n]}"
+  log "${n}: podman build ${image}"
+  podman build --quiet --pull=never --format oci \
+    --annotation "org.opencontainers.image.title=${tool}" --annotation "org.opencontainers.image.version=${ver}" \
+    -f "${REPO_ROOT}/images/Containerfile" --target "${n}" -t "${image}" "${stage}/${n}" >/dev/null
+  log "${n}: ${image} ($(podman image inspect --format '{{.Size}}' "${image}" | awk '{printf "%.0f MB", $1/1e6}'))"
+  printf '%s\n' "${image}"
+}
+
 built=()
 for n in "${names[@]}"; do
+  if [[ -n "${TOOL[$n]:-}" ]]; then
+    image="$(tool_image "${n}")"
+    [[ -n "${image}" ]] && built+=("${image}")
+    continue
+  fi
   dir="${REPO_ROOT}/${DIR[$n]}"
   if [[ ! -f "${dir}/package.json" ]]; then
     log "skipping ${n}: ${DIR[$n]} does not exist in this checkout"

@@ -17,6 +17,8 @@ export interface ToolVersions {
   gatewayApi: string;
   coredns: string;
   pause: string;
+  /** OPA with an Envoy external authorization plugin (e2e/tools/opa-envoy); absent in a checkout without it. */
+  opaEnvoy?: string;
 }
 
 export const VERSIONS = JSON.parse(readFileSync(join(REPO_ROOT, 'e2e/tools.json'), 'utf8')) as ToolVersions;

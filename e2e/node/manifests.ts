@@ -1,7 +1,7 @@
 // Workloads the node suites deploy: mock-llm and the proxy, from the images `pnpm images` builds,
-// with the restrictions a production pod has (non-root, read-only root filesystem, no
-// privilege escalation, no capabilities).
-import { projectImage } from '../lib/node/images.js';
+// and OPA with its Envoy plugin (the opa test-tool image), with the restrictions a production pod
+// has (non-root, read-only root filesystem, no privilege escalation, no capabilities).
+import { opaImage, projectImage } from '../lib/node/images.js';
 
 const restricted = {
   allowPrivilegeEscalation: false,
@@ -105,6 +105,48 @@ binds:
         metadata: { name: 'tollgate', namespace, labels },
         spec: { selector: labels, ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
       },
+    ],
+  });
+}
+
+/**
+ * OPA with its Envoy external authorization plugin: `rego` (package envoy.authz, rule allow)
+ * from a ConfigMap, the gRPC server on 9191 behind Service `opa` (port grpc).
+ */
+export function opa(namespace: string, rego: string): string {
+  const labels = { app: 'opa' };
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'List',
+    items: [
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'opa-policy', namespace }, data: { 'policy.rego': rego } },
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'opa', namespace, labels },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: {
+              containers: [{
+                name: 'opa',
+                image: opaImage(),
+                imagePullPolicy: 'IfNotPresent',
+                args: ['run', '--server', '--addr=0.0.0.0:8181', '--set=plugins.envoy_ext_authz_grpc.addr=0.0.0.0:9191', '--set=plugins.envoy_ext_authz_grpc.path=envoy/authz/allow', '/policy/policy.rego'],
+                ports: [{ name: 'grpc', containerPort: 9191 }],
+                // Ready once the plugin's gRPC server listens.
+                readinessProbe: { tcpSocket: { port: 9191 }, periodSeconds: 1 },
+                securityContext: restricted,
+                volumeMounts: [{ name: 'policy', mountPath: '/policy', readOnly: true }],
+              }],
+              volumes: [{ name: 'policy', configMap: { name: 'opa-policy' } }],
+            },
+          },
+        },
+      },
+      { apiVersion: 'v1', kind: 'Service', metadata: { name: 'opa', namespace, labels }, spec: { selector: labels, ports: [{ name: 'grpc', port: 9191, targetPort: 'grpc', appProtocol: 'grpc' }] } },
     ],
   });
 }

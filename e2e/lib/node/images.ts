@@ -21,6 +21,12 @@ export function projectImage(name: 'tollgate' | 'tollgate-controller' | 'mock-ll
   return `${process.env.TOLLGATE_IMAGE_REPOSITORY ?? 'ghcr.io/tollgate-dev'}/${name}:${version}`;
 }
 
+/** The OPA test-tool image (`bash images/build-images.sh opa`), at e2e/tools.json's opaEnvoy version. */
+export function opaImage(): string {
+  if (!VERSIONS.opaEnvoy) throw new Error('e2e/tools.json has no opaEnvoy version: this checkout has no OPA test tool (e2e/tools/opa-envoy)');
+  return `tollgate.local/opa-envoy:${VERSIONS.opaEnvoy}`;
+}
+
 /** The environment podman runs with (images/podman-env.sh's containers.conf). */
 export function podmanEnv(): NodeJS.ProcessEnv {
   const out = execFileSync('bash', ['-c', 'source "$1" && printf %s "$CONTAINERS_CONF"', 'bash', join(REPO_ROOT, 'images/podman-env.sh')], { encoding: 'utf8' });

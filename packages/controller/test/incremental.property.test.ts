@@ -56,6 +56,16 @@ function edit(kind: string, o: Mutable, n: number): void {
     case 'namespaces':
       o.metadata.labels = { env: n % 2 ? 'prod' : 'dev', 'gateway-access': 'yes' };
       break;
+    case 'secrets': {
+      // A key rotated or revoked, a Secret relabelled in or out of a policy's selector.
+      const data = (o.data ?? {}) as Record<string, string>;
+      o.data = n % 3 === 0 ? {} : { ...data, key: Buffer.from(`rotated-${n}`).toString('base64') };
+      if (n % 2) o.metadata.labels = { ...(o.metadata.labels ?? {}), 'tollgate.dev/api-key': n % 4 === 1 ? 'team-a' : 'team-b' };
+      break;
+    }
+    case 'configMaps':
+      o.data = n % 2 ? {} : { ...(o.data ?? {}), 'jwks.json': '{"keys":[]}' };
+      break;
     default:
       break;
   }

@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { translate } from '../src/translate/index.js';
 import { referencedObjects } from '../src/translate/references.js';
+import { kindOf } from '../src/watch/kinds.js';
+import { metadataOnly } from '../src/watch/metadata-watch.js';
 import { CONTROLLER_NAME, caseOptions, parseResources, renderResult } from './support.js';
 
 const dir = fileURLToPath(new URL('../testdata/', import.meta.url));
@@ -24,6 +26,22 @@ describe('referenced objects', () => {
       expect(renderResult(translate(only, options))).toBe(renderResult(translate(all, options)));
     });
   }
+
+  it('a policy’s Secrets are wanted by name where it may read them, and by its selector in its namespace only; a Secret whose labels exceed the bound is chosen by no selector', () => {
+    const r = parseResources(readFileSync(`${dir}policy-auth-api-keys.in.yaml`, 'utf8'), 'policy-auth-api-keys.in.yaml');
+    const wanted = referencedObjects(r, CONTROLLER_NAME);
+    expect([...wanted.Secret].sort()).toEqual(['team/key-alice', 'team/key-bob', 'team/key-carol', 'team/key-dave', 'team/no-key']);
+    expect(wanted.secretSelectors).toEqual([{ namespace: 'team', matchLabels: { 'tollgate.dev/api-key': 'team-a' } }]);
+    // The cache's view of a Secret with many labels keeps none, and translation reads the whole one alike.
+    const heavy = { metadata: { name: 'key-heavy', namespace: 'team', labels: { 'tollgate.dev/api-key': 'team-a', ...Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`l${i}.example.com/x`, 'v'.repeat(63)])) } } };
+    const cached = metadataOnly(kindOf('Secret'), heavy);
+    expect(cached.metadata?.labels).toBeUndefined();
+    expect(metadataOnly(kindOf('Secret'), r.secrets.find((s) => s.metadata?.name === 'key-dave')!).metadata?.labels).toEqual({ 'tollgate.dev/api-key': 'team-a', tier: 'silver' });
+    expect(referencedObjects({ ...r, secrets: [...r.secrets, cached] }, CONTROLLER_NAME).Secret.has('team/key-heavy')).toBe(false);
+    const whole = { ...r, secrets: [...r.secrets, { apiVersion: 'v1', kind: 'Secret', ...heavy, data: { key: Buffer.from('k').toString('base64') } }] };
+    expect(referencedObjects(whole, CONTROLLER_NAME).Secret.has('team/key-heavy')).toBe(false);
+    expect(renderResult(translate(whole, caseOptions('')))).toBe(renderResult(translate(r, caseOptions(''))));
+  });
 
   it('a Secret in another namespace is wanted only with a ReferenceGrant, and only for a Gateway of our class', () => {
     const text = readFileSync(`${dir}listener-https-reference-grant-specific.in.yaml`, 'utf8');

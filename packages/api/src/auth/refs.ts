@@ -26,6 +26,11 @@ export const ObjectKeyRefSchema = (what: string, defaultKey: string) =>
     { additionalProperties: false, description: `A key of a Secret or ConfigMap holding ${what} (cluster only).` },
   );
 
+/** Secrets one secretSelector may choose (the controller refuses a policy whose selector chooses more). */
+export const MAX_SELECTED_SECRETS = 1024;
+/** Labels of a Secret a selector may match, keys and values together; a Secret with more is chosen by no selector. */
+export const MAX_SELECTABLE_LABEL_BYTES = 4096;
+
 export const SecretSelector = Type.Object(
   {
     matchLabels: Type.Unsafe<Record<string, string>>({
@@ -36,7 +41,7 @@ export const SecretSelector = Type.Object(
       description: 'Labels every selected Secret has.',
     }),
   },
-  { additionalProperties: false, description: 'Secrets of the policy\'s namespace chosen by their labels (cluster only).' },
+  { additionalProperties: false, description: `Secrets of the policy's namespace chosen by their labels (cluster only); at most ${MAX_SELECTED_SECRETS} (more refuses the policy: InvalidSecretRef). A Secret whose labels together take more than ${MAX_SELECTABLE_LABEL_BYTES / 1024} KiB is chosen by no selector.` },
 );
 
 export const FilePath = (what: string) =>

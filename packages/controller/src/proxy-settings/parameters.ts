@@ -3,8 +3,8 @@
 // Gateway API leaves merging to implementations and recommends exactly this). Both name a
 // ConfigMap (group "", kind ConfigMap): the Gateway's in its own namespace, the class's in
 // the namespace the reference names. The ConfigMap must carry the label
-// `tollgate.dev/parameters` (any value): the controller watches only those, so no other
-// ConfigMap of the cluster is ever read or held in memory.
+// `tollgate.dev/parameters` (any value): a ConfigMap that happens to have the name (read
+// whole because a reference names it) is not taken for parameters without it.
 //
 //   data:
 //     replicas: "2"            proxy pods (0-100)
@@ -102,7 +102,7 @@ function follow(ref: Ref, field: string, namespace: string | undefined, lookup: 
   if (!key.ok) return key;
   const { id } = key;
   const configMap = lookup(key.namespace, ref.name);
-  if (!configMap) {
+  if (!configMap || configMap.metadata?.labels?.[PARAMETERS_LABEL] === undefined) {
     return {
       ok: false,
       message: `${field}: ConfigMap ${id} not found among ConfigMaps labelled ${PARAMETERS_LABEL}: create it with that label, or add it: kubectl label configmap ${ref.name} -n ${key.namespace} ${PARAMETERS_LABEL}=true`,

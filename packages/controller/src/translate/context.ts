@@ -3,11 +3,11 @@
 import type { V1ConfigMap, V1EndpointSlice, V1Secret, V1Service } from '@kubernetes/client-node';
 import { DEFAULT_LIMITS, type EvaluationLimits } from '@tollgate/api';
 import { parseAllowList } from '../proxy-settings/image-policy.js';
-import { PARAMETERS_LABEL, type ParameterPolicy } from '../proxy-settings/parameters.js';
+import type { ParameterPolicy } from '../proxy-settings/parameters.js';
 import { DEFAULT_PROXY_SETTINGS } from '../proxy-settings/defaults.js';
 import type { Gateway, HTTPRoute } from '../types/gateway-api.js';
 import { ReferenceGrants } from './referencegrant.js';
-import { byKey, keyOf } from './keys.js';
+import { byKey, compareStrings, keyOf } from './keys.js';
 import type { Resources, TranslateOptions } from './types.js';
 
 /** Label the API server sets on every Namespace; selectors commonly use it. */
@@ -27,9 +27,13 @@ export interface Context {
   readonly gateways: ReadonlyMap<string, Gateway>;
   /** HTTPRoutes by `<namespace>/<name>`, in key order (the status report relies on it). */
   readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
-  /** Secrets of type kubernetes.io/tls by `<namespace>/<name>` (the only ones watched). */
+  /** The Secrets read whole (those listeners and policies reference) by `<namespace>/<name>`. */
   readonly secrets: ReadonlyMap<string, V1Secret>;
-  /** Proxy parameters: ConfigMaps labelled tollgate.dev/parameters by `<namespace>/<name>`. */
+  /** The Secrets read whole of one namespace, by name: what a policy's secretSelector chooses from. */
+  secretsIn(namespace: string): readonly V1Secret[];
+  /** The ConfigMaps read whole (those parametersRefs and policies reference) by `<namespace>/<name>`. */
+  readonly configMaps: ReadonlyMap<string, V1ConfigMap>;
+  /** A ConfigMap read whole (proxy-settings/parameters.ts takes it for parameters only with its label). */
   readonly configMap: (namespace: string, name: string) => V1ConfigMap | undefined;
   /** What the cluster admin decided about proxy settings (the defaults, the images Gateways may choose). */
   readonly parameters: ParameterPolicy;
@@ -85,8 +89,15 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     else slices.set(key, [slice]);
   }
   for (const list of slices.values()) list.sort((a, b) => ((a.metadata?.name ?? '') < (b.metadata?.name ?? '') ? -1 : 1));
-  // The watch selects on the label; checked here too, so every input gives the same answer.
-  const configMaps = new Map(resources.configMaps.filter((c) => c.metadata?.name && c.metadata.namespace && c.metadata.labels?.[PARAMETERS_LABEL] !== undefined).map((c) => [`${c.metadata!.namespace}/${c.metadata!.name}`, c]));
+  const configMaps = new Map(resources.configMaps.filter((c) => c.metadata?.name && c.metadata.namespace).map((c) => [`${c.metadata!.namespace}/${c.metadata!.name}`, c]));
+  const secrets = new Map(resources.secrets.filter((s) => s.metadata?.name && s.metadata.namespace).map((s) => [`${s.metadata!.namespace}/${s.metadata!.name}`, s]));
+  const secretsIn = new Map<string, V1Secret[]>();
+  for (const [key, s] of [...secrets].sort(([a], [b]) => compareStrings(a, b))) {
+    const ns = key.slice(0, key.indexOf('/'));
+    const list = secretsIn.get(ns);
+    if (list) list.push(s);
+    else secretsIn.set(ns, [s]);
+  }
   const memo = new Map<string, unknown>();
   // The controller checks the flag at start; a list that does not parse here allows nothing.
   const allowList = parseAllowList(options.gatewayProxyImages ?? []);
@@ -107,8 +118,10 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     grants: new ReferenceGrants(resources.referenceGrants),
     gateways: new Map(byKey(resources.gateways).map((g) => [keyOf(g.metadata), g])),
     httpRoutes: new Map(byKey(resources.httpRoutes).map((r) => [keyOf(r.metadata), r])),
+    configMaps,
     configMap: (namespace, name) => configMaps.get(`${namespace}/${name}`),
     parameters: { defaults: DEFAULT_PROXY_SETTINGS, gatewayImages: allowList.ok ? allowList.list : [] },
-    secrets: new Map(resources.secrets.filter((s) => s.metadata?.name && s.metadata.namespace).map((s) => [`${s.metadata!.namespace}/${s.metadata!.name}`, s])),
+    secrets,
+    secretsIn: (namespace) => secretsIn.get(namespace) ?? [],
   };
 }

@@ -5,14 +5,18 @@
 // What a policy may reach beyond its target: outbound targets only through ./outbound.ts (a
 // backendRef, never a host), and limits and counters of its own namespace only: the domain
 // of a global limit is sent as `<policy namespace>/<domain>` (docs/rate-limiting.md).
-import { checkTrafficPolicy, MAX_POLICY_ANCESTORS, toPolicy, type PolicyIR, type PolicyTargetIR, type Problem } from '@tollgate/api';
+import { checkTrafficPolicy, MAX_POLICY_ANCESTORS, type PolicyIR, type PolicyTargetIR, type Problem } from '@tollgate/api';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { listenerLive, type GatewayState } from './gateway.js';
 import type { TranslatedRoute } from './httproute.js';
 import { byKey, compareAge, compareStrings, generationOf, keyOf } from './keys.js';
-import { resolveOutbound, type OutboundTarget } from './outbound.js';
-import { GATEWAY_GROUP, POLICY_GROUP, type GatewayPolicy, type PolicyTargetReference } from '../types/gateway-api.js';
+import { resolveOutbound } from './outbound.js';
+import { authenticates, convertPolicy, refusingPolicy } from './policy-conversion.js';
+import { availability, targetName, type PolicyOutbound } from './policy-outbound.js';
+import { policyReferrer, policyRefs } from './policy-refs.js';
+import { checkReferences, refusalReason, type Finding } from './policy-sources.js';
+import { GATEWAY_GROUP, type GatewayPolicy, type PolicyTargetReference } from '../types/gateway-api.js';
 import type { GatewayPolicyStatusReport, PolicyAncestorReference, PolicyAncestorStatusReport } from './types.js';
 
 /** Which policy applies where: `targetKey()` -> the winning policy's IR. */
@@ -31,16 +35,6 @@ interface Outcome {
   readonly available: Verdict | null;
 }
 
-/** An outbound target the policy resolved, with what its failure does to the target's requests. */
-interface PolicyOutbound {
-  /** What it is to the policy, e.g. `rate limit service`. */
-  readonly role: string;
-  readonly target: OutboundTarget;
-  readonly failureMode: 'FailOpen' | 'FailClosed';
-  /** What a request misses when the target fails open, e.g. `the global limit`. */
-  readonly openWithout: string;
-}
-
 interface Target {
   readonly ref: PolicyTargetIR;
   readonly key: string;
@@ -49,8 +43,6 @@ interface Target {
   readonly found: Verdict;
   readonly pending: string | null;
 }
-
-const targetName = (t: PolicyTargetIR) => `${t.kind} ${t.namespace}/${t.name}${t.sectionName ? ` section ${t.sectionName}` : ''}`;
 
 function gatewayAncestor(g: GatewayState): PolicyAncestorReference {
   return { group: GATEWAY_GROUP, kind: 'Gateway', namespace: g.gateway.metadata.namespace ?? '', name: g.gateway.metadata.name };
@@ -83,8 +75,21 @@ function resolveTarget(ref: PolicyTargetReference, ns: string, ctx: Context, gat
   return { ...base, gateways: reached, found: ok('Accepted', 'accepted'), pending: reached.length ? null : notAttached };
 }
 
-/** Problems with the policy as written that the CRD's schema lets through, and its resolved outbound targets. */
-function validate(p: GatewayPolicy, ctx: Context): { problems: Problem[]; outbound: PolicyOutbound[] } {
+interface Validated {
+  readonly findings: readonly Finding[];
+  readonly outbound: readonly PolicyOutbound[];
+  /** The converted policy (its origin naming the first target), when there is no finding. */
+  readonly ir: PolicyIR | null;
+  /** `<host>:<port>` of the rate limit service; '' without one. */
+  readonly rateLimitService: string;
+}
+
+/**
+ * What the CRD's schema lets through and the policy cannot be applied with: each problem with
+ * the Accepted reason it gives (Invalid, or the reason of a reference that does not resolve);
+ * and when there is none, the policy converted, with its resolved outbound targets.
+ */
+function validate(p: GatewayPolicy, ctx: Context): Validated {
   const ns = p.metadata.namespace ?? '';
   const problems: Problem[] = [];
   checkTrafficPolicy(p.spec.traffic, 'spec.traffic', 'cluster', ctx.limits, problems);
@@ -92,57 +97,43 @@ function validate(p: GatewayPolicy, ctx: Context): { problems: Problem[]; outbou
     if (t.group !== GATEWAY_GROUP || (t.kind !== 'Gateway' && t.kind !== 'HTTPRoute'))
       problems.push({ path: `spec.targetRefs[${i}]`, message: `${t.group}/${t.kind} cannot be targeted; use group ${GATEWAY_GROUP} with kind Gateway or HTTPRoute` });
   });
+  const findings: Finding[] = problems.map((problem) => ({ problem, reason: 'Invalid' }));
   const outbound: PolicyOutbound[] = [];
-  const from = { group: POLICY_GROUP, kind: 'GatewayPolicy', namespace: ns };
+  let rateLimitService = '';
   const global = p.spec.traffic?.rateLimit?.global;
   if (global) {
-    const r = resolveOutbound(global.service, 'spec.traffic.rateLimit.global.service', from, ctx);
-    if (r.ok) outbound.push({ role: 'rate limit service', target: r.target, failureMode: global.failureMode ?? 'FailOpen', openWithout: 'the global limit' });
-    else problems.push(r.problem);
+    const r = resolveOutbound(global.service, 'spec.traffic.rateLimit.global.service', policyReferrer(ns), ctx);
+    if (r.ok) {
+      outbound.push({ role: 'rate limit service', target: r.target, failureMode: global.failureMode ?? 'FailOpen', openWithout: 'the global limit', rateLimit: true });
+      rateLimitService = r.target.address;
+    } else findings.push(r);
   }
-  return { problems, outbound };
+  const refs = policyRefs(p);
+  findings.push(...checkReferences(ns, refs, ctx));
+  // Converted only once everything above holds: a conversion of a policy known to be wrong
+  // would only restate its problems.
+  if (findings.length) return { findings, outbound, ir: null, rateLimitService };
+  const converted = convertPolicy(p, refs, ctx);
+  return { findings: converted.findings, outbound: [...outbound, ...converted.outbound], ir: converted.ir, rateLimitService };
 }
 
-// One PolicyIR object per policy object and target while neither changes, so the route IR
+// One PolicyIR object per converted policy and target while neither changes, so the route IR
 // objects holding it can be reused (see ./snapshot.ts).
-const policyCache = new WeakMap<GatewayPolicy, Map<string, PolicyIR | null>>();
+const perTarget = new WeakMap<PolicyIR, Map<string, PolicyIR>>();
 
-function policyIR(p: GatewayPolicy, target: PolicyTargetIR, key: string, outbound: readonly PolicyOutbound[]): PolicyIR | null {
-  const service = outbound.find((o) => o.role === 'rate limit service')?.target.address ?? '';
+function policyIR(converted: PolicyIR, p: GatewayPolicy, target: PolicyTargetIR, key: string, service: string): PolicyIR {
   const cacheKey = `${key}|${service}`;
-  let byTarget = policyCache.get(p);
-  if (byTarget?.has(cacheKey)) return byTarget.get(cacheKey)!;
+  let byTarget = perTarget.get(converted);
+  const hit = byTarget?.get(cacheKey);
+  if (hit) return hit;
   const ns = p.metadata.namespace ?? '';
-  const ir = toPolicy({ traffic: p.spec.traffic }, { kind: 'GatewayPolicy', namespace: ns, name: p.metadata.name, target });
+  const ir = { ...converted, origin: { kind: 'GatewayPolicy' as const, namespace: ns, name: p.metadata.name, target } };
   // The namespace scopes the domain: a policy cannot use, or spend, the limits and counters
   // the rate limit service keeps for another namespace's domains (namespace names hold no "/").
-  const out = ir?.remoteRateLimit ? { ...ir, remoteRateLimit: { ...ir.remoteRateLimit, service, domain: `${ns}/${ir.remoteRateLimit.domain}` } } : ir;
-  if (!byTarget) policyCache.set(p, (byTarget = new Map<string, PolicyIR | null>()));
+  const out = ir.remoteRateLimit ? { ...ir, remoteRateLimit: { ...ir.remoteRateLimit, service, domain: `${ns}/${ir.remoteRateLimit.domain}` } } : ir;
+  if (!byTarget) perTarget.set(converted, (byTarget = new Map<string, PolicyIR>()));
   byTarget.set(cacheKey, out);
   return out;
-}
-
-/**
- * ServicesAvailable: whether the Services the policy sends to have ready endpoints (read from
- * their EndpointSlices), and what their absence does to the requests of `target`. A route's
- * policy never holds the readiness of the Gateway's proxies; a Gateway's policy that fails
- * closed does (docs/rate-limiting.md, "When the service cannot answer").
- */
-function availability(outbound: readonly PolicyOutbound[], target: PolicyTargetIR): Verdict | null {
-  if (!outbound.length) return null;
-  const down = outbound.filter((o) => o.target.readyEndpoints === 0);
-  if (!down.length)
-    return ok('Available', outbound.map((o) => `${o.target.object} (the ${o.role}) has ${o.target.readyEndpoints} ready endpoint${o.target.readyEndpoints === 1 ? '' : 's'}`).join('; '));
-  const requests = `requests of ${targetName(target)}`;
-  const effect = (o: PolicyOutbound) => {
-    const now =
-      o.failureMode === 'FailClosed'
-        ? `${requests} are refused (500, failureMode FailClosed) until it has`
-        : `${requests} pass without ${o.openWithout} (failureMode FailOpen) until it has`;
-    if (target.kind === 'HTTPRoute') return `${now}; other routes and the readiness of the Gateway's proxies are not affected`;
-    return o.failureMode === 'FailClosed' ? `${now}, and new proxy replicas of the Gateway do not become ready before it answers` : now;
-  };
-  return fail('NoReadyEndpoints', down.map((o) => `${o.target.object} (the ${o.role}) has no ready endpoints: ${effect(o)}`).join('; '));
 }
 
 export interface PolicyResult {
@@ -158,20 +149,32 @@ export function translateGatewayPolicies(
 ): PolicyResult {
   const sorted = byKey(policies);
   const checked = sorted.map((p) => {
-    const { problems, outbound } = validate(p, ctx);
+    const validated = validate(p, ctx);
     const ns = p.metadata.namespace ?? '';
     const targets = p.spec.targetRefs.map((r) => resolveTarget(r, ns, ctx, gateways, routes)).filter((t): t is Target => t !== null);
-    return { policy: p, problems, outbound, targets };
+    return { policy: p, ...validated, targets };
   });
 
   // Conflicts: among valid policies on one existing target, the oldest wins.
   const winners = new Map<string, GatewayPolicy>();
   for (const c of checked) {
-    if (c.problems.length) continue;
+    if (c.findings.length) continue;
     for (const t of c.targets) {
       if (!t.found.ok) continue;
       const cur = winners.get(t.key);
       if (!cur || compareAge(c.policy.metadata, cur.metadata) < 0) winners.set(t.key, c.policy);
+    }
+  }
+
+  // A target no valid policy wins, with a policy that authenticates but is not accepted: the
+  // oldest such policy keeps it closed (refusingPolicy), rather than leaving it open.
+  const guards = new Map<string, GatewayPolicy>();
+  for (const c of checked) {
+    if (!c.findings.length || !authenticates(c.policy)) continue;
+    for (const t of c.targets) {
+      if (!t.found.ok || t.pending !== null || winners.has(t.key)) continue;
+      const cur = guards.get(t.key);
+      if (!cur || compareAge(c.policy.metadata, cur.metadata) < 0) guards.set(t.key, c.policy);
     }
   }
 
@@ -181,19 +184,21 @@ export function translateGatewayPolicies(
     const p = c.policy;
     const key = keyOf(p.metadata);
     const gen = generationOf(p.metadata);
-    const invalid = c.problems.length ? fail('Invalid', c.problems.map((x) => `${x.path}: ${x.message}`).join('; ')) : null;
+    const invalid = c.findings.length ? fail(refusalReason(c.findings), c.findings.map((x) => `${x.problem.path}: ${x.problem.message}`).join('; ')) : null;
     const outcomes: Outcome[] = [];
     for (const t of c.targets) {
       const winner = winners.get(t.key);
       let accepted: Verdict = invalid ?? t.found;
       if (accepted.ok && winner && winner !== p)
         accepted = fail('Conflicted', `GatewayPolicy ${keyOf(winner.metadata)} also targets ${targetName(t.ref)} and is older (or first by namespace/name); only it applies`);
-      if (accepted.ok && t.pending === null) {
-        const ir = policyIR(p, t.ref, t.key, c.outbound);
-        if (ir) applied.set(t.key, ir);
-      }
+      if (accepted.ok && t.pending === null && c.ir) applied.set(t.key, policyIR(c.ir, p, t.ref, t.key, c.rateLimitService));
+      const guarding = !accepted.ok && guards.get(t.key) === p;
+      if (guarding) applied.set(t.key, refusingPolicy(p, t.ref, t.key));
       const attached = !accepted.ok
-        ? fail('Pending', `not applied: the policy is not accepted for ${targetName(t.ref)} (${accepted.reason})`)
+        ? fail(
+            'Pending',
+            `not applied: the policy is not accepted for ${targetName(t.ref)} (${accepted.reason})${guarding ? `; as it authenticates, every request of ${targetName(t.ref)} is refused (403) until it is` : ''}`,
+          )
         : t.pending !== null
           ? fail('Pending', t.pending)
           : ok(

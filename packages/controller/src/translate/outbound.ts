@@ -15,7 +15,7 @@
 import type { Problem } from '@tollgate/api';
 import { serviceEndpoints, serviceHost } from './backendrefs.js';
 import type { Context } from './context.js';
-import type { ReferenceFrom } from './referencegrant.js';
+import { grantNeeded, type ReferenceFrom } from './referencegrant.js';
 
 /** A backendRef as a policy writes it (group and kind default to a core Service). */
 export interface OutboundRef {
@@ -42,11 +42,12 @@ export interface OutboundTarget {
   readonly readyEndpoints: number;
 }
 
-export type OutboundResolution = { readonly ok: true; readonly target: OutboundTarget } | { readonly ok: false; readonly problem: Problem };
+/** A refusal's `reason` is the policy's Accepted reason: RefNotPermitted for a missing ReferenceGrant, Invalid otherwise. */
+export type OutboundResolution = { readonly ok: true; readonly target: OutboundTarget } | { readonly ok: false; readonly reason: 'Invalid' | 'RefNotPermitted'; readonly problem: Problem };
 
 type KindResolver = (ref: OutboundRef, namespace: string, path: string, ctx: Context) => OutboundResolution;
 
-const refused = (path: string, message: string): OutboundResolution => ({ ok: false, problem: { path, message } });
+const refused = (path: string, message: string, reason: 'Invalid' | 'RefNotPermitted' = 'Invalid'): OutboundResolution => ({ ok: false, reason, problem: { path, message } });
 
 function resolveService(ref: OutboundRef, namespace: string, path: string, ctx: Context): OutboundResolution {
   const svc = ctx.services.get(`${namespace}/${ref.name}`);
@@ -63,8 +64,6 @@ function resolveService(ref: OutboundRef, namespace: string, path: string, ctx: 
 const KINDS: ReadonlyMap<string, KindResolver> = new Map([['/Service', resolveService]]);
 
 const SUPPORTED = 'a Service (group "", kind Service)';
-
-const plural = (kind: string) => (kind.endsWith('y') ? `${kind.slice(0, -1)}ies` : `${kind}s`);
 
 /**
  * Resolves the outbound target `field` (at `path`, e.g. `spec.traffic.rateLimit.global.service`)
@@ -86,6 +85,6 @@ export function resolveOutbound(field: OutboundField, path: string, from: Refere
   if (!resolve) return refused(`${refPath}.kind`, `${group ? `${group}/` : ''}${kind} is not a supported kind of outbound target; name ${SUPPORTED}`);
   const namespace = ref.namespace ?? from.namespace;
   if (!ctx.grants.permits(from, { group, kind, namespace, name: ref.name }))
-    return refused(refPath, `${kind} ${namespace}/${ref.name} is in another namespace; a ReferenceGrant in ${namespace} must allow ${plural(from.kind)} of ${from.namespace} to refer to it`);
+    return refused(refPath, grantNeeded(`${kind} ${namespace}/${ref.name}`, namespace, from), 'RefNotPermitted');
   return resolve(ref, namespace, refPath, ctx);
 }

@@ -15,6 +15,13 @@ export interface ReferenceTo {
   readonly name: string;
 }
 
+const plural = (kind: string) => (kind.endsWith('y') ? `${kind.slice(0, -1)}ies` : `${kind}s`);
+
+/** Why a reference to `object` (e.g. `Secret keys/team-a`) in another namespace is refused, and what allows it. */
+export function grantNeeded(object: string, namespace: string, from: ReferenceFrom): string {
+  return `${object} is in another namespace; a ReferenceGrant in ${namespace} must allow ${plural(from.kind)} of ${from.namespace} to refer to it`;
+}
+
 export class ReferenceGrants {
   /** `<to namespace>` -> grants in it. */
   readonly #byNamespace = new Map<string, ReferenceGrant[]>();

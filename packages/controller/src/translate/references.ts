@@ -1,20 +1,37 @@
 // The objects translation reads whole from the kinds whose caches hold metadata only (Secrets,
-// parameters ConfigMaps; watch/referenced.ts): the certificate Secrets of the HTTPS listeners of
-// our Gateways, where the Gateway may read them (its namespace, or a ReferenceGrant), and the
-// parameters ConfigMaps of our GatewayClasses and their Gateways. Decided by the same functions
-// translation resolves the references with, so the cache reads exactly what translation asks.
+// ConfigMaps; watch/referenced.ts): the certificate Secrets of the HTTPS listeners of our
+// Gateways, where the Gateway may read them (its namespace, or a ReferenceGrant); the
+// parameters ConfigMaps of our GatewayClasses and their Gateways; and the Secrets and
+// ConfigMaps GatewayPolicies name, or whose labels a policy's secretSelector chooses in its
+// namespace, where the policy may read them. Decided by the same functions translation
+// resolves the references with, so the cache reads exactly what translation asks.
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { classParametersConfigMap, gatewayParametersConfigMap } from '../proxy-settings/parameters.js';
-import type { Gateway, GatewayClass, ReferenceGrant } from '../types/gateway-api.js';
+import type { Gateway, GatewayClass, GatewayPolicy, ReferenceGrant } from '../types/gateway-api.js';
+import { mayRead, policyRefs, selectSecrets } from './policy-refs.js';
 import { ReferenceGrants } from './referencegrant.js';
 import { certificateSecrets } from './tls.js';
 
-/** `<namespace>/<name>` of each referenced object, by kind. */
-export type ReferencedKeys = Readonly<Record<'Secret' | 'ConfigMap', ReadonlySet<string>>>;
+/** A secretSelector of a policy: a Secret of `namespace` with these labels is wanted. */
+export interface SecretSelection {
+  readonly namespace: string;
+  readonly matchLabels: Readonly<Record<string, string>>;
+}
+
+/** `<namespace>/<name>` of each referenced object, by kind; and the selectors, whose matches change when a Secret's labels do. */
+export interface ReferencedKeys {
+  readonly Secret: ReadonlySet<string>;
+  readonly ConfigMap: ReadonlySet<string>;
+  readonly secretSelectors: readonly SecretSelection[];
+}
 
 export interface ReferencingObjects {
   readonly gatewayClasses: readonly GatewayClass[];
   readonly gateways: readonly Gateway[];
   readonly referenceGrants: readonly ReferenceGrant[];
+  readonly gatewayPolicies: readonly GatewayPolicy[];
+  /** Every Secret as the cache holds it (metadata: name, namespace, labels): what selectors choose from. */
+  readonly secrets: readonly KubernetesObject[];
 }
 
 export function referencedObjects(r: ReferencingObjects, controllerName: string): ReferencedKeys {
@@ -29,5 +46,30 @@ export function referencedObjects(r: ReferencingObjects, controllerName: string)
     for (const k of certificateSecrets(gw, grants)) secrets.add(k);
     add(configMaps, gatewayParametersConfigMap(gw));
   }
-  return { Secret: secrets, ConfigMap: configMaps };
+  // Every GatewayPolicy is Tollgate's, whatever it targets: its Accepted condition depends on its references.
+  const selectors: SecretSelection[] = [];
+  let byNamespace: Map<string, KubernetesObject[]> | undefined;
+  for (const p of r.gatewayPolicies) {
+    const ns = p.metadata.namespace ?? '';
+    const refs = policyRefs(p);
+    for (const o of refs.objects) if (mayRead(ns, o, grants)) (o.kind === 'Secret' ? secrets : configMaps).add(`${o.namespace}/${o.name}`);
+    for (const s of refs.selectors) {
+      byNamespace ??= secretsByNamespace(r.secrets);
+      selectors.push({ namespace: ns, matchLabels: s.matchLabels });
+      for (const chosen of selectSecrets(s.matchLabels, byNamespace.get(ns) ?? []).selected) secrets.add(`${ns}/${chosen.metadata?.name ?? ''}`);
+    }
+  }
+  return { Secret: secrets, ConfigMap: configMaps, secretSelectors: selectors };
+}
+
+function secretsByNamespace(secrets: readonly KubernetesObject[]): Map<string, KubernetesObject[]> {
+  const out = new Map<string, KubernetesObject[]>();
+  for (const s of secrets) {
+    const ns = s.metadata?.namespace;
+    if (!ns || !s.metadata?.name) continue;
+    const list = out.get(ns);
+    if (list) list.push(s);
+    else out.set(ns, [s]);
+  }
+  return out;
 }

@@ -90,7 +90,7 @@ function resolve(ref: SecretObjectReference, index: number, gatewayNs: string, c
   const namespace = t.namespace;
   const secret = ctx.secrets.get(`${namespace}/${ref.name}`);
   if (!secret)
-    return { ok: false, reason: 'InvalidCertificateRef', problem: `${at} refers to Secret ${namespace}/${ref.name}, which does not exist (or is not of type ${TLS_SECRET_TYPE})` };
+    return { ok: false, reason: 'InvalidCertificateRef', problem: `${at} refers to Secret ${namespace}/${ref.name}, which does not exist` };
   const r = fromSecret(secret, namespace, ref.name);
   return r.ok ? r : { ...r, problem: `${at}: ${r.problem}` };
 }

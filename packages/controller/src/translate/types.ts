@@ -34,11 +34,11 @@ export interface Resources {
   readonly endpointSlices: readonly V1EndpointSlice[];
   readonly namespaces: readonly V1Namespace[];
   /**
-   * Secrets of type kubernetes.io/tls (the watch selects on the type, so no other Secret
-   * reaches the controller), for HTTPS listeners' certificateRefs.
+   * Secrets read whole: those HTTPS listeners' certificateRefs and GatewayPolicies name or
+   * select (references.ts); the watch holds every other one's metadata only.
    */
   readonly secrets: readonly V1Secret[];
-  /** ConfigMaps labelled tollgate.dev/parameters (the only ones watched): proxy parameters. */
+  /** ConfigMaps read whole: those parametersRefs and GatewayPolicies name (references.ts). */
   readonly configMaps: readonly V1ConfigMap[];
 }
 

@@ -1,8 +1,6 @@
 // The kinds the controller watches: where each is listed and watched, and which field of
 // translate()'s Resources it fills. Gateway API v1.6.1 standard channel.
 import { CoreV1Api, CustomObjectsApi, DiscoveryV1Api, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
-import { PARAMETERS_LABEL } from '../proxy-settings/parameters.js';
-import { TLS_SECRET_TYPE } from '../translate/tls.js';
 import type { Resources } from '../translate/types.js';
 import type { FetchObject } from './referenced.js';
 
@@ -55,6 +53,9 @@ function custom(kind: string, resources: keyof Resources, group: string, version
 
 export const GATEWAY_API = 'gateway.networking.k8s.io';
 
+/** The Secrets the controller watches: all but service-account tokens and Helm releases. */
+export const SECRET_FIELD_SELECTOR = 'type!=kubernetes.io/service-account-token,type!=helm.sh/release.v1';
+
 export const KINDS: readonly WatchedKind[] = [
   custom('GatewayClass', 'gatewayClasses', GATEWAY_API, 'v1', 'gatewayclasses', false),
   custom('Gateway', 'gateways', GATEWAY_API, 'v1', 'gateways', true),
@@ -95,11 +96,12 @@ export const KINDS: readonly WatchedKind[] = [
       },
     },
   },
-  // Certificates of HTTPS listeners. RBAC cannot grant a subset of Secrets by reference (a
-  // Gateway may name any Secret, in any namespace a ReferenceGrant opens), so the role lists
-  // and watches Secrets cluster-wide. The field selector on the type keeps every other Secret
-  // (service-account tokens, application credentials) from being sent at all; of the tls
-  // Secrets the cache keeps metadata, and reads whole only those listeners reference.
+  // Certificates of HTTPS listeners and the credentials GatewayPolicies name. RBAC cannot grant
+  // a subset of Secrets by reference (a Gateway or policy may name any Secret, in any namespace
+  // a ReferenceGrant opens), so the role lists and watches Secrets cluster-wide. Of every
+  // Secret the cache keeps metadata, and reads whole only those listeners and policies
+  // reference. Service-account tokens and Helm releases are never sent at all: nothing may
+  // reference them, and they are the most numerous and the largest.
   {
     kind: 'Secret',
     resources: 'secrets',
@@ -109,22 +111,21 @@ export const KINDS: readonly WatchedKind[] = [
     namespaced: true,
     hasStatus: false,
     path: '/api/v1/secrets',
-    fieldSelector: `type=${TLS_SECRET_TYPE}`,
+    fieldSelector: SECRET_FIELD_SELECTOR,
     cache: {
       form: 'metadata',
       fetch: (kc) => {
         const api = kc.makeApiClient(CoreV1Api);
         return async (namespace, name) => {
-          const item = (await api.listNamespacedSecret({ namespace, fieldSelector: `metadata.name=${name},type=${TLS_SECRET_TYPE}` })).items[0];
+          const item = (await api.listNamespacedSecret({ namespace, fieldSelector: `metadata.name=${name},${SECRET_FIELD_SELECTOR}` })).items[0];
           return item && { ...item, apiVersion: 'v1', kind: 'Secret' };
         };
       },
     },
   },
-  // Proxy parameters (GatewayClass and Gateway parametersRef). Only ConfigMaps labelled
-  // tollgate.dev/parameters are listed and watched (metadata only), and only the ones a
-  // parametersRef names are read whole: every other ConfigMap of the cluster stays out of the
-  // controller's memory.
+  // Proxy parameters (GatewayClass and Gateway parametersRef, which must carry the label
+  // tollgate.dev/parameters) and the CA bundles and JWKS documents GatewayPolicies name. Of every
+  // ConfigMap the cache keeps metadata, and reads whole only those a reference names.
   {
     kind: 'ConfigMap',
     resources: 'configMaps',
@@ -134,13 +135,12 @@ export const KINDS: readonly WatchedKind[] = [
     namespaced: true,
     hasStatus: false,
     path: '/api/v1/configmaps',
-    labelSelector: PARAMETERS_LABEL,
     cache: {
       form: 'metadata',
       fetch: (kc) => {
         const api = kc.makeApiClient(CoreV1Api);
         return async (namespace, name) => {
-          const item = (await api.listNamespacedConfigMap({ namespace, fieldSelector: `metadata.name=${name}`, labelSelector: PARAMETERS_LABEL })).items[0];
+          const item = (await api.listNamespacedConfigMap({ namespace, fieldSelector: `metadata.name=${name}` })).items[0];
           return item && { ...item, apiVersion: 'v1', kind: 'ConfigMap' };
         };
       },

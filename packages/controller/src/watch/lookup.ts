@@ -21,7 +21,7 @@ export class CacheLookup {
     return this.world.get('GatewayClass', name) as GatewayClass | undefined;
   }
 
-  /** A parameters ConfigMap (only those are cached). */
+  /** A ConfigMap read whole (a referenced one); proxy-settings/parameters.ts takes it for parameters only with its label. */
   configMap(namespace: string, name: string): V1ConfigMap | undefined {
     return this.world.get('ConfigMap', name, namespace);
   }

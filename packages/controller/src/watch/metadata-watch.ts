@@ -1,11 +1,13 @@
 // List and watch of objects' metadata only. For the kinds whose objects can be large and are
-// mostly not ours (Secrets, parameters ConfigMaps: a tenant may fill a namespace with 1 MiB
-// Secrets), the API server is asked for PartialObjectMetadata (the Accept headers below), and
-// of that the cache keeps the name, namespace, uid and resourceVersion: a few hundred bytes an
-// object, whatever its data, annotations or managed fields. The whole object is read only
-// for the ones a Gateway references (referenced.ts).
+// mostly not ours (Secrets, ConfigMaps: a tenant may fill a namespace with 1 MiB Secrets), the
+// API server is asked for PartialObjectMetadata (the Accept headers below), and of that the
+// cache keeps the name, namespace, uid, resourceVersion and labels (for policies' Secret
+// selectors; none when together they exceed 4 KiB, translate/policy-refs.ts): a few hundred
+// bytes an object, whatever its data, annotations or managed fields. The whole object is read
+// only for the ones a Gateway or policy references (referenced.ts).
 import { Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import { getJson } from '../kube/raw-get.js';
+import { selectableLabels } from '../translate/policy-refs.js';
 import type { WatchedKind } from './kinds.js';
 
 // JSON as the fallback: a server that cannot convert sends whole objects, and they are cut the same way.
@@ -21,7 +23,7 @@ export function metadataOnly(kind: WatchedKind, o: KubernetesObject): Kubernetes
   return {
     apiVersion: kind.group ? `${kind.group}/${kind.version}` : kind.version,
     kind: kind.kind,
-    metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion },
+    metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: selectableLabels(m.labels) },
   };
 }
 

@@ -1,14 +1,15 @@
 // The informers of every watched kind, read together as translate()'s Resources. Objects that
 // fail the shape checks are left out and logged once per resourceVersion. Of the kinds cached
-// as metadata (Secrets, parameters ConfigMaps), translation gets the objects Gateways and
-// GatewayClasses reference, read whole (referenced.ts); until each of those that exists has
+// as metadata (Secrets, ConfigMaps), translation gets the objects Gateways, GatewayClasses and
+// GatewayPolicies reference, read whole (referenced.ts); until each of those that exists has
 // been read once, resources() answers undefined and the reconcile waits.
 import type { RetryOptions } from '../runtime/retry-backoff.js';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { CONTROLLER_ERRORS } from '../errors.js';
 import type { CacheStat } from '../metrics/metrics.js';
-import type { ReferencedKeys, ReferencingObjects } from '../translate/references.js';
+import { matchesSelector } from '../translate/policy-refs.js';
+import type { ReferencedKeys, ReferencingObjects, SecretSelection } from '../translate/references.js';
 import type { Resources } from '../translate/types.js';
 import { unreadable } from './decode.js';
 import { Informer, type InformerEvents } from './informer.js';
@@ -21,6 +22,8 @@ export class World {
   readonly #referenced: ReadonlyMap<string, ReferencedObjects>;
   /** `<kind>/<ns>/<name>@<resourceVersion>` already reported as unreadable. */
   readonly #reported = new Set<string>();
+  /** The policies' secretSelectors of the last reconcile, by namespace. */
+  #selectors = new Map<string, SecretSelection[]>();
 
   constructor(
     kc: KubeConfig,
@@ -41,9 +44,10 @@ export class World {
       const version = (ns: string, name: string) => informers.get(k.kind)!.get(name, ns)?.metadata?.resourceVersion;
       const objects = new ReferencedObjects(k.kind, k.cache.fetch(kc), version, () => events.changed(k), log);
       referenced.set(k.kind, objects);
-      // Only a referenced object's change can change a translation: a tenant creating or
-      // rewriting Secrets no Gateway uses costs no reconcile.
-      informers.set(k.kind, new Informer(k, kc, events, log, backoff, (o) => objects.wants(o.metadata?.namespace ?? '', o.metadata?.name ?? '')));
+      // Only a referenced object's change can change a translation, or a Secret a policy's
+      // selector chooses (now, or by its new labels): a tenant creating or rewriting Secrets
+      // nothing uses costs no reconcile.
+      informers.set(k.kind, new Informer(k, kc, events, log, backoff, (o) => objects.wants(o.metadata?.namespace ?? '', o.metadata?.name ?? '') || (k.kind === 'Secret' && this.#selected(o))));
     }
     this.informers = informers;
     this.#referenced = referenced;
@@ -104,17 +108,31 @@ export class World {
       out[inf.kind.resources] = inf.list().filter((o) => this.#readable(inf.kind, o, seen));
     }
     const partial = out as unknown as Resources;
-    const keys = this.references({ gatewayClasses: partial.gatewayClasses, gateways: partial.gateways, referenceGrants: partial.referenceGrants });
+    const keys = this.references({
+      gatewayClasses: partial.gatewayClasses,
+      gateways: partial.gateways,
+      referenceGrants: partial.referenceGrants,
+      gatewayPolicies: partial.gatewayPolicies,
+      secrets: this.informer('Secret').list(),
+    });
+    this.#selectors = new Map();
+    for (const s of keys.secretSelectors) this.#selectors.set(s.namespace, [...(this.#selectors.get(s.namespace) ?? []), s]);
     let pending = false;
     for (const [kind, referenced] of this.#referenced) {
       const inf = this.informer(kind);
-      const r = referenced.want(keys[kind as keyof ReferencedKeys] ?? []);
+      const r = referenced.want(kind === 'Secret' || kind === 'ConfigMap' ? keys[kind] : []);
       pending ||= r.pending;
       out[inf.kind.resources] = r.objects.filter((o) => this.#readable(inf.kind, o, seen));
     }
     // Forget reports of objects that were fixed or deleted, so the set does not grow forever.
     for (const key of this.#reported) if (!seen.has(key)) this.#reported.delete(key);
     return pending ? undefined : partial;
+  }
+
+  /** Whether a policy's secretSelector of the last reconcile chooses the Secret (by the labels the cache holds). */
+  #selected(o: KubernetesObject): boolean {
+    const selectors = this.#selectors.get(o.metadata?.namespace ?? '');
+    return selectors?.some((s) => matchesSelector(s.matchLabels, o.metadata?.labels)) ?? false;
   }
 
   #readable(kind: WatchedKind, obj: KubernetesObject, seen: Set<string>): boolean {

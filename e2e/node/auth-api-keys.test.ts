@@ -1,0 +1,236 @@
+// API keys and an authorization service on the e2e node, installed as a user installs them: the
+// chart (helm install, the controller as a pod with the chart's RBAC), one Gateway with two
+// proxy pods shared by two teams, each team in its own namespace with its own route,
+// GatewayPolicy and API key Secret, and mock-llm behind each; OPA with its Envoy plugin as a
+// pod (the opa image, `bash images/build-images.sh opa`) deciding for a third route through an
+// extAuthz policy (gRPC), its Service in another namespace opened by a ReferenceGrant.
+// - Each team's key reaches the backend on its own route only; no key, or the other team's:
+//   401.
+// - A key revoked by editing its Secret is refused once every proxy pod has ACKed the snapshot
+//   that drops it: read from the controller's /snapshots (the Gateway's snapshot and each
+//   proxy's ACKed version), not after a timer; the new key is accepted.
+// - OPA allows the requests its Rego policy allows and the proxies refuse the others (403).
+import { createHash } from 'node:crypto';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { policyCondition, type PolicyStatus } from '../lib/conditions.js';
+import { installChart, SYSTEM_NAMESPACE } from '../lib/chart.js';
+import { opaImage } from '../lib/node/images.js';
+import { nodeAvailability } from '../lib/tools.js';
+import { useNode } from '../lib/use-node.js';
+import { kubectlOk, portForward, until } from './helm-install.lib.js';
+import { mockLlm, opa } from './manifests.js';
+
+const availability = nodeAvailability();
+const GW_NS = 'shared-gateway';
+const GATEWAY = 'llm';
+const PROXY = `${GATEWAY}-tollgate`;
+const AUTHZ = 'authz';
+const TEAMS = ['team-a', 'team-b'] as const;
+type Team = (typeof TEAMS)[number];
+const CONTROLLER_PODS = 'app.kubernetes.io/name=tollgate,app.kubernetes.io/component=controller';
+const PROXY_PODS = `gateway.networking.k8s.io/gateway-name=${GATEWAY}`;
+
+const keyOf = (team: Team, generation = 1) => `sk-${team}-e2e-${String(generation).padStart(4, '0')}`;
+const idOf = (key: string) => createHash('sha256').update(key).digest('hex').slice(0, 8);
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+/** A team's objects: its route (chosen by the x-route header), its API key Secret and the policy naming it. */
+function teamObjects(team: Team): unknown[] {
+  return [
+    {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'HTTPRoute',
+      metadata: { name: 'chat', namespace: team },
+      spec: {
+        parentRefs: [{ name: GATEWAY, namespace: GW_NS }],
+        rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/v1' }, headers: [{ name: 'x-route', value: team }] }], backendRefs: [{ name: 'mock-llm', port: 8080 }] }],
+      },
+    },
+    apiKeySecret(team, keyOf(team)),
+    {
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'GatewayPolicy',
+      metadata: { name: 'api-keys', namespace: team },
+      spec: { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'chat' }], traffic: { apiKey: { secretRefs: [{ name: 'api-key' }] } } },
+    },
+  ];
+}
+
+function apiKeySecret(team: Team, key: string): unknown {
+  return { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'api-key', namespace: team }, type: 'Opaque', data: { key: b64(key), consumer: b64(`${team}-app`), group: b64(team) } };
+}
+
+/** OPA's policy: allow a request that says so in a header. */
+const REGO = `package envoy.authz
+
+import rego.v1
+
+default allow := false
+
+# The proxies send the request's headers (lower case) in the CheckRequest.
+allow if input.attributes.request.http.headers["x-opa-allow"] == "yes"
+`;
+
+/** What OPA's route needs besides OPA: a grant to its Service for GatewayPolicies of team-a, the route and the policy. */
+function opaRouteObjects(): unknown[] {
+  return [
+    {
+      apiVersion: 'gateway.networking.k8s.io/v1beta1',
+      kind: 'ReferenceGrant',
+      metadata: { name: 'opa-for-team-a', namespace: AUTHZ },
+      spec: { from: [{ group: 'tollgate.dev', kind: 'GatewayPolicy', namespace: 'team-a' }], to: [{ group: '', kind: 'Service', name: 'opa' }] },
+    },
+    {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'HTTPRoute',
+      metadata: { name: 'decided', namespace: 'team-a' },
+      spec: {
+        parentRefs: [{ name: GATEWAY, namespace: GW_NS }],
+        rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/v1' }, headers: [{ name: 'x-route', value: 'decided' }] }], backendRefs: [{ name: 'mock-llm', port: 8080 }] }],
+      },
+    },
+    {
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'GatewayPolicy',
+      metadata: { name: 'opa-decides', namespace: 'team-a' },
+      spec: {
+        targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'decided' }],
+        traffic: { extAuthz: { service: { backendRef: { name: 'opa', namespace: AUTHZ, port: 9191 } }, protocol: 'GRPC', failureMode: 'FailClosed', timeout: '1s' } },
+      },
+    },
+  ];
+}
+
+const GATEWAY_OBJECTS = [
+  { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'llm-proxy', namespace: GW_NS, labels: { 'tollgate.dev/parameters': 'true' } }, data: { replicas: '2' } },
+  {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'Gateway',
+    metadata: { name: GATEWAY, namespace: GW_NS },
+    spec: {
+      gatewayClassName: 'tollgate',
+      infrastructure: { parametersRef: { group: '', kind: 'ConfigMap', name: 'llm-proxy' } },
+      listeners: [{ name: 'http', protocol: 'HTTP', port: 80, allowedRoutes: { namespaces: { from: 'All' } } }],
+    },
+  },
+];
+
+interface SnapshotsView {
+  gateways: {
+    gateway: string;
+    version: string;
+    proxies: { pod: string; ackedVersion: string | null }[];
+    snapshot: { binds: { listeners: { routes: { origin?: { kind: string; namespace: string; name: string }; policy: { apiKey?: { consumers: { id: string }[] } | null } | null }[] }[] }[] };
+  }[];
+}
+
+describe.skipIf(!availability.run)('API keys and OPA on the e2e node', () => {
+  const node = useNode();
+  const k = (...args: string[]) => kubectlOk(node.current, args);
+  const apply = (objects: unknown[]) => kubectlOk(node.current, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+  const json = async <T>(...args: string[]) => JSON.parse(await k(...args, '-o', 'json')) as T;
+  let address = '';
+
+  /** A chat completion through the Gateway's ClusterIP to the route `route`, with `headers`. */
+  async function chat(route: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+    const res = await fetch(`http://${address}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-route': route, ...headers },
+      body: JSON.stringify({ model: 'mock-gpt', messages: [{ role: 'user', content: 'hello' }] }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    return { status: res.status, body: await res.text() };
+  }
+  const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+  /** The controller's /snapshots through a port-forward to its pod's admin port (loopback in the pod). */
+  async function snapshots(): Promise<SnapshotsView> {
+    const pod = (await k('get', 'pods', '-n', SYSTEM_NAMESPACE, '-l', CONTROLLER_PODS, '-o', 'jsonpath={.items[0].metadata.name}')).trim();
+    const pf = await portForward(node.current, SYSTEM_NAMESPACE, `pod/${pod}`, 9095);
+    try {
+      return (await (await fetch(`http://127.0.0.1:${pf.port}/snapshots`)).json()) as SnapshotsView;
+    } finally {
+      pf.close();
+    }
+  }
+
+  /**
+   * The version of the Gateway's snapshot whose team route holds exactly the key ids `ids`, once
+   * every Ready proxy pod has ACKed it (and no other version): the proxies apply what it says.
+   */
+  async function everyProxyAcked(team: Team, ids: readonly string[]): Promise<string> {
+    return until(`every proxy of ${GW_NS}/${GATEWAY} ACKed a snapshot with ${team}'s keys ${ids.join(', ')}`, async () => {
+      const g = (await snapshots()).gateways.find((x) => x.gateway === `${GW_NS}/${GATEWAY}`);
+      if (!g) return undefined;
+      const route = g.snapshot.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes)).find((r) => r.origin?.kind === 'HTTPRoute' && r.origin.namespace === team && r.origin.name === 'chat');
+      const have = route?.policy?.apiKey?.consumers.map((c) => c.id) ?? [];
+      if (JSON.stringify(have) !== JSON.stringify(ids)) return undefined;
+      const pods = await json<{ items: { metadata: { name: string }; status: { conditions?: { type: string; status: string }[] } }[] }>('get', 'pods', '-n', GW_NS, '-l', PROXY_PODS);
+      const ready = pods.items.filter((p) => p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((p) => p.metadata.name).sort();
+      const acked = g.proxies.filter((p) => p.ackedVersion === g.version).map((p) => p.pod).sort();
+      return ready.length === 2 && JSON.stringify(ready) === JSON.stringify(acked) ? g.version : undefined;
+    }, 120_000, 250);
+  }
+
+  beforeAll(async () => {
+    await node.current.importImage(opaImage());
+    await installChart(node.current);
+    for (const ns of [GW_NS, ...TEAMS, AUTHZ]) await k('create', 'namespace', ns);
+    await apply(GATEWAY_OBJECTS);
+    for (const team of TEAMS) {
+      await kubectlOk(node.current, ['apply', '-f', '-'], mockLlm(team, 1));
+      await apply(teamObjects(team));
+    }
+    await kubectlOk(node.current, ['apply', '-f', '-'], opa(AUTHZ, REGO));
+    await apply(opaRouteObjects());
+    await k('wait', '--for=condition=Programmed', `gateway/${GATEWAY}`, '-n', GW_NS, '--timeout=180s');
+    await k('rollout', 'status', '-n', GW_NS, `deployment/${PROXY}`, '--timeout=180s');
+    await k('rollout', 'status', '-n', AUTHZ, 'deployment/opa', '--timeout=120s');
+    for (const team of TEAMS) await k('rollout', 'status', '-n', team, 'deployment/mock-llm', '--timeout=120s');
+    address = (await k('get', 'gateway', GATEWAY, '-n', GW_NS, '-o', 'jsonpath={.status.addresses[0].value}')).trim();
+    for (const [ns, name] of [...TEAMS.map((t) => [t, 'api-keys']), ['team-a', 'opa-decides']] as const) {
+      await until(`GatewayPolicy ${ns}/${name} Accepted`, async () => {
+        const accepted = policyCondition(await json<PolicyStatus>('get', 'gatewaypolicy', name, '-n', ns), 'Accepted');
+        if (accepted?.status === 'False') throw new Error(`${ns}/${name}: ${accepted.reason}: ${accepted.message}`);
+        return accepted?.status === 'True' ? true : undefined;
+      }, 60_000);
+    }
+    await everyProxyAcked('team-a', [idOf(keyOf('team-a'))]);
+    // kube-proxy follows the endpoints a moment after the pods are Ready.
+    await until(`${address} answers`, async () => ((await chat('team-a', bearer(keyOf('team-a')))).status === 200 ? true : undefined), 60_000);
+  }, 20 * 60_000);
+
+  it("each team's key reaches the backend on its own route, and neither the other's nor none does", async () => {
+    for (const team of TEAMS) {
+      const ok = await chat(team, bearer(keyOf(team)));
+      expect(ok.status, ok.body).toBe(200);
+      expect(ok.body).toContain('"choices"');
+      const other = TEAMS.find((t) => t !== team)!;
+      expect((await chat(team, bearer(keyOf(other)))).status).toBe(401);
+      expect((await chat(team)).status).toBe(401);
+    }
+  });
+
+  it('a key revoked by editing its Secret is refused once every proxy ACKed the snapshot that drops it', async () => {
+    const revoked = keyOf('team-a', 1);
+    const rotated = keyOf('team-a', 2);
+    await apply([apiKeySecret('team-a', rotated)]);
+    const version = await everyProxyAcked('team-a', [idOf(rotated)]);
+    console.info(`[auth-api-keys] the revoked key's snapshot ${version} ACKed by both proxy pods`);
+    // Through the Service: both proxy pods answer in turn; every answer refuses the old key.
+    const statuses = await Promise.all(Array.from({ length: 20 }, () => chat('team-a', bearer(revoked)).then((r) => r.status)));
+    expect(new Set(statuses)).toEqual(new Set([401]));
+    expect((await chat('team-a', bearer(rotated))).status).toBe(200);
+    // The other team is not affected.
+    expect((await chat('team-b', bearer(keyOf('team-b')))).status).toBe(200);
+  });
+
+  it('OPA, as a pod, decides for its route over the external authorization protocol', async () => {
+    const allowed = await chat('decided', { 'x-opa-allow': 'yes' });
+    expect(allowed.status, allowed.body).toBe(200);
+    expect(allowed.body).toContain('"choices"');
+    const refused = await chat('decided', { 'x-opa-allow': 'no' });
+    expect(refused.status, refused.body).toBe(403);
+    expect((await chat('decided')).status).toBe(403);
+  });
+});
