@@ -25,6 +25,7 @@ const basicAuth = (n: number): BasicAuthIR => ({ realm: 'ops', origin: 'file /et
 
 const jwt: JwtIR = {
   mode: 'Strict',
+  maxTokenLength: 8192,
   providers: [
     { name: 'inline', issuer: 'https://issuer.example', audiences: ['api'], keys: { kind: 'static', origin: 'inline', jwks: JWKS }, clockSkewMs: 60_000, tokenFrom: [{ type: 'Bearer' }], consumerClaim: 'sub', groupClaim: 'team', claimsToHeaders: [{ claim: 'sub', header: 'x-user' }], forwardToken: false },
     { name: 'remote', issuer: null, audiences: [], keys: { kind: 'remote', address: 'idp.example:443', path: '/jwks.json', tls: { ca: CA, hostname: 'idp.example' }, cacheMs: 300_000, timeoutMs: 5_000 }, clockSkewMs: 0, tokenFrom: [{ type: 'Cookie', name: 'token' }], consumerClaim: 'sub', groupClaim: null, claimsToHeaders: [], forwardToken: true },
@@ -107,6 +108,7 @@ describe('basicAuth', () => {
 describe('jwt', () => {
   it('shows the providers without key material: the origin of a key set, the address of a remote one', () => {
     const { text, policy, traceText } = shown(snapshot({ jwt }));
+    expect(policy.jwt).toMatchObject({ mode: 'Strict', maxTokenLength: 8192 });
     const providers = (policy.jwt as { providers: { name: string; keys: unknown }[] }).providers;
     expect(providers.map((p) => p.keys)).toEqual([
       { kind: 'static', origin: 'inline' },

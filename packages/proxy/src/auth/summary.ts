@@ -38,6 +38,7 @@ function jwtKeys(keys: JwtKeysIR) {
 function jwt(ir: JwtIR) {
   return {
     mode: ir.mode,
+    maxTokenLength: ir.maxTokenLength,
     providers: ir.providers.map((p) => ({
       name: p.name,
       issuer: p.issuer,

@@ -216,6 +216,13 @@ export class ProxyMetrics {
     ['result'],
   );
   readonly #passwordCells = new Map<string, Cell<'result'>>();
+  readonly #jwksFetches = new CellCounter(
+    this.registry,
+    'tollgate_jwks_fetches_total',
+    'Fetches of the remote key sets (JWKS) of jwt providers, by result: ok, timeout, unreachable, status (not 200), too_large (over 256 KiB), invalid (not a usable key set). A failed fetch keeps the last good set.',
+    ['result'],
+  );
+  readonly #jwksCells = new Map<string, Cell<'result'>>();
   readonly #upstreamLatency = new CellHistogram<'route'>(
     this.registry,
     'tollgate_upstream_latency_seconds',
@@ -268,6 +275,13 @@ export class ProxyMetrics {
   countPasswordCheck(result: string): void {
     let cell = this.#passwordCells.get(result);
     if (!cell) this.#passwordCells.set(result, (cell = this.#passwords.cell({ result })));
+    cell.value++;
+  }
+
+  /** Counts one fetch of a remote JWKS. */
+  countJwksFetch(result: string): void {
+    let cell = this.#jwksCells.get(result);
+    if (!cell) this.#jwksCells.set(result, (cell = this.#jwksFetches.cell({ result })));
     cell.value++;
   }
 
