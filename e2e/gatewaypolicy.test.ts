@@ -218,6 +218,21 @@ function authCases(): BadCase[] {
       expect: [/spec\.traffic\.jwt\.providers: Too many: 9: must have at most 8 items/],
     },
     {
+      name: 'jwt token prefix on a cookie',
+      spec: traffic({ jwt: { providers: [{ name: 'idp', jwks, tokenFrom: [{ type: 'Cookie', name: 's', prefix: 'JWT ' }] }] } }),
+      expect: [/spec\.traffic\.jwt\.providers\[0\]\.tokenFrom\[0\]: Invalid value: .*prefix is allowed with Header only/],
+    },
+    {
+      name: 'jwt remote key set cached for 5s',
+      spec: traffic({ jwt: { providers: [{ name: 'idp', jwks: { remote: { backendRef: { name: 'idp', port: 80 }, path: '/jwks', cacheDuration: '5s' } } }] } }),
+      expect: [/spec\.traffic\.jwt\.providers\[0\]\.jwks\.remote\.cacheDuration: Invalid value: "5s": must be from 10s to 24h/],
+    },
+    {
+      name: 'jwt token length over the bound',
+      spec: traffic({ jwt: { maxTokenLength: 100_000, providers: [{ name: 'idp', jwks }] } }),
+      expect: [/spec\.traffic\.jwt\.maxTokenLength: Invalid value: 100000: .*should be less than or equal to 16384/],
+    },
+    {
       name: 'authorization rule with an unknown action',
       spec: traffic({ authorization: { rules: [{ action: 'Permit', expression: 'true' }] } }),
       expect: [/spec\.traffic\.authorization\.rules\[0\]\.action: Unsupported value: "Permit": supported values: "Allow", "Deny"/],

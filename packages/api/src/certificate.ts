@@ -85,6 +85,27 @@ export function checkCertificate(certificate: string, key: string): CertificateC
   return { ok: true, info: certificateInfo(certificate)! };
 }
 
+/** Largest PEM CA bundle a policy may name (a system bundle is about 200 KiB). */
+export const MAX_CA_BUNDLE_BYTES = 1_048_576;
+
+/**
+ * Checks a PEM bundle of CA certificates that an outbound TLS connection trusts (a JWKS
+ * server's, an authorization service's): null when usable, else what is wrong.
+ */
+export function caBundleProblem(pem: string): string | null {
+  if (Buffer.byteLength(pem) > MAX_CA_BUNDLE_BYTES) return `is ${Buffer.byteLength(pem)} bytes, more than the ${MAX_CA_BUNDLE_BYTES} a CA bundle may have`;
+  const blocks = pem.match(PEM_CERT) ?? [];
+  if (!blocks.length) return 'holds no PEM certificate ("-----BEGIN CERTIFICATE-----"); give the CA certificates in PEM';
+  for (let i = 0; i < blocks.length; i++) {
+    try {
+      new X509Certificate(blocks[i]!);
+    } catch (err) {
+      return `certificate ${i + 1} of the bundle is not a valid PEM certificate (${(err as Error).message})`;
+    }
+  }
+  return null;
+}
+
 /** A warning when the leaf is outside its validity period at `now`, else null. */
 export function validityWarning(info: CertificateInfo, now: number): string | null {
   if (Date.parse(info.notAfter) <= now) return `certificate ${info.subject} expired at ${info.notAfter}; clients will refuse it until it is renewed`;

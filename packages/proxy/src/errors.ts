@@ -103,6 +103,12 @@ export const PROXY_ERRORS = defineErrors({
     message: 'request body too large for the authorization rules of this route',
     hint: 'the route\'s authorization rules read the model from the request body, and the gateway reads at most config.maxRequestBodyBytes of it (a body it cannot read would escape the rules): send a smaller body, or raise config.maxRequestBodyBytes',
   },
+  jwksUnavailable: {
+    code: 'TG_JWKS_UNAVAILABLE',
+    status: 503,
+    message: 'the keys to verify the token could not be fetched; retry shortly',
+    hint: 'the jwt provider\'s remote JWKS has not been fetched since the proxy started (no answer within its timeout, an error status, or not a key set); the auth log names the JWKS and why, tollgate_jwks_fetches_total counts the failures',
+  },
   rateLimited: {
     code: 'TG_RATE_LIMITED',
     status: 429,

@@ -2,14 +2,48 @@
 // HMAC key made of a public key). Keys come from an inline JWKS, a Secret or ConfigMap key, a
 // file, or a JWKS endpoint the proxy fetches through a backendRef (cluster) or host
 // (standalone), cached, refreshed on an unknown `kid`, the last good set kept on failure.
-import { Type, type Static } from '@sinclair/typebox';
-import { Duration, HeaderName, HostPort } from '../schema/common.js';
+import { Type, type Static, type TString } from '@sinclair/typebox';
+import { Duration, Enum, HeaderName, HostPort } from '../schema/common.js';
 import { BackendRef } from '../schema/outbound-ref.js';
-import { Obj, Nullable, NonEmpty, Lit } from '../schema/wire-parts.js';
-import { CredentialLocation, FilePath, ObjectKeyRefSchema, type CredentialLocationIR } from './refs.js';
-import { LocationWire } from './api-key.js';
+import { Obj, Nullable, NonEmpty, Lit, Str } from '../schema/wire-parts.js';
+import { FilePath, ObjectKeyRefSchema } from './refs.js';
+import { MAX_JWKS_BYTES } from './jwks.js';
 
 export const MAX_JWT_PROVIDERS = 8;
+/** maxTokenLength default: a token with a few dozen claims is 1-2 KiB; Node reads at most 16 KiB of headers. */
+export const DEFAULT_MAX_TOKEN_LENGTH = 8192;
+export const MAX_TOKEN_LENGTH_LIMIT = 16_384;
+
+/** A Duration within [min, max], said to the API server too (files get the same bounds from toJwtIR). */
+const Within = (t: TString, min: string, max: string): TString => ({
+  ...t,
+  'x-kubernetes-validations': [{ rule: `duration(self) >= duration('${min}') && duration(self) <= duration('${max}')`, message: `must be from ${min} to ${max}` }],
+});
+
+/** Where a token is read: an apiKey-style location, plus a prefix for a header. */
+const TokenLocation = Type.Object(
+  {
+    type: Enum(['Bearer', 'Header', 'Query', 'Cookie'], 'Bearer: the Authorization header\'s Bearer credential. Header: the header `name` (after `prefix`, when set). Query: the query parameter `name` (it shows in access logs of anything before the gateway; prefer a header). Cookie: the cookie `name`.'),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 256, pattern: "^[A-Za-z0-9!#$%&'*+\\-.^_`|~]+$", description: 'Header, query parameter or cookie name; not with Bearer.', expected: 'a header, parameter or cookie name' })),
+    prefix: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[\\x21-\\x7e]+ ?$', description: 'Header only: text the value starts with, removed before the token is read (e.g. "Token "); a value without it holds no token.', expected: 'printable characters, optionally ending with one space' })),
+  },
+  {
+    additionalProperties: false,
+    description: 'Where the token is read from.',
+    'x-kubernetes-validations': [
+      { rule: "self.type == 'Bearer' ? !has(self.name) : has(self.name)", message: 'name is required with Header, Query and Cookie, and not allowed with Bearer' },
+      { rule: "!has(self.prefix) || self.type == 'Header'", message: 'prefix is allowed with Header only' },
+    ],
+  },
+);
+export type TokenLocationConfig = { type: 'Bearer' | 'Header' | 'Query' | 'Cookie'; name?: string; prefix?: string };
+
+/** A token location as the proxy reads it: header names lower-cased. */
+export type TokenLocationIR =
+  | { readonly type: 'Bearer' }
+  | { readonly type: 'Header'; readonly name: string; readonly prefix: string | null }
+  | { readonly type: 'Query'; readonly name: string }
+  | { readonly type: 'Cookie'; readonly name: string };
 
 const RemoteJwks = Type.Object(
   {
@@ -21,13 +55,13 @@ const RemoteJwks = Type.Object(
         {
           caCertificateRef: Type.Optional(ObjectKeyRefSchema('the PEM CA bundle that signs the JWKS server\'s certificate', 'ca.crt')),
           caFile: Type.Optional(FilePath('the PEM CA bundle that signs the JWKS server\'s certificate')),
-          hostname: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'Name sent as SNI and checked against the server\'s certificate; default the host of the address.' })),
+          hostname: Type.Optional(Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?$', description: 'Name sent as SNI and checked against the server\'s certificate; default the host of the address.', expected: 'a DNS name' })),
         },
         { additionalProperties: false, description: 'Fetch over HTTPS; the system roots are used when no CA is given.' },
       ),
     ),
-    cacheDuration: Type.Optional(Duration('How long a fetched key set is used before it is fetched again; default 5m.')),
-    timeout: Type.Optional(Duration('Time allowed for one fetch; default 5s.')),
+    cacheDuration: Type.Optional(Within(Duration('How long a fetched key set is used before it is fetched again (meanwhile a token with an unknown kid fetches it at most every 10s); default 5m, 10s to 24h.'), '10s', '24h')),
+    timeout: Type.Optional(Within(Duration('Time allowed for one fetch, from connecting to the last byte; default 5s, 100ms to 60s.'), '100ms', '60s')),
   },
   {
     additionalProperties: false,
@@ -43,7 +77,7 @@ export const JwtProvider = Type.Object(
     audiences: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 1024, description: 'An accepted audience.' }), { minItems: 1, maxItems: 16, description: 'The token\'s `aud` must contain one of these.' })),
     jwks: Type.Object(
       {
-        inline: Type.Optional(Type.String({ minLength: 2, maxLength: 262_144, description: 'The JWKS document as JSON text.' })),
+        inline: Type.Optional(Type.String({ minLength: 2, maxLength: MAX_JWKS_BYTES, description: 'The JWKS document as JSON text.' })),
         ref: Type.Optional(ObjectKeyRefSchema('the JWKS document', 'jwks.json')),
         file: Type.Optional(FilePath('the JWKS document')),
         remote: Type.Optional(RemoteJwks),
@@ -54,8 +88,8 @@ export const JwtProvider = Type.Object(
         'x-kubernetes-validations': [{ rule: '[has(self.inline), has(self.ref), has(self.file), has(self.remote)].filter(x, x).size() == 1', message: 'exactly one of inline, ref, file or remote must be set' }],
       },
     ),
-    clockSkew: Type.Optional(Duration('Allowed difference between the proxy\'s clock and the issuer\'s for exp and nbf; default 60s.', { allowZero: true })),
-    tokenFrom: Type.Optional(Type.Array(CredentialLocation('Default: Bearer.'), { minItems: 1, maxItems: 4, description: 'Where the token is read, in order; default Authorization Bearer.' })),
+    clockSkew: Type.Optional(Within(Duration('Allowed difference between the proxy\'s clock and the issuer\'s for exp and nbf; default 60s, at most 10m.', { allowZero: true }), '0s', '10m')),
+    tokenFrom: Type.Optional(Type.Array(TokenLocation, { minItems: 1, maxItems: 4, description: 'Where the token may be (a request carrying tokens in two of them is refused); default Authorization Bearer.' })),
     consumerClaim: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Claim naming the consumer; default sub.' })),
     groupClaim: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Claim naming the consumer\'s group; none by default.' })),
     claimsToHeaders: Type.Optional(
@@ -76,6 +110,7 @@ export const JwtConfig = Type.Object(
   {
     providers: Type.Array(JwtProvider, { minItems: 1, maxItems: MAX_JWT_PROVIDERS, description: 'A token is accepted when a provider whose location holds it verifies it.' }),
     mode: Type.Optional(Type.Unsafe<'Strict' | 'Optional'>({ type: 'string', enum: ['Strict', 'Optional'], description: 'Strict (the default): a request without a valid token is refused. Optional: a request without any token passes without a consumer; an invalid token is still refused.' })),
+    maxTokenLength: Type.Optional(Type.Integer({ minimum: 256, maximum: MAX_TOKEN_LENGTH_LIMIT, description: `Longest token read, in characters; a longer one is refused (401) before it is decoded. Default ${DEFAULT_MAX_TOKEN_LENGTH}.` })),
   },
   { additionalProperties: false, description: 'Callers must present a JSON Web Token of one of the providers.' },
 );
@@ -101,7 +136,7 @@ export interface JwtProviderIR {
   readonly audiences: readonly string[];
   readonly keys: JwtKeysIR;
   readonly clockSkewMs: number;
-  readonly tokenFrom: readonly CredentialLocationIR[];
+  readonly tokenFrom: readonly TokenLocationIR[];
   readonly consumerClaim: string;
   readonly groupClaim: string | null;
   readonly claimsToHeaders: readonly { readonly claim: string; readonly header: string }[];
@@ -111,10 +146,18 @@ export interface JwtProviderIR {
 export interface JwtIR {
   readonly providers: readonly JwtProviderIR[];
   readonly mode: 'Strict' | 'Optional';
+  readonly maxTokenLength: number;
 }
 
+const LocationWire = Type.Union([
+  Obj({ type: Lit('Bearer') }, 'Authorization: Bearer.'),
+  Obj({ type: Lit('Header'), name: NonEmpty('Header name, lower case.', 256), prefix: Nullable(Str('Prefix of the value.', 64)) }, 'A header.'),
+  Obj({ type: Lit('Query'), name: NonEmpty('Query parameter.', 256) }, 'A query parameter.'),
+  Obj({ type: Lit('Cookie'), name: NonEmpty('Cookie.', 256) }, 'A cookie.'),
+]);
+
 const Keys = Type.Union([
-  Obj({ kind: Lit('static'), origin: NonEmpty('Where the keys came from.', 600), jwks: NonEmpty('JWKS JSON.', 262_144) }, 'A key set.'),
+  Obj({ kind: Lit('static'), origin: NonEmpty('Where the keys came from.', 600), jwks: NonEmpty('JWKS JSON.', MAX_JWKS_BYTES) }, 'A key set.'),
   Obj(
     {
       kind: Lit('remote'),
@@ -149,6 +192,7 @@ export const JwtWire = Obj(
       { minItems: 1, maxItems: MAX_JWT_PROVIDERS },
     ),
     mode: Type.Union([Lit('Strict'), Lit('Optional')]),
+    maxTokenLength: Type.Integer({ minimum: 1, maximum: MAX_TOKEN_LENGTH_LIMIT }),
   },
   'JWT authentication.',
 );

@@ -1,7 +1,7 @@
 // The headers and query parameters a snapshot's policies read credentials from that the fixed
 // redaction list (@tollgate/api secret.ts) does not name: an apiKey read from `x-team-key` or
-// `?team_key=`. Traces and /debug/tasks redact them too, on every route, since a trace shows a
-// request before its route (and so its policy) is known.
+// `?team_key=`, a jwt from `x-my-token`. Traces and /debug/tasks redact them too, on every
+// route, since a trace shows a request before its route (and so its policy) is known.
 import type { CredentialLocationIR, ExtraCredentials, PolicyIR, ProxySnapshot } from '@tollgate/api';
 
 function add(out: { headers: Set<string>; query: Set<string> }, locations: readonly CredentialLocationIR[]): void {
@@ -15,6 +15,7 @@ export function credentialNames(ir: ProxySnapshot): ExtraCredentials {
   const out = { headers: new Set<string>(), query: new Set<string>() };
   const visit = (p: PolicyIR | null) => {
     if (p?.apiKey) add(out, p.apiKey.keyFrom);
+    for (const provider of p?.jwt?.providers ?? []) add(out, provider.tokenFrom);
   };
   for (const b of ir.binds) {
     for (const l of b.listeners) {

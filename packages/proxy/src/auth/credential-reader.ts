@@ -4,8 +4,13 @@
 // carries two (in two places, or one header sent twice) is refused rather than one of them
 // picked, since a check and the backend could otherwise read different ones. Headers are read
 // from the raw list, because Node keeps only the first of repeated Authorization headers.
-import type { CredentialLocationIR } from '@tollgate/api';
+import type { CredentialLocationIR, TokenLocationIR } from '@tollgate/api';
 import type { AuthRequest } from './types.js';
+
+/** A place as a kind names it: jwt's header places may carry a prefix the value starts with. */
+export type CredentialPlace = CredentialLocationIR | TokenLocationIR;
+
+const prefixOf = (l: CredentialPlace): string | null => (l.type === 'Header' && 'prefix' in l ? l.prefix : null);
 
 /** What to take out of the forwarded request (AuthPass fields). */
 export interface CredentialStrip {
@@ -27,12 +32,14 @@ interface Candidate {
 }
 
 /** How a place is named to a client and in docs. */
-export function describeLocation(l: CredentialLocationIR): string {
+export function describeLocation(l: CredentialPlace): string {
   switch (l.type) {
     case 'Bearer':
       return 'Authorization: Bearer';
-    case 'Header':
-      return `header ${l.name}`;
+    case 'Header': {
+      const prefix = prefixOf(l);
+      return prefix ? `header ${l.name} after "${prefix}"` : `header ${l.name}`;
+    }
     case 'Query':
       return `query parameter ${l.name}`;
     case 'Cookie':
@@ -54,7 +61,7 @@ export function headerValues(rawHeaders: readonly string[], names: ReadonlySet<s
 }
 
 /** The header names a set of places reads. */
-export function headerNames(locations: readonly CredentialLocationIR[]): ReadonlySet<string> {
+export function headerNames(locations: readonly CredentialPlace[]): ReadonlySet<string> {
   const names = new Set<string>();
   for (const l of locations) {
     if (l.type === 'Bearer') names.add('authorization');
@@ -66,12 +73,12 @@ export function headerNames(locations: readonly CredentialLocationIR[]): Readonl
 
 const BEARER = /^bearer(?:[ \t]+(.*))?$/is;
 
-export function readCredential(req: AuthRequest, locations: readonly CredentialLocationIR[], names: ReadonlySet<string>): CredentialRead {
+export function readCredential(req: AuthRequest, locations: readonly CredentialPlace[], names: ReadonlySet<string>): CredentialRead {
   const headers = headerValues(req.rawHeaders, names);
   const found: Candidate[] = [];
   for (const l of locations) {
     const where = describeLocation(l);
-    const r = l.type === 'Bearer' ? bearer(headers.get('authorization'), where) : l.type === 'Header' ? header(headers.get(l.name), l.name, where) : l.type === 'Query' ? query(req.query, l.name, where) : cookie(headers.get('cookie'), l.name, where);
+    const r = l.type === 'Bearer' ? bearer(headers.get('authorization'), where) : l.type === 'Header' ? header(headers.get(l.name), l.name, where, prefixOf(l)) : l.type === 'Query' ? query(req.query, l.name, where) : cookie(headers.get('cookie'), l.name, where);
     if (r === null) continue;
     if ('found' in r) return r;
     found.push(r);
@@ -97,11 +104,21 @@ function bearer(values: string[] | undefined, where: string): PlaceRead {
   return { value: token, where, strip: { removeHeaders: ['authorization'] } };
 }
 
-function header(values: string[] | undefined, name: string, where: string): PlaceRead {
+function header(values: string[] | undefined, name: string, where: string, prefix: string | null): PlaceRead {
   if (!values) return null;
   if (values.length > 1) return twice(`the ${name} header`, values.length);
-  if (values[0] === '') return malformed(`the ${name} header is empty`);
-  return { value: values[0]!, where, strip: { removeHeaders: [name] } };
+  let value = values[0]!;
+  if (prefix !== null) {
+    // Compared without case; a prefix ending in a space takes any run of spaces. A value
+    // without the prefix is not this place's credential.
+    const word = prefix.trimEnd().toLowerCase();
+    if (value.slice(0, word.length).toLowerCase() !== word) return null;
+    const rest = value.slice(word.length);
+    if (word.length !== prefix.length && rest !== '' && !/^[ \t]/.test(rest)) return null;
+    value = rest.trim();
+  }
+  if (value === '') return malformed(prefix ? `the ${name} header has "${prefix.trimEnd()}" and no credential after it` : `the ${name} header is empty`);
+  return { value, where, strip: { removeHeaders: [name] } };
 }
 
 /** A query name or value as clients encode it: percent escapes and "+" for space; null when it does not decode. */

@@ -223,6 +223,13 @@ export class ProxyMetrics {
     ['result'],
   );
   readonly #passwordCells = new Map<string, Cell<'result'>>();
+  readonly #jwksFetches = new CellCounter(
+    this.registry,
+    'tollgate_jwks_fetches_total',
+    'Fetches of the remote key sets (JWKS) of jwt providers, by result: ok, timeout, unreachable, status (not 200), too_large (over 256 KiB), invalid (not a usable key set). A failed fetch keeps the last good set.',
+    ['result'],
+  );
+  readonly #jwksCells = new Map<string, Cell<'result'>>();
   readonly #upstreamLatency = new CellHistogram<'route'>(
     this.registry,
     'tollgate_upstream_latency_seconds',
@@ -283,6 +290,13 @@ export class ProxyMetrics {
     const key = `${kind}/${level}`;
     let cell = this.#overflowCells.get(key);
     if (!cell) this.#overflowCells.set(key, (cell = this.#overflows.cell({ kind, level })));
+    cell.value++;
+  }
+
+  /** Counts one fetch of a remote JWKS. */
+  countJwksFetch(result: string): void {
+    let cell = this.#jwksCells.get(result);
+    if (!cell) this.#jwksCells.set(result, (cell = this.#jwksFetches.cell({ result })));
     cell.value++;
   }
 

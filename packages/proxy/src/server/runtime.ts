@@ -25,6 +25,7 @@ import { BodyBudget } from '../pipeline/body-budget.js';
 import type { InFlight } from '../pipeline/inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
 import { AuthCompilers } from '../auth/compilers.js';
+import { JwksStore } from '../auth/jwks-store.js';
 import { defaultPasswordSettings, PasswordVerifier, type PasswordSettings } from '../auth/password-verifier.js';
 import { ExtAuthzServices, extAuthzServicesInUse } from '../auth/ext-authz-services.js';
 
@@ -93,6 +94,7 @@ export class ProxyRuntime {
   readonly #auth: AuthCompilers;
   /** basicAuth's password workers and cache (threads start with the first verification). */
   readonly passwords: PasswordVerifier;
+  readonly #jwks: JwksStore;
   /** Aborts the mirrored copies still in flight when the runtime closes. */
   readonly #mirrors = new AbortController();
   readonly inflight = new Map<number, InFlight>();
@@ -172,7 +174,8 @@ export class ProxyRuntime {
     };
     const authLog = options.authLog ?? options.log;
     this.passwords = new PasswordVerifier({ ...defaultPasswordSettings(), ...options.passwords }, authLog, (result) => this.metrics.countPasswordCheck(result));
-    this.#auth = new AuthCompilers({ log: authLog, passwords: this.passwords, extAuthz: new ExtAuthzServices() });
+    this.#jwks = new JwksStore({ log: authLog, clock, count: (result) => this.metrics.countJwksFetch(result) });
+    this.#auth = new AuthCompilers({ log: authLog, passwords: this.passwords, extAuthz: new ExtAuthzServices(), clock, jwks: this.#jwks });
     this.traces.owner = this.#deps;
   }
 
@@ -325,6 +328,7 @@ export class ProxyRuntime {
     await this.#global?.pool.close();
     await this.passwords.close();
     await this.#auth.deps.extAuthz.close();
+    await this.#jwks.close();
   }
 }
 
