@@ -53,6 +53,7 @@ const dump = (snap: ProxySnapshot) =>
     maxConnectionsPerBind: 1,
     maxTraceSessions: 1,
     maxTokensChargedPerResponse: 1,
+    maxRateLimitKeys: 1,
     basicAuth: { workers: 1, maxQueue: 1, cacheEntries: 1 },
   });
 
