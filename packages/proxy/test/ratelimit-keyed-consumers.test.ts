@@ -1,6 +1,6 @@
 // Budgets per consumer, with apiKey consumers from a standalone key file, over real sockets:
 // a consumer's budget whichever of its keys it presents, a group's budget shared by its
-// consumers (both apply), gateway-level consumer budgets evaluated after authentication (a
+// consumers (both apply), budgets per JWT claim (the empty key for tokens without it), gateway-level consumer budgets evaluated after authentication (a
 // refused key spends nothing, every route shares the consumer's budget) while the listener's
 // unkeyed limits still run before routing, and consumer-keyed global descriptors whose limit
 // travels with them to the real envoyproxy/ratelimit. The examples load.
@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfigFile } from '../src/config/load-file.js';
 import { send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { jwks, sign, signingKey } from './support/jwt.js';
 import { counters, rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -94,6 +95,22 @@ describe('local budgets per consumer (apiKey)', () => {
     expect(await statuses(gw, BOB, 2, '/b')).toEqual([200, 200]);
     // 3 + 2 of the listener's unkeyed 6: carol has her own 3, the listener 1 left.
     expect(await statuses(gw, CAROL, 2, '/a')).toEqual([200, 429]);
+  });
+});
+
+describe('local budgets per JWT claim', () => {
+  it('one budget per value of the claim; a token without the claim and a request without a token (Optional) share the empty key', async () => {
+    const up = await upstream();
+    const key = signingKey('k1');
+    const jwt = { mode: 'Optional', providers: [{ name: 'corp', issuer: 'https://issuer.test', audiences: ['tollgate'], jwks: { inline: jwks(key) } }] };
+    const local = [{ requests: 2, unit: 'Hours', by: { type: 'Claim', name: 'org' } }];
+    const gw = await gateway([{ name: 'r', policies: { traffic: { jwt, rateLimit: { local } } }, backends: [{ host: up.host }] }]);
+    const as = async (claims: Record<string, unknown>) => ({ authorization: `Bearer ${await sign(key, { iss: 'https://issuer.test', aud: 'tollgate', ...claims }, { nowMs: Date.now() })}` });
+    expect(await statuses(gw, await as({ sub: 'alice', org: 'acme' }), 1)).toEqual([200]);
+    expect(await statuses(gw, await as({ sub: 'bob', org: 'acme' }), 2)).toEqual([200, 429]);
+    expect(await statuses(gw, await as({ sub: 'dave', org: 'globex' }), 1)).toEqual([200]);
+    expect(await statuses(gw, await as({ sub: 'erin' }), 1)).toEqual([200]);
+    expect(await statuses(gw, {}, 2)).toEqual([200, 429]);
   });
 });
 
