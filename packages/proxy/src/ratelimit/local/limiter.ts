@@ -183,8 +183,6 @@ export class LocalLimiter {
   readonly hasTokens: boolean;
   /** Some entry is keyed: each request reads its keys and meets its own budgets. */
   readonly keyed: boolean;
-  /** Some entry's key reads the consumer (a gateway-level one then runs after authentication). */
-  readonly readsConsumer: boolean;
   /** The budgets of an unkeyed limiter, in entry order by kind (a keyed one finds its per request). */
   readonly #buckets: readonly RequestBucket[];
   readonly #windows: readonly TokenWindow[];
@@ -203,7 +201,6 @@ export class LocalLimiter {
     this.hasTokens = entries.some((e) => e.kind === 'tokens');
     const keys = entries.flatMap((e) => (e.budget.keyed ? [e.budget.key] : []));
     this.keyed = keys.length > 0;
-    this.readsConsumer = keys.some((k) => k.readsConsumer);
     this.#reads = readsOf(keys.flatMap((k) => (k.program ? [k.program] : [])));
     this.#requestsHold = new RequestsHold(this.#buckets, clock);
   }
