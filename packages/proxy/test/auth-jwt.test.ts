@@ -3,7 +3,7 @@
 // made here. The proxy's clock is injected, so token lifetimes and key set caching move when
 // the test says, never by waiting.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_CLAIM_LENGTH, MAX_CONSUMER_CLAIMS } from '@tollgate/api';
+import { MAX_CLAIM_LENGTH, MAX_CONSUMER_CLAIMS, type TraceEvent } from '@tollgate/api';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -174,6 +174,12 @@ describe('inline key set', () => {
     expect(r.headers['www-authenticate']).not.toContain(token);
     expect(upstream.requests.length).toBe(seen);
     expect(await metric(gw, 'tollgate_auth_decisions_total', { kind: 'jwt', result: 'deny', reason })).toBe(before + 1);
+  });
+
+  it('answers an OpenAI-style call in OpenAI\'s error shape, so the official clients raise AuthenticationError', async () => {
+    const r = await send(`${gw.url}/api/v1/chat/completions`, { method: 'POST', headers: { ...bearer(await good(forger)), 'content-type': 'application/json' }, body: '{"model":"m","messages":[]}' });
+    expect(r.status).toBe(401);
+    expect(JSON.parse(r.body)).toEqual({ error: { message: 'authentication required: the token\'s signature does not verify', type: 'authentication_error', param: null, code: 'TG_UNAUTHENTICATED' } });
   });
 
   it('keeps serving after every refusal: the next good token passes', async () => {
@@ -409,8 +415,8 @@ describe('remote key set over HTTPS', () => {
   });
 });
 
-describe('the token is never printed', () => {
-  it('appears in no log line (at trace level), no trace event and not in /config_dump', async () => {
+describe('what an operator sees', () => {
+  it('the trace shows the consumer and the check\'s outcome, never the token; no log line (at trace level) and no /config_dump holds it', async () => {
     const gw = await gateway({ providers: [provider({ tokenFrom: [{ type: 'Bearer' }, { type: 'Header', name: 'x-my-token' }, { type: 'Query', name: 'my_token' }] })] }, { logLevel: 'trace' });
     const tokens = [await good(), await good(forger), await good(rsa, { sub: 'carol' }), await good(rsa, { sub: 'dave' })];
     const requests: Record<string, string>[] = [bearer(tokens[0]!), bearer(tokens[1]!), { 'x-my-token': tokens[2]! }, {}];
@@ -424,7 +430,11 @@ describe('the token is never printed', () => {
       traced.push(await trace.events);
     }
     const events = JSON.stringify(traced);
-    expect(events).toContain('requestSnapshot');
+    // What the trace does show: the consumer and the check's outcome.
+    const auths = (traced as TraceEvent[][]).map((evs) => evs.map((e) => (e.message.type === 'requestSnapshot' && e.message.stage === 'route policies' ? e.message.requestState.auth : undefined)).find(Boolean));
+    expect(auths[0]).toEqual({ consumer: { name: 'alice', group: 'red', via: 'jwt', credentialId: 'corp' }, checks: [{ kind: 'jwt', result: 'allow', reason: 'allowed', note: 'provider corp' }] });
+    expect(auths[1]).toMatchObject({ consumer: null, checks: [{ kind: 'jwt', result: 'deny', reason: 'bad_signature' }] });
+    expect(auths[2]).toMatchObject({ consumer: { name: 'carol' } });
     const dump = await (await fetch(`${gw.adminUrl}/config_dump`)).text();
     const logs = JSON.stringify(gw.logs.lines);
     for (const t of tokens) {
