@@ -261,7 +261,7 @@ describe('apiKey: the consumer', () => {
   it('is the key entry\'s consumer, group and labels, identified by the digest prefix, never the key', async () => {
     const loaded = await loadConfigFile(fileURLToPath(new URL('../../../examples/auth-api-key.yaml', import.meta.url)));
     const check = compileApiKey(loaded.snapshot.binds[0]!.listeners[0]!.policy!.apiKey!);
-    const req = (rawHeaders: string[]): AuthRequest => ({ method: 'GET', path: '/', query: '', host: 'h', authority: 'h', scheme: 'http', headers: {}, rawHeaders, sourceAddress: '127.0.0.1', sourcePort: 1, consumer: null, model: null, body: null });
+    const req = (rawHeaders: string[]): AuthRequest => ({ method: 'GET', path: '/', query: '', host: 'h', authority: 'h', scheme: 'http', headers: {}, rawHeaders, sourceAddress: '127.0.0.1', sourcePort: 1, consumer: null, model: null, body: null, bodyTooLarge: false });
     const verdict = await check.run(req(['x-api-key', 'sk-example-team-a-0002']));
     const id = createHash('sha256').update('sk-example-team-a-0002').digest('hex').slice(0, 8);
     expect(verdict).toEqual({ ok: true, consumer: { name: 'team-a', group: 'research', labels: { tier: 'gold' }, claims: null, via: 'apiKey', credentialId: id }, removeHeaders: ['x-api-key'], note: `key ${id} of team-a` });

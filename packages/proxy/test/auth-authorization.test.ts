@@ -11,6 +11,8 @@ import { pino } from 'pino';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthCompilers } from '../src/auth/compilers.js';
+import { ExtAuthzServices } from '../src/auth/ext-authz-services.js';
+import { defaultPasswordSettings, PasswordVerifier } from '../src/auth/password-verifier.js';
 import type { AuthRequest } from '../src/auth/types.js';
 import { closedAfterEach, echoed, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
 
@@ -232,11 +234,17 @@ describe('configuration', () => {
     expect((await send(`${g.url}/headers/x`, { headers: long })).status).toBe(431);
   });
 
-  it('a policy object kept across a change of bounds is compiled again under the new ones', () => {
-    const compilers = new AuthCompilers({ log: pino({ level: 'silent' }) });
+  it('a policy object kept across a change of bounds is compiled again under the new ones', async () => {
+    const log = pino({ level: 'silent' });
+    const deps = { log, passwords: new PasswordVerifier(defaultPasswordSettings(), log), extAuthz: new ExtAuthzServices() };
+    cleanups.push(async () => {
+      await deps.passwords.close();
+      await deps.extAuthz.close();
+    });
+    const compilers = new AuthCompilers(deps);
     const ir: AuthorizationIR = { rules: [{ name: 'any-header', action: 'Allow', expression: 'size(request.headers) > 0' }] };
     const small = resolveLimits({ cel: { maxHeaderLength: 8 } });
-    const req: AuthRequest = { method: 'GET', path: '/', query: '', host: 'h', authority: 'h', scheme: 'http', headers: { 'x-a': 'a long value' }, sourceAddress: '127.0.0.1', sourcePort: 1, consumer: null, model: null, body: null, bodyTooLarge: false };
+    const req: AuthRequest = { method: 'GET', path: '/', query: '', host: 'h', authority: 'h', scheme: 'http', headers: { 'x-a': 'a long value' }, rawHeaders: ['x-a', 'a long value'], sourceAddress: '127.0.0.1', sourcePort: 1, consumer: null, model: null, body: null, bodyTooLarge: false };
     const strict = compilers.compile('authorization', ir, small);
     expect(compilers.compile('authorization', ir, resolveLimits({ cel: { maxHeaderLength: 8 } }))).toBe(strict);
     expect(strict.run(req)).toMatchObject({ ok: false, reason: 'too_large' });

@@ -203,6 +203,7 @@ describe('401 from apiKey', () => {
     expect([text.status, json.status]).toEqual([401, 401]);
     expect(text.headers['content-type']).toBe('text/plain; charset=utf-8');
     expect(json.headers['content-type']).toBe('application/json');
+    expect(json.headers['www-authenticate']).toMatch(/^Bearer realm="tollgate"/);
     expect(json.headers['www-authenticate']).toBe(text.headers['www-authenticate']);
     expect(json.headers['x-tollgate-error']).toBe(text.headers['x-tollgate-error']);
     expect((JSON.parse(json.body) as { error: { message: string } }).error.message).toBe(text.body);

@@ -288,7 +288,7 @@ describe('extAuthz HTTP against a node:http service', () => {
       { log: pino({ level: 'silent' }), extAuthz: services },
     );
     const req: AuthRequest = {
-      method: 'GET', path: '/h/who', query: '', host: 'gw', authority: 'gw', scheme: 'http', sourceAddress: '127.0.0.1', sourcePort: 1, model: null, body: null,
+      method: 'GET', path: '/h/who', query: '', host: 'gw', authority: 'gw', scheme: 'http', sourceAddress: '127.0.0.1', sourcePort: 1, model: null, body: null, bodyTooLarge: false, rawHeaders: [],
       headers: { 'x-tollgate-consumer': 'forged', 'x-tollgate-consumer-group': 'forged' },
       consumer: { name: 'alice', group: 'team-a', labels: {}, claims: null, via: 'apiKey', credentialId: 'k:0123abcd' },
     };

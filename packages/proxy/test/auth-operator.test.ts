@@ -94,6 +94,18 @@ describe('the request log', () => {
   });
 });
 
+describe('the request the rules see', () => {
+  const cleanups = closedAfterEach();
+
+  it('is the client\'s without the credential apiKey consumed', async () => {
+    const keys = await keysFile('one.json', [{ key: KEY, consumer: 'alice' }]);
+    const policies = { traffic: { apiKey: { file: keys }, authorization: { rules: [{ name: 'sees-credential', action: 'Deny', expression: '"authorization" in request.headers' }] } } };
+    const g = await startGateway((port) => simpleConfig(port, [{ name: 'api', policies, backends: [{ host: up.host }] }]));
+    cleanups.push(() => g.close());
+    expect((await send(`${g.url}/x`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(200);
+  });
+});
+
 describe('config_dump', () => {
   const cleanups = closedAfterEach();
 

@@ -5,7 +5,7 @@
 import { Secret, standaloneToSnapshot, validateStandaloneConfig, type ApiKeyIR, type BasicAuthIR, type JwtIR, type PolicyIR, type ProxySnapshot } from '@tollgate/api';
 import { describe, expect, it } from 'vitest';
 import { configDump } from '../src/admin/config-dump.js';
-import { MAX_LISTED_KEYS } from '../src/auth/summary.js';
+import { MAX_LISTED_ENTRIES } from '../src/auth/summary.js';
 import { effectivePolicy } from '../src/trace/effective-policy.js';
 import { EndpointTable } from '../src/upstream/endpoints.js';
 
@@ -53,6 +53,7 @@ const dump = (snap: ProxySnapshot) =>
     maxConnectionsPerBind: 1,
     maxTraceSessions: 1,
     maxTokensChargedPerResponse: 1,
+    basicAuth: { workers: 1, maxQueue: 1, cacheEntries: 1 },
   });
 
 /** The route's policy as config_dump shows it, and its effectivePolicy as the trace does. */
@@ -77,18 +78,24 @@ describe('apiKey', () => {
     }
   });
 
-  it(`up to ${MAX_LISTED_KEYS} keys are listed by id, consumer and group (never the digest)`, () => {
-    const { text, policy } = shown(snapshot({ apiKey: apiKey(MAX_LISTED_KEYS) }));
+  it(`up to ${MAX_LISTED_ENTRIES} keys are listed by id, consumer and group (never the digest)`, () => {
+    const { text, policy } = shown(snapshot({ apiKey: apiKey(MAX_LISTED_ENTRIES) }));
     const listed = (policy.apiKey as { keys: unknown[] }).keys;
-    expect(listed).toHaveLength(MAX_LISTED_KEYS);
+    expect(listed).toHaveLength(MAX_LISTED_ENTRIES);
     expect(listed[1]).toEqual({ id: '00000001', consumer: 'consumer-1', group: 'team-a' });
     expect(text).not.toContain(DIGEST);
-    expect((shown(snapshot({ apiKey: apiKey(MAX_LISTED_KEYS + 1) })).policy.apiKey as { keys?: unknown }).keys).toBeUndefined();
+    expect((shown(snapshot({ apiKey: apiKey(MAX_LISTED_ENTRIES + 1) })).policy.apiKey as { keys?: unknown }).keys).toBeUndefined();
   });
 });
 
 describe('basicAuth', () => {
-  it('shows the realm, where the users came from and how many; never a hash or a user list', () => {
+  it(`lists up to ${MAX_LISTED_ENTRIES} users by name and scheme, never a hash`, () => {
+    const { text, policy } = shown(snapshot({ basicAuth: basicAuth(2) }));
+    expect(policy.basicAuth).toEqual({ realm: 'ops', origin: 'file /etc/tollgate/htpasswd', users: 2, entries: [{ user: 'user-0', scheme: 'bcrypt' }, { user: 'user-1', scheme: 'bcrypt' }] });
+    expect(text).not.toContain('$2y$');
+  });
+
+  it('100,000 users show as the realm, where they came from and how many; never a hash or a user list', () => {
     const { text, policy, traceText } = shown(snapshot({ basicAuth: basicAuth(100_000) }));
     expect(policy.basicAuth).toEqual({ realm: 'ops', origin: 'file /etc/tollgate/htpasswd', users: 100_000 });
     for (const t of [text, traceText]) {

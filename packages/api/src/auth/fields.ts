@@ -50,7 +50,7 @@ export const AUTH_REASONS = [
   'timeout',
   /** extAuthz: the service answered something that is not a valid decision (FailClosed). */
   'bad_response',
-  /** extAuthz: the body is over withBody.maxBytes (413). */
+  /** A body over what reads it (413): extAuthz's withBody.maxBytes; config.maxRequestBodyBytes where authorization rules read the model. */
   'body_too_large',
   /** jwt: a token before its nbf, beyond the allowed clock skew. */
   'not_yet_valid',

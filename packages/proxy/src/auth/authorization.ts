@@ -84,7 +84,7 @@ export function compileAuthorization(ir: AuthorizationIR, _deps: unknown, limits
     run(req: AuthRequest): AuthVerdict {
       // The model of a body too large to read is unknown: deciding on "" would let a padded
       // body past a Deny rule on the model.
-      if (req.bodyTooLarge && reads.has('llm.model')) return { ok: false, error: ERRORS.authRulesBodyTooLarge, reason: 'too_large', detail: 'the rules read its model, and it was not read whole' };
+      if (req.bodyTooLarge && reads.has('llm.model')) return { ok: false, error: ERRORS.authRulesBodyTooLarge, reason: 'body_too_large', detail: 'the rules read its model, and it was not read whole' };
       const bound = bindRequest(req, reads, limits.cel);
       if (!bound.ok) return { ok: false, error: ERRORS.expressionInputTooLarge, reason: 'too_large', detail: `${bound.input}: ${bound.problem}` };
       return decide(deny, allow, bound.bindings);

@@ -7,9 +7,10 @@ import { randomUUID } from 'node:crypto';
 import type { ExtAuthzIR } from '@tollgate/api';
 import { ERRORS } from '../errors.js';
 import { WarnThrottle } from '../ratelimit/warn-throttle.js';
-import type { AuthDeps } from './deps.js';
+import type { Logger } from 'pino';
 import { ServiceFailure, type ExtAuthzAnswer, type ExtAuthzCall } from './ext-authz-answer.js';
 import { isReserved, requestHeaderSets, responseHeaderSets } from './ext-authz-headers.js';
+import type { ExtAuthzServices } from './ext-authz-services.js';
 import type { AuthCheck, AuthRequest, AuthVerdict } from './types.js';
 
 /** Envoy's flag, in the headers the service sees, that the body it got was cut to maxBytes. */
@@ -23,7 +24,8 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'tra
 
 const WARN_INTERVAL_MS = 10_000;
 
-export function compileExtAuthz(ir: ExtAuthzIR, deps: AuthDeps): AuthCheck {
+/** `deps` is the part of AuthDeps it uses (compilers.ts passes the whole). */
+export function compileExtAuthz(ir: ExtAuthzIR, deps: { readonly log: Logger; readonly extAuthz: ExtAuthzServices }): AuthCheck {
   const services = deps.extAuthz;
   services.prepare(ir);
   const throttle = new WarnThrottle(WARN_INTERVAL_MS, Date.now);

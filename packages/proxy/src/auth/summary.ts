@@ -1,24 +1,26 @@
 // What the trace's effectivePolicy and /config_dump show of an authentication kind: its
 // settings, never a credential and never a list that grows with the consumers. A policy of
 // 100,000 API keys shows as a count (and the keys' ids, consumers and groups only while they
-// are few), an htpasswd file as its origin and a count of users, a JWT provider without its
-// key material (the origin of a static key set, the address of a remote one).
+// are few), an htpasswd file as its origin and a count of users (their names and hash schemes
+// while they are few), a JWT provider without its key material (the origin of a static key
+// set, the address of a remote one).
 import { AUTH_KINDS, type ApiKeyIR, type AuthKind, type AuthorizationIR, type AuthPolicyIR, type BasicAuthIR, type ExtAuthzIR, type JwtIR, type JwtKeysIR } from '@tollgate/api';
 
-/** Consumers of an apiKey policy listed one by one (id, consumer, group) up to this many. */
-export const MAX_LISTED_KEYS = 16;
+/** Keys of an apiKey policy (id, consumer, group) and users of a basicAuth one (user, scheme) listed one by one up to this many. */
+export const MAX_LISTED_ENTRIES = 16;
 
 function apiKey(ir: ApiKeyIR) {
   const n = ir.consumers.length;
   return {
     keyFrom: ir.keyFrom,
     consumers: n,
-    ...(n <= MAX_LISTED_KEYS ? { keys: ir.consumers.map((c) => ({ id: c.id, consumer: c.consumer, group: c.group })) } : {}),
+    ...(n <= MAX_LISTED_ENTRIES ? { keys: ir.consumers.map((c) => ({ id: c.id, consumer: c.consumer, group: c.group })) } : {}),
   };
 }
 
 function basicAuth(ir: BasicAuthIR) {
-  return { realm: ir.realm, origin: ir.origin, users: ir.users.length };
+  const n = ir.users.length;
+  return { realm: ir.realm, origin: ir.origin, users: n, ...(n <= MAX_LISTED_ENTRIES ? { entries: ir.users.map((u) => ({ user: u.user, scheme: u.scheme })) } : {}) };
 }
 
 function jwtKeys(keys: JwtKeysIR) {
