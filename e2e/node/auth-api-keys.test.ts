@@ -9,6 +9,8 @@
 // - A key revoked by editing its Secret is refused once every proxy pod has ACKed the snapshot
 //   that drops it: read from the controller's /snapshots (the Gateway's snapshot and each
 //   proxy's ACKed version), not after a timer; the new key is accepted.
+// - A key Secret deleted: the policy is refused (InvalidSecretRef) and its route refuses every
+//   request (403) rather than serving it without a key.
 // - OPA allows the requests its Rego policy allows and the proxies refuse the others (403).
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -120,8 +122,12 @@ interface SnapshotsView {
     gateway: string;
     version: string;
     proxies: { pod: string; ackedVersion: string | null }[];
-    snapshot: { binds: { listeners: { routes: { origin?: { kind: string; namespace: string; name: string }; policy: { apiKey?: { consumers: { id: string }[] } | null } | null }[] }[] }[] };
+    snapshot: { binds: { listeners: { routes: { origin?: { kind: string; namespace: string; name: string }; policy: RoutePolicy | null }[] }[] }[] };
   }[];
+}
+interface RoutePolicy {
+  apiKey: { consumers: { id: string }[] } | null;
+  authorization: { rules: { name: string }[] } | null;
 }
 
 describe.skipIf(!availability.run)('API keys and OPA on the e2e node', () => {
@@ -155,22 +161,22 @@ describe.skipIf(!availability.run)('API keys and OPA on the e2e node', () => {
   }
 
   /**
-   * The version of the Gateway's snapshot whose team route holds exactly the key ids `ids`, once
-   * every Ready proxy pod has ACKed it (and no other version): the proxies apply what it says.
+   * The version of the Gateway's snapshot whose team route's policy `holds`, once every Ready
+   * proxy pod has ACKed it (and no other version): the proxies apply what it says.
    */
-  async function everyProxyAcked(team: Team, ids: readonly string[]): Promise<string> {
-    return until(`every proxy of ${GW_NS}/${GATEWAY} ACKed a snapshot with ${team}'s keys ${ids.join(', ')}`, async () => {
+  async function everyProxyAcked(team: Team, what: string, holds: (policy: RoutePolicy | null | undefined) => boolean): Promise<string> {
+    return until(`every proxy of ${GW_NS}/${GATEWAY} ACKed a snapshot where ${team}'s route ${what}`, async () => {
       const g = (await snapshots()).gateways.find((x) => x.gateway === `${GW_NS}/${GATEWAY}`);
       if (!g) return undefined;
       const route = g.snapshot.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes)).find((r) => r.origin?.kind === 'HTTPRoute' && r.origin.namespace === team && r.origin.name === 'chat');
-      const have = route?.policy?.apiKey?.consumers.map((c) => c.id) ?? [];
-      if (JSON.stringify(have) !== JSON.stringify(ids)) return undefined;
+      if (!holds(route?.policy)) return undefined;
       const pods = await json<{ items: { metadata: { name: string }; status: { conditions?: { type: string; status: string }[] } }[] }>('get', 'pods', '-n', GW_NS, '-l', PROXY_PODS);
       const ready = pods.items.filter((p) => p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((p) => p.metadata.name).sort();
       const acked = g.proxies.filter((p) => p.ackedVersion === g.version).map((p) => p.pod).sort();
       return ready.length === 2 && JSON.stringify(ready) === JSON.stringify(acked) ? g.version : undefined;
     }, 120_000, 250);
   }
+  const holdsKeys = (ids: readonly string[]) => (policy: RoutePolicy | null | undefined) => JSON.stringify(policy?.apiKey?.consumers.map((c) => c.id) ?? []) === JSON.stringify(ids);
 
   beforeAll(async () => {
     await node.current.importImage(opaImage());
@@ -195,7 +201,7 @@ describe.skipIf(!availability.run)('API keys and OPA on the e2e node', () => {
         return accepted?.status === 'True' ? true : undefined;
       }, 60_000);
     }
-    await everyProxyAcked('team-a', [idOf(keyOf('team-a'))]);
+    await everyProxyAcked('team-a', "holds team-a's key", holdsKeys([idOf(keyOf('team-a'))]));
     // kube-proxy follows the endpoints a moment after the pods are Ready.
     await until(`${address} answers`, async () => ((await chat('team-a', bearer(keyOf('team-a')))).status === 200 ? true : undefined), 60_000);
   }, 20 * 60_000);
@@ -215,7 +221,7 @@ describe.skipIf(!availability.run)('API keys and OPA on the e2e node', () => {
     const revoked = keyOf('team-a', 1);
     const rotated = keyOf('team-a', 2);
     await apply([apiKeySecret('team-a', rotated)]);
-    const version = await everyProxyAcked('team-a', [idOf(rotated)]);
+    const version = await everyProxyAcked('team-a', 'holds the rotated key only', holdsKeys([idOf(rotated)]));
     console.info(`[auth-api-keys] the revoked key's snapshot ${version} ACKed by both proxy pods`);
     // Through the Service: both proxy pods answer in turn; every answer refuses the old key.
     const statuses = await Promise.all(Array.from({ length: 20 }, () => chat('team-a', bearer(revoked)).then((r) => r.status)));
@@ -223,6 +229,16 @@ describe.skipIf(!availability.run)('API keys and OPA on the e2e node', () => {
     expect((await chat('team-a', bearer(rotated))).status).toBe(200);
     // The other team is not affected.
     expect((await chat('team-b', bearer(keyOf('team-b')))).status).toBe(200);
+  });
+
+  it('a key Secret deleted: the policy is refused (InvalidSecretRef) and its route refuses every request, not none', async () => {
+    await k('delete', 'secret', 'api-key', '-n', 'team-b');
+    await everyProxyAcked('team-b', 'refuses every request', (policy) => policy?.apiKey === null && policy.authorization?.rules[0]?.name === 'policy-not-accepted');
+    const accepted = policyCondition(await json<PolicyStatus>('get', 'gatewaypolicy', 'api-keys', '-n', 'team-b'), 'Accepted');
+    expect(accepted).toMatchObject({ status: 'False', reason: 'InvalidSecretRef', message: 'spec.traffic.apiKey.secretRefs[0]: Secret team-b/api-key does not exist; create it or fix the name' });
+    const statuses = await Promise.all([chat('team-b', bearer(keyOf('team-b'))), chat('team-b')].map((r) => r.then((x) => x.status)));
+    expect(statuses).toEqual([403, 403]);
+    expect((await chat('team-a', bearer(keyOf('team-a', 2)))).status).toBe(200);
   });
 
   it('OPA, as a pod, decides for its route over the external authorization protocol', async () => {

@@ -68,6 +68,34 @@ describe('a policy that authenticates and is not accepted', () => {
     expect(accepted(open, 'broken-limit')).toMatchObject({ status: 'False', reason: 'Invalid' });
     expect(routePolicy(open.snapshots.get('infra/gw'), 'htpasswd')).toBeNull();
   });
+
+  it('at a Gateway, its API keys and htpasswd users are empty too, so a route with its own authorization rules accepts no credential either', () => {
+    const r = parseResources(read('policy-auth-basic-auth'), 'policy-auth-basic-auth');
+    const gatewayWide: GatewayPolicy = {
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'GatewayPolicy',
+      metadata: { name: 'everyone', namespace: 'infra', generation: 1, creationTimestamp: '2026-01-01T00:00:00Z' },
+      spec: {
+        targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'gw' }],
+        traffic: { apiKey: { secretRefs: [{ name: 'absent' }] }, basicAuth: { htpasswd: { secretRef: { name: 'absent' } } } },
+      },
+    };
+    const out = translate({ ...r, gatewayPolicies: [gatewayWide] }, options);
+    expect(out.status.gatewayPolicies.get('infra/everyone')?.ancestors[0]?.conditions.find((c) => c.type === 'Accepted')).toMatchObject({ status: 'False', reason: 'InvalidSecretRef' });
+    const listener = out.snapshots.get('infra/gw')!.binds[0]!.listeners[0]!;
+    expect(listener.policy).toMatchObject({
+      origin: { name: 'everyone', target: { kind: 'Gateway', name: 'gw' } },
+      apiKey: { consumers: [] },
+      basicAuth: { users: [] },
+      jwt: null,
+      extAuthz: null,
+      authorization: { rules: [{ name: 'policy-not-accepted', action: 'Deny', expression: 'true' }] },
+    });
+    expect(checkSnapshot(out.snapshots.get('infra/gw')!)).toBeUndefined();
+    // A route-level policy refused: its rule alone, which nothing below it replaces.
+    const route = routePolicy(translate(r, options).snapshots.get('infra/gw'), 'missing');
+    expect(route).toMatchObject({ apiKey: null, basicAuth: null, authorization: { rules: [{ name: 'policy-not-accepted' }] } });
+  });
 });
 
 describe('every snapshot of the golden cases', () => {

@@ -123,7 +123,7 @@ describe('text(): a key of a Secret or ConfigMap', () => {
 describe('secrets(): Secrets by name and by label', () => {
   it('reads the named Secrets, decoded, in order', () => {
     const { sources } = load('policy-auth-api-keys');
-    const r = value(sources('named').secrets('spec.traffic.apiKey', [{ name: 'key-alice' }, { name: 'key-bob' }], null));
+    const r = value(sources('named').secrets('spec.traffic.apiKey.secretRefs', [{ name: 'key-alice' }, { name: 'key-bob' }], null));
     expect(r).toEqual([
       { origin: 'Secret team/key-alice', name: 'key-alice', data: { consumer: 'alice', group: 'team-a', key: 'sk-team-a-alice-0001' } },
       { origin: 'Secret team/key-bob', name: 'key-bob', data: { key: 'sk-team-a-bob-0002', labels: '{"tier":"gold"}' } },
@@ -133,7 +133,7 @@ describe('secrets(): Secrets by name and by label', () => {
   it('chooses by label in the policy’s namespace only, by name; a Secret both named and chosen once', () => {
     const { sources } = load('policy-auth-api-keys');
     const selector = { 'tollgate.dev/api-key': 'team-a' };
-    const chosen = value(sources('selected').secrets('spec.traffic.apiKey', [], selector));
+    const chosen = value(sources('selected').secrets('spec.traffic.apiKey.secretSelector', [], selector));
     // key-erin has another value, key-frank is in another namespace.
     expect(chosen.map((s) => s.origin)).toEqual(['Secret team/key-carol', 'Secret team/key-dave']);
     expect(chosen[1]!.data).toEqual({ consumer: 'dave', key: 'sk-team-a-dave-0004' });
@@ -142,16 +142,16 @@ describe('secrets(): Secrets by name and by label', () => {
       const p = r.gatewayPolicies.find((x) => x.metadata.name === 'selected')! as { spec: { traffic: { apiKey: Record<string, unknown> } } };
       p.spec.traffic.apiKey.secretRefs = [{ name: 'key-dave' }];
     });
-    expect(value(both.sources('selected').secrets('spec.traffic.apiKey', [{ name: 'key-dave' }], selector)).map((s) => s.name)).toEqual(['key-dave', 'key-carol']);
+    expect(value(both.sources('selected').secrets('spec.traffic.apiKey.secretRefs', [{ name: 'key-dave' }], selector)).map((s) => s.name)).toEqual(['key-dave', 'key-carol']);
   });
 
   it('refuses a selector the policy does not hold, one that chooses too many, and a Secret of another namespace without a grant', () => {
     const { sources } = load('policy-auth-api-keys');
-    expect(refused(sources('selected').secrets('spec.traffic.apiKey', [], { 'tollgate.dev/api-key': 'team-b' }))).toMatchObject({ reason: 'Invalid', problem: { path: 'spec.traffic.apiKey.secretSelector' } });
+    expect(refused(sources('selected').secrets('spec.traffic.apiKey.secretSelector', [], { 'tollgate.dev/api-key': 'team-b' }))).toMatchObject({ reason: 'Invalid', problem: { path: 'spec.traffic.apiKey.secretSelector' } });
     const many = load('policy-auth-api-keys', (r) => {
       for (let i = 0; i < MAX_SELECTED_SECRETS; i++) r.secrets.push(secret(`bulk-${String(i).padStart(4, '0')}`, 'team', { key: b64(`k${i}`) }, { 'tollgate.dev/api-key': 'team-a' }));
     });
-    expect(refused(many.sources('selected').secrets('spec.traffic.apiKey', [], { 'tollgate.dev/api-key': 'team-a' }))).toEqual({
+    expect(refused(many.sources('selected').secrets('spec.traffic.apiKey.secretSelector', [], { 'tollgate.dev/api-key': 'team-a' }))).toEqual({
       ok: false,
       reason: 'InvalidSecretRef',
       problem: {
@@ -160,8 +160,8 @@ describe('secrets(): Secrets by name and by label', () => {
       },
     });
     const cross = load('policy-auth-cross-namespace');
-    expect(value(cross.sources('granted').secrets('spec.traffic.apiKey', [{ name: 'team-a-key', namespace: 'keys' }], null))[0]!.origin).toBe('Secret keys/team-a-key');
-    expect(refused(cross.sources('other-name').secrets('spec.traffic.apiKey', [{ name: 'team-b-key', namespace: 'keys' }], null))).toMatchObject({
+    expect(value(cross.sources('granted').secrets('spec.traffic.apiKey.secretRefs', [{ name: 'team-a-key', namespace: 'keys' }], null))[0]!.origin).toBe('Secret keys/team-a-key');
+    expect(refused(cross.sources('other-name').secrets('spec.traffic.apiKey.secretRefs', [{ name: 'team-b-key', namespace: 'keys' }], null))).toMatchObject({
       reason: 'RefNotPermitted',
       problem: { path: 'spec.traffic.apiKey.secretRefs[0]' },
     });
@@ -172,7 +172,7 @@ describe('secrets(): Secrets by name and by label', () => {
       const alice = r.secrets.find((s) => s.metadata?.name === 'key-alice')!;
       alice.data = { ...alice.data, avatar: b64(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0xff])) };
     });
-    expect(refused(sources('named').secrets('spec.traffic.apiKey', [{ name: 'key-alice' }], null))).toEqual({
+    expect(refused(sources('named').secrets('spec.traffic.apiKey.secretRefs', [{ name: 'key-alice' }], null))).toEqual({
       ok: false,
       reason: 'InvalidSecretRef',
       problem: { path: 'spec.traffic.apiKey.secretRefs[0]', message: 'Secret team/key-alice key "avatar" is not UTF-8 text' },
@@ -182,7 +182,7 @@ describe('secrets(): Secrets by name and by label', () => {
     const heavy = load('policy-auth-api-keys', (r) => {
       for (let i = 0; i < count; i++) r.secrets.push(secret(`heavy-${String(i).padStart(2, '0')}`, 'team', { key: b64(chunk) }, { 'tollgate.dev/api-key': 'team-a' }));
     });
-    const r = refused(heavy.sources('selected').secrets('spec.traffic.apiKey', [], { 'tollgate.dev/api-key': 'team-a' }));
+    const r = refused(heavy.sources('selected').secrets('spec.traffic.apiKey.secretSelector', [], { 'tollgate.dev/api-key': 'team-a' }));
     expect(r.reason).toBe('InvalidSecretRef');
     expect(r.problem.message).toMatch(new RegExp(`^the Secrets chosen hold more than ${MAX_SELECTED_DATA_BYTES} bytes of data together \\(at Secret team/heavy-\\d+\\)`));
   });

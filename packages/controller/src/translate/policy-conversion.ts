@@ -100,16 +100,26 @@ const refusing = new WeakMap<GatewayPolicy, Map<string, PolicyIR>>();
  * What the proxies run for a target whose policy authenticates and is not accepted (a Secret
  * deleted, a grant withdrawn, a typo): a rule that refuses every request (403), never the
  * target without authentication. A broken reference closes the target; it does not open it.
+ *
+ * At a Gateway, a route that sets a kind itself replaces the Gateway's (docs/authentication.md,
+ * "Order and merge"), so a route with its own authorization rules would not meet the refusing
+ * rule: the API keys and htpasswd users the policy names are then empty sets as well, and no
+ * credential is accepted there either (401). A Gateway's jwt or extAuthz has no such form; a
+ * route with its own authorization rules runs them without it (docs/kubernetes.md says so).
  */
 export function refusingPolicy(p: GatewayPolicy, target: PolicyTargetIR, key: string): PolicyIR {
   let byTarget = refusing.get(p);
   const hit = byTarget?.get(key);
   if (hit) return hit;
+  const namespace = p.metadata.namespace ?? '';
+  const wide = target.kind === 'Gateway';
   const ir: PolicyIR = {
-    origin: { kind: 'GatewayPolicy', namespace: p.metadata.namespace ?? '', name: p.metadata.name, target },
+    origin: { kind: 'GatewayPolicy', namespace, name: p.metadata.name, target },
     localRateLimit: null,
     remoteRateLimit: null,
     ...NO_AUTH,
+    apiKey: wide && p.spec.traffic?.apiKey ? { keyFrom: [{ type: 'Bearer' }, { type: 'Header', name: 'x-api-key' }], consumers: [] } : null,
+    basicAuth: wide && p.spec.traffic?.basicAuth ? { realm: 'tollgate', origin: `GatewayPolicy ${namespace}/${p.metadata.name}, not accepted`, users: [] } : null,
     authorization: { rules: [{ name: NOT_ACCEPTED_RULE, action: 'Deny', expression: 'true' }] },
   };
   if (!byTarget) refusing.set(p, (byTarget = new Map<string, PolicyIR>()));

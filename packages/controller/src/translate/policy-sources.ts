@@ -169,10 +169,12 @@ export class ClusterPolicySources implements PolicySources {
   }
 
   secrets(at: string, refs: readonly { readonly name: string; readonly namespace?: string }[], selector: Readonly<Record<string, string>> | null): SourceResult<readonly SourceObject[]> {
+    // Problems name the reference field where the policy wrote it (the walk of ./policy-refs.ts
+    // found it), whatever path the conversion passes as `at`.
     const chosen = new Map<string, { secret: V1Secret; path: string }>();
     for (const [i, r] of refs.entries()) {
-      const path = joinPath(joinPath(at, 'secretRefs'), i);
       const namespace = r.namespace ?? this.namespace;
+      const path = this.refs.objects.find((o) => o.kind === 'Secret' && o.namespace === namespace && o.name === r.name)?.at ?? joinPath(at, i);
       const unnamed = this.#unnamed(path, 'Secret', namespace, r.name);
       if (unnamed) return this.#fail(at, unnamed);
       const found = lookupObject(this.namespace, { at: path, kind: 'Secret', namespace, name: r.name, key: null }, this.ctx);
@@ -180,8 +182,9 @@ export class ClusterPolicySources implements PolicySources {
       chosen.set(`${namespace}/${r.name}`, { secret: found.object, path });
     }
     if (selector) {
-      const path = joinPath(at, 'secretSelector');
-      if (!this.refs.selectors.some((s) => sameLabels(s.matchLabels, selector))) return this.#fail(at, failure('Invalid', path, 'is not a secretSelector of the policy; the controller reads only what the policy\'s reference fields name'));
+      const held = this.refs.selectors.find((s) => sameLabels(s.matchLabels, selector));
+      if (!held) return this.#fail(at, failure('Invalid', at, 'is not a secretSelector of the policy; the controller reads only what the policy\'s reference fields name'));
+      const path = held.at;
       const { selected, more } = selectSecrets(selector, this.ctx.secretsIn(this.namespace));
       if (more) return this.#fail(at, tooMany(path, this.namespace));
       for (const s of selected) chosen.set(`${this.namespace}/${s.metadata?.name ?? ''}`, { secret: s, path });
