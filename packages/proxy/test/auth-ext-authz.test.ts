@@ -360,8 +360,11 @@ describe('extAuthz services that misbehave', () => {
     }
     expect(upstream().requests.filter((r) => r.url !== '/open')).toHaveLength(0);
     const text = await metricsText(gw);
-    expect(decisions(text, 'deny', 'timeout')).toBe(2);
-    expect(decisions(text, 'deny', 'bad_response')).toBeGreaterThanOrEqual(1);
+    // The two hanging services can only time out; a service that closes or answers garbage is
+    // unavailable or a bad answer, or, on a loaded machine, may reach the 300ms deadline first.
+    // Every request is counted once, as one of the three.
+    expect(decisions(text, 'deny', 'timeout')).toBeGreaterThanOrEqual(2);
+    expect(decisions(text, 'deny', 'timeout') + decisions(text, 'deny', 'unavailable') + decisions(text, 'deny', 'bad_response')).toBe(Object.keys(services).length);
     expect((await send(`${gw.url}/open`)).status).toBe(200);
   });
 

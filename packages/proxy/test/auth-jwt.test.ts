@@ -3,7 +3,7 @@
 // made here. The proxy's clock is injected, so token lifetimes and key set caching move when
 // the test says, never by waiting.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_CLAIM_LENGTH, MAX_CONSUMER_CLAIMS } from '@tollgate/api';
+import { MAX_CLAIM_LENGTH, MAX_CONSUMER_CLAIMS, type TraceEvent } from '@tollgate/api';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -176,6 +176,12 @@ describe('inline key set', () => {
     expect(await metric(gw, 'tollgate_auth_decisions_total', { kind: 'jwt', result: 'deny', reason })).toBe(before + 1);
   });
 
+  it('answers an OpenAI-style call in OpenAI\'s error shape, so the official clients raise AuthenticationError', async () => {
+    const r = await send(`${gw.url}/api/v1/chat/completions`, { method: 'POST', headers: { ...bearer(await good(forger)), 'content-type': 'application/json' }, body: '{"model":"m","messages":[]}' });
+    expect(r.status).toBe(401);
+    expect(JSON.parse(r.body)).toEqual({ error: { message: 'authentication required: the token\'s signature does not verify', type: 'authentication_error', param: null, code: 'TG_UNAUTHENTICATED' } });
+  });
+
   it('keeps serving after every refusal: the next good token passes', async () => {
     expect((await get(gw, '/api', bearer(await good()))).status).toBe(200);
   });
@@ -323,7 +329,7 @@ describe('remote key set over HTTPS', () => {
   /** A provider fetching from the test server; the CA file is written beside the config. */
   async function remoteGateway(remote: Record<string, unknown> = {}, logLevel?: string): Promise<TestGateway> {
     const caFile = await tempFile('ca.pem', server.ca.cert);
-    return gateway({ providers: [provider({ jwks: { remote: { host: server.address, path: '/keys', tls: { caFile, hostname: 'jwks.test' }, timeout: '2s', ...remote } } })] }, { logLevel });
+    return gateway({ providers: [provider({ jwks: { remote: { host: server.address, path: '/keys', tls: { caFile, hostname: 'jwks.test' }, timeout: '30s', ...remote } } })] }, { logLevel });
   }
 
   it('fetches the set when the config is applied and verifies with it', async () => {
@@ -378,7 +384,9 @@ describe('remote key set over HTTPS', () => {
     ['streams 50 MB', { kind: 'huge', bytes: 50 * 1024 * 1024 }, 'too_large'],
   ] as const)('a JWKS server that %s before any set was fetched: 503 TG_JWKS_UNAVAILABLE, other routes keep serving', async (_what, behaviour, result) => {
     server.behave(behaviour);
-    const gw = await remoteGateway({ timeout: '500ms' });
+    // The fetch's time limit ends the hanging case only; the others must fail for what they are,
+    // however slow the machine.
+    const gw = await remoteGateway({ timeout: behaviour.kind === 'hang' ? '2s' : '30s' });
     const open = await get(gw, '/open');
     expect(open.status).toBe(200);
     const r = await get(gw, '/api', bearer(await good()));
@@ -409,8 +417,8 @@ describe('remote key set over HTTPS', () => {
   });
 });
 
-describe('the token is never printed', () => {
-  it('appears in no log line (at trace level), no trace event and not in /config_dump', async () => {
+describe('what an operator sees', () => {
+  it('the trace shows the consumer and the check\'s outcome, never the token; no log line (at trace level) and no /config_dump holds it', async () => {
     const gw = await gateway({ providers: [provider({ tokenFrom: [{ type: 'Bearer' }, { type: 'Header', name: 'x-my-token' }, { type: 'Query', name: 'my_token' }] })] }, { logLevel: 'trace' });
     const tokens = [await good(), await good(forger), await good(rsa, { sub: 'carol' }), await good(rsa, { sub: 'dave' })];
     const requests: Record<string, string>[] = [bearer(tokens[0]!), bearer(tokens[1]!), { 'x-my-token': tokens[2]! }, {}];
@@ -424,7 +432,11 @@ describe('the token is never printed', () => {
       traced.push(await trace.events);
     }
     const events = JSON.stringify(traced);
-    expect(events).toContain('requestSnapshot');
+    // What the trace does show: the consumer and the check's outcome.
+    const auths = (traced as TraceEvent[][]).map((evs) => evs.map((e) => (e.message.type === 'requestSnapshot' && e.message.stage === 'route policies' ? e.message.requestState.auth : undefined)).find(Boolean));
+    expect(auths[0]).toEqual({ consumer: { name: 'alice', group: 'red', via: 'jwt', credentialId: 'corp' }, checks: [{ kind: 'jwt', result: 'allow', reason: 'allowed', note: 'provider corp' }] });
+    expect(auths[1]).toMatchObject({ consumer: null, checks: [{ kind: 'jwt', result: 'deny', reason: 'bad_signature' }] });
+    expect(auths[2]).toMatchObject({ consumer: { name: 'carol' } });
     const dump = await (await fetch(`${gw.adminUrl}/config_dump`)).text();
     const logs = JSON.stringify(gw.logs.lines);
     for (const t of tokens) {

@@ -1,9 +1,9 @@
 // jwt: the caller presents a JSON Web Token that one of the policy's providers signed. The
 // token is read from the one place (of the providers' tokenFrom) that holds one, as every kind
 // reads its credential (credential-reader.ts); when several providers read that place, the
-// token's `iss` picks the provider. Its header
-// must name an accepted asymmetric algorithm (never `none`, never HS*) that fits the key its
-// `kid` names; jose checks the signature, then iss, aud, exp and nbf within the clock skew.
+// token's `iss` picks the provider. Its header must name an accepted asymmetric algorithm
+// (never `none`, never HS*) that fits the key its `kid` names; jose checks the signature,
+// then iss, aud, exp and nbf within the clock skew.
 // Every refusal is a 401 with a Bearer challenge and a reason from a fixed set, whose text
 // never quotes the token; only "the keys could not be fetched" is a 503.
 import { JWT_ALGORITHMS, isJwtAlgorithm, keyFits, locationKey, type JwtAlgorithm, type JwtIR, type JwtProviderIR, type TokenLocationIR, type VerificationKey } from '@tollgate/api';
