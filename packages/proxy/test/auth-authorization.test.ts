@@ -12,6 +12,8 @@ import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthCompilers } from '../src/auth/compilers.js';
 import { ExtAuthzServices } from '../src/auth/ext-authz-services.js';
+import { JwksStore } from '../src/auth/jwks-store.js';
+import { systemClock } from '../src/ratelimit/clock.js';
 import { defaultPasswordSettings, PasswordVerifier } from '../src/auth/password-verifier.js';
 import type { AuthRequest } from '../src/auth/types.js';
 import { closedAfterEach, echoed, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
@@ -236,10 +238,11 @@ describe('configuration', () => {
 
   it('a policy object kept across a change of bounds is compiled again under the new ones', async () => {
     const log = pino({ level: 'silent' });
-    const deps = { log, passwords: new PasswordVerifier(defaultPasswordSettings(), log), extAuthz: new ExtAuthzServices() };
+    const deps = { log, passwords: new PasswordVerifier(defaultPasswordSettings(), log), extAuthz: new ExtAuthzServices(), jwks: new JwksStore({ log, clock: systemClock, count: () => {} }), clock: systemClock };
     cleanups.push(async () => {
       await deps.passwords.close();
       await deps.extAuthz.close();
+      await deps.jwks.close();
     });
     const compilers = new AuthCompilers(deps);
     const ir: AuthorizationIR = { rules: [{ name: 'any-header', action: 'Allow', expression: 'size(request.headers) > 0' }] };
