@@ -132,6 +132,24 @@ describe('inline key set', () => {
     expect((await get(gw, '/api', bearer(await good(rsa, { exp: nowS - 30 })))).status).toBe(200);
   });
 
+  it('a token verified before is taken from the cache only while it is valid: past exp and the skew it is refused as expired', async () => {
+    const start = now;
+    try {
+      const exp = Math.floor(now / 1000) + 120;
+      const token = await good(rsa, { exp });
+      expect((await get(gw, '/api', bearer(token))).status).toBe(200);
+      expect((await get(gw, '/api', bearer(token))).status).toBe(200);
+      now = exp * 1000 + 60_000 + 1;
+      expectRefused(await get(gw, '/api', bearer(token)), /expired/);
+      // Not before its nbf either, cached or not.
+      const nbf = Math.floor(now / 1000) + 600;
+      const early = await good(rsa, { nbf, exp: nbf + 600 });
+      expectRefused(await get(gw, '/api', bearer(early)), /not valid yet/);
+    } finally {
+      now = start;
+    }
+  });
+
   it('refuses a request without a token with a challenge that names no error', async () => {
     const r = await get(gw, '/api', { 'x-user': 'mallory' });
     expect(r.status).toBe(401);

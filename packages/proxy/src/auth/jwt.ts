@@ -21,6 +21,26 @@ export type JwtReason = Extract<AuthReason, 'missing' | 'ambiguous' | 'malformed
 /** Keys a token without `kid` is tried against (those fitting its alg, in the set's order). */
 export const MAX_KEYS_TRIED = 8;
 
+/**
+ * Tokens whose signature was verified, kept per policy so that a client sending the same token
+ * again costs a lookup instead of a signature check (an RS256 verification is most of the
+ * price of a jwt check). Bounded in count, and only tokens up to this length are kept.
+ */
+export const MAX_VERIFIED_TOKENS = 4096;
+export const MAX_CACHED_TOKEN_LENGTH = 4096;
+
+/** A verified token: its claims, who verified it and with which key, and when it stops being valid. */
+interface Verified {
+  readonly provider: Provider;
+  readonly kid: string | undefined;
+  readonly key: VerificationKey;
+  readonly payload: JWTPayload;
+  /** exp plus the clock skew, in ms. */
+  readonly notAfterMs: number;
+  /** nbf minus the clock skew, in ms (-Infinity without nbf). */
+  readonly notBeforeMs: number;
+}
+
 interface Provider {
   readonly ir: JwtProviderIR;
   readonly keys: KeySet | RemoteJwks;
@@ -63,6 +83,8 @@ class JwtCheck {
   /** Each place by the name the reader gives it. */
   readonly #byWhere: ReadonlyMap<string, Place>;
   readonly #missing: AuthDenial;
+  /** By token text, least recently used first. */
+  readonly #verified = new Map<string, Verified>();
 
   constructor(
     readonly ir: JwtIR,
@@ -86,6 +108,18 @@ class JwtCheck {
 
   async #verify(place: Place, token: string, removal: CredentialStrip): Promise<AuthVerdict> {
     if (token.length > this.ir.maxTokenLength) return deny('malformed', `the token is longer than ${this.ir.maxTokenLength} characters (jwt.maxTokenLength)`);
+    const known = this.#verified.get(token);
+    if (known) {
+      this.#verified.delete(token);
+      // Still within its lifetime, read from a place of its provider, and its key still in the
+      // provider's set (a remote set fetched again makes new keys): otherwise verified again,
+      // which gives the refusal its reason.
+      const now = this.clock();
+      if (now <= known.notAfterMs && now >= known.notBeforeMs && place.providers.includes(known.provider) && (await this.#holds(known))) {
+        this.#verified.set(token, known);
+        return this.#pass(known.provider.ir, known.payload, removal);
+      }
+    }
     const parts = token.split('.');
     if (parts.length === 5) return deny('malformed', 'encrypted tokens (JWE) are not accepted; send a signed JWT');
     if (parts.length !== 3 || !parts.every((p) => B64URL.test(p)) || !parts[0] || !parts[1]) return deny('malformed', 'the token is not a JWT (three base64url parts separated by dots)');
@@ -104,7 +138,9 @@ class JwtCheck {
     for (const key of fitting.slice(0, MAX_KEYS_TRIED)) {
       try {
         const { payload } = await jwtVerify(token, key.jwk, this.#options(provider.ir, alg));
-        return this.#pass(provider.ir, payload, removal);
+        const verdict = this.#pass(provider.ir, payload, removal);
+        if (verdict.ok) this.#remember(token, { provider, kid, key, payload, notAfterMs: (payload.exp ?? 0) * 1000 + provider.ir.clockSkewMs, notBeforeMs: payload.nbf === undefined ? -Infinity : payload.nbf * 1000 - provider.ir.clockSkewMs });
+        return verdict;
       } catch (err) {
         last = refusal(err);
         // Without a kid the next key may be the one: only a signature mismatch moves on.
@@ -112,6 +148,19 @@ class JwtCheck {
       }
     }
     return last!;
+  }
+
+  #remember(token: string, v: Verified): void {
+    if (token.length > MAX_CACHED_TOKEN_LENGTH) return;
+    this.#verified.set(token, v);
+    if (this.#verified.size > MAX_VERIFIED_TOKENS) this.#verified.delete(this.#verified.keys().next().value!);
+  }
+
+  /** Whether the key that verified a token is still one its provider's set offers for the token's kid. */
+  async #holds(v: Verified): Promise<boolean> {
+    const keys = v.provider.keys;
+    const set = keys instanceof RemoteJwks ? await keys.keys() : keys;
+    return set !== null && set.candidates(v.kid).includes(v.key);
   }
 
   /** The only provider of the place, or the one whose issuer is the token's (unverified) iss. */
