@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import { cpus as osCpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { intOption, median } from './lib/stats.mjs';
 import { MOCK_LLM_BIN, ROOT, TOLLGATE_BIN } from './lib/cases.mjs';
 import { commands, freePort, isBindListening, killAllNow, startProcess, stopAll, stopAllOnSignals } from './lib/procs.mjs';
 import { probe, REQUESTS } from './lib/requests.mjs';
@@ -50,11 +51,7 @@ function options() {
     process.stdout.write(HELP);
     process.exit(0);
   }
-  const int = (name, min) => {
-    const n = Number(values[name]);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got '${values[name]}'`);
-    return n;
-  };
+  const int = (name, min) => intOption(values, name, min);
   const only = values.only ? values.only.split(',').map((s) => s.trim()).filter(Boolean) : VARIANTS;
   for (const v of only) if (!VARIANTS.includes(v)) throw new Error(`--only: unknown variant '${v}'; variants: ${VARIANTS.join(', ')}`);
   return { rounds: int('rounds', 1), durationS: int('duration', 1), warmupS: int('warmup', 0), connections: int('connections', 1), variants: ['none', ...only.filter((v) => v !== 'none')] };
@@ -128,12 +125,6 @@ function writeFiles(dir, mockLlmHost, port, adminPort) {
   return { file, requests };
 }
 
-const median = (xs) => {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (!s.length) return null;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const n = (v, d = 1) => (v === null ? '-' : v.toFixed(d));
 
 async function main() {

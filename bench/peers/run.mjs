@@ -17,6 +17,7 @@ import { cpus as osCpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { intOption, median } from '../lib/stats.mjs';
 import { MOCK_LLM_BIN, ROOT } from '../lib/cases.mjs';
 import { sampleCpu } from '../lib/cpu.mjs';
 import { commands, killAllNow, startProcess, stopAll, stopAllOnSignals } from '../lib/procs.mjs';
@@ -82,11 +83,7 @@ function options() {
     process.stdout.write(HELP);
     process.exit(0);
   }
-  const int = (name, min) => {
-    const n = Number(values[name]);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got '${values[name]}'`);
-    return n;
-  };
+  const int = (name, min) => intOption(values, name, min);
   const cases = values.only ? values.only.split(',').map((s) => s.trim()).filter(Boolean) : Object.keys(PEER_REQUESTS);
   for (const c of cases) if (!PEER_REQUESTS[c]) throw new Error(`--only: unknown case '${c}'; cases: ${Object.keys(PEER_REQUESTS).join(', ')}`);
   return {
@@ -110,12 +107,6 @@ function options() {
   };
 }
 
-const median = (xs) => {
-  const s = xs.filter((x) => x !== null && Number.isFinite(x)).sort((a, b) => a - b);
-  if (!s.length) return null;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 const fmt = {
   n: (v, d = 0) => (v === null ? '-' : v.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d })),
