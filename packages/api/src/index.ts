@@ -33,3 +33,4 @@ export * from './crd/index.js';
 export * from './schema/trace-event.js';
 export * from './errors/index.js';
 export * from './auth/index.js';
+export * from './provider/index.js';

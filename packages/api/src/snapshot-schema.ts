@@ -13,6 +13,7 @@ import { AuthorizationWire } from './auth/authorization.js';
 import { BasicAuthWire } from './auth/basic-auth.js';
 import { ExtAuthzWire } from './auth/ext-authz.js';
 import { JwtWire } from './auth/jwt.js';
+import { PROVIDER_TYPES } from './provider/presets.js';
 
 export { WireSecret };
 
@@ -53,8 +54,34 @@ const PathModifier = Type.Union([
 ]);
 const Weight = Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Share of requests; 0 sends none.' });
 const Endpoint = Obj({ address: NonEmpty('IP address.', 64), port: Type.Integer({ minimum: 1, maximum: 65535 }) }, 'A ready endpoint of a Service.');
+const Provider = Obj(
+  {
+    type: Type.Union(PROVIDER_TYPES.map((t) => Lit(t))),
+    basePath: Str('Replaces the client\'s API root /v1.', 1024),
+    apiKey: Nullable(Obj({ origin: NonEmpty('Where the key was read.', 4400), value: WireSecret }, 'The provider key.')),
+    apiVersion: Nullable(NonEmpty('Azure api-version.', 64)),
+  },
+  'The LLM provider behind a backend.',
+);
+const BackendFilters = Type.Array(Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes the headers of requests sent to this backend.'), { maxItems: 16 });
 const Backend = Type.Union([
-  Obj({ kind: Lit('static'), name: NonEmpty('`<host>:<port>`.', 300), host: NonEmpty('Host.', 253), port: Type.Integer({ minimum: 1, maximum: 65535 }), weight: Weight }, 'A fixed address.'),
+  Obj(
+    { kind: Lit('static'), name: NonEmpty('`<host>:<port>`.', 300), host: NonEmpty('Host.', 253), port: Type.Integer({ minimum: 1, maximum: 65535 }), weight: Weight, provider: Type.Optional(Provider) },
+    'A fixed address.',
+  ),
+  Obj(
+    {
+      kind: Lit('external'),
+      name: NonEmpty('`<namespace>/<name>` of the Backend.', 320),
+      namespace: NonEmpty('Namespace of the Backend.', 63),
+      hostname: NonEmpty('Host name or address.', 253),
+      port: Type.Integer({ minimum: 1, maximum: 65535 }),
+      weight: Weight,
+      provider: Type.Optional(Provider),
+      filters: Type.Optional(BackendFilters),
+    },
+    'A Backend resource: a host name resolved by the proxy.',
+  ),
   Obj(
     {
       kind: Lit('service'),
@@ -64,7 +91,7 @@ const Backend = Type.Union([
       port: Type.Integer({ minimum: 1, maximum: 65535, description: 'Service port.' }),
       weight: Weight,
       endpoints: Type.Array(Endpoint, { maxItems: 100_000 }),
-      filters: Type.Optional(Type.Array(Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes the headers of requests sent to this backend.'), { maxItems: 16 })),
+      filters: Type.Optional(BackendFilters),
     },
     'A Service port and its ready endpoints.',
   ),

@@ -18,7 +18,7 @@ import { DEFAULT_LIMITS, type EvaluationLimits } from './limits.js';
 import { checkRegexes } from './rules.js';
 import { Secret } from './secret.js';
 import { WireRouteSchema, WireSkeleton, type WireSnapshot, type ToWire } from './snapshot-schema.js';
-import type { BackendIR, FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProxySnapshot, RouteIR } from './snapshot.js';
+import type { BackendIR, FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProviderIR, ProxySnapshot, RouteIR } from './snapshot.js';
 import { ValidationError, type Problem } from './validation-error.js';
 
 // Skeletons only: routes are taken out before and checked one by one (validateRoute).
@@ -478,8 +478,15 @@ function wrapFilter(f: ToWire<FilterIR>): FilterIR {
 }
 
 function wrapBackend(b: ToWire<BackendIR>): BackendIR {
-  if (b.kind !== 'service' || !b.filters) return b as BackendIR;
-  return { ...b, filters: b.filters.map((f) => ({ ...f, set: f.set.map(wrapValue), add: f.add.map(wrapValue) })) };
+  if (b.kind === 'invalid') return b;
+  const out = { ...b } as Record<string, unknown>;
+  if ((b.kind === 'service' || b.kind === 'external') && b.filters) out.filters = b.filters.map((f) => ({ ...f, set: f.set.map(wrapValue), add: f.add.map(wrapValue) }));
+  if ((b.kind === 'static' || b.kind === 'external') && b.provider) out.provider = wrapProvider(b.provider);
+  return out as unknown as BackendIR;
+}
+
+function wrapProvider(p: ToWire<ProviderIR>): ProviderIR {
+  return { ...p, apiKey: p.apiKey && { origin: p.apiKey.origin, value: new Secret(p.apiKey.value.secret) } };
 }
 
 // What the schema cannot say: the proxy keys binds by port and listeners by name (the

@@ -9,6 +9,7 @@ import type { EvaluationLimits } from './limits.js';
 import type { LocalRateLimitUnit, RateLimitUnit } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
 import type { AuthPolicyIR } from './auth/convert.js';
+import type { ProviderType } from './provider/presets.js';
 
 export interface ProxySnapshot {
   /** Hash of the rest of the snapshot (snapshotVersion): equal content, equal version. */
@@ -156,7 +157,7 @@ export type FilterIR =
  * Where a route sends requests. `weight` is the share of the route's requests, as in a Gateway
  * API backendRef; a backend whose weight is 0 receives none.
  */
-export type BackendIR = StaticBackendIR | ServiceBackendIR | InvalidBackendIR;
+export type BackendIR = StaticBackendIR | ServiceBackendIR | ExternalBackendIR | InvalidBackendIR;
 
 /** A fixed `host:port` (standalone config). */
 export interface StaticBackendIR {
@@ -166,6 +167,43 @@ export interface StaticBackendIR {
   readonly host: string;
   readonly port: number;
   readonly weight: number;
+  readonly provider?: ProviderIR;
+}
+
+/**
+ * A Tollgate `Backend` resource: a host name (resolved through DNS by the proxy, with its own
+ * cache and connection pool) or an address, outside the cluster or in it.
+ */
+export interface ExternalBackendIR {
+  readonly kind: 'external';
+  /** `<namespace>/<name>` of the Backend. */
+  readonly name: string;
+  readonly namespace: string;
+  readonly hostname: string;
+  readonly port: number;
+  readonly weight: number;
+  readonly provider?: ProviderIR;
+  readonly filters?: readonly BackendFilterIR[];
+}
+
+/**
+ * The LLM provider behind a backend (its `provider` block): where its API lives, and the key the
+ * gateway sends it after removing the client's own credential headers.
+ */
+export interface ProviderIR {
+  readonly type: ProviderType;
+  /** Replaces the client's API root `/v1` (any other path is prefixed with it); '' is the root. No trailing slash. */
+  readonly basePath: string;
+  /** The provider key; null: requests go without one. */
+  readonly apiKey: ProviderKeyIR | null;
+  /** AzureOpenAI: the `api-version` query parameter sent; null: none (every other type). */
+  readonly apiVersion: string | null;
+}
+
+export interface ProviderKeyIR {
+  /** Where it was read (`file <path>`, `Secret <namespace>/<name>`), for config dumps and errors. */
+  readonly origin: string;
+  readonly value: Secret;
 }
 
 /**

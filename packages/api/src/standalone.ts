@@ -7,7 +7,8 @@ import { requireHostPort } from './host-port.js';
 import { isDefaultLimits, resolveLimits, type EvaluationLimits } from './limits.js';
 import { checkRouteRule, checkTrafficPolicy, checkUnique } from './rules.js';
 import { checkProcessConfig } from './process-settings.js';
-import { StandaloneConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
+import { StandaloneConfig, type BackendConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
+import { checkProvider, toProviderIR } from './provider/convert.js';
 import type { HTTPHeaderFilter, HTTPPathModifier, HTTPRouteFilter, HTTPRouteMatch } from './schema/gateway-api.js';
 import { LOCAL_MONTHS_MESSAGE, type GlobalDescriptor, type LocalRateLimit, type PolicySet, type RateLimitKey } from './schema/traffic-policy.js';
 import { isSensitiveHeader, Secret } from './secret.js';
@@ -65,6 +66,7 @@ export function validateStandaloneConfig(value: unknown, subject = 'config'): St
       listener.routes.forEach((route, ri) => {
         const rp = `${lp}.routes[${ri}]`;
         checkRouteRule({ ...route, backends: route.backends ?? [] }, rp, limits, out);
+        route.backends?.forEach((b, bi) => b.provider && checkProvider(b.provider, `${rp}.backends[${bi}].provider`, out));
         checkTrafficPolicy(route.policies?.traffic, joinPath(joinPath(rp, 'policies'), 'traffic'), 'standalone', limits, out);
       });
     });
@@ -161,7 +163,7 @@ function toRoute(listener: string, r: RouteConfig, path: string, conv: Conversio
     matches: toMatches(r.matches),
     filters: (r.filters ?? []).map(toFilter),
     policy: toPolicy(r.policies, { kind: 'config', path: `${path}.policies` }, conv.sources, conv.problems),
-    backends: (r.backends ?? []).map(toBackend),
+    backends: (r.backends ?? []).map((b, bi) => toBackend(b, `${path}.backends[${bi}]`, conv)),
     timeouts: {
       requestMs: timeoutMs(r.timeouts?.request),
       // 0 rather than null: null falls back to config.backendRequestTimeout, 0 waits without limit.
@@ -221,9 +223,14 @@ export function toFilter(f: HTTPRouteFilter): FilterIR {
   }
 }
 
-function toBackend(b: { host: string; weight?: number }): BackendIR {
+function toBackend(b: BackendConfig, path: string, conv: Conversion): BackendIR {
   const { host, port } = requireHostPort(b.host, 'backends[].host');
-  return { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1 };
+  const backend: BackendIR = { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1 };
+  if (!b.provider) return backend;
+  const at = `${path}.provider`;
+  const key = b.provider.apiKey ? { at: `${at}.apiKey`, ref: { file: b.provider.apiKey.file } } : null;
+  const provider = toProviderIR(b.provider, at, key, conv.sources, conv.problems);
+  return provider ? { ...backend, provider } : backend;
 }
 
 /** A key as the proxy reads it; header names lower-cased. The schema has checked the fields each type needs. */

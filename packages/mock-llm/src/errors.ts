@@ -17,6 +17,12 @@ export const MOCK_ERRORS = defineErrors({
     message: 'The model `{model}` does not exist or you do not have access to it. Available models: {models}.',
     hint: 'ask for a model given with --model, or start the mock without --model to accept any name',
   },
+  unauthorized: {
+    code: 'TG_MOCK_UNAUTHORIZED',
+    status: 401,
+    message: 'Incorrect API key provided in {header}.',
+    hint: 'send the key the mock was started with (its apiKey option) in the header it names',
+  },
   invalidRequest: {
     code: 'TG_MOCK_INVALID_REQUEST',
     status: 400,

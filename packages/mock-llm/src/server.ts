@@ -27,6 +27,16 @@ export interface MockLlmOptions {
   maxBodyBytes?: number;
   /** Called for every request before it is handled, e.g. to assert that a gateway did (not) forward one. */
   onRequest?: (request: ReceivedRequest) => void;
+  /**
+   * The key the mock requires, as a provider does: in `Authorization: Bearer <key>` (OpenAI), `api-key`
+   * (Azure OpenAI) or `x-api-key` (Anthropic). A request without it gets OpenAI's 401 `invalid_api_key`.
+   * A function is asked at each request (a key rotated while the mock runs).
+   */
+  apiKey?: { readonly header: 'authorization' | 'api-key' | 'x-api-key'; readonly key: string | (() => string) };
+  /** Path the API is served under instead of `/v1` (Azure's `/openai/deployments/<name>`). Default `/v1`. */
+  basePath?: string;
+  /** The `api-version` query parameter every API request must carry (Azure OpenAI); a request without it gets 404. */
+  apiVersion?: string;
 }
 
 export interface ReceivedRequest {
@@ -71,6 +81,9 @@ interface Config {
   completionTokens: number;
   maxBodyBytes: number;
   onRequest: ((request: ReceivedRequest) => void) | undefined;
+  apiKey: MockLlmOptions['apiKey'];
+  basePath: string;
+  apiVersion: string | undefined;
 }
 
 type Route = { kind: 'chat' } | { kind: 'models' } | { kind: 'model'; id: string } | { kind: 'health' };
@@ -83,13 +96,13 @@ function decodePathSegment(segment: string): string | undefined {
   }
 }
 
-function route(method: string | undefined, path: string): Route | undefined {
-  if (method === 'POST' && path === '/v1/chat/completions') return { kind: 'chat' };
+function route(method: string | undefined, path: string, base: string): Route | undefined {
+  if (method === 'POST' && path === `${base}/chat/completions`) return { kind: 'chat' };
   if (method === 'GET' || method === 'HEAD') {
     if (path === '/healthz') return { kind: 'health' };
-    if (path === '/v1/models') return { kind: 'models' };
-    if (path.startsWith('/v1/models/') && path.length > '/v1/models/'.length) {
-      const id = decodePathSegment(path.slice('/v1/models/'.length));
+    if (path === `${base}/models`) return { kind: 'models' };
+    if (path.startsWith(`${base}/models/`) && path.length > `${base}/models/`.length) {
+      const id = decodePathSegment(path.slice(`${base}/models/`.length));
       if (id !== undefined) return { kind: 'model', id };
     }
   }
@@ -189,7 +202,11 @@ function createHandler(config: Config): (req: IncomingMessage, res: ServerRespon
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
-    const target = route(req.method, path);
+    let target = route(req.method, path, config.basePath);
+    if (target !== undefined && target.kind !== 'health' && config.apiVersion !== undefined) {
+      const version = new URLSearchParams(query === -1 ? '' : url.slice(query + 1)).getAll('api-version');
+      if (version.length !== 1 || version[0] !== config.apiVersion) target = undefined;
+    }
     if (target === undefined) {
       // OpenAI's own answer to an unknown path or method.
       const e = MOCK_ERRORS.notFound;
@@ -202,6 +219,11 @@ function createHandler(config: Config): (req: IncomingMessage, res: ServerRespon
       return;
     }
 
+    if (config.apiKey && !hasKey(req.headers, config.apiKey)) {
+      const e = MOCK_ERRORS.unauthorized;
+      sendError(res, e.status, { message: e.create({ header: config.apiKey.header }).message, type: 'invalid_request_error', param: null, code: 'invalid_api_key' }, e.code);
+      return;
+    }
     const knobsResult = readKnobs(req.headers);
     if (!knobsResult.ok) {
       sendError(res, MOCK_ERRORS.invalidHeader.status, invalidRequest(knobsResult.message, knobsResult.header), MOCK_ERRORS.invalidHeader.code);
@@ -223,6 +245,12 @@ function createHandler(config: Config): (req: IncomingMessage, res: ServerRespon
       unknownModel(res, target.id, config);
     }
   };
+}
+
+function hasKey(headers: IncomingHttpHeaders, want: NonNullable<MockLlmOptions['apiKey']>): boolean {
+  const key = typeof want.key === 'function' ? want.key() : want.key;
+  const got = headers[want.header];
+  return got === (want.header === 'authorization' ? `Bearer ${key}` : key);
 }
 
 function checkInteger(name: string, value: number, min: number, max: number): void {
@@ -251,6 +279,9 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
     completionTokens: options.completionTokens ?? DEFAULT_COMPLETION_TOKENS,
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     onRequest: options.onRequest,
+    apiKey: options.apiKey,
+    basePath: (options.basePath ?? '/v1').replace(/\/+$/, ''),
+    apiVersion: options.apiVersion,
   };
   checkInteger('port', options.port ?? 0, 0, 65535);
   checkInteger('latencyMsPerToken', config.latencyMsPerToken, 0, MAX_WAIT_MS);

@@ -6,11 +6,13 @@ import { Duration, Enum, Host, Hostname, HostPort, Port, PositiveInt } from './c
 import { HTTPRouteFilter, HTTPRouteMatch, RouteTimeouts } from './gateway-api.js';
 import { CelLimitsSchema, RegexLimitsSchema } from '../limits.js';
 import { PolicySet } from './traffic-policy.js';
+import { ProviderFileConfig } from '../provider/schema.js';
 
 export const BackendConfig = Type.Object(
   {
     host: HostPort('Upstream address <host>:<port>.'),
     weight: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Relative share of requests; default 1; 0 sends none.' })),
+    provider: Type.Optional(ProviderFileConfig),
   },
   { additionalProperties: false, description: 'An upstream the route sends requests to.' },
 );

@@ -67,7 +67,7 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: Endpo
         matches: r.matches.map(dumpMatch),
         filters: r.filters,
         origin: r.origin,
-        backends: r.backends.map((x) => ({ name: x.name, weight: x.weight })),
+        backends: r.backends.map((x) => ({ name: x.name, weight: x.weight, ...('provider' in x && x.provider ? { provider: x.provider } : {}) })),
         timeouts: r.timeouts,
       })),
     ),
@@ -117,6 +117,8 @@ export function backendHealth(ir: ProxySnapshot, endpoints: EndpointTable) {
         return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
       case 'service':
         return { type: 'Service', name: x.name, namespace: x.namespace, host: x.service, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
+      case 'external':
+        return { type: 'Backend', name: x.name, namespace: x.namespace, host: x.hostname, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
       case 'invalid':
         return { type: 'Invalid', name: x.name, namespace: '', host: '', port: 0, reason: x.reason, endpoints: [] };
     }

@@ -5,6 +5,7 @@ import { ERRORS } from '../errors.js';
 import { applyHeaderModifier } from '../filters/header-modifier.js';
 import { INVALID_BACKEND } from '../routing/backend-picker.js';
 import { addForwarded } from '../upstream/headers.js';
+import { providerRequest } from '../upstream/provider.js';
 import { answerError } from './answer.js';
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
@@ -24,7 +25,14 @@ export function chooseBackend(ctx: RequestContext): boolean {
   ctx.backend = backend;
   // The backendRef's own filters, for the requests sent to it only.
   const b = backend.backend;
-  if (b.kind === 'service' && b.filters) for (const f of b.filters) applyHeaderModifier(ctx.upstreamHeaders!, f);
+  if ((b.kind === 'service' || b.kind === 'external') && b.filters) for (const f of b.filters) applyHeaderModifier(ctx.upstreamHeaders!, f);
+  // After every filter: the provider's key and host are the last word.
+  if ((b.kind === 'static' || b.kind === 'external') && b.provider) {
+    const p = providerRequest(b.provider);
+    p.headers(ctx.upstreamHeaders!, backend);
+    ctx.upstreamPath = p.path(ctx.upstreamPath);
+    ctx.upstreamQuery = p.query(ctx.upstreamQuery);
+  }
   ctx.entry.stage = 'upstream';
   ctx.entry.upstream = backend.name;
   if (ctx.observed) publish.requestSnapshot(ctx, 'final request');

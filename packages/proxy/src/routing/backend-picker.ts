@@ -64,6 +64,8 @@ export function upstreamNames(backend: BackendIR): string[] {
   switch (backend.kind) {
     case 'static':
       return [hostPort(backend.host, backend.port)];
+    case 'external':
+      return [hostPort(backend.hostname, backend.port)];
     case 'service':
       return backend.endpoints.map((e) => hostPort(e.address, e.port));
     case 'invalid':
@@ -133,6 +135,12 @@ function targetsOf(backend: BackendIR, deps: PickerDeps): TargetPicker {
     case 'static': {
       const endpoint = deps.endpoints.acquire(backend.host, backend.port);
       const only: UpstreamTarget = { name: endpoint.name, host: backend.host, port: backend.port, backend, endpoint };
+      return () => only;
+    }
+    case 'external': {
+      // One endpoint: its pool dials the addresses the DNS cache holds for the name.
+      const endpoint = deps.endpoints.acquire(backend.hostname, backend.port, true);
+      const only: UpstreamTarget = { name: endpoint.name, host: backend.hostname, port: backend.port, backend, endpoint };
       return () => only;
     }
     case 'service':

@@ -6,6 +6,7 @@ import { bufferedRequestBytes, DEFAULT_MAX_CONNECTIONS_PER_BIND, DEFAULT_MAX_RAT
 import type { Logger } from 'pino';
 import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
 import { EndpointTable } from '../upstream/endpoints.js';
+import { DEFAULT_DNS, DnsCache, type DnsSettings } from '../upstream/dns-cache.js';
 import { ProxyMetrics } from '../metrics/metrics.js';
 import { systemClock, type Clock } from '../ratelimit/clock.js';
 import { LimiterStore } from '../ratelimit/local/limiter.js';
@@ -30,6 +31,8 @@ import { defaultPasswordSettings, PasswordVerifier, type PasswordSettings } from
 import { ExtAuthzServices, extAuthzServicesInUse } from '../auth/ext-authz-services.js';
 
 export interface RuntimeOptions {
+  /** How Backend resources' host names are resolved and cached (config.dns). */
+  readonly dns?: DnsSettings;
   readonly connectTimeoutMs: number;
   readonly clock?: Clock;
   readonly rateLimitLog?: Logger;
@@ -135,10 +138,13 @@ export class ProxyRuntime {
   }
   readonly startedAt = Date.now();
   loadedAt = 0;
+  /** The host names of Backend resources, resolved and cached. */
+  readonly dns: DnsCache;
 
   constructor(readonly options: RuntimeOptions) {
     const clock = options.clock ?? systemClock;
-    this.endpoints = new EndpointTable({ connectTimeoutMs: options.connectTimeoutMs, clock });
+    this.dns = new DnsCache(options.dns ?? DEFAULT_DNS, clock);
+    this.endpoints = new EndpointTable({ connectTimeoutMs: options.connectTimeoutMs, clock, dns: this.dns });
     this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING };
     const maxRequestBodyBytes = options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES;
     const bodyBudget = new BodyBudget(options.maxBufferedRequestBytes ?? bufferedRequestBytes({ maxRequestBodyBytes }));

@@ -7,6 +7,7 @@
 // A new snapshot keeps the objects of the endpoints it still lists (warm connections, learned
 // scores) and retires the others: a retired endpoint closes its pool once its last request in
 // flight is done, so a change of endpoints never cuts a request.
+import type { DnsCache } from './dns-cache.js';
 import { Pool } from './undici-pool.js';
 import type { Clock } from '../ratelimit/clock.js';
 import { hostPort } from './host-port.js';
@@ -41,6 +42,8 @@ export type CallOutcome = 'ok' | 'error' | 'connect-failure' | 'abandoned';
 export interface EndpointOptions {
   readonly connectTimeoutMs: number;
   readonly clock: Clock;
+  /** Resolves the host names of Backend resources (cached, TTL-bounded); absent: the system's resolver at each connect. */
+  readonly dns?: DnsCache;
 }
 
 /** What `gwctl config backends` shows of one endpoint. */
@@ -83,6 +86,8 @@ export class Endpoint {
     readonly host: string,
     readonly port: number,
     readonly options: EndpointOptions,
+    /** Its host name is resolved through options.dns (a Backend resource's). */
+    readonly resolved = false,
   ) {
     this.name = hostPort(host, port);
   }
@@ -101,6 +106,7 @@ export class Endpoint {
         headersTimeout: 0,
         bodyTimeout: 0,
         keepAliveTimeout: 30_000,
+        ...(this.resolved && this.options.dns ? { connect: { lookup: this.options.dns.lookup } } : {}),
       });
     }
     return this.#pool;
@@ -196,10 +202,10 @@ export class EndpointTable {
   constructor(readonly options: EndpointOptions) {}
 
   /** The endpoint at `host:port`, created on first mention. */
-  acquire(host: string, port: number): Endpoint {
+  acquire(host: string, port: number, resolved = false): Endpoint {
     const name = hostPort(host, port);
     let e = this.#byName.get(name);
-    if (!e) this.#byName.set(name, (e = new Endpoint(host, port, this.options)));
+    if (!e) this.#byName.set(name, (e = new Endpoint(host, port, this.options, resolved)));
     return e;
   }
 

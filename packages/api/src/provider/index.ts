@@ -1,0 +1,3 @@
+export * from './presets.js';
+export * from './schema.js';
+export * from './convert.js';
