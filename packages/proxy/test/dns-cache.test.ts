@@ -1,0 +1,143 @@
+// The DNS cache of Backend host names: an answer kept for its TTL (bounded both ways) and
+// resolved again after; the last good addresses serve while re-resolution fails, for
+// staleMs and no longer; a stale answer serves at once while the new one is asked. The clock
+// is the test's and the resolver a function the test answers, so each step is an event; the
+// last case dials a real server through an endpoint whose pool looks names up in the cache.
+import { describe, expect, it } from 'vitest';
+import { startMockLlm } from '@tollgate/mock-llm';
+import { deferred, until } from '@tollgate/testkit';
+import { DEFAULT_DNS, DnsCache, type Answer } from '../src/upstream/dns-cache.js';
+import { EndpointTable } from '../src/upstream/endpoints.js';
+
+function harness(settings: Partial<typeof DEFAULT_DNS> = {}) {
+  let now = 1_000_000;
+  const asked: string[] = [];
+  const answers: (Answer | Error | Promise<Answer>)[] = [];
+  const cache = new DnsCache({ ...DEFAULT_DNS, ...settings }, () => now, async (name) => {
+    asked.push(name);
+    const next = answers.shift();
+    if (next === undefined) throw new Error(`no answer queued for ${name}`);
+    if (next instanceof Error) throw next;
+    return next;
+  });
+  return { cache, asked, answers, advance: (ms: number) => (now += ms) };
+}
+
+const v4 = (...addresses: string[]) => addresses.map((address) => ({ address, family: 4 }));
+const servfail = () => Object.assign(new Error('queryA ESERVFAIL provider.test'), { code: 'ESERVFAIL' });
+
+describe('DnsCache', () => {
+  it('keeps an answer for its TTL and resolves again after it', async () => {
+    const h = harness();
+    h.answers.push({ addresses: v4('10.0.0.1'), ttlMs: 60_000 });
+    expect((await h.cache.addresses('provider.test')).map((a) => a.address)).toEqual(['10.0.0.1']);
+    h.advance(59_999);
+    await h.cache.addresses('provider.test');
+    expect(h.asked).toHaveLength(1);
+    h.advance(1);
+    h.answers.push({ addresses: v4('10.0.0.2'), ttlMs: 60_000 });
+    // The old answer serves at once (still within staleMs); the next lookup has the new one.
+    await h.cache.addresses('provider.test');
+    expect(h.asked).toHaveLength(2);
+    expect((await h.cache.addresses('provider.test')).map((a) => a.address)).toEqual(['10.0.0.2']);
+  });
+
+  it('bounds the TTL: a TTL of 0 is kept minTtlMs, a day maxTtlMs', async () => {
+    const h = harness({ minTtlMs: 5_000, maxTtlMs: 120_000 });
+    h.answers.push({ addresses: v4('10.0.0.1'), ttlMs: 0 }, { addresses: v4('10.0.0.1'), ttlMs: 86_400_000 });
+    await h.cache.addresses('a.test');
+    h.advance(4_999);
+    await h.cache.addresses('a.test');
+    expect(h.asked).toHaveLength(1);
+    h.advance(1);
+    await h.cache.addresses('a.test');
+    expect(h.asked).toHaveLength(2);
+    h.advance(119_999);
+    await h.cache.addresses('a.test');
+    expect(h.asked).toHaveLength(2);
+    h.advance(1);
+    h.answers.push({ addresses: v4('10.0.0.1'), ttlMs: 1_000 });
+    await h.cache.addresses('a.test');
+    expect(h.asked).toHaveLength(3);
+  });
+
+  it('keeps the last good addresses while resolution fails, for staleMs, then fails naming the cause', async () => {
+    const h = harness({ staleMs: 30_000, retryMs: 1_000 });
+    h.answers.push({ addresses: v4('10.0.0.1', '10.0.0.2'), ttlMs: 10_000 });
+    await h.cache.addresses('provider.test');
+    h.advance(10_000);
+    h.answers.push(servfail());
+    expect((await h.cache.addresses('provider.test')).length).toBe(2);
+    // Failed: tried again only after retryMs.
+    await h.cache.addresses('provider.test');
+    expect(h.asked).toHaveLength(2);
+    h.advance(1_000);
+    h.answers.push(servfail());
+    await h.cache.addresses('provider.test');
+    expect(h.asked).toHaveLength(3);
+    // Past the TTL plus staleMs: the failure is the answer.
+    h.advance(29_000);
+    h.answers.push(servfail());
+    await expect(h.cache.addresses('provider.test')).rejects.toThrow('ESERVFAIL');
+    // A name that never resolved has nothing to keep.
+    h.answers.push(servfail());
+    await expect(h.cache.addresses('never.test')).rejects.toThrow('ESERVFAIL');
+  });
+
+  it('serves the stale answer at once while the new one is asked; one question for concurrent lookups', async () => {
+    const h = harness();
+    h.answers.push({ addresses: v4('10.0.0.1'), ttlMs: 1_000 });
+    await h.cache.addresses('provider.test');
+    h.advance(1_000);
+    const slow = deferred<Answer>();
+    h.answers.push(slow.promise);
+    const [a, b] = await Promise.all([h.cache.addresses('provider.test'), h.cache.addresses('provider.test')]);
+    expect(a[0]!.address).toBe('10.0.0.1');
+    expect(b[0]!.address).toBe('10.0.0.1');
+    expect(h.asked).toHaveLength(2);
+    slow.resolve({ addresses: v4('10.0.0.9'), ttlMs: 1_000 });
+    // The answer lands a few promise turns later; no new question is asked meanwhile.
+    await until(async () => (await h.cache.addresses('provider.test'))[0]!.address === '10.0.0.9');
+    expect(h.asked).toHaveLength(2);
+  });
+
+  it('rotates the addresses between lookups; IP literals are not looked up', async () => {
+    const h = harness();
+    h.answers.push({ addresses: v4('10.0.0.1', '10.0.0.2', '10.0.0.3'), ttlMs: 60_000 });
+    const firsts = [];
+    for (let i = 0; i < 3; i++) firsts.push((await h.cache.addresses('p.test'))[0]!.address);
+    expect(firsts).toEqual(['10.0.0.1', '10.0.0.2', '10.0.0.3']);
+    expect((await h.cache.addresses('192.0.2.7'))[0]).toEqual({ address: '192.0.2.7', family: 4 });
+    expect(h.asked).toEqual(['p.test']);
+  });
+
+  it('holds at most maxNames names, the least recently used dropped first', async () => {
+    const h = harness({ maxNames: 2 });
+    for (const n of ['a.test', 'b.test', 'a.test', 'c.test', 'a.test', 'b.test']) {
+      h.answers.push({ addresses: v4('10.0.0.1'), ttlMs: 60_000 });
+      await h.cache.addresses(n);
+    }
+    // b.test was dropped for c.test (a.test was used since), so it was asked again.
+    expect(h.asked).toEqual(['a.test', 'b.test', 'c.test', 'b.test']);
+    expect(h.cache.view().map((v) => v.hostname)).toEqual(['a.test', 'b.test']);
+  });
+
+  it('an endpoint of a Backend dials the cached address of its name over a real socket; the name stays its Host', async () => {
+    const seen: string[] = [];
+    const llm = await startMockLlm({ onRequest: (r) => seen.push(String(r.headers.host)) });
+    try {
+      const h = harness();
+      h.answers.push({ addresses: v4('127.0.0.1'), ttlMs: 60_000 });
+      const table = new EndpointTable({ connectTimeoutMs: 5_000, clock: Date.now, dns: h.cache });
+      const endpoint = table.acquire('llm.provider.test', llm.port, true);
+      const res = await endpoint.pool.request({ method: 'GET', path: '/v1/models' });
+      expect(res.statusCode).toBe(200);
+      await res.body.text();
+      expect(seen).toEqual([`llm.provider.test:${llm.port}`]);
+      expect(h.asked).toEqual(['llm.provider.test']);
+      await table.close();
+    } finally {
+      await llm.close();
+    }
+  });
+});
