@@ -63,6 +63,19 @@ const Provider = Obj(
   },
   'The LLM provider behind a backend.',
 );
+const BackendTls = Obj(
+  {
+    caCertificates: Nullable(NonEmpty('PEM bundle of trusted CAs.', 1_048_576)),
+    hostname: NonEmpty('SNI name and the name checked.', 253),
+    subjectAltNames: Type.Array(
+      Type.Union([Obj({ type: Lit('Hostname'), hostname: NonEmpty('DNS name.', 253) }, 'A DNS SAN.'), Obj({ type: Lit('URI'), uri: NonEmpty('URI.', 253) }, 'A URI SAN.')]),
+      { maxItems: 16 },
+    ),
+    clientCertificate: Nullable(Obj({ certificate: NonEmpty('PEM chain.', 1_048_576), key: WireSecret }, 'The client certificate.')),
+    minVersion: Type.Union([Lit('TLSv1.2'), Lit('TLSv1.3')]),
+  },
+  'TLS to the backend.',
+);
 const BackendFilters = Type.Array(Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes the headers of requests sent to this backend.'), { maxItems: 16 });
 const Backend = Type.Union([
   Obj(
@@ -77,6 +90,7 @@ const Backend = Type.Union([
       hostname: NonEmpty('Host name or address.', 253),
       port: Type.Integer({ minimum: 1, maximum: 65535 }),
       weight: Weight,
+      tls: Type.Optional(BackendTls),
       provider: Type.Optional(Provider),
       filters: Type.Optional(BackendFilters),
     },

@@ -482,6 +482,7 @@ function wrapBackend(b: ToWire<BackendIR>): BackendIR {
   const out = { ...b } as Record<string, unknown>;
   if ((b.kind === 'service' || b.kind === 'external') && b.filters) out.filters = b.filters.map((f) => ({ ...f, set: f.set.map(wrapValue), add: f.add.map(wrapValue) }));
   if ((b.kind === 'static' || b.kind === 'external') && b.provider) out.provider = wrapProvider(b.provider);
+  if (b.kind === 'external' && b.tls?.clientCertificate) out.tls = { ...b.tls, clientCertificate: { certificate: b.tls.clientCertificate.certificate, key: new Secret(b.tls.clientCertificate.key.secret) } };
   return out as unknown as BackendIR;
 }
 

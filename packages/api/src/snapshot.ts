@@ -182,8 +182,22 @@ export interface ExternalBackendIR {
   readonly hostname: string;
   readonly port: number;
   readonly weight: number;
+  readonly tls?: BackendTLSIR;
   readonly provider?: ProviderIR;
   readonly filters?: readonly BackendFilterIR[];
+}
+
+/** TLS from the proxy to a backend. */
+export interface BackendTLSIR {
+  /** PEM bundle of the trusted CAs; null: the system roots. */
+  readonly caCertificates: string | null;
+  /** SNI name and the name checked against the certificate (unless subjectAltNames are given). */
+  readonly hostname: string;
+  /** Names the certificate may carry instead of hostname; any one suffices. */
+  readonly subjectAltNames: readonly ({ readonly type: 'Hostname'; readonly hostname: string } | { readonly type: 'URI'; readonly uri: string })[];
+  /** The proxy's client certificate; its key a Secret, as a listener certificate's. */
+  readonly clientCertificate: { readonly certificate: string; readonly key: Secret } | null;
+  readonly minVersion: 'TLSv1.2' | 'TLSv1.3';
 }
 
 /**

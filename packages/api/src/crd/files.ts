@@ -2,6 +2,14 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { CRD_FILES, renderCrdYaml } from './gateway-policy.js';
+import { BACKEND_CRD_FILES, renderBackendCrdYaml } from './backend.js';
+
+/** Every generated file with its text. */
+function generated(): [string, string][] {
+  const policy = renderCrdYaml();
+  const backend = renderBackendCrdYaml();
+  return [...CRD_FILES.map((f): [string, string] => [f, policy]), ...BACKEND_CRD_FILES.map((f): [string, string] => [f, backend])];
+}
 
 export interface StaleCrd {
   file: string;
@@ -10,8 +18,7 @@ export interface StaleCrd {
 
 /** Writes every generated CRD file under `repoRoot`; returns the paths written. */
 export function writeCrds(repoRoot: string): string[] {
-  const yaml = renderCrdYaml();
-  return CRD_FILES.map((file) => {
+  return generated().map(([file, yaml]) => {
     const path = join(repoRoot, file);
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, yaml);
@@ -21,9 +28,8 @@ export function writeCrds(repoRoot: string): string[] {
 
 /** The committed CRD files that differ from what the schema generates. */
 export function staleCrds(repoRoot: string): StaleCrd[] {
-  const yaml = renderCrdYaml();
   const stale: StaleCrd[] = [];
-  for (const file of CRD_FILES) {
+  for (const [file, yaml] of generated()) {
     let current: string;
     try {
       current = readFileSync(join(repoRoot, file), 'utf8');
