@@ -34,6 +34,35 @@ import { IMAGE_ANNOTATION, MAX_REPLICAS, proxySettings, quantityValue, type Prox
 
 export const PARAMETERS_LABEL = 'tollgate.dev/parameters';
 
+/**
+ * The class-only key naming the hosts Backend resources may name (the tenancy rule: external
+ * host names only through a Backend, which the cluster admin can restrict): names and `*.`
+ * suffixes, separated by commas, spaces or lines. Absent: every host.
+ */
+export const BACKEND_HOSTS_KEY = 'backendHosts';
+export const MAX_BACKEND_HOSTS = 256;
+const BACKEND_HOST_ENTRY = /^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** The entries of a backendHosts value, or the problem with it. */
+export function parseBackendHosts(value: string, id: string): { ok: true; hosts: string[] } | { ok: false; message: string } {
+  const hosts = value.split(/[\s,]+/).filter(Boolean);
+  if (hosts.length > MAX_BACKEND_HOSTS) return { ok: false, message: `ConfigMap ${id}: key ${BACKEND_HOSTS_KEY} lists ${hosts.length} hosts, more than ${MAX_BACKEND_HOSTS}; use *.<domain> entries` };
+  const bad = hosts.find((h) => h.length > 253 || !BACKEND_HOST_ENTRY.test(h));
+  if (bad !== undefined) return { ok: false, message: `ConfigMap ${id}: key ${BACKEND_HOSTS_KEY} entry "${bad}" is not a lower-case host name or *.<domain>; e.g. "api.openai.com, *.openai.azure.com"` };
+  return { ok: true, hosts };
+}
+
+/** The hosts Backends may name on Gateways of this class (its parameters' backendHosts); null: every host. */
+export function classBackendHosts(gc: GatewayClass, lookup: ConfigMapLookup): readonly string[] | null {
+  const ref = gc.spec.parametersRef;
+  const found = ref && follow(ref, 'spec.parametersRef', ref.namespace, lookup);
+  const value = found && found.ok ? found.configMap.data?.[BACKEND_HOSTS_KEY] : undefined;
+  if (value === undefined) return null;
+  const parsed = parseBackendHosts(value, found && found.ok ? found.id : '');
+  // A bad list refuses the class (readData): nothing of it is served; allow nothing meanwhile.
+  return parsed.ok ? parsed.hosts : [];
+}
+
 export type ConfigMapLookup = (namespace: string, name: string) => V1ConfigMap | undefined;
 
 /** What the cluster admin decided for every Gateway: the defaults and the images Gateways may choose. */
@@ -69,7 +98,7 @@ const RESOURCE_KEYS = {
   memoryLimit: ['limits', 'memory', '1Gi'],
 } as const;
 
-export const PARAMETER_KEYS = ['replicas', ...Object.keys(RESOURCE_KEYS), 'image', ...PROXY_PROCESS_PARAMETERS] as const;
+export const PARAMETER_KEYS = ['replicas', ...Object.keys(RESOURCE_KEYS), 'image', BACKEND_HOSTS_KEY, ...PROXY_PROCESS_PARAMETERS] as const;
 
 const PROCESS_KEYS: ReadonlySet<string> = new Set(PROXY_PROCESS_PARAMETERS);
 
@@ -140,6 +169,12 @@ function readData(configMap: V1ConfigMap, id: string, base: ProxySettings, gatew
       const problem = gatewayImages ? gatewayImageProblem(v, `ConfigMap ${id}: key image`, 'remove the key', gatewayImages) : parseImage(v) ? undefined : `ConfigMap ${id}: key image "${value}" is not an image reference; e.g. "registry.example.com/tollgate:0.2.0"`;
       if (problem) problems.push(problem);
       else image = v;
+    } else if (key === BACKEND_HOSTS_KEY) {
+      if (gatewayImages) problems.push(`ConfigMap ${id}: key ${BACKEND_HOSTS_KEY} is the cluster admin's: set it in the GatewayClass's parameters, not a Gateway's`);
+      else {
+        const parsed = parseBackendHosts(v, id);
+        if (!parsed.ok) problems.push(parsed.message);
+      }
     } else if (key in RESOURCE_KEYS) {
       const [kind, resource, example] = RESOURCE_KEYS[key as keyof typeof RESOURCE_KEYS];
       const q = quantityValue(v);

@@ -10,6 +10,7 @@ import type {
   DesiredCondition,
   GatewayClassStatusReport,
   GatewayPolicyStatusReport,
+  BackendStatusReport,
   GatewayStatusReport,
   HTTPRouteStatusReport,
   PolicyAncestorReference,
@@ -66,6 +67,12 @@ export function mergeGatewayClassStatus(current: unknown, report: GatewayClassSt
     conditions: mergeConditions(cur.conditions, report.conditions, now),
     ...(report.supportedFeatures.length ? { supportedFeatures: report.supportedFeatures.map((name) => ({ name })) } : {}),
   };
+}
+
+/** A Backend's status: its own conditions (Accepted), nobody else's. */
+export function mergeBackendStatus(current: unknown, report: BackendStatusReport, now: Date): Json {
+  const cur = isObj(current) ? current : {};
+  return { ...cur, conditions: mergeConditions(cur.conditions, report.conditions, now) };
 }
 
 /**

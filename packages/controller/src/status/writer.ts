@@ -28,7 +28,7 @@ import { describeApiError, statusCode } from '../kube/errors.js';
 import type { StatusApi, StatusKind } from './api.js';
 import { gatewayProgrammed } from './programmed.js';
 import type { ProxiesView } from './proxies.js';
-import { mergeGatewayClassStatus, mergeGatewayPolicyStatus, mergeGatewayStatus, mergeHTTPRouteStatus, sameStatus } from './merge.js';
+import { mergeBackendStatus, mergeGatewayClassStatus, mergeGatewayPolicyStatus, mergeGatewayStatus, mergeHTTPRouteStatus, sameStatus } from './merge.js';
 
 const MAX_ATTEMPTS = 5;
 
@@ -239,6 +239,10 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         const d = r.gatewayPolicies.get(item.key);
         return d && mergeGatewayPolicyStatus(current, d, this.#o.controllerName, now);
       }
+      case 'Backend': {
+        const d = r.backends?.get(item.key);
+        return d && mergeBackendStatus(current, d, now);
+      }
     }
   }
 
@@ -252,6 +256,8 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         return r.httpRoutes.get(item.key);
       case 'GatewayPolicy':
         return r.gatewayPolicies.get(item.key);
+      case 'Backend':
+        return r.backends?.get(item.key);
       case 'Gateway':
         return undefined;
     }
@@ -306,4 +312,5 @@ function* items(r: StatusReport): Generator<Item> {
   for (const [key, d] of r.gateways) yield { kind: 'Gateway', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.httpRoutes) yield { kind: 'HTTPRoute', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.gatewayPolicies) yield { kind: 'GatewayPolicy', key, name: d.name, namespace: d.namespace };
+  for (const [key, d] of r.backends ?? []) yield { kind: 'Backend', key, name: d.name, namespace: d.namespace };
 }

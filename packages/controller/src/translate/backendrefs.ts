@@ -6,6 +6,7 @@ import type { BackendIR, EndpointIR } from '@tollgate/api';
 import { fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { backendFilters } from './rules.js';
+import { BACKEND_GROUP, backendState } from './backend.js';
 import { GATEWAY_GROUP, type HTTPBackendRef } from '../types/gateway-api.js';
 
 export function serviceHost(name: string, namespace: string, port: number): string {
@@ -60,8 +61,9 @@ export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, p
     ir: { kind: 'invalid', name, weight, reason },
     verdict: fail(reason, `${path}: ${message}`),
   });
+  if (group === BACKEND_GROUP && kind === 'Backend') return resolveTollgateBackend(ref, routeNamespace, namespace, weight, path, ctx, invalid);
   if (group !== '' || kind !== 'Service')
-    return invalid('InvalidKind', `${group ? `${group}/` : ''}${kind} is not a supported backend; use a core Service`, `${namespace}/${ref.name} (${kind}${group ? `.${group}` : ''})`);
+    return invalid('InvalidKind', `${group ? `${group}/` : ''}${kind} is not a supported backend; use a core Service or a Backend (group tollgate.dev)`, `${namespace}/${ref.name} (${kind}${group ? `.${group}` : ''})`);
   if (!ctx.grants.permits({ group: GATEWAY_GROUP, kind: 'HTTPRoute', namespace: routeNamespace }, { group: '', kind: 'Service', namespace, name: ref.name }))
     return invalid('RefNotPermitted', `Service ${namespace}/${ref.name} is in another namespace; a ReferenceGrant in ${namespace} must allow HTTPRoutes of ${routeNamespace}`);
   const svc = ctx.services.get(`${namespace}/${ref.name}`);
@@ -75,4 +77,26 @@ export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, p
     ir: { kind: 'service', name: serviceHost(ref.name, namespace, ref.port), namespace, service: ref.name, port: ref.port, weight, endpoints, ...(filters.length ? { filters } : {}) },
     verdict: ok('ResolvedRefs', 'all references resolved'),
   };
+}
+
+/** A backendRef to a Backend resource (group tollgate.dev): an `external` backend once the Backend is accepted. */
+function resolveTollgateBackend(
+  ref: HTTPBackendRef,
+  routeNamespace: string,
+  namespace: string,
+  weight: number,
+  path: string,
+  ctx: Context,
+  invalid: (reason: string, message: string, name?: string) => ResolvedBackend,
+): ResolvedBackend {
+  const what = `Backend ${namespace}/${ref.name}`;
+  if (!ctx.grants.permits({ group: GATEWAY_GROUP, kind: 'HTTPRoute', namespace: routeNamespace }, { group: BACKEND_GROUP, kind: 'Backend', namespace, name: ref.name }))
+    return invalid('RefNotPermitted', `${what} is in another namespace; a ReferenceGrant in ${namespace} must allow HTTPRoutes of ${routeNamespace}`);
+  const b = ctx.backends.get(`${namespace}/${ref.name}`);
+  if (!b) return invalid('BackendNotFound', `${what} does not exist`);
+  if (ref.port !== undefined && ref.port !== b.spec.port) return invalid('BackendNotFound', `${what} has port ${b.spec.port}, not ${ref.port}; leave port out or write ${b.spec.port}`);
+  const state = ctx.memo(`backend/${namespace}/${ref.name}`, () => backendState(b, ctx));
+  if (!state.target) return invalid('BackendNotFound', `${what} is not accepted: ${state.accepted.message}`);
+  const filters = backendFilters(ref.filters);
+  return { ir: { ...state.target, weight, ...(filters.length ? { filters } : {}) }, verdict: ok('ResolvedRefs', 'all references resolved') };
 }

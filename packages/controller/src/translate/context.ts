@@ -5,7 +5,7 @@ import { DEFAULT_LIMITS, type EvaluationLimits } from '@tollgate/api';
 import { parseAllowList } from '../proxy-settings/image-policy.js';
 import type { ParameterPolicy } from '../proxy-settings/parameters.js';
 import { DEFAULT_PROXY_SETTINGS } from '../proxy-settings/defaults.js';
-import type { Gateway, HTTPRoute } from '../types/gateway-api.js';
+import type { Gateway, HTTPRoute, TollgateBackend } from '../types/gateway-api.js';
 import { ReferenceGrants } from './referencegrant.js';
 import { byKey, compareStrings, keyOf } from './keys.js';
 import type { Resources, TranslateOptions } from './types.js';
@@ -21,6 +21,8 @@ export interface Context {
   readonly limits: EvaluationLimits;
   namespaceLabels(namespace: string): Readonly<Record<string, string>>;
   readonly services: ReadonlyMap<string, V1Service>;
+  /** Backend resources by `<namespace>/<name>`, in key order. */
+  readonly backends: ReadonlyMap<string, TollgateBackend>;
   /** EndpointSlices by `<namespace>/<service>`, sorted by name. */
   readonly endpointSlices: ReadonlyMap<string, readonly V1EndpointSlice[]>;
   readonly grants: ReferenceGrants;
@@ -60,7 +62,7 @@ function sameObjects(a: readonly unknown[], b: readonly unknown[]): boolean {
 
 /** The epoch of these inputs' dependencies: the last one when they are the same objects in the same order, a new one otherwise. */
 function dependencyEpochOf(resources: Resources): number {
-  const now = [resources.services, resources.endpointSlices, resources.referenceGrants];
+  const now = [resources.services, resources.endpointSlices, resources.referenceGrants, resources.backends ?? [], resources.secrets, resources.configMaps];
   if (now.length !== lastDependencies.length || !now.every((list, i) => sameObjects(list, lastDependencies[i]!))) {
     dependencyEpoch++;
     lastDependencies = now.map((list) => [...list]);
@@ -114,6 +116,7 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     limits: options.limits ?? DEFAULT_LIMITS,
     namespaceLabels: (namespace) => labels.get(namespace) ?? { [NAMESPACE_NAME_LABEL]: namespace },
     services,
+    backends: new Map(byKey(resources.backends ?? []).map((b) => [keyOf(b.metadata), b])),
     endpointSlices: slices,
     grants: new ReferenceGrants(resources.referenceGrants),
     gateways: new Map(byKey(resources.gateways).map((g) => [keyOf(g.metadata), g])),

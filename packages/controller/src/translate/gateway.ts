@@ -2,7 +2,7 @@
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import type { ClassVerdict } from './gatewayclass.js';
-import { gatewayParameters } from '../proxy-settings/parameters.js';
+import { classBackendHosts, gatewayParameters } from '../proxy-settings/parameters.js';
 import { generationOf } from './keys.js';
 import { translateListeners, type ListenerState } from './listeners.js';
 import type { Gateway } from '../types/gateway-api.js';
@@ -14,6 +14,8 @@ export interface GatewayState {
   readonly accepted: Verdict;
   /** In spec order. */
   readonly listeners: readonly ListenerState[];
+  /** The hosts Backend resources may name here (its class's backendHosts); null: every host. */
+  readonly backendHosts: readonly string[] | null;
 }
 
 function acceptance(gateway: Gateway, gc: ClassVerdict, listeners: readonly ListenerState[], ctx: Context): Verdict {
@@ -38,7 +40,7 @@ export function translateGateways(ctx: Context, classes: ReadonlyMap<string, Cla
     const gc = classes.get(gateway.spec.gatewayClassName);
     if (!gc) continue;
     const listeners = translateListeners(gateway, ctx);
-    out.set(key, { key, gateway, accepted: acceptance(gateway, gc, listeners, ctx), listeners });
+    out.set(key, { key, gateway, accepted: acceptance(gateway, gc, listeners, ctx), listeners, backendHosts: classBackendHosts(gc.gatewayClass, ctx.configMap) });
   }
   return out;
 }

@@ -2,6 +2,7 @@
 // its rules in the IR, and its status per parent.
 import type { BackendIR, EvaluationLimits, FilterIR, Problem } from '@tollgate/api';
 import { resolveBackendRef } from './backendrefs.js';
+import { backendState, hostAllowed } from './backend.js';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { listenerLive, type GatewayState } from './gateway.js';
@@ -104,7 +105,8 @@ function refTargets(route: HTTPRoute): RefTarget[] {
  */
 function dependencies(targets: readonly RefTarget[], ctx: Context): unknown[] {
   const out: unknown[] = [];
-  for (const t of targets) out.push(ctx.services.get(t.key), ...(ctx.endpointSlices.get(t.key) ?? []), ...(t.grantsNamespace !== null ? ctx.grants.inNamespace(t.grantsNamespace) : []));
+  for (const t of targets)
+    out.push(ctx.services.get(t.key), backendDependency(t.key, ctx), ...(ctx.endpointSlices.get(t.key) ?? []), ...(t.grantsNamespace !== null ? ctx.grants.inNamespace(t.grantsNamespace) : []));
   return out;
 }
 
@@ -113,10 +115,17 @@ function sameDependencies(targets: readonly RefTarget[], deps: readonly unknown[
   let i = 0;
   for (const t of targets) {
     if (deps[i++] !== ctx.services.get(t.key)) return false;
+    if (deps[i++] !== backendDependency(t.key, ctx)) return false;
     for (const slice of ctx.endpointSlices.get(t.key) ?? []) if (deps[i++] !== slice) return false;
     if (t.grantsNamespace !== null) for (const g of ctx.grants.inNamespace(t.grantsNamespace)) if (deps[i++] !== g) return false;
   }
   return i === deps.length;
+}
+
+/** The state of the Backend resource of that name (the same object while it and what it reads are unchanged), or undefined. */
+function backendDependency(key: string, ctx: Context): unknown {
+  const b = ctx.backends.get(key);
+  return b && ctx.memo(`backend/${key}`, () => backendState(b, ctx));
 }
 
 function mirrorRefs(filters: readonly HTTPRouteFilter[] | undefined): HTTPBackendRef[] {
@@ -232,6 +241,7 @@ function attachFingerprint(g: GatewayState): string {
     g.accepted.message,
     g.gateway.metadata.namespace ?? '',
     g.listeners.map((l) => [l.spec.name, l.spec.port, l.spec.hostname ?? null, l.accepted.ok, l.supportedKinds, l.spec.allowedRoutes ?? null]),
+    g.backendHosts,
   ]);
 }
 
@@ -271,10 +281,21 @@ function attachRoute(route: HTTPRoute, rules: RulesResult, gateways: ReadonlyMap
     parents.push({
       parentRef: ref,
       controllerName: ctx.controllerName,
-      conditions: [condition('Accepted', accepted.ok, accepted.reason, accepted.message, gen), condition('ResolvedRefs', refs.ok, refs.reason, refs.message, gen)],
+      conditions: [condition('Accepted', accepted.ok, accepted.reason, accepted.message, gen), resolvedRefs(refs, rules, g, gen)],
     });
   }
   return { parents: inputs, attached, status: { namespace: ns, name: route.metadata.name, generation: gen, parents } };
+}
+
+/**
+ * ResolvedRefs for one parent: the rules' own verdict, or RefNotPermitted when a Backend they
+ * name has a host the parent Gateway's class does not allow (its requests get 500 there).
+ */
+function resolvedRefs(refs: Verdict, rules: RulesResult, g: GatewayState, gen: number) {
+  const denied = refs.ok && g.backendHosts !== null ? rules.rules.flatMap((r) => [...r.backends, ...r.filters.flatMap((f) => (f.type === 'RequestMirror' ? [f.backend] : []))]).find((b) => b.kind === 'external' && !hostAllowed(b.hostname, g.backendHosts)) : undefined;
+  if (denied?.kind !== 'external') return condition('ResolvedRefs', refs.ok, refs.reason, refs.message, gen);
+  const message = `Backend ${denied.name} names host ${denied.hostname}, which the parameters of GatewayClass ${g.gateway.spec.gatewayClassName} (backendHosts) do not allow on Gateway ${g.key}`;
+  return condition('ResolvedRefs', false, 'RefNotPermitted', message, gen);
 }
 
 /**

@@ -6,6 +6,7 @@ import { translateGatewayClasses } from './gatewayclass.js';
 import { translateGatewayPolicies } from './gatewaypolicy.js';
 import { translateHTTPRoutes } from './httproute.js';
 import { buildSnapshots } from './snapshot.js';
+import { backendState, backendStatus } from './backend.js';
 import type { Resources, TranslateOptions, TranslateResult } from './types.js';
 
 export type * from './types.js';
@@ -26,6 +27,7 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
       // ctx.httpRoutes is in key order already: no second sort of every route's key.
       httpRoutes: new Map([...ctx.httpRoutes.keys()].map((key) => [key, routesByKey.get(key)!.status] as const)),
       gatewayPolicies: policies.status,
+      backends: new Map([...ctx.backends].map(([key, b]) => [key, backendStatus(b, ctx.memo(`backend/${key}`, () => backendState(b, ctx)))])),
     },
   };
 }

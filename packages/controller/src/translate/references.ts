@@ -7,7 +7,8 @@
 // resolves the references with, so the cache reads exactly what translation asks.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { classParametersConfigMap, gatewayParametersConfigMap } from '../proxy-settings/parameters.js';
-import type { Gateway, GatewayClass, GatewayPolicy, ReferenceGrant } from '../types/gateway-api.js';
+import type { Gateway, GatewayClass, GatewayPolicy, ReferenceGrant, TollgateBackend } from '../types/gateway-api.js';
+import { BACKEND_GROUP, backendReferences } from './backend.js';
 import { mayRead, policyRefs, selectSecrets } from './policy-refs.js';
 import { ReferenceGrants } from './referencegrant.js';
 import { certificateSecrets } from './tls.js';
@@ -30,6 +31,8 @@ export interface ReferencingObjects {
   readonly gateways: readonly Gateway[];
   readonly referenceGrants: readonly ReferenceGrant[];
   readonly gatewayPolicies: readonly GatewayPolicy[];
+  /** Backend resources: the Secret of each one's provider key and the ConfigMaps of its CAs. */
+  readonly backends?: readonly TollgateBackend[];
   /** Every Secret as the cache holds it (metadata: name, namespace, labels): what selectors choose from. */
   readonly secrets: readonly KubernetesObject[];
 }
@@ -58,6 +61,17 @@ export function referencedObjects(r: ReferencingObjects, controllerName: string)
       selectors.push({ namespace: ns, matchLabels: s.matchLabels });
       for (const chosen of selectSecrets(s.matchLabels, byNamespace.get(ns) ?? []).selected) secrets.add(`${ns}/${chosen.metadata?.name ?? ''}`);
     }
+  }
+  // Every Backend is Tollgate's: its Accepted condition depends on what it reads, where it may.
+  for (const b of r.backends ?? []) {
+    const ns = b.metadata.namespace ?? '';
+    const from = { group: BACKEND_GROUP, kind: 'Backend', namespace: ns };
+    const refs = backendReferences(b);
+    for (const key of refs.secrets) {
+      const [namespace, name] = key.split('/') as [string, string];
+      if (grants.permits(from, { group: '', kind: 'Secret', namespace, name })) secrets.add(key);
+    }
+    for (const key of refs.configMaps) configMaps.add(key);
   }
   return { Secret: secrets, ConfigMap: configMaps, secretSelectors: selectors };
 }

@@ -1,10 +1,11 @@
 // One ProxySnapshot per accepted Gateway: a bind per port, a listener per accepted listener,
 // the attached routes in Gateway API precedence order with their policies.
-import { isDefaultLimits, withVersion, type BindIR, type EvaluationLimits, type ListenerIR, type PolicyIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { isDefaultLimits, withVersion, type BackendIR, type BindIR, type EvaluationLimits, type ListenerIR, type PolicyIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
 import { listenerLive, type GatewayState } from './gateway.js';
 import { targetKey, type AppliedPolicies } from './gatewaypolicy.js';
 import type { TranslatedRoute, TranslatedRule } from './httproute.js';
 import type { ListenerState } from './listeners.js';
+import { hostAllowed } from './backend.js';
 
 /** Address the proxy binds every port on; the proxy Service in front of it picks the exposure. */
 const BIND_ADDRESS = '0.0.0.0';
@@ -60,6 +61,25 @@ function routeIRs(tr: TranslatedRoute, hostnames: readonly string[], applied: Ap
   });
 }
 
+// A route with a Backend whose host the Gateway's class does not allow, as that Gateway serves
+// it: the Backend replaced by an invalid one (its share of requests gets 500), kept by route.
+const restricted = new WeakMap<RouteIR, { readonly hosts: readonly string[]; readonly ir: RouteIR }>();
+
+function withAllowedHosts(routes: readonly RouteIR[], hosts: readonly string[] | null): RouteIR[] {
+  if (hosts === null) return routes as RouteIR[];
+  const deny = (b: BackendIR): BackendIR =>
+    b.kind === 'external' && !hostAllowed(b.hostname, hosts) ? { kind: 'invalid', name: b.name, weight: b.weight, reason: 'RefNotPermitted' } : b;
+  return routes.map((r) => {
+    const touched = r.backends.some((b) => deny(b) !== b) || r.filters.some((f) => f.type === 'RequestMirror' && deny(f.backend) !== f.backend);
+    if (!touched) return r;
+    const hit = restricted.get(r);
+    if (hit && hit.hosts === hosts) return hit.ir;
+    const ir: RouteIR = { ...r, filters: r.filters.map((f) => (f.type === 'RequestMirror' ? { ...f, backend: deny(f.backend) } : f)), backends: r.backends.map(deny) };
+    restricted.set(r, { hosts, ir });
+    return ir;
+  });
+}
+
 export function buildSnapshots(
   gateways: ReadonlyMap<string, GatewayState>,
   routes: readonly TranslatedRoute[],
@@ -88,7 +108,7 @@ export function buildSnapshots(
       if (!listenerLive(g, l)) continue;
       const hostname = l.spec.hostname ?? null;
       const policy = applied.get(targetKey('Gateway', ns, gwName, l.spec.name)) ?? gatewayPolicy;
-      const routes = byListener.get(l) ?? [];
+      const routes = withAllowedHosts(byListener.get(l) ?? [], g.backendHosts);
       let listener: ListenerIR;
       if (l.certificates === null) listener = { name: l.spec.name, protocol: 'HTTP', hostname, policy, routes };
       // An HTTPS listener without a usable certificate cannot complete a handshake: left out

@@ -21,6 +21,7 @@ import type {
   ParentReference,
   ReferenceGrant,
   RouteGroupKind,
+  TollgateBackend,
 } from '../types/gateway-api.js';
 
 /** Everything the controller watches, as the informer caches hold it (any order). */
@@ -30,6 +31,8 @@ export interface Resources {
   readonly httpRoutes: readonly HTTPRoute[];
   readonly referenceGrants: readonly ReferenceGrant[];
   readonly gatewayPolicies: readonly GatewayPolicy[];
+  /** Backend resources (tollgate.dev); absent: none. */
+  readonly backends?: readonly TollgateBackend[];
   readonly services: readonly V1Service[];
   readonly endpointSlices: readonly V1EndpointSlice[];
   readonly namespaces: readonly V1Namespace[];
@@ -175,4 +178,11 @@ export interface StatusReport {
   readonly gateways: ReadonlyMap<string, GatewayStatusReport>;
   readonly httpRoutes: ReadonlyMap<string, HTTPRouteStatusReport>;
   readonly gatewayPolicies: ReadonlyMap<string, GatewayPolicyStatusReport>;
+  /** Every Backend of the resources, keyed by `<namespace>/<name>`. */
+  readonly backends: ReadonlyMap<string, BackendStatusReport>;
+}
+
+/** Conditions: Accepted. */
+export interface BackendStatusReport extends ReportedObject {
+  readonly conditions: readonly DesiredCondition[];
 }

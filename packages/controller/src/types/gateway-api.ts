@@ -2,7 +2,7 @@
 // fields translation looks at. Fields are as the API server returns them: optional where the
 // CRD defaults them, so translation applies the defaults itself and never trusts that a
 // webhook or the CRD did. Status is left out: translation computes it, it never reads it.
-import type { GatewayPolicySpec, TrafficPolicy } from '@tollgate/api';
+import type { BackendSpec, GatewayPolicySpec, TrafficPolicy } from '@tollgate/api';
 
 export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
 export const POLICY_GROUP = 'tollgate.dev';
@@ -275,4 +275,13 @@ export interface GatewayPolicy {
     readonly targetRefs: readonly PolicyTargetReference[];
     readonly traffic?: TrafficPolicy;
   };
+}
+
+// Backend (tollgate.dev/v1alpha1) ------------------------------------------------------------
+
+export interface TollgateBackend {
+  readonly apiVersion: 'tollgate.dev/v1alpha1';
+  readonly kind: 'Backend';
+  readonly metadata: ObjectMeta;
+  readonly spec: BackendSpec;
 }

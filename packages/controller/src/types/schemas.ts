@@ -3,9 +3,9 @@
 // (additionalProperties false). parseObject() reads a Kubernetes object strictly: an unknown
 // kind or field is an error naming it, so a golden test input cannot say what it does not mean.
 import { Type, type TSchema } from '@sinclair/typebox';
-import { compile, TrafficPolicy, ValidationError, type Validator } from '@tollgate/api';
+import { BackendSpec, compile, TrafficPolicy, ValidationError, type Validator } from '@tollgate/api';
 import type { V1ConfigMap, V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
-import type { Gateway, GatewayClass, GatewayPolicy, HTTPRoute, ReferenceGrant } from './gateway-api.js';
+import type { Gateway, GatewayClass, GatewayPolicy, HTTPRoute, ReferenceGrant, TollgateBackend } from './gateway-api.js';
 
 const Obj = <P extends Record<string, TSchema>>(properties: P) => Type.Object(properties, { additionalProperties: false });
 const Opt = <T extends TSchema>(t: T) => Type.Optional(t);
@@ -163,6 +163,13 @@ const GatewayPolicySchema = Obj({
   }),
 });
 
+const BackendSchema = Obj({
+  apiVersion: Type.Literal('tollgate.dev/v1alpha1'),
+  kind: Type.Literal('Backend'),
+  metadata: Metadata,
+  spec: BackendSpec,
+});
+
 const ServiceSchema = Obj({
   apiVersion: Type.Literal('v1'),
   kind: Type.Literal('Service'),
@@ -228,6 +235,7 @@ const VALIDATORS = {
   HTTPRoute: compile(HTTPRouteSchema),
   ReferenceGrant: compile(ReferenceGrantSchema),
   GatewayPolicy: compile(GatewayPolicySchema),
+  Backend: compile(BackendSchema),
   Service: compile(ServiceSchema),
   EndpointSlice: compile(EndpointSliceSchema),
   Namespace: compile(NamespaceSchema),
@@ -245,6 +253,7 @@ export type KnownObject =
   | { kind: 'HTTPRoute'; object: HTTPRoute }
   | { kind: 'ReferenceGrant'; object: ReferenceGrant }
   | { kind: 'GatewayPolicy'; object: GatewayPolicy }
+  | { kind: 'Backend'; object: TollgateBackend }
   | { kind: 'Service'; object: V1Service }
   | { kind: 'EndpointSlice'; object: V1EndpointSlice }
   | { kind: 'Namespace'; object: V1Namespace }

@@ -37,6 +37,12 @@ const CHECKS: Record<string, Check> = {
     if (!Array.isArray(s.targetRefs)) return 'spec.targetRefs is not a list';
     return s.targetRefs.every(isObj) ? undefined : 'spec.targetRefs has an entry that is not an object';
   },
+  Backend: (o) => {
+    const s = spec(o);
+    if (!s) return 'spec is missing';
+    if (typeof s.hostname !== 'string') return 'spec.hostname is missing';
+    return typeof s.port === 'number' ? undefined : 'spec.port is missing';
+  },
   Service: () => undefined,
   EndpointSlice: (o) => optArray(o.endpoints, 'endpoints'),
   Namespace: () => undefined,

@@ -62,6 +62,7 @@ export const KINDS: readonly WatchedKind[] = [
   custom('HTTPRoute', 'httpRoutes', GATEWAY_API, 'v1', 'httproutes', true),
   custom('ReferenceGrant', 'referenceGrants', GATEWAY_API, 'v1', 'referencegrants', true),
   custom('GatewayPolicy', 'gatewayPolicies', 'tollgate.dev', 'v1alpha1', 'gatewaypolicies', true),
+  custom('Backend', 'backends', 'tollgate.dev', 'v1alpha1', 'backends', true),
   {
     kind: 'Service',
     resources: 'services',

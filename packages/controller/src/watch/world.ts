@@ -113,6 +113,7 @@ export class World {
       gateways: partial.gateways,
       referenceGrants: partial.referenceGrants,
       gatewayPolicies: partial.gatewayPolicies,
+      backends: partial.backends,
       secrets: this.informer('Secret').list(),
     });
     this.#selectors = new Map();
