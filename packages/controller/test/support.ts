@@ -75,7 +75,7 @@ export function resultData(result: TranslateResult): unknown {
       httpRoutes: Object.fromEntries(result.status.httpRoutes),
       gatewayPolicies: Object.fromEntries(result.status.gatewayPolicies),
       // Only where a case has Backends: the outputs of the others stay as they were.
-      ...(result.status.backends.size ? { backends: Object.fromEntries(result.status.backends) } : {}),
+      ...(result.status.backends?.size ? { backends: Object.fromEntries(result.status.backends) } : {}),
     },
   };
 }

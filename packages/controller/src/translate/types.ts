@@ -32,7 +32,7 @@ export interface Resources {
   readonly referenceGrants: readonly ReferenceGrant[];
   readonly gatewayPolicies: readonly GatewayPolicy[];
   /** Backend resources (tollgate.dev); absent: none. */
-  readonly backends?: readonly TollgateBackend[];
+  readonly backends: readonly TollgateBackend[];
   readonly services: readonly V1Service[];
   readonly endpointSlices: readonly V1EndpointSlice[];
   readonly namespaces: readonly V1Namespace[];
@@ -178,8 +178,8 @@ export interface StatusReport {
   readonly gateways: ReadonlyMap<string, GatewayStatusReport>;
   readonly httpRoutes: ReadonlyMap<string, HTTPRouteStatusReport>;
   readonly gatewayPolicies: ReadonlyMap<string, GatewayPolicyStatusReport>;
-  /** Every Backend of the resources, keyed by `<namespace>/<name>`. */
-  readonly backends: ReadonlyMap<string, BackendStatusReport>;
+  /** Every Backend of the resources, keyed by `<namespace>/<name>` (translate() always sets it). */
+  readonly backends?: ReadonlyMap<string, BackendStatusReport>;
 }
 
 /** Conditions: Accepted. */
