@@ -23,6 +23,8 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
       maxRateLimitKeys: rt.maxRateLimitKeys,
       basicAuth: rt.passwords.settings,
     };
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ ...configDump(rt.current.ir, rt.loadedAt, rt.endpoints, settings), delivery }, null, 2));
+    // The host names of Backend resources as the proxy resolved them, and until when.
+    const dns = { settings: rt.dns.settings, names: rt.dns.view() };
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ ...configDump(rt.current.ir, rt.loadedAt, rt.endpoints, settings), delivery, dns }, null, 2));
   });
 }
