@@ -2,6 +2,7 @@
 // where they depend on each other: one place, so the config check, the proxy and its
 // config_dump agree. Cluster mode has no config file: the settings the cluster's parameters
 // give the proxy (PROXY_PROCESS_PARAMETERS) reach it as one JSON object, checked here too.
+import { parseDuration } from './duration.js';
 import { compile } from './ajv.js';
 import { ProcessConfig } from './schema/standalone-config.js';
 import { joinPath, ValidationError, type Problem } from './validation-error.js';
@@ -35,6 +36,10 @@ export function checkProcessConfig(cfg: ProcessConfig | undefined, path: string,
       path: joinPath(path, 'maxBufferedRequestBytes'),
       message: `got ${budget}; it must be at least maxRequestBodyBytes (${body}${cfg?.maxRequestBodyBytes === undefined ? ', its default' : ''}), or a body of the largest size a metered route reads could never be held: raise it or lower maxRequestBodyBytes`,
     });
+  }
+  const dns = cfg?.dns;
+  if (dns?.minTtl !== undefined && dns.maxTtl !== undefined && parseDuration(dns.minTtl) > parseDuration(dns.maxTtl)) {
+    out.push({ path: joinPath(joinPath(path, 'dns'), 'minTtl'), message: `got ${dns.minTtl}; it must not be more than maxTtl (${dns.maxTtl})` });
   }
 }
 

@@ -8,6 +8,7 @@ import { startMockLlm } from '@tollgate/mock-llm';
 import { deferred, until } from '@tollgate/testkit';
 import { DEFAULT_DNS, DnsCache, type Answer } from '../src/upstream/dns-cache.js';
 import { EndpointTable } from '../src/upstream/endpoints.js';
+import { simpleConfig, startGateway } from './helpers.js';
 
 function harness(settings: Partial<typeof DEFAULT_DNS> = {}) {
   let now = 1_000_000;
@@ -139,5 +140,19 @@ describe('DnsCache', () => {
     } finally {
       await llm.close();
     }
+  });
+});
+
+describe('config.dns', () => {
+  it('sets the cache\'s bounds, shown in config_dump; a minTtl above maxTtl is refused naming it', async () => {
+    const gw = await startGateway((port) => ({ config: { dns: { minTtl: '2s', maxTtl: '1m', staleFor: '0s', maxNames: 10 } }, ...simpleConfig(port, []) }));
+    try {
+      const dump = (await (await fetch(`${gw.adminUrl}/config_dump`)).json()) as { dns: { settings: Record<string, number>; names: unknown[] } };
+      expect(dump.dns.settings).toMatchObject({ minTtlMs: 2_000, maxTtlMs: 60_000, staleMs: 0, maxNames: 10 });
+      expect(dump.dns.names).toEqual([]);
+    } finally {
+      await gw.close();
+    }
+    await expect(startGateway((port) => ({ config: { dns: { minTtl: '2m', maxTtl: '1m' } }, ...simpleConfig(port, []) }))).rejects.toThrow('config.dns.minTtl: got 2m; it must not be more than maxTtl (1m)');
   });
 });

@@ -164,6 +164,17 @@ export const ProcessConfig = Type.Object(
           'Key values each keyed local limit (one with `by`) keeps a budget for in each proxy; beyond it, a new key shares the limit\'s overflow budget until keys no longer in use are dropped at the next window. A key used in the current window is never dropped. Default 100000.',
       }),
     ),
+    dns: Type.Optional(
+      Type.Object(
+        {
+          minTtl: Type.Optional(Duration('Shortest time an answer is kept, whatever its TTL (a TTL of 0 would resolve for every connection). Default 1s.')),
+          maxTtl: Type.Optional(Duration('Longest time an answer is kept, whatever its TTL. Default 300s.')),
+          staleFor: Type.Optional(Duration('How long past their TTL the last good addresses are used while resolution fails. 0s: not at all. Default 300s.', { allowZero: true })),
+          maxNames: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, description: 'Host names kept at once (the least recently used go first). Default 1024.' })),
+        },
+        { additionalProperties: false, description: 'How the host names of Backend resources are resolved and cached by the proxy (docs/providers.md, "DNS").' },
+      ),
+    ),
     basicAuth: Type.Optional(
       Type.Object(
         {

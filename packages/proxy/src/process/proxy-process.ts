@@ -13,6 +13,7 @@ import { DEFAULT_CLIENT_TIMEOUTS, DEFAULT_DRAIN_IDLE_MS, ProxyRuntime } from '..
 import { requestsStarted } from '../server/data-plane.js';
 import type { SnapshotSource } from '../source/snapshot-source.js';
 import { MemoryCompaction, type MemoryCompactionOptions } from './memory-compaction.js';
+import { DEFAULT_DNS, type DnsSettings } from '../upstream/dns-cache.js';
 
 export interface ProxyProcessOptions<S extends SnapshotSource = SnapshotSource> {
   /** Process settings (`config.*` of the config file); fixed for the life of the process. */
@@ -35,6 +36,19 @@ export interface ProxyProcessOptions<S extends SnapshotSource = SnapshotSource> 
    * config apply (the `tollgate` command does; in-process tests leave it off).
    */
   readonly compactMemory?: boolean | Omit<MemoryCompactionOptions, 'requests' | 'log'>;
+}
+
+/** config.dns over the defaults. */
+function dnsSettings(c: ProcessConfig['dns']): DnsSettings {
+  if (!c) return DEFAULT_DNS;
+  const ms = (text: string | undefined, fallback: number) => (text === undefined ? fallback : parseDuration(text));
+  return {
+    ...DEFAULT_DNS,
+    minTtlMs: ms(c.minTtl, DEFAULT_DNS.minTtlMs),
+    maxTtlMs: ms(c.maxTtl, DEFAULT_DNS.maxTtlMs),
+    staleMs: ms(c.staleFor, DEFAULT_DNS.staleMs),
+    maxNames: c.maxNames ?? DEFAULT_DNS.maxNames,
+  };
 }
 
 export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
@@ -69,6 +83,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       maxTokensChargedPerResponse: settings.maxTokensChargedPerResponse,
       maxRateLimitKeys: settings.maxRateLimitKeys,
       passwords: settings.basicAuth,
+      dns: dnsSettings(settings.dns),
       clientTimeouts: {
         requestHeadersMs: settings.requestHeadersTimeout ? parseDuration(settings.requestHeadersTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestHeadersMs,
         requestBodyIdleMs: settings.requestBodyIdleTimeout ? parseDuration(settings.requestBodyIdleTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyIdleMs,
