@@ -10,15 +10,11 @@
 // - The key reaches the connected proxy in the snapshot, and a rotated Secret reaches it without
 //   a restart; the key is in no status, no controller log line and no admin /snapshots answer.
 // Waits are on watches of the objects, the controller's log and the stream, not on timers.
-import { EventEmitter, once } from 'node:events';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LogControl } from '../packages/proxy/src/log/logger.js';
-import { ControllerSnapshotSource } from '../packages/proxy/src/source/controller-source.js';
-import type { SnapshotSink } from '../packages/proxy/src/source/snapshot-source.js';
+import { connectStreamClient, type StreamedSnapshot } from './lib/stream-client.js';
 import { ControllerProcess, installChart, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
 import type { Condition } from './lib/conditions.js';
 import { exec, run } from './lib/exec.js';
@@ -90,7 +86,7 @@ spec:
 
 const keySecret = (key: string) => JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'openai-key', namespace: TEAM }, type: 'Opaque', data: { apiKey: b64(key) } });
 
-type ProxySnapshot = Parameters<SnapshotSink['apply']>[0];
+type ProxySnapshot = StreamedSnapshot;
 interface BackendObject {
   status?: { conditions?: Condition[] };
 }
@@ -99,8 +95,6 @@ interface RouteObject {
 }
 const accepted = (b: BackendObject) => b.status?.conditions?.find((c) => c.type === 'Accepted');
 const resolvedRefs = (r: RouteObject) => r.status?.parents?.[0]?.conditions.find((c) => c.type === 'ResolvedRefs');
-
-const silent = () => new LogControl('error', new Writable({ write: (_c, _e, cb) => cb() })).get('config');
 
 /** The provider key of the first backend of a route, as the stream carried it (revealed: the proxy sends it upstream). */
 function wireKey(s: ProxySnapshot, route: string): string | undefined {
@@ -165,29 +159,9 @@ describe.skipIf(!availability.run)('the Backend resource', () => {
   });
 
   it('the key reaches a connected proxy, a rotated Secret too without a restart; no status, log or admin answer holds it', { timeout: 120_000 }, async () => {
-    const cm = await waitForObject<{ data?: Record<string, string> }>(cluster.current, 'configmaps', 'tollgate-ca', INFRA, (o) => Boolean(o.data?.['ca.crt']));
-    await waitForObject(cluster.current, 'serviceaccounts', 'gw-tollgate', INFRA, () => true);
-    const caFile = join(dir, 'ca.crt');
-    const tokenFile = join(dir, 'token');
-    writeFileSync(caFile, cm.data!['ca.crt']!);
-    writeFileSync(tokenFile, (await kubectl(['create', 'token', 'gw-tollgate', '-n', INFRA, '--audience', 'tollgate', '--duration=1h'])).trim(), { mode: 0o600 });
-    const address = String((await controller.waitForLog((l) => l.msg === 'snapshot stream listening')).address);
-    const received: ProxySnapshot[] = [];
-    const arrivals = new EventEmitter();
-    const source = new ControllerSnapshotSource({ address, security: { kind: 'tls', caFile, tokenFile }, gateway: `${INFRA}/gw`, pod: 'gw-0', podNamespace: INFRA, log: silent(), initialBackoffMs: 50, maxBackoffMs: 500 });
-    const receive = async (holds: (s: ProxySnapshot) => boolean): Promise<ProxySnapshot> => {
-      for (;;) {
-        const found = received.find(holds);
-        if (found) return found;
-        await once(arrivals, 'snapshot');
-      }
-    };
-    await source.start({
-      apply: async (s) => {
-        received.push(s);
-        arrivals.emit('snapshot');
-      },
-    });
+    const client = await connectStreamClient(cluster.current, controller, INFRA, 'gw', dir);
+    const { source } = client;
+    const receive = (holds: (s: ProxySnapshot) => boolean) => client.receive(holds);
     try {
       const before = await receive((s) => wireKey(s, 'chat') === KEY_V1);
       // In memory the key is a Secret: what a dump or log would print of the snapshot is redacted.

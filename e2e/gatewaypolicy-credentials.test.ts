@@ -13,15 +13,11 @@
 //   proxy's route refuses every request.
 // Waits are on watches of the objects, the controller's log and the stream, not on timers.
 import { createHash } from 'node:crypto';
-import { EventEmitter, once } from 'node:events';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LogControl } from '../packages/proxy/src/log/logger.js';
-import { ControllerSnapshotSource } from '../packages/proxy/src/source/controller-source.js';
-import type { SnapshotSink } from '../packages/proxy/src/source/snapshot-source.js';
+import { connectStreamClient, type StreamedSnapshot } from './lib/stream-client.js';
 import { ControllerProcess, installChart, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
 import { policyCondition, type PolicyStatus } from './lib/conditions.js';
 import { run } from './lib/exec.js';
@@ -100,10 +96,8 @@ spec:
 `;
 
 /** A snapshot as the proxy's source hands it on (the types of the build the proxy runs). */
-type ProxySnapshot = Parameters<SnapshotSink['apply']>[0];
+type ProxySnapshot = StreamedSnapshot;
 type PolicyIR = NonNullable<ProxySnapshot['binds'][number]['listeners'][number]['routes'][number]['policy']>;
-
-const silent = () => new LogControl('error', new Writable({ write: (_c, _e, cb) => cb() })).get('config');
 
 function routePolicy(s: ProxySnapshot, route: string): PolicyIR | null | undefined {
   for (const b of s.binds) for (const l of b.listeners) for (const r of l.routes) if (r.origin?.kind === 'HTTPRoute' && r.origin.name === route) return r.policy;
@@ -171,31 +165,9 @@ describe.skipIf(!availability.run)("the Secrets of a tenant's GatewayPolicy", ()
   // Needs the apiKey conversion (toApiKeyIR reading its Secrets through sources.secrets()).
   it('with the apiKey conversion: a rotated key reaches a connected proxy without a restart; the Secret deleted closes the route', { timeout: 120_000 }, async () => {
     await policyWhen('keys', (x) => policyCondition(x, 'Accepted')?.status === 'True');
-    const cm = await waitForObject<{ data?: Record<string, string> }>(cluster.current, 'configmaps', 'tollgate-ca', INFRA, (o) => Boolean(o.data?.['ca.crt']));
-    await waitForObject(cluster.current, 'serviceaccounts', 'gw-tollgate', INFRA, () => true);
-    const caFile = join(dir, 'ca.crt');
-    const tokenFile = join(dir, 'token');
-    writeFileSync(caFile, cm.data!['ca.crt']!);
-    writeFileSync(tokenFile, (await kubectl(['create', 'token', 'gw-tollgate', '-n', INFRA, '--audience', 'tollgate', '--duration=1h'])).trim(), { mode: 0o600 });
-    const address = String((await controller.waitForLog((l) => l.msg === 'snapshot stream listening')).address);
-
-    // The proxy's own stream client, whose sink keeps what it applies (and so ACKs it).
-    const received: ProxySnapshot[] = [];
-    const arrivals = new EventEmitter();
-    const source = new ControllerSnapshotSource({ address, security: { kind: 'tls', caFile, tokenFile }, gateway: `${INFRA}/gw`, pod: 'gw-0', podNamespace: INFRA, log: silent(), initialBackoffMs: 50, maxBackoffMs: 500 });
-    const receive = async (holds: (s: ProxySnapshot) => boolean): Promise<ProxySnapshot> => {
-      for (;;) {
-        const found = received.find(holds);
-        if (found) return found;
-        await once(arrivals, 'snapshot');
-      }
-    };
-    await source.start({
-      apply: async (s) => {
-        received.push(s);
-        arrivals.emit('snapshot');
-      },
-    });
+    const client = await connectStreamClient(cluster.current, controller, INFRA, 'gw', dir);
+    const { source } = client;
+    const receive = (holds: (s: ProxySnapshot) => boolean) => client.receive(holds);
     try {
       const ids = (s: ProxySnapshot) => routePolicy(s, 'chat')?.apiKey?.consumers.map((c) => c.id) ?? [];
       const before = await receive((s) => ids(s).includes(idOf('sk-team-a-v1')));

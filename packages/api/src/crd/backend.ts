@@ -2,7 +2,7 @@
 // way as GatewayPolicy's (./gateway-policy.ts); written by the same `gen:crds`.
 import { stringify } from 'yaml';
 import { BackendSpec, BackendStatus } from '../schema/backend.js';
-import { CRD_REGENERATE_COMMAND, POLICY_GROUP, POLICY_VERSION } from './gateway-policy.js';
+import { CRD_REGENERATE_COMMAND, POLICY_GROUP, servedVersion } from './gateway-policy.js';
 import { toStructural, type JsonSchema } from './structural.js';
 
 export const BACKEND_KIND = 'Backend';
@@ -37,20 +37,15 @@ export function backendCrd(): JsonSchema {
       names: { kind: BACKEND_KIND, listKind: `${BACKEND_KIND}List`, plural: BACKEND_PLURAL, singular: BACKEND_KIND.toLowerCase(), categories: ['tollgate'] },
       scope: 'Namespaced',
       versions: [
-        {
-          name: POLICY_VERSION,
-          served: true,
-          storage: true,
-          subresources: { status: {} },
-          additionalPrinterColumns: [
+        servedVersion(
+          [
             { name: 'Host', type: 'string', jsonPath: '.spec.hostname' },
             { name: 'Port', type: 'integer', jsonPath: '.spec.port' },
             { name: 'Provider', type: 'string', jsonPath: '.spec.provider.type' },
             { name: 'Accepted', type: 'string', jsonPath: '.status.conditions[?(@.type=="Accepted")].status' },
-            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
-          schema: { openAPIV3Schema },
-        },
+          openAPIV3Schema,
+        ),
       ],
     },
   };

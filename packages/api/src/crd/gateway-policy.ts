@@ -27,6 +27,18 @@ function conditionStatusColumn(type: string, description: string) {
   };
 }
 
+/** The one version of a Tollgate CRD: served, stored, with a status subresource; `columns` before Age. */
+export function servedVersion(columns: readonly JsonSchema[], openAPIV3Schema: JsonSchema): JsonSchema {
+  return {
+    name: POLICY_VERSION,
+    served: true,
+    storage: true,
+    subresources: { status: {} },
+    additionalPrinterColumns: [...columns, { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }],
+    schema: { openAPIV3Schema },
+  };
+}
+
 export function gatewayPolicyCrd(): JsonSchema {
   const spec = toStructural(GatewayPolicySpec, 'spec');
   const status = toStructural(GatewayPolicyStatus, 'status');
@@ -75,18 +87,13 @@ export function gatewayPolicyCrd(): JsonSchema {
       },
       scope: 'Namespaced',
       versions: [
-        {
-          name: POLICY_VERSION,
-          served: true,
-          storage: true,
-          subresources: { status: {} },
-          additionalPrinterColumns: [
+        servedVersion(
+          [
             conditionStatusColumn('Accepted', 'Whether the policy is valid and its targets exist, per ancestor.'),
             conditionStatusColumn('Attached', "Whether the policy is part of its Gateway's configuration (its target is attached), per ancestor."),
-            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
-          schema: { openAPIV3Schema },
-        },
+          openAPIV3Schema,
+        ),
       ],
     },
   };

@@ -6,7 +6,7 @@
 // namespace. A changed Secret is a new snapshot, so a rotated key is used for the next request
 // without a restart. No message quotes a key.
 import { X509Certificate } from 'node:crypto';
-import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import type { V1ConfigMap } from '@kubernetes/client-node';
 import { DEFAULT_API_KEY_DATA_KEY, toProviderIR, type BackendTLSIR, type ExternalBackendIR, type ObjectKeyRef, type PolicySources, type Problem, type SourceResult } from '@tollgate/api';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
@@ -153,7 +153,7 @@ function depsOf(b: TollgateBackend, ctx: Context): unknown[] {
   const refs = backendReferences(b);
   const namespaces = new Set([...refs.secrets, ...refs.configMaps].map((k) => k.slice(0, k.indexOf('/'))));
   return [
-    ...refs.secrets.map((k) => ctx.secrets.get(k) as V1Secret | undefined),
+    ...refs.secrets.map((k) => ctx.secrets.get(k)),
     ...refs.configMaps.map((k) => ctx.configMaps.get(k)),
     ...[...namespaces].flatMap((n) => ctx.grants.inNamespace(n)),
   ];
