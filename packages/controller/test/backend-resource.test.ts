@@ -36,3 +36,16 @@ describe('a Backend\'s provider key', () => {
     expect(encodeSnapshot(next)).toContain('sk-golden-provider-key-0002');
   });
 });
+
+describe('examples/providers-backends.yaml', () => {
+  it('reads strictly and translates: both Backends accepted once their Secrets exist', () => {
+    const example = readFileSync(fileURLToPath(new URL('../../../examples/providers-backends.yaml', import.meta.url)), 'utf8');
+    const r = parseResources(example, 'providers-backends.yaml');
+    const secret = (name: string, namespace: string) => ({ apiVersion: 'v1' as const, kind: 'Secret' as const, metadata: { name, namespace }, data: { apiKey: Buffer.from('sk-example').toString('base64') } });
+    const out = translate({ ...r, secrets: [secret('openai-key', 'team'), secret('azure-key', 'providers')] }, caseOptions(''));
+    expect([...out.status.backends!.values()].map((b) => [b.name, b.conditions[0]!.status])).toEqual([
+      ['azure', 'True'],
+      ['openai', 'True'],
+    ]);
+  });
+});

@@ -8,6 +8,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfigFile } from '../src/config/load-file.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { startMockLlm, type MockLlmOptions, type ReceivedRequest } from '@tollgate/mock-llm';
@@ -186,5 +188,17 @@ describe('the provider key is never shown', () => {
     expect(text).not.toContain(CLIENT_KEY);
     const logs = JSON.stringify(gw.logs.lines);
     expect(logs).not.toContain(KEY);
+  });
+});
+
+describe('examples/providers-openai.yaml', () => {
+  it('loads with its key files: OpenAI and Azure by weight, Anthropic, a local server without a key', async () => {
+    const loaded = await loadConfigFile(fileURLToPath(new URL('../../../examples/providers-openai.yaml', import.meta.url)));
+    const routes = loaded.snapshot.binds[0]!.listeners[0]!.routes;
+    const providers = routes.map((r) => r.backends.map((b) => (b.kind === 'static' ? b.provider?.type : undefined)));
+    expect(providers).toEqual([['OpenAI', 'AzureOpenAI'], ['Anthropic'], ['OpenAICompatible']]);
+    const azure = routes[0]!.backends[1]!;
+    expect(azure.kind === 'static' && azure.provider).toMatchObject({ basePath: '/openai/deployments/gpt-4o-prod', apiVersion: '2024-10-21' });
+    expect(loaded.namedFiles.filter((f) => f.endsWith('.key'))).toHaveLength(3);
   });
 });
