@@ -4,6 +4,7 @@ export * from './schema/traffic-policy.js';
 export * from './schema/standalone-config.js';
 export * from './process-settings.js';
 export * from './snapshot.js';
+export * from './provider.js';
 export * from './snapshot-schema.js';
 export * from './snapshot-wire.js';
 export * from './secret.js';

@@ -7,6 +7,7 @@ import { EvaluationLimitsSchema } from './limits.js';
 import { LOCAL_RATE_LIMIT_UNITS, MAX_KEY_NAME_LENGTH, MAX_OVERRIDE_LIMIT, MAX_SENT_DOMAIN_LENGTH, RATE_LIMIT_UNITS } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
 import type { ProxySnapshot } from './snapshot.js';
+import { PROVIDER_TYPES } from './provider.js';
 import { Lit, NonEmpty, Nullable, Obj, Str, WireSecret } from './schema/wire-parts.js';
 import { ApiKeyWire } from './auth/api-key.js';
 import { AuthorizationWire } from './auth/authorization.js';
@@ -53,8 +54,19 @@ const PathModifier = Type.Union([
 ]);
 const Weight = Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Share of requests; 0 sends none.' });
 const Endpoint = Obj({ address: NonEmpty('IP address.', 64), port: Type.Integer({ minimum: 1, maximum: 65535 }) }, 'A ready endpoint of a Service.');
+const Provider = Obj({ type: Type.Union(PROVIDER_TYPES.map((t) => Lit(t))) }, 'The API the backend speaks.');
 const Backend = Type.Union([
-  Obj({ kind: Lit('static'), name: NonEmpty('`<host>:<port>`.', 300), host: NonEmpty('Host.', 253), port: Type.Integer({ minimum: 1, maximum: 65535 }), weight: Weight }, 'A fixed address.'),
+  Obj(
+    {
+      kind: Lit('static'),
+      name: NonEmpty('`<host>:<port>`.', 300),
+      host: NonEmpty('Host.', 253),
+      port: Type.Integer({ minimum: 1, maximum: 65535 }),
+      weight: Weight,
+      provider: Type.Optional(Provider),
+    },
+    'A fixed address.',
+  ),
   Obj(
     {
       kind: Lit('service'),

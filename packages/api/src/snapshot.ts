@@ -8,6 +8,7 @@
 import type { EvaluationLimits } from './limits.js';
 import type { LocalRateLimitUnit, RateLimitUnit } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
+import type { ProviderType } from './provider.js';
 import type { AuthPolicyIR } from './auth/convert.js';
 
 export interface ProxySnapshot {
@@ -166,6 +167,13 @@ export interface StaticBackendIR {
   readonly host: string;
   readonly port: number;
   readonly weight: number;
+  /** What the backend is (its API format); absent: an OpenAI-compatible server, passed through. */
+  readonly provider?: ProviderIR;
+}
+
+/** A backend's provider: the API it speaks (llm/formats/ in the proxy reads it). */
+export interface ProviderIR {
+  readonly type: ProviderType;
 }
 
 /**

@@ -7,7 +7,7 @@ import { requireHostPort } from './host-port.js';
 import { isDefaultLimits, resolveLimits, type EvaluationLimits } from './limits.js';
 import { checkRouteRule, checkTrafficPolicy, checkUnique } from './rules.js';
 import { checkProcessConfig } from './process-settings.js';
-import { StandaloneConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
+import { StandaloneConfig, type BackendConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
 import type { HTTPHeaderFilter, HTTPPathModifier, HTTPRouteFilter, HTTPRouteMatch } from './schema/gateway-api.js';
 import { LOCAL_MONTHS_MESSAGE, type GlobalDescriptor, type LocalRateLimit, type PolicySet, type RateLimitKey } from './schema/traffic-policy.js';
 import { isSensitiveHeader, Secret } from './secret.js';
@@ -27,6 +27,7 @@ import type {
   RouteIR,
   RouteMatchIR,
   SnapshotSource,
+  StaticBackendIR,
 } from './snapshot.js';
 import { joinPath, ValidationError, type Problem } from './validation-error.js';
 import { parseConfigText } from './parse-text.js';
@@ -221,9 +222,10 @@ export function toFilter(f: HTTPRouteFilter): FilterIR {
   }
 }
 
-function toBackend(b: { host: string; weight?: number }): BackendIR {
+function toBackend(b: BackendConfig): BackendIR {
   const { host, port } = requireHostPort(b.host, 'backends[].host');
-  return { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1 };
+  const backend: StaticBackendIR = { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1 };
+  return b.provider ? { ...backend, provider: { type: b.provider.type } } : backend;
 }
 
 /** A key as the proxy reads it; header names lower-cased. The schema has checked the fields each type needs. */

@@ -6,11 +6,21 @@ import { Duration, Enum, Host, Hostname, HostPort, Port, PositiveInt } from './c
 import { HTTPRouteFilter, HTTPRouteMatch, RouteTimeouts } from './gateway-api.js';
 import { CelLimitsSchema, RegexLimitsSchema } from '../limits.js';
 import { PolicySet } from './traffic-policy.js';
+import { PROVIDER_TYPES } from '../provider.js';
+
+export const ProviderConfig = Type.Object(
+  {
+    type: Enum(PROVIDER_TYPES, 'The API the backend speaks. Anthropic: requests of OpenAI Chat Completions clients (/v1/chat/completions) are translated to its Messages API; OpenAI, AzureOpenAI and OpenAICompatible: passed through.'),
+  },
+  { additionalProperties: false, description: 'What the backend is; absent: an OpenAI-compatible server.' },
+);
+export type ProviderConfig = Static<typeof ProviderConfig>;
 
 export const BackendConfig = Type.Object(
   {
     host: HostPort('Upstream address <host>:<port>.'),
     weight: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Relative share of requests; default 1; 0 sends none.' })),
+    provider: Type.Optional(ProviderConfig),
   },
   { additionalProperties: false, description: 'An upstream the route sends requests to.' },
 );
