@@ -127,6 +127,18 @@ export const PROXY_ERRORS = defineErrors({
     message: 'request too large for the expressions of this route',
     hint: 'a rate limit descriptor or an authorization rule here reads a request input (headers, path, host, model, the consumer\'s fields) that is over the bound its cost was estimated for: send fewer or shorter headers or a shorter path, or raise config.cel.maxHeaders, maxHeaderLength or maxPathLength (the controller\'s --cel-* flags)',
   },
+  formatUnsupported: {
+    code: 'TG_FORMAT_UNSUPPORTED',
+    status: 400,
+    message: 'request cannot be translated for this backend',
+    hint: 'the route sends OpenAI Chat Completions requests to an Anthropic backend (provider.type Anthropic); the error names the field without an Anthropic counterpart (n > 1, logprobs, response_format, ...): leave it out, or route the request to an OpenAI backend. docs/providers.md#formats lists what is translated',
+  },
+  formatBadResponse: {
+    code: 'TG_FORMAT_BAD_RESPONSE',
+    status: 502,
+    message: 'backend answer is not valid in its provider\'s format',
+    hint: 'the Anthropic backend sent a body or stream that is not Anthropic\'s Messages API (not JSON, truncated, compressed, an event past config.maxSseLineBytes); a stream ends with an error chunk naming this code. Look at the backend; the tokens seen are still charged',
+  },
   requestBodyTooDeep: {
     code: 'TG_REQUEST_BODY_TOO_DEEP',
     status: 400,

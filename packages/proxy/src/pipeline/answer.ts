@@ -22,6 +22,20 @@ export function answerError(ctx: RequestContext, spec: ErrorSpec, extraHeaders?:
   done(ctx, spec.status, sendError(ctx.res, spec, extraHeaders, detail));
 }
 
+/**
+ * Answers with a catalog entry in OpenAI's error shape, `param` naming the field at fault: for
+ * requests of OpenAI clients the gateway refuses on their body (a field it cannot translate).
+ */
+export function answerOpenAiError(ctx: RequestContext, spec: ErrorSpec, message: string, param: string): void {
+  const text = JSON.stringify({ error: { message: `${spec.body}: ${message}`, type: 'invalid_request_error', param, code: spec.code } });
+  const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), 'x-tollgate-error': spec.code };
+  if (!ctx.res.headersSent && !ctx.res.destroyed) {
+    ctx.res.writeHead(spec.status, headers);
+    ctx.res.end(text);
+  }
+  done(ctx, spec.status, headers);
+}
+
 /** Answers a request refused by a rate limit; it never reaches the backend. */
 export function answerRefusal(ctx: RequestContext, refusal: Refusal): void {
   answerError(ctx, refusal.spec, refusal.headers);

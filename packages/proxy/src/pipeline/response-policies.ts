@@ -5,6 +5,8 @@ import { tokenizerLoaded } from '../llm/estimate.js';
 import { chargeSource, usageCharge } from '../llm/usage-charge.js';
 import type { TokenSource } from '../metrics/metrics.js';
 import { MAX_HELD_BYTES, UsageMeter } from '../llm/usage-meter.js';
+import type { ResponseTranslator } from '../llm/formats/anthropic-response.js';
+import { usageFormat } from '../llm/formats/format.js';
 import { applyHeaderModifier } from '../filters/header-modifier.js';
 import type { ForwardHooks } from '../upstream/forward.js';
 import type { HeaderMap, RequestContext } from './context.js';
@@ -23,6 +25,7 @@ export class ResponsePolicies implements ForwardHooks {
   readonly meter: UsageMeter | null;
   readonly transform?: (chunk: Buffer) => Buffer;
   readonly flush?: () => Buffer | Promise<Buffer>;
+  readonly finalStatus?: () => number;
 
   /** Status the backend answered; tokens are charged for 2xx responses only. */
   #status = 0;
@@ -36,20 +39,39 @@ export class ResponsePolicies implements ForwardHooks {
   #deferred: Buffer[] | null = null;
   #deferredBytes = 0;
 
-  constructor(private readonly ctx: RequestContext) {
+  /**
+   * A format translation (llm/formats/): the backend's answer becomes the client's format first,
+   * so the meter reads the usage the client sees.
+   */
+  readonly #translator: ResponseTranslator | null;
+
+  constructor(
+    private readonly ctx: RequestContext,
+    translator: ResponseTranslator | null = null,
+  ) {
     const route = ctx.route!;
-    this.meter = route.countsTokens ? new UsageMeter(ctx.llm?.injectedUsage ?? false, ctx.deps.maxSseEventBytes) : null;
-    if (this.meter) {
-      const meter = this.meter;
-      this.transform = (c) => this.#forward(meter.transform(c));
-      // Charged before the response's last bytes go out: a client's next request sees its usage.
-      // Only the first estimate of the process waits (for the tokenizer to load).
+    this.#translator = translator;
+    this.meter = route.countsTokens ? new UsageMeter(ctx.llm?.injectedUsage ?? false, ctx.deps.maxSseEventBytes, translator ? 'openai' : usageFormat(ctx.path)) : null;
+    const meter = this.meter;
+    if (translator) {
+      this.finalStatus = () => translator.finalStatus();
+      this.transform = meter ? (c) => this.#forward(meter.transform(translator.transform(c))) : (c) => translator.transform(c);
       this.flush = () => {
-        const rest = this.#release(meter.flush());
-        const charging = this.chargeTokens();
-        return charging ? charging.then(() => rest) : rest;
+        const tail = translator.flush();
+        return meter ? this.#meterFlush(meter, tail.length ? meter.transform(tail) : EMPTY) : tail;
       };
+    } else if (meter) {
+      this.transform = (c) => this.#forward(meter.transform(c));
+      this.flush = () => this.#meterFlush(meter, EMPTY);
     }
+  }
+
+  /** Charged before the response's last bytes go out: a client's next request sees its usage. Only the first estimate of the process waits (for the tokenizer to load). */
+  #meterFlush(meter: UsageMeter, before: Buffer): Buffer | Promise<Buffer> {
+    const last = meter.flush();
+    const rest = this.#release(before.length && last.length ? Buffer.concat([before, last]) : before.length ? before : last);
+    const charging = this.chargeTokens();
+    return charging ? charging.then(() => rest) : rest;
   }
 
   #forward(out: Buffer): Buffer {
@@ -81,7 +103,7 @@ export class ResponsePolicies implements ForwardHooks {
     return chargeTokens(this.ctx, this.meter);
   }
 
-  onResponseHeaders(status: number, headers: HeaderMap): void {
+  onResponseHeaders(status: number, headers: HeaderMap): boolean {
     const ctx = this.ctx;
     this.#status = status;
     this.headersAt = performance.now();
@@ -90,6 +112,7 @@ export class ResponsePolicies implements ForwardHooks {
       publish.backendResult(ctx, status, null);
       publish.responseSnapshot(ctx, 'backend response ready', status, headers);
     }
+    const hold = this.#translator?.onHeaders(status, headers) ?? false;
     for (const m of ctx.route!.responseModifiers) applyHeaderModifier(headers, m);
     if (ctx.admissions) Object.assign(headers, ctx.admissions.responseHeaders());
     // Headers an authorization check adds to the response (an extAuthz service's response_headers_to_add).
@@ -100,6 +123,7 @@ export class ResponsePolicies implements ForwardHooks {
       if (this.meter.readsAtEnd && status >= 200 && status < 300 && !tokenizerLoaded()) this.#deferred = [];
     }
     if (ctx.observed) publish.responseSnapshot(ctx, 'final response', status, headers);
+    return hold;
   }
 }
 

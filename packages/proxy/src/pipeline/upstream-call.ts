@@ -8,13 +8,16 @@ import { answerError } from './answer.js';
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
 import { ResponsePolicies } from './response-policies.js';
+import { translateRequest } from './translate.js';
 
 export async function callUpstream(ctx: RequestContext): Promise<void> {
   const { deps } = ctx;
   const route = ctx.route!.ir;
   const backend = ctx.backend!;
+  const translator = translateRequest(ctx);
+  if (translator === false) return;
   if (ctx.observed) publish.backendStart(ctx, backend.name);
-  const response = new ResponsePolicies(ctx);
+  const response = new ResponsePolicies(ctx, translator);
   const body = ctx.llm ? ctx.llm.body : ctx.hasBody ? ctx.req : null;
   const callStart = performance.now();
   // In flight on the endpoint until the exchange ends (forward never rejects). No request can
@@ -52,6 +55,9 @@ export async function callUpstream(ctx: RequestContext): Promise<void> {
     return;
   }
   if (result.error && !result.responded) {
+    // A held answer (a translated body) that failed mid-body: what the backend produced is charged.
+    const charging = response.chargeTokens();
+    if (charging) await charging;
     ctx.admissions?.settle(null);
     const spec = result.error.spec ?? ERRORS.upstreamReset;
     if (ctx.observed) publish.backendResult(ctx, spec.status, { kind: result.error.kind, message: result.error.message });

@@ -40,8 +40,14 @@ export interface ForwardResult {
 }
 
 export interface ForwardHooks {
-  /** May change the response headers before they are sent (ResponseHeaderModifier). */
-  readonly onResponseHeaders?: (status: number, headers: Record<string, string | string[] | undefined>) => void;
+  /**
+   * May change the response headers before they are sent (ResponseHeaderModifier). Returns true
+   * to hold the status and headers until the body's end (a translated body, whose status may
+   * still change): `transform` then returns nothing, and `flush` the whole body.
+   */
+  readonly onResponseHeaders?: (status: number, headers: Record<string, string | string[] | undefined>) => boolean | void;
+  /** The status to send for a held response, asked once its body ended. */
+  readonly finalStatus?: () => number;
   /** Sees each response chunk and returns what to send (the LLM usage meter). */
   readonly transform?: (chunk: Buffer) => Buffer;
   /** Returns what is left to send when the upstream response ends (a promise: send it once settled). */
@@ -121,6 +127,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   #pendingAbort: Error | null = null;
   #timer: NodeJS.Timeout | undefined;
   #headersTimer: NodeJS.Timeout | undefined;
+  /** The headers of a held response (ForwardHooks.onResponseHeaders), written at its end. */
+  #heldHeaders: Record<string, string | string[] | undefined> | null = null;
   readonly #onClientClose = (): void => {
     if (!this.res.writableFinished) this.#abort(new ClientGone('client disconnected'));
   };
@@ -172,7 +180,10 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.#headersTimer) clearTimeout(this.#headersTimer);
     this.#upstreamStatus = statusCode;
     const out = endToEnd(headers);
-    this.hooks.onResponseHeaders?.(statusCode, out);
+    if (this.hooks.onResponseHeaders?.(statusCode, out) === true) {
+      this.#heldHeaders = out;
+      return;
+    }
     this.res.writeHead(statusCode, out as Record<string, string | string[]>);
     if (this.req.method === 'HEAD') this.res.flushHeaders();
   }
@@ -192,9 +203,15 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   #end(rest: Buffer | undefined): void {
+    let status = this.#upstreamStatus ?? 502;
+    const held = this.#heldHeaders;
+    if (held) {
+      status = this.hooks.finalStatus?.() ?? status;
+      if (!this.res.headersSent && !this.res.destroyed) this.res.writeHead(status, held as Record<string, string | string[]>);
+    }
     if (rest?.length) this.res.end(rest);
     else this.res.end();
-    this.#finish({ status: this.#upstreamStatus ?? 502, upstreamStatus: this.#upstreamStatus, error: null, responded: true });
+    this.#finish({ status, upstreamStatus: this.#upstreamStatus, error: null, responded: true });
   }
 
   onResponseError(_c: Dispatcher.DispatchController, err: Error & { code?: string }): void {
