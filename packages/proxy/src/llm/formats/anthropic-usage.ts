@@ -32,6 +32,11 @@ export class AnthropicUsage {
   #cacheCreation = 0;
   #cacheRead: number | null = null;
   #output: number | null = null;
+  /**
+   * The output count is final: a message's, or a stream's message_delta. message_start's count
+   * is only the first token's: a stream cut before message_delta has no total (it is estimated).
+   */
+  #final = false;
 
   /** Reads one usage object (of a message, a message_start's message or a message_delta). */
   readUsage(usage: unknown): void {
@@ -52,6 +57,7 @@ export class AnthropicUsage {
     switch (o.type) {
       case 'message':
         this.readUsage(o.usage);
+        this.#final = true;
         if (Array.isArray(o.content)) for (const block of o.content) blockText(block, sink);
         return;
       case 'message_start':
@@ -59,6 +65,7 @@ export class AnthropicUsage {
         return;
       case 'message_delta':
         this.readUsage(o.usage);
+        this.#final = true;
         return;
       case 'content_block_start':
         blockText(o.content_block, sink);
@@ -82,10 +89,10 @@ export class AnthropicUsage {
     return this.#output;
   }
 
-  /** Prompt plus completion, null unless both were reported. */
+  /** Prompt plus completion, null unless both were reported and the output count is final. */
   total(): number | null {
     const prompt = this.prompt;
-    return prompt === null || this.#output === null ? null : prompt + this.#output;
+    return prompt === null || this.#output === null || !this.#final ? null : prompt + this.#output;
   }
 }
 
