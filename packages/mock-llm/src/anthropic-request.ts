@@ -91,7 +91,7 @@ function parse(body: Record<string, unknown>): MessagesRequest {
     maxTokens,
     promptChars,
     lastUserText,
-    stopSequences: (stops ?? []) as string[],
+    stopSequences: (stops ?? []),
     toolCall: toolCall(body),
   };
 }
