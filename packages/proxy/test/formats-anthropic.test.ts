@@ -223,6 +223,10 @@ describe('OpenAI client to an Anthropic backend: answers', () => {
     expect(err).toBeInstanceOf(OpenAI.RateLimitError);
     expect((err as Error).message).toContain('injected status 429');
     expect((err as InstanceType<typeof OpenAI.RateLimitError>).type).toBe('rate_limit_error');
+    // The body itself is OpenAI's shape, not Anthropic's {type: "error", error: {...}}.
+    const raw = await send(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-mock-status': '529' }, body: JSON.stringify({ model: 'c', messages: [{ role: 'user', content: 'hi' }] }) });
+    expect(raw.status).toBe(529);
+    expect(JSON.parse(raw.body)).toEqual({ error: { message: 'mock-llm: injected status 529 (x-mock-status)', type: 'overloaded_error', param: null, code: 'overloaded_error' } });
   });
 });
 
