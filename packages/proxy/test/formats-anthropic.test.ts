@@ -9,7 +9,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closedAfterEach, send, simpleConfig, startGateway, type TestGateway } from './helpers.js';
+import { closedAfterEach, openTrace, send, simpleConfig, startGateway, type TestGateway } from './helpers.js';
 
 let llm: MockLlm;
 /** Bodies mock-llm received on /v1/messages, last last. */
@@ -227,6 +227,22 @@ describe('OpenAI client to an Anthropic backend: answers', () => {
     const raw = await send(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-mock-status': '529' }, body: JSON.stringify({ model: 'c', messages: [{ role: 'user', content: 'hi' }] }) });
     expect(raw.status).toBe(529);
     expect(JSON.parse(raw.body)).toEqual({ error: { message: 'mock-llm: injected status 529 (x-mock-status)', type: 'overloaded_error', param: null, code: 'overloaded_error' } });
+  });
+});
+
+describe('traces of translated requests', () => {
+  it("show the request as the Anthropic backend gets it in the final request, and the translated answer's status", async () => {
+    const gw = await gateway();
+    const trace = await openTrace(gw.adminUrl);
+    await trace.armed;
+    await openai(gw).chat.completions.create({ model: 'traced', messages: [{ role: 'user', content: 'hi' }] });
+    const events = await trace.events;
+    const snapshots = events.flatMap((e) => (e.message.type === 'requestSnapshot' ? [e.message] : []));
+    expect(snapshots.find((m) => m.stage === 'initial request')!.requestState.request.path).toBe('/v1/chat/completions');
+    const final = snapshots.find((m) => m.stage === 'final request')!.requestState.request;
+    expect(final.path).toBe('/v1/messages');
+    expect(final.headers['content-length']).toBe(String(Buffer.byteLength(JSON.stringify(lastBody().body))));
+    expect(events.some((e) => e.message.type === 'backendCallResult' && e.message.status === 200)).toBe(true);
   });
 });
 

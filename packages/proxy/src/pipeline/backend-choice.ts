@@ -1,6 +1,7 @@
 // Stage 5, backend choice: one of the route's backends by weight and, for a Service, one of
 // its endpoints by least request (routing/backend-picker.ts); the request gains its
-// x-forwarded-* headers on the way out, and the chosen backend's own header changes.
+// x-forwarded-* headers on the way out, the chosen backend's own header changes, and its API
+// format when it is not the client's (translate.ts).
 import { ERRORS } from '../errors.js';
 import { applyHeaderModifier } from '../filters/header-modifier.js';
 import { INVALID_BACKEND } from '../routing/backend-picker.js';
@@ -8,6 +9,7 @@ import { addForwarded } from '../upstream/headers.js';
 import { answerError } from './answer.js';
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
+import { translateRequest } from './translate.js';
 
 /**
  * Returns false when the request has no backend to go to: answered 500 when its backend is
@@ -25,6 +27,10 @@ export function chooseBackend(ctx: RequestContext): boolean {
   // The backendRef's own filters, for the requests sent to it only.
   const b = backend.backend;
   if (b.kind === 'service' && b.filters) for (const f of b.filters) applyHeaderModifier(ctx.upstreamHeaders!, f);
+  // A backend of another API gets the request in its format (the trace's final request shows it).
+  const translator = translateRequest(ctx);
+  if (translator === false) return false;
+  ctx.translator = translator;
   ctx.entry.stage = 'upstream';
   ctx.entry.upstream = backend.name;
   if (ctx.observed) publish.requestSnapshot(ctx, 'final request');

@@ -1,7 +1,7 @@
 // The request half of a format translation (llm/formats/): when the picked backend speaks
 // another API than the client, the body, path and headers sent upstream are the backend's, and
-// the response policies get the translator for the answer. Synchronous: it runs between the
-// backend's pick and the call, where nothing may be awaited.
+// the response policies get the translator for the answer. Synchronous: it runs in the backend
+// choice, between the pick and the call, where nothing may be awaited.
 import { ERRORS } from '../errors.js';
 import { AnthropicResponse, type ResponseTranslator } from '../llm/formats/anthropic-response.js';
 import { chatToMessages, FormatRefusal } from '../llm/formats/chat-to-messages.js';

@@ -8,16 +8,13 @@ import { answerError } from './answer.js';
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
 import { ResponsePolicies } from './response-policies.js';
-import { translateRequest } from './translate.js';
 
 export async function callUpstream(ctx: RequestContext): Promise<void> {
   const { deps } = ctx;
   const route = ctx.route!.ir;
   const backend = ctx.backend!;
-  const translator = translateRequest(ctx);
-  if (translator === false) return;
   if (ctx.observed) publish.backendStart(ctx, backend.name);
-  const response = new ResponsePolicies(ctx, translator);
+  const response = new ResponsePolicies(ctx, ctx.translator);
   const body = ctx.llm ? ctx.llm.body : ctx.hasBody ? ctx.req : null;
   const callStart = performance.now();
   // In flight on the endpoint until the exchange ends (forward never rejects). No request can
