@@ -4,7 +4,7 @@
 // key makes its consumer the request's; the key is taken out of the request before it is
 // forwarded. Refusals are 401 with a Bearer challenge (RFC 6750) when the key may come as a
 // Bearer credential, an `ApiKey` one otherwise (docs/authentication.md, "apiKey").
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { API_KEY_BOUNDS, type ApiKeyIR } from '@tollgate/api';
 import { ERRORS } from '../errors.js';
 import { describeLocation, headerNames, readCredential } from './credential-reader.js';
@@ -36,7 +36,8 @@ export function compileApiKey(ir: ApiKeyIR): AuthCheck {
       const key = read.value;
       // No key of another length was accepted: not worth a hash.
       if (key.length < API_KEY_BOUNDS.minKeyLength || key.length > API_KEY_BOUNDS.maxKeyLength) return unknown;
-      const consumer = consumers.get(createHash('sha256').update(key).digest('hex'));
+      // One-shot hash: no Hash object per request.
+      const consumer = consumers.get(hash('sha256', key, 'hex'));
       if (!consumer) return unknown;
       return { ok: true, consumer, ...read.strip, note: `key ${consumer.credentialId} of ${consumer.name}` };
     },
