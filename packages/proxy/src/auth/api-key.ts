@@ -14,9 +14,9 @@ export const API_KEY_REALM = 'tollgate';
 
 /** Needs nothing of AuthDeps: the digests are all it compares. */
 export function compileApiKey(ir: ApiKeyIR): AuthCheck {
-  const consumers = new Map<string, Consumer>();
+  const consumers = new Map<string, { readonly consumer: Consumer; readonly note: string }>();
   for (const c of ir.consumers) {
-    consumers.set(c.digest.reveal(), { name: c.consumer, group: c.group, labels: c.labels, claims: null, via: 'apiKey', credentialId: c.id });
+    consumers.set(c.digest.reveal(), { consumer: { name: c.consumer, group: c.group, labels: c.labels, claims: null, via: 'apiKey', credentialId: c.id }, note: `key ${c.id} of ${c.consumer}` });
   }
   const names = headerNames(ir.keyFrom);
   const places = ir.keyFrom.map(describeLocation).join(', ');
@@ -37,9 +37,9 @@ export function compileApiKey(ir: ApiKeyIR): AuthCheck {
       // No key of another length was accepted: not worth a hash.
       if (key.length < API_KEY_BOUNDS.minKeyLength || key.length > API_KEY_BOUNDS.maxKeyLength) return unknown;
       // One-shot hash: no Hash object per request.
-      const consumer = consumers.get(hash('sha256', key, 'hex'));
-      if (!consumer) return unknown;
-      return { ok: true, consumer, ...read.strip, note: `key ${consumer.credentialId} of ${consumer.name}` };
+      const known = consumers.get(hash('sha256', key, 'hex'));
+      if (!known) return unknown;
+      return { ok: true, consumer: known.consumer, ...read.strip, note: known.note };
     },
   };
 }
