@@ -4,7 +4,7 @@
 // apiKey (1,000 consumers), jwt (RS256 with an inline key set) and basicAuth (bcrypt; every
 // request after the first is a cached verification). The variants take turns within each
 // round, the proxy pinned to one CPU; the table gives medians and each variant's CPU per
-// request against no auth, measured in the same rounds. Printed, not asserted.
+// request against no auth: the median of its per-round ratios (a round's variants run back to back). Printed, not asserted.
 //
 //   pnpm build && node bench/auth.mjs [--rounds 5] [--duration 10] [--warmup 3]
 import { createPrivateKey, createSign, generateKeyPairSync, randomBytes } from 'node:crypto';

@@ -8,7 +8,7 @@
 //                provider.type Anthropic: request, events and usage translated;
 //   chat       - an OpenAI client to the OpenAI API, passed through (for reference).
 // The variants take turns within each round, the proxy pinned to one CPU; the table gives
-// medians and each variant's CPU per request against `messages`, measured in the same rounds.
+// medians and each variant's CPU per request against `messages` (the median of its per-round ratios).
 // Printed, not asserted.
 //
 //   pnpm build && node bench/formats.mjs [--rounds 5] [--duration 10] [--warmup 3]

@@ -95,15 +95,20 @@ export async function runRounds({ url, proxy, variants, requests, opts, cpus, di
   return runs;
 }
 
-/** The table of medians, each variant's CPU per request against `base`'s, and its target (a ratio) when it has one. */
+/**
+ * The table of medians, each variant's CPU per request against `base`'s, and its target (a
+ * ratio) when it has one. A variant's ratio is the median of its per-round ratios against the
+ * base run of the same round: the load of a shared machine drifts between rounds far more than
+ * within one.
+ */
 export function printCpuTable(runs, variants, base, targets) {
-  const baseCpu = median(runs[base].map((r) => r.cpuUsPerReq));
   console.log('');
   console.log(`| variant | req/s | p99 ms | CPU µs/req | vs ${base} | target |`);
   console.log('|---|---:|---:|---:|---:|---|');
   for (const v of variants) {
     const cpu = median(runs[v].map((r) => r.cpuUsPerReq));
-    const ratio = baseCpu ? cpu / baseCpu : null;
+    const ratios = runs[v].flatMap((r, i) => (runs[base][i].cpuUsPerReq ? [r.cpuUsPerReq / runs[base][i].cpuUsPerReq] : []));
+    const ratio = ratios.length ? median(ratios) : null;
     const target = targets[v] ? `<= ${targets[v].toFixed(2)}x ${ratio !== null && ratio <= targets[v] ? 'met' : 'NOT met'}` : '';
     console.log(`| ${v} | ${Math.round(median(runs[v].map((r) => r.rps)))} | ${fmt(median(runs[v].map((r) => r.p99Ms)), 2)} | ${fmt(cpu)} | ${ratio === null ? '-' : `${ratio.toFixed(2)}x`} | ${target} |`);
   }
