@@ -230,6 +230,14 @@ describe('OpenAI client to an Anthropic backend: answers', () => {
   });
 });
 
+describe('the admin API', () => {
+  it("shows a backend's provider in /config_dump", async () => {
+    const gw = await gateway();
+    const dump = JSON.parse((await send(`${gw.adminUrl}/config_dump`)).body) as { backends: { host: string; provider?: unknown }[] };
+    expect(dump.backends).toEqual([expect.objectContaining({ host: '127.0.0.1', provider: { type: 'Anthropic' } })]);
+  });
+});
+
 describe('traces of translated requests', () => {
   it("show the request as the Anthropic backend gets it in the final request, and the translated answer's status", async () => {
     const gw = await gateway();

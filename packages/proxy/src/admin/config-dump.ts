@@ -114,7 +114,7 @@ export function backendHealth(ir: ProxySnapshot, endpoints: EndpointTable) {
   return [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [x.name, x])).values()].map((x) => {
     switch (x.kind) {
       case 'static':
-        return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
+        return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, ...(x.provider ? { provider: x.provider } : {}), endpoints: upstreamNames(x).map(endpoint) };
       case 'service':
         return { type: 'Service', name: x.name, namespace: x.namespace, host: x.service, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
       case 'invalid':
