@@ -154,3 +154,38 @@ describe('a Messages client (passthrough)', () => {
     expect(await tokens(cut, 'estimated')).toBeGreaterThan(0);
   });
 });
+
+describe('a client whose body cannot be translated', () => {
+  async function plainGateway(config: Record<string, unknown> = {}): Promise<{ gw: TestGateway; calls: () => number }> {
+    let calls = 0;
+    const up = await startUpstream((_req, res) => {
+      calls++;
+      res.end('{}');
+    });
+    cleanups.push(() => up.close());
+    // No token limit: the body is read only because the backend needs it translated.
+    const route = { name: 'chat', backends: [{ host: up.host, provider: { type: 'Anthropic' } }] };
+    const gw = await startGateway((port) => ({ config, ...simpleConfig(port, [route]) }));
+    cleanups.push(() => gw.close());
+    return { gw, calls: () => calls };
+  }
+
+  it('a body that is not JSON, or not an object, is a 400 naming messages; the backend is not called', async () => {
+    const { gw, calls } = await plainGateway();
+    for (const body of ['not json', '[1,2]', '{"model":"m"}']) {
+      const r = await send(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      expect(r.status).toBe(400);
+      expect(JSON.parse(r.body)).toMatchObject({ error: { type: 'invalid_request_error', param: 'messages', code: 'TG_FORMAT_UNSUPPORTED' } });
+    }
+    expect(calls()).toBe(0);
+  });
+
+  it('a body larger than config.maxRequestBodyBytes is a 413, on a route that counts no tokens too', async () => {
+    const { gw, calls } = await plainGateway({ maxRequestBodyBytes: 1024 });
+    const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(4096) }] });
+    const r = await send(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    expect(r.status).toBe(413);
+    expect(r.headers['x-tollgate-error']).toBe('TG_REQUEST_BODY_TOO_LARGE');
+    expect(calls()).toBe(0);
+  });
+});
