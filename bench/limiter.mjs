@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Limiter decisions per second, in-process: the local limiter of a route with one requests
+// Limiter decisions per second of CPU time, in-process: the local limiter of a route with one requests
 // entry and one tokens entry (check with a token reservation, then settle with the usage, as a
 // request does), against a baseline
 // measured in the same run: one clock read per decision, the least any time-window limiter
