@@ -133,7 +133,7 @@ function inProcess(opts) {
   const store = limiterStore(opts.keys);
   const few = routeLimiter(store, 'few', entries);
   const many = routeLimiter(store, 'many', entries);
-  const unkeyed = routeLimiter(store, 'unkeyed', entries.map(({ by: _, ...e }) => e));
+  const unkeyed = routeLimiter(store, 'unkeyed', entries.map((e) => ({ ...e, by: undefined })));
   store.commit();
 
   // The decisions' requests exist before the first reading: only the tables are measured.
