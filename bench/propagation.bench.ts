@@ -107,26 +107,32 @@ spec:
     backend?.close();
   });
 
+  /** The proxy's admin server answers loopback Host names only. */
+  const PROXY_ADMIN_HOST = { host: `127.0.0.1:${PROXY_PORTS.admin}` };
+
+  /** A 200 answer's body from an admin server. node:http, not fetch: fetch does not send a Host header of the caller's choosing. */
+  function adminGet(what: string, url: string, headers: Record<string, string> = {}): Promise<Buffer> {
+    return new Promise<Buffer>((resolve, reject) => {
+      httpGet(url, { headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`${what}: ${res.statusCode} ${Buffer.concat(chunks).toString()}`))));
+      }).on('error', reject);
+    });
+  }
+
   /** CPU profiles of the controller and one proxy over PROFILE_SECONDS, written to `dir`. */
   async function takeProfiles(dir: string, proxy: ProxyProcess): Promise<void> {
     mkdirSync(dir, { recursive: true });
-    // node:http, not fetch: fetch does not send a Host header of the caller's choosing.
     const take = async (name: string, url: string, headers: Record<string, string> = {}) => {
-      const body = await new Promise<Buffer>((resolve, reject) => {
-        httpGet(`${url}/debug/pprof/profile?seconds=${PROFILE_SECONDS}`, { headers }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`${name} profile: ${res.statusCode} ${Buffer.concat(chunks).toString()}`))));
-        }).on('error', reject);
-      });
+      const body = await adminGet(`${name} profile`, `${url}/debug/pprof/profile?seconds=${PROFILE_SECONDS}`, headers);
       const file = join(dir, `${name}.pb.gz`);
       writeFileSync(file, body);
       console.log(`  ${name} CPU profile (${PROFILE_SECONDS} s): ${file} (go tool pprof -top ${file})`);
     };
     await Promise.all([
       take('controller', `http://${fleet.controller.admin}`),
-      // The proxy's admin server answers loopback Host names only.
-      take(proxy.name, proxy.adminUrl, { host: `127.0.0.1:${PROXY_PORTS.admin}` }),
+      take(proxy.name, proxy.adminUrl, PROXY_ADMIN_HOST),
     ]);
   }
 
@@ -282,5 +288,16 @@ spec:
       },
     });
     await timePatches('budget', budget);
+    // What the proxies enforce now: the gateway-level policy of each carries the last budget.
+    const last = 100000 + patchNo;
+    const carrying = await Promise.all(
+      fleet.proxies.map(async (p) => {
+        const dump = JSON.parse((await adminGet(`${p.name} config_dump`, `${p.adminUrl}/config_dump`, PROXY_ADMIN_HOST)).toString()) as {
+          policies: { level: string; policy: { localRateLimit?: { kind: string; tokens?: number; by?: { type: string } }[] | null } }[];
+        };
+        return dump.policies.some((x) => x.level === 'gateway' && x.policy.localRateLimit?.some((e) => e.kind === 'tokens' && e.tokens === last && e.by?.type === 'Consumer'));
+      }),
+    );
+    console.log(`  proxies whose config_dump has the last budget (tokens ${last} by Consumer): ${carrying.filter(Boolean).length} of ${carrying.length}`);
   });
 });
