@@ -110,4 +110,40 @@ describe('Service backends', () => {
     expect(seen.get('a')).toEqual({ name: 'a', backend: 'a', added: 'one,two', gone: null });
     expect(seen.get('b')).toEqual({ name: 'b', backend: 'client', added: 'one', gone: 'yes' });
   });
+
+  it('run a backendRef\'s response header changes, rewrite and redirect only for the requests sent to that backend', async () => {
+    const echo = (name: string) => (req: { url?: string; headers: Record<string, unknown> }, res: { setHeader: (n: string, v: string) => void; end: (s: string) => void }) => {
+      res.setHeader('x-upstream', name);
+      res.end(JSON.stringify({ name, path: req.url, host: req.headers.host }));
+    };
+    const a = await startUpstream(echo('a'));
+    const b = await startUpstream(echo('b'));
+    cleanup.push(() => a.close(), () => b.close());
+    const { gw } = await setup();
+    const rewritten: BackendIR = {
+      ...service([{ address: '127.0.0.1', port: a.port }]),
+      filters: [
+        { type: 'ResponseHeaderModifier', set: [{ name: 'x-served-by', value: 'a' }], add: [], remove: ['x-upstream'] },
+        { type: 'URLRewrite', hostname: 'a.internal', path: { type: 'ReplaceFullPath', value: '/rewritten' } },
+      ],
+    };
+    const plain: BackendIR = { ...service([{ address: '127.0.0.1', port: b.port }]), name: 'b.default.svc.cluster.local:80', service: 'b' };
+    const redirected: BackendIR = {
+      ...service([{ address: '127.0.0.1', port: b.port }]),
+      name: 'c.default.svc.cluster.local:80',
+      service: 'c',
+      filters: [{ type: 'RequestRedirect', scheme: null, hostname: 'elsewhere.example.com', path: null, port: null, statusCode: 302 }],
+    };
+    await applyBackends(gw, [rewritten, plain, redirected]);
+    const seen = new Map<string, unknown>();
+    // Picks are random by weight: all three answer well within 300 requests (a miss is under 3 x (2/3)^299).
+    for (let i = 0; i < 300 && seen.size < 3; i++) {
+      const r = await send(`${gw.url}/x?q=1`);
+      const key = r.status === 302 ? 'redirect' : (JSON.parse(r.body) as { name: string }).name;
+      seen.set(key, { status: r.status, location: r.headers.location, servedBy: r.headers['x-served-by'], upstream: r.headers['x-upstream'], body: r.status === 302 ? null : JSON.parse(r.body) });
+    }
+    expect(seen.get('a')).toEqual({ status: 200, location: undefined, servedBy: 'a', upstream: undefined, body: { name: 'a', path: '/rewritten?q=1', host: 'a.internal' } });
+    expect(seen.get('b')).toEqual({ status: 200, location: undefined, servedBy: undefined, upstream: 'b', body: { name: 'b', path: '/x?q=1', host: expect.stringContaining('127.0.0.1') } });
+    expect(seen.get('redirect')).toEqual({ status: 302, location: `http://elsewhere.example.com:${new URL(gw.url).port}/x?q=1`, servedBy: undefined, upstream: undefined, body: null });
+  });
 });

@@ -2,7 +2,7 @@
 // backendRef weights, across backends), then, within a Service, one of its ready endpoints by
 // the balancing policy. Everything a pick reads is prepared once per config (cumulative
 // weights, target objects holding their endpoint state); a pick allocates nothing.
-import type { BackendIR, RouteIR, ServiceBackendIR } from '@tollgate/api';
+import type { BackendFilterIR, BackendIR, RouteIR, ServiceBackendIR } from '@tollgate/api';
 import type { Clock } from '../ratelimit/clock.js';
 import { systemClock } from '../ratelimit/clock.js';
 import { EndpointTable, type Endpoint } from '../upstream/endpoints.js';
@@ -69,6 +69,11 @@ export function upstreamNames(backend: BackendIR): string[] {
     case 'invalid':
       return [];
   }
+}
+
+/** The backendRef's own filters (absent on most backends). */
+export function backendFilters(backend: BackendIR): readonly BackendFilterIR[] | undefined {
+  return backend.kind === 'service' ? backend.filters : undefined;
 }
 
 /** Every endpoint address a route can send to: its backends' and its mirrors'. */
