@@ -5,31 +5,21 @@
 // supported filters travel with the backend; the unsupported one makes that backendRef alone
 // unusable (ResolvedRefs False UnsupportedValue, its share answered 500), while the rule's other
 // backend and the route's other rule keep serving.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ControllerProcess, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
+import { startChartController, waitForObject, type ControllerProcess } from './controller-process.js';
+import type { Condition } from './lib/conditions.js';
 import { run } from './lib/exec.js';
-import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
+import { e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
 
 const availability = e2eAvailability();
-const CHART = join(REPO_ROOT, 'charts/tollgate');
-const NS = 'tollgate-system';
 const APPS = 'apps';
 const OURS = 'tollgate.dev/gateway-controller';
 const GROUP = 'gateway.networking.k8s.io';
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-  observedGeneration?: number;
-}
+type RouteCondition = Condition & { observedGeneration?: number };
 interface RouteStatus {
-  status?: { parents?: { controllerName: string; conditions: Condition[] }[] };
+  status?: { parents?: { controllerName: string; conditions: RouteCondition[] }[] };
 }
 interface BackendView {
   kind: string;
@@ -41,6 +31,7 @@ interface SnapshotsView {
   gateways: { gateway: string; snapshot: { binds: { listeners: { routes: { name: string; backends: BackendView[] }[] }[] }[] } }[];
 }
 
+const generationOf = (c: RouteCondition | undefined) => c?.observedGeneration;
 const cond = (r: RouteStatus, type: string) => r.status?.parents?.find((p) => p.controllerName === OURS)?.conditions.find((c) => c.type === type);
 
 const service = (name: string, address: string) => [
@@ -90,11 +81,8 @@ describe.skipIf(!availability.run)('backendRef filters on a live route', () => {
   let controller: ControllerProcess;
 
   beforeAll(async () => {
-    await run(cluster.current.tools.helm, ['install', 'tollgate', CHART, '-n', NS, '--create-namespace'], { env: cluster.current.env });
+    controller = await startChartController(cluster.current);
     await kubectl(['create', 'namespace', APPS]);
-    const kubeconfig = await serviceAccountKubeconfig(cluster.current, NS, 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-ctl-')), 'kubeconfig'));
-    controller = await ControllerProcess.start('controller', cluster.current, kubeconfig);
-    await controller.synced();
   }, 120_000);
 
   afterAll(async () => {
@@ -102,7 +90,7 @@ describe.skipIf(!availability.run)('backendRef filters on a live route', () => {
   });
 
   /** The route's status once the controller has written it for `generation`. */
-  const settled = (generation: number) => waitForObject<RouteStatus>(cluster.current, 'httproute', 'chat', APPS, (r) => cond(r, 'Accepted')?.observedGeneration === generation && cond(r, 'ResolvedRefs')?.observedGeneration === generation);
+  const settled = (generation: number) => waitForObject<RouteStatus>(cluster.current, 'httproute', 'chat', APPS, (r) => generationOf(cond(r, 'Accepted')) === generation && generationOf(cond(r, 'ResolvedRefs')) === generation);
 
   /** The chat route's rules in the Gateway's snapshot, as the controller serves it to proxies. */
   async function snapshotRoutes(): Promise<Map<string, BackendView[]>> {

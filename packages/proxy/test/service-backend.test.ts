@@ -140,10 +140,10 @@ describe('Service backends', () => {
     for (let i = 0; i < 300 && seen.size < 3; i++) {
       const r = await send(`${gw.url}/x?q=1`);
       const key = r.status === 302 ? 'redirect' : (JSON.parse(r.body) as { name: string }).name;
-      seen.set(key, { status: r.status, location: r.headers.location, servedBy: r.headers['x-served-by'], upstream: r.headers['x-upstream'], body: r.status === 302 ? null : JSON.parse(r.body) });
+      seen.set(key, { status: r.status, location: r.headers.location, servedBy: r.headers['x-served-by'], upstream: r.headers['x-upstream'], body: r.status === 302 ? null : (JSON.parse(r.body) as unknown) });
     }
     expect(seen.get('a')).toEqual({ status: 200, location: undefined, servedBy: 'a', upstream: undefined, body: { name: 'a', path: '/rewritten?q=1', host: 'a.internal' } });
-    expect(seen.get('b')).toEqual({ status: 200, location: undefined, servedBy: undefined, upstream: 'b', body: { name: 'b', path: '/x?q=1', host: expect.stringContaining('127.0.0.1') } });
+    expect(seen.get('b')).toEqual({ status: 200, location: undefined, servedBy: undefined, upstream: 'b', body: { name: 'b', path: '/x?q=1', host: expect.stringContaining('127.0.0.1') as unknown } });
     expect(seen.get('redirect')).toEqual({ status: 302, location: `http://elsewhere.example.com:${new URL(gw.url).port}/x?q=1`, servedBy: undefined, upstream: undefined, body: null });
   });
 });
@@ -185,7 +185,7 @@ describe('endpoints that go away', () => {
     const calls = (await trace.events).filter((e) => e.message.type === 'backendCallStart' || e.message.type === 'backendCallResult').map((e) => e.message);
     expect(calls).toEqual([
       { type: 'backendCallStart', target: `127.0.0.1:${refusing}` },
-      { type: 'backendCallResult', status: 503, error: expect.objectContaining({ kind: 'TG_UPSTREAM_REFUSED' }) },
+      { type: 'backendCallResult', status: 503, error: expect.objectContaining({ kind: 'TG_UPSTREAM_REFUSED' }) as unknown },
       { type: 'backendCallStart', target: live.host },
       { type: 'backendCallResult', status: 200, error: null },
     ]);
