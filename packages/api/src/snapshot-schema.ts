@@ -51,6 +51,22 @@ const PathModifier = Type.Union([
   Obj({ type: Lit('ReplaceFullPath'), value: Str('New path.', 1024) }, 'Replace the whole path.'),
   Obj({ type: Lit('ReplacePrefixMatch'), value: Str('New prefix.', 1024) }, 'Replace the matched prefix.'),
 ]);
+const RequestHeaderFilter = Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes request headers.');
+const ResponseHeaderFilter = Obj({ type: Lit('ResponseHeaderModifier'), ...headerModifier }, 'Changes response headers.');
+const RedirectFilter = Obj(
+  {
+    type: Lit('RequestRedirect'),
+    scheme: Nullable(Type.Union([Lit('http'), Lit('https')])),
+    hostname: Nullable(NonEmpty('Hostname of the Location.', 253)),
+    path: Nullable(PathModifier),
+    port: Nullable(Type.Integer({ minimum: 1, maximum: 65535 })),
+    statusCode: Type.Union([Lit(301), Lit(302), Lit(303), Lit(307), Lit(308)]),
+  },
+  'Answers with a redirect.',
+);
+const RewriteFilter = Obj({ type: Lit('URLRewrite'), hostname: Nullable(NonEmpty('Host header sent upstream.', 253)), path: Nullable(PathModifier) }, 'Rewrites the request.');
+/** What a backendRef may carry: run only for the requests sent to that backend. */
+const BackendFilter = Type.Union([RequestHeaderFilter, ResponseHeaderFilter, RewriteFilter, RedirectFilter]);
 const Weight = Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Share of requests; 0 sends none.' });
 const Endpoint = Obj({ address: NonEmpty('IP address.', 64), port: Type.Integer({ minimum: 1, maximum: 65535 }) }, 'A ready endpoint of a Service.');
 const Backend = Type.Union([
@@ -64,7 +80,7 @@ const Backend = Type.Union([
       port: Type.Integer({ minimum: 1, maximum: 65535, description: 'Service port.' }),
       weight: Weight,
       endpoints: Type.Array(Endpoint, { maxItems: 100_000 }),
-      filters: Type.Optional(Type.Array(Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes the headers of requests sent to this backend.'), { maxItems: 16 })),
+      filters: Type.Optional(Type.Array(BackendFilter, { maxItems: 16 })),
     },
     'A Service port and its ready endpoints.',
   ),
@@ -72,20 +88,10 @@ const Backend = Type.Union([
 ]);
 
 const Filter = Type.Union([
-  Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes request headers.'),
-  Obj({ type: Lit('ResponseHeaderModifier'), ...headerModifier }, 'Changes response headers.'),
-  Obj(
-    {
-      type: Lit('RequestRedirect'),
-      scheme: Nullable(Type.Union([Lit('http'), Lit('https')])),
-      hostname: Nullable(NonEmpty('Hostname of the Location.', 253)),
-      path: Nullable(PathModifier),
-      port: Nullable(Type.Integer({ minimum: 1, maximum: 65535 })),
-      statusCode: Type.Union([Lit(301), Lit(302), Lit(303), Lit(307), Lit(308)]),
-    },
-    'Answers with a redirect.',
-  ),
-  Obj({ type: Lit('URLRewrite'), hostname: Nullable(NonEmpty('Host header sent upstream.', 253)), path: Nullable(PathModifier) }, 'Rewrites the request.'),
+  RequestHeaderFilter,
+  ResponseHeaderFilter,
+  RedirectFilter,
+  RewriteFilter,
   Obj(
     {
       type: Lit('RequestMirror'),

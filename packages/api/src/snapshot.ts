@@ -169,10 +169,16 @@ export interface StaticBackendIR {
 }
 
 /**
- * Filters of one backendRef: they run only for the requests sent to that backend, after the
- * route's own filters. Absent when the backendRef has none.
+ * Filters of one backendRef: they run only for the requests sent to that backend (the response
+ * modifier on the response it answers), after the route's own filters. A RequestRedirect here
+ * answers the requests that fall on this backend with the redirect; a URLRewrite replaces what
+ * the route's rewrote. Absent when the backendRef has none. A RequestMirror (or any other
+ * filter) on a backendRef is not run: the controller makes that backendRef `invalid`.
  */
-export type BackendFilterIR = Extract<FilterIR, { type: 'RequestHeaderModifier' }>;
+export type BackendFilterIR = Extract<FilterIR, { type: (typeof BACKEND_FILTER_TYPES)[number] }>;
+
+/** The filter types a backendRef may carry in the IR. */
+export const BACKEND_FILTER_TYPES = ['RequestHeaderModifier', 'ResponseHeaderModifier', 'URLRewrite', 'RequestRedirect'] as const;
 
 /** A Kubernetes Service port, with the ready endpoints its EndpointSlices list. */
 export interface ServiceBackendIR {
