@@ -198,7 +198,7 @@ describe('changing a budget at runtime (config reload)', () => {
     const bad: [unknown[], RegExp][] = [
       [[{ ...good[0], overrides: [{ key: 'alice', requests: 3 }, { key: 'bob', requests: 3 }, { key: 'alice', requests: 4 }] }], /local\[0\]\.overrides\[2\]\.key: duplicate key "alice" \(also at index 0\)/],
       [[{ requests: 2, unit: 'Hours', overrides: [{ key: 'alice', requests: 3 }] }], /local\[0\]\.overrides: overrides are only allowed with by/],
-      [[{ ...good[0], overrides: [{ key: 'alice', tokens: 3 }] }], /local\[0\]\.overrides\[0\]\.requests: every override sets the amount the entry sets.*this entry sets requests/],
+      [[{ ...good[0], overrides: [{ key: 'alice', tokens: 3 }] }], /local\[0\]\.overrides\[0\]\.tokens: every override sets the amount the entry sets.*this entry sets requests/],
       [[{ ...good[0], overrides: [{ key: 'a'.repeat(129), requests: 3 }] }], /local\[0\]\.overrides\[0\]\.key: /],
       [[{ ...good[0], overrides: Array.from({ length: 1001 }, (_, i) => ({ key: `c${i}`, requests: 3 })) }], /local\[0\]\.overrides: .*1000/],
       [[{ ...good[0], name: 'no spaces allowed' }], /local\[0\]\.name: /],
@@ -257,6 +257,11 @@ describe.skipIf(!availability.run)('per-key limits of a keyed global descriptor 
 describe('examples/ratelimit-overrides.yaml', () => {
   it('loads, with its key file', async () => {
     const loaded = await loadConfigFile(fileURLToPath(new URL('../../../examples/ratelimit-overrides.yaml', import.meta.url)));
-    expect(loaded.ok, loaded.ok ? '' : JSON.stringify(loaded.problems)).toBe(true);
+    const route = loaded.snapshot.binds[0]!.listeners[0]!.routes[0]!;
+    expect(route.policy?.localRateLimit?.map((l) => [l.name, l.overrides?.length])).toEqual([
+      ['consumer-daily', 2],
+      ['team-daily', 1],
+      [undefined, 1],
+    ]);
   });
 });
