@@ -5,14 +5,12 @@
 // an amount or an override keeping what was used in the window (local requests and tokens), and
 // keyed global descriptors sending each key's own limit to the real envoyproxy/ratelimit, whose
 // Redis counters survive a changed limit. Bad overrides are refused naming the field.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfigFile } from '../src/config/load-file.js';
 import { simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { ALICE, BOB, CAROL, consumerKeyFile } from './support/consumer-keys.js';
 import { counters, rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
 
 let now = 0;
@@ -26,27 +24,7 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-let dir: string;
-let keys: string;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tollgate-overrides-'));
-  keys = join(dir, 'keys.json');
-  await writeFile(
-    keys,
-    JSON.stringify([
-      { key: 'sk-alice-0123456789', consumer: 'alice', group: 'team-a' },
-      { key: 'sk-bob-0123456789ab', consumer: 'bob', group: 'team-a' },
-      { key: 'sk-carol-0123456789', consumer: 'carol', group: 'team-b' },
-    ]),
-  );
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-const ALICE = { 'x-api-key': 'sk-alice-0123456789' };
-const BOB = { 'x-api-key': 'sk-bob-0123456789ab' };
-const CAROL = { 'x-api-key': 'sk-carol-0123456789' };
+const keyFile = consumerKeyFile();
 
 /** An upstream answering every request with an LLM usage of `tokens`. */
 async function upstream(tokens = 0): Promise<Upstream> {
@@ -60,7 +38,7 @@ async function upstream(tokens = 0): Promise<Upstream> {
 
 /** The config of one route `r` with these local entries (and apiKey consumers from the key file). */
 function config(port: number, backend: string, local: unknown[]): Record<string, unknown> {
-  return simpleConfig(port, [{ name: 'r', policies: { traffic: { apiKey: { file: keys }, rateLimit: { local } } }, backends: [{ host: backend }] }]);
+  return simpleConfig(port, [{ name: 'r', policies: { traffic: { apiKey: { file: keyFile.path() }, rateLimit: { local } } }, backends: [{ host: backend }] }]);
 }
 
 async function gateway(make: (port: number) => Record<string, unknown>): Promise<TestGateway> {
@@ -227,7 +205,7 @@ describe.skipIf(!availability.run)('per-key limits of a keyed global descriptor 
   function globalConfig(port: number, backend: string, run: string, limit: number, overrides: unknown[]): Record<string, unknown> {
     const descriptors = [{ unit: 'Requests', by: { type: 'Consumer' }, entries: [{ name: 'run', expression: `"${run}"` }], limit: { requestsPerUnit: limit, unit: 'Days' }, overrides }];
     return simpleConfig(port, [{ name: 'r', backends: [{ host: backend }] }], {
-      policies: { traffic: { apiKey: { file: keys }, rateLimit: { global: { service: { host: rls.address }, timeout: '2s', domain: 'budgets', descriptors } } } },
+      policies: { traffic: { apiKey: { file: keyFile.path() }, rateLimit: { global: { service: { host: rls.address }, timeout: '2s', domain: 'budgets', descriptors } } } },
     });
   }
 
