@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { until } from '@tollgate/testkit';
 import { loadConfigFile } from '../src/config/load-file.js';
 import { simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 import { ALICE, BOB, CAROL, consumerKeyFile } from './support/consumer-keys.js';
@@ -229,6 +230,43 @@ describe.skipIf(!availability.run)('per-key limits of a keyed global descriptor 
       [`budgets_consumer_alice_run_${run}_${day}`]: 6,
       [`budgets_consumer_bob_run_${run}_${day}`]: 5,
     });
+  });
+});
+
+describe.skipIf(!availability.run)('per-key limits of a keyed global Tokens descriptor (envoyproxy/ratelimit)', () => {
+  let rls: RlsService;
+  beforeAll(async () => {
+    rls = await startRls(rlsBinaries().found!, { configs: { budgets: 'domain: budgets\n' } });
+  });
+  afterAll(async () => {
+    await rls?.stop();
+  });
+
+  it("a key's check and its charge both carry the key's own limit", async () => {
+    const up = await upstream(60);
+    const run = `r-${randomUUID()}`;
+    const descriptors = [
+      { name: 'consumer-tokens', unit: 'Tokens', by: { type: 'Consumer' }, entries: [{ name: 'run', expression: `"${run}"` }], limit: { requestsPerUnit: 50, unit: 'Days' }, overrides: [{ key: 'alice', requestsPerUnit: 100 }] },
+    ];
+    const gw = await gateway((port) =>
+      simpleConfig(port, [{ name: 'r', policies: { traffic: { apiKey: { file: keyFile.path() }, rateLimit: { global: { service: { host: rls.address }, timeout: '2s', domain: 'budgets', descriptors } } } }, backends: [{ host: up.host }] }]),
+    );
+    const day = Math.floor(Date.now() / 86_400_000) * 86_400;
+    const charged = (who: string, n: number) => until(async () => (await counters(rls, `budgets_consumer_${who}_`))[`budgets_consumer_${who}_run_${run}_${day}`] === n, { what: `${who} charged ${n}` });
+    // Charged only under a limit: the service charges nothing for a descriptor it has no limit for.
+    expect((await hit(gw, ALICE)).status).toBe(200);
+    await charged('alice', 60);
+    expect((await hit(gw, BOB)).status).toBe(200);
+    await charged('bob', 60);
+    // 60 used: within alice's 100, over bob's 50.
+    const alice = await hit(gw, ALICE);
+    expect(alice.status).toBe(200);
+    expect(limitHeaders(alice)).toEqual({ limit: '100, 100;w=86400', remaining: '40', policy: 'consumer-tokens;by=Consumer' });
+    await charged('alice', 120);
+    expect((await hit(gw, ALICE)).status).toBe(429);
+    const bob = await hit(gw, BOB);
+    expect(bob.status).toBe(429);
+    expect(limitHeaders(bob)).toEqual({ limit: '50, 50;w=86400', remaining: '0', policy: 'consumer-tokens;by=Consumer' });
   });
 });
 
