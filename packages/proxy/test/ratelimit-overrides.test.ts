@@ -5,7 +5,7 @@
 // an amount or an override keeping what was used in the window (local requests and tokens), and
 // keyed global descriptors sending each key's own limit to the real envoyproxy/ratelimit, whose
 // Redis counters survive a changed limit. Bad overrides are refused naming the field.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { until } from '@tollgate/testkit';
@@ -83,6 +83,18 @@ describe('per-key budgets of a local entry', () => {
     // A new window gives alice her override's requests back (4), not the entry's 2.
     now += 3_600_000;
     expect(await statuses(gw, ALICE, 5)).toEqual([200, 200, 200, 200, 429]);
+  });
+
+  it('an override of the empty key is the budget of requests without a value; a long value is named by its hashed form', async () => {
+    const up = await upstream();
+    const long = 'v'.repeat(200);
+    const hashed = `#${createHash('sha256').update(long, 'utf8').digest('base64url')}`;
+    const local = [{ requests: 3, unit: 'Hours', by: { type: 'Header', name: 'x-team' }, overrides: [{ key: '', requests: 1 }, { key: hashed, requests: 5 }] }];
+    const gw = await gateway((port) => simpleConfig(port, [{ name: 'r', policies: { traffic: { rateLimit: { local } } }, backends: [{ host: up.host }] }]));
+    expect(await statuses(gw, {}, 2)).toEqual([200, 429]);
+    expect(await statuses(gw, { 'x-team': '' }, 1)).toEqual([429]);
+    expect(await statuses(gw, { 'x-team': 'red' }, 4)).toEqual([200, 200, 200, 429]);
+    expect(await statuses(gw, { 'x-team': long }, 6)).toEqual([200, 200, 200, 200, 200, 429]);
   });
 
   it('a tokens override: the key is admitted while its own usage is within its own budget', async () => {
