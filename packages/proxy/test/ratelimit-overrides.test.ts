@@ -206,7 +206,7 @@ describe('changing a budget at runtime (config reload)', () => {
 
 const availability = rlsAvailability();
 
-describe.skipIf(!availability.run)('per-key limits of a keyed global descriptor (envoyproxy/ratelimit)', () => {
+describe.skipIf(!availability.run)('per-key limits of keyed global descriptors (envoyproxy/ratelimit)', () => {
   let rls: RlsService;
   beforeAll(async () => {
     rls = await startRls(rlsBinaries().found!, { configs: { budgets: 'domain: budgets\n' } });
@@ -242,16 +242,6 @@ describe.skipIf(!availability.run)('per-key limits of a keyed global descriptor 
       [`budgets_consumer_alice_run_${run}_${day}`]: 6,
       [`budgets_consumer_bob_run_${run}_${day}`]: 5,
     });
-  });
-});
-
-describe.skipIf(!availability.run)('per-key limits of a keyed global Tokens descriptor (envoyproxy/ratelimit)', () => {
-  let rls: RlsService;
-  beforeAll(async () => {
-    rls = await startRls(rlsBinaries().found!, { configs: { budgets: 'domain: budgets\n' } });
-  });
-  afterAll(async () => {
-    await rls?.stop();
   });
 
   it("a key's check and its charge both carry the key's own limit", async () => {
