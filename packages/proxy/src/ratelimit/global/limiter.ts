@@ -127,15 +127,23 @@ class RlsGlobalLimiter implements GlobalLimiter {
     }
     const requests: RlsDescriptor[] = [];
     const tokens: RlsDescriptor[] = [];
+    // What each sent descriptor is called, in the order sent (the service answers in that order).
+    const requestsPolicies: string[] = [];
+    const tokensPolicies: string[] = [];
     for (const d of this.descriptors.list) {
       const ev = evaluateDescriptor(d, facts, bound.bindings);
       if (!ev.ok) {
         this.deps.log.debug({ descriptor: d.index, entry: ev.entry, reason: ev.reason }, 'global rate limit descriptor not sent: entry has no value');
         continue;
       }
-      const limit = d.limit ? { limit: d.limit } : {};
-      if (d.unit === 'Tokens') tokens.push({ entries: ev.entries, hits_addend: { value: 0 }, ...limit });
-      else requests.push({ entries: ev.entries, ...limit });
+      const limit = ev.limit ? { limit: ev.limit } : {};
+      if (d.unit === 'Tokens') {
+        tokens.push({ entries: ev.entries, hits_addend: { value: 0 }, ...limit });
+        tokensPolicies.push(d.policy);
+      } else {
+        requests.push({ entries: ev.entries, ...limit });
+        requestsPolicies.push(d.policy);
+      }
     }
     // No descriptor applies to this request: nothing to ask (Envoy does not call either).
     if (requests.length === 0 && tokens.length === 0) return allowedCheck('ok', {}, null, {}, noCommit);
@@ -149,7 +157,8 @@ class RlsGlobalLimiter implements GlobalLimiter {
 
     const headers = serviceHeaders(res.response_headers_to_add);
     const least = leastRemaining(res.statuses);
-    const limit = least ? limitStatus(least, this.#now() / 1000) : null;
+    const policies = [...requestsPolicies, ...tokensPolicies];
+    const limit = least ? limitStatus(least, this.#now() / 1000, policies[res.statuses.indexOf(least)] ?? 'global') : null;
     if (limit) Object.assign(headers, rateLimitHeaders(limit));
     const requestHeaders = serviceHeaders(res.request_headers_to_add);
 
