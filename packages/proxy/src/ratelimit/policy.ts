@@ -260,6 +260,8 @@ export class Admissions {
    * (it never rejects): the response's last bytes wait for it, so that the client's next
    * request, on whichever replica, meets a budget that counts this one.
    */
+  settle(tokens: null): undefined;
+  settle(tokens: number | null): Promise<void> | undefined;
   settle(tokens: number | null): Promise<void> | undefined {
     if (this.#ended) return undefined;
     this.#ended = true;
