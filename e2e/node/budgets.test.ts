@@ -11,7 +11,6 @@
 // - The budget raised by `kubectl patch` is enforced once every proxy pod has ACKed the
 //   snapshot carrying it (read from the controller's /snapshots, not after a timer), and the
 //   usage counted before the change is kept: only the difference is admitted.
-import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rlsAvailability, rlsBinaries, startRls, type RlsService } from '../../packages/proxy/test/support/rls.js';
 import { policyCondition, type PolicyStatus } from '../lib/conditions.js';
@@ -247,7 +246,7 @@ describe.skipIf(!availability.run)('team budgets across two proxy pods on the e2
     }
     const list = await json<{ items: { status: { podIP?: string } }[] }>('get', 'pods', '-n', GW_NS, '-l', PROXY_PODS);
     pods = list.items.map((p) => p.status.podIP!).filter(Boolean).sort();
-    expect(pods).toHaveLength(2);
+    if (pods.length !== 2) throw new Error(`expected the two proxy pods' addresses, found ${JSON.stringify(pods)}`);
   }, 20 * 60_000);
 
   afterAll(async () => {
