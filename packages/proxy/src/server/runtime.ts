@@ -14,6 +14,7 @@ import { ChargeCap, DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE } from '../ratelimit
 import type { GlobalFactory } from '../ratelimit/policy.js';
 import type { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
 import { serviceNeeds, type ReadinessNeed } from '../ratelimit/global/readiness.js';
+import { DEFAULT_MAX_GLOBAL_ANSWERS, GlobalAnswers } from '../ratelimit/global/answers.js';
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { DEFAULT_MAX_LINE_BYTES } from '@tollgate/kit';
@@ -101,6 +102,8 @@ export class ProxyRuntime {
   readonly traces: TraceHub;
   readonly metrics: ProxyMetrics;
   readonly limiters: LimiterStore;
+  /** The rate limit service's last answer per key of the keyed global descriptors (GET /budgets). */
+  readonly globalAnswers: GlobalAnswers;
   /**
    * Global rate limiting (gRPC, protobuf and CEL) is loaded by the first config that has a
    * remoteRateLimit policy; a proxy that never uses it neither loads nor starts any of it.
@@ -136,8 +139,11 @@ export class ProxyRuntime {
   readonly startedAt = Date.now();
   loadedAt = 0;
 
+  /** The rate limits' clock (ms): what their windows are read against. */
+  readonly clock: Clock;
+
   constructor(readonly options: RuntimeOptions) {
-    const clock = options.clock ?? systemClock;
+    const clock = (this.clock = options.clock ?? systemClock);
     this.endpoints = new EndpointTable({ connectTimeoutMs: options.connectTimeoutMs, clock });
     this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING };
     const maxRequestBodyBytes = options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES;
@@ -145,10 +151,11 @@ export class ProxyRuntime {
     this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels, bufferedRequestBytes: () => bodyBudget.used, rateLimitServices: () => this.rateLimitServices.states() });
     const log = options.rateLimitLog ?? options.log;
     this.limiters = new LimiterStore(clock, { maxKeys: options.maxRateLimitKeys ?? DEFAULT_MAX_RATE_LIMIT_KEYS, overflowed: overflowReporter(this.metrics, log, clock) });
-    this.#makeGlobal = (ir, _scope, limits) => {
+    this.globalAnswers = new GlobalAnswers(DEFAULT_MAX_GLOBAL_ANSWERS, clock);
+    this.#makeGlobal = (ir, scope, limits) => {
       // apply() loads the module before compiling a config that names a rate limit service.
       if (!this.#global) throw new Error('global rate limiting used before it was loaded');
-      return this.#global.compile(ir, { log, clients: this.#global.pool }, limits);
+      return this.#global.compile(ir, { log, clients: this.#global.pool, answers: this.globalAnswers, scope }, limits);
     };
     this.traces = new TraceHub(this.traceEnv, options.maxTraceSessions);
     const clientTimeouts = options.clientTimeouts ?? DEFAULT_CLIENT_TIMEOUTS;

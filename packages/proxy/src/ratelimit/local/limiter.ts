@@ -117,10 +117,21 @@ export interface LimiterStoreOptions {
 
 type State = RequestBucket | TokenWindow | KeyedTable<RequestBucket | TokenWindow>;
 
+/** A keyed entry of the config in force, where it is: what GET /budgets lists. */
+export interface KeyedEntry {
+  readonly level: LimitLevel;
+  readonly scope: string;
+  readonly index: number;
+  readonly entry: LocalEntry & { readonly budget: { readonly keyed: true } };
+}
+
 /** Keeps limiter state across config reloads: an unchanged entry keeps its counters (every key's, for a keyed one). */
 export class LimiterStore {
   #live = new Map<string, State>();
   #next = new Map<string, State>();
+  /** The keyed entries of the config in force, and of the one being compiled (read-only listing). */
+  #liveKeyed: KeyedEntry[] = [];
+  #nextKeyed: KeyedEntry[] = [];
   constructor(
     readonly clock: Clock,
     readonly options: LimiterStoreOptions,
@@ -131,12 +142,21 @@ export class LimiterStore {
     const clock = this.clock;
     const ms = unitMs(config.unit);
     const overflowed = () => this.options.overflowed?.({ level, scope, index, kind: config.kind });
+    let made: LocalEntry;
     if (config.kind === 'requests') {
       const budget = this.#budget(id, RequestBucket, config, key, overflowed, (start) => new RequestBucket(config.requests, config.burst, ms, clock, start));
-      return { kind: 'requests', config, budget, limitText: String(config.requests + config.burst) };
+      made = { kind: 'requests', config, budget, limitText: String(config.requests + config.burst) };
+    } else {
+      const budget = this.#budget(id, TokenWindow, config, key, overflowed, (start) => new TokenWindow(config.tokens, ms, clock, start));
+      made = { kind: 'tokens', config, budget, limitText: String(config.tokens) };
     }
-    const budget = this.#budget(id, TokenWindow, config, key, overflowed, (start) => new TokenWindow(config.tokens, ms, clock, start));
-    return { kind: 'tokens', config, budget, limitText: String(config.tokens) };
+    if (isKeyed(made)) this.#nextKeyed.push({ level, scope, index, entry: made });
+    return made;
+  }
+
+  /** The keyed entries of the config in force (GET /budgets reads their tables; nothing here changes them). */
+  keyedEntries(): readonly KeyedEntry[] {
+    return this.#liveKeyed;
   }
 
   /** The entry's budget as the live config (or this one, for a repeated entry) left it, else a new one. */
@@ -161,12 +181,34 @@ export class LimiterStore {
   commit(): void {
     this.#live = this.#next;
     this.#next = new Map();
+    this.#liveKeyed = this.#nextKeyed;
+    this.#nextKeyed = [];
   }
 
   /** Called when a new config is refused: forget what it prepared. */
   discard(): void {
     this.#next = new Map();
+    this.#nextKeyed = [];
   }
+}
+
+function isKeyed(e: LocalEntry): e is KeyedEntry['entry'] {
+  return e.budget.keyed;
+}
+
+/** What one key's budget of a keyed entry stands at: the x-ratelimit-* values, and what is used of it. */
+export interface KeyBudget extends LimitStatus {
+  /** Spent in the current window: request tokens taken, or LLM tokens charged. */
+  readonly used: number;
+  /** LLM tokens held by requests in flight (tokens entries; 0 for requests). */
+  readonly reserved: number;
+}
+
+/** One key's budget, read through the state's methods (the same status the headers give). */
+export function keyBudget(e: LocalEntry, _key: string, state: RequestBucket | TokenWindow, now: number): KeyBudget {
+  const s = status(e, state, now);
+  if (state instanceof TokenWindow) return { ...s, used: state.used(now), reserved: state.reserved(now) };
+  return { ...s, used: Math.max(0, Number(s.limit) - s.remaining), reserved: 0 };
 }
 
 function status(e: LocalEntry, state: RequestBucket | TokenWindow, now: number): LimitStatus {
