@@ -44,6 +44,8 @@ export interface RuntimeOptions {
   readonly drainIdleMs: number;
   /** config.maxModelLabels: distinct `model` label values of the token metrics. */
   readonly maxModelLabels?: number;
+  /** config.consumerMetricsTopN: consumers with a token series of their own. */
+  readonly consumerMetricsTopN?: number;
   readonly log: Logger;
   /** Trace sessions that may wait at once (config.maxTraceSessions). */
   readonly maxTraceSessions?: number;
@@ -148,7 +150,7 @@ export class ProxyRuntime {
     this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING };
     const maxRequestBodyBytes = options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES;
     const bodyBudget = new BodyBudget(options.maxBufferedRequestBytes ?? bufferedRequestBytes({ maxRequestBodyBytes }));
-    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels, bufferedRequestBytes: () => bodyBudget.used, rateLimitServices: () => this.rateLimitServices.states() });
+    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels, consumerMetricsTopN: options.consumerMetricsTopN, bufferedRequestBytes: () => bodyBudget.used, rateLimitServices: () => this.rateLimitServices.states() });
     const log = options.rateLimitLog ?? options.log;
     this.limiters = new LimiterStore(clock, { maxKeys: options.maxRateLimitKeys ?? DEFAULT_MAX_RATE_LIMIT_KEYS, overflowed: overflowReporter(this.metrics, log, clock) });
     this.globalAnswers = new GlobalAnswers(DEFAULT_MAX_GLOBAL_ANSWERS, clock);
