@@ -71,6 +71,11 @@ async function ask(t: Target, path: string): Promise<BudgetsAnswer> {
 
 export async function budgets(ref: string | undefined, flags: BudgetsFlags, io: Io): Promise<void> {
   const { targets, skipped } = await gatewayTargets(ref, flags, io);
+  await showBudgets(targets, skipped, flags, io);
+}
+
+/** Asks every target (the proxies of one Gateway), closes them, prints the merged budgets. */
+export async function showBudgets(targets: readonly Target[], skipped: number, flags: BudgetsFlags, io: Io): Promise<void> {
   const path = budgetsPath(flags);
   let results: PromiseSettledResult<BudgetsAnswer>[];
   try {
