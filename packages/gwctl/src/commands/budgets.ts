@@ -90,9 +90,9 @@ export async function showBudgets(targets: readonly Target[], skipped: number, f
     if (r.status === 'fulfilled') answered.push({ proxy, answer: r.value });
     else missing.push({ proxy, error: r.reason instanceof GwctlError ? r.reason.message : describe(r.reason) });
   });
-  // Nothing answered: the first failure is the command's (its exit code says which kind).
+  // Nothing answered: the first failure is the command's (its exit code says which kind), the others are said before it.
+  for (const m of answered.length ? missing : missing.slice(1)) io.stderr.write(`gwctl: warning: ${m.error}; its budgets are not included\n`);
   if (!answered.length) throw (results[0] as PromiseRejectedResult).reason;
-  for (const m of missing) io.stderr.write(`gwctl: warning: ${m.error}; its budgets are not included\n`);
   if (skipped) io.stderr.write(`gwctl: warning: ${skipped} more Ready proxies not asked (at most ${targets.length})\n`);
   const rows = mergeBudgets(answered);
   const limit = flags.limit ?? 100;
