@@ -74,6 +74,12 @@ function chat(gw: TestGateway, who: keyof typeof KEYS, tokens: number, headers: 
   });
 }
 
+/** Setup requests must pass: the view is checked against what they spent. */
+async function admitted(r: Promise<{ status: number; body: string }>): Promise<void> {
+  const { status, body } = await r;
+  if (status !== 200) throw new Error(`setup request answered ${status}: ${body}`);
+}
+
 async function view(gw: TestGateway, query = ''): Promise<View> {
   const r = await send(`${gw.adminUrl}/budgets${query}`);
   expect(r.status, r.body).toBe(200);
@@ -93,9 +99,9 @@ describe('GET /budgets: local keyed budgets', () => {
     gw = await startGateway((port) =>
       simpleConfig(port, [{ name: 'chat', policies: { traffic: { apiKey: { file: keyFile }, rateLimit: { local } } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }]),
     );
-    for (let i = 0; i < 3; i++) expect((await chat(gw, 'alice', 100, { 'x-team': 'red' })).status).toBe(200);
-    expect((await chat(gw, 'bob', 50)).status).toBe(200);
-    for (let i = 0; i < 2; i++) expect((await chat(gw, 'carol', 20, { 'x-team': 'blue' })).status).toBe(200);
+    for (let i = 0; i < 3; i++) await admitted(chat(gw, 'alice', 100, { 'x-team': 'red' }));
+    await admitted(chat(gw, 'bob', 50));
+    for (let i = 0; i < 2; i++) await admitted(chat(gw, 'carol', 20, { 'x-team': 'blue' }));
   });
   afterAll(async () => {
     await gw?.close();

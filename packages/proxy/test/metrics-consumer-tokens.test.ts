@@ -82,7 +82,7 @@ describe('tollgate_consumer_tokens_total', () => {
     try {
       for (const who of ['alice', 'bob', 'carol']) await spend(gw, who, 10);
       expect(await scrape(gw)).toEqual({ alice: 10, bob: 10, carol: 10, other: 0 });
-      expect(JSON.parse((await send(`${gw.adminUrl}/config_dump`)).body).settings.consumerMetricsTopN).toBe(20);
+      expect((JSON.parse((await send(`${gw.adminUrl}/config_dump`)).body) as { settings: { consumerMetricsTopN: number } }).settings.consumerMetricsTopN).toBe(20);
     } finally {
       await gw.close();
     }

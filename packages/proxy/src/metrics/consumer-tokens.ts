@@ -44,7 +44,7 @@ export class ConsumerTokens {
     readonly maxTracked = MAX_TRACKED,
   ) {
     if (topN === 0) return;
-    const self = this;
+    const series = () => this.series();
     new Counter({
       name: 'tollgate_consumer_tokens_total',
       help: `LLM tokens charged per consumer: the top config.consumerMetricsTopN consumers by tokens have their own series, counting while they are in the top; the others' tokens are counted as consumer="${OTHER_CONSUMER}" (docs/metrics.md).`,
@@ -52,7 +52,7 @@ export class ConsumerTokens {
       registers: [registry],
       collect() {
         this.reset();
-        for (const [consumer, value] of self.series()) this.inc({ consumer }, value);
+        for (const [consumer, value] of series()) this.inc({ consumer }, value);
       },
     });
   }
