@@ -28,10 +28,11 @@ export class ResponsePolicies implements ForwardHooks {
   #status = 0;
   #charged = false;
   /**
-   * Body bytes kept back until the charge, while the tokenizer is not loaded (null: forwarded
-   * as they come). The end of a JSON body is its content-length: a client would have all of
-   * it before a charge that waits for the tokenizer, and its next request could pass a limit
-   * it has already spent. A JSON completion is of no use to a client before its end anyway.
+   * Body bytes kept back until the charge (null: forwarded as they come), while the tokenizer
+   * is not loaded or while the charge goes to a rate limit service. The end of a JSON body is
+   * its content-length: a client would have all of it before a charge that waits for the
+   * tokenizer or the service, and its next request could pass a limit it has already spent. A
+   * JSON completion is of no use to a client before its end anyway.
    */
   #deferred: Buffer[] | null = null;
   #deferredBytes = 0;
@@ -72,8 +73,9 @@ export class ResponsePolicies implements ForwardHooks {
 
   /**
    * Charges the LLM usage once, for a successful response (also one cut short mid-body). A
-   * promise only while the tokenizer loads for the process's first estimate; until it settles
-   * the request keeps its reservation.
+   * promise while the tokenizer loads for the process's first estimate (until it settles the
+   * request keeps its reservation) and while a rate limit service takes the charge (bounded by
+   * its timeout).
    */
   chargeTokens(): Promise<void> | undefined {
     if (this.#charged || !this.meter || this.#status < 200 || this.#status >= 300) return undefined;
@@ -97,7 +99,7 @@ export class ResponsePolicies implements ForwardHooks {
     if (this.meter) {
       this.meter.onHeaders(first(headers['content-type']), first(headers['content-encoding']));
       if (this.meter.rewrites) delete headers['content-length'];
-      if (this.meter.readsAtEnd && status >= 200 && status < 300 && !tokenizerLoaded()) this.#deferred = [];
+      if (this.meter.readsAtEnd && status >= 200 && status < 300 && (!tokenizerLoaded() || ctx.admissions?.chargesGlobalTokens)) this.#deferred = [];
     }
     if (ctx.observed) publish.responseSnapshot(ctx, 'final response', status, headers);
   }
@@ -109,16 +111,17 @@ function chargeTokens(ctx: RequestContext, meter: UsageMeter): Promise<void> | u
   const source = chargeSource(usage);
   const tokens = usageCharge(ctx.llm, usage, ctx.deps.rateLimitLog);
   if (typeof tokens !== 'number') return tokens.then((n) => settleTokens(ctx, n, source));
-  settleTokens(ctx, tokens, source);
-  return undefined;
+  return settleTokens(ctx, tokens, source);
 }
 
-function settleTokens(ctx: RequestContext, total: number, source: TokenSource): void {
+/** The promise of the rate limit service's answer when global Tokens descriptors are charged. */
+function settleTokens(ctx: RequestContext, total: number, source: TokenSource): Promise<void> | undefined {
   const llm = ctx.llm;
   const route = ctx.route!.ir.name;
   if (llm?.unparsed) ctx.deps.rateLimitLog.debug({ route, reason: llm.unparsed }, 'LLM request body not parsed; tokens estimated');
   const charged = ctx.deps.chargeCap.charge(total, route);
-  ctx.admissions?.settle(charged);
+  const answered = ctx.admissions?.settle(charged);
   ctx.deps.metrics.countTokens(route, llm?.model ?? null, source, charged);
   if (ctx.consumer) ctx.deps.metrics.countConsumerTokens(ctx.consumer.name, charged);
+  return answered;
 }

@@ -47,7 +47,10 @@ function applyFilters(ctx: RequestContext): boolean {
     answerDirect(ctx, route.redirect.statusCode, { ...ctx.admissions?.responseHeaders(), location, 'content-length': '0' });
     return false;
   }
-  const headers = endToEnd(ctx.headers);
+  // The client's credentials go before the route's filters run, so that a filter may set the
+  // backend's own (a provider key) and a client cannot pass a header a check set.
+  const fx = ctx.authEffects;
+  const headers = endToEnd(ctx.headers, fx?.removeHeaders);
   // Node has already answered the client's Expect: 100-continue; the upstream call streams
   // the body as it comes (undici refuses the header). Deleted only when present: a delete
   // turns the object into a slow dictionary for the rest of the request.
@@ -56,11 +59,7 @@ function applyFilters(ctx: RequestContext): boolean {
   if (route.countsTokens) headers['accept-encoding'] = 'identity';
   if (ctx.rawHost !== undefined && headers.host !== ctx.rawHost) headers.host = ctx.rawHost;
   if (ctx.admissions) Object.assign(headers, ctx.admissions.requestHeaders);
-  // The client's credentials go before the route's filters run, so that a filter may set the
-  // backend's own (a provider key) and a client cannot pass a header a check set.
-  const fx = ctx.authEffects;
   if (fx) {
-    for (const name of fx.removeHeaders) delete headers[name];
     Object.assign(headers, fx.setHeaders);
     if (fx.removeQuery.length) ctx.upstreamQuery = withoutParams(ctx.upstreamQuery, fx.removeQuery);
   }

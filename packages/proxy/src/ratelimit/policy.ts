@@ -145,7 +145,8 @@ export class Admissions {
   readonly #responseHeaders: Record<string, string> = {};
   readonly #requestHeaders: Record<string, string> = {};
   readonly #holds: LocalHold[] = [];
-  readonly #globalCharges: ((tokens: number) => void)[] = [];
+  /** Each resolves once the rate limit service answered the charge (never rejects). */
+  readonly #globalCharges: ((tokens: number) => Promise<void>)[] = [];
   #reservation: number | null = null;
   #ended = false;
 
@@ -196,7 +197,7 @@ export class Admissions {
     }
     Object.assign(this.#responseHeaders, headers);
     Object.assign(this.#requestHeaders, g.requestHeaders);
-    if (global.hasTokens) this.#globalCharges.push((tokens) => void g.commitTokens(tokens));
+    if (global.hasTokens) this.#globalCharges.push((tokens) => g.commitTokens(tokens));
     return null;
   }
 
@@ -238,15 +239,24 @@ export class Admissions {
     );
   }
 
+  /** Whether a global Tokens descriptor admitted the request: its usage is charged to the service. */
+  get chargesGlobalTokens(): boolean {
+    return this.#globalCharges.length > 0;
+  }
+
   /**
    * The request went upstream and is over: `tokens` is its LLM usage (charged to every token
    * limit that admitted it, in place of the reservation), or null when nothing is charged.
+   * Returns, when global Tokens descriptors are charged, the promise of the service's answers
+   * (it never rejects): the response's last bytes wait for it, so that the client's next
+   * request, on whichever replica, meets a budget that counts this one.
    */
-  settle(tokens: number | null): void {
-    if (this.#ended) return;
+  settle(tokens: number | null): Promise<void> | undefined {
+    if (this.#ended) return undefined;
     this.#ended = true;
     for (const h of this.#holds) h.settle(tokens);
-    if (tokens !== null) for (const c of this.#globalCharges) c(tokens);
+    if (tokens === null || this.#globalCharges.length === 0) return undefined;
+    return Promise.all(this.#globalCharges.map((c) => c(tokens))).then(() => undefined);
   }
 }
 
@@ -255,7 +265,7 @@ export class CopyHold {
   #ended = false;
   constructor(
     private readonly holds: readonly LocalHold[],
-    private readonly globalCharges: readonly ((tokens: number) => void)[],
+    private readonly globalCharges: readonly ((tokens: number) => Promise<void>)[],
   ) {}
 
   /** The copy's usage (null: not charged, e.g. the mirror did not answer 2xx). */
@@ -263,7 +273,8 @@ export class CopyHold {
     if (this.#ended) return;
     this.#ended = true;
     for (const h of this.holds) h.settle(tokens);
-    if (tokens !== null) for (const c of this.globalCharges) c(tokens);
+    // Nobody waits for a copy's answer: its charges go out on their own.
+    if (tokens !== null) for (const c of this.globalCharges) void c(tokens);
   }
 }
 
