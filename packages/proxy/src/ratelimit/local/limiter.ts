@@ -130,8 +130,9 @@ export class LimiterStore {
   #live = new Map<string, State>();
   #next = new Map<string, State>();
   /** The keyed entries of the config in force, and of the one being compiled (read-only listing). */
-  #liveKeyed: KeyedEntry[] = [];
-  #nextKeyed: KeyedEntry[] = [];
+  #liveKeyed: readonly KeyedEntry[] = [];
+  /** By table: listeners sharing a Gateway-wide policy compile the same entry once each, on one table. */
+  #nextKeyed = new Map<object, KeyedEntry>();
   constructor(
     readonly clock: Clock,
     readonly options: LimiterStoreOptions,
@@ -150,7 +151,7 @@ export class LimiterStore {
       const budget = this.#budget(id, TokenWindow, config, key, overflowed, (start) => new TokenWindow(config.tokens, ms, clock, start));
       made = { kind: 'tokens', config, budget, limitText: String(config.tokens) };
     }
-    if (isKeyed(made)) this.#nextKeyed.push({ level, scope, index, entry: made });
+    if (isKeyed(made)) this.#nextKeyed.set(made.budget.table, { level, scope, index, entry: made });
     return made;
   }
 
@@ -181,14 +182,14 @@ export class LimiterStore {
   commit(): void {
     this.#live = this.#next;
     this.#next = new Map();
-    this.#liveKeyed = this.#nextKeyed;
-    this.#nextKeyed = [];
+    this.#liveKeyed = [...this.#nextKeyed.values()];
+    this.#nextKeyed = new Map();
   }
 
   /** Called when a new config is refused: forget what it prepared. */
   discard(): void {
     this.#next = new Map();
-    this.#nextKeyed = [];
+    this.#nextKeyed = new Map();
   }
 }
 
