@@ -201,6 +201,30 @@ describe('GET /budgets: the overflow budget of a full key table', () => {
   });
 });
 
+describe('GET /budgets: expression keys', () => {
+  it('an expression over the consumer is shown; one that reads the request is shown as a hash', async () => {
+    const local = [
+      { requests: 10, unit: 'Hours', by: { type: 'Expression', expression: 'consumer.name + "@" + consumer.group' } },
+      { requests: 10, unit: 'Hours', by: { type: 'Expression', expression: 'request.headers["x-api-key"]' } },
+    ];
+    const gw = await startGateway((port) =>
+      simpleConfig(port, [{ name: 'chat', policies: { traffic: { apiKey: { file: keyFile }, rateLimit: { local } } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }]),
+    );
+    try {
+      await admitted(chat(gw, 'alice', 10));
+      const r = await send(`${gw.adminUrl}/budgets`);
+      expect(r.body).not.toContain(KEYS.alice);
+      const v = JSON.parse(r.body) as View;
+      expect(v.budgets.map((b) => [b.entry, b.by, b.key?.replace(/sha256:.*/, 'sha256:')]).sort()).toEqual([
+        ['rateLimit.local[0]', 'key', 'alice@team-a'],
+        ['rateLimit.local[1]', 'key', '[redacted sha256:'],
+      ]);
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
 describe('GET /budgets: a GatewayPolicy on the whole Gateway', () => {
   it('is one row per key for all its listeners, as its counters are', async () => {
     const up = await startUpstream();
@@ -265,6 +289,8 @@ describe.skipIf(!availability.run)('GET /budgets: keyed global descriptors (real
         { unit: 'Requests', by: { type: 'Consumer' }, limit: { requestsPerUnit: 5, unit: 'Days' } },
         { unit: 'Tokens', by: { type: 'ConsumerGroup' }, limit: { requestsPerUnit: 1000, unit: 'Days' } },
         { unit: 'Requests', by: { type: 'Header', name: 'cookie' }, limit: { requestsPerUnit: 100, unit: 'Days' } },
+        { unit: 'Requests', by: { type: 'Expression', expression: 'consumer.name + "/" + consumer.group' }, limit: { requestsPerUnit: 100, unit: 'Days' } },
+        { unit: 'Requests', by: { type: 'Expression', expression: 'request.headers["cookie"]' }, limit: { requestsPerUnit: 100, unit: 'Days' } },
       ],
     };
     gw = await startGateway((port) =>
@@ -298,6 +324,10 @@ describe.skipIf(!availability.run)('GET /budgets: keyed global descriptors (real
     expect(auth).toHaveLength(1);
     expect(auth[0]).toMatchObject({ used: 3, remaining: 97 });
     expect(auth[0]!.key).toMatch(/^\[redacted sha256:/);
+    // An expression over the consumer is shown; one that reads the request is a hash.
+    expect(row('key', 'alice/team-a')).toMatchObject({ entry: 'rateLimit.global.descriptors[3]', used: 2 });
+    const fromRequest = v.budgets.filter((b) => b.entry === 'rateLimit.global.descriptors[4]');
+    expect(fromRequest.map((b) => [b.key?.slice(0, 17), b.used])).toEqual([['[redacted sha256:', 3]]);
     const alice = row('consumer', 'alice')!;
     expect(Date.parse(alice.answeredAt!)).toBeLessThanOrEqual(Date.now());
     expect(alice.resetSeconds).toBeGreaterThan(0);

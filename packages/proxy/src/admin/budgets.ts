@@ -97,7 +97,7 @@ export function budgetRows(src: RowSources): BudgetRow[] {
   }
   for (const a of src.answers) {
     const p = a.place;
-    const secret = mayBeCredential(p.by, src.credentials, p.by.type === 'Expression');
+    const secret = mayBeCredential(p.by, src.credentials, expressionReadsRequest(p.reads ?? undefined));
     rows.push({
       source: GLOBAL_SOURCE,
       level: null,

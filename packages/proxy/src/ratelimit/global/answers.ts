@@ -19,6 +19,8 @@ export interface AnswerPlace {
   readonly index: number;
   readonly unit: 'Requests' | 'Tokens';
   readonly by: RateLimitKeyIR;
+  /** What an Expression key's program reads (null for the other kinds). */
+  readonly reads: ReadonlySet<string> | null;
 }
 
 export interface GlobalAnswer {

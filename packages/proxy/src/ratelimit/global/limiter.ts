@@ -14,7 +14,8 @@
 // API before hits_addend on RateLimitDescriptor) ignores it and charges each Tokens descriptor
 // 1 on the check: an overcount of one token per request, the only approximation.
 import type { Logger } from 'pino';
-import type { EvaluationLimits, GlobalRateLimitIR, RateLimitKeyIR } from '@tollgate/api';
+import type { EvaluationLimits, GlobalRateLimitIR } from '@tollgate/api';
+import type { CompiledKey } from '../key.js';
 import { RlsCallError, type RlsClient, type RlsClientPool } from './client.js';
 import { celBindings, compileDescriptors, evaluateDescriptor, type CompiledDescriptors } from './descriptors.js';
 import type { RequestFacts } from '../facts.js';
@@ -148,7 +149,7 @@ class RlsGlobalLimiter implements GlobalLimiter {
         continue;
       }
       const limit = d.limit ? { limit: d.limit } : {};
-      const sent = this.#sentKey(d.index, d.unit, d.key?.compiled.ir, ev.entries[0]?.value);
+      const sent = this.#sentKey(d.index, d.unit, d.key?.compiled, ev.entries[0]?.value);
       if (d.unit === 'Tokens') {
         tokens.push({ entries: ev.entries, hits_addend: { value: 0 }, ...limit });
         tokenKeys.push(sent);
@@ -184,9 +185,9 @@ class RlsGlobalLimiter implements GlobalLimiter {
   }
 
   /** Where the answer for a keyed descriptor is kept; null when unkeyed or answers are not kept. */
-  #sentKey(index: number, unit: 'Requests' | 'Tokens', by: RateLimitKeyIR | undefined, key: string | undefined): SentKey | null {
+  #sentKey(index: number, unit: 'Requests' | 'Tokens', by: CompiledKey | undefined, key: string | undefined): SentKey | null {
     if (!this.deps.answers || by === undefined || key === undefined) return null;
-    return { place: { scope: this.deps.scope ?? '', domain: this.ir.domain, service: this.service, index, unit, by }, key };
+    return { place: { scope: this.deps.scope ?? '', domain: this.ir.domain, service: this.service, index, unit, by: by.ir, reads: by.program?.reads ?? null }, key };
   }
 
   /** Keeps the service's statuses of the keyed descriptors (statuses come in the order sent). */
