@@ -279,9 +279,12 @@ const availability = rlsAvailability();
 describe.skipIf(!availability.run)('GET /budgets: keyed global descriptors (real envoyproxy/ratelimit)', () => {
   let rls: RlsService;
   let gw: TestGateway;
+  let global: { descriptors: unknown[] } & Record<string, unknown>;
+  const configOf = (port: number, descriptors: unknown[]) =>
+    simpleConfig(port, [{ name: 'chat', policies: { traffic: { apiKey: { file: keyFile }, rateLimit: { global: { ...global, descriptors } } } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }]);
   beforeAll(async () => {
     rls = await startRls(rlsBinaries().found!, { configs: { bv: 'domain: bv\n' } });
-    const global = {
+    global = {
       service: { host: rls.address },
       timeout: '2s',
       domain: 'bv',
@@ -293,9 +296,7 @@ describe.skipIf(!availability.run)('GET /budgets: keyed global descriptors (real
         { unit: 'Requests', by: { type: 'Expression', expression: 'request.headers["cookie"]' }, limit: { requestsPerUnit: 100, unit: 'Days' } },
       ],
     };
-    gw = await startGateway((port) =>
-      simpleConfig(port, [{ name: 'chat', policies: { traffic: { apiKey: { file: keyFile }, rateLimit: { global } } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }]),
-    );
+    gw = await startGateway((port) => configOf(port, global.descriptors));
   });
   afterAll(async () => {
     await gw?.close();
@@ -333,5 +334,16 @@ describe.skipIf(!availability.run)('GET /budgets: keyed global descriptors (real
     expect(alice.resetSeconds).toBeGreaterThan(0);
     expect(alice.resetSeconds).toBeLessThanOrEqual(86_400);
     expect(v.budgets[0]).toMatchObject({ by: 'consumer', key: 'alice' });
+  });
+
+  it("a reload keeps the answers of the descriptors it keeps and drops the others'", async () => {
+    expect((await view(gw, '?source=global&key=alice')).total).toBe(1);
+    expect(await gw.rewrite(configOf(gw.port, global.descriptors.slice(0, 3)))).toBe('reloaded');
+    const v = await view(gw, '?source=global');
+    expect(v.budgets.some((b) => b.entry === 'rateLimit.global.descriptors[0]' && b.key === 'alice')).toBe(true);
+    expect(v.budgets.filter((b) => b.entry === 'rateLimit.global.descriptors[3]' || b.entry === 'rateLimit.global.descriptors[4]')).toEqual([]);
+    // Its budget moved to another descriptor: the old answer is not shown under the new one.
+    expect(await gw.rewrite(configOf(gw.port, [{ unit: 'Requests', by: { type: 'Header', name: 'x-team' }, limit: { requestsPerUnit: 5, unit: 'Days' } }]))).toBe('reloaded');
+    expect((await view(gw, '?source=global')).total).toBe(0);
   });
 });

@@ -14,7 +14,7 @@ import { ChargeCap, DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE } from '../ratelimit
 import type { GlobalFactory } from '../ratelimit/policy.js';
 import type { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
 import { serviceNeeds, type ReadinessNeed } from '../ratelimit/global/readiness.js';
-import { DEFAULT_MAX_GLOBAL_ANSWERS, GlobalAnswers } from '../ratelimit/global/answers.js';
+import { DEFAULT_MAX_GLOBAL_ANSWERS, GlobalAnswers, placeId } from '../ratelimit/global/answers.js';
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { DEFAULT_MAX_LINE_BYTES } from '@tollgate/kit';
@@ -106,6 +106,8 @@ export class ProxyRuntime {
   readonly limiters: LimiterStore;
   /** The rate limit service's last answer per key of the keyed global descriptors (GET /budgets). */
   readonly globalAnswers: GlobalAnswers;
+  /** The keyed global descriptors of the config being compiled (placeId): their answers are kept. */
+  #globalPlaces = new Set<string>();
   /**
    * Global rate limiting (gRPC, protobuf and CEL) is loaded by the first config that has a
    * remoteRateLimit policy; a proxy that never uses it neither loads nor starts any of it.
@@ -157,6 +159,7 @@ export class ProxyRuntime {
     this.#makeGlobal = (ir, scope, limits) => {
       // apply() loads the module before compiling a config that names a rate limit service.
       if (!this.#global) throw new Error('global rate limiting used before it was loaded');
+      ir.descriptors.forEach((d, i) => d.by && this.#globalPlaces.add(placeId(scope, ir.domain, i, d.by)));
       return this.#global.compile(ir, { log, clients: this.#global.pool, answers: this.globalAnswers, scope }, limits);
     };
     this.traces = new TraceHub(this.traceEnv, options.maxTraceSessions);
@@ -274,6 +277,7 @@ export class ProxyRuntime {
   /** Undoes what a refused apply() did: drops what its compile built, closes the servers it started, puts the old servers back on their ports. */
   async #rollback({ started, released }: BindProgress): Promise<void> {
     this.limiters.discard();
+    this.#globalPlaces = new Set();
     this.#tlsContexts.discard();
     await Promise.allSettled(started.map((s) => s.close({ deadlineMs: 0, idleMs: 0 })));
     for (const s of released) {
@@ -296,6 +300,8 @@ export class ProxyRuntime {
       void s.old.close(this.#drainTimes());
     }
     this.limiters.commit();
+    this.globalAnswers.retain(this.#globalPlaces);
+    this.#globalPlaces = new Set();
     this.#tlsContexts.commit();
     this.#current = next;
     for (const [key, server] of this.#servers) {

@@ -10,6 +10,11 @@ import { windowSeconds } from './headers.js';
 /** Default bound on the answers kept (about 300 bytes each). */
 export const DEFAULT_MAX_GLOBAL_ANSWERS = 10_000;
 
+/** What identifies a keyed descriptor across configs: its answers are kept while a config has it. */
+export function placeId(scope: string, domain: string, index: number, by: RateLimitKeyIR): string {
+  return `${scope}\u0000${domain}\u0000${index}\u0000${JSON.stringify(by)}`;
+}
+
 /** Where an answer belongs: the policy's scope, the domain and the descriptor. */
 export interface AnswerPlace {
   readonly scope: string;
@@ -58,7 +63,7 @@ export class GlobalAnswers {
     const window = windowSeconds(limit.unit);
     const d = status.duration_until_reset;
     const resetMs = d ? d.seconds * 1000 + Math.ceil(d.nanos / 1e6) : window > 0 ? window * 1000 - (now % (window * 1000)) : 0;
-    const id = `${place.scope}\u0000${place.domain}\u0000${place.index}\u0000${key}`;
+    const id = `${placeId(place.scope, place.domain, place.index, place.by)}\u0000${key}`;
     // Re-inserted so the Map's order is the order of the last answers: the first is the oldest.
     this.#answers.delete(id);
     this.#answers.set(id, {
@@ -72,6 +77,14 @@ export class GlobalAnswers {
       resetAt: now + resetMs,
     });
     if (this.#answers.size > this.max) this.#answers.delete(this.#answers.keys().next().value!);
+  }
+
+  /**
+   * After a config is applied: the answers of descriptors it no longer has (by place id) are
+   * dropped, so a removed or changed budget is not shown for the rest of its window.
+   */
+  retain(places: ReadonlySet<string>): void {
+    for (const [id, a] of this.#answers) if (!places.has(placeId(a.place.scope, a.place.domain, a.place.index, a.place.by))) this.#answers.delete(id);
   }
 
   /** The answers whose window has not ended yet; the others are dropped. */
