@@ -11,9 +11,10 @@ import { join } from 'node:path';
 import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
 import { until } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NO_AUTH, decodeSnapshot, encodeSnapshot, withVersion, type ListenerIR } from '@tollgate/api';
+import { NO_AUTH, decodeSnapshot, encodeSnapshot, type PolicyIR } from '@tollgate/api';
 import { onFreePorts, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
 import { rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
+import { twoListeners } from './support/two-listeners.js';
 
 interface Row {
   source: string;
@@ -230,41 +231,18 @@ describe('GET /budgets: a GatewayPolicy on the whole Gateway', () => {
     const up = await startUpstream();
     const gw = await startGateway((port) => simpleConfig(port, [{ name: 'r', backends: [{ host: up.host }] }]));
     try {
-      const listener = (name: string, upstreamPort: number): ListenerIR => ({
-        name,
-        protocol: 'HTTP',
-        hostname: null,
-        policy: {
-          origin: { kind: 'GatewayPolicy', namespace: 'apps', name: 'limits', target: { kind: 'Gateway', namespace: 'apps', name: 'gw', sectionName: null } },
-          localRateLimit: [{ kind: 'requests', requests: 10, burst: 0, unit: 'Hours', by: { type: 'Header', name: 'x-user' } }],
-          remoteRateLimit: null,
-          ...NO_AUTH,
-        },
-        routes: [
-          {
-            name: `apps/r-${name}/rule/0`,
-            origin: { kind: 'HTTPRoute', namespace: 'apps', name: `r-${name}`, rule: 0 },
-            hostnames: [],
-            matches: [{ path: { type: 'PathPrefix', value: '/' }, method: null, headers: [], queryParams: [] }],
-            filters: [],
-            policy: null,
-            backends: [{ kind: 'static', name: `127.0.0.1:${upstreamPort}`, host: '127.0.0.1', port: upstreamPort, weight: 1 }],
-            timeouts: { requestMs: null, backendRequestMs: null },
-          },
-        ],
-      });
+      const policy: PolicyIR = {
+        origin: { kind: 'GatewayPolicy', namespace: 'apps', name: 'limits', target: { kind: 'Gateway', namespace: 'apps', name: 'gw', sectionName: null } },
+        localRateLimit: [{ kind: 'requests', requests: 10, burst: 0, unit: 'Hours', by: { type: 'Header', name: 'x-user' } }],
+        remoteRateLimit: null,
+        ...NO_AUTH,
+      };
       const ports = await onFreePorts(2, async ([a, b]) => {
-        const snapshot = withVersion({
-          source: { kind: 'controller', gateway: 'apps/gw' },
-          binds: [
-            { port: a!, address: '127.0.0.1', listeners: [listener('one', up.port)] },
-            { port: b!, address: '127.0.0.1', listeners: [listener('two', up.port)] },
-          ],
-        });
-        await gw.gateway.runtime.apply(decodeSnapshot(encodeSnapshot(snapshot)));
-        return [a!, b!];
+        const ports: [number, number] = [a!, b!];
+        await gw.gateway.runtime.apply(decodeSnapshot(encodeSnapshot(twoListeners(ports, up.port, () => policy))));
+        return ports;
       });
-      for (const port of [...ports, ...ports, ports[0]!]) await admitted(send(`http://127.0.0.1:${port}/x`, { headers: { 'x-user': 'u1' } }));
+      for (const port of [...ports, ...ports, ports[0]]) await admitted(send(`http://127.0.0.1:${port}/x`, { headers: { 'x-user': 'u1' } }));
       const v = await view(gw);
       expect(v.budgets.map((r) => [r.scope, r.level, r.key, r.used, r.remaining])).toEqual([['Gateway apps/gw', 'gateway', 'u1', 5, 5]]);
     } finally {
