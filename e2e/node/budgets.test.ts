@@ -79,6 +79,8 @@ function budgetPolicy(team: Team, budget: number): unknown {
             service: { backendRef: { name: 'ratelimit', namespace: RLS_NS, port: 8081 } },
             domain: 'budgets',
             failureMode: 'FailClosed',
+            // A loaded test machine can take longer than the default 100 ms to answer.
+            timeout: '2s',
             descriptors: [{ unit: 'Tokens', by: { type: 'ConsumerGroup' }, limit: { requestsPerUnit: budget, unit: 'Days' } }],
           },
         },

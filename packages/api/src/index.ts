@@ -1,6 +1,7 @@
 export * from './schema/common.js';
 export * from './schema/gateway-api.js';
 export * from './schema/traffic-policy.js';
+export * from './schema/budget-overrides.js';
 export * from './schema/standalone-config.js';
 export * from './process-settings.js';
 export * from './snapshot.js';

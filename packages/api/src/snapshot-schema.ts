@@ -4,7 +4,8 @@
 // A compile-time check at the end keeps this schema and the IR types from drifting apart.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { EvaluationLimitsSchema } from './limits.js';
-import { LOCAL_RATE_LIMIT_UNITS, MAX_KEY_NAME_LENGTH, MAX_OVERRIDE_LIMIT, MAX_SENT_DOMAIN_LENGTH, RATE_LIMIT_UNITS } from './schema/traffic-policy.js';
+import { LOCAL_RATE_LIMIT_UNITS, MAX_KEY_NAME_LENGTH, MAX_SENT_DOMAIN_LENGTH, RATE_LIMIT_UNITS } from './schema/traffic-policy.js';
+import { LIMIT_NAME_PATTERN, MAX_KEY_VALUE_LENGTH, MAX_OVERRIDE_LIMIT, MAX_LIMIT_NAME_LENGTH, MAX_RATE_LIMIT_OVERRIDES } from './schema/budget-overrides.js';
 import type { Secret } from './secret.js';
 import type { ProxySnapshot } from './snapshot.js';
 import { Lit, NonEmpty, Nullable, Obj, Str, WireSecret } from './schema/wire-parts.js';
@@ -51,6 +52,22 @@ const PathModifier = Type.Union([
   Obj({ type: Lit('ReplaceFullPath'), value: Str('New path.', 1024) }, 'Replace the whole path.'),
   Obj({ type: Lit('ReplacePrefixMatch'), value: Str('New prefix.', 1024) }, 'Replace the matched prefix.'),
 ]);
+const RequestHeaderFilter = Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes request headers.');
+const ResponseHeaderFilter = Obj({ type: Lit('ResponseHeaderModifier'), ...headerModifier }, 'Changes response headers.');
+const RedirectFilter = Obj(
+  {
+    type: Lit('RequestRedirect'),
+    scheme: Nullable(Type.Union([Lit('http'), Lit('https')])),
+    hostname: Nullable(NonEmpty('Hostname of the Location.', 253)),
+    path: Nullable(PathModifier),
+    port: Nullable(Type.Integer({ minimum: 1, maximum: 65535 })),
+    statusCode: Type.Union([Lit(301), Lit(302), Lit(303), Lit(307), Lit(308)]),
+  },
+  'Answers with a redirect.',
+);
+const RewriteFilter = Obj({ type: Lit('URLRewrite'), hostname: Nullable(NonEmpty('Host header sent upstream.', 253)), path: Nullable(PathModifier) }, 'Rewrites the request.');
+/** What a backendRef may carry: run only for the requests sent to that backend. */
+const BackendFilter = Type.Union([RequestHeaderFilter, ResponseHeaderFilter, RewriteFilter, RedirectFilter]);
 const Weight = Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Share of requests; 0 sends none.' });
 const Endpoint = Obj({ address: NonEmpty('IP address.', 64), port: Type.Integer({ minimum: 1, maximum: 65535 }) }, 'A ready endpoint of a Service.');
 const Backend = Type.Union([
@@ -64,7 +81,7 @@ const Backend = Type.Union([
       port: Type.Integer({ minimum: 1, maximum: 65535, description: 'Service port.' }),
       weight: Weight,
       endpoints: Type.Array(Endpoint, { maxItems: 100_000 }),
-      filters: Type.Optional(Type.Array(Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes the headers of requests sent to this backend.'), { maxItems: 16 })),
+      filters: Type.Optional(Type.Array(BackendFilter, { maxItems: 16 })),
     },
     'A Service port and its ready endpoints.',
   ),
@@ -72,20 +89,10 @@ const Backend = Type.Union([
 ]);
 
 const Filter = Type.Union([
-  Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes request headers.'),
-  Obj({ type: Lit('ResponseHeaderModifier'), ...headerModifier }, 'Changes response headers.'),
-  Obj(
-    {
-      type: Lit('RequestRedirect'),
-      scheme: Nullable(Type.Union([Lit('http'), Lit('https')])),
-      hostname: Nullable(NonEmpty('Hostname of the Location.', 253)),
-      path: Nullable(PathModifier),
-      port: Nullable(Type.Integer({ minimum: 1, maximum: 65535 })),
-      statusCode: Type.Union([Lit(301), Lit(302), Lit(303), Lit(307), Lit(308)]),
-    },
-    'Answers with a redirect.',
-  ),
-  Obj({ type: Lit('URLRewrite'), hostname: Nullable(NonEmpty('Host header sent upstream.', 253)), path: Nullable(PathModifier) }, 'Rewrites the request.'),
+  RequestHeaderFilter,
+  ResponseHeaderFilter,
+  RedirectFilter,
+  RewriteFilter,
   Obj(
     {
       type: Lit('RequestMirror'),
@@ -126,9 +133,33 @@ const Key = Type.Union([
   Obj({ type: Lit('Header'), name: KeyName }, 'Per value of a header (lower case).'),
   Obj({ type: Lit('Expression'), expression: NonEmpty('CEL expression.', 1024) }, 'Per value of a CEL expression.'),
 ]);
+const OverrideKey = Type.String({ maxLength: MAX_KEY_VALUE_LENGTH });
+const Overrides = <T extends TSchema>(item: T) => Type.Optional(Type.Array(item, { minItems: 1, maxItems: MAX_RATE_LIMIT_OVERRIDES }));
+const LimitNameWire = Type.Optional(Type.String({ minLength: 1, maxLength: MAX_LIMIT_NAME_LENGTH, pattern: LIMIT_NAME_PATTERN }));
 const LocalRateLimit = Type.Union([
-  Obj({ kind: Lit('requests'), requests: Type.Integer({ minimum: 1 }), burst: Type.Integer({ minimum: 0 }), unit: LocalUnit, by: Type.Optional(Key) }, 'Requests per unit.'),
-  Obj({ kind: Lit('tokens'), tokens: Type.Integer({ minimum: 1 }), unit: LocalUnit, by: Type.Optional(Key) }, 'LLM tokens per unit.'),
+  Obj(
+    {
+      kind: Lit('requests'),
+      requests: Type.Integer({ minimum: 1 }),
+      burst: Type.Integer({ minimum: 0 }),
+      unit: LocalUnit,
+      by: Type.Optional(Key),
+      overrides: Overrides(Obj({ key: OverrideKey, requests: Type.Integer({ minimum: 1 }), burst: Type.Integer({ minimum: 0 }) }, 'Budget of one key.')),
+      name: LimitNameWire,
+    },
+    'Requests per unit.',
+  ),
+  Obj(
+    {
+      kind: Lit('tokens'),
+      tokens: Type.Integer({ minimum: 1 }),
+      unit: LocalUnit,
+      by: Type.Optional(Key),
+      overrides: Overrides(Obj({ key: OverrideKey, tokens: Type.Integer({ minimum: 1 }) }, 'Budget of one key.')),
+      name: LimitNameWire,
+    },
+    'LLM tokens per unit.',
+  ),
 ]);
 const GlobalRateLimit = Obj(
   {
@@ -141,6 +172,8 @@ const GlobalRateLimit = Obj(
           unit: Type.Union([Lit('Requests'), Lit('Tokens')]),
           by: Type.Optional(Key),
           limit: Type.Optional(Obj({ requestsPerUnit: Type.Integer({ minimum: 1, maximum: MAX_OVERRIDE_LIMIT }), unit: Unit }, 'Limit override.')),
+          overrides: Overrides(Obj({ key: OverrideKey, requestsPerUnit: Type.Integer({ minimum: 1, maximum: MAX_OVERRIDE_LIMIT }) }, 'Limit of one key.')),
+          name: LimitNameWire,
         },
         'Descriptor.',
       ),

@@ -18,7 +18,7 @@ import { DEFAULT_LIMITS, type EvaluationLimits } from './limits.js';
 import { checkRegexes } from './rules.js';
 import { Secret } from './secret.js';
 import { WireRouteSchema, WireSkeleton, type WireSnapshot, type ToWire } from './snapshot-schema.js';
-import type { BackendIR, FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProxySnapshot, RouteIR } from './snapshot.js';
+import type { BackendFilterIR, BackendIR, FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProxySnapshot, RouteIR } from './snapshot.js';
 import { ValidationError, type Problem } from './validation-error.js';
 
 // Skeletons only: routes are taken out before and checked one by one (validateRoute).
@@ -479,7 +479,7 @@ function wrapFilter(f: ToWire<FilterIR>): FilterIR {
 
 function wrapBackend(b: ToWire<BackendIR>): BackendIR {
   if (b.kind !== 'service' || !b.filters) return b as BackendIR;
-  return { ...b, filters: b.filters.map((f) => ({ ...f, set: f.set.map(wrapValue), add: f.add.map(wrapValue) })) };
+  return { ...b, filters: b.filters.map((f) => wrapFilter(f) as BackendFilterIR) };
 }
 
 // What the schema cannot say: the proxy keys binds by port and listeners by name (the

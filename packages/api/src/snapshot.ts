@@ -169,10 +169,16 @@ export interface StaticBackendIR {
 }
 
 /**
- * Filters of one backendRef: they run only for the requests sent to that backend, after the
- * route's own filters. Absent when the backendRef has none.
+ * Filters of one backendRef: they run only for the requests sent to that backend (the response
+ * modifier on the response it answers), after the route's own filters. A RequestRedirect here
+ * answers the requests that fall on this backend with the redirect; a URLRewrite replaces what
+ * the route's rewrote. Absent when the backendRef has none. A RequestMirror (or any other
+ * filter) on a backendRef is not run: the controller makes that backendRef `invalid`.
  */
-export type BackendFilterIR = Extract<FilterIR, { type: 'RequestHeaderModifier' }>;
+export type BackendFilterIR = Extract<FilterIR, { type: (typeof BACKEND_FILTER_TYPES)[number] }>;
+
+/** The filter types a backendRef may carry in the IR. */
+export const BACKEND_FILTER_TYPES = ['RequestHeaderModifier', 'ResponseHeaderModifier', 'URLRewrite', 'RequestRedirect'] as const;
 
 /** A Kubernetes Service port, with the ready endpoints its EndpointSlices list. */
 export interface ServiceBackendIR {
@@ -221,9 +227,39 @@ export type RateLimitKeyIR =
   | { readonly type: 'Header'; readonly name: string }
   | { readonly type: 'Expression'; readonly expression: string };
 
+/** The budget of one key value of a keyed local entry (`overrides`), of the entry's kind. */
+export interface RequestsOverrideIR {
+  readonly key: string;
+  readonly requests: number;
+  readonly burst: number;
+}
+export interface TokensOverrideIR {
+  readonly key: string;
+  readonly tokens: number;
+}
+
+/**
+ * `name`: what the x-ratelimit-policy header calls it (absent: a default from its place).
+ * `overrides` only with `by`; every key value without one gets the entry's own amount.
+ */
 export type LocalRateLimitIR =
-  | { readonly kind: 'requests'; readonly requests: number; readonly burst: number; readonly unit: LocalRateLimitUnit; readonly by?: RateLimitKeyIR }
-  | { readonly kind: 'tokens'; readonly tokens: number; readonly unit: LocalRateLimitUnit; readonly by?: RateLimitKeyIR };
+  | {
+      readonly kind: 'requests';
+      readonly requests: number;
+      readonly burst: number;
+      readonly unit: LocalRateLimitUnit;
+      readonly by?: RateLimitKeyIR;
+      readonly overrides?: readonly RequestsOverrideIR[];
+      readonly name?: string;
+    }
+  | {
+      readonly kind: 'tokens';
+      readonly tokens: number;
+      readonly unit: LocalRateLimitUnit;
+      readonly by?: RateLimitKeyIR;
+      readonly overrides?: readonly TokensOverrideIR[];
+      readonly name?: string;
+    };
 
 export interface RateLimitDescriptorIR {
   /** Empty only when `by` is set. */
@@ -233,6 +269,10 @@ export interface RateLimitDescriptorIR {
   readonly by?: RateLimitKeyIR;
   /** Sent as the descriptor's limit override: the service applies it instead of its own config's. */
   readonly limit?: { readonly requestsPerUnit: number; readonly unit: RateLimitUnit };
+  /** Limits of particular key values (with `by` and `limit`), sent instead of `limit` for those values, in its unit. */
+  readonly overrides?: readonly { readonly key: string; readonly requestsPerUnit: number }[];
+  /** What the x-ratelimit-policy header calls it (absent: a default from its place). */
+  readonly name?: string;
 }
 
 export interface GlobalRateLimitIR {

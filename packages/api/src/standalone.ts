@@ -248,9 +248,20 @@ function toLocalLimit(e: LocalRateLimit, at: string, problems: Problem[]): Local
     return null;
   }
   const by = e.by ? { by: toKeyIR(e.by) } : {};
+  const name = e.name !== undefined ? { name: e.name } : {};
+  const o = e.overrides;
+  // checkTrafficPolicy and the CRD's rules have made every override of the entry's kind.
   return e.requests !== undefined
-    ? { kind: 'requests', requests: e.requests, burst: e.burst ?? 0, unit: e.unit, ...by }
-    : { kind: 'tokens', tokens: e.tokens ?? 0, unit: e.unit, ...by };
+    ? {
+        kind: 'requests',
+        requests: e.requests,
+        burst: e.burst ?? 0,
+        unit: e.unit,
+        ...by,
+        ...(o ? { overrides: o.map((x) => ({ key: x.key, requests: x.requests ?? 0, burst: x.burst ?? 0 })) } : {}),
+        ...name,
+      }
+    : { kind: 'tokens', tokens: e.tokens ?? 0, unit: e.unit, ...by, ...(o ? { overrides: o.map((x) => ({ key: x.key, tokens: x.tokens ?? 0 })) } : {}), ...name };
 }
 
 function toDescriptor(d: GlobalDescriptor): RateLimitDescriptorIR {
@@ -259,6 +270,8 @@ function toDescriptor(d: GlobalDescriptor): RateLimitDescriptorIR {
     unit: d.unit,
     ...(d.by ? { by: toKeyIR(d.by) } : {}),
     ...(d.limit ? { limit: { requestsPerUnit: d.limit.requestsPerUnit, unit: d.limit.unit } } : {}),
+    ...(d.overrides ? { overrides: d.overrides.map((x) => ({ key: x.key, requestsPerUnit: x.requestsPerUnit })) } : {}),
+    ...(d.name !== undefined ? { name: d.name } : {}),
   };
 }
 

@@ -23,13 +23,13 @@ export const PROXY_ERRORS = defineErrors({
     code: 'TG_INVALID_BACKEND',
     status: 500,
     message: 'the route has no valid backend for this request',
-    hint: 'give the route a backend with a weight above 0; in a cluster, the HTTPRoute\'s ResolvedRefs condition names the backendRef that does not resolve',
+    hint: 'give the route a backend with a weight above 0; in a cluster, the HTTPRoute\'s ResolvedRefs condition names the backendRef that does not resolve or carries a filter that cannot run there',
   },
   upstreamRefused: {
     code: 'TG_UPSTREAM_REFUSED',
     status: 503,
     message: 'upstream connect error: connection refused',
-    hint: 'start the backend, or fix backends[].host; GET /config_dump shows each endpoint\'s health',
+    hint: 'start the backend, or fix backends[].host; GET /config_dump shows each endpoint\'s health (a refused request was already tried on up to config.connectAttempts endpoints of its backend)',
   },
   upstreamConnectTimeout: {
     code: 'TG_UPSTREAM_CONNECT_TIMEOUT',

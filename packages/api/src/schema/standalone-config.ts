@@ -7,6 +7,9 @@ import { HTTPRouteFilter, HTTPRouteMatch, RouteTimeouts } from './gateway-api.js
 import { CelLimitsSchema, RegexLimitsSchema } from '../limits.js';
 import { PolicySet } from './traffic-policy.js';
 
+/** The most endpoints one request may try after connections that failed before sending (config.connectAttempts). */
+export const MAX_CONNECT_ATTEMPTS = 8;
+
 export const BackendConfig = Type.Object(
   {
     host: HostPort('Upstream address <host>:<port>.'),
@@ -102,6 +105,12 @@ export const ProcessConfig = Type.Object(
       Type.String({ minLength: 1, description: 'Start-up log directive: a level (error, warn, info, debug, trace) or a list like "info,proxy=debug". Default info.' }),
     ),
     connectTimeout: Type.Optional(Duration('Time to open a connection to a backend; default 5s; more than 0s and at most 596h.')),
+    connectAttempts: Type.Optional(
+      PositiveInt(
+        'Endpoints of its backend one request may try when the connection fails before any byte of the request was sent (refused, reset, connect timeout): safe whatever the method. Default 3; 1: no second endpoint; never more than the backend has.',
+        MAX_CONNECT_ATTEMPTS,
+      ),
+    ),
     backendRequestTimeout: Type.Optional(
       Duration('Default time to wait for a backend response to start, for routes without timeouts.backendRequest; default 60s; 0s: no timeout.', { allowZero: true }),
     ),

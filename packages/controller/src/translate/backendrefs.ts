@@ -2,7 +2,7 @@
 // the ready endpoints of its EndpointSlices; another namespace only with a ReferenceGrant.
 // An unresolved reference stays in the IR as `invalid` so it keeps its share of the requests.
 import type { V1EndpointSlice, V1Service, V1ServicePort } from '@kubernetes/client-node';
-import type { BackendIR, EndpointIR } from '@tollgate/api';
+import type { BackendIR, EndpointIR, Problem } from '@tollgate/api';
 import { fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { backendFilters } from './rules.js';
@@ -49,6 +49,16 @@ export interface ResolvedBackend {
   readonly ir: BackendIR;
   /** ResolvedRefs verdict for this reference. */
   readonly verdict: Verdict;
+}
+
+/**
+ * A backendRef whose filters cannot run (backendFilterProblems): it keeps its weight, and the
+ * requests that fall on it get 500, as for an unresolved reference.
+ */
+export function unusableFilters(ref: HTTPBackendRef, routeNamespace: string, problems: readonly Problem[]): ResolvedBackend {
+  const reason = 'UnsupportedValue';
+  const message = `${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}; requests sent to this backendRef get 500 until then`;
+  return { ir: { kind: 'invalid', name: `${ref.namespace ?? routeNamespace}/${ref.name}`, weight: ref.weight ?? 1, reason }, verdict: fail(reason, message) };
 }
 
 export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, path: string, ctx: Context): ResolvedBackend {

@@ -1,14 +1,14 @@
 // HTTPRoute: which listeners each route attaches to (parentRefs, allowedRoutes, hostnames),
 // its rules in the IR, and its status per parent.
 import type { BackendIR, EvaluationLimits, FilterIR, Problem } from '@tollgate/api';
-import { resolveBackendRef } from './backendrefs.js';
+import { resolveBackendRef, unusableFilters } from './backendrefs.js';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { listenerLive, type GatewayState } from './gateway.js';
 import { routeHostnamesOn } from './hostnames.js';
 import { compareStrings, createdAt, generationOf } from './keys.js';
 import { allowsKind, allowsNamespace, type ListenerState } from './listeners.js';
-import { mirrorShare, translateRule, type RuleIR } from './rules.js';
+import { backendFilterProblems, mirrorShare, translateRule, type RuleIR } from './rules.js';
 import { GATEWAY_GROUP, type HTTPBackendRef, type HTTPRoute, type HTTPRouteFilter, type ParentReference } from '../types/gateway-api.js';
 import type { HTTPRouteStatusReport, RouteParentStatusReport } from './types.js';
 
@@ -173,7 +173,9 @@ function translateRules(route: HTTPRoute, ctx: Context): RulesResult {
     const { ir, problems: p } = translateRule(rule, path, ctx.limits);
     problems.push(...p);
     const backends = (rule.backendRefs ?? []).map((ref, i) => {
-      const r = resolveBackendRef(ref, ns, `${path}.backendRefs[${i}]`, ctx);
+      const refPath = `${path}.backendRefs[${i}]`;
+      const filterProblems = backendFilterProblems(ref.filters, rule.matches, refPath, ctx.limits);
+      const r = filterProblems.length ? unusableFilters(ref, ns, filterProblems) : resolveBackendRef(ref, ns, refPath, ctx);
       if (!r.verdict.ok && !refs) refs = r.verdict;
       return r.ir;
     });

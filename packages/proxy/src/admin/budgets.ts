@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { isSensitiveHeader, type ExtraCredentials, type RateLimitKeyIR } from '@tollgate/api';
 import { keyEntryName } from '../ratelimit/key.js';
-import { keyBudget, type KeyedEntry } from '../ratelimit/local/limiter.js';
+import { keyBudgets, type KeyedEntry } from '../ratelimit/local/limiter.js';
 import type { GlobalAnswer } from '../ratelimit/global/answers.js';
 
 export const LOCAL_SOURCE = 'local';
@@ -78,9 +78,9 @@ export function budgetRows(src: RowSources): BudgetRow[] {
     const by = e.budget.key.ir;
     const secret = mayBeCredential(by, src.credentials, expressionReadsRequest(e.budget.key.program?.reads));
     const base = { source: LOCAL_SOURCE, level: k.level, scope: k.scope, entry: `rateLimit.local[${k.index}]`, by: keyEntryName(by), kind: e.kind, window: e.config.unit, answeredAt: null } as const;
-    const row = (key: string | null, state: Parameters<typeof keyBudget>[2]): BudgetRow => {
-      const b = keyBudget(e, key ?? '', state, now);
-      return {
+    for (const [key, b] of keyBudgets(e, now)) {
+      if (b.idle) continue;
+      rows.push({
         ...base,
         key: key === null ? null : secret ? redacted(key) : key,
         overflow: key === null,
@@ -90,10 +90,8 @@ export function budgetRows(src: RowSources): BudgetRow[] {
         remaining: b.remaining,
         resetSeconds: b.resetSeconds,
         resetAt: new Date(now + b.resetSeconds * 1000).toISOString(),
-      };
-    };
-    for (const [key, state] of e.budget.table.entries()) if (!state.idle(now)) rows.push(row(key, state));
-    if (!e.budget.table.overflow.idle(now)) rows.push(row(null, e.budget.table.overflow));
+      });
+    }
   }
   for (const a of src.answers) {
     const p = a.place;

@@ -233,6 +233,13 @@ export class ProxyMetrics {
     ['result'],
   );
   readonly #jwksCells = new Map<string, Cell<'result'>>();
+  readonly #unsentRetries = new CellCounter(
+    this.registry,
+    'tollgate_upstream_unsent_retries_total',
+    'Requests sent to another endpoint of their backend because the connection to the one picked failed before any byte of the request was written (config.connectAttempts), by route and error (the catalog code of the failure: TG_UPSTREAM_REFUSED, TG_UPSTREAM_RESET, TG_UPSTREAM_CONNECT_TIMEOUT, ...).',
+    ['route', 'error'],
+  );
+  readonly #unsentRetryCells = new Map<string, Map<string, Cell<'route' | 'error'>>>();
   readonly #upstreamLatency = new CellHistogram<'route'>(
     this.registry,
     'tollgate_upstream_latency_seconds',
@@ -339,6 +346,15 @@ export class ProxyMetrics {
     cell.value++;
   }
 
+  /** Counts one request sent to another endpoint after `error` (a catalog code) before anything was sent. */
+  countUnsentRetry(route: string, error: string): void {
+    let byError = this.#unsentRetryCells.get(route);
+    if (!byError) this.#unsentRetryCells.set(route, (byError = new Map<string, Cell<'route' | 'error'>>()));
+    let cell = byError.get(error);
+    if (!cell) byError.set(error, (cell = this.#unsentRetries.cell({ route, error })));
+    cell.value++;
+  }
+
   countRequest(route: string, status: number): void {
     let byStatus = this.#requestCells.get(route);
     if (!byStatus) this.#requestCells.set(route, (byStatus = new Map<number, Cell<'route' | 'status'>>()));
@@ -355,8 +371,9 @@ export class ProxyMetrics {
   retainRoutes(routes: ReadonlySet<string>): void {
     const gone = (route: unknown): boolean => route !== NO_ROUTE && !routes.has(String(route));
     // Deleting the current key while iterating a Map is safe.
-    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells]) for (const route of map.keys()) if (gone(route)) map.delete(route);
+    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells]) for (const route of map.keys()) if (gone(route)) map.delete(route);
     this.#requests.drop((l) => gone(l.route));
+    this.#unsentRetries.drop((l) => gone(l.route));
     this.#tokens.drop((l) => gone(l.route));
     this.#upstreamLatency.drop((l) => gone(l.route));
   }

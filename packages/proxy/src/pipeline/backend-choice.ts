@@ -1,11 +1,13 @@
 // Stage 5, backend choice: one of the route's backends by weight and, for a Service, one of
 // its endpoints by least request (routing/backend-picker.ts); the request gains its
-// x-forwarded-* headers on the way out, and the chosen backend's own header changes.
+// x-forwarded-* headers on the way out, and the chosen backendRef's own filters.
 import { ERRORS } from '../errors.js';
 import { applyHeaderModifier } from '../filters/header-modifier.js';
-import { INVALID_BACKEND } from '../routing/backend-picker.js';
+import type { BackendFilterIR } from '@tollgate/api';
+import { rewritePath } from '../filters/path.js';
+import { backendFilters, INVALID_BACKEND } from '../routing/backend-picker.js';
 import { addForwarded } from '../upstream/headers.js';
-import { answerError } from './answer.js';
+import { answerError, answerRedirect } from './answer.js';
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
 
@@ -22,11 +24,31 @@ export function chooseBackend(ctx: RequestContext): boolean {
     return false;
   }
   ctx.backend = backend;
-  // The backendRef's own filters, for the requests sent to it only.
-  const b = backend.backend;
-  if (b.kind === 'service' && b.filters) for (const f of b.filters) applyHeaderModifier(ctx.upstreamHeaders!, f);
+  const filters = backendFilters(backend.backend);
+  if (filters && !applyBackendFilters(ctx, filters)) return false;
   ctx.entry.stage = 'upstream';
   ctx.entry.upstream = backend.name;
   if (ctx.observed) publish.requestSnapshot(ctx, 'final request');
+  return true;
+}
+
+/**
+ * The backendRef's own filters, for the requests sent to it only, after the route's: header
+ * changes and a rewrite shape the upstream request (a rewrite here replaces the route's); a
+ * redirect answers instead (returns false). Its ResponseHeaderModifier runs on the response
+ * (response-policies.ts).
+ */
+function applyBackendFilters(ctx: RequestContext, filters: readonly BackendFilterIR[]): boolean {
+  const headers = ctx.upstreamHeaders!;
+  for (const f of filters) {
+    if (f.type === 'RequestHeaderModifier') applyHeaderModifier(headers, f);
+    else if (f.type === 'URLRewrite') {
+      if (f.hostname) headers.host = f.hostname;
+      if (f.path) ctx.upstreamPath = rewritePath(ctx.path, f.path, ctx.matched!);
+    } else if (f.type === 'RequestRedirect') {
+      answerRedirect(ctx, f);
+      return false;
+    }
+  }
   return true;
 }

@@ -26,6 +26,8 @@ export interface PipelineDeps {
   /** Aborted at shutdown: mirrored copies still in flight are dropped. */
   readonly mirrorSignal: AbortSignal;
   readonly defaultBackendTimeoutMs: number;
+  /** config.connectAttempts: endpoints of its backend a request may try when it could not be sent. */
+  readonly connectAttempts: number;
   readonly bodyIdleTimeoutMs: number;
   readonly paths: PathSettings;
   /** config.maxSseLineBytes: an SSE event from a backend longer than this stops usage parsing. */

@@ -6,6 +6,7 @@ import { chargeSource, usageCharge } from '../llm/usage-charge.js';
 import type { TokenSource } from '../metrics/metrics.js';
 import { MAX_HELD_BYTES, UsageMeter } from '../llm/usage-meter.js';
 import { applyHeaderModifier } from '../filters/header-modifier.js';
+import { backendFilters } from '../routing/backend-picker.js';
 import type { ForwardHooks } from '../upstream/forward.js';
 import type { HeaderMap, RequestContext } from './context.js';
 import { publish } from './events.js';
@@ -93,6 +94,9 @@ export class ResponsePolicies implements ForwardHooks {
       publish.responseSnapshot(ctx, 'backend response ready', status, headers);
     }
     for (const m of ctx.route!.responseModifiers) applyHeaderModifier(headers, m);
+    // The answering backendRef's own, after the route's.
+    const own = backendFilters(ctx.backend!.backend);
+    if (own) for (const f of own) if (f.type === 'ResponseHeaderModifier') applyHeaderModifier(headers, f);
     if (ctx.admissions) Object.assign(headers, ctx.admissions.responseHeaders());
     // Headers an authorization check adds to the response (an extAuthz service's response_headers_to_add).
     if (ctx.authEffects) Object.assign(headers, ctx.authEffects.responseHeaders);

@@ -3,10 +3,9 @@
 // RequestMirror then copies: pipeline/mirror.ts).
 import { applyHeaderModifier } from '../filters/header-modifier.js';
 import { rewritePath } from '../filters/path.js';
-import { redirectLocation } from '../filters/redirect.js';
 import { endToEnd } from '../upstream/headers.js';
 import { admit } from './admit.js';
-import { answerDirect, answerRefusal } from './answer.js';
+import { answerRedirect, answerRefusal } from './answer.js';
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
 import { readBodyOnce } from './llm-body.js';
@@ -42,9 +41,7 @@ async function admitRoute(ctx: RequestContext): Promise<boolean> {
 function applyFilters(ctx: RequestContext): boolean {
   const route = ctx.route!;
   if (route.redirect) {
-    ctx.admissions?.settle(null);
-    const location = redirectLocation(route.redirect, { scheme: ctx.scheme, host: ctx.host, listenerPort: ctx.port, path: ctx.path, query: ctx.query, matched: ctx.matched! });
-    answerDirect(ctx, route.redirect.statusCode, { ...ctx.admissions?.responseHeaders(), location, 'content-length': '0' });
+    answerRedirect(ctx, route.redirect);
     return false;
   }
   // The client's credentials go before the route's filters run, so that a filter may set the

@@ -58,6 +58,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
     const runtime = new ProxyRuntime({
       connectTimeoutMs: parseDuration(settings.connectTimeout ?? '5s'),
       backendRequestTimeoutMs: parseDuration(settings.backendRequestTimeout ?? '60s'),
+      connectAttempts: settings.connectAttempts,
       drainTimeoutMs: parseDuration(settings.drainTimeout ?? '30s'),
       drainIdleMs: settings.drainIdleTimeout ? parseDuration(settings.drainIdleTimeout) : DEFAULT_DRAIN_IDLE_MS,
       maxTraceSessions: settings.maxTraceSessions ?? 32,

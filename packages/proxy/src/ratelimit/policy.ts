@@ -74,7 +74,16 @@ export function compilePolicy(
   limits: EvaluationLimits,
 ): CompiledPolicy | null {
   if (!ir || (!ir.localRateLimit && !ir.remoteRateLimit)) return null;
-  return compileLimits(level, scope, { local: indexed(ir), global: ir.remoteRateLimit }, store, makeGlobal, limits);
+  return compileLimits(level, scope, { local: indexed(ir), global: named(level, ir.remoteRateLimit) }, store, makeGlobal, limits);
+}
+
+/**
+ * The descriptors each with a name for x-ratelimit-policy: its own, else its place in the policy
+ * (`route.global.descriptors[1]`), given before a gateway-level policy is split in two.
+ */
+function named(level: LimitLevel, g: GlobalRateLimitIR | null): GlobalRateLimitIR | null {
+  if (!g || g.descriptors.every((d) => d.name !== undefined)) return g;
+  return { ...g, descriptors: g.descriptors.map((d, i) => (d.name !== undefined ? d : { ...d, name: `${level}.global.descriptors[${i}]` })) };
 }
 
 /**
@@ -95,7 +104,7 @@ export function compileGatewayPolicy(
   const keyReadsConsumer = (by: RateLimitKeyIR | undefined, at: string) => (by ? compileKey(by, limits, at).readsConsumer : false);
   const early = local.filter((c) => !keyReadsConsumer(c.config.by, `rateLimit.local[${c.index}].by`));
   const late = local.filter((c) => !early.includes(c));
-  const g = ir.remoteRateLimit;
+  const g = named('gateway', ir.remoteRateLimit);
   const descriptorReadsConsumer = (d: RateLimitDescriptorIR, i: number) =>
     keyReadsConsumer(d.by, `rateLimit.global.descriptors[${i}].by`) || d.entries.some((e) => {
       const c = compileCel(e.expression, 'descriptor', limits);
@@ -118,9 +127,9 @@ export interface Refusal {
 
 const DECISION: Record<GlobalOutcome, DecisionResult> = { ok: 'allowed', overLimit: 'limited', failedOpen: 'failed_open', serviceError: 'error', inputRefused: 'refused' };
 
-const LIMIT_HEADER_NAMES = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']);
+const LIMIT_HEADER_NAMES = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-ratelimit-policy']);
 
-/** The service's headers without the x-ratelimit-* trio: those are chosen across all limits. */
+/** The service's headers without the x-ratelimit-* ones: those are chosen across all limits. */
 function withoutLimitHeaders(h: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const k in h) if (!LIMIT_HEADER_NAMES.has(k)) out[k] = h[k]!;

@@ -2,7 +2,7 @@
 // backendRef weights, across backends), then, within a Service, one of its ready endpoints by
 // the balancing policy. Everything a pick reads is prepared once per config (cumulative
 // weights, target objects holding their endpoint state); a pick allocates nothing.
-import type { BackendIR, RouteIR, ServiceBackendIR } from '@tollgate/api';
+import type { BackendFilterIR, BackendIR, RouteIR, ServiceBackendIR } from '@tollgate/api';
 import type { Clock } from '../ratelimit/clock.js';
 import { systemClock } from '../ratelimit/clock.js';
 import { EndpointTable, type Endpoint } from '../upstream/endpoints.js';
@@ -19,6 +19,8 @@ export interface UpstreamTarget {
   readonly backend: BackendIR;
   /** Its pool, requests in flight and scores. */
   readonly endpoint: Endpoint;
+  /** Every endpoint of the same backend, this one included: where a request that was not sent may go instead. */
+  readonly siblings: readonly UpstreamTarget[];
 }
 
 /**
@@ -71,6 +73,11 @@ export function upstreamNames(backend: BackendIR): string[] {
   }
 }
 
+/** The backendRef's own filters (absent on most backends). */
+export function backendFilters(backend: BackendIR): readonly BackendFilterIR[] | undefined {
+  return backend.kind === 'service' ? backend.filters : undefined;
+}
+
 /** Every endpoint address a route can send to: its backends' and its mirrors'. */
 export function routeUpstreamNames(route: RouteIR): string[] {
   const names = route.backends.flatMap(upstreamNames);
@@ -88,10 +95,11 @@ function firstAvailable(targets: readonly UpstreamTarget[], start: number, now: 
 }
 
 function serviceTargets(backend: ServiceBackendIR, deps: PickerDeps): TargetPicker {
-  const targets: UpstreamTarget[] = backend.endpoints.map((e) => {
+  const targets: UpstreamTarget[] = [];
+  for (const e of backend.endpoints) {
     const endpoint = deps.endpoints.acquire(e.address, e.port);
-    return { name: endpoint.name, host: e.address, port: e.port, backend, endpoint };
-  });
+    targets.push({ name: endpoint.name, host: e.address, port: e.port, backend, endpoint, siblings: targets });
+  }
   const n = targets.length;
   if (n === 0) return () => null;
   if (n === 1) {
@@ -128,11 +136,37 @@ function serviceTargets(backend: ServiceBackendIR, deps: PickerDeps): TargetPick
   };
 }
 
+/**
+ * Another endpoint of the same backend for a request that could not be sent to `tried`'s last:
+ * the cheapest one not tried yet and not ejected (an ejected one failed to connect moments ago),
+ * starting after the last tried so that retries spread; null when there is none.
+ */
+export function anotherEndpoint(tried: readonly UpstreamTarget[]): UpstreamTarget | null {
+  const last = tried[tried.length - 1]!;
+  const now = last.endpoint.options.clock();
+  const all = last.siblings;
+  const from = all.indexOf(last);
+  let best: UpstreamTarget | null = null;
+  let bestCost = Infinity;
+  for (let i = 1; i < all.length; i++) {
+    const t = all[(from + i) % all.length]!;
+    if (tried.includes(t)) continue;
+    const cost = t.endpoint.cost(now);
+    if (cost < bestCost) {
+      best = t;
+      bestCost = cost;
+    }
+  }
+  return best;
+}
+
 function targetsOf(backend: BackendIR, deps: PickerDeps): TargetPicker {
   switch (backend.kind) {
     case 'static': {
       const endpoint = deps.endpoints.acquire(backend.host, backend.port);
-      const only: UpstreamTarget = { name: endpoint.name, host: backend.host, port: backend.port, backend, endpoint };
+      const siblings: UpstreamTarget[] = [];
+      const only: UpstreamTarget = { name: endpoint.name, host: backend.host, port: backend.port, backend, endpoint, siblings };
+      siblings.push(only);
       return () => only;
     }
     case 'service':

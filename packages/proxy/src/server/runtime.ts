@@ -25,6 +25,7 @@ import { TlsContextCache } from '../routing/tls-contexts.js';
 import { BodyBudget } from '../pipeline/body-budget.js';
 import type { InFlight } from '../pipeline/inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
+import { DEFAULT_CONNECT_ATTEMPTS } from '../pipeline/upstream-call.js';
 import { AuthCompilers } from '../auth/compilers.js';
 import { JwksStore } from '../auth/jwks-store.js';
 import { defaultPasswordSettings, PasswordVerifier, type PasswordSettings } from '../auth/password-verifier.js';
@@ -39,6 +40,8 @@ export interface RuntimeOptions {
   /** Where mirrored requests that failed are logged (debug). */
   readonly upstreamLog?: Logger;
   readonly backendRequestTimeoutMs: number;
+  /** config.connectAttempts (default DEFAULT_CONNECT_ATTEMPTS). */
+  readonly connectAttempts?: number;
   readonly drainTimeoutMs: number;
   /** config.drainIdleTimeout: how long the drain keeps idle kept-alive connections open. */
   readonly drainIdleMs: number;
@@ -173,6 +176,7 @@ export class ProxyRuntime {
       upstreamLog: options.upstreamLog ?? options.log,
       mirrorSignal: this.#mirrors.signal,
       defaultBackendTimeoutMs: options.backendRequestTimeoutMs,
+      connectAttempts: options.connectAttempts ?? DEFAULT_CONNECT_ATTEMPTS,
       bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
       clientTimeouts,
       bodyTimeouts: { idleMs: clientTimeouts.requestBodyIdleMs, deadlineMs: clientTimeouts.requestBodyMs },

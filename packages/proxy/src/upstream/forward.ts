@@ -37,6 +37,12 @@ export interface ForwardResult {
   readonly error: TransportError | null;
   /** False when nothing reached the client yet: the caller must answer (with error.spec). */
   readonly responded: boolean;
+  /**
+   * True when the request failed before undici handed it to a connection (refused, reset or
+   * timed out while connecting): not one byte of it was written, so it may be sent to another
+   * endpoint whatever its method, and its body (a stream too) was not read.
+   */
+  readonly unsent: boolean;
 }
 
 export interface ForwardHooks {
@@ -159,7 +165,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   failToDispatch(err: Error): void {
     const spec = ERRORS.upstreamBadResponse;
-    this.#finish({ status: spec.status, upstreamStatus: null, error: { kind: spec.code, message: err.message, spec }, responded: false });
+    this.#finish({ status: spec.status, upstreamStatus: null, error: { kind: spec.code, message: err.message, spec }, responded: false, unsent: false });
   }
 
   onRequestStart(c: Dispatcher.DispatchController): void {
@@ -194,25 +200,26 @@ class Exchange implements Dispatcher.DispatchHandler {
   #end(rest: Buffer | undefined): void {
     if (rest?.length) this.res.end(rest);
     else this.res.end();
-    this.#finish({ status: this.#upstreamStatus ?? 502, upstreamStatus: this.#upstreamStatus, error: null, responded: true });
+    this.#finish({ status: this.#upstreamStatus ?? 502, upstreamStatus: this.#upstreamStatus, error: null, responded: true, unsent: false });
   }
 
   onResponseError(_c: Dispatcher.DispatchController, err: Error & { code?: string }): void {
     const upstreamStatus = this.#upstreamStatus;
     if (err instanceof ClientGone) {
-      this.#finish({ status: upstreamStatus ?? 499, upstreamStatus, error: { kind: err.code, message: err.message }, responded: true });
+      this.#finish({ status: upstreamStatus ?? 499, upstreamStatus, error: { kind: err.code, message: err.message }, responded: true, unsent: false });
       return;
     }
     const spec = classify(err);
     const error = { kind: spec.code, message: err.message || spec.body, spec };
     if (!this.res.headersSent && !this.res.destroyed) {
       // The caller answers with the catalog entry (so it can trace the final response).
-      this.#finish({ status: spec.status, upstreamStatus, error, responded: false });
+      // undici calls onRequestStart just before it writes the request on a connected socket.
+      this.#finish({ status: spec.status, upstreamStatus, error, responded: false, unsent: this.#controller === null });
     } else {
       // Mid-body failure: the status is already sent, so the client learns of it by the
       // connection closing before the body completes.
       this.res.destroy(err);
-      this.#finish({ status: upstreamStatus ?? spec.status, upstreamStatus, error, responded: true });
+      this.#finish({ status: upstreamStatus ?? spec.status, upstreamStatus, error, responded: true, unsent: false });
     }
   }
 }

@@ -139,7 +139,10 @@ class RlsGlobalLimiter implements GlobalLimiter {
     }
     const requests: RlsDescriptor[] = [];
     const tokens: RlsDescriptor[] = [];
-    // Per descriptor sent, in the order sent (requests, then tokens): the key it carries, if keyed.
+    // What each sent descriptor is called, in the order sent (the service answers in that order).
+    const requestsPolicies: string[] = [];
+    const tokensPolicies: string[] = [];
+    // Per descriptor sent, in the same order: the key it carries, if keyed.
     const requestKeys: (SentKey | null)[] = [];
     const tokenKeys: (SentKey | null)[] = [];
     for (const d of this.descriptors.list) {
@@ -148,13 +151,15 @@ class RlsGlobalLimiter implements GlobalLimiter {
         this.deps.log.debug({ descriptor: d.index, entry: ev.entry, reason: ev.reason }, 'global rate limit descriptor not sent: entry has no value');
         continue;
       }
-      const limit = d.limit ? { limit: d.limit } : {};
+      const limit = ev.limit ? { limit: ev.limit } : {};
       const sent = this.#sentKey(d.index, d.unit, d.key?.compiled, ev.entries[0]?.value);
       if (d.unit === 'Tokens') {
         tokens.push({ entries: ev.entries, hits_addend: { value: 0 }, ...limit });
+        tokensPolicies.push(d.policy);
         tokenKeys.push(sent);
       } else {
         requests.push({ entries: ev.entries, ...limit });
+        requestsPolicies.push(d.policy);
         requestKeys.push(sent);
       }
     }
@@ -171,7 +176,8 @@ class RlsGlobalLimiter implements GlobalLimiter {
 
     const headers = serviceHeaders(res.response_headers_to_add);
     const least = leastRemaining(res.statuses);
-    const limit = least ? limitStatus(least, this.#now() / 1000) : null;
+    const policies = [...requestsPolicies, ...tokensPolicies];
+    const limit = least ? limitStatus(least, this.#now() / 1000, policies[res.statuses.indexOf(least)] ?? 'global') : null;
     if (limit) Object.assign(headers, rateLimitHeaders(limit));
     const requestHeaders = serviceHeaders(res.request_headers_to_add);
 
