@@ -202,6 +202,26 @@ describe('GET /budgets: the overflow budget of a full key table', () => {
   });
 });
 
+describe('GET /budgets: per-key overrides', () => {
+  it("each key's row has its own limit: its override, else the entry's amount", async () => {
+    const local = [{ requests: 5, unit: 'Hours', by: { type: 'Consumer' }, overrides: [{ key: 'alice', requests: 8 }] }];
+    const gw = await startGateway((port) =>
+      simpleConfig(port, [{ name: 'chat', policies: { traffic: { apiKey: { file: keyFile }, rateLimit: { local } } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }]),
+    );
+    try {
+      for (let i = 0; i < 3; i++) await admitted(chat(gw, 'alice', 10));
+      await admitted(chat(gw, 'bob', 10));
+      const v = await view(gw);
+      expect(v.budgets.map((b) => [b.key, b.limit, b.used, b.remaining])).toEqual([
+        ['alice', 8, 3, 5],
+        ['bob', 5, 1, 4],
+      ]);
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
 describe('GET /budgets: expression keys', () => {
   it('an expression over the consumer is shown; one that reads the request is shown as a hash', async () => {
     const local = [
