@@ -11,12 +11,14 @@
 // - The budget raised by `kubectl patch` is enforced once every proxy pod has ACKed the
 //   snapshot carrying it (read from the controller's /snapshots, not after a timer), and the
 //   usage counted before the change is kept: only the difference is admitted.
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rlsAvailability, rlsBinaries, startRls, type RlsService } from '../../packages/proxy/test/support/rls.js';
 import { policyCondition, type PolicyStatus } from '../lib/conditions.js';
 import { installChart, SYSTEM_NAMESPACE } from '../lib/chart.js';
 import { NODE } from '../lib/node/addresses.js';
-import { nodeAvailability } from '../lib/tools.js';
+import { nodeAvailability, REPO_ROOT } from '../lib/tools.js';
+import { exec } from '../lib/exec.js';
 import { useNode } from '../lib/use-node.js';
 import { kubectlOk, portForward, until } from './helm-install.lib.js';
 import { mockLlm } from './manifests.js';
@@ -281,5 +283,29 @@ describe.skipIf(!availability.run)('team budgets across two proxy pods on the e2
     // Only what the raise added was admitted: never a fresh budget of RAISED tokens.
     expect(after.tokens).toBeGreaterThan(0);
     expect(after.tokens).toBeLessThanOrEqual(RAISED - BUDGET + PER_REQUEST);
+  });
+
+  it('gwctl budgets shows each team\'s budget as the service last answered the proxies, one row per team from both pods', async () => {
+    const gwctl = (...args: string[]) =>
+      exec(process.execPath, [join(REPO_ROOT, 'packages/gwctl/bin/gwctl.js'), ...args], { env: { PATH: process.env.PATH, HOME: node.current.dir, KUBECONFIG: node.current.kubeconfig } });
+    const r = await gwctl('budgets', `gateway/${GATEWAY}`, '-n', GW_NS, '-o', 'json', '--by', 'consumer_group');
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    interface Row { key: string; source: string; limit: number; used: number; remaining: number; replicas: { proxy: string }[] }
+    const doc = JSON.parse(r.stdout) as { proxies: { proxy: string }[]; missing: unknown[]; budgets: Row[] };
+    // Both proxy pods were asked, each through its own port-forward.
+    expect(doc.proxies).toHaveLength(2);
+    expect(doc.missing).toEqual([]);
+    const row = (team: Team) => doc.budgets.find((b) => b.key === team);
+    // team-a spent its raised budget (the previous tests): the service's last answer says so.
+    expect(row('team-a')).toMatchObject({ source: 'global (last answer)', limit: RAISED, remaining: 0 });
+    expect(row('team-a')!.used).toBe(RAISED);
+    // Both pods asked the service about team-a; the row is the latest answer, not a sum.
+    expect(row('team-a')!.replicas).toHaveLength(2);
+    expect(row('team-b')).toMatchObject({ source: 'global (last answer)', limit: BUDGET });
+    expect(row('team-b')!.used).toBeLessThan(BUDGET);
+    const table = await gwctl('budgets', `gateway/${GATEWAY}`, '-n', GW_NS);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^team-a\s+consumer_group\s+200\s+200\s+0\s/m);
   });
 });

@@ -205,6 +205,12 @@ export const PROXY_ERRORS = defineErrors({
     message: '{key} must be given once, non-empty and at most {max} characters, e.g. ?{key}={example}; leave it out to list every backend',
     hint: 'GET /backends takes ?name=<backend name> (as /config_dump lists it) and ?namespace=<namespace>, each at most once',
   },
+  budgetsQuery: {
+    code: 'TG_ADMIN_BUDGETS_QUERY',
+    status: 400,
+    message: '?{key}= {problem}, e.g. ?{key}={example}; leave it out for {fallback}',
+    hint: 'GET /budgets takes ?limit=<1 to 1000>, ?key=<key value as listed>, ?scope=<route or listener>, ?by=<consumer, consumer_group, claim.<name>, header.<name> or key>, ?source=<local or global>, each at most once',
+  },
   internal: {
     code: 'TG_INTERNAL',
     status: 500,

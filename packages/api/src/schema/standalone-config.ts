@@ -215,6 +215,13 @@ export const ProcessConfig = Type.Object(
         description: 'Distinct values of the model label of tollgate_llm_tokens_total: the first N models seen keep their own series, later ones are counted as "other"; default 100.',
       }),
     ),
+    consumerMetricsTopN: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1000,
+        description: 'Consumers with a series of their own in tollgate_consumer_tokens_total: the top N by LLM tokens; the tokens of the others are counted as consumer="other". 0: no per-consumer series. Default 20.',
+      }),
+    ),
   },
   { additionalProperties: false, description: 'Process settings.' },
 );

@@ -43,6 +43,8 @@ export interface DumpSettings {
   readonly maxTraceSessions: number;
   readonly maxTokensChargedPerResponse: number;
   readonly maxRateLimitKeys: number;
+  /** config.consumerMetricsTopN in force. */
+  readonly consumerMetricsTopN: number;
   /** config.basicAuth with its defaults applied. */
   readonly basicAuth: { readonly workers: number; readonly maxQueue: number; readonly cacheEntries: number };
 }

@@ -3,6 +3,7 @@
 // model names, which clients choose freely, by `ModelLabels` (the first N seen, then `other`).
 import type { AuthKind, AuthPassReason, AuthReason } from '@tollgate/api';
 import { Counter, Gauge, Registry, collectDefaultMetrics, type LabelValues, type Metric } from 'prom-client';
+import { ConsumerTokens, DEFAULT_CONSUMER_METRICS_TOP_N } from './consumer-tokens.js';
 
 export type DecisionKind = 'requests' | 'tokens' | 'global';
 export type DecisionLevel = 'gateway' | 'route' | 'global';
@@ -174,6 +175,8 @@ function nested<A, B, V>(outer: Map<A, Map<B, V>>, a: A, b: B, make: () => V): V
 export interface ProxyMetricsOptions {
   /** Distinct `model` label values before `other`; default 100 (config.maxModelLabels). */
   readonly maxModelLabels?: number;
+  /** Consumers with a token series of their own before `other`; default 20 (config.consumerMetricsTopN). */
+  readonly consumerMetricsTopN?: number;
   /** Request-body bytes held now, read when the registry is scraped. */
   readonly bufferedRequestBytes?: () => number;
   /** The rate limit services of the config in force and whether each is connected now, read at each scrape. */
@@ -252,9 +255,11 @@ export class ProxyMetrics {
   readonly #tokenCells = new Map<string, Map<string, Map<TokenSource, Cell<'route' | 'model' | 'source'>>>>();
 
   readonly #models: ModelLabels;
+  readonly #consumerTokens: ConsumerTokens;
 
   constructor(options: ProxyMetricsOptions = {}) {
     this.#models = new ModelLabels(options.maxModelLabels ?? DEFAULT_MAX_MODEL_LABELS);
+    this.#consumerTokens = new ConsumerTokens(this.registry, options.consumerMetricsTopN ?? DEFAULT_CONSUMER_METRICS_TOP_N);
     const services = options.rateLimitServices;
     // One series per service the config names (the config bounds them); a service no config
     // uses any more has no channel and so no series.
@@ -321,6 +326,16 @@ export class ProxyMetrics {
     let cell = bySource.get(source);
     if (!cell) bySource.set(source, (cell = this.#tokens.cell({ route, model: label, source })));
     cell.value += tokens;
+  }
+
+  /** config.consumerMetricsTopN in force (config_dump shows it). */
+  get consumerMetricsTopN(): number {
+    return this.#consumerTokens.topN;
+  }
+
+  /** Counts the LLM tokens charged to a consumer (its own series while in the top N, else `other`). */
+  countConsumerTokens(consumer: string, tokens: number): void {
+    this.#consumerTokens.count(consumer, tokens);
   }
 
   /** Counts one rate-limit decision. */

@@ -104,5 +104,6 @@ async function chargeCopy(ctx: RequestContext, res: Dispatcher.ResponseData, cha
     const tokens = await usageCharge(ctx.llm, usage, ctx.deps.rateLimitLog);
     charge.settle(tokens);
     ctx.deps.metrics.countTokens(ctx.route!.ir.name, ctx.llm?.model ?? null, chargeSource(usage), tokens);
+    if (ctx.consumer) ctx.deps.metrics.countConsumerTokens(ctx.consumer.name, tokens);
   }
 }

@@ -150,5 +150,6 @@ function settleTokens(ctx: RequestContext, total: number, source: TokenSource): 
   const charged = ctx.deps.chargeCap.charge(total, route);
   const answered = ctx.admissions?.settle(charged);
   ctx.deps.metrics.countTokens(route, llm?.model ?? null, source, charged);
+  if (ctx.consumer) ctx.deps.metrics.countConsumerTokens(ctx.consumer.name, charged);
   return answered;
 }

@@ -77,6 +77,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
         keepAliveMs: settings.keepAliveTimeout ? parseDuration(settings.keepAliveTimeout) : DEFAULT_CLIENT_TIMEOUTS.keepAliveMs,
       },
       maxModelLabels: settings.maxModelLabels,
+      consumerMetricsTopN: settings.consumerMetricsTopN,
       log,
       rateLimitLog: logs.get('ratelimit'),
       authLog: logs.get('auth'),

@@ -21,6 +21,7 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
       maxTraceSessions: rt.traces.maxArmed,
       maxTokensChargedPerResponse: rt.maxTokensChargedPerResponse,
       maxRateLimitKeys: rt.maxRateLimitKeys,
+      consumerMetricsTopN: rt.metrics.consumerMetricsTopN,
       basicAuth: rt.passwords.settings,
     };
     return reply.type('application/json; charset=utf-8').send(JSON.stringify({ ...configDump(rt.current.ir, rt.loadedAt, rt.endpoints, settings), delivery }, null, 2));

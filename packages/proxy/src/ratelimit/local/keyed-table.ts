@@ -62,6 +62,11 @@ export class KeyedTable<L, S extends KeyState<L>> {
     return this.#states.size;
   }
 
+  /** Every key and its state, for reading only (GET /budgets): iterating changes nothing. */
+  entries(): IterableIterator<[string, S]> {
+    return this.#states.entries();
+  }
+
   #window(now: number): number {
     return Math.floor((now - this.origin) / this.#unitMs);
   }

@@ -135,6 +135,14 @@ export interface LimiterStoreOptions {
 /** A bucket, a window or a keyed table of either; told apart by instanceof where it is taken back. */
 type State = object;
 
+/** A keyed entry of the config in force, where it is: what GET /budgets lists. */
+export interface KeyedEntry {
+  readonly level: LimitLevel;
+  readonly scope: string;
+  readonly index: number;
+  readonly entry: LocalEntry & { readonly budget: { readonly keyed: true } };
+}
+
 /** The limits of a requests entry: its amount, and each override's. */
 function bucketLimits(c: Extract<LocalRateLimitIR, { kind: 'requests' }>): KeyLimits<BucketLimit> {
   return new KeyLimits({ requests: c.requests, burst: c.burst }, (c.overrides ?? []).map((o) => [o.key, { requests: o.requests, burst: o.burst }] as const));
@@ -158,6 +166,10 @@ function policyName(level: LimitLevel, index: number, config: LocalRateLimitIR):
 export class LimiterStore {
   #live = new Map<string, State>();
   #next = new Map<string, State>();
+  /** The keyed entries of the config in force, and of the one being compiled (read-only listing). */
+  #liveKeyed: readonly KeyedEntry[] = [];
+  /** By table: listeners sharing a Gateway-wide policy compile the same entry once each, on one table. */
+  #nextKeyed = new Map<object, KeyedEntry>();
   constructor(
     readonly clock: Clock,
     readonly options: LimiterStoreOptions,
@@ -170,12 +182,21 @@ export class LimiterStore {
     const ms = unitMs(config.unit);
     const overflowed = () => this.options.overflowed?.({ level, scope, index, kind: config.kind });
     const policy = policyName(level, index, config);
+    let made: LocalEntry;
     if (config.kind === 'requests') {
       const budget = this.#budget(id, RequestBucket, config, key, bucketLimits(config), overflowed, (start) => new RequestBucket(ms, clock, start));
-      return { kind: 'requests', config, budget, policy };
+      made = { kind: 'requests', config, budget, policy };
+    } else {
+      const budget = this.#budget(id, TokenWindow, config, key, tokenLimits(config), overflowed, (start) => new TokenWindow(ms, clock, start));
+      made = { kind: 'tokens', config, budget, policy };
     }
-    const budget = this.#budget(id, TokenWindow, config, key, tokenLimits(config), overflowed, (start) => new TokenWindow(ms, clock, start));
-    return { kind: 'tokens', config, budget, policy };
+    if (isKeyed(made)) this.#nextKeyed.set(made.budget.table, { level, scope, index, entry: made });
+    return made;
+  }
+
+  /** The keyed entries of the config in force (GET /budgets reads their tables; nothing here changes them). */
+  keyedEntries(): readonly KeyedEntry[] {
+    return this.#liveKeyed;
   }
 
   /** The entry's budget as the live config (or this one, for a repeated entry) left it, else a new one. */
@@ -201,12 +222,51 @@ export class LimiterStore {
   commit(): void {
     this.#live = this.#next;
     this.#next = new Map();
+    this.#liveKeyed = [...this.#nextKeyed.values()];
+    this.#nextKeyed = new Map();
   }
 
   /** Called when a new config is refused: forget what it prepared. */
   discard(): void {
     this.#next = new Map();
+    this.#nextKeyed = new Map();
   }
+}
+
+function isKeyed(e: LocalEntry): e is KeyedEntry['entry'] {
+  return e.budget.keyed;
+}
+
+/** What one key's budget of a keyed entry stands at: the x-ratelimit-* values, and what is used of it. */
+export interface KeyBudget extends LimitStatus {
+  /** Spent in the current window: request tokens taken, or LLM tokens charged. */
+  readonly used: number;
+  /** LLM tokens held by requests in flight (tokens entries; 0 for requests). */
+  readonly reserved: number;
+  /** Nothing used and nothing held: the same as a new key. */
+  readonly idle: boolean;
+}
+
+/**
+ * Every key's budget of a keyed entry, each under its key's limit (its override, else the
+ * entry's amount), then the overflow budget (key null, under the entry's amount); read through
+ * the states' methods, changing nothing.
+ */
+export function* keyBudgets(e: KeyedEntry['entry'], now: number): Generator<[string | null, KeyBudget]> {
+  if (e.kind === 'requests') {
+    const { table, limits } = e.budget;
+    const one = (state: RequestBucket, limit: BucketLimit): KeyBudget => {
+      const s = bucketStatus(e, { state, limit }, now);
+      return { ...s, used: Math.max(0, limit.requests + limit.burst - s.remaining), reserved: 0, idle: state.idle(limit, now) };
+    };
+    for (const [key, state] of table.entries()) yield [key, one(state, limits.of(key))];
+    yield [null, one(table.overflow, limits.fallback)];
+    return;
+  }
+  const { table, limits } = e.budget;
+  const one = (state: TokenWindow, limit: number): KeyBudget => ({ ...windowStatus(e, { state, limit }, now), used: state.used(now), reserved: state.reserved(now), idle: state.idle(limit, now) });
+  for (const [key, state] of table.entries()) yield [key, one(state, limits.of(key))];
+  yield [null, one(table.overflow, limits.fallback)];
 }
 
 function bucketStatus(e: LocalEntry, b: MetBucket, now: number): LimitStatus {
