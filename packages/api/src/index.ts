@@ -2,6 +2,8 @@ export * from './schema/common.js';
 export * from './schema/gateway-api.js';
 export * from './schema/traffic-policy.js';
 export * from './schema/standalone-config.js';
+export * from './schema/backend-tls.js';
+export * from './backend-tls.js';
 export * from './process-settings.js';
 export * from './snapshot.js';
 export * from './snapshot-schema.js';

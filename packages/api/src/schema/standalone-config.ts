@@ -6,11 +6,16 @@ import { Duration, Enum, Host, Hostname, HostPort, Port, PositiveInt } from './c
 import { HTTPRouteFilter, HTTPRouteMatch, RouteTimeouts } from './gateway-api.js';
 import { CelLimitsSchema, RegexLimitsSchema } from '../limits.js';
 import { PolicySet } from './traffic-policy.js';
+import { BackendTlsConfig } from './backend-tls.js';
+import { CertificateFilesConfig } from './certificate-files.js';
+
+export { CertificateFilesConfig };
 
 export const BackendConfig = Type.Object(
   {
     host: HostPort('Upstream address <host>:<port>.'),
     weight: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Relative share of requests; default 1; 0 sends none.' })),
+    tls: Type.Optional(BackendTlsConfig),
   },
   { additionalProperties: false, description: 'An upstream the route sends requests to.' },
 );
@@ -31,15 +36,6 @@ export const RouteConfig = Type.Object(
   { additionalProperties: false, description: 'A route.' },
 );
 export type RouteConfig = Static<typeof RouteConfig>;
-
-export const CertificateFilesConfig = Type.Object(
-  {
-    certFile: Type.String({ minLength: 1, maxLength: 4096, description: 'PEM certificate chain, leaf first; a relative path is relative to the config file.' }),
-    keyFile: Type.String({ minLength: 1, maxLength: 4096, description: 'PEM private key of the certificate (unencrypted); a relative path is relative to the config file.' }),
-  },
-  { additionalProperties: false, description: 'A certificate and its key, read from files when the config is loaded or reloaded.' },
-);
-export type CertificateFilesConfig = Static<typeof CertificateFilesConfig>;
 
 export const ListenerTlsConfig = Type.Object(
   {

@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { ClientGone, ERRORS, type ErrorSpec } from '../errors.js';
 import { endToEnd } from './headers.js';
+import { tlsFailureKind } from './backend-tls.js';
 
 export interface ForwardRequest {
   readonly method: string;
@@ -82,8 +83,11 @@ export function classify(err: Error & { code?: string }): ErrorSpec {
     case 'EPIPE':
     case 'UND_ERR_CLOSED':
       return ERRORS.upstreamReset;
-    default:
+    default: {
+      const tls = tlsFailureKind(err.code);
+      if (tls) return tls === 'certificate' ? ERRORS.upstreamCertificate : ERRORS.upstreamTls;
       return err.code?.startsWith('HPE_') || err.code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' ? ERRORS.upstreamBadResponse : ERRORS.upstreamReset;
+    }
   }
 }
 
