@@ -3,10 +3,11 @@
 // requires a client certificate). A certificate that does not verify is a 502
 // TG_UPSTREAM_CERTIFICATE with the reason in the trace; the proxy keeps serving; each TLS
 // setting has its own keep-alive pool; the client key never shows in /config_dump or a trace.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TraceEvent } from '@tollgate/api';
+import { fileURLToPath } from 'node:url';
+import { parseConfigText, validateStandaloneConfig, type TraceEvent } from '@tollgate/api';
 import { issueTestCertificate, type TestCertificate } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { echoed, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
@@ -227,4 +228,12 @@ describe('a bad tls is refused with the field and the fix; the last good config 
       expect((await send(`${gw.url}/good`)).status).toBe(200);
     });
   }
+});
+
+describe('examples/providers-tls.yaml', () => {
+  it('is a valid config', async () => {
+    const file = fileURLToPath(new URL('../../../examples/providers-tls.yaml', import.meta.url));
+    const cfg = validateStandaloneConfig(parseConfigText(await readFile(file, 'utf8'), file), file);
+    expect(cfg.binds[0]!.listeners[0]!.routes.map((r) => r.backends?.[0]?.tls !== undefined)).toEqual([true, true, true]);
+  });
 });
