@@ -11,35 +11,23 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueTestCertificate } from '../packages/testkit/src/index.js';
 import { ControllerProcess, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
+import { type Condition, type GatewayStatus, policyCondition, type PolicyStatus } from './lib/conditions.js';
 import { run } from './lib/exec.js';
-import { REPO_ROOT, e2eAvailability } from './lib/tools.js';
+import { CHART, SYSTEM_NAMESPACE as NS } from './lib/chart.js';
+import { e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
 
 const availability = e2eAvailability();
-const CHART = join(REPO_ROOT, 'charts/tollgate');
-const NS = 'tollgate-system';
 const APPS = 'btls-apps';
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-  observedGeneration?: number;
-}
-interface Ancestors {
-  metadata: { generation: number };
-  status?: { ancestors?: { ancestorRef: { name: string; namespace?: string }; controllerName: string; conditions: Condition[] }[] };
-}
-interface GatewayStatus {
-  status?: { conditions?: Condition[] };
-}
+type Ancestors = PolicyStatus & { metadata: { generation: number } };
 
 const ca = issueTestCertificate({ commonName: 'backend-ca', ca: true });
 const client = issueTestCertificate({ commonName: 'tollgate-proxy', issuer: ca });
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
-const ancestorCond = (p: Ancestors, type: string) => p.status?.ancestors?.find((a) => a.ancestorRef.name === 'gw' && a.controllerName === 'tollgate.dev/gateway-controller')?.conditions.find((c) => c.type === type);
+// Each policy here has one ancestor, the Gateway gw.
+const ancestorCond = (p: Ancestors, type: string): (Condition & { observedGeneration?: number }) | undefined => policyCondition(p, type);
 const gatewayCond = (g: GatewayStatus, type: string) => g.status?.conditions?.find((c) => c.type === type);
 
 const OBJECTS = `
