@@ -10,10 +10,9 @@
 import type { V1ConfigMap, V1ServicePort } from '@kubernetes/client-node';
 import { backendTlsIR, caBundleProblem, checkSubjectAltNames, type BackendTLSIR, type Problem } from '@tollgate/api';
 import { condition, fail, ok, type Verdict } from './conditions.js';
-import type { TranslatedRoute } from './httproute.js';
 import { byKey, compareAge, generationOf, keyOf } from './keys.js';
 import type { BackendTLSPolicyStatusReport, PolicyAncestorStatusReport } from './types.js';
-import { GATEWAY_GROUP, type BackendTLSPolicy, type HTTPBackendRef } from '../types/gateway-api.js';
+import { GATEWAY_GROUP, type BackendTLSPolicy, type Gateway, type HTTPBackendRef, type HTTPRoute } from '../types/gateway-api.js';
 
 export const WELL_KNOWN_SYSTEM = 'System';
 
@@ -37,7 +36,13 @@ export interface BackendTlsIndex {
   /** The objects a Service's TLS is decided from (its policies, their ConfigMaps): a route whose are unchanged keeps its rules. */
   dependencies(namespace: string, service: string): readonly unknown[];
   /** Status of every policy, given the routes (which Gateways send to each policy's targets). */
-  status(routes: readonly TranslatedRoute[], services: ServicePorts, controllerName: string): Map<string, BackendTLSPolicyStatusReport>;
+  status(routes: readonly RoutedGateways[], services: ServicePorts, controllerName: string): Map<string, BackendTLSPolicyStatusReport>;
+}
+
+/** What status reads of a translated route (httproute.ts TranslatedRoute): the route and the Gateways it is attached to. */
+export interface RoutedGateways {
+  readonly route: HTTPRoute;
+  readonly attachments: readonly { readonly gateway: { readonly key: string; readonly gateway: Gateway } }[];
 }
 
 export type ServicePorts = (namespace: string, service: string, port: number) => V1ServicePort | undefined;
