@@ -105,15 +105,15 @@ function callResult(events: TraceEvent[]) {
 }
 
 describe('a certificate that verifies', () => {
-  it('is used: SNI is the hostname, the request goes through over TLS', async () => {
-    const r = await send(`${gw.url}/good`);
+  it('is used: SNI is the hostname whatever the Host header, the request goes through over TLS', async () => {
+    const r = await send(`${gw.url}/good`, { headers: { host: 'api.example.com' } });
     expect(r.status).toBe(200);
-    expect(echoed(r)).toMatchObject({ url: '/good' });
+    expect(echoed(r)).toMatchObject({ url: '/good', headers: { host: 'api.example.com' } });
     expect((JSON.parse(r.body) as { tls: { servername: string } }).tls.servername).toBe('llm.internal');
   });
 
-  it('without hostname, the host part of host is checked (an IP name of the certificate) and no SNI is sent', async () => {
-    const r = await send(`${gw.url}/good-ip`);
+  it('without hostname, the host part of host is checked (an IP name of the certificate) and no SNI is sent, whatever the Host header', async () => {
+    const r = await send(`${gw.url}/good-ip`, { headers: { host: 'api.example.com' } });
     expect(r.status).toBe(200);
     expect((JSON.parse(r.body) as { tls: { servername: unknown } }).tls.servername).toBe(false);
   });
@@ -134,8 +134,8 @@ describe('a certificate that verifies', () => {
     expect((JSON.parse(r.body) as { tls: { client: string } }).tls.client).toBe('tollgate-proxy');
   });
 
-  it('keeps the connection alive across requests, and the trace says https', async () => {
-    for (let i = 0; i < 3; i++) expect((await send(`${gw.url}/tls12`)).status).toBe(200);
+  it('keeps the connection alive across requests (whatever their Host headers), and the trace says https', async () => {
+    for (const host of ['a.example.com', 'b.example.com', 'a.example.com']) expect((await send(`${gw.url}/tls12`, { headers: { host } })).status).toBe(200);
     const remotePorts = new Set(ups.tls12!.requests.map((r) => r.socket.remotePort));
     expect(remotePorts.size).toBe(1);
     const t = await traced('/good');

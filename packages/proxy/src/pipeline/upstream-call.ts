@@ -30,6 +30,7 @@ export async function callUpstream(ctx: RequestContext): Promise<void> {
       headersTimeoutMs: route.timeouts.backendRequestMs ?? deps.defaultBackendTimeoutMs,
       bodyTimeoutMs: deps.bodyIdleTimeoutMs,
       requestTimeoutMs: route.timeouts.requestMs,
+      servername: backend.endpoint.servername,
     },
     ctx.res,
     response,

@@ -5,6 +5,10 @@ import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { checkServerIdentity, type ConnectionOptions, type PeerCertificate } from 'node:tls';
 import { certificateInfo, type BackendTLSIR, type SubjectAltNameIR } from '@tollgate/api';
+import type { buildConnector as BuildConnector } from 'undici';
+import { buildConnector } from './undici-pool.js';
+
+type Connector = BuildConnector.connector;
 
 /** Node's TLS certificate verification codes (OpenSSL's X509_V_ERR_* names) and the name check's. */
 const CERTIFICATE_CODES: ReadonlySet<string> = new Set([
@@ -86,7 +90,20 @@ function show(san: SubjectAltNameIR): string {
   return san.type === 'URI' ? `URI:${san.uri}` : `DNS:${san.hostname}`;
 }
 
-/** undici's `connect` options for a backend's TLS: verification always on; SNI unless the name is an address. */
+/**
+ * undici's connector for a backend's TLS. undici takes the SNI from each request's Host
+ * header unless told otherwise (and drops the connection when it changes): the connector sends
+ * `hostname` whatever the request says, or no SNI when it is an address, and every request
+ * through the pool carries `hostname` as its servername (Endpoint#servername), so requests
+ * with different Host headers share the pool's connections.
+ */
+export function tlsConnector(tls: BackendTLSIR, timeoutMs: number): Connector {
+  const connect = buildConnector({ ...connectOptions(tls), timeout: timeoutMs });
+  const servername = isIP(tls.hostname) ? undefined : tls.hostname;
+  return (opts, callback) => connect({ ...opts, servername }, callback);
+}
+
+/** The TLS options of a backend: verification always on; SNI unless the name is an address. */
 export function connectOptions(tls: BackendTLSIR): ConnectionOptions {
   const cert = tls.clientCertificate;
   return {

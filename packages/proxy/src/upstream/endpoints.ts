@@ -11,7 +11,7 @@ import type { BackendTLSIR } from '@tollgate/api';
 import { Pool } from './undici-pool.js';
 import type { Clock } from '../ratelimit/clock.js';
 import { hostPort } from './host-port.js';
-import { connectOptions, tlsSettingKey } from './backend-tls.js';
+import { tlsConnector, tlsSettingKey } from './backend-tls.js';
 
 /**
  * The table's key of an endpoint: its address, and for TLS a digest of the setting, so that
@@ -98,7 +98,11 @@ export class Endpoint {
     readonly tls?: BackendTLSIR,
   ) {
     this.name = hostPort(host, port);
+    this.servername = tls?.hostname;
   }
+
+  /** What each request through a TLS pool says is its servername (see tlsConnector); undefined for plain HTTP. */
+  readonly servername: string | undefined;
 
   get retired(): boolean {
     return this.#retired;
@@ -110,7 +114,7 @@ export class Endpoint {
       const h = this.host.includes(':') ? `[${this.host}]` : this.host;
       this.#pool = new Pool(`${this.tls ? 'https' : 'http'}://${h}:${this.port}`, {
         connectTimeout: this.options.connectTimeoutMs,
-        ...(this.tls ? { connect: connectOptions(this.tls) } : {}),
+        ...(this.tls ? { connect: tlsConnector(this.tls, this.options.connectTimeoutMs) } : {}),
         // Per-request timeouts are set on each dispatch; these are the ceilings.
         headersTimeout: 0,
         bodyTimeout: 0,

@@ -20,6 +20,8 @@ export interface ForwardRequest {
   readonly bodyTimeoutMs: number;
   /** Whole-exchange deadline (route timeouts.request), or null. */
   readonly requestTimeoutMs: number | null;
+  /** A TLS backend's name (Endpoint#servername): undici would otherwise take the Host header as SNI. */
+  readonly servername?: string;
 }
 
 export interface TransportError {
@@ -234,7 +236,9 @@ export function forward(dispatcher: Dispatcher, req: ForwardRequest, res: Server
           // 0 here when the Exchange keeps a precise timer of its own (see its constructor).
           headersTimeout: preciseHeadersTimeout(req.headersTimeoutMs) ? 0 : req.headersTimeoutMs,
           bodyTimeout: req.bodyTimeoutMs,
-        },
+          // Read by undici's request, not in its types.
+          servername: req.servername,
+        } as Dispatcher.DispatchOptions,
         exchange,
       );
     } catch (err) {
