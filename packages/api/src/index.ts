@@ -3,6 +3,8 @@ export * from './schema/gateway-api.js';
 export * from './schema/traffic-policy.js';
 export * from './schema/budget-overrides.js';
 export * from './schema/standalone-config.js';
+export * from './schema/backend-tls.js';
+export * from './backend-tls.js';
 export * from './process-settings.js';
 export * from './snapshot.js';
 export * from './provider.js';

@@ -72,6 +72,35 @@ const BackendFilter = Type.Union([RequestHeaderFilter, ResponseHeaderFilter, Rew
 const Weight = Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Share of requests; 0 sends none.' });
 const Endpoint = Obj({ address: NonEmpty('IP address.', 64), port: Type.Integer({ minimum: 1, maximum: 65535 }) }, 'A ready endpoint of a Service.');
 const Provider = Obj({ type: Type.Union(PROVIDER_TYPES.map((t) => Lit(t))) }, 'The API the backend speaks.');
+const CertificateOrigin = Type.Union([
+  Obj({ kind: Lit('Secret'), namespace: NonEmpty('Namespace.', 63), name: NonEmpty('Name.', 253) }, 'A Secret of type kubernetes.io/tls.'),
+  Obj(
+    { kind: Lit('config'), path: Str('JSON path in the standalone config.', 1024), certFile: NonEmpty('Certificate file.'), keyFile: NonEmpty('Key file.') },
+    'Files of the standalone config.',
+  ),
+]);
+const Certificate = Obj(
+  {
+    origin: CertificateOrigin,
+    certificate: NonEmpty('PEM certificate chain, leaf first.', 1_048_576),
+    key: Obj({ secret: NonEmpty('PEM private key, in clear: the snapshot stream is the one place it travels.', 65536) }, 'The private key.'),
+  },
+  'A certificate and its key.',
+);
+const SubjectAltName = Type.Union([
+  Obj({ type: Lit('Hostname'), hostname: NonEmpty('DNS name.', 253) }, 'A DNS name.'),
+  Obj({ type: Lit('URI'), uri: NonEmpty('URI.', 253) }, 'A URI name.'),
+]);
+const BackendTls = Obj(
+  {
+    caCertificates: Nullable(NonEmpty('PEM bundle of trusted CAs.', 1_048_576)),
+    hostname: NonEmpty('SNI and the name checked.', 253),
+    subjectAltNames: Type.Array(SubjectAltName, { maxItems: 5 }),
+    clientCertificate: Nullable(Certificate),
+    minVersion: Type.Union([Lit('TLSv1.2'), Lit('TLSv1.3')]),
+  },
+  'TLS to the backend.',
+);
 const Backend = Type.Union([
   Obj(
     {
@@ -81,6 +110,7 @@ const Backend = Type.Union([
       port: Type.Integer({ minimum: 1, maximum: 65535 }),
       weight: Weight,
       provider: Type.Optional(Provider),
+      tls: Type.Optional(BackendTls),
     },
     'A fixed address.',
   ),
@@ -94,6 +124,7 @@ const Backend = Type.Union([
       weight: Weight,
       endpoints: Type.Array(Endpoint, { maxItems: 100_000 }),
       filters: Type.Optional(Type.Array(BackendFilter, { maxItems: 16 })),
+      tls: Type.Optional(BackendTls),
     },
     'A Service port and its ready endpoints.',
   ),
@@ -225,21 +256,6 @@ const Route = Obj(
 );
 /** One route on the wire: checked apart from the rest of its snapshot when it is new (snapshot-wire.ts). */
 export const WireRouteSchema = Route;
-const CertificateOrigin = Type.Union([
-  Obj({ kind: Lit('Secret'), namespace: NonEmpty('Namespace.', 63), name: NonEmpty('Name.', 253) }, 'A Secret of type kubernetes.io/tls.'),
-  Obj(
-    { kind: Lit('config'), path: Str('JSON path in the standalone config.', 1024), certFile: NonEmpty('Certificate file.'), keyFile: NonEmpty('Key file.') },
-    'Files of the standalone config.',
-  ),
-]);
-const Certificate = Obj(
-  {
-    origin: CertificateOrigin,
-    certificate: NonEmpty('PEM certificate chain, leaf first.', 1_048_576),
-    key: Obj({ secret: NonEmpty('PEM private key, in clear: the snapshot stream is the one place it travels.', 65536) }, 'The private key.'),
-  },
-  'A certificate and its key.',
-);
 const ListenerTls = Obj(
   { mode: Lit('Terminate'), certificates: Type.Array(Certificate, { minItems: 1, maxItems: 64 }) },
   'TLS terminated at the proxy.',

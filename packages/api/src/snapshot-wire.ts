@@ -478,8 +478,12 @@ function wrapFilter(f: ToWire<FilterIR>): FilterIR {
 }
 
 function wrapBackend(b: ToWire<BackendIR>): BackendIR {
-  if (b.kind !== 'service' || !b.filters) return b as BackendIR;
-  return { ...b, filters: b.filters.map((f) => wrapFilter(f) as BackendFilterIR) };
+  if (b.kind === 'invalid') return b;
+  const cert = b.tls?.clientCertificate;
+  const tls = b.tls && { ...b.tls, clientCertificate: cert ? { ...cert, key: new Secret(cert.key.secret) } : null };
+  if (b.kind === 'static') return tls ? { ...b, tls } : (b as BackendIR);
+  const filters = b.filters?.map((f) => wrapFilter(f) as BackendFilterIR);
+  return { ...b, ...(filters ? { filters } : {}), ...(tls ? { tls } : {}) } as BackendIR;
 }
 
 // What the schema cannot say: the proxy keys binds by port and listeners by name (the

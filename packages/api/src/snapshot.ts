@@ -169,12 +169,32 @@ export interface StaticBackendIR {
   readonly weight: number;
   /** What the backend is (its API format); absent: an OpenAI-compatible server, passed through. */
   readonly provider?: ProviderIR;
+  /** Absent: plain HTTP. */
+  readonly tls?: BackendTLSIR;
 }
 
 /** A backend's provider: the API it speaks (llm/formats/ in the proxy reads it). */
 export interface ProviderIR {
   readonly type: ProviderType;
 }
+
+/**
+ * TLS from the proxy to a backend: the certificate the backend shows must chain to
+ * `caCertificates` and carry `hostname` (or, when `subjectAltNames` is not empty, one of them).
+ */
+export interface BackendTLSIR {
+  /** PEM bundle of the trusted CAs; null: the system roots. */
+  readonly caCertificates: string | null;
+  /** Sent as SNI (unless an IP address) and, without subjectAltNames, checked against the certificate. */
+  readonly hostname: string;
+  /** Names of which the certificate must carry one; empty: `hostname` is checked. */
+  readonly subjectAltNames: readonly SubjectAltNameIR[];
+  /** The proxy's certificate for backends that ask for one; its key a Secret, as a listener's. */
+  readonly clientCertificate: CertificateIR | null;
+  readonly minVersion: 'TLSv1.2' | 'TLSv1.3';
+}
+
+export type SubjectAltNameIR = { readonly type: 'Hostname'; readonly hostname: string } | { readonly type: 'URI'; readonly uri: string };
 
 /**
  * Filters of one backendRef: they run only for the requests sent to that backend (the response
@@ -201,6 +221,8 @@ export interface ServiceBackendIR {
   /** Sorted by address then port; empty when no endpoint is ready. */
   readonly endpoints: readonly EndpointIR[];
   readonly filters?: readonly BackendFilterIR[];
+  /** From the BackendTLSPolicy that targets the Service port; absent: plain HTTP. */
+  readonly tls?: BackendTLSIR;
 }
 
 export interface EndpointIR {

@@ -8,12 +8,14 @@ import { isDefaultLimits, resolveLimits, type EvaluationLimits } from './limits.
 import { checkRouteRule, checkTrafficPolicy, checkUnique } from './rules.js';
 import { checkProcessConfig } from './process-settings.js';
 import { StandaloneConfig, type BackendConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
+import { backendTlsIR, checkSubjectAltNames, readCaBundle } from './backend-tls.js';
 import type { HTTPHeaderFilter, HTTPPathModifier, HTTPRouteFilter, HTTPRouteMatch } from './schema/gateway-api.js';
 import { LOCAL_MONTHS_MESSAGE, type GlobalDescriptor, type LocalRateLimit, type PolicySet, type RateLimitKey } from './schema/traffic-policy.js';
 import { isSensitiveHeader, Secret } from './secret.js';
 import { withVersion } from './snapshot-wire.js';
 import type {
   BackendIR,
+  CertificateIR,
   FilterIR,
   HeaderModifierIR,
   ListenerIR,
@@ -66,6 +68,7 @@ export function validateStandaloneConfig(value: unknown, subject = 'config'): St
       listener.routes.forEach((route, ri) => {
         const rp = `${lp}.routes[${ri}]`;
         checkRouteRule({ ...route, backends: route.backends ?? [] }, rp, limits, out);
+        route.backends?.forEach((b, bi) => checkSubjectAltNames(b.tls?.subjectAltNames, `${rp}.backends[${bi}].tls.subjectAltNames`, out));
         checkTrafficPolicy(route.policies?.traffic, joinPath(joinPath(rp, 'policies'), 'traffic'), 'standalone', limits, out);
       });
     });
@@ -121,11 +124,27 @@ interface Conversion {
   readonly problems: Problem[];
 }
 
-/** JSON paths of every `tls.certificates[i]` entry of a config, with its files. */
+/**
+ * JSON paths of every certificate of a config with its files: each listener's
+ * `tls.certificates[i]` and each backend's `tls.clientCertificate`.
+ */
 export function certificateEntries(cfg: StandaloneConfig): { path: string; certFile: string; keyFile: string }[] {
   return cfg.binds.flatMap((b, bi) =>
-    b.listeners.flatMap((l, li) => (l.tls?.certificates ?? []).map((c, ci) => ({ path: `binds[${bi}].listeners[${li}].tls.certificates[${ci}]`, ...c }))),
+    b.listeners.flatMap((l, li) => {
+      const lp = `binds[${bi}].listeners[${li}]`;
+      const listener = (l.tls?.certificates ?? []).map((c, ci) => ({ path: `${lp}.tls.certificates[${ci}]`, ...c }));
+      const backends = l.routes.flatMap((r, ri) =>
+        (r.backends ?? []).flatMap((x, xi) => (x.tls?.clientCertificate ? [{ path: `${lp}.routes[${ri}].backends[${xi}].tls.clientCertificate`, ...x.tls.clientCertificate }] : [])),
+      );
+      return [...listener, ...backends];
+    }),
   );
+}
+
+/** A certificate the proxy read (conv.certificates) at JSON path `at`, as the IR carries it. */
+function certificateAt(at: string, conv: Conversion): CertificateIR {
+  const c = conv.certificates(at);
+  return { origin: { kind: 'config', path: at, certFile: c.certFile, keyFile: c.keyFile }, certificate: c.certificate, key: c.key };
 }
 
 /** A listener's name, or its default: listener-<port>-<index in the bind>. */
@@ -139,11 +158,7 @@ function toListener(name: string, l: ListenerConfig, path: string, conv: Convers
   const routes = l.routes.map((r, ri) => toRoute(name, r, `${path}.routes[${ri}]`, conv));
   // validateStandaloneConfig has checked that HTTPS comes with tls.
   if (l.protocol === 'HTTP' || !l.tls) return { name, protocol: 'HTTP', hostname, policy, routes };
-  const certs = l.tls.certificates.map((_, ci) => {
-    const at = `${path}.tls.certificates[${ci}]`;
-    const c = conv.certificates(at);
-    return { origin: { kind: 'config' as const, path: at, certFile: c.certFile, keyFile: c.keyFile }, certificate: c.certificate, key: c.key };
-  });
+  const certs = l.tls.certificates.map((_, ci) => certificateAt(`${path}.tls.certificates[${ci}]`, conv));
   return { name, protocol: 'HTTPS', hostname, tls: { mode: 'Terminate', certificates: certs }, policy, routes };
 }
 
@@ -162,7 +177,7 @@ function toRoute(listener: string, r: RouteConfig, path: string, conv: Conversio
     matches: toMatches(r.matches),
     filters: (r.filters ?? []).map(toFilter),
     policy: toPolicy(r.policies, { kind: 'config', path: `${path}.policies` }, conv.sources, conv.problems),
-    backends: (r.backends ?? []).map(toBackend),
+    backends: (r.backends ?? []).map((b, bi) => toBackend(b, `${path}.backends[${bi}]`, conv)),
     timeouts: {
       requestMs: timeoutMs(r.timeouts?.request),
       // 0 rather than null: null falls back to config.backendRequestTimeout, 0 waits without limit.
@@ -222,10 +237,20 @@ export function toFilter(f: HTTPRouteFilter): FilterIR {
   }
 }
 
-function toBackend(b: BackendConfig): BackendIR {
+function toBackend(b: BackendConfig, path: string, conv: Conversion): BackendIR {
   const { host, port } = requireHostPort(b.host, 'backends[].host');
-  const backend: StaticBackendIR = { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1 };
-  return b.provider ? { ...backend, provider: { type: b.provider.type } } : backend;
+  const backend: StaticBackendIR = { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1, ...(b.provider ? { provider: { type: b.provider.type } } : {}) };
+  if (!b.tls) return backend;
+  const at = `${path}.tls`;
+  const ca = b.tls.caFile === undefined ? null : readCaBundle(conv.sources, `${at}.caFile`, { file: b.tls.caFile }, conv.problems);
+  const tls = backendTlsIR({
+    caCertificates: ca,
+    hostname: b.tls.hostname ?? host,
+    subjectAltNames: b.tls.subjectAltNames,
+    clientCertificate: b.tls.clientCertificate ? certificateAt(`${at}.clientCertificate`, conv) : null,
+    minVersion: b.tls.minVersion,
+  });
+  return { ...backend, tls };
 }
 
 /** A key as the proxy reads it; header names lower-cased. The schema has checked the fields each type needs. */

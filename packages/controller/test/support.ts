@@ -8,7 +8,7 @@ import type { Resources, TranslateOptions, TranslateResult } from '../src/transl
 export const CONTROLLER_NAME = 'tollgate.dev/gateway-controller';
 
 export function emptyResources(): { -readonly [K in keyof Resources]: Resources[K][number][] } {
-  return { gatewayClasses: [], gateways: [], httpRoutes: [], referenceGrants: [], gatewayPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
+  return { gatewayClasses: [], gateways: [], httpRoutes: [], referenceGrants: [], gatewayPolicies: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
 }
 
 /** Options for a case: defaults, changed by a first line `# options: {...}` (JSON). */
@@ -41,6 +41,9 @@ export function parseResources(text: string, subject: string): Resources {
       case 'GatewayPolicy':
         out.gatewayPolicies.push(o.object);
         break;
+      case 'BackendTLSPolicy':
+        out.backendTLSPolicies.push(o.object);
+        break;
       case 'Service':
         out.services.push(o.object);
         break;
@@ -71,6 +74,8 @@ export function resultData(result: TranslateResult): unknown {
       gateways: Object.fromEntries(result.status.gateways),
       httpRoutes: Object.fromEntries(result.status.httpRoutes),
       gatewayPolicies: Object.fromEntries(result.status.gatewayPolicies),
+      // Only in the cases that have some: the others' goldens stay as they were.
+      ...(result.status.backendTLSPolicies.size ? { backendTLSPolicies: Object.fromEntries(result.status.backendTLSPolicies) } : {}),
     },
   };
 }

@@ -55,6 +55,18 @@ export const PROXY_ERRORS = defineErrors({
     message: 'upstream sent an invalid response',
     hint: 'the backend\'s answer is not valid HTTP/1.1 (bad status line, headers or length); look at the backend',
   },
+  upstreamCertificate: {
+    code: 'TG_UPSTREAM_CERTIFICATE',
+    status: 502,
+    message: 'upstream certificate did not verify',
+    hint: 'the backend\'s certificate is expired, not yet valid, self-signed, signed by a CA the backend\'s tls does not trust, or without the name checked: the trace\'s backendCallResult.error says which; fix the certificate, or tls.caFile, tls.hostname or tls.subjectAltNames (in a cluster, the BackendTLSPolicy)',
+  },
+  upstreamTls: {
+    code: 'TG_UPSTREAM_TLS',
+    status: 502,
+    message: 'upstream TLS handshake failed',
+    hint: 'the backend refused the handshake (no common TLS version or cipher, a client certificate it wants or refuses) or does not speak TLS on that port: the trace\'s backendCallResult.error says which; check tls.minVersion and tls.clientCertificate, and that the port serves TLS',
+  },
   upstreamTimeout: {
     code: 'TG_UPSTREAM_TIMEOUT',
     status: 504,

@@ -18,12 +18,17 @@ export type ProviderConfig = Static<typeof ProviderConfig>;
 
 /** The most endpoints one request may try after connections that failed before sending (config.connectAttempts). */
 export const MAX_CONNECT_ATTEMPTS = 8;
+import { BackendTlsConfig } from './backend-tls.js';
+import { CertificateFilesConfig } from './certificate-files.js';
+
+export { CertificateFilesConfig };
 
 export const BackendConfig = Type.Object(
   {
     host: HostPort('Upstream address <host>:<port>.'),
     weight: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Relative share of requests; default 1; 0 sends none.' })),
     provider: Type.Optional(ProviderConfig),
+    tls: Type.Optional(BackendTlsConfig),
   },
   { additionalProperties: false, description: 'An upstream the route sends requests to.' },
 );
@@ -44,15 +49,6 @@ export const RouteConfig = Type.Object(
   { additionalProperties: false, description: 'A route.' },
 );
 export type RouteConfig = Static<typeof RouteConfig>;
-
-export const CertificateFilesConfig = Type.Object(
-  {
-    certFile: Type.String({ minLength: 1, maxLength: 4096, description: 'PEM certificate chain, leaf first; a relative path is relative to the config file.' }),
-    keyFile: Type.String({ minLength: 1, maxLength: 4096, description: 'PEM private key of the certificate (unencrypted); a relative path is relative to the config file.' }),
-  },
-  { additionalProperties: false, description: 'A certificate and its key, read from files when the config is loaded or reloaded.' },
-);
-export type CertificateFilesConfig = Static<typeof CertificateFilesConfig>;
 
 export const ListenerTlsConfig = Type.Object(
   {

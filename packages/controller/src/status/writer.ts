@@ -239,6 +239,11 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         const d = r.gatewayPolicies.get(item.key);
         return d && mergeGatewayPolicyStatus(current, d, this.#o.controllerName, now);
       }
+      case 'BackendTLSPolicy': {
+        // The same shape as a GatewayPolicy's: status.ancestors, other controllers' entries kept.
+        const d = r.backendTLSPolicies.get(item.key);
+        return d && mergeGatewayPolicyStatus(current, d, this.#o.controllerName, now);
+      }
     }
   }
 
@@ -252,6 +257,8 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         return r.httpRoutes.get(item.key);
       case 'GatewayPolicy':
         return r.gatewayPolicies.get(item.key);
+      case 'BackendTLSPolicy':
+        return r.backendTLSPolicies.get(item.key);
       case 'Gateway':
         return undefined;
     }
@@ -306,4 +313,5 @@ function* items(r: StatusReport): Generator<Item> {
   for (const [key, d] of r.gateways) yield { kind: 'Gateway', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.httpRoutes) yield { kind: 'HTTPRoute', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.gatewayPolicies) yield { kind: 'GatewayPolicy', key, name: d.name, namespace: d.namespace };
+  for (const [key, d] of r.backendTLSPolicies) yield { kind: 'BackendTLSPolicy', key, name: d.name, namespace: d.namespace };
 }

@@ -81,8 +81,12 @@ export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, p
   if (!port) return invalid('BackendNotFound', `Service ${namespace}/${ref.name} has no port ${ref.port}`);
   const filters = backendFilters(ref.filters);
   const endpoints = serviceEndpoints(ctx, namespace, ref.name, port);
+  const resolved = ok('ResolvedRefs', 'all references resolved');
+  const tls = ctx.backendTls.forPort(namespace, ref.name, port);
+  // The reference resolves; its BackendTLSPolicy is broken: its requests fail (5xx) rather than go out unverified.
+  if (tls && !tls.ok) return { ir: { kind: 'invalid', name: serviceHost(ref.name, namespace, ref.port), weight, reason: tls.message }, verdict: resolved };
   return {
-    ir: { kind: 'service', name: serviceHost(ref.name, namespace, ref.port), namespace, service: ref.name, port: ref.port, weight, endpoints, ...(filters.length ? { filters } : {}) },
-    verdict: ok('ResolvedRefs', 'all references resolved'),
+    ir: { kind: 'service', name: serviceHost(ref.name, namespace, ref.port), namespace, service: ref.name, port: ref.port, weight, endpoints, ...(filters.length ? { filters } : {}), ...(tls ? { tls: tls.tls } : {}) },
+    verdict: resolved,
   };
 }

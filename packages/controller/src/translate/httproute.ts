@@ -100,11 +100,15 @@ function refTargets(route: HTTPRoute): RefTarget[] {
 
 /**
  * The objects a route's rules are translated from besides the route itself: the Services and
- * EndpointSlices its backendRefs name, and the ReferenceGrants of the namespaces they are in.
+ * EndpointSlices its backendRefs name, the ReferenceGrants of the namespaces they are in, and
+ * the BackendTLSPolicies of those Services with their ConfigMaps.
  */
 function dependencies(targets: readonly RefTarget[], ctx: Context): unknown[] {
   const out: unknown[] = [];
-  for (const t of targets) out.push(ctx.services.get(t.key), ...(ctx.endpointSlices.get(t.key) ?? []), ...(t.grantsNamespace !== null ? ctx.grants.inNamespace(t.grantsNamespace) : []));
+  for (const t of targets) {
+    out.push(ctx.services.get(t.key), ...(ctx.endpointSlices.get(t.key) ?? []), ...(t.grantsNamespace !== null ? ctx.grants.inNamespace(t.grantsNamespace) : []));
+    out.push(...tlsDependencies(t, ctx));
+  }
   return out;
 }
 
@@ -115,8 +119,15 @@ function sameDependencies(targets: readonly RefTarget[], deps: readonly unknown[
     if (deps[i++] !== ctx.services.get(t.key)) return false;
     for (const slice of ctx.endpointSlices.get(t.key) ?? []) if (deps[i++] !== slice) return false;
     if (t.grantsNamespace !== null) for (const g of ctx.grants.inNamespace(t.grantsNamespace)) if (deps[i++] !== g) return false;
+    for (const d of tlsDependencies(t, ctx)) if (deps[i++] !== d) return false;
   }
   return i === deps.length;
+}
+
+/** The BackendTLSPolicies of a target Service and their ConfigMaps. */
+function tlsDependencies(t: RefTarget, ctx: Context): readonly unknown[] {
+  const slash = t.key.indexOf('/');
+  return ctx.backendTls.dependencies(t.key.slice(0, slash), t.key.slice(slash + 1));
 }
 
 function mirrorRefs(filters: readonly HTTPRouteFilter[] | undefined): HTTPBackendRef[] {

@@ -26,6 +26,7 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
       // ctx.httpRoutes is in key order already: no second sort of every route's key.
       httpRoutes: new Map([...ctx.httpRoutes.keys()].map((key) => [key, routesByKey.get(key)!.status] as const)),
       gatewayPolicies: policies.status,
+      backendTLSPolicies: ctx.backendTls.status(routes, (ns, name, port) => ctx.services.get(`${ns}/${name}`)?.spec?.ports?.find((p) => p.port === port), ctx.controllerName),
     },
   };
 }

@@ -62,6 +62,7 @@ export const KINDS: readonly WatchedKind[] = [
   custom('HTTPRoute', 'httpRoutes', GATEWAY_API, 'v1', 'httproutes', true),
   custom('ReferenceGrant', 'referenceGrants', GATEWAY_API, 'v1', 'referencegrants', true),
   custom('GatewayPolicy', 'gatewayPolicies', 'tollgate.dev', 'v1alpha1', 'gatewaypolicies', true),
+  custom('BackendTLSPolicy', 'backendTLSPolicies', GATEWAY_API, 'v1', 'backendtlspolicies', true),
   {
     kind: 'Service',
     resources: 'services',

@@ -113,6 +113,7 @@ export class World {
       gateways: partial.gateways,
       referenceGrants: partial.referenceGrants,
       gatewayPolicies: partial.gatewayPolicies,
+      backendTLSPolicies: partial.backendTLSPolicies,
       secrets: this.informer('Secret').list(),
     });
     this.#selectors = new Map();

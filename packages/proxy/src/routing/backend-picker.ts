@@ -5,7 +5,7 @@
 import type { BackendFilterIR, BackendIR, RouteIR, ServiceBackendIR } from '@tollgate/api';
 import type { Clock } from '../ratelimit/clock.js';
 import { systemClock } from '../ratelimit/clock.js';
-import { EndpointTable, type Endpoint } from '../upstream/endpoints.js';
+import { EndpointTable, endpointKey, type Endpoint } from '../upstream/endpoints.js';
 import { hostPort } from '../upstream/host-port.js';
 
 export { hostPort };
@@ -61,13 +61,13 @@ export interface PickerDeps {
 
 type TargetPicker = BackendPicker;
 
-/** The endpoint addresses a backend can dial: what a new config keeps of the endpoint state. */
+/** The endpoints a backend can dial, by endpointKey() (address and TLS setting): what a new config keeps of the endpoint state. */
 export function upstreamNames(backend: BackendIR): string[] {
   switch (backend.kind) {
     case 'static':
-      return [hostPort(backend.host, backend.port)];
+      return [endpointKey(backend.host, backend.port, backend.tls)];
     case 'service':
-      return backend.endpoints.map((e) => hostPort(e.address, e.port));
+      return backend.endpoints.map((e) => endpointKey(e.address, e.port, backend.tls));
     case 'invalid':
       return [];
   }
@@ -97,7 +97,7 @@ function firstAvailable(targets: readonly UpstreamTarget[], start: number, now: 
 function serviceTargets(backend: ServiceBackendIR, deps: PickerDeps): TargetPicker {
   const targets: UpstreamTarget[] = [];
   for (const e of backend.endpoints) {
-    const endpoint = deps.endpoints.acquire(e.address, e.port);
+    const endpoint = deps.endpoints.acquire(e.address, e.port, backend.tls);
     targets.push({ name: endpoint.name, host: e.address, port: e.port, backend, endpoint, siblings: targets });
   }
   const n = targets.length;
@@ -163,7 +163,7 @@ export function anotherEndpoint(tried: readonly UpstreamTarget[]): UpstreamTarge
 function targetsOf(backend: BackendIR, deps: PickerDeps): TargetPicker {
   switch (backend.kind) {
     case 'static': {
-      const endpoint = deps.endpoints.acquire(backend.host, backend.port);
+      const endpoint = deps.endpoints.acquire(backend.host, backend.port, backend.tls);
       const siblings: UpstreamTarget[] = [];
       const only: UpstreamTarget = { name: endpoint.name, host: backend.host, port: backend.port, backend, endpoint, siblings };
       siblings.push(only);

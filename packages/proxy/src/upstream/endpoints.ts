@@ -7,9 +7,20 @@
 // A new snapshot keeps the objects of the endpoints it still lists (warm connections, learned
 // scores) and retires the others: a retired endpoint closes its pool once its last request in
 // flight is done, so a change of endpoints never cuts a request.
+import type { BackendTLSIR } from '@tollgate/api';
 import { Pool } from './undici-pool.js';
 import type { Clock } from '../ratelimit/clock.js';
 import { hostPort } from './host-port.js';
+import { tlsConnector, tlsSettingKey } from './backend-tls.js';
+
+/**
+ * The table's key of an endpoint: its address, and for TLS a digest of the setting, so that
+ * each distinct TLS setting to one address has a pool (and scores) of its own.
+ */
+export function endpointKey(host: string, port: number, tls?: BackendTLSIR): string {
+  const name = hostPort(host, port);
+  return tls ? `${name}#tls-${tlsSettingKey(tls)}` : name;
+}
 
 /** Weight of the newest sample in the moving averages. */
 export const EMA_ALPHA = 0.1;
@@ -83,9 +94,15 @@ export class Endpoint {
     readonly host: string,
     readonly port: number,
     readonly options: EndpointOptions,
+    /** Absent: plain HTTP. */
+    readonly tls?: BackendTLSIR,
   ) {
     this.name = hostPort(host, port);
+    this.servername = tls?.hostname;
   }
+
+  /** What each request through a TLS pool says is its servername (see tlsConnector); undefined for plain HTTP. */
+  readonly servername: string | undefined;
 
   get retired(): boolean {
     return this.#retired;
@@ -95,8 +112,9 @@ export class Endpoint {
   get pool(): Pool {
     if (!this.#pool) {
       const h = this.host.includes(':') ? `[${this.host}]` : this.host;
-      this.#pool = new Pool(`http://${h}:${this.port}`, {
+      this.#pool = new Pool(`${this.tls ? 'https' : 'http'}://${h}:${this.port}`, {
         connectTimeout: this.options.connectTimeoutMs,
+        ...(this.tls ? { connect: tlsConnector(this.tls, this.options.connectTimeoutMs) } : {}),
         // Per-request timeouts are set on each dispatch; these are the ceilings.
         headersTimeout: 0,
         bodyTimeout: 0,
@@ -195,19 +213,20 @@ export class EndpointTable {
   readonly #byName = new Map<string, Endpoint>();
   constructor(readonly options: EndpointOptions) {}
 
-  /** The endpoint at `host:port`, created on first mention. */
-  acquire(host: string, port: number): Endpoint {
-    const name = hostPort(host, port);
-    let e = this.#byName.get(name);
-    if (!e) this.#byName.set(name, (e = new Endpoint(host, port, this.options)));
+  /** The endpoint at `host:port` with this TLS setting (or plain), created on first mention. */
+  acquire(host: string, port: number, tls?: BackendTLSIR): Endpoint {
+    const key = endpointKey(host, port, tls);
+    let e = this.#byName.get(key);
+    if (!e) this.#byName.set(key, (e = new Endpoint(host, port, this.options, tls)));
     return e;
   }
 
-  get(name: string): Endpoint | undefined {
-    return this.#byName.get(name);
+  /** By endpointKey(). */
+  get(key: string): Endpoint | undefined {
+    return this.#byName.get(key);
   }
 
-  /** Retires the endpoints whose address is not in `keep` (their pools close once idle). */
+  /** Retires the endpoints whose key (endpointKey()) is not in `keep` (their pools close once idle). */
   retain(keep: ReadonlySet<string>): void {
     for (const [name, e] of this.#byName) {
       if (keep.has(name)) continue;

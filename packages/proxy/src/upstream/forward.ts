@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { ClientGone, ERRORS, type ErrorSpec } from '../errors.js';
 import { endToEnd } from './headers.js';
+import { tlsFailureKind } from './backend-tls.js';
 
 export interface ForwardRequest {
   readonly method: string;
@@ -19,6 +20,8 @@ export interface ForwardRequest {
   readonly bodyTimeoutMs: number;
   /** Whole-exchange deadline (route timeouts.request), or null. */
   readonly requestTimeoutMs: number | null;
+  /** A TLS backend's name (Endpoint#servername): undici would otherwise take the Host header as SNI. */
+  readonly servername?: string;
 }
 
 export interface TransportError {
@@ -94,8 +97,11 @@ export function classify(err: Error & { code?: string }): ErrorSpec {
     case 'EPIPE':
     case 'UND_ERR_CLOSED':
       return ERRORS.upstreamReset;
-    default:
+    default: {
+      const tls = tlsFailureKind(err.code);
+      if (tls) return tls === 'certificate' ? ERRORS.upstreamCertificate : ERRORS.upstreamTls;
       return err.code?.startsWith('HPE_') || err.code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' ? ERRORS.upstreamBadResponse : ERRORS.upstreamReset;
+    }
   }
 }
 
@@ -254,7 +260,9 @@ export function forward(dispatcher: Dispatcher, req: ForwardRequest, res: Server
           // 0 here when the Exchange keeps a precise timer of its own (see its constructor).
           headersTimeout: preciseHeadersTimeout(req.headersTimeoutMs) ? 0 : req.headersTimeoutMs,
           bodyTimeout: req.bodyTimeoutMs,
-        },
+          // Read by undici's request, not in its types.
+          servername: req.servername,
+        } as Dispatcher.DispatchOptions,
         exchange,
       );
     } catch (err) {
