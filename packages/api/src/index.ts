@@ -35,5 +35,6 @@ export {
 } from './standalone.js';
 export * from './crd/index.js';
 export * from './schema/trace-event.js';
+export * from './admin/budgets.js';
 export * from './errors/index.js';
 export * from './auth/index.js';

@@ -6,29 +6,12 @@
 // add up, and the earliest reset is shown. A global budget is one counter in the rate limit
 // service that every proxy asked about; each proxy only knows the answer it got last, so the
 // most recent answer among them is shown, never a sum.
+import { GLOBAL_BUDGET_SOURCE, LOCAL_BUDGET_SOURCE, type BudgetRow } from '@tollgate/api';
 import { GwctlError } from './errors.js';
 
-export const LOCAL = 'local';
-export const GLOBAL = 'global (last answer)';
-
-export interface BudgetRow {
-  readonly source: typeof LOCAL | typeof GLOBAL;
-  readonly level: string | null;
-  readonly scope: string;
-  readonly entry: string;
-  readonly by: string;
-  readonly key: string | null;
-  readonly overflow: boolean;
-  readonly kind: 'requests' | 'tokens';
-  readonly limit: number;
-  readonly used: number;
-  readonly reserved: number;
-  readonly remaining: number;
-  readonly window: string;
-  readonly resetSeconds: number;
-  readonly resetAt: string;
-  readonly answeredAt: string | null;
-}
+export const LOCAL = LOCAL_BUDGET_SOURCE;
+export const GLOBAL = GLOBAL_BUDGET_SOURCE;
+export type { BudgetRow };
 
 export interface BudgetsAnswer {
   readonly version: string;

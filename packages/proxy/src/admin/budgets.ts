@@ -8,41 +8,14 @@
 // read such a header) are shown as `[redacted sha256:<16 chars>]`, one value per key still, so
 // the operator can tell keys apart without the proxy handing out what a client authenticates with.
 import { createHash } from 'node:crypto';
-import { isSensitiveHeader, type ExtraCredentials, type RateLimitKeyIR } from '@tollgate/api';
+import { GLOBAL_BUDGET_SOURCE, isSensitiveHeader, LOCAL_BUDGET_SOURCE, type BudgetRow, type ExtraCredentials, type RateLimitKeyIR } from '@tollgate/api';
 import { keyEntryName } from '../ratelimit/key.js';
 import { keyBudgets, type KeyedEntry } from '../ratelimit/local/limiter.js';
 import type { GlobalAnswer } from '../ratelimit/global/answers.js';
 
-export const LOCAL_SOURCE = 'local';
-export const GLOBAL_SOURCE = 'global (last answer)';
-
-export interface BudgetRow {
-  readonly source: typeof LOCAL_SOURCE | typeof GLOBAL_SOURCE;
-  /** gateway or route for a local entry; null for a global descriptor (its counters are the service's). */
-  readonly level: 'gateway' | 'route' | null;
-  /** The route, the listener, or `Gateway <ns>/<name>` the entry belongs to. */
-  readonly scope: string;
-  /** `rateLimit.local[1]` or `rateLimit.global.descriptors[0]`. */
-  readonly entry: string;
-  /** What the budget is kept per: consumer, consumer_group, claim.<name>, header.<name> or key (an expression). */
-  readonly by: string;
-  /** The key value (see above); null for a local entry's shared overflow budget. */
-  readonly key: string | null;
-  /** Every new key beyond config.maxRateLimitKeys shares this budget. */
-  readonly overflow: boolean;
-  readonly kind: 'requests' | 'tokens';
-  readonly limit: number;
-  readonly used: number;
-  /** LLM tokens held by requests in flight (local tokens entries). */
-  readonly reserved: number;
-  readonly remaining: number;
-  /** The window: Seconds ... Months (local), or the service's unit in seconds (global). */
-  readonly window: string;
-  readonly resetSeconds: number;
-  readonly resetAt: string;
-  /** Global: when the service gave this answer; local: null (the numbers are live). */
-  readonly answeredAt: string | null;
-}
+export const LOCAL_SOURCE = LOCAL_BUDGET_SOURCE;
+export const GLOBAL_SOURCE = GLOBAL_BUDGET_SOURCE;
+export type { BudgetRow };
 
 /** Whether the values of this key may carry a credential. */
 function mayBeCredential(by: RateLimitKeyIR, credentials: ExtraCredentials, readsRequest: boolean): boolean {
