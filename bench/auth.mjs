@@ -4,30 +4,26 @@
 // apiKey (1,000 consumers), jwt (RS256 with an inline key set) and basicAuth (bcrypt; every
 // request after the first is a cached verification). The variants take turns within each
 // round, the proxy pinned to one CPU; the table gives medians and each variant's CPU per
-// request against no auth, measured in the same rounds. Printed, not asserted.
+// request against no auth: the median of its per-round ratios (a round's variants run back to back). Printed, not asserted.
 //
 //   pnpm build && node bench/auth.mjs [--rounds 5] [--duration 10] [--warmup 3]
 import { createPrivateKey, createSign, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { cpus as osCpus, loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { intOption, median } from './lib/stats.mjs';
-import { MOCK_LLM_BIN, ROOT, TOLLGATE_BIN } from './lib/cases.mjs';
-import { commands, freePort, isBindListening, killAllNow, startProcess, stopAll, stopAllOnSignals } from './lib/procs.mjs';
-import { probe, REQUESTS } from './lib/requests.mjs';
-import { procCpuUs } from './peers/proc-stats.mjs';
-import { ensureWrk, wrk } from './peers/wrk.mjs';
+import { ROOT } from './lib/cases.mjs';
+import { stopAll } from './lib/procs.mjs';
+import { REQUESTS } from './lib/requests.mjs';
+import { writeTollgateConfig } from './lib/configs.mjs';
+import { benchCpus, printCpuTable, printPreamble, ROUND_OPTIONS_HELP, roundOptions, runBench, runRounds, startTollgateOnMock } from './lib/variants.mjs';
+import { ensureWrk } from './peers/wrk.mjs';
 
 const HELP = `Usage: node bench/auth.mjs [options]
 
 Options:
-  --rounds <n>       rounds; each runs every variant once, in turn   [default 5]
-  --duration <s>     measured seconds per variant and round           [default 10]
-  --warmup <s>       unmeasured seconds before each measurement        [default 3]
-  --connections <n>  wrk keep-alive connections                        [default 32]
+${ROUND_OPTIONS_HELP}
   --only <variants>  comma-separated: none, apiKey, jwt, basicAuth (none is always run)
   -h, --help
 `;
@@ -37,24 +33,10 @@ const VARIANTS = ['none', 'apiKey', 'jwt', 'basicAuth'];
 const TARGETS = { apiKey: 1.1, jwt: 1.15, basicAuth: 1.1 };
 
 function options() {
-  const { values } = parseArgs({
-    options: {
-      rounds: { type: 'string', default: '5' },
-      duration: { type: 'string', default: '10' },
-      warmup: { type: 'string', default: '3' },
-      connections: { type: 'string', default: '32' },
-      only: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    process.stdout.write(HELP);
-    process.exit(0);
-  }
-  const int = (name, min) => intOption(values, name, min);
+  const { values, opts } = roundOptions(HELP, { only: { type: 'string' } });
   const only = values.only ? values.only.split(',').map((s) => s.trim()).filter(Boolean) : VARIANTS;
   for (const v of only) if (!VARIANTS.includes(v)) throw new Error(`--only: unknown variant '${v}'; variants: ${VARIANTS.join(', ')}`);
-  return { rounds: int('rounds', 1), durationS: int('duration', 1), warmupS: int('warmup', 0), connections: int('connections', 1), variants: ['none', ...only.filter((v) => v !== 'none')] };
+  return { ...opts, variants: ['none', ...only.filter((v) => v !== 'none')] };
 }
 
 const b64url = (buf) => Buffer.from(buf).toString('base64url');
@@ -107,12 +89,7 @@ function writeFiles(dir, mockLlmHost, port, adminPort) {
     backends: [{ host: mockLlmHost }],
     policies: { traffic: { ...limits, ...auth[v] } },
   }));
-  const config = {
-    config: { adminAddr: `127.0.0.1:${adminPort}`, logLevel: 'info', drainTimeout: '1s' },
-    binds: [{ port, address: '127.0.0.1', listeners: [{ name: 'bench', protocol: 'HTTP', routes }] }],
-  };
-  const file = join(dir, 'tollgate.json');
-  writeFileSync(file, JSON.stringify(config, null, 2));
+  const file = writeTollgateConfig(dir, 'auth', { port, adminPort, routes });
   const credentials = {
     none: {},
     apiKey: { authorization: `Bearer ${keys[500].key}` },
@@ -125,64 +102,21 @@ function writeFiles(dir, mockLlmHost, port, adminPort) {
   return { file, requests };
 }
 
-const n = (v, d = 1) => (v === null ? '-' : v.toFixed(d));
-
 async function main() {
   const opts = options();
   ensureWrk();
-  const pinned = commands.taskset && osCpus().length >= 2;
-  const cpus = pinned ? { proxy: '0', load: '1' } : { proxy: null, load: null };
-  console.log(`authentication cost on the LLM route, ${new Date().toISOString()}`);
-  console.log(`machine: ${osCpus().length} CPUs; node ${process.version}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  console.log(`load: wrk -t1 -c${opts.connections}, ${opts.warmupS} s warm-up + ${opts.durationS} s per variant and round; ${opts.rounds} round(s); ${pinned ? 'proxy on CPU 0, mock-llm and wrk on CPU 1' : 'no pinning'}`);
+  const cpus = benchCpus();
+  printPreamble('authentication cost on the LLM route', opts, cpus);
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-auth-bench-'));
   try {
-    const ml = startProcess('mock-llm', process.execPath, [MOCK_LLM_BIN, '--port', '0'], { cpu: cpus.load });
-    const mline = await ml.waitForLine((l) => l.startsWith('mock-llm listening on '), 15_000);
-    const mockLlmHost = new URL(mline.slice('mock-llm listening on '.length).trim()).host;
-    const port = await freePort();
-    const { file, requests } = writeFiles(dir, mockLlmHost, port, await freePort());
-    const side = ['--metrics-addr', `127.0.0.1:${await freePort()}`, '--readiness-addr', `127.0.0.1:${await freePort()}`];
-    const proxy = startProcess('tollgate', process.execPath, [TOLLGATE_BIN, '--file', file, ...side], { cpu: cpus.proxy });
-    await proxy.waitForLine(isBindListening, 120_000);
-    const url = `http://127.0.0.1:${port}`;
-    for (const v of opts.variants) {
-      const bad = await probe(url, requests[v]);
-      if (bad) throw new Error(`variant ${v} answers wrongly: ${bad}`);
-    }
-    const runs = Object.fromEntries(opts.variants.map((v) => [v, []]));
-    for (let round = 1; round <= opts.rounds; round++) {
-      const order = round % 2 ? opts.variants : [...opts.variants].reverse();
-      for (const v of order) {
-        const common = { baseUrl: url, request: requests[v], connections: opts.connections, cpu: cpus.load, workDir: dir, delayMs: 0 };
-        if (opts.warmupS) await wrk({ ...common, durationS: opts.warmupS });
-        let cpu0 = 0;
-        const r = await wrk({ ...common, durationS: opts.durationS, onStart: () => (cpu0 = procCpuUs(proxy.pid)) });
-        const cpuUsPerReq = (procCpuUs(proxy.pid) - cpu0) / r.requests;
-        runs[v].push({ ...r, cpuUsPerReq });
-        console.log(`[round ${round}/${opts.rounds}] ${v}: ${Math.round(r.rps)} req/s, p99 ${n(r.p99Ms, 2)} ms, ${n(cpuUsPerReq)} µs CPU/req${r.errors || r.non2xx ? `, ERRORS ${r.errors} socket, ${r.non2xx} non-2xx` : ''}`);
-      }
-    }
-    const base = median(runs.none.map((r) => r.cpuUsPerReq));
-    console.log('');
-    console.log('| variant | req/s | p99 ms | CPU µs/req | vs none | target |');
-    console.log('|---|---:|---:|---:|---:|---|');
-    for (const v of opts.variants) {
-      const cpu = median(runs[v].map((r) => r.cpuUsPerReq));
-      const ratio = base ? cpu / base : null;
-      const target = TARGETS[v] ? `<= ${TARGETS[v].toFixed(2)}x ${ratio !== null && ratio <= TARGETS[v] ? 'met' : 'NOT met'}` : '';
-      console.log(`| ${v} | ${Math.round(median(runs[v].map((r) => r.rps)))} | ${n(median(runs[v].map((r) => r.p99Ms)), 2)} | ${n(cpu)} | ${ratio === null ? '-' : `${ratio.toFixed(2)}x`} | ${target} |`);
-    }
+    const writeConfig = (mockLlmHost, port, adminPort) => writeFiles(dir, mockLlmHost, port, adminPort);
+    const { url, proxy, requests } = await startTollgateOnMock({ cpus, writeConfig });
+    const runs = await runRounds({ url, proxy, variants: opts.variants, requests, opts, cpus, dir });
+    printCpuTable(runs, opts.variants, 'none', TARGETS);
   } finally {
     await stopAll();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-stopAllOnSignals();
-process.on('exit', () => killAllNow());
-main().catch(async (err) => {
-  console.error(`auth bench failed: ${err.stack ?? err.message}`);
-  await stopAll();
-  process.exit(1);
-});
+runBench('auth', main);

@@ -11,6 +11,8 @@
 // - Policy propagation: a GatewayPolicy merge-patched, timed from the PATCH to the moment every
 //   proxy serves the new version (the last proxy's `serving snapshot` line; its ACK follows at
 //   once) and to the controller's metrics showing every ACK, for each proxy count.
+// - Budget propagation: the same, for an edit of a keyed token budget (`by: { type: Consumer }`,
+//   a budget per consumer) in that GatewayPolicy: the size of everyone's daily budget changes.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, get as httpGet, type Server } from 'node:http';
 import { loadavg } from 'node:os';
@@ -35,7 +37,7 @@ const PROXIES = (process.env.BENCH_PROXIES ?? '1,10').split(',').map(Number);
 const PATCHES = Number(process.env.BENCH_PATCHES ?? 20);
 /** Pause after each route's first 200 (or patch's ACKs) before the next apply (0: back to back). */
 const GAP_MS = Number(process.env.BENCH_GAP_MS ?? 0);
-const PARTS = new Set((process.env.BENCH_ONLY ?? 'routes,policy').split(','));
+const PARTS = new Set((process.env.BENCH_ONLY ?? 'routes,policy,budget').split(','));
 /** Where to write CPU profiles (pprof format) of the controller and the proxy taken during the timed routes. */
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const PROFILE_SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 60);
@@ -105,26 +107,32 @@ spec:
     backend?.close();
   });
 
+  /** The proxy's admin server answers loopback Host names only. */
+  const PROXY_ADMIN_HOST = { host: `127.0.0.1:${PROXY_PORTS.admin}` };
+
+  /** A 200 answer's body from an admin server. node:http, not fetch: fetch does not send a Host header of the caller's choosing. */
+  function adminGet(what: string, url: string, headers: Record<string, string> = {}): Promise<Buffer> {
+    return new Promise<Buffer>((resolve, reject) => {
+      httpGet(url, { headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`${what}: ${res.statusCode} ${Buffer.concat(chunks).toString()}`))));
+      }).on('error', reject);
+    });
+  }
+
   /** CPU profiles of the controller and one proxy over PROFILE_SECONDS, written to `dir`. */
   async function takeProfiles(dir: string, proxy: ProxyProcess): Promise<void> {
     mkdirSync(dir, { recursive: true });
-    // node:http, not fetch: fetch does not send a Host header of the caller's choosing.
     const take = async (name: string, url: string, headers: Record<string, string> = {}) => {
-      const body = await new Promise<Buffer>((resolve, reject) => {
-        httpGet(`${url}/debug/pprof/profile?seconds=${PROFILE_SECONDS}`, { headers }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`${name} profile: ${res.statusCode} ${Buffer.concat(chunks).toString()}`))));
-        }).on('error', reject);
-      });
+      const body = await adminGet(`${name} profile`, `${url}/debug/pprof/profile?seconds=${PROFILE_SECONDS}`, headers);
       const file = join(dir, `${name}.pb.gz`);
       writeFileSync(file, body);
       console.log(`  ${name} CPU profile (${PROFILE_SECONDS} s): ${file} (go tool pprof -top ${file})`);
     };
     await Promise.all([
       take('controller', `http://${fleet.controller.admin}`),
-      // The proxy's admin server answers loopback Host names only.
-      take(proxy.name, proxy.adminUrl, { host: `127.0.0.1:${PROXY_PORTS.admin}` }),
+      take(proxy.name, proxy.adminUrl, PROXY_ADMIN_HOST),
     ]);
   }
 
@@ -215,8 +223,16 @@ spec:
     console.log(`  controller: ${runs} reconciles, mean ${ms((delta('tollgate_controller_reconcile_duration_seconds_sum') / runs) * 1000)} each (translate, snapshots, status)`);
   });
 
-  it.runIf(PARTS.has('policy'))('policy propagation: GatewayPolicy patch to every proxy ACKed', { timeout: 24 * 3600_000 }, async () => {
-    let requests = 1000;
+  const LIMITS_PATH = `/apis/tollgate.dev/v1alpha1/namespaces/${NS}/gatewaypolicies/limits`;
+  /** Every patch differs from the one before it, whatever the part, route count and proxy count. */
+  let patchNo = 0;
+
+  /**
+   * Times PATCHES merge patches of the `limits` GatewayPolicy at each (routes, proxies) pair:
+   * from the PATCH to every proxy serving the version it made (the last proxy's `serving
+   * snapshot` line) and to the controller's metrics showing every ACK.
+   */
+  async function timePatches(what: string, patch: (n: number) => object): Promise<void> {
     for (const r of POLICY_ROUTES) {
       await addRoutesUpTo(r);
       for (const n of PROXIES) {
@@ -233,7 +249,7 @@ spec:
           const fromProxy = fleet.proxies.map((p: ProxyProcess) => p.lines.length);
           const wall0 = Date.now();
           const t0 = performance.now();
-          await api.mergePatch(`/apis/tollgate.dev/v1alpha1/namespaces/${NS}/gatewaypolicies/limits`, { spec: { traffic: { rateLimit: { local: [{ requests: ++requests, unit: 'Hours' }] } } } });
+          await api.mergePatch(LIMITS_PATH, patch(++patchNo));
           try {
             const version = await fleet.nextVersion(from, GIVE_UP_MS);
             const lines = await Promise.all(fleet.proxies.map((p, i) => p.waitForLog((l) => l.msg === `serving snapshot ${version} from the controller`, GIVE_UP_MS, fromProxy[i])));
@@ -244,10 +260,44 @@ spec:
             errors++;
           }
         }
-        console.log(`policy propagation: ${r} routes, ${n} prox${n === 1 ? 'y' : 'ies'}, ${PATCHES} patches, ${GAP_MS} ms between an ACK and the next patch`);
+        console.log(`${what} propagation: ${r} routes, ${n} prox${n === 1 ? 'y' : 'ies'}, ${PATCHES} patches, ${GAP_MS} ms between an ACK and the next patch`);
         console.log(`  PATCH -> every proxy serving it: ${summary(serving)}; errors ${errors}; ${load()}`);
         console.log(`  PATCH -> every ACK seen in the controller's metrics (polled): ${summary(acked)}`);
       }
     }
+  }
+
+  it.runIf(PARTS.has('policy'))('policy propagation: GatewayPolicy patch to every proxy ACKed', { timeout: 24 * 3600_000 }, async () => {
+    await timePatches('policy', (n) => ({ spec: { traffic: { rateLimit: { local: [{ requests: 1000 + n, unit: 'Hours' }] } } } }));
+  });
+
+  // A consumer budget edit: the Gateway's policy keeps a token budget per consumer (a keyed
+  // entry, one budget per key value in each proxy), and each patch changes its size, as an
+  // operator raising everyone's daily budget would. The first patch of the part adds the entry.
+  it.runIf(PARTS.has('budget'))('budget propagation: a keyed token budget edit to every proxy ACKed', { timeout: 24 * 3600_000 }, async () => {
+    const budget = (n: number) => ({
+      spec: {
+        traffic: {
+          rateLimit: {
+            local: [
+              { requests: 1000000, unit: 'Hours' },
+              { tokens: 100000 + n, unit: 'Days', by: { type: 'Consumer' } },
+            ],
+          },
+        },
+      },
+    });
+    await timePatches('budget', budget);
+    // What the proxies enforce now: the gateway-level policy of each carries the last budget.
+    const last = 100000 + patchNo;
+    const carrying = await Promise.all(
+      fleet.proxies.map(async (p) => {
+        const dump = JSON.parse((await adminGet(`${p.name} config_dump`, `${p.adminUrl}/config_dump`, PROXY_ADMIN_HOST)).toString()) as {
+          policies: { level: string; policy: { localRateLimit?: { kind: string; tokens?: number; by?: { type: string } }[] | null } }[];
+        };
+        return dump.policies.some((x) => x.level === 'gateway' && x.policy.localRateLimit?.some((e) => e.kind === 'tokens' && e.tokens === last && e.by?.type === 'Consumer'));
+      }),
+    );
+    console.log(`  proxies whose config_dump has the last budget (tokens ${last} by Consumer): ${carrying.filter(Boolean).length} of ${carrying.length}`);
   });
 });

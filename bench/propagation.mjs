@@ -1,11 +1,13 @@
 // Snapshot propagation benchmark (bench/propagation.bench.ts) on a real kube-apiserver with
 // the controller and proxy processes: route propagation (apply to first 200) and policy
-// propagation (patch to every proxy ACKed). Printed, not asserted. Run after `pnpm build`:
+// propagation (patch to every proxy ACKed), and budget propagation (the same for an edit of a
+// keyed token budget). Printed, not asserted. Run after `pnpm build`:
 //   node bench/propagation.mjs                      # 300 routes; policy at 1k routes, 1 and 10 proxies
 //   node bench/propagation.mjs --full               # 3,000 routes, one at a time
 //   node bench/propagation.mjs --routes 3000 --prefill 2900 --gap-ms 300   # the last 100 at 3k
 //   node bench/propagation.mjs --routes 1000 --only routes --gap-ms 300
 //   node bench/propagation.mjs --only policy --policy-routes 1000,10000 --proxies 1,10,50 --patches 20
+//   node bench/propagation.mjs --only policy,budget --policy-routes 1000 --proxies 10 --patches 20
 // Needs root (each proxy runs in its own network namespace) and the e2e tools.
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
@@ -29,15 +31,17 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log(`node bench/propagation.mjs [--routes N | --full] [--only routes|policy] [--policy-routes 1000,10000] [--proxies 1,10] [--patches 20]
+  console.log(`node bench/propagation.mjs [--routes N | --full] [--only routes,policy,budget] [--policy-routes 1000,10000] [--proxies 1,10] [--patches 20]
   --routes N          HTTPRoutes added one at a time, each timed to its first 200 (default 300)
   --full              --routes 3000
-  --policy-routes L   route counts at which the policy patch is timed (default 1000)
+  --policy-routes L   route counts at which the policy and budget patches are timed (default 1000)
   --proxies L         proxy counts (default 1,10)
-  --patches N         patches per (routes, proxies) pair (default 20)
+  --patches N         patches per (routes, proxies) pair, for policy and for budget (default 20)
   --prefill N         create N routes in bulk first, then time the rest one at a time (default 0)
   --gap-ms N          pause after a route's first 200 (a patch's ACKs) before the next (default 0: back to back)
-  --only P            routes or policy (default both)
+  --only P            routes, policy, budget or a comma-separated list of them (default all three)
+                      policy: a GatewayPolicy's rate limit patched; budget: its keyed token budget
+                      (by: { type: Consumer }) patched; each timed to every proxy serving and ACKing it
   --profile DIR       CPU profiles (pprof) of the controller and the proxy while routes are timed
   --profile-seconds N their length (default 60)`);
   process.exit(0);
@@ -50,8 +54,9 @@ const positive = (name, v) => {
   }
   return v;
 };
-if (values.only !== undefined && !['routes', 'policy'].includes(values.only)) {
-  console.error(`--only: got "${values.only}"; expected routes or policy`);
+const PARTS = ['routes', 'policy', 'budget'];
+if (values.only !== undefined && !values.only.split(',').every((p) => PARTS.includes(p))) {
+  console.error(`--only: got "${values.only}"; expected ${PARTS.join(', ')} or a comma-separated list of them`);
   process.exit(2);
 }
 const env = { ...process.env };

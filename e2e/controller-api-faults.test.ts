@@ -121,6 +121,7 @@ spec:
         ],
       ]),
       gatewayPolicies: new Map(),
+      backendTLSPolicies: new Map(),
     });
     /** A writer whose cache holds the route as the API server had it when the test read it. */
     const writer = async (name: string) => {

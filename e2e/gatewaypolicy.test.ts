@@ -74,6 +74,43 @@ const BAD: BadCase[] = [
     expect: [/spec\.traffic\.rateLimit\.global\.descriptors\[0\]: Invalid value: .*set entries, by, or both/, /descriptors\[0\]\.limit\.requestsPerUnit: Invalid value: 0/],
   },
   {
+    name: 'an override key given twice',
+    spec: local({ requests: 1, unit: 'Hours', by: { type: 'Consumer' }, overrides: [{ key: 'alice', requests: 2 }, { key: 'bob', requests: 3 }, { key: 'alice', requests: 3 }] }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]\.overrides\[2\]: Duplicate value: .*alice/],
+  },
+  {
+    name: 'overrides without by',
+    spec: local({ requests: 1, unit: 'Hours', overrides: [{ key: 'alice', requests: 2 }] }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]: Invalid value: .*overrides are only allowed with by/],
+  },
+  {
+    name: 'a tokens override on a requests entry',
+    spec: local({ requests: 1, unit: 'Hours', by: { type: 'Consumer' }, overrides: [{ key: 'alice', tokens: 2 }] }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]: Invalid value: .*every override sets the amount the entry sets/],
+  },
+  {
+    name: 'an override key longer than a kept key value',
+    spec: local({ requests: 1, unit: 'Hours', by: { type: 'Consumer' }, overrides: [{ key: 'k'.repeat(129), requests: 2 }] }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]\.overrides\[0\]\.key: Too long/],
+  },
+  {
+    name: 'more overrides than allowed',
+    spec: local({ requests: 1, unit: 'Hours', by: { type: 'Consumer' }, overrides: Array.from({ length: 1001 }, (_, i) => ({ key: `c${i}`, requests: 2 })) }),
+    expect: [/spec\.traffic\.rateLimit\.local\[0\]\.overrides: Too many: 1001: must have at most 1000 items/],
+  },
+  {
+    name: 'descriptor overrides without a limit',
+    spec: {
+      targetRefs: [route],
+      traffic: {
+        rateLimit: {
+          global: { service: { backendRef: { name: 'rls', port: 8081 } }, domain: 'd', descriptors: [{ unit: 'Requests', by: { type: 'Consumer' }, overrides: [{ key: 'alice', requestsPerUnit: 5 }] }] },
+        },
+      },
+    },
+    expect: [/spec\.traffic\.rateLimit\.global\.descriptors\[0\]: Invalid value: .*overrides need by .* and limit/],
+  },
+  {
     name: 'missing unit',
     spec: local({ tokens: 100 }),
     expect: [/spec\.traffic\.rateLimit\.local\[0\]\.unit: Required value/],

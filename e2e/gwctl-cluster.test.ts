@@ -63,18 +63,21 @@ describe.skipIf(!availability.run)('gwctl target resolution on kube-apiserver', 
   beforeAll(async () => {
     if (!existsSync(join(REPO_ROOT, 'packages/gwctl/dist/cli.js'))) throw new Error('packages/gwctl/dist is missing: run `pnpm build` first');
     for (const ns of ['edge', 'tollgate-system']) await kubectl(['create', 'namespace', ns]);
-    for (const name of ['public', 'starting', 'other', 'empty']) await createGateway(name, 'edge');
+    for (const name of ['public', 'starting', 'other', 'empty', 'pair']) await createGateway(name, 'edge');
     await createPod({ name: 'public-a', namespace: 'edge', labels: gw('public'), status: { phase: 'Running', ready: false } });
     await createPod({ name: 'public-b', namespace: 'edge', labels: gw('public'), status: { phase: 'Running', ready: true } });
     await createPod({ name: 'public-c', namespace: 'edge', labels: gw('public'), status: { phase: 'Pending', ready: false } });
     await createPod({ name: 'starting-a', namespace: 'edge', labels: gw('starting') });
     await createPod({ name: 'starting-b', namespace: 'edge', labels: gw('starting'), status: { phase: 'Running', ready: false } });
     await createPod({ name: 'other-a', namespace: 'edge', labels: gw('other'), status: { phase: 'Running', ready: true } });
+    await createPod({ name: 'pair-a', namespace: 'edge', labels: gw('pair'), status: { phase: 'Running', ready: true } });
+    await createPod({ name: 'pair-b', namespace: 'edge', labels: gw('pair'), status: { phase: 'Running', ready: true } });
+    await createPod({ name: 'pair-c', namespace: 'edge', labels: gw('pair'), status: { phase: 'Running', ready: false } });
   }, 120_000);
 
   it('the status subresource really holds the states gwctl reads', async () => {
     const out = await kubectl(['get', 'pods', '-n', 'edge', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.status.phase}/{.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}']);
-    expect(out.trim().split('\n').sort()).toEqual(['other-a=Running/True', 'public-a=Running/False', 'public-b=Running/True', 'public-c=Pending/False', 'starting-a=Pending/', 'starting-b=Running/False']);
+    expect(out.trim().split('\n').sort()).toEqual(['other-a=Running/True', 'pair-a=Running/True', 'pair-b=Running/True', 'pair-c=Running/False', 'public-a=Running/False', 'public-b=Running/True', 'public-c=Pending/False', 'starting-a=Pending/', 'starting-b=Running/False']);
   });
 
   it('picks the Running and Ready pod of the gateway and reports the refused port-forward with exit 6', async () => {
@@ -91,6 +94,21 @@ describe.skipIf(!availability.run)('gwctl target resolution on kube-apiserver', 
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(6);
       expect(r.stderr).toMatch(new RegExp(`^gwctl: port-forward to pod edge/(public-b|other-a) port 15000 failed: `));
     }
+  });
+
+  it('budgets asks every Running and Ready proxy of the gateway, each through its own port-forward', async () => {
+    const r = await gwctl(['budgets', 'gateway/pair', '-n', 'edge']);
+    expect(r.stdout).toBe('');
+    // Both Ready pods are tried (pair-c is not Ready); none can be reached without a kubelet.
+    expect(r.stderr).toBe(
+      'gwctl: warning: port-forward to pod edge/pair-b port 15000 failed: pod pair-b does not have a host assigned (HTTP 400); its budgets are not included\n' +
+        'gwctl: port-forward to pod edge/pair-a port 15000 failed: pod pair-a does not have a host assigned (HTTP 400)\n',
+    );
+    expect(r.code).toBe(6);
+    const none = await gwctl(['budgets', 'gateway/starting', '-n', 'edge']);
+    expect(none.code).toBe(5);
+    const missing = await gwctl(['budgets', 'gateway/nope', '-n', 'edge']);
+    expect(missing.code).toBe(12);
   });
 
   it('no Ready pod: exit 5 naming the namespace, the selector and the pods found', async () => {

@@ -135,6 +135,10 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
       ['watch', 'secrets', '-A'],
       ['get', 'gatewaypolicies.tollgate.dev', '-n', 'default'],
       ['update', 'gatewaypolicies.tollgate.dev', '--subresource=status', '-n', 'default'],
+      ['list', 'backendtlspolicies.gateway.networking.k8s.io', '-A'],
+      ['watch', 'backendtlspolicies.gateway.networking.k8s.io', '-A'],
+      ['get', 'backendtlspolicies.gateway.networking.k8s.io', '-n', 'default'],
+      ['update', 'backendtlspolicies.gateway.networking.k8s.io', '--subresource=status', '-n', 'default'],
       ['update', 'httproutes.gateway.networking.k8s.io', '--subresource=status', '-n', 'default'],
       ['update', 'gateways.gateway.networking.k8s.io', '--subresource=status', '-n', 'default'],
       ['update', 'gatewayclasses.gateway.networking.k8s.io', '--subresource=status'],
@@ -166,6 +170,7 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
     // token of its ServiceAccounts), other Secrets and writes to other ConfigMaps stay out of reach.
     const denied = [
       ['patch', 'gatewaypolicies.tollgate.dev', '-n', 'default'],
+      ['update', 'backendtlspolicies.gateway.networking.k8s.io', '-n', 'default'],
       ['update', 'gatewaypolicies.tollgate.dev', '-n', 'default'],
       ['update', 'httproutes.gateway.networking.k8s.io', '-n', 'default'],
       ['update', 'services', '-n', 'default'],

@@ -24,12 +24,34 @@ function luaString(text) {
 
 const MARK = 'PEER_RESULT ';
 
-function script(request, delayMs) {
+/**
+ * The Lua that gives each request its own value of one header, `prefix` + a number below
+ * `count`, visiting every number once per `count` requests in a scattered order (a stride
+ * coprime to count), from position `start`; one wrk thread makes this one sequence.
+ */
+function cycleScript({ header, prefix, count, start = 0 }) {
+  let stride = count > 7919 ? 7919 : 1;
+  while (gcd(stride, count) !== 1) stride += 2;
+  return `
+local cycle_n = 0
+request = function()
+  local k = ((${start} + cycle_n) * ${stride}) % ${count}
+  cycle_n = cycle_n + 1
+  wrk.headers[ ${luaString(header)} ] = ${luaString(prefix)} .. k
+  return wrk.format()
+end
+`;
+}
+
+const gcd = (a, b) => (b === 0 ? a : gcd(b, a % b));
+
+function script(request, delayMs, cycle) {
   const lines = [`wrk.method = ${luaString(request.method)}`];
   // wrk starts a request's clock when it writes the request, so the pause is not latency.
   if (delayMs) lines.push(`delay = function() return ${delayMs} end`);
   if (request.body !== null) lines.push(`wrk.body = ${luaString(request.body)}`);
   for (const [k, v] of Object.entries(request.headers)) lines.push(`wrk.headers[ ${luaString(k === 'host' ? 'Host' : k)} ] = ${luaString(v)}`);
+  if (cycle) lines.push(cycleScript(cycle));
   lines.push(`
 done = function(summary, latency, requests)
   local e = summary.errors
@@ -44,11 +66,12 @@ end
 
 /**
  * One bounded wrk run against baseUrl + request.path. `onStart(pid)` runs once wrk is
- * started (the caller samples the proxy's CPU from there).
+ * started (the caller samples the proxy's CPU from there). `cycle` ({ header, prefix, count,
+ * start }): each request carries its own value of that header (cycleScript).
  */
-export async function wrk({ baseUrl, request, connections, durationS, cpu, workDir, onStart, delayMs = 0 }) {
+export async function wrk({ baseUrl, request, connections, durationS, cpu, workDir, onStart, delayMs = 0, cycle = null }) {
   const file = join(workDir, `wrk-${request.id}.lua`);
-  writeFileSync(file, script(request, delayMs));
+  writeFileSync(file, script(request, delayMs, cycle));
   const url = new URL(request.path, baseUrl).href;
   const proc = startProcess('wrk', 'wrk', ['-t1', `-c${connections}`, `-d${durationS}s`, '--timeout', '5s', '-s', file, url], { cpu });
   proc.keepOutput = true;

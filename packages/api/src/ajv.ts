@@ -17,10 +17,13 @@ const firstError = new Ajv(OPTIONS);
 const explain = new Ajv({ ...OPTIONS, allErrors: true, verbose: true });
 const instances = [firstError, explain];
 // Annotation keywords: `expected` is the human phrasing of a pattern for error messages;
-// `x-kubernetes-validations` are CEL rules the API server runs (validate.ts mirrors them).
+// `x-kubernetes-validations` are CEL rules the API server runs (validate.ts mirrors them);
+// the list-map markers make the API server refuse a repeated key (rules.ts checks files).
 for (const ajv of instances) {
   ajv.addKeyword({ keyword: 'expected', schemaType: 'string' });
   ajv.addKeyword({ keyword: 'x-kubernetes-validations', schemaType: 'array' });
+  ajv.addKeyword({ keyword: 'x-kubernetes-list-type', schemaType: 'string' });
+  ajv.addKeyword({ keyword: 'x-kubernetes-list-map-keys', schemaType: 'array' });
 }
 
 /** A keyword whose check is a function returning a problem phrase, reported as `got <value>; <problem>`. */

@@ -1,8 +1,11 @@
 export * from './schema/common.js';
 export * from './schema/gateway-api.js';
 export * from './schema/traffic-policy.js';
+export * from './schema/budget-overrides.js';
 export * from './schema/standalone-config.js';
 export * from './schema/backend.js';
+export * from './schema/backend-tls.js';
+export * from './backend-tls.js';
 export * from './process-settings.js';
 export * from './snapshot.js';
 export * from './snapshot-schema.js';
@@ -32,6 +35,7 @@ export {
 } from './standalone.js';
 export * from './crd/index.js';
 export * from './schema/trace-event.js';
+export * from './admin/budgets.js';
 export * from './errors/index.js';
 export * from './auth/index.js';
 export * from './provider/index.js';

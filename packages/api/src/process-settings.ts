@@ -61,10 +61,11 @@ export const PROXY_PROCESS_PARAMETERS = [
   'maxModelLabels',
   'maxTokensChargedPerResponse',
   'maxRateLimitKeys',
+  'consumerMetricsTopN',
 ] as const satisfies readonly (keyof ProcessConfig)[];
 
 /** Which of them are integers (the others are durations). */
-export const INTEGER_PROCESS_PARAMETERS: ReadonlySet<string> = new Set(['maxRequestBodyBytes', 'maxBufferedRequestBytes', 'maxConnectionsPerBind', 'maxSseLineBytes', 'maxTraceSessions', 'maxModelLabels', 'maxTokensChargedPerResponse', 'maxRateLimitKeys']);
+export const INTEGER_PROCESS_PARAMETERS: ReadonlySet<string> = new Set(['maxRequestBodyBytes', 'maxBufferedRequestBytes', 'maxConnectionsPerBind', 'maxSseLineBytes', 'maxTraceSessions', 'maxModelLabels', 'maxTokensChargedPerResponse', 'maxRateLimitKeys', 'consumerMetricsTopN']);
 
 const validateProcessSchema = compile(ProcessConfig);
 

@@ -10,7 +10,7 @@ import type { EvaluationLimits, RegexLimits } from './limits.js';
 import { FILTER_FIELD, FILTER_TYPES, type HTTPRouteFilter, type HTTPRouteMatch, type RouteTimeouts } from './schema/gateway-api.js';
 import { compileRegex } from './regex.js';
 import { HEADER_NAME_PATTERN, HEADER_VALUE_EXPECTED, HEADER_VALUE_PATTERN, NO_CONTROL_PATTERN } from './schema/common.js';
-import { LOCAL_MONTHS_MESSAGE, type RateLimitKey, type TrafficPolicy } from './schema/traffic-policy.js';
+import { DESCRIPTOR_OVERRIDES_NEED, LOCAL_MONTHS_MESSAGE, OVERRIDES_NEED_BY, OVERRIDES_SAME_KIND, type GlobalDescriptor, type LocalRateLimit, type RateLimitKey, type TrafficPolicy } from './schema/traffic-policy.js';
 import { joinPath, show, type Problem } from './validation-error.js';
 
 export type PolicyContext = 'standalone' | 'cluster';
@@ -39,6 +39,7 @@ export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: stri
     }
     if (entry.unit === 'Months') out.push({ path: joinPath(p, 'unit'), message: LOCAL_MONTHS_MESSAGE });
     if (entry.by) checkKey(entry.by, joinPath(p, 'by'), expressions, out);
+    checkLocalOverrides(entry, p, out);
   });
   if (rl.local && !rl.local.length) out.push({ path: joinPath(rlPath, 'local'), message: 'is empty; remove it or add an entry' });
   const gPath = joinPath(rlPath, 'global');
@@ -46,6 +47,7 @@ export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: stri
     const p = joinPath(joinPath(gPath, 'descriptors'), di);
     if (!d.entries && !d.by) out.push({ path: p, message: 'has neither entries nor by; set entries, by (a key), or both' });
     if (d.by) checkKey(d.by, joinPath(p, 'by'), expressions, out);
+    checkDescriptorOverrides(d, p, out);
     d.entries?.forEach((e, ei) => expressions.push({ source: e.expression, path: joinPath(joinPath(joinPath(p, 'entries'), ei), 'expression') }));
   });
   // The budget is the policy's; named where its expressions are (only descriptors: there).
@@ -60,6 +62,34 @@ export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: stri
       out.push({ path: joinPath(p, 'backendRef'), message: 'a standalone proxy cannot resolve Services; use host: <host>:<port>' });
     }
   }
+}
+
+/** The rules of a local entry's overrides (the schema's, for files): with `by`, of the entry's kind, each key once. */
+function checkLocalOverrides(entry: LocalRateLimit, path: string, out: Problem[]): void {
+  const o = entry.overrides;
+  if (!o) return;
+  const p = joinPath(path, 'overrides');
+  if (!entry.by) out.push({ path: p, message: `${OVERRIDES_NEED_BY}; add by (e.g. by: { type: Consumer }) or remove overrides` });
+  const kind = entry.requests !== undefined ? 'requests' : 'tokens';
+  o.forEach((x, i) => {
+    const at = joinPath(p, i);
+    if ((x.requests !== undefined) === (x.tokens !== undefined)) {
+      out.push({ path: at, message: `sets ${x.requests !== undefined ? 'both requests and tokens' : 'neither requests nor tokens'}; set ${kind}, as the entry does` });
+    } else if ((x.requests !== undefined ? 'requests' : 'tokens') !== kind) {
+      out.push({ path: joinPath(at, kind === 'requests' ? 'tokens' : 'requests'), message: `${OVERRIDES_SAME_KIND}; this entry sets ${kind}` });
+    }
+    if (x.burst !== undefined && x.requests === undefined) out.push({ path: joinPath(at, 'burst'), message: 'burst is only allowed with requests; remove it from this override' });
+  });
+  checkUnique(o, (x) => x.key, (i) => joinPath(joinPath(p, i), 'key'), 'key', out);
+}
+
+/** The rules of a global descriptor's overrides: with `by` and `limit`, each key once. */
+function checkDescriptorOverrides(d: GlobalDescriptor, path: string, out: Problem[]): void {
+  const o = d.overrides;
+  if (!o) return;
+  const p = joinPath(path, 'overrides');
+  if (!d.by || !d.limit) out.push({ path: p, message: `${DESCRIPTOR_OVERRIDES_NEED}; missing ${!d.by && !d.limit ? 'by and limit' : !d.by ? 'by' : 'limit'}` });
+  checkUnique(o, (x) => x.key, (i) => joinPath(joinPath(p, i), 'key'), 'key', out);
 }
 
 interface PolicyExpression {

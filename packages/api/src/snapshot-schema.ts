@@ -4,16 +4,17 @@
 // A compile-time check at the end keeps this schema and the IR types from drifting apart.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { EvaluationLimitsSchema } from './limits.js';
-import { LOCAL_RATE_LIMIT_UNITS, MAX_KEY_NAME_LENGTH, MAX_OVERRIDE_LIMIT, MAX_SENT_DOMAIN_LENGTH, RATE_LIMIT_UNITS } from './schema/traffic-policy.js';
+import { LOCAL_RATE_LIMIT_UNITS, MAX_KEY_NAME_LENGTH, MAX_SENT_DOMAIN_LENGTH, RATE_LIMIT_UNITS } from './schema/traffic-policy.js';
+import { LIMIT_NAME_PATTERN, MAX_KEY_VALUE_LENGTH, MAX_OVERRIDE_LIMIT, MAX_LIMIT_NAME_LENGTH, MAX_RATE_LIMIT_OVERRIDES } from './schema/budget-overrides.js';
 import type { Secret } from './secret.js';
 import type { ProxySnapshot } from './snapshot.js';
+import { PROVIDER_TYPES } from './provider/presets.js';
 import { Lit, NonEmpty, Nullable, Obj, Str, WireSecret } from './schema/wire-parts.js';
 import { ApiKeyWire } from './auth/api-key.js';
 import { AuthorizationWire } from './auth/authorization.js';
 import { BasicAuthWire } from './auth/basic-auth.js';
 import { ExtAuthzWire } from './auth/ext-authz.js';
 import { JwtWire } from './auth/jwt.js';
-import { PROVIDER_TYPES } from './provider/presets.js';
 
 export { WireSecret };
 
@@ -52,6 +53,22 @@ const PathModifier = Type.Union([
   Obj({ type: Lit('ReplaceFullPath'), value: Str('New path.', 1024) }, 'Replace the whole path.'),
   Obj({ type: Lit('ReplacePrefixMatch'), value: Str('New prefix.', 1024) }, 'Replace the matched prefix.'),
 ]);
+const RequestHeaderFilter = Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes request headers.');
+const ResponseHeaderFilter = Obj({ type: Lit('ResponseHeaderModifier'), ...headerModifier }, 'Changes response headers.');
+const RedirectFilter = Obj(
+  {
+    type: Lit('RequestRedirect'),
+    scheme: Nullable(Type.Union([Lit('http'), Lit('https')])),
+    hostname: Nullable(NonEmpty('Hostname of the Location.', 253)),
+    path: Nullable(PathModifier),
+    port: Nullable(Type.Integer({ minimum: 1, maximum: 65535 })),
+    statusCode: Type.Union([Lit(301), Lit(302), Lit(303), Lit(307), Lit(308)]),
+  },
+  'Answers with a redirect.',
+);
+const RewriteFilter = Obj({ type: Lit('URLRewrite'), hostname: Nullable(NonEmpty('Host header sent upstream.', 253)), path: Nullable(PathModifier) }, 'Rewrites the request.');
+/** What a backendRef may carry: run only for the requests sent to that backend. */
+const BackendFilter = Type.Union([RequestHeaderFilter, ResponseHeaderFilter, RewriteFilter, RedirectFilter]);
 const Weight = Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Share of requests; 0 sends none.' });
 const Endpoint = Obj({ address: NonEmpty('IP address.', 64), port: Type.Integer({ minimum: 1, maximum: 65535 }) }, 'A ready endpoint of a Service.');
 const Provider = Obj(
@@ -61,25 +78,49 @@ const Provider = Obj(
     apiKey: Nullable(Obj({ origin: NonEmpty('Where the key was read.', 4400), value: WireSecret }, 'The provider key.')),
     apiVersion: Nullable(NonEmpty('Azure api-version.', 64)),
   },
-  'The LLM provider behind a backend.',
+  'The LLM provider behind a backend: the API it speaks, its path and key.',
 );
+const CertificateOrigin = Type.Union([
+  Obj({ kind: Lit('Secret'), namespace: NonEmpty('Namespace.', 63), name: NonEmpty('Name.', 253) }, 'A Secret of type kubernetes.io/tls.'),
+  Obj(
+    { kind: Lit('config'), path: Str('JSON path in the standalone config.', 1024), certFile: NonEmpty('Certificate file.'), keyFile: NonEmpty('Key file.') },
+    'Files of the standalone config.',
+  ),
+]);
+const Certificate = Obj(
+  {
+    origin: CertificateOrigin,
+    certificate: NonEmpty('PEM certificate chain, leaf first.', 1_048_576),
+    key: Obj({ secret: NonEmpty('PEM private key, in clear: the snapshot stream is the one place it travels.', 65536) }, 'The private key.'),
+  },
+  'A certificate and its key.',
+);
+const SubjectAltName = Type.Union([
+  Obj({ type: Lit('Hostname'), hostname: NonEmpty('DNS name.', 253) }, 'A DNS name.'),
+  Obj({ type: Lit('URI'), uri: NonEmpty('URI.', 253) }, 'A URI name.'),
+]);
 const BackendTls = Obj(
   {
     caCertificates: Nullable(NonEmpty('PEM bundle of trusted CAs.', 1_048_576)),
-    hostname: NonEmpty('SNI name and the name checked.', 253),
-    subjectAltNames: Type.Array(
-      Type.Union([Obj({ type: Lit('Hostname'), hostname: NonEmpty('DNS name.', 253) }, 'A DNS SAN.'), Obj({ type: Lit('URI'), uri: NonEmpty('URI.', 253) }, 'A URI SAN.')]),
-      { maxItems: 16 },
-    ),
-    clientCertificate: Nullable(Obj({ certificate: NonEmpty('PEM chain.', 1_048_576), key: WireSecret }, 'The client certificate.')),
+    hostname: NonEmpty('SNI and the name checked.', 253),
+    subjectAltNames: Type.Array(SubjectAltName, { maxItems: 16 }),
+    clientCertificate: Nullable(Certificate),
     minVersion: Type.Union([Lit('TLSv1.2'), Lit('TLSv1.3')]),
   },
   'TLS to the backend.',
 );
-const BackendFilters = Type.Array(Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes the headers of requests sent to this backend.'), { maxItems: 16 });
+const BackendFilters = Type.Array(BackendFilter, { maxItems: 16 });
 const Backend = Type.Union([
   Obj(
-    { kind: Lit('static'), name: NonEmpty('`<host>:<port>`.', 300), host: NonEmpty('Host.', 253), port: Type.Integer({ minimum: 1, maximum: 65535 }), weight: Weight, provider: Type.Optional(Provider) },
+    {
+      kind: Lit('static'),
+      name: NonEmpty('`<host>:<port>`.', 300),
+      host: NonEmpty('Host.', 253),
+      port: Type.Integer({ minimum: 1, maximum: 65535 }),
+      weight: Weight,
+      provider: Type.Optional(Provider),
+      tls: Type.Optional(BackendTls),
+    },
     'A fixed address.',
   ),
   Obj(
@@ -106,6 +147,7 @@ const Backend = Type.Union([
       weight: Weight,
       endpoints: Type.Array(Endpoint, { maxItems: 100_000 }),
       filters: Type.Optional(BackendFilters),
+      tls: Type.Optional(BackendTls),
     },
     'A Service port and its ready endpoints.',
   ),
@@ -113,20 +155,10 @@ const Backend = Type.Union([
 ]);
 
 const Filter = Type.Union([
-  Obj({ type: Lit('RequestHeaderModifier'), ...headerModifier }, 'Changes request headers.'),
-  Obj({ type: Lit('ResponseHeaderModifier'), ...headerModifier }, 'Changes response headers.'),
-  Obj(
-    {
-      type: Lit('RequestRedirect'),
-      scheme: Nullable(Type.Union([Lit('http'), Lit('https')])),
-      hostname: Nullable(NonEmpty('Hostname of the Location.', 253)),
-      path: Nullable(PathModifier),
-      port: Nullable(Type.Integer({ minimum: 1, maximum: 65535 })),
-      statusCode: Type.Union([Lit(301), Lit(302), Lit(303), Lit(307), Lit(308)]),
-    },
-    'Answers with a redirect.',
-  ),
-  Obj({ type: Lit('URLRewrite'), hostname: Nullable(NonEmpty('Host header sent upstream.', 253)), path: Nullable(PathModifier) }, 'Rewrites the request.'),
+  RequestHeaderFilter,
+  ResponseHeaderFilter,
+  RedirectFilter,
+  RewriteFilter,
   Obj(
     {
       type: Lit('RequestMirror'),
@@ -167,9 +199,33 @@ const Key = Type.Union([
   Obj({ type: Lit('Header'), name: KeyName }, 'Per value of a header (lower case).'),
   Obj({ type: Lit('Expression'), expression: NonEmpty('CEL expression.', 1024) }, 'Per value of a CEL expression.'),
 ]);
+const OverrideKey = Type.String({ maxLength: MAX_KEY_VALUE_LENGTH });
+const Overrides = <T extends TSchema>(item: T) => Type.Optional(Type.Array(item, { minItems: 1, maxItems: MAX_RATE_LIMIT_OVERRIDES }));
+const LimitNameWire = Type.Optional(Type.String({ minLength: 1, maxLength: MAX_LIMIT_NAME_LENGTH, pattern: LIMIT_NAME_PATTERN }));
 const LocalRateLimit = Type.Union([
-  Obj({ kind: Lit('requests'), requests: Type.Integer({ minimum: 1 }), burst: Type.Integer({ minimum: 0 }), unit: LocalUnit, by: Type.Optional(Key) }, 'Requests per unit.'),
-  Obj({ kind: Lit('tokens'), tokens: Type.Integer({ minimum: 1 }), unit: LocalUnit, by: Type.Optional(Key) }, 'LLM tokens per unit.'),
+  Obj(
+    {
+      kind: Lit('requests'),
+      requests: Type.Integer({ minimum: 1 }),
+      burst: Type.Integer({ minimum: 0 }),
+      unit: LocalUnit,
+      by: Type.Optional(Key),
+      overrides: Overrides(Obj({ key: OverrideKey, requests: Type.Integer({ minimum: 1 }), burst: Type.Integer({ minimum: 0 }) }, 'Budget of one key.')),
+      name: LimitNameWire,
+    },
+    'Requests per unit.',
+  ),
+  Obj(
+    {
+      kind: Lit('tokens'),
+      tokens: Type.Integer({ minimum: 1 }),
+      unit: LocalUnit,
+      by: Type.Optional(Key),
+      overrides: Overrides(Obj({ key: OverrideKey, tokens: Type.Integer({ minimum: 1 }) }, 'Budget of one key.')),
+      name: LimitNameWire,
+    },
+    'LLM tokens per unit.',
+  ),
 ]);
 const GlobalRateLimit = Obj(
   {
@@ -182,6 +238,8 @@ const GlobalRateLimit = Obj(
           unit: Type.Union([Lit('Requests'), Lit('Tokens')]),
           by: Type.Optional(Key),
           limit: Type.Optional(Obj({ requestsPerUnit: Type.Integer({ minimum: 1, maximum: MAX_OVERRIDE_LIMIT }), unit: Unit }, 'Limit override.')),
+          overrides: Overrides(Obj({ key: OverrideKey, requestsPerUnit: Type.Integer({ minimum: 1, maximum: MAX_OVERRIDE_LIMIT }) }, 'Limit of one key.')),
+          name: LimitNameWire,
         },
         'Descriptor.',
       ),
@@ -221,21 +279,6 @@ const Route = Obj(
 );
 /** One route on the wire: checked apart from the rest of its snapshot when it is new (snapshot-wire.ts). */
 export const WireRouteSchema = Route;
-const CertificateOrigin = Type.Union([
-  Obj({ kind: Lit('Secret'), namespace: NonEmpty('Namespace.', 63), name: NonEmpty('Name.', 253) }, 'A Secret of type kubernetes.io/tls.'),
-  Obj(
-    { kind: Lit('config'), path: Str('JSON path in the standalone config.', 1024), certFile: NonEmpty('Certificate file.'), keyFile: NonEmpty('Key file.') },
-    'Files of the standalone config.',
-  ),
-]);
-const Certificate = Obj(
-  {
-    origin: CertificateOrigin,
-    certificate: NonEmpty('PEM certificate chain, leaf first.', 1_048_576),
-    key: Obj({ secret: NonEmpty('PEM private key, in clear: the snapshot stream is the one place it travels.', 65536) }, 'The private key.'),
-  },
-  'A certificate and its key.',
-);
 const ListenerTls = Obj(
   { mode: Lit('Terminate'), certificates: Type.Array(Certificate, { minItems: 1, maxItems: 64 }) },
   'TLS terminated at the proxy.',

@@ -18,7 +18,7 @@ import { DEFAULT_LIMITS, type EvaluationLimits } from './limits.js';
 import { checkRegexes } from './rules.js';
 import { Secret } from './secret.js';
 import { WireRouteSchema, WireSkeleton, type WireSnapshot, type ToWire } from './snapshot-schema.js';
-import type { BackendIR, FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProviderIR, ProxySnapshot, RouteIR } from './snapshot.js';
+import type { BackendFilterIR, BackendIR, FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProviderIR, ProxySnapshot, RouteIR } from './snapshot.js';
 import { ValidationError, type Problem } from './validation-error.js';
 
 // Skeletons only: routes are taken out before and checked one by one (validateRoute).
@@ -479,11 +479,12 @@ function wrapFilter(f: ToWire<FilterIR>): FilterIR {
 
 function wrapBackend(b: ToWire<BackendIR>): BackendIR {
   if (b.kind === 'invalid') return b;
-  const out = { ...b } as Record<string, unknown>;
-  if ((b.kind === 'service' || b.kind === 'external') && b.filters) out.filters = b.filters.map((f) => ({ ...f, set: f.set.map(wrapValue), add: f.add.map(wrapValue) }));
-  if ((b.kind === 'static' || b.kind === 'external') && b.provider) out.provider = wrapProvider(b.provider);
-  if (b.kind === 'external' && b.tls?.clientCertificate) out.tls = { ...b.tls, clientCertificate: { certificate: b.tls.clientCertificate.certificate, key: new Secret(b.tls.clientCertificate.key.secret) } };
-  return out as unknown as BackendIR;
+  const cert = b.tls?.clientCertificate;
+  const tls = b.tls && { ...b.tls, clientCertificate: cert ? { ...cert, key: new Secret(cert.key.secret) } : null };
+  const provider = b.kind !== 'service' && b.provider ? wrapProvider(b.provider) : undefined;
+  if (b.kind === 'static') return { ...b, ...(tls ? { tls } : {}), ...(provider ? { provider } : {}) } as BackendIR;
+  const filters = b.filters?.map((f) => wrapFilter(f) as BackendFilterIR);
+  return { ...b, ...(filters ? { filters } : {}), ...(tls ? { tls } : {}), ...(provider ? { provider } : {}) } as BackendIR;
 }
 
 function wrapProvider(p: ToWire<ProviderIR>): ProviderIR {

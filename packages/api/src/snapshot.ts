@@ -167,7 +167,10 @@ export interface StaticBackendIR {
   readonly host: string;
   readonly port: number;
   readonly weight: number;
+  /** What the backend is (its API format, its key); absent: an OpenAI-compatible server, passed through. */
   readonly provider?: ProviderIR;
+  /** Absent: plain HTTP. */
+  readonly tls?: BackendTLSIR;
 }
 
 /**
@@ -182,27 +185,16 @@ export interface ExternalBackendIR {
   readonly hostname: string;
   readonly port: number;
   readonly weight: number;
+  /** Absent: plain HTTP. */
   readonly tls?: BackendTLSIR;
   readonly provider?: ProviderIR;
   readonly filters?: readonly BackendFilterIR[];
 }
 
-/** TLS from the proxy to a backend. */
-export interface BackendTLSIR {
-  /** PEM bundle of the trusted CAs; null: the system roots. */
-  readonly caCertificates: string | null;
-  /** SNI name and the name checked against the certificate (unless subjectAltNames are given). */
-  readonly hostname: string;
-  /** Names the certificate may carry instead of hostname; any one suffices. */
-  readonly subjectAltNames: readonly ({ readonly type: 'Hostname'; readonly hostname: string } | { readonly type: 'URI'; readonly uri: string })[];
-  /** The proxy's client certificate; its key a Secret, as a listener certificate's. */
-  readonly clientCertificate: { readonly certificate: string; readonly key: Secret } | null;
-  readonly minVersion: 'TLSv1.2' | 'TLSv1.3';
-}
-
 /**
- * The LLM provider behind a backend (its `provider` block): where its API lives, and the key the
- * gateway sends it after removing the client's own credential headers.
+ * The LLM provider behind a backend (its `provider` block): the API it speaks (llm/formats/ in
+ * the proxy reads `type`), where that API lives, and the key the gateway sends it after removing
+ * the client's own credential headers.
  */
 export interface ProviderIR {
   readonly type: ProviderType;
@@ -221,10 +213,34 @@ export interface ProviderKeyIR {
 }
 
 /**
- * Filters of one backendRef: they run only for the requests sent to that backend, after the
- * route's own filters. Absent when the backendRef has none.
+ * TLS from the proxy to a backend: the certificate the backend shows must chain to
+ * `caCertificates` and carry `hostname` (or, when `subjectAltNames` is not empty, one of them).
  */
-export type BackendFilterIR = Extract<FilterIR, { type: 'RequestHeaderModifier' }>;
+export interface BackendTLSIR {
+  /** PEM bundle of the trusted CAs; null: the system roots. */
+  readonly caCertificates: string | null;
+  /** Sent as SNI (unless an IP address) and, without subjectAltNames, checked against the certificate. */
+  readonly hostname: string;
+  /** Names of which the certificate must carry one; empty: `hostname` is checked. */
+  readonly subjectAltNames: readonly SubjectAltNameIR[];
+  /** The proxy's certificate for backends that ask for one; its key a Secret, as a listener's. */
+  readonly clientCertificate: CertificateIR | null;
+  readonly minVersion: 'TLSv1.2' | 'TLSv1.3';
+}
+
+export type SubjectAltNameIR = { readonly type: 'Hostname'; readonly hostname: string } | { readonly type: 'URI'; readonly uri: string };
+
+/**
+ * Filters of one backendRef: they run only for the requests sent to that backend (the response
+ * modifier on the response it answers), after the route's own filters. A RequestRedirect here
+ * answers the requests that fall on this backend with the redirect; a URLRewrite replaces what
+ * the route's rewrote. Absent when the backendRef has none. A RequestMirror (or any other
+ * filter) on a backendRef is not run: the controller makes that backendRef `invalid`.
+ */
+export type BackendFilterIR = Extract<FilterIR, { type: (typeof BACKEND_FILTER_TYPES)[number] }>;
+
+/** The filter types a backendRef may carry in the IR. */
+export const BACKEND_FILTER_TYPES = ['RequestHeaderModifier', 'ResponseHeaderModifier', 'URLRewrite', 'RequestRedirect'] as const;
 
 /** A Kubernetes Service port, with the ready endpoints its EndpointSlices list. */
 export interface ServiceBackendIR {
@@ -239,6 +255,8 @@ export interface ServiceBackendIR {
   /** Sorted by address then port; empty when no endpoint is ready. */
   readonly endpoints: readonly EndpointIR[];
   readonly filters?: readonly BackendFilterIR[];
+  /** From the BackendTLSPolicy that targets the Service port; absent: plain HTTP. */
+  readonly tls?: BackendTLSIR;
 }
 
 export interface EndpointIR {
@@ -273,9 +291,39 @@ export type RateLimitKeyIR =
   | { readonly type: 'Header'; readonly name: string }
   | { readonly type: 'Expression'; readonly expression: string };
 
+/** The budget of one key value of a keyed local entry (`overrides`), of the entry's kind. */
+export interface RequestsOverrideIR {
+  readonly key: string;
+  readonly requests: number;
+  readonly burst: number;
+}
+export interface TokensOverrideIR {
+  readonly key: string;
+  readonly tokens: number;
+}
+
+/**
+ * `name`: what the x-ratelimit-policy header calls it (absent: a default from its place).
+ * `overrides` only with `by`; every key value without one gets the entry's own amount.
+ */
 export type LocalRateLimitIR =
-  | { readonly kind: 'requests'; readonly requests: number; readonly burst: number; readonly unit: LocalRateLimitUnit; readonly by?: RateLimitKeyIR }
-  | { readonly kind: 'tokens'; readonly tokens: number; readonly unit: LocalRateLimitUnit; readonly by?: RateLimitKeyIR };
+  | {
+      readonly kind: 'requests';
+      readonly requests: number;
+      readonly burst: number;
+      readonly unit: LocalRateLimitUnit;
+      readonly by?: RateLimitKeyIR;
+      readonly overrides?: readonly RequestsOverrideIR[];
+      readonly name?: string;
+    }
+  | {
+      readonly kind: 'tokens';
+      readonly tokens: number;
+      readonly unit: LocalRateLimitUnit;
+      readonly by?: RateLimitKeyIR;
+      readonly overrides?: readonly TokensOverrideIR[];
+      readonly name?: string;
+    };
 
 export interface RateLimitDescriptorIR {
   /** Empty only when `by` is set. */
@@ -285,6 +333,10 @@ export interface RateLimitDescriptorIR {
   readonly by?: RateLimitKeyIR;
   /** Sent as the descriptor's limit override: the service applies it instead of its own config's. */
   readonly limit?: { readonly requestsPerUnit: number; readonly unit: RateLimitUnit };
+  /** Limits of particular key values (with `by` and `limit`), sent instead of `limit` for those values, in its unit. */
+  readonly overrides?: readonly { readonly key: string; readonly requestsPerUnit: number }[];
+  /** What the x-ratelimit-policy header calls it (absent: a default from its place). */
+  readonly name?: string;
 }
 
 export interface GlobalRateLimitIR {

@@ -9,12 +9,14 @@ import { checkRouteRule, checkTrafficPolicy, checkUnique } from './rules.js';
 import { checkProcessConfig } from './process-settings.js';
 import { StandaloneConfig, type BackendConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
 import { checkProvider, toProviderIR } from './provider/convert.js';
+import { backendTlsIR, checkSubjectAltNames, readCaBundle } from './backend-tls.js';
 import type { HTTPHeaderFilter, HTTPPathModifier, HTTPRouteFilter, HTTPRouteMatch } from './schema/gateway-api.js';
 import { LOCAL_MONTHS_MESSAGE, type GlobalDescriptor, type LocalRateLimit, type PolicySet, type RateLimitKey } from './schema/traffic-policy.js';
 import { isSensitiveHeader, Secret } from './secret.js';
 import { withVersion } from './snapshot-wire.js';
 import type {
   BackendIR,
+  CertificateIR,
   FilterIR,
   HeaderModifierIR,
   ListenerIR,
@@ -28,6 +30,7 @@ import type {
   RouteIR,
   RouteMatchIR,
   SnapshotSource,
+  StaticBackendIR,
 } from './snapshot.js';
 import { joinPath, ValidationError, type Problem } from './validation-error.js';
 import { parseConfigText } from './parse-text.js';
@@ -66,7 +69,10 @@ export function validateStandaloneConfig(value: unknown, subject = 'config'): St
       listener.routes.forEach((route, ri) => {
         const rp = `${lp}.routes[${ri}]`;
         checkRouteRule({ ...route, backends: route.backends ?? [] }, rp, limits, out);
-        route.backends?.forEach((b, bi) => b.provider && checkProvider(b.provider, `${rp}.backends[${bi}].provider`, out));
+        route.backends?.forEach((b, bi) => {
+          if (b.provider) checkProvider(b.provider, `${rp}.backends[${bi}].provider`, out);
+          checkSubjectAltNames(b.tls?.subjectAltNames, `${rp}.backends[${bi}].tls.subjectAltNames`, out);
+        });
         checkTrafficPolicy(route.policies?.traffic, joinPath(joinPath(rp, 'policies'), 'traffic'), 'standalone', limits, out);
       });
     });
@@ -122,11 +128,27 @@ interface Conversion {
   readonly problems: Problem[];
 }
 
-/** JSON paths of every `tls.certificates[i]` entry of a config, with its files. */
+/**
+ * JSON paths of every certificate of a config with its files: each listener's
+ * `tls.certificates[i]` and each backend's `tls.clientCertificate`.
+ */
 export function certificateEntries(cfg: StandaloneConfig): { path: string; certFile: string; keyFile: string }[] {
   return cfg.binds.flatMap((b, bi) =>
-    b.listeners.flatMap((l, li) => (l.tls?.certificates ?? []).map((c, ci) => ({ path: `binds[${bi}].listeners[${li}].tls.certificates[${ci}]`, ...c }))),
+    b.listeners.flatMap((l, li) => {
+      const lp = `binds[${bi}].listeners[${li}]`;
+      const listener = (l.tls?.certificates ?? []).map((c, ci) => ({ path: `${lp}.tls.certificates[${ci}]`, ...c }));
+      const backends = l.routes.flatMap((r, ri) =>
+        (r.backends ?? []).flatMap((x, xi) => (x.tls?.clientCertificate ? [{ path: `${lp}.routes[${ri}].backends[${xi}].tls.clientCertificate`, ...x.tls.clientCertificate }] : [])),
+      );
+      return [...listener, ...backends];
+    }),
   );
+}
+
+/** A certificate the proxy read (conv.certificates) at JSON path `at`, as the IR carries it. */
+function certificateAt(at: string, conv: Conversion): CertificateIR {
+  const c = conv.certificates(at);
+  return { origin: { kind: 'config', path: at, certFile: c.certFile, keyFile: c.keyFile }, certificate: c.certificate, key: c.key };
 }
 
 /** A listener's name, or its default: listener-<port>-<index in the bind>. */
@@ -140,11 +162,7 @@ function toListener(name: string, l: ListenerConfig, path: string, conv: Convers
   const routes = l.routes.map((r, ri) => toRoute(name, r, `${path}.routes[${ri}]`, conv));
   // validateStandaloneConfig has checked that HTTPS comes with tls.
   if (l.protocol === 'HTTP' || !l.tls) return { name, protocol: 'HTTP', hostname, policy, routes };
-  const certs = l.tls.certificates.map((_, ci) => {
-    const at = `${path}.tls.certificates[${ci}]`;
-    const c = conv.certificates(at);
-    return { origin: { kind: 'config' as const, path: at, certFile: c.certFile, keyFile: c.keyFile }, certificate: c.certificate, key: c.key };
-  });
+  const certs = l.tls.certificates.map((_, ci) => certificateAt(`${path}.tls.certificates[${ci}]`, conv));
   return { name, protocol: 'HTTPS', hostname, tls: { mode: 'Terminate', certificates: certs }, policy, routes };
 }
 
@@ -225,12 +243,20 @@ export function toFilter(f: HTTPRouteFilter): FilterIR {
 
 function toBackend(b: BackendConfig, path: string, conv: Conversion): BackendIR {
   const { host, port } = requireHostPort(b.host, 'backends[].host');
-  const backend: BackendIR = { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1 };
-  if (!b.provider) return backend;
-  const at = `${path}.provider`;
-  const key = b.provider.apiKey ? { at: `${at}.apiKey`, ref: { file: b.provider.apiKey.file } } : null;
-  const provider = toProviderIR(b.provider, at, key, conv.sources, conv.problems);
-  return provider ? { ...backend, provider } : backend;
+  const backend: StaticBackendIR = { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1 };
+  const provider = b.provider ? toProviderIR(b.provider, `${path}.provider`, b.provider.apiKey ? { at: `${path}.provider.apiKey`, ref: { file: b.provider.apiKey.file } } : null, conv.sources, conv.problems) : null;
+  const withProvider = provider ? { ...backend, provider } : backend;
+  if (!b.tls) return withProvider;
+  const at = `${path}.tls`;
+  const ca = b.tls.caFile === undefined ? null : readCaBundle(conv.sources, `${at}.caFile`, { file: b.tls.caFile }, conv.problems);
+  const tls = backendTlsIR({
+    caCertificates: ca,
+    hostname: b.tls.hostname ?? host,
+    subjectAltNames: b.tls.subjectAltNames,
+    clientCertificate: b.tls.clientCertificate ? certificateAt(`${at}.clientCertificate`, conv) : null,
+    minVersion: b.tls.minVersion,
+  });
+  return { ...withProvider, tls };
 }
 
 /** A key as the proxy reads it; header names lower-cased. The schema has checked the fields each type needs. */
@@ -255,9 +281,20 @@ function toLocalLimit(e: LocalRateLimit, at: string, problems: Problem[]): Local
     return null;
   }
   const by = e.by ? { by: toKeyIR(e.by) } : {};
+  const name = e.name !== undefined ? { name: e.name } : {};
+  const o = e.overrides;
+  // checkTrafficPolicy and the CRD's rules have made every override of the entry's kind.
   return e.requests !== undefined
-    ? { kind: 'requests', requests: e.requests, burst: e.burst ?? 0, unit: e.unit, ...by }
-    : { kind: 'tokens', tokens: e.tokens ?? 0, unit: e.unit, ...by };
+    ? {
+        kind: 'requests',
+        requests: e.requests,
+        burst: e.burst ?? 0,
+        unit: e.unit,
+        ...by,
+        ...(o ? { overrides: o.map((x) => ({ key: x.key, requests: x.requests ?? 0, burst: x.burst ?? 0 })) } : {}),
+        ...name,
+      }
+    : { kind: 'tokens', tokens: e.tokens ?? 0, unit: e.unit, ...by, ...(o ? { overrides: o.map((x) => ({ key: x.key, tokens: x.tokens ?? 0 })) } : {}), ...name };
 }
 
 function toDescriptor(d: GlobalDescriptor): RateLimitDescriptorIR {
@@ -266,6 +303,8 @@ function toDescriptor(d: GlobalDescriptor): RateLimitDescriptorIR {
     unit: d.unit,
     ...(d.by ? { by: toKeyIR(d.by) } : {}),
     ...(d.limit ? { limit: { requestsPerUnit: d.limit.requestsPerUnit, unit: d.limit.unit } } : {}),
+    ...(d.overrides ? { overrides: d.overrides.map((x) => ({ key: x.key, requestsPerUnit: x.requestsPerUnit })) } : {}),
+    ...(d.name !== undefined ? { name: d.name } : {}),
   };
 }
 

@@ -11,6 +11,10 @@ import {
   CRD_REGENERATE_COMMAND,
   GatewayPolicySpec,
   LOCAL_MONTHS_MESSAGE,
+  MAX_KEY_VALUE_LENGTH,
+  MAX_RATE_LIMIT_OVERRIDES,
+  OVERRIDES_NEED_BY,
+  OVERRIDES_SAME_KIND,
   gatewayPolicyCrd,
   renderCrdYaml,
   staleCrds,
@@ -103,7 +107,16 @@ describe('GatewayPolicy CRD', () => {
       { rule: 'has(self.requests) != has(self.tokens)', message: 'exactly one of requests or tokens must be set' },
       { rule: '!has(self.burst) || has(self.requests)', message: 'burst is only allowed with requests' },
       { rule: "self.unit != 'Months'", message: LOCAL_MONTHS_MESSAGE },
+      { rule: '!has(self.overrides) || has(self.by)', message: OVERRIDES_NEED_BY },
+      { rule: '!has(self.overrides) || self.overrides.all(o, has(o.requests) == has(self.requests))', message: OVERRIDES_SAME_KIND },
     ]);
+    // A key given twice is refused by the API server itself, naming the index.
+    for (const path of ['spec.traffic.rateLimit.local[].overrides', 'spec.traffic.rateLimit.global.descriptors[].overrides']) {
+      expect(at(path)['x-kubernetes-list-type']).toBe('map');
+      expect(at(path)['x-kubernetes-list-map-keys']).toEqual(['key']);
+      expect(at(path).maxItems).toBe(MAX_RATE_LIMIT_OVERRIDES);
+      expect(at(`${path}[].key`).maxLength).toBe(MAX_KEY_VALUE_LENGTH);
+    }
     expect(at('spec.traffic.rateLimit.local[].unit').enum).toEqual(['Seconds', 'Minutes', 'Hours', 'Days', 'Months']);
     expect(at('spec.traffic.rateLimit.local[].by.type').enum).toEqual(['Consumer', 'ConsumerGroup', 'Claim', 'Header', 'Expression']);
     expect(at('spec.targetRefs[].group').enum).toEqual(['gateway.networking.k8s.io']);

@@ -73,3 +73,41 @@ describe('checkCertificate', () => {
     expect(JSON.stringify(broken)).not.toContain('AAAA');
   });
 });
+
+describe('TLS to a backend on the wire', () => {
+  const client = issueTestCertificate({ commonName: 'tollgate-proxy' });
+  function withBackendTls(): ProxySnapshot {
+    const tls = {
+      caCertificates: pair.cert,
+      hostname: 'llm.internal',
+      subjectAltNames: [{ type: 'URI' as const, uri: 'spiffe://cluster.local/ns/ai/sa/vllm' }],
+      clientCertificate: { origin: { kind: 'Secret' as const, namespace: 'default', name: 'proxy-client' }, certificate: client.cert, key: new Secret(client.key) },
+      minVersion: 'TLSv1.3' as const,
+    };
+    const route = {
+      name: 'default/r/rule/0',
+      origin: { kind: 'HTTPRoute' as const, namespace: 'default', name: 'r', rule: 0 },
+      hostnames: [],
+      matches: [{ path: { type: 'PathPrefix' as const, value: '/' }, method: null, headers: [], queryParams: [] }],
+      filters: [],
+      policy: null,
+      backends: [{ kind: 'service' as const, name: 'vllm.ai.svc.cluster.local:8443', namespace: 'ai', service: 'vllm', port: 8443, weight: 1, endpoints: [{ address: '10.0.0.1', port: 8443 }], tls }],
+      timeouts: { requestMs: null, backendRequestMs: null },
+    };
+    return withVersion({ source: { kind: 'controller', gateway: 'default/gw' }, binds: [{ port: 80, address: '0.0.0.0', listeners: [{ name: 'default/gw/http', protocol: 'HTTP', hostname: null, policy: null, routes: [route] }] }] });
+  }
+
+  it('carries the client key in the wire form only, and back as a Secret', () => {
+    const s = withBackendTls();
+    expect(JSON.stringify(s)).not.toContain('PRIVATE KEY');
+    const text = encodeSnapshot(s);
+    expect(text).toContain('PRIVATE KEY');
+    const back = decodeSnapshot(text);
+    const b = back.binds[0]!.listeners[0]!.routes[0]!.backends[0]!;
+    if (b.kind !== 'service' || !b.tls?.clientCertificate) throw new Error('expected a service backend with a client certificate');
+    expect(b.tls.clientCertificate.key).toBeInstanceOf(Secret);
+    expect(b.tls.clientCertificate.key.reveal()).toBe(client.key);
+    expect(JSON.stringify(back)).not.toContain('PRIVATE KEY');
+    expect(back.version).toBe(s.version);
+  });
+});

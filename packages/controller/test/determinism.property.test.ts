@@ -34,6 +34,7 @@ function shuffled(r: Resources, keys: readonly number[]): Resources {
     httpRoutes: permute(r.httpRoutes, rot(3)),
     referenceGrants: permute(r.referenceGrants, rot(4)),
     gatewayPolicies: permute(r.gatewayPolicies, rot(5)),
+    backendTLSPolicies: permute(r.backendTLSPolicies, rot(5)),
     services: permute(r.services, rot(6)),
     endpointSlices: permute(r.endpointSlices, rot(7)),
     namespaces: permute(r.namespaces, rot(8)),

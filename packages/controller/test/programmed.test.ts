@@ -100,7 +100,7 @@ describe('withProgrammed()', () => {
   });
 
   it('a refused snapshot (NACK) is Programmed False Invalid even while the pods serve; the next ACKed version is True again, never Pending', () => {
-    const status = (gateways: GatewayStatusReport[]): StatusReport => ({ gatewayClasses: new Map(), gateways: new Map(gateways.map((g) => [`${g.namespace}/${g.name}`, g])), httpRoutes: new Map(), gatewayPolicies: new Map() });
+    const status = (gateways: GatewayStatusReport[]): StatusReport => ({ gatewayClasses: new Map(), gateways: new Map(gateways.map((g) => [`${g.namespace}/${g.name}`, g])), httpRoutes: new Map(), gatewayPolicies: new Map(), backendTLSPolicies: new Map() });
     const pods = [pod('a', { ready: true })];
     const serving = programmed({ ...base, pods, version: 'v2', proxies: [{ pod: 'a', ackedVersion: 'v1' }] });
     const refused = withRejections(status([report]), () => ({ version: 'v2', pod: 'a', error: 'listener http: port 80 is already in use' })).gateways.get('apps/edge')!;

@@ -14,7 +14,7 @@ const gateway = (name: string): GatewayStatusReport => ({
 });
 
 describe('withRejections', () => {
-  const status: StatusReport = { gatewayClasses: new Map(), gateways: new Map([['edge/a', gateway('a')], ['edge/b', gateway('b')]]), httpRoutes: new Map(), gatewayPolicies: new Map() };
+  const status: StatusReport = { gatewayClasses: new Map(), gateways: new Map([['edge/a', gateway('a')], ['edge/b', gateway('b')]]), httpRoutes: new Map(), gatewayPolicies: new Map(), backendTLSPolicies: new Map() };
 
   it('sets Programmed False (Invalid, the proxy’s reason) on a rejected Gateway only', () => {
     const out = withRejections(status, (g) => (g === 'edge/a' ? { version: 'abc123abc123', pod: 'a-0', error: 'port 80 is already in use' } : undefined));

@@ -35,6 +35,7 @@ const report = (status: 'True' | 'False'): StatusReport => ({
   gateways: new Map(),
   httpRoutes: new Map(),
   gatewayPolicies: new Map(),
+  backendTLSPolicies: new Map(),
 });
 
 function setup(leader = { value: true }) {
@@ -73,7 +74,7 @@ describe('StatusWriter', () => {
     w.submit(report('True'));
     await w.idle();
     expect(w.remembered).toBe(1);
-    w.submit({ gatewayClasses: new Map(), gateways: new Map(), httpRoutes: new Map(), gatewayPolicies: new Map() });
+    w.submit({ gatewayClasses: new Map(), gateways: new Map(), httpRoutes: new Map(), gatewayPolicies: new Map(), backendTLSPolicies: new Map() });
     await w.idle();
     expect(w.remembered).toBe(0);
   });
@@ -159,6 +160,7 @@ describe('StatusWriter: the proxies', () => {
       gateways: new Map([['apps/edge', { namespace: 'apps', name: 'edge', generation: 1, conditions: [{ type: 'Programmed', status: 'False', reason: 'Pending', message: 'waiting', observedGeneration: 1 }], listeners: [] }]]),
       httpRoutes: new Map(),
       gatewayPolicies: new Map(),
+      backendTLSPolicies: new Map(),
     });
     await w.idle();
     expect(programmed()).toMatchObject({ status: 'False', reason: 'Pending' });

@@ -8,7 +8,7 @@ import type { Resources, TranslateOptions, TranslateResult } from '../src/transl
 export const CONTROLLER_NAME = 'tollgate.dev/gateway-controller';
 
 export function emptyResources(): { -readonly [K in keyof Resources]: Resources[K][number][] } {
-  return { gatewayClasses: [], gateways: [], httpRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
+  return { gatewayClasses: [], gateways: [], httpRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
 }
 
 /** Options for a case: defaults, changed by a first line `# options: {...}` (JSON). */
@@ -44,6 +44,9 @@ export function parseResources(text: string, subject: string): Resources {
       case 'Backend':
         out.backends.push(o.object);
         break;
+      case 'BackendTLSPolicy':
+        out.backendTLSPolicies.push(o.object);
+        break;
       case 'Service':
         out.services.push(o.object);
         break;
@@ -76,6 +79,8 @@ export function resultData(result: TranslateResult): unknown {
       gatewayPolicies: Object.fromEntries(result.status.gatewayPolicies),
       // Only where a case has Backends: the outputs of the others stay as they were.
       ...(result.status.backends?.size ? { backends: Object.fromEntries(result.status.backends) } : {}),
+      // Only in the cases that have some: the others' goldens stay as they were.
+      ...(result.status.backendTLSPolicies.size ? { backendTLSPolicies: Object.fromEntries(result.status.backendTLSPolicies) } : {}),
     },
   };
 }

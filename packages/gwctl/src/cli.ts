@@ -3,6 +3,7 @@
 // `gwctl: <message>` line on stderr and a documented exit code (errors.ts, docs/gwctl.md).
 import { parseDuration, parsePort } from '@tollgate/api';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { budgets, type BudgetsFlags } from './commands/budgets.js';
 import { configAll, configBackends, type BackendsFlags, type ConfigFlags } from './commands/config.js';
 import { controllerLog, type ControllerLogFlags } from './commands/controller-log.js';
 import { proxyLog, type LogFlags } from './commands/log.js';
@@ -36,6 +37,13 @@ function portNumber(value: string): number {
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** --limit of budgets: rows, as the admin server's ?limit= takes them. */
+function rowLimit(value: string): number {
+  const n = /^[0-9]{1,4}$/.test(value) ? Number(value) : NaN;
+  if (!(n >= 1 && n <= 1000)) throw new InvalidArgumentError('must be a whole number from 1 to 1000.');
+  return n;
+}
 
 const examples = (lines: string[]) => `\nExamples:\n${lines.map((l) => `  ${l}`).join('\n')}\n`;
 
@@ -128,6 +136,37 @@ function addProxyCommands(parent: Command, run: Run, curlArgs: readonly string[]
 
   targetOptions(
     parent
+      .command('budgets')
+      .summary('budgets of the keyed rate limits per key, most used first')
+      .description(
+        'The budgets of the keyed rate limits (by consumer, group, claim, header or expression) per key value: ' +
+          'USED, LIMIT and REMAINING in the current window and the time to its RESET, most used first (by the share of ' +
+          'the limit spent). Local budgets are counted by each proxy: for a Gateway, every Ready proxy is asked and a ' +
+          "key's local budget is the sum over them (-o json lists each proxy's numbers). Global budgets are counted by " +
+          'the rate limit service: the row is the last answer it gave a proxy for the key (SOURCE global*). Keys a ' +
+          'client authenticates with (an API key header, Authorization, Cookie) are shown as a hash, never as sent.',
+      )
+      .argument('[target]', 'gateway/<name>')
+      .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'wide', 'json', 'yaml']).default('table'))
+      .option('--limit <rows>', 'rows to show, 1 to 1000 (default: 100); each proxy is asked for as many', rowLimit)
+      .option('--key <value>', 'only this key value, as listed')
+      .option('--scope <scope>', 'only the budgets of this route (listener/route) or listener')
+      .option('--by <kind>', 'only keys of this kind: consumer, consumer_group, claim.<name>, header.<name> or key')
+      .addOption(new Option('--source <source>', 'only local or only global budgets').choices(['local', 'global']))
+      .addHelpText(
+        'after',
+        examples([
+          `gwctl ${prefix}budgets gateway/public -n edge`,
+          `gwctl ${prefix}budgets gateway/public --by consumer --limit 10`,
+          `gwctl ${prefix}budgets gateway/public --key alice -o json`,
+          `gwctl ${prefix}budgets --local --admin-addr 127.0.0.1:15000 -o wide`,
+        ]),
+      ),
+    'gateway',
+  ).action((target: string | undefined, flags: BudgetsFlags) => run(async () => (noCurl(), budgets(target, flags, io))));
+
+  targetOptions(
+    parent
       .command('log')
       .summary("show or set a gateway's log level")
       .description(
@@ -154,7 +193,7 @@ function build(io: Io, curlArgs: readonly string[] | undefined, setCode: (code: 
     setCode(typeof code === 'number' ? code : EXIT.OK);
   };
   const program = new Command('gwctl')
-    .description('Inspect and debug Tollgate gateways: trace a request, show the loaded config, set log levels.')
+    .description('Inspect and debug Tollgate gateways: trace a request, show the loaded config and the budgets in use, set log levels.')
     .version(version())
     // Root options (--version, --help) only before the command: `gwctl config all -V` is an
     // unknown option of `config all`, not the version.

@@ -97,6 +97,24 @@ describe('malformed answers: exit 8', () => {
     }
   });
 
+  it('a /budgets answer of the wrong shape', async () => {
+    const row = { source: 'local', level: 'route', scope: 'main/chat', entry: 'rateLimit.local[0]', by: 'consumer', key: 'alice', overflow: false, kind: 'requests', limit: 5, used: 1, reserved: 0, remaining: 4, window: 'Hours', resetSeconds: 3, resetAt: 'x', answeredAt: null };
+    const answers: Record<string, string> = {
+      [JSON.stringify({ version: 'v', total: 1, budgets: [{ ...row, used: '1' }] })]: 'budgets\\[0\\]\\.used is not a number at or above 0',
+      [JSON.stringify({ version: 'v', total: 1, budgets: [{ ...row, source: 'redis' }] })]: 'budgets\\[0\\]\\.source is neither "local" nor "global \\(last answer\\)"',
+      [JSON.stringify({ version: 'v', total: 1, budgets: [{ ...row, key: 7 }] })]: 'budgets\\[0\\]\\.key is not a string or null',
+      [JSON.stringify({ version: 'v', total: 1001, budgets: new Array(1001).fill(row) })]: '1001 rows, more than 1000',
+      '{"budgets":null}': 'it has no budgets list',
+      'null': 'not a JSON object',
+    };
+    for (const [body, problem] of Object.entries(answers)) {
+      const addr = await admin((req, res) => res.writeHead(req.url === '/budgets' ? 200 : 404, { 'content-type': 'application/json' }).end(body));
+      const r = await gwctl(['budgets', '--local', '--admin-addr', addr]);
+      expect(r.code, body.slice(0, 80)).toBe(8);
+      expectOneLine(r, new RegExp(`^gwctl: GET /budgets of ${addr} is not a budgets answer: ${problem}$`, 'm'));
+    }
+  });
+
   it('a /logging answer that is not a log level', async () => {
     const addr = await admin((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"message":null}'));
     const r = await gwctl(['log', '--local', '--admin-addr', addr]);

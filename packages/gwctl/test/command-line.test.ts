@@ -17,9 +17,9 @@ describe('a command group given a target or nothing names its subcommands', () =
     [['config', 'gateway/public'], 'gwctl: config needs a subcommand: all or backends (gwctl config all gateway/public)'],
     [['config', 'gateway/public', '-n', 'edge'], 'gwctl: config needs a subcommand: all or backends (gwctl config all gateway/public ...)'],
     [['proxy', 'config', 'gateway/x'], 'gwctl: proxy config needs a subcommand: all or backends (gwctl proxy config all gateway/x)'],
-    [['proxy', 'gateway/x'], 'gwctl: proxy needs a subcommand: trace, config or log (gwctl proxy trace gateway/x)'],
+    [['proxy', 'gateway/x'], 'gwctl: proxy needs a subcommand: trace, config, budgets or log (gwctl proxy trace gateway/x)'],
     [['controller', 'gateway/x'], 'gwctl: controller needs a subcommand: log (gwctl controller log)'],
-    [['gateway/x'], 'gwctl: a command is needed: trace, config, log, proxy or controller (gwctl trace gateway/x)'],
+    [['gateway/x'], 'gwctl: a command is needed: trace, config, budgets, log, proxy or controller (gwctl trace gateway/x)'],
     [['config'], 'gwctl: config needs a subcommand: all or backends (see gwctl config --help)'],
     [['proxy', 'config'], 'gwctl: proxy config needs a subcommand: all or backends (see gwctl proxy config --help)'],
     [['controller'], 'gwctl: controller needs a subcommand: log (see gwctl controller --help)'],
@@ -32,7 +32,7 @@ describe('a command group given a target or nothing names its subcommands', () =
 });
 
 describe('an unknown command is exit 2, with or without --help', () => {
-  const root = "gwctl: unknown command 'bogus' for gwctl: the commands are trace, config, log, proxy and controller (see gwctl --help)";
+  const root = "gwctl: unknown command 'bogus' for gwctl: the commands are trace, config, budgets, log, proxy and controller (see gwctl --help)";
   const config = "gwctl: unknown command 'bogus' for gwctl config: its subcommands are all and backends (see gwctl config --help)";
   const cases: [string[], string][] = [
     [['bogus'], root],
@@ -94,7 +94,7 @@ describe('options and arguments of a command: exit 2 with one line naming the co
     [['config', 'all', 'gateway/x', '-V'], "gwctl: unknown option '-V' for gwctl config all (see gwctl config all --help)"],
     [['config', 'all', '-o', 'xml', '--help'], "gwctl: option '-o, --output <format>' argument 'xml' is invalid. Allowed choices are table, json, yaml (see gwctl config all --help)"],
     [['log', '--local', '--level'], "gwctl: option '--level <level>' argument missing (see gwctl log --help)"],
-    [['-n', 'edge', 'config', 'all'], "gwctl: unknown option '-n' for gwctl: options go after the command (trace, config, log, proxy or controller)"],
+    [['-n', 'edge', 'config', 'all'], "gwctl: unknown option '-n' for gwctl: options go after the command (trace, config, budgets, log, proxy or controller)"],
     [['config', '--local', 'all'], "gwctl: unknown option '--local' for gwctl config: options go after the subcommand (all or backends)"],
     [['config', 'all', 'gateway/a', 'gateway/b'], 'gwctl: too many arguments for gwctl config all: it takes one, the target; remove gateway/b (see gwctl config all --help)'],
     [['proxy', 'trace', 'gateway/a', 'extra', 'more'], 'gwctl: too many arguments for gwctl proxy trace: it takes one, the target; remove extra more (see gwctl proxy trace --help)'],

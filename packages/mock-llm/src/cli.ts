@@ -9,11 +9,12 @@ import { DEFAULT_COMPLETION_TOKENS, DEFAULT_HOST, ListenError, startMockLlm, typ
 const EXIT_START_FAILED = 1;
 const EXIT_USAGE = 2;
 
-const HELP = `mock-llm: an OpenAI-compatible backend for tests, demos and benchmarks
+const HELP = `mock-llm: an OpenAI- and Anthropic-compatible backend for tests, demos and benchmarks
 
 Usage:
   mock-llm --port <port> [--host ${DEFAULT_HOST}] [--latency-ms-per-token <ms>]
            [--completion-tokens <n>] [--model <name> ...]
+           [--tls-cert-file <pem> --tls-key-file <pem>]
   mock-llm --help | --version
 
 Options:
@@ -24,10 +25,12 @@ Options:
   --completion-tokens <n>        default completion length in words/tokens (default ${DEFAULT_COMPLETION_TOKENS})
   --model <name>                 model to list and accept; repeat for several. Without it,
                                  'mock-gpt' is listed and any model name is accepted
+  --tls-cert-file <pem>          serve HTTPS with this certificate (chain); needs --tls-key-file
+  --tls-key-file <pem>           the certificate's private key
   -h, --help                     show this help
   -v, --version                  print the version
 
-On start it prints one line to stdout: mock-llm listening on http://<host>:<port>
+On start it prints one line to stdout: mock-llm listening on http(s)://<host>:<port>
 SIGTERM or SIGINT closes the server and exits 0. Exit 1: could not listen; exit 2: bad arguments.
 
 Endpoints:
@@ -35,6 +38,10 @@ Endpoints:
                               reply: the words of the last user message, repeated, one word per token
                               usage: prompt_tokens = ceil(message chars / 4),
                                      completion_tokens = min(--completion-tokens, max_tokens)
+  POST /v1/messages           Anthropic's Messages API: {model, max_tokens, messages, system?, stream?,
+                              stop_sequences?, tools?, tool_choice?}; the same reply, as a message or
+                              its SSE events; usage input_tokens/output_tokens; errors in Anthropic's
+                              shape; tool_choice any/tool answers a tool_use block
   GET  /v1/models             models list;  GET /v1/models/<id>
   GET  /healthz               200 ok
 
@@ -48,6 +55,9 @@ Per-request headers:
   x-mock-error: reset                destroy the connection without answering
   x-mock-error: reset-mid-stream     destroy it after the first content chunk of a stream
                                      (non-streaming: after half of the body)
+  x-mock-error: garbage              a body, or after the first content chunk an event, that is not JSON
+  x-mock-error: truncate             end the response cleanly but early: half a JSON body, or a
+                                     stream without its end (no usage, [DONE] or message_stop)
   A bad header value gets 400 naming the header.
 
 Examples:
@@ -106,6 +116,8 @@ function parseFlags(argv: string[]) {
         'latency-ms-per-token': { type: 'string' },
         'completion-tokens': { type: 'string' },
         model: { type: 'string', multiple: true },
+        'tls-cert-file': { type: 'string' },
+        'tls-key-file': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -113,6 +125,20 @@ function parseFlags(argv: string[]) {
   } catch (error) {
     throw new UsageError(parseError(error));
   }
+}
+
+/** The certificate and key, read now so that a bad path is a usage error naming the flag. */
+function tlsFiles(certFile: string | undefined, keyFile: string | undefined): { cert: Buffer; key: Buffer } | null {
+  if (certFile === undefined && keyFile === undefined) return null;
+  if (certFile === undefined || keyFile === undefined) throw new UsageError('--tls-cert-file and --tls-key-file go together: give both or neither');
+  const read = (flag: string, path: string): Buffer => {
+    try {
+      return readFileSync(path);
+    } catch (error) {
+      throw new UsageError(`--${flag} '${path}' cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    }
+  };
+  return { cert: read('tls-cert-file', certFile), key: read('tls-key-file', keyFile) };
 }
 
 export function parseCommandLine(argv: string[]): Command {
@@ -127,9 +153,11 @@ export function parseCommandLine(argv: string[]): Command {
   if (host && !host.ok) throw new UsageError(`--host got '${values.host}': ${host.problem}`);
   const models = values.model ?? [];
   if (models.some((model) => model.trim() === '')) throw new UsageError('--model must not be empty');
+  const tls = tlsFiles(values['tls-cert-file'], values['tls-key-file']);
   return {
     kind: 'serve',
     options: {
+      ...(tls ? { tls } : {}),
       port: port.value,
       host: values.host ?? DEFAULT_HOST,
       latencyMsPerToken: integerFlag('latency-ms-per-token', values['latency-ms-per-token'], 0, MAX_WAIT_MS),

@@ -9,7 +9,7 @@ export const MOCK_ERRORS = defineErrors({
     code: 'TG_MOCK_NOT_FOUND',
     status: 404,
     message: 'Invalid URL ({method} {path})',
-    hint: 'the mock serves POST /v1/chat/completions, GET /v1/models, GET /v1/models/<id> and GET /healthz',
+    hint: 'the mock serves POST /v1/chat/completions, POST /v1/messages, GET /v1/models, GET /v1/models/<id> and GET /healthz',
   },
   modelNotFound: {
     code: 'TG_MOCK_MODEL_NOT_FOUND',

@@ -14,9 +14,16 @@ export interface Knobs {
   status: number | undefined;
   /** `x-mock-delay-ms`: wait this long before sending the response headers. */
   delayMs: number;
-  /** `x-mock-error`: destroy the socket instead of answering, or after the first streamed chunk. */
-  error: 'reset' | 'reset-mid-stream' | undefined;
+  /**
+   * `x-mock-error`: destroy the socket instead of answering (reset), or after the first streamed
+   * chunk (reset-mid-stream); send a body or an event that is not JSON (garbage); end the
+   * response cleanly but early (truncate: half a JSON body, a stream without its end).
+   */
+  error: 'reset' | 'reset-mid-stream' | 'garbage' | 'truncate' | undefined;
 }
+
+/** What goes wrong in an answer on purpose; `reset` never gets as far as an answer. */
+export type Fault = Exclude<Knobs['error'], 'reset'>;
 
 export const MOCK_HEADERS = {
   promptTokens: 'x-mock-prompt-tokens',
@@ -82,7 +89,7 @@ export function readKnobs(headers: IncomingHttpHeaders): KnobsResult {
         latencyMsPerToken: integer(headers, MOCK_HEADERS.latencyMsPerToken, 0, MAX_WAIT_MS),
         status: integer(headers, MOCK_HEADERS.status, 400, 599),
         delayMs: integer(headers, MOCK_HEADERS.delayMs, 0, MAX_WAIT_MS) ?? 0,
-        error: oneOf(headers, MOCK_HEADERS.error, ['reset', 'reset-mid-stream']),
+        error: oneOf(headers, MOCK_HEADERS.error, ['reset', 'reset-mid-stream', 'garbage', 'truncate']),
       },
     };
   } catch (error) {

@@ -1,9 +1,12 @@
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createServer as createHttpsServer } from 'node:https';
+import { parseMessagesRequest } from './anthropic-request.js';
+import { anthropicErrorBody, anthropicErrorType, messageBody, planMessage, streamMessage } from './anthropic.js';
 import { readBody } from './body.js';
 import { completionBody, planCompletion } from './completion.js';
-import { injectedError, invalidRequest, MOCK_ERRORS, sendError } from './errors.js';
-import { MAX_COMPLETION_TOKENS, MAX_WAIT_MS, readKnobs, type Knobs } from './knobs.js';
+import { injectedError, invalidRequest, MOCK_ERRORS, sendError, type MockErrorCode } from './errors.js';
+import { MAX_COMPLETION_TOKENS, MAX_WAIT_MS, readKnobs, type Fault, type Knobs } from './knobs.js';
 import { DEFAULT_MODELS, modelList, modelObject } from './models.js';
 import { parseChatRequest } from './request.js';
 import { streamCompletion } from './sse.js';
@@ -37,6 +40,10 @@ export interface MockLlmOptions {
   basePath?: string;
   /** The `api-version` query parameter every API request must carry (Azure OpenAI); a request without it gets 404. */
   apiVersion?: string;
+  /** Called with the body of every chat or messages request, once read (what a gateway sent, e.g. a translated body). */
+  onRequestBody?: (request: ReceivedRequest, body: Buffer) => void;
+  /** Serve HTTPS with this certificate and key (PEM); default plain HTTP. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
 }
 
 export interface ReceivedRequest {
@@ -47,7 +54,7 @@ export interface ReceivedRequest {
 }
 
 export interface MockLlm {
-  /** Base URL, e.g. `http://127.0.0.1:41234`; OpenAI clients take `${url}/v1` as baseURL. */
+  /** Base URL, e.g. `http://127.0.0.1:41234` (https with `tls`); OpenAI clients take `${url}/v1` as baseURL. */
   url: string;
   host: string;
   port: number;
@@ -84,9 +91,10 @@ interface Config {
   apiKey: MockLlmOptions['apiKey'];
   basePath: string;
   apiVersion: string | undefined;
+  onRequestBody: ((request: ReceivedRequest, body: Buffer) => void) | undefined;
 }
 
-type Route = { kind: 'chat' } | { kind: 'models' } | { kind: 'model'; id: string } | { kind: 'health' };
+type Route = { kind: 'chat' } | { kind: 'messages' } | { kind: 'models' } | { kind: 'model'; id: string } | { kind: 'health' };
 
 function decodePathSegment(segment: string): string | undefined {
   try {
@@ -98,6 +106,7 @@ function decodePathSegment(segment: string): string | undefined {
 
 function route(method: string | undefined, path: string, base: string): Route | undefined {
   if (method === 'POST' && path === `${base}/chat/completions`) return { kind: 'chat' };
+  if (method === 'POST' && path === `${base}/messages`) return { kind: 'messages' };
   if (method === 'GET' || method === 'HEAD') {
     if (path === '/healthz') return { kind: 'health' };
     if (path === `${base}/models`) return { kind: 'models' };
@@ -109,8 +118,8 @@ function route(method: string | undefined, path: string, base: string): Route | 
   return undefined;
 }
 
-function sendJson(res: ServerResponse, body: string, requestId?: string): void {
-  res.writeHead(200, {
+function sendJson(res: ServerResponse, body: string, requestId?: string, status = 200): void {
+  res.writeHead(status, {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),
     ...(requestId === undefined ? {} : { 'x-request-id': requestId }),
@@ -123,10 +132,22 @@ function unknownModel(res: ServerResponse, model: string, config: Config): void 
   sendError(res, e.status, invalidRequest(e.create({ model, models: config.models.join(', ') }).message, 'model', 'model_not_found'), e.code);
 }
 
-/** Answers half a JSON body and then drops the connection: `reset-mid-stream` on a non-streaming request. */
-function sendTruncated(res: ServerResponse, body: string): void {
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-  res.write(body.slice(0, Math.floor(body.length / 2)), () => res.destroy());
+/**
+ * A JSON body as `x-mock-error` asks: reset-mid-stream answers half of it and drops the
+ * connection; truncate sends half of it as a complete response (its content-length says so);
+ * garbage sends something that is not JSON at all.
+ */
+function sendFaultyJson(res: ServerResponse, body: string, fault: Fault, requestId: string): void {
+  if (fault === 'reset-mid-stream') {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.write(body.slice(0, Math.floor(body.length / 2)), () => res.destroy());
+  } else if (fault === 'truncate') sendJson(res, body.slice(0, Math.floor(body.length / 2)), requestId);
+  else if (fault === 'garbage') sendJson(res, '<html>upstream says hello</html>', requestId);
+  else sendJson(res, body, requestId);
+}
+
+function faultOf(knobs: Knobs): Fault {
+  return knobs.error === 'reset' ? undefined : knobs.error;
 }
 
 /** Aborts when the response closes unfinished: the client went away or the server shut down. */
@@ -149,6 +170,7 @@ async function handleChat(req: IncomingMessage, res: ServerResponse, knobs: Knob
   const signal = closeSignal(res);
   if (!(await injectBeforeAnswer(req, res, knobs, signal))) return;
 
+  config.onRequestBody?.(received(req), body.body);
   const parsed = parseChatRequest(body.body);
   if (!parsed.ok) {
     sendError(res, MOCK_ERRORS.invalidRequest.status, parsed.error, MOCK_ERRORS.invalidRequest.code);
@@ -166,7 +188,7 @@ async function handleChat(req: IncomingMessage, res: ServerResponse, knobs: Knob
     await streamCompletion(res, plan, {
       includeUsage: request.includeUsage,
       latencyMsPerToken,
-      resetMidStream: knobs.error === 'reset-mid-stream',
+      fault: faultOf(knobs),
       signal,
     });
     return;
@@ -174,9 +196,58 @@ async function handleChat(req: IncomingMessage, res: ServerResponse, knobs: Knob
   // A non-streaming answer takes as long as generating all its tokens would.
   const generation = latencyMsPerToken * plan.words.length;
   if (generation > 0 && !(await wait(generation, signal))) return;
-  const json = completionBody(plan);
-  if (knobs.error === 'reset-mid-stream') sendTruncated(res, json);
-  else sendJson(res, json, id);
+  sendFaultyJson(res, completionBody(plan), faultOf(knobs), id);
+}
+
+function received(req: IncomingMessage): ReceivedRequest {
+  return { method: req.method ?? '', url: req.url ?? '', headers: req.headers };
+}
+
+function sendAnthropicError(res: ServerResponse, status: number, message: string, code: MockErrorCode): void {
+  const body = anthropicErrorBody(anthropicErrorType(status), message);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-tollgate-error': code });
+  res.end(body);
+}
+
+/** POST /v1/messages: Anthropic's Messages API, its errors in Anthropic's shape. */
+async function handleMessages(req: IncomingMessage, res: ServerResponse, knobs: Knobs, config: Config, id: string): Promise<void> {
+  const body = await readBody(req, config.maxBodyBytes);
+  if (!body.ok) {
+    const e = MOCK_ERRORS.bodyTooLarge;
+    sendAnthropicError(res, e.status, e.create({ limit: config.maxBodyBytes }).message, e.code);
+    return;
+  }
+  config.onRequestBody?.(received(req), body.body);
+  const signal = closeSignal(res);
+  if (knobs.delayMs > 0 && !(await wait(knobs.delayMs, signal))) return;
+  if (knobs.error === 'reset') {
+    req.socket.destroy();
+    return;
+  }
+  if (knobs.status !== undefined) {
+    sendAnthropicError(res, knobs.status, MOCK_ERRORS.injectedStatus.create({ status: knobs.status }).message, MOCK_ERRORS.injectedStatus.code);
+    return;
+  }
+  const parsed = parseMessagesRequest(body.body);
+  if (!parsed.ok) {
+    sendAnthropicError(res, 400, parsed.error.message, MOCK_ERRORS.invalidRequest.code);
+    return;
+  }
+  const request = parsed.request;
+  if (config.enforceModels && !config.models.includes(request.model)) {
+    const e = MOCK_ERRORS.modelNotFound;
+    sendAnthropicError(res, e.status, e.create({ model: request.model, models: config.models.join(', ') }).message, e.code);
+    return;
+  }
+  const plan = planMessage(request, planCompletion(request, knobs, config.completionTokens, id), id);
+  const latencyMsPerToken = knobs.latencyMsPerToken ?? config.latencyMsPerToken;
+  if (request.stream) {
+    await streamMessage(res, plan, { latencyMsPerToken, fault: faultOf(knobs), signal });
+    return;
+  }
+  const generation = latencyMsPerToken * plan.words.length;
+  if (generation > 0 && !(await wait(generation, signal))) return;
+  sendFaultyJson(res, messageBody(plan), faultOf(knobs), plan.id);
 }
 
 /**
@@ -235,6 +306,10 @@ function createHandler(config: Config): (req: IncomingMessage, res: ServerRespon
       await handleChat(req, res, knobs, config, `chatcmpl-mock-${sequence}`);
       return;
     }
+    if (target.kind === 'messages') {
+      await handleMessages(req, res, knobs, config, `mock_${sequence}`);
+      return;
+    }
     if (!(await injectBeforeAnswer(req, res, knobs, closeSignal(res)))) return;
     const requestId = `req_mock_${sequence}`;
     if (target.kind === 'models') {
@@ -265,8 +340,18 @@ function boundPort(address: AddressInfo | string | null): number {
   return address.port;
 }
 
-function formatUrl(host: string, port: number): string {
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+function formatUrl(host: string, port: number, scheme = 'http'): string {
+  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** An HTTPS server; a certificate or key that does not load is a ListenError naming them. */
+function httpsServer(tls: NonNullable<MockLlmOptions['tls']>, listener: (req: IncomingMessage, res: ServerResponse) => void, where: string): Server {
+  try {
+    return createHttpsServer({ noDelay: true, cert: tls.cert, key: tls.key }, listener);
+  } catch (error) {
+    const reason = `TLS certificate or key: ${error instanceof Error ? error.message : String(error)}`;
+    throw new ListenError(MOCK_ERRORS.listen.create({ address: where.slice('http://'.length), reason }).message, undefined);
+  }
 }
 
 /** Starts the mock backend; resolves once it is listening. */
@@ -282,6 +367,7 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
     apiKey: options.apiKey,
     basePath: (options.basePath ?? '/v1').replace(/\/+$/, ''),
     apiVersion: options.apiVersion,
+    onRequestBody: options.onRequestBody,
   };
   checkInteger('port', options.port ?? 0, 0, 65535);
   checkInteger('latencyMsPerToken', config.latencyMsPerToken, 0, MAX_WAIT_MS);
@@ -290,7 +376,7 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
 
   const handle = createHandler(config);
   let requestCount = 0;
-  const server = createServer({ noDelay: true }, (req, res) => {
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
     requestCount += 1;
     config.onRequest?.({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
     handle(req, res).catch((error: unknown) => {
@@ -303,7 +389,8 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
       const e = MOCK_ERRORS.internal;
       sendError(res, e.status, { message: e.create({ reason: message }).message, type: 'server_error', param: null, code: null }, e.code);
     });
-  });
+  };
+  const server = options.tls ? httpsServer(options.tls, listener, formatUrl(host, options.port ?? 0)) : createServer({ noDelay: true }, listener);
 
   await new Promise<void>((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException): void => {
@@ -322,7 +409,7 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
   const port = boundPort(server.address());
   let closing: Promise<void> | undefined;
   return {
-    url: formatUrl(host, port),
+    url: formatUrl(host, port, options.tls ? 'https' : 'http'),
     host,
     port,
     get requestCount() {

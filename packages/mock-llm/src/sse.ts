@@ -2,14 +2,19 @@ import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { CompletionPlan } from './completion.js';
 import { wait } from './wait.js';
+import type { Fault } from './knobs.js';
 
 export interface StreamOptions {
   /** `stream_options.include_usage`: end with a usage-only chunk (and `usage: null` on the others), as OpenAI does. */
   includeUsage: boolean;
   /** Pause before each content chunk, so a proxy under test sees chunks arrive one by one. */
   latencyMsPerToken: number;
-  /** `x-mock-error: reset-mid-stream`: destroy the socket once the first content chunk is on the wire. */
-  resetMidStream: boolean;
+  /**
+   * `x-mock-error`: reset-mid-stream destroys the socket once the first content chunk is on the
+   * wire; garbage sends an event whose data is not JSON after it and ends; truncate ends the
+   * response cleanly after it (no finish_reason, usage or [DONE]).
+   */
+  fault: Fault;
   /** Aborted when the client goes away or the server closes; stops the stream. */
   signal: AbortSignal;
 }
@@ -27,7 +32,7 @@ function event(data: string): string {
  * Writes one SSE event. Each chunk is its own write (no cork), so it leaves as soon as it is
  * produced. Returns false when the stream was aborted while waiting for a slow reader to drain.
  */
-async function send(res: ServerResponse, data: string, signal: AbortSignal): Promise<boolean> {
+export async function send(res: ServerResponse, data: string, signal: AbortSignal): Promise<boolean> {
   if (res.write(data)) return true;
   // Honour backpressure: a slow reader must not make us buffer the whole reply.
   try {
@@ -39,7 +44,7 @@ async function send(res: ServerResponse, data: string, signal: AbortSignal): Pro
 }
 
 /** Writes `data`, waits until it has been handed to the kernel, then destroys the socket. */
-async function sendThenReset(res: ServerResponse, data: string): Promise<void> {
+export async function sendThenReset(res: ServerResponse, data: string): Promise<void> {
   await new Promise<void>((resolve) => {
     res.write(data, () => resolve());
   });
@@ -67,7 +72,7 @@ export async function streamCompletion(res: ServerResponse, plan: CompletionPlan
   const roleChunk = chunk({ role: 'assistant', content: '' }, null);
   const { words } = plan;
   if (words.length === 0) {
-    if (options.resetMidStream) return sendThenReset(res, roleChunk);
+    if (options.fault === 'reset-mid-stream') return sendThenReset(res, roleChunk);
     if (!(await send(res, roleChunk, signal))) return;
     if (!(await send(res, chunk({}, 'stop'), signal))) return;
   } else if (!(await send(res, roleChunk, signal))) {
@@ -78,8 +83,16 @@ export async function streamCompletion(res: ServerResponse, plan: CompletionPlan
     if (options.latencyMsPerToken > 0 && !(await wait(options.latencyMsPerToken, signal))) return;
     if (signal.aborted) return;
     const content = chunk({ content: i === 0 ? `${words[i]}` : ` ${words[i]}` }, i === words.length - 1 ? 'stop' : null);
-    if (options.resetMidStream) return sendThenReset(res, content);
+    if (options.fault === 'reset-mid-stream') return sendThenReset(res, content);
+    if (options.fault === 'garbage') {
+      res.end(`${content}data: {"id":${JSON.stringify(plan.id)},"choices":[{"delta":\n\n`);
+      return;
+    }
     if (!(await send(res, content, signal))) return;
+    if (options.fault === 'truncate') {
+      res.end();
+      return;
+    }
   }
 
   if (withUsage) {

@@ -23,13 +23,13 @@ export const PROXY_ERRORS = defineErrors({
     code: 'TG_INVALID_BACKEND',
     status: 500,
     message: 'the route has no valid backend for this request',
-    hint: 'give the route a backend with a weight above 0; in a cluster, the HTTPRoute\'s ResolvedRefs condition names the backendRef that does not resolve',
+    hint: 'give the route a backend with a weight above 0; in a cluster, the HTTPRoute\'s ResolvedRefs condition names the backendRef that does not resolve or carries a filter that cannot run there',
   },
   upstreamRefused: {
     code: 'TG_UPSTREAM_REFUSED',
     status: 503,
     message: 'upstream connect error: connection refused',
-    hint: 'start the backend, or fix backends[].host; GET /config_dump shows each endpoint\'s health',
+    hint: 'start the backend, or fix backends[].host; GET /config_dump shows each endpoint\'s health (a refused request was already tried on up to config.connectAttempts endpoints of its backend)',
   },
   upstreamConnectTimeout: {
     code: 'TG_UPSTREAM_CONNECT_TIMEOUT',
@@ -54,6 +54,18 @@ export const PROXY_ERRORS = defineErrors({
     status: 502,
     message: 'upstream sent an invalid response',
     hint: 'the backend\'s answer is not valid HTTP/1.1 (bad status line, headers or length); look at the backend',
+  },
+  upstreamCertificate: {
+    code: 'TG_UPSTREAM_CERTIFICATE',
+    status: 502,
+    message: 'upstream certificate did not verify',
+    hint: 'the backend\'s certificate is expired, not yet valid, self-signed, signed by a CA the backend\'s tls does not trust, or without the name checked: the trace\'s backendCallResult.error says which; fix the certificate, or tls.caFile, tls.hostname or tls.subjectAltNames (in a cluster, the BackendTLSPolicy)',
+  },
+  upstreamTls: {
+    code: 'TG_UPSTREAM_TLS',
+    status: 502,
+    message: 'upstream TLS handshake failed',
+    hint: 'the backend refused the handshake (no common TLS version or cipher, a client certificate it wants or refuses) or does not speak TLS on that port: the trace\'s backendCallResult.error says which; check tls.minVersion and tls.clientCertificate, and that the port serves TLS',
   },
   upstreamTimeout: {
     code: 'TG_UPSTREAM_TIMEOUT',
@@ -127,6 +139,18 @@ export const PROXY_ERRORS = defineErrors({
     message: 'request too large for the expressions of this route',
     hint: 'a rate limit descriptor or an authorization rule here reads a request input (headers, path, host, model, the consumer\'s fields) that is over the bound its cost was estimated for: send fewer or shorter headers or a shorter path, or raise config.cel.maxHeaders, maxHeaderLength or maxPathLength (the controller\'s --cel-* flags)',
   },
+  formatUnsupported: {
+    code: 'TG_FORMAT_UNSUPPORTED',
+    status: 400,
+    message: 'request cannot be translated for this backend',
+    hint: 'the route sends OpenAI Chat Completions requests to an Anthropic backend (provider.type Anthropic); the error names the field without an Anthropic counterpart (n > 1, logprobs, response_format, ...): leave it out, or route the request to an OpenAI backend. docs/providers.md#formats lists what is translated',
+  },
+  formatBadResponse: {
+    code: 'TG_FORMAT_BAD_RESPONSE',
+    status: 502,
+    message: 'backend answer is not valid in its provider\'s format',
+    hint: 'the Anthropic backend sent a body or stream that is not Anthropic\'s Messages API (not JSON, truncated, compressed, an event past config.maxSseLineBytes); a stream ends with an error chunk naming this code. Look at the backend; the tokens seen are still charged',
+  },
   requestBodyTooDeep: {
     code: 'TG_REQUEST_BODY_TOO_DEEP',
     status: 400,
@@ -192,6 +216,12 @@ export const PROXY_ERRORS = defineErrors({
     status: 400,
     message: '{key} must be given once, non-empty and at most {max} characters, e.g. ?{key}={example}; leave it out to list every backend',
     hint: 'GET /backends takes ?name=<backend name> (as /config_dump lists it) and ?namespace=<namespace>, each at most once',
+  },
+  budgetsQuery: {
+    code: 'TG_ADMIN_BUDGETS_QUERY',
+    status: 400,
+    message: '?{key}= {problem}, e.g. ?{key}={example}; leave it out for {fallback}',
+    hint: 'GET /budgets takes ?limit=<1 to 1000>, ?key=<key value as listed>, ?scope=<route or listener>, ?by=<consumer, consumer_group, claim.<name>, header.<name> or key>, ?source=<local or global>, each at most once',
   },
   internal: {
     code: 'TG_INTERNAL',

@@ -54,6 +54,7 @@ const dump = (snap: ProxySnapshot) =>
     maxTraceSessions: 1,
     maxTokensChargedPerResponse: 1,
     maxRateLimitKeys: 1,
+    consumerMetricsTopN: 1,
     basicAuth: { workers: 1, maxQueue: 1, cacheEntries: 1 },
   });
 

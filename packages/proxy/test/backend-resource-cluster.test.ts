@@ -33,6 +33,7 @@ function resources(port: number, llmPort: number, key: string): Resources {
         spec: { parentRefs: [{ name: 'public' }], rules: [{ backendRefs: [{ group: 'tollgate.dev', kind: 'Backend', name: 'openai' }] }] },
       },
     ],
+    backendTLSPolicies: [],
     backends: [
       {
         apiVersion: 'tollgate.dev/v1alpha1',

@@ -130,7 +130,7 @@ describe('DnsCache', () => {
       const h = harness();
       h.answers.push({ addresses: v4('127.0.0.1'), ttlMs: 60_000 });
       const table = new EndpointTable({ connectTimeoutMs: 5_000, clock: Date.now, dns: h.cache });
-      const endpoint = table.acquire('llm.provider.test', llm.port, true);
+      const endpoint = table.acquire('llm.provider.test', llm.port, undefined, true);
       const res = await endpoint.pool.request({ method: 'GET', path: '/v1/models' });
       expect(res.statusCode).toBe(200);
       await res.body.text();

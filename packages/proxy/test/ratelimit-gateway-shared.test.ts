@@ -3,7 +3,8 @@
 // attached to a single listener (sectionName) counts for that listener only. Real sockets on
 // two ports; the clock is frozen so no bucket refills during the test.
 import { afterEach, describe, expect, it } from 'vitest';
-import { NO_AUTH, decodeSnapshot, encodeSnapshot, withVersion, type ListenerIR, type PolicyIR, type ProxySnapshot } from '@tollgate/api';
+import { NO_AUTH, decodeSnapshot, encodeSnapshot, type PolicyIR } from '@tollgate/api';
+import { twoListeners } from './support/two-listeners.js';
 import { onFreePorts, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -20,35 +21,6 @@ function policy(sectionName: string | null): PolicyIR {
     remoteRateLimit: null,
     ...NO_AUTH,
   };
-}
-
-/** Two listeners on two ports, each with `policyOf(listener)`, one route each to the upstream. */
-function twoListeners(ports: [number, number], upstreamPort: number, policyOf: (listener: string) => PolicyIR): ProxySnapshot {
-  const listener = (name: string): ListenerIR => ({
-    name,
-    protocol: 'HTTP',
-    hostname: null,
-    policy: policyOf(name),
-    routes: [
-      {
-        name: `apps/r-${name}/rule/0`,
-        origin: { kind: 'HTTPRoute', namespace: 'apps', name: `r-${name}`, rule: 0 },
-        hostnames: [],
-        matches: [{ path: { type: 'PathPrefix', value: '/' }, method: null, headers: [], queryParams: [] }],
-        filters: [],
-        policy: null,
-        backends: [{ kind: 'static', name: `127.0.0.1:${upstreamPort}`, host: '127.0.0.1', port: upstreamPort, weight: 1 }],
-        timeouts: { requestMs: null, backendRequestMs: null },
-      },
-    ],
-  });
-  return withVersion({
-    source: { kind: 'controller', gateway: 'apps/gw' },
-    binds: [
-      { port: ports[0], address: '127.0.0.1', listeners: [listener('one')] },
-      { port: ports[1], address: '127.0.0.1', listeners: [listener('two')] },
-    ],
-  });
 }
 
 async function setup(policyOf: (listener: string) => PolicyIR): Promise<{ gw: TestGateway; urls: [string, string] }> {

@@ -258,6 +258,8 @@ describe.skipIf(!envoyProtoAvailability().run)('global rate limits on the wire',
       'x-ratelimit-limit': '10, 10;w=60',
       'x-ratelimit-remaining': '0',
       'x-ratelimit-reset': '17',
+      // A limiter compiled on its own names the descriptor by its index (a policy adds the level).
+      'x-ratelimit-policy': 'global.descriptors[0]',
     });
 
     reply = encodeResponse({
@@ -268,6 +270,6 @@ describe.skipIf(!envoyProtoAvailability().run)('global rate limits on the wire',
     });
     const ok = await g.check(facts({ 'x-user-id': 'u8' }));
     expect(ok).toMatchObject({ allowed: true, outcome: 'ok', requestHeaders: { 'x-ratelimit-tier': 'gold' } });
-    expect(ok.headers).toEqual({ 'x-raw': 'bytes', 'x-ratelimit-limit': '10, 10;w=1', 'x-ratelimit-remaining': '9', 'x-ratelimit-reset': '1' });
+    expect(ok.headers).toEqual({ 'x-raw': 'bytes', 'x-ratelimit-limit': '10, 10;w=1', 'x-ratelimit-remaining': '9', 'x-ratelimit-reset': '1', 'x-ratelimit-policy': 'global.descriptors[0]' });
   });
 });

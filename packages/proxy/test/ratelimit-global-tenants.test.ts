@@ -50,6 +50,7 @@ function resources(port: number, llm: MockLlm, tenants: readonly Tenant[]): Reso
     referenceGrants: [],
     gatewayPolicies: [],
     backends: [],
+    backendTLSPolicies: [],
     services: [{ apiVersion: 'v1', kind: 'Service', metadata: { name: 'rls', namespace: 'limits' }, spec: { ports: [{ name: 'grpc', port: 8081 }] } }],
     endpointSlices: [],
     namespaces: [],

@@ -4,15 +4,13 @@
 // refused key spends nothing, every route shares the consumer's budget) while the listener's
 // unkeyed limits still run before routing, and consumer-keyed global descriptors whose limit
 // travels with them to the real envoyproxy/ratelimit. The examples load.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfigFile } from '../src/config/load-file.js';
 import { send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 import { jwks, sign, signingKey } from './support/jwt.js';
+import { ALICE, ALICE_2, BOB, CAROL, consumerKeyFile, NOBODY } from './support/consumer-keys.js';
 import { counters, rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -20,24 +18,7 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-let dir: string;
-let keys: string;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tollgate-budgets-'));
-  keys = join(dir, 'keys.json');
-  await writeFile(
-    keys,
-    JSON.stringify([
-      { key: 'sk-alice-0123456789', consumer: 'alice', group: 'team-a' },
-      { key: 'sk-alice-second-key', consumer: 'alice', group: 'team-a' },
-      { key: 'sk-bob-0123456789ab', consumer: 'bob', group: 'team-a' },
-      { key: 'sk-carol-0123456789', consumer: 'carol', group: 'team-b' },
-    ]),
-  );
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const keyFile = consumerKeyFile();
 
 async function upstream(): Promise<Upstream> {
   const up = await startUpstream((_req, res) => res.end('ok'));
@@ -51,11 +32,6 @@ async function gateway(routes: unknown[], listener: Record<string, unknown> = {}
   return gw;
 }
 
-const as = (key: string) => ({ 'x-api-key': key });
-const ALICE = as('sk-alice-0123456789');
-const ALICE_2 = as('sk-alice-second-key');
-const BOB = as('sk-bob-0123456789ab');
-const CAROL = as('sk-carol-0123456789');
 
 async function statuses(gw: TestGateway, headers: Record<string, string>, n: number, path = '/'): Promise<number[]> {
   const out: number[] = [];
@@ -70,7 +46,7 @@ describe('local budgets per consumer (apiKey)', () => {
       { requests: 2, unit: 'Hours', by: { type: 'Consumer' } },
       { requests: 3, unit: 'Hours', by: { type: 'ConsumerGroup' } },
     ];
-    const gw = await gateway([{ name: 'r', policies: { traffic: { apiKey: { file: keys }, rateLimit: { local } } }, backends: [{ host: up.host }] }]);
+    const gw = await gateway([{ name: 'r', policies: { traffic: { apiKey: { file: keyFile.path() }, rateLimit: { local } } }, backends: [{ host: up.host }] }]);
     expect(await statuses(gw, ALICE, 2)).toEqual([200, 200]);
     // Alice's other key is still alice.
     expect(await statuses(gw, ALICE_2, 1)).toEqual([429]);
@@ -78,7 +54,7 @@ describe('local budgets per consumer (apiKey)', () => {
     expect(await statuses(gw, BOB, 2)).toEqual([200, 429]);
     expect(await statuses(gw, CAROL, 3)).toEqual([200, 200, 429]);
     // An unknown key is refused by apiKey and spends nothing.
-    expect((await send(gw.url, { headers: as('sk-nobody-0123456789') })).status).toBe(401);
+    expect((await send(gw.url, { headers: NOBODY })).status).toBe(401);
     const r = await send(gw.url, { headers: BOB });
     expect(r.status).toBe(429);
     expect(r.headers['x-ratelimit-remaining']).toBe('0');
@@ -88,7 +64,7 @@ describe('local budgets per consumer (apiKey)', () => {
     const up = await upstream();
     const routes = ['/a', '/b'].map((p) => ({ name: p.slice(1), matches: [{ path: { type: 'PathPrefix', value: p } }], backends: [{ host: up.host }] }));
     const gw = await gateway(routes, {
-      policies: { traffic: { apiKey: { file: keys }, rateLimit: { local: [{ requests: 3, unit: 'Hours', by: { type: 'Consumer' } }, { requests: 6, unit: 'Hours' }] } } },
+      policies: { traffic: { apiKey: { file: keyFile.path() }, rateLimit: { local: [{ requests: 3, unit: 'Hours', by: { type: 'Consumer' } }, { requests: 6, unit: 'Hours' }] } } },
     });
     // Before authentication every request would have had the empty key: one budget for all.
     expect([...(await statuses(gw, ALICE, 2, '/a')), ...(await statuses(gw, ALICE_2, 2, '/b'))]).toEqual([200, 200, 200, 429]);
@@ -132,11 +108,11 @@ describe.skipIf(!availability.run)('global budgets per consumer (apiKey, envoypr
       { unit: 'Requests', by: { type: 'Consumer' }, limit: { requestsPerUnit: 2, unit: 'Days' }, entries: [{ name: 'run', expression: `"${group}"` }] },
     ];
     const gw = await gateway([{ name: 'r', backends: [{ host: up.host }] }], {
-      policies: { traffic: { apiKey: { file: keys }, rateLimit: { global: { service: { host: rls.address }, timeout: '2s', domain: 'budgets', descriptors } } } },
+      policies: { traffic: { apiKey: { file: keyFile.path() }, rateLimit: { global: { service: { host: rls.address }, timeout: '2s', domain: 'budgets', descriptors } } } },
     });
     expect(await statuses(gw, ALICE, 3)).toEqual([200, 200, 429]);
     expect(await statuses(gw, BOB, 1)).toEqual([200]);
-    expect((await send(gw.url, { headers: as('sk-nobody-0123456789') })).status).toBe(401);
+    expect((await send(gw.url, { headers: NOBODY })).status).toBe(401);
     const day = Math.floor(Date.now() / 86_400_000) * 86_400;
     expect(await counters(rls, 'budgets_consumer_')).toMatchObject({
       [`budgets_consumer_alice_run_${group}_${day}`]: 3,

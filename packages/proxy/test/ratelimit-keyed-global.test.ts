@@ -11,6 +11,7 @@ import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { send, simpleConfig, startGateway, type RawResponse, type TestGateway } from './helpers.js';
 import { counters, rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
+import { slowRelay } from './support/slow-relay.js';
 
 const availability = rlsAvailability();
 const DAY = 86_400;
@@ -35,10 +36,10 @@ describe.skipIf(!availability.run)('keyed global descriptors with limit override
     while (cleanups.length) await cleanups.pop()!();
   });
 
-  const global = (descriptors: unknown[]) => ({ service: { host: rls.address }, timeout: '2s', domain: 'kg', descriptors });
+  const global = (descriptors: unknown[], service = rls.address) => ({ service: { host: service }, timeout: '2s', domain: 'kg', descriptors });
 
-  async function gateway(descriptors: unknown[]): Promise<TestGateway> {
-    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'chat', policies: { traffic: { rateLimit: { global: global(descriptors) } } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }]));
+  async function gateway(descriptors: unknown[], service?: string): Promise<TestGateway> {
+    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'chat', policies: { traffic: { rateLimit: { global: global(descriptors, service) } } }, backends: [{ host: `127.0.0.1:${llm.port}` }] }]));
     cleanups.push(() => gw.close());
     return gw;
   }
@@ -75,17 +76,56 @@ describe.skipIf(!availability.run)('keyed global descriptors with limit override
   });
 
   it('a keyed Tokens descriptor is checked under its override and charged with the usage after the response', async () => {
-    const gw = await gateway([{ unit: 'Tokens', by: byUser, limit: { requestsPerUnit: 50, unit: 'Days' } }]);
-    const alice = { 'x-user': `a-${randomUUID()}` };
+    // The service hears from the gateway 300 ms late: a charge sent after the response could
+    // not be counted yet when the client reads the service's counters.
+    const relay = await slowRelay(rls.address, 300);
+    cleanups.push(() => relay.close());
+    const gw = await gateway([{ unit: 'Tokens', by: byUser, limit: { requestsPerUnit: 50, unit: 'Days' } }], relay.address);
+    const user = `a-${randomUUID()}`;
+    const alice = { 'x-user': user };
+    const counted = async () => Object.values(await counters(rls, `kg_header.x-user_${user}_`)).reduce((a, b) => a + b, 0);
     expect((await chat(gw, alice, 30)).status).toBe(200);
+    // The charge is made before the response's last bytes: once the client has the response,
+    // the service counts its usage, and the client's next request meets it.
+    expect(await counted()).toBe(30);
     expect((await chat(gw, alice, 30)).status).toBe(200); // 60: crosses, succeeds
-    // The charge is a second call after the response, which the next request can overtake:
-    // small requests until one is refused (five of 2 tokens could not cross 50 on their own).
-    let over: RawResponse | undefined;
-    for (let i = 0; i < 5 && over?.status !== 429; i++) over = await chat(gw, alice, 2);
-    expect(over!.status).toBe(429);
-    expect(over!.headers['x-ratelimit-limit']).toBe(`50, 50;w=${DAY}`);
+    expect(await counted()).toBe(60);
+    const over = await chat(gw, alice, 2);
+    expect(over.status).toBe(429);
+    expect(over.headers['x-ratelimit-limit']).toBe(`50, 50;w=${DAY}`);
     expect((await chat(gw, { 'x-user': `b-${randomUUID()}` }, 2)).status).toBe(200);
+  });
+
+  it('a streamed completion is charged before its stream ends: two gateways sharing a budget admit it exactly', async () => {
+    // Two replicas of one route, the client alternating between them: each request meets the
+    // usage of every earlier one, whichever replica answered it.
+    const descriptors = [{ unit: 'Tokens', by: byUser, limit: { requestsPerUnit: 100, unit: 'Days' } }];
+    const relay = await slowRelay(rls.address, 300);
+    cleanups.push(() => relay.close());
+    const replicas = [await gateway(descriptors, relay.address), await gateway(descriptors, relay.address)];
+    const user = `s-${randomUUID()}`;
+    const counted = async () => Object.values(await counters(rls, `kg_header.x-user_${user}_`)).reduce((a, b) => a + b, 0);
+    let admitted = 0;
+    let refused = 0;
+    for (let i = 0; i < 12 && refused < 2; i++) {
+      const r = await send(`${replicas[i % 2]!.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-user': user, 'x-mock-prompt-tokens': '10', 'x-mock-completion-tokens': '10' },
+        body: JSON.stringify({ model: 'mock-gpt', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      if (r.status === 429) {
+        refused++;
+        continue;
+      }
+      expect(r.status).toBe(200);
+      expect(r.body).toContain('data: [DONE]');
+      admitted++;
+      expect(await counted()).toBe(20 * admitted);
+    }
+    // 100 tokens, 20 a request: five reach the budget, the sixth (at the budget, not over it)
+    // crosses it, and every later one is refused, on both replicas.
+    expect(admitted).toBe(6);
+    expect(refused).toBe(2);
   });
 
   it("Months is the service's fixed 30-day window counted from the epoch, not a calendar month", async () => {

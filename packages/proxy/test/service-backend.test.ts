@@ -6,7 +6,7 @@
 // under load.
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeSnapshot, encodeSnapshot, withVersion, type BackendIR, type ProxySnapshot, type ServiceBackendIR } from '@tollgate/api';
-import { send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { freePort, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -26,11 +26,11 @@ async function applyBackends(gw: TestGateway, backends: BackendIR[]): Promise<Pr
   return received;
 }
 
-async function setup(): Promise<{ gw: TestGateway; a: Upstream; b: Upstream }> {
+async function setup(config: Record<string, unknown> = {}): Promise<{ gw: TestGateway; a: Upstream; b: Upstream }> {
   const reply = (name: string) => (_req: unknown, res: { end: (s: string) => void }) => res.end(name);
   const a = await startUpstream(reply('a'));
   const b = await startUpstream(reply('b'));
-  const gw = await startGateway((port) => simpleConfig(port, [{ name: 'r', backends: [{ host: a.host }] }]));
+  const gw = await startGateway((port) => ({ config, ...simpleConfig(port, [{ name: 'r', backends: [{ host: a.host }] }]) }));
   cleanup.push(() => a.close(), () => b.close(), () => gw.close());
   return { gw, a, b };
 }
@@ -109,5 +109,122 @@ describe('Service backends', () => {
     }
     expect(seen.get('a')).toEqual({ name: 'a', backend: 'a', added: 'one,two', gone: null });
     expect(seen.get('b')).toEqual({ name: 'b', backend: 'client', added: 'one', gone: 'yes' });
+  });
+
+  it('run a backendRef\'s response header changes, rewrite and redirect only for the requests sent to that backend', async () => {
+    const echo = (name: string) => (req: { url?: string; headers: Record<string, unknown> }, res: { setHeader: (n: string, v: string) => void; end: (s: string) => void }) => {
+      res.setHeader('x-upstream', name);
+      res.end(JSON.stringify({ name, path: req.url, host: req.headers.host }));
+    };
+    const a = await startUpstream(echo('a'));
+    const b = await startUpstream(echo('b'));
+    cleanup.push(() => a.close(), () => b.close());
+    const { gw } = await setup();
+    const rewritten: BackendIR = {
+      ...service([{ address: '127.0.0.1', port: a.port }]),
+      filters: [
+        { type: 'ResponseHeaderModifier', set: [{ name: 'x-served-by', value: 'a' }], add: [], remove: ['x-upstream'] },
+        { type: 'URLRewrite', hostname: 'a.internal', path: { type: 'ReplaceFullPath', value: '/rewritten' } },
+      ],
+    };
+    const plain: BackendIR = { ...service([{ address: '127.0.0.1', port: b.port }]), name: 'b.default.svc.cluster.local:80', service: 'b' };
+    const redirected: BackendIR = {
+      ...service([{ address: '127.0.0.1', port: b.port }]),
+      name: 'c.default.svc.cluster.local:80',
+      service: 'c',
+      filters: [{ type: 'RequestRedirect', scheme: null, hostname: 'elsewhere.example.com', path: null, port: null, statusCode: 302 }],
+    };
+    await applyBackends(gw, [rewritten, plain, redirected]);
+    const seen = new Map<string, unknown>();
+    // Picks are random by weight: all three answer well within 300 requests (a miss is under 3 x (2/3)^299).
+    for (let i = 0; i < 300 && seen.size < 3; i++) {
+      const r = await send(`${gw.url}/x?q=1`);
+      const key = r.status === 302 ? 'redirect' : (JSON.parse(r.body) as { name: string }).name;
+      seen.set(key, { status: r.status, location: r.headers.location, servedBy: r.headers['x-served-by'], upstream: r.headers['x-upstream'], body: r.status === 302 ? null : (JSON.parse(r.body) as unknown) });
+    }
+    expect(seen.get('a')).toEqual({ status: 200, location: undefined, servedBy: 'a', upstream: undefined, body: { name: 'a', path: '/rewritten?q=1', host: 'a.internal' } });
+    expect(seen.get('b')).toEqual({ status: 200, location: undefined, servedBy: undefined, upstream: 'b', body: { name: 'b', path: '/x?q=1', host: expect.stringContaining('127.0.0.1') as unknown } });
+    expect(seen.get('redirect')).toEqual({ status: 302, location: `http://elsewhere.example.com:${new URL(gw.url).port}/x?q=1`, servedBy: undefined, upstream: undefined, body: null });
+  });
+});
+
+describe('endpoints that go away', () => {
+  const metricsText = async (gw: TestGateway) => (await fetch(`http://${gw.gateway.ops.metrics.address}/metrics`)).text();
+  const retries = async (gw: TestGateway, error: string) =>
+    Number(new RegExp(`^tollgate_upstream_unsent_retries_total\\{route="[^"]+",error="${error}"\\} (\\d+)$`, 'm').exec(await metricsText(gw))?.[1] ?? 0);
+
+  it('a request refused by one endpoint goes to another endpoint of the backend, whatever the method: every answer is 200, with its body', async () => {
+    const { gw } = await setup();
+    // startUpstream's default handler echoes method, path and body.
+    const live = await startUpstream();
+    cleanup.push(() => live.close());
+    const refusing = await freePort();
+    // The refusing endpoint first: the first pick is the round-robin cursor's, endpoint 0.
+    await applyBackends(gw, [service([{ address: '127.0.0.1', port: refusing }, { address: '127.0.0.1', port: live.port }])]);
+    for (let i = 0; i < 10; i++) {
+      const method = ['POST', 'GET', 'PUT', 'DELETE', 'PATCH'][i % 5]!;
+      const body = method === 'GET' || method === 'DELETE' ? undefined : `body ${i}`;
+      const r = await send(`${gw.url}/x/${i}`, { method, body, headers: body ? { 'content-type': 'text/plain' } : {} });
+      expect(r.status).toBe(200);
+      expect(JSON.parse(r.body)).toMatchObject({ method, url: `/x/${i}`, body: body ?? '' });
+    }
+    expect(live.requests).toHaveLength(10);
+    // The first request met the refusing endpoint (which is then ejected, so later ones go straight to the live one).
+    expect(await retries(gw, 'TG_UPSTREAM_REFUSED')).toBeGreaterThanOrEqual(1);
+  });
+
+  it('the trace shows each attempt: the refused one with its error, then the one that answered', async () => {
+    const { gw } = await setup();
+    const live = await startUpstream();
+    cleanup.push(() => live.close());
+    const refusing = await freePort();
+    await applyBackends(gw, [service([{ address: '127.0.0.1', port: refusing }, { address: '127.0.0.1', port: live.port }])]);
+    const trace = await openTrace(gw.adminUrl);
+    await trace.armed;
+    expect((await send(`${gw.url}/x`, { method: 'POST', body: 'once' })).status).toBe(200);
+    const calls = (await trace.events).filter((e) => e.message.type === 'backendCallStart' || e.message.type === 'backendCallResult').map((e) => e.message);
+    expect(calls).toEqual([
+      { type: 'backendCallStart', target: `127.0.0.1:${refusing}` },
+      { type: 'backendCallResult', status: 503, error: expect.objectContaining({ kind: 'TG_UPSTREAM_REFUSED' }) as unknown },
+      { type: 'backendCallStart', target: live.host },
+      { type: 'backendCallResult', status: 200, error: null },
+    ]);
+  });
+
+  it('every endpoint refusing: 503 TG_UPSTREAM_REFUSED, each endpoint tried at most once per request, ejected ones not tried again', async () => {
+    const { gw } = await setup();
+    const ports = [await freePort(), await freePort()];
+    await applyBackends(gw, [service(ports.map((port) => ({ address: '127.0.0.1', port })))]);
+    const first = await send(`${gw.url}/x`, { method: 'POST', body: 'x' });
+    expect(first.status).toBe(503);
+    expect(first.headers['x-tollgate-error']).toBe('TG_UPSTREAM_REFUSED');
+    // The first request tried both endpoints: one retry.
+    expect(await retries(gw, 'TG_UPSTREAM_REFUSED')).toBe(1);
+    // Both are ejected now: the next request is tried on one (none is left to pick) and answered at once.
+    expect((await send(`${gw.url}/x`)).status).toBe(503);
+    expect(await retries(gw, 'TG_UPSTREAM_REFUSED')).toBe(1);
+  });
+
+  it('a request that reached an endpoint is not sent to another, even when the connection then broke', async () => {
+    const { gw } = await setup();
+    const breaking = await startUpstream((req) => req.socket.destroy(), { readBody: false });
+    const live = await startUpstream();
+    cleanup.push(() => breaking.close(), () => live.close());
+    await applyBackends(gw, [service([{ address: '127.0.0.1', port: breaking.port }, { address: '127.0.0.1', port: live.port }])]);
+    const r = await send(`${gw.url}/x`, { method: 'POST', body: 'charge me once' });
+    expect(r.status).toBe(502);
+    expect(r.headers['x-tollgate-error']).toBe('TG_UPSTREAM_RESET');
+    expect(breaking.requests).toHaveLength(1);
+    expect(live.requests).toHaveLength(0);
+  });
+
+  it('config.connectAttempts 1: the refused request is answered with its error, no other endpoint tried', async () => {
+    const { gw } = await setup({ connectAttempts: 1 });
+    const live = await startUpstream();
+    cleanup.push(() => live.close());
+    await applyBackends(gw, [service([{ address: '127.0.0.1', port: await freePort() }, { address: '127.0.0.1', port: live.port }])]);
+    expect((await send(`${gw.url}/x`)).status).toBe(503);
+    expect(live.requests).toHaveLength(0);
+    expect(await retries(gw, 'TG_UPSTREAM_REFUSED')).toBe(0);
   });
 });

@@ -16,6 +16,8 @@ export interface CertificateRequest {
   readonly commonName: string;
   /** DNS names and IP addresses of the subjectAltName extension. */
   readonly names?: readonly string[];
+  /** URI names of the subjectAltName extension (a SPIFFE ID, say). */
+  readonly uris?: readonly string[];
   /** Default: an hour ago. */
   readonly notBefore?: Date;
   /** Default: a day from now. */
@@ -85,9 +87,10 @@ export function issueTestCertificate(req: CertificateRequest): TestCertificate {
   const signer: KeyObject = req.issuer ? createPrivateKey(req.issuer.key) : privateKey;
   const issuerName = req.issuer ? new X509Certificate(req.issuer.cert).subject.replace(/^CN=/, '') : req.commonName;
   const names = req.names ?? [];
+  const uris = req.uris ?? [];
   const extensions: Buffer[] = [];
-  if (names.length) {
-    const general = names.map((n) => (isIP(n) ? tlv(0x87, ipBytes(n)) : tlv(0x82, Buffer.from(n))));
+  if (names.length || uris.length) {
+    const general = [...names.map((n) => (isIP(n) ? tlv(0x87, ipBytes(n)) : tlv(0x82, Buffer.from(n)))), ...uris.map((u) => tlv(0x86, Buffer.from(u)))];
     extensions.push(seq(oid('2.5.29.17'), octets(seq(...general))));
   }
   extensions.push(seq(oid('2.5.29.19'), bool(true), octets(req.ca ? seq(bool(true)) : seq())));

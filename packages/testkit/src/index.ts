@@ -1,5 +1,5 @@
 export { freePort, onFreePort, onFreePorts, isPortInUse, type OnFreePortsOptions } from './ports.js';
-export { startUpstream, type Upstream, type Handler } from './upstream.js';
+export { startUpstream, type Upstream, type Handler, type UpstreamTls } from './upstream.js';
 export { until, nextEvent, deferred, type UntilOptions } from './until.js';
 export { LogSink, captureLog, type LogLine } from './log-sink.js';
 export { renderErrorTable, docTable, docCodes, syncErrorsDoc, type DocEntry } from './errors-doc.js';

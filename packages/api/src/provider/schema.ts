@@ -11,7 +11,7 @@ const NAME = { minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0
 const common = {
   type: Enum(
     PROVIDER_TYPES,
-    'The provider: OpenAI, Anthropic, AzureOpenAI, or OpenAICompatible (any server speaking the OpenAI API: vLLM, Ollama, TGI, Gemini\'s OpenAI endpoint). It decides the default base path, the header the key is sent in and how usage is read.',
+    'The provider: OpenAI, Anthropic, AzureOpenAI, or OpenAICompatible (any server speaking the OpenAI API: vLLM, Ollama, TGI, Gemini\'s OpenAI endpoint). It decides the default base path, the header the key is sent in and how usage is read. Anthropic: requests of OpenAI Chat Completions clients (/v1/chat/completions) are translated to its Messages API; the other types are passed through.',
   ),
   basePath: Type.Optional(
     Type.String({

@@ -8,11 +8,19 @@ import { CelLimitsSchema, RegexLimitsSchema } from '../limits.js';
 import { PolicySet } from './traffic-policy.js';
 import { ProviderFileConfig } from '../provider/schema.js';
 
+/** The most endpoints one request may try after connections that failed before sending (config.connectAttempts). */
+export const MAX_CONNECT_ATTEMPTS = 8;
+import { BackendTlsConfig } from './backend-tls.js';
+import { CertificateFilesConfig } from './certificate-files.js';
+
+export { CertificateFilesConfig };
+
 export const BackendConfig = Type.Object(
   {
     host: HostPort('Upstream address <host>:<port>.'),
     weight: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Relative share of requests; default 1; 0 sends none.' })),
     provider: Type.Optional(ProviderFileConfig),
+    tls: Type.Optional(BackendTlsConfig),
   },
   { additionalProperties: false, description: 'An upstream the route sends requests to.' },
 );
@@ -33,15 +41,6 @@ export const RouteConfig = Type.Object(
   { additionalProperties: false, description: 'A route.' },
 );
 export type RouteConfig = Static<typeof RouteConfig>;
-
-export const CertificateFilesConfig = Type.Object(
-  {
-    certFile: Type.String({ minLength: 1, maxLength: 4096, description: 'PEM certificate chain, leaf first; a relative path is relative to the config file.' }),
-    keyFile: Type.String({ minLength: 1, maxLength: 4096, description: 'PEM private key of the certificate (unencrypted); a relative path is relative to the config file.' }),
-  },
-  { additionalProperties: false, description: 'A certificate and its key, read from files when the config is loaded or reloaded.' },
-);
-export type CertificateFilesConfig = Static<typeof CertificateFilesConfig>;
 
 export const ListenerTlsConfig = Type.Object(
   {
@@ -104,6 +103,12 @@ export const ProcessConfig = Type.Object(
       Type.String({ minLength: 1, description: 'Start-up log directive: a level (error, warn, info, debug, trace) or a list like "info,proxy=debug". Default info.' }),
     ),
     connectTimeout: Type.Optional(Duration('Time to open a connection to a backend; default 5s; more than 0s and at most 596h.')),
+    connectAttempts: Type.Optional(
+      PositiveInt(
+        'Endpoints of its backend one request may try when the connection fails before any byte of the request was sent (refused, reset, connect timeout): safe whatever the method. Default 3; 1: no second endpoint; never more than the backend has.',
+        MAX_CONNECT_ATTEMPTS,
+      ),
+    ),
     backendRequestTimeout: Type.Optional(
       Duration('Default time to wait for a backend response to start, for routes without timeouts.backendRequest; default 60s; 0s: no timeout.', { allowZero: true }),
     ),
@@ -207,6 +212,13 @@ export const ProcessConfig = Type.Object(
         minimum: 0,
         maximum: 10_000,
         description: 'Distinct values of the model label of tollgate_llm_tokens_total: the first N models seen keep their own series, later ones are counted as "other"; default 100.',
+      }),
+    ),
+    consumerMetricsTopN: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1000,
+        description: 'Consumers with a series of their own in tollgate_consumer_tokens_total: the top N by LLM tokens; the tokens of the others are counted as consumer="other". 0: no per-consumer series. Default 20.',
       }),
     ),
   },

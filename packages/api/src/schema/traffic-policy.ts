@@ -8,6 +8,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Duration, Enum, HEADER_NAME_PATTERN, NO_CONTROL_PATTERN, PositiveInt } from './common.js';
 import { RateLimitService } from './outbound-ref.js';
 import { AUTH_TRAFFIC_FIELDS } from '../auth/fields.js';
+import { DescriptorOverrides, LimitName, LocalOverrides, MAX_OVERRIDE_LIMIT } from './budget-overrides.js';
 
 export { BackendRef, RateLimitService } from './outbound-ref.js';
 
@@ -74,6 +75,11 @@ export const MAX_DOMAIN_LENGTH = 253;
 /** The domain a GatewayPolicy's global limit sends: `<namespace>/<domain>` (a namespace is at most 63 characters). */
 export const MAX_SENT_DOMAIN_LENGTH = 63 + 1 + MAX_DOMAIN_LENGTH;
 
+/** The messages of the override rules, the same from the API server and from a file's check. */
+export const OVERRIDES_NEED_BY = 'overrides are only allowed with by: they name values of its key';
+export const OVERRIDES_SAME_KIND = 'every override sets the amount the entry sets: requests (and burst) on a requests entry, tokens on a tokens entry';
+export const DESCRIPTOR_OVERRIDES_NEED = 'overrides need by (the key whose values they name) and limit (the limit of every other value, and the unit of the overrides)';
+
 export const LocalRateLimit = Type.Object(
   {
     requests: Type.Optional(PositiveInt('Requests allowed per unit (a token bucket per proxy replica). Exactly one of requests or tokens.')),
@@ -83,6 +89,8 @@ export const LocalRateLimit = Type.Object(
       Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'Extra requests allowed above the base limit (bucket capacity is requests + burst). Only with requests.' }),
     ),
     by: Type.Optional(RateLimitKey),
+    overrides: Type.Optional(LocalOverrides),
+    name: Type.Optional(LimitName),
   },
   {
     additionalProperties: false,
@@ -91,6 +99,8 @@ export const LocalRateLimit = Type.Object(
       { rule: 'has(self.requests) != has(self.tokens)', message: 'exactly one of requests or tokens must be set' },
       { rule: '!has(self.burst) || has(self.requests)', message: 'burst is only allowed with requests' },
       { rule: "self.unit != 'Months'", message: LOCAL_MONTHS_MESSAGE },
+      { rule: '!has(self.overrides) || has(self.by)', message: OVERRIDES_NEED_BY },
+      { rule: '!has(self.overrides) || self.overrides.all(o, has(o.requests) == has(self.requests))', message: OVERRIDES_SAME_KIND },
     ],
   },
 );
@@ -107,9 +117,6 @@ export const DescriptorEntry = Type.Object(
   },
   { additionalProperties: false, description: 'One key/value of a rate limit descriptor.' },
 );
-
-/** The most requests_per_unit of Envoy's RateLimitOverride (a uint32). */
-export const MAX_OVERRIDE_LIMIT = 4_294_967_295;
 
 export const DescriptorLimit = Type.Object(
   {
@@ -135,12 +142,17 @@ export const GlobalDescriptor = Type.Object(
     entries: Type.Optional(Type.Array(DescriptorEntry, { minItems: 1, maxItems: 16, description: 'Descriptor entries, in order, after the key\'s entry when `by` is set.' })),
     by: Type.Optional(RateLimitKey),
     limit: Type.Optional(DescriptorLimit),
+    overrides: Type.Optional(DescriptorOverrides),
+    name: Type.Optional(LimitName),
     unit: Enum(['Requests', 'Tokens'], 'Requests: charged 1 before the call. Tokens: checked before the call, charged with the response usage after it.'),
   },
   {
     additionalProperties: false,
     description: 'A descriptor sent to the rate limit service. With `by`, its first entry is the key (see docs/rate-limiting.md for the entry names).',
-    'x-kubernetes-validations': [{ rule: 'has(self.entries) || has(self.by)', message: 'set entries, by, or both' }],
+    'x-kubernetes-validations': [
+      { rule: 'has(self.entries) || has(self.by)', message: 'set entries, by, or both' },
+      { rule: '!has(self.overrides) || (has(self.by) && has(self.limit))', message: DESCRIPTOR_OVERRIDES_NEED },
+    ],
   },
 );
 export type GlobalDescriptor = Static<typeof GlobalDescriptor>;

@@ -243,6 +243,11 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         const d = r.backends?.get(item.key);
         return d && mergeBackendStatus(current, d, now);
       }
+      case 'BackendTLSPolicy': {
+        // The same shape as a GatewayPolicy's: status.ancestors, other controllers' entries kept.
+        const d = r.backendTLSPolicies.get(item.key);
+        return d && mergeGatewayPolicyStatus(current, d, this.#o.controllerName, now);
+      }
     }
   }
 
@@ -258,6 +263,8 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         return r.gatewayPolicies.get(item.key);
       case 'Backend':
         return r.backends?.get(item.key);
+      case 'BackendTLSPolicy':
+        return r.backendTLSPolicies.get(item.key);
       case 'Gateway':
         return undefined;
     }
@@ -313,4 +320,5 @@ function* items(r: StatusReport): Generator<Item> {
   for (const [key, d] of r.httpRoutes) yield { kind: 'HTTPRoute', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.gatewayPolicies) yield { kind: 'GatewayPolicy', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.backends ?? []) yield { kind: 'Backend', key, name: d.name, namespace: d.namespace };
+  for (const [key, d] of r.backendTLSPolicies) yield { kind: 'BackendTLSPolicy', key, name: d.name, namespace: d.namespace };
 }

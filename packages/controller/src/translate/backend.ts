@@ -7,7 +7,7 @@
 // without a restart. No message quotes a key.
 import { X509Certificate } from 'node:crypto';
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import { DEFAULT_API_KEY_DATA_KEY, toProviderIR, type BackendTLSIR, type ExternalBackendIR, type ObjectKeyRef, type PolicySources, type Problem, type SourceResult } from '@tollgate/api';
+import { backendTlsIR, DEFAULT_API_KEY_DATA_KEY, toProviderIR, type BackendTLSIR, type ExternalBackendIR, type ObjectKeyRef, type PolicySources, type Problem, type SourceResult } from '@tollgate/api';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { generationOf } from './keys.js';
@@ -109,13 +109,8 @@ function caBundle(b: TollgateBackend, ns: string, ctx: Context, problems: Proble
 function toTls(b: TollgateBackend, ns: string, ctx: Context, problems: Problem[]): BackendTLSIR | undefined {
   const t = b.spec.tls;
   if (!t) return undefined;
-  return {
-    caCertificates: caBundle(b, ns, ctx, problems),
-    hostname: t.hostname ?? b.spec.hostname,
-    subjectAltNames: (t.subjectAltNames ?? []).map((s) => (s.type === 'Hostname' ? { type: 'Hostname' as const, hostname: s.hostname ?? '' } : { type: 'URI' as const, uri: s.uri ?? '' })),
-    clientCertificate: null,
-    minVersion: t.minVersion ?? 'TLSv1.2',
-  };
+  // The CRD has no client certificate: the proxy shows none to a Backend.
+  return backendTlsIR({ caCertificates: caBundle(b, ns, ctx, problems), hostname: t.hostname ?? b.spec.hostname, subjectAltNames: t.subjectAltNames, clientCertificate: null, minVersion: t.minVersion });
 }
 
 function checkBackend(b: TollgateBackend, ctx: Context): BackendState {

@@ -2,7 +2,7 @@
 // the ready endpoints of its EndpointSlices; another namespace only with a ReferenceGrant.
 // An unresolved reference stays in the IR as `invalid` so it keeps its share of the requests.
 import type { V1EndpointSlice, V1Service, V1ServicePort } from '@kubernetes/client-node';
-import type { BackendIR, EndpointIR } from '@tollgate/api';
+import type { BackendIR, EndpointIR, Problem } from '@tollgate/api';
 import { fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { backendFilters } from './rules.js';
@@ -52,6 +52,16 @@ export interface ResolvedBackend {
   readonly verdict: Verdict;
 }
 
+/**
+ * A backendRef whose filters cannot run (backendFilterProblems): it keeps its weight, and the
+ * requests that fall on it get 500, as for an unresolved reference.
+ */
+export function unusableFilters(ref: HTTPBackendRef, routeNamespace: string, problems: readonly Problem[]): ResolvedBackend {
+  const reason = 'UnsupportedValue';
+  const message = `${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}; requests sent to this backendRef get 500 until then`;
+  return { ir: { kind: 'invalid', name: `${ref.namespace ?? routeNamespace}/${ref.name}`, weight: ref.weight ?? 1, reason }, verdict: fail(reason, message) };
+}
+
 export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, path: string, ctx: Context): ResolvedBackend {
   const group = ref.group ?? '';
   const kind = ref.kind ?? 'Service';
@@ -73,9 +83,13 @@ export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, p
   if (!port) return invalid('BackendNotFound', `Service ${namespace}/${ref.name} has no port ${ref.port}`);
   const filters = backendFilters(ref.filters);
   const endpoints = serviceEndpoints(ctx, namespace, ref.name, port);
+  const resolved = ok('ResolvedRefs', 'all references resolved');
+  const tls = ctx.backendTls.forPort(namespace, ref.name, port);
+  // The reference resolves; its BackendTLSPolicy is broken: its requests fail (5xx) rather than go out unverified.
+  if (tls && !tls.ok) return { ir: { kind: 'invalid', name: serviceHost(ref.name, namespace, ref.port), weight, reason: tls.message }, verdict: resolved };
   return {
-    ir: { kind: 'service', name: serviceHost(ref.name, namespace, ref.port), namespace, service: ref.name, port: ref.port, weight, endpoints, ...(filters.length ? { filters } : {}) },
-    verdict: ok('ResolvedRefs', 'all references resolved'),
+    ir: { kind: 'service', name: serviceHost(ref.name, namespace, ref.port), namespace, service: ref.name, port: ref.port, weight, endpoints, ...(filters.length ? { filters } : {}), ...(tls ? { tls: tls.tls } : {}) },
+    verdict: resolved,
   };
 }
 

@@ -7,6 +7,7 @@ import type { ParameterPolicy } from '../proxy-settings/parameters.js';
 import { DEFAULT_PROXY_SETTINGS } from '../proxy-settings/defaults.js';
 import type { Gateway, HTTPRoute, TollgateBackend } from '../types/gateway-api.js';
 import { ReferenceGrants } from './referencegrant.js';
+import { indexBackendTls, type BackendTlsIndex } from './backendtlspolicy.js';
 import { byKey, compareStrings, keyOf } from './keys.js';
 import type { Resources, TranslateOptions } from './types.js';
 
@@ -26,6 +27,8 @@ export interface Context {
   /** EndpointSlices by `<namespace>/<service>`, sorted by name. */
   readonly endpointSlices: ReadonlyMap<string, readonly V1EndpointSlice[]>;
   readonly grants: ReferenceGrants;
+  /** BackendTLSPolicies by the Service ports they target. */
+  readonly backendTls: BackendTlsIndex;
   readonly gateways: ReadonlyMap<string, Gateway>;
   /** HTTPRoutes by `<namespace>/<name>`, in key order (the status report relies on it). */
   readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
@@ -42,7 +45,7 @@ export interface Context {
   /** Computes a value once per translation (e.g. the endpoints of a Service port many routes use). */
   memo<T>(key: string, make: () => T): T;
   /**
-   * Changes whenever the Services, EndpointSlices or ReferenceGrants differ (by object) from
+   * Changes whenever the Services, EndpointSlices, ReferenceGrants, BackendTLSPolicies or ConfigMaps differ (by object) from
    * the previous translation's: a route's rules checked against them in a translation of the
    * same epoch need no check again (see cachedRules in ./httproute.ts).
    */
@@ -62,7 +65,7 @@ function sameObjects(a: readonly unknown[], b: readonly unknown[]): boolean {
 
 /** The epoch of these inputs' dependencies: the last one when they are the same objects in the same order, a new one otherwise. */
 function dependencyEpochOf(resources: Resources): number {
-  const now = [resources.services, resources.endpointSlices, resources.referenceGrants, resources.backends ?? [], resources.secrets, resources.configMaps];
+  const now = [resources.services, resources.endpointSlices, resources.referenceGrants, resources.backends ?? [], resources.backendTLSPolicies, resources.secrets, resources.configMaps];
   if (now.length !== lastDependencies.length || !now.every((list, i) => sameObjects(list, lastDependencies[i]!))) {
     dependencyEpoch++;
     lastDependencies = now.map((list) => [...list]);
@@ -119,6 +122,7 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     backends: new Map(byKey(resources.backends ?? []).map((b) => [keyOf(b.metadata), b])),
     endpointSlices: slices,
     grants: new ReferenceGrants(resources.referenceGrants),
+    backendTls: indexBackendTls(resources.backendTLSPolicies, (namespace, name) => configMaps.get(`${namespace}/${name}`)),
     gateways: new Map(byKey(resources.gateways).map((g) => [keyOf(g.metadata), g])),
     httpRoutes: new Map(byKey(resources.httpRoutes).map((r) => [keyOf(r.metadata), r])),
     configMaps,

@@ -9,6 +9,9 @@ export const CORE_FEATURES = ['Gateway', 'HTTPRoute', 'ReferenceGrant'] as const
 
 /** Extended features of the GATEWAY-HTTP profile that the proxy and the translator implement. */
 export const EXTENDED_FEATURES = [
+  'BackendTLSPolicy',
+  'BackendTLSPolicySANValidation',
+  'GatewayBackendClientCertificate',
   'GatewayHTTPListenerIsolation',
   'GatewayPort8080',
   'HTTPRoute303RedirectStatusCode',

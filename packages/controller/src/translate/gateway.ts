@@ -5,6 +5,7 @@ import type { ClassVerdict } from './gatewayclass.js';
 import { classBackendHosts, gatewayParameters } from '../proxy-settings/parameters.js';
 import { generationOf } from './keys.js';
 import { translateListeners, type ListenerState } from './listeners.js';
+import { backendClientCertificate } from './tls.js';
 import type { Gateway } from '../types/gateway-api.js';
 import type { GatewayStatusReport, ListenerStatusReport } from './types.js';
 
@@ -16,6 +17,8 @@ export interface GatewayState {
   readonly listeners: readonly ListenerState[];
   /** The hosts Backend resources may name here (its class's backendHosts); null: every host. */
   readonly backendHosts: readonly string[] | null;
+  /** spec.tls.backend.clientCertificateRef resolved (null: the Gateway names none). */
+  readonly backendClientCertificate: ReturnType<typeof backendClientCertificate>;
 }
 
 function acceptance(gateway: Gateway, gc: ClassVerdict, listeners: readonly ListenerState[], ctx: Context): Verdict {
@@ -40,7 +43,7 @@ export function translateGateways(ctx: Context, classes: ReadonlyMap<string, Cla
     const gc = classes.get(gateway.spec.gatewayClassName);
     if (!gc) continue;
     const listeners = translateListeners(gateway, ctx);
-    out.set(key, { key, gateway, accepted: acceptance(gateway, gc, listeners, ctx), listeners, backendHosts: classBackendHosts(gc.gatewayClass, ctx.configMap) });
+    out.set(key, { key, gateway, accepted: acceptance(gateway, gc, listeners, ctx), listeners, backendHosts: classBackendHosts(gc.gatewayClass, ctx.configMap), backendClientCertificate: backendClientCertificate(gateway, ctx) });
   }
   return out;
 }
@@ -69,6 +72,14 @@ function listenerStatus(g: GatewayState, l: ListenerState, gen: number): Listene
   };
 }
 
+/** The Gateway's ResolvedRefs: its own references (the backend client certificate), then a summary of its listeners'. */
+function gatewayResolvedRefs(own: Verdict, listeners: readonly ListenerState[], gen: number) {
+  if (!own.ok) return condition('ResolvedRefs', false, own.reason, own.message, gen);
+  const bad = listeners.filter((l) => !l.resolvedRefs.ok).map((l) => l.spec.name);
+  if (bad.length) return condition('ResolvedRefs', false, 'ListenersNotResolved', `listeners with unresolved references: ${bad.join(', ')}`, gen);
+  return condition('ResolvedRefs', true, own.reason, own.message, gen);
+}
+
 export function gatewayStatus(g: GatewayState): GatewayStatusReport {
   const meta = g.gateway.metadata;
   const gen = generationOf(meta);
@@ -81,6 +92,8 @@ export function gatewayStatus(g: GatewayState): GatewayStatusReport {
       g.accepted.ok
         ? condition('Programmed', false, 'Pending', 'waiting for a proxy of the Gateway to apply its configuration', gen)
         : condition('Programmed', false, 'Invalid', `not programmed: ${g.accepted.message}`, gen),
+      // Only with a backend client certificate: the references outside the listeners are that one.
+      ...(g.backendClientCertificate ? [gatewayResolvedRefs(g.backendClientCertificate.verdict, g.listeners, gen)] : []),
     ],
     listeners: g.listeners.map((l) => listenerStatus(g, l, gen)),
   };

@@ -1,7 +1,7 @@
 // HTTPRoute: which listeners each route attaches to (parentRefs, allowedRoutes, hostnames),
 // its rules in the IR, and its status per parent.
 import type { BackendIR, EvaluationLimits, FilterIR, Problem } from '@tollgate/api';
-import { resolveBackendRef } from './backendrefs.js';
+import { resolveBackendRef, unusableFilters } from './backendrefs.js';
 import { backendState, hostAllowed } from './backend.js';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
@@ -9,7 +9,7 @@ import { listenerLive, type GatewayState } from './gateway.js';
 import { routeHostnamesOn } from './hostnames.js';
 import { compareStrings, createdAt, generationOf } from './keys.js';
 import { allowsKind, allowsNamespace, type ListenerState } from './listeners.js';
-import { mirrorShare, translateRule, type RuleIR } from './rules.js';
+import { backendFilterProblems, mirrorShare, translateRule, type RuleIR } from './rules.js';
 import { GATEWAY_GROUP, type HTTPBackendRef, type HTTPRoute, type HTTPRouteFilter, type ParentReference } from '../types/gateway-api.js';
 import type { HTTPRouteStatusReport, RouteParentStatusReport } from './types.js';
 
@@ -101,12 +101,15 @@ function refTargets(route: HTTPRoute): RefTarget[] {
 
 /**
  * The objects a route's rules are translated from besides the route itself: the Services and
- * EndpointSlices its backendRefs name, and the ReferenceGrants of the namespaces they are in.
+ * EndpointSlices its backendRefs name, the ReferenceGrants of the namespaces they are in, and
+ * the BackendTLSPolicies of those Services with their ConfigMaps.
  */
 function dependencies(targets: readonly RefTarget[], ctx: Context): unknown[] {
   const out: unknown[] = [];
-  for (const t of targets)
+  for (const t of targets) {
     out.push(ctx.services.get(t.key), backendDependency(t.key, ctx), ...(ctx.endpointSlices.get(t.key) ?? []), ...(t.grantsNamespace !== null ? ctx.grants.inNamespace(t.grantsNamespace) : []));
+    out.push(...tlsDependencies(t, ctx));
+  }
   return out;
 }
 
@@ -118,6 +121,7 @@ function sameDependencies(targets: readonly RefTarget[], deps: readonly unknown[
     if (deps[i++] !== backendDependency(t.key, ctx)) return false;
     for (const slice of ctx.endpointSlices.get(t.key) ?? []) if (deps[i++] !== slice) return false;
     if (t.grantsNamespace !== null) for (const g of ctx.grants.inNamespace(t.grantsNamespace)) if (deps[i++] !== g) return false;
+    for (const d of tlsDependencies(t, ctx)) if (deps[i++] !== d) return false;
   }
   return i === deps.length;
 }
@@ -126,6 +130,12 @@ function sameDependencies(targets: readonly RefTarget[], deps: readonly unknown[
 function backendDependency(key: string, ctx: Context): unknown {
   const b = ctx.backends.get(key);
   return b && ctx.memo(`backend/${key}`, () => backendState(b, ctx));
+}
+
+/** The BackendTLSPolicies of a target Service and their ConfigMaps. */
+function tlsDependencies(t: RefTarget, ctx: Context): readonly unknown[] {
+  const slash = t.key.indexOf('/');
+  return ctx.backendTls.dependencies(t.key.slice(0, slash), t.key.slice(slash + 1));
 }
 
 function mirrorRefs(filters: readonly HTTPRouteFilter[] | undefined): HTTPBackendRef[] {
@@ -182,7 +192,9 @@ function translateRules(route: HTTPRoute, ctx: Context): RulesResult {
     const { ir, problems: p } = translateRule(rule, path, ctx.limits);
     problems.push(...p);
     const backends = (rule.backendRefs ?? []).map((ref, i) => {
-      const r = resolveBackendRef(ref, ns, `${path}.backendRefs[${i}]`, ctx);
+      const refPath = `${path}.backendRefs[${i}]`;
+      const filterProblems = backendFilterProblems(ref.filters, rule.matches, refPath, ctx.limits);
+      const r = filterProblems.length ? unusableFilters(ref, ns, filterProblems) : resolveBackendRef(ref, ns, refPath, ctx);
       if (!r.verdict.ok && !refs) refs = r.verdict;
       return r.ir;
     });

@@ -28,6 +28,7 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
       httpRoutes: new Map([...ctx.httpRoutes.keys()].map((key) => [key, routesByKey.get(key)!.status] as const)),
       gatewayPolicies: policies.status,
       backends: new Map([...ctx.backends].map(([key, b]) => [key, backendStatus(b, ctx.memo(`backend/${key}`, () => backendState(b, ctx)))])),
+      backendTLSPolicies: ctx.backendTls.status(routes, (ns, name, port) => ctx.services.get(`${ns}/${name}`)?.spec?.ports?.find((p) => p.port === port), ctx.controllerName),
     },
   };
 }

@@ -1,14 +1,16 @@
 // The objects translation reads whole from the kinds whose caches hold metadata only (Secrets,
 // ConfigMaps; watch/referenced.ts): the certificate Secrets of the HTTPS listeners of our
-// Gateways, where the Gateway may read them (its namespace, or a ReferenceGrant); the
+// Gateways and their backend client certificates, where the Gateway may read them (its
+// namespace, or a ReferenceGrant); the CA ConfigMaps of BackendTLSPolicies; the
 // parameters ConfigMaps of our GatewayClasses and their Gateways; and the Secrets and
 // ConfigMaps GatewayPolicies name, or whose labels a policy's secretSelector chooses in its
 // namespace, where the policy may read them. Decided by the same functions translation
 // resolves the references with, so the cache reads exactly what translation asks.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { classParametersConfigMap, gatewayParametersConfigMap } from '../proxy-settings/parameters.js';
-import type { Gateway, GatewayClass, GatewayPolicy, ReferenceGrant, TollgateBackend } from '../types/gateway-api.js';
+import type { BackendTLSPolicy, Gateway, GatewayClass, GatewayPolicy, ReferenceGrant, TollgateBackend } from '../types/gateway-api.js';
 import { BACKEND_GROUP, backendReferences } from './backend.js';
+import { backendTlsConfigMaps } from './backendtlspolicy.js';
 import { mayRead, policyRefs, selectSecrets } from './policy-refs.js';
 import { ReferenceGrants } from './referencegrant.js';
 import { certificateSecrets } from './tls.js';
@@ -31,6 +33,7 @@ export interface ReferencingObjects {
   readonly gateways: readonly Gateway[];
   readonly referenceGrants: readonly ReferenceGrant[];
   readonly gatewayPolicies: readonly GatewayPolicy[];
+  readonly backendTLSPolicies: readonly BackendTLSPolicy[];
   /** Backend resources: the Secret of each one's provider key and the ConfigMaps of its CAs. */
   readonly backends?: readonly TollgateBackend[];
   /** Every Secret as the cache holds it (metadata: name, namespace, labels): what selectors choose from. */
@@ -49,6 +52,8 @@ export function referencedObjects(r: ReferencingObjects, controllerName: string)
     for (const k of certificateSecrets(gw, grants)) secrets.add(k);
     add(configMaps, gatewayParametersConfigMap(gw));
   }
+  // The CA certificates of every BackendTLSPolicy: which Gateways route to its targets is known only after translation.
+  for (const k of backendTlsConfigMaps(r.backendTLSPolicies)) configMaps.add(k);
   // Every GatewayPolicy is Tollgate's, whatever it targets: its Accepted condition depends on its references.
   const selectors: SecretSelection[] = [];
   let byNamespace: Map<string, KubernetesObject[]> | undefined;

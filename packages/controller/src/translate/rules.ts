@@ -1,6 +1,7 @@
 // One HTTPRoute rule to the IR: matches, filters and timeouts, with the problems that make the
 // route unusable as written (reported as UnsupportedValue, naming the field).
 import {
+  BACKEND_FILTER_TYPES,
   checkRouteRule,
   type BackendFilterIR,
   type EvaluationLimits,
@@ -43,20 +44,34 @@ function unsupportedFilters(filters: readonly HTTPRouteFilter[], path: string, o
 }
 
 /** Filter types a backendRef may carry: they run only for the requests sent to it. */
-const BACKEND_FILTERS = new Set(['RequestHeaderModifier']);
+const BACKEND_FILTERS: ReadonlySet<string> = new Set(BACKEND_FILTER_TYPES);
 
-function checkBackendFilters(filters: readonly HTTPRouteFilter[], path: string, limits: EvaluationLimits, out: Problem[]): void {
-  filters.forEach((f, i) => {
+/**
+ * What keeps a backendRef's filters from running: a type the proxy cannot run on a backendRef
+ * (RequestMirror, CORS, ExtensionRef, a type unknown here) or a value it cannot apply. The
+ * caller makes that one backendRef unusable (its share of requests gets 500, as the Gateway API
+ * asks for a filter that cannot be applied) rather than refusing the whole route: the route's
+ * other backends and rules keep serving.
+ */
+export function backendFilterProblems(filters: readonly HTTPRouteFilter[] | undefined, matches: HTTPRouteRule['matches'], path: string, limits: EvaluationLimits): Problem[] {
+  const out: Problem[] = [];
+  (filters ?? []).forEach((f, i) => {
     if (!BACKEND_FILTERS.has(f.type))
-      out.push({ path: `${path}.filters[${i}].type`, message: `${f.type} is not supported on a backendRef (only ${[...BACKEND_FILTERS].join(', ')}); move it to the rule` });
+      out.push({
+        path: `${path}.filters[${i}].type`,
+        message: `${f.type} is not supported on a backendRef (supported there: ${BACKEND_FILTER_TYPES.join(', ')}); move it to the rule's filters`,
+      });
   });
-  const supported = filters.filter((f) => BACKEND_FILTERS.has(f.type)) as unknown as ApiFilter[];
-  checkRouteRule({ filters: supported }, path, limits, out);
+  const supported = (filters ?? []).filter((f) => BACKEND_FILTERS.has(f.type)) as unknown as ApiFilter[];
+  // The matches are the rule's: a ReplacePrefixMatch needs them to be path prefixes.
+  checkRouteRule({ matches: (matches ?? []) as unknown as ApiMatch[], filters: supported }, path, limits, out);
+  // Problems of the matches themselves are the rule's, reported there.
+  return out.filter((p) => !p.path.startsWith(`${path}.matches`));
 }
 
-/** A backendRef's filters in the IR; call only once the rule has no problems. */
+/** A backendRef's filters in the IR; call only once backendFilterProblems found none. */
 export function backendFilters(filters: readonly HTTPRouteFilter[] | undefined): BackendFilterIR[] {
-  return ((filters ?? []) as unknown as ApiFilter[]).map(toFilter).filter((f): f is BackendFilterIR => f.type === 'RequestHeaderModifier');
+  return ((filters ?? []) as unknown as ApiFilter[]).map(toFilter).filter((f): f is BackendFilterIR => BACKEND_FILTERS.has(f.type));
 }
 
 /** A mirror's share of the requests: percent, or fraction (denominator 100 by default), or all. */
@@ -88,7 +103,6 @@ export function translateRule(rule: HTTPRouteRule, path: string, limits: Evaluat
   const problems: Problem[] = [];
   const filters = rule.filters ?? [];
   unsupportedFilters(filters, `${path}.filters`, problems);
-  (rule.backendRefs ?? []).forEach((b, i) => checkBackendFilters(b.filters ?? [], `${path}.backendRefs[${i}]`, limits, problems));
   const supported = filters.filter((f) => CHECKED_FILTERS.has(f.type)) as unknown as ApiFilter[];
   const matches = (rule.matches ?? []) as unknown as ApiMatch[];
   checkRouteRule({ matches, filters: supported }, path, limits, problems);

@@ -1,6 +1,6 @@
 // One ProxySnapshot per accepted Gateway: a bind per port, a listener per accepted listener,
 // the attached routes in Gateway API precedence order with their policies.
-import { isDefaultLimits, withVersion, type BackendIR, type BindIR, type EvaluationLimits, type ListenerIR, type PolicyIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { isDefaultLimits, withVersion, type BackendIR, type BindIR, type CertificateIR, type EvaluationLimits, type FilterIR, type ListenerIR, type PolicyIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
 import { listenerLive, type GatewayState } from './gateway.js';
 import { targetKey, type AppliedPolicies } from './gatewaypolicy.js';
 import type { TranslatedRoute, TranslatedRule } from './httproute.js';
@@ -80,6 +80,26 @@ function withAllowedHosts(routes: readonly RouteIR[], hosts: readonly string[] |
   });
 }
 
+// A route as one Gateway sends it: the Gateway's backend client certificate in the TLS of its
+// backends. Kept per route object and certificate object (a certificate is one object per
+// Secret object, translate/tls.ts), so unchanged routes stay the same objects.
+const withCertificate = new WeakMap<RouteIR, { readonly certificate: CertificateIR; readonly route: RouteIR }>();
+
+function backendWith(b: BackendIR, certificate: CertificateIR): BackendIR {
+  return b.kind === 'service' && b.tls ? { ...b, tls: { ...b.tls, clientCertificate: certificate } } : b;
+}
+
+function routeWithCertificate(route: RouteIR, certificate: CertificateIR): RouteIR {
+  const usesTls = route.backends.some((b) => b.kind === 'service' && b.tls) || route.filters.some((f) => f.type === 'RequestMirror' && f.backend.kind === 'service' && f.backend.tls);
+  if (!usesTls) return route;
+  const hit = withCertificate.get(route);
+  if (hit?.certificate === certificate) return hit.route;
+  const filters = route.filters.map((f): FilterIR => (f.type === 'RequestMirror' ? { ...f, backend: backendWith(f.backend, certificate) } : f));
+  const out: RouteIR = { ...route, filters, backends: route.backends.map((b) => backendWith(b, certificate)) };
+  withCertificate.set(route, { certificate, route: out });
+  return out;
+}
+
 export function buildSnapshots(
   gateways: ReadonlyMap<string, GatewayState>,
   routes: readonly TranslatedRoute[],
@@ -103,12 +123,14 @@ export function buildSnapshots(
     const ns = g.gateway.metadata.namespace ?? '';
     const gwName = g.gateway.metadata.name;
     const gatewayPolicy = applied.get(targetKey('Gateway', ns, gwName, null)) ?? null;
+    const clientCertificate = g.backendClientCertificate?.certificate ?? null;
     const ports = new Map<number, ListenerIR[]>();
     for (const l of g.listeners) {
       if (!listenerLive(g, l)) continue;
       const hostname = l.spec.hostname ?? null;
       const policy = applied.get(targetKey('Gateway', ns, gwName, l.spec.name)) ?? gatewayPolicy;
-      const routes = withAllowedHosts(byListener.get(l) ?? [], g.backendHosts);
+      const attached = withAllowedHosts(byListener.get(l) ?? [], g.backendHosts);
+      const routes = clientCertificate ? attached.map((r) => routeWithCertificate(r, clientCertificate)) : attached;
       let listener: ListenerIR;
       if (l.certificates === null) listener = { name: l.spec.name, protocol: 'HTTP', hostname, policy, routes };
       // An HTTPS listener without a usable certificate cannot complete a handshake: left out

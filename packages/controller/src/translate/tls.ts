@@ -69,10 +69,15 @@ function target(ref: SecretObjectReference, at: string, gatewayNs: string, grant
   return { ok: true, namespace };
 }
 
-/** `<namespace>/<name>` of each Secret the Gateway's HTTPS listeners may read. */
+/** `<namespace>/<name>` of each Secret the Gateway's HTTPS listeners and its backend client certificate may read. */
 export function certificateSecrets(gateway: Gateway, grants: ReferenceGrants): string[] {
   const ns = gateway.metadata.namespace ?? '';
   const out: string[] = [];
+  const client = gateway.spec.tls?.backend?.clientCertificateRef;
+  if (client) {
+    const t = target(client, '', ns, grants);
+    if (t.ok) out.push(`${t.namespace}/${client.name}`);
+  }
   for (const l of gateway.spec.listeners) {
     if (l.protocol !== 'HTTPS') continue;
     for (const ref of l.tls?.certificateRefs ?? []) {
@@ -84,7 +89,10 @@ export function certificateSecrets(gateway: Gateway, grants: ReferenceGrants): s
 }
 
 function resolve(ref: SecretObjectReference, index: number, gatewayNs: string, ctx: Context): Resolved {
-  const at = `tls.certificateRefs[${index}]`;
+  return resolveAt(ref, `tls.certificateRefs[${index}]`, gatewayNs, ctx);
+}
+
+function resolveAt(ref: SecretObjectReference, at: string, gatewayNs: string, ctx: Context): Resolved {
   const t = target(ref, at, gatewayNs, ctx.grants);
   if (!t.ok) return t;
   const namespace = t.namespace;
@@ -113,4 +121,18 @@ export function listenerCertificates(l: Listener, gateway: Gateway, ctx: Context
   // more useful reason to show.
   const reason = problems.every((p) => p.reason === 'RefNotPermitted') ? 'RefNotPermitted' : 'InvalidCertificateRef';
   return { verdict: fail(reason, problems.map((p) => p.problem).join('; ')), certificates };
+}
+
+/**
+ * The certificate a Gateway's proxies present to backends that ask for one
+ * (spec.tls.backend.clientCertificateRef), with the Gateway's ResolvedRefs verdict; null when
+ * the Gateway names none. Checked like a listener's (a kubernetes.io/tls Secret, the key of
+ * the certificate); its key is a Secret value in the IR, as a listener's.
+ */
+export function backendClientCertificate(gateway: Gateway, ctx: Context): { readonly verdict: Verdict; readonly certificate: CertificateIR | null } | null {
+  const ref = gateway.spec.tls?.backend?.clientCertificateRef;
+  if (!ref) return null;
+  const r = resolveAt(ref, 'spec.tls.backend.clientCertificateRef', gateway.metadata.namespace ?? '', ctx);
+  if (r.ok) return { verdict: ok('ResolvedRefs', 'all references resolved'), certificate: r.certificate };
+  return { verdict: fail(r.reason === 'RefNotPermitted' ? 'RefNotPermitted' : 'InvalidClientCertificateRef', r.problem), certificate: null };
 }

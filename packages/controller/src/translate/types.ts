@@ -14,6 +14,7 @@
 import type { EvaluationLimits, ProxySnapshot } from '@tollgate/api';
 import type { V1ConfigMap, V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
 import type {
+  BackendTLSPolicy,
   Gateway,
   GatewayClass,
   GatewayPolicy,
@@ -33,6 +34,7 @@ export interface Resources {
   readonly gatewayPolicies: readonly GatewayPolicy[];
   /** Backend resources (tollgate.dev); absent: none. */
   readonly backends: readonly TollgateBackend[];
+  readonly backendTLSPolicies: readonly BackendTLSPolicy[];
   readonly services: readonly V1Service[];
   readonly endpointSlices: readonly V1EndpointSlice[];
   readonly namespaces: readonly V1Namespace[];
@@ -173,11 +175,19 @@ export interface GatewayPolicyStatusReport extends ReportedObject {
   readonly ancestors: readonly PolicyAncestorStatusReport[];
 }
 
+/**
+ * Keyed by `<namespace>/<name>`: the BackendTLSPolicies whose targets our Gateways route to.
+ * `ancestors`: one entry per such Gateway (conditions Accepted, ResolvedRefs), merged by the
+ * writer as for GatewayPolicies.
+ */
+export type BackendTLSPolicyStatusReport = GatewayPolicyStatusReport;
+
 export interface StatusReport {
   readonly gatewayClasses: ReadonlyMap<string, GatewayClassStatusReport>;
   readonly gateways: ReadonlyMap<string, GatewayStatusReport>;
   readonly httpRoutes: ReadonlyMap<string, HTTPRouteStatusReport>;
   readonly gatewayPolicies: ReadonlyMap<string, GatewayPolicyStatusReport>;
+  readonly backendTLSPolicies: ReadonlyMap<string, BackendTLSPolicyStatusReport>;
   /** Every Backend of the resources, keyed by `<namespace>/<name>` (translate() always sets it). */
   readonly backends?: ReadonlyMap<string, BackendStatusReport>;
 }

@@ -108,6 +108,8 @@ export interface Gateway {
       readonly annotations?: Readonly<Record<string, string>>;
       readonly parametersRef?: { readonly group: string; readonly kind: string; readonly name: string };
     };
+    /** Of spec.tls, translation reads the backend client certificate. */
+    readonly tls?: { readonly backend?: { readonly clientCertificateRef?: SecretObjectReference } };
   };
 }
 
@@ -254,6 +256,24 @@ export interface ReferenceGrant {
   readonly spec: {
     readonly from: readonly { readonly group: string; readonly kind: string; readonly namespace: string }[];
     readonly to: readonly { readonly group: string; readonly kind: string; readonly name?: string }[];
+  };
+}
+
+// BackendTLSPolicy -------------------------------------------------------------------------
+
+export interface BackendTLSPolicy {
+  readonly apiVersion: 'gateway.networking.k8s.io/v1';
+  readonly kind: 'BackendTLSPolicy';
+  readonly metadata: ObjectMeta;
+  readonly spec: {
+    readonly targetRefs: readonly PolicyTargetReference[];
+    readonly validation: {
+      readonly caCertificateRefs?: readonly LocalObjectReference[];
+      readonly wellKnownCACertificates?: string;
+      readonly hostname: string;
+      readonly subjectAltNames?: readonly { readonly type: 'Hostname' | 'URI'; readonly hostname?: string; readonly uri?: string }[];
+    };
+    readonly options?: Readonly<Record<string, string>>;
   };
 }
 

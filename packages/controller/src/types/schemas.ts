@@ -5,7 +5,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { BackendSpec, compile, TrafficPolicy, ValidationError, type Validator } from '@tollgate/api';
 import type { V1ConfigMap, V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
-import type { Gateway, GatewayClass, GatewayPolicy, HTTPRoute, ReferenceGrant, TollgateBackend } from './gateway-api.js';
+import type { BackendTLSPolicy, Gateway, GatewayClass, GatewayPolicy, HTTPRoute, ReferenceGrant, TollgateBackend } from './gateway-api.js';
 
 const Obj = <P extends Record<string, TSchema>>(properties: P) => Type.Object(properties, { additionalProperties: false });
 const Opt = <T extends TSchema>(t: T) => Type.Optional(t);
@@ -153,6 +153,22 @@ const ReferenceGrantSchema = Obj({
   }),
 });
 
+const BackendTLSPolicySchema = Obj({
+  apiVersion: Type.Literal('gateway.networking.k8s.io/v1'),
+  kind: Type.Literal('BackendTLSPolicy'),
+  metadata: Metadata,
+  spec: Obj({
+    targetRefs: Type.Array(Obj({ group: Str(), kind: Str(), name: Str(), sectionName: Opt(Str()) }), { minItems: 1, maxItems: 16 }),
+    validation: Obj({
+      caCertificateRefs: Opt(Type.Array(Obj({ group: Str(), kind: Str(), name: Str() }), { maxItems: 8 })),
+      wellKnownCACertificates: Opt(Str()),
+      hostname: Str({ minLength: 1, maxLength: 253 }),
+      subjectAltNames: Opt(Type.Array(Obj({ type: Type.Union([Type.Literal('Hostname'), Type.Literal('URI')]), hostname: Opt(Str()), uri: Opt(Str()) }), { maxItems: 5 })),
+    }),
+    options: Opt(StringMap),
+  }),
+});
+
 const GatewayPolicySchema = Obj({
   apiVersion: Type.Literal('tollgate.dev/v1alpha1'),
   kind: Type.Literal('GatewayPolicy'),
@@ -236,6 +252,7 @@ const VALIDATORS = {
   ReferenceGrant: compile(ReferenceGrantSchema),
   GatewayPolicy: compile(GatewayPolicySchema),
   Backend: compile(BackendSchema),
+  BackendTLSPolicy: compile(BackendTLSPolicySchema),
   Service: compile(ServiceSchema),
   EndpointSlice: compile(EndpointSliceSchema),
   Namespace: compile(NamespaceSchema),
@@ -254,6 +271,7 @@ export type KnownObject =
   | { kind: 'ReferenceGrant'; object: ReferenceGrant }
   | { kind: 'GatewayPolicy'; object: GatewayPolicy }
   | { kind: 'Backend'; object: TollgateBackend }
+  | { kind: 'BackendTLSPolicy'; object: BackendTLSPolicy }
   | { kind: 'Service'; object: V1Service }
   | { kind: 'EndpointSlice'; object: V1EndpointSlice }
   | { kind: 'Namespace'; object: V1Namespace }

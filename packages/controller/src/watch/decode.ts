@@ -43,6 +43,14 @@ const CHECKS: Record<string, Check> = {
     if (typeof s.hostname !== 'string') return 'spec.hostname is missing';
     return typeof s.port === 'number' ? undefined : 'spec.port is missing';
   },
+  BackendTLSPolicy: (o) => {
+    const s = spec(o);
+    if (!s) return 'spec is missing';
+    if (!Array.isArray(s.targetRefs) || !s.targetRefs.every(isObj)) return 'spec.targetRefs is not a list of objects';
+    if (!isObj(s.validation)) return 'spec.validation is missing';
+    if (typeof s.validation.hostname !== 'string') return 'spec.validation.hostname is missing';
+    return optArray(s.validation.caCertificateRefs, 'spec.validation.caCertificateRefs') ?? optArray(s.validation.subjectAltNames, 'spec.validation.subjectAltNames');
+  },
   Service: () => undefined,
   EndpointSlice: (o) => optArray(o.endpoints, 'endpoints'),
   Namespace: () => undefined,

@@ -63,6 +63,7 @@ export const KINDS: readonly WatchedKind[] = [
   custom('ReferenceGrant', 'referenceGrants', GATEWAY_API, 'v1', 'referencegrants', true),
   custom('GatewayPolicy', 'gatewayPolicies', 'tollgate.dev', 'v1alpha1', 'gatewaypolicies', true),
   custom('Backend', 'backends', 'tollgate.dev', 'v1alpha1', 'backends', true),
+  custom('BackendTLSPolicy', 'backendTLSPolicies', GATEWAY_API, 'v1', 'backendtlspolicies', true),
   {
     kind: 'Service',
     resources: 'services',

@@ -114,6 +114,7 @@ export class World {
       referenceGrants: partial.referenceGrants,
       gatewayPolicies: partial.gatewayPolicies,
       backends: partial.backends,
+      backendTLSPolicies: partial.backendTLSPolicies,
       secrets: this.informer('Secret').list(),
     });
     this.#selectors = new Map();

@@ -79,10 +79,10 @@ function podState(pod: V1Pod): string {
 }
 
 /**
- * The first Running and Ready pod (by name) matching `selector`. `none` says what to check when
- * no pod has the label at all.
+ * The Running and Ready pods (by name) matching `selector`, at least one. `none` says what to
+ * check when no pod has the label at all.
  */
-export async function findReadyPod(kc: KubeConfig, namespace: string, selector: string, what: string, none = 'wrong namespace? use -n'): Promise<V1Pod> {
+export async function findReadyPods(kc: KubeConfig, namespace: string, selector: string, what: string, none = 'wrong namespace? use -n'): Promise<V1Pod[]> {
   const api = kc.makeApiClient(CoreV1Api);
   let pods: V1Pod[];
   try {
@@ -91,8 +91,8 @@ export async function findReadyPod(kc: KubeConfig, namespace: string, selector: 
     throw kubeApiError(`list pods in namespace "${namespace}" (server ${kc.getCurrentCluster()?.server})`, err);
   }
   pods.sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
-  const ready = pods.find(isReady);
-  if (ready) return ready;
+  const ready = pods.filter(isReady);
+  if (ready.length) return ready;
   if (!pods.length) {
     throw new GwctlError('TG_GWCTL_NO_POD', `no ${what} pod in namespace "${namespace}" has the label ${selector} (${none})`);
   }
@@ -101,6 +101,11 @@ export async function findReadyPod(kc: KubeConfig, namespace: string, selector: 
     .map((p) => `${p.metadata?.name} ${podState(p)}`)
     .join(', ');
   throw new GwctlError('TG_GWCTL_NO_POD', `no Running and Ready ${what} pod in namespace "${namespace}" with the label ${selector} (${pods.length} found: ${states}${pods.length > 5 ? ', …' : ''})`);
+}
+
+/** The first Running and Ready pod (by name) matching `selector`. */
+export async function findReadyPod(kc: KubeConfig, namespace: string, selector: string, what: string, none?: string): Promise<V1Pod> {
+  return (await findReadyPods(kc, namespace, selector, what, none))[0]!;
 }
 
 export interface PodTargetOptions extends KubeOptions {
@@ -115,7 +120,8 @@ export interface PodTargetOptions extends KubeOptions {
   readonly timeoutMs: number;
 }
 
-export async function clusterTarget(opts: PodTargetOptions): Promise<Target> {
+/** The Ready pods of the target (`opts.gateway` must exist first), with the kubeconfig and namespace. */
+async function readyPods(opts: PodTargetOptions): Promise<{ kc: KubeConfig; namespace: string; pods: V1Pod[] }> {
   const kc = loadKubeConfig(opts);
   const namespace = opts.namespace ?? contextNamespace(kc);
   let none: string | undefined;
@@ -123,7 +129,34 @@ export async function clusterTarget(opts: PodTargetOptions): Promise<Target> {
     await requireGateway(kc, namespace, opts.gateway);
     none = `the Gateway exists; its Programmed condition says why it has no proxy: kubectl get gateway ${opts.gateway} -n ${namespace}`;
   }
-  const pod = await findReadyPod(kc, namespace, opts.selector, opts.what, none);
+  return { kc, namespace, pods: await findReadyPods(kc, namespace, opts.selector, opts.what, none) };
+}
+
+export async function clusterTarget(opts: PodTargetOptions): Promise<Target> {
+  const { kc, namespace, pods } = await readyPods(opts);
+  return podTarget(kc, namespace, pods[0]!, opts);
+}
+
+/** Most proxies of one Gateway a command asks at once (gwctl budgets): one port-forward each. */
+export const MAX_PROXIES = 64;
+
+/**
+ * Every Running and Ready pod of the target, each reached through its own port-forward (at most
+ * MAX_PROXIES, the first by name; `skipped` counts the others).
+ */
+export async function clusterTargets(opts: PodTargetOptions): Promise<{ targets: Target[]; skipped: number }> {
+  const { kc, namespace, pods } = await readyPods(opts);
+  const targets: Target[] = [];
+  try {
+    for (const pod of pods.slice(0, MAX_PROXIES)) targets.push(await podTarget(kc, namespace, pod, opts));
+  } catch (err) {
+    await Promise.all(targets.map((t) => t.close()));
+    throw err;
+  }
+  return { targets, skipped: Math.max(0, pods.length - MAX_PROXIES) };
+}
+
+async function podTarget(kc: KubeConfig, namespace: string, pod: V1Pod, opts: PodTargetOptions): Promise<Target> {
   const name = pod.metadata!.name!;
   const forwards: PortForwarder[] = [];
   const forward = async (port: number) => {

@@ -12,6 +12,11 @@ async function clusterTarget(opts: PodTargetOptions): Promise<Target> {
   return open(opts);
 }
 
+async function clusterTargets(opts: PodTargetOptions): Promise<{ targets: Target[]; skipped: number }> {
+  const { clusterTargets: open } = await import('./cluster.js');
+  return open(opts);
+}
+
 export interface TargetFlags {
   namespace?: string;
   context?: string;
@@ -44,6 +49,18 @@ function checkLocalFlags(flags: TargetFlags): void {
 }
 
 export async function gatewayTarget(ref: string | undefined, flags: TargetFlags, io: Io): Promise<Target> {
+  const local = localGateway(ref, flags);
+  return local ?? clusterTarget(gatewayPods(ref!, flags, io));
+}
+
+/** Every proxy of the Gateway (in a cluster), or the one --local names; `skipped`: Ready pods beyond the bound. */
+export async function gatewayTargets(ref: string | undefined, flags: TargetFlags, io: Io): Promise<{ targets: Target[]; skipped: number }> {
+  const local = localGateway(ref, flags);
+  return local ? { targets: [local], skipped: 0 } : clusterTargets(gatewayPods(ref!, flags, io));
+}
+
+/** The --local target, or null for a cluster one (whose ref is then checked to be there). */
+function localGateway(ref: string | undefined, flags: TargetFlags): Target | null {
   if (flags.local) {
     if (ref !== undefined) throw usage(`give either ${ref} or --local, not both`);
     checkLocalFlags(flags);
@@ -51,8 +68,12 @@ export async function gatewayTarget(ref: string | undefined, flags: TargetFlags,
   }
   if (flags.adminAddr !== undefined) throw usage('--admin-addr needs --local');
   if (ref === undefined) throw usage('missing target: gateway/<name> (in a cluster) or --local (a standalone proxy)');
+  return null;
+}
+
+function gatewayPods(ref: string, flags: TargetFlags, io: Io): PodTargetOptions {
   const name = parseGatewayRef(ref);
-  return clusterTarget({
+  return {
     kubeconfig: flags.kubeconfig,
     context: flags.context,
     env: io.env,
@@ -62,7 +83,7 @@ export async function gatewayTarget(ref: string | undefined, flags: TargetFlags,
     what: `gateway/${name}`,
     adminPort: PROXY_ADMIN_PORT,
     timeoutMs: flags.timeout ?? DEFAULT_TIMEOUT_MS,
-  });
+  };
 }
 
 export async function controllerTarget(flags: TargetFlags, io: Io): Promise<Target> {

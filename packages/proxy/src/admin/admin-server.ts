@@ -5,6 +5,7 @@ import { AdminServer as KitAdminServer, CatalogError, memoryRoutes, pprofRoutes,
 import { TollgateError } from '../errors.js';
 import type { AdminContext } from './context.js';
 import { backendsRoutes } from './routes/backends.js';
+import { budgetsRoutes } from './routes/budgets.js';
 import { configDumpRoutes } from './routes/config-dump.js';
 import { quitRoutes } from './routes/quit.js';
 import { tasksRoutes } from './routes/tasks.js';
@@ -21,6 +22,7 @@ export class AdminServer {
     const app = this.#server.app;
     configDumpRoutes(app, ctx);
     backendsRoutes(app, ctx);
+    budgetsRoutes(app, ctx);
     traceRoutes(app, ctx);
     textLoggingRoutes(app, { logs: ctx.logs, onChange: (directive) => ctx.logs.get('admin').info(`log level changed to ${directive}`) });
     memoryRoutes(app);

@@ -7,6 +7,7 @@
 import { certificateInfo, DEFAULT_LIMITS, isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ListenerTlsIR, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
 import type { EndpointTable, EndpointView } from '../upstream/endpoints.js';
 import { upstreamNames } from '../routing/backend-picker.js';
+import { tlsSettingKey, tlsView } from '../upstream/backend-tls.js';
 import { withAuthSummarized } from '../auth/summary.js';
 
 function round(n: number, digits: number): number {
@@ -43,6 +44,8 @@ export interface DumpSettings {
   readonly maxTraceSessions: number;
   readonly maxTokensChargedPerResponse: number;
   readonly maxRateLimitKeys: number;
+  /** config.consumerMetricsTopN in force. */
+  readonly consumerMetricsTopN: number;
   /** config.basicAuth with its defaults applied. */
   readonly basicAuth: { readonly workers: number; readonly maxQueue: number; readonly cacheEntries: number };
 }
@@ -104,21 +107,22 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: Endpo
 /**
  * The backends of a snapshot with the live state of their endpoints (the `backends` of
  * /config_dump and the body of /backends): a standalone backend is one endpoint (its
- * address); a Service has one per ready endpoint.
+ * address); a Service has one per ready endpoint. Backends at one address with different TLS
+ * settings are listed apart (they have pools of their own).
  */
 export function backendHealth(ir: ProxySnapshot, endpoints: EndpointTable) {
-  const endpoint = (address: string): EndpointView => {
-    const v = endpoints.get(address)?.view() ?? { address, health: 1, requests: 0, latencyMs: 0, inFlight: 0, ejectedUntil: null };
+  const endpoint = (key: string): EndpointView => {
+    const v = endpoints.get(key)?.view() ?? { address: key.split('#')[0]!, health: 1, requests: 0, latencyMs: 0, inFlight: 0, ejectedUntil: null };
     return { ...v, health: round(v.health, 4), latencyMs: round(v.latencyMs, 3) };
   };
-  return [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [x.name, x])).values()].map((x) => {
+  return [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [x.kind !== 'invalid' && x.tls ? `${x.name}#${tlsSettingKey(x.tls)}` : x.name, x])).values()].map((x) => {
     switch (x.kind) {
       case 'static':
-        return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
+        return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, ...(x.provider ? { provider: x.provider } : {}), tls: tlsView(x.tls), endpoints: upstreamNames(x).map(endpoint) };
       case 'service':
-        return { type: 'Service', name: x.name, namespace: x.namespace, host: x.service, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
+        return { type: 'Service', name: x.name, namespace: x.namespace, host: x.service, port: x.port, tls: tlsView(x.tls), endpoints: upstreamNames(x).map(endpoint) };
       case 'external':
-        return { type: 'Backend', name: x.name, namespace: x.namespace, host: x.hostname, port: x.port, endpoints: upstreamNames(x).map(endpoint) };
+        return { type: 'Backend', name: x.name, namespace: x.namespace, host: x.hostname, port: x.port, ...(x.provider ? { provider: x.provider } : {}), tls: tlsView(x.tls), endpoints: upstreamNames(x).map(endpoint) };
       case 'invalid':
         return { type: 'Invalid', name: x.name, namespace: '', host: '', port: 0, reason: x.reason, endpoints: [] };
     }

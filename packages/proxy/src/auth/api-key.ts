@@ -4,7 +4,7 @@
 // key makes its consumer the request's; the key is taken out of the request before it is
 // forwarded. Refusals are 401 with a Bearer challenge (RFC 6750) when the key may come as a
 // Bearer credential, an `ApiKey` one otherwise (docs/authentication.md, "apiKey").
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { API_KEY_BOUNDS, type ApiKeyIR } from '@tollgate/api';
 import { ERRORS } from '../errors.js';
 import { describeLocation, headerNames, readCredential } from './credential-reader.js';
@@ -14,9 +14,9 @@ export const API_KEY_REALM = 'tollgate';
 
 /** Needs nothing of AuthDeps: the digests are all it compares. */
 export function compileApiKey(ir: ApiKeyIR): AuthCheck {
-  const consumers = new Map<string, Consumer>();
+  const consumers = new Map<string, { readonly consumer: Consumer; readonly note: string }>();
   for (const c of ir.consumers) {
-    consumers.set(c.digest.reveal(), { name: c.consumer, group: c.group, labels: c.labels, claims: null, via: 'apiKey', credentialId: c.id });
+    consumers.set(c.digest.reveal(), { consumer: { name: c.consumer, group: c.group, labels: c.labels, claims: null, via: 'apiKey', credentialId: c.id }, note: `key ${c.id} of ${c.consumer}` });
   }
   const names = headerNames(ir.keyFrom);
   const places = ir.keyFrom.map(describeLocation).join(', ');
@@ -36,9 +36,10 @@ export function compileApiKey(ir: ApiKeyIR): AuthCheck {
       const key = read.value;
       // No key of another length was accepted: not worth a hash.
       if (key.length < API_KEY_BOUNDS.minKeyLength || key.length > API_KEY_BOUNDS.maxKeyLength) return unknown;
-      const consumer = consumers.get(createHash('sha256').update(key).digest('hex'));
-      if (!consumer) return unknown;
-      return { ok: true, consumer, ...read.strip, note: `key ${consumer.credentialId} of ${consumer.name}` };
+      // One-shot hash: no Hash object per request.
+      const known = consumers.get(hash('sha256', key, 'hex'));
+      if (!known) return unknown;
+      return { ok: true, consumer: known.consumer, ...read.strip, note: known.note };
     },
   };
 }

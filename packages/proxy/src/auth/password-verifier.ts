@@ -1,12 +1,12 @@
 // Whether a user's password matches their htpasswd hash, as cheaply as it can safely be known:
-// a verified credential is remembered (a bounded LRU of HMACs of user, password and stored
-// hash, under a key made at start and never shown), so a client that sends the same
-// credentials again costs one HMAC, not a bcrypt run. A changed password or hash is another
+// a verified credential is remembered (a bounded LRU of SHA-256 digests of a salt made at start
+// and never shown, then user, password and stored hash, their lengths first), so a client that
+// sends the same credentials again costs one hash, not a bcrypt run. A changed password or hash is another
 // entry; a removed user is refused before the cache is asked; a failed attempt is never
 // remembered. Concurrent checks of one credential share one verification. What is not
 // remembered goes to the worker pool (password-pool.ts). One verifier per process, shared by
 // every snapshot (AuthDeps).
-import { createHmac, randomBytes } from 'node:crypto';
+import { hash as digest, randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import type { HashScheme } from './password-hashes.js';
@@ -28,7 +28,8 @@ export function defaultPasswordSettings(): PasswordSettings {
 
 export class PasswordVerifier {
   readonly pool: PasswordPool;
-  readonly #key = randomBytes(32);
+  /** Prefixed to what is hashed: a digest in memory cannot be matched against guesses made elsewhere. */
+  readonly #salt = randomBytes(32).toString('base64');
   /** Insertion order is recency order: a hit moves its entry to the end, the first entry goes first. */
   readonly #verified = new Map<string, true>();
   readonly #pending = new Map<string, Promise<VerifyOutcome>>();
@@ -43,7 +44,8 @@ export class PasswordVerifier {
 
   /** 'cached' at once for a credential verified before; otherwise the verification's outcome. */
   check(user: string, password: string, scheme: HashScheme, hash: string): 'cached' | Promise<VerifyOutcome> {
-    const id = createHmac('sha256', this.#key).update(`${user.length}:${user}\u0000${password.length}:${password}\u0000${hash}`).digest('base64');
+    // Lengths first, so no two (user, password, hash) triples run together into one input.
+    const id = digest('sha256', `${this.#salt}${user.length}:${user}\u0000${password.length}:${password}\u0000${hash}`, 'base64');
     if (this.#verified.delete(id)) {
       this.#verified.set(id, true);
       this.count('cached');

@@ -1,5 +1,6 @@
 // The response side of a metered LLM route: reads `usage.total_tokens` from a JSON response,
-// or from the events of an SSE stream, while the bytes go on to the client unchanged and
+// or from the events of an SSE stream (Anthropic's usage, for a client speaking its Messages
+// API: formats/anthropic-usage.ts), while the bytes go on to the client unchanged and
 // undelayed. The only change: when the gateway asked for usage on the client's behalf, the
 // usage-only chunk (`choices: []`) is removed, event by event. Everything generated (content,
 // reasoning, refusals, tool-call arguments) is kept for estimation in case the backend reports
@@ -17,6 +18,8 @@
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { SseParser, type SseEvent } from '@tollgate/kit';
 import { JsonUsageReader, type JsonUsageSink } from './json-usage-reader.js';
+import { AnthropicUsage } from './formats/anthropic-usage.js';
+import type { UsageFormat } from './formats/format.js';
 
 export const MAX_HELD_BYTES = 4 * 1024 * 1024;
 /** Decompressed output of a held compressed body is capped too (a small body can inflate hugely). */
@@ -63,10 +66,17 @@ export class UsageMeter {
   /** A JSON body past MAX_HELD_BYTES: read as it passes instead of held. */
   #reader: JsonUsageReader | null = null;
 
+  /** Set for a response in Anthropic's format (a client speaking its Messages API). */
+  readonly #anthropic: AnthropicUsage | null;
+  readonly #addText = (text: string): void => this.#addCompletion(text);
+
   constructor(
     private readonly stripUsageChunk: boolean,
     private readonly maxEventBytes: number,
-  ) {}
+    format: UsageFormat = 'openai',
+  ) {
+    this.#anthropic = format === 'anthropic' ? new AnthropicUsage() : null;
+  }
 
   /** True when the usage is read from the whole body at its end (JSON, compressed), not from events. */
   get readsAtEnd(): boolean {
@@ -136,7 +146,7 @@ export class UsageMeter {
     }
     this.#heldBytes += chunk.length;
     if (this.#heldBytes <= MAX_HELD_BYTES) this.#held.push(chunk);
-    else if (this.#mode === 'json') {
+    else if (this.#mode === 'json' && !this.#anthropic) {
       // Too large to hold: what was held and the rest are read as they pass.
       this.#reader = new JsonUsageReader(this.#readerSink());
       for (const held of this.#held) this.#reader.push(held);
@@ -196,6 +206,13 @@ export class UsageMeter {
 
   /** Reads one chunk object of a response: its completion text and usage; true when it had usage. */
   #read(chunk: Chunk): boolean {
+    if (this.#anthropic) {
+      // Anthropic's usage comes in parts (input at message_start, output at message_delta);
+      // nothing of it is removed from the stream.
+      this.#anthropic.read(chunk, this.#addText);
+      this.#reported = this.#anthropic.total();
+      return false;
+    }
     if (Array.isArray(chunk.choices)) for (const c of chunk.choices) this.#addGenerated(c);
     const total = chunk.usage?.total_tokens;
     if (typeof total !== 'number' || !Number.isFinite(total) || total < 0) return false;

@@ -3,6 +3,7 @@
 // model names, which clients choose freely, by `ModelLabels` (the first N seen, then `other`).
 import type { AuthKind, AuthPassReason, AuthReason } from '@tollgate/api';
 import { Counter, Gauge, Registry, collectDefaultMetrics, type LabelValues, type Metric } from 'prom-client';
+import { ConsumerTokens, DEFAULT_CONSUMER_METRICS_TOP_N } from './consumer-tokens.js';
 
 export type DecisionKind = 'requests' | 'tokens' | 'global';
 export type DecisionLevel = 'gateway' | 'route' | 'global';
@@ -174,6 +175,8 @@ function nested<A, B, V>(outer: Map<A, Map<B, V>>, a: A, b: B, make: () => V): V
 export interface ProxyMetricsOptions {
   /** Distinct `model` label values before `other`; default 100 (config.maxModelLabels). */
   readonly maxModelLabels?: number;
+  /** Consumers with a token series of their own before `other`; default 20 (config.consumerMetricsTopN). */
+  readonly consumerMetricsTopN?: number;
   /** Request-body bytes held now, read when the registry is scraped. */
   readonly bufferedRequestBytes?: () => number;
   /** The rate limit services of the config in force and whether each is connected now, read at each scrape. */
@@ -230,6 +233,13 @@ export class ProxyMetrics {
     ['result'],
   );
   readonly #jwksCells = new Map<string, Cell<'result'>>();
+  readonly #unsentRetries = new CellCounter(
+    this.registry,
+    'tollgate_upstream_unsent_retries_total',
+    'Requests sent to another endpoint of their backend because the connection to the one picked failed before any byte of the request was written (config.connectAttempts), by route and error (the catalog code of the failure: TG_UPSTREAM_REFUSED, TG_UPSTREAM_RESET, TG_UPSTREAM_CONNECT_TIMEOUT, ...).',
+    ['route', 'error'],
+  );
+  readonly #unsentRetryCells = new Map<string, Map<string, Cell<'route' | 'error'>>>();
   readonly #upstreamLatency = new CellHistogram<'route'>(
     this.registry,
     'tollgate_upstream_latency_seconds',
@@ -245,9 +255,11 @@ export class ProxyMetrics {
   readonly #tokenCells = new Map<string, Map<string, Map<TokenSource, Cell<'route' | 'model' | 'source'>>>>();
 
   readonly #models: ModelLabels;
+  readonly #consumerTokens: ConsumerTokens;
 
   constructor(options: ProxyMetricsOptions = {}) {
     this.#models = new ModelLabels(options.maxModelLabels ?? DEFAULT_MAX_MODEL_LABELS);
+    this.#consumerTokens = new ConsumerTokens(this.registry, options.consumerMetricsTopN ?? DEFAULT_CONSUMER_METRICS_TOP_N);
     const services = options.rateLimitServices;
     // One series per service the config names (the config bounds them); a service no config
     // uses any more has no channel and so no series.
@@ -316,11 +328,30 @@ export class ProxyMetrics {
     cell.value += tokens;
   }
 
+  /** config.consumerMetricsTopN in force (config_dump shows it). */
+  get consumerMetricsTopN(): number {
+    return this.#consumerTokens.topN;
+  }
+
+  /** Counts the LLM tokens charged to a consumer (its own series while in the top N, else `other`). */
+  countConsumerTokens(consumer: string, tokens: number): void {
+    this.#consumerTokens.count(consumer, tokens);
+  }
+
   /** Counts one rate-limit decision. */
   countDecision(kind: DecisionKind, level: DecisionLevel, result: DecisionResult): void {
     const byResult = nested(this.#decisionCells, kind, level, () => new Map<DecisionResult, Cell<'kind' | 'level' | 'result'>>());
     let cell = byResult.get(result);
     if (!cell) byResult.set(result, (cell = this.#decisions.cell({ kind, level, result })));
+    cell.value++;
+  }
+
+  /** Counts one request sent to another endpoint after `error` (a catalog code) before anything was sent. */
+  countUnsentRetry(route: string, error: string): void {
+    let byError = this.#unsentRetryCells.get(route);
+    if (!byError) this.#unsentRetryCells.set(route, (byError = new Map<string, Cell<'route' | 'error'>>()));
+    let cell = byError.get(error);
+    if (!cell) byError.set(error, (cell = this.#unsentRetries.cell({ route, error })));
     cell.value++;
   }
 
@@ -340,8 +371,9 @@ export class ProxyMetrics {
   retainRoutes(routes: ReadonlySet<string>): void {
     const gone = (route: unknown): boolean => route !== NO_ROUTE && !routes.has(String(route));
     // Deleting the current key while iterating a Map is safe.
-    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells]) for (const route of map.keys()) if (gone(route)) map.delete(route);
+    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells]) for (const route of map.keys()) if (gone(route)) map.delete(route);
     this.#requests.drop((l) => gone(l.route));
+    this.#unsentRetries.drop((l) => gone(l.route));
     this.#tokens.drop((l) => gone(l.route));
     this.#upstreamLatency.drop((l) => gone(l.route));
   }

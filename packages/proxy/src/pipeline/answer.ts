@@ -1,13 +1,17 @@
 // Answers the gateway gives itself instead of the backend's: catalog errors, rate-limit
 // refusals and redirects. Each ends the request: the final response is published and the
 // request finished.
+import type { FilterIR } from '@tollgate/api';
 import type { ErrorSpec } from '../errors.js';
+import { redirectLocation } from '../filters/redirect.js';
 import type { Refusal } from '../ratelimit/policy.js';
 import type { AuthDenial } from '../auth/types.js';
 import { sendError } from '../upstream/forward.js';
 import type { RequestContext } from './context.js';
 import { publish, type HeaderValues } from './events.js';
 import { openAiErrorBody, wantsJsonError } from './openai-error.js';
+
+type RedirectFilterIR = Extract<FilterIR, { type: 'RequestRedirect' }>;
 
 function done(ctx: RequestContext, status: number, headers: HeaderValues): void {
   ctx.status = status;
@@ -22,9 +26,30 @@ export function answerError(ctx: RequestContext, spec: ErrorSpec, extraHeaders?:
   done(ctx, spec.status, sendError(ctx.res, spec, extraHeaders, detail));
 }
 
+/**
+ * Answers with a catalog entry in OpenAI's error shape, `param` naming the field at fault: for
+ * requests of OpenAI clients the gateway refuses on their body (a field it cannot translate).
+ */
+export function answerOpenAiError(ctx: RequestContext, spec: ErrorSpec, message: string, param: string): void {
+  const text = JSON.stringify({ error: { message: `${spec.body}: ${message}`, type: 'invalid_request_error', param, code: spec.code } });
+  const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), 'x-tollgate-error': spec.code };
+  if (!ctx.res.headersSent && !ctx.res.destroyed) {
+    ctx.res.writeHead(spec.status, headers);
+    ctx.res.end(text);
+  }
+  done(ctx, spec.status, headers);
+}
+
 /** Answers a request refused by a rate limit; it never reaches the backend. */
 export function answerRefusal(ctx: RequestContext, refusal: Refusal): void {
   answerError(ctx, refusal.spec, refusal.headers);
+}
+
+/** Answers with a RequestRedirect filter's redirect (the route's, or the chosen backendRef's). */
+export function answerRedirect(ctx: RequestContext, redirect: RedirectFilterIR): void {
+  ctx.admissions?.settle(null);
+  const location = redirectLocation(redirect, { scheme: ctx.scheme, host: ctx.host, listenerPort: ctx.port, path: ctx.path, query: ctx.query, matched: ctx.matched! });
+  answerDirect(ctx, redirect.statusCode, { ...ctx.admissions?.responseHeaders(), location, 'content-length': '0' });
 }
 
 /** Answers with a body-less response the gateway makes itself (a redirect). */

@@ -1,14 +1,18 @@
 // Stage 5, backend choice: one of the route's backends by weight and, for a Service, one of
 // its endpoints by least request (routing/backend-picker.ts); the request gains its
-// x-forwarded-* headers on the way out, and the chosen backend's own header changes.
+// x-forwarded-* headers on the way out, the chosen backendRef's own filters, and its API
+// format when it is not the client's (translate.ts).
 import { ERRORS } from '../errors.js';
 import { applyHeaderModifier } from '../filters/header-modifier.js';
-import { INVALID_BACKEND } from '../routing/backend-picker.js';
+import type { BackendFilterIR } from '@tollgate/api';
+import { rewritePath } from '../filters/path.js';
+import { backendFilters, INVALID_BACKEND } from '../routing/backend-picker.js';
 import { addForwarded } from '../upstream/headers.js';
 import { providerRequest } from '../upstream/provider.js';
-import { answerError } from './answer.js';
+import { answerError, answerRedirect } from './answer.js';
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
+import { translateRequest } from './translate.js';
 
 /**
  * Returns false when the request has no backend to go to: answered 500 when its backend is
@@ -23,10 +27,15 @@ export function chooseBackend(ctx: RequestContext): boolean {
     return false;
   }
   ctx.backend = backend;
-  // The backendRef's own filters, for the requests sent to it only.
+  const filters = backendFilters(backend.backend);
+  if (filters && !applyBackendFilters(ctx, filters)) return false;
+  // A backend of another API gets the request in its format (the trace's final request shows it).
+  const translator = translateRequest(ctx);
+  if (translator === false) return false;
+  ctx.translator = translator;
+  // After every filter and the translation (its path is the client API root's): the provider's
+  // key, host, base path and api-version are the last word.
   const b = backend.backend;
-  if ((b.kind === 'service' || b.kind === 'external') && b.filters) for (const f of b.filters) applyHeaderModifier(ctx.upstreamHeaders!, f);
-  // After every filter: the provider's key and host are the last word.
   if ((b.kind === 'static' || b.kind === 'external') && b.provider) {
     const p = providerRequest(b.provider);
     p.headers(ctx.upstreamHeaders!, backend);
@@ -36,5 +45,26 @@ export function chooseBackend(ctx: RequestContext): boolean {
   ctx.entry.stage = 'upstream';
   ctx.entry.upstream = backend.name;
   if (ctx.observed) publish.requestSnapshot(ctx, 'final request');
+  return true;
+}
+
+/**
+ * The backendRef's own filters, for the requests sent to it only, after the route's: header
+ * changes and a rewrite shape the upstream request (a rewrite here replaces the route's); a
+ * redirect answers instead (returns false). Its ResponseHeaderModifier runs on the response
+ * (response-policies.ts).
+ */
+function applyBackendFilters(ctx: RequestContext, filters: readonly BackendFilterIR[]): boolean {
+  const headers = ctx.upstreamHeaders!;
+  for (const f of filters) {
+    if (f.type === 'RequestHeaderModifier') applyHeaderModifier(headers, f);
+    else if (f.type === 'URLRewrite') {
+      if (f.hostname) headers.host = f.hostname;
+      if (f.path) ctx.upstreamPath = rewritePath(ctx.path, f.path, ctx.matched!);
+    } else if (f.type === 'RequestRedirect') {
+      answerRedirect(ctx, f);
+      return false;
+    }
+  }
   return true;
 }

@@ -7,6 +7,7 @@ import type { TLSSocket } from 'node:tls';
 import type { PathMatchIR } from '@tollgate/api';
 import type { UpstreamTarget } from '../routing/backend-picker.js';
 import type { LlmRequest } from '../llm/request-body.js';
+import type { ResponseTranslator } from '../llm/formats/anthropic-response.js';
 import type { ChargeCap } from '../ratelimit/charge-cap.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';
 import type { Admissions } from '../ratelimit/policy.js';
@@ -26,6 +27,8 @@ export interface PipelineDeps {
   /** Aborted at shutdown: mirrored copies still in flight are dropped. */
   readonly mirrorSignal: AbortSignal;
   readonly defaultBackendTimeoutMs: number;
+  /** config.connectAttempts: endpoints of its backend a request may try when it could not be sent. */
+  readonly connectAttempts: number;
   readonly bodyIdleTimeoutMs: number;
   readonly paths: PathSettings;
   /** config.maxSseLineBytes: an SSE event from a backend longer than this stops usage parsing. */
@@ -101,6 +104,8 @@ export class RequestContext {
   /** Query for the upstream request, without "?" (a credential read from the query is taken out). */
   upstreamQuery: string;
   backend: UpstreamTarget | null = null;
+  /** Makes the backend's answer the client's format, when the backend speaks another API (translate.ts). */
+  translator: ResponseTranslator | null = null;
   /** Status sent to the client, once known. */
   status = 0;
   /** Catalog code of a transport failure of the upstream call, for the request log. */

@@ -14,6 +14,8 @@ import { chooseBackend } from './backend-choice.js';
 import { sendMirrors } from './mirror.js';
 import { callUpstream } from './upstream-call.js';
 import { announce } from './events.js';
+import { readBodyOnce } from './llm-body.js';
+import { routeTranslates } from '../llm/formats/format.js';
 import type { RequestContext } from './context.js';
 
 export async function handleRequest(ctx: RequestContext): Promise<void> {
@@ -33,6 +35,9 @@ export async function handleRequest(ctx: RequestContext): Promise<void> {
   if (!passed) return;
   const mirrors = ctx.route!.mirrors;
   if (mirrors !== null) sendMirrors(ctx, mirrors);
+  // A backend of another format needs the body whole, read before one is picked (nothing may be
+  // awaited between the pick and the call).
+  if (!ctx.llm && ctx.hasBody && routeTranslates(ctx.route!.ir, ctx.path)) await readBodyOnce(ctx, true);
   if (!chooseBackend(ctx)) return;
   await callUpstream(ctx);
 }

@@ -67,7 +67,9 @@ export function sendMirrors(ctx: RequestContext, mirrors: readonly CompiledMirro
         headersTimeout: timeoutMs,
         bodyTimeout: ctx.deps.bodyIdleTimeoutMs,
         signal: ctx.deps.mirrorSignal,
-      })
+        // A TLS backend's name, not the Host header, is the SNI (upstream/backend-tls.ts).
+        servername: target.endpoint.servername,
+      } as Parameters<typeof target.endpoint.pool.request<null>>[0])
       .then((res) => (charge ? chargeCopy(ctx, res, charge) : res.body.dump()))
       .catch((err: Error & { code?: string }) => log.debug({ route: ctx.route!.ir.name, mirror: target.name, code: err.code }, `mirrored request failed: ${err.message}`))
       .finally(() => {
@@ -104,5 +106,6 @@ async function chargeCopy(ctx: RequestContext, res: Dispatcher.ResponseData, cha
     const tokens = await usageCharge(ctx.llm, usage, ctx.deps.rateLimitLog);
     charge.settle(tokens);
     ctx.deps.metrics.countTokens(ctx.route!.ir.name, ctx.llm?.model ?? null, chargeSource(usage), tokens);
+    if (ctx.consumer) ctx.deps.metrics.countConsumerTokens(ctx.consumer.name, tokens);
   }
 }

@@ -5,7 +5,10 @@ import { tokenizerLoaded } from '../llm/estimate.js';
 import { chargeSource, usageCharge } from '../llm/usage-charge.js';
 import type { TokenSource } from '../metrics/metrics.js';
 import { MAX_HELD_BYTES, UsageMeter } from '../llm/usage-meter.js';
+import type { ResponseTranslator } from '../llm/formats/anthropic-response.js';
+import { usageFormat } from '../llm/formats/format.js';
 import { applyHeaderModifier } from '../filters/header-modifier.js';
+import { backendFilters } from '../routing/backend-picker.js';
 import type { ForwardHooks } from '../upstream/forward.js';
 import type { HeaderMap, RequestContext } from './context.js';
 import { publish } from './events.js';
@@ -23,33 +26,54 @@ export class ResponsePolicies implements ForwardHooks {
   readonly meter: UsageMeter | null;
   readonly transform?: (chunk: Buffer) => Buffer;
   readonly flush?: () => Buffer | Promise<Buffer>;
+  readonly finalStatus?: () => number;
 
   /** Status the backend answered; tokens are charged for 2xx responses only. */
   #status = 0;
   #charged = false;
   /**
-   * Body bytes kept back until the charge, while the tokenizer is not loaded (null: forwarded
-   * as they come). The end of a JSON body is its content-length: a client would have all of
-   * it before a charge that waits for the tokenizer, and its next request could pass a limit
-   * it has already spent. A JSON completion is of no use to a client before its end anyway.
+   * Body bytes kept back until the charge (null: forwarded as they come), while the tokenizer
+   * is not loaded or while the charge goes to a rate limit service. The end of a JSON body is
+   * its content-length: a client would have all of it before a charge that waits for the
+   * tokenizer or the service, and its next request could pass a limit it has already spent. A
+   * JSON completion is of no use to a client before its end anyway.
    */
   #deferred: Buffer[] | null = null;
   #deferredBytes = 0;
 
-  constructor(private readonly ctx: RequestContext) {
+  /**
+   * A format translation (llm/formats/): the backend's answer becomes the client's format first,
+   * so the meter reads the usage the client sees.
+   */
+  readonly #translator: ResponseTranslator | null;
+
+  constructor(
+    private readonly ctx: RequestContext,
+    translator: ResponseTranslator | null = null,
+  ) {
     const route = ctx.route!;
-    this.meter = route.countsTokens ? new UsageMeter(ctx.llm?.injectedUsage ?? false, ctx.deps.maxSseEventBytes) : null;
-    if (this.meter) {
-      const meter = this.meter;
-      this.transform = (c) => this.#forward(meter.transform(c));
-      // Charged before the response's last bytes go out: a client's next request sees its usage.
-      // Only the first estimate of the process waits (for the tokenizer to load).
+    this.#translator = translator;
+    this.meter = route.countsTokens ? new UsageMeter(ctx.llm?.injectedUsage ?? false, ctx.deps.maxSseEventBytes, translator ? 'openai' : usageFormat(ctx.path)) : null;
+    const meter = this.meter;
+    if (translator) {
+      this.finalStatus = () => translator.finalStatus();
+      this.transform = meter ? (c) => this.#forward(meter.transform(translator.transform(c))) : (c) => translator.transform(c);
       this.flush = () => {
-        const rest = this.#release(meter.flush());
-        const charging = this.chargeTokens();
-        return charging ? charging.then(() => rest) : rest;
+        const tail = translator.flush();
+        return meter ? this.#meterFlush(meter, tail.length ? meter.transform(tail) : EMPTY) : tail;
       };
+    } else if (meter) {
+      this.transform = (c) => this.#forward(meter.transform(c));
+      this.flush = () => this.#meterFlush(meter, EMPTY);
     }
+  }
+
+  /** Charged before the response's last bytes go out: a client's next request sees its usage. Only the first estimate of the process waits (for the tokenizer to load). */
+  #meterFlush(meter: UsageMeter, before: Buffer): Buffer | Promise<Buffer> {
+    const last = meter.flush();
+    const rest = this.#release(before.length && last.length ? Buffer.concat([before, last]) : before.length ? before : last);
+    const charging = this.chargeTokens();
+    return charging ? charging.then(() => rest) : rest;
   }
 
   #forward(out: Buffer): Buffer {
@@ -72,8 +96,9 @@ export class ResponsePolicies implements ForwardHooks {
 
   /**
    * Charges the LLM usage once, for a successful response (also one cut short mid-body). A
-   * promise only while the tokenizer loads for the process's first estimate; until it settles
-   * the request keeps its reservation.
+   * promise while the tokenizer loads for the process's first estimate (until it settles the
+   * request keeps its reservation) and while a rate limit service takes the charge (bounded by
+   * its timeout).
    */
   chargeTokens(): Promise<void> | undefined {
     if (this.#charged || !this.meter || this.#status < 200 || this.#status >= 300) return undefined;
@@ -81,7 +106,7 @@ export class ResponsePolicies implements ForwardHooks {
     return chargeTokens(this.ctx, this.meter);
   }
 
-  onResponseHeaders(status: number, headers: HeaderMap): void {
+  onResponseHeaders(status: number, headers: HeaderMap): boolean {
     const ctx = this.ctx;
     this.#status = status;
     this.headersAt = performance.now();
@@ -90,16 +115,21 @@ export class ResponsePolicies implements ForwardHooks {
       publish.backendResult(ctx, status, null);
       publish.responseSnapshot(ctx, 'backend response ready', status, headers);
     }
+    const hold = this.#translator?.onHeaders(status, headers) ?? false;
     for (const m of ctx.route!.responseModifiers) applyHeaderModifier(headers, m);
+    // The answering backendRef's own, after the route's.
+    const own = backendFilters(ctx.backend!.backend);
+    if (own) for (const f of own) if (f.type === 'ResponseHeaderModifier') applyHeaderModifier(headers, f);
     if (ctx.admissions) Object.assign(headers, ctx.admissions.responseHeaders());
     // Headers an authorization check adds to the response (an extAuthz service's response_headers_to_add).
     if (ctx.authEffects) Object.assign(headers, ctx.authEffects.responseHeaders);
     if (this.meter) {
       this.meter.onHeaders(first(headers['content-type']), first(headers['content-encoding']));
       if (this.meter.rewrites) delete headers['content-length'];
-      if (this.meter.readsAtEnd && status >= 200 && status < 300 && !tokenizerLoaded()) this.#deferred = [];
+      if (this.meter.readsAtEnd && status >= 200 && status < 300 && (!tokenizerLoaded() || ctx.admissions?.chargesGlobalTokens)) this.#deferred = [];
     }
     if (ctx.observed) publish.responseSnapshot(ctx, 'final response', status, headers);
+    return hold;
   }
 }
 
@@ -109,15 +139,17 @@ function chargeTokens(ctx: RequestContext, meter: UsageMeter): Promise<void> | u
   const source = chargeSource(usage);
   const tokens = usageCharge(ctx.llm, usage, ctx.deps.rateLimitLog);
   if (typeof tokens !== 'number') return tokens.then((n) => settleTokens(ctx, n, source));
-  settleTokens(ctx, tokens, source);
-  return undefined;
+  return settleTokens(ctx, tokens, source);
 }
 
-function settleTokens(ctx: RequestContext, total: number, source: TokenSource): void {
+/** The promise of the rate limit service's answer when global Tokens descriptors are charged. */
+function settleTokens(ctx: RequestContext, total: number, source: TokenSource): Promise<void> | undefined {
   const llm = ctx.llm;
   const route = ctx.route!.ir.name;
   if (llm?.unparsed) ctx.deps.rateLimitLog.debug({ route, reason: llm.unparsed }, 'LLM request body not parsed; tokens estimated');
   const charged = ctx.deps.chargeCap.charge(total, route);
-  ctx.admissions?.settle(charged);
+  const answered = ctx.admissions?.settle(charged);
   ctx.deps.metrics.countTokens(route, llm?.model ?? null, source, charged);
+  if (ctx.consumer) ctx.deps.metrics.countConsumerTokens(ctx.consumer.name, charged);
+  return answered;
 }

@@ -3,10 +3,9 @@
 // RequestMirror then copies: pipeline/mirror.ts).
 import { applyHeaderModifier } from '../filters/header-modifier.js';
 import { rewritePath } from '../filters/path.js';
-import { redirectLocation } from '../filters/redirect.js';
 import { endToEnd } from '../upstream/headers.js';
 import { admit } from './admit.js';
-import { answerDirect, answerRefusal } from './answer.js';
+import { answerRedirect, answerRefusal } from './answer.js';
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
 import { readBodyOnce } from './llm-body.js';
@@ -42,12 +41,13 @@ async function admitRoute(ctx: RequestContext): Promise<boolean> {
 function applyFilters(ctx: RequestContext): boolean {
   const route = ctx.route!;
   if (route.redirect) {
-    ctx.admissions?.settle(null);
-    const location = redirectLocation(route.redirect, { scheme: ctx.scheme, host: ctx.host, listenerPort: ctx.port, path: ctx.path, query: ctx.query, matched: ctx.matched! });
-    answerDirect(ctx, route.redirect.statusCode, { ...ctx.admissions?.responseHeaders(), location, 'content-length': '0' });
+    answerRedirect(ctx, route.redirect);
     return false;
   }
-  const headers = endToEnd(ctx.headers);
+  // The client's credentials go before the route's filters run, so that a filter may set the
+  // backend's own (a provider key) and a client cannot pass a header a check set.
+  const fx = ctx.authEffects;
+  const headers = endToEnd(ctx.headers, fx?.removeHeaders);
   // Node has already answered the client's Expect: 100-continue; the upstream call streams
   // the body as it comes (undici refuses the header). Deleted only when present: a delete
   // turns the object into a slow dictionary for the rest of the request.
@@ -56,11 +56,7 @@ function applyFilters(ctx: RequestContext): boolean {
   if (route.countsTokens) headers['accept-encoding'] = 'identity';
   if (ctx.rawHost !== undefined && headers.host !== ctx.rawHost) headers.host = ctx.rawHost;
   if (ctx.admissions) Object.assign(headers, ctx.admissions.requestHeaders);
-  // The client's credentials go before the route's filters run, so that a filter may set the
-  // backend's own (a provider key) and a client cannot pass a header a check set.
-  const fx = ctx.authEffects;
   if (fx) {
-    for (const name of fx.removeHeaders) delete headers[name];
     Object.assign(headers, fx.setHeaders);
     if (fx.removeQuery.length) ctx.upstreamQuery = withoutParams(ctx.upstreamQuery, fx.removeQuery);
   }

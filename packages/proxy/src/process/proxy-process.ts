@@ -72,6 +72,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
     const runtime = new ProxyRuntime({
       connectTimeoutMs: parseDuration(settings.connectTimeout ?? '5s'),
       backendRequestTimeoutMs: parseDuration(settings.backendRequestTimeout ?? '60s'),
+      connectAttempts: settings.connectAttempts,
       drainTimeoutMs: parseDuration(settings.drainTimeout ?? '30s'),
       drainIdleMs: settings.drainIdleTimeout ? parseDuration(settings.drainIdleTimeout) : DEFAULT_DRAIN_IDLE_MS,
       maxTraceSessions: settings.maxTraceSessions ?? 32,
@@ -91,6 +92,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
         keepAliveMs: settings.keepAliveTimeout ? parseDuration(settings.keepAliveTimeout) : DEFAULT_CLIENT_TIMEOUTS.keepAliveMs,
       },
       maxModelLabels: settings.maxModelLabels,
+      consumerMetricsTopN: settings.consumerMetricsTopN,
       log,
       rateLimitLog: logs.get('ratelimit'),
       authLog: logs.get('auth'),

@@ -11,11 +11,11 @@
 // SHA-256 (base64url), so a client cannot make the table, or the service's Redis keys, hold
 // its 16 KiB header values. Only someone holding a SHA-256 preimage could make two values meet.
 import { createHash } from 'node:crypto';
-import { compileCel, type CelBindings, type CelProgram, type EvaluationLimits, type InputName, type RateLimitKeyIR } from '@tollgate/api';
+import { compileCel, MAX_KEY_VALUE_LENGTH, type CelBindings, type CelProgram, type EvaluationLimits, type InputName, type RateLimitKeyIR } from '@tollgate/api';
 import type { RequestFacts } from './facts.js';
 
-/** Longest key value kept as is; longer ones are hashed (45 characters). */
-export const MAX_KEY_LENGTH = 128;
+/** Longest key value kept as is (the longest key an override may name); longer ones are hashed (45 characters). */
+export const MAX_KEY_LENGTH = MAX_KEY_VALUE_LENGTH;
 /** The key of a request without a value for it: one budget shared by all such requests. */
 export const NO_KEY = '';
 

@@ -74,7 +74,16 @@ export function compilePolicy(
   limits: EvaluationLimits,
 ): CompiledPolicy | null {
   if (!ir || (!ir.localRateLimit && !ir.remoteRateLimit)) return null;
-  return compileLimits(level, scope, { local: indexed(ir), global: ir.remoteRateLimit }, store, makeGlobal, limits);
+  return compileLimits(level, scope, { local: indexed(ir), global: named(level, ir.remoteRateLimit) }, store, makeGlobal, limits);
+}
+
+/**
+ * The descriptors each with a name for x-ratelimit-policy: its own, else its place in the policy
+ * (`route.global.descriptors[1]`), given before a gateway-level policy is split in two.
+ */
+function named(level: LimitLevel, g: GlobalRateLimitIR | null): GlobalRateLimitIR | null {
+  if (!g || g.descriptors.every((d) => d.name !== undefined)) return g;
+  return { ...g, descriptors: g.descriptors.map((d, i) => (d.name !== undefined ? d : { ...d, name: `${level}.global.descriptors[${i}]` })) };
 }
 
 /**
@@ -95,7 +104,7 @@ export function compileGatewayPolicy(
   const keyReadsConsumer = (by: RateLimitKeyIR | undefined, at: string) => (by ? compileKey(by, limits, at).readsConsumer : false);
   const early = local.filter((c) => !keyReadsConsumer(c.config.by, `rateLimit.local[${c.index}].by`));
   const late = local.filter((c) => !early.includes(c));
-  const g = ir.remoteRateLimit;
+  const g = named('gateway', ir.remoteRateLimit);
   const descriptorReadsConsumer = (d: RateLimitDescriptorIR, i: number) =>
     keyReadsConsumer(d.by, `rateLimit.global.descriptors[${i}].by`) || d.entries.some((e) => {
       const c = compileCel(e.expression, 'descriptor', limits);
@@ -118,9 +127,9 @@ export interface Refusal {
 
 const DECISION: Record<GlobalOutcome, DecisionResult> = { ok: 'allowed', overLimit: 'limited', failedOpen: 'failed_open', serviceError: 'error', inputRefused: 'refused' };
 
-const LIMIT_HEADER_NAMES = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']);
+const LIMIT_HEADER_NAMES = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-ratelimit-policy']);
 
-/** The service's headers without the x-ratelimit-* trio: those are chosen across all limits. */
+/** The service's headers without the x-ratelimit-* ones: those are chosen across all limits. */
 function withoutLimitHeaders(h: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const k in h) if (!LIMIT_HEADER_NAMES.has(k)) out[k] = h[k]!;
@@ -145,7 +154,8 @@ export class Admissions {
   readonly #responseHeaders: Record<string, string> = {};
   readonly #requestHeaders: Record<string, string> = {};
   readonly #holds: LocalHold[] = [];
-  readonly #globalCharges: ((tokens: number) => void)[] = [];
+  /** Each resolves once the rate limit service answered the charge (never rejects). */
+  readonly #globalCharges: ((tokens: number) => Promise<void>)[] = [];
   #reservation: number | null = null;
   #ended = false;
 
@@ -196,7 +206,7 @@ export class Admissions {
     }
     Object.assign(this.#responseHeaders, headers);
     Object.assign(this.#requestHeaders, g.requestHeaders);
-    if (global.hasTokens) this.#globalCharges.push((tokens) => void g.commitTokens(tokens));
+    if (global.hasTokens) this.#globalCharges.push((tokens) => g.commitTokens(tokens));
     return null;
   }
 
@@ -238,15 +248,26 @@ export class Admissions {
     );
   }
 
+  /** Whether a global Tokens descriptor admitted the request: its usage is charged to the service. */
+  get chargesGlobalTokens(): boolean {
+    return this.#globalCharges.length > 0;
+  }
+
   /**
    * The request went upstream and is over: `tokens` is its LLM usage (charged to every token
    * limit that admitted it, in place of the reservation), or null when nothing is charged.
+   * Returns, when global Tokens descriptors are charged, the promise of the service's answers
+   * (it never rejects): the response's last bytes wait for it, so that the client's next
+   * request, on whichever replica, meets a budget that counts this one.
    */
-  settle(tokens: number | null): void {
-    if (this.#ended) return;
+  settle(tokens: null): undefined;
+  settle(tokens: number | null): Promise<void> | undefined;
+  settle(tokens: number | null): Promise<void> | undefined {
+    if (this.#ended) return undefined;
     this.#ended = true;
     for (const h of this.#holds) h.settle(tokens);
-    if (tokens !== null) for (const c of this.#globalCharges) c(tokens);
+    if (tokens === null || this.#globalCharges.length === 0) return undefined;
+    return Promise.all(this.#globalCharges.map((c) => c(tokens))).then(() => undefined);
   }
 }
 
@@ -255,7 +276,7 @@ export class CopyHold {
   #ended = false;
   constructor(
     private readonly holds: readonly LocalHold[],
-    private readonly globalCharges: readonly ((tokens: number) => void)[],
+    private readonly globalCharges: readonly ((tokens: number) => Promise<void>)[],
   ) {}
 
   /** The copy's usage (null: not charged, e.g. the mirror did not answer 2xx). */
@@ -263,7 +284,8 @@ export class CopyHold {
     if (this.#ended) return;
     this.#ended = true;
     for (const h of this.holds) h.settle(tokens);
-    if (tokens !== null) for (const c of this.globalCharges) c(tokens);
+    // Nobody waits for a copy's answer: its charges go out on their own.
+    if (tokens !== null) for (const c of this.globalCharges) void c(tokens);
   }
 }
 

@@ -2,10 +2,10 @@
 // backendRef weights, across backends), then, within a Service, one of its ready endpoints by
 // the balancing policy. Everything a pick reads is prepared once per config (cumulative
 // weights, target objects holding their endpoint state); a pick allocates nothing.
-import type { BackendIR, RouteIR, ServiceBackendIR } from '@tollgate/api';
+import type { BackendFilterIR, BackendIR, RouteIR, ServiceBackendIR } from '@tollgate/api';
 import type { Clock } from '../ratelimit/clock.js';
 import { systemClock } from '../ratelimit/clock.js';
-import { EndpointTable, type Endpoint } from '../upstream/endpoints.js';
+import { EndpointTable, endpointKey, type Endpoint } from '../upstream/endpoints.js';
 import { hostPort } from '../upstream/host-port.js';
 
 export { hostPort };
@@ -19,6 +19,8 @@ export interface UpstreamTarget {
   readonly backend: BackendIR;
   /** Its pool, requests in flight and scores. */
   readonly endpoint: Endpoint;
+  /** Every endpoint of the same backend, this one included: where a request that was not sent may go instead. */
+  readonly siblings: readonly UpstreamTarget[];
 }
 
 /**
@@ -59,18 +61,23 @@ export interface PickerDeps {
 
 type TargetPicker = BackendPicker;
 
-/** The endpoint addresses a backend can dial: what a new config keeps of the endpoint state. */
+/** The endpoints a backend can dial, by endpointKey() (address and TLS setting): what a new config keeps of the endpoint state. */
 export function upstreamNames(backend: BackendIR): string[] {
   switch (backend.kind) {
     case 'static':
-      return [hostPort(backend.host, backend.port)];
+      return [endpointKey(backend.host, backend.port, backend.tls)];
     case 'external':
-      return [hostPort(backend.hostname, backend.port)];
+      return [endpointKey(backend.hostname, backend.port, backend.tls)];
     case 'service':
-      return backend.endpoints.map((e) => hostPort(e.address, e.port));
+      return backend.endpoints.map((e) => endpointKey(e.address, e.port, backend.tls));
     case 'invalid':
       return [];
   }
+}
+
+/** The backendRef's own filters (absent on most backends). */
+export function backendFilters(backend: BackendIR): readonly BackendFilterIR[] | undefined {
+  return backend.kind === 'service' || backend.kind === 'external' ? backend.filters : undefined;
 }
 
 /** Every endpoint address a route can send to: its backends' and its mirrors'. */
@@ -90,10 +97,11 @@ function firstAvailable(targets: readonly UpstreamTarget[], start: number, now: 
 }
 
 function serviceTargets(backend: ServiceBackendIR, deps: PickerDeps): TargetPicker {
-  const targets: UpstreamTarget[] = backend.endpoints.map((e) => {
-    const endpoint = deps.endpoints.acquire(e.address, e.port);
-    return { name: endpoint.name, host: e.address, port: e.port, backend, endpoint };
-  });
+  const targets: UpstreamTarget[] = [];
+  for (const e of backend.endpoints) {
+    const endpoint = deps.endpoints.acquire(e.address, e.port, backend.tls);
+    targets.push({ name: endpoint.name, host: e.address, port: e.port, backend, endpoint, siblings: targets });
+  }
   const n = targets.length;
   if (n === 0) return () => null;
   if (n === 1) {
@@ -130,17 +138,45 @@ function serviceTargets(backend: ServiceBackendIR, deps: PickerDeps): TargetPick
   };
 }
 
+/**
+ * Another endpoint of the same backend for a request that could not be sent to `tried`'s last:
+ * the cheapest one not tried yet and not ejected (an ejected one failed to connect moments ago),
+ * starting after the last tried so that retries spread; null when there is none.
+ */
+export function anotherEndpoint(tried: readonly UpstreamTarget[]): UpstreamTarget | null {
+  const last = tried[tried.length - 1]!;
+  const now = last.endpoint.options.clock();
+  const all = last.siblings;
+  const from = all.indexOf(last);
+  let best: UpstreamTarget | null = null;
+  let bestCost = Infinity;
+  for (let i = 1; i < all.length; i++) {
+    const t = all[(from + i) % all.length]!;
+    if (tried.includes(t)) continue;
+    const cost = t.endpoint.cost(now);
+    if (cost < bestCost) {
+      best = t;
+      bestCost = cost;
+    }
+  }
+  return best;
+}
+
 function targetsOf(backend: BackendIR, deps: PickerDeps): TargetPicker {
   switch (backend.kind) {
     case 'static': {
-      const endpoint = deps.endpoints.acquire(backend.host, backend.port);
-      const only: UpstreamTarget = { name: endpoint.name, host: backend.host, port: backend.port, backend, endpoint };
+      const endpoint = deps.endpoints.acquire(backend.host, backend.port, backend.tls);
+      const siblings: UpstreamTarget[] = [];
+      const only: UpstreamTarget = { name: endpoint.name, host: backend.host, port: backend.port, backend, endpoint, siblings };
+      siblings.push(only);
       return () => only;
     }
     case 'external': {
       // One endpoint: its pool dials the addresses the DNS cache holds for the name.
-      const endpoint = deps.endpoints.acquire(backend.hostname, backend.port, true);
-      const only: UpstreamTarget = { name: endpoint.name, host: backend.hostname, port: backend.port, backend, endpoint };
+      const endpoint = deps.endpoints.acquire(backend.hostname, backend.port, backend.tls, true);
+      const siblings: UpstreamTarget[] = [];
+      const only: UpstreamTarget = { name: endpoint.name, host: backend.hostname, port: backend.port, backend, endpoint, siblings };
+      siblings.push(only);
       return () => only;
     }
     case 'service':

@@ -15,6 +15,7 @@ import { ChargeCap, DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE } from '../ratelimit
 import type { GlobalFactory } from '../ratelimit/policy.js';
 import type { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
 import { serviceNeeds, type ReadinessNeed } from '../ratelimit/global/readiness.js';
+import { DEFAULT_MAX_GLOBAL_ANSWERS, GlobalAnswers, placeId } from '../ratelimit/global/answers.js';
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { DEFAULT_MAX_LINE_BYTES } from '@tollgate/kit';
@@ -25,6 +26,7 @@ import { TlsContextCache } from '../routing/tls-contexts.js';
 import { BodyBudget } from '../pipeline/body-budget.js';
 import type { InFlight } from '../pipeline/inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
+import { DEFAULT_CONNECT_ATTEMPTS } from '../pipeline/upstream-call.js';
 import { AuthCompilers } from '../auth/compilers.js';
 import { JwksStore } from '../auth/jwks-store.js';
 import { defaultPasswordSettings, PasswordVerifier, type PasswordSettings } from '../auth/password-verifier.js';
@@ -41,11 +43,15 @@ export interface RuntimeOptions {
   /** Where mirrored requests that failed are logged (debug). */
   readonly upstreamLog?: Logger;
   readonly backendRequestTimeoutMs: number;
+  /** config.connectAttempts (default DEFAULT_CONNECT_ATTEMPTS). */
+  readonly connectAttempts?: number;
   readonly drainTimeoutMs: number;
   /** config.drainIdleTimeout: how long the drain keeps idle kept-alive connections open. */
   readonly drainIdleMs: number;
   /** config.maxModelLabels: distinct `model` label values of the token metrics. */
   readonly maxModelLabels?: number;
+  /** config.consumerMetricsTopN: consumers with a token series of their own. */
+  readonly consumerMetricsTopN?: number;
   readonly log: Logger;
   /** Trace sessions that may wait at once (config.maxTraceSessions). */
   readonly maxTraceSessions?: number;
@@ -104,6 +110,10 @@ export class ProxyRuntime {
   readonly traces: TraceHub;
   readonly metrics: ProxyMetrics;
   readonly limiters: LimiterStore;
+  /** The rate limit service's last answer per key of the keyed global descriptors (GET /budgets). */
+  readonly globalAnswers: GlobalAnswers;
+  /** The keyed global descriptors of the config being compiled (placeId): their answers are kept. */
+  #globalPlaces = new Set<string>();
   /**
    * Global rate limiting (gRPC, protobuf and CEL) is loaded by the first config that has a
    * remoteRateLimit policy; a proxy that never uses it neither loads nor starts any of it.
@@ -141,20 +151,25 @@ export class ProxyRuntime {
   /** The host names of Backend resources, resolved and cached. */
   readonly dns: DnsCache;
 
+  /** The rate limits' clock (ms): what their windows are read against. */
+  readonly clock: Clock;
+
   constructor(readonly options: RuntimeOptions) {
-    const clock = options.clock ?? systemClock;
+    const clock = (this.clock = options.clock ?? systemClock);
     this.dns = new DnsCache(options.dns ?? DEFAULT_DNS, clock);
     this.endpoints = new EndpointTable({ connectTimeoutMs: options.connectTimeoutMs, clock, dns: this.dns });
     this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING };
     const maxRequestBodyBytes = options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES;
     const bodyBudget = new BodyBudget(options.maxBufferedRequestBytes ?? bufferedRequestBytes({ maxRequestBodyBytes }));
-    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels, bufferedRequestBytes: () => bodyBudget.used, rateLimitServices: () => this.rateLimitServices.states() });
+    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels, consumerMetricsTopN: options.consumerMetricsTopN, bufferedRequestBytes: () => bodyBudget.used, rateLimitServices: () => this.rateLimitServices.states() });
     const log = options.rateLimitLog ?? options.log;
     this.limiters = new LimiterStore(clock, { maxKeys: options.maxRateLimitKeys ?? DEFAULT_MAX_RATE_LIMIT_KEYS, overflowed: overflowReporter(this.metrics, log, clock) });
-    this.#makeGlobal = (ir, _scope, limits) => {
+    this.globalAnswers = new GlobalAnswers(DEFAULT_MAX_GLOBAL_ANSWERS, clock);
+    this.#makeGlobal = (ir, scope, limits) => {
       // apply() loads the module before compiling a config that names a rate limit service.
       if (!this.#global) throw new Error('global rate limiting used before it was loaded');
-      return this.#global.compile(ir, { log, clients: this.#global.pool }, limits);
+      ir.descriptors.forEach((d, i) => d.by && this.#globalPlaces.add(placeId(scope, ir.domain, i, d.by)));
+      return this.#global.compile(ir, { log, clients: this.#global.pool, answers: this.globalAnswers, scope }, limits);
     };
     this.traces = new TraceHub(this.traceEnv, options.maxTraceSessions);
     const clientTimeouts = options.clientTimeouts ?? DEFAULT_CLIENT_TIMEOUTS;
@@ -167,6 +182,7 @@ export class ProxyRuntime {
       upstreamLog: options.upstreamLog ?? options.log,
       mirrorSignal: this.#mirrors.signal,
       defaultBackendTimeoutMs: options.backendRequestTimeoutMs,
+      connectAttempts: options.connectAttempts ?? DEFAULT_CONNECT_ATTEMPTS,
       bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
       clientTimeouts,
       bodyTimeouts: { idleMs: clientTimeouts.requestBodyIdleMs, deadlineMs: clientTimeouts.requestBodyMs },
@@ -271,6 +287,7 @@ export class ProxyRuntime {
   /** Undoes what a refused apply() did: drops what its compile built, closes the servers it started, puts the old servers back on their ports. */
   async #rollback({ started, released }: BindProgress): Promise<void> {
     this.limiters.discard();
+    this.#globalPlaces = new Set();
     this.#tlsContexts.discard();
     await Promise.allSettled(started.map((s) => s.close({ deadlineMs: 0, idleMs: 0 })));
     for (const s of released) {
@@ -293,6 +310,8 @@ export class ProxyRuntime {
       void s.old.close(this.#drainTimes());
     }
     this.limiters.commit();
+    this.globalAnswers.retain(this.#globalPlaces);
+    this.#globalPlaces = new Set();
     this.#tlsContexts.commit();
     this.#current = next;
     for (const [key, server] of this.#servers) {

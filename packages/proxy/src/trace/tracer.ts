@@ -131,7 +131,7 @@ export class RequestTracer {
       ? { method: ctx.method, authority, path: ctx.upstreamPath, query: ctx.upstreamQuery, headers: ctx.upstreamHeaders ?? ctx.headers }
       : { method: ctx.method, authority, path: ctx.path, query: ctx.query, headers: ctx.headers, scheme: ctx.scheme };
     // The backend as routes name it (`<service_host>:<port>` for a Service); the endpoint chosen within it is the backendCallStart target.
-    const backend = stage === 'final request' && ctx.backend ? { name: ctx.backend.backend.name, type: 'service' as const, protocol: 'http' as const } : undefined;
+    const backend = stage === 'final request' && ctx.backend ? { name: ctx.backend.backend.name, type: 'service' as const, protocol: ctx.backend.endpoint.tls ? ('https' as const) : ('http' as const) } : undefined;
     // The credential headers and parameters of the config's policies too (an apiKey in x-team-key);
     // what the route's checks decided, once they ran (they run just before the route policies).
     const auth = upstream ? authState(ctx) : undefined;

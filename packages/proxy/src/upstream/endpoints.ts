@@ -7,10 +7,21 @@
 // A new snapshot keeps the objects of the endpoints it still lists (warm connections, learned
 // scores) and retires the others: a retired endpoint closes its pool once its last request in
 // flight is done, so a change of endpoints never cuts a request.
+import type { BackendTLSIR } from '@tollgate/api';
 import type { DnsCache } from './dns-cache.js';
 import { Pool } from './undici-pool.js';
 import type { Clock } from '../ratelimit/clock.js';
 import { hostPort } from './host-port.js';
+import { tlsConnector, tlsSettingKey } from './backend-tls.js';
+
+/**
+ * The table's key of an endpoint: its address, and for TLS a digest of the setting, so that
+ * each distinct TLS setting to one address has a pool (and scores) of its own.
+ */
+export function endpointKey(host: string, port: number, tls?: BackendTLSIR): string {
+  const name = hostPort(host, port);
+  return tls ? `${name}#tls-${tlsSettingKey(tls)}` : name;
+}
 
 /** Weight of the newest sample in the moving averages. */
 export const EMA_ALPHA = 0.1;
@@ -86,11 +97,17 @@ export class Endpoint {
     readonly host: string,
     readonly port: number,
     readonly options: EndpointOptions,
+    /** Absent: plain HTTP. */
+    readonly tls?: BackendTLSIR,
     /** Its host name is resolved through options.dns (a Backend resource's). */
     readonly resolved = false,
   ) {
     this.name = hostPort(host, port);
+    this.servername = tls?.hostname;
   }
+
+  /** What each request through a TLS pool says is its servername (see tlsConnector); undefined for plain HTTP. */
+  readonly servername: string | undefined;
 
   get retired(): boolean {
     return this.#retired;
@@ -100,13 +117,14 @@ export class Endpoint {
   get pool(): Pool {
     if (!this.#pool) {
       const h = this.host.includes(':') ? `[${this.host}]` : this.host;
-      this.#pool = new Pool(`http://${h}:${this.port}`, {
+      const lookup = this.resolved ? this.options.dns?.lookup : undefined;
+      this.#pool = new Pool(`${this.tls ? 'https' : 'http'}://${h}:${this.port}`, {
         connectTimeout: this.options.connectTimeoutMs,
         // Per-request timeouts are set on each dispatch; these are the ceilings.
         headersTimeout: 0,
         bodyTimeout: 0,
         keepAliveTimeout: 30_000,
-        ...(this.resolved && this.options.dns ? { connect: { lookup: this.options.dns.lookup } } : {}),
+        ...(this.tls ? { connect: tlsConnector(this.tls, this.options.connectTimeoutMs, lookup) } : lookup ? { connect: { lookup } } : {}),
       });
     }
     return this.#pool;
@@ -201,19 +219,20 @@ export class EndpointTable {
   readonly #byName = new Map<string, Endpoint>();
   constructor(readonly options: EndpointOptions) {}
 
-  /** The endpoint at `host:port`, created on first mention. */
-  acquire(host: string, port: number, resolved = false): Endpoint {
-    const name = hostPort(host, port);
-    let e = this.#byName.get(name);
-    if (!e) this.#byName.set(name, (e = new Endpoint(host, port, this.options, resolved)));
+  /** The endpoint at `host:port` with this TLS setting (or plain), created on first mention; `resolved`: its name is looked up through options.dns. */
+  acquire(host: string, port: number, tls?: BackendTLSIR, resolved = false): Endpoint {
+    const key = endpointKey(host, port, tls);
+    let e = this.#byName.get(key);
+    if (!e) this.#byName.set(key, (e = new Endpoint(host, port, this.options, tls, resolved)));
     return e;
   }
 
-  get(name: string): Endpoint | undefined {
-    return this.#byName.get(name);
+  /** By endpointKey(). */
+  get(key: string): Endpoint | undefined {
+    return this.#byName.get(key);
   }
 
-  /** Retires the endpoints whose address is not in `keep` (their pools close once idle). */
+  /** Retires the endpoints whose key (endpointKey()) is not in `keep` (their pools close once idle). */
   retain(keep: ReadonlySet<string>): void {
     for (const [name, e] of this.#byName) {
       if (keep.has(name)) continue;

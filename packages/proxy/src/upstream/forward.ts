@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { ClientGone, ERRORS, type ErrorSpec } from '../errors.js';
 import { endToEnd } from './headers.js';
+import { tlsFailureKind } from './backend-tls.js';
 
 export interface ForwardRequest {
   readonly method: string;
@@ -19,6 +20,8 @@ export interface ForwardRequest {
   readonly bodyTimeoutMs: number;
   /** Whole-exchange deadline (route timeouts.request), or null. */
   readonly requestTimeoutMs: number | null;
+  /** A TLS backend's name (Endpoint#servername): undici would otherwise take the Host header as SNI. */
+  readonly servername?: string;
 }
 
 export interface TransportError {
@@ -37,11 +40,23 @@ export interface ForwardResult {
   readonly error: TransportError | null;
   /** False when nothing reached the client yet: the caller must answer (with error.spec). */
   readonly responded: boolean;
+  /**
+   * True when the request failed before undici handed it to a connection (refused, reset or
+   * timed out while connecting): not one byte of it was written, so it may be sent to another
+   * endpoint whatever its method, and its body (a stream too) was not read.
+   */
+  readonly unsent: boolean;
 }
 
 export interface ForwardHooks {
-  /** May change the response headers before they are sent (ResponseHeaderModifier). */
-  readonly onResponseHeaders?: (status: number, headers: Record<string, string | string[] | undefined>) => void;
+  /**
+   * May change the response headers before they are sent (ResponseHeaderModifier). Returns true
+   * to hold the status and headers until the body's end (a translated body, whose status may
+   * still change): `transform` then returns nothing, and `flush` the whole body.
+   */
+  readonly onResponseHeaders?: (status: number, headers: Record<string, string | string[] | undefined>) => boolean | void;
+  /** The status to send for a held response, asked once its body ended. */
+  readonly finalStatus?: () => number;
   /** Sees each response chunk and returns what to send (the LLM usage meter). */
   readonly transform?: (chunk: Buffer) => Buffer;
   /** Returns what is left to send when the upstream response ends (a promise: send it once settled). */
@@ -82,8 +97,11 @@ export function classify(err: Error & { code?: string }): ErrorSpec {
     case 'EPIPE':
     case 'UND_ERR_CLOSED':
       return ERRORS.upstreamReset;
-    default:
+    default: {
+      const tls = tlsFailureKind(err.code);
+      if (tls) return tls === 'certificate' ? ERRORS.upstreamCertificate : ERRORS.upstreamTls;
       return err.code?.startsWith('HPE_') || err.code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' ? ERRORS.upstreamBadResponse : ERRORS.upstreamReset;
+    }
   }
 }
 
@@ -121,6 +139,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   #pendingAbort: Error | null = null;
   #timer: NodeJS.Timeout | undefined;
   #headersTimer: NodeJS.Timeout | undefined;
+  /** The headers of a held response (ForwardHooks.onResponseHeaders), written at its end. */
+  #heldHeaders: Record<string, string | string[] | undefined> | null = null;
   readonly #onClientClose = (): void => {
     if (!this.res.writableFinished) this.#abort(new ClientGone('client disconnected'));
   };
@@ -159,7 +179,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   failToDispatch(err: Error): void {
     const spec = ERRORS.upstreamBadResponse;
-    this.#finish({ status: spec.status, upstreamStatus: null, error: { kind: spec.code, message: err.message, spec }, responded: false });
+    this.#finish({ status: spec.status, upstreamStatus: null, error: { kind: spec.code, message: err.message, spec }, responded: false, unsent: false });
   }
 
   onRequestStart(c: Dispatcher.DispatchController): void {
@@ -172,7 +192,10 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.#headersTimer) clearTimeout(this.#headersTimer);
     this.#upstreamStatus = statusCode;
     const out = endToEnd(headers);
-    this.hooks.onResponseHeaders?.(statusCode, out);
+    if (this.hooks.onResponseHeaders?.(statusCode, out) === true) {
+      this.#heldHeaders = out;
+      return;
+    }
     this.res.writeHead(statusCode, out as Record<string, string | string[]>);
     if (this.req.method === 'HEAD') this.res.flushHeaders();
   }
@@ -192,27 +215,34 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   #end(rest: Buffer | undefined): void {
+    let status = this.#upstreamStatus ?? 502;
+    const held = this.#heldHeaders;
+    if (held) {
+      status = this.hooks.finalStatus?.() ?? status;
+      if (!this.res.headersSent && !this.res.destroyed) this.res.writeHead(status, held as Record<string, string | string[]>);
+    }
     if (rest?.length) this.res.end(rest);
     else this.res.end();
-    this.#finish({ status: this.#upstreamStatus ?? 502, upstreamStatus: this.#upstreamStatus, error: null, responded: true });
+    this.#finish({ status, upstreamStatus: this.#upstreamStatus, error: null, responded: true, unsent: false });
   }
 
   onResponseError(_c: Dispatcher.DispatchController, err: Error & { code?: string }): void {
     const upstreamStatus = this.#upstreamStatus;
     if (err instanceof ClientGone) {
-      this.#finish({ status: upstreamStatus ?? 499, upstreamStatus, error: { kind: err.code, message: err.message }, responded: true });
+      this.#finish({ status: upstreamStatus ?? 499, upstreamStatus, error: { kind: err.code, message: err.message }, responded: true, unsent: false });
       return;
     }
     const spec = classify(err);
     const error = { kind: spec.code, message: err.message || spec.body, spec };
     if (!this.res.headersSent && !this.res.destroyed) {
       // The caller answers with the catalog entry (so it can trace the final response).
-      this.#finish({ status: spec.status, upstreamStatus, error, responded: false });
+      // undici calls onRequestStart just before it writes the request on a connected socket.
+      this.#finish({ status: spec.status, upstreamStatus, error, responded: false, unsent: this.#controller === null });
     } else {
       // Mid-body failure: the status is already sent, so the client learns of it by the
       // connection closing before the body completes.
       this.res.destroy(err);
-      this.#finish({ status: upstreamStatus ?? spec.status, upstreamStatus, error, responded: true });
+      this.#finish({ status: upstreamStatus ?? spec.status, upstreamStatus, error, responded: true, unsent: false });
     }
   }
 }
@@ -230,7 +260,9 @@ export function forward(dispatcher: Dispatcher, req: ForwardRequest, res: Server
           // 0 here when the Exchange keeps a precise timer of its own (see its constructor).
           headersTimeout: preciseHeadersTimeout(req.headersTimeoutMs) ? 0 : req.headersTimeoutMs,
           bodyTimeout: req.bodyTimeoutMs,
-        },
+          // Read by undici's request, not in its types.
+          servername: req.servername,
+        } as Dispatcher.DispatchOptions,
         exchange,
       );
     } catch (err) {

@@ -28,12 +28,16 @@ function connectionTokens(value: string | string[] | undefined): readonly string
     .filter(Boolean);
 }
 
-/** A copy of `headers` without hop-by-hop entries. */
-export function endToEnd(headers: IncomingHttpHeaders): Record<string, string | string[] | undefined> {
+/**
+ * A copy of `headers` without hop-by-hop entries, nor those in `without` (lower case: the
+ * credentials authentication consumed). Left out of the copy rather than deleted from it: a
+ * delete turns the object into a slow dictionary for the rest of the request.
+ */
+export function endToEnd(headers: IncomingHttpHeaders, without: readonly string[] = NONE): Record<string, string | string[] | undefined> {
   const named = connectionTokens(headers.connection);
   const out: Record<string, string | string[] | undefined> = {};
   for (const name in headers) {
-    if (HOP_BY_HOP.has(name) || (named.length && named.includes(name))) continue;
+    if (HOP_BY_HOP.has(name) || (named.length && named.includes(name)) || (without.length && without.includes(name))) continue;
     out[name] = headers[name];
   }
   return out;

@@ -4,7 +4,7 @@
 // use request()), is added here the same way. undici is pinned to one minor version in
 // package.json; the mirror tests fail if these internal paths or that API move.
 import { createRequire } from 'node:module';
-import type { Dispatcher, Pool as UndiciPool } from 'undici';
+import type { buildConnector as BuildConnector, Dispatcher, Pool as UndiciPool } from 'undici';
 
 const require = createRequire(import.meta.url);
 
@@ -13,3 +13,5 @@ Object.assign(dispatcher.prototype, require('undici/lib/api/index.js'));
 
 export const Pool = require('undici/lib/dispatcher/pool.js') as typeof UndiciPool;
 export type Pool = UndiciPool;
+
+export const buildConnector = require('undici/lib/core/connect.js') as typeof BuildConnector;

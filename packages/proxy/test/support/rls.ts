@@ -181,10 +181,12 @@ export interface RlsOptions {
   readonly configs: Readonly<Record<string, string>>;
   /** LIMIT_RESPONSE_HEADERS_ENABLED: the service adds RateLimit-Limit/-Remaining/-Reset headers. */
   readonly responseHeaders?: boolean;
+  /** The address the gRPC service binds (default 127.0.0.1); redis and the rest stay on loopback. */
+  readonly grpcHost?: string;
 }
 
 export interface RlsService {
-  /** `127.0.0.1:<grpc port>`: the gateway's rateLimit.global.service. */
+  /** `<grpcHost>:<grpc port>`: the gateway's rateLimit.global.service. */
   readonly address: string;
   readonly grpcPort: number;
   readonly redisPort: number;
@@ -199,6 +201,7 @@ export interface RlsService {
 /** Starts redis-server and envoyproxy/ratelimit; both are ready when this resolves. */
 export async function startRls(bins: RlsBinaries, opts: RlsOptions): Promise<RlsService> {
   const dir = await mkdtemp(join(tmpdir(), 'tollgate-rls-'));
+  const grpcHost = opts.grpcHost ?? '127.0.0.1';
   const procs: Proc[] = [];
   const stopAll = async (): Promise<void> => {
     await Promise.all(procs.map((p) => p.stop()));
@@ -239,7 +242,7 @@ export async function startRls(bins: RlsBinaries, opts: RlsOptions): Promise<Rls
       REDIS_URL: `127.0.0.1:${redisPort}`,
       HOST: '127.0.0.1',
       PORT: String(httpPort),
-      GRPC_HOST: '127.0.0.1',
+      GRPC_HOST: grpcHost,
       GRPC_PORT: String(grpcPort),
       DEBUG_HOST: '127.0.0.1',
       DEBUG_PORT: String(debugPort),
@@ -259,7 +262,7 @@ export async function startRls(bins: RlsBinaries, opts: RlsOptions): Promise<Rls
       if (service?.running) throw new Error('envoyproxy/ratelimit is already running');
       const p = new Proc('envoyproxy/ratelimit', spawn(bins.ratelimit, [], { env: serviceEnv(ports), cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
       service = p;
-      await readyOrStopped(p, procs, 'SERVING gRPC health check', () => grpcHealthy(`127.0.0.1:${ports[0]}`));
+      await readyOrStopped(p, procs, 'SERVING gRPC health check', () => grpcHealthy(`${grpcHost}:${ports[0]}`));
     };
     const ports = await onFreePorts(3, async (ports) => {
       await startService(ports);
@@ -268,7 +271,7 @@ export async function startRls(bins: RlsBinaries, opts: RlsOptions): Promise<Rls
     const grpcPort = ports[0]!;
 
     return {
-      address: `127.0.0.1:${grpcPort}`,
+      address: `${grpcHost}:${grpcPort}`,
       grpcPort,
       redisPort,
       stopService: async () => {

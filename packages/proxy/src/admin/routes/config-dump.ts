@@ -21,6 +21,7 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
       maxTraceSessions: rt.traces.maxArmed,
       maxTokensChargedPerResponse: rt.maxTokensChargedPerResponse,
       maxRateLimitKeys: rt.maxRateLimitKeys,
+      consumerMetricsTopN: rt.metrics.consumerMetricsTopN,
       basicAuth: rt.passwords.settings,
     };
     // The host names of Backend resources as the proxy resolved them, and until when.

@@ -5,6 +5,9 @@
 // errors, e.g. a missing header, or yields null, an empty string or a non-scalar) is not sent.
 // A keyed descriptor (`by`) always has its key: its first entry, the empty key when the request
 // has no value for it (../key.ts), so leaving the key out is not a way around its limit.
+// Its limit override is the key value's own (`overrides`) or else the descriptor's `limit`, chosen
+// per request and sent with it: the service's counters are keyed by the entries, not the limit,
+// so a changed limit applies to what the window has counted.
 import { bindRequest, compileCel, readsOf, type Bound, type CelProgram, type EvaluationLimits, type GlobalRateLimitIR, type InputName, type RateLimitUnit } from '@tollgate/api';
 import type { RequestFacts } from '../facts.js';
 import { compileKey, keyEntryName, keyValue, RateLimitKeyError, type CompiledKey } from '../key.js';
@@ -23,6 +26,10 @@ export interface CompiledDescriptor {
   readonly entries: readonly CompiledEntry[];
   /** The limit override sent with it; null: the service's own config decides. */
   readonly limit: RlsLimit | null;
+  /** The limits of particular key values, sent instead of `limit` for them. */
+  readonly overrides: ReadonlyMap<string, RlsLimit>;
+  /** x-ratelimit-policy when it is the tightest: its name or place, and its key type. */
+  readonly policy: string;
 }
 
 const RLS_UNIT: Record<RateLimitUnit, RlsLimit['unit']> = { Seconds: 'SECOND', Minutes: 'MINUTE', Hours: 'HOUR', Days: 'DAY', Months: 'MONTH' };
@@ -66,6 +73,9 @@ export function compileDescriptors(descriptors: GlobalRateLimitIR['descriptors']
         return { name: e.name, program: c.value };
       }),
       limit: d.limit ? { requests_per_unit: d.limit.requestsPerUnit, unit: RLS_UNIT[d.limit.unit] } : null,
+      // Validation refuses overrides without a limit (their unit is its unit).
+      overrides: new Map(d.limit ? (d.overrides ?? []).map((o) => [o.key, { requests_per_unit: o.requestsPerUnit, unit: RLS_UNIT[d.limit!.unit] }] as const) : []),
+      policy: `${d.name ?? `global.descriptors[${index}]`}${d.by ? `;by=${d.by.type}` : ''}`,
     };
   });
   // Validation refuses this before a snapshot is made; a snapshot that skipped it fails here.
@@ -90,11 +100,13 @@ function scalarValue(v: unknown): string | null {
 }
 
 export type Evaluated =
-  | { readonly ok: true; readonly entries: { key: string; value: string }[] }
+  /** `limit`: the override to send for this request's key (null: none). */
+  | { readonly ok: true; readonly entries: { key: string; value: string }[]; readonly limit: RlsLimit | null }
   | { readonly ok: false; readonly entry: string; readonly reason: string };
 
 export function evaluateDescriptor(d: CompiledDescriptor, facts: RequestFacts, bindings: Extract<Bound, { ok: true }>['bindings']): Evaluated {
-  const entries: { key: string; value: string }[] = d.key ? [{ key: d.key.name, value: keyValue(d.key.compiled, facts, bindings) }] : [];
+  const key = d.key ? keyValue(d.key.compiled, facts, bindings) : null;
+  const entries: { key: string; value: string }[] = d.key && key !== null ? [{ key: d.key.name, value: key }] : [];
   for (const e of d.entries) {
     const result = e.program.run(bindings);
     if (!result.ok) return { ok: false, entry: e.name, reason: result.reason };
@@ -102,5 +114,5 @@ export function evaluateDescriptor(d: CompiledDescriptor, facts: RequestFacts, b
     if (value === null) return { ok: false, entry: e.name, reason: 'not a non-empty string, number or bool' };
     entries.push({ key: e.name, value });
   }
-  return { ok: true, entries };
+  return { ok: true, entries, limit: (key !== null ? d.overrides.get(key) : undefined) ?? d.limit };
 }

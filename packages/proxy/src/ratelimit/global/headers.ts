@@ -49,14 +49,14 @@ export function leastRemaining(statuses: readonly RlsDescriptorStatus[]): RlsDes
  * The status one descriptor's answer gives the x-ratelimit-* headers; the limit reads
  * "<limit>, <limit>;w=<window_seconds>". `nowSeconds` is only for a missing reset.
  */
-export function limitStatus(s: RlsDescriptorStatus, nowSeconds: number): LimitStatus {
+export function limitStatus(s: RlsDescriptorStatus, nowSeconds: number, policy: string): LimitStatus {
   const limit = s.current_limit!;
   const window = windowSeconds(limit.unit);
   const value = window > 0 ? `${limit.requests_per_unit}, ${limit.requests_per_unit};w=${window}` : String(limit.requests_per_unit);
   let reset: number;
   if (s.duration_until_reset) reset = s.duration_until_reset.seconds + (s.duration_until_reset.nanos > 0 ? 1 : 0);
   else reset = window > 0 ? window - (Math.floor(nowSeconds) % window) : 0;
-  return { limit: value, remaining: s.limit_remaining, resetSeconds: Math.max(0, reset) };
+  return { limit: value, remaining: s.limit_remaining, resetSeconds: Math.max(0, reset), policy };
 }
 
 /** The service's headers, names lower-cased; a repeated name is joined with ", ". */

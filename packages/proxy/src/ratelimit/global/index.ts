@@ -10,3 +10,4 @@ export {
   SERVICE_ERROR_STATUS,
 } from './headers.js';
 export { compileGlobalLimiter, type GlobalCheck, type GlobalLimiter, type GlobalLimiterDeps, type GlobalOutcome } from './limiter.js';
+export { GlobalAnswers, DEFAULT_MAX_GLOBAL_ANSWERS, type GlobalAnswer, type AnswerPlace } from './answers.js';

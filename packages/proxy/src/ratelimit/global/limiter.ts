@@ -15,6 +15,7 @@
 // 1 on the check: an overcount of one token per request, the only approximation.
 import type { Logger } from 'pino';
 import type { EvaluationLimits, GlobalRateLimitIR } from '@tollgate/api';
+import type { CompiledKey } from '../key.js';
 import { RlsCallError, type RlsClient, type RlsClientPool } from './client.js';
 import { celBindings, compileDescriptors, evaluateDescriptor, type CompiledDescriptors } from './descriptors.js';
 import type { RequestFacts } from '../facts.js';
@@ -30,6 +31,7 @@ import {
 import type { RlsDescriptor, RlsResponse } from './proto.js';
 import { rateLimitHeaders, type LimitStatus } from '../headers.js';
 import { WarnThrottle } from '../warn-throttle.js';
+import type { AnswerPlace, GlobalAnswers } from './answers.js';
 
 export type GlobalOutcome = 'ok' | 'overLimit' | 'failedOpen' | 'serviceError' | 'inputRefused';
 
@@ -77,6 +79,16 @@ export interface GlobalLimiterDeps {
   readonly warnIntervalSeconds?: number;
   /** Clock in ms (tests). */
   readonly now?: () => number;
+  /** Where the service's answers for keyed descriptors are kept for GET /budgets; none: not kept. */
+  readonly answers?: GlobalAnswers;
+  /** The scope of the policy (route or listener), for those answers. */
+  readonly scope?: string;
+}
+
+/** A keyed descriptor sent in one call and the key it was sent with: where its status goes. */
+interface SentKey {
+  readonly place: AnswerPlace;
+  readonly key: string;
 }
 
 const MAX_UINT32 = 0xffff_ffff;
@@ -127,15 +139,29 @@ class RlsGlobalLimiter implements GlobalLimiter {
     }
     const requests: RlsDescriptor[] = [];
     const tokens: RlsDescriptor[] = [];
+    // What each sent descriptor is called, in the order sent (the service answers in that order).
+    const requestsPolicies: string[] = [];
+    const tokensPolicies: string[] = [];
+    // Per descriptor sent, in the same order: the key it carries, if keyed.
+    const requestKeys: (SentKey | null)[] = [];
+    const tokenKeys: (SentKey | null)[] = [];
     for (const d of this.descriptors.list) {
       const ev = evaluateDescriptor(d, facts, bound.bindings);
       if (!ev.ok) {
         this.deps.log.debug({ descriptor: d.index, entry: ev.entry, reason: ev.reason }, 'global rate limit descriptor not sent: entry has no value');
         continue;
       }
-      const limit = d.limit ? { limit: d.limit } : {};
-      if (d.unit === 'Tokens') tokens.push({ entries: ev.entries, hits_addend: { value: 0 }, ...limit });
-      else requests.push({ entries: ev.entries, ...limit });
+      const limit = ev.limit ? { limit: ev.limit } : {};
+      const sent = this.#sentKey(d.index, d.unit, d.key?.compiled, ev.entries[0]?.value);
+      if (d.unit === 'Tokens') {
+        tokens.push({ entries: ev.entries, hits_addend: { value: 0 }, ...limit });
+        tokensPolicies.push(d.policy);
+        tokenKeys.push(sent);
+      } else {
+        requests.push({ entries: ev.entries, ...limit });
+        requestsPolicies.push(d.policy);
+        requestKeys.push(sent);
+      }
     }
     // No descriptor applies to this request: nothing to ask (Envoy does not call either).
     if (requests.length === 0 && tokens.length === 0) return allowedCheck('ok', {}, null, {}, noCommit);
@@ -144,12 +170,14 @@ class RlsGlobalLimiter implements GlobalLimiter {
     try {
       res = await this.#client.shouldRateLimit({ domain: this.ir.domain, descriptors: [...requests, ...tokens], hits_addend: 1 }, this.ir.timeoutMs);
     } catch (err) {
-      return this.#serviceError(err, tokens);
+      return this.#serviceError(err, tokens, tokenKeys);
     }
+    this.#remember([...requestKeys, ...tokenKeys], res);
 
     const headers = serviceHeaders(res.response_headers_to_add);
     const least = leastRemaining(res.statuses);
-    const limit = least ? limitStatus(least, this.#now() / 1000) : null;
+    const policies = [...requestsPolicies, ...tokensPolicies];
+    const limit = least ? limitStatus(least, this.#now() / 1000, policies[res.statuses.indexOf(least)] ?? 'global') : null;
     if (limit) Object.assign(headers, rateLimitHeaders(limit));
     const requestHeaders = serviceHeaders(res.request_headers_to_add);
 
@@ -159,10 +187,27 @@ class RlsGlobalLimiter implements GlobalLimiter {
       this.deps.log.debug({ domain: this.ir.domain, service: this.service }, 'global rate limit: over limit');
       return { allowed: false, outcome: 'overLimit', status: 429, body, headers, limit, requestHeaders: {}, commitTokens: noCommit };
     }
-    return allowedCheck('ok', headers, limit, requestHeaders, this.#committer(tokens));
+    return allowedCheck('ok', headers, limit, requestHeaders, this.#committer(tokens, tokenKeys));
   }
 
-  #serviceError(err: unknown, tokens: readonly RlsDescriptor[]): GlobalCheck {
+  /** Where the answer for a keyed descriptor is kept; null when unkeyed or answers are not kept. */
+  #sentKey(index: number, unit: 'Requests' | 'Tokens', by: CompiledKey | undefined, key: string | undefined): SentKey | null {
+    if (!this.deps.answers || by === undefined || key === undefined) return null;
+    return { place: { scope: this.deps.scope ?? '', domain: this.ir.domain, service: this.service, index, unit, by: by.ir, reads: by.program?.reads ?? null }, key };
+  }
+
+  /** Keeps the service's statuses of the keyed descriptors (statuses come in the order sent). */
+  #remember(sent: readonly (SentKey | null)[], res: RlsResponse): void {
+    const answers = this.deps.answers;
+    if (!answers) return;
+    for (let i = 0; i < sent.length; i++) {
+      const s = sent[i];
+      const status = res.statuses[i];
+      if (s && status) answers.record(s.place, s.key, status);
+    }
+  }
+
+  #serviceError(err: unknown, tokens: readonly RlsDescriptor[], tokenKeys: readonly (SentKey | null)[]): GlobalCheck {
     const failOpen = this.ir.failureMode === 'FailOpen';
     const reason = err instanceof RlsCallError ? err.grpcCode : 'ERROR';
     const message = err instanceof Error ? err.message : String(err);
@@ -176,7 +221,7 @@ class RlsGlobalLimiter implements GlobalLimiter {
     } else {
       this.deps.log.debug({ ...fields, err: message }, 'rate limit service unavailable');
     }
-    if (failOpen) return allowedCheck('failedOpen', {}, null, {}, this.#committer(tokens));
+    if (failOpen) return allowedCheck('failedOpen', {}, null, {}, this.#committer(tokens, tokenKeys));
     return {
       allowed: false,
       outcome: 'serviceError',
@@ -189,7 +234,7 @@ class RlsGlobalLimiter implements GlobalLimiter {
     };
   }
 
-  #committer(tokens: readonly RlsDescriptor[]): (n: number) => Promise<void> {
+  #committer(tokens: readonly RlsDescriptor[], tokenKeys: readonly (SentKey | null)[]): (n: number) => Promise<void> {
     if (tokens.length === 0) return noCommit;
     return async (n: number) => {
       // The pipeline caps a response's charge (config.maxTokensChargedPerResponse, at most
@@ -200,7 +245,8 @@ class RlsGlobalLimiter implements GlobalLimiter {
       // limit for a descriptor whose budget the policy sets, and charge nothing.
       const descriptors = tokens.map((d) => ({ ...d, hits_addend: { value: hits } }));
       try {
-        await this.#client.shouldRateLimit({ domain: this.ir.domain, descriptors, hits_addend: hits }, this.ir.timeoutMs);
+        const res = await this.#client.shouldRateLimit({ domain: this.ir.domain, descriptors, hits_addend: hits }, this.ir.timeoutMs);
+        this.#remember(tokenKeys, res);
       } catch (err) {
         const w = this.#throttle.take();
         const fields = { service: this.service, domain: this.ir.domain, tokens: hits, err: err instanceof Error ? err.message : String(err) };

@@ -10,12 +10,16 @@
 // - a new key that still finds no room shares one overflow budget with every other such key,
 //   of the limit's size, so cycling key values spends that budget, never resets anyone's.
 // Dropping an idle key loses nothing: its budget is what a new one would start with.
+//
+// The table keeps usage only; each key's limit (the entry's amount, or the key's override) is
+// the config's and given with each call (./key-limits.ts), so a new config keeps the table.
 import type { LocalRateLimitUnit } from '@tollgate/api';
 import { UNIT_SECONDS } from '@tollgate/api';
+import type { KeyLimits } from './key-limits.js';
 
-export interface KeyState {
-  /** Equal to a new state: nothing used in the current window, no request holding it. */
-  idle(now: number): boolean;
+export interface KeyState<L> {
+  /** Equal to a new state under `limit`: nothing used in the current window, no request holding it. */
+  idle(limit: L, now: number): boolean;
 }
 
 const DAY_MS = 86_400_000;
@@ -32,7 +36,7 @@ export function windowOrigin(unit: LocalRateLimitUnit, now: number): number {
   return unit === 'Days' ? Math.floor(now / DAY_MS) * DAY_MS : now;
 }
 
-export class KeyedTable<S extends KeyState> {
+export class KeyedTable<L, S extends KeyState<L>> {
   readonly #states = new Map<string, S>();
   readonly #unitMs: number;
   /** The window index of the last sweep: one sweep per window at most. */
@@ -58,15 +62,23 @@ export class KeyedTable<S extends KeyState> {
     return this.#states.size;
   }
 
+  /** Every key and its state, for reading only (GET /budgets): iterating changes nothing. */
+  entries(): IterableIterator<[string, S]> {
+    return this.#states.entries();
+  }
+
   #window(now: number): number {
     return Math.floor((now - this.origin) / this.#unitMs);
   }
 
-  /** The state of `key`, made on first use; the overflow budget when the table has no room. */
-  get(key: string, now: number): S {
+  /**
+   * The state of `key`, made on first use; the overflow budget when the table has no room.
+   * `limits`: the config's limit of each key, to tell which keys are idle.
+   */
+  get(key: string, now: number, limits: KeyLimits<L>): S {
     const found = this.#states.get(key);
     if (found !== undefined) return found;
-    if (this.#states.size >= this.maxKeys && !this.#sweep(now)) {
+    if (this.#states.size >= this.maxKeys && !this.#sweep(now, limits)) {
       this.overflowed();
       return this.overflow;
     }
@@ -76,11 +88,11 @@ export class KeyedTable<S extends KeyState> {
   }
 
   /** Drops the idle keys, once per window; whether there is room now. */
-  #sweep(now: number): boolean {
+  #sweep(now: number, limits: KeyLimits<L>): boolean {
     const w = this.#window(now);
     if (w !== this.#swept) {
       this.#swept = w;
-      for (const [key, state] of this.#states) if (state.idle(now)) this.#states.delete(key);
+      for (const [key, state] of this.#states) if (state.idle(limits.of(key), now)) this.#states.delete(key);
     }
     return this.#states.size < this.maxKeys;
   }

@@ -3,40 +3,45 @@
 // Days, the window of its table for a keyed limit's), never above capacity.
 // Each admitted request takes one token; with none left the request is refused. A request
 // refused later by another limit gets its token back.
+//
+// The bucket keeps what has been taken (not what is left) and is given its limit at every call:
+// the limit is the config's, the usage the bucket's, so a config that raises or lowers the
+// limit keeps what was used (docs/rate-limiting.md, "Changing a budget at runtime"): raised,
+// the key has the difference left at once; lowered under what was used, it is refused at once.
 import type { Clock } from '../clock.js';
 
+/** A bucket's size: `requests` a unit, `burst` more at once. */
+export interface BucketLimit {
+  readonly requests: number;
+  readonly burst: number;
+}
+
 export class RequestBucket {
-  #tokens: number;
+  /** Tokens taken and not yet refilled: capacity minus what is left, for any capacity. */
+  #taken = 0;
   #windowStart: number;
 
   constructor(
-    readonly requests: number,
-    readonly burst: number,
     readonly unitMs: number,
     private readonly clock: Clock,
     start = clock(),
   ) {
-    this.#tokens = requests + burst;
     this.#windowStart = start;
   }
 
-  get capacity(): number {
-    return this.requests + this.burst;
-  }
-
-  #refill(now: number): void {
+  #refill(limit: BucketLimit, now: number): void {
     const elapsed = Math.floor((now - this.#windowStart) / this.unitMs);
     if (elapsed > 0) {
-      this.#tokens = Math.min(this.capacity, this.#tokens + elapsed * this.requests);
+      // A limit lowered under what was taken leaves nothing now, and `requests` at the boundary.
+      this.#taken = Math.max(0, Math.min(this.#taken, limit.requests + limit.burst) - elapsed * limit.requests);
       this.#windowStart += elapsed * this.unitMs;
     }
   }
 
   /** Takes a token if one is left. Synchronous, so concurrent requests can never overdraw. */
-  take(now = this.clock()): boolean {
-    this.#refill(now);
-    if (this.#tokens < 1) return false;
-    this.#tokens--;
+  take(limit: BucketLimit, now = this.clock()): boolean {
+    if (this.remaining(limit, now) < 1) return false;
+    this.#taken++;
     return true;
   }
 
@@ -44,25 +49,25 @@ export class RequestBucket {
    * Gives back a token taken for a request that was then refused by another limit of the same
    * request: a request the gateway did not let through is not counted. Never above capacity.
    */
-  giveBack(now = this.clock()): void {
-    this.#refill(now);
-    this.#tokens = Math.min(this.capacity, this.#tokens + 1);
+  giveBack(limit: BucketLimit, now = this.clock()): void {
+    this.#refill(limit, now);
+    this.#taken = Math.max(0, this.#taken - 1);
   }
 
   /** Full: dropping it from a keyed table and making it again later gives nobody anything. */
-  idle(now = this.clock()): boolean {
-    this.#refill(now);
-    return this.#tokens >= this.capacity;
+  idle(limit: BucketLimit, now = this.clock()): boolean {
+    this.#refill(limit, now);
+    return this.#taken === 0;
   }
 
-  remaining(now = this.clock()): number {
-    this.#refill(now);
-    return this.#tokens;
+  remaining(limit: BucketLimit, now = this.clock()): number {
+    this.#refill(limit, now);
+    return Math.max(0, limit.requests + limit.burst - this.#taken);
   }
 
   /** Whole seconds until the next refill. */
   resetSeconds(now = this.clock()): number {
-    this.#refill(now);
-    return Math.max(0, Math.ceil((this.#windowStart + this.unitMs - now) / 1000));
+    const start = this.#windowStart + Math.max(0, Math.floor((now - this.#windowStart) / this.unitMs)) * this.unitMs;
+    return Math.max(0, Math.ceil((start + this.unitMs - now) / 1000));
   }
 }

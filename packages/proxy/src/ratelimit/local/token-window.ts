@@ -9,6 +9,9 @@
 // still held vanish with it, and a request admitted in the old window charges its usage to the
 // window its response completes in (as before reservations existed). So a reservation never
 // outlives one window, even if its request is never settled.
+//
+// The window keeps usage and reservations; the budget is given to each check (`admits`,
+// `remaining`), so a config that changes the budget keeps what the window has used.
 import type { Clock } from '../clock.js';
 
 export class TokenWindow {
@@ -19,7 +22,6 @@ export class TokenWindow {
   #windowStart: number;
 
   constructor(
-    readonly tokens: number,
     readonly unitMs: number,
     private readonly clock: Clock,
     /** The first window's start: the creation, a UTC midnight for Days, the window of its keyed table. */
@@ -38,9 +40,9 @@ export class TokenWindow {
   }
 
   /** Within budget while usage plus reservations is at or below the limit. */
-  admits(now = this.clock()): boolean {
+  admits(tokens: number, now = this.clock()): boolean {
     this.#roll(now);
-    return this.#used + this.#reserved <= this.tokens;
+    return this.#used + this.#reserved <= tokens;
   }
 
   /**
@@ -66,7 +68,7 @@ export class TokenWindow {
    * it from a keyed table and making it again later gives nobody anything. A request admitted
    * in an earlier window still holds it, since its usage is charged where its response ends.
    */
-  idle(now = this.clock()): boolean {
+  idle(_tokens: number, now = this.clock()): boolean {
     this.#roll(now);
     return this.#used === 0 && this.#holds === 0;
   }
@@ -88,9 +90,9 @@ export class TokenWindow {
   }
 
   /** Tokens left for new requests: the budget minus usage and reservations. */
-  remaining(now = this.clock()): number {
+  remaining(tokens: number, now = this.clock()): number {
     this.#roll(now);
-    return Math.max(0, this.tokens - this.#used - this.#reserved);
+    return Math.max(0, tokens - this.#used - this.#reserved);
   }
 
   resetSeconds(now = this.clock()): number {
