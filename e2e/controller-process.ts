@@ -92,7 +92,7 @@ export class ControllerProcess extends LoggedProcess {
 
   /** Every watched kind listed once. */
   async synced(): Promise<void> {
-    const kinds = ['GatewayClass', 'Gateway', 'HTTPRoute', 'ReferenceGrant', 'GatewayPolicy', 'Backend', 'Service', 'EndpointSlice', 'Namespace', 'Secret', 'ConfigMap'];
+    const kinds = ['GatewayClass', 'Gateway', 'HTTPRoute', 'ReferenceGrant', 'BackendTLSPolicy', 'GatewayPolicy', 'Backend', 'Service', 'EndpointSlice', 'Namespace', 'Secret', 'ConfigMap'];
     await Promise.all(kinds.map((k) => this.waitForLog((l) => l.msg === 'cache synced' && l.kind === k)));
   }
 

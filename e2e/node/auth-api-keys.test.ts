@@ -15,22 +15,18 @@
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { policyCondition, type PolicyStatus } from '../lib/conditions.js';
-import { installChart, SYSTEM_NAMESPACE } from '../lib/chart.js';
+import { installChart } from '../lib/chart.js';
 import { opaImage } from '../lib/node/images.js';
 import { nodeAvailability } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
-import { kubectlOk, portForward, until } from './helm-install.lib.js';
+import { kubectlOk, until } from './helm-install.lib.js';
 import { mockLlm, opa } from './manifests.js';
+import { everyProxyAcked, teamRoute, GATEWAY, GATEWAY_OBJECTS, GW_NS, PROXY } from './shared-gateway.lib.js';
 
 const availability = nodeAvailability();
-const GW_NS = 'shared-gateway';
-const GATEWAY = 'llm';
-const PROXY = `${GATEWAY}-tollgate`;
 const AUTHZ = 'authz';
 const TEAMS = ['team-a', 'team-b'] as const;
 type Team = (typeof TEAMS)[number];
-const CONTROLLER_PODS = 'app.kubernetes.io/name=tollgate,app.kubernetes.io/component=controller';
-const PROXY_PODS = `gateway.networking.k8s.io/gateway-name=${GATEWAY}`;
 
 const keyOf = (team: Team, generation = 1) => `sk-${team}-e2e-${String(generation).padStart(4, '0')}`;
 const idOf = (key: string) => createHash('sha256').update(key).digest('hex').slice(0, 8);
@@ -39,15 +35,7 @@ const b64 = (s: string) => Buffer.from(s).toString('base64');
 /** A team's objects: its route (chosen by the x-route header), its API key Secret and the policy naming it. */
 function teamObjects(team: Team): unknown[] {
   return [
-    {
-      apiVersion: 'gateway.networking.k8s.io/v1',
-      kind: 'HTTPRoute',
-      metadata: { name: 'chat', namespace: team },
-      spec: {
-        parentRefs: [{ name: GATEWAY, namespace: GW_NS }],
-        rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/v1' }, headers: [{ name: 'x-route', value: team }] }], backendRefs: [{ name: 'mock-llm', port: 8080 }] }],
-      },
-    },
+    teamRoute(team),
     apiKeySecret(team, keyOf(team)),
     {
       apiVersion: 'tollgate.dev/v1alpha1',
@@ -103,28 +91,6 @@ function opaRouteObjects(): unknown[] {
   ];
 }
 
-const GATEWAY_OBJECTS = [
-  { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'llm-proxy', namespace: GW_NS, labels: { 'tollgate.dev/parameters': 'true' } }, data: { replicas: '2' } },
-  {
-    apiVersion: 'gateway.networking.k8s.io/v1',
-    kind: 'Gateway',
-    metadata: { name: GATEWAY, namespace: GW_NS },
-    spec: {
-      gatewayClassName: 'tollgate',
-      infrastructure: { parametersRef: { group: '', kind: 'ConfigMap', name: 'llm-proxy' } },
-      listeners: [{ name: 'http', protocol: 'HTTP', port: 80, allowedRoutes: { namespaces: { from: 'All' } } }],
-    },
-  },
-];
-
-interface SnapshotsView {
-  gateways: {
-    gateway: string;
-    version: string;
-    proxies: { pod: string; ackedVersion: string | null }[];
-    snapshot: { binds: { listeners: { routes: { origin?: { kind: string; namespace: string; name: string }; policy: RoutePolicy | null }[] }[] }[] };
-  }[];
-}
 interface RoutePolicy {
   apiKey: { consumers: { id: string }[] } | null;
   authorization: { rules: { name: string }[] } | null;
@@ -133,7 +99,7 @@ interface RoutePolicy {
 describe.skipIf(!availability.run)('API keys and OPA on the e2e node', () => {
   const node = useNode();
   const k = (...args: string[]) => kubectlOk(node.current, args);
-  const apply = (objects: unknown[]) => kubectlOk(node.current, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+  const apply = (objects: readonly unknown[]) => kubectlOk(node.current, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
   const json = async <T>(...args: string[]) => JSON.parse(await k(...args, '-o', 'json')) as T;
   let address = '';
 
@@ -149,33 +115,7 @@ describe.skipIf(!availability.run)('API keys and OPA on the e2e node', () => {
   }
   const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
-  /** The controller's /snapshots through a port-forward to its pod's admin port (loopback in the pod). */
-  async function snapshots(): Promise<SnapshotsView> {
-    const pod = (await k('get', 'pods', '-n', SYSTEM_NAMESPACE, '-l', CONTROLLER_PODS, '-o', 'jsonpath={.items[0].metadata.name}')).trim();
-    const pf = await portForward(node.current, SYSTEM_NAMESPACE, `pod/${pod}`, 9095);
-    try {
-      return (await (await fetch(`http://127.0.0.1:${pf.port}/snapshots`)).json()) as SnapshotsView;
-    } finally {
-      pf.close();
-    }
-  }
-
-  /**
-   * The version of the Gateway's snapshot whose team route's policy `holds`, once every Ready
-   * proxy pod has ACKed it (and no other version): the proxies apply what it says.
-   */
-  async function everyProxyAcked(team: Team, what: string, holds: (policy: RoutePolicy | null | undefined) => boolean): Promise<string> {
-    return until(`every proxy of ${GW_NS}/${GATEWAY} ACKed a snapshot where ${team}'s route ${what}`, async () => {
-      const g = (await snapshots()).gateways.find((x) => x.gateway === `${GW_NS}/${GATEWAY}`);
-      if (!g) return undefined;
-      const route = g.snapshot.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes)).find((r) => r.origin?.kind === 'HTTPRoute' && r.origin.namespace === team && r.origin.name === 'chat');
-      if (!holds(route?.policy)) return undefined;
-      const pods = await json<{ items: { metadata: { name: string }; status: { conditions?: { type: string; status: string }[] } }[] }>('get', 'pods', '-n', GW_NS, '-l', PROXY_PODS);
-      const ready = pods.items.filter((p) => p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((p) => p.metadata.name).sort();
-      const acked = g.proxies.filter((p) => p.ackedVersion === g.version).map((p) => p.pod).sort();
-      return ready.length === 2 && JSON.stringify(ready) === JSON.stringify(acked) ? g.version : undefined;
-    }, 120_000, 250);
-  }
+  const acked = (team: Team, what: string, holds: (policy: RoutePolicy | null | undefined) => boolean) => everyProxyAcked<RoutePolicy>(node.current, team, what, holds);
   const holdsKeys = (ids: readonly string[]) => (policy: RoutePolicy | null | undefined) => JSON.stringify(policy?.apiKey?.consumers.map((c) => c.id) ?? []) === JSON.stringify(ids);
 
   beforeAll(async () => {
@@ -201,7 +141,7 @@ describe.skipIf(!availability.run)('API keys and OPA on the e2e node', () => {
         return accepted?.status === 'True' ? true : undefined;
       }, 60_000);
     }
-    await everyProxyAcked('team-a', "holds team-a's key", holdsKeys([idOf(keyOf('team-a'))]));
+    await acked('team-a', "holds team-a's key", holdsKeys([idOf(keyOf('team-a'))]));
     // kube-proxy follows the endpoints a moment after the pods are Ready.
     await until(`${address} answers`, async () => ((await chat('team-a', bearer(keyOf('team-a')))).status === 200 ? true : undefined), 60_000);
   }, 20 * 60_000);
@@ -221,7 +161,7 @@ describe.skipIf(!availability.run)('API keys and OPA on the e2e node', () => {
     const revoked = keyOf('team-a', 1);
     const rotated = keyOf('team-a', 2);
     await apply([apiKeySecret('team-a', rotated)]);
-    const version = await everyProxyAcked('team-a', 'holds the rotated key only', holdsKeys([idOf(rotated)]));
+    const version = await acked('team-a', 'holds the rotated key only', holdsKeys([idOf(rotated)]));
     console.info(`[auth-api-keys] the revoked key's snapshot ${version} ACKed by both proxy pods`);
     // Through the Service: both proxy pods answer in turn; every answer refuses the old key.
     const statuses = await Promise.all(Array.from({ length: 20 }, () => chat('team-a', bearer(revoked)).then((r) => r.status)));
@@ -233,7 +173,7 @@ describe.skipIf(!availability.run)('API keys and OPA on the e2e node', () => {
 
   it('a key Secret deleted: the policy is refused (InvalidSecretRef) and its route refuses every request, not none', async () => {
     await k('delete', 'secret', 'api-key', '-n', 'team-b');
-    await everyProxyAcked('team-b', 'refuses every request', (policy) => policy?.apiKey === null && policy.authorization?.rules[0]?.name === 'policy-not-accepted');
+    await acked('team-b', 'refuses every request', (policy) => policy?.apiKey === null && policy.authorization?.rules[0]?.name === 'policy-not-accepted');
     const accepted = policyCondition(await json<PolicyStatus>('get', 'gatewaypolicy', 'api-keys', '-n', 'team-b'), 'Accepted');
     expect(accepted).toMatchObject({ status: 'False', reason: 'InvalidSecretRef', message: 'spec.traffic.apiKey.secretRefs[0]: Secret team-b/api-key does not exist; create it or fix the name' });
     const statuses = await Promise.all([chat('team-b', bearer(keyOf('team-b'))), chat('team-b')].map((r) => r.then((x) => x.status)));

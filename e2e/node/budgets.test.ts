@@ -15,26 +15,22 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rlsAvailability, rlsBinaries, startRls, type RlsService } from '../../packages/proxy/test/support/rls.js';
 import { policyCondition, type PolicyStatus } from '../lib/conditions.js';
-import { installChart, SYSTEM_NAMESPACE } from '../lib/chart.js';
+import { installChart } from '../lib/chart.js';
 import { NODE } from '../lib/node/addresses.js';
 import { nodeAvailability, REPO_ROOT } from '../lib/tools.js';
 import { exec } from '../lib/exec.js';
 import { useNode } from '../lib/use-node.js';
-import { kubectlOk, portForward, until } from './helm-install.lib.js';
+import { kubectlOk, until } from './helm-install.lib.js';
 import { mockLlm } from './manifests.js';
+import { everyProxyAcked, teamRoute, GATEWAY, GATEWAY_OBJECTS, GW_NS, PROXY, PROXY_PODS } from './shared-gateway.lib.js';
 
 const nodeTools = nodeAvailability();
 const rlsTools = rlsAvailability();
 const availability = { run: nodeTools.run && rlsTools.run };
-const GW_NS = 'shared-gateway';
-const GATEWAY = 'llm';
-const PROXY = `${GATEWAY}-tollgate`;
 const RLS_NS = 'ratelimit';
 const TEAMS = ['team-a', 'team-b'] as const;
 type Team = (typeof TEAMS)[number];
 const CONSUMERS: Record<Team, readonly string[]> = { 'team-a': ['alice', 'ann'], 'team-b': ['bob'] };
-const CONTROLLER_PODS = 'app.kubernetes.io/name=tollgate,app.kubernetes.io/component=controller';
-const PROXY_PODS = `gateway.networking.k8s.io/gateway-name=${GATEWAY}`;
 /** Every completion is charged this many tokens: mock-llm answers with the usage it is asked for. */
 const PER_REQUEST = 20;
 const BUDGET = 100;
@@ -46,15 +42,7 @@ const secretName = (consumer: string) => `key-${consumer}`;
 
 function teamObjects(team: Team, budget: number): unknown[] {
   return [
-    {
-      apiVersion: 'gateway.networking.k8s.io/v1',
-      kind: 'HTTPRoute',
-      metadata: { name: 'chat', namespace: team },
-      spec: {
-        parentRefs: [{ name: GATEWAY, namespace: GW_NS }],
-        rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/v1' }, headers: [{ name: 'x-route', value: team }] }], backendRefs: [{ name: 'mock-llm', port: 8080 }] }],
-      },
-    },
+    teamRoute(team),
     ...CONSUMERS[team].map((c) => ({
       apiVersion: 'v1',
       kind: 'Secret',
@@ -116,28 +104,6 @@ function rateLimitObjects(grpcPort: number): unknown[] {
   ];
 }
 
-const GATEWAY_OBJECTS = [
-  { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'llm-proxy', namespace: GW_NS, labels: { 'tollgate.dev/parameters': 'true' } }, data: { replicas: '2' } },
-  {
-    apiVersion: 'gateway.networking.k8s.io/v1',
-    kind: 'Gateway',
-    metadata: { name: GATEWAY, namespace: GW_NS },
-    spec: {
-      gatewayClassName: 'tollgate',
-      infrastructure: { parametersRef: { group: '', kind: 'ConfigMap', name: 'llm-proxy' } },
-      listeners: [{ name: 'http', protocol: 'HTTP', port: 80, allowedRoutes: { namespaces: { from: 'All' } } }],
-    },
-  },
-];
-
-interface SnapshotsView {
-  gateways: {
-    gateway: string;
-    version: string;
-    proxies: { pod: string; ackedVersion: string | null }[];
-    snapshot: { binds: { listeners: { routes: { origin?: { kind: string; namespace: string; name: string }; policy: RoutePolicy | null }[] }[] }[] };
-  }[];
-}
 interface RoutePolicy {
   remoteRateLimit: { descriptors: { limit?: { requestsPerUnit: number } }[] } | null;
 }
@@ -151,7 +117,7 @@ interface Answer {
 describe.skipIf(!availability.run)('team budgets across two proxy pods on the e2e node (envoyproxy/ratelimit + Redis)', () => {
   const node = useNode();
   const k = (...args: string[]) => kubectlOk(node.current, args);
-  const apply = (objects: unknown[]) => kubectlOk(node.current, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+  const apply = (objects: readonly unknown[]) => kubectlOk(node.current, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
   const json = async <T>(...args: string[]) => JSON.parse(await k(...args, '-o', 'json')) as T;
   let rls: RlsService | undefined;
   /** The proxy pods' addresses: requests go to each in turn, so both decide. */
@@ -199,29 +165,9 @@ describe.skipIf(!availability.run)('team budgets across two proxy pods on the e2
     return { tokens, admittedBy, refusedBy };
   }
 
-  async function snapshots(): Promise<SnapshotsView> {
-    const pod = (await k('get', 'pods', '-n', SYSTEM_NAMESPACE, '-l', CONTROLLER_PODS, '-o', 'jsonpath={.items[0].metadata.name}')).trim();
-    const pf = await portForward(node.current, SYSTEM_NAMESPACE, `pod/${pod}`, 9095);
-    try {
-      return (await (await fetch(`http://127.0.0.1:${pf.port}/snapshots`)).json()) as SnapshotsView;
-    } finally {
-      pf.close();
-    }
-  }
-
   /** Once every Ready proxy pod has ACKed the Gateway's snapshot in which `team`'s budget is `budget`. */
-  async function everyProxyAckedBudget(team: Team, budget: number): Promise<string> {
-    return until(`every proxy of ${GW_NS}/${GATEWAY} ACKed a snapshot where ${team}'s budget is ${budget}`, async () => {
-      const g = (await snapshots()).gateways.find((x) => x.gateway === `${GW_NS}/${GATEWAY}`);
-      if (!g) return undefined;
-      const route = g.snapshot.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes)).find((r) => r.origin?.kind === 'HTTPRoute' && r.origin.namespace === team && r.origin.name === 'chat');
-      if (route?.policy?.remoteRateLimit?.descriptors[0]?.limit?.requestsPerUnit !== budget) return undefined;
-      const list = await json<{ items: { metadata: { name: string }; status: { conditions?: { type: string; status: string }[] } }[] }>('get', 'pods', '-n', GW_NS, '-l', PROXY_PODS);
-      const ready = list.items.filter((p) => p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((p) => p.metadata.name).sort();
-      const acked = g.proxies.filter((p) => p.ackedVersion === g.version).map((p) => p.pod).sort();
-      return ready.length === 2 && JSON.stringify(ready) === JSON.stringify(acked) ? g.version : undefined;
-    }, 120_000, 250);
-  }
+  const everyProxyAckedBudget = (team: Team, budget: number) =>
+    everyProxyAcked<RoutePolicy>(node.current, team, `has a budget of ${budget}`, (policy) => policy?.remoteRateLimit?.descriptors[0]?.limit?.requestsPerUnit === budget);
 
   beforeAll(async () => {
     const bins = rlsBinaries().found!;

@@ -10,10 +10,11 @@ const withProvider = (provider: unknown) => cfg([route({ backends: [{ host: 'api
 describe('backends[].provider', () => {
   it('accepts each provider type and carries it to the IR and through the wire', () => {
     for (const type of ['OpenAI', 'Anthropic', 'AzureOpenAI', 'OpenAICompatible']) {
-      expect(problems(withProvider({ type }))).toEqual([]);
-      const snapshot = snapshotOf(withProvider({ type }));
-      expect(firstBackend(snapshot).provider).toEqual({ type });
-      expect(firstBackend(decodeSnapshot(encodeSnapshot(snapshot))).provider).toEqual({ type });
+      const provider = type === 'AzureOpenAI' ? { type, deployment: 'gpt' } : { type };
+      expect(problems(withProvider(provider))).toEqual([]);
+      const snapshot = snapshotOf(withProvider(provider));
+      expect(firstBackend(snapshot).provider).toMatchObject({ type });
+      expect(firstBackend(decodeSnapshot(encodeSnapshot(snapshot))).provider).toEqual(firstBackend(snapshot).provider);
     }
   });
 

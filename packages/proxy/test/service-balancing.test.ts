@@ -387,6 +387,8 @@ describe('a Service backend over real endpoints', () => {
           namespace: 'models',
           host: 'llm',
           port: 80,
+          // Plain HTTP: no BackendTLSPolicy names the Service.
+          tls: null,
           endpoints: [{ address: `127.0.0.1:${a.port}`, health: 1, requests: 1, inFlight: 0, ejectedUntil: null, latencyMs: expect.any(Number) as number }],
         },
       ],
