@@ -12,8 +12,8 @@ import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { onFreePort } from './helpers.js';
 import { startStreamedProxy } from './support/streamed-proxy.js';
+import { backendRouteResources, GATEWAY, meta } from './support/backend-resources.js';
 
-const GATEWAY = 'edge/public';
 const KEY = 'sk-ant-provider-key-0123456789';
 const ca = issueTestCertificate({ commonName: 'provider-ca', ca: true });
 const serving = issueTestCertificate({ commonName: 'localhost', names: ['localhost'], issuer: ca });
@@ -22,42 +22,25 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-const meta = (name: string, namespace?: string) => ({ name, ...(namespace ? { namespace } : {}), generation: 1, creationTimestamp: '2026-01-01T00:00:00Z' });
-
 function resources(port: number, llmPort: number): Resources {
-  return {
-    gatewayClasses: [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: meta('tollgate'), spec: { controllerName: 'tollgate.dev/gateway-controller' } }],
-    gateways: [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', metadata: meta('public', 'edge'), spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'http', protocol: 'HTTP', port }] } }],
-    httpRoutes: [
-      {
-        apiVersion: 'gateway.networking.k8s.io/v1',
-        kind: 'HTTPRoute',
-        metadata: meta('claude', 'edge'),
-        spec: { parentRefs: [{ name: 'public' }], rules: [{ backendRefs: [{ group: 'tollgate.dev', kind: 'Backend', name: 'anthropic' }] }] },
+  return backendRouteResources(
+    port,
+    {
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'Backend',
+      metadata: meta('anthropic', 'edge'),
+      spec: {
+        hostname: 'localhost',
+        port: llmPort,
+        tls: { caCertificateRefs: [{ name: 'provider-ca' }] },
+        provider: { type: 'Anthropic', apiKeySecretRef: { name: 'anthropic-key' } },
       },
-    ],
-    backendTLSPolicies: [],
-    backends: [
-      {
-        apiVersion: 'tollgate.dev/v1alpha1',
-        kind: 'Backend',
-        metadata: meta('anthropic', 'edge'),
-        spec: {
-          hostname: 'localhost',
-          port: llmPort,
-          tls: { caCertificateRefs: [{ name: 'provider-ca' }] },
-          provider: { type: 'Anthropic', apiKeySecretRef: { name: 'anthropic-key' } },
-        },
-      },
-    ],
-    secrets: [{ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'anthropic-key', namespace: 'edge' }, data: { apiKey: Buffer.from(KEY).toString('base64') } }],
-    configMaps: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'provider-ca', namespace: 'edge' }, data: { 'ca.crt': ca.cert } }],
-    referenceGrants: [],
-    gatewayPolicies: [],
-    services: [],
-    endpointSlices: [],
-    namespaces: [],
-  };
+    },
+    {
+      secrets: [{ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'anthropic-key', namespace: 'edge' }, data: { apiKey: Buffer.from(KEY).toString('base64') } }],
+      configMaps: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'provider-ca', namespace: 'edge' }, data: { 'ca.crt': ca.cert } }],
+    },
+  );
 }
 
 describe('a Backend on TLS with provider Anthropic', () => {

@@ -10,8 +10,8 @@ import { translate, type Resources } from '@tollgate/controller';
 import { afterEach, describe, expect, it } from 'vitest';
 import { onFreePort, send } from './helpers.js';
 import { startStreamedProxy } from './support/streamed-proxy.js';
+import { backendRouteResources, GATEWAY, meta } from './support/backend-resources.js';
 
-const GATEWAY = 'edge/public';
 const KEY_V1 = 'sk-cluster-provider-key-v1-abcdef';
 const KEY_V2 = 'sk-cluster-provider-key-v2-fedcba';
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -19,37 +19,17 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-const meta = (name: string, namespace?: string) => ({ name, ...(namespace ? { namespace } : {}), generation: 1, creationTimestamp: '2026-01-01T00:00:00Z' });
-
 function resources(port: number, llmPort: number, key: string): Resources {
-  return {
-    gatewayClasses: [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: meta('tollgate'), spec: { controllerName: 'tollgate.dev/gateway-controller' } }],
-    gateways: [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', metadata: meta('public', 'edge'), spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'http', protocol: 'HTTP', port }] } }],
-    httpRoutes: [
-      {
-        apiVersion: 'gateway.networking.k8s.io/v1',
-        kind: 'HTTPRoute',
-        metadata: meta('chat', 'edge'),
-        spec: { parentRefs: [{ name: 'public' }], rules: [{ backendRefs: [{ group: 'tollgate.dev', kind: 'Backend', name: 'openai' }] }] },
-      },
-    ],
-    backendTLSPolicies: [],
-    backends: [
-      {
-        apiVersion: 'tollgate.dev/v1alpha1',
-        kind: 'Backend',
-        metadata: meta('openai', 'edge'),
-        spec: { hostname: 'localhost', port: llmPort, provider: { type: 'OpenAI', apiKeySecretRef: { name: 'openai-key' } } },
-      },
-    ],
-    secrets: [{ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'openai-key', namespace: 'edge' }, data: { apiKey: Buffer.from(`${key}\n`).toString('base64') } }],
-    referenceGrants: [],
-    gatewayPolicies: [],
-    services: [],
-    endpointSlices: [],
-    namespaces: [],
-    configMaps: [],
-  };
+  return backendRouteResources(
+    port,
+    {
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'Backend',
+      metadata: meta('openai', 'edge'),
+      spec: { hostname: 'localhost', port: llmPort, provider: { type: 'OpenAI', apiKeySecretRef: { name: 'openai-key' } } },
+    },
+    { secrets: [{ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'openai-key', namespace: 'edge' }, data: { apiKey: Buffer.from(`${key}\n`).toString('base64') } }], configMaps: [] },
+  );
 }
 
 describe('Backend resource in cluster mode', () => {
