@@ -5,15 +5,13 @@
 // CA ConfigMap is missing is not accepted, and is once the ConfigMap is created; a newer policy
 // on the same target is Conflicted; the Gateway's ResolvedRefs follows its client certificate
 // Secret; the client key never shows in the controller's log or its /snapshots view.
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueTestCertificate } from '../packages/testkit/src/index.js';
-import { ControllerProcess, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
+import { installChart, startAsChart, waitForObject, type ControllerProcess } from './controller-process.js';
 import { type Condition, type GatewayStatus, policyCondition, type PolicyStatus } from './lib/conditions.js';
 import { run } from './lib/exec.js';
-import { CHART, SYSTEM_NAMESPACE as NS } from './lib/chart.js';
 import { e2eAvailability } from './lib/tools.js';
 import { useCluster } from './lib/use-cluster.js';
 
@@ -99,11 +97,8 @@ describe.skipIf(!availability.run)('BackendTLSPolicy on kube-apiserver', () => {
   let controller: ControllerProcess;
 
   beforeAll(async () => {
-    await run(cluster.current.tools.helm, ['install', 'tollgate', CHART, '-n', NS, '--create-namespace'], { env: cluster.current.env });
-    await kubectl(['create', 'namespace', APPS]);
-    const kubeconfig = await serviceAccountKubeconfig(cluster.current, NS, 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-btls-')), 'kubeconfig'));
-    controller = await ControllerProcess.start('controller-btls', cluster.current, kubeconfig);
-    await controller.synced();
+    await installChart(cluster.current, [APPS]);
+    controller = await startAsChart(cluster.current, 'controller-btls');
   }, 120_000);
 
   afterAll(async () => {
