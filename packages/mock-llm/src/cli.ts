@@ -15,6 +15,7 @@ Usage:
   mock-llm --port <port> [--host ${DEFAULT_HOST}] [--latency-ms-per-token <ms>]
            [--completion-tokens <n>] [--model <name> ...]
            [--tls-cert-file <pem> --tls-key-file <pem>]
+           [--api-key-file <file> [--api-key-header authorization|api-key|x-api-key]]
   mock-llm --help | --version
 
 Options:
@@ -27,6 +28,10 @@ Options:
                                  'mock-gpt' is listed and any model name is accepted
   --tls-cert-file <pem>          serve HTTPS with this certificate (chain); needs --tls-key-file
   --tls-key-file <pem>           the certificate's private key
+  --api-key-file <file>          require the key this file holds (surrounding whitespace ignored),
+                                 as a provider does; a request without it gets 401 invalid_api_key
+  --api-key-header <name>        where the key is expected: authorization (Bearer, OpenAI's; the
+                                 default), api-key (Azure OpenAI's) or x-api-key (Anthropic's)
   -h, --help                     show this help
   -v, --version                  print the version
 
@@ -118,6 +123,8 @@ function parseFlags(argv: string[]) {
         model: { type: 'string', multiple: true },
         'tls-cert-file': { type: 'string' },
         'tls-key-file': { type: 'string' },
+        'api-key-file': { type: 'string' },
+        'api-key-header': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -141,6 +148,26 @@ function tlsFiles(certFile: string | undefined, keyFile: string | undefined): { 
   return { cert: read('tls-cert-file', certFile), key: read('tls-key-file', keyFile) };
 }
 
+const KEY_HEADERS = ['authorization', 'api-key', 'x-api-key'] as const;
+
+/** The key a provider would require, read now so that a bad path is a usage error naming the flag. */
+function apiKey(file: string | undefined, header: string | undefined): MockLlmOptions['apiKey'] {
+  if (file === undefined) {
+    if (header !== undefined) throw new UsageError('--api-key-header needs --api-key-file');
+    return undefined;
+  }
+  const where = header ?? 'authorization';
+  if (!(KEY_HEADERS as readonly string[]).includes(where)) throw new UsageError(`--api-key-header must be one of ${KEY_HEADERS.join(', ')}, got '${where}'`);
+  let key: string;
+  try {
+    key = readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    throw new UsageError(`--api-key-file '${file}' cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  if (key === '' || key.length > 4096 || !/^[\x21-\x7e]+$/.test(key)) throw new UsageError(`--api-key-file '${file}' must hold one key of visible ASCII characters (at most 4096)`);
+  return { header: where as (typeof KEY_HEADERS)[number], key };
+}
+
 export function parseCommandLine(argv: string[]): Command {
   const values = parseFlags(argv);
   if (values.help === true) return { kind: 'help' };
@@ -154,10 +181,12 @@ export function parseCommandLine(argv: string[]): Command {
   const models = values.model ?? [];
   if (models.some((model) => model.trim() === '')) throw new UsageError('--model must not be empty');
   const tls = tlsFiles(values['tls-cert-file'], values['tls-key-file']);
+  const key = apiKey(values['api-key-file'], values['api-key-header']);
   return {
     kind: 'serve',
     options: {
       ...(tls ? { tls } : {}),
+      ...(key ? { apiKey: key } : {}),
       port: port.value,
       host: values.host ?? DEFAULT_HOST,
       latencyMsPerToken: integerFlag('latency-ms-per-token', values['latency-ms-per-token'], 0, MAX_WAIT_MS),
