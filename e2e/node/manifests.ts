@@ -50,6 +50,53 @@ export function mockLlm(namespace: string, replicas = 2): string {
 }
 
 /**
+ * mock-llm as an HTTPS provider that requires a key: Deployment `llm` and Service `llm` (port 443)
+ * in `namespace`, serving with the certificate, key and provider key of Secret `secret` (data
+ * keys tls.crt, tls.key and api-key), mounted read-only.
+ */
+export function httpsMockLlm(namespace: string, secret: string): string {
+  const labels = { app: 'llm' };
+  const command = ['node', '/app/bin/mock-llm.js', '--host', '0.0.0.0', '--port', '8443', '--tls-cert-file', '/serving/tls.crt', '--tls-key-file', '/serving/tls.key', '--api-key-file', '/serving/api-key'];
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'List',
+    items: [
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'llm', namespace, labels },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: {
+              volumes: [{ name: 'serving', secret: { secretName: secret, defaultMode: 0o444 } }],
+              containers: [{
+                name: 'mock-llm',
+                image: projectImage('mock-llm'),
+                imagePullPolicy: 'IfNotPresent',
+                command,
+                ports: [{ name: 'https', containerPort: 8443 }],
+                volumeMounts: [{ name: 'serving', mountPath: '/serving', readOnly: true }],
+                readinessProbe: { httpGet: { path: '/healthz', port: 8443, scheme: 'HTTPS' }, periodSeconds: 1 },
+                securityContext: restricted,
+              }],
+            },
+          },
+        },
+      },
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'llm', namespace, labels },
+        spec: { selector: labels, ports: [{ name: 'https', port: 443, targetPort: 'https' }] },
+      },
+    ],
+  });
+}
+
+/**
  * The standalone proxy with its configuration from a ConfigMap, routing /v1 to mock-llm by DNS
  * name; labelled as the pods of Gateway `gateway` are, so gwctl finds it.
  */
