@@ -86,14 +86,14 @@ export class Controller {
     const settings = new GatewaySettings(cache, { defaults: DEFAULT_PROXY_SETTINGS, gatewayImages: allowList.ok ? allowList.list : [] });
     this.proxyPods = new ProxyPods(kc, this.#proxiesChanged.raise, logs.get('deployer'));
     const deployerParams = { proxyImage: o.proxyImage, snapshotService: o.snapshotService, defaults: DEFAULT_PROXY_SETTINGS, plaintext: o.snapshotPlaintext };
-    // A name taken, or free again: Programmed says so.
+    // A name taken or an address refused, or that over: Programmed says so.
     this.deployer = new Deployer({
       api: new KubeDeployerApi(kc),
       params: deployerParams,
       isLeader: this.leadership.isLeader,
       log: logs.get('deployer'),
       onProblem: events.invalidProxySettings,
-      onConflicts: this.#proxiesChanged.raise,
+      onBlockedChange: this.#proxiesChanged.raise,
     });
     this.ownedObjects = new OwnedObjects(kc, (kind, event, obj) => this.deployer.observed(kind, event, obj), logs.get('deployer'));
 

@@ -69,6 +69,11 @@ export const CONTROLLER_ERRORS = defineErrors({
     message: 'Gateway {gateway}: {problem}',
     hint: 'an object with the name of the Gateway\'s proxies (<gateway>-<class>) exists and is not Tollgate\'s for this Gateway, and Tollgate does not take over what it did not make: delete or rename that object, or rename the Gateway; the Gateway\'s Programmed condition names it, and the deployer checks again with a backoff up to 30 s',
   },
+  addressRefused: {
+    code: 'TG_CONTROLLER_ADDRESS_REFUSED',
+    message: 'Gateway {gateway}: {problem}',
+    hint: 'the API server refused the ClusterIP the Gateway asks for in spec.addresses (outside the cluster\'s Service ranges, already another Service\'s, or an IP family the cluster lacks): request a free address of one of its ranges (kubectl get servicecidrs) or remove it; the Gateway\'s Programmed condition says AddressNotUsable, and the deployer tries again with a backoff up to 30 s',
+  },
   caConfigMapConflict: {
     code: 'TG_CONTROLLER_CA_CONFIGMAP_CONFLICT',
     message: 'ConfigMap {namespace}/tollgate-ca is not Tollgate\'s; left alone',

@@ -2,7 +2,7 @@
 // server-side apply of its objects (patch, and create for a new one), a list of what it owns
 // in every namespace (by label), a list by name of an object it is about to create (is the
 // name taken by someone else's?) and delete of what is no longer needed.
-import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesListObject, type KubernetesObject, type V1Service } from '@kubernetes/client-node';
 import { statusCode } from '../kube/errors.js';
 import { GATEWAY_NAME_LABEL, OWNED_SELECTOR } from './names.js';
 
@@ -24,6 +24,8 @@ export interface OwnedObject {
   readonly name: string;
   /** Its gateway-name label: the Gateway whose proxies it runs. */
   readonly gateway: string;
+  /** A Service's ClusterIPs as allocated (an address cannot change in place: a new one means a new Service). */
+  readonly clusterIPs?: readonly string[];
 }
 
 export interface DeployerApi {
@@ -48,7 +50,10 @@ export class KubeDeployerApi implements DeployerApi {
   }
 
   async listOwned(kind: DeployedKind): Promise<OwnedObject[]> {
-    return (await this.listOwnedObjects(kind)).items.map((item) => ({ kind, namespace: item.metadata?.namespace ?? '', name: item.metadata?.name ?? '', gateway: item.metadata?.labels?.[GATEWAY_NAME_LABEL] ?? '' }));
+    return (await this.listOwnedObjects(kind)).items.map((item) => {
+      const clusterIPs = (item as V1Service).spec?.clusterIPs;
+      return { kind, namespace: item.metadata?.namespace ?? '', name: item.metadata?.name ?? '', gateway: item.metadata?.labels?.[GATEWAY_NAME_LABEL] ?? '', ...(clusterIPs ? { clusterIPs } : {}) };
+    });
   }
 
   async exists(kind: DeployedKind, namespace: string, name: string): Promise<boolean> {

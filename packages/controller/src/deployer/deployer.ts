@@ -22,7 +22,8 @@
 // Gateway's Programmed condition says which object and why (conflict()), and the pass is
 // retried with the backoff until the name is free. The chart's ValidatingAdmissionPolicy
 // refuses the same takeover at the API server, for the moment between the check and the apply.
-import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Service } from '@kubernetes/client-node';
+import { addressRefusal } from './addresses.js';
 import { COMPONENT, COMPONENT_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, proxyName } from './names.js';
 import type { OwnedEvent } from './owned-watch.js';
 import type { ProxySettings } from '../proxy-settings/overrides.js';
@@ -32,6 +33,7 @@ import { RetryBackoff, type RetryOptions } from '../runtime/retry-backoff.js';
 import { describeApiError } from '../kube/errors.js';
 import type { Runnable } from '../runtime/runnable.js';
 import type { Gateway } from '../types/gateway-api.js';
+import { canonicalIp } from '../proxy-settings/requested-addresses.js';
 import { DEPLOYED_KINDS, type DeployedKind, type DeployerApi, type OwnedObject } from './api.js';
 import { render, type RenderParams } from './render.js';
 
@@ -86,8 +88,8 @@ export interface DeployerOptions {
   readonly retry?: RetryOptions;
   /** Told each new problem of a Gateway's settings (the controller records a Warning Event on it). */
   readonly onProblem?: (gateway: Gateway, problem: string) => void;
-  /** Told when the set of conflicts changed (the status writer re-reads conflict()). */
-  readonly onConflicts?: () => void;
+  /** Told when what conflict() or addressRefusal() answer changed (the status writer reads them again). */
+  readonly onBlockedChange?: () => void;
 }
 
 export class Deployer implements Runnable {
@@ -112,17 +114,24 @@ export class Deployer implements Runnable {
   readonly #reported = new Map<string, string>();
   /** `<ns>/<name>` of a Gateway -> why its proxies cannot be deployed (a name taken), as of the last pass. */
   #conflicts = new Map<string, string>();
+  /** `<ns>/<name>` of a Gateway -> why the API server refused its Service's requested address, as of the last pass. */
+  #refusedAddresses = new Map<string, string>();
   readonly #o: Required<Omit<DeployerOptions, 'retry'>>;
 
   constructor(options: DeployerOptions) {
     const none = () => undefined;
-    this.#o = { ...options, onPass: options.onPass ?? none, onProblem: options.onProblem ?? none, onConflicts: options.onConflicts ?? none };
+    this.#o = { ...options, onPass: options.onPass ?? none, onProblem: options.onProblem ?? none, onBlockedChange: options.onBlockedChange ?? none };
     this.#retry = new RetryBackoff(options.retry ?? DEFAULT_RETRY);
   }
 
   /** Why the Gateway's proxies cannot be deployed, while that is so: an object of their name that is not theirs. */
   conflict(namespace: string, name: string): string | undefined {
     return this.#conflicts.get(`${namespace}/${name}`);
+  }
+
+  /** Why the API server refused the address the Gateway asks for (spec.addresses), while that is so. */
+  addressRefusal(namespace: string, name: string): string | undefined {
+    return this.#refusedAddresses.get(`${namespace}/${name}`);
   }
 
   /** The Gateways whose class is ours, as the caches hold them. */
@@ -260,23 +269,33 @@ export class Deployer implements Runnable {
       }
       for (const o of objects) desired.set(key({ kind: o.kind!, namespace: o.metadata!.namespace!, name: o.metadata!.name! }), o);
     }
-    this.#setConflicts(conflicts);
+    this.#setBlocked(conflicts, this.#refusedAddresses);
 
     let applied = 0;
     let failed = conflicts.size;
+    const refused = new Map<string, string>();
     // ServiceAccount first: the Deployment's pods name it.
     for (const [k, obj] of desired) {
       if (!this.#may()) return true;
       const json = JSON.stringify(obj);
-      if (this.#applied.get(k) === json && present.has(k)) continue;
+      const readdress = readdressed(obj, owned.get(k));
+      if (this.#applied.get(k) === json && present.has(k) && !readdress) continue;
+      // From here the watch's news of this name wait for the answer (the deletion below is ours).
       this.#inflight.set(k, []);
       try {
+        // A ClusterIP cannot change in place: a Service asked for another address is replaced.
+        if (readdress) {
+          this.#stored.delete(k);
+          await this.#o.api.delete(readdress);
+          present.delete(k);
+          this.#o.log.info({ kind: obj.kind, namespace: readdress.namespace, name: readdress.name, from: readdress.clusterIPs, to: (obj as V1Service).spec?.clusterIPs }, 'deleted to change its address');
+        }
         const stored = await this.#o.api.apply(obj);
         this.#applied.set(k, json);
         this.#stored.set(k, fingerprint(stored));
         const raced = this.#inflight.get(k) ?? [];
         this.#inflight.delete(k);
-        for (const r of raced) if (r.obj.metadata?.resourceVersion !== stored.metadata?.resourceVersion) this.observed(r.kind, r.event, r.obj);
+        for (const r of raced) if (sameObject(r.obj, stored) && r.obj.metadata?.resourceVersion !== stored.metadata?.resourceVersion) this.observed(r.kind, r.event, r.obj);
         applied++;
         this.#o.log.info({ kind: obj.kind, namespace: obj.metadata!.namespace, name: obj.metadata!.name }, present.has(k) ? 'updated' : 'created');
       } catch (err) {
@@ -284,9 +303,13 @@ export class Deployer implements Runnable {
         failed++;
         this.#applied.delete(k);
         this.#stored.delete(k);
-        this.#o.log.error({ code: CONTROLLER_ERRORS.deployFailed.code, kind: obj.kind, namespace: obj.metadata!.namespace, name: obj.metadata!.name, err: describeApiError(err) }, `could not apply ${obj.kind}`);
+        // The Gateway's own choice refused: said once (#setBlocked) and on its status, not as our failure.
+        const refusal = addressRefusal(obj, err);
+        if (refusal !== undefined) refused.set(`${obj.metadata!.namespace}/${obj.metadata!.labels![GATEWAY_NAME_LABEL]}`, refusal);
+        else this.#o.log.error({ code: CONTROLLER_ERRORS.deployFailed.code, kind: obj.kind, namespace: obj.metadata!.namespace, name: obj.metadata!.name, err: describeApiError(err) }, `could not apply ${obj.kind}`);
       }
     }
+    this.#setBlocked(conflicts, refused);
 
     let deleted = 0;
     for (const o of existing) {
@@ -326,13 +349,17 @@ export class Deployer implements Runnable {
     return undefined;
   }
 
-  #setConflicts(conflicts: Map<string, string>): void {
-    const changed = conflicts.size !== this.#conflicts.size || [...conflicts].some(([k, v]) => this.#conflicts.get(k) !== v);
+  #setBlocked(conflicts: Map<string, string>, refused: Map<string, string>): void {
+    const changed = differs(conflicts, this.#conflicts) || differs(refused, this.#refusedAddresses);
     for (const [k, message] of conflicts) {
       if (this.#conflicts.get(k) !== message) this.#o.log.warn({ code: CONTROLLER_ERRORS.proxyConflict.code, gateway: k, problem: message }, `Gateway ${k}: ${message}`);
     }
+    for (const [k, message] of refused) {
+      if (this.#refusedAddresses.get(k) !== message) this.#o.log.warn({ code: CONTROLLER_ERRORS.addressRefused.code, gateway: k, problem: message }, `Gateway ${k}: ${message}`);
+    }
     this.#conflicts = conflicts;
-    if (changed) this.#o.onConflicts();
+    this.#refusedAddresses = refused;
+    if (changed) this.#o.onBlockedChange();
   }
 
   #report(gw: Gateway, problems: readonly string[]): void {
@@ -345,6 +372,25 @@ export class Deployer implements Runnable {
       this.#o.onProblem(gw, problem);
     }
   }
+}
+
+/** The Service as it exists, when the rendering asks for ClusterIPs it does not have (it must be replaced). */
+function readdressed(obj: KubernetesObject, existing: OwnedObject | undefined): OwnedObject | undefined {
+  const wanted = obj.kind === 'Service' ? (obj as V1Service).spec?.clusterIPs : undefined;
+  if (!wanted?.length || !existing?.clusterIPs?.length) return undefined;
+  const have = existing.clusterIPs.map((ip) => canonicalIp(ip)?.ip ?? ip);
+  return wanted.length === have.length && wanted.every((ip, i) => ip === have[i]) ? undefined : existing;
+}
+
+/** A watch event of the object an apply stored, not of an earlier one of the same name (replaced). */
+function sameObject(seen: KubernetesObject, stored: KubernetesObject): boolean {
+  const a = seen.metadata?.uid;
+  const b = stored.metadata?.uid;
+  return a === undefined || b === undefined || a === b;
+}
+
+function differs(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string>): boolean {
+  return a.size !== b.size || [...a].some(([k, v]) => b.get(k) !== v);
 }
 
 export type { DeployedKind };

@@ -1,6 +1,7 @@
 // render(): the objects that run the proxies of one Gateway, in the Gateway's own namespace:
 // a ServiceAccount (the identity the snapshot stream authorizes), a Deployment of the proxy
-// in cluster mode and a Service with one port per listener port. Pure: the same Gateway and
+// in cluster mode and a Service with one port per listener port (and, when spec.addresses asks
+// for them, its ClusterIPs: proxy-settings/requested-addresses.ts). Pure: the same Gateway and
 // parameters give the same objects, byte for byte; nothing is read from the cluster.
 //
 // The settings arrive resolved in `params.defaults` (proxy-settings/parameters.ts: the class's and the
@@ -12,12 +13,13 @@
 // the checked process settings) is fixed here and is nobody's setting. `spec.infrastructure.labels` and `.annotations` are also put
 // on every object and on the pods, as the Gateway API asks (the tollgate.dev/ settings on the
 // objects only).
-import type { V1Deployment, V1OwnerReference, V1Service, V1ServiceAccount } from '@kubernetes/client-node';
+import type { V1Deployment, V1OwnerReference, V1Service, V1ServiceAccount, V1ServiceSpec } from '@kubernetes/client-node';
 import type { Gateway } from '../types/gateway-api.js';
 import { COMPONENT, COMPONENT_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, proxyName } from './names.js';
 import { ANNOTATION_PREFIX, readOverrides, type ProxySettings } from '../proxy-settings/overrides.js';
 import { CA_CONFIGMAP, CA_CONFIGMAP_KEY } from '../pki/ca-configmap.js';
 import { PROXY_RESERVED_PORTS as RESERVED_PORTS, READINESS_PORT } from '../proxy-settings/ports.js';
+import { requestedAddresses } from '../proxy-settings/requested-addresses.js';
 
 /** Audience of the projected token the proxy presents to the snapshot stream. */
 export const TOKEN_AUDIENCE = 'tollgate';
@@ -172,6 +174,7 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
     metadata: metadata(),
     spec: {
       type: 'ClusterIP',
+      ...serviceAddresses(gateway),
       selector: { ...selector },
       ports: ports.map((p) => ({ name: p.name, port: p.port, targetPort: p.port, protocol: 'TCP' })),
     },
@@ -179,6 +182,18 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
 
   // A Service must have a port: a Gateway without an HTTP listener gets proxies but no Service.
   return { objects: ports.length ? [serviceAccount, deployment, service] : [serviceAccount, deployment], problems };
+}
+
+/**
+ * The ClusterIPs the Gateway asks for (spec.addresses), or nothing: the cluster chooses, and an
+ * address it chose is kept (the API server keeps a ClusterIP an apply leaves out). Two families
+ * need RequireDualStack: a cluster that has not both refuses the Service, and the Gateway says so.
+ */
+function serviceAddresses(gateway: Gateway): Pick<V1ServiceSpec, 'clusterIP' | 'clusterIPs' | 'ipFamilies' | 'ipFamilyPolicy'> {
+  const requested = requestedAddresses(gateway);
+  if (!requested.ok || !requested.addresses.clusterIPs.length) return {};
+  const { clusterIPs, families } = requested.addresses;
+  return { clusterIP: clusterIPs[0]!, clusterIPs: [...clusterIPs], ...(clusterIPs.length > 1 ? { ipFamilies: [...families], ipFamilyPolicy: 'RequireDualStack' } : {}) };
 }
 
 interface ListenerPort {

@@ -28,3 +28,26 @@ export function describeApiError(err: unknown, max = 500): string {
   if (!detail) detail = typeof e.message === 'string' ? e.message.split('\n')[0]! : '';
   return `${status !== undefined ? `HTTP ${status}: ` : ''}${detail}`.slice(0, max);
 }
+
+export interface ApiErrorCause {
+  readonly field: string;
+  readonly message: string;
+}
+
+/** The field errors of a refused write (a Status object's details.causes), at most `max` of them. */
+export function apiErrorCauses(err: unknown, max = 8): ApiErrorCause[] {
+  const body = (err as { body?: unknown } | null)?.body;
+  let status: unknown = body;
+  if (typeof body === 'string') {
+    try {
+      status = JSON.parse(body);
+    } catch {
+      return [];
+    }
+  }
+  const causes = (status as { details?: { causes?: unknown } } | null)?.details?.causes;
+  if (!Array.isArray(causes)) return [];
+  return causes
+    .slice(0, max)
+    .map((c: { field?: unknown; message?: unknown }) => ({ field: typeof c?.field === 'string' ? c.field : '', message: typeof c?.message === 'string' ? c.message : '' }));
+}

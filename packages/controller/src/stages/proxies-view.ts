@@ -1,8 +1,8 @@
 // The one read-only view of the proxies the status writer reads (status/proxies.ts): the
-// deployer's pods, Services and name conflicts, the CA publisher's conflicts and the snapshot
-// stream's ACKs and NACKs. Every source of change raises `changed` (the wiring hands it out).
+// deployer's pods, Services, name conflicts and refused addresses, the CA publisher's
+// conflicts and the snapshot stream's ACKs and NACKs. Every source of change raises `changed` (the wiring hands it out).
 import type { V1Pod } from '@kubernetes/client-node';
-import { gatewayAddresses } from '../deployer/addresses.js';
+import { addressVerdict, gatewayAddresses } from '../deployer/addresses.js';
 import { proxyName } from '../deployer/names.js';
 import type { GatewaySettings } from '../proxy-settings/gateway-settings.js';
 import type { Signal } from '../runtime/channels.js';
@@ -18,7 +18,7 @@ export interface ProxySources {
   readonly store: SnapshotStore;
   /** The deployer's watch of the proxy pods. */
   readonly pods: { of(namespace: string, gateway: string): V1Pod[] };
-  readonly deployer: { conflict(namespace: string, name: string): string | undefined };
+  readonly deployer: { conflict(namespace: string, name: string): string | undefined; addressRefusal(namespace: string, name: string): string | undefined };
   /** null with --snapshot-plaintext. */
   readonly caPublisher: { conflict(namespace: string): string | undefined } | null;
   readonly stream: { proxies(): ReadonlyMap<string, readonly ProxyView[]>; rejection(gateway: string): Rejection | undefined };
@@ -42,9 +42,11 @@ export class ClusterProxiesView implements ProxiesView {
     const key = `${namespace}/${name}`;
     const { replicas, hint } = this.s.settings.replicas(gw);
     const blocked = this.s.deployer.conflict(namespace, name) ?? this.s.caPublisher?.conflict(namespace);
+    const address = addressVerdict(gw, (svc, ns) => this.s.cache.service(svc, ns), this.s.deployer.addressRefusal(namespace, name));
     return {
       deployment: proxyName(gw),
       ...(blocked === undefined ? {} : { blocked }),
+      ...(address === undefined ? {} : { address }),
       replicas,
       ...(hint === undefined ? {} : { replicasHint: hint }),
       pods: this.s.pods.of(namespace, name),

@@ -6,7 +6,8 @@
 //
 // The verdict: a proxy pod of the Gateway is ready (a proxy reports ready on :15021 only once
 // it applied a snapshot), so the Gateway serves. Pending before that; False with NoResources
-// when a pod cannot start or the proxies cannot be deployed. A newer snapshot on its way to the
+// when a pod cannot start or the proxies cannot be deployed; False with AddressNotUsable or
+// AddressNotAssigned while an address of spec.addresses is not the Service's. A newer snapshot on its way to the
 // proxies keeps the Gateway programmed (they serve the one before meanwhile); the message says
 // how many connected proxies applied the newest version. A snapshot a proxy refused (a NACK)
 // is Invalid with the proxy's reason until every connected proxy ACKed another version; the
@@ -20,7 +21,7 @@ import type { ProgrammedInput, ProxiesView, Rejection } from './proxies.js';
 
 export type { ConnectedProxy, ProgrammedInput } from './proxies.js';
 
-export type ProgrammedReason = 'Programmed' | 'Pending' | 'NoResources';
+export type ProgrammedReason = 'Programmed' | 'Pending' | 'NoResources' | 'AddressNotUsable' | 'AddressNotAssigned';
 
 export interface ProgrammedVerdict {
   readonly status: boolean;
@@ -52,6 +53,8 @@ function stuck(p: V1Pod): string | undefined {
 
 export function programmed(i: ProgrammedInput): ProgrammedVerdict {
   if (i.blocked !== undefined) return { status: false, reason: 'NoResources', message: i.blocked };
+  // The Gateway is not reached where it asked to be, however many proxies serve.
+  if (i.address) return { status: false, reason: i.address.reason, message: i.address.message };
   if (i.replicas === 0) return { status: false, reason: 'NoResources', message: `Deployment ${i.deployment} runs no proxy (replicas 0): ${i.replicasHint ?? 'set tollgate.dev/replicas above 0'}` };
   const live = i.pods.filter((p) => !p.metadata?.deletionTimestamp);
   // A pod that cannot start is what the user must fix; it also holds a rollout back even

@@ -17,6 +17,8 @@ export interface ProgrammedInput {
   readonly deployment: string;
   /** Why the proxies cannot be deployed at all (an object of their name is someone else's). */
   readonly blocked?: string;
+  /** What the requested addresses (spec.addresses) decide, while they are not all on the Service. */
+  readonly address?: { readonly reason: 'AddressNotUsable' | 'AddressNotAssigned'; readonly message: string };
   readonly replicas: number;
   /** How to raise replicas from 0, where they were set (an annotation or a parameters key). */
   readonly replicasHint?: string;

@@ -3,6 +3,7 @@ import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import type { ClassVerdict } from './gatewayclass.js';
 import { classBackendHosts, gatewayParameters } from '../proxy-settings/parameters.js';
+import { requestedAddresses } from '../proxy-settings/requested-addresses.js';
 import { generationOf } from './keys.js';
 import { translateListeners, type ListenerState } from './listeners.js';
 import { backendClientCertificate } from './tls.js';
@@ -24,8 +25,9 @@ export interface GatewayState {
 function acceptance(gateway: Gateway, gc: ClassVerdict, listeners: readonly ListenerState[], ctx: Context): Verdict {
   // The class's parameters are the Gateway's too: a bad one is the Gateway's InvalidParameters.
   if (!gc.accepted.ok) return fail(gc.accepted.reason === 'InvalidParameters' ? 'InvalidParameters' : 'Invalid', `GatewayClass ${gc.name} is not accepted: ${gc.accepted.message}`);
-  if (gateway.spec.addresses?.length)
-    return fail('UnsupportedAddress', 'spec.addresses cannot be honoured yet: the proxy Service gets its address from the cluster; remove spec.addresses');
+  // Whether the cluster can give a requested address is the deployer's to find out (Programmed).
+  const addresses = requestedAddresses(gateway);
+  if (!addresses.ok) return fail('UnsupportedAddress', addresses.message);
   const params = gatewayParameters(gateway, gc.gatewayClass, ctx.configMap, ctx.parameters);
   if (!params.ok) return fail('InvalidParameters', params.message);
   const bad = listeners.filter((l) => !l.accepted.ok);
