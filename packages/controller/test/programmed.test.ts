@@ -24,6 +24,15 @@ describe('programmed()', () => {
     expect(programmed({ ...base, pods: [pod('a', { ready: true })], version: undefined }).message).toBe('no configuration snapshot for the Gateway yet');
   });
 
+  it('is False while a requested address is not the Service’s, however many proxies serve', () => {
+    const serving = { ...base, pods: [pod('a', { ready: true })], proxies: [{ pod: 'a', ackedVersion: 'v1' }] };
+    expect(programmed(serving).status).toBe(true);
+    const address = { reason: 'AddressNotUsable', message: 'spec.addresses 198.18.240.1: the cluster refused the address' } as const;
+    expect(programmed({ ...serving, address })).toEqual({ status: false, ...address });
+    // A name taken is said first: nothing of the Gateway is applied then.
+    expect(programmed({ ...serving, address, blocked: 'Service apps/edge-tollgate exists' }).reason).toBe('NoResources');
+  });
+
   it('stays True while a pod is replaced: the ready ones serve', () => {
     const v = programmed({ ...base, replicas: 2, pods: [pod('a', { ready: true }), pod('b'), pod('c', { ready: true, deleting: true })], proxies: [{ pod: 'a', ackedVersion: 'v1' }] });
     expect(v).toEqual({ status: true, reason: 'Programmed', message: '1 of 2 proxy pods ready; snapshot v1 applied' });
