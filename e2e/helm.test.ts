@@ -66,6 +66,12 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
     expect(images).toContain('- --gateway-proxy-images=registry.example.com/canary/,registry.example.com/tollgate:0.2.0');
     const comma = await cluster.current.helm(['template', 'tollgate', CHART, '--set-json', 'proxy.gatewayImages=["a.example.com/x,b.example.com/y"]']);
     expect(comma.code).not.toBe(0);
+    // The controller's default list of denied infrastructure domains unless the admin gives one (even empty).
+    expect(out).not.toContain('--gateway-infrastructure-denied-domains');
+    const denied = await helm(['template', 'tollgate', CHART, '-n', NS, '--set-json', 'proxy.infrastructureDeniedDomains=["istio.io","example.com"]']);
+    expect(denied).toContain('- --gateway-infrastructure-denied-domains=istio.io,example.com');
+    expect(await helm(['template', 'tollgate', CHART, '-n', NS, '--set-json', 'proxy.infrastructureDeniedDomains=[]'])).toContain('- --gateway-infrastructure-denied-domains=\n');
+    expect((await cluster.current.helm(['template', 'tollgate', CHART, '--set-json', 'proxy.infrastructureDeniedDomains=["istio.io/"]'])).code).not.toBe(0);
     // The admission policy and the network policy are on by default, and can be turned off.
     for (const kind of ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'NetworkPolicy']) expect(out).toMatch(new RegExp(`^kind: ${kind}$`, 'm'));
     const off = await helm(['template', 'tollgate', CHART, '-n', NS, '--set', 'controller.admissionPolicy.enabled=false', '--set', 'controller.networkPolicy.enabled=false']);

@@ -83,7 +83,7 @@ export class Controller {
     this.leadership.announce(events);
 
     const allowList = parseAllowList(o.gatewayProxyImages);
-    const settings = new GatewaySettings(cache, { defaults: DEFAULT_PROXY_SETTINGS, gatewayImages: allowList.ok ? allowList.list : [] });
+    const settings = new GatewaySettings(cache, { defaults: DEFAULT_PROXY_SETTINGS, gatewayImages: allowList.ok ? allowList.list : [], infrastructureDenied: o.gatewayInfrastructureDeniedDomains });
     this.proxyPods = new ProxyPods(kc, this.#proxiesChanged.raise, logs.get('deployer'));
     const deployerParams = { proxyImage: o.proxyImage, snapshotService: o.snapshotService, defaults: DEFAULT_PROXY_SETTINGS, plaintext: o.snapshotPlaintext };
     // A name taken or an address refused, or that over: Programmed says so.
@@ -123,6 +123,7 @@ export class Controller {
       controllerName: o.controllerName,
       limits: o.limits,
       gatewayProxyImages: o.gatewayProxyImages,
+      gatewayInfrastructureDeniedDomains: o.gatewayInfrastructureDeniedDomains,
       gatewayApiVersion: () => this.watch.gatewayApiVersion.value,
       store: this.store,
       reports,

@@ -9,6 +9,7 @@ import { CONTROLLER_ERRORS } from './errors.js';
 import { DirectiveError } from '@tollgate/kit';
 import { checkDirective } from './log/components.js';
 import { parseAllowList, parseImage } from './proxy-settings/image-policy.js';
+import { DEFAULT_DENIED_DOMAINS, parseDeniedDomains } from './proxy-settings/infrastructure.js';
 import type { HostPort } from './runtime/host-port.js';
 import { DEFAULT_STREAM_LIMITS, formatDuration, type StreamLimits } from './snapshots/stream-limits.js';
 
@@ -56,6 +57,8 @@ export interface ControllerOptions {
   readonly proxyImage: string;
   /** The images and prefixes a Gateway's owner may choose for its proxies (--gateway-proxy-images, checked); empty: none. */
   readonly gatewayProxyImages: readonly string[];
+  /** Domains of the infrastructure label and annotation keys a Gateway may not set (--gateway-infrastructure-denied-domains, checked). */
+  readonly gatewayInfrastructureDeniedDomains: readonly string[];
   readonly snapshotService: string;
   readonly leaderElection: LeaderElection;
   /** `--log-level`, checked: a level and/or <component>=<level> entries. */
@@ -123,6 +126,13 @@ export const FLAGS: readonly FlagSpec[] = [
     env: 'TOLLGATE_GATEWAY_PROXY_IMAGES',
     arg: 'images',
     help: 'comma-separated images and prefixes a Gateway may choose for its proxies (registry.example.com/, registry.example.com/canary/, registry.example.com/tollgate, ...:tag); empty: none, a Gateway naming an image is refused',
+  },
+  {
+    name: 'gateway-infrastructure-denied-domains',
+    env: 'TOLLGATE_GATEWAY_INFRASTRUCTURE_DENIED_DOMAINS',
+    arg: 'domains',
+    help: `comma-separated domains (subdomains included) of the label and annotation keys a Gateway may not set in spec.infrastructure, beyond kubernetes.io, k8s.io and tollgate.dev (always refused); empty: those only`,
+    default: DEFAULT_DENIED_DOMAINS.join(','),
   },
   { name: 'snapshot-service', env: 'TOLLGATE_SNAPSHOT_SERVICE', arg: 'host:port', help: 'address proxies are given to reach the snapshot stream', default: 'tollgate-controller.<namespace>.svc:9978' },
   { name: 'leader-elect', env: 'TOLLGATE_LEADER_ELECT', boolean: true, help: 'elect a leader among replicas with a Lease; only the leader writes status', default: 'false' },
@@ -305,6 +315,10 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
   const allowList = parseAllowList(gatewayProxyImages);
   if (!allowList.ok) throw usageError(`${gi.from}: ${allowList.problem}`);
 
+  const dd = get('gateway-infrastructure-denied-domains');
+  const denied = parseDeniedDomains(dd.value === undefined ? DEFAULT_DENIED_DOMAINS : dd.value.split(',').map((n) => n.trim()).filter(Boolean));
+  if (!denied.ok) throw usageError(`${dd.from}: ${denied.problem}`);
+
   const ss = get('snapshot-service');
   const snapshotService = ss.value ?? `tollgate-controller.${namespace}.svc:9978`;
   const ssParsed = parseHostPort(snapshotService, ss.from);
@@ -391,6 +405,7 @@ export function resolveOptions(args: ParsedArgs, env: NodeJS.ProcessEnv, version
     adminAddr,
     proxyImage,
     gatewayProxyImages,
+    gatewayInfrastructureDeniedDomains: denied.domains,
     snapshotService,
     leaderElection: { enabled, leaseName, leaseDurationMs, renewDeadlineMs, retryPeriodMs, identity },
     logDirective,

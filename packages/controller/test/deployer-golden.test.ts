@@ -1,6 +1,7 @@
 // Golden tests of the deployer's render(): testdata/deployer/<case>.in.yaml (one Gateway, read
-// strictly, and optional first lines `# params: {...}` changing the render parameters and
-// `# gatewayImages: [...]` the images Gateways may choose, --gateway-proxy-images) to
+// strictly, and optional first lines `# params: {...}` changing the render parameters,
+// `# gatewayImages: [...]` the images Gateways may choose, --gateway-proxy-images, and
+// `# infrastructureDenied: [...]`, --gateway-infrastructure-denied-domains) to
 // testdata/deployer/<case>.out.yaml (the objects and the problems reported). The proxy
 // parameters are resolved first (parameters.ts) from the GatewayClass and ConfigMaps the case
 // holds, if any; the output starts with that verdict when the case holds them or the Gateway is
@@ -53,7 +54,8 @@ function readCase(name: string): { gateway: Gateway; params: RenderParams; param
   const allowList = parseAllowList((header('gatewayImages') as string[] | undefined) ?? []);
   if (!allowList.ok) throw new Error(`${name}.in.yaml: gatewayImages: ${allowList.problem}`);
   const lookup = (ns: string, n: string) => configMaps.find((c) => c.metadata?.namespace === ns && c.metadata.name === n && c.metadata.labels?.['tollgate.dev/parameters'] !== undefined);
-  const parameters = gatewayParameters(gateway, gatewayClass, lookup, { defaults: params.defaults, gatewayImages: allowList.list });
+  const denied = header('infrastructureDenied') as string[] | undefined;
+  const parameters = gatewayParameters(gateway, gatewayClass, lookup, { defaults: params.defaults, gatewayImages: allowList.list, ...(denied ? { infrastructureDenied: denied } : {}) });
   const resolved = { gateway, params: parameters.ok ? { ...params, defaults: parameters.settings } : params };
   return gatewayClass || configMaps.length || !parameters.ok ? { ...resolved, parameters } : resolved;
 }

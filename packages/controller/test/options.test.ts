@@ -36,6 +36,15 @@ describe('controller options', () => {
     expect(() => resolve([], { TOLLGATE_CEL_MAX_COST: 'lots' })).toThrow('TOLLGATE_CEL_MAX_COST "lots" is not a whole number from 1 to 100000000');
   });
 
+  it('the domains whose infrastructure keys Gateways may not set: a default list, replaced by flag or environment, checked', () => {
+    expect(resolve([]).gatewayInfrastructureDeniedDomains).toEqual(expect.arrayContaining(['istio.io', 'linkerd.io', 'cni.cncf.io']));
+    expect(resolve(['--gateway-infrastructure-denied-domains=example.com, mesh.example.org']).gatewayInfrastructureDeniedDomains).toEqual(['example.com', 'mesh.example.org']);
+    expect(resolve([], { TOLLGATE_GATEWAY_INFRASTRUCTURE_DENIED_DOMAINS: 'example.com' }).gatewayInfrastructureDeniedDomains).toEqual(['example.com']);
+    // Empty: Kubernetes' and Tollgate's own keys only (always refused).
+    expect(resolve(['--gateway-infrastructure-denied-domains=']).gatewayInfrastructureDeniedDomains).toEqual([]);
+    expect(() => resolve(['--gateway-infrastructure-denied-domains=istio.io/'])).toThrow('--gateway-infrastructure-denied-domains: "istio.io/" is not a lower-case DNS domain');
+  });
+
   it('the snapshot stream bounds are set by flag or environment', () => {
     const o = resolve(
       ['--snapshot-max-message-bytes=4096', '--snapshot-max-streams=10', '--snapshot-max-streams-per-gateway=3', '--snapshot-max-stream-age=90s', '--snapshot-reauth-interval=1s'],

@@ -50,6 +50,8 @@ const RESOURCE_KEYS = {
 export const IMAGE_ANNOTATION = `${ANNOTATION_PREFIX}image`;
 
 const KNOWN = ['replicas', ...Object.keys(RESOURCE_KEYS), 'image'];
+/** The tollgate.dev/ annotations a Gateway may set: its proxies' settings. */
+export const SETTING_ANNOTATIONS: readonly string[] = KNOWN.map((k) => `${ANNOTATION_PREFIX}${k}`);
 
 // A Kubernetes quantity as written by people: a decimal number and an optional suffix.
 const QUANTITY = /^([0-9]+(?:\.[0-9]+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
@@ -86,7 +88,7 @@ export function readOverrides(annotations: Readonly<Record<string, string>> | un
       if (v === undefined || v === 0) problems.push(`${field(key)} "${value}" is not a positive quantity; e.g. "${example}" (using ${target[resource] ?? 'none'})`);
       else target[resource] = value;
     } else {
-      problems.push(`${field(key)} is not a setting of the proxies; the settings are ${KNOWN.map((k) => ANNOTATION_PREFIX + k).join(', ')}`);
+      problems.push(`${field(key)} is not a setting of the proxies; the settings are ${SETTING_ANNOTATIONS.join(', ')}`);
     }
   }
 

@@ -23,13 +23,15 @@
 //
 // What the proxies run is the cluster admin's (image-policy.ts): `image` in the class's
 // ConfigMap is taken as it is; a Gateway's own choice (its ConfigMap's `image`, the
-// tollgate.dev/image annotation) only when --gateway-proxy-images allows it, and so are pod
-// annotations that change a container's security profile: anything else refuses the Gateway,
-// naming the field. This is the one place those settings are read.
+// tollgate.dev/image annotation) only when --gateway-proxy-images allows it; the
+// infrastructure labels and annotations are checked against the keys a Gateway may not set
+// (infrastructure.ts): anything else refuses the Gateway, naming the field. This is the one
+// place those settings are read.
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { Gateway, GatewayClass } from '../types/gateway-api.js';
 import { INTEGER_PROCESS_PARAMETERS, processSettingsProblems, PROXY_PROCESS_PARAMETERS } from '@tollgate/api';
 import { describeAllowList, imageAllowed, parseImage, type ImageAllowList } from './image-policy.js';
+import { DEFAULT_DENIED_DOMAINS, infrastructureProblems } from './infrastructure.js';
 import { IMAGE_ANNOTATION, MAX_REPLICAS, proxySettings, quantityValue, type ProxySettings } from './overrides.js';
 
 export const PARAMETERS_LABEL = 'tollgate.dev/parameters';
@@ -71,14 +73,9 @@ export interface ParameterPolicy {
   readonly defaults: ProxySettings;
   /** --gateway-proxy-images. */
   readonly gatewayImages: ImageAllowList;
+  /** --gateway-infrastructure-denied-domains: keys under them (subdomains too) a Gateway may not set; default DEFAULT_DENIED_DOMAINS. */
+  readonly infrastructureDenied?: readonly string[];
 }
-
-/**
- * Pod annotations that change a container's security profile (the API server turns the
- * AppArmor ones into the pod's securityContext): the pod template's security settings are
- * fixed by the controller, so a Gateway may not set them through its infrastructure annotations.
- */
-export const SECURITY_ANNOTATION_PREFIXES = ['container.apparmor.security.beta.kubernetes.io/', 'seccomp.security.alpha.kubernetes.io/', 'container.seccomp.security.alpha.kubernetes.io/'] as const;
 
 export type ParametersVerdict =
   | { readonly ok: true; readonly settings: ProxySettings; /** `<ns>/<name>` of each ConfigMap read, class first. */ readonly sources: readonly string[] }
@@ -247,10 +244,7 @@ export function gatewayParameters(gateway: Gateway, gc: GatewayClass | undefined
     if (problem) problems.push(problem);
     else settings = { ...settings, image: annotated };
   }
-  for (const key of Object.keys(annotations).sort()) {
-    if (SECURITY_ANNOTATION_PREFIXES.some((p) => key.startsWith(p)))
-      problems.push(`spec.infrastructure.annotations["${key}"] would change the proxy pods' security profile, which only the controller sets (the pods run under the runtime's default seccomp profile with every capability dropped); remove it`);
-  }
+  problems.push(...infrastructureProblems(gateway, policy.infrastructureDenied ?? DEFAULT_DENIED_DOMAINS));
   return problems.length ? { ok: false, message: problems.join('; ') } : { ok: true, settings, sources };
 }
 

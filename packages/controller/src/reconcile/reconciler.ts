@@ -25,6 +25,8 @@ export interface ReconcileDeps {
   readonly gatewayApiVersion: () => string | undefined;
   /** --gateway-proxy-images (TranslateOptions). */
   readonly gatewayProxyImages?: readonly string[];
+  /** --gateway-infrastructure-denied-domains (TranslateOptions). */
+  readonly gatewayInfrastructureDeniedDomains?: readonly string[];
   readonly store: SnapshotStore;
   /** Where each reconcile's desired status goes (the status writer, the deploy stage). */
   readonly reports: Sink<StatusReport>;
@@ -49,7 +51,13 @@ export class Reconciler {
     let result: ReturnType<Translate>;
     const started = performance.now();
     try {
-      result = this.d.translate(resources, { controllerName: this.d.controllerName, gatewayApiVersion: this.d.gatewayApiVersion(), gatewayProxyImages: this.d.gatewayProxyImages ?? [], limits: this.d.limits });
+      result = this.d.translate(resources, {
+        controllerName: this.d.controllerName,
+        gatewayApiVersion: this.d.gatewayApiVersion(),
+        gatewayProxyImages: this.d.gatewayProxyImages ?? [],
+        ...(this.d.gatewayInfrastructureDeniedDomains ? { gatewayInfrastructureDeniedDomains: this.d.gatewayInfrastructureDeniedDomains } : {}),
+        limits: this.d.limits,
+      });
     } catch (err) {
       end();
       metrics.reconciles.inc({ result: 'error' });

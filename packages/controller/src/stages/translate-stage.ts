@@ -19,6 +19,7 @@ export interface TranslateStageDeps {
   readonly controllerName: string;
   readonly limits?: EvaluationLimits;
   readonly gatewayProxyImages?: readonly string[];
+  readonly gatewayInfrastructureDeniedDomains?: readonly string[];
   readonly gatewayApiVersion: () => string | undefined;
   readonly store: SnapshotStore;
   readonly reports: Sink<StatusReport>;
@@ -40,6 +41,7 @@ export class TranslateStage implements Runnable {
       controllerName: d.controllerName,
       limits: d.limits,
       gatewayProxyImages: d.gatewayProxyImages,
+      gatewayInfrastructureDeniedDomains: d.gatewayInfrastructureDeniedDomains,
       gatewayApiVersion: d.gatewayApiVersion,
       store: d.store,
       reports: d.reports,

@@ -127,7 +127,7 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     httpRoutes: new Map(byKey(resources.httpRoutes).map((r) => [keyOf(r.metadata), r])),
     configMaps,
     configMap: (namespace, name) => configMaps.get(`${namespace}/${name}`),
-    parameters: { defaults: DEFAULT_PROXY_SETTINGS, gatewayImages: allowList.ok ? allowList.list : [] },
+    parameters: { defaults: DEFAULT_PROXY_SETTINGS, gatewayImages: allowList.ok ? allowList.list : [], ...(options.gatewayInfrastructureDeniedDomains ? { infrastructureDenied: options.gatewayInfrastructureDeniedDomains } : {}) },
     secrets,
     secretsIn: (namespace) => secretsIn.get(namespace) ?? [],
   };

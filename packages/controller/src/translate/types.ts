@@ -66,6 +66,12 @@ export interface TranslateOptions {
    * prefixes, proxy-settings/image-policy.ts); absent or empty: none, the image is the admin's alone.
    */
   readonly gatewayProxyImages?: readonly string[];
+  /**
+   * Domains of the label and annotation keys a Gateway may not set in spec.infrastructure
+   * (--gateway-infrastructure-denied-domains, subdomains included, checked); absent: the
+   * default list (proxy-settings/infrastructure.ts).
+   */
+  readonly gatewayInfrastructureDeniedDomains?: readonly string[];
 }
 
 export interface TranslateResult {
