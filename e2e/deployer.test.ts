@@ -65,6 +65,7 @@ interface V1Deployment {
     replicas?: number;
     selector: { matchLabels?: Record<string, string> };
     template: {
+      metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
       spec?: {
         serviceAccountName?: string;
         securityContext?: unknown;
@@ -119,6 +120,9 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
     }
     expect(sa.automountServiceAccountToken).toBe(false);
 
+    // The infrastructure labels and annotations are on the pods too (the Gateway API asks it of every generated object).
+    expect(deployment.spec!.template.metadata?.labels).toMatchObject({ team: 'shop', 'gateway.networking.k8s.io/gateway-name': 'edge' });
+    expect(deployment.spec!.template.metadata?.annotations).toEqual({ 'example.com/owner': 'shop-team' });
     const pod = deployment.spec!.template.spec!;
     expect(deployment.spec!.replicas).toBe(1);
     expect(pod.serviceAccountName).toBe(NAME);
@@ -221,6 +225,30 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
     await params({ replicas: '1' });
     await waitForObject(cluster.current, 'gateway', 'edge', APPS, (g: { status?: { conditions?: { type: string; status: string }[] } }) => accepted(g as never)?.status === 'True');
     await waitForObject(cluster.current, 'deployment', NAME, APPS, (d: V1Deployment) => d.spec?.replicas === 1);
+  });
+
+  it('an infrastructure key the Gateway may not set refuses it, naming the key; its proxies stay as they run', async () => {
+    const accepted = (g: { status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } }) => g.status?.conditions?.find((c) => c.type === 'Accepted');
+    // A merge patch: a key set to null is removed.
+    const infrastructure = (labels: Record<string, string | null>, annotations: Record<string, string | null>) =>
+      kubectl(['patch', 'gateway', 'edge', '-n', APPS, '--type=merge', '-p', JSON.stringify({ spec: { infrastructure: { labels, annotations } } })]);
+    await infrastructure({ team: 'shop', 'sidecar.istio.io/inject': 'true' }, { 'example.com/owner': 'shop-team', 'node.kubernetes.io/exclude-from-external-load-balancers': 'true' });
+    const refused = await waitForObject<{ status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } }>(cluster.current, 'gateway', 'edge', APPS, (g) => accepted(g)?.reason === 'InvalidParameters');
+    expect(accepted(refused)?.message).toContain('spec.infrastructure.labels["sidecar.istio.io/inject"] is under istio.io, which the cluster admin keeps from Gateways');
+    expect(accepted(refused)?.message).toContain('spec.infrastructure.annotations["node.kubernetes.io/exclude-from-external-load-balancers"] is under kubernetes.io, Kubernetes\' own keys');
+    // Nothing of the refused keys reached an object; the proxies are as they were.
+    for (const kind of ['serviceaccount', 'deployment', 'service']) {
+      const o = await get<V1Deployment>(kind);
+      expect(o.metadata.labels?.['sidecar.istio.io/inject'], kind).toBeUndefined();
+      expect(o.metadata.annotations?.['node.kubernetes.io/exclude-from-external-load-balancers'], kind).toBeUndefined();
+    }
+    expect((await get<V1Deployment>('deployment')).spec!.template.metadata?.labels?.['sidecar.istio.io/inject']).toBeUndefined();
+    // Allowed keys only: accepted again, and the new label reaches every object and the pods.
+    await infrastructure({ 'sidecar.istio.io/inject': null, 'app.kubernetes.io/part-of': 'storefront' }, { 'node.kubernetes.io/exclude-from-external-load-balancers': null });
+    const dep = await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, (d) => d.spec?.template.metadata?.labels?.['app.kubernetes.io/part-of'] === 'storefront');
+    expect(dep.metadata!.labels).toMatchObject({ 'app.kubernetes.io/part-of': 'storefront', 'app.kubernetes.io/managed-by': 'tollgate' });
+    await waitForObject<V1Service>(cluster.current, 'service', NAME, APPS, (o) => o.metadata?.labels?.['app.kubernetes.io/part-of'] === 'storefront');
+    await waitForObject<V1ServiceAccount>(cluster.current, 'serviceaccount', NAME, APPS, (o) => o.metadata?.labels?.['app.kubernetes.io/part-of'] === 'storefront');
   });
 
   it('deleting the Gateway deletes its objects', async () => {
