@@ -23,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../packages/api/src/index.js';
 import { SUPPORTED_FEATURES } from '../../packages/controller/src/translate/features.js';
 import { CONTROLLER_DEPLOYMENT, installChart, SYSTEM_NAMESPACE, uninstallChart } from '../lib/chart.js';
+import { NODE } from '../lib/node/addresses.js';
 import { projectImage } from '../lib/node/images.js';
 import { cacheDir, nodeAvailability, REPO_ROOT, VERSIONS } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
@@ -77,6 +78,9 @@ describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gateway
       `--gateway-class=${GATEWAY_CLASS}`,
       `--conformance-profiles=${CONFORMANCE_PROFILE}`,
       `--supported-features=${SUPPORTED_FEATURES.join(',')}`,
+      // GatewayStaticAddresses: an address the node's Service range can give, and one outside it.
+      `--usable-address=${NODE.gatewayStaticAddress}`,
+      `--unusable-address=${NODE.gatewayUnusableAddress}`,
       `--report-output=${reportFile}`,
       `--organization=${impl.organization}`, `--project=${impl.project}`, `--url=${impl.url}`, `--version=${impl.version}`, `--contact=${impl.contact.join(',')}`,
       ...(singleTest ? [`--run-test=${singleTest}`] : []),

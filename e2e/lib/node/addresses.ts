@@ -15,6 +15,13 @@ export const NODE = {
   serviceCidr: '198.19.0.0/16',
   kubernetesServiceIp: '198.19.0.1',
   dnsServiceIp: '198.19.0.10',
+  /**
+   * A Gateway address the cluster can give (GatewayStaticAddresses' usable one): in the Service
+   * range's lower band, which the API server keeps for addresses asked for by value.
+   */
+  gatewayStaticAddress: '198.19.0.240',
+  /** One it cannot (the test's unusable one): outside the Service range, so the API server refuses it. */
+  gatewayUnusableAddress: '198.18.240.1',
   /** Routed nowhere, so no address in it can leave through the default route. */
   unreachable: '198.18.0.0/16',
   apiPort: 6443,

@@ -11,9 +11,12 @@ export const CORE_FEATURES = ['Gateway', 'HTTPRoute', 'ReferenceGrant'] as const
 export const EXTENDED_FEATURES = [
   'BackendTLSPolicy',
   'BackendTLSPolicySANValidation',
+  'GatewayAddressEmpty',
   'GatewayBackendClientCertificate',
   'GatewayHTTPListenerIsolation',
+  'GatewayInfrastructurePropagation',
   'GatewayPort8080',
+  'GatewayStaticAddresses',
   'HTTPRoute303RedirectStatusCode',
   'HTTPRoute307RedirectStatusCode',
   'HTTPRoute308RedirectStatusCode',
