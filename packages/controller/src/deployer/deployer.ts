@@ -22,6 +22,12 @@
 // Gateway's Programmed condition says which object and why (conflict()), and the pass is
 // retried with the backoff until the name is free. The chart's ValidatingAdmissionPolicy
 // refuses the same takeover at the API server, for the moment between the check and the apply.
+//
+// A Gateway's Service whose requested address (spec.addresses) is not the one it has is
+// deleted and created again: a ClusterIP cannot change in place. The API server's refusal of a
+// requested address is the Gateway owner's to fix, not a failure of ours: addressRefusal()
+// says it until an apply succeeds (Programmed False, AddressNotUsable), it is logged once, and
+// the pass is retried with the backoff, so an address freed meanwhile is taken.
 import type { KubernetesObject, V1Service } from '@kubernetes/client-node';
 import { addressRefusal } from './addresses.js';
 import { COMPONENT, COMPONENT_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, proxyName } from './names.js';
