@@ -55,6 +55,9 @@ describe('the addresses a Gateway asks for, against its Service', () => {
       reason: 'AddressNotUsable',
       message: "spec.addresses[1] 198.51.100.11: the Gateway's Service takes one IPv4 address, 198.51.100.10 (spec.addresses[0]); remove one of them",
     });
-    expect(addressVerdict(gateway([{ value: '198.51.100.10' }]), lookup(undefined), 'refused')).toEqual({ reason: 'AddressNotUsable', message: 'refused' });
+    const refusal = { clusterIPs: ['198.51.100.10'], message: 'refused' };
+    expect(addressVerdict(gateway([{ value: '198.51.100.10' }]), lookup(undefined), refusal)).toEqual({ reason: 'AddressNotUsable', message: 'refused' });
+    // A refusal of addresses the Gateway no longer asks for is over: the deployer has yet to try the new ones.
+    expect(addressVerdict(gateway([{ value: '198.51.100.12' }]), lookup(undefined), refusal)?.reason).toBe('AddressNotAssigned');
   });
 });

@@ -18,6 +18,12 @@ export interface GatewayStatusAddress {
 
 export type AddressReason = 'AddressNotUsable' | 'AddressNotAssigned';
 
+/** The API server's refusal of the ClusterIPs a Service asked for. */
+export interface AddressRefusal {
+  readonly clusterIPs: readonly string[];
+  readonly message: string;
+}
+
 export interface AddressVerdict {
   readonly reason: AddressReason;
   readonly message: string;
@@ -50,27 +56,32 @@ const MAX_CAUSE = 300;
  * Why the API server refused a Service's requested ClusterIPs, as the Gateway's condition says
  * it; undefined for any other failure (the pass is retried, as for every failed apply).
  */
-export function addressRefusal(obj: KubernetesObject, err: unknown): string | undefined {
+export function addressRefusal(obj: KubernetesObject, err: unknown): AddressRefusal | undefined {
   const wanted = obj.kind === 'Service' ? (obj as V1Service).spec?.clusterIPs : undefined;
   if (!wanted?.length || statusCode(err) !== 422) return undefined;
   const causes = apiErrorCauses(err).filter((c) => ADDRESS_FIELD.test(c.field));
   if (!causes.length) return undefined;
   const why = causes.map((c) => `${c.field}: ${c.message.slice(0, MAX_CAUSE)}`).join('; ');
-  return `spec.addresses ${wanted.join(', ')}: the cluster refused the address for Service ${obj.metadata?.namespace}/${obj.metadata?.name} (${why}); request a free address of one of the cluster's Service ranges (kubectl get servicecidrs), or remove it`;
+  return {
+    clusterIPs: [...wanted],
+    message: `spec.addresses ${wanted.join(', ')}: the cluster refused the address for Service ${obj.metadata?.namespace}/${obj.metadata?.name} (${why}); request a free address of one of the cluster's Service ranges (kubectl get servicecidrs), or remove it`,
+  };
 }
 
 /**
  * Programmed as the Gateway's requested addresses decide it, or undefined when they decide
  * nothing (none requested, or all of them on the Service). `refusal`: the deployer's last
- * attempt at the Service, refused for its address.
+ * attempt at the Service, refused for its address; it counts only while the Gateway still asks
+ * for those addresses (a changed spec.addresses is not refused before the deployer tried it).
  */
-export function addressVerdict(gateway: Gateway, service: ServiceLookup, refusal: string | undefined): AddressVerdict | undefined {
+export function addressVerdict(gateway: Gateway, service: ServiceLookup, refusal: AddressRefusal | undefined): AddressVerdict | undefined {
   const requested = requestedAddresses(gateway);
   // Not accepted: translation says why, and nothing is deployed.
   if (!requested.ok) return undefined;
-  const unusable = [...(refusal === undefined ? [] : [refusal]), ...requested.addresses.unusable];
-  if (unusable.length) return { reason: 'AddressNotUsable', message: unusable.join('; ') };
   const wanted = requested.addresses.clusterIPs;
+  const current = refusal !== undefined && refusal.clusterIPs.length === wanted.length && refusal.clusterIPs.every((ip, i) => ip === wanted[i]);
+  const unusable = [...(current ? [refusal.message] : []), ...requested.addresses.unusable];
+  if (unusable.length) return { reason: 'AddressNotUsable', message: unusable.join('; ') };
   if (!wanted.length) return undefined;
   const svc = proxyService(gateway, service);
   const have = clusterIPs(svc).map((ip) => canonicalIp(ip)?.ip ?? ip);

@@ -29,7 +29,7 @@
 // says it until an apply succeeds (Programmed False, AddressNotUsable), it is logged once, and
 // the pass is retried with the backoff, so an address freed meanwhile is taken.
 import type { KubernetesObject, V1Service } from '@kubernetes/client-node';
-import { addressRefusal } from './addresses.js';
+import { addressRefusal, type AddressRefusal } from './addresses.js';
 import { COMPONENT, COMPONENT_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, proxyName } from './names.js';
 import type { OwnedEvent } from './owned-watch.js';
 import type { ProxySettings } from '../proxy-settings/overrides.js';
@@ -121,7 +121,7 @@ export class Deployer implements Runnable {
   /** `<ns>/<name>` of a Gateway -> why its proxies cannot be deployed (a name taken), as of the last pass. */
   #conflicts = new Map<string, string>();
   /** `<ns>/<name>` of a Gateway -> why the API server refused its Service's requested address, as of the last pass. */
-  #refusedAddresses = new Map<string, string>();
+  #refusedAddresses = new Map<string, AddressRefusal>();
   readonly #o: Required<Omit<DeployerOptions, 'retry'>>;
 
   constructor(options: DeployerOptions) {
@@ -136,7 +136,7 @@ export class Deployer implements Runnable {
   }
 
   /** Why the API server refused the address the Gateway asks for (spec.addresses), while that is so. */
-  addressRefusal(namespace: string, name: string): string | undefined {
+  addressRefusal(namespace: string, name: string): AddressRefusal | undefined {
     return this.#refusedAddresses.get(`${namespace}/${name}`);
   }
 
@@ -279,7 +279,7 @@ export class Deployer implements Runnable {
 
     let applied = 0;
     let failed = conflicts.size;
-    const refused = new Map<string, string>();
+    const refused = new Map<string, AddressRefusal>();
     // ServiceAccount first: the Deployment's pods name it.
     for (const [k, obj] of desired) {
       if (!this.#may()) return true;
@@ -355,13 +355,14 @@ export class Deployer implements Runnable {
     return undefined;
   }
 
-  #setBlocked(conflicts: Map<string, string>, refused: Map<string, string>): void {
-    const changed = differs(conflicts, this.#conflicts) || differs(refused, this.#refusedAddresses);
+  #setBlocked(conflicts: Map<string, string>, refused: Map<string, AddressRefusal>): void {
+    const messages = (m: ReadonlyMap<string, AddressRefusal>) => new Map([...m].map(([k, r]) => [k, r.message]));
+    const changed = differs(conflicts, this.#conflicts) || differs(messages(refused), messages(this.#refusedAddresses));
     for (const [k, message] of conflicts) {
       if (this.#conflicts.get(k) !== message) this.#o.log.warn({ code: CONTROLLER_ERRORS.proxyConflict.code, gateway: k, problem: message }, `Gateway ${k}: ${message}`);
     }
-    for (const [k, message] of refused) {
-      if (this.#refusedAddresses.get(k) !== message) this.#o.log.warn({ code: CONTROLLER_ERRORS.addressRefused.code, gateway: k, problem: message }, `Gateway ${k}: ${message}`);
+    for (const [k, { message }] of refused) {
+      if (this.#refusedAddresses.get(k)?.message !== message) this.#o.log.warn({ code: CONTROLLER_ERRORS.addressRefused.code, gateway: k, problem: message }, `Gateway ${k}: ${message}`);
     }
     this.#conflicts = conflicts;
     this.#refusedAddresses = refused;

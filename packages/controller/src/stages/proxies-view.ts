@@ -2,7 +2,7 @@
 // deployer's pods, Services, name conflicts and refused addresses, the CA publisher's
 // conflicts and the snapshot stream's ACKs and NACKs. Every source of change raises `changed` (the wiring hands it out).
 import type { V1Pod } from '@kubernetes/client-node';
-import { addressVerdict, gatewayAddresses } from '../deployer/addresses.js';
+import { addressVerdict, gatewayAddresses, type AddressRefusal } from '../deployer/addresses.js';
 import { proxyName } from '../deployer/names.js';
 import type { GatewaySettings } from '../proxy-settings/gateway-settings.js';
 import type { Signal } from '../runtime/channels.js';
@@ -18,7 +18,7 @@ export interface ProxySources {
   readonly store: SnapshotStore;
   /** The deployer's watch of the proxy pods. */
   readonly pods: { of(namespace: string, gateway: string): V1Pod[] };
-  readonly deployer: { conflict(namespace: string, name: string): string | undefined; addressRefusal(namespace: string, name: string): string | undefined };
+  readonly deployer: { conflict(namespace: string, name: string): string | undefined; addressRefusal(namespace: string, name: string): AddressRefusal | undefined };
   /** null with --snapshot-plaintext. */
   readonly caPublisher: { conflict(namespace: string): string | undefined } | null;
   readonly stream: { proxies(): ReadonlyMap<string, readonly ProxyView[]>; rejection(gateway: string): Rejection | undefined };
