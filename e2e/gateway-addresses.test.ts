@@ -16,7 +16,7 @@ import { useCluster } from './lib/use-cluster.js';
 const availability = e2eAvailability();
 const APPS = 'edge';
 const SERVICE = 'gw-tollgate';
-// In the API server's Service range, in its lower band (kept for addresses asked for by name).
+// In the API server's Service range, in its lower band (which the allocator leaves to addresses asked for by value).
 const [FREE, OTHER, TAKEN] = ['198.19.0.230', '198.19.0.231', '198.19.0.232'] as const;
 // Outside the Service range: the allocator refuses it.
 const OUTSIDE = '198.18.240.1';

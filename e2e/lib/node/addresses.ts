@@ -17,7 +17,7 @@ export const NODE = {
   dnsServiceIp: '198.19.0.10',
   /**
    * A Gateway address the cluster can give (GatewayStaticAddresses' usable one): in the Service
-   * range's lower band, which the API server keeps for addresses asked for by value.
+   * range's lower band, which the allocator leaves to addresses asked for by value while it can.
    */
   gatewayStaticAddress: '198.19.0.240',
   /** One it cannot (the test's unusable one): outside the Service range, so the API server refuses it. */
