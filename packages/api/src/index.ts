@@ -39,3 +39,4 @@ export * from './admin/budgets.js';
 export * from './errors/index.js';
 export * from './auth/index.js';
 export * from './provider/index.js';
+export * from './resilience/index.js';

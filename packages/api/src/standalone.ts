@@ -10,6 +10,7 @@ import { checkProcessConfig } from './process-settings.js';
 import { StandaloneConfig, type BackendConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
 import { checkProvider, toProviderIR } from './provider/convert.js';
 import { backendTlsIR, checkSubjectAltNames, readCaBundle } from './backend-tls.js';
+import { toRetryIR } from './resilience/retry.js';
 import type { HTTPHeaderFilter, HTTPPathModifier, HTTPRouteFilter, HTTPRouteMatch } from './schema/gateway-api.js';
 import { LOCAL_MONTHS_MESSAGE, type GlobalDescriptor, type LocalRateLimit, type PolicySet, type RateLimitKey } from './schema/traffic-policy.js';
 import { isSensitiveHeader, Secret } from './secret.js';
@@ -174,7 +175,7 @@ function timeoutMs(text: string | undefined): number | null {
 }
 
 function toRoute(listener: string, r: RouteConfig, path: string, conv: Conversion): RouteIR {
-  return {
+  const route: RouteIR = {
     name: `${listener}/${r.name}`,
     origin: { kind: 'config', path },
     hostnames: r.hostnames ?? [],
@@ -188,6 +189,7 @@ function toRoute(listener: string, r: RouteConfig, path: string, conv: Conversio
       backendRequestMs: r.timeouts?.backendRequest === undefined ? null : parseDuration(r.timeouts.backendRequest),
     },
   };
+  return r.retry ? { ...route, retry: toRetryIR(r.retry) } : route;
 }
 
 export function toMatches(matches: readonly HTTPRouteMatch[] | undefined): RouteMatchIR[] {
@@ -243,7 +245,8 @@ export function toFilter(f: HTTPRouteFilter): FilterIR {
 
 function toBackend(b: BackendConfig, path: string, conv: Conversion): BackendIR {
   const { host, port } = requireHostPort(b.host, 'backends[].host');
-  const backend: StaticBackendIR = { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1 };
+  // A priority only when not the default: configs without failover keep their snapshot versions.
+  const backend: StaticBackendIR = { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1, ...(b.priority ? { priority: b.priority } : {}) };
   const provider = b.provider ? toProviderIR(b.provider, `${path}.provider`, b.provider.apiKey ? { at: `${path}.provider.apiKey`, ref: { file: b.provider.apiKey.file } } : null, conv.sources, conv.problems) : null;
   const withProvider = provider ? { ...backend, provider } : backend;
   if (!b.tls) return withProvider;

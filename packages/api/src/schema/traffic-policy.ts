@@ -9,6 +9,7 @@ import { Duration, Enum, HEADER_NAME_PATTERN, NO_CONTROL_PATTERN, PositiveInt } 
 import { RateLimitService } from './outbound-ref.js';
 import { AUTH_TRAFFIC_FIELDS } from '../auth/fields.js';
 import { DescriptorOverrides, LimitName, LocalOverrides, MAX_OVERRIDE_LIMIT } from './budget-overrides.js';
+import { FailoverPolicy } from '../resilience/failover.js';
 
 export { BackendRef, RateLimitService } from './outbound-ref.js';
 
@@ -196,7 +197,7 @@ export type TrafficPolicy = Static<typeof TrafficPolicy>;
 /** `policies` of a standalone listener or route: a GatewayPolicy spec without targetRefs. */
 export const PolicySet = Type.Object(
   { traffic: Type.Optional(TrafficPolicy) },
-  { additionalProperties: false, description: 'Policies attached here; same shape as GatewayPolicy.spec without targetRefs.' },
+  { additionalProperties: false, description: 'Policies attached here; same shape as GatewayPolicy.spec without targetRefs and failover (a standalone route\'s backends carry their priority).' },
 );
 export type PolicySet = Static<typeof PolicySet>;
 
@@ -222,6 +223,7 @@ export const GatewayPolicySpec = Type.Object(
   {
     targetRefs: Type.Array(PolicyTargetRef, { minItems: 1, maxItems: 16, description: 'Targets of the policy.' }),
     traffic: Type.Optional(TrafficPolicy),
+    failover: Type.Optional(FailoverPolicy),
   },
   { additionalProperties: false, description: 'What the policy applies and where.' },
 );
