@@ -24,6 +24,13 @@ export const UNKNOWN_MODEL = 'unknown';
 /** The route label of requests no route matched. */
 export const NO_ROUTE = 'none';
 
+/** The outcome label of an attempt: its status class (429 apart), or the catalog code of its transport failure. */
+export function attemptOutcome(status: number, error: string | null): string {
+  if (error !== null) return error;
+  if (status === 429) return '429';
+  return status >= 500 ? '5xx' : status >= 400 ? '4xx' : status >= 300 ? '3xx' : '2xx';
+}
+
 /**
  * Bounds the cardinality of the `model` label: the first `max` distinct model names seen since
  * the process started keep their own series; later ones are counted under `other`, so a
@@ -240,6 +247,27 @@ export class ProxyMetrics {
     ['route', 'error'],
   );
   readonly #unsentRetryCells = new Map<string, Map<string, Cell<'route' | 'error'>>>();
+  readonly #attempts = new CellCounter(
+    this.registry,
+    'tollgate_upstream_attempts_total',
+    'Attempts of requests at backends, by route, backend (as the config names it) and outcome: the answer\'s status class (2xx, 3xx, 4xx, 5xx; 429 on its own) or the catalog code of a transport failure (TG_UPSTREAM_REFUSED, TG_UPSTREAM_TIMEOUT, ...). A request failed over or retried counts one attempt per backend call.',
+    ['route', 'backend', 'outcome'],
+  );
+  readonly #attemptCells = new Map<string, Map<string, Map<string, Cell<'route' | 'backend' | 'outcome'>>>>();
+  readonly #retries = new CellCounter(
+    this.registry,
+    'tollgate_retries_total',
+    'Extra attempts of requests, by route and kind: retry (the route\'s retry, within a priority level) or failover (to the next priority level). docs/retries-failover.md.',
+    ['route', 'kind'],
+  );
+  readonly #retryCells = new Map<string, Map<string, Cell<'route' | 'kind'>>>();
+  readonly #budgetExhausted = new CellCounter(
+    this.registry,
+    'tollgate_retry_budget_exhausted_total',
+    'Retries and failovers not made because the route\'s retry budget had no share left (config.retryBudgetPercent, retryBudgetMinConcurrency): the request got the answer it had, by route.',
+    ['route'],
+  );
+  readonly #budgetCells = new Map<string, Cell<'route'>>();
   readonly #upstreamLatency = new CellHistogram<'route'>(
     this.registry,
     'tollgate_upstream_latency_seconds',
@@ -355,6 +383,26 @@ export class ProxyMetrics {
     cell.value++;
   }
 
+  /** Counts one attempt of a request at a backend; `outcome` from attemptOutcome(). */
+  countAttempt(route: string, backend: string, outcome: string): void {
+    const byOutcome = nested(this.#attemptCells, route, backend, () => new Map<string, Cell<'route' | 'backend' | 'outcome'>>());
+    let cell = byOutcome.get(outcome);
+    if (!cell) byOutcome.set(outcome, (cell = this.#attempts.cell({ route, backend, outcome })));
+    cell.value++;
+  }
+
+  /** Counts one extra attempt of a request: a retry or a failover. */
+  countRetry(route: string, kind: 'retry' | 'failover'): void {
+    nested(this.#retryCells, route, kind, () => this.#retries.cell({ route, kind })).value++;
+  }
+
+  /** Counts one retry or failover the route's budget did not allow. */
+  countRetryBudgetExhausted(route: string): void {
+    let cell = this.#budgetCells.get(route);
+    if (!cell) this.#budgetCells.set(route, (cell = this.#budgetExhausted.cell({ route })));
+    cell.value++;
+  }
+
   countRequest(route: string, status: number): void {
     let byStatus = this.#requestCells.get(route);
     if (!byStatus) this.#requestCells.set(route, (byStatus = new Map<number, Cell<'route' | 'status'>>()));
@@ -371,8 +419,12 @@ export class ProxyMetrics {
   retainRoutes(routes: ReadonlySet<string>): void {
     const gone = (route: unknown): boolean => route !== NO_ROUTE && !routes.has(String(route));
     // Deleting the current key while iterating a Map is safe.
-    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells]) for (const route of map.keys()) if (gone(route)) map.delete(route);
+    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells, this.#attemptCells, this.#retryCells, this.#budgetCells])
+      for (const route of map.keys()) if (gone(route)) map.delete(route);
     this.#requests.drop((l) => gone(l.route));
+    this.#attempts.drop((l) => gone(l.route));
+    this.#retries.drop((l) => gone(l.route));
+    this.#budgetExhausted.drop((l) => gone(l.route));
     this.#unsentRetries.drop((l) => gone(l.route));
     this.#tokens.drop((l) => gone(l.route));
     this.#upstreamLatency.drop((l) => gone(l.route));

@@ -11,11 +11,14 @@ import type { ResponseTranslator } from '../llm/formats/anthropic-response.js';
 import type { ChargeCap } from '../ratelimit/charge-cap.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';
 import type { Admissions } from '../ratelimit/policy.js';
+import type { RetryBudgetSettings } from '../routing/retry-budget.js';
+import type { CoolDowns } from '../upstream/cool-downs.js';
 import type { AuthKind, AuthPassReason, AuthReason, Consumer } from '../auth/types.js';
 import type { CompiledListener, CompiledRoute, CompiledSnapshot } from '../routing/compile.js';
 import { normalizeHost } from '../routing/hostname.js';
 import type { Logger } from 'pino';
 import type { BodyBudget } from './body-budget.js';
+import type { AttemptPlan } from './attempt-plan.js';
 import type { InFlight } from './inflight.js';
 import { parseRequestTarget, type PathSettings } from './request-target.js';
 
@@ -29,6 +32,12 @@ export interface PipelineDeps {
   readonly defaultBackendTimeoutMs: number;
   /** config.connectAttempts: endpoints of its backend a request may try when it could not be sent. */
   readonly connectAttempts: number;
+  /** config.retryBudgetPercent and retryBudgetMinConcurrency: what each route's RetryBudget allows. */
+  readonly retryBudget: RetryBudgetSettings;
+  /** config.maxRetryBodyBytes: a larger request body is not kept, and its request is sent once. */
+  readonly maxRetryBodyBytes: number;
+  /** The backends cooling down (429 or 503 answers), recorded by routes that fail over or retry. */
+  readonly coolDowns: CoolDowns;
   readonly bodyIdleTimeoutMs: number;
   readonly paths: PathSettings;
   /** config.maxSseLineBytes: an SSE event from a backend longer than this stops usage parsing. */
@@ -104,6 +113,8 @@ export class RequestContext {
   /** Query for the upstream request, without "?" (a credential read from the query is taken out). */
   upstreamQuery: string;
   backend: UpstreamTarget | null = null;
+  /** Where further attempts go, on a route that fails over or retries; null elsewhere. */
+  attempts: AttemptPlan | null = null;
   /** Makes the backend's answer the client's format, when the backend speaks another API (translate.ts). */
   translator: ResponseTranslator | null = null;
   /** Status sent to the client, once known. */

@@ -14,7 +14,7 @@ import { chooseBackend } from './backend-choice.js';
 import { sendMirrors } from './mirror.js';
 import { callUpstream } from './upstream-call.js';
 import { announce } from './events.js';
-import { readBodyOnce } from './llm-body.js';
+import { readBodyForReplay, readBodyOnce } from './llm-body.js';
 import { routeTranslates } from '../llm/formats/format.js';
 import type { RequestContext } from './context.js';
 
@@ -38,6 +38,8 @@ export async function handleRequest(ctx: RequestContext): Promise<void> {
   // A backend of another format needs the body whole, read before one is picked (nothing may be
   // awaited between the pick and the call).
   if (!ctx.llm && ctx.hasBody && routeTranslates(ctx.route!.ir, ctx.path)) await readBodyOnce(ctx, true);
+  // A route that fails over or retries keeps the body to send it again (within config.maxRetryBodyBytes).
+  if (ctx.route!.resilience && !ctx.llm && ctx.hasBody) await readBodyForReplay(ctx);
   if (!chooseBackend(ctx)) return;
   await callUpstream(ctx);
 }

@@ -1,6 +1,7 @@
 // Stage 7, response policies: what the gateway does to the backend's response on its way to
 // the client (ResponseHeaderModifier filters, the x-ratelimit-* headers, the LLM usage meter),
 // and, once the response is complete, the LLM tokens charged to the limits that admitted it.
+import type { IncomingHttpHeaders } from 'node:http';
 import { tokenizerLoaded } from '../llm/estimate.js';
 import { chargeSource, usageCharge } from '../llm/usage-charge.js';
 import type { TokenSource } from '../metrics/metrics.js';
@@ -27,6 +28,8 @@ export class ResponsePolicies implements ForwardHooks {
   readonly transform?: (chunk: Buffer) => Buffer;
   readonly flush?: () => Buffer | Promise<Buffer>;
   readonly finalStatus?: () => number;
+  /** On a route that fails over or retries: the plan's judge of each answer (attempt-plan.ts). */
+  judge?: (status: number, headers: IncomingHttpHeaders) => boolean;
 
   /** Status the backend answered; tokens are charged for 2xx responses only. */
   #status = 0;
