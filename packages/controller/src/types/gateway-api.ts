@@ -110,6 +110,8 @@ export interface Gateway {
     };
     /** Of spec.tls, translation reads the backend client certificate. */
     readonly tls?: { readonly backend?: { readonly clientCertificateRef?: SecretObjectReference } };
+    /** Experimental; Tollgate has no default Gateways: not read. */
+    readonly defaultScope?: string;
   };
 }
 
@@ -228,12 +230,22 @@ export interface HTTPRouteTimeouts {
   readonly backendRequest?: string;
 }
 
+/** Experimental channel (v1.6.1): present only where the experimental CRDs are installed. */
+export interface HTTPRouteRetry {
+  readonly codes?: readonly number[];
+  readonly attempts?: number;
+  readonly backoff?: string;
+}
+
 export interface HTTPRouteRule {
   readonly name?: string;
   readonly matches?: readonly HTTPRouteMatch[];
   readonly filters?: readonly HTTPRouteFilter[];
   readonly backendRefs?: readonly HTTPBackendRef[];
   readonly timeouts?: HTTPRouteTimeouts;
+  readonly retry?: HTTPRouteRetry;
+  /** Experimental; not supported: a rule that sets it is refused (UnsupportedValue). */
+  readonly sessionPersistence?: Readonly<Record<string, unknown>>;
 }
 
 export interface HTTPRoute {
@@ -244,6 +256,8 @@ export interface HTTPRoute {
     readonly parentRefs?: readonly ParentReference[];
     readonly hostnames?: readonly string[];
     readonly rules?: readonly HTTPRouteRule[];
+    /** Experimental; Tollgate has no default Gateways, so it attaches nowhere by itself. */
+    readonly useDefaultGateways?: string;
   };
 }
 
