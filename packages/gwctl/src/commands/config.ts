@@ -153,7 +153,8 @@ export function renderAll(d: ConfigDump): string {
 /**
  * The backend health table of the interface spec §2.7; `wide` adds INFLIGHT (requests in
  * flight) and EJECTED (until when the endpoint is avoided after a failed connect, `-` when it
- * is not; `?` for what a proxy did not report).
+ * is not; `?` for what a proxy did not report). Backends cooling down after a 429 or 503 follow
+ * in a table of their own (none: nothing more is printed, and the §2.7 table stands alone).
  */
 export function renderBackends(backends: readonly DumpBackend[], wide = false): string {
   const rows = backends.flatMap((b) =>
@@ -165,7 +166,13 @@ export function renderBackends(backends: readonly DumpBackend[], wide = false): 
   );
   if (!rows.length) return 'No backends.\n';
   const header = ['TYPE', 'NAME', 'NAMESPACE', 'ENDPOINT', 'HEALTH', 'REQUESTS', 'LATENCY'];
-  return table(wide ? [...header, 'INFLIGHT', 'EJECTED'] : header, rows);
+  const health = table(wide ? [...header, 'INFLIGHT', 'EJECTED'] : header, rows);
+  const cooling = backends.filter((b) => b.coolDown);
+  if (!cooling.length) return health;
+  return `${health}\nCOOLING DOWN\n${table(
+    ['TYPE', 'NAME', 'NAMESPACE', 'REMAINING', 'REASON'],
+    cooling.map((b) => [b.type, b.name, b.namespace || '-', `${b.coolDown!.remainingSeconds}s`, b.coolDown!.reason]),
+  )}`;
 }
 
 export async function configAll(ref: string | undefined, flags: ConfigFlags, io: Io): Promise<void> {
@@ -182,7 +189,7 @@ async function loadBackends(ref: string | undefined, flags: BackendsFlags, io: I
 export async function configBackends(ref: string | undefined, flags: BackendsFlags, io: Io): Promise<void> {
   const found = await loadBackends(ref, flags, io);
   const format = flags.output ?? 'table';
-  const backends = found.map((b) => ({ type: b.type, name: b.name, namespace: b.namespace ?? '', endpoints: b.endpoints ?? [] }));
+  const backends = found.map((b) => ({ type: b.type, name: b.name, namespace: b.namespace ?? '', coolDown: b.coolDown ?? null, endpoints: b.endpoints ?? [] }));
   const text = format === 'table' || format === 'wide' ? renderBackends(found, format === 'wide') : formatted(backends, format);
   write(io.stdout, text ?? '');
 }
