@@ -8,6 +8,8 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { deferred, until } from '@tollgate/testkit';
+import { fileURLToPath } from 'node:url';
+import { loadConfigFile } from '../src/config/load-file.js';
 import { metricValue } from './support/gateway-files.js';
 import { openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
@@ -295,5 +297,18 @@ describe('failover by priority', () => {
       { type: 'backendCallStart', target: b.host },
       { type: 'backendCallResult', status: 200, error: null },
     ]);
+  });
+});
+
+describe('examples/failover.yaml', () => {
+  it('loads: a route that retries and fails over from priority 0 to 1, with the settings it names', async () => {
+    const loaded = await loadConfigFile(fileURLToPath(new URL('../../../examples/failover.yaml', import.meta.url)));
+    const route = loaded.snapshot.binds[0]!.listeners[0]!.routes[0]!;
+    expect(route.retry).toEqual({ codes: [502, 503, 504], attempts: 1, backoffMs: 200 });
+    expect(route.backends.map((b) => [b.name, b.priority ?? 0])).toEqual([
+      ['127.0.0.1:9000', 0],
+      ['127.0.0.1:9001', 1],
+    ]);
+    expect(loaded.config.config).toMatchObject({ retryBudgetPercent: 20, retryBudgetMinConcurrency: 10, maxRetryBodyBytes: 1048576, coolDown: '5s', maxCoolDown: '300s' });
   });
 });
