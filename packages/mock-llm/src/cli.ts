@@ -52,6 +52,7 @@ Per-request headers:
   x-mock-latency-ms-per-token: <ms>  overrides --latency-ms-per-token
   x-mock-delay-ms: <ms>              wait before sending response headers (0-${MAX_WAIT_MS})
   x-mock-status: <400-599>           answer that status with an OpenAI-style error body
+  x-mock-retry-after: <value>        with x-mock-status: send this Retry-After (seconds or an HTTP date)
   x-mock-error: reset                destroy the connection without answering
   x-mock-error: reset-mid-stream     destroy it after the first content chunk of a stream
                                      (non-streaming: after half of the body)

@@ -261,7 +261,7 @@ async function injectBeforeAnswer(req: IncomingMessage, res: ServerResponse, kno
     return false;
   }
   if (knobs.status !== undefined) {
-    sendError(res, knobs.status, injectedError(knobs.status), MOCK_ERRORS.injectedStatus.code);
+    sendError(res, knobs.status, injectedError(knobs.status), MOCK_ERRORS.injectedStatus.code, knobs.retryAfter === undefined ? {} : { 'retry-after': knobs.retryAfter });
     return false;
   }
   return true;

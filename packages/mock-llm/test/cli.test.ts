@@ -96,6 +96,7 @@ describe('mock-llm CLI', () => {
       'x-mock-latency-ms-per-token',
       'x-mock-delay-ms',
       'x-mock-status',
+      'x-mock-retry-after',
       'x-mock-error: reset',
       'x-mock-error: reset-mid-stream',
       'Examples:',
