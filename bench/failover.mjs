@@ -17,6 +17,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { cpus as osCpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { freePort, startProcess, stopAll, stopAllOnSignals } from './lib/procs.mjs';
 import { benchCpus } from './lib/variants.mjs';

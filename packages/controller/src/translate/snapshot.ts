@@ -26,7 +26,11 @@ const BIND_ADDRESS = '0.0.0.0';
 
 // The IR of a rule on a listener, kept while the rule, its hostnames there, its policy and its
 // failover are the same objects (see the rules cache in ./httproute.ts).
-const routeCache = new WeakMap<TranslatedRule, Map<string, { readonly ir: RouteIR; readonly failover: FailoverPolicy | undefined }>>();
+interface CachedRoute {
+  readonly ir: RouteIR;
+  readonly failover: FailoverPolicy | undefined;
+}
+const routeCache = new WeakMap<TranslatedRule, Map<string, CachedRoute>>();
 
 // The cache key of a hostnames list, kept with the list (attachments keep their lists while
 // the route's attachment is unchanged): not joined again for every route of every translation.
@@ -67,7 +71,7 @@ function routeIR(tr: TranslatedRoute, rule: TranslatedRule, hostnames: readonly 
     timeouts: rule.timeouts,
     ...(rule.retry ? { retry: rule.retry } : {}),
   };
-  if (!byHosts) routeCache.set(rule, (byHosts = new Map()));
+  if (!byHosts) routeCache.set(rule, (byHosts = new Map<string, CachedRoute>()));
   byHosts.set(key, { ir, failover });
   return ir;
 }

@@ -121,7 +121,7 @@ export class AttemptPlan {
     this.pending = null;
     if (status === 429 || status === 503) {
       const ra = headers['retry-after'];
-      this.ctx.deps.coolDowns.record(this.member.key, status, Array.isArray(ra) ? ra[0] : ra);
+      this.ctx.deps.coolDowns.record(this.member.key, status, typeof ra === 'string' ? ra : undefined);
     }
     if (status < 500 && status !== 429 && !this.resilience.retry?.codes.includes(status)) return false;
     this.pending = this.next({ kind: 'answer', status });
