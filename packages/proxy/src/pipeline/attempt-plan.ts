@@ -17,13 +17,14 @@
 // An attempt that sent nothing (a backend that cannot be called, a connection that failed
 // before any byte was written) costs no budget: it adds no load anywhere.
 import type { IncomingHttpHeaders } from 'node:http';
-import type { RetryIR } from '@tollgate/api';
+import { MAX_BACKOFF_FACTOR, type RetryIR } from '@tollgate/api';
+import type { LlmRequest } from '../llm/request-body.js';
+import type { ProxyMetrics } from '../metrics/metrics.js';
 import { INVALID_BACKEND, type UpstreamTarget } from '../routing/backend-picker.js';
 import type { RouteResilience } from '../routing/compile.js';
 import type { Choice, Member } from '../routing/priority-levels.js';
-import { MAX_BACKOFF_FACTOR } from '@tollgate/api';
-import type { HeaderMap, RequestContext } from './context.js';
-import type { LlmRequest } from '../llm/request-body.js';
+import type { RetryBudgetSettings } from '../routing/retry-budget.js';
+import type { CoolDowns } from '../upstream/cool-downs.js';
 
 /** How one attempt ended, as the plan weighs it. */
 export type AttemptOutcome =
@@ -65,11 +66,25 @@ export function backoffMs(backoff: number, n: number): number {
 }
 
 /** What the backend choice left of the request before shaping it for one backend: restored to shape it for another. */
-interface Unshaped {
-  readonly headers: HeaderMap;
+export interface Unshaped {
+  readonly headers: Record<string, string | string[] | undefined>;
   readonly path: string;
   readonly query: string;
   readonly llm: LlmRequest | null;
+}
+
+/** What a plan reads of its request and of the running proxy (from the RequestContext, by backend-choice.ts). */
+export interface PlanInputs {
+  /** The route's name, for metrics. */
+  readonly route: string;
+  /** The route's timeouts.request, covering every attempt; null: none. */
+  readonly requestTimeoutMs: number | null;
+  /** The request body is in memory and within config.maxRetryBodyBytes (or there is none). */
+  readonly replayable: boolean;
+  readonly unshaped: Unshaped;
+  readonly coolDowns: CoolDowns;
+  readonly budget: RetryBudgetSettings;
+  readonly metrics: ProxyMetrics;
 }
 
 export class AttemptPlan {
@@ -82,23 +97,21 @@ export class AttemptPlan {
   pending: NextAttempt | null = null;
   /** When the first attempt started (the route's request timeout covers every attempt). */
   readonly startedAt = performance.now();
-  /** The request body is in memory and within config.maxRetryBodyBytes (or there is none). */
-  readonly replayable: boolean;
-  readonly unshaped: Unshaped;
   #holdsBudget = false;
   #done = false;
 
   constructor(
-    private readonly ctx: RequestContext,
     readonly resilience: RouteResilience,
     first: Choice,
+    readonly inputs: PlanInputs,
   ) {
     this.level = first.level;
     this.member = first.member;
-    const llm = ctx.llm;
-    this.replayable = !ctx.hasBody || (llm !== null && Buffer.isBuffer(llm.body) && llm.body.length <= ctx.deps.maxRetryBodyBytes);
-    this.unshaped = { headers: { ...ctx.upstreamHeaders }, path: ctx.upstreamPath, query: ctx.upstreamQuery, llm };
     resilience.budget.active++;
+  }
+
+  get unshaped(): Unshaped {
+    return this.inputs.unshaped;
   }
 
   /** The first usable backend from `first` on: past levels whose backend cannot be called. Null when none can. */
@@ -121,7 +134,7 @@ export class AttemptPlan {
     this.pending = null;
     if (status === 429 || status === 503) {
       const ra = headers['retry-after'];
-      this.ctx.deps.coolDowns.record(this.member.key, status, typeof ra === 'string' ? ra : undefined);
+      this.inputs.coolDowns.record(this.member.key, status, typeof ra === 'string' ? ra : undefined);
     }
     if (status < 500 && status !== 429 && !this.resilience.retry?.codes.includes(status)) return false;
     this.pending = this.next({ kind: 'answer', status });
@@ -132,7 +145,7 @@ export class AttemptPlan {
   next(outcome: AttemptOutcome): NextAttempt | null {
     if (outcome.kind === 'error' && FINAL_ERRORS.has(outcome.code)) return null;
     const sentNothing = outcome.kind === 'error' && outcome.unsent;
-    if (!this.replayable && !sentNothing) return null;
+    if (!this.inputs.replayable && !sentNothing) return null;
     const { levels, retry } = this.resilience;
     let next: NextAttempt | null = null;
     if (failsOver(outcome) && levels.failsOver) {
@@ -146,17 +159,17 @@ export class AttemptPlan {
       if (c && t && t !== INVALID_BACKEND) next = { kind: 'retry', level: c.level, member: c.member, target: t, waitMs: backoffMs(retry.backoffMs, this.retries + 1) };
     }
     if (!next) return null;
-    const limit = this.ctx.route!.ir.timeouts.requestMs;
+    const { requestTimeoutMs: limit, metrics, route } = this.inputs;
     if (limit !== null && performance.now() - this.startedAt + next.waitMs >= limit) return null;
     if (!sentNothing && !this.#holdsBudget) {
-      if (!this.resilience.budget.take(this.ctx.deps.retryBudget)) {
-        this.ctx.deps.metrics.countRetryBudgetExhausted(this.ctx.route!.ir.name);
+      if (!this.resilience.budget.take(this.inputs.budget)) {
+        metrics.countRetryBudgetExhausted(route);
         return null;
       }
       this.#holdsBudget = true;
     }
     if (next.kind === 'retry') this.retries++;
-    this.ctx.deps.metrics.countRetry(this.ctx.route!.ir.name, next.kind);
+    metrics.countRetry(route, next.kind);
     this.level = next.level;
     this.member = next.member;
     return next;

@@ -14,7 +14,7 @@ import { answerError, answerRedirect } from './answer.js';
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
 import { translateRequest } from './translate.js';
-import { AttemptPlan } from './attempt-plan.js';
+import { AttemptPlan, type PlanInputs } from './attempt-plan.js';
 
 /**
  * Returns false when the request has no backend to go to: answered 500 when its backend is
@@ -30,7 +30,7 @@ export function chooseBackend(ctx: RequestContext): boolean {
     const first = resilience.levels.first();
     const usable = AttemptPlan.usable(resilience.levels, first);
     backend = usable ? usable.target : first.target;
-    if (usable) ctx.attempts = new AttemptPlan(ctx, resilience, usable.choice);
+    if (usable) ctx.attempts = new AttemptPlan(resilience, usable.choice, planInputs(ctx));
   } else backend = ctx.route!.pickBackend();
   if (backend === null || backend === INVALID_BACKEND) {
     ctx.admissions?.refund();
@@ -44,6 +44,20 @@ export function chooseBackend(ctx: RequestContext): boolean {
   ctx.entry.stage = 'upstream';
   if (ctx.observed) publish.requestSnapshot(ctx, 'final request');
   return true;
+}
+
+/** What a request's attempt plan reads of it: taken before the request is shaped for its first backend. */
+function planInputs(ctx: RequestContext): PlanInputs {
+  const { deps, llm } = ctx;
+  return {
+    route: ctx.route!.ir.name,
+    requestTimeoutMs: ctx.route!.ir.timeouts.requestMs,
+    replayable: !ctx.hasBody || (llm !== null && Buffer.isBuffer(llm.body) && llm.body.length <= deps.maxRetryBodyBytes),
+    unshaped: { headers: { ...ctx.upstreamHeaders }, path: ctx.upstreamPath, query: ctx.upstreamQuery, llm },
+    coolDowns: deps.coolDowns,
+    budget: deps.retryBudget,
+    metrics: deps.metrics,
+  };
 }
 
 /**
