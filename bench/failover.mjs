@@ -12,15 +12,14 @@
 // not 200, or not the second provider's), p50 and p99, and the p99 added by the variant against
 // direct in the same round (ms and ratio); then the proxy's attempt counters. Asserts nothing.
 //
-//   pnpm build && node bench/failover.mjs [--duration 3] [--connections 8] [--rounds 1]
+//   pnpm build && node bench/failover.mjs [--rounds 5] [--duration 10] [--warmup 3] [--connections 32]
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { cpus as osCpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { freePort, startProcess, stopAll, stopAllOnSignals } from './lib/procs.mjs';
-import { benchCpus } from './lib/variants.mjs';
+import { benchCpus, roundOptions } from './lib/variants.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const TOLLGATE_BIN = join(ROOT, 'packages/proxy/bin/tollgate.js');
@@ -32,36 +31,24 @@ Failover across providers: the first answers 429 to every request, the second an
 p99 a client request gains from the failover, against a route straight to the second.
 
 Options:
-  --duration <s>      seconds of load per variant and round (1 to 60, default 3)
-  --warmup <s>        seconds of load per variant before the first round, not counted (0 to 30, default 1)
-  --connections <n>   concurrent clients (1 to 64, default 8)
-  --rounds <n>        rounds; the variants take turns in each (1 to 10, default 1)
+  --rounds <n>       rounds; each runs every variant once, in turn   [default 5, at most 10]
+  --duration <s>     measured seconds per variant and round           [default 10, at most 60]
+  --warmup <s>       unmeasured seconds before each measurement        [default 3, at most 30]
+  --connections <n>  concurrent closed-loop clients (keep-alive)       [default 32, at most 64]
   -h, --help
 `;
 
+/** The variant benches' options (bench/lib/variants.mjs), held to this bench's bounds. */
 function options() {
-  const { values } = parseArgs({
-    options: {
-      duration: { type: 'string', default: '3' },
-      warmup: { type: 'string', default: '1' },
-      connections: { type: 'string', default: '8' },
-      rounds: { type: 'string', default: '1' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    process.stdout.write(HELP);
-    process.exit(0);
-  }
-  const int = (name, min, max) => {
-    const n = Number(values[name]);
-    if (!Number.isInteger(n) || n < min || n > max) {
-      process.stderr.write(`failover bench: --${name} ${values[name]}: expected a whole number from ${min} to ${max}\n\n${HELP}`);
+  const { opts } = roundOptions(HELP);
+  const most = { rounds: 10, durationS: 60, warmupS: 30, connections: 64 };
+  for (const [key, max] of Object.entries(most)) {
+    if (opts[key] > max) {
+      process.stderr.write(`failover bench: ${key} ${opts[key]} is more than ${max}\n\n${HELP}`);
       process.exit(2);
     }
-    return n;
-  };
-  return { durationS: int('duration', 1, 60), warmupS: int('warmup', 0, 30), connections: int('connections', 1, 64), rounds: int('rounds', 1, 10) };
+  }
+  return opts;
 }
 
 const VARIANTS = ['direct', 'failover', 'cooling'];
@@ -179,11 +166,11 @@ async function main() {
       if (i > 100) throw new Error(`tollgate not answering\n${proxy.tail}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    if (opts.warmupS) for (const v of VARIANTS) await load(port, v, opts.warmupS, opts.connections);
     const results = Object.fromEntries(VARIANTS.map((v) => [v, { latencies: [], errors: 0, addedP99: [] }]));
     for (let round = 0; round < opts.rounds; round++) {
       const p99 = {};
       for (const v of VARIANTS) {
+        if (opts.warmupS) await load(port, v, opts.warmupS, opts.connections);
         const r = await load(port, v, opts.durationS, opts.connections);
         results[v].latencies.push(...r.latencies);
         results[v].errors += r.errors;

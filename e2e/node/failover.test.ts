@@ -20,35 +20,19 @@ import { nodeAvailability, REPO_ROOT } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
 import { kubectlOk, portForward, until } from './helm-install.lib.js';
 import { mockLlm } from './manifests.js';
-import { everyProxyAcked } from './shared-gateway.lib.js';
+import { everyProxyAcked, gatewayObjects, GATEWAY, GW_NS, PROXY, PROXY_PODS } from './shared-gateway.lib.js';
 
 const availability = nodeAvailability();
 const NS = 'failover';
-const GW_NS = 'shared-gateway';
-const GATEWAY = 'llm';
-const PROXY_PODS = `gateway.networking.k8s.io/gateway-name=${GATEWAY}`;
 /** Requests of each test. */
 const REQUESTS = 10;
 const TOKENS_PER_ANSWER = 12;
 
 /**
- * The Gateway: the shared-gateway lib's name, namespace and two proxy replicas (so its ACK wait
- * applies), and no cool-down without Retry-After. Requests go to the first proxy pod by name,
- * the one gwctl reads.
+ * The shared Gateway of the tenancy tests (two proxy pods), with no cool-down without
+ * Retry-After. Requests go to the first proxy pod by name, the one gwctl reads.
  */
-const GATEWAY_OBJECTS: readonly unknown[] = [
-  { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'llm-proxy', namespace: GW_NS, labels: { 'tollgate.dev/parameters': 'true' } }, data: { replicas: '2', coolDown: '0s' } },
-  {
-    apiVersion: 'gateway.networking.k8s.io/v1',
-    kind: 'Gateway',
-    metadata: { name: GATEWAY, namespace: GW_NS },
-    spec: {
-      gatewayClassName: 'tollgate',
-      infrastructure: { parametersRef: { group: '', kind: 'ConfigMap', name: 'llm-proxy' } },
-      listeners: [{ name: 'http', protocol: 'HTTP', port: 80, allowedRoutes: { namespaces: { from: 'All' } } }],
-    },
-  },
-];
+const GATEWAY_OBJECTS = gatewayObjects({ coolDown: '0s' });
 
 /** Two more Services of the mock-llm pods: the providers that answer 429 (their backendRefs ask for it). */
 const LIMITED = ['limited', 'limited-retry-after'] as const;
@@ -148,7 +132,7 @@ describe.skipIf(!availability.run)('failover between two mock-llm providers on t
     await kubectlOk(node.current, ['apply', '-f', '-'], mockLlm(NS, 1));
     await apply([...limitedServices, ROUTE, POLICY]);
     await k('wait', '--for=condition=Programmed', `gateway/${GATEWAY}`, '-n', GW_NS, '--timeout=180s');
-    await k('rollout', 'status', '-n', GW_NS, `deployment/${GATEWAY}-tollgate`, '--timeout=180s');
+    await k('rollout', 'status', '-n', GW_NS, `deployment/${PROXY}`, '--timeout=180s');
     await k('rollout', 'status', '-n', NS, 'deployment/mock-llm', '--timeout=120s');
     await until('GatewayPolicy failover/failover Accepted', async () => {
       const accepted = policyCondition(JSON.parse(await k('get', 'gatewaypolicy', 'failover', '-n', NS, '-o', 'json')) as PolicyStatus, 'Accepted');
