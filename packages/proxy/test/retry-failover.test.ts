@@ -208,6 +208,9 @@ describe('failover by priority', () => {
     expect(outcome.error).not.toBeNull();
     expect(fallback.requests.length).toBe(0);
     expect(resets.requests.length).toBe(1);
+    // Nothing was tried again: the proxy decided before the client saw the connection close.
+    expect(await metricValue(gw, 'tollgate_retries_total{route="main/chat",kind="failover"}')).toBe(0);
+    expect(await metricValue(gw, 'tollgate_retries_total{route="main/chat",kind="retry"}')).toBe(0);
     // The proxy keeps serving.
     expect(JSON.parse((await post(gw, '{}', '/plain')).body)).toMatchObject({ from: 'fallback' });
   });
