@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { deferred, until } from '@tollgate/testkit';
 import { fileURLToPath } from 'node:url';
+import { startMockLlm, type ReceivedRequest } from '@tollgate/mock-llm';
 import { loadConfigFile } from '../src/config/load-file.js';
 import { metricValue } from './support/gateway-files.js';
 import { openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
@@ -283,6 +284,40 @@ describe('failover by priority', () => {
     expect((await post(gw, '{}', '/requests')).status).toBe(200);
     expect((await post(gw, '{}', '/requests')).status).toBe(200);
     expect((await post(gw, '{}', '/requests')).status).toBe(429);
+  });
+
+  it('fails over across API formats: an OpenAI request answered by an Anthropic backend (translated both ways, charged once), and back', async () => {
+    const received: { url: string; body: string }[] = [];
+    const llm = await startMockLlm({ port: 0, onRequestBody: (r: ReceivedRequest, body: Buffer) => received.push({ url: r.url, body: body.toString() }) });
+    cleanups.push(() => llm.close());
+    const limited = await upstream((_req, res) => json(res, 429, { error: { message: 'rate limited', type: 'requests' } }, { 'retry-after': '0' }));
+    const gw = await gateway([
+      {
+        name: 'to-anthropic',
+        matches: [{ path: { type: 'Exact', value: '/v1/chat/completions' }, headers: [{ name: 'x-to', value: 'anthropic' }] }],
+        policies: { traffic: { rateLimit: { local: [{ tokens: 1_000_000, unit: 'Hours' }] } } },
+        backends: [{ host: limited.host }, { host: `127.0.0.1:${llm.port}`, priority: 1, provider: { type: 'Anthropic' } }],
+      },
+      {
+        name: 'to-openai',
+        matches: [{ path: { type: 'Exact', value: '/v1/chat/completions' }, headers: [{ name: 'x-to', value: 'openai' }] }],
+        backends: [{ host: limited.host, provider: { type: 'Anthropic' } }, { host: `127.0.0.1:${llm.port}`, priority: 1 }],
+      },
+    ]);
+    const chat = JSON.stringify({ model: 'mock-gpt', max_tokens: 8, messages: [{ role: 'user', content: 'fail over' }] });
+    const send2 = (to: string) => send(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-to': to, 'x-mock-completion-tokens': '5' }, body: chat });
+    const a = await send2('anthropic');
+    expect(a.status, a.body).toBe(200);
+    const answer = JSON.parse(a.body) as { object: string; usage: { total_tokens: number } };
+    // Anthropic's answer, made the client's format again.
+    expect(answer.object).toBe('chat.completion');
+    expect(received.at(-1)!.url).toBe('/v1/messages');
+    expect(await metricValue(gw, 'tollgate_llm_tokens_total{route="main/to-anthropic",model="mock-gpt",source="reported"}')).toBe(answer.usage.total_tokens);
+    // The first backend was told Anthropic, the second is OpenAI-compatible: the request it gets is the client's, untranslated.
+    const o = await send2('openai');
+    expect(o.status, o.body).toBe(200);
+    expect(received.at(-1)).toEqual({ url: '/v1/chat/completions', body: chat });
+    expect(limited.requests.map((r) => r.url)).toEqual(['/v1/chat/completions', '/v1/messages']);
   });
 
   it('shows each attempt in the trace: backendCallStart and backendCallResult once per attempt', async () => {
