@@ -5,6 +5,7 @@
 // their cost budget, timeouts that nest, names that are unique.
 import { compileCel, inputBounds } from './cel/compile.js';
 import { checkAuthPolicy } from './auth/check.js';
+import { checkTransformation } from './transformation/check.js';
 import { checkDuration } from './duration.js';
 import type { EvaluationLimits, RegexLimits } from './limits.js';
 import { FILTER_FIELD, FILTER_TYPES, type HTTPRouteFilter, type HTTPRouteMatch, type RouteTimeouts } from './schema/gateway-api.js';
@@ -17,6 +18,7 @@ export type PolicyContext = 'standalone' | 'cluster';
 
 export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: string, context: PolicyContext, limits: EvaluationLimits, out: Problem[]): void {
   checkAuthPolicy(policy, path, context, limits, out);
+  checkTransformation(policy?.transformation, joinPath(path, 'transformation'), limits, out);
   const rl = policy?.rateLimit;
   if (!rl) return;
   const rlPath = joinPath(path, 'rateLimit');
