@@ -59,7 +59,7 @@ function authRequest(ctx: RequestContext): AuthRequest {
  * The request headers less those an earlier check removed (a credential it consumed), so that a
  * later check neither sends them to an authorization service nor builds on them.
  */
-function withoutRemoved(ctx: RequestContext): RequestContext['headers'] {
+export function withoutRemoved(ctx: RequestContext): RequestContext['headers'] {
   const removed = ctx.authEffects?.removeHeaders;
   if (!removed?.length) return ctx.headers;
   const headers = { ...ctx.headers };

@@ -18,13 +18,13 @@ export async function readBodyOnce(ctx: RequestContext, translating = false): Pr
   ctx.llm = await readLlmRequest(ctx.req, { maxBytes: ctx.deps.maxRequestBodyBytes, refuseLarger: metered || translating, askUsage }, ctx);
 }
 
-/** What rate-limit descriptors and keys see of the request. */
+/** What rate-limit descriptors and keys see of the request: after a transformation, the transformed one. */
 export function requestFacts(ctx: RequestContext): RequestFacts {
   return {
     method: ctx.method,
     path: ctx.path,
     host: ctx.host,
-    headers: ctx.req.headers,
+    headers: ctx.transform?.headers ?? ctx.req.headers,
     sourceAddress: ctx.req.socket.remoteAddress ?? '',
     model: ctx.llm?.model ?? null,
     consumer: ctx.consumer,
