@@ -6,9 +6,12 @@
 // adversarial client meets: a body that is not JSON (400), too large (413), too deep (400), an
 // expression that fails (500, counted), a value that would inject a header (500), an input over
 // its bound (431). The trace and /config_dump show it, and never a credential it sets.
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
 import type { TraceEvent } from '@tollgate/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { echoed, openTrace, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
@@ -308,5 +311,37 @@ describe('what an operator sees', () => {
     const r = await chat('{"model":"mock-large","messages":[]}');
     expect(r.headers['x-served-for']).toBe('alice');
     expect(r.headers['x-backend-secret']).toBeUndefined();
+  });
+});
+
+describe('examples/transformation.yaml', () => {
+  it('loads and transforms as its comments say', async () => {
+    const file = (name: string) => fileURLToPath(new URL(`../../../examples/${name}`, import.meta.url));
+    type Route = { name: string; backends: { host: string }[]; policies?: { traffic: { apiKey?: { file: string } } } };
+    const example = parse(readFileSync(file('transformation.yaml'), 'utf8')) as { config: Record<string, unknown>; binds: { port: number; listeners: { routes: Route[] }[] }[] };
+    const g = await startGateway((port) => {
+      const c = structuredClone(example);
+      c.config = {};
+      c.binds[0]!.port = port;
+      for (const r of c.binds[0]!.listeners[0]!.routes) {
+        r.backends = [{ host: up.host }];
+        if (r.policies?.traffic.apiKey) r.policies.traffic.apiKey.file = file('auth-api-keys.yaml');
+      }
+      return c;
+    });
+    try {
+      const body = '{"model":"gpt-4o","max_tokens":5000,"max_completion_tokens":6000,"messages":[{"role":"user","content":"hi"}]}';
+      const r = await send(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: 'Bearer sk-example-team-a-0001', 'content-type': 'application/json', 'x-debug': '1' }, body });
+      expect(r.status, r.body).toBe(200);
+      const e = echoed(r);
+      expect(JSON.parse(e.body)).toEqual({ model: 'gpt-4o-mini', max_tokens: 1024, messages: [{ role: 'user', content: 'hi' }] });
+      expect([e.headers['x-team'], e.headers['x-user'], e.headers['x-debug']]).toEqual(['research', 'team-a', undefined]);
+      expect(r.headers['x-served-model']).toBe('gpt-4o-mini');
+      // The allow-list sees the client's model.
+      const other = await send(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: 'Bearer sk-example-team-a-0001', 'content-type': 'application/json' }, body: '{"model":"o1","messages":[]}' });
+      expect(other.status).toBe(403);
+    } finally {
+      await g.close();
+    }
   });
 });
