@@ -114,6 +114,31 @@ describe('keyed token budgets after a transformation', () => {
   });
 });
 
+describe('a budget keyed by a header the transformation sets', () => {
+  it('counts the value the transformation wrote, not the one the client sent', async () => {
+    const llm = await held();
+    const keys = await keyFile();
+    const gw = await gateway([
+      {
+        name: 'chat',
+        policies: {
+          traffic: {
+            apiKey: { file: keys },
+            transformation: { request: { headers: { set: [{ name: 'x-tier', value: 'consumer.group' }] } } },
+            rateLimit: { local: [{ requests: 100, unit: 'Hours', by: { type: 'Header', name: 'x-tier' } }] },
+          },
+        },
+        backends: [{ host: llm.upstream.host }],
+      },
+    ]);
+    const r = send(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'x-tier': 'gold', 'content-type': 'application/json' }, body: '{"messages":[]}' });
+    await settledOrArrived(llm, () => 0, 1);
+    expect((await budgets(gw)).map((b) => [b.by, b.key, b.used])).toEqual([['header.x-tier', 'team-a', 1]]);
+    llm.releaseAll();
+    expect((await r).status).toBe(200);
+  });
+});
+
 describe('a Gateway-level token budget that reads no consumer', () => {
   it('waits for a route\'s transformation: the capped reservations are what it admits', async () => {
     const llm = await held();
