@@ -47,13 +47,13 @@ describe('editBody', () => {
     it('is the client\'s (shown to it) when the transformation asks for it', () => {
       const out = edited(stream, [set('stream_options.include_usage', true)], true);
       expect(out.injectedUsage).toBe(false);
-      expect(JSON.parse(out.body.toString()).stream_options).toEqual({ include_usage: true });
+      expect((JSON.parse(out.body.toString()) as Record<string, unknown>).stream_options).toEqual({ include_usage: true });
     });
 
     it('is asked again when the transformation removed it, and dropped when the request no longer streams', () => {
       const again = edited('{"stream":true,"stream_options":{"x":1},"messages":[]}', [remove('stream_options')], true);
       expect(again.injectedUsage).toBe(true);
-      expect(JSON.parse(again.body.toString()).stream_options).toEqual({ include_usage: true });
+      expect((JSON.parse(again.body.toString()) as Record<string, unknown>).stream_options).toEqual({ include_usage: true });
       const off = edited(stream, [set('stream', false)], true);
       expect(off.injectedUsage).toBe(false);
       expect(JSON.parse(off.body.toString())).toEqual({ model: 'm', stream: false, messages: [] });
@@ -62,7 +62,7 @@ describe('editBody', () => {
     it('is not asked on a route that counts no tokens', () => {
       const out = edited(stream, [set('stream_options.x', 1)], false);
       expect(out.injectedUsage).toBe(false);
-      expect(JSON.parse(out.body.toString()).stream_options).toEqual({ x: 1 });
+      expect((JSON.parse(out.body.toString()) as Record<string, unknown>).stream_options).toEqual({ x: 1 });
     });
   });
 });

@@ -9,7 +9,7 @@ export type JsonWritable = null | boolean | number | string | object;
 
 export type JsonOutcome = { readonly ok: true; readonly value: JsonWritable } | { readonly ok: false; readonly reason: string };
 
-const rawJSON = (JSON as unknown as { rawJSON(text: string): object }).rawJSON;
+const rawJSON = (text: string): object => (JSON as unknown as { rawJSON(text: string): object }).rawJSON(text);
 
 class NoJsonForm extends Error {}
 

@@ -75,7 +75,7 @@ export function policyText(p: DumpPolicy['policy']): string {
       const r = value as { service?: string; domain?: string; descriptors?: unknown[] };
       parts.push(`${key}: ${r.service ?? '?'} domain ${r.domain ?? '?'}, ${r.descriptors?.length ?? 0} descriptor(s)`);
     } else if (key === 'transformation' && typeof value === 'object') {
-      parts.push(`${key}: ${transformationText(value as TransformationDump)}`);
+      parts.push(`${key}: ${transformationText(value)}`);
     } else {
       const auth = authText(key, value as Record<string, unknown>);
       parts.push(auth ? `${key}: ${auth}` : key);

@@ -89,7 +89,7 @@ function transform(ctx: RequestContext, t: RouteTransformation): boolean {
     state: state(t, 'applied', null, { headers: names, body: bodyFields, skipped }),
     requestHeaders: rh,
     responseHeaders: out.responseHeaders,
-    headers: headers as RequestContext['headers'] | null,
+    headers,
     redact: out.redact,
   };
   ctx.deps.metrics.countTransformation(ctx.route!.ir.name, 'applied');

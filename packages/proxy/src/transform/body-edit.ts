@@ -18,7 +18,9 @@ export interface ResolvedBodyEdit {
 
 type Json = Record<string, unknown>;
 
-const { rawJSON, isRawJSON } = JSON as unknown as { rawJSON(text: string): object; isRawJSON(value: unknown): boolean };
+const json = JSON as unknown as { rawJSON(text: string): object; isRawJSON(value: unknown): boolean };
+const rawJSON = (text: string): object => json.rawJSON(text);
+const isRawJSON = (value: unknown): boolean => json.isRawJSON(value);
 
 /** Integers JSON.parse would round are kept as the client wrote them. */
 function exact(_key: string, value: unknown, context?: { source?: string }): unknown {
