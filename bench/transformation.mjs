@@ -8,13 +8,9 @@
 // median of its per-round ratios (a round's variants run back to back). Printed, not asserted.
 //
 //   pnpm build && node bench/transformation.mjs [--rounds 5] [--duration 10] [--warmup 3]
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { stopAll } from './lib/procs.mjs';
 import { REQUESTS } from './lib/requests.mjs';
 import { writeTollgateConfig } from './lib/configs.mjs';
-import { benchCpus, printCpuTable, printPreamble, ROUND_OPTIONS_HELP, roundOptions, runBench, runRounds, startTollgateOnMock } from './lib/variants.mjs';
+import { benchOnMock, ROUND_OPTIONS_HELP, runBench, variantOptions } from './lib/variants.mjs';
 import { ensureWrk } from './peers/wrk.mjs';
 
 const HELP = `Usage: node bench/transformation.mjs [options]
@@ -28,13 +24,6 @@ ${ROUND_OPTIONS_HELP}
 const NEVER = 2_000_000_000;
 const VARIANTS = ['none', 'headers', 'body', 'both'];
 const TARGETS = { headers: 1.05, body: 1.1, both: 1.15 };
-
-function options() {
-  const { values, opts } = roundOptions(HELP, { only: { type: 'string' } });
-  const only = values.only ? values.only.split(',').map((s) => s.trim()).filter(Boolean) : VARIANTS;
-  for (const v of only) if (!VARIANTS.includes(v)) throw new Error(`--only: unknown variant '${v}'; variants: ${VARIANTS.join(', ')}`);
-  return { ...opts, variants: ['none', ...only.filter((v) => v !== 'none')] };
-}
 
 const HEADERS = {
   set: [
@@ -74,20 +63,9 @@ function writeFiles(dir, mockLlmHost, port, adminPort) {
 }
 
 async function main() {
-  const opts = options();
+  const opts = variantOptions(HELP, VARIANTS);
   ensureWrk();
-  const cpus = benchCpus();
-  printPreamble('transformation cost on the LLM route', opts, cpus);
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-transformation-bench-'));
-  try {
-    const writeConfig = (mockLlmHost, port, adminPort) => writeFiles(dir, mockLlmHost, port, adminPort);
-    const { url, proxy, requests } = await startTollgateOnMock({ cpus, writeConfig });
-    const runs = await runRounds({ url, proxy, variants: opts.variants, requests, opts, cpus, dir });
-    printCpuTable(runs, opts.variants, 'none', TARGETS);
-  } finally {
-    await stopAll();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  await benchOnMock({ name: 'transformation', title: 'transformation cost on the LLM route', opts, targets: TARGETS, writeFiles });
 }
 
 runBench('transformation', main);

@@ -12,8 +12,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectStreamClient, type StreamedSnapshot } from './lib/stream-client.js';
-import { ControllerProcess, installChart, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
+import { connectStreamClient, routePolicy } from './lib/stream-client.js';
+import { installChart, startAsChart, waitForObject, type ControllerProcess } from './controller-process.js';
 import { policyCondition, type PolicyStatus } from './lib/conditions.js';
 import { run } from './lib/exec.js';
 import { e2eAvailability } from './lib/tools.js';
@@ -91,12 +91,6 @@ const OWNED = policy(
 `,
 );
 
-type PolicyIR = NonNullable<StreamedSnapshot['binds'][number]['listeners'][number]['routes'][number]['policy']>;
-
-function routePolicy(s: StreamedSnapshot, route: string): PolicyIR | null | undefined {
-  for (const b of s.binds) for (const l of b.listeners) for (const r of l.routes) if (r.origin?.kind === 'HTTPRoute' && r.origin.name === route) return r.policy;
-  return undefined;
-}
 
 describe.skipIf(!availability.run)('a GatewayPolicy with a transformation', () => {
   const cluster = useCluster({ tollgateCrds: false });
@@ -108,9 +102,7 @@ describe.skipIf(!availability.run)('a GatewayPolicy with a transformation', () =
 
   beforeAll(async () => {
     await installChart(cluster.current, [INFRA, TEAM]);
-    const kubeconfig = await serviceAccountKubeconfig(cluster.current, 'tollgate-system', 'tollgate-controller', join(dir, 'kubeconfig'));
-    controller = await ControllerProcess.start('controller', cluster.current, kubeconfig, ['--snapshot-tls-names=127.0.0.1']);
-    await controller.synced();
+    controller = await startAsChart(cluster.current, 'controller', ['--snapshot-tls-names=127.0.0.1']);
     await apply(BASE);
   }, 120_000);
 

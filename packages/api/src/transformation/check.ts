@@ -5,7 +5,8 @@
 // never be written (a header value with CR or LF, bytes in a body) is refused now, naming the
 // field, rather than failing every request.
 import { bindRequest } from '../cel/inputs.js';
-import { compileCel, inputBounds, type CelProgram } from '../cel/compile.js';
+import { PolicyCost } from '../cel/budget.js';
+import { compileCel, type CelProgram } from '../cel/compile.js';
 import { celToJson, celToText } from '../cel/json.js';
 import type { CelSurface } from '../cel/surfaces.js';
 import type { EvaluationLimits } from '../limits.js';
@@ -126,8 +127,7 @@ export function checkTransformation(t: Config | undefined, path: string, limits:
   if (!edits && !t.request?.body?.set?.length && !t.request?.body?.remove?.length) {
     out.push({ path, message: 'edits nothing; set request.headers, request.body or response.headers, or remove the transformation' });
   }
-  let total = 0;
-  let worst = { cost: -1, path: '' };
+  const cost = new PolicyCost();
   for (const e of expressions) {
     const c = compileCel(e.source, e.surface, limits);
     const got = e.secret ? 'the expression (not shown: it may hold a credential)' : `got ${show(e.source)}`;
@@ -138,13 +138,8 @@ export function checkTransformation(t: Config | undefined, path: string, limits:
     }
     const constant = constantProblem(e, c.value, limits);
     if (constant) out.push({ path: e.path, message: `${got}: ${constant}` });
-    total += c.value.cost;
-    if (c.value.cost > worst.cost) worst = { cost: c.value.cost, path: e.path };
+    cost.add(c.value.cost, e.path);
   }
-  if (!(total <= limits.cel.maxCost)) {
-    out.push({
-      path,
-      message: `the expressions together have an estimated cost of ${total}, more than the budget of ${limits.cel.maxCost} (cel.maxCost) a request may spend for inputs within the declared bounds (${inputBounds(limits)}); the most expensive is ${worst.path} (${worst.cost})`,
-    });
-  }
+  const over = cost.problem(path, limits);
+  if (over) out.push(over);
 }

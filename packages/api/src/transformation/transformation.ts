@@ -121,11 +121,15 @@ export type TransformationConfig = Static<typeof TransformationConfig>;
  */
 export type TransformExpressionIR = string | Secret;
 
-export interface HeaderEditIR {
-  /** Lower case. */
-  readonly name: string;
+/** An edit's value and its condition (null: always). */
+interface EditIR {
   readonly value: TransformExpressionIR;
   readonly when: TransformExpressionIR | null;
+}
+
+export interface HeaderEditIR extends EditIR {
+  /** Lower case. */
+  readonly name: string;
 }
 
 export interface HeaderEditsIR {
@@ -135,10 +139,8 @@ export interface HeaderEditsIR {
   readonly remove: readonly string[];
 }
 
-export interface BodyEditIR {
+export interface BodyEditIR extends EditIR {
   readonly path: string;
-  readonly value: TransformExpressionIR;
-  readonly when: TransformExpressionIR | null;
 }
 
 export interface BodyEditsIR {
