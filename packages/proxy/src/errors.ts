@@ -137,7 +137,7 @@ export const PROXY_ERRORS = defineErrors({
     code: 'TG_EXPRESSION_INPUT_TOO_LARGE',
     status: 431,
     message: 'request too large for the expressions of this route',
-    hint: 'a rate limit descriptor or an authorization rule here reads a request input (headers, path, host, model, the consumer\'s fields) that is over the bound its cost was estimated for: send fewer or shorter headers or a shorter path, or raise config.cel.maxHeaders, maxHeaderLength or maxPathLength (the controller\'s --cel-* flags)',
+    hint: 'a rate limit descriptor, an authorization rule or a transformation here reads a request input (headers, path, host, model, the consumer\'s fields) that is over the bound its cost was estimated for: send fewer or shorter headers or a shorter path, or raise config.cel.maxHeaders, maxHeaderLength or maxPathLength (the controller\'s --cel-* flags)',
   },
   formatUnsupported: {
     code: 'TG_FORMAT_UNSUPPORTED',
