@@ -92,6 +92,7 @@ describe.skipIf(!availability.run)('a backend Deployment rolled under load', () 
       stop = true;
       await load;
     }
+    console.info(`rollout under load: ${sent} requests, answers ${JSON.stringify(Object.fromEntries(answers))}`);
     expect(Object.fromEntries(answers)).toEqual({ '200': sent });
   });
 });
