@@ -9,7 +9,7 @@ import { installChart } from '../lib/chart.js';
 import { nodeAvailability } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
 import { kubectlOk, until } from './helm-install.lib.js';
-import { mockLlm } from './manifests.js';
+import { gatewayWithRoute, mockLlm } from './manifests.js';
 
 const availability = nodeAvailability();
 const NS = 'rollout';
@@ -20,20 +20,7 @@ const CLIENTS = 4;
 /** A bound on the load, whatever happens: no client sends more. */
 const MAX_PER_CLIENT = 20_000;
 
-const OBJECTS = [
-  {
-    apiVersion: 'gateway.networking.k8s.io/v1',
-    kind: 'Gateway',
-    metadata: { name: GATEWAY, namespace: NS },
-    spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'http', protocol: 'HTTP', port: 80 }] },
-  },
-  {
-    apiVersion: 'gateway.networking.k8s.io/v1',
-    kind: 'HTTPRoute',
-    metadata: { name: 'chat', namespace: NS },
-    spec: { parentRefs: [{ name: GATEWAY }], rules: [{ backendRefs: [{ name: 'mock-llm', port: 8080 }] }] },
-  },
-];
+const OBJECTS = gatewayWithRoute(NS, GATEWAY, { name: 'mock-llm', port: 8080 });
 
 const BODY = JSON.stringify({ model: 'mock-gpt', messages: [{ role: 'user', content: 'roll' }], max_tokens: 8 });
 
