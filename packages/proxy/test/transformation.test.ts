@@ -164,6 +164,14 @@ describe('the JSON body', () => {
     );
   });
 
+  it('a chunked body goes upstream with the length of the edited one', async () => {
+    const r = await chat('{"model":"mock-large","messages":[]}', { 'transfer-encoding': 'chunked' });
+    const e = echoed(r);
+    expect(e.headers['transfer-encoding']).toBeUndefined();
+    expect(Number(e.headers['content-length'])).toBe(Buffer.byteLength(e.body));
+    expect((JSON.parse(e.body) as { model: string }).model).toBe('mock-small');
+  });
+
   it('a duplicated key the edit reaches is written once: a backend keeping the first sees the forced value', async () => {
     const r = await chat('{"model":"evil-first","model":"mock-large","max_tokens":10,"messages":[]}');
     expect(JSON.parse(echoed(r).body)).toEqual({ model: 'mock-small', max_tokens: 10, messages: [], metadata: { team: 'team-a' } });
