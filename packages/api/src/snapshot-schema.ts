@@ -12,6 +12,7 @@ import { PROVIDER_TYPES } from './provider/presets.js';
 import { Lit, NonEmpty, Nullable, Obj, Str, WireSecret } from './schema/wire-parts.js';
 import { ApiKeyWire } from './auth/api-key.js';
 import { AuthorizationWire } from './auth/authorization.js';
+import { TransformationWire } from './transformation/transformation.js';
 import { BasicAuthWire } from './auth/basic-auth.js';
 import { ExtAuthzWire } from './auth/ext-authz.js';
 import { JwtWire } from './auth/jwt.js';
@@ -266,6 +267,7 @@ const Policy = Obj(
     jwt: Nullable(JwtWire),
     authorization: Nullable(AuthorizationWire),
     extAuthz: Nullable(ExtAuthzWire),
+    transformation: Nullable(TransformationWire),
   },
   'Policies attached at one level.',
 );

@@ -9,6 +9,7 @@ import type { EvaluationLimits } from './limits.js';
 import type { LocalRateLimitUnit, RateLimitUnit } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
 import type { AuthPolicyIR } from './auth/convert.js';
+import type { TransformationIR } from './transformation/transformation.js';
 import type { ProviderType } from './provider/presets.js';
 import type { RetryIR } from './resilience/retry.js';
 
@@ -371,6 +372,7 @@ export interface PolicyIR extends AuthPolicyIR {
   readonly origin: PolicyOriginIR;
   readonly localRateLimit: readonly LocalRateLimitIR[] | null;
   readonly remoteRateLimit: GlobalRateLimitIR | null;
+  readonly transformation: TransformationIR | null;
 }
 
 /** Where a route of the snapshot came from. */

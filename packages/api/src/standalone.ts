@@ -38,6 +38,7 @@ import { parseConfigText } from './parse-text.js';
 
 export { parseConfigText };
 import { NO_AUTH, toAuthIR } from './auth/convert.js';
+import { toTransformationIR } from './transformation/transformation-ir.js';
 import { NO_SOURCES, type PolicySources } from './auth/sources.js';
 
 const validateSchema = compile(StandaloneConfig);
@@ -319,8 +320,10 @@ function toDescriptor(d: GlobalDescriptor): RateLimitDescriptorIR {
 export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sources: PolicySources = NO_SOURCES, problems: Problem[] = []): PolicyIR | null {
   const at = origin.kind === 'config' ? `${origin.path}.traffic` : 'spec.traffic';
   const auth = toAuthIR(p?.traffic, at, sources, problems);
+  const t = p?.traffic?.transformation;
+  const transformation = t ? toTransformationIR(t) : null;
   const rl = p?.traffic?.rateLimit;
-  if (!rl) return auth === NO_AUTH ? null : { origin, localRateLimit: null, remoteRateLimit: null, ...auth };
+  if (!rl) return auth === NO_AUTH && !transformation ? null : { origin, localRateLimit: null, remoteRateLimit: null, ...auth, transformation };
   const converted = rl.local?.flatMap((e, i) => toLocalLimit(e, `${at}.rateLimit.local[${i}]`, problems) ?? []);
   const local = converted?.length ? converted : null;
   const g = rl.global;
@@ -333,6 +336,6 @@ export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sourc
         timeoutMs: g.timeout ? parseDuration(g.timeout) : 100,
       }
     : null;
-  if (!local && !remote && auth === NO_AUTH) return null;
-  return { origin, localRateLimit: local, remoteRateLimit: remote, ...auth };
+  if (!local && !remote && auth === NO_AUTH && !transformation) return null;
+  return { origin, localRateLimit: local, remoteRateLimit: remote, ...auth, transformation };
 }

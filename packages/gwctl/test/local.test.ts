@@ -50,7 +50,7 @@ describe('config', () => {
     expect(r.stdout).toMatch(/BACKENDS\nTYPE\s+NAME\s+NAMESPACE\s+ENDPOINTS\nBackend\s+127\.0\.0\.1:\d+\s+-\s+1\n/);
     expect(r.stdout).toContain('listener/main       gateway   localRateLimit: 1000 requests/Minutes');
     expect(r.stdout).toContain('route/main/chat     route     localRateLimit: 500 requests/Minutes (+5 burst), 100000 tokens/Hours, 1000000 tokens/Days per Header x-team');
-    expect(r.stdout).toContain('route/main/models   route     authorization: 1 rule\n');
+    expect(r.stdout).toContain('route/main/models   route     authorization: 1 rule; transformation: request 2 headers; response 1 header\n');
   });
 
   it('config all -o json prints the /config_dump and -o yaml the same as YAML', async () => {

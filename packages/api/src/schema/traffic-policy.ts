@@ -8,6 +8,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Duration, Enum, HEADER_NAME_PATTERN, NO_CONTROL_PATTERN, PositiveInt } from './common.js';
 import { RateLimitService } from './outbound-ref.js';
 import { AUTH_TRAFFIC_FIELDS } from '../auth/fields.js';
+import { TransformationConfig } from '../transformation/transformation.js';
 import { DescriptorOverrides, LimitName, LocalOverrides, MAX_OVERRIDE_LIMIT } from './budget-overrides.js';
 import { FailoverPolicy } from '../resilience/failover.js';
 
@@ -189,6 +190,7 @@ export const TrafficPolicy = Type.Object(
   {
     rateLimit: Type.Optional(RateLimitPolicy),
     ...AUTH_TRAFFIC_FIELDS,
+    transformation: Type.Optional(TransformationConfig),
   },
   { additionalProperties: false, description: 'Policies applied to the traffic of the target.' },
 );

@@ -5,6 +5,8 @@
 import type { BackendSpec, GatewayPolicySpec, TrafficPolicy } from '@tollgate/api';
 
 export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
+/** The group of Tollgate's own resources a route or policy may name (Backend). */
+export const BACKEND_GROUP = 'tollgate.dev';
 export const POLICY_GROUP = 'tollgate.dev';
 
 /** The part of metav1.ObjectMeta translation uses. */

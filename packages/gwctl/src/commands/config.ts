@@ -74,12 +74,32 @@ export function policyText(p: DumpPolicy['policy']): string {
     else if (key === 'remoteRateLimit' && typeof value === 'object') {
       const r = value as { service?: string; domain?: string; descriptors?: unknown[] };
       parts.push(`${key}: ${r.service ?? '?'} domain ${r.domain ?? '?'}, ${r.descriptors?.length ?? 0} descriptor(s)`);
+    } else if (key === 'transformation' && typeof value === 'object') {
+      parts.push(`${key}: ${transformationText(value)}`);
     } else {
       const auth = authText(key, value as Record<string, unknown>);
       parts.push(auth ? `${key}: ${auth}` : key);
     }
   }
   return parts.join('; ') || 'none';
+}
+
+interface EditsDump {
+  readonly set?: readonly unknown[];
+  readonly add?: readonly unknown[];
+  readonly remove?: readonly unknown[];
+}
+interface TransformationDump {
+  readonly request?: { readonly headers?: EditsDump | null; readonly body?: EditsDump | null };
+  readonly response?: { readonly headers?: EditsDump | null };
+}
+
+/** `request 3 headers, 2 body fields; response 1 header` (the edits of each part, counted). */
+function transformationText(t: TransformationDump): string {
+  const count = (e: EditsDump | null | undefined) => (e?.set?.length ?? 0) + (e?.add?.length ?? 0) + (e?.remove?.length ?? 0);
+  const request = [count(t.request?.headers) ? plural(count(t.request?.headers), 'header') : '', count(t.request?.body) ? plural(count(t.request?.body), 'body field') : ''].filter(Boolean);
+  const response = count(t.response?.headers);
+  return [request.length ? `request ${request.join(', ')}` : '', response ? `response ${plural(response, 'header')}` : ''].filter(Boolean).join('; ') || 'no edits';
 }
 
 const plural = (n: unknown, word: string) => `${typeof n === 'number' ? n : '?'} ${word}${n === 1 ? '' : 's'}`;

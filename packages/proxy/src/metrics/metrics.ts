@@ -1,7 +1,7 @@
 // Prometheus metrics of one proxy (prom-client, a registry per runtime so several proxies
 // can live in one process). Label values are bounded: route names and statuses by the config;
 // model names, which clients choose freely, by `ModelLabels` (the first N seen, then `other`).
-import type { AuthKind, AuthPassReason, AuthReason } from '@tollgate/api';
+import type { AuthKind, AuthPassReason, AuthReason, TransformResult } from '@tollgate/api';
 import { Counter, Gauge, Registry, collectDefaultMetrics, type LabelValues, type Metric } from 'prom-client';
 import { ConsumerTokens, DEFAULT_CONSUMER_METRICS_TOP_N } from './consumer-tokens.js';
 
@@ -240,6 +240,13 @@ export class ProxyMetrics {
     ['result'],
   );
   readonly #jwksCells = new Map<string, Cell<'result'>>();
+  readonly #transformations = new CellCounter(
+    this.registry,
+    'tollgate_transformations_total',
+    'Requests of routes with a transformation, by route and result: applied, or why it refused the request: evaluation_error and invalid_value (500 TG_TRANSFORM_FAILED), input_too_large (431), body_not_json (400), body_too_large (413); docs/transformation.md.',
+    ['route', 'result'],
+  );
+  readonly #transformCells = new Map<string, Map<TransformResult, Cell<'route' | 'result'>>>();
   readonly #unsentRetries = new CellCounter(
     this.registry,
     'tollgate_upstream_unsent_retries_total',
@@ -374,6 +381,11 @@ export class ProxyMetrics {
     cell.value++;
   }
 
+  /** Counts one request of a route with a transformation; `result` is a fixed set (TRANSFORM_RESULTS). */
+  countTransformation(route: string, result: TransformResult): void {
+    nested(this.#transformCells, route, result, () => this.#transformations.cell({ route, result })).value++;
+  }
+
   /** Counts one request sent to another endpoint after `error` (a catalog code) before anything was sent. */
   countUnsentRetry(route: string, error: string): void {
     let byError = this.#unsentRetryCells.get(route);
@@ -419,8 +431,9 @@ export class ProxyMetrics {
   retainRoutes(routes: ReadonlySet<string>): void {
     const gone = (route: unknown): boolean => route !== NO_ROUTE && !routes.has(String(route));
     // Deleting the current key while iterating a Map is safe.
-    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells, this.#attemptCells, this.#retryCells, this.#budgetCells])
+    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells, this.#transformCells, this.#attemptCells, this.#retryCells, this.#budgetCells])
       for (const route of map.keys()) if (gone(route)) map.delete(route);
+    this.#transformations.drop((l) => gone(l.route));
     this.#requests.drop((l) => gone(l.route));
     this.#attempts.drop((l) => gone(l.route));
     this.#retries.drop((l) => gone(l.route));

@@ -4,7 +4,7 @@
 // write it; nothing else carries request state between them.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { PathMatchIR } from '@tollgate/api';
+import type { HeaderModifierIR, PathMatchIR, TransformationState } from '@tollgate/api';
 import type { UpstreamTarget } from '../routing/backend-picker.js';
 import type { LlmRequest } from '../llm/request-body.js';
 import type { ResponseTranslator } from '../llm/formats/anthropic-response.js';
@@ -71,6 +71,19 @@ export interface AuthEffects {
 
 export type HeaderMap = Record<string, string | string[] | undefined>;
 
+/** What the route's transformation decided (pipeline/transform.ts), for the stages after it and the trace. */
+export interface TransformEffects {
+  readonly state: TransformationState;
+  /** Applied to the upstream request after the checks' effects, before the route's filters. */
+  readonly requestHeaders: HeaderModifierIR | null;
+  /** Applied to the backend's response after the route's filters. */
+  readonly responseHeaders: HeaderModifierIR | null;
+  /** The client's headers with the request header edits made: what the rate limits after it read; null: as received. */
+  readonly headers: IncomingHttpHeaders | null;
+  /** Headers whose values the trace shows redacted (credential-like values set by the transformation). */
+  readonly redact: ReadonlySet<string>;
+}
+
 export class RequestContext {
   // What arrived.
   readonly method: string;
@@ -102,6 +115,8 @@ export class RequestContext {
   auth: AuthOutcome[] | null = null;
   /** What passed checks ask of the forwarded request; null when nothing. */
   authEffects: AuthEffects | null = null;
+  /** What the route's transformation did; null when it has none (or it has not run yet). */
+  transform: TransformEffects | null = null;
   /** Rate-limit state; exists only once a policy applies. */
   admissions: Admissions | null = null;
   /** The parsed LLM body; read only when a limit needs it. */

@@ -1,6 +1,6 @@
 // A request through the data plane, in the spec's order (§6): listener, gateway policies,
-// route selection, authentication and authorization, route policies (then copies to the route's mirrors), backend choice,
-// upstream call with the response policies.
+// route selection, authentication and authorization, transformation, route policies (then
+// copies to the route's mirrors), backend choice, upstream call with the response policies.
 // Each stage is a file of its own; a stage that answers the request itself (a refusal, a
 // 404, a redirect) returns false and the request ends there. Every stage reads the snapshot
 // captured when the request arrived, so a reload never changes the rules under a request in
@@ -10,6 +10,7 @@ import { applyGatewayPolicies } from './gateway-policies.js';
 import { selectRouteStage } from './route-selection.js';
 import { authenticate } from './authenticate.js';
 import { applyRoutePolicies } from './route-policies.js';
+import { transformRequest } from './transform.js';
 import { chooseBackend } from './backend-choice.js';
 import { sendMirrors } from './mirror.js';
 import { callUpstream } from './upstream-call.js';
@@ -28,6 +29,9 @@ export async function handleRequest(ctx: RequestContext): Promise<void> {
   if (!passed) return;
   if (!selectRouteStage(ctx)) return;
   passed = authenticate(ctx);
+  if (typeof passed !== 'boolean') passed = await passed;
+  if (!passed) return;
+  passed = transformRequest(ctx);
   if (typeof passed !== 'boolean') passed = await passed;
   if (!passed) return;
   passed = applyRoutePolicies(ctx);

@@ -32,13 +32,13 @@ export async function readBodyForReplay(ctx: RequestContext): Promise<void> {
   await readBodyOnce(ctx, false, max);
 }
 
-/** What rate-limit descriptors and keys see of the request. */
+/** What rate-limit descriptors and keys see of the request: after a transformation, the transformed one. */
 export function requestFacts(ctx: RequestContext): RequestFacts {
   return {
     method: ctx.method,
     path: ctx.path,
     host: ctx.host,
-    headers: ctx.req.headers,
+    headers: ctx.transform?.headers ?? ctx.req.headers,
     sourceAddress: ctx.req.socket.remoteAddress ?? '',
     model: ctx.llm?.model ?? null,
     consumer: ctx.consumer,

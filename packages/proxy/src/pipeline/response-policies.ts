@@ -123,6 +123,9 @@ export class ResponsePolicies implements ForwardHooks {
     // The answering backendRef's own, after the route's.
     const own = backendFilters(ctx.backend!.backend);
     if (own) for (const f of own) if (f.type === 'ResponseHeaderModifier') applyHeaderModifier(headers, f);
+    // The route's transformation, after the filters; the gateway's own headers (rate limits, checks) after it.
+    const transformed = ctx.transform?.responseHeaders;
+    if (transformed) applyHeaderModifier(headers, transformed);
     if (ctx.admissions) Object.assign(headers, ctx.admissions.responseHeaders());
     // Headers an authorization check adds to the response (an extAuthz service's response_headers_to_add).
     if (ctx.authEffects) Object.assign(headers, ctx.authEffects.responseHeaders);

@@ -24,6 +24,7 @@ import { effectiveAuth } from '../auth/effective.js';
 import type { AuthCheck } from '../auth/types.js';
 import { hasFailover, priorityLevels, type PriorityLevels } from './priority-levels.js';
 import { RetryBudget } from './retry-budget.js';
+import { effectiveTransformation, transformsRequests, type RouteTransformation } from '../transform/compile.js';
 
 export interface CompileDeps {
   readonly limiters: LimiterStore;
@@ -91,6 +92,8 @@ export interface CompiledRoute {
   readonly policy: CompiledPolicy | null;
   /** Authentication and authorization checks, in order (route over Gateway level per kind); null: none. */
   readonly auth: readonly AuthCheck[] | null;
+  /** The transformation (route over Gateway level); null: none. */
+  readonly transformation: RouteTransformation | null;
   /** LLM tokens are counted on this route (a tokens limit or global limit here or on its listener). */
   readonly countsTokens: boolean;
   /** Failover levels, retries and retry budget; null when the route neither fails over nor retries. */
@@ -169,7 +172,9 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   for (const bind of ir.binds) {
     const listeners = new HostTable<CompiledListener>();
     for (const l of bind.listeners) {
-      const gateway = deps ? compileGatewayPolicy(gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal, limits) : null;
+      // Where a transformation changes requests, the listener's limits that read the request wait for it.
+      const transforms = transformsRequests(l.policy) || l.routes.some((r) => transformsRequests(r.policy));
+      const gateway = deps ? compileGatewayPolicy(gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal, limits, transforms) : null;
       const listenerPolicy = gateway?.beforeRouting ?? null;
       const afterAuth = gateway?.afterAuth ?? null;
       const listener: CompiledListener = { ir: l, bind, routes: new HostTable(), policy: listenerPolicy, afterAuth };
@@ -192,6 +197,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
           responseModifiers: own.responseModifiers,
           policy: routePolicy,
           auth: deps?.auth ? effectiveAuth(l.policy, r.policy, deps.auth, limits) : null,
+          transformation: deps ? effectiveTransformation(l.policy, r.policy, limits) : null,
           countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false) || (afterAuth?.countsTokens ?? false),
           resilience: own.resilience,
         };
