@@ -1,7 +1,9 @@
 // What the TLS handshake of a client connection decided, kept with the connection: the data
 // plane records it once the handshake is done (server/data-plane.ts), and the listener stage
-// reads it for every request on the connection (./listener.ts). Kept in a WeakMap, so it goes
-// with the socket.
+// reads it for every request on the connection (./listener.ts). It is a symbol-keyed property of
+// the TLS socket, not a WeakMap entry: an HTTP/2 request's `req.socket` is a proxy of the
+// session's socket that passes property reads through, so the same read serves HTTP/1.1 and
+// HTTP/2; and it goes with the socket.
 import type { CompiledClientValidation, ClientCertificateFacts } from '../routing/client-validation.js';
 
 export interface ConnectionTls {
@@ -13,13 +15,15 @@ export interface ConnectionTls {
   readonly client: ClientCertificateFacts | null;
 }
 
-const connections = new WeakMap<object, ConnectionTls>();
+const RECORD = Symbol('tollgate.connectionTls');
+
+type WithRecord = { [RECORD]?: ConnectionTls };
 
 export function recordConnectionTls(socket: object, record: ConnectionTls): void {
-  connections.set(socket, record);
+  (socket as WithRecord)[RECORD] = record;
 }
 
 /** The record of the socket a request came on; undefined on plain HTTP. */
 export function connectionTls(socket: object): ConnectionTls | undefined {
-  return connections.get(socket);
+  return (socket as WithRecord)[RECORD];
 }
