@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import { caBundleProblem, type ClientCertificateInputs, type ClientValidationIR } from '@tollgate/api';
+import { altNames } from '../upstream/backend-tls.js';
 
 export interface CompiledClientValidation {
   readonly ir: ClientValidationIR;
@@ -55,31 +56,20 @@ export interface ClientCertificateFacts {
 
 export const NO_CERTIFICATE = 'NO_CERTIFICATE';
 
-// Node names subjectAltName entries `DNS:a.example, URI:spiffe://x`, quoting (JSON) a value
-// that could be misread, such as one holding ", ".
-const SAN_ENTRY = /([A-Za-z ]+):("(?:[^"\\]|\\.)*"|[^,]*)(?:, |$)/g;
-
 function sansOf(text: string | undefined): { dns: string[]; uri: string[] } {
-  const dns: string[] = [];
-  const uri: string[] = [];
-  if (!text) return { dns, uri };
-  for (const m of text.matchAll(SAN_ENTRY)) {
-    const raw = m[2]!;
-    let value = raw;
-    if (raw.startsWith('"')) {
-      try {
-        value = JSON.parse(raw) as string;
-      } catch {
-        continue;
-      }
-    }
-    if (m[1] === 'DNS') dns.push(value);
-    else if (m[1] === 'URI') uri.push(value);
-  }
-  return { dns, uri };
+  const names = altNames(text);
+  return { dns: names.filter((n) => n.type === 'DNS').map((n) => n.value), uri: names.filter((n) => n.type === 'URI').map((n) => n.value) };
 }
 
 const oneLine = (dn: string): string => dn.replace(/\n/g, ', ');
+
+/** OpenSSL's code for why the certificate did not verify (node:tls sets a string, its types say Error). */
+function verifyError(socket: TLSSocket): string {
+  const why: unknown = socket.authorizationError;
+  if (typeof why === 'string') return why;
+  if (why instanceof Error) return (why as NodeJS.ErrnoException).code ?? why.message;
+  return 'UNVERIFIED';
+}
 
 /** The facts of a connection whose handshake asked for a client certificate. */
 export function clientCertificateFacts(socket: TLSSocket): ClientCertificateFacts {
@@ -88,10 +78,9 @@ export function clientCertificateFacts(socket: TLSSocket): ClientCertificateFact
   if (!peer) return { verified: false, error: NO_CERTIFICATE, subject: null, issuer: null, dnsSans: [], uriSans: [], notAfter: null, fingerprint: null, inputs: null };
   const sans = sansOf(peer.subjectAltName);
   const subject = oneLine(peer.subject);
-  const authError = socket.authorizationError as unknown;
   return {
     verified,
-    error: verified ? null : authError instanceof Error ? ((authError as NodeJS.ErrnoException).code ?? authError.message) : String(authError ?? 'UNVERIFIED'),
+    error: verified ? null : verifyError(socket),
     subject,
     issuer: oneLine(peer.issuer),
     dnsSans: sans.dns,
