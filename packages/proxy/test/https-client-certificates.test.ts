@@ -14,6 +14,8 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueTestCertificate, type TestCertificate } from '@tollgate/testkit';
+import { Secret, withVersion } from '@tollgate/api';
+import { compileSnapshot } from '../src/routing/compile.js';
 import { openTrace, send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 interface Answer {
@@ -348,5 +350,33 @@ describe('standalone config checks', () => {
     await check(base({ protocol: 'HTTPS', tls: { ...files('plain'), clientValidation: { caFile: join(dir, 'nope.pem') } } }), `binds[0].listeners[0].tls.clientValidation.caFile: cannot read ${join(dir, 'nope.pem')}: no such file`);
     await check(base({ protocol: 'HTTP', tls: { ...files('plain'), clientValidation: { caFile: join(dir, 'client-ca.pem') } } }), 'binds[0].listeners[0].tls: is set on an HTTP listener');
     expect((await get(port, { host: 'strict.test', client: clients.teamA })).status).toBe(200);
+  });
+});
+
+describe('a snapshot whose client CA bundle is garbage (one that skipped validation)', () => {
+  it('is refused by the compile naming the listener, whatever node:tls would take silently', () => {
+    const pair = serverCert('api.test');
+    const snapshot = (caCertificates: string) =>
+      withVersion({
+        source: { kind: 'controller', gateway: 'default/gw' },
+        binds: [
+          {
+            port: 8443,
+            address: '0.0.0.0',
+            listeners: [
+              {
+                name: 'default/gw/https',
+                protocol: 'HTTPS',
+                hostname: null,
+                tls: { mode: 'Terminate', certificates: [{ origin: { kind: 'Secret', namespace: 'default', name: 'tls' }, certificate: pair.cert, key: new Secret(pair.key) }], clientValidation: { caCertificates, mode: 'AllowValidOnly', origins: ['ConfigMap default/ca'] } },
+                policy: null,
+                routes: [],
+              },
+            ],
+          },
+        ],
+      });
+    expect(() => compileSnapshot(snapshot('garbage'))).toThrow(/listener default\/gw\/https: the client CA certificates cannot be used: the CA bundle \(ConfigMap default\/ca\) holds no PEM certificate/);
+    expect(compileSnapshot(snapshot(clientCa.cert)).binds.get(8443)!.tls!.validation.get('default/gw/https')!.ir.mode).toBe('AllowValidOnly');
   });
 });
