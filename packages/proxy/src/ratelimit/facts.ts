@@ -15,5 +15,5 @@ export interface RequestFacts {
   /** Who is calling, once authentication established it; null before it runs or when no check did. */
   readonly consumer: ConsumerInputs | null;
   /** The client certificate the listener verified (mutual TLS); null when none was. */
-  readonly clientCertificate: ClientCertificateInputs | null;
+  readonly clientCertificate?: ClientCertificateInputs | null;
 }
