@@ -6,6 +6,7 @@ export * from './schema/standalone-config.js';
 export * from './schema/backend.js';
 export * from './schema/backend-tls.js';
 export * from './backend-tls.js';
+export * from './client-validation.js';
 export * from './process-settings.js';
 export * from './snapshot.js';
 export * from './snapshot-schema.js';

@@ -9,6 +9,8 @@ import { LIMIT_NAME_PATTERN, MAX_KEY_VALUE_LENGTH, MAX_OVERRIDE_LIMIT, MAX_LIMIT
 import type { Secret } from './secret.js';
 import type { ProxySnapshot } from './snapshot.js';
 import { PROVIDER_TYPES } from './provider/presets.js';
+import { MAX_CA_BUNDLE_BYTES } from './certificate.js';
+import { CLIENT_VALIDATION_MODES, MAX_CA_CERTIFICATE_REFS, MAX_CA_ORIGIN_LENGTH } from './client-validation.js';
 import { Lit, NonEmpty, Nullable, Obj, Str, WireSecret } from './schema/wire-parts.js';
 import { ApiKeyWire } from './auth/api-key.js';
 import { AuthorizationWire } from './auth/authorization.js';
@@ -204,6 +206,7 @@ const Key = Type.Union([
   Obj({ type: Lit('ConsumerGroup') }, 'Per consumer group.'),
   Obj({ type: Lit('Claim'), name: KeyName }, 'Per value of a JWT claim.'),
   Obj({ type: Lit('Header'), name: KeyName }, 'Per value of a header (lower case).'),
+  Obj({ type: Lit('ClientCertificate') }, 'Per verified client certificate subject.'),
   Obj({ type: Lit('Expression'), expression: NonEmpty('CEL expression.', 1024) }, 'Per value of a CEL expression.'),
 ]);
 const OverrideKey = Type.String({ maxLength: MAX_KEY_VALUE_LENGTH });
@@ -288,8 +291,16 @@ const Route = Obj(
 );
 /** One route on the wire: checked apart from the rest of its snapshot when it is new (snapshot-wire.ts). */
 export const WireRouteSchema = Route;
+const ClientValidation = Obj(
+  {
+    caCertificates: NonEmpty('PEM bundle of the CAs a client certificate must chain to.', MAX_CA_BUNDLE_BYTES),
+    mode: Type.Union(CLIENT_VALIDATION_MODES.map((m) => Lit(m))),
+    origins: Type.Array(NonEmpty('Where CA certificates came from.', MAX_CA_ORIGIN_LENGTH), { minItems: 1, maxItems: MAX_CA_CERTIFICATE_REFS }),
+  },
+  'Client certificates asked for and checked.',
+);
 const ListenerTls = Obj(
-  { mode: Lit('Terminate'), certificates: Type.Array(Certificate, { minItems: 1, maxItems: 64 }) },
+  { mode: Lit('Terminate'), certificates: Type.Array(Certificate, { minItems: 1, maxItems: 64 }), clientValidation: Type.Optional(ClientValidation) },
   'TLS terminated at the proxy.',
 );
 /** A snapshot's schema around `routes`, the schema of a listener's route list. */

@@ -62,6 +62,25 @@ export interface ListenerTlsIR {
   readonly mode: 'Terminate';
   /** At least one; several let a listener offer, say, an ECDSA and an RSA certificate. */
   readonly certificates: readonly CertificateIR[];
+  /** Client certificates asked for in the handshake and checked; absent: none asked for. */
+  readonly clientValidation?: ClientValidationIR;
+}
+
+/** What a listener does with a client certificate that is absent or does not verify. */
+export type ClientValidationMode = 'AllowValidOnly' | 'AllowInsecureFallback';
+
+/**
+ * Client certificate validation of an HTTPS listener (Gateway API `spec.tls.frontend` of its
+ * port; `tls.clientValidation` of a standalone listener). A certificate verifies when it chains
+ * to one of `caCertificates` and is within its validity period.
+ */
+export interface ClientValidationIR {
+  /** PEM bundle of the CA certificates a client certificate must chain to. */
+  readonly caCertificates: string;
+  /** AllowValidOnly: no connection without a verified certificate. AllowInsecureFallback: any client, the verified ones known as such. */
+  readonly mode: ClientValidationMode;
+  /** Where the CA certificates came from (`ConfigMap <ns>/<name>`, `file <path>`), for config dumps and errors. */
+  readonly origins: readonly string[];
 }
 
 export interface CertificateIR {
@@ -303,6 +322,8 @@ export type RateLimitKeyIR =
   | { readonly type: 'ConsumerGroup' }
   | { readonly type: 'Claim'; readonly name: string }
   | { readonly type: 'Header'; readonly name: string }
+  /** The subject of the client certificate the listener verified (mutual TLS). */
+  | { readonly type: 'ClientCertificate' }
   | { readonly type: 'Expression'; readonly expression: string };
 
 /** The budget of one key value of a keyed local entry (`overrides`), of the entry's kind. */

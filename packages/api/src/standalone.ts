@@ -7,10 +7,11 @@ import { requireHostPort } from './host-port.js';
 import { isDefaultLimits, resolveLimits, type EvaluationLimits } from './limits.js';
 import { checkRouteRule, checkTrafficPolicy, checkUnique } from './rules.js';
 import { checkProcessConfig } from './process-settings.js';
-import { StandaloneConfig, type BackendConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
+import { StandaloneConfig, type BackendConfig, type ClientValidationConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
 import { checkProvider, toProviderIR } from './provider/convert.js';
 import { backendTlsIR, checkSubjectAltNames, readCaBundle } from './backend-tls.js';
 import { toRetryIR } from './resilience/retry.js';
+import { clientValidationIR, DEFAULT_CLIENT_VALIDATION_MODE } from './client-validation.js';
 import type { HTTPHeaderFilter, HTTPPathModifier, HTTPRouteFilter, HTTPRouteMatch } from './schema/gateway-api.js';
 import { LOCAL_MONTHS_MESSAGE, type GlobalDescriptor, type LocalRateLimit, type PolicySet, type RateLimitKey } from './schema/traffic-policy.js';
 import { isSensitiveHeader, Secret } from './secret.js';
@@ -18,6 +19,7 @@ import { withVersion } from './snapshot-wire.js';
 import type {
   BackendIR,
   CertificateIR,
+  ClientValidationIR,
   FilterIR,
   HeaderModifierIR,
   ListenerIR,
@@ -165,7 +167,17 @@ function toListener(name: string, l: ListenerConfig, path: string, conv: Convers
   // validateStandaloneConfig has checked that HTTPS comes with tls.
   if (l.protocol === 'HTTP' || !l.tls) return { name, protocol: 'HTTP', hostname, policy, routes };
   const certs = l.tls.certificates.map((_, ci) => certificateAt(`${path}.tls.certificates[${ci}]`, conv));
-  return { name, protocol: 'HTTPS', hostname, tls: { mode: 'Terminate', certificates: certs }, policy, routes };
+  const validation = l.tls.clientValidation ? toClientValidation(l.tls.clientValidation, `${path}.tls.clientValidation`, conv) : null;
+  return { name, protocol: 'HTTPS', hostname, tls: { mode: 'Terminate', certificates: certs, ...(validation ? { clientValidation: validation } : {}) }, policy, routes };
+}
+
+/** A listener's client validation: its CA file read through the policy sources (so a reload follows an edit of it). */
+function toClientValidation(v: ClientValidationConfig, at: string, conv: Conversion): ClientValidationIR | null {
+  const pem = readCaBundle(conv.sources, `${at}.caFile`, { file: v.caFile }, conv.problems);
+  if (pem === null) return null;
+  const r = clientValidationIR([{ origin: `file ${v.caFile}`, pem }], v.mode ?? DEFAULT_CLIENT_VALIDATION_MODE);
+  if (!r.ok) conv.problems.push({ path: `${at}.caFile`, message: r.problem });
+  return r.ok ? r.ir : null;
 }
 
 /** A route timeout in ms; 0s means none (Gateway API), which the IR says with null. */
@@ -268,6 +280,7 @@ function toKeyIR(by: RateLimitKey): RateLimitKeyIR {
   switch (by.type) {
     case 'Consumer':
     case 'ConsumerGroup':
+    case 'ClientCertificate':
       return { type: by.type };
     case 'Claim':
       return { type: 'Claim', name: by.name ?? '' };

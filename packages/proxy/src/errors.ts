@@ -211,6 +211,12 @@ export const PROXY_ERRORS = defineErrors({
     message: 'misdirected request: the Host is served by another listener than the TLS server name',
     hint: 'the connection was opened for another host (SNI) of this port; open a new connection whose SNI names the host (HTTP clients do this when they get 421)',
   },
+  clientValidationChanged: {
+    code: 'TG_CLIENT_CERTIFICATE_NOT_CHECKED',
+    status: 421,
+    message: 'misdirected request: this connection\'s handshake did not check the client certificate this listener requires',
+    hint: 'the connection was opened for another listener of this port, or before the listener\'s client validation changed; open a new connection (HTTP clients do this when they get 421), presenting a certificate the listener\'s CAs signed',
+  },
   badRequest: {
     code: 'TG_BAD_REQUEST',
     status: 400,
@@ -268,6 +274,11 @@ export const PROXY_ERRORS = defineErrors({
     code: 'TG_BIND_FAILED',
     message: 'bind {address} (listener {listener}): cannot listen on {host}: {reason}',
     hint: 'check binds[].address: it must be an address of this machine; at start-up the process exits, a reload is refused and the previous config keeps serving',
+  },
+  tlsClientCa: {
+    code: 'TG_TLS_CLIENT_CA',
+    message: 'listener {listener}: the client CA certificates cannot be used: {reason}',
+    hint: 'give tls.clientValidation a PEM bundle of CA certificates (in a cluster: the ca.crt of the ConfigMaps or Secrets spec.tls.frontend names); the snapshot is refused and the previous one keeps serving',
   },
   tlsCertificate: {
     code: 'TG_TLS_CERTIFICATE',

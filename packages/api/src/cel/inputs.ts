@@ -15,6 +15,9 @@ import {
   MAX_CONSUMER_CLAIMS,
   MAX_CONSUMER_LABEL_LENGTH,
   MAX_CONSUMER_LABELS,
+  MAX_CLIENT_SAN_LENGTH,
+  MAX_CLIENT_SANS,
+  MAX_CLIENT_SUBJECT_LENGTH,
   MAX_CONSUMER_NAME_LENGTH,
   MAX_HOST_LENGTH,
   MAX_METHOD_LENGTH,
@@ -42,6 +45,16 @@ export interface RequestInputs {
    * bounds of ./surfaces.ts; bindRequest checks them as it checks the request's own.
    */
   readonly consumer?: ConsumerInputs | null;
+  /** The client certificate the listener verified; null or absent: none was (connection.verified false). */
+  readonly clientCertificate?: ClientCertificateInputs | null;
+}
+
+/** What the expressions see of a verified client certificate (never the certificate itself). */
+export interface ClientCertificateInputs {
+  /** The subject distinguished name, as the certificate orders it, e.g. "O=Example, CN=team-a". */
+  readonly subject: string;
+  readonly dnsSans: readonly string[];
+  readonly uriSans: readonly string[];
 }
 
 export interface ConsumerInputs {
@@ -53,6 +66,12 @@ export interface ConsumerInputs {
 
 const NO_ENTRIES: ReadonlyMap<string, string> = new Map();
 const entries = (o: Readonly<Record<string, string>> | null): ReadonlyMap<string, string> => (o ? new Map(Object.entries(o)) : NO_ENTRIES);
+const NO_CONNECTION = new Map<string, unknown>([
+  ['verified', false],
+  ['subject', ''],
+  ['dnsSans', []],
+  ['uriSans', []],
+]);
 const NO_CONSUMER = new Map<string, unknown>([
   ['name', ''],
   ['group', ''],
@@ -91,6 +110,21 @@ function checkEntries(input: InputName, o: Readonly<Record<string, string>> | nu
     if (k.length > maxLength || v.length > maxLength) return over(input, `entry ${JSON.stringify(k.slice(0, 64))} is ${Math.max(k.length, v.length)} characters long, more than the ${maxLength} an expression here assumes`);
   }
   return null;
+}
+
+function checkList(input: InputName, values: readonly string[], maxEntries: number, maxLength: number): Bound | null {
+  if (values.length > maxEntries) return over(input, `${values.length} entries, more than the ${maxEntries} an expression here assumes`);
+  for (const v of values) if (v.length > maxLength) return over(input, `an entry is ${v.length} characters long, more than the ${maxLength} an expression here assumes`);
+  return null;
+}
+
+/** The certificate's fields the programs read, against the bounds of ./surfaces.ts. */
+function checkCertificate(c: ClientCertificateInputs, reads: ReadonlySet<InputName>): Bound | null {
+  return (
+    (reads.has('connection.subject') ? checkText('connection.subject', c.subject, MAX_CLIENT_SUBJECT_LENGTH) : null) ??
+    (reads.has('connection.dnsSans') ? checkList('connection.dnsSans', c.dnsSans, MAX_CLIENT_SANS, MAX_CLIENT_SAN_LENGTH) : null) ??
+    (reads.has('connection.uriSans') ? checkList('connection.uriSans', c.uriSans, MAX_CLIENT_SANS, MAX_CLIENT_SAN_LENGTH) : null)
+  );
 }
 
 /** The consumer's fields the programs read, against the bounds of ./surfaces.ts. */
@@ -143,6 +177,11 @@ export function bindRequest(req: RequestInputs, reads: ReadonlySet<InputName>, l
     const refused = checkConsumer(req.consumer, reads);
     if (refused) return refused;
   }
+  const cert = req.clientCertificate;
+  if (cert) {
+    const refused = checkCertificate(cert, reads);
+    if (refused) return refused;
+  }
   let headers: ReadonlyMap<string, string> = NO_HEADERS;
   if (reads.has('request.headers')) {
     const h = headerMap(req.headers, limits);
@@ -170,6 +209,14 @@ export function bindRequest(req: RequestInputs, reads: ReadonlySet<InputName>, l
           ['claims', entries(req.consumer.claims)],
         ])
       : NO_CONSUMER,
+    connection: cert
+      ? new Map<string, unknown>([
+          ['verified', true],
+          ['subject', cert.subject],
+          ['dnsSans', cert.dnsSans],
+          ['uriSans', cert.uriSans],
+        ])
+      : NO_CONNECTION,
   };
   return { ok: true, bindings: bindings as unknown as CelBindings };
 }

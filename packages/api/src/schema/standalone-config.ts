@@ -14,6 +14,7 @@ import { BackendPriority } from '../resilience/failover.js';
 export const MAX_CONNECT_ATTEMPTS = 8;
 import { BackendTlsConfig } from './backend-tls.js';
 import { CertificateFilesConfig } from './certificate-files.js';
+import { CLIENT_VALIDATION_MODES } from '../client-validation.js';
 
 export { CertificateFilesConfig };
 
@@ -46,6 +47,24 @@ export const RouteConfig = Type.Object(
 );
 export type RouteConfig = Static<typeof RouteConfig>;
 
+export const ClientValidationConfig = Type.Object(
+  {
+    caFile: Type.String({
+      minLength: 1,
+      maxLength: 4096,
+      description: 'PEM bundle of the CA certificates a client certificate must chain to; a relative path is relative to the config file. Read, and watched, like the config.',
+    }),
+    mode: Type.Optional(
+      Enum(
+        CLIENT_VALIDATION_MODES,
+        'AllowValidOnly (default): a client without a certificate that verifies gets no connection. AllowInsecureFallback: every client is served; only verified certificates are known to rules and keyed budgets.',
+      ),
+    ),
+  },
+  { additionalProperties: false, description: 'Client certificates: asked for in the handshake and checked against caFile (mutual TLS).' },
+);
+export type ClientValidationConfig = Static<typeof ClientValidationConfig>;
+
 export const ListenerTlsConfig = Type.Object(
   {
     certificates: Type.Array(CertificateFilesConfig, {
@@ -53,6 +72,7 @@ export const ListenerTlsConfig = Type.Object(
       maxItems: 16,
       description: 'Certificates the listener offers; several let it offer, say, an ECDSA and an RSA one. Clients whose SNI names the listener hostname get them.',
     }),
+    clientValidation: Type.Optional(ClientValidationConfig),
   },
   { additionalProperties: false, description: 'TLS terminated at the proxy (required with protocol HTTPS).' },
 );

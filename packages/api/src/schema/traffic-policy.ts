@@ -30,7 +30,7 @@ export const UNIT_SECONDS: Record<RateLimitUnit, number> = { Seconds: 1, Minutes
 export const LOCAL_MONTHS_MESSAGE =
   'Months is not available for a local limit: local counters live in each proxy\'s memory and start again at zero when it restarts, so a monthly budget would reset with every deploy; use Days, or a global limit (its counters live in the rate limit service)';
 
-export const RATE_LIMIT_KEY_TYPES = ['Consumer', 'ConsumerGroup', 'Claim', 'Header', 'Expression'] as const;
+export const RATE_LIMIT_KEY_TYPES = ['Consumer', 'ConsumerGroup', 'Claim', 'Header', 'ClientCertificate', 'Expression'] as const;
 export type RateLimitKeyType = (typeof RATE_LIMIT_KEY_TYPES)[number];
 /** The longest claim or header name a key may name. */
 export const MAX_KEY_NAME_LENGTH = 256;
@@ -39,7 +39,7 @@ export const RateLimitKey = Type.Object(
   {
     type: Enum(
       RATE_LIMIT_KEY_TYPES,
-      'What the budget is kept per: Consumer (the authenticated consumer\'s name), ConsumerGroup (its group), Claim (a claim of its JWT, `name`), Header (a request header, `name`; a client chooses its value freely) or Expression (a CEL expression over the request and the consumer).',
+      'What the budget is kept per: Consumer (the authenticated consumer\'s name), ConsumerGroup (its group), Claim (a claim of its JWT, `name`), Header (a request header, `name`; a client chooses its value freely), ClientCertificate (the subject of the client certificate the listener verified) or Expression (a CEL expression over the request and the consumer).',
     ),
     name: Type.Optional(
       Type.String({

@@ -12,6 +12,8 @@ export const EXTENDED_FEATURES = [
   'BackendTLSPolicy',
   'BackendTLSPolicySANValidation',
   'GatewayBackendClientCertificate',
+  'GatewayFrontendClientCertificateValidation',
+  'GatewayFrontendClientCertificateValidationInsecureFallback',
   'GatewayHTTPListenerIsolation',
   'GatewayPort8080',
   'HTTPRoute303RedirectStatusCode',

@@ -176,7 +176,10 @@ export function buildSnapshots(
       // An HTTPS listener without a usable certificate cannot complete a handshake: left out
       // (its status says Programmed False) rather than served with another listener's.
       else if (!l.certificates.length) continue;
-      else listener = { name: l.spec.name, protocol: 'HTTPS', hostname, tls: { mode: 'Terminate', certificates: l.certificates }, policy, routes };
+      else {
+        const clientValidation = l.clientValidation ? { clientValidation: l.clientValidation } : {};
+        listener = { name: l.spec.name, protocol: 'HTTPS', hostname, tls: { mode: 'Terminate', certificates: l.certificates, ...clientValidation }, policy, routes };
+      }
       const list = ports.get(l.spec.port) ?? [];
       if (!list.length) ports.set(l.spec.port, list);
       list.push(listener);

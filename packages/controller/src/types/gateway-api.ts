@@ -75,6 +75,26 @@ export interface GatewayTLSConfig {
   readonly options?: Readonly<Record<string, string>>;
 }
 
+/** A reference to a CA bundle (Gateway API ObjectReference: group and kind are required). */
+export interface CaCertificateReference {
+  readonly group: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly namespace?: string;
+}
+
+export interface FrontendTLSValidation {
+  readonly caCertificateRefs: readonly CaCertificateReference[];
+  /** Defaulted by the CRD; absent means AllowValidOnly. */
+  readonly mode?: 'AllowValidOnly' | 'AllowInsecureFallback';
+}
+
+/** spec.tls.frontend: client certificate validation of the Gateway's HTTPS listeners, by default and per port. */
+export interface FrontendTLSConfig {
+  readonly default: { readonly validation?: FrontendTLSValidation };
+  readonly perPort?: readonly { readonly port: number; readonly tls: { readonly validation?: FrontendTLSValidation } }[];
+}
+
 export interface AllowedRoutes {
   readonly namespaces?: {
     readonly from?: 'All' | 'Same' | 'Selector' | 'None';
@@ -110,8 +130,8 @@ export interface Gateway {
       readonly annotations?: Readonly<Record<string, string>>;
       readonly parametersRef?: { readonly group: string; readonly kind: string; readonly name: string };
     };
-    /** Of spec.tls, translation reads the backend client certificate. */
-    readonly tls?: { readonly backend?: { readonly clientCertificateRef?: SecretObjectReference } };
+    /** Of spec.tls, translation reads the backend client certificate and the frontend client validation. */
+    readonly tls?: { readonly backend?: { readonly clientCertificateRef?: SecretObjectReference }; readonly frontend?: FrontendTLSConfig };
     /** Experimental; Tollgate has no default Gateways: not read. */
     readonly defaultScope?: string;
   };

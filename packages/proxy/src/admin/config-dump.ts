@@ -4,7 +4,7 @@
 // values routes match on when they are credentials: a header of the redaction list, a query
 // parameter whose value is a credential. A TLS listener shows its certificates' subject, names
 // and validity, never the key. Authentication policies show summarized (auth/summary.ts).
-import { certificateInfo, DEFAULT_LIMITS, isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ListenerTlsIR, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
+import { caBundleInfo, certificateInfo, DEFAULT_LIMITS, isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ListenerTlsIR, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
 import type { EndpointTable, EndpointView } from '../upstream/endpoints.js';
 import { upstreamNames } from '../routing/backend-picker.js';
 import { tlsView } from '../upstream/backend-tls.js';
@@ -31,6 +31,10 @@ function dumpTls(tls: ListenerTlsIR) {
   return {
     mode: tls.mode,
     certificates: tls.certificates.map((c) => ({ origin: c.origin, ...(certificateInfo(c.certificate) ?? { subject: '(unparsable certificate)' }) })),
+    // The CAs a client certificate must chain to, as facts (the bundle itself is public, but long).
+    ...(tls.clientValidation
+      ? { clientValidation: { mode: tls.clientValidation.mode, origins: tls.clientValidation.origins, caCertificates: caBundleInfo(tls.clientValidation.caCertificates) } }
+      : {}),
   };
 }
 

@@ -15,6 +15,7 @@ export type TokenSource = 'reported' | 'estimated';
  * process budget, a body not in by its deadline or idle too long, a connection beyond a bind's cap.
  */
 export type ClientRefusal = 'body_budget' | 'body_deadline' | 'body_idle' | 'connection_limit';
+export type ClientCertificateResult = 'verified' | 'refused' | 'unverified';
 
 export const DEFAULT_MAX_MODEL_LABELS = 100;
 /** The model label of requests whose model was not among the first N distinct ones seen. */
@@ -212,6 +213,13 @@ export class ProxyMetrics {
     ['reason'],
   );
   readonly #refusalCells = new Map<ClientRefusal, Cell<'reason'>>();
+  readonly #clientCertificates = new CellCounter(
+    this.registry,
+    'tollgate_client_certificate_checks_total',
+    'TLS connections of HTTPS listeners that check client certificates, by result: verified (a certificate of the listener\'s CAs), refused (AllowValidOnly: closed after the handshake), unverified (AllowInsecureFallback: served without an identity).',
+    ['result'],
+  );
+  readonly #clientCertificateCells = new Map<ClientCertificateResult, Cell<'result'>>();
   readonly #overflows = new CellCounter(
     this.registry,
     'tollgate_ratelimit_key_overflow_total',
@@ -344,6 +352,13 @@ export class ProxyMetrics {
   countJwksFetch(result: string): void {
     let cell = this.#jwksCells.get(result);
     if (!cell) this.#jwksCells.set(result, (cell = this.#jwksFetches.cell({ result })));
+    cell.value++;
+  }
+
+  /** Counts one handshake of a listener that checks client certificates. */
+  countClientCertificate(result: ClientCertificateResult): void {
+    let cell = this.#clientCertificateCells.get(result);
+    if (!cell) this.#clientCertificateCells.set(result, (cell = this.#clientCertificates.cell({ result })));
     cell.value++;
   }
 

@@ -60,6 +60,7 @@ function authRequest(ctx: RequestContext): AuthRequest {
     destinationPort: ctx.req.socket.localPort ?? 0,
     protocol: `HTTP/${ctx.req.httpVersion}`,
     consumer: ctx.consumer,
+    clientCertificate: ctx.clientCertificate?.inputs ?? null,
     model: ctx.llm?.model ?? null,
     body: Buffer.isBuffer(body) ? body : null,
     // Read, but a stream: readLlmRequest replays a body over config.maxRequestBodyBytes unread.

@@ -15,6 +15,7 @@ import type { RetryBudgetSettings } from '../routing/retry-budget.js';
 import type { CoolDowns } from '../upstream/cool-downs.js';
 import type { AuthKind, AuthPassReason, AuthReason, Consumer } from '../auth/types.js';
 import type { CompiledListener, CompiledRoute, CompiledSnapshot } from '../routing/compile.js';
+import type { ClientCertificateFacts } from '../routing/client-validation.js';
 import { normalizeHost } from '../routing/hostname.js';
 import type { Logger } from 'pino';
 import type { BodyBudget } from './body-budget.js';
@@ -111,6 +112,8 @@ export class RequestContext {
   evaluated: string[] | null = null;
   /** Who is calling, once an authentication check established it. */
   consumer: Consumer | null = null;
+  /** What the connection's handshake established about a client certificate; null when the listener checks none. */
+  clientCertificate: ClientCertificateFacts | null = null;
   /** The authentication and authorization checks that ran, in order; null when none did. */
   auth: AuthOutcome[] | null = null;
   /** What passed checks ask of the forwarded request; null when nothing. */

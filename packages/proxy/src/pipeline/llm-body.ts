@@ -42,5 +42,6 @@ export function requestFacts(ctx: RequestContext): RequestFacts {
     sourceAddress: ctx.req.socket.remoteAddress ?? '',
     model: ctx.llm?.model ?? null,
     consumer: ctx.consumer,
+    clientCertificate: ctx.clientCertificate?.inputs ?? null,
   };
 }

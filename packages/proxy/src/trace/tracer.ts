@@ -3,7 +3,8 @@
 // never decreasing; header values that are credentials are redacted.
 import { hostname } from 'node:os';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { NO_EXTRA_CREDENTIALS, redactHeaders, redactPathAndQuery, type AuthState, type ExtraCredentials, type RequestState, type TraceEvent, type TraceMessage, type TransformationState } from '@tollgate/api';
+import { NO_EXTRA_CREDENTIALS, redactHeaders, redactPathAndQuery, type AuthState, type ClientCertificateState, type ExtraCredentials, type RequestState, type TraceEvent, type TraceMessage, type TransformationState } from '@tollgate/api';
+import { connectionTls } from '../pipeline/connection-tls.js';
 import type { RequestContext } from '../pipeline/context.js';
 import type { RequestStage, ResponseStage } from '../pipeline/events.js';
 import type { TraceSession } from './session.js';
@@ -72,6 +73,7 @@ export class RequestTracer {
   #callStart: number | null = null;
   readonly #startTime: string;
   readonly #source: RequestState['source'];
+  readonly #clientCertificate: ClientCertificateState | undefined;
   readonly #version: string;
 
   constructor(
@@ -84,6 +86,11 @@ export class RequestTracer {
     const address = req.socket.remoteAddress ?? '';
     const port = req.socket.remotePort ?? 0;
     this.#source = { address, rawAddress: address, port, rawPort: port };
+    // What the handshake checked of a client certificate, as listed facts only (never the PEM).
+    const client = connectionTls(req.socket)?.client;
+    this.#clientCertificate = client
+      ? { verified: client.verified, error: client.error, subject: client.subject, issuer: client.issuer, dnsSans: [...client.dnsSans], uriSans: [...client.uriSans], notAfter: client.notAfter, fingerprint: client.fingerprint }
+      : undefined;
     this.#version = `HTTP/${req.httpVersion}`;
   }
 
@@ -117,6 +124,7 @@ export class RequestTracer {
         startTime: this.#startTime,
       },
       source: this.#source,
+      ...(this.#clientCertificate ? { clientCertificate: this.#clientCertificate } : {}),
       ...(backend ? { backend } : {}),
       ...(auth ? { auth } : {}),
       ...(transformation ? { transformation } : {}),
