@@ -12,7 +12,7 @@ import { installChart } from '../lib/chart.js';
 import { nodeAvailability } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
 import { kubectlOk, portForward, until } from './helm-install.lib.js';
-import { mockLlm } from './manifests.js';
+import { gatewayWithRoute, mockLlm } from './manifests.js';
 
 const availability = nodeAvailability();
 const GW_NS = 'backend-dns';
@@ -26,23 +26,12 @@ const LLM_SERVICE = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'llm'
 
 const OBJECTS = [
   {
-    apiVersion: 'gateway.networking.k8s.io/v1',
-    kind: 'Gateway',
-    metadata: { name: GATEWAY, namespace: GW_NS },
-    spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'http', protocol: 'HTTP', port: 80 }] },
-  },
-  {
     apiVersion: 'tollgate.dev/v1alpha1',
     kind: 'Backend',
     metadata: { name: 'llm', namespace: GW_NS },
     spec: { hostname: `llm.${PROVIDERS}.svc.cluster.local`, port: 8080, provider: { type: 'OpenAICompatible' } },
   },
-  {
-    apiVersion: 'gateway.networking.k8s.io/v1',
-    kind: 'HTTPRoute',
-    metadata: { name: 'chat', namespace: GW_NS },
-    spec: { parentRefs: [{ name: GATEWAY }], rules: [{ backendRefs: [{ group: 'tollgate.dev', kind: 'Backend', name: 'llm' }] }] },
-  },
+  ...gatewayWithRoute(GW_NS, GATEWAY, { group: 'tollgate.dev', kind: 'Backend', name: 'llm' }),
 ];
 
 interface DnsView {

@@ -18,7 +18,7 @@ import { policyCondition, type PolicyStatus } from '../lib/conditions.js';
 import { nodeAvailability } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
 import { kubectlOk, portForward, until } from './helm-install.lib.js';
-import { httpsMockLlm } from './manifests.js';
+import { gatewayWithRoute, httpsMockLlm } from './manifests.js';
 
 const availability = nodeAvailability();
 const GW_NS = 'provider-tls';
@@ -37,12 +37,6 @@ const serving = issueTestCertificate({ commonName: HOST, names: [HOST, `llm.${LL
 const caConfigMap = (pem: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'provider-ca', namespace: GW_NS }, data: { 'ca.crt': pem } });
 
 const OBJECTS = [
-  {
-    apiVersion: 'gateway.networking.k8s.io/v1',
-    kind: 'Gateway',
-    metadata: { name: GATEWAY, namespace: GW_NS },
-    spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'http', protocol: 'HTTP', port: 80 }] },
-  },
   { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'provider-key', namespace: GW_NS }, type: 'Opaque', data: { apiKey: b64(PROVIDER_KEY) } },
   caConfigMap(ca.cert),
   {
@@ -60,12 +54,7 @@ const OBJECTS = [
       validation: { caCertificateRefs: [{ group: '', kind: 'ConfigMap', name: 'provider-ca' }], hostname: HOST },
     },
   },
-  {
-    apiVersion: 'gateway.networking.k8s.io/v1',
-    kind: 'HTTPRoute',
-    metadata: { name: 'chat', namespace: GW_NS },
-    spec: { parentRefs: [{ name: GATEWAY }], rules: [{ backendRefs: [{ group: 'tollgate.dev', kind: 'Backend', name: 'llm' }] }] },
-  },
+  ...gatewayWithRoute(GW_NS, GATEWAY, { group: 'tollgate.dev', kind: 'Backend', name: 'llm' }),
 ];
 
 /** A backend as config_dump lists it. */

@@ -106,6 +106,14 @@ export function caBundleProblem(pem: string): string | null {
   return null;
 }
 
+/** Public facts of each certificate of a CA bundle (a config dump's view of it); an unparsable one shows as such. */
+export function caBundleInfo(pem: string): { readonly subject: string; readonly notAfter: string | null; readonly fingerprint: string | null }[] {
+  return (pem.match(PEM_CERT) ?? []).map((block) => {
+    const info = certificateInfo(block);
+    return info ? { subject: info.subject, notAfter: info.notAfter, fingerprint: info.fingerprint } : { subject: '(unparsable certificate)', notAfter: null, fingerprint: null };
+  });
+}
+
 /** A warning when the leaf is outside its validity period at `now`, else null. */
 export function validityWarning(info: CertificateInfo, now: number): string | null {
   if (Date.parse(info.notAfter) <= now) return `certificate ${info.subject} expired at ${info.notAfter}; clients will refuse it until it is renewed`;

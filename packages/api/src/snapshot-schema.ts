@@ -9,12 +9,17 @@ import { LIMIT_NAME_PATTERN, MAX_KEY_VALUE_LENGTH, MAX_OVERRIDE_LIMIT, MAX_LIMIT
 import type { Secret } from './secret.js';
 import type { ProxySnapshot } from './snapshot.js';
 import { PROVIDER_TYPES } from './provider/presets.js';
+import { MAX_CA_BUNDLE_BYTES } from './certificate.js';
+import { CLIENT_VALIDATION_MODES, MAX_CA_CERTIFICATE_REFS, MAX_CA_ORIGIN_LENGTH } from './client-validation.js';
 import { Lit, NonEmpty, Nullable, Obj, Str, WireSecret } from './schema/wire-parts.js';
 import { ApiKeyWire } from './auth/api-key.js';
 import { AuthorizationWire } from './auth/authorization.js';
+import { TransformationWire } from './transformation/transformation.js';
 import { BasicAuthWire } from './auth/basic-auth.js';
 import { ExtAuthzWire } from './auth/ext-authz.js';
 import { JwtWire } from './auth/jwt.js';
+import { RetryWire } from './resilience/retry.js';
+import { MAX_PRIORITY } from './resilience/failover.js';
 
 export { WireSecret };
 
@@ -70,6 +75,7 @@ const RewriteFilter = Obj({ type: Lit('URLRewrite'), hostname: Nullable(NonEmpty
 /** What a backendRef may carry: run only for the requests sent to that backend. */
 const BackendFilter = Type.Union([RequestHeaderFilter, ResponseHeaderFilter, RewriteFilter, RedirectFilter]);
 const Weight = Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Share of requests; 0 sends none.' });
+const Priority = Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_PRIORITY, description: 'Failover order, 0 first.' }));
 const Endpoint = Obj({ address: NonEmpty('IP address.', 64), port: Type.Integer({ minimum: 1, maximum: 65535 }) }, 'A ready endpoint of a Service.');
 const Provider = Obj(
   {
@@ -118,6 +124,7 @@ const Backend = Type.Union([
       host: NonEmpty('Host.', 253),
       port: Type.Integer({ minimum: 1, maximum: 65535 }),
       weight: Weight,
+      priority: Priority,
       provider: Type.Optional(Provider),
       tls: Type.Optional(BackendTls),
     },
@@ -131,6 +138,7 @@ const Backend = Type.Union([
       hostname: NonEmpty('Host name or address.', 253),
       port: Type.Integer({ minimum: 1, maximum: 65535 }),
       weight: Weight,
+      priority: Priority,
       tls: Type.Optional(BackendTls),
       provider: Type.Optional(Provider),
       filters: Type.Optional(BackendFilters),
@@ -145,13 +153,14 @@ const Backend = Type.Union([
       service: NonEmpty('Name of the Service.', 253),
       port: Type.Integer({ minimum: 1, maximum: 65535, description: 'Service port.' }),
       weight: Weight,
+      priority: Priority,
       endpoints: Type.Array(Endpoint, { maxItems: 100_000 }),
       filters: Type.Optional(BackendFilters),
       tls: Type.Optional(BackendTls),
     },
     'A Service port and its ready endpoints.',
   ),
-  Obj({ kind: Lit('invalid'), name: NonEmpty('The reference as written.', 600), weight: Weight, reason: NonEmpty('Why it could not be resolved.', 1024) }, 'An unresolved reference.'),
+  Obj({ kind: Lit('invalid'), name: NonEmpty('The reference as written.', 600), weight: Weight, priority: Priority, reason: NonEmpty('Why it could not be resolved.', 1024) }, 'An unresolved reference.'),
 ]);
 
 const Filter = Type.Union([
@@ -197,6 +206,7 @@ const Key = Type.Union([
   Obj({ type: Lit('ConsumerGroup') }, 'Per consumer group.'),
   Obj({ type: Lit('Claim'), name: KeyName }, 'Per value of a JWT claim.'),
   Obj({ type: Lit('Header'), name: KeyName }, 'Per value of a header (lower case).'),
+  Obj({ type: Lit('ClientCertificate') }, 'Per verified client certificate subject.'),
   Obj({ type: Lit('Expression'), expression: NonEmpty('CEL expression.', 1024) }, 'Per value of a CEL expression.'),
 ]);
 const OverrideKey = Type.String({ maxLength: MAX_KEY_VALUE_LENGTH });
@@ -260,6 +270,7 @@ const Policy = Obj(
     jwt: Nullable(JwtWire),
     authorization: Nullable(AuthorizationWire),
     extAuthz: Nullable(ExtAuthzWire),
+    transformation: Nullable(TransformationWire),
   },
   'Policies attached at one level.',
 );
@@ -274,13 +285,22 @@ const Route = Obj(
     policy: Nullable(Policy),
     backends: Type.Array(Backend, { maxItems: 64 }),
     timeouts: Obj({ requestMs: Nullable(Type.Integer({ minimum: 0 })), backendRequestMs: Nullable(Type.Integer({ minimum: 0 })) }, 'Timeouts.'),
+    retry: Type.Optional(RetryWire),
   },
   'A route.',
 );
 /** One route on the wire: checked apart from the rest of its snapshot when it is new (snapshot-wire.ts). */
 export const WireRouteSchema = Route;
+const ClientValidation = Obj(
+  {
+    caCertificates: NonEmpty('PEM bundle of the CAs a client certificate must chain to.', MAX_CA_BUNDLE_BYTES),
+    mode: Type.Union(CLIENT_VALIDATION_MODES.map((m) => Lit(m))),
+    origins: Type.Array(NonEmpty('Where CA certificates came from.', MAX_CA_ORIGIN_LENGTH), { minItems: 1, maxItems: MAX_CA_CERTIFICATE_REFS }),
+  },
+  'Client certificates asked for and checked.',
+);
 const ListenerTls = Obj(
-  { mode: Lit('Terminate'), certificates: Type.Array(Certificate, { minItems: 1, maxItems: 64 }) },
+  { mode: Lit('Terminate'), certificates: Type.Array(Certificate, { minItems: 1, maxItems: 64 }), clientValidation: Type.Optional(ClientValidation) },
   'TLS terminated at the proxy.',
 );
 /** A snapshot's schema around `routes`, the schema of a listener's route list. */

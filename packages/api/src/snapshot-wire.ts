@@ -464,7 +464,8 @@ function wrapListener(l: WireListener, routes: RouteIR[]): ListenerIR {
   const policy = wrapPolicy<ListenerIR['policy']>(l.policy);
   if (l.protocol === 'HTTP') return { ...l, policy, routes };
   const certificates = l.tls.certificates.map((c) => ({ origin: c.origin, certificate: c.certificate, key: new Secret(c.key.secret) }));
-  return { ...l, policy, routes, tls: { mode: l.tls.mode, certificates } };
+  const clientValidation = l.tls.clientValidation ? { clientValidation: l.tls.clientValidation } : {};
+  return { ...l, policy, routes, tls: { mode: l.tls.mode, certificates, ...clientValidation } };
 }
 
 function wrapRoute(r: WireRoute): RouteIR {
@@ -553,6 +554,9 @@ export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | Proxy
 function tlsDigest(tls: ListenerTlsIR): string {
   const h = createHash('sha256').update(tls.mode);
   for (const c of tls.certificates) h.update('\n').update(JSON.stringify(c.origin)).update('\n').update(c.certificate).update('\n').update(c.key.reveal());
+  // Only when set: the versions of snapshots without client validation stay what they were.
+  const v = tls.clientValidation;
+  if (v) h.update('\nclientValidation\n').update(v.mode).update('\n').update(JSON.stringify(v.origins)).update('\n').update(v.caCertificates);
   return h.digest('base64');
 }
 

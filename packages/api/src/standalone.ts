@@ -7,9 +7,11 @@ import { requireHostPort } from './host-port.js';
 import { isDefaultLimits, resolveLimits, type EvaluationLimits } from './limits.js';
 import { checkRouteRule, checkTrafficPolicy, checkUnique } from './rules.js';
 import { checkProcessConfig } from './process-settings.js';
-import { StandaloneConfig, type BackendConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
+import { StandaloneConfig, type BackendConfig, type ClientValidationConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
 import { checkProvider, toProviderIR } from './provider/convert.js';
 import { backendTlsIR, checkSubjectAltNames, readCaBundle } from './backend-tls.js';
+import { toRetryIR } from './resilience/retry.js';
+import { clientValidationIR, DEFAULT_CLIENT_VALIDATION_MODE } from './client-validation.js';
 import type { HTTPHeaderFilter, HTTPPathModifier, HTTPRouteFilter, HTTPRouteMatch } from './schema/gateway-api.js';
 import { LOCAL_MONTHS_MESSAGE, type GlobalDescriptor, type LocalRateLimit, type PolicySet, type RateLimitKey } from './schema/traffic-policy.js';
 import { isSensitiveHeader, Secret } from './secret.js';
@@ -17,6 +19,7 @@ import { withVersion } from './snapshot-wire.js';
 import type {
   BackendIR,
   CertificateIR,
+  ClientValidationIR,
   FilterIR,
   HeaderModifierIR,
   ListenerIR,
@@ -37,6 +40,7 @@ import { parseConfigText } from './parse-text.js';
 
 export { parseConfigText };
 import { NO_AUTH, toAuthIR } from './auth/convert.js';
+import { toTransformationIR } from './transformation/transformation-ir.js';
 import { NO_SOURCES, type PolicySources } from './auth/sources.js';
 
 const validateSchema = compile(StandaloneConfig);
@@ -163,7 +167,17 @@ function toListener(name: string, l: ListenerConfig, path: string, conv: Convers
   // validateStandaloneConfig has checked that HTTPS comes with tls.
   if (l.protocol === 'HTTP' || !l.tls) return { name, protocol: 'HTTP', hostname, policy, routes };
   const certs = l.tls.certificates.map((_, ci) => certificateAt(`${path}.tls.certificates[${ci}]`, conv));
-  return { name, protocol: 'HTTPS', hostname, tls: { mode: 'Terminate', certificates: certs }, policy, routes };
+  const validation = l.tls.clientValidation ? toClientValidation(l.tls.clientValidation, `${path}.tls.clientValidation`, conv) : null;
+  return { name, protocol: 'HTTPS', hostname, tls: { mode: 'Terminate', certificates: certs, ...(validation ? { clientValidation: validation } : {}) }, policy, routes };
+}
+
+/** A listener's client validation: its CA file read through the policy sources (so a reload follows an edit of it). */
+function toClientValidation(v: ClientValidationConfig, at: string, conv: Conversion): ClientValidationIR | null {
+  const pem = readCaBundle(conv.sources, `${at}.caFile`, { file: v.caFile }, conv.problems);
+  if (pem === null) return null;
+  const r = clientValidationIR([{ origin: `file ${v.caFile}`, pem }], v.mode ?? DEFAULT_CLIENT_VALIDATION_MODE);
+  if (!r.ok) conv.problems.push({ path: `${at}.caFile`, message: r.problem });
+  return r.ok ? r.ir : null;
 }
 
 /** A route timeout in ms; 0s means none (Gateway API), which the IR says with null. */
@@ -174,7 +188,7 @@ function timeoutMs(text: string | undefined): number | null {
 }
 
 function toRoute(listener: string, r: RouteConfig, path: string, conv: Conversion): RouteIR {
-  return {
+  const route: RouteIR = {
     name: `${listener}/${r.name}`,
     origin: { kind: 'config', path },
     hostnames: r.hostnames ?? [],
@@ -188,6 +202,7 @@ function toRoute(listener: string, r: RouteConfig, path: string, conv: Conversio
       backendRequestMs: r.timeouts?.backendRequest === undefined ? null : parseDuration(r.timeouts.backendRequest),
     },
   };
+  return r.retry ? { ...route, retry: toRetryIR(r.retry) } : route;
 }
 
 export function toMatches(matches: readonly HTTPRouteMatch[] | undefined): RouteMatchIR[] {
@@ -243,7 +258,8 @@ export function toFilter(f: HTTPRouteFilter): FilterIR {
 
 function toBackend(b: BackendConfig, path: string, conv: Conversion): BackendIR {
   const { host, port } = requireHostPort(b.host, 'backends[].host');
-  const backend: StaticBackendIR = { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1 };
+  // A priority only when not the default: configs without failover keep their snapshot versions.
+  const backend: StaticBackendIR = { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1, ...(b.priority ? { priority: b.priority } : {}) };
   const provider = b.provider ? toProviderIR(b.provider, `${path}.provider`, b.provider.apiKey ? { at: `${path}.provider.apiKey`, ref: { file: b.provider.apiKey.file } } : null, conv.sources, conv.problems) : null;
   const withProvider = provider ? { ...backend, provider } : backend;
   if (!b.tls) return withProvider;
@@ -264,6 +280,7 @@ function toKeyIR(by: RateLimitKey): RateLimitKeyIR {
   switch (by.type) {
     case 'Consumer':
     case 'ConsumerGroup':
+    case 'ClientCertificate':
       return { type: by.type };
     case 'Claim':
       return { type: 'Claim', name: by.name ?? '' };
@@ -316,8 +333,10 @@ function toDescriptor(d: GlobalDescriptor): RateLimitDescriptorIR {
 export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sources: PolicySources = NO_SOURCES, problems: Problem[] = []): PolicyIR | null {
   const at = origin.kind === 'config' ? `${origin.path}.traffic` : 'spec.traffic';
   const auth = toAuthIR(p?.traffic, at, sources, problems);
+  const t = p?.traffic?.transformation;
+  const transformation = t ? toTransformationIR(t) : null;
   const rl = p?.traffic?.rateLimit;
-  if (!rl) return auth === NO_AUTH ? null : { origin, localRateLimit: null, remoteRateLimit: null, ...auth };
+  if (!rl) return auth === NO_AUTH && !transformation ? null : { origin, localRateLimit: null, remoteRateLimit: null, ...auth, transformation };
   const converted = rl.local?.flatMap((e, i) => toLocalLimit(e, `${at}.rateLimit.local[${i}]`, problems) ?? []);
   const local = converted?.length ? converted : null;
   const g = rl.global;
@@ -330,6 +349,6 @@ export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sourc
         timeoutMs: g.timeout ? parseDuration(g.timeout) : 100,
       }
     : null;
-  if (!local && !remote && auth === NO_AUTH) return null;
-  return { origin, localRateLimit: local, remoteRateLimit: remote, ...auth };
+  if (!local && !remote && auth === NO_AUTH && !transformation) return null;
+  return { origin, localRateLimit: local, remoteRateLimit: remote, ...auth, transformation };
 }

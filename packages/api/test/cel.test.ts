@@ -50,7 +50,7 @@ describe('compileCel: what a descriptor may be', () => {
     ['request.headers.all(h, h)', 'does not type-check: the predicate of all() must be a bool, got string'],
     ['1 + "a"', "does not type-check: no overload of '+' takes (int, string)"],
     ['unknown(1)', "does not type-check: function 'unknown' is not supported"],
-    ['nobody.address', "does not type-check: undeclared reference to 'nobody' (the variables are request, source, llm, consumer)"],
+    ['nobody.address', "does not type-check: undeclared reference to 'nobody' (the variables are request, source, llm, consumer, connection)"],
     ['request.path.matches(request.headers["x"])', 'does not type-check: the pattern of matches() must be a string literal'],
     ['request.path.matches("(?:.?){1000}")', 'does not type-check: matches("(?:.?){1000}"): with its repetitions written out'],
     ['request', 'evaluates to request; a rate limit descriptor value or key must be string, int, uint, double, bool'],
@@ -174,5 +174,32 @@ describe('bindRequest: the consumer of an authorization rule', () => {
     expect(decide('consumer.name == "alice"', { ...consumer, name: 'a'.repeat(254) })).toMatchObject({ ok: false, input: 'consumer.name' });
     expect(decide('"sub" in consumer.claims', { ...consumer, claims: { sub: 'x'.repeat(4097) } })).toMatchObject({ ok: false, input: 'consumer.claims' });
     expect(decide('"sub" in consumer.claims', { ...consumer, claims: { sub: 'x'.repeat(4096) } })).toEqual({ ok: true, value: true });
+  });
+});
+
+describe('bindRequest: the verified client certificate (connection.*)', () => {
+  const decide = (source: string, cert: RequestInputs['clientCertificate'], surface: 'authorization' | 'descriptor' = 'authorization') => {
+    const c = compileCel(source, surface, DEFAULT_LIMITS);
+    if (!c.ok) throw new Error(c.problem);
+    const bound = bindRequest(request({}, { clientCertificate: cert }), c.value.reads, DEFAULT_LIMITS.cel);
+    return bound.ok ? c.value.run(bound.bindings) : bound;
+  };
+  const cert = { subject: 'O=Example, CN=team-a', dnsSans: ['team-a.example'], uriSans: ['spiffe://example/team-a'] };
+
+  it('without one: not verified, subject "", no names', () => {
+    const empty = '!connection.verified && connection.subject == "" && size(connection.dnsSans) == 0 && size(connection.uriSans) == 0';
+    expect(decide(empty, null)).toEqual({ ok: true, value: true });
+    expect(decide(empty, undefined)).toEqual({ ok: true, value: true });
+    expect(decide('connection.verified && connection.subject.endsWith("CN=team-a") && "spiffe://example/team-a" in connection.uriSans', cert)).toEqual({ ok: true, value: true });
+    expect(decide('connection.subject', cert, 'descriptor')).toEqual({ ok: true, value: 'O=Example, CN=team-a' });
+  });
+
+  it('refuses a certificate whose fields the rules read are over the bounds the cost assumed, and only those', () => {
+    const uris = Array.from({ length: 33 }, (_, i) => `spiffe://example/${i}`);
+    expect(decide('"spiffe://example/32" in connection.uriSans', { ...cert, uriSans: uris })).toMatchObject({ ok: false, input: 'connection.uriSans' });
+    expect(decide('connection.subject != ""', { ...cert, uriSans: uris })).toEqual({ ok: true, value: true });
+    expect(decide('connection.subject != ""', { ...cert, subject: 'x'.repeat(1025) })).toMatchObject({ ok: false, input: 'connection.subject' });
+    expect(decide('connection.subject != ""', { ...cert, subject: 'x'.repeat(1024) })).toEqual({ ok: true, value: true });
+    expect(decide('size(connection.dnsSans) > 0', { ...cert, dnsSans: ['d'.repeat(1025)] })).toMatchObject({ ok: false, input: 'connection.dnsSans' });
   });
 });

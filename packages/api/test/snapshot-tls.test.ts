@@ -59,6 +59,41 @@ describe('HTTPS listeners on the wire', () => {
   });
 });
 
+describe('client validation of an HTTPS listener on the wire', () => {
+  const ca = issueTestCertificate({ commonName: 'clients-ca', ca: true });
+  const otherCa = issueTestCertificate({ commonName: 'other-ca', ca: true });
+  function validating(caCertificates: string, mode: 'AllowValidOnly' | 'AllowInsecureFallback' = 'AllowValidOnly'): ProxySnapshot {
+    const base = snapshot().binds[0]!.listeners[0]!;
+    if (base.protocol !== 'HTTPS') throw new Error('expected HTTPS');
+    return snapshot(pair.key, [{ ...base, tls: { ...base.tls, clientValidation: { caCertificates, mode, origins: ['ConfigMap default/clients-ca'] } } }]);
+  }
+
+  it('travels as it is, and its CAs and mode are part of the version; without it the version is what it was', () => {
+    const s = validating(ca.cert);
+    const back = decodeSnapshot(encodeSnapshot(s));
+    const l = back.binds[0]!.listeners[0]!;
+    if (l.protocol !== 'HTTPS') throw new Error('expected HTTPS');
+    expect(l.tls.clientValidation).toEqual({ caCertificates: ca.cert, mode: 'AllowValidOnly', origins: ['ConfigMap default/clients-ca'] });
+    expect(back.version).toBe(s.version);
+    const versions = new Set([snapshot().version, s.version, validating(otherCa.cert).version, validating(ca.cert, 'AllowInsecureFallback').version]);
+    expect(versions.size).toBe(4);
+    const plain = decodeSnapshot(encodeSnapshot(snapshot())).binds[0]!.listeners[0]!;
+    expect(plain.protocol === 'HTTPS' && 'clientValidation' in plain.tls).toBe(false);
+  });
+
+  it('refuses an unknown mode, no origin and a bundle over 1 MiB', () => {
+    const wire = () => toWire(validating(ca.cert)) as unknown as { binds: { listeners: { tls: { clientValidation: Record<string, unknown> } }[] }[] };
+    const edit = (f: (v: Record<string, unknown>) => void) => {
+      const w = wire();
+      f(w.binds[0]!.listeners[0]!.tls.clientValidation);
+      return () => fromWire(w);
+    };
+    expect(edit((v) => (v.mode = 'Sometimes'))).toThrow(/binds\[0\]\.listeners\[0\]\.tls\.clientValidation\.mode/);
+    expect(edit((v) => (v.origins = []))).toThrow(/clientValidation\.origins/);
+    expect(edit((v) => (v.caCertificates = 'x'.repeat(1_048_577)))).toThrow(/clientValidation\.caCertificates/);
+  });
+});
+
 describe('checkCertificate', () => {
   it('accepts a matching pair and says what is wrong otherwise, never quoting the key', () => {
     const ok = checkCertificate(pair.cert, pair.key);

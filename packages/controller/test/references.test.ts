@@ -43,6 +43,19 @@ describe('referenced objects', () => {
     expect(renderResult(translate(whole, caseOptions('')))).toBe(renderResult(translate(r, caseOptions(''))));
   });
 
+  it('the CA bundles of spec.tls.frontend are wanted where the Gateway may read them, ConfigMaps and Secrets alike', () => {
+    const valid = parseResources(readFileSync(`${dir}gateway-frontend-validation.in.yaml`, 'utf8'), 'gateway-frontend-validation.in.yaml');
+    const wanted = referencedObjects(valid, CONTROLLER_NAME);
+    expect([...wanted.ConfigMap].sort()).toEqual(['default/clients-ca', 'default/does-not-exist']);
+    expect(wanted.Secret.has('default/partners-ca')).toBe(true);
+    const invalid = parseResources(readFileSync(`${dir}gateway-frontend-validation-invalid.in.yaml`, 'utf8'), 'gateway-frontend-validation-invalid.in.yaml');
+    const cms = referencedObjects(invalid, CONTROLLER_NAME).ConfigMap;
+    expect(cms.has('granted/ca')).toBe(true);
+    // No ReferenceGrant lets the Gateway read it: never read whole.
+    expect(cms.has('certs/ca')).toBe(false);
+    expect(referencedObjects({ ...invalid, referenceGrants: [] }, CONTROLLER_NAME).ConfigMap.has('granted/ca')).toBe(false);
+  });
+
   it('a Secret in another namespace is wanted only with a ReferenceGrant, and only for a Gateway of our class', () => {
     const text = readFileSync(`${dir}listener-https-reference-grant-specific.in.yaml`, 'utf8');
     const r = parseResources(text, 'listener-https-reference-grant-specific.in.yaml');

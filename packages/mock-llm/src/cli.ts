@@ -8,6 +8,9 @@ import { DEFAULT_COMPLETION_TOKENS, DEFAULT_HOST, ListenError, startMockLlm, typ
 /** Exit codes: 0 ok (also after SIGTERM/SIGINT), 1 could not start (e.g. port in use), 2 bad command line. */
 const EXIT_START_FAILED = 1;
 const EXIT_USAGE = 2;
+/** On SIGTERM, how long responses in flight may take before their connections are cut (--drain-seconds). */
+const DEFAULT_DRAIN_SECONDS = 10;
+const MAX_DRAIN_SECONDS = 3600;
 
 const HELP = `mock-llm: an OpenAI- and Anthropic-compatible backend for tests, demos and benchmarks
 
@@ -16,6 +19,7 @@ Usage:
            [--completion-tokens <n>] [--model <name> ...]
            [--tls-cert-file <pem> --tls-key-file <pem>]
            [--api-key-file <file> [--api-key-header authorization|api-key|x-api-key]]
+           [--drain-seconds <s>]
   mock-llm --help | --version
 
 Options:
@@ -32,11 +36,14 @@ Options:
                                  as a provider does; a request without it gets 401 invalid_api_key
   --api-key-header <name>        where the key is expected: authorization (Bearer, OpenAI's; the
                                  default), api-key (Azure OpenAI's) or x-api-key (Anthropic's)
+  --drain-seconds <s>            on SIGTERM/SIGINT, how long responses in flight may take
+                                 before their connections are cut (default ${DEFAULT_DRAIN_SECONDS}; 0: at once)
   -h, --help                     show this help
   -v, --version                  print the version
 
 On start it prints one line to stdout: mock-llm listening on http(s)://<host>:<port>
-SIGTERM or SIGINT closes the server and exits 0. Exit 1: could not listen; exit 2: bad arguments.
+SIGTERM or SIGINT stops accepting connections, lets responses in flight finish (at most
+--drain-seconds; each busy connection closes after its response) and exits 0. Exit 1: could not listen; exit 2: bad arguments.
 
 Endpoints:
   POST /v1/chat/completions   {model, messages, stream?, stream_options?: {include_usage?}, max_tokens?}
@@ -57,6 +64,7 @@ Per-request headers:
   x-mock-latency-ms-per-token: <ms>  overrides --latency-ms-per-token
   x-mock-delay-ms: <ms>              wait before sending response headers (0-${MAX_WAIT_MS})
   x-mock-status: <400-599>           answer that status with an OpenAI-style error body
+  x-mock-retry-after: <value>        with x-mock-status: send this Retry-After (seconds or an HTTP date)
   x-mock-error: reset                destroy the connection without answering
   x-mock-error: reset-mid-stream     destroy it after the first content chunk of a stream
                                      (non-streaming: after half of the body)
@@ -107,7 +115,7 @@ function parseError(error: unknown): string {
   return error.message.split('\n')[0] ?? error.message;
 }
 
-type Command = { kind: 'help' } | { kind: 'version' } | { kind: 'serve'; options: MockLlmOptions };
+type Command = { kind: 'help' } | { kind: 'version' } | { kind: 'serve'; options: MockLlmOptions; drainMs: number };
 
 function parseFlags(argv: string[]) {
   try {
@@ -125,6 +133,7 @@ function parseFlags(argv: string[]) {
         'tls-key-file': { type: 'string' },
         'api-key-file': { type: 'string' },
         'api-key-header': { type: 'string' },
+        'drain-seconds': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -184,6 +193,7 @@ export function parseCommandLine(argv: string[]): Command {
   const key = apiKey(values['api-key-file'], values['api-key-header']);
   return {
     kind: 'serve',
+    drainMs: (integerFlag('drain-seconds', values['drain-seconds'], 0, MAX_DRAIN_SECONDS) ?? DEFAULT_DRAIN_SECONDS) * 1000,
     options: {
       ...(tls ? { tls } : {}),
       ...(key ? { apiKey: key } : {}),
@@ -227,7 +237,7 @@ export async function main(argv: string[]): Promise<void> {
   const stop = (): void => {
     process.off('SIGTERM', stop);
     process.off('SIGINT', stop);
-    server.close().then(
+    server.drain(command.drainMs).then(
       () => {
         process.exitCode = 0;
       },

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { until } from '@tollgate/testkit';
 import { SseReader, chatBody, fetchRaw, send, start } from './helpers.js';
 
 const bin = fileURLToPath(new URL('../bin/mock-llm.js', import.meta.url));
@@ -71,8 +72,8 @@ describe('mock-llm CLI', () => {
     expect(stdout).toBe('');
   });
 
-  it('exits 0 on SIGINT with a stream in flight', async () => {
-    const child = spawnCli(['--port', '0', '--latency-ms-per-token', '600000']);
+  it('exits 0 on SIGINT with a stream in flight that outlives --drain-seconds', async () => {
+    const child = spawnCli(['--port', '0', '--latency-ms-per-token', '600000', '--drain-seconds', '0']);
     const url = (await firstLine(child)).replace('mock-llm listening on ', '');
     const reader = new SseReader(
       await send(`${url}/v1/chat/completions`, { method: 'POST', body: chatBody({ stream: true }) }),
@@ -80,6 +81,21 @@ describe('mock-llm CLI', () => {
     expect(await reader.next()).toMatch(/^data: /);
     const exited = finish(child);
     child.kill('SIGINT');
+    expect(await exited).toMatchObject({ code: 0, signal: null });
+  });
+
+  it('on SIGTERM, refuses new connections, finishes the stream in flight and exits 0', async () => {
+    const child = spawnCli(['--port', '0', '--latency-ms-per-token', '50', '--completion-tokens', '20']);
+    const url = (await firstLine(child)).replace('mock-llm listening on ', '');
+    const res = await send(`${url}/v1/chat/completions`, { method: 'POST', body: chatBody({ stream: true }) });
+    const reader = new SseReader(res);
+    expect(await reader.next()).toMatch(/^data: /);
+    const exited = finish(child);
+    child.kill('SIGTERM');
+    // The listener is closed at once: a new connection is refused while the stream goes on.
+    await until(async () => ((await fetchRaw(`${url}/healthz`).catch((e: unknown) => e)) instanceof Error ? true : undefined));
+    expect((await reader.all()).at(-1)).toBe('data: [DONE]');
+    expect(reader.error).toBeUndefined();
     expect(await exited).toMatchObject({ code: 0, signal: null });
   });
 
@@ -99,6 +115,7 @@ describe('mock-llm CLI', () => {
       'x-mock-latency-ms-per-token',
       'x-mock-delay-ms',
       'x-mock-status',
+      'x-mock-retry-after',
       'x-mock-error: reset',
       'x-mock-error: reset-mid-stream',
       'Examples:',

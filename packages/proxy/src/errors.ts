@@ -137,7 +137,7 @@ export const PROXY_ERRORS = defineErrors({
     code: 'TG_EXPRESSION_INPUT_TOO_LARGE',
     status: 431,
     message: 'request too large for the expressions of this route',
-    hint: 'a rate limit descriptor or an authorization rule here reads a request input (headers, path, host, model, the consumer\'s fields) that is over the bound its cost was estimated for: send fewer or shorter headers or a shorter path, or raise config.cel.maxHeaders, maxHeaderLength or maxPathLength (the controller\'s --cel-* flags)',
+    hint: 'a rate limit descriptor, an authorization rule or a transformation here reads a request input (headers, path, host, model, the consumer\'s fields) that is over the bound its cost was estimated for: send fewer or shorter headers or a shorter path, or raise config.cel.maxHeaders, maxHeaderLength or maxPathLength (the controller\'s --cel-* flags)',
   },
   formatUnsupported: {
     code: 'TG_FORMAT_UNSUPPORTED',
@@ -162,6 +162,24 @@ export const PROXY_ERRORS = defineErrors({
     status: 413,
     message: 'request body too large for a route that counts LLM tokens',
     hint: 'send a smaller body, or raise config.maxRequestBodyBytes (a body the gateway cannot read would escape the token budget)',
+  },
+  transformFailed: {
+    code: 'TG_TRANSFORM_FAILED',
+    status: 500,
+    message: 'the transformation of this route failed',
+    hint: 'an expression of the route\'s transformation could not be evaluated for this request (a map key the request does not have: test it with "k" in m first) or gave a value its field cannot hold (CR, LF or other control characters in a header value, bytes or NaN in a body); the message names the field, tollgate_transformations_total counts it by result, and gwctl trace shows it',
+  },
+  transformBodyNotJson: {
+    code: 'TG_TRANSFORM_BODY_NOT_JSON',
+    status: 400,
+    message: 'request body is not a JSON object, and this route edits it',
+    hint: 'the route\'s transformation sets or removes fields of the request body: send a JSON object, or send no body',
+  },
+  transformBodyTooLarge: {
+    code: 'TG_TRANSFORM_BODY_TOO_LARGE',
+    status: 413,
+    message: 'request body too large for the transformation of this route',
+    hint: 'the route\'s transformation edits or reads the request body, which the gateway reads whole up to config.maxRequestBodyBytes (a body it could not read would escape the edit, a forced model for one): send a smaller body, or raise config.maxRequestBodyBytes',
   },
   requestBodyUnreadable: {
     code: 'TG_REQUEST_BODY_UNREADABLE',
@@ -192,6 +210,12 @@ export const PROXY_ERRORS = defineErrors({
     status: 421,
     message: 'misdirected request: the Host is served by another listener than the TLS server name',
     hint: 'the connection was opened for another host (SNI) of this port; open a new connection whose SNI names the host (HTTP clients do this when they get 421)',
+  },
+  clientValidationChanged: {
+    code: 'TG_CLIENT_CERTIFICATE_NOT_CHECKED',
+    status: 421,
+    message: 'misdirected request: this connection\'s handshake did not check the client certificate this listener requires',
+    hint: 'the connection was opened for another listener of this port, or before the listener\'s client validation changed; open a new connection (HTTP clients do this when they get 421), presenting a certificate the listener\'s CAs signed',
   },
   badRequest: {
     code: 'TG_BAD_REQUEST',
@@ -250,6 +274,11 @@ export const PROXY_ERRORS = defineErrors({
     code: 'TG_BIND_FAILED',
     message: 'bind {address} (listener {listener}): cannot listen on {host}: {reason}',
     hint: 'check binds[].address: it must be an address of this machine; at start-up the process exits, a reload is refused and the previous config keeps serving',
+  },
+  tlsClientCa: {
+    code: 'TG_TLS_CLIENT_CA',
+    message: 'listener {listener}: the client CA certificates cannot be used: {reason}',
+    hint: 'give tls.clientValidation a PEM bundle of CA certificates (in a cluster: the ca.crt of the ConfigMaps or Secrets spec.tls.frontend names); the snapshot is refused and the previous one keeps serving',
   },
   tlsCertificate: {
     code: 'TG_TLS_CERTIFICATE',

@@ -15,6 +15,9 @@ import {
   MAX_CONSUMER_CLAIMS,
   MAX_CONSUMER_LABEL_LENGTH,
   MAX_CONSUMER_LABELS,
+  MAX_CLIENT_SAN_LENGTH,
+  MAX_CLIENT_SANS,
+  MAX_CLIENT_SUBJECT_LENGTH,
   MAX_CONSUMER_NAME_LENGTH,
   MAX_HOST_LENGTH,
   MAX_METHOD_LENGTH,
@@ -32,12 +35,26 @@ export interface RequestInputs {
   readonly sourceAddress: string;
   /** The model named by the request body, when read. */
   readonly model: string | null;
+  /** `max_completion_tokens`, else `max_tokens`, of the request body (llm.maxTokens; 0 without). */
+  readonly maxTokens?: number | null;
+  /** Whether the request body asks for a stream (llm.stream). */
+  readonly stream?: boolean;
   /**
    * Who is calling, once authenticated; null: nobody authenticated it (the expressions then
    * see name "", group "" and empty maps). The authenticators keep the fields within the
    * bounds of ./surfaces.ts; bindRequest checks them as it checks the request's own.
    */
   readonly consumer?: ConsumerInputs | null;
+  /** The client certificate the listener verified; null or absent: none was (connection.verified false). */
+  readonly clientCertificate?: ClientCertificateInputs | null;
+}
+
+/** What the expressions see of a verified client certificate (never the certificate itself). */
+export interface ClientCertificateInputs {
+  /** The subject distinguished name, as the certificate orders it, e.g. "O=Example, CN=team-a". */
+  readonly subject: string;
+  readonly dnsSans: readonly string[];
+  readonly uriSans: readonly string[];
 }
 
 export interface ConsumerInputs {
@@ -49,6 +66,12 @@ export interface ConsumerInputs {
 
 const NO_ENTRIES: ReadonlyMap<string, string> = new Map();
 const entries = (o: Readonly<Record<string, string>> | null): ReadonlyMap<string, string> => (o ? new Map(Object.entries(o)) : NO_ENTRIES);
+const NO_CONNECTION = new Map<string, unknown>([
+  ['verified', false],
+  ['subject', ''],
+  ['dnsSans', []],
+  ['uriSans', []],
+]);
 const NO_CONSUMER = new Map<string, unknown>([
   ['name', ''],
   ['group', ''],
@@ -87,6 +110,21 @@ function checkEntries(input: InputName, o: Readonly<Record<string, string>> | nu
     if (k.length > maxLength || v.length > maxLength) return over(input, `entry ${JSON.stringify(k.slice(0, 64))} is ${Math.max(k.length, v.length)} characters long, more than the ${maxLength} an expression here assumes`);
   }
   return null;
+}
+
+function checkList(input: InputName, values: readonly string[], maxEntries: number, maxLength: number): Bound | null {
+  if (values.length > maxEntries) return over(input, `${values.length} entries, more than the ${maxEntries} an expression here assumes`);
+  for (const v of values) if (v.length > maxLength) return over(input, `an entry is ${v.length} characters long, more than the ${maxLength} an expression here assumes`);
+  return null;
+}
+
+/** The certificate's fields the programs read, against the bounds of ./surfaces.ts. */
+function checkCertificate(c: ClientCertificateInputs, reads: ReadonlySet<InputName>): Bound | null {
+  return (
+    (reads.has('connection.subject') ? checkText('connection.subject', c.subject, MAX_CLIENT_SUBJECT_LENGTH) : null) ??
+    (reads.has('connection.dnsSans') ? checkList('connection.dnsSans', c.dnsSans, MAX_CLIENT_SANS, MAX_CLIENT_SAN_LENGTH) : null) ??
+    (reads.has('connection.uriSans') ? checkList('connection.uriSans', c.uriSans, MAX_CLIENT_SANS, MAX_CLIENT_SAN_LENGTH) : null)
+  );
 }
 
 /** The consumer's fields the programs read, against the bounds of ./surfaces.ts. */
@@ -139,6 +177,11 @@ export function bindRequest(req: RequestInputs, reads: ReadonlySet<InputName>, l
     const refused = checkConsumer(req.consumer, reads);
     if (refused) return refused;
   }
+  const cert = req.clientCertificate;
+  if (cert) {
+    const refused = checkCertificate(cert, reads);
+    if (refused) return refused;
+  }
   let headers: ReadonlyMap<string, string> = NO_HEADERS;
   if (reads.has('request.headers')) {
     const h = headerMap(req.headers, limits);
@@ -153,7 +196,11 @@ export function bindRequest(req: RequestInputs, reads: ReadonlySet<InputName>, l
       ['headers', headers],
     ]),
     source: new Map([['address', req.sourceAddress]]),
-    llm: new Map([['model', model]]),
+    llm: new Map<string, unknown>([
+      ['model', model],
+      ['maxTokens', BigInt(req.maxTokens ?? 0)],
+      ['stream', req.stream ?? false],
+    ]),
     consumer: req.consumer
       ? new Map<string, unknown>([
           ['name', req.consumer.name],
@@ -162,6 +209,14 @@ export function bindRequest(req: RequestInputs, reads: ReadonlySet<InputName>, l
           ['claims', entries(req.consumer.claims)],
         ])
       : NO_CONSUMER,
+    connection: cert
+      ? new Map<string, unknown>([
+          ['verified', true],
+          ['subject', cert.subject],
+          ['dnsSans', cert.dnsSans],
+          ['uriSans', cert.uriSans],
+        ])
+      : NO_CONNECTION,
   };
   return { ok: true, bindings: bindings as unknown as CelBindings };
 }

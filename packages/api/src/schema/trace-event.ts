@@ -3,6 +3,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { AUTH_KINDS, AUTH_PASS_REASONS, AUTH_REASONS } from '../auth/fields.js';
 import { Enum } from './common.js';
+import { TransformationState } from '../transformation/state.js';
 
 export const EFFECTIVE_POLICY_KEYS = [
   'localRateLimit',
@@ -94,8 +95,30 @@ export const AuthState = Type.Object(
 );
 export type AuthState = Static<typeof AuthState>;
 
+const Names = Type.Array(Type.String());
+const NullableString = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
+
+/**
+ * What the handshake of the request's connection established about a client certificate, on
+ * listeners that check them (docs/security.md, "Client certificates"): never the certificate.
+ */
+export const ClientCertificateState = Type.Object(
+  {
+    verified: Type.Boolean({ description: 'It chains to the listener\'s CAs and is within its validity period: only then do rules and keyed budgets see it.' }),
+    error: NullableString('Why it did not verify (OpenSSL\'s code, e.g. CERT_HAS_EXPIRED, or NO_CERTIFICATE); null when verified.'),
+    subject: NullableString('Subject of the certificate presented; null when none was. Unverified: what the client claims.'),
+    issuer: NullableString('Its issuer.'),
+    dnsSans: Names,
+    uriSans: Names,
+    notAfter: NullableString('End of its validity, ISO 8601.'),
+    fingerprint: NullableString('SHA-256 fingerprint, colon-separated hex.'),
+  },
+  { additionalProperties: false },
+);
+export type ClientCertificateState = Static<typeof ClientCertificateState>;
+
 export const RequestState = Type.Object(
-  { request: RequestInfo, source: Source, backend: Type.Optional(Backend), auth: Type.Optional(AuthState), env: Env },
+  { request: RequestInfo, source: Source, clientCertificate: Type.Optional(ClientCertificateState), backend: Type.Optional(Backend), auth: Type.Optional(AuthState), transformation: Type.Optional(TransformationState), env: Env },
   { additionalProperties: false },
 );
 export type RequestState = Static<typeof RequestState>;

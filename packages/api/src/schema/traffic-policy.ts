@@ -8,7 +8,9 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Duration, Enum, HEADER_NAME_PATTERN, NO_CONTROL_PATTERN, PositiveInt } from './common.js';
 import { RateLimitService } from './outbound-ref.js';
 import { AUTH_TRAFFIC_FIELDS } from '../auth/fields.js';
+import { TransformationConfig } from '../transformation/transformation.js';
 import { DescriptorOverrides, LimitName, LocalOverrides, MAX_OVERRIDE_LIMIT } from './budget-overrides.js';
+import { FailoverPolicy } from '../resilience/failover.js';
 
 export { BackendRef, RateLimitService } from './outbound-ref.js';
 
@@ -28,7 +30,7 @@ export const UNIT_SECONDS: Record<RateLimitUnit, number> = { Seconds: 1, Minutes
 export const LOCAL_MONTHS_MESSAGE =
   'Months is not available for a local limit: local counters live in each proxy\'s memory and start again at zero when it restarts, so a monthly budget would reset with every deploy; use Days, or a global limit (its counters live in the rate limit service)';
 
-export const RATE_LIMIT_KEY_TYPES = ['Consumer', 'ConsumerGroup', 'Claim', 'Header', 'Expression'] as const;
+export const RATE_LIMIT_KEY_TYPES = ['Consumer', 'ConsumerGroup', 'Claim', 'Header', 'ClientCertificate', 'Expression'] as const;
 export type RateLimitKeyType = (typeof RATE_LIMIT_KEY_TYPES)[number];
 /** The longest claim or header name a key may name. */
 export const MAX_KEY_NAME_LENGTH = 256;
@@ -37,7 +39,7 @@ export const RateLimitKey = Type.Object(
   {
     type: Enum(
       RATE_LIMIT_KEY_TYPES,
-      'What the budget is kept per: Consumer (the authenticated consumer\'s name), ConsumerGroup (its group), Claim (a claim of its JWT, `name`), Header (a request header, `name`; a client chooses its value freely) or Expression (a CEL expression over the request and the consumer).',
+      'What the budget is kept per: Consumer (the authenticated consumer\'s name), ConsumerGroup (its group), Claim (a claim of its JWT, `name`), Header (a request header, `name`; a client chooses its value freely), ClientCertificate (the subject of the client certificate the listener verified) or Expression (a CEL expression over the request and the consumer).',
     ),
     name: Type.Optional(
       Type.String({
@@ -188,6 +190,7 @@ export const TrafficPolicy = Type.Object(
   {
     rateLimit: Type.Optional(RateLimitPolicy),
     ...AUTH_TRAFFIC_FIELDS,
+    transformation: Type.Optional(TransformationConfig),
   },
   { additionalProperties: false, description: 'Policies applied to the traffic of the target.' },
 );
@@ -196,7 +199,7 @@ export type TrafficPolicy = Static<typeof TrafficPolicy>;
 /** `policies` of a standalone listener or route: a GatewayPolicy spec without targetRefs. */
 export const PolicySet = Type.Object(
   { traffic: Type.Optional(TrafficPolicy) },
-  { additionalProperties: false, description: 'Policies attached here; same shape as GatewayPolicy.spec without targetRefs.' },
+  { additionalProperties: false, description: 'Policies attached here; same shape as GatewayPolicy.spec without targetRefs and failover (a standalone route\'s backends carry their priority).' },
 );
 export type PolicySet = Static<typeof PolicySet>;
 
@@ -222,6 +225,7 @@ export const GatewayPolicySpec = Type.Object(
   {
     targetRefs: Type.Array(PolicyTargetRef, { minItems: 1, maxItems: 16, description: 'Targets of the policy.' }),
     traffic: Type.Optional(TrafficPolicy),
+    failover: Type.Optional(FailoverPolicy),
   },
   { additionalProperties: false, description: 'What the policy applies and where.' },
 );

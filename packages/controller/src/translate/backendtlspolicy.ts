@@ -9,7 +9,8 @@
 // rather than going out unverified. Status: one ancestor per Gateway of ours that routes to a
 // target, with Accepted and ResolvedRefs.
 import type { V1ConfigMap, V1ServicePort } from '@kubernetes/client-node';
-import { backendTlsIR, caBundleProblem, checkSubjectAltNames, type BackendTLSIR, type Problem } from '@tollgate/api';
+import { backendTlsIR, checkSubjectAltNames, type BackendTLSIR, type Problem } from '@tollgate/api';
+import { configMapBundle } from './ca-bundles.js';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import { byKey, compareAge, generationOf, keyOf } from './keys.js';
 import type { BackendTLSPolicyStatusReport, PolicyAncestorStatusReport } from './types.js';
@@ -52,19 +53,9 @@ export type ServicePorts = (namespace: string, service: string, port: number) =>
 
 type Bundle = { readonly ok: true; readonly pem: string } | { readonly ok: false; readonly reason: 'InvalidCACertificateRef' | 'InvalidKind'; readonly problem: string };
 
-// A CA bundle's check parses every certificate: once per ConfigMap object, whatever the number
-// of policies and translations that use it.
-const bundles = new WeakMap<V1ConfigMap, Bundle>();
-
 function bundleOf(cm: V1ConfigMap, what: string): Bundle {
-  let b = bundles.get(cm);
-  if (!b) {
-    const pem = cm.data?.['ca.crt'];
-    const problem = pem === undefined ? 'has no key ca.crt' : pem.trim() === '' ? 'has an empty ca.crt' : caBundleProblem(pem);
-    b = problem === null ? { ok: true, pem: pem! } : { ok: false, reason: 'InvalidCACertificateRef', problem: `${what} ${problem}` };
-    bundles.set(cm, b);
-  }
-  return b;
+  const b = configMapBundle(cm);
+  return b.ok ? b : { ok: false, reason: 'InvalidCACertificateRef', problem: `${what} ${b.problem}` };
 }
 
 function caCertificates(p: BackendTLSPolicy, configMap: (ns: string, name: string) => V1ConfigMap | undefined): { pem: string | null; problems: Bundle[]; invalid: Verdict | null } {

@@ -13,6 +13,8 @@ export const EXTENDED_FEATURES = [
   'BackendTLSPolicySANValidation',
   'GatewayAddressEmpty',
   'GatewayBackendClientCertificate',
+  'GatewayFrontendClientCertificateValidation',
+  'GatewayFrontendClientCertificateValidationInsecureFallback',
   'GatewayHTTPListenerIsolation',
   'GatewayInfrastructurePropagation',
   'GatewayPort8080',
@@ -36,6 +38,9 @@ export const EXTENDED_FEATURES = [
   'HTTPRouteRequestPercentageMirror',
   'HTTPRouteRequestTimeout',
   'HTTPRouteResponseHeaderModification',
+  'HTTPRouteRetry',
+  'HTTPRouteRetryBackendTimeout',
+  'HTTPRouteRetryConnectionError',
   'HTTPRouteSchemeRedirect',
 ] as const;
 

@@ -6,6 +6,7 @@ import { classBackendHosts, gatewayParameters } from '../proxy-settings/paramete
 import { requestedAddresses } from '../proxy-settings/requested-addresses.js';
 import { generationOf } from './keys.js';
 import { translateListeners, type ListenerState } from './listeners.js';
+import { insecureFrontendMode } from './frontend-tls.js';
 import { backendClientCertificate } from './tls.js';
 import type { Gateway } from '../types/gateway-api.js';
 import type { GatewayStatusReport, ListenerStatusReport } from './types.js';
@@ -82,6 +83,11 @@ function gatewayResolvedRefs(own: Verdict, listeners: readonly ListenerState[], 
   return condition('ResolvedRefs', true, own.reason, own.message, gen);
 }
 
+function insecure(gateway: Gateway, gen: number) {
+  const message = insecureFrontendMode(gateway);
+  return message === null ? [] : [condition('InsecureFrontendValidationMode', true, 'ConfigurationChanged', message, gen)];
+}
+
 export function gatewayStatus(g: GatewayState): GatewayStatusReport {
   const meta = g.gateway.metadata;
   const gen = generationOf(meta);
@@ -96,6 +102,8 @@ export function gatewayStatus(g: GatewayState): GatewayStatusReport {
         : condition('Programmed', false, 'Invalid', `not programmed: ${g.accepted.message}`, gen),
       // Only with a backend client certificate: the references outside the listeners are that one.
       ...(g.backendClientCertificate ? [gatewayResolvedRefs(g.backendClientCertificate.verdict, g.listeners, gen)] : []),
+      // Present while AllowInsecureFallback is set anywhere (Gateway API: removed once it is not).
+      ...insecure(g.gateway, gen),
     ],
     listeners: g.listeners.map((l) => listenerStatus(g, l, gen)),
   };

@@ -1,9 +1,10 @@
 // Gateway listeners: which are accepted, which route kinds they take, which namespaces may
 // attach routes, and the conflicts between listeners sharing a port.
-import type { CertificateIR } from '@tollgate/api';
+import type { CertificateIR, ClientValidationIR } from '@tollgate/api';
 import { fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { selects } from './label-selector.js';
+import { listenerClientValidation } from './frontend-tls.js';
 import { listenerCertificates } from './tls.js';
 import { PROXY_RESERVED_PORTS } from '../proxy-settings/ports.js';
 import { GATEWAY_GROUP, type Gateway, type Listener, type RouteGroupKind } from '../types/gateway-api.js';
@@ -24,6 +25,8 @@ export interface ListenerState {
   readonly supportedKinds: readonly Required<RouteGroupKind>[];
   /** HTTPS: the certificates that resolved (none: the listener is not programmed). Else null. */
   readonly certificates: readonly CertificateIR[] | null;
+  /** HTTPS with spec.tls.frontend validation for its port: the CAs client certificates must chain to. Else null. */
+  readonly clientValidation: ClientValidationIR | null;
   /** Routes attached (Accepted) through this listener; counted while routes are translated. */
   attachedRoutes: number;
 }
@@ -70,14 +73,18 @@ export function translateListeners(gateway: Gateway, ctx: Context): ListenerStat
       accepted = fail('UnsupportedValue', 'tls.mode Passthrough is not supported: the proxy terminates TLS; use mode Terminate with tls.certificateRefs');
     else if (l.protocol === 'HTTPS') accepted = ok('Accepted', 'accepted');
     else accepted = fail('UnsupportedProtocol', `protocol ${l.protocol} is not supported; use HTTP or HTTPS`);
+    const clients = l.tls?.mode === 'Passthrough' ? null : listenerClientValidation(l, gateway, ctx);
+    // Served without the check, it would let in the clients it is meant to keep out.
+    if (accepted.ok && clients && !clients.ir) accepted = fail('NoValidCACertificate', `no CA certificate of spec.tls.frontend for port ${l.port} is usable: ${clients.verdict.message}`);
     if (accepted.ok && !conflict.ok) accepted = fail(conflict.reason, conflict.message);
     const tls = l.tls?.mode === 'Passthrough' ? null : listenerCertificates(l, gateway, ctx);
     const resolvedRefs =
       (tls && !tls.verdict.ok ? tls.verdict : null) ??
+      (clients && !clients.verdict.ok ? clients.verdict : null) ??
       (invalid.length
         ? fail('InvalidRouteKinds', `allowedRoutes.kinds ${invalid.join(', ')} cannot attach to a ${l.protocol} listener; supported: ${(KINDS_BY_PROTOCOL[l.protocol] ?? []).map((k) => k.kind).join(', ') || 'none'}`)
         : ok('ResolvedRefs', 'all references resolved'));
-    return { spec: l, gateway, accepted, conflicted: conflict, resolvedRefs, supportedKinds: kinds, certificates: tls?.certificates ?? null, attachedRoutes: 0 };
+    return { spec: l, gateway, accepted, conflicted: conflict, resolvedRefs, supportedKinds: kinds, certificates: tls?.certificates ?? null, clientValidation: clients?.ir ?? null, attachedRoutes: 0 };
   });
 }
 

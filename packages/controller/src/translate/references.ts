@@ -1,6 +1,7 @@
 // The objects translation reads whole from the kinds whose caches hold metadata only (Secrets,
 // ConfigMaps; watch/referenced.ts): the certificate Secrets of the HTTPS listeners of our
-// Gateways and their backend client certificates, where the Gateway may read them (its
+// Gateways, their backend client certificates and the CA bundles of their client certificate
+// validation (spec.tls.frontend), where the Gateway may read them (its
 // namespace, or a ReferenceGrant); the CA ConfigMaps of BackendTLSPolicies; the
 // parameters ConfigMaps of our GatewayClasses and their Gateways; and the Secrets and
 // ConfigMaps GatewayPolicies name, or whose labels a policy's secretSelector chooses in its
@@ -13,6 +14,7 @@ import { BACKEND_GROUP, backendReferences } from './backend.js';
 import { backendTlsConfigMaps } from './backendtlspolicy.js';
 import { mayRead, policyRefs, selectSecrets } from './policy-refs.js';
 import { ReferenceGrants } from './referencegrant.js';
+import { frontendCaObjects } from './frontend-tls.js';
 import { certificateSecrets } from './tls.js';
 
 /** A secretSelector of a policy: a Secret of `namespace` with these labels is wanted. */
@@ -50,6 +52,9 @@ export function referencedObjects(r: ReferencingObjects, controllerName: string)
   for (const gw of r.gateways) {
     if (!classes.has(gw.spec.gatewayClassName)) continue;
     for (const k of certificateSecrets(gw, grants)) secrets.add(k);
+    const cas = frontendCaObjects(gw, grants);
+    for (const k of cas.configMaps) configMaps.add(k);
+    for (const k of cas.secrets) secrets.add(k);
     add(configMaps, gatewayParametersConfigMap(gw));
   }
   // The CA certificates of every BackendTLSPolicy: which Gateways route to its targets is known only after translation.

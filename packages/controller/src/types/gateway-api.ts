@@ -75,6 +75,26 @@ export interface GatewayTLSConfig {
   readonly options?: Readonly<Record<string, string>>;
 }
 
+/** A reference to a CA bundle (Gateway API ObjectReference: group and kind are required). */
+export interface CaCertificateReference {
+  readonly group: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly namespace?: string;
+}
+
+export interface FrontendTLSValidation {
+  readonly caCertificateRefs: readonly CaCertificateReference[];
+  /** Defaulted by the CRD; absent means AllowValidOnly. */
+  readonly mode?: 'AllowValidOnly' | 'AllowInsecureFallback';
+}
+
+/** spec.tls.frontend: client certificate validation of the Gateway's HTTPS listeners, by default and per port. */
+export interface FrontendTLSConfig {
+  readonly default: { readonly validation?: FrontendTLSValidation };
+  readonly perPort?: readonly { readonly port: number; readonly tls: { readonly validation?: FrontendTLSValidation } }[];
+}
+
 export interface AllowedRoutes {
   readonly namespaces?: {
     readonly from?: 'All' | 'Same' | 'Selector' | 'None';
@@ -110,8 +130,10 @@ export interface Gateway {
       readonly annotations?: Readonly<Record<string, string>>;
       readonly parametersRef?: { readonly group: string; readonly kind: string; readonly name: string };
     };
-    /** Of spec.tls, translation reads the backend client certificate. */
-    readonly tls?: { readonly backend?: { readonly clientCertificateRef?: SecretObjectReference } };
+    /** Of spec.tls, translation reads the backend client certificate and the frontend client validation. */
+    readonly tls?: { readonly backend?: { readonly clientCertificateRef?: SecretObjectReference }; readonly frontend?: FrontendTLSConfig };
+    /** Experimental; Tollgate has no default Gateways: not read. */
+    readonly defaultScope?: string;
   };
 }
 
@@ -230,12 +252,22 @@ export interface HTTPRouteTimeouts {
   readonly backendRequest?: string;
 }
 
+/** Experimental channel (v1.6.1): present only where the experimental CRDs are installed. */
+export interface HTTPRouteRetry {
+  readonly codes?: readonly number[];
+  readonly attempts?: number;
+  readonly backoff?: string;
+}
+
 export interface HTTPRouteRule {
   readonly name?: string;
   readonly matches?: readonly HTTPRouteMatch[];
   readonly filters?: readonly HTTPRouteFilter[];
   readonly backendRefs?: readonly HTTPBackendRef[];
   readonly timeouts?: HTTPRouteTimeouts;
+  readonly retry?: HTTPRouteRetry;
+  /** Experimental; not supported: a rule that sets it is refused (UnsupportedValue). */
+  readonly sessionPersistence?: Readonly<Record<string, unknown>>;
 }
 
 export interface HTTPRoute {
@@ -246,6 +278,8 @@ export interface HTTPRoute {
     readonly parentRefs?: readonly ParentReference[];
     readonly hostnames?: readonly string[];
     readonly rules?: readonly HTTPRouteRule[];
+    /** Experimental; Tollgate has no default Gateways, so it attaches nowhere by itself. */
+    readonly useDefaultGateways?: string;
   };
 }
 

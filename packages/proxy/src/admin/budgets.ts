@@ -28,10 +28,10 @@ function redacted(value: string): string {
   return `[redacted sha256:${createHash('sha256').update(value, 'utf8').digest('base64url').slice(0, 16)}]`;
 }
 
-/** Whether an Expression key reads the request (anything but the consumer and the model). */
+/** Whether an Expression key reads the request (anything but the consumer, the model and the verified client certificate). */
 function expressionReadsRequest(reads: ReadonlySet<string> | undefined): boolean {
   if (!reads) return true;
-  for (const r of reads) if (!r.startsWith('consumer.') && !r.startsWith('llm.')) return true;
+  for (const r of reads) if (!r.startsWith('consumer.') && !r.startsWith('llm.') && !r.startsWith('connection.')) return true;
   return false;
 }
 

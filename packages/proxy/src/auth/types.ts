@@ -3,7 +3,7 @@
 // order and applies what they decide. A check sees the request through AuthRequest only, so
 // the kinds do not depend on the pipeline.
 import type { IncomingHttpHeaders } from 'node:http';
-import type { AuthKind, AuthPassReason, AuthReason } from '@tollgate/api';
+import type { AuthKind, AuthPassReason, AuthReason, ClientCertificateInputs } from '@tollgate/api';
 import type { ErrorSpec } from '../errors.js';
 
 export type { AuthKind, AuthPassReason, AuthReason };
@@ -42,6 +42,8 @@ export interface AuthRequest {
   readonly protocol?: string;
   /** Set by the checks that ran before (authentication runs before authorization). */
   readonly consumer: Consumer | null;
+  /** The client certificate the listener verified (mutual TLS); null when none was. */
+  readonly clientCertificate?: ClientCertificateInputs | null;
   /** The model of an LLM request body, when the body was read (AuthCheck.needsBody). */
   readonly model: string | null;
   /** The body as read (bounded by config.maxRequestBodyBytes); null when there is none or it was not read. */

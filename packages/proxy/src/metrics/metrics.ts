@@ -1,7 +1,7 @@
 // Prometheus metrics of one proxy (prom-client, a registry per runtime so several proxies
 // can live in one process). Label values are bounded: route names and statuses by the config;
 // model names, which clients choose freely, by `ModelLabels` (the first N seen, then `other`).
-import type { AuthKind, AuthPassReason, AuthReason } from '@tollgate/api';
+import type { AuthKind, AuthPassReason, AuthReason, TransformResult } from '@tollgate/api';
 import { Counter, Gauge, Registry, collectDefaultMetrics, type LabelValues, type Metric } from 'prom-client';
 import { ConsumerTokens, DEFAULT_CONSUMER_METRICS_TOP_N } from './consumer-tokens.js';
 
@@ -15,6 +15,7 @@ export type TokenSource = 'reported' | 'estimated';
  * process budget, a body not in by its deadline or idle too long, a connection beyond a bind's cap.
  */
 export type ClientRefusal = 'body_budget' | 'body_deadline' | 'body_idle' | 'connection_limit';
+export type ClientCertificateResult = 'verified' | 'refused' | 'unverified';
 
 export const DEFAULT_MAX_MODEL_LABELS = 100;
 /** The model label of requests whose model was not among the first N distinct ones seen. */
@@ -23,6 +24,13 @@ export const OTHER_MODEL = 'other';
 export const UNKNOWN_MODEL = 'unknown';
 /** The route label of requests no route matched. */
 export const NO_ROUTE = 'none';
+
+/** The outcome label of an attempt: its status class (429 apart), or the catalog code of its transport failure. */
+export function attemptOutcome(status: number, error: string | null): string {
+  if (error !== null) return error;
+  if (status === 429) return '429';
+  return status >= 500 ? '5xx' : status >= 400 ? '4xx' : status >= 300 ? '3xx' : '2xx';
+}
 
 /**
  * Bounds the cardinality of the `model` label: the first `max` distinct model names seen since
@@ -205,6 +213,13 @@ export class ProxyMetrics {
     ['reason'],
   );
   readonly #refusalCells = new Map<ClientRefusal, Cell<'reason'>>();
+  readonly #clientCertificates = new CellCounter(
+    this.registry,
+    'tollgate_client_certificate_checks_total',
+    'TLS connections of HTTPS listeners that check client certificates, by result: verified (a certificate of the listener\'s CAs), refused (AllowValidOnly: closed after the handshake), unverified (AllowInsecureFallback: served without an identity).',
+    ['result'],
+  );
+  readonly #clientCertificateCells = new Map<ClientCertificateResult, Cell<'result'>>();
   readonly #overflows = new CellCounter(
     this.registry,
     'tollgate_ratelimit_key_overflow_total',
@@ -233,6 +248,13 @@ export class ProxyMetrics {
     ['result'],
   );
   readonly #jwksCells = new Map<string, Cell<'result'>>();
+  readonly #transformations = new CellCounter(
+    this.registry,
+    'tollgate_transformations_total',
+    'Requests of routes with a transformation, by route and result: applied, or why it refused the request: evaluation_error and invalid_value (500 TG_TRANSFORM_FAILED), input_too_large (431), body_not_json (400), body_too_large (413); docs/transformation.md.',
+    ['route', 'result'],
+  );
+  readonly #transformCells = new Map<string, Map<TransformResult, Cell<'route' | 'result'>>>();
   readonly #unsentRetries = new CellCounter(
     this.registry,
     'tollgate_upstream_unsent_retries_total',
@@ -240,6 +262,27 @@ export class ProxyMetrics {
     ['route', 'error'],
   );
   readonly #unsentRetryCells = new Map<string, Map<string, Cell<'route' | 'error'>>>();
+  readonly #attempts = new CellCounter(
+    this.registry,
+    'tollgate_upstream_attempts_total',
+    'Attempts of requests at backends, by route, backend (as the config names it) and outcome: the answer\'s status class (2xx, 3xx, 4xx, 5xx; 429 on its own) or the catalog code of a transport failure (TG_UPSTREAM_REFUSED, TG_UPSTREAM_TIMEOUT, ...). A request failed over or retried counts one attempt per backend call.',
+    ['route', 'backend', 'outcome'],
+  );
+  readonly #attemptCells = new Map<string, Map<string, Map<string, Cell<'route' | 'backend' | 'outcome'>>>>();
+  readonly #retries = new CellCounter(
+    this.registry,
+    'tollgate_retries_total',
+    'Extra attempts of requests, by route and kind: retry (the route\'s retry, within a priority level) or failover (to the next priority level). docs/retries-failover.md.',
+    ['route', 'kind'],
+  );
+  readonly #retryCells = new Map<string, Map<string, Cell<'route' | 'kind'>>>();
+  readonly #budgetExhausted = new CellCounter(
+    this.registry,
+    'tollgate_retry_budget_exhausted_total',
+    'Retries and failovers not made because the route\'s retry budget had no share left (config.retryBudgetPercent, retryBudgetMinConcurrency): the request got the answer it had, by route.',
+    ['route'],
+  );
+  readonly #budgetCells = new Map<string, Cell<'route'>>();
   readonly #upstreamLatency = new CellHistogram<'route'>(
     this.registry,
     'tollgate_upstream_latency_seconds',
@@ -312,6 +355,13 @@ export class ProxyMetrics {
     cell.value++;
   }
 
+  /** Counts one handshake of a listener that checks client certificates. */
+  countClientCertificate(result: ClientCertificateResult): void {
+    let cell = this.#clientCertificateCells.get(result);
+    if (!cell) this.#clientCertificateCells.set(result, (cell = this.#clientCertificates.cell({ result })));
+    cell.value++;
+  }
+
   /** Counts one refusal of a client that took too much. */
   countRefusal(reason: ClientRefusal): void {
     let cell = this.#refusalCells.get(reason);
@@ -346,12 +396,37 @@ export class ProxyMetrics {
     cell.value++;
   }
 
+  /** Counts one request of a route with a transformation; `result` is a fixed set (TRANSFORM_RESULTS). */
+  countTransformation(route: string, result: TransformResult): void {
+    nested(this.#transformCells, route, result, () => this.#transformations.cell({ route, result })).value++;
+  }
+
   /** Counts one request sent to another endpoint after `error` (a catalog code) before anything was sent. */
   countUnsentRetry(route: string, error: string): void {
     let byError = this.#unsentRetryCells.get(route);
     if (!byError) this.#unsentRetryCells.set(route, (byError = new Map<string, Cell<'route' | 'error'>>()));
     let cell = byError.get(error);
     if (!cell) byError.set(error, (cell = this.#unsentRetries.cell({ route, error })));
+    cell.value++;
+  }
+
+  /** Counts one attempt of a request at a backend; `outcome` from attemptOutcome(). */
+  countAttempt(route: string, backend: string, outcome: string): void {
+    const byOutcome = nested(this.#attemptCells, route, backend, () => new Map<string, Cell<'route' | 'backend' | 'outcome'>>());
+    let cell = byOutcome.get(outcome);
+    if (!cell) byOutcome.set(outcome, (cell = this.#attempts.cell({ route, backend, outcome })));
+    cell.value++;
+  }
+
+  /** Counts one extra attempt of a request: a retry or a failover. */
+  countRetry(route: string, kind: 'retry' | 'failover'): void {
+    nested(this.#retryCells, route, kind, () => this.#retries.cell({ route, kind })).value++;
+  }
+
+  /** Counts one retry or failover the route's budget did not allow. */
+  countRetryBudgetExhausted(route: string): void {
+    let cell = this.#budgetCells.get(route);
+    if (!cell) this.#budgetCells.set(route, (cell = this.#budgetExhausted.cell({ route })));
     cell.value++;
   }
 
@@ -371,8 +446,13 @@ export class ProxyMetrics {
   retainRoutes(routes: ReadonlySet<string>): void {
     const gone = (route: unknown): boolean => route !== NO_ROUTE && !routes.has(String(route));
     // Deleting the current key while iterating a Map is safe.
-    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells]) for (const route of map.keys()) if (gone(route)) map.delete(route);
+    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells, this.#transformCells, this.#attemptCells, this.#retryCells, this.#budgetCells])
+      for (const route of map.keys()) if (gone(route)) map.delete(route);
+    this.#transformations.drop((l) => gone(l.route));
     this.#requests.drop((l) => gone(l.route));
+    this.#attempts.drop((l) => gone(l.route));
+    this.#retries.drop((l) => gone(l.route));
+    this.#budgetExhausted.drop((l) => gone(l.route));
     this.#unsentRetries.drop((l) => gone(l.route));
     this.#tokens.drop((l) => gone(l.route));
     this.#upstreamLatency.drop((l) => gone(l.route));

@@ -1,7 +1,7 @@
 // What the rate limits can see of a request: descriptor entries, keys and their expressions.
 // The pipeline builds one per request, lazily (only policies that read it pay for it).
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ConsumerInputs } from '@tollgate/api';
+import type { ClientCertificateInputs, ConsumerInputs } from '@tollgate/api';
 
 export interface RequestFacts {
   readonly method: string;
@@ -14,4 +14,6 @@ export interface RequestFacts {
   readonly model: string | null;
   /** Who is calling, once authentication established it; null before it runs or when no check did. */
   readonly consumer: ConsumerInputs | null;
+  /** The client certificate the listener verified (mutual TLS); null when none was. */
+  readonly clientCertificate?: ClientCertificateInputs | null;
 }

@@ -37,7 +37,8 @@ export interface CompiledKey {
 
 /** `at` names the key in errors, e.g. `rateLimit.local[2].by`. */
 export function compileKey(ir: RateLimitKeyIR, limits: EvaluationLimits, at: string): CompiledKey {
-  if (ir.type !== 'Expression') return { ir, program: null, readsConsumer: ir.type !== 'Header' };
+  // A Header or ClientCertificate key is known before authentication runs.
+  if (ir.type !== 'Expression') return { ir, program: null, readsConsumer: ir.type !== 'Header' && ir.type !== 'ClientCertificate' };
   const c = compileCel(ir.expression, 'descriptor', limits);
   if (!c.ok) throw new RateLimitKeyError(`${at}.expression: ${JSON.stringify(ir.expression)}: ${c.problem}`);
   return { ir, program: c.value, readsConsumer: readsConsumer(c.value.reads) };
@@ -60,6 +61,8 @@ export function keyEntryName(ir: RateLimitKeyIR): string {
       return `claim.${ir.name}`;
     case 'Header':
       return `header.${ir.name}`;
+    case 'ClientCertificate':
+      return 'client_certificate';
     case 'Expression':
       return 'key';
   }
@@ -99,6 +102,9 @@ export function keyValue(key: CompiledKey, facts: RequestFacts, bindings: CelBin
       const v = own(facts.headers, ir.name);
       return bounded(v === undefined ? NO_KEY : typeof v === 'string' ? v : Array.isArray(v) ? v.join(', ') : NO_KEY);
     }
+    case 'ClientCertificate':
+      // Only a verified certificate has a subject here (an unverified one gets the empty key).
+      return bounded(facts.clientCertificate?.subject ?? NO_KEY);
     case 'Expression': {
       if (!key.program || !bindings) return NO_KEY;
       const r = key.program.run(bindings);

@@ -7,11 +7,13 @@
 //
 // An HTTPS bind is the same server over node:https. Its certificates are not options of the
 // server: each ClientHello asks the bind's current certificate table (SNICallback), so a new
-// snapshot swaps certificates for the next handshake while open connections keep theirs.
+// snapshot swaps certificates for the next handshake while open connections keep theirs. A bind
+// whose listeners check client certificates asks for one in every handshake; what each
+// connection may do with its answer is ./client-handshake.ts.
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { Server as NetServer } from 'node:net';
 import { createServer as createHttpsServer } from 'node:https';
-import type { SecureContext, Server as TlsServer } from 'node:tls';
+import type { SecureContext, Server as TlsServer, TLSSocket } from 'node:tls';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { ClientGone, ERRORS, RequestFailure, TollgateError } from '../errors.js';
@@ -23,7 +25,8 @@ import { NO_ROUTE } from '../metrics/metrics.js';
 import { watchBody, type BodyTimeout, type BodyTimeouts } from './body-timeout.js';
 import { closeAfterAnswer } from './linger.js';
 import type { InFlight } from '../pipeline/inflight.js';
-import type { BindTls } from '../routing/tls-contexts.js';
+import { serverContextOptions, type BindTls } from '../routing/tls-contexts.js';
+import { ClientHandshakes } from './client-handshake.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'];
 const PROXIED = new Set(METHODS);
@@ -137,6 +140,7 @@ export class DataPlaneServer {
   #closing = false;
   #tls: BindTls | null = null;
   #fallback: SecureContext | null = null;
+  #requestCert = false;
   /**
    * `tls`: the bind's certificates; null for plain HTTP. A bind never changes between the
    * two: the runtime opens a new server when a port's protocol changes.
@@ -152,21 +156,27 @@ export class DataPlaneServer {
     const http = { headersTimeout: t.requestHeadersMs, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(t.requestHeadersMs / 4))) };
     this.tls = tls !== null;
     this.#tls = tls;
+    const currentTls = (): BindTls => this.#tls!;
+    const handshakes = new ClientHandshakes(currentTls, ctx.log, ctx.metrics);
     const https = tls
       ? {
           ...http,
-          ...fallbackOptions(tls),
+          ...serverContextOptions(tls),
           // A client that opens a connection and never finishes the handshake holds it no
           // longer than one that never finishes its request headers.
           handshakeTimeout: t.requestHeadersMs,
-          SNICallback: (servername: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
-            const current = this.#tls!;
+          // node:tls calls it on the connection's TLSSocket (`this`).
+          SNICallback(this: unknown, servername: string, cb: (err: Error | null, ctx?: SecureContext) => void) {
+            const current = currentTls();
             const listener = current.bySni.first(servername.toLowerCase());
-            cb(null, (listener && current.byListener.get(listener.name)) ?? current.fallback);
+            const name = listener && current.byListener.has(listener.name) ? listener.name : current.fallbackListener;
+            if (this && typeof this === 'object') handshakes.chose(this, name, current);
+            cb(null, current.byListener.get(name));
           },
         }
       : null;
     this.#fallback = tls?.fallback ?? null;
+    this.#requestCert = tls?.requestCert ?? false;
     // Requests with a proxied method skip Fastify's routing (see the top of this file).
     const direct = (req: IncomingMessage, res: ServerResponse, fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): void => {
       if (!PROXIED.has(req.method ?? '')) {
@@ -208,6 +218,8 @@ export class DataPlaneServer {
       // A failed handshake (no shared cipher, a client refusing the certificate) ends that
       // connection only; Node closes it.
       this.#app.server.on('tlsClientError', (err: NodeJS.ErrnoException) => ctx.log.debug({ code: err.code, reason: err.message }, 'TLS handshake failed'));
+      // Before the HTTP parser's listener: the connection's record exists before its first request.
+      this.#app.server.prependListener('secureConnection', (socket: TLSSocket) => handshakes.secured(socket));
     }
     // No route is registered: Fastify sees only requests with other methods, and answers 404.
   }
@@ -220,10 +232,12 @@ export class DataPlaneServer {
    */
   useTls(tls: BindTls): void {
     this.#tls = tls;
-    // The default (no SNI) context is the server's own: replaced only when it changed.
-    if (tls.fallback !== this.#fallback) {
-      (this.#app.server as unknown as TlsServer).setSecureContext(fallbackOptions(tls));
+    // The default (no SNI) context is the server's own: replaced only when it, or whether
+    // handshakes ask for a client certificate, changed.
+    if (tls.fallback !== this.#fallback || tls.requestCert !== this.#requestCert) {
+      (this.#app.server as unknown as TlsServer).setSecureContext(serverContextOptions(tls));
       this.#fallback = tls.fallback;
+      this.#requestCert = tls.requestCert;
     }
   }
 
@@ -322,10 +336,4 @@ function bindError(e: NodeJS.ErrnoException, address: string, port: number, list
     default:
       return new TollgateError('TG_BIND_FAILED', `${bind}: cannot listen on ${address}:${port}: ${e.message}`, { cause: e });
   }
-}
-
-/** The PEM options of the default certificate (for clients that send no SNI). */
-function fallbackOptions(tls: BindTls): { cert: string[]; key: { pem: string }[]; minVersion: 'TLSv1.2' } {
-  const certs = tls.fallbackCertificates;
-  return { cert: certs.map((c) => c.certificate), key: certs.map((c) => ({ pem: c.key.reveal() })), minVersion: 'TLSv1.2' };
 }

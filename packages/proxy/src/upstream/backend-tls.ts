@@ -44,7 +44,7 @@ export function tlsFailureKind(code: string | undefined): 'certificate' | 'hands
 }
 
 /** `TYPE:value` entries of a certificate's subjectaltname text; values with a comma or a quote come JSON-quoted. */
-function altNames(text: string | undefined): { type: string; value: string }[] {
+export function altNames(text: string | undefined): { type: string; value: string }[] {
   const out: { type: string; value: string }[] = [];
   if (!text) return out;
   const re = /([A-Za-z ]+):("(?:[^"\\]|\\.)*"|[^,]*)(?:, |$)/y;
