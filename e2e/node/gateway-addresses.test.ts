@@ -10,6 +10,7 @@
 //   status.addresses, the proxy pods still running; taking it back serves again.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { installChart } from '../lib/chart.js';
+import type { Condition } from '../lib/conditions.js';
 import { NODE } from '../lib/node/addresses.js';
 import { nodeAvailability } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
@@ -23,16 +24,9 @@ const PROXY_PODS = `gateway.networking.k8s.io/gateway-name=${GATEWAY}`;
 // Beside the conformance run's usable address, in the same lower band of the Service range.
 const [FIRST, SECOND] = ['198.19.0.250', '198.19.0.251'] as const;
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-  observedGeneration?: number;
-}
 interface GatewayObject {
   metadata: { generation: number };
-  status?: { addresses?: { type: string; value: string }[]; conditions?: Condition[] };
+  status?: { addresses?: { type: string; value: string }[]; conditions?: (Condition & { observedGeneration?: number })[] };
 }
 
 const gateway = (address: string) => ({
