@@ -21,6 +21,12 @@ export const BackendConfig = Type.Object(
     weight: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Relative share of requests; default 1; 0 sends none.' })),
     provider: Type.Optional(ProviderFileConfig),
     tls: Type.Optional(BackendTlsConfig),
+    protocol: Type.Optional(
+      Enum(
+        ['HTTP', 'H2C'],
+        'How the proxy speaks HTTP to the backend: HTTP (HTTP/1.1, the default; WebSocket upgrades pass through) or H2C (HTTP/2 over cleartext with prior knowledge, as a Service port with appProtocol kubernetes.io/h2c; not with tls).',
+      ),
+    ),
   },
   { additionalProperties: false, description: 'An upstream the route sends requests to.' },
 );
