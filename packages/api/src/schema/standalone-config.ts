@@ -159,6 +159,14 @@ export const ProcessConfig = Type.Object(
     maxConnectionsPerBind: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Client connections open at once on each bind (port); a connection beyond it is closed as soon as it is accepted. Default 4096.' }),
     ),
+    maxWebSocketConnections: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1_000_000,
+        description: 'Upgraded connections (WebSockets) open at once on the proxy, all binds together, upgrade requests on their way to a backend included; one more upgrade request is answered 503 TG_WEBSOCKET_LIMIT. Default 1024.',
+      }),
+    ),
+    websocketIdleTimeout: Type.Optional(Duration('Time an upgraded connection (a WebSocket) may pass without a byte either way before the proxy closes both sides. Default 300s.')),
     maxTokensChargedPerResponse: Type.Optional(
       Type.Integer({
         minimum: 1,

@@ -12,9 +12,10 @@ export type DecisionResult = 'allowed' | 'limited' | 'failed_open' | 'error' | '
 export type TokenSource = 'reported' | 'estimated';
 /**
  * What a client was refused for taking too much of the proxy: request-body bytes beyond the
- * process budget, a body not in by its deadline or idle too long, a connection beyond a bind's cap.
+ * process budget, a body not in by its deadline or idle too long, a connection beyond a bind's cap,
+ * an upgrade beyond the WebSocket cap, a WebSocket closed for being idle.
  */
-export type ClientRefusal = 'body_budget' | 'body_deadline' | 'body_idle' | 'connection_limit';
+export type ClientRefusal = 'body_budget' | 'body_deadline' | 'body_idle' | 'connection_limit' | 'websocket_limit' | 'websocket_idle';
 
 export const DEFAULT_MAX_MODEL_LABELS = 100;
 /** The model label of requests whose model was not among the first N distinct ones seen. */
@@ -181,6 +182,14 @@ export interface ProxyMetricsOptions {
   readonly bufferedRequestBytes?: () => number;
   /** The rate limit services of the config in force and whether each is connected now, read at each scrape. */
   readonly rateLimitServices?: () => readonly { readonly address: string; readonly connected: boolean }[];
+  /** Upgraded connections (WebSockets) open now, read at each scrape. */
+  readonly websocketConnections?: () => number;
+}
+
+/** The byte counters of one route's WebSockets, added to as bytes pass. */
+export interface WebSocketByteCells {
+  readonly fromClient: { value: number };
+  readonly toClient: { value: number };
 }
 
 export class ProxyMetrics {
@@ -201,7 +210,7 @@ export class ProxyMetrics {
   readonly #refusals = new CellCounter(
     this.registry,
     'tollgate_client_refusals_total',
-    'Requests and connections refused for taking too much of the proxy, by reason: body_budget (503, config.maxBufferedRequestBytes), body_deadline (408, config.requestBodyTimeout), body_idle (408, config.requestBodyIdleTimeout), connection_limit (closed, config.maxConnectionsPerBind).',
+    'Requests and connections refused for taking too much of the proxy, by reason: body_budget (503, config.maxBufferedRequestBytes), body_deadline (408, config.requestBodyTimeout), body_idle (408, config.requestBodyIdleTimeout), connection_limit (closed, config.maxConnectionsPerBind), websocket_limit (503, config.maxWebSocketConnections), websocket_idle (a WebSocket closed after config.websocketIdleTimeout without a byte).',
     ['reason'],
   );
   readonly #refusalCells = new Map<ClientRefusal, Cell<'reason'>>();
@@ -240,6 +249,13 @@ export class ProxyMetrics {
     ['route', 'error'],
   );
   readonly #unsentRetryCells = new Map<string, Map<string, Cell<'route' | 'error'>>>();
+  readonly #websocketBytes = new CellCounter(
+    this.registry,
+    'tollgate_websocket_bytes_total',
+    'Bytes passed through upgraded connections (WebSockets) after the 101, by route and direction (client_to_backend, backend_to_client).',
+    ['route', 'direction'],
+  );
+  readonly #websocketCells = new Map<string, WebSocketByteCells>();
   readonly #upstreamLatency = new CellHistogram<'route'>(
     this.registry,
     'tollgate_upstream_latency_seconds',
@@ -274,6 +290,15 @@ export class ProxyMetrics {
       },
     });
     collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_process_' });
+    const websockets = options.websocketConnections ?? (() => 0);
+    new Gauge({
+      name: 'tollgate_websocket_connections',
+      help: 'Upgraded connections (WebSockets) open now, across all binds (at most config.maxWebSocketConnections).',
+      registers: [this.registry],
+      collect() {
+        this.set(websockets());
+      },
+    });
     const buffered = options.bufferedRequestBytes ?? (() => 0);
     new Gauge({
       name: 'tollgate_buffered_request_bytes',
@@ -355,6 +380,16 @@ export class ProxyMetrics {
     cell.value++;
   }
 
+  /** The byte counters of a route's WebSockets (one pair per route, made on first use). */
+  websocketBytes(route: string): WebSocketByteCells {
+    let cells = this.#websocketCells.get(route);
+    if (!cells) {
+      cells = { fromClient: this.#websocketBytes.cell({ route, direction: 'client_to_backend' }), toClient: this.#websocketBytes.cell({ route, direction: 'backend_to_client' }) };
+      this.#websocketCells.set(route, cells);
+    }
+    return cells;
+  }
+
   countRequest(route: string, status: number): void {
     let byStatus = this.#requestCells.get(route);
     if (!byStatus) this.#requestCells.set(route, (byStatus = new Map<number, Cell<'route' | 'status'>>()));
@@ -371,7 +406,8 @@ export class ProxyMetrics {
   retainRoutes(routes: ReadonlySet<string>): void {
     const gone = (route: unknown): boolean => route !== NO_ROUTE && !routes.has(String(route));
     // Deleting the current key while iterating a Map is safe.
-    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells]) for (const route of map.keys()) if (gone(route)) map.delete(route);
+    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells, this.#websocketCells]) for (const route of map.keys()) if (gone(route)) map.delete(route);
+    this.#websocketBytes.drop((l) => gone(l.route));
     this.#requests.drop((l) => gone(l.route));
     this.#unsentRetries.drop((l) => gone(l.route));
     this.#tokens.drop((l) => gone(l.route));

@@ -17,6 +17,7 @@ import { normalizeHost } from '../routing/hostname.js';
 import type { Logger } from 'pino';
 import type { BodyBudget } from './body-budget.js';
 import type { InFlight } from './inflight.js';
+import type { UpgradeRequest, Upgrades } from './upgrades.js';
 import { parseRequestTarget, type PathSettings } from './request-target.js';
 
 /** What the pipeline needs from the running proxy, shared by all requests. */
@@ -40,6 +41,8 @@ export interface PipelineDeps {
   /** config.maxTokensChargedPerResponse: the most one response is charged to token limits. */
   readonly chargeCap: ChargeCap;
   readonly authLog: Logger;
+  /** Upgraded connections (WebSockets): their cap, idle timeout, and the ones open now. */
+  readonly upgrades: Upgrades;
 }
 
 /** What one authentication or authorization check decided, for the trace, the access log and metrics. */
@@ -79,6 +82,8 @@ export class RequestContext {
 
   /** True when a subscriber of the request channels (a trace session) watches this request. */
   observed = false;
+  /** A WebSocket upgrade request: the client's connection, handed over by the HTTP server; null for every other request. */
+  upgrade: UpgradeRequest | null = null;
 
   // What the stages decide.
   listener: CompiledListener | null = null;

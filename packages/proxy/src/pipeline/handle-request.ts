@@ -13,6 +13,7 @@ import { applyRoutePolicies } from './route-policies.js';
 import { chooseBackend } from './backend-choice.js';
 import { sendMirrors } from './mirror.js';
 import { callUpstream } from './upstream-call.js';
+import { upgradeReachesBackend } from './upgrade.js';
 import { announce } from './events.js';
 import { readBodyOnce } from './llm-body.js';
 import { routeTranslates } from '../llm/formats/format.js';
@@ -39,5 +40,6 @@ export async function handleRequest(ctx: RequestContext): Promise<void> {
   // awaited between the pick and the call).
   if (!ctx.llm && ctx.hasBody && routeTranslates(ctx.route!.ir, ctx.path)) await readBodyOnce(ctx, true);
   if (!chooseBackend(ctx)) return;
+  if (ctx.upgrade && !upgradeReachesBackend(ctx)) return;
   await callUpstream(ctx);
 }

@@ -37,7 +37,7 @@ export async function callUpstream(ctx: RequestContext): Promise<void> {
     // In flight on the endpoint until the exchange ends (forward never rejects). No request can
     // pick between chooseBackend and here: nothing is awaited in between.
     backend.endpoint.begin();
-    result = await forward(backend.endpoint.pool, { method: ctx.method, path, headers: ctx.upstreamHeaders!, body, headersTimeoutMs, bodyTimeoutMs: deps.bodyIdleTimeoutMs, requestTimeoutMs, servername: backend.endpoint.servername }, ctx.res, response);
+    result = await forward(backend.endpoint.pool, { method: ctx.method, path, headers: ctx.upstreamHeaders!, body, headersTimeoutMs, bodyTimeoutMs: deps.bodyIdleTimeoutMs, requestTimeoutMs, servername: backend.endpoint.servername, upgrade: ctx.upgrade ? 'websocket' : undefined }, ctx.res, response);
     const gone = ctx.req.destroyed && !ctx.req.complete;
     if (!result.unsent || gone || tried.length >= deps.connectAttempts) break;
     // The failed endpoint learns of it first (a refused connect ejects it), then another is picked.

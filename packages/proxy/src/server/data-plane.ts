@@ -8,7 +8,8 @@
 // An HTTPS bind is the same server over node:https. Its certificates are not options of the
 // server: each ClientHello asks the bind's current certificate table (SNICallback), so a new
 // snapshot swaps certificates for the next handshake while open connections keep theirs.
-import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { Server as NetServer } from 'node:net';
 import { createServer as createHttpsServer } from 'node:https';
 import type { SecureContext, Server as TlsServer } from 'node:tls';
@@ -23,6 +24,8 @@ import { NO_ROUTE } from '../metrics/metrics.js';
 import { watchBody, type BodyTimeout, type BodyTimeouts } from './body-timeout.js';
 import { closeAfterAnswer } from './linger.js';
 import type { InFlight } from '../pipeline/inflight.js';
+import { isWebSocketUpgrade, upgradeResponse } from './upgrade-request.js';
+import type { UpgradeRequest } from '../pipeline/upgrades.js';
 import type { BindTls } from '../routing/tls-contexts.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'];
@@ -78,11 +81,12 @@ export function requestsStarted(): number {
 }
 
 /** One request, start to end: the in-flight record, the pipeline, metrics, the request log. */
-async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, res: ServerResponse, upgrade: UpgradeRequest | null = null): Promise<void> {
   const id = nextId++;
   const entry: InFlight = { id, method: req.method ?? 'GET', url: req.url ?? '/', startedAt: Date.now(), stage: 'routing' };
   dp.inflight.set(id, entry);
   const ctx = new RequestContext(dp.current(), port, req, res, entry, dp);
+  ctx.upgrade = upgrade;
   watchBody(req, ctx.hasBody, dp.bodyTimeouts, (why) => bodyTimedOut(dp, entry, req, res, why));
   try {
     await handleRequest(ctx);
@@ -114,6 +118,8 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
       closeAfterAnswer(req);
     }
   } finally {
+    // An upgrade that got no tunnel (refused, not 101, failed) gives its slot back.
+    if (upgrade && !upgrade.slot.holdsTunnel) upgrade.slot.release();
     ctx.releaseBody();
     dp.metrics.countRequest(ctx.routeName ?? NO_ROUTE, ctx.status);
     dp.inflight.delete(id);
@@ -144,7 +150,7 @@ export class DataPlaneServer {
   constructor(
     readonly port: number,
     readonly address: string,
-    ctx: DataPlaneContext,
+    private readonly ctx: DataPlaneContext,
     tls: BindTls | null = null,
   ) {
     const t = ctx.clientTimeouts;
@@ -179,6 +185,23 @@ export class DataPlaneServer {
       if (this.#closing) res.setHeader('connection', 'close');
       void serve(ctx, port, req, res);
     };
+    // A WebSocket upgrade request (isWebSocketUpgrade) arrives with its connection, which the
+    // HTTP server no longer parses: it goes through the same pipeline with a response object of
+    // its own on that connection, so a refusal is an ordinary answer (and the connection closes).
+    const upgraded = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+      const res = upgradeResponse(req, socket);
+      if (this.#closing) {
+        sendError(res, ERRORS.websocketDraining, { 'retry-after': '0' });
+        return;
+      }
+      const slot = ctx.upgrades.reserve();
+      if (!slot) {
+        ctx.metrics.countRefusal('websocket_limit');
+        sendError(res, ERRORS.websocketLimit, { 'retry-after': '1' });
+        return;
+      }
+      void serve(ctx, port, req, res, { socket, head, slot, bind: this });
+    };
     this.#app = Fastify({
       logger: false,
       // Fastify applies none of its server options to a server it did not create: the ones
@@ -186,7 +209,8 @@ export class DataPlaneServer {
       // and the header deadline above bound a slow client instead).
       serverFactory: (fastifyHandler) => {
         const handler = (req: IncomingMessage, res: ServerResponse): void => direct(req, res, fastifyHandler);
-        const server: HttpServer = https ? createHttpsServer(https, handler) : createHttpServer(http, handler);
+        const server: HttpServer = https ? createHttpsServer({ ...https, shouldUpgradeCallback: isWebSocketUpgrade }, handler) : createHttpServer({ ...http, shouldUpgradeCallback: isWebSocketUpgrade }, handler);
+        server.on('upgrade', upgraded);
         server.keepAliveTimeout = t.keepAliveMs;
         server.requestTimeout = 0;
         server.setTimeout(0);
@@ -274,7 +298,12 @@ export class DataPlaneServer {
    */
   async close(times: DrainTimes): Promise<void> {
     this.#closing = true;
-    const timer = setTimeout(() => this.#app.server.closeAllConnections(), times.deadlineMs);
+    // At the deadline the WebSockets this bind accepted close as well: the server's count of
+    // open connections includes them, so the drain would otherwise wait for their clients.
+    const timer = setTimeout(() => {
+      this.#app.server.closeAllConnections();
+      this.ctx.upgrades.closeBind(this);
+    }, times.deadlineMs);
     try {
       this.stopAccepting();
       if (times.idleMs > 0) await this.#lastConnectionGone(times.idleMs);

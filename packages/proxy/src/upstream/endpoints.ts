@@ -185,6 +185,15 @@ export class Endpoint {
     if (this.#retired && this.inFlight === 0) void this.#closePool();
   }
 
+  /**
+   * A hold that `begin` counted ends without a sample: an upgraded connection (a WebSocket) that
+   * counted as a request in flight while open, whose length says nothing of the endpoint.
+   */
+  release(): void {
+    this.inFlight--;
+    if (this.#retired && this.inFlight === 0) void this.#closePool();
+  }
+
   /** No snapshot lists this endpoint any more: its pool closes once nothing is in flight. */
   retire(): void {
     this.#retired = true;
