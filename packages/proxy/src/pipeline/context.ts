@@ -145,8 +145,9 @@ export class RequestContext {
       this.query = '';
       this.targetError = target.reason;
     }
-    // An absolute-form target's authority is the host (RFC 9112 §3.2.2), whatever Host says.
-    this.rawHost = (target.ok && target.authority) || req.headers.host;
+    // An absolute-form target's authority is the host (RFC 9112 §3.2.2), whatever Host says;
+    // an HTTP/2 request's is its :authority (RFC 9113 §8.3.1), which stands for Host.
+    this.rawHost = (target.ok && target.authority) || req.headers.host || (req.headers[':authority'] as string | undefined);
     this.host = normalizeHost(this.rawHost);
     this.upstreamPath = this.path;
     this.upstreamQuery = this.query;
@@ -197,6 +198,8 @@ export class RequestContext {
   get hasBody(): boolean {
     const h = this.headers;
     const len = h['content-length'];
-    return h['transfer-encoding'] !== undefined || (len !== undefined && len !== '0');
+    if (h['transfer-encoding'] !== undefined || (len !== undefined && len !== '0')) return true;
+    // HTTP/2 frames a body without either header: there is one unless the HEADERS frame ended the stream.
+    return this.req.httpVersionMajor === 2 && len === undefined && (this.req as unknown as { stream: { endAfterHeaders: boolean } }).stream.endAfterHeaders === false;
   }
 }

@@ -22,7 +22,7 @@ import type { CompiledSnapshot } from '../routing/compile.js';
 import { sendError } from '../upstream/forward.js';
 import { NO_ROUTE } from '../metrics/metrics.js';
 import { watchBody, type BodyTimeout, type BodyTimeouts } from './body-timeout.js';
-import { closeAfterAnswer } from './linger.js';
+import { closeHeaders, endAfterAnswer, H2cFront, isHttp2, sniffPriorKnowledge } from './h2c.js';
 import type { InFlight } from '../pipeline/inflight.js';
 import { isWebSocketUpgrade, upgradeResponse } from './upgrade-request.js';
 import type { UpgradeRequest } from '../pipeline/upgrades.js';
@@ -69,8 +69,8 @@ function bodyTimedOut(dp: DataPlaneContext, entry: InFlight, req: IncomingMessag
     req.destroy();
     return;
   }
-  sendError(res, t.spec, { connection: 'close' });
-  closeAfterAnswer(req);
+  sendError(res, t.spec, closeHeaders(req));
+  endAfterAnswer(req, res);
 }
 
 let nextId = 1;
@@ -114,8 +114,8 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
       // Refused before its body was read (413, 503 of the body budget): the connection ends, the
       // answer first (see linger.ts).
       res.shouldKeepAlive = false;
-      sendError(res, spec, { ...failure?.headers, connection: 'close' });
-      closeAfterAnswer(req);
+      sendError(res, spec, { ...failure?.headers, ...closeHeaders(req) });
+      endAfterAnswer(req, res);
     }
   } finally {
     // An upgrade that got no tunnel (refused, not 101, failed) gives its slot back.
@@ -142,6 +142,8 @@ export class DataPlaneServer {
   /** Set once close() begins: requests still arriving on kept-alive connections get `Connection: close`. */
   #closing = false;
   #tls: BindTls | null = null;
+  /** HTTP/2 by prior knowledge on a plain HTTP bind; null on HTTPS. */
+  #h2c: H2cFront | null = null;
   #fallback: SecureContext | null = null;
   /**
    * `tls`: the bind's certificates; null for plain HTTP. A bind never changes between the
@@ -176,13 +178,16 @@ export class DataPlaneServer {
     // Requests with a proxied method skip Fastify's routing (see the top of this file).
     const direct = (req: IncomingMessage, res: ServerResponse, fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): void => {
       if (!PROXIED.has(req.method ?? '')) {
-        fastifyHandler(req, res);
+        // Fastify's 404 is for node:http's objects; HTTP/2 gets the catalog's.
+        if (isHttp2(req)) sendError(res, ERRORS.noRoute);
+        else fastifyHandler(req, res);
         return;
       }
       // During the drain a request on a kept-alive connection is still served, with
       // `Connection: close`, so the client's next request opens a connection elsewhere (the
-      // Service's other pods) instead of getting a 503 this pod could have answered.
-      if (this.#closing) res.setHeader('connection', 'close');
+      // Service's other pods) instead of getting a 503 this pod could have answered. HTTP/2
+      // sessions got a GOAWAY when the drain began.
+      if (this.#closing && !isHttp2(req)) res.setHeader('connection', 'close');
       void serve(ctx, port, req, res);
     };
     // A WebSocket upgrade request (isWebSocketUpgrade) arrives with its connection, which the
@@ -211,6 +216,10 @@ export class DataPlaneServer {
         const handler = (req: IncomingMessage, res: ServerResponse): void => direct(req, res, fastifyHandler);
         const server: HttpServer = https ? createHttpsServer({ ...https, shouldUpgradeCallback: isWebSocketUpgrade }, handler) : createHttpServer({ ...http, shouldUpgradeCallback: isWebSocketUpgrade }, handler);
         server.on('upgrade', upgraded);
+        if (!https) {
+          this.#h2c = new H2cFront(handler, t.keepAliveMs);
+          sniffPriorKnowledge(server, this.#h2c, t.requestHeadersMs);
+        }
         server.keepAliveTimeout = t.keepAliveMs;
         server.requestTimeout = 0;
         server.setTimeout(0);
@@ -303,7 +312,9 @@ export class DataPlaneServer {
     const timer = setTimeout(() => {
       this.#app.server.closeAllConnections();
       this.ctx.upgrades.closeBind(this);
+      this.#h2c?.destroyAll();
     }, times.deadlineMs);
+    this.#h2c?.goAway();
     try {
       this.stopAccepting();
       if (times.idleMs > 0) await this.#lastConnectionGone(times.idleMs);
