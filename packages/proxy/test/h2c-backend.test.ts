@@ -4,7 +4,7 @@
 import { createServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { send, simpleConfig, startGateway, type TestGateway } from './helpers.js';
+import { send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 interface H2Backend {
   readonly host: string;
@@ -49,7 +49,7 @@ function echo(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, body: str
   stream.end(JSON.stringify({ method: headers[':method'], path: headers[':path'], authority: headers[':authority'], scheme: headers[':scheme'], body }));
 }
 
-const open: (TestGateway | H2Backend)[] = [];
+const open: (TestGateway | H2Backend | Upstream)[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((o) => o.close()));
 });
@@ -122,6 +122,17 @@ describe('an h2c backend (protocol H2C)', () => {
     const r = await send(`${gw.url}/stream`);
     expect(r.status).toBe(200);
     expect(r.body).toBe('data: one\n\ndata: [DONE]\n\n');
+  });
+
+  it('an HTTP/1.1-only backend called as h2c fails the request with a 502, and the proxy keeps serving', async () => {
+    const up = await startUpstream();
+    open.push(up);
+    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'r', backends: [{ host: up.host, protocol: 'H2C' }] }]));
+    open.push(gw);
+    const r = await send(`${gw.url}/`);
+    expect(r.status).toBe(502);
+    expect(r.headers['x-tollgate-error']).toBe('TG_UPSTREAM_RESET');
+    expect((await send(`${gw.url}/`)).status).toBe(502);
   });
 
   it('protocol H2C with tls is refused at load, naming the field', async () => {

@@ -10,7 +10,9 @@ import { createServer as createHttp2Server } from 'node:http2';
 import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import { loadConfigFile } from '../src/config/load-file.js';
 import { until } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closedAfterEach, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
@@ -290,5 +292,16 @@ describe('an adversarial client or backend', () => {
     await until(() => backend.sockets[0]?.readyState === backend.sockets[0]?.CLOSED);
     const line = gw.logs.lines.find((l) => l.msg === 'websocket closed');
     expect(line?.closedBy).toBe('drain');
+  });
+});
+
+describe('examples/websocket-h2c.yaml', () => {
+  it('loads: its WebSocket bounds, the realtime route behind apiKey and a requests limit, the h2c backend', async () => {
+    const loaded = await loadConfigFile(fileURLToPath(new URL('../../../examples/websocket-h2c.yaml', import.meta.url)));
+    expect(loaded.config.config).toMatchObject({ maxWebSocketConnections: 1024, websocketIdleTimeout: '300s' });
+    const routes = loaded.snapshot.binds[0]!.listeners[0]!.routes;
+    const realtime = routes.find((r) => r.name === 'main/realtime')!;
+    expect(realtime.policy?.apiKey).toBeTruthy();
+    expect(routes.find((r) => r.name === 'main/h2c')!.backends[0]).toMatchObject({ kind: 'static', protocol: 'h2c' });
   });
 });
