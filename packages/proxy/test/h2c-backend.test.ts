@@ -21,7 +21,7 @@ async function startH2cBackend(answer: (stream: ServerHttp2Stream, headers: Inco
     live.add(s);
     s.on('close', () => live.delete(s));
   });
-  server.on('stream', (stream, headers) => {
+  server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
     const chunks: Buffer[] = [];
     stream.on('data', (c: Buffer) => chunks.push(c));
     stream.on('end', () => {

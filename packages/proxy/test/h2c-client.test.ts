@@ -2,7 +2,7 @@
 // conformance's HTTPRouteBackendProtocolH2C sends): node:http2's client over a real socket, to
 // an HTTP/1.1 backend and to an h2c backend, beside HTTP/1.1 on the same port.
 import { once } from 'node:events';
-import { connect as connectHttp2, createServer as createHttp2Server, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
+import { connect as connectHttp2, createServer as createHttp2Server, type ClientHttp2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { connect, type AddressInfo } from 'node:net';
 import { until } from '@tollgate/testkit';
 import { describe, expect, it } from 'vitest';
@@ -71,7 +71,7 @@ describe('HTTP/2 clients by prior knowledge', () => {
 
   it('reach an h2c backend end to end (HTTPRouteBackendProtocolH2C), while HTTP/1.1 keeps working on the same port', async () => {
     const h2 = createHttp2Server();
-    h2.on('stream', (stream, headers) => {
+    h2.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
       stream.respond({ ':status': 200, 'content-type': 'application/json' });
       stream.end(JSON.stringify({ path: headers[':path'], authority: headers[':authority'] }));
     });

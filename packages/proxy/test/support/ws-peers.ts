@@ -8,6 +8,9 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 
+/** The `ws` client's type, for suites outside this package (which do not depend on `ws` themselves). */
+export type WsClient = WebSocket;
+
 export interface WsBackend {
   readonly host: string;
   /** The headers of each upgrade request that reached it, in order. */
