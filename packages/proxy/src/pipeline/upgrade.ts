@@ -3,7 +3,7 @@
 // and the two connections are joined (upstream/tunnel.ts) until either side ends. The request
 // part is over then (its trace finishes, its rate limits settle); the connection's own line in
 // the log comes when it closes: bytes each way, duration, who closed it.
-import { validateHeaderName, validateHeaderValue, type ServerResponse } from 'node:http';
+import { validateHeaderName, validateHeaderValue } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ERRORS } from '../errors.js';
@@ -52,7 +52,7 @@ export function completeUpgrade(ctx: RequestContext, policies: { onResponseHeade
   policies.onResponseHeaders(101, headers);
   const client = upgrade.socket;
   // The HTTP response object lets go of the connection: from here it carries the other protocol.
-  (ctx.res as ServerResponse).detachSocket(client as Socket);
+  ctx.res.detachSocket(client as Socket);
   const route = ctx.route!.ir.name;
   const backend = ctx.backend!;
   const started = new Date().toISOString();

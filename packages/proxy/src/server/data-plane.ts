@@ -8,7 +8,7 @@
 // An HTTPS bind is the same server over node:https. Its certificates are not options of the
 // server: each ClientHello asks the bind's current certificate table (SNICallback), so a new
 // snapshot swaps certificates for the next handshake while open connections keep theirs.
-import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, ServerResponse } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Server as NetServer } from 'node:net';
 import { createServer as createHttpsServer } from 'node:https';

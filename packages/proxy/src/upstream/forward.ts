@@ -214,7 +214,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   onRequestUpgrade(_c: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, socket: Duplex): void {
     if (this.#headersTimer) clearTimeout(this.#headersTimer);
     this.#upstreamStatus = statusCode;
-    const upgrade = headers.upgrade;
+    const upgrade: string | string[] | undefined = headers.upgrade;
     if (!this.hooks.onUpgrade || this.res.destroyed) {
       // Nobody to join it with (the client left while the backend answered).
       socket.destroy();
@@ -223,7 +223,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     // Settled first: the hook owns the client's connection from here, and the Exchange lets go of it.
     this.#finish({ status: statusCode, upstreamStatus: statusCode, error: null, responded: true, unsent: false });
-    this.hooks.onUpgrade(endToEnd(headers), Array.isArray(upgrade) ? upgrade[0] : upgrade, socket);
+    this.hooks.onUpgrade(endToEnd(headers), typeof upgrade === 'string' ? upgrade : upgrade?.[0], socket);
   }
 
   onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
