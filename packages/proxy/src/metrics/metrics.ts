@@ -164,6 +164,18 @@ class CellHistogram<L extends string> {
   }
 }
 
+/** A gauge without labels whose value is read from `read` when the registry is scraped (0 without one). */
+function readAtScrape(registry: Registry, name: string, help: string, read: (() => number) | undefined): void {
+  new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.set(read?.() ?? 0);
+    },
+  });
+}
+
 /** Two-level lookup by label values the code passes as literals: no key string is built per call. */
 function nested<A, B, V>(outer: Map<A, Map<B, V>>, a: A, b: B, make: () => V): V {
   let inner = outer.get(a);
@@ -290,24 +302,8 @@ export class ProxyMetrics {
       },
     });
     collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_process_' });
-    const websockets = options.websocketConnections ?? (() => 0);
-    new Gauge({
-      name: 'tollgate_websocket_connections',
-      help: 'Upgraded connections (WebSockets) open now, across all binds (at most config.maxWebSocketConnections).',
-      registers: [this.registry],
-      collect() {
-        this.set(websockets());
-      },
-    });
-    const buffered = options.bufferedRequestBytes ?? (() => 0);
-    new Gauge({
-      name: 'tollgate_buffered_request_bytes',
-      help: 'Request-body bytes held in memory now, across all binds (at most config.maxBufferedRequestBytes).',
-      registers: [this.registry],
-      collect() {
-        this.set(buffered());
-      },
-    });
+    readAtScrape(this.registry, 'tollgate_websocket_connections', 'Upgraded connections (WebSockets) open now, across all binds (at most config.maxWebSocketConnections).', options.websocketConnections);
+    readAtScrape(this.registry, 'tollgate_buffered_request_bytes', 'Request-body bytes held in memory now, across all binds (at most config.maxBufferedRequestBytes).', options.bufferedRequestBytes);
   }
 
   /** Counts one decision of an authentication or authorization check; the labels are fixed sets (AUTH_KINDS, AUTH_REASONS). */
