@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { loadConfigFile } from '../src/config/load-file.js';
-import { until } from '@tollgate/testkit';
+import { issueTestCertificate, until } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closedAfterEach, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
 import { metricValue } from './support/gateway-files.js';
@@ -89,6 +89,23 @@ describe('a WebSocket through the proxy', () => {
     expect(line.toClient as number).toBeGreaterThan(big.length);
     expect(typeof line.durationMs).toBe('number');
     expect(await metricValue(gw, 'tollgate_websocket_bytes_total{route="main/ws",direction="client_to_backend"}')).toBe(line.fromClient);
+  });
+
+  it('wss: a WebSocket over an HTTPS listener (TLS terminated at the proxy)', async () => {
+    const backend = await echoBackend();
+    const ca = issueTestCertificate({ commonName: 'ws-test-ca', ca: true });
+    const leaf = issueTestCertificate({ commonName: 'ws.example.com', names: ['ws.example.com'], issuer: ca });
+    await writeFile(join(dir, 'ws.crt'), leaf.cert);
+    await writeFile(join(dir, 'ws.key'), leaf.key);
+    const gw = await startGateway((port) => ({
+      binds: [{ port, address: '127.0.0.1', listeners: [{ name: 'tls', protocol: 'HTTPS', tls: { certificates: [{ certFile: join(dir, 'ws.crt'), keyFile: join(dir, 'ws.key') }] }, routes: [{ name: 'ws', backends: [{ host: backend.host }] }] }] }],
+    }));
+    cleanups.push(() => gw.close());
+    const d = await dial(`wss://127.0.0.1:${gw.port}/secure`, { ca: ca.cert, servername: 'ws.example.com', headers: { host: 'ws.example.com' } });
+    if (d.kind !== 'open') throw new Error(`refused ${d.status}`);
+    cleanups.push(async () => d.ws.terminate());
+    expect((await roundTrip(d.ws, 'over tls')).data.toString()).toBe('over tls');
+    expect(backend.upgrades[0]!['x-forwarded-proto']).toBe('https');
   });
 
   it("works with Node's own WebSocket client", async () => {
@@ -222,6 +239,22 @@ describe('an adversarial client or backend', () => {
     const after = await dial(wsUrl(gw, '/'));
     expect(after.kind).toBe('open');
     if (after.kind === 'open') after.ws.terminate();
+  });
+
+  it('an upgrade request whose headers never end is answered 408 after requestHeadersTimeout and closed', async () => {
+    const backend = await echoBackend();
+    const gw = await gateway([{ name: 'ws', backends: [{ host: backend.host }] }], { requestHeadersTimeout: '300ms' });
+    const socket = connect(gw.port, '127.0.0.1');
+    await once(socket, 'connect');
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', () => undefined);
+    const gone = new Promise((resolve) => socket.on('close', resolve));
+    // A slowloris: the request line and the upgrade headers, then nothing more.
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n');
+    await gone;
+    expect(Buffer.concat(chunks).toString()).toMatch(/^HTTP\/1\.1 408/);
+    expect(backend.upgrades).toHaveLength(0);
   });
 
   it('a WebSocket idle past websocketIdleTimeout is closed on both sides (a client that sends nothing holds nothing)', async () => {

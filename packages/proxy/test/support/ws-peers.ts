@@ -100,9 +100,9 @@ export async function startRawWsBackend(): Promise<RawBackend> {
 export type Dialled = { readonly kind: 'open'; readonly ws: WebSocket; readonly headers: IncomingHttpHeaders } | { readonly kind: 'refused'; readonly status: number; readonly headers: IncomingHttpHeaders; readonly body: string };
 
 /** Opens a WebSocket with the `ws` client; resolves once it is open, or with the HTTP answer that refused it. */
-export function dial(url: string, options: { protocols?: string[]; headers?: Record<string, string> } = {}): Promise<Dialled> {
+export function dial(url: string, options: { protocols?: string[]; headers?: Record<string, string>; ca?: string; servername?: string } = {}): Promise<Dialled> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, options.protocols ?? [], { headers: options.headers });
+    const ws = new WebSocket(url, options.protocols ?? [], { headers: options.headers, ...(options.ca ? { ca: options.ca, servername: options.servername } : {}) });
     ws.once('upgrade', (res: IncomingMessage) => {
       ws.once('open', () => resolve({ kind: 'open', ws, headers: res.headers }));
     });
