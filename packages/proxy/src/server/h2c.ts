@@ -68,10 +68,13 @@ export function sniffPriorKnowledge(server: HttpServer, h2: H2cFront, firstBytes
   server.on('connection', (socket: Socket) => {
     let seen: Buffer = Buffer.alloc(0);
     const timer = setTimeout(() => socket.destroy(), firstBytesMs);
+    // Errors of a connection not handed over yet end it (the servers install their own after).
+    const fail = (): void => void socket.destroy();
     const stop = (): void => {
       clearTimeout(timer);
       socket.off('data', onData);
       socket.off('close', stop);
+      socket.off('error', fail);
     };
     const onData = (chunk: Buffer): void => {
       seen = seen.length ? Buffer.concat([seen, chunk]) : chunk;
@@ -87,13 +90,14 @@ export function sniffPriorKnowledge(server: HttpServer, h2: H2cFront, firstBytes
         h2.accept(socket);
         return;
       }
+      // node:http's parser takes the socket's reads from here; the bytes put back reach it on
+      // the next tick, before any later read (no I/O runs in between), so their order holds.
       for (const listener of http1) listener.call(server, socket);
       socket.resume();
     };
     socket.on('data', onData);
     socket.on('close', stop);
-    // Errors of a connection not handed over yet end it (node:http would do the same).
-    socket.once('error', () => socket.destroy());
+    socket.on('error', fail);
   });
 }
 
