@@ -100,6 +100,19 @@ describe('HTTP/2 clients by prior knowledge', () => {
     expect(limited.headers['x-ratelimit-limit']).toBe('1');
   });
 
+  it('a body over maxRequestBodyBytes on a metered route is refused 413 on its stream only: the session carries on', async () => {
+    const up = await startUpstream();
+    cleanups.push(() => up.close());
+    const gw = await gateway([{ name: 'llm', policies: { traffic: { rateLimit: { local: [{ tokens: 100000, unit: 'Minutes' }] } } }, backends: [{ host: up.host }] }], { maxRequestBodyBytes: 1024 });
+    const s = session(gw);
+    const big = await request(s, { ':path': '/v1/chat/completions', ':authority': 'a', 'content-type': 'application/json' }, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(8192) }] }));
+    expect(big.status).toBe(413);
+    expect(big.headers['x-tollgate-error']).toBe('TG_REQUEST_BODY_TOO_LARGE');
+    const small = await request(s, { ':path': '/v1/chat/completions', ':authority': 'a', 'content-type': 'application/json' }, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }));
+    expect(small.status).toBe(200);
+    expect(s.destroyed).toBe(false);
+  });
+
   it('a connection that sends nothing is closed after requestHeadersTimeout, as one that never finishes its headers', async () => {
     const up = await startUpstream();
     cleanups.push(() => up.close());
