@@ -2,7 +2,7 @@
 // conformance's HTTPRouteBackendProtocolH2C sends): node:http2's client over a real socket, to
 // an HTTP/1.1 backend and to an h2c backend, beside HTTP/1.1 on the same port.
 import { once } from 'node:events';
-import { connect as connectHttp2, createServer as createHttp2Server, type ClientHttp2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import { connect as connectHttp2, constants, createServer as createHttp2Server, type ClientHttp2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { connect, type AddressInfo } from 'node:net';
 import { until } from '@tollgate/testkit';
 import { describe, expect, it } from 'vitest';
@@ -100,17 +100,24 @@ describe('HTTP/2 clients by prior knowledge', () => {
     expect(limited.headers['x-ratelimit-limit']).toBe('1');
   });
 
-  it('a body over maxRequestBodyBytes on a metered route is refused 413 on its stream only: the session carries on', async () => {
+  it('a body over maxRequestBodyBytes on a metered route is refused 413 on its stream only (RST_STREAM NO_ERROR): the session carries on', async () => {
     const up = await startUpstream();
     cleanups.push(() => up.close());
     const gw = await gateway([{ name: 'llm', policies: { traffic: { rateLimit: { local: [{ tokens: 100000, unit: 'Minutes' }] } } }, backends: [{ host: up.host }] }], { maxRequestBodyBytes: 1024 });
     const s = session(gw);
-    const big = await request(s, { ':path': '/v1/chat/completions', ':authority': 'a', 'content-type': 'application/json' }, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(8192) }] }));
-    expect(big.status).toBe(413);
-    expect(big.headers['x-tollgate-error']).toBe('TG_REQUEST_BODY_TOO_LARGE');
+    // The client keeps its side open after 8 KiB: only the proxy can end the stream.
+    const stream = s.request({ ':method': 'POST', ':path': '/v1/chat/completions', ':authority': 'a', 'content-type': 'application/json' });
+    stream.on('error', () => undefined);
+    stream.write(`{"model":"m","messages":[{"role":"user","content":"${'x'.repeat(8192)}`);
+    const [headers] = (await once(stream, 'response')) as [IncomingHttpHeaders];
+    expect(headers[':status']).toBe(413);
+    expect(headers['x-tollgate-error']).toBe('TG_REQUEST_BODY_TOO_LARGE');
+    stream.resume();
+    await once(stream, 'close');
+    expect(stream.rstCode).toBe(constants.NGHTTP2_NO_ERROR);
+    expect(s.destroyed).toBe(false);
     const small = await request(s, { ':path': '/v1/chat/completions', ':authority': 'a', 'content-type': 'application/json' }, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }));
     expect(small.status).toBe(200);
-    expect(s.destroyed).toBe(false);
   });
 
   it('a connection that sends nothing is closed after requestHeadersTimeout, as one that never finishes its headers', async () => {

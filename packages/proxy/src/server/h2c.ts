@@ -113,8 +113,11 @@ export function closeHeaders(req: IncomingMessage): Record<string, string> {
 
 /**
  * A request answered before its body was read: on HTTP/1.1 its connection closes (linger.ts);
- * on HTTP/2 only its stream, once the answer is out, with RST_STREAM NO_ERROR, which tells the
- * client to stop sending the body (RFC 9113 §8.1) and leaves its other requests alone.
+ * on HTTP/2 only its stream, with RST_STREAM NO_ERROR, which tells the client to stop sending
+ * the body (RFC 9113 §8.1) and leaves its other requests alone. Called once the answer is
+ * written: node:http2 sends what is queued before the reset. Not left to the end of the
+ * answer: a stream whose body was partly read and paused is not reset by node:http2 when its
+ * response ends, and would stay open, its client still sending.
  */
 export function endAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
   if (!isHttp2(req)) {
@@ -122,9 +125,5 @@ export function endAfterAnswer(req: IncomingMessage, res: ServerResponse): void 
     return;
   }
   const stream = (res as unknown as Http2ServerResponse).stream;
-  const close = (): void => {
-    if (!stream.destroyed) stream.close(constants.NGHTTP2_NO_ERROR);
-  };
-  if (res.writableFinished) close();
-  else res.once('finish', close);
+  if (!stream.destroyed && !stream.closed) stream.close(constants.NGHTTP2_NO_ERROR);
 }
