@@ -12,7 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import { decodeSnapshot, encodeSnapshot, withVersion } from '@tollgate/api';
 import { loadConfigFile } from '../src/config/load-file.js';
+import { service } from './support/service-backend.js';
 import { issueTestCertificate, until } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closedAfterEach, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
@@ -106,6 +108,34 @@ describe('a WebSocket through the proxy', () => {
     cleanups.push(async () => d.ws.terminate());
     expect((await roundTrip(d.ws, 'over tls')).data.toString()).toBe('over tls');
     expect(backend.upgrades[0]!['x-forwarded-proto']).toBe('https');
+  });
+
+  it('a cluster route (a Service backend, from a snapshot over the wire) takes WebSockets; its RequestMirror copies no handshake', async () => {
+    const backend = await echoBackend();
+    const shadow = await startUpstream();
+    cleanups.push(() => shadow.close());
+    const gw = await gateway([{ name: 'r', backends: [{ host: backend.host }] }]);
+    const port = (host: string): number => Number(host.split(':')[1]);
+    const current = gw.gateway.snapshot;
+    const next = withVersion({
+      source: { kind: 'controller', gateway: 'default/gw' },
+      binds: current.binds.map((b) => ({
+        ...b,
+        listeners: b.listeners.map((l) => ({
+          ...l,
+          routes: l.routes.map((r) => ({ ...r, filters: [{ type: 'RequestMirror' as const, backend: service('shadow', port(shadow.host)), numerator: 1, denominator: 1 }], backends: [service('echo', port(backend.host))] })),
+        })),
+      })),
+    });
+    await gw.gateway.runtime.apply(decodeSnapshot(encodeSnapshot(next)));
+    const d = await dial(wsUrl(gw, '/cluster'));
+    if (d.kind !== 'open') throw new Error(`refused ${d.status}`);
+    cleanups.push(async () => d.ws.terminate());
+    expect((await roundTrip(d.ws, 'via a Service')).data.toString()).toBe('via a Service');
+    // An ordinary request after it is copied; the handshake before it was not.
+    await send(`${gw.url}/after`);
+    await until(() => shadow.requests.length > 0);
+    expect(shadow.requests.map((r) => r.url)).toEqual(['/after']);
   });
 
   it("works with Node's own WebSocket client", async () => {

@@ -35,7 +35,8 @@ export async function handleRequest(ctx: RequestContext): Promise<void> {
   if (typeof passed !== 'boolean') passed = await passed;
   if (!passed) return;
   const mirrors = ctx.route!.mirrors;
-  if (mirrors !== null) sendMirrors(ctx, mirrors);
+  // A WebSocket handshake is not copied: without its connection a copy would be a plain GET.
+  if (mirrors !== null && !ctx.upgrade) sendMirrors(ctx, mirrors);
   // A backend of another format needs the body whole, read before one is picked (nothing may be
   // awaited between the pick and the call).
   if (!ctx.llm && ctx.hasBody && routeTranslates(ctx.route!.ir, ctx.path)) await readBodyOnce(ctx, true);
