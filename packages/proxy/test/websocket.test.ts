@@ -271,6 +271,28 @@ describe('an adversarial client or backend', () => {
     if (after.kind === 'open') after.ws.terminate();
   });
 
+  it('a refused upgrade whose client keeps its side of the connection open is let go of anyway', async () => {
+    const backend = await echoBackend();
+    const gw = await gateway([{ name: 'ws', matches: [{ path: { value: '/ws' } }], backends: [{ host: backend.host }] }]);
+    // allowHalfOpen: the client does not end its side when the proxy ends its own.
+    const socket = connect({ port: gw.port, host: '127.0.0.1', allowHalfOpen: true });
+    await once(socket, 'connect');
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', () => undefined);
+    const gone = new Promise((resolve) => socket.on('close', resolve));
+    socket.write('GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+    await once(socket, 'end');
+    expect(Buffer.concat(chunks).toString()).toMatch(/^HTTP\/1\.1 404/);
+    // A half-open client learns that the proxy let go of the connection when it writes: a reset.
+    let closed = false;
+    void gone.then(() => (closed = true));
+    await until(() => {
+      if (!closed && !socket.destroyed) socket.write('still here');
+      return closed;
+    });
+  });
+
   it('an upgrade request whose headers never end is answered 408 after requestHeadersTimeout and closed', async () => {
     const backend = await echoBackend();
     const gw = await gateway([{ name: 'ws', backends: [{ host: backend.host }] }], { requestHeadersTimeout: '300ms' });

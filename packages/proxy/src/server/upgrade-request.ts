@@ -8,6 +8,7 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { LINGER_MS } from './linger.js';
 
 function hasToken(value: string | string[] | undefined, token: string): boolean {
   if (value === undefined) return false;
@@ -33,7 +34,16 @@ export function upgradeResponse(req: IncomingMessage, socket: Duplex): ServerRes
   const res = new ServerResponse(req);
   res.assignSocket(socket as Socket);
   res.shouldKeepAlive = false;
-  res.on('finish', () => socket.end());
+  // Once the answer is out the proxy ends its side, and the connection is gone when the client
+  // ends its own or after LINGER_MS (a client keeping its side open holds nothing; linger.ts
+  // says why not at once).
+  res.on('finish', () => {
+    socket.end();
+    const cut = setTimeout(() => socket.destroy(), LINGER_MS);
+    cut.unref();
+    socket.once('end', () => socket.destroy());
+    socket.once('close', () => clearTimeout(cut));
+  });
   // A client that resets its connection mid-answer ends this request only.
   socket.on('error', () => socket.destroy());
   return res;
