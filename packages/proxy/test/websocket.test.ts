@@ -7,7 +7,7 @@
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer as createHttp2Server } from 'node:http2';
-import { connect, type AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,6 +47,17 @@ function wsUrl(gw: TestGateway, path: string): string {
 }
 
 const KEY = 'sk-realtime-team-0123456789abcdef';
+
+/** A TCP client for requests no WebSocket library sends; `halfOpen`: it keeps its side open when the proxy ends its own. */
+async function rawClient(port: number, halfOpen = false): Promise<{ socket: Socket; text: () => string; gone: Promise<unknown> }> {
+  const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: halfOpen });
+  await once(socket, 'connect');
+  const chunks: Buffer[] = [];
+  socket.on('data', (c: Buffer) => chunks.push(c));
+  socket.on('error', () => undefined);
+  const gone = new Promise((resolve) => socket.on('close', resolve));
+  return { socket, text: () => Buffer.concat(chunks).toString(), gone };
+}
 
 describe('a WebSocket through the proxy', () => {
   it('echoes text and binary frames; the 101 carries the backend headers, the subprotocol it chose and the route filters', async () => {
@@ -256,15 +267,10 @@ describe('an adversarial client or backend', () => {
   it('oversized upgrade headers get 431 before any backend is called, and the proxy keeps serving', async () => {
     const backend = await echoBackend();
     const gw = await gateway([{ name: 'ws', backends: [{ host: backend.host }] }]);
-    const socket = connect(gw.port, '127.0.0.1');
-    await once(socket, 'connect');
-    const chunks: Buffer[] = [];
-    socket.on('data', (c: Buffer) => chunks.push(c));
-    socket.on('error', () => undefined);
-    const gone = new Promise((resolve) => socket.on('close', resolve));
+    const { socket, text, gone } = await rawClient(gw.port);
     socket.write(`GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nX-Big: ${'a'.repeat(64 * 1024)}\r\n\r\n`);
     await gone;
-    expect(Buffer.concat(chunks).toString()).toMatch(/^HTTP\/1\.1 431/);
+    expect(text()).toMatch(/^HTTP\/1\.1 431/);
     expect(backend.upgrades).toHaveLength(0);
     const after = await dial(wsUrl(gw, '/'));
     expect(after.kind).toBe('open');
@@ -275,15 +281,10 @@ describe('an adversarial client or backend', () => {
     const backend = await echoBackend();
     const gw = await gateway([{ name: 'ws', matches: [{ path: { value: '/ws' } }], backends: [{ host: backend.host }] }]);
     // allowHalfOpen: the client does not end its side when the proxy ends its own.
-    const socket = connect({ port: gw.port, host: '127.0.0.1', allowHalfOpen: true });
-    await once(socket, 'connect');
-    const chunks: Buffer[] = [];
-    socket.on('data', (c: Buffer) => chunks.push(c));
-    socket.on('error', () => undefined);
-    const gone = new Promise((resolve) => socket.on('close', resolve));
+    const { socket, text, gone } = await rawClient(gw.port, true);
     socket.write('GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
     await once(socket, 'end');
-    expect(Buffer.concat(chunks).toString()).toMatch(/^HTTP\/1\.1 404/);
+    expect(text()).toMatch(/^HTTP\/1\.1 404/);
     // A half-open client learns that the proxy let go of the connection when it writes: a reset.
     let closed = false;
     void gone.then(() => (closed = true));
@@ -296,16 +297,11 @@ describe('an adversarial client or backend', () => {
   it('an upgrade request whose headers never end is answered 408 after requestHeadersTimeout and closed', async () => {
     const backend = await echoBackend();
     const gw = await gateway([{ name: 'ws', backends: [{ host: backend.host }] }], { requestHeadersTimeout: '300ms' });
-    const socket = connect(gw.port, '127.0.0.1');
-    await once(socket, 'connect');
-    const chunks: Buffer[] = [];
-    socket.on('data', (c: Buffer) => chunks.push(c));
-    socket.on('error', () => undefined);
-    const gone = new Promise((resolve) => socket.on('close', resolve));
+    const { socket, text, gone } = await rawClient(gw.port);
     // A slowloris: the request line and the upgrade headers, then nothing more.
     socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n');
     await gone;
-    expect(Buffer.concat(chunks).toString()).toMatch(/^HTTP\/1\.1 408/);
+    expect(text()).toMatch(/^HTTP\/1\.1 408/);
     expect(backend.upgrades).toHaveLength(0);
   });
 
