@@ -4,7 +4,10 @@
 import { createServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { decodeSnapshot, encodeSnapshot, withVersion, type ServiceBackendIR } from '@tollgate/api';
 import { send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { metricValue } from './support/gateway-files.js';
+import { service } from './support/service-backend.js';
 
 interface H2Backend {
   readonly host: string;
@@ -133,6 +136,35 @@ describe('an h2c backend (protocol H2C)', () => {
     expect(r.status).toBe(502);
     expect(r.headers['x-tollgate-error']).toBe('TG_UPSTREAM_RESET');
     expect((await send(`${gw.url}/`)).status).toBe(502);
+  });
+
+  it('a Service backend with protocol h2c (a controller snapshot): an endpoint that refuses is skipped for the next, counted as an unsent retry', async () => {
+    const backend = await startH2cBackend(echo);
+    open.push(backend);
+    const refusing = await startH2cBackend(echo);
+    const refusedPort = Number(refusing.host.split(':')[1]);
+    await refusing.close();
+    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'r', backends: [{ host: backend.host }] }]));
+    open.push(gw);
+    const svc: ServiceBackendIR = {
+      ...service('h2', Number(backend.host.split(':')[1])),
+      protocol: 'h2c',
+      // Sorted as the controller sorts them: round robin sends one of the first two requests to the refusing one.
+      endpoints: [
+        { address: '127.0.0.1', port: Math.min(refusedPort, Number(backend.host.split(':')[1])) },
+        { address: '127.0.0.1', port: Math.max(refusedPort, Number(backend.host.split(':')[1])) },
+      ],
+    };
+    const current = gw.gateway.snapshot;
+    const next = withVersion({
+      source: { kind: 'controller', gateway: 'default/gw' },
+      binds: current.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map((r) => ({ ...r, backends: [svc] })) })) })),
+    });
+    await gw.gateway.runtime.apply(decodeSnapshot(encodeSnapshot(next)));
+    const answers = await Promise.all([1, 2, 3, 4].map((i) => send(`${gw.url}/svc/${i}`)));
+    expect(answers.map((a) => a.status)).toEqual([201, 201, 201, 201]);
+    expect(backend.streams).toHaveLength(4);
+    expect(await metricValue(gw, 'tollgate_upstream_unsent_retries_total{route="main/r",error="TG_UPSTREAM_REFUSED"}')).toBeGreaterThan(0);
   });
 
   it('protocol H2C with tls is refused at load, naming the field', async () => {
