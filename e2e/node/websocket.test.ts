@@ -28,6 +28,8 @@ const PROXY = `${GATEWAY}-tollgate`;
 const PROXY_PODS = `gateway.networking.k8s.io/gateway-name=${GATEWAY}`;
 const KEY = 'sk-realtime-e2e-0123456789abcdef';
 const b64 = (s: string) => Buffer.from(s).toString('base64');
+/** echo-basic's WebSocket handler (golang.org/x/net/websocket) refuses a handshake without an Origin (403). */
+const ORIGIN = { origin: 'http://e2e.tollgate.test' };
 
 const OBJECTS: readonly unknown[] = [
   {
@@ -137,7 +139,7 @@ describe.skipIf(!availability.run)('WebSockets and h2c through a Gateway on the 
     // The proxy pod serves the routes once it ACKed a snapshot with them (Programmed says a
     // snapshot was applied, not which): the first WebSocket that opens says so.
     await until('a WebSocket through the proxy pod opens', async () => {
-      const d = await dial(`ws://${pod}/ws`).catch(() => null);
+      const d = await dial(`ws://${pod}/ws`, { headers: ORIGIN }).catch(() => null);
       if (d?.kind !== 'open') return undefined;
       d.ws.terminate();
       return true;
@@ -149,7 +151,7 @@ describe.skipIf(!availability.run)('WebSockets and h2c through a Gateway on the 
   });
 
   async function opened(path: string, options: Parameters<typeof dial>[1] = {}): Promise<WsClient> {
-    const d = await dial(`ws://${pod}${path}`, options);
+    const d = await dial(`ws://${pod}${path}`, { ...options, headers: { ...ORIGIN, ...options.headers } });
     if (d.kind !== 'open') throw new Error(`${path}: refused ${d.status}: ${d.body}`);
     open.push(d.ws);
     return d.ws;
@@ -169,10 +171,10 @@ describe.skipIf(!availability.run)('WebSockets and h2c through a Gateway on the 
     const ws = await opened('/v1/realtime?model=gpt-realtime', { headers: { authorization: `Bearer ${KEY}`, 'openai-beta': 'realtime=v1' } });
     const event = JSON.stringify({ type: 'session.update', session: { modalities: ['text'] } });
     expect((await roundTrip(ws, event)).data.toString()).toBe(event);
-    expect(await dial(`ws://${pod}/v1/realtime`, { headers: { authorization: 'Bearer sk-wrong-0000000000000000' } })).toMatchObject({ kind: 'refused', status: 401 });
+    expect(await dial(`ws://${pod}/v1/realtime`, { headers: { ...ORIGIN, authorization: 'Bearer sk-wrong-0000000000000000' } })).toMatchObject({ kind: 'refused', status: 401 });
     // The limit is 2 upgrades an hour: the setup's probe went to /ws, so this is the second, and the next is refused.
     await opened('/v1/realtime', { headers: { authorization: `Bearer ${KEY}` } });
-    expect(await dial(`ws://${pod}/v1/realtime`, { headers: { authorization: `Bearer ${KEY}` } })).toMatchObject({ kind: 'refused', status: 429 });
+    expect(await dial(`ws://${pod}/v1/realtime`, { headers: { ...ORIGIN, authorization: `Bearer ${KEY}` } })).toMatchObject({ kind: 'refused', status: 429 });
   });
 
   it('an HTTP/2 prior-knowledge request reaches the h2c port, which takes nothing but HTTP/2', async () => {
@@ -200,7 +202,7 @@ describe.skipIf(!availability.run)('WebSockets and h2c through a Gateway on the 
     await k('delete', 'httproute', 'ws', '-n', NS);
     // The route is gone from the proxy once a new upgrade to it gets 404.
     await until('the ws route is gone from the proxy pod', async () => {
-      const d = await dial(`ws://${pod}/ws`);
+      const d = await dial(`ws://${pod}/ws`, { headers: ORIGIN });
       if (d.kind === 'refused') return true;
       d.ws.terminate();
       return undefined;
