@@ -17,7 +17,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectStreamClient, type StreamedSnapshot } from './lib/stream-client.js';
+import { connectStreamClient, routePolicy, type StreamedSnapshot } from './lib/stream-client.js';
 import { ControllerProcess, installChart, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
 import { policyCondition, type PolicyStatus } from './lib/conditions.js';
 import { run } from './lib/exec.js';
@@ -97,12 +97,6 @@ spec:
 
 /** A snapshot as the proxy's source hands it on (the types of the build the proxy runs). */
 type ProxySnapshot = StreamedSnapshot;
-type PolicyIR = NonNullable<ProxySnapshot['binds'][number]['listeners'][number]['routes'][number]['policy']>;
-
-function routePolicy(s: ProxySnapshot, route: string): PolicyIR | null | undefined {
-  for (const b of s.binds) for (const l of b.listeners) for (const r of l.routes) if (r.origin?.kind === 'HTTPRoute' && r.origin.name === route) return r.policy;
-  return undefined;
-}
 
 describe.skipIf(!availability.run)("the Secrets of a tenant's GatewayPolicy", () => {
   const cluster = useCluster({ tollgateCrds: false });

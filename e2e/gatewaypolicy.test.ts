@@ -212,7 +212,41 @@ const BAD: BadCase[] = [
     expect: [/spec\.traffic\.rateLimit\.global\.timeout: Invalid value: "0s": must be more than 0s/],
   },
   ...authCases(),
+  ...transformationCases(),
 ];
+
+/** The transformation: the schema's bounds and rules, each refusal naming the field. */
+function transformationCases(): BadCase[] {
+  const transformation = (t: Record<string, unknown>) => ({ targetRefs: [route], traffic: { transformation: t } });
+  const headers = (h: Record<string, unknown>) => transformation({ request: { headers: h } });
+  const body = (b: Record<string, unknown>) => transformation({ request: { body: b } });
+  return [
+    { name: 'a transformation header name with a space', spec: headers({ set: [{ name: 'x team', value: '"a"' }] }), expect: [/spec\.traffic\.transformation\.request\.headers\.set\[0\]\.name: Invalid value: "x team"/] },
+    { name: 'a transformation body path with an index', spec: body({ set: [{ path: 'messages[0].content', value: '"a"' }] }), expect: [/spec\.traffic\.transformation\.request\.body\.set\[0\]\.path: Invalid value: "messages\[0\]\.content"/] },
+    { name: 'a transformation body path nine levels deep', spec: body({ remove: ['a.b.c.d.e.f.g.h.i'] }), expect: [/spec\.traffic\.transformation\.request\.body\.remove\[0\]: Invalid value: "a\.b\.c\.d\.e\.f\.g\.h\.i"/] },
+    {
+      name: 'a transformation header set and removed',
+      spec: headers({ set: [{ name: 'x-team', value: '"a"' }], remove: ['x-team'] }),
+      expect: [/spec\.traffic\.transformation\.request\.headers: Invalid value: .*a header is edited once: set, add and remove name different headers/],
+    },
+    {
+      name: 'a transformation body field inside another edited one',
+      spec: body({ set: [{ path: 'stream_options', value: '{}' }], remove: ['stream_options.include_usage'] }),
+      expect: [/spec\.traffic\.transformation\.request\.body: Invalid value: .*a body field is edited once, and not inside another edited field/],
+    },
+    { name: 'a transformation header set twice', spec: headers({ set: [{ name: 'x-a', value: '"1"' }, { name: 'x-a', value: '"2"' }] }), expect: [/spec\.traffic\.transformation\.request\.headers\.set\[1\]: Duplicate value: .*"x-a"/] },
+    {
+      name: 'more than 16 transformation edits',
+      spec: headers({ remove: Array.from({ length: 17 }, (_, i) => `x-${i}`) }),
+      expect: [/spec\.traffic\.transformation\.request\.headers\.remove: Too many: 17: must have at most 16 items/],
+    },
+    {
+      name: 'a transformation expression over 1024 characters',
+      spec: headers({ set: [{ name: 'x-a', value: `"${'a'.repeat(1100)}"` }] }),
+      expect: [/spec\.traffic\.transformation\.request\.headers\.set\[0\]\.value: Too long: may not be (longer|more) than 1024/],
+    },
+  ];
+}
 
 /** The authentication kinds: rules the CRD itself enforces, each refusal naming the field. */
 function authCases(): BadCase[] {
@@ -360,6 +394,17 @@ describe.skipIf(!availability.run)('GatewayPolicy CRD on kube-apiserver', () => 
     expect(provider).toMatch(/clockSkew <string>/);
     const apiKey = (await kubectlOk(['explain', 'gatewaypolicy.spec.traffic.apiKey'])).replace(/\s+/g, ' ');
     expect(apiKey).toContain('The key is removed before the request is forwarded.');
+  });
+
+  it('kubectl explain prints the descriptions of the transformation', async () => {
+    const traffic = (await kubectlOk(['explain', 'gatewaypolicy.spec.traffic'])).replace(/\s+/g, ' ');
+    expect(traffic).toMatch(/transformation <Object>/);
+    const body = (await kubectlOk(['explain', 'gatewaypolicy.spec.traffic.transformation.request.body'])).replace(/\s+/g, ' ');
+    expect(body).toContain('A request that has a body that is not a JSON object is refused (400)');
+    expect(body).toMatch(/set <\[\]Object>/);
+    const edit = (await kubectlOk(['explain', 'gatewaypolicy.spec.traffic.transformation.request.body.set'])).replace(/\s+/g, ' ');
+    expect(edit).toContain('e.g. stream_options.include_usage');
+    expect(edit).toMatch(/when <string>/);
   });
 
   it('kubectl explain works for the top level and the status', async () => {

@@ -1,8 +1,10 @@
-// What the variant benches share (auth.mjs, formats.mjs): one Tollgate in front of one
+// What the variant benches share (auth.mjs, formats.mjs, transformation.mjs): one Tollgate in front of one
 // mock-llm, variants told apart by hostname and run in turn within each round (reversed every
 // other round), the proxy's CPU per request measured from /proc around each wrk run, and a
 // table of medians against a base variant.
-import { cpus as osCpus, loadavg } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus as osCpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { intOption, median } from './stats.mjs';
 import { MOCK_LLM_BIN, TOLLGATE_BIN } from './cases.mjs';
@@ -38,6 +40,38 @@ export function roundOptions(help, extra = {}) {
   }
   const int = (name, min) => intOption(values, name, min);
   return { values, opts: { rounds: int('rounds', 1), durationS: int('duration', 1), warmupS: int('warmup', 0), connections: int('connections', 1) } };
+}
+
+/**
+ * The round options and `--only <variants>` (a comma-separated subset of `variants`); the first
+ * of `variants`, the base, is always run. Returns the options with `variants`, base first.
+ */
+export function variantOptions(help, variants) {
+  const { values, opts } = roundOptions(help, { only: { type: 'string' } });
+  const only = values.only ? values.only.split(',').map((s) => s.trim()).filter(Boolean) : variants;
+  for (const v of only) if (!variants.includes(v)) throw new Error(`--only: unknown variant '${v}'; variants: ${variants.join(', ')}`);
+  const [base] = variants;
+  return { ...opts, variants: [base, ...only.filter((v) => v !== base)] };
+}
+
+/**
+ * A whole variant bench on the LLM route: the preamble, one Tollgate on mock-llm with the config
+ * `writeFiles(dir, mockLlmHost, port, adminPort)` writes in a temporary directory, the rounds, and
+ * the table of each variant against the first (the base).
+ */
+export async function benchOnMock({ name, title, opts, targets, writeFiles }) {
+  const cpus = benchCpus();
+  printPreamble(title, opts, cpus);
+  const dir = mkdtempSync(join(tmpdir(), `tollgate-${name}-bench-`));
+  try {
+    const writeConfig = (mockLlmHost, port, adminPort) => writeFiles(dir, mockLlmHost, port, adminPort);
+    const { url, proxy, requests } = await startTollgateOnMock({ cpus, writeConfig });
+    const runs = await runRounds({ url, proxy, variants: opts.variants, requests, opts, cpus, dir });
+    printCpuTable(runs, opts.variants, opts.variants[0], targets);
+  } finally {
+    await stopAll();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Proxy on CPU 0, load and mock-llm on CPU 1, where taskset and two CPUs are there. */

@@ -17,6 +17,14 @@ import { run } from './exec.js';
 /** A snapshot as the proxy's source hands it on (the types of the build the proxy runs). */
 export type StreamedSnapshot = Parameters<SnapshotSink['apply']>[0];
 
+type PolicyIR = NonNullable<StreamedSnapshot['binds'][number]['listeners'][number]['routes'][number]['policy']>;
+
+/** The policy of the route of HTTPRoute `route` in a snapshot: null without one, undefined when the route is not in it. */
+export function routePolicy(s: StreamedSnapshot, route: string): PolicyIR | null | undefined {
+  for (const b of s.binds) for (const l of b.listeners) for (const r of l.routes) if (r.origin?.kind === 'HTTPRoute' && r.origin.name === route) return r.policy;
+  return undefined;
+}
+
 export interface StreamClient {
   readonly source: ControllerSnapshotSource;
   /** The first snapshot received (so far or next) that `holds`. */

@@ -29,11 +29,13 @@ export const PROFILE_EXTENDED_FEATURES: ReadonlySet<string> = new Set([
 /**
  * How many tests of the profile the run must count, all passed: the core tests of
  * GATEWAY-HTTP at Gateway API v1.6.1, and the extended tests of the features Tollgate
- * declares (packages/controller/src/translate/features.ts). Declaring a feature, or moving to
+ * declares (packages/controller/src/translate/features.ts). Some declared features have no
+ * test of their own at v1.6.1 (HTTPRouteRetryBackendTimeout, HTTPRouteRetryConnectionError):
+ * they add none. Declaring a feature, or moving to
  * another suite version, changes these on purpose, with the report (`pnpm conformance
  * --update-report`).
  */
-export const EXPECTED_TESTS = { core: 37, extended: 35 } as const;
+export const EXPECTED_TESTS = { core: 37, extended: 36 } as const;
 
 /** The report's file name, in .test-results/conformance/ and conformance/reports/<version>/. */
 export function reportFileName(impl: Implementation): string {

@@ -2,7 +2,9 @@
 // version) against Tollgate on the e2e node, installed as users install it: `helm install` of
 // charts/tollgate (the controller as a pod, the snapshot stream with TLS and TokenReview
 // authentication), then the GATEWAY-HTTP profile with the chart's GatewayClass and exactly the
-// features it declares (packages/controller/src/translate/features.ts). The run fails when a
+// features it declares (packages/controller/src/translate/features.ts). The node has the Gateway
+// API CRDs of the experimental channel (config/crd/experimental of the pinned module): at v1.6.1
+// an HTTPRoute rule's `retry` (HTTPRouteRetry) is in that channel only. The run fails when a
 // core test fails or a declared extended feature fails, and unless this run wrote its report
 // (any earlier one is deleted first) with every test of the profile counted. The report goes to
 // .test-results/conformance/; `pnpm conformance --update-report` copies a passing run's report
@@ -24,7 +26,7 @@ import { parseConfigText } from '../../packages/api/src/index.js';
 import { SUPPORTED_FEATURES } from '../../packages/controller/src/translate/features.js';
 import { CONTROLLER_DEPLOYMENT, installChart, SYSTEM_NAMESPACE, uninstallChart } from '../lib/chart.js';
 import { projectImage } from '../lib/node/images.js';
-import { cacheDir, nodeAvailability, REPO_ROOT, VERSIONS } from '../lib/tools.js';
+import { cacheDir, gatewayApiCrdDir, nodeAvailability, REPO_ROOT, VERSIONS } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
 import { CONFORMANCE_PROFILE, EXPECTED_TESTS, GATEWAY_CLASS, implementation, PROFILE_EXTENDED_FEATURES, reportFileName, suiteBinary, type ConformanceReport } from './conformance-support.js';
 import { kubectlOk } from './helm-install.lib.js';
@@ -38,6 +40,8 @@ function availability(): { run: boolean } {
   const node = nodeAvailability();
   if (!node.run) return node;
   const bin = suiteBinary(cacheDir());
+  const crds = gatewayApiCrdDir('experimental');
+  if (!existsSync(crds)) throw new Error(`the Gateway API CRDs of the experimental channel are not installed: ${crds} (run \`bash scripts/install-test-tools.sh\`)`);
   if (existsSync(bin)) return { run: true };
   // In CI, or asked for explicitly (`pnpm conformance`): a missing suite is an error, not a skip.
   throw new Error(`the Gateway API conformance suite is not built: ${bin} (run \`bash conformance/build-suite.sh\`)`);
@@ -47,7 +51,7 @@ const singleTest = process.env.TOLLGATE_CONFORMANCE_RUN_TEST?.trim() || undefine
 const RESULTS = join(REPO_ROOT, '.test-results', 'conformance');
 
 describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gatewayApi} (${CONFORMANCE_PROFILE})`, () => {
-  const node = useNode({ images: [projectImage('tollgate'), projectImage('tollgate-controller')] });
+  const node = useNode({ images: [projectImage('tollgate'), projectImage('tollgate-controller')], gatewayApiChannel: 'experimental' });
 
   beforeAll(async () => {
     const n = node.current;

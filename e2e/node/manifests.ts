@@ -11,8 +11,16 @@ const restricted = {
   seccompProfile: { type: 'RuntimeDefault' },
 };
 
-export function mockLlm(namespace: string, replicas = 2): string {
-  const labels = { app: 'mock-llm' };
+/** A Deployment of one container and its Service, as a List (the shape every workload here has). */
+function workload(w: {
+  namespace: string;
+  name: string;
+  labels: Record<string, string>;
+  replicas: number;
+  container: Record<string, unknown>;
+  volumes?: unknown[];
+  servicePorts: unknown[];
+}): string {
   return JSON.stringify({
     apiVersion: 'v1',
     kind: 'List',
@@ -20,32 +28,59 @@ export function mockLlm(namespace: string, replicas = 2): string {
       {
         apiVersion: 'apps/v1',
         kind: 'Deployment',
-        metadata: { name: 'mock-llm', namespace, labels },
+        metadata: { name: w.name, namespace: w.namespace, labels: w.labels },
         spec: {
-          replicas,
-          selector: { matchLabels: labels },
+          replicas: w.replicas,
+          selector: { matchLabels: w.labels },
           template: {
-            metadata: { labels },
-            spec: {
-              containers: [{
-                name: 'mock-llm',
-                image: projectImage('mock-llm'),
-                imagePullPolicy: 'IfNotPresent',
-                ports: [{ name: 'http', containerPort: 8080 }],
-                readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 1 },
-                securityContext: restricted,
-              }],
-            },
+            metadata: { labels: w.labels },
+            spec: { ...(w.volumes ? { volumes: w.volumes } : {}), containers: [{ imagePullPolicy: 'IfNotPresent', securityContext: restricted, ...w.container }] },
           },
         },
       },
-      {
-        apiVersion: 'v1',
-        kind: 'Service',
-        metadata: { name: 'mock-llm', namespace, labels },
-        spec: { selector: labels, ports: [{ name: 'http', port: 8080, targetPort: 'http' }] },
-      },
+      { apiVersion: 'v1', kind: 'Service', metadata: { name: w.name, namespace: w.namespace, labels: w.labels }, spec: { selector: w.labels, ports: w.servicePorts } },
     ],
+  });
+}
+
+/** mock-llm (Deployment and Service `mock-llm`, port 8080) in `namespace`. */
+export function mockLlm(namespace: string, replicas = 2): string {
+  return workload({
+    namespace,
+    name: 'mock-llm',
+    labels: { app: 'mock-llm' },
+    replicas,
+    container: {
+      name: 'mock-llm',
+      image: projectImage('mock-llm'),
+      ports: [{ name: 'http', containerPort: 8080 }],
+      readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 1 },
+    },
+    servicePorts: [{ name: 'http', port: 8080, targetPort: 'http' }],
+  });
+}
+
+/**
+ * mock-llm as an HTTPS provider that requires a key: Deployment `llm` and Service `llm` (port 443)
+ * in `namespace`, serving with the certificate, key and provider key of Secret `secret` (data
+ * keys tls.crt, tls.key and api-key), mounted read-only.
+ */
+export function httpsMockLlm(namespace: string, secret: string): string {
+  return workload({
+    namespace,
+    name: 'llm',
+    labels: { app: 'llm' },
+    replicas: 1,
+    volumes: [{ name: 'serving', secret: { secretName: secret, defaultMode: 0o444 } }],
+    container: {
+      name: 'mock-llm',
+      image: projectImage('mock-llm'),
+      command: ['node', '/app/bin/mock-llm.js', '--host', '0.0.0.0', '--port', '8443', '--tls-cert-file', '/serving/tls.crt', '--tls-key-file', '/serving/tls.key', '--api-key-file', '/serving/api-key'],
+      ports: [{ name: 'https', containerPort: 8443 }],
+      volumeMounts: [{ name: 'serving', mountPath: '/serving', readOnly: true }],
+      readinessProbe: { httpGet: { path: '/healthz', port: 8443, scheme: 'HTTPS' }, periodSeconds: 1 },
+    },
+    servicePorts: [{ name: 'https', port: 443, targetPort: 'https' }],
   });
 }
 
@@ -149,4 +184,22 @@ export function opa(namespace: string, rego: string): string {
       { apiVersion: 'v1', kind: 'Service', metadata: { name: 'opa', namespace, labels }, spec: { selector: labels, ports: [{ name: 'grpc', port: 9191, targetPort: 'grpc', appProtocol: 'grpc' }] } },
     ],
   });
+}
+
+/** Gateway `gateway` of class tollgate (one HTTP listener on port 80) and HTTPRoute `chat` sending everything to `backendRef`. */
+export function gatewayWithRoute(namespace: string, gateway: string, backendRef: Record<string, unknown>): unknown[] {
+  return [
+    {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      metadata: { name: gateway, namespace },
+      spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'http', protocol: 'HTTP', port: 80 }] },
+    },
+    {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'HTTPRoute',
+      metadata: { name: 'chat', namespace },
+      spec: { parentRefs: [{ name: gateway }], rules: [{ backendRefs: [backendRef] }] },
+    },
+  ];
 }

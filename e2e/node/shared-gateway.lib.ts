@@ -14,20 +14,27 @@ export const PROXY_PODS = `gateway.networking.k8s.io/gateway-name=${GATEWAY}`;
 const CONTROLLER_PODS = 'app.kubernetes.io/name=tollgate,app.kubernetes.io/component=controller';
 const REPLICAS = 2;
 
-/** The Gateway, its two proxy replicas set through its parameters ConfigMap; routes from every namespace. */
-export const GATEWAY_OBJECTS: readonly unknown[] = [
-  { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'llm-proxy', namespace: GW_NS, labels: { 'tollgate.dev/parameters': 'true' } }, data: { replicas: String(REPLICAS) } },
-  {
-    apiVersion: 'gateway.networking.k8s.io/v1',
-    kind: 'Gateway',
-    metadata: { name: GATEWAY, namespace: GW_NS },
-    spec: {
-      gatewayClassName: 'tollgate',
-      infrastructure: { parametersRef: { group: '', kind: 'ConfigMap', name: 'llm-proxy' } },
-      listeners: [{ name: 'http', protocol: 'HTTP', port: 80, allowedRoutes: { namespaces: { from: 'All' } } }],
+/**
+ * The Gateway, its two proxy replicas set through its parameters ConfigMap (with `parameters`,
+ * more keys of it: docs/kubernetes.md, "Proxy parameters"); routes from every namespace.
+ */
+export function gatewayObjects(parameters: Readonly<Record<string, string>> = {}): readonly unknown[] {
+  return [
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'llm-proxy', namespace: GW_NS, labels: { 'tollgate.dev/parameters': 'true' } }, data: { replicas: String(REPLICAS), ...parameters } },
+    {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      metadata: { name: GATEWAY, namespace: GW_NS },
+      spec: {
+        gatewayClassName: 'tollgate',
+        infrastructure: { parametersRef: { group: '', kind: 'ConfigMap', name: 'llm-proxy' } },
+        listeners: [{ name: 'http', protocol: 'HTTP', port: 80, allowedRoutes: { namespaces: { from: 'All' } } }],
+      },
     },
-  },
-];
+  ];
+}
+
+export const GATEWAY_OBJECTS: readonly unknown[] = gatewayObjects();
 
 /** A team's route `chat` on the Gateway, chosen by the `x-route: <team>` header, to the team's mock-llm Service. */
 export function teamRoute(team: string): unknown {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { issueClientCert, makeCerts } from '../certs.js';
 import { applyCrds, checkKubectlSkew, kubeconfigYaml, readyz } from '../cluster.js';
 import { exec, run, type ExecOptions, type ExecResult } from '../exec.js';
-import { nodeToolPaths, REPO_ROOT, toolPaths, type NodeTools, type Tools } from '../tools.js';
+import { gatewayApiCrdDir, nodeToolPaths, REPO_ROOT, toolPaths, type NodeTools, type Tools } from '../tools.js';
 import { NODE } from './addresses.js';
 import { apiReader, nodeReady, rolledOut } from './api.js';
 import { containerdConfig, cniConfig, kubeletConfig, kubeProxyConfig, nodePaths, REGISTRY_HOSTS_TOML, type NodePaths } from './config.js';
@@ -45,6 +45,12 @@ export interface NodeOptions {
   images?: readonly string[];
   /** Apply the Gateway API CRDs (default true) and Tollgate's own (default true). */
   gatewayApi?: boolean;
+  /**
+   * Which channel of the Gateway API CRDs (default standard). The experimental channel carries
+   * the fields some features need (an HTTPRoute rule's `retry` at v1.6.1); the conformance run
+   * installs it.
+   */
+  gatewayApiChannel?: 'standard' | 'experimental';
   tollgateCrds?: boolean;
   /** How long to wait for another run's node to stop (default 15 min). */
   lockTimeoutMs?: number;
@@ -237,7 +243,7 @@ async function bringUp(dir: string, p: NodePaths, tools: Tools & NodeTools, arch
   start('kube-scheduler', tools.kubeScheduler, [...common, '--bind-address=127.0.0.1', '--secure-port=0', '--v=1']);
   // The CRDs need only the API server: applied while the node comes up.
   const crds = (async () => {
-    if (opts.gatewayApi !== false) await applyCrds({ tools, env }, tools.gatewayApiCrds);
+    if (opts.gatewayApi !== false) await applyCrds({ tools, env }, opts.gatewayApiChannel === 'experimental' ? gatewayApiCrdDir('experimental') : tools.gatewayApiCrds);
     if (opts.tollgateCrds !== false) await applyCrds({ tools, env }, join(REPO_ROOT, 'crds'));
   })();
   crds.catch(() => undefined);

@@ -38,4 +38,7 @@ export * from './schema/trace-event.js';
 export * from './admin/budgets.js';
 export * from './errors/index.js';
 export * from './auth/index.js';
+export * from './transformation/index.js';
+export { looksLikeSecret } from './secret-text.js';
 export * from './provider/index.js';
+export * from './resilience/index.js';

@@ -6,6 +6,7 @@ import { parseDuration } from './duration.js';
 import { compile } from './ajv.js';
 import { ProcessConfig } from './schema/standalone-config.js';
 import { joinPath, ValidationError, type Problem } from './validation-error.js';
+import { DEFAULT_COOL_DOWN_MS, DEFAULT_MAX_COOL_DOWN_MS } from './resilience/settings.js';
 
 /** config.maxRequestBodyBytes default. */
 export const DEFAULT_MAX_REQUEST_BODY_BYTES = 8 * 1024 * 1024;
@@ -37,6 +38,18 @@ export function checkProcessConfig(cfg: ProcessConfig | undefined, path: string,
       message: `got ${budget}; it must be at least maxRequestBodyBytes (${body}${cfg?.maxRequestBodyBytes === undefined ? ', its default' : ''}), or a body of the largest size a metered route reads could never be held: raise it or lower maxRequestBodyBytes`,
     });
   }
+  const retryBody = cfg?.maxRetryBodyBytes;
+  if (retryBody !== undefined && retryBody > bufferedRequestBytes(cfg ?? {})) {
+    out.push({
+      path: joinPath(path, 'maxRetryBodyBytes'),
+      message: `got ${retryBody}; it must not be more than maxBufferedRequestBytes (${bufferedRequestBytes(cfg ?? {})}), or a body of that size could never be held: lower it or raise maxBufferedRequestBytes`,
+    });
+  }
+  const coolDown = cfg?.coolDown === undefined ? DEFAULT_COOL_DOWN_MS : parseDuration(cfg.coolDown);
+  const maxCoolDown = cfg?.maxCoolDown === undefined ? DEFAULT_MAX_COOL_DOWN_MS : parseDuration(cfg.maxCoolDown);
+  if (coolDown > maxCoolDown) {
+    out.push({ path: joinPath(path, 'coolDown'), message: `got ${cfg?.coolDown ?? `${DEFAULT_COOL_DOWN_MS}ms`}; it must not be more than maxCoolDown (${cfg?.maxCoolDown ?? `${DEFAULT_MAX_COOL_DOWN_MS / 1000}s`})` });
+  }
   const dns = cfg?.dns;
   if (dns?.minTtl !== undefined && dns.maxTtl !== undefined && parseDuration(dns.minTtl) > parseDuration(dns.maxTtl)) {
     out.push({ path: joinPath(joinPath(path, 'dns'), 'minTtl'), message: `got ${dns.minTtl}; it must not be more than maxTtl (${dns.maxTtl})` });
@@ -64,10 +77,15 @@ export const PROXY_PROCESS_PARAMETERS = [
   'maxTokensChargedPerResponse',
   'maxRateLimitKeys',
   'consumerMetricsTopN',
+  'retryBudgetPercent',
+  'retryBudgetMinConcurrency',
+  'maxRetryBodyBytes',
+  'coolDown',
+  'maxCoolDown',
 ] as const satisfies readonly (keyof ProcessConfig)[];
 
 /** Which of them are integers (the others are durations). */
-export const INTEGER_PROCESS_PARAMETERS: ReadonlySet<string> = new Set(['maxRequestBodyBytes', 'maxBufferedRequestBytes', 'maxConnectionsPerBind', 'maxWebSocketConnections', 'maxSseLineBytes', 'maxTraceSessions', 'maxModelLabels', 'maxTokensChargedPerResponse', 'maxRateLimitKeys', 'consumerMetricsTopN']);
+export const INTEGER_PROCESS_PARAMETERS: ReadonlySet<string> = new Set(['maxRequestBodyBytes', 'maxBufferedRequestBytes', 'maxConnectionsPerBind', 'maxWebSocketConnections', 'maxSseLineBytes', 'maxTraceSessions', 'maxModelLabels', 'maxTokensChargedPerResponse', 'maxRateLimitKeys', 'consumerMetricsTopN', 'retryBudgetPercent', 'retryBudgetMinConcurrency', 'maxRetryBodyBytes']);
 
 const validateProcessSchema = compile(ProcessConfig);
 

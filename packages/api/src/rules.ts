@@ -3,8 +3,10 @@
 // GatewayPolicy), plus cross-field checks of routes: filter fields matching their type,
 // regular expressions within their bounds (RE2), CEL expressions that type-check within
 // their cost budget, timeouts that nest, names that are unique.
-import { compileCel, inputBounds } from './cel/compile.js';
+import { PolicyCost } from './cel/budget.js';
+import { compileCel } from './cel/compile.js';
 import { checkAuthPolicy } from './auth/check.js';
+import { checkTransformation } from './transformation/check.js';
 import { checkDuration } from './duration.js';
 import type { EvaluationLimits, RegexLimits } from './limits.js';
 import { FILTER_FIELD, FILTER_TYPES, type HTTPRouteFilter, type HTTPRouteMatch, type RouteTimeouts } from './schema/gateway-api.js';
@@ -17,6 +19,7 @@ export type PolicyContext = 'standalone' | 'cluster';
 
 export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: string, context: PolicyContext, limits: EvaluationLimits, out: Problem[]): void {
   checkAuthPolicy(policy, path, context, limits, out);
+  checkTransformation(policy?.transformation, joinPath(path, 'transformation'), limits, out);
   const rl = policy?.rateLimit;
   if (!rl) return;
   const rlPath = joinPath(path, 'rateLimit');
@@ -120,8 +123,7 @@ function checkKey(by: RateLimitKey, path: string, expressions: PolicyExpression[
  * descriptor entry and key of the policy.
  */
 function checkExpressions(expressions: readonly PolicyExpression[], path: string, limits: EvaluationLimits, out: Problem[]): void {
-  let total = 0;
-  let worst = { cost: -1, path: '' };
+  const cost = new PolicyCost();
   for (const e of expressions) {
     const c = compileCel(e.source, 'descriptor', limits);
     if (!c.ok) {
@@ -130,15 +132,10 @@ function checkExpressions(expressions: readonly PolicyExpression[], path: string
       out.push({ path: e.path, message: `got ${show(e.source)}: ${c.problem}${example}` });
       continue;
     }
-    total += c.value.cost;
-    if (c.value.cost > worst.cost) worst = { cost: c.value.cost, path: e.path };
+    cost.add(c.value.cost, e.path);
   }
-  if (!(total <= limits.cel.maxCost)) {
-    out.push({
-      path,
-      message: `the expressions together have an estimated cost of ${total}, more than the budget of ${limits.cel.maxCost} (cel.maxCost) a request may spend for inputs within the declared bounds (${inputBounds(limits)}); the most expensive is ${worst.path} (${worst.cost})`,
-    });
-  }
+  const over = cost.problem(path, limits);
+  if (over) out.push(over);
 }
 
 /** The RegularExpression values of some matches (paths, headers, query parameters), with their paths. */

@@ -12,9 +12,12 @@ import { PROVIDER_TYPES } from './provider/presets.js';
 import { Lit, NonEmpty, Nullable, Obj, Str, WireSecret } from './schema/wire-parts.js';
 import { ApiKeyWire } from './auth/api-key.js';
 import { AuthorizationWire } from './auth/authorization.js';
+import { TransformationWire } from './transformation/transformation.js';
 import { BasicAuthWire } from './auth/basic-auth.js';
 import { ExtAuthzWire } from './auth/ext-authz.js';
 import { JwtWire } from './auth/jwt.js';
+import { RetryWire } from './resilience/retry.js';
+import { MAX_PRIORITY } from './resilience/failover.js';
 
 export { WireSecret };
 
@@ -70,6 +73,7 @@ const RewriteFilter = Obj({ type: Lit('URLRewrite'), hostname: Nullable(NonEmpty
 /** What a backendRef may carry: run only for the requests sent to that backend. */
 const BackendFilter = Type.Union([RequestHeaderFilter, ResponseHeaderFilter, RewriteFilter, RedirectFilter]);
 const Weight = Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Share of requests; 0 sends none.' });
+const Priority = Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_PRIORITY, description: 'Failover order, 0 first.' }));
 const Endpoint = Obj({ address: NonEmpty('IP address.', 64), port: Type.Integer({ minimum: 1, maximum: 65535 }) }, 'A ready endpoint of a Service.');
 const Provider = Obj(
   {
@@ -119,6 +123,7 @@ const Backend = Type.Union([
       host: NonEmpty('Host.', 253),
       port: Type.Integer({ minimum: 1, maximum: 65535 }),
       weight: Weight,
+      priority: Priority,
       provider: Type.Optional(Provider),
       tls: Type.Optional(BackendTls),
       protocol: Type.Optional(BackendProtocol),
@@ -133,6 +138,7 @@ const Backend = Type.Union([
       hostname: NonEmpty('Host name or address.', 253),
       port: Type.Integer({ minimum: 1, maximum: 65535 }),
       weight: Weight,
+      priority: Priority,
       tls: Type.Optional(BackendTls),
       provider: Type.Optional(Provider),
       filters: Type.Optional(BackendFilters),
@@ -147,6 +153,7 @@ const Backend = Type.Union([
       service: NonEmpty('Name of the Service.', 253),
       port: Type.Integer({ minimum: 1, maximum: 65535, description: 'Service port.' }),
       weight: Weight,
+      priority: Priority,
       endpoints: Type.Array(Endpoint, { maxItems: 100_000 }),
       filters: Type.Optional(BackendFilters),
       tls: Type.Optional(BackendTls),
@@ -154,7 +161,7 @@ const Backend = Type.Union([
     },
     'A Service port and its ready endpoints.',
   ),
-  Obj({ kind: Lit('invalid'), name: NonEmpty('The reference as written.', 600), weight: Weight, reason: NonEmpty('Why it could not be resolved.', 1024) }, 'An unresolved reference.'),
+  Obj({ kind: Lit('invalid'), name: NonEmpty('The reference as written.', 600), weight: Weight, priority: Priority, reason: NonEmpty('Why it could not be resolved.', 1024) }, 'An unresolved reference.'),
 ]);
 
 const Filter = Type.Union([
@@ -263,6 +270,7 @@ const Policy = Obj(
     jwt: Nullable(JwtWire),
     authorization: Nullable(AuthorizationWire),
     extAuthz: Nullable(ExtAuthzWire),
+    transformation: Nullable(TransformationWire),
   },
   'Policies attached at one level.',
 );
@@ -277,6 +285,7 @@ const Route = Obj(
     policy: Nullable(Policy),
     backends: Type.Array(Backend, { maxItems: 64 }),
     timeouts: Obj({ requestMs: Nullable(Type.Integer({ minimum: 0 })), backendRequestMs: Nullable(Type.Integer({ minimum: 0 })) }, 'Timeouts.'),
+    retry: Type.Optional(RetryWire),
   },
   'A route.',
 );

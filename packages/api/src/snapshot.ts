@@ -9,7 +9,9 @@ import type { EvaluationLimits } from './limits.js';
 import type { LocalRateLimitUnit, RateLimitUnit } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
 import type { AuthPolicyIR } from './auth/convert.js';
+import type { TransformationIR } from './transformation/transformation.js';
 import type { ProviderType } from './provider/presets.js';
+import type { RetryIR } from './resilience/retry.js';
 
 export interface ProxySnapshot {
   /** Hash of the rest of the snapshot (snapshotVersion): equal content, equal version. */
@@ -92,6 +94,8 @@ export interface RouteIR {
   readonly policy: PolicyIR | null;
   readonly backends: readonly BackendIR[];
   readonly timeouts: { readonly requestMs: number | null; readonly backendRequestMs: number | null };
+  /** When a request is sent again (HTTPRouteRetry); absent: never, besides the unsent connect retries. */
+  readonly retry?: RetryIR;
 }
 
 export type PathMatchIR =
@@ -155,7 +159,9 @@ export type FilterIR =
 
 /**
  * Where a route sends requests. `weight` is the share of the route's requests, as in a Gateway
- * API backendRef; a backend whose weight is 0 receives none.
+ * API backendRef; a backend whose weight is 0 receives none. `priority` (absent: 0) orders the
+ * backends for failover: the lowest priority shares the requests by weight, the next answers
+ * when they fail.
  */
 export type BackendIR = StaticBackendIR | ServiceBackendIR | ExternalBackendIR | InvalidBackendIR;
 
@@ -167,6 +173,8 @@ export interface StaticBackendIR {
   readonly host: string;
   readonly port: number;
   readonly weight: number;
+  /** Failover order, 0 first; absent: 0. */
+  readonly priority?: number;
   /** What the backend is (its API format, its key); absent: an OpenAI-compatible server, passed through. */
   readonly provider?: ProviderIR;
   /** Absent: plain HTTP. */
@@ -195,6 +203,8 @@ export interface ExternalBackendIR {
   readonly hostname: string;
   readonly port: number;
   readonly weight: number;
+  /** Failover order, 0 first; absent: 0. */
+  readonly priority?: number;
   /** Absent: plain HTTP. */
   readonly tls?: BackendTLSIR;
   readonly provider?: ProviderIR;
@@ -262,6 +272,8 @@ export interface ServiceBackendIR {
   /** The Service port the backendRef names. */
   readonly port: number;
   readonly weight: number;
+  /** Failover order, 0 first; absent: 0. */
+  readonly priority?: number;
   /** Sorted by address then port; empty when no endpoint is ready. */
   readonly endpoints: readonly EndpointIR[];
   readonly filters?: readonly BackendFilterIR[];
@@ -288,6 +300,8 @@ export interface InvalidBackendIR {
   /** `<namespace>/<name>` of the reference as written, with its group and kind when not a Service. */
   readonly name: string;
   readonly weight: number;
+  /** Failover order, 0 first; absent: 0. */
+  readonly priority?: number;
   /** Why it could not be resolved (the route status reason, e.g. BackendNotFound). */
   readonly reason: string;
 }
@@ -370,6 +384,7 @@ export interface PolicyIR extends AuthPolicyIR {
   readonly origin: PolicyOriginIR;
   readonly localRateLimit: readonly LocalRateLimitIR[] | null;
   readonly remoteRateLimit: GlobalRateLimitIR | null;
+  readonly transformation: TransformationIR | null;
 }
 
 /** Where a route of the snapshot came from. */

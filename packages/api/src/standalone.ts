@@ -10,6 +10,7 @@ import { checkProcessConfig } from './process-settings.js';
 import { StandaloneConfig, type BackendConfig, type ListenerConfig, type RouteConfig } from './schema/standalone-config.js';
 import { checkProvider, toProviderIR } from './provider/convert.js';
 import { backendTlsIR, checkSubjectAltNames, readCaBundle } from './backend-tls.js';
+import { toRetryIR } from './resilience/retry.js';
 import type { HTTPHeaderFilter, HTTPPathModifier, HTTPRouteFilter, HTTPRouteMatch } from './schema/gateway-api.js';
 import { LOCAL_MONTHS_MESSAGE, type GlobalDescriptor, type LocalRateLimit, type PolicySet, type RateLimitKey } from './schema/traffic-policy.js';
 import { isSensitiveHeader, Secret } from './secret.js';
@@ -37,6 +38,7 @@ import { parseConfigText } from './parse-text.js';
 
 export { parseConfigText };
 import { NO_AUTH, toAuthIR } from './auth/convert.js';
+import { toTransformationIR } from './transformation/transformation-ir.js';
 import { NO_SOURCES, type PolicySources } from './auth/sources.js';
 
 const validateSchema = compile(StandaloneConfig);
@@ -175,7 +177,7 @@ function timeoutMs(text: string | undefined): number | null {
 }
 
 function toRoute(listener: string, r: RouteConfig, path: string, conv: Conversion): RouteIR {
-  return {
+  const route: RouteIR = {
     name: `${listener}/${r.name}`,
     origin: { kind: 'config', path },
     hostnames: r.hostnames ?? [],
@@ -189,6 +191,7 @@ function toRoute(listener: string, r: RouteConfig, path: string, conv: Conversio
       backendRequestMs: r.timeouts?.backendRequest === undefined ? null : parseDuration(r.timeouts.backendRequest),
     },
   };
+  return r.retry ? { ...route, retry: toRetryIR(r.retry) } : route;
 }
 
 export function toMatches(matches: readonly HTTPRouteMatch[] | undefined): RouteMatchIR[] {
@@ -244,7 +247,8 @@ export function toFilter(f: HTTPRouteFilter): FilterIR {
 
 function toBackend(b: BackendConfig, path: string, conv: Conversion): BackendIR {
   const { host, port } = requireHostPort(b.host, 'backends[].host');
-  const backend: StaticBackendIR = { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1, ...(b.protocol === 'H2C' ? { protocol: 'h2c' as const } : {}) };
+  // A priority only when not the default: configs without failover keep their snapshot versions.
+  const backend: StaticBackendIR = { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1, ...(b.priority ? { priority: b.priority } : {}), ...(b.protocol === 'H2C' ? { protocol: 'h2c' as const } : {}) };
   const provider = b.provider ? toProviderIR(b.provider, `${path}.provider`, b.provider.apiKey ? { at: `${path}.provider.apiKey`, ref: { file: b.provider.apiKey.file } } : null, conv.sources, conv.problems) : null;
   const withProvider = provider ? { ...backend, provider } : backend;
   if (!b.tls) return withProvider;
@@ -317,8 +321,10 @@ function toDescriptor(d: GlobalDescriptor): RateLimitDescriptorIR {
 export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sources: PolicySources = NO_SOURCES, problems: Problem[] = []): PolicyIR | null {
   const at = origin.kind === 'config' ? `${origin.path}.traffic` : 'spec.traffic';
   const auth = toAuthIR(p?.traffic, at, sources, problems);
+  const t = p?.traffic?.transformation;
+  const transformation = t ? toTransformationIR(t) : null;
   const rl = p?.traffic?.rateLimit;
-  if (!rl) return auth === NO_AUTH ? null : { origin, localRateLimit: null, remoteRateLimit: null, ...auth };
+  if (!rl) return auth === NO_AUTH && !transformation ? null : { origin, localRateLimit: null, remoteRateLimit: null, ...auth, transformation };
   const converted = rl.local?.flatMap((e, i) => toLocalLimit(e, `${at}.rateLimit.local[${i}]`, problems) ?? []);
   const local = converted?.length ? converted : null;
   const g = rl.global;
@@ -331,6 +337,6 @@ export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sourc
         timeoutMs: g.timeout ? parseDuration(g.timeout) : 100,
       }
     : null;
-  if (!local && !remote && auth === NO_AUTH) return null;
-  return { origin, localRateLimit: local, remoteRateLimit: remote, ...auth };
+  if (!local && !remote && auth === NO_AUTH && !transformation) return null;
+  return { origin, localRateLimit: local, remoteRateLimit: remote, ...auth, transformation };
 }

@@ -41,6 +41,7 @@ function sample(token = 'sk-live-123'): ProxySnapshot {
               origin: { kind: 'GatewayPolicy', namespace: 'default', name: 'p', target: { kind: 'Gateway', namespace: 'default', name: 'gw', sectionName: null } },
               localRateLimit: [{ kind: 'requests', requests: 10, burst: 0, unit: 'Minutes' }],
               remoteRateLimit: null,
+              transformation: null,
               ...NO_AUTH,
             },
             routes: [

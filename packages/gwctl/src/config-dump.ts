@@ -29,10 +29,19 @@ export interface DumpEndpoint {
   readonly ejectedUntil?: string | null;
 }
 
+/** A backend passed over after a 429 or 503 (docs/retries-failover.md). */
+export interface DumpCoolDown {
+  readonly until: string;
+  readonly remainingSeconds: number;
+  readonly reason: string;
+}
+
 export interface DumpBackend {
   readonly type: string;
   readonly name: string;
   readonly namespace?: string;
+  /** Null (or absent, from proxies that do not report it) when the backend is not cooling down. */
+  readonly coolDown?: DumpCoolDown | null;
   readonly endpoints?: readonly DumpEndpoint[];
 }
 
@@ -89,6 +98,12 @@ function checkBackends(list: unknown[], c: Checker): void {
     });
     c.string(b.type, `backends[${i}].type`);
     c.string(b.namespace, `backends[${i}].namespace`, true);
+    if (b.coolDown !== undefined && b.coolDown !== null) {
+      const cd = c.object(b.coolDown, `backends[${i}].coolDown`);
+      c.string(cd.until, `backends[${i}].coolDown.until`);
+      c.number(cd.remainingSeconds, `backends[${i}].coolDown.remainingSeconds`);
+      c.string(cd.reason, `backends[${i}].coolDown.reason`);
+    }
   });
 }
 

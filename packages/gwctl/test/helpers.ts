@@ -123,7 +123,12 @@ export async function startProxy(opts: { traceKeepaliveMs?: number } = {}): Prom
               {
                 name: 'models',
                 matches: [{ path: { type: 'Exact', value: '/v1/models' }, method: 'GET' }],
-                policies: { traffic: { authorization: { rules: [{ name: 'no-bots', action: 'Deny', expression: '"x-bot" in request.headers' }] } } },
+                policies: {
+                  traffic: {
+                    authorization: { rules: [{ name: 'no-bots', action: 'Deny', expression: '"x-bot" in request.headers' }] },
+                    transformation: { request: { headers: { set: [{ name: 'x-route', value: '"models"' }], remove: ['x-debug'] } }, response: { headers: { remove: ['x-internal'] } } },
+                  },
+                },
                 backends: [{ host: `127.0.0.1:${mock.port}` }],
               },
             ],

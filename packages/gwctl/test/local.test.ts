@@ -50,7 +50,7 @@ describe('config', () => {
     expect(r.stdout).toMatch(/BACKENDS\nTYPE\s+NAME\s+NAMESPACE\s+ENDPOINTS\nBackend\s+127\.0\.0\.1:\d+\s+-\s+1\n/);
     expect(r.stdout).toContain('listener/main       gateway   localRateLimit: 1000 requests/Minutes');
     expect(r.stdout).toContain('route/main/chat     route     localRateLimit: 500 requests/Minutes (+5 burst), 100000 tokens/Hours, 1000000 tokens/Days per Header x-team');
-    expect(r.stdout).toContain('route/main/models   route     authorization: 1 rule\n');
+    expect(r.stdout).toContain('route/main/models   route     authorization: 1 rule; transformation: request 2 headers; response 1 header\n');
   });
 
   it('config all -o json prints the /config_dump and -o yaml the same as YAML', async () => {
@@ -94,6 +94,7 @@ describe('config', () => {
         type: 'Backend',
         name: `127.0.0.1:${proxy.mock.port}`,
         namespace: '',
+        coolDown: null,
         endpoints: [expect.objectContaining({ address: `127.0.0.1:${proxy.mock.port}`, requests: count + 3, inFlight: 0, ejectedUntil: null })],
       },
     ]);
@@ -145,6 +146,45 @@ describe('config', () => {
         '',
       ].join('\n'),
     );
+  });
+
+  it('config backends shows the backends cooling down after a 429 or 503, with the time left and why, after the health table', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gwctl-dump-'));
+    const file = join(dir, 'dump.json');
+    const endpoint = (address: string) => ({ address, health: 1, requests: 4, latencyMs: 2 });
+    const dump = {
+      routes: [],
+      policies: [],
+      backends: [
+        { type: 'Backend', name: 'ai/openai', namespace: 'ai', coolDown: { until: '2026-11-23T14:00:30.000Z', remainingSeconds: 27, reason: '429 with Retry-After: 30' }, endpoints: [endpoint('api.openai.com:443')] },
+        { type: 'Backend', name: 'ai/anthropic', namespace: 'ai', coolDown: null, endpoints: [endpoint('api.anthropic.com:443')] },
+        { type: 'Service', name: 'llm.ai.svc.cluster.local:8000', namespace: 'ai', coolDown: { until: '2026-11-23T14:00:05.000Z', remainingSeconds: 2, reason: '503 without Retry-After' }, endpoints: [endpoint('10.0.0.7:8000')] },
+      ],
+    };
+    await writeFile(file, JSON.stringify(dump));
+    const r = await gwctl(['config', 'backends', '--file', file]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(
+      [
+        'TYPE      NAME                            NAMESPACE   ENDPOINT                HEALTH   REQUESTS   LATENCY',
+        'Backend   ai/openai                       ai          api.openai.com:443      1.00     4          2.00ms',
+        'Backend   ai/anthropic                    ai          api.anthropic.com:443   1.00     4          2.00ms',
+        'Service   llm.ai.svc.cluster.local:8000   ai          10.0.0.7:8000           1.00     4          2.00ms',
+        '',
+        'COOLING DOWN',
+        'TYPE      NAME                            NAMESPACE   REMAINING   REASON',
+        'Backend   ai/openai                       ai          27s         429 with Retry-After: 30',
+        'Service   llm.ai.svc.cluster.local:8000   ai          2s          503 without Retry-After',
+        '',
+      ].join('\n'),
+    );
+    const json = JSON.parse((await gwctl(['config', 'backends', '--file', file, '-o', 'json'])).stdout) as { name: string; coolDown: unknown }[];
+    expect(json.map((b) => [b.name, b.coolDown])).toEqual(dump.backends.map((b) => [b.name, b.coolDown]));
+    // A cool-down that is not what a proxy sends is refused, naming the field.
+    await writeFile(file, JSON.stringify({ ...dump, backends: [{ ...dump.backends[0], coolDown: { until: 'x', remainingSeconds: 'soon', reason: 'r' } }] }));
+    const bad = await gwctl(['config', 'backends', '--file', file]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('backends[0].coolDown.remainingSeconds must be a number');
   });
 });
 

@@ -4,7 +4,7 @@
 import { compile, TraceEvent } from '@tollgate/api';
 import { createElement } from 'react';
 import { describe, expect, it } from 'vitest';
-import { detail, diffStates, summary, TYPE_LABELS } from '../src/tui/format.js';
+import { detail, diffStates, summary, transformationSummary, TYPE_LABELS } from '../src/tui/format.js';
 import { TraceStore } from '../src/tui/store.js';
 import type { ExitReason } from '../src/tui/trace-app.js';
 import { authDeniedTrace, okTrace, refusedTrace } from './fixtures.js';
@@ -70,6 +70,18 @@ describe('format', () => {
       'Snapshot | final response: 403',
       'Request Done | after 160µs',
     ]);
+  });
+
+  it('the route policies snapshot of a route with a transformation: what it edited, or why it refused', () => {
+    const applied = { source: 'route' as const, result: 'applied' as const, headers: ['x-team'], body: ['model', 'max_tokens'], skipped: [], note: null };
+    expect(transformationSummary(applied)).toBe('transformation applied (x-team, model, max_tokens)');
+    expect(transformationSummary({ ...applied, result: 'invalid_value', note: 'request.headers.set[0].value: the value has U+000D at index 3' })).toBe(
+      'transformation invalid_value (request.headers.set[0].value: the value has U+000D at index 3)',
+    );
+    const [, , , , , routePolicies] = authDeniedTrace();
+    const m = routePolicies!.message as Extract<TraceEvent['message'], { type: 'requestSnapshot' }>;
+    const both = { ...routePolicies!, message: { ...m, requestState: { ...m.requestState, transformation: applied } } };
+    expect(summary(both)).toBe('route policies: consumer alice; apiKey allow, authorization deny (denied: denied by rule no-large-models); transformation applied (x-team, model, max_tokens)');
   });
 
   it('diff: added, removed and changed paths', () => {

@@ -8,6 +8,9 @@ import { DEFAULT_COMPLETION_TOKENS, DEFAULT_HOST, ListenError, startMockLlm, typ
 /** Exit codes: 0 ok (also after SIGTERM/SIGINT), 1 could not start (e.g. port in use), 2 bad command line. */
 const EXIT_START_FAILED = 1;
 const EXIT_USAGE = 2;
+/** On SIGTERM, how long responses in flight may take before their connections are cut (--drain-seconds). */
+const DEFAULT_DRAIN_SECONDS = 10;
+const MAX_DRAIN_SECONDS = 3600;
 
 const HELP = `mock-llm: an OpenAI- and Anthropic-compatible backend for tests, demos and benchmarks
 
@@ -15,6 +18,8 @@ Usage:
   mock-llm --port <port> [--host ${DEFAULT_HOST}] [--latency-ms-per-token <ms>]
            [--completion-tokens <n>] [--model <name> ...]
            [--tls-cert-file <pem> --tls-key-file <pem>]
+           [--api-key-file <file> [--api-key-header authorization|api-key|x-api-key]]
+           [--drain-seconds <s>]
   mock-llm --help | --version
 
 Options:
@@ -27,11 +32,18 @@ Options:
                                  'mock-gpt' is listed and any model name is accepted
   --tls-cert-file <pem>          serve HTTPS with this certificate (chain); needs --tls-key-file
   --tls-key-file <pem>           the certificate's private key
+  --api-key-file <file>          require the key this file holds (surrounding whitespace ignored),
+                                 as a provider does; a request without it gets 401 invalid_api_key
+  --api-key-header <name>        where the key is expected: authorization (Bearer, OpenAI's; the
+                                 default), api-key (Azure OpenAI's) or x-api-key (Anthropic's)
+  --drain-seconds <s>            on SIGTERM/SIGINT, how long responses in flight may take
+                                 before their connections are cut (default ${DEFAULT_DRAIN_SECONDS}; 0: at once)
   -h, --help                     show this help
   -v, --version                  print the version
 
 On start it prints one line to stdout: mock-llm listening on http(s)://<host>:<port>
-SIGTERM or SIGINT closes the server and exits 0. Exit 1: could not listen; exit 2: bad arguments.
+SIGTERM or SIGINT stops accepting connections, lets responses in flight finish (at most
+--drain-seconds; each busy connection closes after its response) and exits 0. Exit 1: could not listen; exit 2: bad arguments.
 
 Endpoints:
   POST /v1/chat/completions   {model, messages, stream?, stream_options?: {include_usage?}, max_tokens?}
@@ -52,6 +64,7 @@ Per-request headers:
   x-mock-latency-ms-per-token: <ms>  overrides --latency-ms-per-token
   x-mock-delay-ms: <ms>              wait before sending response headers (0-${MAX_WAIT_MS})
   x-mock-status: <400-599>           answer that status with an OpenAI-style error body
+  x-mock-retry-after: <value>        with x-mock-status: send this Retry-After (seconds or an HTTP date)
   x-mock-error: reset                destroy the connection without answering
   x-mock-error: reset-mid-stream     destroy it after the first content chunk of a stream
                                      (non-streaming: after half of the body)
@@ -102,7 +115,7 @@ function parseError(error: unknown): string {
   return error.message.split('\n')[0] ?? error.message;
 }
 
-type Command = { kind: 'help' } | { kind: 'version' } | { kind: 'serve'; options: MockLlmOptions };
+type Command = { kind: 'help' } | { kind: 'version' } | { kind: 'serve'; options: MockLlmOptions; drainMs: number };
 
 function parseFlags(argv: string[]) {
   try {
@@ -118,6 +131,9 @@ function parseFlags(argv: string[]) {
         model: { type: 'string', multiple: true },
         'tls-cert-file': { type: 'string' },
         'tls-key-file': { type: 'string' },
+        'api-key-file': { type: 'string' },
+        'api-key-header': { type: 'string' },
+        'drain-seconds': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -141,6 +157,26 @@ function tlsFiles(certFile: string | undefined, keyFile: string | undefined): { 
   return { cert: read('tls-cert-file', certFile), key: read('tls-key-file', keyFile) };
 }
 
+const KEY_HEADERS = ['authorization', 'api-key', 'x-api-key'] as const;
+
+/** The key a provider would require, read now so that a bad path is a usage error naming the flag. */
+function apiKey(file: string | undefined, header: string | undefined): MockLlmOptions['apiKey'] {
+  if (file === undefined) {
+    if (header !== undefined) throw new UsageError('--api-key-header needs --api-key-file');
+    return undefined;
+  }
+  const where = header ?? 'authorization';
+  if (!(KEY_HEADERS as readonly string[]).includes(where)) throw new UsageError(`--api-key-header must be one of ${KEY_HEADERS.join(', ')}, got '${where}'`);
+  let key: string;
+  try {
+    key = readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    throw new UsageError(`--api-key-file '${file}' cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  if (key === '' || key.length > 4096 || !/^[\x21-\x7e]+$/.test(key)) throw new UsageError(`--api-key-file '${file}' must hold one key of visible ASCII characters (at most 4096)`);
+  return { header: where as (typeof KEY_HEADERS)[number], key };
+}
+
 export function parseCommandLine(argv: string[]): Command {
   const values = parseFlags(argv);
   if (values.help === true) return { kind: 'help' };
@@ -154,10 +190,13 @@ export function parseCommandLine(argv: string[]): Command {
   const models = values.model ?? [];
   if (models.some((model) => model.trim() === '')) throw new UsageError('--model must not be empty');
   const tls = tlsFiles(values['tls-cert-file'], values['tls-key-file']);
+  const key = apiKey(values['api-key-file'], values['api-key-header']);
   return {
     kind: 'serve',
+    drainMs: (integerFlag('drain-seconds', values['drain-seconds'], 0, MAX_DRAIN_SECONDS) ?? DEFAULT_DRAIN_SECONDS) * 1000,
     options: {
       ...(tls ? { tls } : {}),
+      ...(key ? { apiKey: key } : {}),
       port: port.value,
       host: values.host ?? DEFAULT_HOST,
       latencyMsPerToken: integerFlag('latency-ms-per-token', values['latency-ms-per-token'], 0, MAX_WAIT_MS),
@@ -198,7 +237,7 @@ export async function main(argv: string[]): Promise<void> {
   const stop = (): void => {
     process.off('SIGTERM', stop);
     process.off('SIGINT', stop);
-    server.close().then(
+    server.drain(command.drainMs).then(
       () => {
         process.exitCode = 0;
       },

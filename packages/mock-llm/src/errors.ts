@@ -95,9 +95,10 @@ export function injectedError(status: number): OpenAiError {
   return invalidRequest(message);
 }
 
-export function sendError(res: ServerResponse, status: number, error: OpenAiError, code: MockErrorCode): void {
+export function sendError(res: ServerResponse, status: number, error: OpenAiError, code: MockErrorCode, extraHeaders: Record<string, string> = {}): void {
   const body = JSON.stringify({ error });
   res.writeHead(status, {
+    ...extraHeaders,
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),
     'x-tollgate-error': code,

@@ -12,6 +12,8 @@ export interface Knobs {
   latencyMsPerToken: number | undefined;
   /** `x-mock-status`: answer this error status instead of a completion. */
   status: number | undefined;
+  /** `x-mock-retry-after`: the Retry-After header of an injected status (as a rate-limited provider sends it). */
+  retryAfter: string | undefined;
   /** `x-mock-delay-ms`: wait this long before sending the response headers. */
   delayMs: number;
   /**
@@ -31,6 +33,7 @@ export const MOCK_HEADERS = {
   usage: 'x-mock-usage',
   latencyMsPerToken: 'x-mock-latency-ms-per-token',
   status: 'x-mock-status',
+  retryAfter: 'x-mock-retry-after',
   delayMs: 'x-mock-delay-ms',
   error: 'x-mock-error',
 } as const;
@@ -67,6 +70,20 @@ function integer(headers: IncomingHttpHeaders, name: string, min: number, max: n
   return value;
 }
 
+/** Longest Retry-After passed on: delay-seconds or an IMF-fixdate are far shorter. */
+const MAX_RETRY_AFTER_LENGTH = 64;
+
+/** A Retry-After value to send: delay-seconds, or an HTTP date (RFC 9110 §10.2.3); visible ASCII only. */
+function retryAfter(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const raw = single(headers, name);
+  if (raw === undefined) return undefined;
+  const text = raw.trim();
+  if (!text.length || text.length > MAX_RETRY_AFTER_LENGTH || !/^[\x20-\x7e]+$/.test(text)) {
+    throw new KnobError(name, `Invalid value for header '${name}': '${raw}'. Expected delay-seconds or an HTTP date, at most ${MAX_RETRY_AFTER_LENGTH} characters.`);
+  }
+  return text;
+}
+
 function oneOf<T extends string>(headers: IncomingHttpHeaders, name: string, allowed: readonly T[]): T | undefined {
   const raw = single(headers, name);
   if (raw === undefined) return undefined;
@@ -88,6 +105,7 @@ export function readKnobs(headers: IncomingHttpHeaders): KnobsResult {
         omitUsage: oneOf(headers, MOCK_HEADERS.usage, ['include', 'none']) === 'none',
         latencyMsPerToken: integer(headers, MOCK_HEADERS.latencyMsPerToken, 0, MAX_WAIT_MS),
         status: integer(headers, MOCK_HEADERS.status, 400, 599),
+        retryAfter: retryAfter(headers, MOCK_HEADERS.retryAfter),
         delayMs: integer(headers, MOCK_HEADERS.delayMs, 0, MAX_WAIT_MS) ?? 0,
         error: oneOf(headers, MOCK_HEADERS.error, ['reset', 'reset-mid-stream', 'garbage', 'truncate']),
       },

@@ -62,6 +62,12 @@ export interface MockLlm {
   readonly requestCount: number;
   /** Stops listening and destroys open connections (in-flight streams end abruptly); idempotent. */
   close(): Promise<void>;
+  /**
+   * Stops as a server under an orchestrator should: no new connections, idle kept-alive ones
+   * closed, each busy one closed once its response is sent (`Connection: close`), and what is
+   * still open after `graceMs` destroyed. Resolves when the server is closed.
+   */
+  drain(graceMs: number): Promise<void>;
 }
 
 /** A listen failure (TG_MOCK_LISTEN) with the address in its message, e.g. a port already in use. */
@@ -261,7 +267,7 @@ async function injectBeforeAnswer(req: IncomingMessage, res: ServerResponse, kno
     return false;
   }
   if (knobs.status !== undefined) {
-    sendError(res, knobs.status, injectedError(knobs.status), MOCK_ERRORS.injectedStatus.code);
+    sendError(res, knobs.status, injectedError(knobs.status), MOCK_ERRORS.injectedStatus.code, knobs.retryAfter === undefined ? {} : { 'retry-after': knobs.retryAfter });
     return false;
   }
   return true;
@@ -376,8 +382,11 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
 
   const handle = createHandler(config);
   let requestCount = 0;
+  let draining = false;
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
     requestCount += 1;
+    // Draining: this connection's last response.
+    if (draining) res.setHeader('connection', 'close');
     config.onRequest?.({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
     handle(req, res).catch((error: unknown) => {
       // A bug or a client that vanished mid-body must cost one request, never the process.
@@ -414,6 +423,16 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
     port,
     get requestCount() {
       return requestCount;
+    },
+    drain(graceMs) {
+      draining = true;
+      const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+      timer.unref();
+      closing ??= new Promise<void>((resolve, reject) => {
+        // close() also closes the idle kept-alive connections.
+        server.close((error) => (clearTimeout(timer), error ? reject(error) : resolve()));
+      });
+      return closing;
     },
     close() {
       closing ??= new Promise<void>((resolve, reject) => {

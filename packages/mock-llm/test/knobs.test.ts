@@ -31,6 +31,17 @@ describe('x-mock-status', () => {
     expect(res.headers['content-type']).toBe('application/json');
   });
 
+  it('sends x-mock-retry-after as the Retry-After of the injected status, as a rate-limited provider does', async () => {
+    const server = await start();
+    const seconds = await postChat(server, chatBody(), { 'x-mock-status': '429', 'x-mock-retry-after': '30' });
+    expect(seconds.status).toBe(429);
+    expect(seconds.headers['retry-after']).toBe('30');
+    const date = await postChat(server, chatBody(), { 'x-mock-status': '503', 'x-mock-retry-after': 'Wed, 21 Oct 2026 07:28:00 GMT' });
+    expect(date.headers['retry-after']).toBe('Wed, 21 Oct 2026 07:28:00 GMT');
+    const none = await postChat(server, chatBody(), { 'x-mock-status': '429' });
+    expect(none.headers['retry-after']).toBeUndefined();
+  });
+
   it('applies to GET /v1/models too', async () => {
     const server = await start();
     const res = await send(`${server.url}/v1/models`, { headers: { 'x-mock-status': '502' } });
@@ -50,6 +61,7 @@ describe('header validation', () => {
     [MOCK_HEADERS.delayMs, '1e3'],
     [MOCK_HEADERS.usage, 'some'],
     [MOCK_HEADERS.error, 'explode'],
+    [MOCK_HEADERS.retryAfter, 'x'.repeat(65)],
   ])('answers 400 naming %s for %j', async (header, value) => {
     const server = await start();
     const res = await postChat(server, chatBody(), { [header]: value });

@@ -155,7 +155,7 @@ export const PROXY_ERRORS = defineErrors({
     code: 'TG_EXPRESSION_INPUT_TOO_LARGE',
     status: 431,
     message: 'request too large for the expressions of this route',
-    hint: 'a rate limit descriptor or an authorization rule here reads a request input (headers, path, host, model, the consumer\'s fields) that is over the bound its cost was estimated for: send fewer or shorter headers or a shorter path, or raise config.cel.maxHeaders, maxHeaderLength or maxPathLength (the controller\'s --cel-* flags)',
+    hint: 'a rate limit descriptor, an authorization rule or a transformation here reads a request input (headers, path, host, model, the consumer\'s fields) that is over the bound its cost was estimated for: send fewer or shorter headers or a shorter path, or raise config.cel.maxHeaders, maxHeaderLength or maxPathLength (the controller\'s --cel-* flags)',
   },
   formatUnsupported: {
     code: 'TG_FORMAT_UNSUPPORTED',
@@ -180,6 +180,24 @@ export const PROXY_ERRORS = defineErrors({
     status: 413,
     message: 'request body too large for a route that counts LLM tokens',
     hint: 'send a smaller body, or raise config.maxRequestBodyBytes (a body the gateway cannot read would escape the token budget)',
+  },
+  transformFailed: {
+    code: 'TG_TRANSFORM_FAILED',
+    status: 500,
+    message: 'the transformation of this route failed',
+    hint: 'an expression of the route\'s transformation could not be evaluated for this request (a map key the request does not have: test it with "k" in m first) or gave a value its field cannot hold (CR, LF or other control characters in a header value, bytes or NaN in a body); the message names the field, tollgate_transformations_total counts it by result, and gwctl trace shows it',
+  },
+  transformBodyNotJson: {
+    code: 'TG_TRANSFORM_BODY_NOT_JSON',
+    status: 400,
+    message: 'request body is not a JSON object, and this route edits it',
+    hint: 'the route\'s transformation sets or removes fields of the request body: send a JSON object, or send no body',
+  },
+  transformBodyTooLarge: {
+    code: 'TG_TRANSFORM_BODY_TOO_LARGE',
+    status: 413,
+    message: 'request body too large for the transformation of this route',
+    hint: 'the route\'s transformation edits or reads the request body, which the gateway reads whole up to config.maxRequestBodyBytes (a body it could not read would escape the edit, a forced model for one): send a smaller body, or raise config.maxRequestBodyBytes',
   },
   requestBodyUnreadable: {
     code: 'TG_REQUEST_BODY_UNREADABLE',

@@ -255,6 +255,7 @@ describe('GET /budgets: a GatewayPolicy on the whole Gateway', () => {
         origin: { kind: 'GatewayPolicy', namespace: 'apps', name: 'limits', target: { kind: 'Gateway', namespace: 'apps', name: 'gw', sectionName: null } },
         localRateLimit: [{ kind: 'requests', requests: 10, burst: 0, unit: 'Hours', by: { type: 'Header', name: 'x-user' } }],
         remoteRateLimit: null,
+        transformation: null,
         ...NO_AUTH,
       };
       const ports = await onFreePorts(2, async ([a, b]) => {

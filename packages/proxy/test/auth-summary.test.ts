@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { configDump } from '../src/admin/config-dump.js';
 import { MAX_LISTED_ENTRIES } from '../src/auth/summary.js';
 import { effectivePolicy } from '../src/trace/effective-policy.js';
+import { CoolDowns } from '../src/upstream/cool-downs.js';
 import { EndpointTable } from '../src/upstream/endpoints.js';
 
 const DIGEST = 'f'.repeat(64);
@@ -43,7 +44,7 @@ function snapshot(auth: Partial<Record<'apiKey' | 'basicAuth' | 'jwt', unknown>>
 }
 
 const dump = (snap: ProxySnapshot) =>
-  configDump(snap, 0, new EndpointTable({ connectTimeoutMs: 1000, clock: () => 0 }), {
+  configDump(snap, 0, { endpoints: new EndpointTable({ connectTimeoutMs: 1000, clock: () => 0 }), coolDowns: new CoolDowns({ defaultMs: 1, maxMs: 1 }, () => 0) }, {
     requestHeadersTimeoutMs: 1,
     requestBodyIdleTimeoutMs: 1,
     requestBodyTimeoutMs: 1,
@@ -58,6 +59,7 @@ const dump = (snap: ProxySnapshot) =>
     maxRateLimitKeys: 1,
     consumerMetricsTopN: 1,
     basicAuth: { workers: 1, maxQueue: 1, cacheEntries: 1 },
+    retries: { retryBudgetPercent: 1, retryBudgetMinConcurrency: 1, maxRetryBodyBytes: 1, coolDownMs: 1, maxCoolDownMs: 1 },
   });
 
 /** The route's policy as config_dump shows it, and its effectivePolicy as the trace does. */

@@ -6,12 +6,13 @@
 import type { BackendIR } from '@tollgate/api';
 import { describe, expect, it } from 'vitest';
 import { backendPicker, INVALID_BACKEND, SERVICE_BALANCING, type BalancingPolicy, type PickerDeps, type UpstreamTarget } from '../src/routing/backend-picker.js';
+import { CoolDowns } from '../src/upstream/cool-downs.js';
 import { callOutcome, EJECTION_BASE_MS, EJECTION_MAX_MS, EndpointTable, type Endpoint } from '../src/upstream/endpoints.js';
 
 function setup(count: number, balancing: BalancingPolicy = SERVICE_BALANCING) {
   const clock = { now: 1_000_000 };
   const endpoints = new EndpointTable({ connectTimeoutMs: 1000, clock: () => clock.now });
-  const deps: PickerDeps = { endpoints, clock: () => clock.now, balancing };
+  const deps: PickerDeps = { endpoints, clock: () => clock.now, balancing, coolDowns: new CoolDowns({ defaultMs: 5_000, maxMs: 300_000 }, () => clock.now) };
   const backend: BackendIR = {
     kind: 'service',
     name: 'llm.default.svc.cluster.local:80',

@@ -141,6 +141,45 @@ describe('DnsCache', () => {
       await llm.close();
     }
   });
+
+  it('a new answer replaces the pool: kept-alive connections to the old address are not reused', async () => {
+    // Two servers on one port, at the name's old and new addresses.
+    const seen: string[] = [];
+    const old = await startMockLlm({ host: '127.0.0.1', onRequest: () => seen.push('old') });
+    const next = await startMockLlm({ host: '127.0.0.2', port: old.port, onRequest: () => seen.push('new') });
+    const h = harness();
+    const table = new EndpointTable({ connectTimeoutMs: 5_000, clock: Date.now, dns: h.cache });
+    try {
+      h.answers.push({ addresses: v4('127.0.0.1'), ttlMs: 1_000 });
+      const endpoint = table.acquire('llm.provider.test', old.port, undefined, true);
+      const get = async () => {
+        const res = await endpoint.pool.request({ method: 'GET', path: '/v1/models' });
+        await res.body.text();
+        return res.statusCode;
+      };
+      expect(await get()).toBe(200);
+      h.advance(1_000);
+      h.answers.push({ addresses: v4('127.0.0.2'), ttlMs: 60_000 });
+      // The TTL is over: this request starts the new question and goes out on the connection it has.
+      expect(await get()).toBe(200);
+      await until(() => (h.cache.view()[0]?.addresses[0] === '127.0.0.2' ? true : undefined));
+      expect(await get()).toBe(200);
+      expect(await get()).toBe(200);
+      expect(seen).toEqual(['old', 'old', 'new', 'new']);
+      // The same addresses again keep the pool (and its connection).
+      const revision = h.cache.revision('llm.provider.test');
+      h.advance(60_000);
+      h.answers.push({ addresses: v4('127.0.0.2'), ttlMs: 60_000 });
+      expect(await get()).toBe(200);
+      await until(() => (h.asked.length === 3 ? true : undefined));
+      expect(h.cache.revision('llm.provider.test')).toBe(revision);
+      expect(await get()).toBe(200);
+      expect(seen).toEqual(['old', 'old', 'new', 'new', 'new', 'new']);
+    } finally {
+      await table.close();
+      await Promise.all([old.close(), next.close()]);
+    }
+  });
 });
 
 describe('config.dns', () => {

@@ -19,6 +19,7 @@ function policy(sectionName: string | null): PolicyIR {
     origin: { kind: 'GatewayPolicy', namespace: 'apps', name: 'limits', target: { kind: 'Gateway', namespace: 'apps', name: 'gw', sectionName } },
     localRateLimit: [{ kind: 'requests', requests: LIMIT, burst: 0, unit: 'Hours' }],
     remoteRateLimit: null,
+    transformation: null,
     ...NO_AUTH,
   };
 }

@@ -389,6 +389,8 @@ describe('a Service backend over real endpoints', () => {
           port: 80,
           // Plain HTTP: no BackendTLSPolicy names the Service.
           tls: null,
+          // Not cooling down: no 429 or 503 answered a route that fails over or retries.
+          coolDown: null,
           endpoints: [{ address: `127.0.0.1:${a.port}`, health: 1, requests: 1, inFlight: 0, ejectedUntil: null, latencyMs: expect.any(Number) as number }],
         },
       ],

@@ -32,6 +32,10 @@ export interface RequestInputs {
   readonly sourceAddress: string;
   /** The model named by the request body, when read. */
   readonly model: string | null;
+  /** `max_completion_tokens`, else `max_tokens`, of the request body (llm.maxTokens; 0 without). */
+  readonly maxTokens?: number | null;
+  /** Whether the request body asks for a stream (llm.stream). */
+  readonly stream?: boolean;
   /**
    * Who is calling, once authenticated; null: nobody authenticated it (the expressions then
    * see name "", group "" and empty maps). The authenticators keep the fields within the
@@ -153,7 +157,11 @@ export function bindRequest(req: RequestInputs, reads: ReadonlySet<InputName>, l
       ['headers', headers],
     ]),
     source: new Map([['address', req.sourceAddress]]),
-    llm: new Map([['model', model]]),
+    llm: new Map<string, unknown>([
+      ['model', model],
+      ['maxTokens', BigInt(req.maxTokens ?? 0)],
+      ['stream', req.stream ?? false],
+    ]),
     consumer: req.consumer
       ? new Map<string, unknown>([
           ['name', req.consumer.name],

@@ -4,7 +4,7 @@
 // expressions (authorization rules, transformations) is one more surface here.
 import { MAX_DNS_NAME } from '../host-port.js';
 import type { CelLimits } from '../limits.js';
-import { map, str, type Kind, type Shape } from './shape.js';
+import { BOOL, INT, map, str, type Kind, type Shape } from './shape.js';
 
 /** Longest HTTP method Node.js parses ("UNSUBSCRIBE" is 11), with room. */
 export const MAX_METHOD_LENGTH = 32;
@@ -23,7 +23,11 @@ export const MAX_CONSUMER_LABEL_LENGTH = 1024;
 export const MAX_CONSUMER_CLAIMS = 64;
 export const MAX_CLAIM_LENGTH = 4096;
 
-export type CelSurface = 'descriptor' | 'traceFilter' | 'authorization';
+/**
+ * transformHeader: a header value a transformation sets or adds; transformBody: a value it
+ * writes into a JSON request body; transformWhen: the condition of one of its edits.
+ */
+export type CelSurface = 'descriptor' | 'traceFilter' | 'authorization' | 'transformHeader' | 'transformBody' | 'transformWhen';
 
 interface SurfaceDef {
   readonly what: string;
@@ -59,6 +63,17 @@ const CONSUMER: Shape = {
   },
 };
 
+/**
+ * What a transformation's expressions read: the request as the checks saw it, the consumer they
+ * established, and of an LLM body the fields the token reservation reads (docs/transformation.md).
+ */
+const transformation = (limits: CelLimits): Record<string, Shape> => ({
+  request: request(limits),
+  source: { t: 'record', name: 'source', fields: { address: str(MAX_ADDRESS_LENGTH) } },
+  llm: { t: 'record', name: 'llm', fields: { model: str(MAX_MODEL_LENGTH), maxTokens: INT, stream: BOOL } },
+  consumer: CONSUMER,
+});
+
 export const SURFACES: Readonly<Record<CelSurface, SurfaceDef>> = {
   descriptor: {
     what: 'a rate limit descriptor value or key',
@@ -80,6 +95,9 @@ export const SURFACES: Readonly<Record<CelSurface, SurfaceDef>> = {
       consumer: CONSUMER,
     }),
   },
+  transformHeader: { what: 'a header value', results: new Set(['string', 'int', 'uint', 'double', 'bool']), variables: transformation },
+  transformBody: { what: 'a body value', results: new Set(['string', 'int', 'uint', 'double', 'bool', 'null', 'list', 'map']), variables: transformation },
+  transformWhen: { what: 'the condition of an edit', results: new Set(['bool']), variables: transformation },
   traceFilter: {
     what: 'a trace match',
     results: new Set(['bool']),

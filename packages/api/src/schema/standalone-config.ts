@@ -7,6 +7,8 @@ import { HTTPRouteFilter, HTTPRouteMatch, RouteTimeouts } from './gateway-api.js
 import { CelLimitsSchema, RegexLimitsSchema } from '../limits.js';
 import { PolicySet } from './traffic-policy.js';
 import { ProviderFileConfig } from '../provider/schema.js';
+import { HTTPRouteRetry } from '../resilience/retry.js';
+import { BackendPriority } from '../resilience/failover.js';
 
 /** The most endpoints one request may try after connections that failed before sending (config.connectAttempts). */
 export const MAX_CONNECT_ATTEMPTS = 8;
@@ -19,6 +21,7 @@ export const BackendConfig = Type.Object(
   {
     host: HostPort('Upstream address <host>:<port>.'),
     weight: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Relative share of requests; default 1; 0 sends none.' })),
+    priority: Type.Optional(BackendPriority),
     provider: Type.Optional(ProviderFileConfig),
     tls: Type.Optional(BackendTlsConfig),
     protocol: Type.Optional(
@@ -40,8 +43,9 @@ export const RouteConfig = Type.Object(
     filters: Type.Optional(Type.Array(HTTPRouteFilter, { maxItems: 16, description: 'Gateway API HTTPRouteFilter list, applied in order.' })),
     policies: Type.Optional(PolicySet),
     timeouts: Type.Optional(RouteTimeouts),
+    retry: Type.Optional(HTTPRouteRetry),
     backends: Type.Optional(
-      Type.Array(BackendConfig, { maxItems: 64, description: 'Upstreams; one is picked per request by weight. May be empty or left out only with a RequestRedirect filter.' }),
+      Type.Array(BackendConfig, { maxItems: 64, description: 'Upstreams; one of the lowest priority is picked per request by weight (the next priority answers when it fails). May be empty or left out only with a RequestRedirect filter.' }),
     ),
   },
   { additionalProperties: false, description: 'A route.' },
@@ -114,6 +118,31 @@ export const ProcessConfig = Type.Object(
         'Endpoints of its backend one request may try when the connection fails before any byte of the request was sent (refused, reset, connect timeout): safe whatever the method. Default 3; 1: no second endpoint; never more than the backend has.',
         MAX_CONNECT_ATTEMPTS,
       ),
+    ),
+    retryBudgetPercent: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 100,
+        description:
+          'Extra attempts (retries and failovers) a route may have in flight at once, as a percentage of its requests in flight; beyond it (and beyond retryBudgetMinConcurrency) a request gets the answer it has. Default 20.',
+      }),
+    ),
+    retryBudgetMinConcurrency: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 100_000, description: 'Extra attempts a route may always have in flight at once, whatever its traffic. Default 10.' }),
+    ),
+    maxRetryBodyBytes: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1_073_741_824,
+        description:
+          'Largest request body kept in memory to be sent again (retries, failover); a request with a larger body is sent once. 0: requests with a body are never sent again. At most maxBufferedRequestBytes. Default 1048576 (1 MiB).',
+      }),
+    ),
+    coolDown: Type.Optional(
+      Duration('How long a backend that answered 429 or 503 without Retry-After is passed over by routes with failover or retries. Default 5s; 0s: not at all.', { allowZero: true }),
+    ),
+    maxCoolDown: Type.Optional(
+      Duration('The longest cool-down a backend\'s Retry-After may ask for (seconds or an HTTP date); a longer one is held to it. Default 300s.', { allowZero: true }),
     ),
     backendRequestTimeout: Type.Optional(
       Duration('Default time to wait for a backend response to start, for routes without timeouts.backendRequest; default 60s; 0s: no timeout.', { allowZero: true }),

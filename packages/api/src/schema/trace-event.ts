@@ -3,6 +3,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { AUTH_KINDS, AUTH_PASS_REASONS, AUTH_REASONS } from '../auth/fields.js';
 import { Enum } from './common.js';
+import { TransformationState } from '../transformation/state.js';
 
 export const EFFECTIVE_POLICY_KEYS = [
   'localRateLimit',
@@ -95,7 +96,7 @@ export const AuthState = Type.Object(
 export type AuthState = Static<typeof AuthState>;
 
 export const RequestState = Type.Object(
-  { request: RequestInfo, source: Source, backend: Type.Optional(Backend), auth: Type.Optional(AuthState), env: Env },
+  { request: RequestInfo, source: Source, backend: Type.Optional(Backend), auth: Type.Optional(AuthState), transformation: Type.Optional(TransformationState), env: Env },
   { additionalProperties: false },
 );
 export type RequestState = Static<typeof RequestState>;

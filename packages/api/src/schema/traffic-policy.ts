@@ -8,7 +8,9 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Duration, Enum, HEADER_NAME_PATTERN, NO_CONTROL_PATTERN, PositiveInt } from './common.js';
 import { RateLimitService } from './outbound-ref.js';
 import { AUTH_TRAFFIC_FIELDS } from '../auth/fields.js';
+import { TransformationConfig } from '../transformation/transformation.js';
 import { DescriptorOverrides, LimitName, LocalOverrides, MAX_OVERRIDE_LIMIT } from './budget-overrides.js';
+import { FailoverPolicy } from '../resilience/failover.js';
 
 export { BackendRef, RateLimitService } from './outbound-ref.js';
 
@@ -188,6 +190,7 @@ export const TrafficPolicy = Type.Object(
   {
     rateLimit: Type.Optional(RateLimitPolicy),
     ...AUTH_TRAFFIC_FIELDS,
+    transformation: Type.Optional(TransformationConfig),
   },
   { additionalProperties: false, description: 'Policies applied to the traffic of the target.' },
 );
@@ -196,7 +199,7 @@ export type TrafficPolicy = Static<typeof TrafficPolicy>;
 /** `policies` of a standalone listener or route: a GatewayPolicy spec without targetRefs. */
 export const PolicySet = Type.Object(
   { traffic: Type.Optional(TrafficPolicy) },
-  { additionalProperties: false, description: 'Policies attached here; same shape as GatewayPolicy.spec without targetRefs.' },
+  { additionalProperties: false, description: 'Policies attached here; same shape as GatewayPolicy.spec without targetRefs and failover (a standalone route\'s backends carry their priority).' },
 );
 export type PolicySet = Static<typeof PolicySet>;
 
@@ -222,6 +225,7 @@ export const GatewayPolicySpec = Type.Object(
   {
     targetRefs: Type.Array(PolicyTargetRef, { minItems: 1, maxItems: 16, description: 'Targets of the policy.' }),
     traffic: Type.Optional(TrafficPolicy),
+    failover: Type.Optional(FailoverPolicy),
   },
   { additionalProperties: false, description: 'What the policy applies and where.' },
 );

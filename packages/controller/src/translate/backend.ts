@@ -13,9 +13,9 @@ import type { Context } from './context.js';
 import { generationOf } from './keys.js';
 import { grantNeeded, type ReferenceFrom } from './referencegrant.js';
 import type { BackendStatusReport } from './types.js';
-import type { TollgateBackend } from '../types/gateway-api.js';
+import { BACKEND_GROUP, type TollgateBackend } from '../types/gateway-api.js';
 
-export const BACKEND_GROUP = 'tollgate.dev';
+export { BACKEND_GROUP };
 
 /** What a backendRef to an accepted Backend becomes, but for its weight and filters. */
 export type BackendTarget = Omit<ExternalBackendIR, 'weight' | 'filters'>;

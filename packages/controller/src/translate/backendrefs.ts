@@ -126,5 +126,9 @@ function resolveTollgateBackend(
   const state = ctx.memo(`backend/${namespace}/${ref.name}`, () => backendState(b, ctx));
   if (!state.target) return invalid('BackendNotFound', `${what} is not accepted: ${state.accepted.message}`);
   const filters = backendFilters(ref.filters);
-  return { ir: { ...state.target, weight, ...(filters.length ? { filters } : {}) }, verdict: ok('ResolvedRefs', 'all references resolved') };
+  const resolved = ok('ResolvedRefs', 'all references resolved');
+  const tls = ctx.backendTls.forBackend(namespace, ref.name);
+  // As for a Service: a broken BackendTLSPolicy fails the requests rather than letting them go out unverified.
+  if (tls && !tls.ok) return { ir: { kind: 'invalid', name: state.target.name, weight, reason: tls.message }, verdict: resolved };
+  return { ir: { ...state.target, weight, ...(tls ? { tls: tls.tls } : {}), ...(filters.length ? { filters } : {}) }, verdict: resolved };
 }

@@ -1,5 +1,6 @@
-// BackendTLSPolicy (Gateway API v1, standard channel): TLS from the proxies to a Service port.
-// Each policy is checked once per translation: its CA certificates (ConfigMaps of its own
+// BackendTLSPolicy (Gateway API v1, standard channel): TLS from the proxies to a Service port,
+// or to a Backend resource (group tollgate.dev; its settings replace the Backend's own
+// spec.tls). Each policy is checked once per translation: its CA certificates (ConfigMaps of its own
 // namespace, key ca.crt, or wellKnownCACertificates System), its hostname and
 // subjectAltNames; a target claimed by an older policy (then namespace/name) makes the newer
 // one Conflicted. A backendRef to a targeted Service port gets the policy's BackendTLSIR (a
@@ -12,7 +13,7 @@ import { backendTlsIR, caBundleProblem, checkSubjectAltNames, type BackendTLSIR,
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import { byKey, compareAge, generationOf, keyOf } from './keys.js';
 import type { BackendTLSPolicyStatusReport, PolicyAncestorStatusReport } from './types.js';
-import { GATEWAY_GROUP, type BackendTLSPolicy, type Gateway, type HTTPBackendRef, type HTTPRoute } from '../types/gateway-api.js';
+import { BACKEND_GROUP, GATEWAY_GROUP, type BackendTLSPolicy, type Gateway, type HTTPBackendRef, type HTTPRoute } from '../types/gateway-api.js';
 
 export const WELL_KNOWN_SYSTEM = 'System';
 
@@ -33,8 +34,10 @@ export type PortTls = { readonly ok: true; readonly tls: BackendTLSIR; readonly 
 export interface BackendTlsIndex {
   /** The TLS of a Service port (a policy naming the port wins over one naming the Service), or null: plain HTTP. */
   forPort(namespace: string, service: string, port: V1ServicePort): PortTls | null;
-  /** The objects a Service's TLS is decided from (its policies, their ConfigMaps): a route whose are unchanged keeps its rules. */
-  dependencies(namespace: string, service: string): readonly unknown[];
+  /** The TLS of a Backend resource, or null: its own spec.tls decides. */
+  forBackend(namespace: string, backend: string): PortTls | null;
+  /** The objects the TLS of a Service or Backend of that name is decided from (its policies, their ConfigMaps): a route whose are unchanged keeps its rules. */
+  dependencies(namespace: string, name: string): readonly unknown[];
   /** Status of every policy, given the routes (which Gateways send to each policy's targets). */
   status(routes: readonly RoutedGateways[], services: ServicePorts, controllerName: string): Map<string, BackendTLSPolicyStatusReport>;
 }
@@ -108,13 +111,20 @@ function check(p: BackendTLSPolicy, configMap: (ns: string, name: string) => V1C
 }
 
 const targetKey = (namespace: string, service: string, section: string) => `${namespace}/${service}#${section}`;
+/** A Backend has no sections: a policy targets it whole. */
+const backendKey = (namespace: string, backend: string) => `Backend ${namespace}/${backend}`;
+
+type TargetRef = BackendTLSPolicy['spec']['targetRefs'][number];
+const isService = (t: TargetRef) => t.group === '' && t.kind === 'Service';
+const isBackend = (t: TargetRef) => t.group === BACKEND_GROUP && t.kind === 'Backend';
 
 export function indexBackendTls(policies: readonly BackendTLSPolicy[], configMap: (ns: string, name: string) => V1ConfigMap | undefined): BackendTlsIndex {
   // Older first (then namespace/name): the first to claim a target keeps it.
   const ordered = [...policies].sort((a, b) => compareAge(a.metadata, b.metadata));
   const claims = new Map<string, CheckedPolicy>();
   const conflicted = new Map<string, string>();
-  const byService = new Map<string, BackendTLSPolicy[]>();
+  /** Policies by `<namespace>/<name>` of the Services and Backends they target. */
+  const byTarget = new Map<string, BackendTLSPolicy[]>();
   const checked: CheckedPolicy[] = [];
   for (const p of ordered) {
     const c = check(p, configMap);
@@ -123,11 +133,11 @@ export function indexBackendTls(policies: readonly BackendTLSPolicy[], configMap
     let claimed = 0;
     let lost: string | null = null;
     for (const t of p.spec.targetRefs) {
-      if (t.group !== '' || t.kind !== 'Service') continue;
-      const list = byService.get(`${ns}/${t.name}`) ?? [];
+      if (!isService(t) && !isBackend(t)) continue;
+      const list = byTarget.get(`${ns}/${t.name}`) ?? [];
       if (!list.includes(p)) list.push(p);
-      byService.set(`${ns}/${t.name}`, list);
-      const k = targetKey(ns, t.name, t.sectionName ?? '');
+      byTarget.set(`${ns}/${t.name}`, list);
+      const k = isBackend(t) ? backendKey(ns, t.name) : targetKey(ns, t.name, t.sectionName ?? '');
       const owner = claims.get(k);
       if (owner) lost = owner.key;
       else {
@@ -146,8 +156,12 @@ export function indexBackendTls(policies: readonly BackendTLSPolicy[], configMap
       const c = policyFor(namespace, service, port);
       return c ? portTls(c) : null;
     },
-    dependencies(namespace, service) {
-      const list = byService.get(`${namespace}/${service}`) ?? [];
+    forBackend(namespace, backend) {
+      const c = claims.get(backendKey(namespace, backend));
+      return c ? portTls(c) : null;
+    },
+    dependencies(namespace, name) {
+      const list = byTarget.get(`${namespace}/${name}`) ?? [];
       return list.flatMap((p) => [p, ...(p.spec.validation.caCertificateRefs ?? []).map((r) => configMap(p.metadata.namespace ?? '', r.name))]);
     },
     status(routes, services, controllerName) {
@@ -158,13 +172,12 @@ export function indexBackendTls(policies: readonly BackendTLSPolicy[], configMap
         const rns = tr.route.metadata.namespace ?? '';
         for (const rule of tr.route.spec.rules ?? []) {
           for (const ref of [...(rule.backendRefs ?? []), ...mirrorRefs(rule.filters)]) {
-            if ((ref.group ?? '') !== '' || (ref.kind ?? 'Service') !== 'Service' || ref.port === undefined) continue;
             const ns = ref.namespace ?? rns;
-            const port = services(ns, ref.name, ref.port);
-            if (!port) continue;
-            // Every policy naming this port or its whole Service, the winner and the conflicted alike.
-            for (const p of byService.get(`${ns}/${ref.name}`) ?? []) {
-              if (!p.spec.targetRefs.some((t) => t.group === '' && t.kind === 'Service' && t.name === ref.name && (t.sectionName === undefined || t.sectionName === port.name))) continue;
+            const names = targetMatcher(ref, ns, services);
+            if (!names) continue;
+            // Every policy naming this target, the winner and the conflicted alike.
+            for (const p of byTarget.get(`${ns}/${ref.name}`) ?? []) {
+              if (!p.spec.targetRefs.some(names)) continue;
               const key = keyOf(p.metadata);
               const gws = gatewaysOf.get(key) ?? new Map<string, { namespace: string; name: string }>();
               gatewaysOf.set(key, gws);
@@ -189,6 +202,17 @@ export function indexBackendTls(policies: readonly BackendTLSPolicy[], configMap
       return out;
     },
   };
+}
+
+/** Which target references name what `ref` sends to (a Service port or a Backend), or null: neither. */
+function targetMatcher(ref: Omit<HTTPBackendRef, 'weight' | 'filters'>, namespace: string, services: ServicePorts): ((t: TargetRef) => boolean) | null {
+  const group = ref.group ?? '';
+  const kind = ref.kind ?? 'Service';
+  if (group === BACKEND_GROUP && kind === 'Backend') return (t) => isBackend(t) && t.name === ref.name;
+  if (group !== '' || kind !== 'Service' || ref.port === undefined) return null;
+  const port = services(namespace, ref.name, ref.port);
+  if (!port) return null;
+  return (t) => isService(t) && t.name === ref.name && (t.sectionName === undefined || t.sectionName === port.name);
 }
 
 function mirrorRefs(filters: readonly { readonly type: string; readonly requestMirror?: { readonly backendRef: Omit<HTTPBackendRef, 'weight' | 'filters'> } }[] | undefined): Omit<HTTPBackendRef, 'weight' | 'filters'>[] {

@@ -35,6 +35,9 @@ export const EXTENDED_FEATURES = [
   'HTTPRouteRequestPercentageMirror',
   'HTTPRouteRequestTimeout',
   'HTTPRouteResponseHeaderModification',
+  'HTTPRouteRetry',
+  'HTTPRouteRetryBackendTimeout',
+  'HTTPRouteRetryConnectionError',
   'HTTPRouteSchemeRedirect',
 ] as const;
 

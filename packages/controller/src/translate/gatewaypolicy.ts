@@ -5,7 +5,7 @@
 // What a policy may reach beyond its target: outbound targets only through ./outbound.ts (a
 // backendRef, never a host), and limits and counters of its own namespace only: the domain
 // of a global limit is sent as `<policy namespace>/<domain>` (docs/rate-limiting.md).
-import { checkTrafficPolicy, MAX_POLICY_ANCESTORS, type PolicyIR, type PolicyTargetIR, type Problem } from '@tollgate/api';
+import { checkTrafficPolicy, MAX_POLICY_ANCESTORS, type FailoverPolicy, type PolicyIR, type PolicyTargetIR, type Problem } from '@tollgate/api';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { listenerLive, type GatewayState } from './gateway.js';
@@ -21,6 +21,8 @@ import type { GatewayPolicyStatusReport, PolicyAncestorReference, PolicyAncestor
 
 /** Which policy applies where: `targetKey()` -> the winning policy's IR. */
 export type AppliedPolicies = ReadonlyMap<string, PolicyIR>;
+/** The failover of the winning policy of an HTTPRoute target (or section), by `targetKey()`: the priorities of its backendRefs. */
+export type AppliedFailover = ReadonlyMap<string, FailoverPolicy>;
 
 export function targetKey(kind: 'Gateway' | 'HTTPRoute', namespace: string, name: string, sectionName: string | null): string {
   return `${kind}/${namespace}/${name}/${sectionName ?? ''}`;
@@ -96,6 +98,8 @@ function validate(p: GatewayPolicy, ctx: Context): Validated {
   p.spec.targetRefs.forEach((t, i) => {
     if (t.group !== GATEWAY_GROUP || (t.kind !== 'Gateway' && t.kind !== 'HTTPRoute'))
       problems.push({ path: `spec.targetRefs[${i}]`, message: `${t.group}/${t.kind} cannot be targeted; use group ${GATEWAY_GROUP} with kind Gateway or HTTPRoute` });
+    else if (p.spec.failover && t.kind !== 'HTTPRoute')
+      problems.push({ path: `spec.targetRefs[${i}]`, message: 'spec.failover orders the backendRefs of HTTPRoute rules: target the HTTPRoute (or one of its rules), or move failover to a policy that does' });
   });
   const findings: Finding[] = problems.map((problem) => ({ problem, reason: 'Invalid' }));
   const outbound: PolicyOutbound[] = [];
@@ -138,6 +142,7 @@ function policyIR(converted: PolicyIR, p: GatewayPolicy, target: PolicyTargetIR,
 
 export interface PolicyResult {
   readonly applied: AppliedPolicies;
+  readonly failover: AppliedFailover;
   readonly status: Map<string, GatewayPolicyStatusReport>;
 }
 
@@ -179,6 +184,7 @@ export function translateGatewayPolicies(
   }
 
   const applied = new Map<string, PolicyIR>();
+  const failover = new Map<string, FailoverPolicy>();
   const status = new Map<string, GatewayPolicyStatusReport>();
   for (const c of checked) {
     const p = c.policy;
@@ -192,6 +198,7 @@ export function translateGatewayPolicies(
       if (accepted.ok && winner && winner !== p)
         accepted = fail('Conflicted', `GatewayPolicy ${keyOf(winner.metadata)} also targets ${targetName(t.ref)} and is older (or first by namespace/name); only it applies`);
       if (accepted.ok && t.pending === null && c.ir) applied.set(t.key, policyIR(c.ir, p, t.ref, t.key, c.rateLimitService));
+      if (accepted.ok && t.pending === null && p.spec.failover) failover.set(t.key, p.spec.failover);
       const guarding = !accepted.ok && guards.get(t.key) === p;
       if (guarding) applied.set(t.key, refusingPolicy(p, t.ref, t.key));
       const attached = !accepted.ok
@@ -219,7 +226,7 @@ export function translateGatewayPolicies(
     }
     status.set(key, { namespace: p.metadata.namespace ?? '', name: p.metadata.name, generation: gen, ancestors: ancestors(outcomes, ctx.controllerName, gen) });
   }
-  return { applied, status };
+  return { applied, failover, status };
 }
 
 function ancestorKey(a: PolicyAncestorReference): string {

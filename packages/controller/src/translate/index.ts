@@ -18,7 +18,7 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
   const routes = translateHTTPRoutes(ctx, gateways);
   const routesByKey = new Map(routes.map((r) => [r.key, r]));
   const policies = translateGatewayPolicies(resources.gatewayPolicies, ctx, gateways, routesByKey);
-  const snapshots = buildSnapshots(gateways, routes, policies.applied, ctx.limits);
+  const snapshots = buildSnapshots(gateways, routes, policies.applied, policies.failover, ctx.limits);
   return {
     snapshots,
     status: {

@@ -117,6 +117,7 @@ export function refusingPolicy(p: GatewayPolicy, target: PolicyTargetIR, key: st
     origin: { kind: 'GatewayPolicy', namespace, name: p.metadata.name, target },
     localRateLimit: null,
     remoteRateLimit: null,
+    transformation: null,
     ...NO_AUTH,
     apiKey: wide && p.spec.traffic?.apiKey ? { keyFrom: [{ type: 'Bearer' }, { type: 'Header', name: 'x-api-key' }], consumers: [] } : null,
     basicAuth: wide && p.spec.traffic?.basicAuth ? { realm: 'tollgate', origin: `GatewayPolicy ${namespace}/${p.metadata.name}, not accepted`, users: [] } : null,

@@ -13,6 +13,9 @@ import {
   type HTTPRouteMatch as ApiMatch,
   type Problem,
   type RouteMatchIR,
+  type RetryIR,
+  checkDuration,
+  toRetryIR,
 } from '@tollgate/api';
 import type { HTTPRequestMirrorFilter, HTTPRouteFilter, HTTPRouteRule } from '../types/gateway-api.js';
 
@@ -24,6 +27,25 @@ export interface RuleIR {
   readonly matches: RouteMatchIR[];
   readonly filters: FilterIR[];
   readonly timeouts: { readonly requestMs: number | null; readonly backendRequestMs: number | null };
+  /** The rule's retry (experimental channel); absent: none. */
+  readonly retry?: RetryIR;
+}
+
+/**
+ * The CRD's validations of `retry`, again (an object the API server did not check must not
+ * reach the proxy). `attempts` above the proxy's maximum is not a problem: toRetryIR holds it to
+ * MAX_RETRY_ATTEMPTS (the Gateway API sets no maximum; refusing would take the route down).
+ */
+function checkRetry(retry: HTTPRouteRule['retry'], path: string, out: Problem[]): void {
+  if (!retry) return;
+  (retry.codes ?? []).forEach((c, i) => {
+    if (!Number.isInteger(c) || c < 400 || c > 599) out.push({ path: `${path}.codes[${i}]`, message: `got ${c}; expected an HTTP status code from 400 to 599` });
+  });
+  if (retry.attempts !== undefined && (!Number.isInteger(retry.attempts) || retry.attempts < 1)) out.push({ path: `${path}.attempts`, message: `got ${retry.attempts}; expected an integer of at least 1` });
+  if (retry.backoff !== undefined) {
+    const d = checkDuration(retry.backoff, { allowZero: true });
+    if (!d.ok) out.push({ path: `${path}.backoff`, message: d.problem });
+  }
 }
 
 function duration(text: string | undefined, path: string, out: Problem[]): number | null {
@@ -109,6 +131,9 @@ export function translateRule(rule: HTTPRouteRule, path: string, limits: Evaluat
   filters.forEach((f, i) => {
     if (f.type === 'RequestMirror') checkMirror(f.requestMirror, `${path}.filters[${i}].requestMirror`, problems);
   });
+  checkRetry(rule.retry, `${path}.retry`, problems);
+  if (rule.sessionPersistence !== undefined)
+    problems.push({ path: `${path}.sessionPersistence`, message: 'session persistence is not supported; remove it (requests are balanced by least request within each backend)' });
   const requestMs = duration(rule.timeouts?.request, `${path}.timeouts.request`, problems);
   const backendRequestMs = duration(rule.timeouts?.backendRequest, `${path}.timeouts.backendRequest`, problems);
   if (requestMs && backendRequestMs && backendRequestMs > requestMs)
@@ -118,5 +143,5 @@ export function translateRule(rule: HTTPRouteRule, path: string, limits: Evaluat
   const timeouts = { requestMs: requestMs || null, backendRequestMs };
   if (problems.length) return { ir: { matches: [], filters: [], timeouts }, problems };
   // Mirrors are added by the caller, which resolves their backends.
-  return { ir: { matches: toMatches(matches), filters: supported.map(toFilter), timeouts }, problems };
+  return { ir: { matches: toMatches(matches), filters: supported.map(toFilter), timeouts, ...(rule.retry ? { retry: toRetryIR(rule.retry) } : {}) }, problems };
 }

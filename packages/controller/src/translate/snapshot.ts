@@ -1,8 +1,22 @@
 // One ProxySnapshot per accepted Gateway: a bind per port, a listener per accepted listener,
 // the attached routes in Gateway API precedence order with their policies.
-import { isDefaultLimits, withVersion, type BackendIR, type BindIR, type CertificateIR, type EvaluationLimits, type FilterIR, type ListenerIR, type PolicyIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import {
+  isDefaultLimits,
+  priorityOf,
+  withVersion,
+  type BackendIR,
+  type BindIR,
+  type CertificateIR,
+  type EvaluationLimits,
+  type FailoverPolicy,
+  type FilterIR,
+  type ListenerIR,
+  type PolicyIR,
+  type ProxySnapshot,
+  type RouteIR,
+} from '@tollgate/api';
 import { listenerLive, type GatewayState } from './gateway.js';
-import { targetKey, type AppliedPolicies } from './gatewaypolicy.js';
+import { targetKey, type AppliedFailover, type AppliedPolicies } from './gatewaypolicy.js';
 import type { TranslatedRoute, TranslatedRule } from './httproute.js';
 import type { ListenerState } from './listeners.js';
 import { hostAllowed } from './backend.js';
@@ -10,20 +24,40 @@ import { hostAllowed } from './backend.js';
 /** Address the proxy binds every port on; the proxy Service in front of it picks the exposure. */
 const BIND_ADDRESS = '0.0.0.0';
 
-// The IR of a rule on a listener, kept while the rule, its hostnames there and its policy are
-// the same objects (see the rules cache in ./httproute.ts).
-const routeCache = new WeakMap<TranslatedRule, Map<string, RouteIR>>();
+// The IR of a rule on a listener, kept while the rule, its hostnames there, its policy and its
+// failover are the same objects (see the rules cache in ./httproute.ts).
+interface CachedRoute {
+  readonly ir: RouteIR;
+  readonly failover: FailoverPolicy | undefined;
+}
+const routeCache = new WeakMap<TranslatedRule, Map<string, CachedRoute>>();
 
 // The cache key of a hostnames list, kept with the list (attachments keep their lists while
 // the route's attachment is unchanged): not joined again for every route of every translation.
 const hostKeys = new WeakMap<readonly string[], string>();
 
-function routeIR(tr: TranslatedRoute, rule: TranslatedRule, hostnames: readonly string[], policy: PolicyIR | null): RouteIR {
+/**
+ * The rule's backends with the priorities its failover gives their backendRefs (the backends
+ * are the backendRefs, in order); a priority only when not 0, so rules without failover keep
+ * their IR as it was.
+ */
+function prioritized(tr: TranslatedRoute, rule: TranslatedRule, failover: FailoverPolicy | undefined): readonly BackendIR[] {
+  if (!failover) return rule.backends;
+  const ns = tr.route.metadata.namespace ?? '';
+  const refs = tr.route.spec.rules?.[rule.index]?.backendRefs ?? [];
+  return rule.backends.map((b, i) => {
+    const ref = refs[i];
+    const priority = ref ? priorityOf(failover, ns, ref) : 0;
+    return priority ? { ...b, priority } : b;
+  });
+}
+
+function routeIR(tr: TranslatedRoute, rule: TranslatedRule, hostnames: readonly string[], policy: PolicyIR | null, failover: FailoverPolicy | undefined): RouteIR {
   let key = hostKeys.get(hostnames);
   if (key === undefined) hostKeys.set(hostnames, (key = hostnames.join(' ')));
   let byHosts = routeCache.get(rule);
   const hit = byHosts?.get(key);
-  if (hit && hit.policy === policy) return hit;
+  if (hit && hit.ir.policy === policy && hit.failover === failover) return hit.ir;
   const ns = tr.route.metadata.namespace ?? '';
   const name = tr.route.metadata.name;
   const ir: RouteIR = {
@@ -33,11 +67,12 @@ function routeIR(tr: TranslatedRoute, rule: TranslatedRule, hostnames: readonly 
     matches: rule.matches,
     filters: rule.filters,
     policy,
-    backends: rule.backends,
+    backends: prioritized(tr, rule, failover),
     timeouts: rule.timeouts,
+    ...(rule.retry ? { retry: rule.retry } : {}),
   };
-  if (!byHosts) routeCache.set(rule, (byHosts = new Map<string, RouteIR>()));
-  byHosts.set(key, ir);
+  if (!byHosts) routeCache.set(rule, (byHosts = new Map<string, CachedRoute>()));
+  byHosts.set(key, { ir, failover });
   return ir;
 }
 
@@ -51,13 +86,17 @@ function keyFor(owner: object, make: () => string): string {
   return key;
 }
 
-function routeIRs(tr: TranslatedRoute, hostnames: readonly string[], applied: AppliedPolicies): RouteIR[] {
+function routeIRs(tr: TranslatedRoute, hostnames: readonly string[], applied: AppliedPolicies, failover: AppliedFailover): RouteIR[] {
   const ns = tr.route.metadata.namespace ?? '';
   const name = tr.route.metadata.name;
-  const whole = applied.get(keyFor(tr.route, () => targetKey('HTTPRoute', ns, name, null))) ?? null;
+  const wholeKey = keyFor(tr.route, () => targetKey('HTTPRoute', ns, name, null));
+  const whole = applied.get(wholeKey) ?? null;
   return tr.rules.map((rule) => {
-    const section = rule.sectionName !== null ? applied.get(keyFor(rule, () => targetKey('HTTPRoute', ns, name, rule.sectionName))) : undefined;
-    return routeIR(tr, rule, hostnames, section ?? whole);
+    const sectionKey = rule.sectionName !== null ? keyFor(rule, () => targetKey('HTTPRoute', ns, name, rule.sectionName)) : null;
+    const section = sectionKey !== null ? applied.get(sectionKey) : undefined;
+    // A policy on the rule takes precedence over one on the whole route, for its failover too.
+    const onSection = sectionKey !== null && (section !== undefined || failover.has(sectionKey));
+    return routeIR(tr, rule, hostnames, section ?? whole, onSection ? failover.get(sectionKey) : failover.get(wholeKey));
   });
 }
 
@@ -104,6 +143,7 @@ export function buildSnapshots(
   gateways: ReadonlyMap<string, GatewayState>,
   routes: readonly TranslatedRoute[],
   applied: AppliedPolicies,
+  failover: AppliedFailover,
   limits: EvaluationLimits,
 ): Map<string, ProxySnapshot> {
   // The proxies check and run the routes under the bounds they were translated with.
@@ -114,7 +154,7 @@ export function buildSnapshots(
     for (const a of tr.attachments) {
       const list = byListener.get(a.listener) ?? [];
       if (!list.length) byListener.set(a.listener, list);
-      list.push(...routeIRs(tr, a.hostnames, applied));
+      list.push(...routeIRs(tr, a.hostnames, applied, failover));
     }
   }
   const out = new Map<string, ProxySnapshot>();

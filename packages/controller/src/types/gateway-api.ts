@@ -5,6 +5,8 @@
 import type { BackendSpec, GatewayPolicySpec, TrafficPolicy } from '@tollgate/api';
 
 export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
+/** The group of Tollgate's own resources a route or policy may name (Backend). */
+export const BACKEND_GROUP = 'tollgate.dev';
 export const POLICY_GROUP = 'tollgate.dev';
 
 /** The part of metav1.ObjectMeta translation uses. */
@@ -110,6 +112,8 @@ export interface Gateway {
     };
     /** Of spec.tls, translation reads the backend client certificate. */
     readonly tls?: { readonly backend?: { readonly clientCertificateRef?: SecretObjectReference } };
+    /** Experimental; Tollgate has no default Gateways: not read. */
+    readonly defaultScope?: string;
   };
 }
 
@@ -228,12 +232,22 @@ export interface HTTPRouteTimeouts {
   readonly backendRequest?: string;
 }
 
+/** Experimental channel (v1.6.1): present only where the experimental CRDs are installed. */
+export interface HTTPRouteRetry {
+  readonly codes?: readonly number[];
+  readonly attempts?: number;
+  readonly backoff?: string;
+}
+
 export interface HTTPRouteRule {
   readonly name?: string;
   readonly matches?: readonly HTTPRouteMatch[];
   readonly filters?: readonly HTTPRouteFilter[];
   readonly backendRefs?: readonly HTTPBackendRef[];
   readonly timeouts?: HTTPRouteTimeouts;
+  readonly retry?: HTTPRouteRetry;
+  /** Experimental; not supported: a rule that sets it is refused (UnsupportedValue). */
+  readonly sessionPersistence?: Readonly<Record<string, unknown>>;
 }
 
 export interface HTTPRoute {
@@ -244,6 +258,8 @@ export interface HTTPRoute {
     readonly parentRefs?: readonly ParentReference[];
     readonly hostnames?: readonly string[];
     readonly rules?: readonly HTTPRouteRule[];
+    /** Experimental; Tollgate has no default Gateways, so it attaches nowhere by itself. */
+    readonly useDefaultGateways?: string;
   };
 }
 

@@ -3,7 +3,7 @@
 // (additionalProperties false). parseObject() reads a Kubernetes object strictly: an unknown
 // kind or field is an error naming it, so a golden test input cannot say what it does not mean.
 import { Type, type TSchema } from '@sinclair/typebox';
-import { BackendSpec, compile, TrafficPolicy, ValidationError, type Validator } from '@tollgate/api';
+import { BackendSpec, compile, FailoverPolicy, TrafficPolicy, ValidationError, type Validator } from '@tollgate/api';
 import type { V1ConfigMap, V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { BackendTLSPolicy, Gateway, GatewayClass, GatewayPolicy, HTTPRoute, ReferenceGrant, TollgateBackend } from './gateway-api.js';
 
@@ -51,6 +51,8 @@ const GatewaySchema = Obj({
   metadata: Metadata,
   spec: Obj({
     gatewayClassName: Str(),
+    // Experimental channel (v1.6.1); Tollgate has no default Gateways: not read.
+    defaultScope: Opt(Str()),
     addresses: Opt(Type.Array(Obj({ type: Opt(Str()), value: Opt(Str()) }))),
     allowedListeners: Opt(Obj({ namespaces: Opt(Obj({ from: Opt(Str()), selector: Opt(LabelSelector) })) })),
     infrastructure: Opt(Obj({ labels: Opt(StringMap), annotations: Opt(StringMap), parametersRef: Opt(Obj({ group: Str(), kind: Str(), name: Str() })) })),
@@ -84,7 +86,7 @@ const HeaderFilter = Obj({ set: Opt(Type.Array(Obj({ name: Str(), value: Str() }
 const PathModifier = Obj({ type: Type.Union([Type.Literal('ReplaceFullPath'), Type.Literal('ReplacePrefixMatch')]), replaceFullPath: Opt(Str()), replacePrefixMatch: Opt(Str()) });
 const BackendObjectRef = { group: Opt(Str()), kind: Opt(Str()), name: Str(), namespace: Opt(Str()), port: Opt(Int({ minimum: 1, maximum: 65535 })) };
 const Filter = Obj({
-  type: Type.Union(['RequestHeaderModifier', 'ResponseHeaderModifier', 'RequestMirror', 'RequestRedirect', 'URLRewrite', 'ExtensionRef', 'CORS'].map((t) => Type.Literal(t))),
+  type: Type.Union(['RequestHeaderModifier', 'ResponseHeaderModifier', 'RequestMirror', 'RequestRedirect', 'URLRewrite', 'ExtensionRef', 'CORS', 'ExternalAuth'].map((t) => Type.Literal(t))),
   requestHeaderModifier: Opt(HeaderFilter),
   responseHeaderModifier: Opt(HeaderFilter),
   requestRedirect: Opt(
@@ -109,6 +111,8 @@ const Filter = Obj({
     }),
   ),
   extensionRef: Opt(Obj({ group: Str(), kind: Str(), name: Str() })),
+  // Experimental channel; the filter is not supported (the route says so), its fields not read.
+  externalAuth: Opt(Type.Record(Type.String(), Type.Unknown())),
 });
 
 const HTTPRouteSchema = Obj({
@@ -136,10 +140,14 @@ const HTTPRouteSchema = Obj({
           filters: Opt(Type.Array(Filter, { maxItems: 16 })),
           backendRefs: Opt(Type.Array(Obj({ ...BackendObjectRef, weight: Opt(Int({ minimum: 0, maximum: 1_000_000 })), filters: Opt(Type.Array(Filter)) }), { maxItems: 16 })),
           timeouts: Opt(Obj({ request: Opt(Str()), backendRequest: Opt(Str()) })),
+          // Experimental channel (v1.6.1): present only where the experimental CRDs are installed.
+          retry: Opt(Obj({ codes: Opt(Type.Array(Int(), { maxItems: 64 })), attempts: Opt(Int()), backoff: Opt(Str()) })),
+          sessionPersistence: Opt(Type.Record(Type.String(), Type.Unknown())),
         }),
         { maxItems: 16 },
       ),
     ),
+    useDefaultGateways: Opt(Str()),
   }),
 });
 
@@ -176,6 +184,7 @@ const GatewayPolicySchema = Obj({
   spec: Obj({
     targetRefs: Type.Array(Obj({ group: Str(), kind: Str(), name: Str(), sectionName: Opt(Str()) }), { minItems: 1, maxItems: 16 }),
     traffic: Opt(TrafficPolicy),
+    failover: Opt(FailoverPolicy),
   }),
 });
 

@@ -74,12 +74,32 @@ export function policyText(p: DumpPolicy['policy']): string {
     else if (key === 'remoteRateLimit' && typeof value === 'object') {
       const r = value as { service?: string; domain?: string; descriptors?: unknown[] };
       parts.push(`${key}: ${r.service ?? '?'} domain ${r.domain ?? '?'}, ${r.descriptors?.length ?? 0} descriptor(s)`);
+    } else if (key === 'transformation' && typeof value === 'object') {
+      parts.push(`${key}: ${transformationText(value)}`);
     } else {
       const auth = authText(key, value as Record<string, unknown>);
       parts.push(auth ? `${key}: ${auth}` : key);
     }
   }
   return parts.join('; ') || 'none';
+}
+
+interface EditsDump {
+  readonly set?: readonly unknown[];
+  readonly add?: readonly unknown[];
+  readonly remove?: readonly unknown[];
+}
+interface TransformationDump {
+  readonly request?: { readonly headers?: EditsDump | null; readonly body?: EditsDump | null };
+  readonly response?: { readonly headers?: EditsDump | null };
+}
+
+/** `request 3 headers, 2 body fields; response 1 header` (the edits of each part, counted). */
+function transformationText(t: TransformationDump): string {
+  const count = (e: EditsDump | null | undefined) => (e?.set?.length ?? 0) + (e?.add?.length ?? 0) + (e?.remove?.length ?? 0);
+  const request = [count(t.request?.headers) ? plural(count(t.request?.headers), 'header') : '', count(t.request?.body) ? plural(count(t.request?.body), 'body field') : ''].filter(Boolean);
+  const response = count(t.response?.headers);
+  return [request.length ? `request ${request.join(', ')}` : '', response ? `response ${plural(response, 'header')}` : ''].filter(Boolean).join('; ') || 'no edits';
 }
 
 const plural = (n: unknown, word: string) => `${typeof n === 'number' ? n : '?'} ${word}${n === 1 ? '' : 's'}`;
@@ -153,7 +173,8 @@ export function renderAll(d: ConfigDump): string {
 /**
  * The backend health table of the interface spec §2.7; `wide` adds INFLIGHT (requests in
  * flight) and EJECTED (until when the endpoint is avoided after a failed connect, `-` when it
- * is not; `?` for what a proxy did not report).
+ * is not; `?` for what a proxy did not report). Backends cooling down after a 429 or 503 follow
+ * in a table of their own (none: nothing more is printed, and the §2.7 table stands alone).
  */
 export function renderBackends(backends: readonly DumpBackend[], wide = false): string {
   const rows = backends.flatMap((b) =>
@@ -165,7 +186,13 @@ export function renderBackends(backends: readonly DumpBackend[], wide = false): 
   );
   if (!rows.length) return 'No backends.\n';
   const header = ['TYPE', 'NAME', 'NAMESPACE', 'ENDPOINT', 'HEALTH', 'REQUESTS', 'LATENCY'];
-  return table(wide ? [...header, 'INFLIGHT', 'EJECTED'] : header, rows);
+  const health = table(wide ? [...header, 'INFLIGHT', 'EJECTED'] : header, rows);
+  const cooling = backends.filter((b) => b.coolDown);
+  if (!cooling.length) return health;
+  return `${health}\nCOOLING DOWN\n${table(
+    ['TYPE', 'NAME', 'NAMESPACE', 'REMAINING', 'REASON'],
+    cooling.map((b) => [b.type, b.name, b.namespace || '-', `${b.coolDown!.remainingSeconds}s`, b.coolDown!.reason]),
+  )}`;
 }
 
 export async function configAll(ref: string | undefined, flags: ConfigFlags, io: Io): Promise<void> {
@@ -182,7 +209,7 @@ async function loadBackends(ref: string | undefined, flags: BackendsFlags, io: I
 export async function configBackends(ref: string | undefined, flags: BackendsFlags, io: Io): Promise<void> {
   const found = await loadBackends(ref, flags, io);
   const format = flags.output ?? 'table';
-  const backends = found.map((b) => ({ type: b.type, name: b.name, namespace: b.namespace ?? '', endpoints: b.endpoints ?? [] }));
+  const backends = found.map((b) => ({ type: b.type, name: b.name, namespace: b.namespace ?? '', coolDown: b.coolDown ?? null, endpoints: b.endpoints ?? [] }));
   const text = format === 'table' || format === 'wide' ? renderBackends(found, format === 'wide') : formatted(backends, format);
   write(io.stdout, text ?? '');
 }

@@ -2,7 +2,7 @@
 // summary of each row (interface spec §4.3), and the three detail views of the raw-event pane
 // (e: the event's JSON, s: the request/response state of a snapshot, d: the diff of that
 // state against the previous snapshot of the same kind).
-import type { AuthState, TraceEvent } from '@tollgate/api';
+import type { AuthState, RequestState, TraceEvent, TransformationState } from '@tollgate/api';
 
 export type Severity = TraceEvent['severity'];
 export type DetailMode = 'event' | 'state' | 'diff';
@@ -31,6 +31,19 @@ export function authSummary(auth: AuthState): string {
   return [auth.consumer ? `consumer ${auth.consumer.name}` : 'no consumer', checks.join(', ')].filter(Boolean).join('; ');
 }
 
+/** `transformation applied (x-team, model)`, or its refusal: `transformation invalid_value (request.headers.set[0].value: ...)` */
+export function transformationSummary(t: TransformationState): string {
+  if (t.result !== 'applied') return `transformation ${t.result}${t.note ? ` (${t.note})` : ''}`;
+  const fields = [...t.headers, ...t.body];
+  return `transformation applied${fields.length ? ` (${fields.join(', ')})` : ''}`;
+}
+
+/** What the route's checks and transformation did, for the route policies row. */
+function routePoliciesSummary(state: RequestState): string | null {
+  const parts = [state.auth ? authSummary(state.auth) : '', state.transformation ? transformationSummary(state.transformation) : ''].filter(Boolean);
+  return parts.length ? parts.join('; ') : null;
+}
+
 export function summary(e: TraceEvent): string {
   const m = e.message;
   switch (m.type) {
@@ -41,8 +54,8 @@ export function summary(e: TraceEvent): string {
         ? `${m.stage}: ${m.requestState.request.method} ${m.requestState.request.host}${m.requestState.request.pathAndQuery}`
         : m.stage === 'final request' && m.requestState.backend
           ? `${m.stage} -> ${m.requestState.backend.name}`
-          : m.stage === 'route policies' && m.requestState.auth
-            ? `${m.stage}: ${authSummary(m.requestState.auth)}`
+          : m.stage === 'route policies' && routePoliciesSummary(m.requestState)
+            ? `${m.stage}: ${routePoliciesSummary(m.requestState)}`
             : m.stage;
     case 'routeSelection':
       return `${m.selectedRoute ?? 'no route matched'} (${m.evaluatedRoutes.length} evaluated)`;

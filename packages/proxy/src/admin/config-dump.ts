@@ -7,7 +7,9 @@
 import { certificateInfo, DEFAULT_LIMITS, isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ListenerTlsIR, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
 import type { EndpointTable, EndpointView } from '../upstream/endpoints.js';
 import { upstreamNames } from '../routing/backend-picker.js';
-import { tlsSettingKey, tlsView } from '../upstream/backend-tls.js';
+import { tlsView } from '../upstream/backend-tls.js';
+import { backendKey, type CoolDowns } from '../upstream/cool-downs.js';
+import type { RetrySettingsView } from '../routing/retry-budget.js';
 import { withAuthSummarized } from '../auth/summary.js';
 
 function round(n: number, digits: number): number {
@@ -50,9 +52,17 @@ export interface DumpSettings {
   readonly consumerMetricsTopN: number;
   /** config.basicAuth with its defaults applied. */
   readonly basicAuth: { readonly workers: number; readonly maxQueue: number; readonly cacheEntries: number };
+  /** config.retryBudgetPercent, retryBudgetMinConcurrency, maxRetryBodyBytes, coolDown and maxCoolDown in force. */
+  readonly retries: RetrySettingsView;
 }
 
-export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: EndpointTable, settings: DumpSettings) {
+/** The live state config_dump and /backends read besides the snapshot. */
+export interface BackendState {
+  readonly endpoints: EndpointTable;
+  readonly coolDowns: CoolDowns;
+}
+
+export function configDump(ir: ProxySnapshot, loadedAt: number, state: BackendState, settings: DumpSettings) {
   const listeners = ir.binds.flatMap((b) =>
     b.listeners.map((l) => ({
       name: l.name,
@@ -72,12 +82,13 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: Endpo
         matches: r.matches.map(dumpMatch),
         filters: r.filters,
         origin: r.origin,
-        backends: r.backends.map((x) => ({ name: x.name, weight: x.weight, ...('provider' in x && x.provider ? { provider: x.provider } : {}) })),
+        backends: r.backends.map((x) => ({ name: x.name, weight: x.weight, ...(x.priority ? { priority: x.priority } : {}), ...('provider' in x && x.provider ? { provider: x.provider } : {}) })),
         timeouts: r.timeouts,
+        retry: r.retry ?? null,
       })),
     ),
   );
-  const backends = backendHealth(ir, endpoints);
+  const backends = backendHealth(ir, state);
   // The origin (the GatewayPolicy or config path it came from) beside the policy, whose keys
   // stay the policy kinds; the authentication kinds summarized as the trace shows them (no
   // list that grows with the consumers: a policy of 100,000 keys is a count).
@@ -112,21 +123,23 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, endpoints: Endpo
  * address); a Service has one per ready endpoint. Backends at one address with different TLS
  * settings are listed apart (they have pools of their own).
  */
-export function backendHealth(ir: ProxySnapshot, endpoints: EndpointTable) {
+export function backendHealth(ir: ProxySnapshot, { endpoints, coolDowns }: BackendState) {
   const endpoint = (key: string): EndpointView => {
     const v = endpoints.get(key)?.view() ?? { address: key.split('#')[0]!, health: 1, requests: 0, latencyMs: 0, inFlight: 0, ejectedUntil: null };
     return { ...v, health: round(v.health, 4), latencyMs: round(v.latencyMs, 3) };
   };
-  return [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [x.kind !== 'invalid' && x.tls ? `${x.name}#${tlsSettingKey(x.tls)}` : x.name, x])).values()].map((x) => {
+  return [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [backendKey(x), x])).entries()].map(([key, x]) => {
+    // Null unless the backend answered 429 or 503 to a route that fails over or retries, moments ago.
+    const coolDown = coolDowns.view(key);
     switch (x.kind) {
       case 'static':
-        return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, ...(x.provider ? { provider: x.provider } : {}), tls: tlsView(x.tls), endpoints: upstreamNames(x).map(endpoint) };
+        return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, ...(x.provider ? { provider: x.provider } : {}), tls: tlsView(x.tls), coolDown, endpoints: upstreamNames(x).map(endpoint) };
       case 'service':
-        return { type: 'Service', name: x.name, namespace: x.namespace, host: x.service, port: x.port, tls: tlsView(x.tls), endpoints: upstreamNames(x).map(endpoint) };
+        return { type: 'Service', name: x.name, namespace: x.namespace, host: x.service, port: x.port, tls: tlsView(x.tls), coolDown, endpoints: upstreamNames(x).map(endpoint) };
       case 'external':
-        return { type: 'Backend', name: x.name, namespace: x.namespace, host: x.hostname, port: x.port, ...(x.provider ? { provider: x.provider } : {}), tls: tlsView(x.tls), endpoints: upstreamNames(x).map(endpoint) };
+        return { type: 'Backend', name: x.name, namespace: x.namespace, host: x.hostname, port: x.port, ...(x.provider ? { provider: x.provider } : {}), tls: tlsView(x.tls), coolDown, endpoints: upstreamNames(x).map(endpoint) };
       case 'invalid':
-        return { type: 'Invalid', name: x.name, namespace: '', host: '', port: 0, reason: x.reason, endpoints: [] };
+        return { type: 'Invalid', name: x.name, namespace: '', host: '', port: 0, reason: x.reason, coolDown: null, endpoints: [] };
     }
   });
 }

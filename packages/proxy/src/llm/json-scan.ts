@@ -56,21 +56,29 @@ export function isSpace(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
+/** One member of the top-level object: its key, where the member starts (the key's quote) and where its value lies. */
+export interface MemberSpan extends Span {
+  readonly key: string;
+  readonly keyStart: number;
+}
+
 /**
- * The members of a top-level JSON object. The caller has already parsed the buffer with
- * JSON.parse (so it is valid JSON and an object); this only finds where things are.
+ * Every member of a top-level JSON object, in order, duplicates included, and the offset of
+ * its closing brace. The caller has already parsed the buffer with JSON.parse (so it is valid
+ * JSON and an object); this only finds where things are.
  */
-export function scanTopLevelObject(buf: Uint8Array): TopLevelObject {
-  const members = new Map<string, Span>();
+export function scanMembers(buf: Uint8Array): { readonly members: readonly MemberSpan[]; readonly close: number } {
+  const members: MemberSpan[] = [];
   let depth = 0;
   let inString = false;
   let stringStart = -1;
   let key: string | null = null;
+  let keyStart = -1;
   let valueStart = -1;
   let lastNonSpace = -1;
   let close = -1;
   const endValue = () => {
-    if (key !== null && valueStart >= 0) members.set(key, { start: valueStart, end: lastNonSpace + 1 });
+    if (key !== null && valueStart >= 0) members.push({ key, keyStart, start: valueStart, end: lastNonSpace + 1 });
     key = null;
     valueStart = -1;
   };
@@ -82,7 +90,10 @@ export function scanTopLevelObject(buf: Uint8Array): TopLevelObject {
         inString = false;
         lastNonSpace = i;
         // A string at depth 1 that is not a value is a key.
-        if (depth === 1 && valueStart < 0 && key === null) key = JSON.parse(Buffer.from(buf.subarray(stringStart, i + 1)).toString('utf8')) as string;
+        if (depth === 1 && valueStart < 0 && key === null) {
+          key = JSON.parse(Buffer.from(buf.subarray(stringStart, i + 1)).toString('utf8')) as string;
+          keyStart = stringStart;
+        }
       }
       continue;
     }
@@ -103,4 +114,10 @@ export function scanTopLevelObject(buf: Uint8Array): TopLevelObject {
     lastNonSpace = i;
   }
   return { members, close };
+}
+
+/** The members of a top-level JSON object by key: the last of each (JSON.parse keeps the last one too). */
+export function scanTopLevelObject(buf: Uint8Array): TopLevelObject {
+  const { members, close } = scanMembers(buf);
+  return { members: new Map(members.map((m) => [m.key, { start: m.start, end: m.end }])), close };
 }

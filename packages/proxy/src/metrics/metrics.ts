@@ -1,7 +1,7 @@
 // Prometheus metrics of one proxy (prom-client, a registry per runtime so several proxies
 // can live in one process). Label values are bounded: route names and statuses by the config;
 // model names, which clients choose freely, by `ModelLabels` (the first N seen, then `other`).
-import type { AuthKind, AuthPassReason, AuthReason } from '@tollgate/api';
+import type { AuthKind, AuthPassReason, AuthReason, TransformResult } from '@tollgate/api';
 import { Counter, Gauge, Registry, collectDefaultMetrics, type LabelValues, type Metric } from 'prom-client';
 import { ConsumerTokens, DEFAULT_CONSUMER_METRICS_TOP_N } from './consumer-tokens.js';
 
@@ -24,6 +24,13 @@ export const OTHER_MODEL = 'other';
 export const UNKNOWN_MODEL = 'unknown';
 /** The route label of requests no route matched. */
 export const NO_ROUTE = 'none';
+
+/** The outcome label of an attempt: its status class (429 apart), or the catalog code of its transport failure. */
+export function attemptOutcome(status: number, error: string | null): string {
+  if (error !== null) return error;
+  if (status === 429) return '429';
+  return status >= 500 ? '5xx' : status >= 400 ? '4xx' : status >= 300 ? '3xx' : '2xx';
+}
 
 /**
  * Bounds the cardinality of the `model` label: the first `max` distinct model names seen since
@@ -254,6 +261,13 @@ export class ProxyMetrics {
     ['result'],
   );
   readonly #jwksCells = new Map<string, Cell<'result'>>();
+  readonly #transformations = new CellCounter(
+    this.registry,
+    'tollgate_transformations_total',
+    'Requests of routes with a transformation, by route and result: applied, or why it refused the request: evaluation_error and invalid_value (500 TG_TRANSFORM_FAILED), input_too_large (431), body_not_json (400), body_too_large (413); docs/transformation.md.',
+    ['route', 'result'],
+  );
+  readonly #transformCells = new Map<string, Map<TransformResult, Cell<'route' | 'result'>>>();
   readonly #unsentRetries = new CellCounter(
     this.registry,
     'tollgate_upstream_unsent_retries_total',
@@ -268,6 +282,27 @@ export class ProxyMetrics {
     ['route', 'direction'],
   );
   readonly #websocketCells = new Map<string, WebSocketByteCells>();
+  readonly #attempts = new CellCounter(
+    this.registry,
+    'tollgate_upstream_attempts_total',
+    'Attempts of requests at backends, by route, backend (as the config names it) and outcome: the answer\'s status class (2xx, 3xx, 4xx, 5xx; 429 on its own) or the catalog code of a transport failure (TG_UPSTREAM_REFUSED, TG_UPSTREAM_TIMEOUT, ...). A request failed over or retried counts one attempt per backend call.',
+    ['route', 'backend', 'outcome'],
+  );
+  readonly #attemptCells = new Map<string, Map<string, Map<string, Cell<'route' | 'backend' | 'outcome'>>>>();
+  readonly #retries = new CellCounter(
+    this.registry,
+    'tollgate_retries_total',
+    'Extra attempts of requests, by route and kind: retry (the route\'s retry, within a priority level) or failover (to the next priority level). docs/retries-failover.md.',
+    ['route', 'kind'],
+  );
+  readonly #retryCells = new Map<string, Map<string, Cell<'route' | 'kind'>>>();
+  readonly #budgetExhausted = new CellCounter(
+    this.registry,
+    'tollgate_retry_budget_exhausted_total',
+    'Retries and failovers not made because the route\'s retry budget had no share left (config.retryBudgetPercent, retryBudgetMinConcurrency): the request got the answer it had, by route.',
+    ['route'],
+  );
+  readonly #budgetCells = new Map<string, Cell<'route'>>();
   readonly #upstreamLatency = new CellHistogram<'route'>(
     this.registry,
     'tollgate_upstream_latency_seconds',
@@ -367,6 +402,11 @@ export class ProxyMetrics {
     cell.value++;
   }
 
+  /** Counts one request of a route with a transformation; `result` is a fixed set (TRANSFORM_RESULTS). */
+  countTransformation(route: string, result: TransformResult): void {
+    nested(this.#transformCells, route, result, () => this.#transformations.cell({ route, result })).value++;
+  }
+
   /** Counts one request sent to another endpoint after `error` (a catalog code) before anything was sent. */
   countUnsentRetry(route: string, error: string): void {
     let byError = this.#unsentRetryCells.get(route);
@@ -386,6 +426,26 @@ export class ProxyMetrics {
     return cells;
   }
 
+  /** Counts one attempt of a request at a backend; `outcome` from attemptOutcome(). */
+  countAttempt(route: string, backend: string, outcome: string): void {
+    const byOutcome = nested(this.#attemptCells, route, backend, () => new Map<string, Cell<'route' | 'backend' | 'outcome'>>());
+    let cell = byOutcome.get(outcome);
+    if (!cell) byOutcome.set(outcome, (cell = this.#attempts.cell({ route, backend, outcome })));
+    cell.value++;
+  }
+
+  /** Counts one extra attempt of a request: a retry or a failover. */
+  countRetry(route: string, kind: 'retry' | 'failover'): void {
+    nested(this.#retryCells, route, kind, () => this.#retries.cell({ route, kind })).value++;
+  }
+
+  /** Counts one retry or failover the route's budget did not allow. */
+  countRetryBudgetExhausted(route: string): void {
+    let cell = this.#budgetCells.get(route);
+    if (!cell) this.#budgetCells.set(route, (cell = this.#budgetExhausted.cell({ route })));
+    cell.value++;
+  }
+
   countRequest(route: string, status: number): void {
     let byStatus = this.#requestCells.get(route);
     if (!byStatus) this.#requestCells.set(route, (byStatus = new Map<number, Cell<'route' | 'status'>>()));
@@ -402,9 +462,14 @@ export class ProxyMetrics {
   retainRoutes(routes: ReadonlySet<string>): void {
     const gone = (route: unknown): boolean => route !== NO_ROUTE && !routes.has(String(route));
     // Deleting the current key while iterating a Map is safe.
-    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells, this.#websocketCells]) for (const route of map.keys()) if (gone(route)) map.delete(route);
+    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells, this.#transformCells, this.#attemptCells, this.#retryCells, this.#budgetCells, this.#websocketCells])
+      for (const route of map.keys()) if (gone(route)) map.delete(route);
+    this.#transformations.drop((l) => gone(l.route));
     this.#websocketBytes.drop((l) => gone(l.route));
     this.#requests.drop((l) => gone(l.route));
+    this.#attempts.drop((l) => gone(l.route));
+    this.#retries.drop((l) => gone(l.route));
+    this.#budgetExhausted.drop((l) => gone(l.route));
     this.#unsentRetries.drop((l) => gone(l.route));
     this.#tokens.drop((l) => gone(l.route));
     this.#upstreamLatency.drop((l) => gone(l.route));

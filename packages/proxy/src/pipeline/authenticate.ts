@@ -15,19 +15,31 @@ export function authenticate(ctx: RequestContext): boolean | Promise<boolean> {
   return checks === null ? true : runChecks(ctx, checks);
 }
 
-async function runChecks(ctx: RequestContext, checks: readonly AuthCheck[]): Promise<boolean> {
-  for (const check of checks) {
-    if (check.needsBody && !ctx.llm && ctx.hasBody) await readBodyOnce(ctx);
+/**
+ * The checks from `from` on. Synchronous while every check answers at once (an apiKey, a cached
+ * basicAuth or jwt verification): awaiting a plain value would still cost a microtask turn per
+ * request. A check that needs the body, or answers with a promise, continues asynchronously.
+ */
+function runChecks(ctx: RequestContext, checks: readonly AuthCheck[], from = 0, bodyRead = false): boolean | Promise<boolean> {
+  for (let i = from; i < checks.length; i++) {
+    const check = checks[i]!;
+    if (check.needsBody && !bodyRead && !ctx.llm && ctx.hasBody) return readBodyOnce(ctx).then(() => runChecks(ctx, checks, i, true));
     if (ctx.res.headersSent) return false; // the body could not be read and was answered
-    let verdict: AuthVerdict | Promise<AuthVerdict> = check.run(authRequest(ctx));
-    if (verdict instanceof Promise) verdict = await verdict;
-    record(ctx, check, verdict);
-    if (!verdict.ok) {
-      refuse(ctx, check, verdict);
-      return false;
-    }
-    apply(ctx, verdict);
+    const verdict = check.run(authRequest(ctx));
+    if (verdict instanceof Promise) return verdict.then((v) => conclude(ctx, check, v) && runChecks(ctx, checks, i + 1));
+    if (!conclude(ctx, check, verdict)) return false;
   }
+  return true;
+}
+
+/** Records a check's verdict and applies it: false when it refused the request (answered). */
+function conclude(ctx: RequestContext, check: AuthCheck, verdict: AuthVerdict): boolean {
+  record(ctx, check, verdict);
+  if (!verdict.ok) {
+    refuse(ctx, check, verdict);
+    return false;
+  }
+  apply(ctx, verdict);
   return true;
 }
 
@@ -59,7 +71,7 @@ function authRequest(ctx: RequestContext): AuthRequest {
  * The request headers less those an earlier check removed (a credential it consumed), so that a
  * later check neither sends them to an authorization service nor builds on them.
  */
-function withoutRemoved(ctx: RequestContext): RequestContext['headers'] {
+export function withoutRemoved(ctx: RequestContext): RequestContext['headers'] {
   const removed = ctx.authEffects?.removeHeaders;
   if (!removed?.length) return ctx.headers;
   const headers = { ...ctx.headers };

@@ -4,18 +4,21 @@
 // write it; nothing else carries request state between them.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { PathMatchIR } from '@tollgate/api';
+import type { HeaderModifierIR, PathMatchIR, TransformationState } from '@tollgate/api';
 import type { UpstreamTarget } from '../routing/backend-picker.js';
 import type { LlmRequest } from '../llm/request-body.js';
 import type { ResponseTranslator } from '../llm/formats/anthropic-response.js';
 import type { ChargeCap } from '../ratelimit/charge-cap.js';
 import type { ProxyMetrics } from '../metrics/metrics.js';
 import type { Admissions } from '../ratelimit/policy.js';
+import type { RetryBudgetSettings } from '../routing/retry-budget.js';
+import type { CoolDowns } from '../upstream/cool-downs.js';
 import type { AuthKind, AuthPassReason, AuthReason, Consumer } from '../auth/types.js';
 import type { CompiledListener, CompiledRoute, CompiledSnapshot } from '../routing/compile.js';
 import { normalizeHost } from '../routing/hostname.js';
 import type { Logger } from 'pino';
 import type { BodyBudget } from './body-budget.js';
+import type { AttemptPlan } from './attempt-plan.js';
 import type { InFlight } from './inflight.js';
 import type { UpgradeRequest, Upgrades } from './upgrades.js';
 import { parseRequestTarget, type PathSettings } from './request-target.js';
@@ -30,6 +33,12 @@ export interface PipelineDeps {
   readonly defaultBackendTimeoutMs: number;
   /** config.connectAttempts: endpoints of its backend a request may try when it could not be sent. */
   readonly connectAttempts: number;
+  /** config.retryBudgetPercent and retryBudgetMinConcurrency: what each route's RetryBudget allows. */
+  readonly retryBudget: RetryBudgetSettings;
+  /** config.maxRetryBodyBytes: a larger request body is not kept, and its request is sent once. */
+  readonly maxRetryBodyBytes: number;
+  /** The backends cooling down (429 or 503 answers), recorded by routes that fail over or retry. */
+  readonly coolDowns: CoolDowns;
   readonly bodyIdleTimeoutMs: number;
   readonly paths: PathSettings;
   /** config.maxSseLineBytes: an SSE event from a backend longer than this stops usage parsing. */
@@ -65,6 +74,19 @@ export interface AuthEffects {
 
 export type HeaderMap = Record<string, string | string[] | undefined>;
 
+/** What the route's transformation decided (pipeline/transform.ts), for the stages after it and the trace. */
+export interface TransformEffects {
+  readonly state: TransformationState;
+  /** Applied to the upstream request after the checks' effects, before the route's filters. */
+  readonly requestHeaders: HeaderModifierIR | null;
+  /** Applied to the backend's response after the route's filters. */
+  readonly responseHeaders: HeaderModifierIR | null;
+  /** The client's headers with the request header edits made: what the rate limits after it read; null: as received. */
+  readonly headers: IncomingHttpHeaders | null;
+  /** Headers whose values the trace shows redacted (credential-like values set by the transformation). */
+  readonly redact: ReadonlySet<string>;
+}
+
 export class RequestContext {
   // What arrived.
   readonly method: string;
@@ -98,6 +120,8 @@ export class RequestContext {
   auth: AuthOutcome[] | null = null;
   /** What passed checks ask of the forwarded request; null when nothing. */
   authEffects: AuthEffects | null = null;
+  /** What the route's transformation did; null when it has none (or it has not run yet). */
+  transform: TransformEffects | null = null;
   /** Rate-limit state; exists only once a policy applies. */
   admissions: Admissions | null = null;
   /** The parsed LLM body; read only when a limit needs it. */
@@ -109,6 +133,8 @@ export class RequestContext {
   /** Query for the upstream request, without "?" (a credential read from the query is taken out). */
   upstreamQuery: string;
   backend: UpstreamTarget | null = null;
+  /** Where further attempts go, on a route that fails over or retries; null elsewhere. */
+  attempts: AttemptPlan | null = null;
   /** Makes the backend's answer the client's format, when the backend speaks another API (translate.ts). */
   translator: ResponseTranslator | null = null;
   /** Status sent to the client, once known. */

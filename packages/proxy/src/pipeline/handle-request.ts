@@ -1,6 +1,6 @@
 // A request through the data plane, in the spec's order (§6): listener, gateway policies,
-// route selection, authentication and authorization, route policies (then copies to the route's mirrors), backend choice,
-// upstream call with the response policies.
+// route selection, authentication and authorization, transformation, route policies (then
+// copies to the route's mirrors), backend choice, upstream call with the response policies.
 // Each stage is a file of its own; a stage that answers the request itself (a refusal, a
 // 404, a redirect) returns false and the request ends there. Every stage reads the snapshot
 // captured when the request arrived, so a reload never changes the rules under a request in
@@ -10,12 +10,13 @@ import { applyGatewayPolicies } from './gateway-policies.js';
 import { selectRouteStage } from './route-selection.js';
 import { authenticate } from './authenticate.js';
 import { applyRoutePolicies } from './route-policies.js';
+import { transformRequest } from './transform.js';
 import { chooseBackend } from './backend-choice.js';
 import { sendMirrors } from './mirror.js';
 import { callUpstream } from './upstream-call.js';
 import { upgradeReachesBackend } from './upgrade.js';
 import { announce } from './events.js';
-import { readBodyOnce } from './llm-body.js';
+import { readBodyForReplay, readBodyOnce } from './llm-body.js';
 import { routeTranslates } from '../llm/formats/format.js';
 import type { RequestContext } from './context.js';
 
@@ -31,6 +32,9 @@ export async function handleRequest(ctx: RequestContext): Promise<void> {
   passed = authenticate(ctx);
   if (typeof passed !== 'boolean') passed = await passed;
   if (!passed) return;
+  passed = transformRequest(ctx);
+  if (typeof passed !== 'boolean') passed = await passed;
+  if (!passed) return;
   passed = applyRoutePolicies(ctx);
   if (typeof passed !== 'boolean') passed = await passed;
   if (!passed) return;
@@ -40,6 +44,8 @@ export async function handleRequest(ctx: RequestContext): Promise<void> {
   // A backend of another format needs the body whole, read before one is picked (nothing may be
   // awaited between the pick and the call).
   if (!ctx.llm && ctx.hasBody && routeTranslates(ctx.route!.ir, ctx.path)) await readBodyOnce(ctx, true);
+  // A route that fails over or retries keeps the body to send it again (within config.maxRetryBodyBytes).
+  if (ctx.route!.resilience && !ctx.llm && ctx.hasBody) await readBodyForReplay(ctx);
   if (!chooseBackend(ctx)) return;
   if (ctx.upgrade && !upgradeReachesBackend(ctx)) return;
   await callUpstream(ctx);

@@ -1,6 +1,7 @@
 // Stage 7, response policies: what the gateway does to the backend's response on its way to
 // the client (ResponseHeaderModifier filters, the x-ratelimit-* headers, the LLM usage meter),
 // and, once the response is complete, the LLM tokens charged to the limits that admitted it.
+import type { IncomingHttpHeaders } from 'node:http';
 import { tokenizerLoaded } from '../llm/estimate.js';
 import { chargeSource, usageCharge } from '../llm/usage-charge.js';
 import type { TokenSource } from '../metrics/metrics.js';
@@ -29,6 +30,8 @@ export class ResponsePolicies implements ForwardHooks {
   readonly transform?: (chunk: Buffer) => Buffer;
   readonly flush?: () => Buffer | Promise<Buffer>;
   readonly finalStatus?: () => number;
+  /** On a route that fails over or retries: the plan's judge of each answer (attempt-plan.ts). */
+  judge?: (status: number, headers: IncomingHttpHeaders) => boolean;
 
   /** Status the backend answered; tokens are charged for 2xx responses only. */
   #status = 0;
@@ -127,6 +130,9 @@ export class ResponsePolicies implements ForwardHooks {
     // The answering backendRef's own, after the route's.
     const own = backendFilters(ctx.backend!.backend);
     if (own) for (const f of own) if (f.type === 'ResponseHeaderModifier') applyHeaderModifier(headers, f);
+    // The route's transformation, after the filters; the gateway's own headers (rate limits, checks) after it.
+    const transformed = ctx.transform?.responseHeaders;
+    if (transformed) applyHeaderModifier(headers, transformed);
     if (ctx.admissions) Object.assign(headers, ctx.admissions.responseHeaders());
     // Headers an authorization check adds to the response (an extAuthz service's response_headers_to_add).
     if (ctx.authEffects) Object.assign(headers, ctx.authEffects.responseHeaders);

@@ -60,6 +60,9 @@ function applyFilters(ctx: RequestContext): boolean {
     Object.assign(headers, fx.setHeaders);
     if (fx.removeQuery.length) ctx.upstreamQuery = withoutParams(ctx.upstreamQuery, fx.removeQuery);
   }
+  // The route's transformation, then its filters (which may still set a header of their own).
+  const transformed = ctx.transform?.requestHeaders;
+  if (transformed) applyHeaderModifier(headers, transformed);
   for (const f of route.ir.filters) {
     if (f.type === 'RequestHeaderModifier') applyHeaderModifier(headers, f);
     else if (f.type === 'URLRewrite') {

@@ -2,7 +2,17 @@
 // servers, fed by one snapshot source. The source decides where routing config comes from
 // (the config file in standalone mode; the controller stream in cluster mode); every
 // snapshot, whatever its source, goes through the same apply path, `runtime.apply`.
-import { bufferedRequestBytes, parseDuration, requireHostPort, type ProcessConfig, type ProxySnapshot } from '@tollgate/api';
+import {
+  bufferedRequestBytes,
+  DEFAULT_COOL_DOWN_MS,
+  DEFAULT_MAX_COOL_DOWN_MS,
+  DEFAULT_RETRY_BUDGET_MIN_CONCURRENCY,
+  DEFAULT_RETRY_BUDGET_PERCENT,
+  parseDuration,
+  requireHostPort,
+  type ProcessConfig,
+  type ProxySnapshot,
+} from '@tollgate/api';
 import type { DestinationStream } from 'pino';
 import { AdminServer } from '../admin/admin-server.js';
 import { LogControl } from '../log/logger.js';
@@ -73,6 +83,12 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       connectTimeoutMs: parseDuration(settings.connectTimeout ?? '5s'),
       backendRequestTimeoutMs: parseDuration(settings.backendRequestTimeout ?? '60s'),
       connectAttempts: settings.connectAttempts,
+      retryBudget: { percent: settings.retryBudgetPercent ?? DEFAULT_RETRY_BUDGET_PERCENT, minConcurrency: settings.retryBudgetMinConcurrency ?? DEFAULT_RETRY_BUDGET_MIN_CONCURRENCY },
+      maxRetryBodyBytes: settings.maxRetryBodyBytes,
+      coolDown: {
+        defaultMs: settings.coolDown === undefined ? DEFAULT_COOL_DOWN_MS : parseDuration(settings.coolDown),
+        maxMs: settings.maxCoolDown === undefined ? DEFAULT_MAX_COOL_DOWN_MS : parseDuration(settings.maxCoolDown),
+      },
       drainTimeoutMs: parseDuration(settings.drainTimeout ?? '30s'),
       drainIdleMs: settings.drainIdleTimeout ? parseDuration(settings.drainIdleTimeout) : DEFAULT_DRAIN_IDLE_MS,
       maxTraceSessions: settings.maxTraceSessions ?? 32,

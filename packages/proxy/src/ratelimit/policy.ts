@@ -90,7 +90,10 @@ function named(level: LimitLevel, g: GlobalRateLimitIR | null): GlobalRateLimitI
  * A listener's gateway-level limits, in two parts. They run before routing, as the spec says,
  * except the entries and descriptors that read the consumer (keyed by Consumer, ConsumerGroup
  * or Claim, or an expression over `consumer`): nobody is authenticated before routing, so those
- * run after authentication, before the route's limits, on the same counters.
+ * run after authentication, before the route's limits, on the same counters. On a listener
+ * where a transformation changes requests (`transforms`), the entries that read the request
+ * (tokens entries, which reserve from its body, and keyed entries) and the global descriptors
+ * run there too, after the transformation: the budgets see the transformed request.
  */
 export function compileGatewayPolicy(
   scope: string,
@@ -98,15 +101,17 @@ export function compileGatewayPolicy(
   store: LimiterStore,
   makeGlobal: GlobalFactory | null,
   limits: EvaluationLimits,
+  transforms = false,
 ): { readonly beforeRouting: CompiledPolicy | null; readonly afterAuth: CompiledPolicy | null } {
   if (!ir || (!ir.localRateLimit && !ir.remoteRateLimit)) return { beforeRouting: null, afterAuth: null };
   const local = indexed(ir);
   const keyReadsConsumer = (by: RateLimitKeyIR | undefined, at: string) => (by ? compileKey(by, limits, at).readsConsumer : false);
-  const early = local.filter((c) => !keyReadsConsumer(c.config.by, `rateLimit.local[${c.index}].by`));
+  const readsRequest = (c: IndexedConfig) => transforms && (c.config.kind === 'tokens' || c.config.by !== undefined);
+  const early = local.filter((c) => !readsRequest(c) && !keyReadsConsumer(c.config.by, `rateLimit.local[${c.index}].by`));
   const late = local.filter((c) => !early.includes(c));
   const g = named('gateway', ir.remoteRateLimit);
   const descriptorReadsConsumer = (d: RateLimitDescriptorIR, i: number) =>
-    keyReadsConsumer(d.by, `rateLimit.global.descriptors[${i}].by`) || d.entries.some((e) => {
+    transforms || keyReadsConsumer(d.by, `rateLimit.global.descriptors[${i}].by`) || d.entries.some((e) => {
       const c = compileCel(e.expression, 'descriptor', limits);
       return c.ok && readsConsumer(c.value.reads);
     });

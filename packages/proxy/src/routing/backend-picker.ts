@@ -7,6 +7,8 @@ import type { Clock } from '../ratelimit/clock.js';
 import { systemClock } from '../ratelimit/clock.js';
 import { EndpointTable, endpointKey, type Endpoint } from '../upstream/endpoints.js';
 import { hostPort } from '../upstream/host-port.js';
+import { CoolDowns } from '../upstream/cool-downs.js';
+import { DEFAULT_COOL_DOWN_MS, DEFAULT_MAX_COOL_DOWN_MS } from '@tollgate/api';
 
 export { hostPort };
 
@@ -57,6 +59,8 @@ export interface PickerDeps {
   readonly endpoints: EndpointTable;
   readonly clock: Clock;
   readonly balancing: BalancingPolicy;
+  /** The backends cooling down (kept across configs), read by routes that fail over or retry. */
+  readonly coolDowns: CoolDowns;
 }
 
 type TargetPicker = BackendPicker;
@@ -162,7 +166,8 @@ export function anotherEndpoint(tried: readonly UpstreamTarget[]): UpstreamTarge
   return best;
 }
 
-function targetsOf(backend: BackendIR, deps: PickerDeps): TargetPicker {
+/** The picker of one backend's endpoints (a static or external backend has one; a Service its ready ones). */
+export function targetsOf(backend: BackendIR, deps: PickerDeps): TargetPicker {
   switch (backend.kind) {
     case 'static': {
       const endpoint = deps.endpoints.acquire(backend.host, backend.port, backend.tls, false, backend.protocol);
@@ -188,7 +193,12 @@ function targetsOf(backend: BackendIR, deps: PickerDeps): TargetPicker {
 
 /** Pickers compiled without a runtime (routing tests) get endpoint state of their own. */
 export function standalonePickerDeps(): PickerDeps {
-  return { endpoints: new EndpointTable({ connectTimeoutMs: 5_000, clock: systemClock }), clock: systemClock, balancing: SERVICE_BALANCING };
+  return {
+    endpoints: new EndpointTable({ connectTimeoutMs: 5_000, clock: systemClock }),
+    clock: systemClock,
+    balancing: SERVICE_BALANCING,
+    coolDowns: new CoolDowns({ defaultMs: DEFAULT_COOL_DOWN_MS, maxMs: DEFAULT_MAX_COOL_DOWN_MS }, systemClock),
+  };
 }
 
 export function backendPicker(backends: readonly BackendIR[], deps: PickerDeps): BackendPicker {

@@ -9,7 +9,7 @@
 // thousands builds one route's parts; the indexes, which depend on every route, are rebuilt.
 // Only the serving snapshot's parts are reused: their pickers hold endpoints that snapshot
 // keeps alive, and nothing outlives the next apply.
-import { DEFAULT_LIMITS, type BackendIR, type BindIR, type EvaluationLimits, type ExtraCredentials, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { DEFAULT_LIMITS, type BackendIR, type BindIR, type EvaluationLimits, type ExtraCredentials, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type ProxySnapshot, type RetryIR, type RouteIR } from '@tollgate/api';
 import { backendPicker, routeUpstreamNames, standalonePickerDeps, type BackendPicker, type PickerDeps } from './backend-picker.js';
 import { compileCandidate, compileMatch, type Candidate, type CompiledMatch, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
@@ -22,6 +22,9 @@ import type { AuthCompilers } from '../auth/compilers.js';
 import { credentialNames } from '../auth/credential-names.js';
 import { effectiveAuth } from '../auth/effective.js';
 import type { AuthCheck } from '../auth/types.js';
+import { hasFailover, priorityLevels, type PriorityLevels } from './priority-levels.js';
+import { RetryBudget } from './retry-budget.js';
+import { effectiveTransformation, transformsRequests, type RouteTransformation } from '../transform/compile.js';
 
 export interface CompileDeps {
   readonly limiters: LimiterStore;
@@ -46,10 +49,27 @@ export interface RouteParts {
   readonly matches: readonly CompiledMatch[];
   /** Every endpoint address it can send to (routeUpstreamNames). */
   readonly upstreams: readonly string[];
+  /** Its failover levels, retries and retry budget; null when it neither fails over nor retries (most). */
+  readonly resilience: RouteResilience | null;
+}
+
+/** What a route that fails over or retries compiles to besides its picker. */
+export interface RouteResilience {
+  readonly levels: PriorityLevels;
+  readonly retry: RetryIR | null;
+  /** Kept with the route object: a reload that keeps the route keeps its counts. */
+  readonly budget: RetryBudget;
+}
+
+function compileResilience(r: RouteIR, picking: PickerDeps): RouteResilience | null {
+  if (r.retry === undefined && !hasFailover(r.backends)) return null;
+  const levels = priorityLevels(r.backends, picking);
+  return levels ? { levels, retry: r.retry ?? null, budget: new RetryBudget() } : null;
 }
 
 function compileRouteParts(r: RouteIR, picking: PickerDeps, limits: EvaluationLimits): RouteParts {
   return {
+    resilience: compileResilience(r, picking),
     pickBackend: backendPicker(r.backends, picking),
     redirect: r.filters.find((f): f is Extract<FilterIR, { type: 'RequestRedirect' }> => f.type === 'RequestRedirect') ?? null,
     mirrors: compileMirrors(r.filters, picking),
@@ -72,8 +92,12 @@ export interface CompiledRoute {
   readonly policy: CompiledPolicy | null;
   /** Authentication and authorization checks, in order (route over Gateway level per kind); null: none. */
   readonly auth: readonly AuthCheck[] | null;
+  /** The transformation (route over Gateway level); null: none. */
+  readonly transformation: RouteTransformation | null;
   /** LLM tokens are counted on this route (a tokens limit or global limit here or on its listener). */
   readonly countsTokens: boolean;
+  /** Failover levels, retries and retry budget; null when the route neither fails over nor retries. */
+  readonly resilience: RouteResilience | null;
 }
 
 /** Where copies of a route's requests go, and which share of them. */
@@ -148,7 +172,9 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   for (const bind of ir.binds) {
     const listeners = new HostTable<CompiledListener>();
     for (const l of bind.listeners) {
-      const gateway = deps ? compileGatewayPolicy(gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal, limits) : null;
+      // Where a transformation changes requests, the listener's limits that read the request wait for it.
+      const transforms = transformsRequests(l.policy) || l.routes.some((r) => transformsRequests(r.policy));
+      const gateway = deps ? compileGatewayPolicy(gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal, limits, transforms) : null;
       const listenerPolicy = gateway?.beforeRouting ?? null;
       const afterAuth = gateway?.afterAuth ?? null;
       const listener: CompiledListener = { ir: l, bind, routes: new HostTable(), policy: listenerPolicy, afterAuth };
@@ -171,7 +197,9 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
           responseModifiers: own.responseModifiers,
           policy: routePolicy,
           auth: deps?.auth ? effectiveAuth(l.policy, r.policy, deps.auth, limits) : null,
+          transformation: deps ? effectiveTransformation(l.policy, r.policy, limits) : null,
           countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false) || (afterAuth?.countsTokens ?? false),
+          resilience: own.resilience,
         };
         const base = order;
         order += r.matches.length;

@@ -2,10 +2,19 @@
 // pools. `apply()` swaps in a new snapshot atomically: it compiles first, opens any new
 // ports, then switches the pointer every new request reads, then closes ports no longer
 // configured. If any step before the switch fails, the previous config keeps serving.
-import { bufferedRequestBytes, DEFAULT_MAX_CONNECTIONS_PER_BIND, DEFAULT_MAX_RATE_LIMIT_KEYS, DEFAULT_REQUEST_BODY_TIMEOUT_MS, type BindIR, type ProxySnapshot } from '@tollgate/api';
+import {
+  bufferedRequestBytes,
+  DEFAULT_COOL_DOWN_MS,
+  DEFAULT_MAX_COOL_DOWN_MS,
+  DEFAULT_MAX_RETRY_BODY_BYTES,
+  DEFAULT_RETRY_BUDGET_MIN_CONCURRENCY,
+  DEFAULT_RETRY_BUDGET_PERCENT,
+  DEFAULT_MAX_CONNECTIONS_PER_BIND, DEFAULT_MAX_RATE_LIMIT_KEYS, DEFAULT_REQUEST_BODY_TIMEOUT_MS, type BindIR, type ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
 import { EndpointTable } from '../upstream/endpoints.js';
+import { backendKey, CoolDowns, type CoolDownSettings } from '../upstream/cool-downs.js';
+import type { RetryBudgetSettings, RetrySettingsView } from '../routing/retry-budget.js';
 import { DEFAULT_DNS, DnsCache, type DnsSettings } from '../upstream/dns-cache.js';
 import { ProxyMetrics } from '../metrics/metrics.js';
 import { systemClock, type Clock } from '../ratelimit/clock.js';
@@ -46,6 +55,12 @@ export interface RuntimeOptions {
   readonly backendRequestTimeoutMs: number;
   /** config.connectAttempts (default DEFAULT_CONNECT_ATTEMPTS). */
   readonly connectAttempts?: number;
+  /** config.retryBudgetPercent and retryBudgetMinConcurrency. */
+  readonly retryBudget?: RetryBudgetSettings;
+  /** config.maxRetryBodyBytes. */
+  readonly maxRetryBodyBytes?: number;
+  /** config.coolDown and maxCoolDown. */
+  readonly coolDown?: CoolDownSettings;
   readonly drainTimeoutMs: number;
   /** config.drainIdleTimeout: how long the drain keeps idle kept-alive connections open. */
   readonly drainIdleMs: number;
@@ -102,6 +117,8 @@ export class ProxyRuntime {
   readonly #servers = new Map<string, DataPlaneServer>();
   /** Per-endpoint connection pools, requests in flight and scores, kept across configs. */
   readonly endpoints: EndpointTable;
+  /** Backends that answered 429 or 503 and are passed over for a while, kept across configs. */
+  readonly coolDowns: CoolDowns;
   readonly #picking: PickerDeps;
   readonly #auth: AuthCompilers;
   /** basicAuth's password workers and cache (threads start with the first verification). */
@@ -150,6 +167,13 @@ export class ProxyRuntime {
     return this.#deps.chargeCap.max;
   }
 
+  /** The retry and cool-down settings in force (config_dump shows them). */
+  get retrySettings(): RetrySettingsView {
+    const d = this.#deps;
+    const c = this.coolDowns.settings;
+    return { retryBudgetPercent: d.retryBudget.percent, retryBudgetMinConcurrency: d.retryBudget.minConcurrency, maxRetryBodyBytes: d.maxRetryBodyBytes, coolDownMs: c.defaultMs, maxCoolDownMs: c.maxMs };
+  }
+
   /** config.maxRateLimitKeys in force (config_dump shows it). */
   get maxRateLimitKeys(): number {
     return this.limiters.options.maxKeys;
@@ -166,7 +190,8 @@ export class ProxyRuntime {
     const clock = (this.clock = options.clock ?? systemClock);
     this.dns = new DnsCache(options.dns ?? DEFAULT_DNS, clock);
     this.endpoints = new EndpointTable({ connectTimeoutMs: options.connectTimeoutMs, clock, dns: this.dns });
-    this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING };
+    this.coolDowns = new CoolDowns(options.coolDown ?? { defaultMs: DEFAULT_COOL_DOWN_MS, maxMs: DEFAULT_MAX_COOL_DOWN_MS }, clock);
+    this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING, coolDowns: this.coolDowns };
     const maxRequestBodyBytes = options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES;
     const bodyBudget = new BodyBudget(options.maxBufferedRequestBytes ?? bufferedRequestBytes({ maxRequestBodyBytes }));
     const upgrades = new Upgrades({ maxConnections: options.websockets?.maxConnections ?? DEFAULT_MAX_WEBSOCKET_CONNECTIONS, idleMs: options.websockets?.idleMs ?? DEFAULT_WEBSOCKET_IDLE_MS });
@@ -198,6 +223,9 @@ export class ProxyRuntime {
       mirrorSignal: this.#mirrors.signal,
       defaultBackendTimeoutMs: options.backendRequestTimeoutMs,
       connectAttempts: options.connectAttempts ?? DEFAULT_CONNECT_ATTEMPTS,
+      retryBudget: options.retryBudget ?? { percent: DEFAULT_RETRY_BUDGET_PERCENT, minConcurrency: DEFAULT_RETRY_BUDGET_MIN_CONCURRENCY },
+      maxRetryBodyBytes: options.maxRetryBodyBytes ?? DEFAULT_MAX_RETRY_BODY_BYTES,
+      coolDowns: this.coolDowns,
       bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
       clientTimeouts,
       bodyTimeouts: { idleMs: clientTimeouts.requestBodyIdleMs, deadlineMs: clientTimeouts.requestBodyMs },
@@ -347,6 +375,7 @@ export class ProxyRuntime {
     }
     // Endpoints the new config still lists keep their state; the others close once idle.
     this.endpoints.retain(next.upstreams);
+    if (this.coolDowns.size) this.coolDowns.retain(new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends.map(backendKey))))));
     this.metrics.retainRoutes(next.routeNames);
     this.#global?.pool.retain(services);
     this.#auth.deps.extAuthz.retain(extAuthzServicesInUse(ir));

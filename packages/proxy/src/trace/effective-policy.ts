@@ -30,12 +30,21 @@ function addAuth(out: EffectivePolicy, listener: PolicyIR | null, route: PolicyI
   }
 }
 
+/** The route's transformation replaces the Gateway's (transform/compile.ts); its credential-like expressions print redacted (Secrets). */
+function addTransformation(out: EffectivePolicy, listener: PolicyIR | null, route: PolicyIR | null): void {
+  const own = route?.transformation;
+  const inherited = listener?.transformation;
+  if (own) out.transformation = [{ source: 'route', config: own }];
+  else if (inherited) out.transformation = [{ source: 'gateway', config: inherited }];
+}
+
 export function effectivePolicy(listener: ListenerIR, route: RouteIR | null): EffectivePolicy {
   const out = Object.fromEntries(EFFECTIVE_POLICY_KEYS.map((k) => [k, null])) as EffectivePolicy;
   addPolicy(out, listener.policy, 'gateway');
   if (route) {
     addPolicy(out, route.policy, 'route');
     addAuth(out, listener.policy, route.policy);
+    addTransformation(out, listener.policy, route.policy);
     for (const f of route.filters) {
       // The trace interface has no effectivePolicy key for mirrors (they do not change the request).
       if (f.type === 'RequestMirror') continue;

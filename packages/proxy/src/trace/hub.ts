@@ -54,7 +54,7 @@ export class TraceHub {
       ['policy', on<RouteMessage>((t, m) => t.policySelection(m.ctx))],
       ['backendStart', on<BackendStartMessage>((t, m) => t.backendCallStart(m.target))],
       ['backendResult', on<BackendResultMessage>((t, m) => t.backendCallResult(m.status, m.error))],
-      ['responseSnapshot', on<ResponseSnapshotMessage>((t, m) => t.responseSnapshot(m.stage, m.status, m.headers))],
+      ['responseSnapshot', on<ResponseSnapshotMessage>((t, m) => t.responseSnapshot(m.stage, m.status, m.headers, m.ctx))],
       ['finish', on<FinishMessage>((t, m) => this.#onFinish(t, m.ctx))],
     ];
   }

@@ -3,7 +3,7 @@
 // never decreasing; header values that are credentials are redacted.
 import { hostname } from 'node:os';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { NO_EXTRA_CREDENTIALS, redactHeaders, redactPathAndQuery, type AuthState, type ExtraCredentials, type RequestState, type TraceEvent, type TraceMessage } from '@tollgate/api';
+import { NO_EXTRA_CREDENTIALS, redactHeaders, redactPathAndQuery, type AuthState, type ExtraCredentials, type RequestState, type TraceEvent, type TraceMessage, type TransformationState } from '@tollgate/api';
 import type { RequestContext } from '../pipeline/context.js';
 import type { RequestStage, ResponseStage } from '../pipeline/events.js';
 import type { TraceSession } from './session.js';
@@ -36,6 +36,14 @@ export interface RequestView {
 }
 
 type Severity = TraceEvent['severity'];
+
+/** The credential names a request's snapshots redact: the config's, and the headers its transformation set to credential-like values. */
+function credentialsOf(ctx: RequestContext): ExtraCredentials {
+  const own = ctx.snapshot.credentials;
+  const redact = ctx.transform?.redact;
+  if (!redact?.size) return own;
+  return { headers: new Set([...own.headers, ...redact]), query: own.query };
+}
 
 /** The checks that ran and the consumer, as the trace shows them; undefined when the route has none. */
 function authState(ctx: RequestContext): AuthState | undefined {
@@ -90,7 +98,7 @@ export class RequestTracer {
     this.session.sink.send({ eventStart, eventEnd: this.#now(), severity, message });
   }
 
-  requestState(view: RequestView, backend?: RequestState['backend'], credentials: ExtraCredentials = NO_EXTRA_CREDENTIALS, auth?: AuthState): RequestState {
+  requestState(view: RequestView, backend?: RequestState['backend'], credentials: ExtraCredentials = NO_EXTRA_CREDENTIALS, auth?: AuthState, transformation?: TransformationState): RequestState {
     const headers = redactHeaders(view.headers, credentials);
     const scheme = view.scheme ?? 'http';
     const host = withoutDefaultPort(view.authority, scheme);
@@ -111,6 +119,7 @@ export class RequestTracer {
       source: this.#source,
       ...(backend ? { backend } : {}),
       ...(auth ? { auth } : {}),
+      ...(transformation ? { transformation } : {}),
       env: { ...this.env },
     };
   }
@@ -135,7 +144,9 @@ export class RequestTracer {
     // The credential headers and parameters of the config's policies too (an apiKey in x-team-key);
     // what the route's checks decided, once they ran (they run just before the route policies).
     const auth = upstream ? authState(ctx) : undefined;
-    this.#emit({ type: 'requestSnapshot', stage, requestState: this.requestState(view, backend, ctx.snapshot.credentials, auth) });
+    // What the route's transformation did, once it ran (just before the route policies).
+    const transformation = upstream ? ctx.transform?.state : undefined;
+    this.#emit({ type: 'requestSnapshot', stage, requestState: this.requestState(view, backend, credentialsOf(ctx), auth, transformation) });
   }
 
   routeSelection(ctx: RequestContext): void {
@@ -156,9 +167,10 @@ export class RequestTracer {
     this.#emit({ type: 'backendCallResult', status, error }, severityOf(status, error !== null), this.#callStart ?? this.#now());
   }
 
-  responseSnapshot(stage: ResponseStage, code: number, headers: Record<string, string | string[] | undefined>): void {
+  responseSnapshot(stage: ResponseStage, code: number, headers: Record<string, string | string[] | undefined>, ctx?: RequestContext): void {
+    const credentials = ctx ? credentialsOf(ctx) : NO_EXTRA_CREDENTIALS;
     this.#emit(
-      { type: 'responseSnapshot', stage, requestState: { response: { code, headers: redactHeaders(headers) }, env: { ...this.env } } },
+      { type: 'responseSnapshot', stage, requestState: { response: { code, headers: redactHeaders(headers, credentials) }, env: { ...this.env } } },
       stage === 'final response' ? severityOf(code) : 'info',
     );
   }

@@ -42,6 +42,8 @@ interface Entry {
   next: number;
   pending: Promise<void> | null;
   error: Error | null;
+  /** Changes whenever a new answer lists other addresses than the one before (see revision()). */
+  revision: number;
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
@@ -49,6 +51,8 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Look
 export class DnsCache {
   readonly #entries = new Map<string, Entry>();
   readonly #resolve: Resolve;
+  /** The last revision handed out: unique across names and across an entry dropped and made again. */
+  #revisions = 0;
 
   constructor(
     readonly settings: DnsSettings,
@@ -73,6 +77,19 @@ export class DnsCache {
     );
   };
 
+  /**
+   * Which answer for `hostname` is current, asking again in the background once its TTL is
+   * over. A connection pool remembers the revision it was opened under and is replaced when it
+   * changes: its kept-alive connections go to addresses the name no longer has (a replaced
+   * Service's old ClusterIP still reaches the old pods through connection tracking), and only
+   * new connections look the name up.
+   */
+  revision(hostname: string): number {
+    const entry = this.#entries.get(hostname);
+    if (!entry || this.clock() >= entry.expiresAt) this.addresses(hostname).catch(() => undefined);
+    return entry?.revision ?? 0;
+  }
+
   /** The addresses of `hostname`, rotated by one at each call so connections spread over them. */
   async addresses(hostname: string): Promise<readonly LookupAddress[]> {
     const family = isIP(hostname);
@@ -85,7 +102,7 @@ export class DnsCache {
       this.#entries.set(hostname, entry);
     } else {
       if (this.#entries.size >= this.settings.maxNames) this.#entries.delete(this.#entries.keys().next().value!);
-      entry = { addresses: [], expiresAt: 0, goodUntil: 0, next: 0, pending: null, error: null };
+      entry = { addresses: [], expiresAt: 0, goodUntil: 0, next: 0, pending: null, error: null, revision: 0 };
       this.#entries.set(hostname, entry);
     }
     if (now >= entry.expiresAt) {
@@ -106,6 +123,7 @@ export class DnsCache {
       if (!answer.addresses.length) throw notFound(hostname, 'no address');
       const ttl = Math.min(s.maxTtlMs, Math.max(s.minTtlMs, answer.ttlMs ?? s.systemTtlMs));
       const now = this.clock();
+      if (entry.addresses.length && !sameAddresses(entry.addresses, answer.addresses)) entry.revision = ++this.#revisions;
       entry.addresses = answer.addresses;
       entry.expiresAt = now + ttl;
       entry.goodUntil = now + ttl + s.staleMs;
@@ -128,6 +146,13 @@ export class DnsCache {
       error: e.error ? e.error.message : null,
     }));
   }
+}
+
+/** The same set of addresses, whatever their order (answers come rotated). */
+function sameAddresses(a: readonly LookupAddress[], b: readonly LookupAddress[]): boolean {
+  if (a.length !== b.length) return false;
+  const set = new Set(a.map((x) => x.address));
+  return b.every((x) => set.has(x.address));
 }
 
 function notFound(hostname: string, why: string): NodeJS.ErrnoException {

@@ -93,6 +93,8 @@ export class Endpoint {
   /** Consecutive failed connects; each doubles the next ejection. */
   connectFailures = 0;
   #pool: Pool | null = null;
+  /** The DNS cache's revision of the name when the pool was opened (resolved endpoints). */
+  #poolRevision = 0;
   #retired = false;
 
   constructor(
@@ -119,9 +121,17 @@ export class Endpoint {
 
   /** The connection pool, opened on first use (also again for a request of an older snapshot that picks a retired endpoint). */
   get pool(): Pool {
+    const dns = this.resolved ? this.options.dns : undefined;
+    if (dns) {
+      // A new answer for the name: the old pool finishes what it carries and closes; the next
+      // connection dials an address the name has now.
+      const revision = dns.revision(this.host);
+      if (this.#pool && revision !== this.#poolRevision) void this.#closePool();
+      this.#poolRevision = revision;
+    }
     if (!this.#pool) {
       const h = this.host.includes(':') ? `[${this.host}]` : this.host;
-      const lookup = this.resolved ? this.options.dns?.lookup : undefined;
+      const lookup = dns?.lookup;
       this.#pool = new Pool(`${this.tls ? 'https' : 'http'}://${h}:${this.port}`, {
         connectTimeout: this.options.connectTimeoutMs,
         // Per-request timeouts are set on each dispatch; these are the ceilings.

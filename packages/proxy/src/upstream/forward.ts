@@ -51,6 +51,11 @@ export interface ForwardResult {
    * endpoint whatever its method, and its body (a stream too) was not read.
    */
   readonly unsent: boolean;
+  /**
+   * True when ForwardHooks.judge discarded the answer (another attempt follows): nothing reached
+   * the client; `upstreamStatus` is the answer's status.
+   */
+  readonly discarded: boolean;
 }
 
 export interface ForwardHooks {
@@ -72,7 +77,19 @@ export interface ForwardHooks {
    * now the hook's to join with the client's.
    */
   readonly onUpgrade?: (headers: Record<string, string | string[] | undefined>, protocol: string | undefined, socket: Duplex) => void;
+  /**
+   * Sees an answer's status and headers before anything of it reaches the client; true discards
+   * it (another attempt follows): nothing is sent, its body is read and dropped (at most
+   * DISCARD_MAX_BYTES within DISCARD_MAX_MS, so the connection can be used again; beyond that the
+   * exchange is cut) and the result says `discarded`. The other hooks never see a discarded answer.
+   */
+  readonly judge?: (status: number, headers: IncomingHttpHeaders) => boolean;
 }
+
+/** The most of a discarded answer's body read to keep its connection (an error body is small). */
+export const DISCARD_MAX_BYTES = 64 * 1024;
+/** The longest a discarded answer's body is waited for before its exchange is cut. */
+export const DISCARD_MAX_MS = 1_000;
 
 /** Below this, undici's ~1 s timer granularity is too coarse for timeouts.backendRequest. */
 const PRECISE_BELOW_MS = 30_000;
@@ -87,6 +104,8 @@ class RequestTimeout extends Error {
 class BackendTimeout extends Error {
   readonly code = 'TG_UPSTREAM_TIMEOUT';
 }
+/** Cuts a discarded answer whose body is too long or too slow to drain. */
+class DiscardCut extends Error {}
 
 /** Maps an upstream failure to its catalog entry. */
 export function classify(err: Error & { code?: string }): ErrorSpec {
@@ -150,8 +169,11 @@ class Exchange implements Dispatcher.DispatchHandler {
   #pendingAbort: Error | null = null;
   #timer: NodeJS.Timeout | undefined;
   #headersTimer: NodeJS.Timeout | undefined;
+  #drainTimer: NodeJS.Timeout | undefined;
   /** The headers of a held response (ForwardHooks.onResponseHeaders), written at its end. */
   #heldHeaders: Record<string, string | string[] | undefined> | null = null;
+  /** Bytes of a discarded answer's body read so far; -1 while the answer is not discarded. */
+  #discarded = -1;
   readonly #onClientClose = (): void => {
     if (!this.res.writableFinished) this.#abort(new ClientGone('client disconnected'));
   };
@@ -179,6 +201,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#settled = true;
     if (this.#timer) clearTimeout(this.#timer);
     if (this.#headersTimer) clearTimeout(this.#headersTimer);
+    if (this.#drainTimer) clearTimeout(this.#drainTimer);
     this.res.off('close', this.#onClientClose);
     this.resolve(result);
   }
@@ -190,7 +213,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   failToDispatch(err: Error): void {
     const spec = ERRORS.upstreamBadResponse;
-    this.#finish({ status: spec.status, upstreamStatus: null, error: { kind: spec.code, message: err.message, spec }, responded: false, unsent: false });
+    this.#finish({ status: spec.status, upstreamStatus: null, error: { kind: spec.code, message: err.message, spec }, responded: false, unsent: false, discarded: false });
   }
 
   onRequestStart(c: Dispatcher.DispatchController): void {
@@ -202,6 +225,11 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return; // 1xx informational: not relayed
     if (this.#headersTimer) clearTimeout(this.#headersTimer);
     this.#upstreamStatus = statusCode;
+    if (this.hooks.judge?.(statusCode, headers) === true) {
+      this.#discarded = 0;
+      this.#drainTimer = setTimeout(() => this.#abort(new DiscardCut('discarded answer still sending')), DISCARD_MAX_MS);
+      return;
+    }
     const out = endToEnd(headers);
     if (this.hooks.onResponseHeaders?.(statusCode, out) === true) {
       this.#heldHeaders = out;
@@ -218,15 +246,20 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (!this.hooks.onUpgrade || this.res.destroyed) {
       // Nobody to join it with (the client left while the backend answered).
       socket.destroy();
-      this.#finish({ status: 499, upstreamStatus: statusCode, error: { kind: 'TG_CLIENT_GONE', message: 'client disconnected' }, responded: true, unsent: false });
+      this.#finish({ status: 499, upstreamStatus: statusCode, error: { kind: 'TG_CLIENT_GONE', message: 'client disconnected' }, responded: true, unsent: false, discarded: false });
       return;
     }
     // Settled first: the hook owns the client's connection from here, and the Exchange lets go of it.
-    this.#finish({ status: statusCode, upstreamStatus: statusCode, error: null, responded: true, unsent: false });
+    this.#finish({ status: statusCode, upstreamStatus: statusCode, error: null, responded: true, unsent: false, discarded: false });
     this.hooks.onUpgrade(endToEnd(headers), typeof upgrade === 'string' ? upgrade : upgrade?.[0], socket);
   }
 
   onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#discarded >= 0) {
+      this.#discarded += chunk.length;
+      if (this.#discarded > DISCARD_MAX_BYTES) this.#abort(new DiscardCut('discarded answer too long'));
+      return;
+    }
     const out = this.hooks.transform ? this.hooks.transform(chunk) : chunk;
     if (out.length && !this.res.write(out)) {
       c.pause();
@@ -235,6 +268,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
+    if (this.#discarded >= 0) return this.#finishDiscarded();
     const rest = this.hooks.flush?.();
     if (rest instanceof Promise) void rest.then((r) => this.#end(r), () => this.#end(undefined));
     else this.#end(rest);
@@ -249,26 +283,33 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     if (rest?.length) this.res.end(rest);
     else this.res.end();
-    this.#finish({ status, upstreamStatus: this.#upstreamStatus, error: null, responded: true, unsent: false });
+    this.#finish({ status, upstreamStatus: this.#upstreamStatus, error: null, responded: true, unsent: false, discarded: false });
+  }
+
+  #finishDiscarded(): void {
+    const status = this.#upstreamStatus!;
+    this.#finish({ status, upstreamStatus: status, error: null, responded: false, unsent: false, discarded: true });
   }
 
   onResponseError(_c: Dispatcher.DispatchController, err: Error & { code?: string }): void {
     const upstreamStatus = this.#upstreamStatus;
     if (err instanceof ClientGone) {
-      this.#finish({ status: upstreamStatus ?? 499, upstreamStatus, error: { kind: err.code, message: err.message }, responded: true, unsent: false });
+      this.#finish({ status: upstreamStatus ?? 499, upstreamStatus, error: { kind: err.code, message: err.message }, responded: true, unsent: false, discarded: false });
       return;
     }
+    // A discarded answer that failed (or was cut) while draining: it was discarded all the same.
+    if (this.#discarded >= 0) return this.#finishDiscarded();
     const spec = classify(err);
     const error = { kind: spec.code, message: err.message || spec.body, spec };
     if (!this.res.headersSent && !this.res.destroyed) {
       // The caller answers with the catalog entry (so it can trace the final response).
       // undici calls onRequestStart just before it writes the request on a connected socket.
-      this.#finish({ status: spec.status, upstreamStatus, error, responded: false, unsent: this.#controller === null });
+      this.#finish({ status: spec.status, upstreamStatus, error, responded: false, unsent: this.#controller === null, discarded: false });
     } else {
       // Mid-body failure: the status is already sent, so the client learns of it by the
       // connection closing before the body completes.
       this.res.destroy(err);
-      this.#finish({ status: upstreamStatus ?? spec.status, upstreamStatus, error, responded: true, unsent: false });
+      this.#finish({ status: upstreamStatus ?? spec.status, upstreamStatus, error, responded: true, unsent: false, discarded: false });
     }
   }
 }

@@ -32,7 +32,7 @@ export function backendsRoutes(app: FastifyInstance, ctx: AdminContext): void {
     if (namespace === false) return reply;
     const rt = ctx.runtime;
     if (!rt.hasConfig) return reply.code(503).type('application/json; charset=utf-8').send(JSON.stringify({ error: 'no config loaded yet' }, null, 2));
-    const backends = backendHealth(rt.current.ir, rt.endpoints).filter((b) => (name === undefined || b.name === name) && (namespace === undefined || b.namespace === namespace));
+    const backends = backendHealth(rt.current.ir, rt).filter((b) => (name === undefined || b.name === name) && (namespace === undefined || b.namespace === namespace));
     return reply.type('application/json; charset=utf-8').send(JSON.stringify({ version: rt.current.ir.version, backends }, null, 2));
   });
 }

@@ -25,9 +25,10 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
       maxRateLimitKeys: rt.maxRateLimitKeys,
       consumerMetricsTopN: rt.metrics.consumerMetricsTopN,
       basicAuth: rt.passwords.settings,
+      retries: rt.retrySettings,
     };
     // The host names of Backend resources as the proxy resolved them, and until when.
     const dns = { settings: rt.dns.settings, names: rt.dns.view() };
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ ...configDump(rt.current.ir, rt.loadedAt, rt.endpoints, settings), delivery, dns }, null, 2));
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ ...configDump(rt.current.ir, rt.loadedAt, rt, settings), delivery, dns }, null, 2));
   });
 }

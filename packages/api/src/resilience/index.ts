@@ -1,0 +1,3 @@
+export * from './retry.js';
+export * from './failover.js';
+export * from './settings.js';
