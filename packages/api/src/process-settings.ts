@@ -69,6 +69,8 @@ export const PROXY_PROCESS_PARAMETERS = [
   'maxRequestBodyBytes',
   'maxBufferedRequestBytes',
   'maxConnectionsPerBind',
+  'maxWebSocketConnections',
+  'websocketIdleTimeout',
   'maxSseLineBytes',
   'maxTraceSessions',
   'maxModelLabels',
@@ -83,7 +85,7 @@ export const PROXY_PROCESS_PARAMETERS = [
 ] as const satisfies readonly (keyof ProcessConfig)[];
 
 /** Which of them are integers (the others are durations). */
-export const INTEGER_PROCESS_PARAMETERS: ReadonlySet<string> = new Set(['maxRequestBodyBytes', 'maxBufferedRequestBytes', 'maxConnectionsPerBind', 'maxSseLineBytes', 'maxTraceSessions', 'maxModelLabels', 'maxTokensChargedPerResponse', 'maxRateLimitKeys', 'consumerMetricsTopN', 'retryBudgetPercent', 'retryBudgetMinConcurrency', 'maxRetryBodyBytes']);
+export const INTEGER_PROCESS_PARAMETERS: ReadonlySet<string> = new Set(['maxRequestBodyBytes', 'maxBufferedRequestBytes', 'maxConnectionsPerBind', 'maxWebSocketConnections', 'maxSseLineBytes', 'maxTraceSessions', 'maxModelLabels', 'maxTokensChargedPerResponse', 'maxRateLimitKeys', 'consumerMetricsTopN', 'retryBudgetPercent', 'retryBudgetMinConcurrency', 'maxRetryBodyBytes']);
 
 const validateProcessSchema = compile(ProcessConfig);
 

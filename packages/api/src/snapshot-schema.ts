@@ -116,6 +116,7 @@ const BackendTls = Obj(
   'TLS to the backend.',
 );
 const BackendFilters = Type.Array(BackendFilter, { maxItems: 16 });
+const BackendProtocol = Type.Union([Lit('h2c')], { description: 'HTTP/2 over cleartext with prior knowledge; absent: HTTP/1.1.' });
 const Backend = Type.Union([
   Obj(
     {
@@ -127,6 +128,7 @@ const Backend = Type.Union([
       priority: Priority,
       provider: Type.Optional(Provider),
       tls: Type.Optional(BackendTls),
+      protocol: Type.Optional(BackendProtocol),
     },
     'A fixed address.',
   ),
@@ -157,6 +159,7 @@ const Backend = Type.Union([
       endpoints: Type.Array(Endpoint, { maxItems: 100_000 }),
       filters: Type.Optional(BackendFilters),
       tls: Type.Optional(BackendTls),
+      protocol: Type.Optional(BackendProtocol),
     },
     'A Service port and its ready endpoints.',
   ),

@@ -198,7 +198,17 @@ export interface StaticBackendIR {
   readonly provider?: ProviderIR;
   /** Absent: plain HTTP. */
   readonly tls?: BackendTLSIR;
+  /** Absent: HTTP/1.1. */
+  readonly protocol?: BackendProtocolIR;
 }
+
+/**
+ * How the proxy speaks HTTP to a backend, when not HTTP/1.1: `h2c` is HTTP/2 over cleartext
+ * with prior knowledge (RFC 9113 §3.3), for a Service port whose appProtocol is
+ * `kubernetes.io/h2c` or a standalone backend with `protocol: H2C`. Never with `tls`. WebSocket
+ * upgrades need no protocol of their own: they go to any HTTP/1.1 backend.
+ */
+export type BackendProtocolIR = 'h2c';
 
 /**
  * A Tollgate `Backend` resource: a host name (resolved through DNS by the proxy, with its own
@@ -288,6 +298,8 @@ export interface ServiceBackendIR {
   readonly filters?: readonly BackendFilterIR[];
   /** From the BackendTLSPolicy that targets the Service port; absent: plain HTTP. */
   readonly tls?: BackendTLSIR;
+  /** From the Service port's appProtocol (or its EndpointSlices'); absent: HTTP/1.1. */
+  readonly protocol?: BackendProtocolIR;
 }
 
 export interface EndpointIR {

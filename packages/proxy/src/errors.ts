@@ -25,6 +25,24 @@ export const PROXY_ERRORS = defineErrors({
     message: 'the route has no valid backend for this request',
     hint: 'give the route a backend with a weight above 0; in a cluster, the HTTPRoute\'s ResolvedRefs condition names the backendRef that does not resolve or carries a filter that cannot run there',
   },
+  websocketLimit: {
+    code: 'TG_WEBSOCKET_LIMIT',
+    status: 503,
+    message: 'too many WebSocket connections open on this proxy',
+    hint: 'the proxy holds config.maxWebSocketConnections upgraded connections (tollgate_websocket_connections); retry later, raise the setting, or add proxy replicas',
+  },
+  websocketDraining: {
+    code: 'TG_WEBSOCKET_DRAINING',
+    status: 503,
+    message: 'the proxy is shutting down and takes no new WebSocket connections',
+    hint: 'reconnect: the next connection reaches another proxy replica',
+  },
+  upgradeToH2c: {
+    code: 'TG_WEBSOCKET_H2C_BACKEND',
+    status: 502,
+    message: 'WebSocket upgrades do not go to backends spoken to over h2c',
+    hint: 'send WebSockets to a port without appProtocol kubernetes.io/h2c (or a standalone backend without protocol H2C): kubernetes.io/ws, or none',
+  },
   upstreamRefused: {
     code: 'TG_UPSTREAM_REFUSED',
     status: 503,

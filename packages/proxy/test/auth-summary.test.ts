@@ -52,6 +52,8 @@ const dump = (snap: ProxySnapshot) =>
     maxRequestBodyBytes: 1,
     maxBufferedRequestBytes: 1,
     maxConnectionsPerBind: 1,
+    maxWebSocketConnections: 1,
+    websocketIdleTimeoutMs: 1,
     maxTraceSessions: 1,
     maxTokensChargedPerResponse: 1,
     maxRateLimitKeys: 1,

@@ -25,6 +25,12 @@ export const BackendConfig = Type.Object(
     priority: Type.Optional(BackendPriority),
     provider: Type.Optional(ProviderFileConfig),
     tls: Type.Optional(BackendTlsConfig),
+    protocol: Type.Optional(
+      Enum(
+        ['HTTP', 'H2C'],
+        'How the proxy speaks HTTP to the backend: HTTP (HTTP/1.1, the default; WebSocket upgrades pass through) or H2C (HTTP/2 over cleartext with prior knowledge, as a Service port with appProtocol kubernetes.io/h2c; not with tls).',
+      ),
+    ),
   },
   { additionalProperties: false, description: 'An upstream the route sends requests to.' },
 );
@@ -202,6 +208,14 @@ export const ProcessConfig = Type.Object(
     maxConnectionsPerBind: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Client connections open at once on each bind (port); a connection beyond it is closed as soon as it is accepted. Default 4096.' }),
     ),
+    maxWebSocketConnections: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1_000_000,
+        description: 'Upgraded connections (WebSockets) open at once on the proxy, all binds together, upgrade requests on their way to a backend included; one more upgrade request is answered 503 TG_WEBSOCKET_LIMIT. Default 1024.',
+      }),
+    ),
+    websocketIdleTimeout: Type.Optional(Duration('Time an upgraded connection (a WebSocket) may pass without a byte either way before the proxy closes both sides. Default 300s.')),
     maxTokensChargedPerResponse: Type.Optional(
       Type.Integer({
         minimum: 1,

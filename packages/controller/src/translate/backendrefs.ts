@@ -3,6 +3,7 @@
 // An unresolved reference stays in the IR as `invalid` so it keeps its share of the requests.
 import type { V1EndpointSlice, V1Service, V1ServicePort } from '@kubernetes/client-node';
 import type { BackendIR, EndpointIR, Problem } from '@tollgate/api';
+import { appProtocolOf, backendProtocol } from './app-protocol.js';
 import { fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { backendFilters } from './rules.js';
@@ -85,10 +86,23 @@ export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, p
   const endpoints = serviceEndpoints(ctx, namespace, ref.name, port);
   const resolved = ok('ResolvedRefs', 'all references resolved');
   const tls = ctx.backendTls.forPort(namespace, ref.name, port);
+  const protocol = backendProtocol(appProtocolOf(port, ctx.endpointSlices.get(`${namespace}/${ref.name}`) ?? []), tls !== null);
+  if (!protocol.ok) return invalid('UnsupportedProtocol', `Service ${namespace}/${ref.name} port ${ref.port}: ${protocol.message}`, serviceHost(ref.name, namespace, ref.port));
   // The reference resolves; its BackendTLSPolicy is broken: its requests fail (5xx) rather than go out unverified.
   if (tls && !tls.ok) return { ir: { kind: 'invalid', name: serviceHost(ref.name, namespace, ref.port), weight, reason: tls.message }, verdict: resolved };
   return {
-    ir: { kind: 'service', name: serviceHost(ref.name, namespace, ref.port), namespace, service: ref.name, port: ref.port, weight, endpoints, ...(filters.length ? { filters } : {}), ...(tls ? { tls: tls.tls } : {}) },
+    ir: {
+      kind: 'service',
+      name: serviceHost(ref.name, namespace, ref.port),
+      namespace,
+      service: ref.name,
+      port: ref.port,
+      weight,
+      endpoints,
+      ...(filters.length ? { filters } : {}),
+      ...(tls ? { tls: tls.tls } : {}),
+      ...(protocol.protocol ? { protocol: protocol.protocol } : {}),
+    },
     verdict: resolved,
   };
 }

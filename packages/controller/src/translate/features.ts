@@ -22,6 +22,8 @@ export const EXTENDED_FEATURES = [
   'HTTPRoute303RedirectStatusCode',
   'HTTPRoute307RedirectStatusCode',
   'HTTPRoute308RedirectStatusCode',
+  'HTTPRouteBackendProtocolH2C',
+  'HTTPRouteBackendProtocolWebSocket',
   'HTTPRouteBackendRequestHeaderModification',
   'HTTPRouteBackendTimeout',
   'HTTPRouteDestinationPortMatching',

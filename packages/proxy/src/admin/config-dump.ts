@@ -47,6 +47,8 @@ export interface DumpSettings {
   readonly maxRequestBodyBytes: number;
   readonly maxBufferedRequestBytes: number;
   readonly maxConnectionsPerBind: number;
+  readonly maxWebSocketConnections: number;
+  readonly websocketIdleTimeoutMs: number;
   readonly maxTraceSessions: number;
   readonly maxTokensChargedPerResponse: number;
   readonly maxRateLimitKeys: number;

@@ -12,9 +12,10 @@ export type DecisionResult = 'allowed' | 'limited' | 'failed_open' | 'error' | '
 export type TokenSource = 'reported' | 'estimated';
 /**
  * What a client was refused for taking too much of the proxy: request-body bytes beyond the
- * process budget, a body not in by its deadline or idle too long, a connection beyond a bind's cap.
+ * process budget, a body not in by its deadline or idle too long, a connection beyond a bind's cap,
+ * an upgrade beyond the WebSocket cap, a WebSocket closed for being idle.
  */
-export type ClientRefusal = 'body_budget' | 'body_deadline' | 'body_idle' | 'connection_limit';
+export type ClientRefusal = 'body_budget' | 'body_deadline' | 'body_idle' | 'connection_limit' | 'websocket_limit' | 'websocket_idle';
 export type ClientCertificateResult = 'verified' | 'refused' | 'unverified';
 
 export const DEFAULT_MAX_MODEL_LABELS = 100;
@@ -171,6 +172,18 @@ class CellHistogram<L extends string> {
   }
 }
 
+/** A gauge without labels whose value is read from `read` when the registry is scraped (0 without one). */
+function readAtScrape(registry: Registry, name: string, help: string, read: (() => number) | undefined): void {
+  new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.set(read?.() ?? 0);
+    },
+  });
+}
+
 /** Two-level lookup by label values the code passes as literals: no key string is built per call. */
 function nested<A, B, V>(outer: Map<A, Map<B, V>>, a: A, b: B, make: () => V): V {
   let inner = outer.get(a);
@@ -189,6 +202,14 @@ export interface ProxyMetricsOptions {
   readonly bufferedRequestBytes?: () => number;
   /** The rate limit services of the config in force and whether each is connected now, read at each scrape. */
   readonly rateLimitServices?: () => readonly { readonly address: string; readonly connected: boolean }[];
+  /** Upgraded connections (WebSockets) open now, read at each scrape. */
+  readonly websocketConnections?: () => number;
+}
+
+/** The byte counters of one route's WebSockets, added to as bytes pass. */
+export interface WebSocketByteCells {
+  readonly fromClient: { value: number };
+  readonly toClient: { value: number };
 }
 
 export class ProxyMetrics {
@@ -209,7 +230,7 @@ export class ProxyMetrics {
   readonly #refusals = new CellCounter(
     this.registry,
     'tollgate_client_refusals_total',
-    'Requests and connections refused for taking too much of the proxy, by reason: body_budget (503, config.maxBufferedRequestBytes), body_deadline (408, config.requestBodyTimeout), body_idle (408, config.requestBodyIdleTimeout), connection_limit (closed, config.maxConnectionsPerBind).',
+    'Requests and connections refused for taking too much of the proxy, by reason: body_budget (503, config.maxBufferedRequestBytes), body_deadline (408, config.requestBodyTimeout), body_idle (408, config.requestBodyIdleTimeout), connection_limit (closed, config.maxConnectionsPerBind), websocket_limit (503, config.maxWebSocketConnections), websocket_idle (a WebSocket closed after config.websocketIdleTimeout without a byte).',
     ['reason'],
   );
   readonly #refusalCells = new Map<ClientRefusal, Cell<'reason'>>();
@@ -262,6 +283,13 @@ export class ProxyMetrics {
     ['route', 'error'],
   );
   readonly #unsentRetryCells = new Map<string, Map<string, Cell<'route' | 'error'>>>();
+  readonly #websocketBytes = new CellCounter(
+    this.registry,
+    'tollgate_websocket_bytes_total',
+    'Bytes passed through upgraded connections (WebSockets) after the 101, by route and direction (client_to_backend, backend_to_client).',
+    ['route', 'direction'],
+  );
+  readonly #websocketCells = new Map<string, WebSocketByteCells>();
   readonly #attempts = new CellCounter(
     this.registry,
     'tollgate_upstream_attempts_total',
@@ -317,15 +345,8 @@ export class ProxyMetrics {
       },
     });
     collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_process_' });
-    const buffered = options.bufferedRequestBytes ?? (() => 0);
-    new Gauge({
-      name: 'tollgate_buffered_request_bytes',
-      help: 'Request-body bytes held in memory now, across all binds (at most config.maxBufferedRequestBytes).',
-      registers: [this.registry],
-      collect() {
-        this.set(buffered());
-      },
-    });
+    readAtScrape(this.registry, 'tollgate_websocket_connections', 'Upgraded connections (WebSockets) open now, across all binds (at most config.maxWebSocketConnections).', options.websocketConnections);
+    readAtScrape(this.registry, 'tollgate_buffered_request_bytes', 'Request-body bytes held in memory now, across all binds (at most config.maxBufferedRequestBytes).', options.bufferedRequestBytes);
   }
 
   /** Counts one decision of an authentication or authorization check; the labels are fixed sets (AUTH_KINDS, AUTH_REASONS). */
@@ -410,6 +431,16 @@ export class ProxyMetrics {
     cell.value++;
   }
 
+  /** The byte counters of a route's WebSockets (one pair per route, made on first use). */
+  websocketBytes(route: string): WebSocketByteCells {
+    let cells = this.#websocketCells.get(route);
+    if (!cells) {
+      cells = { fromClient: this.#websocketBytes.cell({ route, direction: 'client_to_backend' }), toClient: this.#websocketBytes.cell({ route, direction: 'backend_to_client' }) };
+      this.#websocketCells.set(route, cells);
+    }
+    return cells;
+  }
+
   /** Counts one attempt of a request at a backend; `outcome` from attemptOutcome(). */
   countAttempt(route: string, backend: string, outcome: string): void {
     const byOutcome = nested(this.#attemptCells, route, backend, () => new Map<string, Cell<'route' | 'backend' | 'outcome'>>());
@@ -446,9 +477,10 @@ export class ProxyMetrics {
   retainRoutes(routes: ReadonlySet<string>): void {
     const gone = (route: unknown): boolean => route !== NO_ROUTE && !routes.has(String(route));
     // Deleting the current key while iterating a Map is safe.
-    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells, this.#transformCells, this.#attemptCells, this.#retryCells, this.#budgetCells])
+    for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells, this.#transformCells, this.#attemptCells, this.#retryCells, this.#budgetCells, this.#websocketCells])
       for (const route of map.keys()) if (gone(route)) map.delete(route);
     this.#transformations.drop((l) => gone(l.route));
+    this.#websocketBytes.drop((l) => gone(l.route));
     this.#requests.drop((l) => gone(l.route));
     this.#attempts.drop((l) => gone(l.route));
     this.#retries.drop((l) => gone(l.route));

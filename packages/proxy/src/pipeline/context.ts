@@ -21,6 +21,7 @@ import type { Logger } from 'pino';
 import type { BodyBudget } from './body-budget.js';
 import type { AttemptPlan } from './attempt-plan.js';
 import type { InFlight } from './inflight.js';
+import type { UpgradeRequest, Upgrades } from './upgrades.js';
 import { parseRequestTarget, type PathSettings } from './request-target.js';
 
 /** What the pipeline needs from the running proxy, shared by all requests. */
@@ -50,6 +51,8 @@ export interface PipelineDeps {
   /** config.maxTokensChargedPerResponse: the most one response is charged to token limits. */
   readonly chargeCap: ChargeCap;
   readonly authLog: Logger;
+  /** Upgraded connections (WebSockets): their cap, idle timeout, and the ones open now. */
+  readonly upgrades: Upgrades;
 }
 
 /** What one authentication or authorization check decided, for the trace, the access log and metrics. */
@@ -102,6 +105,8 @@ export class RequestContext {
 
   /** True when a subscriber of the request channels (a trace session) watches this request. */
   observed = false;
+  /** A WebSocket upgrade request: the client's connection, handed over by the HTTP server; null for every other request. */
+  upgrade: UpgradeRequest | null = null;
 
   // What the stages decide.
   listener: CompiledListener | null = null;
@@ -169,8 +174,9 @@ export class RequestContext {
       this.query = '';
       this.targetError = target.reason;
     }
-    // An absolute-form target's authority is the host (RFC 9112 §3.2.2), whatever Host says.
-    this.rawHost = (target.ok && target.authority) || req.headers.host;
+    // An absolute-form target's authority is the host (RFC 9112 §3.2.2), whatever Host says;
+    // an HTTP/2 request's is its :authority (RFC 9113 §8.3.1), which stands for Host.
+    this.rawHost = (target.ok && target.authority) || req.headers.host || (req.headers[':authority'] as string | undefined);
     this.host = normalizeHost(this.rawHost);
     this.upstreamPath = this.path;
     this.upstreamQuery = this.query;
@@ -221,6 +227,8 @@ export class RequestContext {
   get hasBody(): boolean {
     const h = this.headers;
     const len = h['content-length'];
-    return h['transfer-encoding'] !== undefined || (len !== undefined && len !== '0');
+    if (h['transfer-encoding'] !== undefined || (len !== undefined && len !== '0')) return true;
+    // HTTP/2 frames a body without either header: there is one unless the HEADERS frame ended the stream.
+    return this.req.httpVersionMajor === 2 && len === undefined && (this.req as unknown as { stream: { endAfterHeaders: boolean } }).stream.endAfterHeaders === false;
   }
 }

@@ -14,6 +14,7 @@ import { transformRequest } from './transform.js';
 import { chooseBackend } from './backend-choice.js';
 import { sendMirrors } from './mirror.js';
 import { callUpstream } from './upstream-call.js';
+import { upgradeReachesBackend } from './upgrade.js';
 import { announce } from './events.js';
 import { readBodyForReplay, readBodyOnce } from './llm-body.js';
 import { routeTranslates } from '../llm/formats/format.js';
@@ -38,12 +39,14 @@ export async function handleRequest(ctx: RequestContext): Promise<void> {
   if (typeof passed !== 'boolean') passed = await passed;
   if (!passed) return;
   const mirrors = ctx.route!.mirrors;
-  if (mirrors !== null) sendMirrors(ctx, mirrors);
+  // A WebSocket handshake is not copied: without its connection a copy would be a plain GET.
+  if (mirrors !== null && !ctx.upgrade) sendMirrors(ctx, mirrors);
   // A backend of another format needs the body whole, read before one is picked (nothing may be
   // awaited between the pick and the call).
   if (!ctx.llm && ctx.hasBody && routeTranslates(ctx.route!.ir, ctx.path)) await readBodyOnce(ctx, true);
   // A route that fails over or retries keeps the body to send it again (within config.maxRetryBodyBytes).
   if (ctx.route!.resilience && !ctx.llm && ctx.hasBody) await readBodyForReplay(ctx);
   if (!chooseBackend(ctx)) return;
+  if (ctx.upgrade && !upgradeReachesBackend(ctx)) return;
   await callUpstream(ctx);
 }

@@ -13,6 +13,8 @@ import { backendFilters } from '../routing/backend-picker.js';
 import type { ForwardHooks } from '../upstream/forward.js';
 import type { HeaderMap, RequestContext } from './context.js';
 import { publish } from './events.js';
+import { completeUpgrade } from './upgrade.js';
+import type { Duplex } from 'node:stream';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -107,6 +109,11 @@ export class ResponsePolicies implements ForwardHooks {
     if (this.#charged || !this.meter || this.#status < 200 || this.#status >= 300) return undefined;
     this.#charged = true;
     return chargeTokens(this.ctx, this.meter);
+  }
+
+  /** The backend switched protocols (a WebSocket): pipeline/upgrade.ts takes it from here. */
+  onUpgrade(headers: HeaderMap, protocol: string | undefined, socket: Duplex): void {
+    completeUpgrade(this.ctx, this, headers, protocol, socket);
   }
 
   onResponseHeaders(status: number, headers: HeaderMap): boolean {

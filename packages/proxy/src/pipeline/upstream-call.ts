@@ -76,7 +76,7 @@ async function exchange(ctx: RequestContext, plan: AttemptPlan | null): Promise<
     // In flight on the endpoint until the exchange ends (forward never rejects). No request can
     // pick between the choice and here: nothing is awaited in between.
     backend.endpoint.begin();
-    result = await forward(backend.endpoint.pool, { method: ctx.method, path, headers: ctx.upstreamHeaders!, body, headersTimeoutMs, bodyTimeoutMs: deps.bodyIdleTimeoutMs, requestTimeoutMs, servername: backend.endpoint.servername }, ctx.res, response);
+    result = await forward(backend.endpoint.pool, { method: ctx.method, path, headers: ctx.upstreamHeaders!, body, headersTimeoutMs, bodyTimeoutMs: deps.bodyIdleTimeoutMs, requestTimeoutMs, servername: backend.endpoint.servername, upgrade: ctx.upgrade ? 'websocket' : undefined }, ctx.res, response);
     const gone = (ctx.req.destroyed && !ctx.req.complete) || result.error?.kind === 'TG_CLIENT_GONE';
     if (gone) break;
     let next: NextAttempt | null = null;

@@ -97,6 +97,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       maxRequestBodyBytes: settings.maxRequestBodyBytes,
       maxBufferedRequestBytes: bufferedRequestBytes(settings),
       maxConnectionsPerBind: settings.maxConnectionsPerBind,
+      websockets: { maxConnections: settings.maxWebSocketConnections, idleMs: settings.websocketIdleTimeout ? parseDuration(settings.websocketIdleTimeout) : undefined },
       maxTokensChargedPerResponse: settings.maxTokensChargedPerResponse,
       maxRateLimitKeys: settings.maxRateLimitKeys,
       passwords: settings.basicAuth,

@@ -69,11 +69,11 @@ type TargetPicker = BackendPicker;
 export function upstreamNames(backend: BackendIR): string[] {
   switch (backend.kind) {
     case 'static':
-      return [endpointKey(backend.host, backend.port, backend.tls)];
+      return [endpointKey(backend.host, backend.port, backend.tls, backend.protocol)];
     case 'external':
       return [endpointKey(backend.hostname, backend.port, backend.tls)];
     case 'service':
-      return backend.endpoints.map((e) => endpointKey(e.address, e.port, backend.tls));
+      return backend.endpoints.map((e) => endpointKey(e.address, e.port, backend.tls, backend.protocol));
     case 'invalid':
       return [];
   }
@@ -103,7 +103,7 @@ function firstAvailable(targets: readonly UpstreamTarget[], start: number, now: 
 function serviceTargets(backend: ServiceBackendIR, deps: PickerDeps): TargetPicker {
   const targets: UpstreamTarget[] = [];
   for (const e of backend.endpoints) {
-    const endpoint = deps.endpoints.acquire(e.address, e.port, backend.tls);
+    const endpoint = deps.endpoints.acquire(e.address, e.port, backend.tls, false, backend.protocol);
     targets.push({ name: endpoint.name, host: e.address, port: e.port, backend, endpoint, siblings: targets });
   }
   const n = targets.length;
@@ -170,7 +170,7 @@ export function anotherEndpoint(tried: readonly UpstreamTarget[]): UpstreamTarge
 export function targetsOf(backend: BackendIR, deps: PickerDeps): TargetPicker {
   switch (backend.kind) {
     case 'static': {
-      const endpoint = deps.endpoints.acquire(backend.host, backend.port, backend.tls);
+      const endpoint = deps.endpoints.acquire(backend.host, backend.port, backend.tls, false, backend.protocol);
       const siblings: UpstreamTarget[] = [];
       const only: UpstreamTarget = { name: endpoint.name, host: backend.host, port: backend.port, backend, endpoint, siblings };
       siblings.push(only);

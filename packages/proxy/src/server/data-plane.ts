@@ -11,6 +11,7 @@
 // whose listeners check client certificates asks for one in every handshake; what each
 // connection may do with its answer is ./client-handshake.ts.
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { Server as NetServer } from 'node:net';
 import { createServer as createHttpsServer } from 'node:https';
 import type { SecureContext, Server as TlsServer, TLSSocket } from 'node:tls';
@@ -23,10 +24,12 @@ import type { CompiledSnapshot } from '../routing/compile.js';
 import { sendError } from '../upstream/forward.js';
 import { NO_ROUTE } from '../metrics/metrics.js';
 import { watchBody, type BodyTimeout, type BodyTimeouts } from './body-timeout.js';
-import { closeAfterAnswer } from './linger.js';
+import { closeHeaders, endAfterAnswer, H2cFront, isHttp2, sniffPriorKnowledge } from './h2c.js';
 import type { InFlight } from '../pipeline/inflight.js';
 import { serverContextOptions, type BindTls } from '../routing/tls-contexts.js';
 import { ClientHandshakes } from './client-handshake.js';
+import { isWebSocketUpgrade, upgradeResponse } from './upgrade-request.js';
+import type { UpgradeRequest } from '../pipeline/upgrades.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'];
 const PROXIED = new Set(METHODS);
@@ -69,8 +72,8 @@ function bodyTimedOut(dp: DataPlaneContext, entry: InFlight, req: IncomingMessag
     req.destroy();
     return;
   }
-  sendError(res, t.spec, { connection: 'close' });
-  closeAfterAnswer(req);
+  sendError(res, t.spec, closeHeaders(req));
+  endAfterAnswer(req, res);
 }
 
 let nextId = 1;
@@ -81,11 +84,12 @@ export function requestsStarted(): number {
 }
 
 /** One request, start to end: the in-flight record, the pipeline, metrics, the request log. */
-async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, res: ServerResponse, upgrade: UpgradeRequest | null = null): Promise<void> {
   const id = nextId++;
   const entry: InFlight = { id, method: req.method ?? 'GET', url: req.url ?? '/', startedAt: Date.now(), stage: 'routing' };
   dp.inflight.set(id, entry);
   const ctx = new RequestContext(dp.current(), port, req, res, entry, dp);
+  ctx.upgrade = upgrade;
   watchBody(req, ctx.hasBody, dp.bodyTimeouts, (why) => bodyTimedOut(dp, entry, req, res, why));
   try {
     await handleRequest(ctx);
@@ -113,10 +117,12 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
       // Refused before its body was read (413, 503 of the body budget): the connection ends, the
       // answer first (see linger.ts).
       res.shouldKeepAlive = false;
-      sendError(res, spec, { ...failure?.headers, connection: 'close' });
-      closeAfterAnswer(req);
+      sendError(res, spec, { ...failure?.headers, ...closeHeaders(req) });
+      endAfterAnswer(req, res);
     }
   } finally {
+    // An upgrade that got no tunnel (refused, not 101, failed) gives its slot back.
+    if (upgrade && !upgrade.slot.holdsTunnel) upgrade.slot.release();
     ctx.releaseBody();
     dp.metrics.countRequest(ctx.routeName ?? NO_ROUTE, ctx.status);
     dp.inflight.delete(id);
@@ -139,6 +145,8 @@ export class DataPlaneServer {
   /** Set once close() begins: requests still arriving on kept-alive connections get `Connection: close`. */
   #closing = false;
   #tls: BindTls | null = null;
+  /** HTTP/2 by prior knowledge on a plain HTTP bind; null on HTTPS. */
+  #h2c: H2cFront | null = null;
   #fallback: SecureContext | null = null;
   #requestCert = false;
   /**
@@ -148,7 +156,7 @@ export class DataPlaneServer {
   constructor(
     readonly port: number,
     readonly address: string,
-    ctx: DataPlaneContext,
+    private readonly ctx: DataPlaneContext,
     tls: BindTls | null = null,
   ) {
     const t = ctx.clientTimeouts;
@@ -180,14 +188,34 @@ export class DataPlaneServer {
     // Requests with a proxied method skip Fastify's routing (see the top of this file).
     const direct = (req: IncomingMessage, res: ServerResponse, fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): void => {
       if (!PROXIED.has(req.method ?? '')) {
-        fastifyHandler(req, res);
+        // Fastify's 404 is for node:http's objects; HTTP/2 gets the catalog's.
+        if (isHttp2(req)) sendError(res, ERRORS.noRoute);
+        else fastifyHandler(req, res);
         return;
       }
       // During the drain a request on a kept-alive connection is still served, with
       // `Connection: close`, so the client's next request opens a connection elsewhere (the
-      // Service's other pods) instead of getting a 503 this pod could have answered.
-      if (this.#closing) res.setHeader('connection', 'close');
+      // Service's other pods) instead of getting a 503 this pod could have answered. HTTP/2
+      // sessions got a GOAWAY when the drain began.
+      if (this.#closing && !isHttp2(req)) res.setHeader('connection', 'close');
       void serve(ctx, port, req, res);
+    };
+    // A WebSocket upgrade request (isWebSocketUpgrade) arrives with its connection, which the
+    // HTTP server no longer parses: it goes through the same pipeline with a response object of
+    // its own on that connection, so a refusal is an ordinary answer (and the connection closes).
+    const upgraded = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+      const res = upgradeResponse(req, socket);
+      if (this.#closing) {
+        sendError(res, ERRORS.websocketDraining, { 'retry-after': '0' });
+        return;
+      }
+      const slot = ctx.upgrades.reserve();
+      if (!slot) {
+        ctx.metrics.countRefusal('websocket_limit');
+        sendError(res, ERRORS.websocketLimit, { 'retry-after': '1' });
+        return;
+      }
+      void serve(ctx, port, req, res, { socket, head, slot, bind: this });
     };
     this.#app = Fastify({
       logger: false,
@@ -196,7 +224,12 @@ export class DataPlaneServer {
       // and the header deadline above bound a slow client instead).
       serverFactory: (fastifyHandler) => {
         const handler = (req: IncomingMessage, res: ServerResponse): void => direct(req, res, fastifyHandler);
-        const server: HttpServer = https ? createHttpsServer(https, handler) : createHttpServer(http, handler);
+        const server: HttpServer = https ? createHttpsServer({ ...https, shouldUpgradeCallback: isWebSocketUpgrade }, handler) : createHttpServer({ ...http, shouldUpgradeCallback: isWebSocketUpgrade }, handler);
+        server.on('upgrade', upgraded);
+        if (!https) {
+          this.#h2c = new H2cFront(handler, t.keepAliveMs);
+          sniffPriorKnowledge(server, this.#h2c, t.requestHeadersMs);
+        }
         server.keepAliveTimeout = t.keepAliveMs;
         server.requestTimeout = 0;
         server.setTimeout(0);
@@ -288,7 +321,14 @@ export class DataPlaneServer {
    */
   async close(times: DrainTimes): Promise<void> {
     this.#closing = true;
-    const timer = setTimeout(() => this.#app.server.closeAllConnections(), times.deadlineMs);
+    // At the deadline the WebSockets this bind accepted close as well: the server's count of
+    // open connections includes them, so the drain would otherwise wait for their clients.
+    const timer = setTimeout(() => {
+      this.#app.server.closeAllConnections();
+      this.ctx.upgrades.closeBind(this);
+      this.#h2c?.destroyAll();
+    }, times.deadlineMs);
+    this.#h2c?.goAway();
     try {
       this.stopAccepting();
       if (times.idleMs > 0) await this.#lastConnectionGone(times.idleMs);

@@ -41,6 +41,7 @@ import { JwksStore } from '../auth/jwks-store.js';
 import { defaultPasswordSettings, PasswordVerifier, type PasswordSettings } from '../auth/password-verifier.js';
 import { ExtAuthzServices, extAuthzServicesInUse } from '../auth/ext-authz-services.js';
 
+import { DEFAULT_MAX_WEBSOCKET_CONNECTIONS, DEFAULT_WEBSOCKET_IDLE_MS, Upgrades, type UpgradeSettings } from '../pipeline/upgrades.js';
 export interface RuntimeOptions {
   /** How Backend resources' host names are resolved and cached (config.dns). */
   readonly dns?: DnsSettings;
@@ -81,6 +82,8 @@ export interface RuntimeOptions {
   readonly maxBufferedRequestBytes?: number;
   /** config.maxConnectionsPerBind. */
   readonly maxConnectionsPerBind?: number;
+  /** config.maxWebSocketConnections and config.websocketIdleTimeout. */
+  readonly websockets?: Partial<UpgradeSettings>;
   /** config.maxTokensChargedPerResponse. */
   readonly maxTokensChargedPerResponse?: number;
   /** config.maxRateLimitKeys. */
@@ -148,6 +151,11 @@ export class ProxyRuntime {
     return this.#deps.clientTimeouts;
   }
 
+  /** The WebSocket bounds in force (config_dump shows them). */
+  get websockets(): UpgradeSettings {
+    return this.#deps.upgrades.settings;
+  }
+
   /** The effective bounds on what clients may hold of the process (config_dump shows them). */
   get clientBounds(): { readonly maxRequestBodyBytes: number; readonly maxBufferedRequestBytes: number; readonly maxConnectionsPerBind: number } {
     const d = this.#deps;
@@ -186,7 +194,14 @@ export class ProxyRuntime {
     this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING, coolDowns: this.coolDowns };
     const maxRequestBodyBytes = options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES;
     const bodyBudget = new BodyBudget(options.maxBufferedRequestBytes ?? bufferedRequestBytes({ maxRequestBodyBytes }));
-    this.metrics = new ProxyMetrics({ maxModelLabels: options.maxModelLabels, consumerMetricsTopN: options.consumerMetricsTopN, bufferedRequestBytes: () => bodyBudget.used, rateLimitServices: () => this.rateLimitServices.states() });
+    const upgrades = new Upgrades({ maxConnections: options.websockets?.maxConnections ?? DEFAULT_MAX_WEBSOCKET_CONNECTIONS, idleMs: options.websockets?.idleMs ?? DEFAULT_WEBSOCKET_IDLE_MS });
+    this.metrics = new ProxyMetrics({
+      maxModelLabels: options.maxModelLabels,
+      consumerMetricsTopN: options.consumerMetricsTopN,
+      bufferedRequestBytes: () => bodyBudget.used,
+      rateLimitServices: () => this.rateLimitServices.states(),
+      websocketConnections: () => upgrades.open,
+    });
     const log = options.rateLimitLog ?? options.log;
     this.limiters = new LimiterStore(clock, { maxKeys: options.maxRateLimitKeys ?? DEFAULT_MAX_RATE_LIMIT_KEYS, overflowed: overflowReporter(this.metrics, log, clock) });
     this.globalAnswers = new GlobalAnswers(DEFAULT_MAX_GLOBAL_ANSWERS, clock);
@@ -221,6 +236,7 @@ export class ProxyRuntime {
       bodyBudget,
       chargeCap: new ChargeCap(options.maxTokensChargedPerResponse ?? DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE, log, clock),
       authLog: options.authLog ?? options.log,
+      upgrades,
     };
     const authLog = options.authLog ?? options.log;
     this.passwords = new PasswordVerifier({ ...defaultPasswordSettings(), ...options.passwords }, authLog, (result) => this.metrics.countPasswordCheck(result));

@@ -7,7 +7,7 @@
 // A new snapshot keeps the objects of the endpoints it still lists (warm connections, learned
 // scores) and retires the others: a retired endpoint closes its pool once its last request in
 // flight is done, so a change of endpoints never cuts a request.
-import type { BackendTLSIR } from '@tollgate/api';
+import type { BackendProtocolIR, BackendTLSIR } from '@tollgate/api';
 import type { DnsCache } from './dns-cache.js';
 import { Pool } from './undici-pool.js';
 import type { Clock } from '../ratelimit/clock.js';
@@ -15,12 +15,14 @@ import { hostPort } from './host-port.js';
 import { tlsConnector, tlsSettingKey } from './backend-tls.js';
 
 /**
- * The table's key of an endpoint: its address, and for TLS a digest of the setting, so that
- * each distinct TLS setting to one address has a pool (and scores) of its own.
+ * The table's key of an endpoint: its address, and for TLS a digest of the setting (for h2c,
+ * the protocol), so that each distinct way of speaking to one address has a pool (and scores)
+ * of its own.
  */
-export function endpointKey(host: string, port: number, tls?: BackendTLSIR): string {
+export function endpointKey(host: string, port: number, tls?: BackendTLSIR, protocol?: BackendProtocolIR): string {
   const name = hostPort(host, port);
-  return tls ? `${name}#tls-${tlsSettingKey(tls)}` : name;
+  if (tls) return `${name}#tls-${tlsSettingKey(tls)}`;
+  return protocol ? `${name}#${protocol}` : name;
 }
 
 /** Weight of the newest sample in the moving averages. */
@@ -103,6 +105,8 @@ export class Endpoint {
     readonly tls?: BackendTLSIR,
     /** Its host name is resolved through options.dns (a Backend resource's). */
     readonly resolved = false,
+    /** Absent: HTTP/1.1. */
+    readonly protocol?: BackendProtocolIR,
   ) {
     this.name = hostPort(host, port);
     this.servername = tls?.hostname;
@@ -134,7 +138,7 @@ export class Endpoint {
         headersTimeout: 0,
         bodyTimeout: 0,
         keepAliveTimeout: 30_000,
-        ...(this.tls ? { connect: tlsConnector(this.tls, this.options.connectTimeoutMs, lookup) } : lookup ? { connect: { lookup } } : {}),
+        ...(this.tls ? { connect: tlsConnector(this.tls, this.options.connectTimeoutMs, lookup) } : this.protocol === 'h2c' ? h2cOptions(lookup) : lookup ? { connect: { lookup } } : {}),
       });
     }
     return this.#pool;
@@ -191,6 +195,15 @@ export class Endpoint {
     if (this.#retired && this.inFlight === 0) void this.#closePool();
   }
 
+  /**
+   * A hold that `begin` counted ends without a sample: an upgraded connection (a WebSocket) that
+   * counted as a request in flight while open, whose length says nothing of the endpoint.
+   */
+  release(): void {
+    this.inFlight--;
+    if (this.#retired && this.inFlight === 0) void this.#closePool();
+  }
+
   /** No snapshot lists this endpoint any more: its pool closes once nothing is in flight. */
   retire(): void {
     this.#retired = true;
@@ -229,11 +242,14 @@ export class EndpointTable {
   readonly #byName = new Map<string, Endpoint>();
   constructor(readonly options: EndpointOptions) {}
 
-  /** The endpoint at `host:port` with this TLS setting (or plain), created on first mention; `resolved`: its name is looked up through options.dns. */
-  acquire(host: string, port: number, tls?: BackendTLSIR, resolved = false): Endpoint {
-    const key = endpointKey(host, port, tls);
+  /**
+   * The endpoint at `host:port` with this TLS setting (or plain) and protocol (HTTP/1.1 when
+   * absent), created on first mention; `resolved`: its name is looked up through options.dns.
+   */
+  acquire(host: string, port: number, tls?: BackendTLSIR, resolved = false, protocol?: BackendProtocolIR): Endpoint {
+    const key = endpointKey(host, port, tls, protocol);
     let e = this.#byName.get(key);
-    if (!e) this.#byName.set(key, (e = new Endpoint(host, port, this.options, tls, resolved)));
+    if (!e) this.#byName.set(key, (e = new Endpoint(host, port, this.options, tls, resolved, protocol)));
     return e;
   }
 
@@ -261,6 +277,19 @@ export class EndpointTable {
     this.#byName.clear();
     await Promise.allSettled(all.map((e) => e.close()));
   }
+}
+
+/**
+ * An h2c pool: HTTP/2 with prior knowledge on a plain connection (undici's useH2c, which the
+ * connector reads, not the pool). Each of the pool's clients is one HTTP/2 session carrying up
+ * to 100 requests at once (undici's default, lowered by the server's
+ * SETTINGS_MAX_CONCURRENT_STREAMS); the pool opens another session when those are taken. The
+ * timeouts, body streaming, header handling and the classification of failures (a connection
+ * refused before the request was handed over is unsent) are the HTTP/1.1 path's: the same
+ * dispatch (forward.ts).
+ */
+function h2cOptions(lookup: DnsCache['lookup'] | undefined) {
+  return { allowH2: true, connect: { useH2c: true, ...(lookup ? { lookup } : {}) } };
 }
 
 /** Catalog codes of failures to connect: the endpoint is not there (ejected for a while). */

@@ -3,7 +3,7 @@
 // reaches the client when the backend sends it) and backpressure flows through: a slow
 // client pauses the upstream read. A client that goes away aborts the upstream request.
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { ClientGone, ERRORS, type ErrorSpec } from '../errors.js';
 import { endToEnd } from './headers.js';
@@ -22,6 +22,11 @@ export interface ForwardRequest {
   readonly requestTimeoutMs: number | null;
   /** A TLS backend's name (Endpoint#servername): undici would otherwise take the Host header as SNI. */
   readonly servername?: string;
+  /**
+   * The protocol a client asked to upgrade to (`websocket`): sent as `Connection: upgrade` and
+   * `Upgrade`; a 101 goes to ForwardHooks.onUpgrade, any other answer is relayed as usual.
+   */
+  readonly upgrade?: string;
 }
 
 export interface TransportError {
@@ -66,6 +71,12 @@ export interface ForwardHooks {
   readonly transform?: (chunk: Buffer) => Buffer;
   /** Returns what is left to send when the upstream response ends (a promise: send it once settled). */
   readonly flush?: () => Buffer | Promise<Buffer>;
+  /**
+   * The backend switched protocols (101, ForwardRequest.upgrade): its headers (end to end, as
+   * onResponseHeaders sees them), the protocol its Upgrade header names, and its connection,
+   * now the hook's to join with the client's.
+   */
+  readonly onUpgrade?: (headers: Record<string, string | string[] | undefined>, protocol: string | undefined, socket: Duplex) => void;
   /**
    * Sees an answer's status and headers before anything of it reaches the client; true discards
    * it (another attempt follows): nothing is sent, its body is read and dropped (at most
@@ -228,6 +239,21 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.req.method === 'HEAD') this.res.flushHeaders();
   }
 
+  onRequestUpgrade(_c: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, socket: Duplex): void {
+    if (this.#headersTimer) clearTimeout(this.#headersTimer);
+    this.#upstreamStatus = statusCode;
+    const upgrade: string | string[] | undefined = headers.upgrade;
+    if (!this.hooks.onUpgrade || this.res.destroyed) {
+      // Nobody to join it with (the client left while the backend answered).
+      socket.destroy();
+      this.#finish({ status: 499, upstreamStatus: statusCode, error: { kind: 'TG_CLIENT_GONE', message: 'client disconnected' }, responded: true, unsent: false, discarded: false });
+      return;
+    }
+    // Settled first: the hook owns the client's connection from here, and the Exchange lets go of it.
+    this.#finish({ status: statusCode, upstreamStatus: statusCode, error: null, responded: true, unsent: false, discarded: false });
+    this.hooks.onUpgrade(endToEnd(headers), typeof upgrade === 'string' ? upgrade : upgrade?.[0], socket);
+  }
+
   onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.#discarded >= 0) {
       this.#discarded += chunk.length;
@@ -303,6 +329,7 @@ export function forward(dispatcher: Dispatcher, req: ForwardRequest, res: Server
           bodyTimeout: req.bodyTimeoutMs,
           // Read by undici's request, not in its types.
           servername: req.servername,
+          ...(req.upgrade ? { upgrade: req.upgrade } : {}),
         } as Dispatcher.DispatchOptions,
         exchange,
       );

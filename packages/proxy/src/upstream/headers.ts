@@ -29,7 +29,7 @@ function connectionTokens(value: string | string[] | undefined): readonly string
 }
 
 /**
- * A copy of `headers` without hop-by-hop entries, nor those in `without` (lower case: the
+ * A copy of `headers` without hop-by-hop entries, HTTP/2 pseudo-headers, nor those in `without` (lower case: the
  * credentials authentication consumed). Left out of the copy rather than deleted from it: a
  * delete turns the object into a slow dictionary for the rest of the request.
  */
@@ -37,7 +37,8 @@ export function endToEnd(headers: IncomingHttpHeaders, without: readonly string[
   const named = connectionTokens(headers.connection);
   const out: Record<string, string | string[] | undefined> = {};
   for (const name in headers) {
-    if (HOP_BY_HOP.has(name) || (named.length && named.includes(name)) || (without.length && without.includes(name))) continue;
+    // HTTP/2 pseudo-headers (:method, :path, :authority, :scheme) are the request line, not headers.
+    if (name.charCodeAt(0) === 58 || HOP_BY_HOP.has(name) || (named.length && named.includes(name)) || (without.length && without.includes(name))) continue;
     out[name] = headers[name];
   }
   return out;

@@ -18,6 +18,8 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
       requestBodyTimeoutMs: t.requestBodyMs,
       keepAliveTimeoutMs: t.keepAliveMs,
       ...rt.clientBounds,
+      maxWebSocketConnections: rt.websockets.maxConnections,
+      websocketIdleTimeoutMs: rt.websockets.idleMs,
       maxTraceSessions: rt.traces.maxArmed,
       maxTokensChargedPerResponse: rt.maxTokensChargedPerResponse,
       maxRateLimitKeys: rt.maxRateLimitKeys,
