@@ -38,4 +38,5 @@ export * from './schema/trace-event.js';
 export * from './admin/budgets.js';
 export * from './errors/index.js';
 export * from './auth/index.js';
+export * from './traffic/index.js';
 export * from './provider/index.js';

@@ -15,6 +15,9 @@ import { AuthorizationWire } from './auth/authorization.js';
 import { BasicAuthWire } from './auth/basic-auth.js';
 import { ExtAuthzWire } from './auth/ext-authz.js';
 import { JwtWire } from './auth/jwt.js';
+import { corsWireFields, CorsWire } from './traffic/cors.js';
+import { CsrfWire } from './traffic/csrf.js';
+import { DirectResponseWire } from './traffic/direct-response.js';
 
 export { WireSecret };
 
@@ -159,6 +162,7 @@ const Filter = Type.Union([
   ResponseHeaderFilter,
   RedirectFilter,
   RewriteFilter,
+  Obj({ type: Lit('CORS'), ...corsWireFields }, 'The Gateway API CORS filter.'),
   Obj(
     {
       type: Lit('RequestMirror'),
@@ -260,6 +264,9 @@ const Policy = Obj(
     jwt: Nullable(JwtWire),
     authorization: Nullable(AuthorizationWire),
     extAuthz: Nullable(ExtAuthzWire),
+    cors: Nullable(CorsWire),
+    csrf: Nullable(CsrfWire),
+    directResponse: Nullable(DirectResponseWire),
   },
   'Policies attached at one level.',
 );

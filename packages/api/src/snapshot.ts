@@ -9,6 +9,8 @@ import type { EvaluationLimits } from './limits.js';
 import type { LocalRateLimitUnit, RateLimitUnit } from './schema/traffic-policy.js';
 import type { Secret } from './secret.js';
 import type { AuthPolicyIR } from './auth/convert.js';
+import type { CorsIR } from './traffic/cors.js';
+import type { TrafficKindsIR } from './traffic/kinds.js';
 import type { ProviderType } from './provider/presets.js';
 
 export interface ProxySnapshot {
@@ -141,6 +143,8 @@ export type FilterIR =
       readonly statusCode: 301 | 302 | 303 | 307 | 308;
     }
   | { readonly type: 'URLRewrite'; readonly hostname: string | null; readonly path: PathModifierIR | null }
+  /** The Gateway API CORS filter: it takes precedence over a cors policy of the route or its Gateway. */
+  | ({ readonly type: 'CORS' } & CorsIR)
   | {
       /**
        * A copy of each request (this share of them: numerator / denominator) goes to
@@ -351,9 +355,10 @@ export interface GlobalRateLimitIR {
 /**
  * Policies attached at one level. Keys follow the trace's effectivePolicy names; the
  * authentication kinds (AuthPolicyIR: apiKey, basicAuth, jwt, authorization, extAuthz) are
- * defined with their configuration under auth/.
+ * defined with their configuration under auth/, cors, csrf and directResponse (TrafficKindsIR)
+ * under traffic/.
  */
-export interface PolicyIR extends AuthPolicyIR {
+export interface PolicyIR extends AuthPolicyIR, TrafficKindsIR {
   /** The object the policy came from, for config dumps and traces. */
   readonly origin: PolicyOriginIR;
   readonly localRateLimit: readonly LocalRateLimitIR[] | null;

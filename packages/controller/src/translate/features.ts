@@ -19,6 +19,7 @@ export const EXTENDED_FEATURES = [
   'HTTPRoute308RedirectStatusCode',
   'HTTPRouteBackendRequestHeaderModification',
   'HTTPRouteBackendTimeout',
+  'HTTPRouteCORS',
   'HTTPRouteDestinationPortMatching',
   'HTTPRouteHostRewrite',
   'HTTPRouteMethodMatching',
