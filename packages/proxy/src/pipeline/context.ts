@@ -13,6 +13,7 @@ import type { ProxyMetrics } from '../metrics/metrics.js';
 import type { Admissions } from '../ratelimit/policy.js';
 import type { AuthKind, AuthPassReason, AuthReason, Consumer } from '../auth/types.js';
 import type { CompiledListener, CompiledRoute, CompiledSnapshot } from '../routing/compile.js';
+import type { CorsAnswer } from '../policies/cors.js';
 import { normalizeHost } from '../routing/hostname.js';
 import type { Logger } from 'pino';
 import type { BodyBudget } from './body-budget.js';
@@ -93,6 +94,8 @@ export class RequestContext {
   auth: AuthOutcome[] | null = null;
   /** What passed checks ask of the forwarded request; null when nothing. */
   authEffects: AuthEffects | null = null;
+  /** The route's cors for this request (not a preflight): what every answer to it carries; null without cors. */
+  cors: CorsAnswer | null = null;
   /** Rate-limit state; exists only once a policy applies. */
   admissions: Admissions | null = null;
   /** The parsed LLM body; read only when a limit needs it. */

@@ -1,0 +1,67 @@
+// Stage 3a, cross-origin checks (after route selection, before authentication): the route's
+// cors answers a preflight itself (before authentication, which a preflight never carries,
+// and outside every rate limit: the gateway-level ones skip it, the route's come later) and
+// decides the Access-Control-* headers of the answer to any other request; then its csrf
+// refuses a state-changing request from a page of another origin.
+import { ERRORS } from '../errors.js';
+import { allowedOrigin, preflightHeaders, PREFLIGHT_VARY, type CompiledCors } from '../policies/cors.js';
+import { checkCsrf, type CompiledCsrf } from '../policies/csrf.js';
+import { selectRoute } from '../routing/compile.js';
+import { answerDirect, answerError, answerRefusalMessage } from './answer.js';
+import type { RequestContext } from './context.js';
+import { publish } from './events.js';
+
+/** A CORS preflight (Fetch): OPTIONS with an Origin and the method the page wants to send. */
+function isPreflight(ctx: RequestContext): boolean {
+  return ctx.method === 'OPTIONS' && ctx.headers.origin !== undefined && ctx.headers['access-control-request-method'] !== undefined;
+}
+
+/**
+ * Whether the gateway will answer this request as a preflight (the route it selects has cors):
+ * the gateway-level rate limits, which run before route selection, let it through uncounted.
+ */
+export function answersPreflight(ctx: RequestContext): boolean {
+  if (!isPreflight(ctx) || ctx.listener === null) return false;
+  const hit = selectRoute(ctx.listener, ctx.host, ctx);
+  return hit !== null && hit.route.cors !== null;
+}
+
+/** Returns false when the request was answered here (a preflight, or refused). Synchronous. */
+export function checkCrossOrigin(ctx: RequestContext): boolean {
+  const route = ctx.route!;
+  const cors = route.cors;
+  if (cors !== null) {
+    if (isPreflight(ctx)) {
+      answerPreflight(ctx, cors);
+      return false;
+    }
+    ctx.cors = { cors, allowOrigin: allowedOrigin(cors, ctx.headers.origin) };
+  }
+  return route.csrf === null || passesCsrf(ctx, route.csrf);
+}
+
+function answerPreflight(ctx: RequestContext, cors: CompiledCors): void {
+  const headers = preflightHeaders(cors, ctx.headers);
+  ctx.deps.metrics.corsPreflights.count(ctx.route!.ir.name, headers ? 'allowed' : 'refused');
+  if (ctx.observed) publish.requestSnapshot(ctx, 'route policies');
+  if (headers) return answerDirect(ctx, 204, headers);
+  ctx.deps.authLog.debug({ route: ctx.routeName, origin: clip(ctx.headers.origin), source: cors.source }, 'CORS preflight refused: origin not allowed');
+  answerError(ctx, ERRORS.corsOriginRefused, { vary: PREFLIGHT_VARY }, `${JSON.stringify(clip(ctx.headers.origin))} is not in allowOrigins`);
+}
+
+function passesCsrf(ctx: RequestContext, csrf: CompiledCsrf): boolean {
+  const h = ctx.headers;
+  const refusal = checkCsrf(csrf, { method: ctx.method, origin: h.origin, referer: h.referer, scheme: ctx.scheme, authority: ctx.authority });
+  if (refusal === null) return true;
+  ctx.deps.metrics.csrfRefusals.count(ctx.route!.ir.name, refusal.reason);
+  ctx.deps.authLog.debug({ route: ctx.routeName, reason: refusal.reason }, 'request refused by the csrf policy');
+  if (ctx.observed) publish.requestSnapshot(ctx, 'route policies');
+  answerRefusalMessage(ctx, ERRORS.csrfRefused, ERRORS.csrfRefused.status, refusal.detail);
+  return false;
+}
+
+/** A client's header value for a log line or a message: at most 128 characters. */
+function clip(value: string | string[] | undefined): string {
+  const v = Array.isArray(value) ? value.join(', ') : (value ?? '');
+  return v.length > 128 ? `${v.slice(0, 128)}...` : v;
+}
