@@ -16,14 +16,26 @@ function isPreflight(ctx: RequestContext): boolean {
   return ctx.method === 'OPTIONS' && ctx.headers.origin !== undefined && ctx.headers['access-control-request-method'] !== undefined;
 }
 
+/** Before route selection: the cors of the route the request will get. */
+function routeCors(ctx: RequestContext): CompiledCors | null {
+  if (ctx.listener === null) return null;
+  return selectRoute(ctx.listener, ctx.host, ctx)?.route.cors ?? null;
+}
+
 /**
  * Whether the gateway will answer this request as a preflight (the route it selects has cors):
  * the gateway-level rate limits, which run before route selection, let it through uncounted.
  */
 export function answersPreflight(ctx: RequestContext): boolean {
-  if (!isPreflight(ctx) || ctx.listener === null) return false;
-  const hit = selectRoute(ctx.listener, ctx.host, ctx);
-  return hit !== null && hit.route.cors !== null;
+  return isPreflight(ctx) && routeCors(ctx) !== null;
+}
+
+/** A gateway-level refusal (before routing) carries the cors of the request's route, so the page can read it. */
+export function corsBeforeRouting(ctx: RequestContext): void {
+  const origin = ctx.headers.origin;
+  if (origin === undefined) return;
+  const cors = routeCors(ctx);
+  if (cors !== null) ctx.cors = { cors, allowOrigin: allowedOrigin(cors, origin) };
 }
 
 /** Returns false when the request was answered here (a preflight, or refused). Synchronous. */

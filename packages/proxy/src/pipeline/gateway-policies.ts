@@ -3,7 +3,7 @@ import type { CompiledPolicy } from '../ratelimit/policy.js';
 import { admit } from './admit.js';
 import { answerRefusal } from './answer.js';
 import type { RequestContext } from './context.js';
-import { answersPreflight } from './cross-origin.js';
+import { answersPreflight, corsBeforeRouting } from './cross-origin.js';
 import { publish } from './events.js';
 
 /**
@@ -25,6 +25,7 @@ async function admitGateway(ctx: RequestContext, policy: CompiledPolicy): Promis
   if (ctx.observed) publish.requestSnapshot(ctx, 'gateway policies');
   if (!refusal) return true;
   ctx.deps.rateLimitLog.debug({ level: 'gateway', listener: ctx.listener!.ir.name }, 'request refused by a gateway-level rate limit');
+  corsBeforeRouting(ctx);
   answerRefusal(ctx, refusal);
   return false;
 }
