@@ -44,7 +44,7 @@ export const DirectResponseConfig = Type.Object(
           json: Type.Optional(
             Type.Unsafe<Record<string, unknown>>({
               type: 'object',
-              description: `The body as a JSON object, sent compact with content-type application/json; at most ${DIRECT_RESPONSE_BOUNDS.maxBodyBytes} bytes and ${DIRECT_RESPONSE_BOUNDS.maxJsonDepth} levels deep.`,
+              description: `The body as a JSON object, sent compact with content-type application/json; at most ${DIRECT_RESPONSE_BOUNDS.maxBodyBytes} bytes and ${DIRECT_RESPONSE_BOUNDS.maxJsonDepth} levels deep. The Kubernetes API server drops null values from it: for a body with nulls, write it as text with a content-type header.`,
               'x-kubernetes-preserve-unknown-fields': true,
             }),
           ),
