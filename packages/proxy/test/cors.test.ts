@@ -4,7 +4,9 @@
 // replaced), origins matched exactly and by wildcard and refused when spoofed, the HTTPRoute
 // CORS filter over a cors policy and a route's policy over its Gateway's, the trace, the
 // metrics, and malformed settings refused naming the field.
+import { readFileSync } from 'node:fs';
 import type { TraceEvent } from '@tollgate/api';
+import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closedAfterEach, openTrace, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
 
@@ -330,5 +332,24 @@ describe('configuration', () => {
     const r = await send(`${g.url}/x`, { method: 'OPTIONS', headers: { origin: 'https://a.example', 'access-control-request-method': 'PUT' } });
     expect(r.status).toBe(204);
     expect(r.headers['access-control-allow-origin']).toBe('https://a.example');
+  });
+});
+
+describe('examples/cors-csrf.yaml', () => {
+  it('serves as its comments say: the front end\'s preflight allowed, another site\'s POST refused, the public route open to all', async () => {
+    const example = parse(readFileSync(new URL('../../../examples/cors-csrf.yaml', import.meta.url), 'utf8')) as { config: Record<string, unknown>; binds: { port: number; listeners: { routes: { backends: { host: string }[] }[] }[] }[] };
+    delete example.config.adminAddr;
+    for (const r of example.binds[0]!.listeners[0]!.routes) r.backends = [{ host: up.host }];
+    const g = await startGateway((port) => ({ ...example, binds: [{ ...example.binds[0]!, port }] }));
+    try {
+      const pre = await send(`${g.url}/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'POST' } });
+      expect(pre.status).toBe(204);
+      expect(pre.headers['access-control-allow-credentials']).toBe('true');
+      expect((await send(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { origin: 'http://evil.test', 'content-length': '2' }, body: '{}' })).status).toBe(403);
+      expect((await send(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { origin: 'http://localhost:5173', 'content-length': '2' }, body: '{}' })).headers['access-control-allow-origin']).toBe('http://localhost:5173');
+      expect((await send(`${g.url}/public/models`, { headers: { origin: 'https://anyone.example' } })).headers['access-control-allow-origin']).toBe('*');
+    } finally {
+      await g.close();
+    }
   });
 });

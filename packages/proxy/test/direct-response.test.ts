@@ -4,10 +4,12 @@
 // route that sets none; counted in the metrics, in the trace without backend events, shown in
 // config_dump with its credentials redacted; malformed ones refused naming the field.
 import type { TraceEvent } from '@tollgate/api';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let up: Upstream;
@@ -173,6 +175,22 @@ describe('configuration', () => {
       const file = `binds:\n- port: ${g.port}\n  listeners:\n  - name: main\n    protocol: HTTP\n    routes:\n    - name: r\n      policies:\n        traffic:\n          directResponse:\n            status: 200\n            body:\n              json: ${deep}\n`;
       expect(await g.rewrite(file)).toBe('refused');
       expect((await send(`${g.url}/x`)).body).toBe('ok');
+    } finally {
+      await g.close();
+    }
+  });
+});
+
+describe('examples/direct-response.yaml', () => {
+  it('answers as its comments say', async () => {
+    const example = parse(readFileSync(new URL('../../../examples/direct-response.yaml', import.meta.url), 'utf8')) as { config: Record<string, unknown>; binds: { port: number }[] };
+    delete example.config.adminAddr;
+    const g = await startGateway((port) => ({ ...example, binds: [{ ...example.binds[0]!, port }] }));
+    try {
+      const gone = await send(`${g.url}/v0/models`);
+      expect([gone.status, gone.body, gone.headers.link]).toEqual([410, 'this API version was retired; use /v1\n', '</v1>; rel="successor-version"']);
+      const status = await send(`${g.url}/status`);
+      expect([status.status, status.body, status.headers['content-type'], status.headers['cache-control']]).toEqual([200, '{"status":"ok"}', 'application/json', 'no-store']);
     } finally {
       await g.close();
     }
