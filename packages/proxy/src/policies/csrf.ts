@@ -43,23 +43,31 @@ export interface CsrfRequest {
   readonly authority: string;
 }
 
-/** null: the request may pass. */
+function allowed(csrf: CompiledCsrf, own: Origin | null, o: Origin): boolean {
+  return (own !== null && sameOrigin(o, own)) || matchesPatterns(csrf.origins, o);
+}
+
+/** What the refusal says was expected (made only for a refusal). */
+function expected(own: Origin | null): string {
+  return `${own ? serializeOrigin(own) : 'this request\'s origin'} or one of csrf.additionalOrigins`;
+}
+
+/** null: the request may pass. Allocates nothing beyond the parsed origins on the way through. */
 export function checkCsrf(csrf: CompiledCsrf, req: CsrfRequest): CsrfRefusal | null {
   if (SAFE.has(req.method)) return null;
-  const own = requestOrigin(req.scheme, req.authority);
-  const allowed = (o: Origin) => (own !== null && sameOrigin(o, own)) || matchesPatterns(csrf.origins, o);
-  const expected = `${own ? serializeOrigin(own) : 'this request\'s origin'} or one of csrf.additionalOrigins`;
   if (req.origin !== undefined) {
     // Several Origin headers arrive joined: not one origin.
     const value = Array.isArray(req.origin) ? req.origin.join(', ') : req.origin;
-    if (value === 'null') return { reason: 'null_origin', detail: `Origin is "null" (a sandboxed or privacy-restricted page, or a redirect from another site); expected ${expected}` };
+    const own = requestOrigin(req.scheme, req.authority);
+    if (value === 'null') return { reason: 'null_origin', detail: `Origin is "null" (a sandboxed or privacy-restricted page, or a redirect from another site); expected ${expected(own)}` };
     const o = parseOrigin(value);
-    if (!o) return { reason: 'malformed_origin', detail: `Origin ${quote(value)} is not an http(s) origin; expected ${expected}` };
-    return allowed(o) ? null : { reason: 'cross_origin', detail: `Origin ${quote(value)} is not ${expected}` };
+    if (!o) return { reason: 'malformed_origin', detail: `Origin ${quote(value)} is not an http(s) origin; expected ${expected(own)}` };
+    return allowed(csrf, own, o) ? null : { reason: 'cross_origin', detail: `Origin ${quote(value)} is not ${expected(own)}` };
   }
   if (req.referer === undefined) return null;
   const value = Array.isArray(req.referer) ? req.referer.join(', ') : req.referer;
+  const own = requestOrigin(req.scheme, req.authority);
   const o = refererOrigin(value);
-  if (!o) return { reason: 'malformed_referer', detail: `Referer ${quote(value)} is not an http(s) URL and there is no Origin; expected a page of ${expected}` };
-  return allowed(o) ? null : { reason: 'cross_referer', detail: `Referer ${quote(value)} is not a page of ${expected} (and there is no Origin)` };
+  if (!o) return { reason: 'malformed_referer', detail: `Referer ${quote(value)} is not an http(s) URL and there is no Origin; expected a page of ${expected(own)}` };
+  return allowed(csrf, own, o) ? null : { reason: 'cross_referer', detail: `Referer ${quote(value)} is not a page of ${expected(own)} (and there is no Origin)` };
 }
