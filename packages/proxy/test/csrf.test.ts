@@ -3,7 +3,6 @@
 // Referer) is spoofed; safe methods, the request's own origin, additionalOrigins and API
 // clients (neither header) let through; the answer in OpenAI's error shape for API calls; a
 // route's csrf over its Gateway's; the trace, the metrics, malformed settings refused.
-import type { TraceEvent } from '@tollgate/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrace, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
 
@@ -164,7 +163,7 @@ describe('the refusal', () => {
     const s = await openTrace(gw.adminUrl);
     await s.armed;
     await post('/inherit/x', { origin: 'null' });
-    const messages = ((await s.events) as TraceEvent[]).map((e) => e.message);
+    const messages = (await s.events).map((e) => e.message);
     const policy = messages.find((m) => m.type === 'policySelection') as { effectivePolicy: Record<string, unknown> };
     expect(policy.effectivePolicy.csrf).toEqual([{ source: 'gateway', config: { additionalOrigins: ['https://gateway.example'] } }]);
     expect(messages.some((m) => m.type === 'backendCallStart')).toBe(false);

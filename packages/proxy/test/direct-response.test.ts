@@ -3,7 +3,6 @@
 // rate limits, with the route's response filters and cors; a Gateway-level one answering every
 // route that sets none; counted in the metrics, in the trace without backend events, shown in
 // config_dump with its credentials redacted; malformed ones refused naming the field.
-import type { TraceEvent } from '@tollgate/api';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -95,7 +94,7 @@ describe('a route with directResponse', () => {
     const s = await openTrace(gw.adminUrl);
     await s.armed;
     await send(`${gw.url}/maintenance/x`);
-    const messages = ((await s.events) as TraceEvent[]).map((e) => e.message);
+    const messages = (await s.events).map((e) => e.message);
     expect(messages.map((m) => m.type)).toEqual(['requestStarted', 'requestSnapshot', 'requestSnapshot', 'routeSelection', 'policySelection', 'requestSnapshot', 'responseSnapshot', 'requestFinished']);
     const policy = messages.find((m) => m.type === 'policySelection') as { effectivePolicy: Record<string, unknown> };
     expect(policy.effectivePolicy.directResponse).toEqual([

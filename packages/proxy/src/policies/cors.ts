@@ -51,7 +51,7 @@ export function compileCors(ir: CorsIR, source: CorsSource): CompiledCors {
     exposeAll: ir.exposeHeaders.includes('*'),
     maxAge: String(ir.maxAge),
   };
-  if (!bySource) cache.set(ir, (bySource = new Map()));
+  if (!bySource) cache.set(ir, (bySource = new Map<CorsSource, CompiledCors>()));
   bySource.set(source, compiled);
   return compiled;
 }
