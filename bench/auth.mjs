@@ -9,16 +9,13 @@
 //   pnpm build && node bench/auth.mjs [--rounds 5] [--duration 10] [--warmup 3]
 import { createPrivateKey, createSign, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from './lib/cases.mjs';
-import { stopAll } from './lib/procs.mjs';
 import { REQUESTS } from './lib/requests.mjs';
 import { writeTollgateConfig } from './lib/configs.mjs';
-import { benchCpus, printCpuTable, printPreamble, ROUND_OPTIONS_HELP, roundOptions, runBench, runRounds, startTollgateOnMock } from './lib/variants.mjs';
-import { ensureWrk } from './peers/wrk.mjs';
+import { ROUND_OPTIONS_HELP, runBench, runVariantBench, variantOptions } from './lib/variants.mjs';
 
 const HELP = `Usage: node bench/auth.mjs [options]
 
@@ -31,13 +28,6 @@ ${ROUND_OPTIONS_HELP}
 const NEVER = 2_000_000_000;
 const VARIANTS = ['none', 'apiKey', 'jwt', 'basicAuth'];
 const TARGETS = { apiKey: 1.1, jwt: 1.15, basicAuth: 1.1 };
-
-function options() {
-  const { values, opts } = roundOptions(HELP, { only: { type: 'string' } });
-  const only = values.only ? values.only.split(',').map((s) => s.trim()).filter(Boolean) : VARIANTS;
-  for (const v of only) if (!VARIANTS.includes(v)) throw new Error(`--only: unknown variant '${v}'; variants: ${VARIANTS.join(', ')}`);
-  return { ...opts, variants: ['none', ...only.filter((v) => v !== 'none')] };
-}
 
 const b64url = (buf) => Buffer.from(buf).toString('base64url');
 
@@ -103,20 +93,7 @@ function writeFiles(dir, mockLlmHost, port, adminPort) {
 }
 
 async function main() {
-  const opts = options();
-  ensureWrk();
-  const cpus = benchCpus();
-  printPreamble('authentication cost on the LLM route', opts, cpus);
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-auth-bench-'));
-  try {
-    const writeConfig = (mockLlmHost, port, adminPort) => writeFiles(dir, mockLlmHost, port, adminPort);
-    const { url, proxy, requests } = await startTollgateOnMock({ cpus, writeConfig });
-    const runs = await runRounds({ url, proxy, variants: opts.variants, requests, opts, cpus, dir });
-    printCpuTable(runs, opts.variants, 'none', TARGETS);
-  } finally {
-    await stopAll();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  await runVariantBench({ title: 'authentication cost on the LLM route', name: 'auth', opts: variantOptions(HELP, VARIANTS), writeFiles, targets: TARGETS });
 }
 
 runBench('auth', main);

@@ -10,14 +10,9 @@
 // not asserted.
 //
 //   pnpm build && node bench/policies.mjs [--rounds 5] [--duration 10] [--warmup 3]
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { stopAll } from './lib/procs.mjs';
 import { REQUESTS } from './lib/requests.mjs';
 import { writeTollgateConfig } from './lib/configs.mjs';
-import { benchCpus, printCpuTable, printPreamble, ROUND_OPTIONS_HELP, roundOptions, runBench, runRounds, startTollgateOnMock } from './lib/variants.mjs';
-import { ensureWrk } from './peers/wrk.mjs';
+import { ROUND_OPTIONS_HELP, runBench, runVariantBench, variantOptions } from './lib/variants.mjs';
 
 const HELP = `Usage: node bench/policies.mjs [options]
 
@@ -33,13 +28,6 @@ const VARIANTS = ['none', 'cors', 'csrf', 'directResponse', 'preflight'];
 const TARGETS = { cors: 1.05, csrf: 1.05 };
 const ORIGIN = 'https://app.policies.bench';
 const DIRECT_BODY = JSON.stringify({ error: { message: 'down for maintenance', type: 'server_error', code: 'maintenance' } });
-
-function options() {
-  const { values, opts } = roundOptions(HELP, { only: { type: 'string' } });
-  const only = values.only ? values.only.split(',').map((s) => s.trim()).filter(Boolean) : VARIANTS;
-  for (const v of only) if (!VARIANTS.includes(v)) throw new Error(`--only: unknown variant '${v}'; variants: ${VARIANTS.join(', ')}`);
-  return { ...opts, variants: ['none', ...only.filter((v) => v !== 'none')] };
-}
 
 const host = (v) => `${v.toLowerCase()}.policies.bench`;
 
@@ -80,20 +68,7 @@ function writeFiles(dir, mockLlmHost, port, adminPort) {
 }
 
 async function main() {
-  const opts = options();
-  ensureWrk();
-  const cpus = benchCpus();
-  printPreamble('cors, csrf and directResponse cost on the LLM route', opts, cpus);
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-policies-bench-'));
-  try {
-    const writeConfig = (mockLlmHost, port, adminPort) => writeFiles(dir, mockLlmHost, port, adminPort);
-    const { url, proxy, requests } = await startTollgateOnMock({ cpus, writeConfig });
-    const runs = await runRounds({ url, proxy, variants: opts.variants, requests, opts, cpus, dir });
-    printCpuTable(runs, opts.variants, 'none', TARGETS);
-  } finally {
-    await stopAll();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  await runVariantBench({ title: 'cors, csrf and directResponse cost on the LLM route', name: 'policies', opts: variantOptions(HELP, VARIANTS), writeFiles, targets: TARGETS });
 }
 
 runBench('policies', main);

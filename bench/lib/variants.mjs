@@ -1,15 +1,17 @@
-// What the variant benches share (auth.mjs, formats.mjs): one Tollgate in front of one
+// What the variant benches share (auth.mjs, policies.mjs, formats.mjs): one Tollgate in front of one
 // mock-llm, variants told apart by hostname and run in turn within each round (reversed every
 // other round), the proxy's CPU per request measured from /proc around each wrk run, and a
 // table of medians against a base variant.
-import { cpus as osCpus, loadavg } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus as osCpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { intOption, median } from './stats.mjs';
 import { MOCK_LLM_BIN, TOLLGATE_BIN } from './cases.mjs';
 import { commands, freePort, isBindListening, killAllNow, startProcess, stopAll, stopAllOnSignals } from './procs.mjs';
 import { probe } from './requests.mjs';
 import { procCpuUs } from '../peers/proc-stats.mjs';
-import { wrk } from '../peers/wrk.mjs';
+import { ensureWrk, wrk } from '../peers/wrk.mjs';
 
 /** The options every variant bench takes, for its help text. */
 export const ROUND_OPTIONS_HELP = `  --rounds <n>       rounds; each runs every variant once, in turn   [default 5]
@@ -123,4 +125,36 @@ export function runBench(name, main) {
     await stopAll();
     process.exit(1);
   });
+}
+
+/**
+ * The command line of a bench of `variants` against `base` (always run, first): the round
+ * options and `--only <variants>`.
+ */
+export function variantOptions(help, variants, base = 'none') {
+  const { values, opts } = roundOptions(help, { only: { type: 'string' } });
+  const only = values.only ? values.only.split(',').map((s) => s.trim()).filter(Boolean) : variants;
+  for (const v of only) if (!variants.includes(v)) throw new Error(`--only: unknown variant '${v}'; variants: ${variants.join(', ')}`);
+  return { ...opts, variants: [base, ...only.filter((v) => v !== base)] };
+}
+
+/**
+ * A whole variant bench: mock-llm and Tollgate with the config `writeFiles(dir, mockLlmHost,
+ * port, adminPort)` writes in a temporary directory (it returns the file and each variant's
+ * request), the rounds, and the table against `base`.
+ */
+export async function runVariantBench({ title, name, opts, writeFiles, targets, base = 'none' }) {
+  ensureWrk();
+  const cpus = benchCpus();
+  printPreamble(title, opts, cpus);
+  const dir = mkdtempSync(join(tmpdir(), `tollgate-${name}-bench-`));
+  try {
+    const writeConfig = (mockLlmHost, port, adminPort) => writeFiles(dir, mockLlmHost, port, adminPort);
+    const { url, proxy, requests } = await startTollgateOnMock({ cpus, writeConfig });
+    const runs = await runRounds({ url, proxy, variants: opts.variants, requests, opts, cpus, dir });
+    printCpuTable(runs, opts.variants, base, targets);
+  } finally {
+    await stopAll();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -3,7 +3,7 @@
 // Gateway API's HTTPRoute CORS filter (v1.6.1), field for field, so a filter's block can be
 // copied into a policy. The policy refuses one thing the filter allows: every origin (`*`)
 // with credentials, which lets any site make credentialed calls and read the answers.
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Enum, HEADER_NAME_PATTERN } from '../schema/common.js';
 import { Lit, NonEmpty, Obj } from '../schema/wire-parts.js';
 import { OriginPattern } from './origin.js';
@@ -31,46 +31,49 @@ export const WILDCARD_WITH_CREDENTIALS =
 const HeaderName = (description: string) =>
   Type.String({ minLength: 1, maxLength: 256, pattern: HEADER_NAME_PATTERN, description, expected: 'an HTTP header name (letters, digits and !#$%&\'*+-.^_`|~), or "*" alone' });
 
-const alone = (field: string) => ({ rule: "!('*' in self && self.size() > 1)", message: `${field} cannot contain '*' alongside other entries` });
+/**
+ * A list of the Gateway API's: a set (`x-kubernetes-list-type: set`), bounded, where `*`
+ * (when `wildcard` names the field) stands alone.
+ */
+function set<T extends TSchema>(item: T, bounds: { minItems?: number; maxItems: number }, description: string, wildcard?: string) {
+  const alone = wildcard ? { 'x-kubernetes-validations': [{ rule: "!('*' in self && self.size() > 1)", message: `${wildcard} cannot contain '*' alongside other entries` }] } : {};
+  return Type.Array(item, { ...bounds, description, 'x-kubernetes-list-type': 'set', ...alone });
+}
 
 function allowOrigins(minItems: number) {
-  return Type.Array(
-      OriginPattern('An origin whose pages may call the route: http(s)://<host>[:<port>] (port 80 or 443 when absent), the host optionally starting with "*." (any number of labels on the left), or "*" alone (every origin).'),
-      {
-        minItems,
-        maxItems: CORS_BOUNDS.maxOrigins,
-        description: 'Origins allowed to call the route from a browser. A matching Origin is echoed in Access-Control-Allow-Origin ("*" is sent instead for "*" without credentials).',
-        'x-kubernetes-list-type': 'set',
-        'x-kubernetes-validations': [alone('allowOrigins')],
-      },
-    );
+  return set(
+    OriginPattern('An origin whose pages may call the route: http(s)://<host>[:<port>] (port 80 or 443 when absent), the host optionally starting with "*." (any number of labels on the left), or "*" alone (every origin).'),
+    { minItems, maxItems: CORS_BOUNDS.maxOrigins },
+    'Origins allowed to call the route from a browser. A matching Origin is echoed in Access-Control-Allow-Origin ("*" is sent instead for "*" without credentials).',
+    'allowOrigins',
+  );
 }
 
 /** The fields after allowOrigins, the same in the policy and the filter but for maxAge's bound. */
 function corsFields(maxAge: number) {
   return {
     allowMethods: Type.Optional(
-      Type.Array(Enum(CORS_METHODS, 'An HTTP method, or "*" alone (any).'), {
-        maxItems: CORS_BOUNDS.maxMethods,
-        description: 'Methods a preflight allows (Access-Control-Allow-Methods). GET, HEAD and POST need no preflight. "*" with credentials echoes the requested method.',
-        'x-kubernetes-list-type': 'set',
-        'x-kubernetes-validations': [alone('allowMethods')],
-      }),
+      set(
+        Enum(CORS_METHODS, 'An HTTP method, or "*" alone (any).'),
+        { maxItems: CORS_BOUNDS.maxMethods },
+        'Methods a preflight allows (Access-Control-Allow-Methods). GET, HEAD and POST need no preflight. "*" with credentials echoes the requested method.',
+        'allowMethods',
+      ),
     ),
     allowHeaders: Type.Optional(
-      Type.Array(HeaderName('A request header name (case-insensitive), or "*" alone (any).'), {
-        maxItems: CORS_BOUNDS.maxHeaders,
-        description: 'Request headers a preflight allows (Access-Control-Allow-Headers). "*" with credentials echoes the requested headers.',
-        'x-kubernetes-list-type': 'set',
-        'x-kubernetes-validations': [alone('allowHeaders')],
-      }),
+      set(
+        HeaderName('A request header name (case-insensitive), or "*" alone (any).'),
+        { maxItems: CORS_BOUNDS.maxHeaders },
+        'Request headers a preflight allows (Access-Control-Allow-Headers). "*" with credentials echoes the requested headers.',
+        'allowHeaders',
+      ),
     ),
     exposeHeaders: Type.Optional(
-      Type.Array(HeaderName('A response header name, or "*" (every one).'), {
-        maxItems: CORS_BOUNDS.maxHeaders,
-        description: 'Response headers scripts may read beyond the safelisted ones (Access-Control-Expose-Headers). "*" with credentials lists the names of the response\'s own headers.',
-        'x-kubernetes-list-type': 'set',
-      }),
+      set(
+        HeaderName('A response header name, or "*" (every one).'),
+        { maxItems: CORS_BOUNDS.maxHeaders },
+        'Response headers scripts may read beyond the safelisted ones (Access-Control-Expose-Headers). "*" with credentials lists the names of the response\'s own headers.',
+      ),
     ),
     allowCredentials: Type.Optional(Type.Boolean({ description: 'Whether pages may send credentials (cookies, Authorization) and read the answer: Access-Control-Allow-Credentials: true. Default false.' })),
     maxAge: Type.Optional(
