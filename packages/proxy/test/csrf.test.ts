@@ -69,6 +69,7 @@ describe('a state-changing request', () => {
       'http://evil.test',
       'null',
       'https://api.example.com', // the scheme differs: an https page is another origin
+      'https://api.example.com:80', // the scheme alone differs
       'http://api.example.com:8080', // the port differs
       'http://api.example.com.evil.test', // a suffix trick
       'http://evilapi.example.com',
