@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   NO_AUTH,
+  NO_TRAFFIC_KINDS,
   decodeSnapshot,
   encodeSnapshot,
   fromWire,
@@ -42,6 +43,7 @@ function sample(token = 'sk-live-123'): ProxySnapshot {
               localRateLimit: [{ kind: 'requests', requests: 10, burst: 0, unit: 'Minutes' }],
               remoteRateLimit: null,
               ...NO_AUTH,
+              ...NO_TRAFFIC_KINDS,
             },
             routes: [
               {

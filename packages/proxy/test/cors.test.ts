@@ -225,7 +225,7 @@ describe('answers to cross-origin requests', () => {
   });
 
   it('from an origin not allowed, or without Origin, go through without any allowance (the backend\'s "*" removed), still varying by Origin', async () => {
-    for (const headers of [{ origin: 'https://evil.test' }, { origin: 'null' }, {}]) {
+    for (const headers of [{ origin: 'https://evil.test' }, { origin: 'null' }, {}] as Record<string, string>[]) {
       const r = await send(`${gw.url}/app/x`, { headers });
       expect(r.status).toBe(200);
       expect(r.headers['access-control-allow-origin'], JSON.stringify(headers)).toBeUndefined();
