@@ -37,6 +37,7 @@ const config = (port: number) =>
       route('keyed', '/keyed', { policies: { traffic: { cors: { allowOrigins: ['https://www.foo.com'], allowHeaders: ['authorization'] }, apiKey: { file: keysFile } } } }),
       route('inherit', '/inherit'),
       route('plain', '/plain'),
+      { ...route('post-only', '/post-only', corsPolicy({ allowOrigins: ['https://www.foo.com'], allowHeaders: ['content-type'] })), matches: [{ path: { value: '/post-only' }, method: 'POST' }] },
     ],
     { policies: { traffic: { cors: { allowOrigins: ['https://gateway.example'] } } } },
   );
@@ -197,6 +198,18 @@ describe('preflights', () => {
     } finally {
       await g.close();
     }
+  });
+
+  it('are answered by the route of the request they ask about: a route that matches POST only answers its POSTs\' preflights', async () => {
+    const r = await preflight('/post-only/x', 'https://www.foo.com', 'POST', { 'access-control-request-headers': 'content-type' });
+    expect(r.status).toBe(204);
+    expect(r.headers['access-control-allow-origin']).toBe('https://www.foo.com');
+    // The method asked about is the route's to match: a PUT has no route here, and OPTIONS itself neither.
+    expect((await preflight('/post-only/x', 'https://www.foo.com', 'PUT')).status).toBe(404);
+    expect((await send(`${gw.url}/post-only/x`, { method: 'OPTIONS' })).status).toBe(404);
+    const post = await send(`${gw.url}/post-only/x`, { method: 'POST', headers: { origin: 'https://www.foo.com', 'content-type': 'application/json', 'content-length': '2' }, body: '{}' });
+    expect(post.status).toBe(200);
+    expect(post.headers['access-control-allow-origin']).toBe('https://www.foo.com');
   });
 
   it('of a route without cors go to the backend (OPTIONS is the backend\'s to answer)', async () => {

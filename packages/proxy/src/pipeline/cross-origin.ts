@@ -6,7 +6,7 @@
 import { ERRORS } from '../errors.js';
 import { allowedOrigin, preflightHeaders, PREFLIGHT_VARY, type CompiledCors } from '../policies/cors.js';
 import { checkCsrf, type CompiledCsrf } from '../policies/csrf.js';
-import { selectRoute } from '../routing/compile.js';
+import { selectRoute, type RouteHit } from '../routing/compile.js';
 import { answerDirect, answerError, answerRefusalMessage } from './answer.js';
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
@@ -16,6 +16,24 @@ function isPreflight(ctx: RequestContext): boolean {
   return ctx.method === 'OPTIONS' && ctx.headers.origin !== undefined && ctx.headers['access-control-request-method'] !== undefined;
 }
 
+/** A method token, as Access-Control-Request-Method must be. */
+const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
+
+/**
+ * The route whose cors answers a preflight: the route that would serve the request the page
+ * asks about (its method is Access-Control-Request-Method, its path and headers the
+ * preflight's), when that route has cors. So a route that matches POST only still answers the
+ * preflight of its POSTs. null: not a preflight, or that route has no cors (the preflight is
+ * then routed as the OPTIONS request it is).
+ */
+export function preflightRoute(ctx: RequestContext, evaluated?: string[]): RouteHit | null {
+  if (!isPreflight(ctx) || ctx.listener === null) return null;
+  const method = ctx.headers['access-control-request-method'];
+  if (typeof method !== 'string' || !METHOD.test(method)) return null;
+  const hit = selectRoute(ctx.listener, ctx.host, { method, path: ctx.path, query: ctx.query, headers: ctx.headers }, evaluated);
+  return hit !== null && hit.route.cors !== null ? hit : null;
+}
+
 /** Before route selection: the cors of the route the request will get. */
 function routeCors(ctx: RequestContext): CompiledCors | null {
   if (ctx.listener === null) return null;
@@ -23,11 +41,11 @@ function routeCors(ctx: RequestContext): CompiledCors | null {
 }
 
 /**
- * Whether the gateway will answer this request as a preflight (the route it selects has cors):
- * the gateway-level rate limits, which run before route selection, let it through uncounted.
+ * Whether the gateway will answer this request as a preflight (its route has cors): the
+ * gateway-level rate limits, which run before route selection, let it through uncounted.
  */
 export function answersPreflight(ctx: RequestContext): boolean {
-  return isPreflight(ctx) && routeCors(ctx) !== null;
+  return preflightRoute(ctx) !== null || (isPreflight(ctx) && routeCors(ctx) !== null);
 }
 
 /** A gateway-level refusal (before routing) carries the cors of the request's route, so the page can read it. */
@@ -43,6 +61,7 @@ export function checkCrossOrigin(ctx: RequestContext): boolean {
   const route = ctx.route!;
   const cors = route.cors;
   if (cors !== null) {
+    // Route selection chose this route for the preflight's requested method (preflightRoute).
     if (isPreflight(ctx)) {
       answerPreflight(ctx, cors);
       return false;
