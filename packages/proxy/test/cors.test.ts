@@ -301,6 +301,14 @@ describe('which cors applies', () => {
     expect(inherited.effectivePolicy.cors).toMatchObject([{ source: 'gateway', config: { via: 'policy', allowOrigins: ['https://gateway.example'] } }]);
   });
 
+  it('shows in config_dump: each policy\'s cors and the route\'s CORS filter as configured', async () => {
+    const dump = (await (await fetch(`${gw.adminUrl}/config_dump`)).json()) as { routes: { name: string; filters: { type: string }[] }[]; policies: { target: { name: string }; policy: Record<string, unknown> }[] };
+    const policy = (name: string) => dump.policies.find((p) => p.target.name === name)?.policy;
+    expect(policy('main/app')?.cors).toEqual({ allowOrigins: APP.allowOrigins, allowMethods: APP.allowMethods, allowHeaders: ['x-header-1', 'content-type'], exposeHeaders: APP.exposeHeaders, allowCredentials: true, maxAge: 600 });
+    expect(policy('main')?.cors).toMatchObject({ allowOrigins: ['https://gateway.example'] });
+    expect(dump.routes.find((r) => r.name === 'main/filter')?.filters).toEqual([{ type: 'CORS', allowOrigins: ['https://filter.example'], allowMethods: [], allowHeaders: [], exposeHeaders: [], allowCredentials: false, maxAge: 5 }]);
+  });
+
   it('counts the preflights by route and result', async () => {
     await preflight('/inherit/x', 'https://gateway.example');
     await preflight('/inherit/x', 'https://evil.test');
