@@ -16,7 +16,7 @@ const PROXY_LAYERS = [
   ['log', 'metrics', 'grpc'],
   ['config', 'ratelimit'],
   ['upstream'],
-  ['auth'],
+  ['auth', 'policies'],
   ['routing', 'filters', 'llm'],
   ['pipeline'],
   ['trace'],

@@ -213,6 +213,7 @@ const BAD: BadCase[] = [
   },
   ...authCases(),
   ...transformationCases(),
+  ...trafficKindCases(),
 ];
 
 /** The transformation: the schema's bounds and rules, each refusal naming the field. */
@@ -244,6 +245,73 @@ function transformationCases(): BadCase[] {
       name: 'a transformation expression over 1024 characters',
       spec: headers({ set: [{ name: 'x-a', value: `"${'a'.repeat(1100)}"` }] }),
       expect: [/spec\.traffic\.transformation\.request\.headers\.set\[0\]\.value: Too long: may not be (longer|more) than 1024/],
+    },
+  ];
+}
+
+/** cors, csrf and directResponse: the CRD's own rules (x-kubernetes-validations), each naming the field. */
+function trafficKindCases(): BadCase[] {
+  const traffic = (t: Record<string, unknown>) => ({ targetRefs: [route], traffic: t });
+  return [
+    {
+      name: 'cors allowing every origin with credentials',
+      spec: traffic({ cors: { allowOrigins: ['*'], allowCredentials: true } }),
+      expect: [/spec\.traffic\.cors: Invalid value: .*allowOrigins "\*" with allowCredentials true lets every site make credentialed calls/],
+    },
+    {
+      name: 'cors with "*" beside another origin',
+      spec: traffic({ cors: { allowOrigins: ['*', 'https://a.example'] } }),
+      expect: [/spec\.traffic\.cors\.allowOrigins: Invalid value: .*allowOrigins cannot contain '\*' alongside other entries/],
+    },
+    {
+      name: 'cors origin with a path',
+      spec: traffic({ cors: { allowOrigins: ['https://a.example/app'] } }),
+      expect: [/spec\.traffic\.cors\.allowOrigins\[0\]: Invalid value: "https:\/\/a\.example\/app"/],
+    },
+    {
+      name: 'cors without origins',
+      spec: traffic({ cors: { allowMethods: ['GET'] } }),
+      expect: [/spec\.traffic\.cors\.allowOrigins: Required value/],
+    },
+    {
+      name: 'cors maxAge over a day',
+      spec: traffic({ cors: { allowOrigins: ['https://a.example'], maxAge: 86401 } }),
+      expect: [/spec\.traffic\.cors\.maxAge: Invalid value: 86401: .*less than or equal to 86400/],
+    },
+    {
+      name: 'cors with a repeated origin',
+      spec: traffic({ cors: { allowOrigins: ['https://a.example', 'https://a.example'] } }),
+      expect: [/spec\.traffic\.cors\.allowOrigins\[1\]: Duplicate value: "https:\/\/a\.example"/],
+    },
+    {
+      name: 'csrf allowing every origin',
+      spec: traffic({ csrf: { additionalOrigins: ['*'] } }),
+      expect: [/spec\.traffic\.csrf\.additionalOrigins: Invalid value: .*additionalOrigins cannot be '\*'/],
+    },
+    {
+      name: 'directResponse with a body on 204',
+      spec: traffic({ directResponse: { status: 204, body: { text: 'x' } } }),
+      expect: [/spec\.traffic\.directResponse: Invalid value: .*a 204, 205 or 304 answer has no body/],
+    },
+    {
+      name: 'directResponse with a text and a json body',
+      spec: traffic({ directResponse: { status: 200, body: { text: 'x', json: { a: 1 } } } }),
+      expect: [/spec\.traffic\.directResponse\.body: Invalid value: .*set exactly one of text or json/],
+    },
+    {
+      name: 'directResponse with a status below 200',
+      spec: traffic({ directResponse: { status: 101 } }),
+      expect: [/spec\.traffic\.directResponse\.status: Invalid value: 101: .*greater than or equal to 200/],
+    },
+    {
+      name: 'directResponse with a header twice',
+      spec: traffic({ directResponse: { status: 200, headers: [{ name: 'x-a', value: '1' }, { name: 'x-a', value: '2' }] } }),
+      expect: [/spec\.traffic\.directResponse\.headers\[1\]: Duplicate value/],
+    },
+    {
+      name: 'directResponse with a JSON body that is no object',
+      spec: traffic({ directResponse: { status: 200, body: { json: 'text' } } }),
+      expect: [/spec\.traffic\.directResponse\.body\.json: Invalid value: "string": .*must be of type object/],
     },
   ];
 }
@@ -345,6 +413,8 @@ describe.skipIf(!availability.run)('GatewayPolicy CRD on kube-apiserver', () => 
   beforeAll(async () => {
     // The harness applied crds/ (CRD_FILES[0]); the chart's copy is the same file (packages/api/test/crd.test.ts).
     await kubectlOk(['create', 'namespace', NS]);
+    // examples/gatewaypolicy-failover.yaml belongs with examples/failover-kubernetes.yaml, in namespace team.
+    await kubectlOk(['create', 'namespace', 'team']);
   });
 
   it('applies examples/gatewaypolicy.yaml (a local tokens limit on an HTTPRoute)', async () => {
@@ -405,6 +475,27 @@ describe.skipIf(!availability.run)('GatewayPolicy CRD on kube-apiserver', () => 
     const edit = (await kubectlOk(['explain', 'gatewaypolicy.spec.traffic.transformation.request.body.set'])).replace(/\s+/g, ' ');
     expect(edit).toContain('e.g. stream_options.include_usage');
     expect(edit).toMatch(/when <string>/);
+  });
+
+  it('kubectl explain prints the descriptions of cors, csrf and directResponse', async () => {
+    const traffic = (await kubectlOk(['explain', 'gatewaypolicy.spec.traffic'])).replace(/\s+/g, ' ');
+    for (const kind of ['cors', 'csrf', 'directResponse']) expect(traffic).toMatch(new RegExp(`${kind} <Object>`));
+    const cors = (await kubectlOk(['explain', 'gatewaypolicy.spec.traffic.cors'])).replace(/\s+/g, ' ');
+    expect(cors).toContain('preflights (OPTIONS with Access-Control-Request-Method) are answered by the gateway');
+    expect(cors).toMatch(/allowOrigins <\[\]string> -required-/);
+    const csrf = (await kubectlOk(['explain', 'gatewaypolicy.spec.traffic.csrf.additionalOrigins'])).replace(/\s+/g, ' ');
+    expect(csrf).toContain('Origins allowed besides the one the request was sent to');
+    const direct = (await kubectlOk(['explain', 'gatewaypolicy.spec.traffic.directResponse.body'])).replace(/\s+/g, ' ');
+    expect(direct).toContain('The body: text or json, exactly one.');
+    expect(direct).toMatch(/json <Object>/);
+  });
+
+  it('keeps a directResponse JSON body whole but for its null values, which the API server drops (the field says so)', async () => {
+    const body = { error: { message: 'gone', nested: { list: [1, 'two', { three: true }], nothing: null } } };
+    const obj = policy('direct-json', { targetRefs: [route], traffic: { directResponse: { status: 410, body: { json: body } } } });
+    await kubectlOk(['apply', '-f', '-'], JSON.stringify(obj));
+    const stored = JSON.parse(await kubectlOk(['get', 'gwpol', 'direct-json', '-n', NS, '-o', 'jsonpath={.spec.traffic.directResponse.body.json}'])) as unknown;
+    expect(stored).toEqual({ error: { message: 'gone', nested: { list: [1, 'two', { three: true }] } } });
   });
 
   it('kubectl explain works for the top level and the status', async () => {

@@ -1,4 +1,4 @@
-// What the variant benches share (auth.mjs, formats.mjs, transformation.mjs): one Tollgate in front of one
+// What the variant benches share (auth.mjs, policies.mjs, formats.mjs, transformation.mjs): one Tollgate in front of one
 // mock-llm, variants told apart by hostname and run in turn within each round (reversed every
 // other round), the proxy's CPU per request measured from /proc around each wrk run, and a
 // table of medians against a base variant.
@@ -11,7 +11,7 @@ import { MOCK_LLM_BIN, TOLLGATE_BIN } from './cases.mjs';
 import { commands, freePort, isBindListening, killAllNow, startProcess, stopAll, stopAllOnSignals } from './procs.mjs';
 import { probe } from './requests.mjs';
 import { procCpuUs } from '../peers/proc-stats.mjs';
-import { wrk } from '../peers/wrk.mjs';
+import { ensureWrk, wrk } from '../peers/wrk.mjs';
 
 /** The options every variant bench takes, for its help text. */
 export const ROUND_OPTIONS_HELP = `  --rounds <n>       rounds; each runs every variant once, in turn   [default 5]

@@ -18,12 +18,14 @@ const explain = new Ajv({ ...OPTIONS, allErrors: true, verbose: true });
 const instances = [firstError, explain];
 // Annotation keywords: `expected` is the human phrasing of a pattern for error messages;
 // `x-kubernetes-validations` are CEL rules the API server runs (validate.ts mirrors them);
-// the list-map markers make the API server refuse a repeated key (rules.ts checks files).
+// the list-map markers make the API server refuse a repeated key (rules.ts checks files);
+// preserve-unknown-fields keeps a free-form object (a JSON body) whole in the API server.
 for (const ajv of instances) {
   ajv.addKeyword({ keyword: 'expected', schemaType: 'string' });
   ajv.addKeyword({ keyword: 'x-kubernetes-validations', schemaType: 'array' });
   ajv.addKeyword({ keyword: 'x-kubernetes-list-type', schemaType: 'string' });
   ajv.addKeyword({ keyword: 'x-kubernetes-list-map-keys', schemaType: 'array' });
+  ajv.addKeyword({ keyword: 'x-kubernetes-preserve-unknown-fields', schemaType: 'boolean' });
 }
 
 /** A keyword whose check is a function returning a problem phrase, reported as `got <value>; <problem>`. */

@@ -41,5 +41,6 @@ export * from './errors/index.js';
 export * from './auth/index.js';
 export * from './transformation/index.js';
 export { looksLikeSecret } from './secret-text.js';
+export * from './traffic/index.js';
 export * from './provider/index.js';
 export * from './resilience/index.js';

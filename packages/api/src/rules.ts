@@ -7,19 +7,24 @@ import { PolicyCost } from './cel/budget.js';
 import { compileCel } from './cel/compile.js';
 import { checkAuthPolicy } from './auth/check.js';
 import { checkTransformation } from './transformation/check.js';
+import { checkTrafficKinds } from './traffic/kinds.js';
+import { checkCors } from './traffic/cors-ir.js';
 import { checkDuration } from './duration.js';
 import type { EvaluationLimits, RegexLimits } from './limits.js';
 import { FILTER_FIELD, FILTER_TYPES, type HTTPRouteFilter, type HTTPRouteMatch, type RouteTimeouts } from './schema/gateway-api.js';
 import { compileRegex } from './regex.js';
 import { HEADER_NAME_PATTERN, HEADER_VALUE_EXPECTED, HEADER_VALUE_PATTERN, NO_CONTROL_PATTERN } from './schema/common.js';
 import { DESCRIPTOR_OVERRIDES_NEED, LOCAL_MONTHS_MESSAGE, OVERRIDES_NEED_BY, OVERRIDES_SAME_KIND, type GlobalDescriptor, type LocalRateLimit, type RateLimitKey, type TrafficPolicy } from './schema/traffic-policy.js';
-import { joinPath, show, type Problem } from './validation-error.js';
+import { checkUnique, joinPath, show, type Problem } from './validation-error.js';
+
+export { checkUnique };
 
 export type PolicyContext = 'standalone' | 'cluster';
 
 export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: string, context: PolicyContext, limits: EvaluationLimits, out: Problem[]): void {
   checkAuthPolicy(policy, path, context, limits, out);
   checkTransformation(policy?.transformation, joinPath(path, 'transformation'), limits, out);
+  checkTrafficKinds(policy, path, out);
   const rl = policy?.rateLimit;
   if (!rl) return;
   const rlPath = joinPath(path, 'rateLimit');
@@ -247,7 +252,7 @@ function checkPathModifier(
 }
 
 export function checkRouteRule(
-  rule: { matches?: HTTPRouteMatch[]; filters?: HTTPRouteFilter[]; backends?: unknown[]; timeouts?: RouteTimeouts },
+  rule: { matches?: HTTPRouteMatch[]; filters?: HTTPRouteFilter[]; backends?: unknown[]; timeouts?: RouteTimeouts; answersItself?: boolean },
   path: string,
   limits: EvaluationLimits,
   out: Problem[],
@@ -268,12 +273,13 @@ export function checkRouteRule(
     checkPathModifier(f.requestRedirect?.path ?? f.urlRewrite?.path, p, rule.matches, out);
     checkHeaderModifier(f.requestHeaderModifier, joinPath(p, 'requestHeaderModifier'), out);
     checkHeaderModifier(f.responseHeaderModifier, joinPath(p, 'responseHeaderModifier'), out);
+    if (f.cors) checkCors(f.cors, joinPath(p, 'cors'), 'filter', out);
   });
   if (seen.has('RequestRedirect') && seen.has('URLRewrite')) {
     out.push({ path: joinPath(path, 'filters'), message: 'RequestRedirect and URLRewrite cannot be used together' });
   }
-  if (rule.backends && !rule.backends.length && !seen.has('RequestRedirect')) {
-    out.push({ path: joinPath(path, 'backends'), message: 'is empty; add a backend { host: <host>:<port> } or a RequestRedirect filter' });
+  if (rule.backends && !rule.backends.length && !seen.has('RequestRedirect') && !rule.answersItself) {
+    out.push({ path: joinPath(path, 'backends'), message: 'is empty; add a backend { host: <host>:<port> }, a RequestRedirect filter or a directResponse policy' });
   }
 }
 
@@ -288,15 +294,4 @@ function checkTimeouts(t: RouteTimeouts | undefined, path: string, out: Problem[
       message: `got ${show(t.backendRequest)}; must not be longer than request (${t.request}), which includes it`,
     });
   }
-}
-
-/** Reports a problem for each value seen before at another index. */
-export function checkUnique<T>(items: readonly T[], key: (item: T) => string, path: (i: number) => string, what: string, out: Problem[]): void {
-  const first = new Map<string, number>();
-  items.forEach((item, i) => {
-    const k = key(item);
-    const prev = first.get(k);
-    if (prev !== undefined) out.push({ path: path(i), message: `duplicate ${what} ${show(k)} (also at index ${prev}); ${what}s must be unique` });
-    else first.set(k, i);
-  });
 }

@@ -20,6 +20,9 @@ import { ExtAuthzWire } from './auth/ext-authz.js';
 import { JwtWire } from './auth/jwt.js';
 import { RetryWire } from './resilience/retry.js';
 import { MAX_PRIORITY } from './resilience/failover.js';
+import { corsWireFields, CorsWire } from './traffic/cors.js';
+import { CsrfWire } from './traffic/csrf.js';
+import { DirectResponseWire } from './traffic/direct-response.js';
 
 export { WireSecret };
 
@@ -171,6 +174,7 @@ const Filter = Type.Union([
   ResponseHeaderFilter,
   RedirectFilter,
   RewriteFilter,
+  Obj({ type: Lit('CORS'), ...corsWireFields }, 'The Gateway API CORS filter.'),
   Obj(
     {
       type: Lit('RequestMirror'),
@@ -274,6 +278,9 @@ const Policy = Obj(
     authorization: Nullable(AuthorizationWire),
     extAuthz: Nullable(ExtAuthzWire),
     transformation: Nullable(TransformationWire),
+    cors: Nullable(CorsWire),
+    csrf: Nullable(CsrfWire),
+    directResponse: Nullable(DirectResponseWire),
   },
   'Policies attached at one level.',
 );

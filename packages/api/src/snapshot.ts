@@ -10,6 +10,8 @@ import type { LocalRateLimitUnit, RateLimitUnit } from './schema/traffic-policy.
 import type { Secret } from './secret.js';
 import type { AuthPolicyIR } from './auth/convert.js';
 import type { TransformationIR } from './transformation/transformation.js';
+import type { CorsIR } from './traffic/cors.js';
+import type { TrafficKindsIR } from './traffic/kinds.js';
 import type { ProviderType } from './provider/presets.js';
 import type { RetryIR } from './resilience/retry.js';
 
@@ -164,6 +166,8 @@ export type FilterIR =
       readonly statusCode: 301 | 302 | 303 | 307 | 308;
     }
   | { readonly type: 'URLRewrite'; readonly hostname: string | null; readonly path: PathModifierIR | null }
+  /** The Gateway API CORS filter: it takes precedence over a cors policy of the route or its Gateway. */
+  | ({ readonly type: 'CORS' } & CorsIR)
   | {
       /**
        * A copy of each request (this share of them: numerator / denominator) goes to
@@ -398,9 +402,10 @@ export interface GlobalRateLimitIR {
 /**
  * Policies attached at one level. Keys follow the trace's effectivePolicy names; the
  * authentication kinds (AuthPolicyIR: apiKey, basicAuth, jwt, authorization, extAuthz) are
- * defined with their configuration under auth/.
+ * defined with their configuration under auth/, cors, csrf and directResponse (TrafficKindsIR)
+ * under traffic/.
  */
-export interface PolicyIR extends AuthPolicyIR {
+export interface PolicyIR extends AuthPolicyIR, TrafficKindsIR {
   /** The object the policy came from, for config dumps and traces. */
   readonly origin: PolicyOriginIR;
   readonly localRateLimit: readonly LocalRateLimitIR[] | null;

@@ -41,6 +41,8 @@ import { parseConfigText } from './parse-text.js';
 export { parseConfigText };
 import { NO_AUTH, toAuthIR } from './auth/convert.js';
 import { toTransformationIR } from './transformation/transformation-ir.js';
+import { toCorsIR } from './traffic/cors-ir.js';
+import { NO_TRAFFIC_KINDS, toTrafficKindsIR } from './traffic/kinds.js';
 import { NO_SOURCES, type PolicySources } from './auth/sources.js';
 
 const validateSchema = compile(StandaloneConfig);
@@ -72,7 +74,9 @@ export function validateStandaloneConfig(value: unknown, subject = 'config'): St
       checkUnique(listener.routes, (r) => r.name, (ri) => `${lp}.routes[${ri}].name`, 'route name', out);
       listener.routes.forEach((route, ri) => {
         const rp = `${lp}.routes[${ri}]`;
-        checkRouteRule({ ...route, backends: route.backends ?? [] }, rp, limits, out);
+        // A direct response (the route's, or every route's from the listener) needs no backend.
+        const answersItself = route.policies?.traffic?.directResponse !== undefined || listener.policies?.traffic?.directResponse !== undefined;
+        checkRouteRule({ ...route, backends: route.backends ?? [], answersItself }, rp, limits, out);
         route.backends?.forEach((b, bi) => {
           if (b.provider) checkProvider(b.provider, `${rp}.backends[${bi}].provider`, out);
           checkSubjectAltNames(b.tls?.subjectAltNames, `${rp}.backends[${bi}].tls.subjectAltNames`, out);
@@ -254,6 +258,8 @@ export function toFilter(f: HTTPRouteFilter): FilterIR {
       const r = f.urlRewrite ?? {};
       return { type: f.type, hostname: r.hostname ?? null, path: toPathModifier(r.path) };
     }
+    case 'CORS':
+      return { type: f.type, ...toCorsIR(f.cors ?? {}) };
   }
 }
 
@@ -336,8 +342,9 @@ export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sourc
   const auth = toAuthIR(p?.traffic, at, sources, problems);
   const t = p?.traffic?.transformation;
   const transformation = t ? toTransformationIR(t) : null;
+  const kinds = toTrafficKindsIR(p?.traffic, at, problems);
   const rl = p?.traffic?.rateLimit;
-  if (!rl) return auth === NO_AUTH && !transformation ? null : { origin, localRateLimit: null, remoteRateLimit: null, ...auth, transformation };
+  if (!rl) return auth === NO_AUTH && !transformation && kinds === NO_TRAFFIC_KINDS ? null : { origin, localRateLimit: null, remoteRateLimit: null, ...auth, transformation, ...kinds };
   const converted = rl.local?.flatMap((e, i) => toLocalLimit(e, `${at}.rateLimit.local[${i}]`, problems) ?? []);
   const local = converted?.length ? converted : null;
   const g = rl.global;
@@ -350,6 +357,6 @@ export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sourc
         timeoutMs: g.timeout ? parseDuration(g.timeout) : 100,
       }
     : null;
-  if (!local && !remote && auth === NO_AUTH && !transformation) return null;
-  return { origin, localRateLimit: local, remoteRateLimit: remote, ...auth, transformation };
+  if (!local && !remote && auth === NO_AUTH && !transformation && kinds === NO_TRAFFIC_KINDS) return null;
+  return { origin, localRateLimit: local, remoteRateLimit: remote, ...auth, transformation, ...kinds };
 }

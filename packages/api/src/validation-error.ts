@@ -37,3 +37,14 @@ export function show(value: unknown): string {
   }
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
+
+/** Reports a problem for each value seen before at another index. */
+export function checkUnique<T>(items: readonly T[], key: (item: T) => string, path: (i: number) => string, what: string, out: Problem[]): void {
+  const first = new Map<string, number>();
+  items.forEach((item, i) => {
+    const k = key(item);
+    const prev = first.get(k);
+    if (prev !== undefined) out.push({ path: path(i), message: `duplicate ${what} ${show(k)} (also at index ${prev}); ${what}s must be unique` });
+    else first.set(k, i);
+  });
+}

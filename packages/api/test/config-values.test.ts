@@ -177,8 +177,8 @@ describe('routes without backends and listeners without names', () => {
   });
 
   it('any other route needs one', () => {
-    expect(problems(cfg([{ name: 'r' }]))).toEqual([`${R}.backends: is empty; add a backend { host: <host>:<port> } or a RequestRedirect filter`]);
-    expect(problems(cfg([{ name: 'r', backends: [] }]))).toEqual([`${R}.backends: is empty; add a backend { host: <host>:<port> } or a RequestRedirect filter`]);
+    expect(problems(cfg([{ name: 'r' }]))).toEqual([`${R}.backends: is empty; add a backend { host: <host>:<port> }, a RequestRedirect filter or a directResponse policy`]);
+    expect(problems(cfg([{ name: 'r', backends: [] }]))).toEqual([`${R}.backends: is empty; add a backend { host: <host>:<port> }, a RequestRedirect filter or a directResponse policy`]);
   });
 
   it('listeners without a name are named listener-<port>-<index>', () => {

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   NO_AUTH,
+  NO_TRAFFIC_KINDS,
   decodeSnapshot,
   encodeSnapshot,
   fromWire,
@@ -43,6 +44,7 @@ function sample(token = 'sk-live-123'): ProxySnapshot {
               remoteRateLimit: null,
               transformation: null,
               ...NO_AUTH,
+              ...NO_TRAFFIC_KINDS,
             },
             routes: [
               {

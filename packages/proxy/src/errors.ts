@@ -109,6 +109,18 @@ export const PROXY_ERRORS = defineErrors({
     message: 'access denied',
     hint: 'the route\'s authorization rules or authorization service refused the request; gwctl trace shows which rule or service decided',
   },
+  csrfRefused: {
+    code: 'TG_CSRF_REFUSED',
+    status: 403,
+    message: 'cross-site request refused',
+    hint: 'the route\'s csrf policy refuses requests that can change state (POST, PUT, PATCH, DELETE, ...) from pages of another origin: the body names the Origin (or Referer) received and what was expected. Send the request from a page of the API\'s own origin, add the page\'s origin to csrf.additionalOrigins, or (an API client) send neither Origin nor Referer',
+  },
+  corsOriginRefused: {
+    code: 'TG_CORS_ORIGIN_REFUSED',
+    status: 403,
+    message: 'CORS preflight refused: this origin may not call the route',
+    hint: 'the route answers preflights itself (its cors policy or CORS filter) and the page\'s Origin is not in allowOrigins: add the origin (exactly as the browser sends it: scheme, host and a port other than 80/443), or a *.<domain> pattern',
+  },
   authServiceFailed: {
     code: 'TG_AUTHZ_SERVICE_FAILED',
     status: 403,

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
 import { until } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NO_AUTH, decodeSnapshot, encodeSnapshot, type PolicyIR } from '@tollgate/api';
+import { NO_AUTH, NO_TRAFFIC_KINDS, decodeSnapshot, encodeSnapshot, type PolicyIR } from '@tollgate/api';
 import { onFreePorts, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
 import { rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
 import { twoListeners } from './support/two-listeners.js';
@@ -257,6 +257,7 @@ describe('GET /budgets: a GatewayPolicy on the whole Gateway', () => {
         remoteRateLimit: null,
         transformation: null,
         ...NO_AUTH,
+        ...NO_TRAFFIC_KINDS,
       };
       const ports = await onFreePorts(2, async ([a, b]) => {
         const ports: [number, number] = [a!, b!];

@@ -3,7 +3,7 @@
 // attached to a single listener (sectionName) counts for that listener only. Real sockets on
 // two ports; the clock is frozen so no bucket refills during the test.
 import { afterEach, describe, expect, it } from 'vitest';
-import { NO_AUTH, decodeSnapshot, encodeSnapshot, type PolicyIR } from '@tollgate/api';
+import { NO_AUTH, NO_TRAFFIC_KINDS, decodeSnapshot, encodeSnapshot, type PolicyIR } from '@tollgate/api';
 import { twoListeners } from './support/two-listeners.js';
 import { onFreePorts, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
 
@@ -21,6 +21,7 @@ function policy(sectionName: string | null): PolicyIR {
     remoteRateLimit: null,
     transformation: null,
     ...NO_AUTH,
+    ...NO_TRAFFIC_KINDS,
   };
 }
 

@@ -3,6 +3,7 @@
 // HTTPRoute CRD; only the filter types the proxy implements are accepted.
 import { Type, type Static } from '@sinclair/typebox';
 import { Duration, Enum, HeaderName, HeaderValue, NO_CONTROL_PATTERN, PreciseHostname } from './common.js';
+import { CorsFilterConfig } from '../traffic/cors.js';
 
 export const PathMatchType = Enum(
   ['Exact', 'PathPrefix', 'RegularExpression'],
@@ -113,15 +114,16 @@ export const HTTPURLRewriteFilter = Type.Object(
 );
 export type HTTPURLRewriteFilter = Static<typeof HTTPURLRewriteFilter>;
 
-export const FILTER_TYPES = ['RequestHeaderModifier', 'ResponseHeaderModifier', 'RequestRedirect', 'URLRewrite'] as const;
+export const FILTER_TYPES = ['RequestHeaderModifier', 'ResponseHeaderModifier', 'RequestRedirect', 'URLRewrite', 'CORS'] as const;
 export type FilterType = (typeof FILTER_TYPES)[number];
 
 /** The filter field that must be set for each filter type (and only for it). */
-export const FILTER_FIELD: Record<FilterType, 'requestHeaderModifier' | 'responseHeaderModifier' | 'requestRedirect' | 'urlRewrite'> = {
+export const FILTER_FIELD: Record<FilterType, 'requestHeaderModifier' | 'responseHeaderModifier' | 'requestRedirect' | 'urlRewrite' | 'cors'> = {
   RequestHeaderModifier: 'requestHeaderModifier',
   ResponseHeaderModifier: 'responseHeaderModifier',
   RequestRedirect: 'requestRedirect',
   URLRewrite: 'urlRewrite',
+  CORS: 'cors',
 };
 
 export const HTTPRouteFilter = Type.Object(
@@ -131,6 +133,7 @@ export const HTTPRouteFilter = Type.Object(
     responseHeaderModifier: Type.Optional(HTTPHeaderFilter),
     requestRedirect: Type.Optional(HTTPRequestRedirectFilter),
     urlRewrite: Type.Optional(HTTPURLRewriteFilter),
+    cors: Type.Optional(CorsFilterConfig),
   },
   { additionalProperties: false, description: 'A Gateway API HTTPRouteFilter.' },
 );

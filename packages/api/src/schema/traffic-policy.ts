@@ -1,5 +1,6 @@
 // The `traffic` part of a GatewayPolicy spec (and of the standalone config's `policies`).
-// Rate limits and the authentication kinds (auth/); other policy kinds are sibling fields.
+// Rate limits, the authentication kinds (auth/), cors, csrf and directResponse (traffic/);
+// other policy kinds are sibling fields.
 //
 // Rules a JSON schema cannot say well (exactly one of tokens/requests, burst only with
 // requests) are written once as `x-kubernetes-validations` CEL rules: the API server enforces
@@ -9,6 +10,9 @@ import { Duration, Enum, HEADER_NAME_PATTERN, NO_CONTROL_PATTERN, PositiveInt } 
 import { RateLimitService } from './outbound-ref.js';
 import { AUTH_TRAFFIC_FIELDS } from '../auth/fields.js';
 import { TransformationConfig } from '../transformation/transformation.js';
+import { CorsConfig } from '../traffic/cors.js';
+import { CsrfConfig } from '../traffic/csrf.js';
+import { DirectResponseConfig } from '../traffic/direct-response.js';
 import { DescriptorOverrides, LimitName, LocalOverrides, MAX_OVERRIDE_LIMIT } from './budget-overrides.js';
 import { FailoverPolicy } from '../resilience/failover.js';
 
@@ -191,6 +195,9 @@ export const TrafficPolicy = Type.Object(
     rateLimit: Type.Optional(RateLimitPolicy),
     ...AUTH_TRAFFIC_FIELDS,
     transformation: Type.Optional(TransformationConfig),
+    cors: Type.Optional(CorsConfig),
+    csrf: Type.Optional(CsrfConfig),
+    directResponse: Type.Optional(DirectResponseConfig),
   },
   { additionalProperties: false, description: 'Policies applied to the traffic of the target.' },
 );

@@ -26,6 +26,7 @@ export const EXTENDED_FEATURES = [
   'HTTPRouteBackendProtocolWebSocket',
   'HTTPRouteBackendRequestHeaderModification',
   'HTTPRouteBackendTimeout',
+  'HTTPRouteCORS',
   'HTTPRouteDestinationPortMatching',
   'HTTPRouteHostRewrite',
   'HTTPRouteMethodMatching',

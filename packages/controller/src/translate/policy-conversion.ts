@@ -8,7 +8,7 @@
 // changed, so a rotated key is a new object; whether a grant allows it; the Secrets a selector
 // chooses; the addresses of its outbound targets). While none changes, the same PolicyIR
 // object comes back, so the snapshots holding it are reused (./snapshot.ts).
-import { AUTH_KINDS, NO_AUTH, toPolicy, type PolicyIR, type PolicyTargetIR, type Problem } from '@tollgate/api';
+import { AUTH_KINDS, NO_AUTH, NO_TRAFFIC_KINDS, toPolicy, type PolicyIR, type PolicyTargetIR, type Problem } from '@tollgate/api';
 import type { Context } from './context.js';
 import { resolveOutbound } from './outbound.js';
 import { authOutbound, type PolicyOutbound } from './policy-outbound.js';
@@ -119,6 +119,7 @@ export function refusingPolicy(p: GatewayPolicy, target: PolicyTargetIR, key: st
     remoteRateLimit: null,
     transformation: null,
     ...NO_AUTH,
+    ...NO_TRAFFIC_KINDS,
     apiKey: wide && p.spec.traffic?.apiKey ? { keyFrom: [{ type: 'Bearer' }, { type: 'Header', name: 'x-api-key' }], consumers: [] } : null,
     basicAuth: wide && p.spec.traffic?.basicAuth ? { realm: 'tollgate', origin: `GatewayPolicy ${namespace}/${p.metadata.name}, not accepted`, users: [] } : null,
     authorization: { rules: [{ name: NOT_ACCEPTED_RULE, action: 'Deny', expression: 'true' }] },

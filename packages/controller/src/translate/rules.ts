@@ -2,6 +2,7 @@
 // route unusable as written (reported as UnsupportedValue, naming the field).
 import {
   BACKEND_FILTER_TYPES,
+  checkCorsFilter,
   checkRouteRule,
   type BackendFilterIR,
   type EvaluationLimits,
@@ -20,8 +21,8 @@ import {
 import type { HTTPRequestMirrorFilter, HTTPRouteFilter, HTTPRouteRule } from '../types/gateway-api.js';
 
 /** Filter types the proxy runs (RequestMirror is resolved apart: it names a backend). */
-const SUPPORTED_FILTERS = new Set(['RequestHeaderModifier', 'ResponseHeaderModifier', 'RequestRedirect', 'URLRewrite', 'RequestMirror']);
-const CHECKED_FILTERS = new Set(['RequestHeaderModifier', 'ResponseHeaderModifier', 'RequestRedirect', 'URLRewrite']);
+const SUPPORTED_FILTERS = new Set(['RequestHeaderModifier', 'ResponseHeaderModifier', 'RequestRedirect', 'URLRewrite', 'RequestMirror', 'CORS']);
+const CHECKED_FILTERS = new Set(['RequestHeaderModifier', 'ResponseHeaderModifier', 'RequestRedirect', 'URLRewrite', 'CORS']);
 
 export interface RuleIR {
   readonly matches: RouteMatchIR[];
@@ -125,7 +126,9 @@ export function translateRule(rule: HTTPRouteRule, path: string, limits: Evaluat
   const problems: Problem[] = [];
   const filters = rule.filters ?? [];
   unsupportedFilters(filters, `${path}.filters`, problems);
-  const supported = filters.filter((f) => CHECKED_FILTERS.has(f.type)) as unknown as ApiFilter[];
+  // A CORS filter's settings are checked whole here (the decoder checked only their shape).
+  const corsValid = (f: HTTPRouteFilter, i: number) => f.type !== 'CORS' || checkCorsFilter(f.cors, `${path}.filters[${i}].cors`, problems);
+  const supported = filters.filter((f, i) => CHECKED_FILTERS.has(f.type) && corsValid(f, i)) as unknown as ApiFilter[];
   const matches = (rule.matches ?? []) as unknown as ApiMatch[];
   checkRouteRule({ matches, filters: supported }, path, limits, problems);
   filters.forEach((f, i) => {

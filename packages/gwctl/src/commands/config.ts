@@ -104,7 +104,7 @@ function transformationText(t: TransformationDump): string {
 
 const plural = (n: unknown, word: string) => `${typeof n === 'number' ? n : '?'} ${word}${n === 1 ? '' : 's'}`;
 
-/** The authentication kinds as /config_dump summarizes them (proxy auth/summary.ts). */
+/** The authentication kinds as /config_dump summarizes them (proxy auth/summary.ts), and cors, csrf and directResponse. */
 function authText(key: string, v: Record<string, unknown>): string | null {
   switch (key) {
     case 'apiKey':
@@ -117,6 +117,12 @@ function authText(key: string, v: Record<string, unknown>): string | null {
       return Array.isArray(v.rules) ? plural(v.rules.length, 'rule') : null;
     case 'extAuthz':
       return `${String(v.service)} (${String(v.protocol)})`;
+    case 'cors':
+      return Array.isArray(v.allowOrigins) ? `origins ${v.allowOrigins.join(', ') || '(none)'}${v.allowCredentials === true ? ', credentials' : ''}` : null;
+    case 'csrf':
+      return Array.isArray(v.additionalOrigins) ? (v.additionalOrigins.length ? `own origin, ${v.additionalOrigins.join(', ')}` : 'own origin') : null;
+    case 'directResponse':
+      return `status ${String(v.status)}`;
     default:
       return null;
   }

@@ -184,6 +184,30 @@ function readAtScrape(registry: Registry, name: string, help: string, read: (() 
   });
 }
 
+/** A counter by route and one more label (a fixed set, or a status): its series go with their routes. */
+class RouteCounter<L extends string> {
+  readonly #counter: CellCounter<'route' | L>;
+  readonly #cells = new Map<string, Map<string | number, Cell<'route' | L>>>();
+
+  constructor(
+    registry: Registry,
+    name: string,
+    help: string,
+    readonly label: L,
+  ) {
+    this.#counter = new CellCounter<'route' | L>(registry, name, help, ['route', label]);
+  }
+
+  count(route: string, value: string | number): void {
+    nested(this.#cells, route, value, () => this.#counter.cell({ route, [this.label]: value } as LabelValues<'route' | L>)).value++;
+  }
+
+  drop(gone: (route: unknown) => boolean): void {
+    for (const route of this.#cells.keys()) if (gone(route)) this.#cells.delete(route);
+    this.#counter.drop((l) => gone(l.route));
+  }
+}
+
 /** Two-level lookup by label values the code passes as literals: no key string is built per call. */
 function nested<A, B, V>(outer: Map<A, Map<B, V>>, a: A, b: B, make: () => V): V {
   let inner = outer.get(a);
@@ -317,6 +341,20 @@ export class ProxyMetrics {
     'Time from the upstream call to its response headers, by route.',
     [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
   );
+
+  readonly corsPreflights = new RouteCounter(
+    this.registry,
+    'tollgate_cors_preflights_total',
+    'CORS preflights the gateway answered (never forwarded, never counted by rate limits), by route and result: allowed (204 with the allowances) or refused (403, an origin not allowed).',
+    'result',
+  );
+  readonly csrfRefusals = new RouteCounter(
+    this.registry,
+    'tollgate_csrf_refusals_total',
+    'Requests the csrf policy refused (403), by route and reason: cross_origin, null_origin, malformed_origin (the Origin), cross_referer, malformed_referer (the Referer, without an Origin).',
+    'reason',
+  );
+  readonly directResponses = new RouteCounter(this.registry, 'tollgate_direct_responses_total', 'Requests a route answered by itself (directResponse), by route and status.', 'status');
 
   // Label sets looked up per request through maps keyed by the label values themselves
   // (strings the config or the code already holds), never a key string built per request.
@@ -488,6 +526,7 @@ export class ProxyMetrics {
     this.#unsentRetries.drop((l) => gone(l.route));
     this.#tokens.drop((l) => gone(l.route));
     this.#upstreamLatency.drop((l) => gone(l.route));
+    for (const c of [this.corsPreflights, this.csrfRefusals, this.directResponses]) c.drop(gone);
   }
 
   observeUpstreamLatency(route: string, seconds: number): void {

@@ -1,9 +1,13 @@
 // Answers the gateway gives itself instead of the backend's: catalog errors, rate-limit
-// refusals and redirects. Each ends the request: the final response is published and the
-// request finished.
+// refusals, redirects and direct responses. Each ends the request: the final response is
+// published and the request finished. On a route with cors, each carries the route's
+// Access-Control-* headers as a backend's answer would (a page can read why it was refused).
 import type { FilterIR } from '@tollgate/api';
 import type { ErrorSpec } from '../errors.js';
+import { applyHeaderModifier } from '../filters/header-modifier.js';
 import { redirectLocation } from '../filters/redirect.js';
+import { decorateAnswer } from '../policies/cors.js';
+import type { CompiledDirectResponse } from '../policies/direct-response.js';
 import type { Refusal } from '../ratelimit/policy.js';
 import type { AuthDenial } from '../auth/types.js';
 import { sendError } from '../upstream/forward.js';
@@ -21,9 +25,16 @@ function done(ctx: RequestContext, status: number, headers: HeaderValues): void 
   }
 }
 
+/** The route's cors on an answer the gateway makes (none without cors). */
+function withCors<H extends HeaderValues>(ctx: RequestContext, headers: H): H {
+  if (ctx.cors !== null) decorateAnswer(ctx.cors.cors, ctx.cors.allowOrigin, headers);
+  return headers;
+}
+
 /** Answers with a catalog entry; `detail` (what exactly was wrong) follows its body. */
 export function answerError(ctx: RequestContext, spec: ErrorSpec, extraHeaders?: Record<string, string>, detail?: string): void {
-  done(ctx, spec.status, sendError(ctx.res, spec, extraHeaders, detail));
+  const extra = ctx.cors === null ? extraHeaders : withCors(ctx, { 'x-tollgate-error': spec.code, ...extraHeaders });
+  done(ctx, spec.status, sendError(ctx.res, spec, extra, detail));
 }
 
 /**
@@ -32,7 +43,7 @@ export function answerError(ctx: RequestContext, spec: ErrorSpec, extraHeaders?:
  */
 export function answerOpenAiError(ctx: RequestContext, spec: ErrorSpec, message: string, param: string): void {
   const text = JSON.stringify({ error: { message: `${spec.body}: ${message}`, type: 'invalid_request_error', param, code: spec.code } });
-  const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), 'x-tollgate-error': spec.code };
+  const headers = withCors(ctx, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), 'x-tollgate-error': spec.code });
   if (!ctx.res.headersSent && !ctx.res.destroyed) {
     ctx.res.writeHead(spec.status, headers);
     ctx.res.end(text);
@@ -54,6 +65,7 @@ export function answerRedirect(ctx: RequestContext, redirect: RedirectFilterIR):
 
 /** Answers with a body-less response the gateway makes itself (a redirect). */
 export function answerDirect(ctx: RequestContext, status: number, headers: Record<string, string>): void {
+  withCors(ctx, headers);
   ctx.res.writeHead(status, headers);
   ctx.res.end();
   done(ctx, status, headers);
@@ -68,23 +80,61 @@ export function answerDirect(ctx: RequestContext, status: number, headers: Recor
  */
 export function answerAuthDenial(ctx: RequestContext, denial: AuthDenial): void {
   const status = denial.status ?? denial.error.status;
-  const message = `${denial.error.body}: ${denial.detail}`;
+  const extra: Record<string, string> = { ...denial.headers };
+  if (denial.challenge) extra['www-authenticate'] = denial.challenge;
+  answerRefusalMessage(ctx, denial.error, status, denial.detail, extra, denial.body);
+}
+
+/**
+ * A refusal with its reason in the body: OpenAI's error shape for an OpenAI-style call (a JSON
+ * body, or Accept: application/json), so the official clients raise their exception for the
+ * status with the message; the catalog's plain text otherwise. `body` replaces both (an
+ * authorization service's own). `extra` headers come first: the body's length and type and the
+ * code are ours.
+ */
+export function answerRefusalMessage(
+  ctx: RequestContext,
+  spec: ErrorSpec,
+  status: number,
+  detail: string,
+  extra: Record<string, string> = {},
+  own?: { readonly contentType: string; readonly text: string },
+): void {
+  const message = `${spec.body}: ${detail}`;
   const body =
-    denial.body ??
+    own ??
     (wantsJsonError(ctx.headers)
-      ? { contentType: 'application/json', text: openAiErrorBody(status, denial.error.code, message) }
+      ? { contentType: 'application/json', text: openAiErrorBody(status, spec.code, message) }
       : { contentType: 'text/plain; charset=utf-8', text: message });
-  // A service's headers come first: the body's own length and type and the code are ours.
-  const sent: Record<string, string> = {
-    ...denial.headers,
+  const sent: Record<string, string> = withCors(ctx, {
+    ...extra,
     'content-type': body.contentType,
     'content-length': String(Buffer.byteLength(body.text)),
-    'x-tollgate-error': denial.error.code,
-  };
-  if (denial.challenge) sent['www-authenticate'] = denial.challenge;
+    'x-tollgate-error': spec.code,
+  });
   if (!ctx.res.headersSent && !ctx.res.destroyed) {
     ctx.res.writeHead(status, sent);
     ctx.res.end(body.text);
   }
   done(ctx, status, sent);
+}
+
+/**
+ * The route's directResponse, in place of a backend's answer: after the route's checks and
+ * limits, with the route's ResponseHeaderModifier filters, the x-ratelimit-* headers and cors
+ * applied as to a backend's answer. Counted by route and status.
+ */
+export function answerDirectResponse(ctx: RequestContext, direct: CompiledDirectResponse): void {
+  ctx.admissions?.settle(null);
+  const headers: HeaderValues = { ...direct.headers };
+  for (const m of ctx.route!.responseModifiers) applyHeaderModifier(headers, m);
+  if (ctx.admissions) Object.assign(headers, ctx.admissions.responseHeaders());
+  if (ctx.authEffects) Object.assign(headers, ctx.authEffects.responseHeaders);
+  withCors(ctx, headers);
+  ctx.deps.metrics.directResponses.count(ctx.route!.ir.name, direct.status);
+  if (!ctx.res.headersSent && !ctx.res.destroyed) {
+    ctx.res.writeHead(direct.status, headers);
+    ctx.res.end(direct.body);
+  }
+  done(ctx, direct.status, headers);
 }

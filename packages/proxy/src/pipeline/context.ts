@@ -16,6 +16,7 @@ import type { CoolDowns } from '../upstream/cool-downs.js';
 import type { AuthKind, AuthPassReason, AuthReason, Consumer } from '../auth/types.js';
 import type { CompiledListener, CompiledRoute, CompiledSnapshot } from '../routing/compile.js';
 import type { ClientCertificateFacts } from '../routing/client-validation.js';
+import type { CorsAnswer } from '../policies/cors.js';
 import { normalizeHost } from '../routing/hostname.js';
 import type { Logger } from 'pino';
 import type { BodyBudget } from './body-budget.js';
@@ -125,6 +126,8 @@ export class RequestContext {
   authEffects: AuthEffects | null = null;
   /** What the route's transformation did; null when it has none (or it has not run yet). */
   transform: TransformEffects | null = null;
+  /** The route's cors for this request (not a preflight): what every answer to it carries; null without cors. */
+  cors: CorsAnswer | null = null;
   /** Rate-limit state; exists only once a policy applies. */
   admissions: Admissions | null = null;
   /** The parsed LLM body; read only when a limit needs it. */

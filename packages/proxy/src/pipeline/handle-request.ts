@@ -1,6 +1,7 @@
 // A request through the data plane, in the spec's order (§6): listener, gateway policies,
-// route selection, authentication and authorization, transformation, route policies (then
-// copies to the route's mirrors), backend choice, upstream call with the response policies.
+// route selection, cross-origin checks (cors preflights, csrf), authentication and
+// authorization, transformation, route policies (a direct response answers there; then copies
+// to the route's mirrors), backend choice, upstream call with the response policies.
 // Each stage is a file of its own; a stage that answers the request itself (a refusal, a
 // 404, a redirect) returns false and the request ends there. Every stage reads the snapshot
 // captured when the request arrived, so a reload never changes the rules under a request in
@@ -9,6 +10,7 @@ import { selectListener } from './listener.js';
 import { applyGatewayPolicies } from './gateway-policies.js';
 import { selectRouteStage } from './route-selection.js';
 import { authenticate } from './authenticate.js';
+import { checkCrossOrigin } from './cross-origin.js';
 import { applyRoutePolicies } from './route-policies.js';
 import { transformRequest } from './transform.js';
 import { chooseBackend } from './backend-choice.js';
@@ -29,6 +31,7 @@ export async function handleRequest(ctx: RequestContext): Promise<void> {
   if (typeof passed !== 'boolean') passed = await passed;
   if (!passed) return;
   if (!selectRouteStage(ctx)) return;
+  if (!checkCrossOrigin(ctx)) return;
   passed = authenticate(ctx);
   if (typeof passed !== 'boolean') passed = await passed;
   if (!passed) return;

@@ -9,6 +9,7 @@ import { MAX_HELD_BYTES, UsageMeter } from '../llm/usage-meter.js';
 import type { ResponseTranslator } from '../llm/formats/anthropic-response.js';
 import { usageFormat } from '../llm/formats/format.js';
 import { applyHeaderModifier } from '../filters/header-modifier.js';
+import { decorateAnswer } from '../policies/cors.js';
 import { backendFilters } from '../routing/backend-picker.js';
 import type { ForwardHooks } from '../upstream/forward.js';
 import type { HeaderMap, RequestContext } from './context.js';
@@ -136,6 +137,8 @@ export class ResponsePolicies implements ForwardHooks {
     if (ctx.admissions) Object.assign(headers, ctx.admissions.responseHeaders());
     // Headers an authorization check adds to the response (an extAuthz service's response_headers_to_add).
     if (ctx.authEffects) Object.assign(headers, ctx.authEffects.responseHeaders);
+    // The route's cors decides the Access-Control-* headers, not the backend.
+    if (ctx.cors) decorateAnswer(ctx.cors.cors, ctx.cors.allowOrigin, headers);
     if (this.meter) {
       this.meter.onHeaders(first(headers['content-type']), first(headers['content-encoding']));
       if (this.meter.rewrites) delete headers['content-length'];

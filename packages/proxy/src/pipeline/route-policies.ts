@@ -1,11 +1,11 @@
 // Stage 4, route policies: the route's rate limits, then its filters: a RequestRedirect
-// answers here; RequestHeaderModifier and URLRewrite shape the upstream request (which
-// RequestMirror then copies: pipeline/mirror.ts).
+// answers here, then a directResponse; RequestHeaderModifier and URLRewrite shape the upstream
+// request (which RequestMirror then copies: pipeline/mirror.ts).
 import { applyHeaderModifier } from '../filters/header-modifier.js';
 import { rewritePath } from '../filters/path.js';
 import { endToEnd } from '../upstream/headers.js';
 import { admit } from './admit.js';
-import { answerRedirect, answerRefusal } from './answer.js';
+import { answerDirectResponse, answerRedirect, answerRefusal } from './answer.js';
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
 import { readBodyOnce } from './llm-body.js';
@@ -42,6 +42,11 @@ function applyFilters(ctx: RequestContext): boolean {
   const route = ctx.route!;
   if (route.redirect) {
     answerRedirect(ctx, route.redirect);
+    return false;
+  }
+  if (route.direct !== null) {
+    if (ctx.observed) publish.requestSnapshot(ctx, 'route policies');
+    answerDirectResponse(ctx, route.direct);
     return false;
   }
   // The client's credentials go before the route's filters run, so that a filter may set the

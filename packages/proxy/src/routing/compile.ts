@@ -25,6 +25,9 @@ import type { AuthCheck } from '../auth/types.js';
 import { hasFailover, priorityLevels, type PriorityLevels } from './priority-levels.js';
 import { RetryBudget } from './retry-budget.js';
 import { effectiveTransformation, transformsRequests, type RouteTransformation } from '../transform/compile.js';
+import { compileCors, type CompiledCors } from '../policies/cors.js';
+import { compileCsrf, type CompiledCsrf } from '../policies/csrf.js';
+import { compileDirectResponse, type CompiledDirectResponse } from '../policies/direct-response.js';
 
 export interface CompileDeps {
   readonly limiters: LimiterStore;
@@ -98,6 +101,12 @@ export interface CompiledRoute {
   readonly countsTokens: boolean;
   /** Failover levels, retries and retry budget; null when the route neither fails over nor retries. */
   readonly resilience: RouteResilience | null;
+  /** Cross-origin calls from browsers: the route's CORS filter, else its cors policy, else its Gateway's; null: none. */
+  readonly cors: CompiledCors | null;
+  /** The route's csrf policy, else its Gateway's; null: none. */
+  readonly csrf: CompiledCsrf | null;
+  /** The route's directResponse, else its Gateway's: answered in place of a backend; null: none. */
+  readonly direct: CompiledDirectResponse | null;
 }
 
 /** Where copies of a route's requests go, and which share of them. */
@@ -200,6 +209,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
           transformation: deps ? effectiveTransformation(l.policy, r.policy, limits) : null,
           countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false) || (afterAuth?.countsTokens ?? false),
           resilience: own.resilience,
+          ...browserPolicies(l, r),
         };
         const base = order;
         order += r.matches.length;
@@ -213,6 +223,20 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
     binds.set(bind.port, { ir: bind, listeners, tls: compileBindTls(bind, tlsContexts) });
   }
   return { ir, binds, detached, upstreams, routeNames, parts, credentials: credentialNames(ir) };
+}
+
+/**
+ * A route's cors, csrf and directResponse: each the route's own setting over its Gateway's
+ * (as the authentication kinds); for cors, the route's CORS filter over both.
+ */
+function browserPolicies(l: ListenerIR, r: RouteIR): Pick<CompiledRoute, 'cors' | 'csrf' | 'direct'> {
+  const filter = r.filters.find((f): f is Extract<FilterIR, { type: 'CORS' }> => f.type === 'CORS');
+  const own = r.policy;
+  const inherited = l.policy;
+  const cors = filter ? compileCors(filter, 'filter') : own?.cors ? compileCors(own.cors, 'route') : inherited?.cors ? compileCors(inherited.cors, 'gateway') : null;
+  const csrf = own?.csrf ?? inherited?.csrf ?? null;
+  const direct = own?.directResponse ?? inherited?.directResponse ?? null;
+  return { cors, csrf: csrf && compileCsrf(csrf), direct: direct && compileDirectResponse(direct) };
 }
 
 /** Names of the routes serving `host` on a listener, most specific host first (for traces of a 404). */
