@@ -11,7 +11,7 @@ import { MOCK_LLM_BIN, TOLLGATE_BIN } from './cases.mjs';
 import { commands, freePort, isBindListening, killAllNow, startProcess, stopAll, stopAllOnSignals } from './procs.mjs';
 import { probe } from './requests.mjs';
 import { procCpuUs } from '../peers/proc-stats.mjs';
-import { ensureWrk, wrk } from '../peers/wrk.mjs';
+import { wrk } from '../peers/wrk.mjs';
 
 /** The options every variant bench takes, for its help text. */
 export const ROUND_OPTIONS_HELP = `  --rounds <n>       rounds; each runs every variant once, in turn   [default 5]
