@@ -30,7 +30,7 @@ import { projectImage } from '../lib/node/images.js';
 import { cacheDir, gatewayApiCrdDir, nodeAvailability, REPO_ROOT, VERSIONS } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
 import { CONFORMANCE_PROFILE, EXPECTED_TESTS, GATEWAY_CLASS, implementation, PROFILE_EXTENDED_FEATURES, reportFileName, suiteBinary, type ConformanceReport } from './conformance-support.js';
-import { kubectlOk } from './helm-install.lib.js';
+import { kubectlOk, until } from './helm-install.lib.js';
 
 const inCI = process.env.CI === 'true' || process.env.CI === '1';
 const wanted = inCI || process.env.TOLLGATE_CONFORMANCE === '1';
@@ -49,6 +49,14 @@ function availability(): { run: boolean } {
 }
 
 const singleTest = process.env.TOLLGATE_CONFORMANCE_RUN_TEST?.trim() || undefined;
+
+/** The GatewayClass's proxy parameters for the run (proxy-settings/parameters.ts). */
+const CLASS_PARAMETERS = {
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name: 'conformance-proxies', namespace: SYSTEM_NAMESPACE, labels: { 'tollgate.dev/parameters': 'true' } },
+  data: { cpuRequest: '10m', memoryRequest: '64Mi' },
+};
 const RESULTS = join(REPO_ROOT, '.test-results', 'conformance');
 
 describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gatewayApi} (${CONFORMANCE_PROFILE})`, () => {
@@ -59,8 +67,18 @@ describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gateway
     mkdirSync(RESULTS, { recursive: true });
     const started = Date.now();
     await installChart(n);
-    // The chart creates the GatewayClass the suite's Gateways name; the suite wants it Accepted.
-    await kubectlOk(n, ['wait', '--for=condition=Accepted', `gatewayclass/${GATEWAY_CLASS}`, '--timeout=120s']);
+    // Every Gateway of the suite gets a proxy pod of its own, and the suite runs many tests at
+    // once: with the default CPU request per proxy their requests together outgrow the node's two
+    // CPUs and the last pods stay Pending (a Gateway never Programmed). The class's parameters ask
+    // for a small request, as an admin would for a cluster of many small Gateways.
+    await kubectlOk(n, ['apply', '-f', '-'], JSON.stringify(CLASS_PARAMETERS));
+    await kubectlOk(n, ['patch', 'gatewayclass', GATEWAY_CLASS, '--type=merge', '-p', JSON.stringify({ spec: { parametersRef: { group: '', kind: 'ConfigMap', name: CLASS_PARAMETERS.metadata.name, namespace: SYSTEM_NAMESPACE } } })]);
+    // The chart creates the GatewayClass the suite's Gateways name; the suite wants it Accepted (for its parameters too).
+    await until(`GatewayClass ${GATEWAY_CLASS} Accepted with its parameters`, async () => {
+      const gc = JSON.parse(await kubectlOk(n, ['get', 'gatewayclass', GATEWAY_CLASS, '-o', 'json'])) as { metadata: { generation: number }; status?: { conditions?: { type: string; status: string; observedGeneration?: number }[] } };
+      const accepted = gc.status?.conditions?.find((c) => c.type === 'Accepted');
+      return accepted?.status === 'True' && accepted.observedGeneration === gc.metadata.generation ? true : undefined;
+    }, 120_000);
     console.info(`conformance: chart installed, controller Ready and GatewayClass ${GATEWAY_CLASS} Accepted in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   }, 360_000);
 
