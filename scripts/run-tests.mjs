@@ -75,6 +75,9 @@ if (reports.length === runs.length) {
   if (runs.length > 1) writeFileSync(report, JSON.stringify(merged));
   const skipped = (merged.numPendingTests ?? 0) + (merged.numTodoTests ?? 0);
   process.stdout.write(`\nTests: ${merged.numPassedTests} passed, ${merged.numFailedTests} failed, ${skipped} skipped\n`);
+  // The failures again at the very end: a CI log is often read from its tail only.
+  const failed = testsWithStatus(merged, ['failed']);
+  if (failed.length) process.stdout.write(`Failed (${failed.length}):\n${failed.map((t) => `  ${t.file}: ${t.name}`).join('\n')}\n`);
   if (inCI) unexplainedSkips = skippedTests(merged).filter((t) => !ALLOWED_SKIPS.some((a) => a.file === t.file && (t.name === a.test || (a.test.endsWith(' > ') && t.name.startsWith(a.test)))));
   if (unexplainedSkips.length) {
     process.stdout.write(`Skipped in CI and not in scripts/allowed-skips.mjs (${unexplainedSkips.length}): every suite runs in CI\n${unexplainedSkips.map((t) => `  ${t.file}: ${t.name}`).join('\n')}\n`);
@@ -128,11 +131,20 @@ function readReport(file) {
 
 /** Every skipped or todo test of a vitest JSON report: its file (from the repository root) and full name. */
 function skippedTests(merged) {
+  return testsWithStatus(merged, ['skipped', 'pending', 'todo']);
+}
+
+/** The tests of a merged report whose status is one of `statuses`, by file (relative) and full name. */
+function testsWithStatus(merged, statuses) {
   const out = [];
   for (const file of merged.testResults ?? []) {
     const rel = file.name.startsWith(root) ? file.name.slice(root.length) : file.name;
     for (const t of file.assertionResults ?? []) {
-      if (['skipped', 'pending', 'todo'].includes(t.status)) out.push({ file: rel, name: [...(t.ancestorTitles ?? []), t.title].join(' > ') });
+      if (statuses.includes(t.status)) out.push({ file: rel, name: [...(t.ancestorTitles ?? []), t.title].join(' > ') });
+    }
+    // A file that failed before any test ran (import error, hook failure) has no failed test.
+    if (statuses.includes('failed') && file.status === 'failed' && !(file.assertionResults ?? []).some((t) => t.status === 'failed')) {
+      out.push({ file: rel, name: `(file) ${String(file.message ?? '').split('\n')[0].slice(0, 200)}` });
     }
   }
   return out;
