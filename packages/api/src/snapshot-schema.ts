@@ -264,6 +264,7 @@ const GlobalRateLimit = Obj(
     ),
     failureMode: Type.Union([Lit('FailOpen'), Lit('FailClosed')]),
     timeoutMs: Type.Integer({ minimum: 1 }),
+    tokenReservation: Type.Optional(Type.Union([Lit('Estimate'), Lit('None')])),
   },
   'Global rate limit.',
 );

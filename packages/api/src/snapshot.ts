@@ -397,7 +397,16 @@ export interface GlobalRateLimitIR {
   readonly descriptors: readonly RateLimitDescriptorIR[];
   readonly failureMode: 'FailOpen' | 'FailClosed';
   readonly timeoutMs: number;
+  /**
+   * Estimate: Tokens descriptors are charged each request's reservation at admission and
+   * settled to its usage (exact across replicas within what a request uses beyond it); None:
+   * checked at admission, charged after the response. Absent (snapshots of earlier
+   * controllers): Estimate.
+   */
+  readonly tokenReservation?: TokenReservationIR;
 }
+
+export type TokenReservationIR = 'Estimate' | 'None';
 
 /**
  * Policies attached at one level. Keys follow the trace's effectivePolicy names; the

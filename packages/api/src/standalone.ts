@@ -355,6 +355,7 @@ export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sourc
         descriptors: g.descriptors.map(toDescriptor),
         failureMode: g.failureMode ?? 'FailOpen',
         timeoutMs: g.timeout ? parseDuration(g.timeout) : 100,
+        tokenReservation: g.tokenReservation ?? 'Estimate',
       }
     : null;
   if (!local && !remote && auth === NO_AUTH && !transformation && kinds === NO_TRAFFIC_KINDS) return null;

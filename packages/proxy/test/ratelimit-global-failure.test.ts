@@ -69,7 +69,7 @@ descriptors:
     for (let i = 0; i < 3; i++) {
       const c = await failOpen.check(user);
       expect(c).toMatchObject({ allowed: true, outcome: 'failedOpen', status: 200, headers: {} });
-      await c.commitTokens(50); // the charge fails too; logged, never thrown
+      await c.settle(50); // the charge fails too; logged, never thrown
     }
     const refused = await failClosed.check(user);
     expect(refused).toMatchObject({ allowed: false, outcome: 'serviceError', status: 500, body: 'rate limit service unavailable', headers: {} });
@@ -216,7 +216,7 @@ describe.skipIf(!envoyProtoAvailability().run)('global rate limits on the wire',
     seen.length = 0;
     const c = await g.check(facts({ 'x-user-id': 'u7' }));
     expect(c).toMatchObject({ allowed: true, outcome: 'ok' });
-    await c.commitTokens(1234.7);
+    await c.settle(1234.7);
     expect(seen).toHaveLength(2);
     // As Envoy's types read them (protojson: a set UInt64Value wrapper, even 0, is a string; an unset one is absent).
     expect(seen[0]).toEqual({

@@ -202,24 +202,24 @@ describe.skipIf(!availability.run)('global rate limits on envoyproxy/ratelimit',
     }
 
     const a = await g.check(tenant);
-    await a.commitTokens(60);
-    await a.commitTokens(0); // no-op
+    await a.settle(60);
+    await a.settle(0); // no-op
     const b = await g.check(tenant);
     expect(b.headers['x-ratelimit-remaining']).toBe('40');
 
     // At the budget exactly: still within (spec §3.1: "at or below the limit").
-    await b.commitTokens(40);
+    await b.settle(40);
     const c = await g.check(tenant);
     expect(c).toMatchObject({ allowed: true, outcome: 'ok' });
     expect(c.headers['x-ratelimit-remaining']).toBe('0');
 
     // The request that crosses the budget has succeeded; the next one is refused.
-    await c.commitTokens(25);
+    await c.settle(25);
     const d = await g.check(tenant);
     expect(d).toMatchObject({ allowed: false, outcome: 'overLimit', status: 429, body: 'rate limit exceeded' });
     expect(d.headers['x-proxy-ratelimited']).toBe('true');
     expect(d.headers['x-ratelimit-remaining']).toBe('0');
-    await d.commitTokens(1000); // refused requests charge nothing (and this must not throw)
+    await d.settle(1000); // refused requests charge nothing (and this must not throw)
 
     // Another tenant has its own budget.
     expect((await g.check(facts({ headers: { 'x-tenant': `t-${uid()}` } }))).headers['x-ratelimit-remaining']).toBe('100');
@@ -240,13 +240,13 @@ describe.skipIf(!availability.run)('global rate limits on envoyproxy/ratelimit',
     // Least remaining: the requests descriptor (3 of 4 left) rather than the tokens one (100).
     expect(first.headers['x-ratelimit-limit']).toBe(`4, 4;w=${DAY}`);
     expect(first.headers['x-ratelimit-remaining']).toBe('3');
-    await first.commitTokens(99);
+    await first.settle(99);
 
     const second = await g.check(tenant);
     // Now the tokens descriptor has 1 left, the requests one 2.
     expect(second.headers['x-ratelimit-limit']).toBe(`100, 100;w=${DAY}`);
     expect(second.headers['x-ratelimit-remaining']).toBe('1');
-    await second.commitTokens(2);
+    await second.settle(2);
 
     const third = await g.check(tenant);
     expect(third).toMatchObject({ allowed: false, outcome: 'overLimit' });

@@ -177,6 +177,12 @@ export const GlobalRateLimit = Type.Object(
       Enum(['FailOpen', 'FailClosed'], 'When the service cannot be reached or times out: FailOpen (the default) lets the request through; FailClosed rejects it.'),
     ),
     timeout: Type.Optional(Duration('Time to wait for the rate limit service; default 100ms; more than 0s and at most 596h.')),
+    tokenReservation: Type.Optional(
+      Enum(
+        ['Estimate', 'None'],
+        "How Tokens descriptors are charged. Estimate (the default): each request's reservation (prompt estimate plus max_tokens) at admission, settled to its usage when it ends; requests in flight on every replica count against each other. None: checked at admission, the usage charged after the response; requests in flight do not see each other's usage.",
+      ),
+    ),
   },
   { additionalProperties: false, description: 'Limits shared by every replica through an external rate limit service.' },
 );

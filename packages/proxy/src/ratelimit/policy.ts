@@ -3,7 +3,7 @@
 // call, refunds what earlier limits took when a later one (or the gateway) refuses the
 // request, and settles the token reservations with the LLM usage after the response.
 import { compileCel, type EvaluationLimits, type GlobalRateLimitIR, type ListenerIR, type PolicyIR, type RateLimitDescriptorIR, type RateLimitKeyIR } from '@tollgate/api';
-import type { GlobalLimiter, GlobalOutcome } from './global/index.js';
+import type { GlobalCheck, GlobalLimiter, GlobalOutcome } from './global/index.js';
 import type { RequestFacts } from './facts.js';
 import type { DecisionResult, ProxyMetrics } from '../metrics/metrics.js';
 import { ERRORS, type ErrorSpec } from '../errors.js';
@@ -149,18 +149,20 @@ function withoutLimitHeaders(h: Record<string, string>): Record<string, string> 
  * - `refund()` when the gateway answers the request itself (a later limit refuses it, no route,
  *   no backend, an unreadable body): every local limit that admitted it gives back its request
  *   token and token reservation, so a refused request is never counted. A global limit cannot
- *   give back (the RLS API has no negative hits): its Requests descriptors stay charged.
+ *   give back (the RLS API has no negative hits): its Requests descriptors stay charged, and
+ *   what its Tokens descriptors reserved becomes this replica's credit for their keys, spent
+ *   by the next reservations of those keys (global/credits.ts).
  * - `settle(tokens)` once the request went upstream: request tokens stay taken; token
  *   reservations are replaced by the usage (`null`: nothing charged, e.g. not a 2xx), and
- *   global Tokens descriptors are charged the usage.
+ *   global Tokens descriptors are charged the usage beyond their reservation.
  */
 export class Admissions {
   readonly #statuses: LimitStatus[] = [];
   readonly #responseHeaders: Record<string, string> = {};
   readonly #requestHeaders: Record<string, string> = {};
   readonly #holds: LocalHold[] = [];
-  /** Each resolves once the rate limit service answered the charge (never rejects). */
-  readonly #globalCharges: ((tokens: number) => Promise<void>)[] = [];
+  /** The global limits with Tokens descriptors that admitted the request: its usage is charged to them. */
+  readonly #globalCharges: GlobalCheck[] = [];
   #reservation: number | null = null;
   #ended = false;
 
@@ -194,11 +196,12 @@ export class Admissions {
       this.#holds.push(verdict.hold);
     }
     // Local limits decide synchronously: a policy without a global limit costs no promise.
-    return policy.global ? this.#admitGlobal(policy.global, facts) : null;
+    if (!policy.global) return null;
+    return this.#admitGlobal(policy.global, facts, policy.global.hasTokens ? (this.#reservation ??= tokenReservation(llm)) : 0);
   }
 
-  async #admitGlobal(global: GlobalLimiter, facts: () => RequestFacts): Promise<Refusal | null> {
-    const g = await global.check(facts());
+  async #admitGlobal(global: GlobalLimiter, facts: () => RequestFacts, reservation: number): Promise<Refusal | null> {
+    const g = await global.check(facts(), reservation);
     const result = DECISION[g.outcome];
     this.metrics.countDecision('global', 'global', result);
     if (g.limit) this.#statuses.push(g.limit);
@@ -211,7 +214,7 @@ export class Admissions {
     }
     Object.assign(this.#responseHeaders, headers);
     Object.assign(this.#requestHeaders, g.requestHeaders);
-    if (global.hasTokens) this.#globalCharges.push((tokens) => g.commitTokens(tokens));
+    if (global.hasTokens) this.#globalCharges.push(g);
     return null;
   }
 
@@ -233,11 +236,15 @@ export class Admissions {
     return this.#requestHeaders;
   }
 
-  /** The gateway answered the request itself: local limits forget it (see the class comment). */
+  /**
+   * The gateway answered the request itself: local limits forget it, and what global Tokens
+   * descriptors reserved for it becomes this replica's credit (see the class comment).
+   */
   refund(): void {
     if (this.#ended) return;
     this.#ended = true;
     for (const h of this.#holds) h.refund();
+    for (const g of this.#globalCharges) void g.settle(null);
   }
 
   /**
@@ -271,8 +278,11 @@ export class Admissions {
     if (this.#ended) return undefined;
     this.#ended = true;
     for (const h of this.#holds) h.settle(tokens);
-    if (tokens === null || this.#globalCharges.length === 0) return undefined;
-    return Promise.all(this.#globalCharges.map((c) => c(tokens))).then(() => undefined);
+    if (this.#globalCharges.length === 0) return undefined;
+    const charges = this.#globalCharges.map((g) => g.settle(tokens));
+    // Nothing used: reservations become credit, and no call is made to wait for.
+    if (tokens === null) return undefined;
+    return Promise.all(charges).then(() => undefined);
   }
 }
 
@@ -281,7 +291,7 @@ export class CopyHold {
   #ended = false;
   constructor(
     private readonly holds: readonly LocalHold[],
-    private readonly globalCharges: readonly ((tokens: number) => Promise<void>)[],
+    private readonly globalCharges: readonly GlobalCheck[],
   ) {}
 
   /** The copy's usage (null: not charged, e.g. the mirror did not answer 2xx). */
@@ -290,7 +300,7 @@ export class CopyHold {
     this.#ended = true;
     for (const h of this.holds) h.settle(tokens);
     // Nobody waits for a copy's answer: its charges go out on their own.
-    if (tokens !== null) for (const c of this.globalCharges) void c(tokens);
+    if (tokens !== null) for (const g of this.globalCharges) void g.charge(tokens);
   }
 }
 

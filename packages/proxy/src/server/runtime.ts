@@ -25,6 +25,7 @@ import type { GlobalFactory } from '../ratelimit/policy.js';
 import type { compileGlobalLimiter, RlsClientPool } from '../ratelimit/global/index.js';
 import { serviceNeeds, type ReadinessNeed } from '../ratelimit/global/readiness.js';
 import { DEFAULT_MAX_GLOBAL_ANSWERS, GlobalAnswers, placeId } from '../ratelimit/global/answers.js';
+import { DEFAULT_MAX_CREDIT_KEYS, TokenCredits } from '../ratelimit/global/credits.js';
 import { TraceHub } from '../trace/hub.js';
 import { traceEnvFromProcess, type TraceEnv } from '../trace/tracer.js';
 import { DEFAULT_MAX_LINE_BYTES } from '@tollgate/kit';
@@ -132,6 +133,8 @@ export class ProxyRuntime {
   readonly limiters: LimiterStore;
   /** The rate limit service's last answer per key of the keyed global descriptors (GET /budgets). */
   readonly globalAnswers: GlobalAnswers;
+  /** What this replica's global Tokens reservations hold beyond the usage (kept across configs). */
+  readonly tokenCredits: TokenCredits;
   /** The keyed global descriptors of the config being compiled (placeId): their answers are kept. */
   #globalPlaces = new Set<string>();
   /**
@@ -205,11 +208,12 @@ export class ProxyRuntime {
     const log = options.rateLimitLog ?? options.log;
     this.limiters = new LimiterStore(clock, { maxKeys: options.maxRateLimitKeys ?? DEFAULT_MAX_RATE_LIMIT_KEYS, overflowed: overflowReporter(this.metrics, log, clock) });
     this.globalAnswers = new GlobalAnswers(DEFAULT_MAX_GLOBAL_ANSWERS, clock);
+    this.tokenCredits = new TokenCredits(DEFAULT_MAX_CREDIT_KEYS, clock);
     this.#makeGlobal = (ir, scope, limits) => {
       // apply() loads the module before compiling a config that names a rate limit service.
       if (!this.#global) throw new Error('global rate limiting used before it was loaded');
       ir.descriptors.forEach((d, i) => d.by && this.#globalPlaces.add(placeId(scope, ir.domain, i, d.by)));
-      return this.#global.compile(ir, { log, clients: this.#global.pool, answers: this.globalAnswers, scope }, limits);
+      return this.#global.compile(ir, { log, clients: this.#global.pool, answers: this.globalAnswers, credits: this.tokenCredits, scope }, limits);
     };
     this.traces = new TraceHub(this.traceEnv, options.maxTraceSessions);
     const clientTimeouts = options.clientTimeouts ?? DEFAULT_CLIENT_TIMEOUTS;
