@@ -131,4 +131,29 @@ describe.skipIf(!availability.run)('global Tokens reservations across replicas',
     expect(last.status).toBe(429);
     expect(last.headers['x-ratelimit-limit']).toBe(`100, 100;w=${DAY}`);
   });
+
+  it('a client that keeps asking once its budget is spent adds nothing more to the counter', async () => {
+    const llm = await held();
+    const gw = await replica(llm);
+    const user = `r-${randomUUID()}`;
+    const one = async () => {
+      const before = llm.arrived;
+      let answered = 0;
+      const pending = chat(gw, user, 23, 60).then((r) => {
+        answered = 1;
+        llm.events.emit('progress');
+        return r;
+      });
+      await settledOrArrived(llm, () => answered, before + 1);
+      llm.releaseAll();
+      return (await pending).status;
+    };
+    // Reserves 30, uses 60: counters before each admission 0 and 60; the third meets 120.
+    expect([await one(), await one(), await one()]).toEqual([200, 200, 429]);
+    // The refused request's reservation was counted (the service counts a refused request's
+    // hits); later ones, while the budget stays spent, are checked without one.
+    expect(await used(user)).toBe(150);
+    for (let i = 0; i < 5; i++) expect(await one()).toBe(429);
+    expect(await used(user)).toBe(150);
+  });
 });

@@ -22,6 +22,8 @@ interface Credit {
 
 export class TokenCredits {
   readonly #byKey = new Map<string, Credit>();
+  /** Keys the service last found over their limit, until the end of that window. */
+  readonly #spent = new Map<string, number>();
 
   constructor(
     readonly max: number = DEFAULT_MAX_CREDIT_KEYS,
@@ -67,6 +69,33 @@ export class TokenCredits {
     this.#byKey.delete(key);
     if (this.#byKey.size >= this.max) this.#byKey.delete(this.#byKey.keys().next().value!);
     this.#byKey.set(key, { tokens, until });
+  }
+
+  /**
+   * The service found `key`'s budget spent, in the window that ends at `until`: until a check
+   * finds it within again, requests of the key are checked without a reservation, so a client
+   * that keeps asking while refused adds nothing to the counter (the service counts a refused
+   * request's hits, and a budget raised later would find them counted).
+   */
+  markSpent(key: string, until: number): void {
+    if (!(until > this.now())) return;
+    this.#spent.delete(key);
+    if (this.#spent.size >= this.max) this.#spent.delete(this.#spent.keys().next().value!);
+    this.#spent.set(key, until);
+  }
+
+  /** A check found `key` within its budget again. */
+  markWithin(key: string): void {
+    this.#spent.delete(key);
+  }
+
+  /** Whether the service last found `key`'s budget spent in the current window. */
+  spent(key: string): boolean {
+    const until = this.#spent.get(key);
+    if (until === undefined) return false;
+    if (this.now() < until) return true;
+    this.#spent.delete(key);
+    return false;
   }
 
   /** The credit `key` holds now (admin view and tests). */

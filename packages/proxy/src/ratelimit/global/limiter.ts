@@ -168,6 +168,8 @@ class RlsGlobalLimiter implements GlobalLimiter {
     const reserve = credits && Number.isFinite(reservation) ? Math.min(Math.max(0, Math.floor(reservation)), MAX_UINT32) : 0;
     const requests: RlsDescriptor[] = [];
     const tokens: SentTokens[] = [];
+    // Per Tokens descriptor (by index) sent without a reservation because its budget was spent.
+    const spentKeys = new Map<number, string>();
     // What each sent descriptor is called, in the order sent (the service answers in that order).
     const requestsPolicies: string[] = [];
     const tokensPolicies: string[] = [];
@@ -183,7 +185,10 @@ class RlsGlobalLimiter implements GlobalLimiter {
       const limit = ev.limit ? { limit: ev.limit } : {};
       const sent = this.#sentKey(d.index, d.unit, d.key?.compiled, ev.entries[0]?.value);
       if (d.unit === 'Tokens') {
-        const creditKey = credits && reserve > 0 ? `${this.service}\u0000${this.ir.domain}\u0000${JSON.stringify(ev.entries)}` : null;
+        const key = credits && reserve > 0 ? `${this.service}\u0000${this.ir.domain}\u0000${JSON.stringify(ev.entries)}` : null;
+        // A budget the service last found spent is only checked (see TokenCredits.markSpent).
+        const creditKey = key !== null && !credits!.spent(key) ? key : null;
+        if (key !== null && creditKey === null) spentKeys.set(tokens.length, key);
         // The counter holds this replica's credit on top of what is used and reserved: a limit the
         // policy sends is raised by it for this replica's check, so credit never refuses anyone
         // (the counter less this replica's credit still counts every other replica's).
@@ -237,6 +242,13 @@ class RlsGlobalLimiter implements GlobalLimiter {
     if (limit) Object.assign(headers, rateLimitHeaders(limit));
     const requestHeaders = serviceHeaders(res.request_headers_to_add);
 
+    tokens.forEach((t, i) => {
+      const key = t.creditKey ?? spentKeys.get(i);
+      const check = decided[requests.length + i];
+      if (key === undefined || !check) return;
+      if (check.code === 'OVER_LIMIT') credits!.markSpent(key, windowEnd(check, checkedAt));
+      else credits!.markWithin(key);
+    });
     // Over limit when a Requests descriptor or a Tokens check is (a reservation that does not
     // fit is no refusal: the budget was not spent when the request came).
     const over = res.statuses.length < decided.length + charges.length ? res.overall_code === 'OVER_LIMIT' : decided.some((x) => x.code === 'OVER_LIMIT');
