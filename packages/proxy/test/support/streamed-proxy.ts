@@ -39,7 +39,9 @@ export async function startStreamedProxy(gateway: string): Promise<StreamedProxy
   const view = () => server.proxies().get(gateway)?.[0];
   const offer = async (snapshot: ProxySnapshot) => {
     store.offer(new Map([[gateway, snapshot]]));
-    await until(() => view()?.ackedVersion === snapshot.version || view()?.lastNack?.version === snapshot.version, { what: `an ACK or NACK of ${snapshot.version}` });
+    // A deadline, not a speed bound: the first offer waits for the stream's TLS connection and
+    // the proxy's first apply, which a loaded CI machine (every suite at once) can stretch.
+    await until(() => view()?.ackedVersion === snapshot.version || view()?.lastNack?.version === snapshot.version, { what: `an ACK or NACK of ${snapshot.version}`, timeoutMs: 60_000 });
     if (view()?.ackedVersion !== snapshot.version) throw new Error(view()?.lastNack?.error ?? 'NACKed');
   };
   return { proxy, server, offer, close };
