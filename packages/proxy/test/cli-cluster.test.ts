@@ -67,7 +67,7 @@ describe('tollgate in cluster mode', () => {
       const snapshot = standaloneToSnapshot(validateStandaloneConfig(simpleConfig(port, [{ name: 'a', backends: [{ host: up.host }] }]), 'test'), { kind: 'controller', gateway: 'edge/public' });
       store.offer(new Map([['edge/public', snapshot]]));
       const proxy = () => server.proxies().get('edge/public')?.[0];
-      await until(() => proxy()?.ackedVersion === snapshot.version || proxy()?.lastNack?.version === snapshot.version, { what: `an ACK or NACK of ${snapshot.version}` });
+      await until(() => proxy()?.ackedVersion === snapshot.version || proxy()?.lastNack?.version === snapshot.version, { what: `an ACK or NACK of ${snapshot.version}`, timeoutMs: 60_000 });
       if (proxy()?.ackedVersion !== snapshot.version) throw new Error(proxy()?.lastNack?.error ?? 'NACKed');
       return { port, snapshot };
     });
