@@ -60,6 +60,7 @@ describe.skipIf(!availability.run)('global Tokens reservations across replicas',
 
   /** Sends `n` requests at once, alternating between the replicas; resolves once each was refused or reached the backend. */
   async function concurrent(llm: HeldLlm, replicas: TestGateway[], user: string, n: number, maxTokens: number, usage: number) {
+    const base = llm.arrived;
     let answered = 0;
     const pending = Array.from({ length: n }, (_, i) =>
       chat(replicas[i % replicas.length]!, user, maxTokens, usage).then((r) => {
@@ -68,8 +69,15 @@ describe.skipIf(!availability.run)('global Tokens reservations across replicas',
         return r;
       }),
     );
-    await settledOrArrived(llm, () => answered, n);
-    return { arrived: llm.arrived, answered: () => Promise.all(pending) };
+    await settledOrArrived(llm, () => answered, base + n);
+    return { arrived: llm.arrived - base, answered: () => Promise.all(pending) };
+  }
+
+  /** One request alone: released once it reached the backend; its status (429 if refused). */
+  async function alone(llm: HeldLlm, gw: TestGateway, user: string, maxTokens: number, usage: number): Promise<number> {
+    const run = await concurrent(llm, [gw], user, 1, maxTokens, usage);
+    llm.releaseAll();
+    return (await run.answered())[0]!.status;
   }
 
   const used = async (user: string) => Object.values(await counters(rls, `kr_header.x-user_${user}_`)).reduce((a, b) => a + b, 0);
@@ -108,21 +116,7 @@ describe.skipIf(!availability.run)('global Tokens reservations across replicas',
     // replica owes back. Eleven are admitted (the eleventh at the budget exactly, as a local
     // token budget admits it), the twelfth is refused: credit never refused anyone.
     const statuses: number[] = [];
-    for (let i = 0; i < 12; i++) {
-      // One at a time: released once it reached the backend (or was refused).
-      const before = llm.arrived;
-      let answered = 0;
-      const pending = chat(gw, user, 33, 10).then((r) => {
-        answered = 1;
-        llm.events.emit('progress');
-        return r;
-      });
-      await settledOrArrived(llm, () => answered, before + 1);
-      llm.releaseAll();
-      const r = await pending;
-      statuses.push(r.status);
-      if (r.status === 429) break;
-    }
+    for (let i = 0; i < 12 && !statuses.includes(429); i++) statuses.push(await alone(llm, gw, user, 33, 10));
     expect(statuses).toEqual([...Array.from({ length: 11 }, () => 200), 429]);
     // The service counted the usage (110) and the reservation's part not used by the last
     // settled request (40 - 10 = 30); refused requests reserve nothing that is not owed back.
@@ -136,18 +130,7 @@ describe.skipIf(!availability.run)('global Tokens reservations across replicas',
     const llm = await held();
     const gw = await replica(llm);
     const user = `r-${randomUUID()}`;
-    const one = async () => {
-      const before = llm.arrived;
-      let answered = 0;
-      const pending = chat(gw, user, 23, 60).then((r) => {
-        answered = 1;
-        llm.events.emit('progress');
-        return r;
-      });
-      await settledOrArrived(llm, () => answered, before + 1);
-      llm.releaseAll();
-      return (await pending).status;
-    };
+    const one = () => alone(llm, gw, user, 23, 60);
     // Reserves 30, uses 60: counters before each admission 0 and 60; the third meets 120.
     expect([await one(), await one(), await one()]).toEqual([200, 200, 429]);
     // The refused request's reservation was counted (the service counts a refused request's
