@@ -97,8 +97,9 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
   watchBody(req, ctx.hasBody, dp.bodyTimeouts, (why) => bodyTimedOut(dp, entry, req, res, why));
   try {
     await handleRequest(ctx);
-    // The consumer's name (never its credential) once an authentication kind established it.
-    if (dp.log.isLevelEnabled('debug')) dp.log.debug({ route: ctx.routeName, status: ctx.status, error: ctx.error ?? undefined, consumer: ctx.consumer?.name }, 'request done');
+    // The consumer's name (never its credential) once an authentication kind established it;
+    // the client's HTTP version (`1.1`, `2.0`), as Envoy's %PROTOCOL%.
+    if (dp.log.isLevelEnabled('debug')) dp.log.debug({ route: ctx.routeName, status: ctx.status, error: ctx.error ?? undefined, consumer: ctx.consumer?.name, http: req.httpVersion }, 'request done');
   } catch (err) {
     // Whatever one request throws ends that request only.
     // Refused before reaching a backend (e.g. an unreadable body): limits forget the request.

@@ -1,0 +1,251 @@
+// HTTP/2 on HTTPS listeners, negotiated by ALPN, over real TLS sockets through the standalone
+// proxy to mock-llm and an echo backend: node:http2's client and the official `openai` client
+// (undici with allowH2) get `h2`; a connection whose SNI chose one listener's certificate is
+// answered 421 for a host of another listener; rate limits, the trace, the request log and
+// metrics see HTTP/2 requests as any; the drain sends GOAWAY; a client that offers only
+// http/1.1, or no ALPN at all, is served in HTTP/1.1 on the same port.
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect as connectHttp2, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect as connectTls, type TLSSocket } from 'node:tls';
+import type { MockLlm } from '@tollgate/mock-llm';
+import { issueTestCertificate, until } from '@tollgate/testkit';
+import OpenAI from 'openai';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closedAfterEach, openTrace, startGateway, startUpstream, useMockLlm, type TestGateway, type Upstream } from './helpers.js';
+
+const ca = issueTestCertificate({ commonName: 'tollgate-h2-test-ca', ca: true });
+const certs = {
+  a: issueTestCertificate({ commonName: 'a.example', names: ['a.example'], issuer: ca }),
+  b: issueTestCertificate({ commonName: 'b.example', names: ['b.example'], issuer: ca }),
+};
+
+let llm: MockLlm;
+useMockLlm((started) => (llm = started));
+let dir: string;
+let up: Upstream;
+const cleanups = closedAfterEach();
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tollgate-h2-'));
+  for (const [name, c] of Object.entries(certs)) {
+    await writeFile(join(dir, `${name}.crt`), c.cert);
+    await writeFile(join(dir, `${name}.key`), c.key);
+  }
+  up = await startUpstream();
+});
+
+afterAll(async () => {
+  await up.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const tls = (name: string) => ({ certificates: [{ certFile: join(dir, `${name}.crt`), keyFile: join(dir, `${name}.key`) }] });
+
+/** One HTTPS bind: listener a (a.example, its certificate) with an echo, an LLM and a limited route; listener b (b.example, another certificate). */
+async function gateway(config: Record<string, unknown> = {}): Promise<TestGateway> {
+  const gw = await startGateway((port) => ({
+    config: { logLevel: 'debug', ...config },
+    binds: [
+      {
+        port,
+        address: '127.0.0.1',
+        listeners: [
+          {
+            name: 'a',
+            protocol: 'HTTPS',
+            hostname: 'a.example',
+            tls: tls('a'),
+            routes: [
+              { name: 'llm', matches: [{ path: { type: 'PathPrefix', value: '/v1' } }], policies: { traffic: { rateLimit: { local: [{ tokens: 100000, unit: 'Minutes' }] } } }, backends: [{ host: `127.0.0.1:${llm.port}` }] },
+              { name: 'limited', matches: [{ path: { type: 'PathPrefix', value: '/limited' } }], policies: { traffic: { rateLimit: { local: [{ requests: 1, unit: 'Minutes' }] } } }, backends: [{ host: up.host }] },
+              { name: 'plain', backends: [{ host: up.host }] },
+            ],
+          },
+          { name: 'b', protocol: 'HTTPS', hostname: 'b.example', tls: tls('b'), routes: [{ name: 'b', backends: [{ host: up.host }] }] },
+        ],
+      },
+    ],
+  }));
+  cleanups.push(() => gw.close());
+  return gw;
+}
+
+/** An HTTP/2 session over TLS offering only `h2` in ALPN, with SNI `servername`. */
+async function session(gw: TestGateway, servername: string): Promise<ClientHttp2Session> {
+  const s = connectHttp2(`https://127.0.0.1:${gw.port}`, { ca: ca.cert, servername });
+  s.on('error', () => undefined);
+  cleanups.push(async () => {
+    s.destroy();
+  });
+  await once(s, 'connect');
+  return s;
+}
+
+interface H2Answer {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+}
+
+function request(s: ClientHttp2Session, headers: Record<string, string>, body?: string): Promise<H2Answer> {
+  return new Promise((resolve, reject) => {
+    const stream = s.request({ ':method': body === undefined ? 'GET' : 'POST', ...headers }, { endStream: body === undefined });
+    let status = 0;
+    let got: IncomingHttpHeaders = {};
+    const chunks: Buffer[] = [];
+    stream.on('response', (h) => {
+      status = Number(h[':status']);
+      got = h;
+    });
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () => resolve({ status, headers: got, body: Buffer.concat(chunks).toString() }));
+    stream.on('error', reject);
+    if (body !== undefined) stream.end(body);
+  });
+}
+
+/** The CN of the certificate the server presented on a session. */
+function peerCn(s: ClientHttp2Session): string {
+  return String((s.socket as TLSSocket).getPeerCertificate().subject?.CN);
+}
+
+describe('HTTP/2 on HTTPS listeners (ALPN h2)', () => {
+  it('negotiates h2 with the certificate SNI selects; requests share one session and reach the backend as HTTPS requests of their host', async () => {
+    const gw = await gateway();
+    const s = await session(gw, 'a.example');
+    expect(s.alpnProtocol).toBe('h2');
+    expect(peerCn(s)).toBe('a.example');
+    const answers = await Promise.all([1, 2, 3].map((i) => request(s, { ':path': `/x?n=${i}`, ':authority': 'a.example' }, `body ${i}`)));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    const echoed = JSON.parse(answers[1]!.body) as { method: string; url: string; headers: Record<string, string>; body: string };
+    expect(echoed).toMatchObject({ method: 'POST', url: '/x?n=2', body: 'body 2' });
+    expect(echoed.headers.host).toBe('a.example');
+    expect(echoed.headers['x-forwarded-proto']).toBe('https');
+    const b = await session(gw, 'b.example');
+    expect(peerCn(b)).toBe('b.example');
+    expect((await request(b, { ':path': '/', ':authority': 'b.example' })).status).toBe(200);
+  });
+
+  it('the official openai client over h2 (undici allowH2): a chat completion through the LLM route; the request log says 2.0', async () => {
+    const gw = await gateway();
+    // a.example resolves to the gateway: fetch takes the :authority from the URL (Host cannot be set).
+    const lookup = (_host: string, opts: { all?: boolean }, cb: (...args: unknown[]) => void): void => (opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4));
+    const dispatcher = new Agent({ allowH2: true, connect: { ca: ca.cert, lookup } });
+    cleanups.push(() => dispatcher.close());
+    const client = new OpenAI({
+      apiKey: 'sk-test',
+      baseURL: `https://a.example:${gw.port}/v1`,
+      maxRetries: 0,
+      fetch: undiciFetch as unknown as typeof globalThis.fetch,
+      fetchOptions: { dispatcher } as unknown as RequestInit,
+    });
+    const before = llm.requestCount;
+    const done = await client.chat.completions.create({ model: 'mock-gpt', messages: [{ role: 'user', content: 'hi over h2' }] });
+    expect(done.choices[0]!.message.content).toBeTruthy();
+    expect(done.usage!.total_tokens).toBeGreaterThan(0);
+    expect(llm.requestCount).toBe(before + 1);
+    const line = await gw.logs.waitFor((l) => l.msg === 'request done' && l.route === 'a/llm');
+    expect(line).toMatchObject({ status: 200, http: '2.0' });
+  });
+
+  it('a rate limit answers 429 on its stream with the x-ratelimit headers, and the session carries on; metrics count both', async () => {
+    const gw = await gateway();
+    const s = await session(gw, 'a.example');
+    expect((await request(s, { ':path': '/limited', ':authority': 'a.example' })).status).toBe(200);
+    const limited = await request(s, { ':path': '/limited', ':authority': 'a.example' });
+    expect(limited.status).toBe(429);
+    expect(limited.body).toBe('rate limit exceeded');
+    expect(limited.headers['x-ratelimit-limit']).toBe('1');
+    expect((await request(s, { ':path': '/other', ':authority': 'a.example' })).status).toBe(200);
+    const text = await (await fetch(`http://${gw.gateway.ops.metrics.address}/metrics`)).text();
+    expect(text).toMatch(/tollgate_requests_total\{route="a\/limited",status="429"\} 1/);
+    expect(text).toMatch(/tollgate_requests_total\{route="a\/limited",status="200"\} 1/);
+  });
+
+  it('a trace session captures an HTTP/2 request from start to finish', async () => {
+    const gw = await gateway();
+    const s = await session(gw, 'a.example');
+    const t = await openTrace(gw.adminUrl);
+    await t.armed;
+    expect((await request(s, { ':path': '/traced', ':authority': 'a.example' })).status).toBe(200);
+    const messages = (await t.events).map((e) => e.message);
+    expect(messages[0]!.type).toBe('requestStarted');
+    expect(messages.at(-1)!.type).toBe('requestFinished');
+    expect(messages.find((m) => m.type === 'requestSnapshot')).toMatchObject({ requestState: { request: { path: '/traced' } } });
+    expect(messages.find((m) => m.type === 'routeSelection')).toMatchObject({ selectedRoute: 'a/plain' });
+    expect(messages.filter((m) => m.type === 'responseSnapshot').at(-1)).toMatchObject({ requestState: { response: { code: 200 } } });
+  });
+
+  it('a connection whose SNI chose listener a gets 421 for a host of listener b; its requests for a carry on, and a connection for b serves b', async () => {
+    const gw = await gateway();
+    const s = await session(gw, 'a.example');
+    const seen = up.requests.length;
+    const misdirected = await request(s, { ':path': '/', ':authority': 'b.example' });
+    expect(misdirected.status).toBe(421);
+    expect(misdirected.headers['x-tollgate-error']).toBe('TG_MISDIRECTED_REQUEST');
+    expect(up.requests.length).toBe(seen);
+    expect(s.destroyed).toBe(false);
+    expect((await request(s, { ':path': '/still', ':authority': 'a.example' })).status).toBe(200);
+    const b = await session(gw, 'b.example');
+    expect((await request(b, { ':path': '/', ':authority': 'b.example' })).status).toBe(200);
+    expect((await request(b, { ':path': '/', ':authority': 'a.example' })).status).toBe(421);
+  });
+
+  it('the drain sends GOAWAY: a request in flight finishes whole, and the proxy stops', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const slow = await startUpstream((_req, res) => void held.then(() => res.end('late but whole')));
+    cleanups.push(() => slow.close());
+    const gw = await startGateway((port) => ({
+      config: { drainTimeout: '10s', drainIdleTimeout: '0s' },
+      binds: [{ port, address: '127.0.0.1', listeners: [{ name: 'a', protocol: 'HTTPS', hostname: 'a.example', tls: tls('a'), routes: [{ name: 'slow', backends: [{ host: slow.host }] }] }] }],
+    }));
+    const s = await session(gw, 'a.example');
+    const goaway = once(s, 'goaway');
+    const inflight = request(s, { ':path': '/slow', ':authority': 'a.example' });
+    await until(() => slow.requests.length === 1);
+    const closing = gw.close();
+    await goaway;
+    release();
+    expect(await inflight).toMatchObject({ status: 200, body: 'late but whole' });
+    await closing;
+  });
+});
+
+describe('HTTP/1.1 on the same HTTPS listeners', () => {
+  it('a client offering only http/1.1 in ALPN, or no ALPN, is served in HTTP/1.1; one offering neither h2 nor http/1.1 is refused in the handshake', async () => {
+    const gw = await gateway();
+    const handshake = (ALPNProtocols: string[] | undefined) =>
+      new Promise<TLSSocket>((resolve, reject) => {
+        const socket = connectTls({ host: '127.0.0.1', port: gw.port, servername: 'a.example', ca: ca.cert, ...(ALPNProtocols ? { ALPNProtocols } : {}) }, () => resolve(socket));
+        socket.once('error', reject);
+      });
+    for (const offered of [['http/1.1'], undefined]) {
+      const socket = await handshake(offered);
+      cleanups.push(async () => void socket.destroy());
+      expect(socket.alpnProtocol).toBe(offered ? 'http/1.1' : false);
+      socket.write('GET /over-http1 HTTP/1.1\r\nhost: a.example\r\nconnection: close\r\n\r\n');
+      let text = '';
+      socket.on('data', (c: Buffer) => (text += c.toString()));
+      await once(socket, 'end');
+      expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(text).toContain('"/over-http1"');
+    }
+    await expect(handshake(['h3'])).rejects.toThrow(/no application protocol/);
+    // node:https (no ALPN) on the same port, the 421 of HTTP/1.1 as before.
+    const status = await new Promise<number>((resolve, reject) => {
+      httpsRequest({ host: '127.0.0.1', port: gw.port, servername: 'a.example', ca: ca.cert, headers: { host: 'b.example' }, agent: false }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(status).toBe(421);
+  });
+});
