@@ -196,6 +196,27 @@ describe('HTTP/2 on HTTPS listeners (ALPN h2)', () => {
     expect((await request(b, { ':path': '/', ':authority': 'a.example' })).status).toBe(421);
   });
 
+  it('a body over maxRequestBodyBytes on a metered route is refused 413 on its stream only: no connection header (HTTP/2 has none), the session carries on', async () => {
+    const gw = await gateway({ maxRequestBodyBytes: 1024 });
+    // node:http2 drops a connection header with a process warning: the refusal must not set one.
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w);
+    process.on('warning', onWarning);
+    cleanups.push(async () => void process.off('warning', onWarning));
+    const s = await session(gw, 'a.example');
+    const stream = s.request({ ':method': 'POST', ':path': '/v1/chat/completions', ':authority': 'a.example', 'content-type': 'application/json' });
+    stream.on('error', () => undefined);
+    stream.write(`{"model":"m","messages":[{"role":"user","content":"${'x'.repeat(8192)}`);
+    const [headers] = (await once(stream, 'response')) as [IncomingHttpHeaders];
+    expect(headers[':status']).toBe(413);
+    expect(headers['x-tollgate-error']).toBe('TG_REQUEST_BODY_TOO_LARGE');
+    stream.resume();
+    await once(stream, 'close');
+    expect(s.destroyed).toBe(false);
+    expect((await request(s, { ':path': '/after', ':authority': 'a.example' })).status).toBe(200);
+    expect(warnings.map((w) => `${w.name}: ${w.message}`)).toEqual([]);
+  });
+
   it('the drain sends GOAWAY: a request in flight finishes whole, and the proxy stops', async () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
