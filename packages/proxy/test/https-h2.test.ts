@@ -129,6 +129,10 @@ describe('HTTP/2 on HTTPS listeners (ALPN h2)', () => {
     const b = await session(gw, 'b.example');
     expect(peerCn(b)).toBe('b.example');
     expect((await request(b, { ':path': '/', ':authority': 'b.example' })).status).toBe(200);
+    // The settings the session got are the ones config_dump shows.
+    expect(s.remoteSettings).toMatchObject({ maxConcurrentStreams: 128, maxHeaderListSize: 32 * 1024 });
+    const dump = (await (await fetch(`${gw.adminUrl}/config_dump`)).json()) as { settings: { http2: unknown } };
+    expect(dump.settings.http2).toEqual({ maxConcurrentStreams: 128, maxHeaderListBytes: 32 * 1024, alpnProtocols: ['h2', 'http/1.1'] });
   });
 
   it('the official openai client over h2 (undici allowH2): a chat completion through the LLM route; the request log says 2.0', async () => {
