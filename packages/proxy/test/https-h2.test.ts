@@ -6,16 +6,18 @@
 // http/1.1, or no ALPN at all, is served in HTTP/1.1 on the same port.
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { connect as connectHttp2, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
+import { connect as connectHttp2, constants, type ClientHttp2Session } from 'node:http2';
 import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as connectTls, type TLSSocket } from 'node:tls';
 import type { MockLlm } from '@tollgate/mock-llm';
-import { issueTestCertificate, until } from '@tollgate/testkit';
+import { issueTestCertificate } from '@tollgate/testkit';
 import OpenAI from 'openai';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { drainWithOneInFlight, h2Request as request, heldBackend, postUnfinishedBody } from './support/http2-client.js';
 import { closedAfterEach, openTrace, startGateway, startUpstream, useMockLlm, type TestGateway, type Upstream } from './helpers.js';
 
 const ca = issueTestCertificate({ commonName: 'tollgate-h2-test-ca', ca: true });
@@ -86,28 +88,6 @@ async function session(gw: TestGateway, servername: string): Promise<ClientHttp2
   return s;
 }
 
-interface H2Answer {
-  readonly status: number;
-  readonly headers: IncomingHttpHeaders;
-  readonly body: string;
-}
-
-function request(s: ClientHttp2Session, headers: Record<string, string>, body?: string): Promise<H2Answer> {
-  return new Promise((resolve, reject) => {
-    const stream = s.request({ ':method': body === undefined ? 'GET' : 'POST', ...headers }, { endStream: body === undefined });
-    let status = 0;
-    let got: IncomingHttpHeaders = {};
-    const chunks: Buffer[] = [];
-    stream.on('response', (h) => {
-      status = Number(h[':status']);
-      got = h;
-    });
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => resolve({ status, headers: got, body: Buffer.concat(chunks).toString() }));
-    stream.on('error', reject);
-    if (body !== undefined) stream.end(body);
-  });
-}
 
 /** The CN of the certificate the server presented on a session. */
 function peerCn(s: ClientHttp2Session): string {
@@ -138,7 +118,7 @@ describe('HTTP/2 on HTTPS listeners (ALPN h2)', () => {
   it('the official openai client over h2 (undici allowH2): a chat completion through the LLM route; the request log says 2.0', async () => {
     const gw = await gateway();
     // a.example resolves to the gateway: fetch takes the :authority from the URL (Host cannot be set).
-    const lookup = (_host: string, opts: { all?: boolean }, cb: (...args: unknown[]) => void): void => (opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4));
+    const lookup: LookupFunction = (_host, opts, cb) => (opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4));
     const dispatcher = new Agent({ allowH2: true, connect: { ca: ca.cert, lookup } });
     cleanups.push(() => dispatcher.close());
     const client = new OpenAI({
@@ -146,7 +126,7 @@ describe('HTTP/2 on HTTPS listeners (ALPN h2)', () => {
       baseURL: `https://a.example:${gw.port}/v1`,
       maxRetries: 0,
       fetch: undiciFetch as unknown as typeof globalThis.fetch,
-      fetchOptions: { dispatcher } as unknown as RequestInit,
+      fetchOptions: { dispatcher } as unknown as NonNullable<ConstructorParameters<typeof OpenAI>[0]>['fetchOptions'],
     });
     const before = llm.requestCount;
     const done = await client.chat.completions.create({ model: 'mock-gpt', messages: [{ role: 'user', content: 'hi over h2' }] });
@@ -208,37 +188,23 @@ describe('HTTP/2 on HTTPS listeners (ALPN h2)', () => {
     process.on('warning', onWarning);
     cleanups.push(async () => void process.off('warning', onWarning));
     const s = await session(gw, 'a.example');
-    const stream = s.request({ ':method': 'POST', ':path': '/v1/chat/completions', ':authority': 'a.example', 'content-type': 'application/json' });
-    stream.on('error', () => undefined);
-    stream.write(`{"model":"m","messages":[{"role":"user","content":"${'x'.repeat(8192)}`);
-    const [headers] = (await once(stream, 'response')) as [IncomingHttpHeaders];
+    const { headers, rstCode } = await postUnfinishedBody(s, 'a.example');
     expect(headers[':status']).toBe(413);
     expect(headers['x-tollgate-error']).toBe('TG_REQUEST_BODY_TOO_LARGE');
-    stream.resume();
-    await once(stream, 'close');
+    expect(rstCode).toBe(constants.NGHTTP2_NO_ERROR);
     expect(s.destroyed).toBe(false);
     expect((await request(s, { ':path': '/after', ':authority': 'a.example' })).status).toBe(200);
     expect(warnings.map((w) => `${w.name}: ${w.message}`)).toEqual([]);
   });
 
   it('the drain sends GOAWAY: a request in flight finishes whole, and the proxy stops', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    const slow = await startUpstream((_req, res) => void held.then(() => res.end('late but whole')));
-    cleanups.push(() => slow.close());
+    const held = await heldBackend();
+    cleanups.push(() => held.up.close());
     const gw = await startGateway((port) => ({
       config: { drainTimeout: '10s', drainIdleTimeout: '0s' },
-      binds: [{ port, address: '127.0.0.1', listeners: [{ name: 'a', protocol: 'HTTPS', hostname: 'a.example', tls: tls('a'), routes: [{ name: 'slow', backends: [{ host: slow.host }] }] }] }],
+      binds: [{ port, address: '127.0.0.1', listeners: [{ name: 'a', protocol: 'HTTPS', hostname: 'a.example', tls: tls('a'), routes: [{ name: 'slow', backends: [{ host: held.up.host }] }] }] }],
     }));
-    const s = await session(gw, 'a.example');
-    const goaway = once(s, 'goaway');
-    const inflight = request(s, { ':path': '/slow', ':authority': 'a.example' });
-    await until(() => slow.requests.length === 1);
-    const closing = gw.close();
-    await goaway;
-    release();
-    expect(await inflight).toMatchObject({ status: 200, body: 'late but whole' });
-    await closing;
+    expect(await drainWithOneInFlight(await session(gw, 'a.example'), 'a.example', held, () => gw.close())).toMatchObject({ status: 200, body: 'late but whole' });
   });
 });
 
