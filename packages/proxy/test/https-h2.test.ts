@@ -180,6 +180,56 @@ describe('HTTP/2 on HTTPS listeners (ALPN h2)', () => {
     expect((await request(b, { ':path': '/', ':authority': 'a.example' })).status).toBe(421);
   });
 
+  it("the Gateway API's misdirected-request cases over h2: a catch-all, an exact name, a wildcard and an exact name under it on one port", async () => {
+    // The listeners and routes of the conformance test HTTPRouteHTTPSListenerDetectMisdirectedRequests.
+    const names = ['example.org', 'second-example.org', '*.wildcard.org', 'unknown-example.org'];
+    const cert = issueTestCertificate({ commonName: 'example.org', names, issuer: ca });
+    await writeFile(join(dir, 'matrix.crt'), cert.cert);
+    await writeFile(join(dir, 'matrix.key'), cert.key);
+    const marked = (name: string, hostnames?: string[]) => ({ name, ...(hostnames ? { hostnames } : {}), backends: [{ host: up.host }], filters: [{ type: 'ResponseHeaderModifier', responseHeaderModifier: { set: [{ name: 'x-route', value: name }] } }] });
+    const listener = (name: string, hostname: string | null, route: unknown) => ({ name, protocol: 'HTTPS', ...(hostname ? { hostname } : {}), tls: tls('matrix'), routes: [route] });
+    const gw = await startGateway((port) => ({
+      binds: [
+        {
+          port,
+          address: '127.0.0.1',
+          listeners: [
+            listener('https', null, marked('r1', ['example.org'])),
+            listener('https-with-hostname', 'second-example.org', marked('r2')),
+            listener('https-with-wildcard-hostname', '*.wildcard.org', marked('r3')),
+            listener('https-with-hostname-matching-wildcard', 'fourth-example.wildcard.org', marked('r4')),
+          ],
+        },
+      ],
+    }));
+    cleanups.push(() => gw.close());
+    const cases: [sni: string, host: string, status: number, route?: string][] = [
+      ['example.org', 'example.org', 200, 'r1'],
+      ['example.org', 'second-example.org', 421],
+      ['example.org', 'unknown-example.org', 404],
+      ['second-example.org', 'second-example.org', 200, 'r2'],
+      ['second-example.org', 'example.org', 421],
+      ['second-example.org', 'unknown-example.org', 421],
+      ['third-example.wildcard.org', 'third-example.wildcard.org', 200, 'r3'],
+      ['third-example.wildcard.org', 'fith-example.wildcard.org', 200, 'r3'],
+      ['third-example.wildcard.org', 'fourth-example.wildcard.org', 421],
+      ['third-example.wildcard.org', 'second-example.org', 421],
+      ['third-example.wildcard.org', 'unknown-example.org', 421],
+      ['fourth-example.wildcard.org', 'fourth-example.wildcard.org', 200, 'r4'],
+      ['fourth-example.wildcard.org', 'fith-example.wildcard.org', 421],
+      ['unknown-example.org', 'example.org', 200, 'r1'],
+      ['unknown-example.org', 'unknown-example.org', 404],
+    ];
+    const got = [];
+    for (const [sni, host] of cases) {
+      const s = await session(gw, sni);
+      const a = await request(s, { ':path': '/detect-misdirected-requests', ':authority': host });
+      got.push([sni, host, a.status, a.headers['x-route']].filter((x) => x !== undefined));
+      s.close();
+    }
+    expect(got).toEqual(cases);
+  });
+
   it('a body over maxRequestBodyBytes on a metered route is refused 413 on its stream only: no connection header (HTTP/2 has none), the session carries on', async () => {
     const gw = await gateway({ maxRequestBodyBytes: 1024 });
     // node:http2 drops a connection header with a process warning: the refusal must not set one.
