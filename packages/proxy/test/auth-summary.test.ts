@@ -58,6 +58,7 @@ const dump = (snap: ProxySnapshot) =>
     maxTokensChargedPerResponse: 1,
     maxRateLimitKeys: 1,
     consumerMetricsTopN: 1,
+    http2: { maxConcurrentStreams: 1, maxHeaderListBytes: 1, alpnProtocols: [] },
     basicAuth: { workers: 1, maxQueue: 1, cacheEntries: 1 },
     retries: { retryBudgetPercent: 1, retryBudgetMinConcurrency: 1, maxRetryBodyBytes: 1, coolDownMs: 1, maxCoolDownMs: 1 },
   });

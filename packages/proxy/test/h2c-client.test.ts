@@ -4,8 +4,8 @@
 import { once } from 'node:events';
 import { connect as connectHttp2, constants, createServer as createHttp2Server, type ClientHttp2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { connect, type AddressInfo } from 'node:net';
-import { until } from '@tollgate/testkit';
 import { describe, expect, it } from 'vitest';
+import { drainWithOneInFlight, h2Request as request, heldBackend, postUnfinishedBody } from './support/http2-client.js';
 import { closedAfterEach, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
 
 const cleanups = closedAfterEach();
@@ -25,28 +25,6 @@ function session(gw: TestGateway): ClientHttp2Session {
   return s;
 }
 
-interface H2Answer {
-  readonly status: number;
-  readonly headers: IncomingHttpHeaders;
-  readonly body: string;
-}
-
-function request(s: ClientHttp2Session, headers: Record<string, string>, body?: string): Promise<H2Answer> {
-  return new Promise((resolve, reject) => {
-    const stream = s.request({ ':method': body === undefined ? 'GET' : 'POST', ...headers }, { endStream: body === undefined });
-    let status = 0;
-    let got: IncomingHttpHeaders = {};
-    const chunks: Buffer[] = [];
-    stream.on('response', (h) => {
-      status = Number(h[':status']);
-      got = h;
-    });
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => resolve({ status, headers: got, body: Buffer.concat(chunks).toString() }));
-    stream.on('error', reject);
-    if (body !== undefined) stream.end(body);
-  });
-}
 
 describe('HTTP/2 clients by prior knowledge', () => {
   it('reach an HTTP/1.1 backend: :authority is the host routes match and the backend gets, no pseudo-header goes out, requests share one session', async () => {
@@ -105,16 +83,10 @@ describe('HTTP/2 clients by prior knowledge', () => {
     cleanups.push(() => up.close());
     const gw = await gateway([{ name: 'llm', policies: { traffic: { rateLimit: { local: [{ tokens: 100000, unit: 'Minutes' }] } } }, backends: [{ host: up.host }] }], { maxRequestBodyBytes: 1024 });
     const s = session(gw);
-    // The client keeps its side open after 8 KiB: only the proxy can end the stream.
-    const stream = s.request({ ':method': 'POST', ':path': '/v1/chat/completions', ':authority': 'a', 'content-type': 'application/json' });
-    stream.on('error', () => undefined);
-    stream.write(`{"model":"m","messages":[{"role":"user","content":"${'x'.repeat(8192)}`);
-    const [headers] = (await once(stream, 'response')) as [IncomingHttpHeaders];
+    const { headers, rstCode } = await postUnfinishedBody(s, 'a');
     expect(headers[':status']).toBe(413);
     expect(headers['x-tollgate-error']).toBe('TG_REQUEST_BODY_TOO_LARGE');
-    stream.resume();
-    await once(stream, 'close');
-    expect(stream.rstCode).toBe(constants.NGHTTP2_NO_ERROR);
+    expect(rstCode).toBe(constants.NGHTTP2_NO_ERROR);
     expect(s.destroyed).toBe(false);
     const small = await request(s, { ':path': '/v1/chat/completions', ':authority': 'a', 'content-type': 'application/json' }, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }));
     expect(small.status).toBe(200);
@@ -134,19 +106,9 @@ describe('HTTP/2 clients by prior knowledge', () => {
   });
 
   it('the drain sends GOAWAY: a request in flight finishes, and the proxy stops', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    const up = await startUpstream((_req, res) => void held.then(() => res.end('late but whole')));
-    cleanups.push(() => up.close());
-    const gw = await startGateway((port) => ({ config: { drainTimeout: '10s', drainIdleTimeout: '0s' }, ...simpleConfig(port, [{ name: 'api', backends: [{ host: up.host }] }]) }));
-    const s = session(gw);
-    const goaway = once(s, 'goaway');
-    const inflight = request(s, { ':path': '/slow', ':authority': 'a' });
-    await until(() => up.requests.length === 1);
-    const closing = gw.close();
-    await goaway;
-    release();
-    expect(await inflight).toMatchObject({ status: 200, body: 'late but whole' });
-    await closing;
+    const held = await heldBackend();
+    cleanups.push(() => held.up.close());
+    const gw = await startGateway((port) => ({ config: { drainTimeout: '10s', drainIdleTimeout: '0s' }, ...simpleConfig(port, [{ name: 'api', backends: [{ host: held.up.host }] }]) }));
+    expect(await drainWithOneInFlight(session(gw), 'a', held, () => gw.close())).toMatchObject({ status: 200, body: 'late but whole' });
   });
 });

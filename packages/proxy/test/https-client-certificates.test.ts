@@ -7,6 +7,7 @@
 // changes a listener's CAs stops old connections from serving it; a CA file that is garbage is
 // refused and the last good config keeps serving.
 import { once } from 'node:events';
+import { connect as connectHttp2, type ClientHttp2Session } from 'node:http2';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, request, type RequestOptions } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,7 @@ import { issueTestCertificate, type TestCertificate } from '@tollgate/testkit';
 import { Secret, withVersion } from '@tollgate/api';
 import { compileSnapshot } from '../src/routing/compile.js';
 import { openTrace, send, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { h2Request } from './support/http2-client.js';
 
 interface Answer {
   readonly status: number;
@@ -378,5 +380,46 @@ describe('a snapshot whose client CA bundle is garbage (one that skipped validat
       });
     expect(() => compileSnapshot(snapshot('garbage'))).toThrow(/listener default\/gw\/https: the client CA certificates cannot be used: the CA bundle \(ConfigMap default\/ca\) holds no PEM certificate/);
     expect(compileSnapshot(snapshot(clientCa.cert)).binds.get(8443)!.tls!.validation.get('default/gw/https')!.ir.mode).toBe('AllowValidOnly');
+  });
+});
+
+describe('over HTTP/2 (ALPN h2)', () => {
+  /** An h2 session with SNI `servername` ('' sends none), presenting `client`. */
+  async function h2Session(servername: string, client?: TestCertificate): Promise<ClientHttp2Session> {
+    const s = connectHttp2(`https://127.0.0.1:${port}`, { ca: serverCa.cert, servername, checkServerIdentity: () => undefined, ...(client ? { cert: client.cert, key: client.key } : {}) });
+    s.on('error', () => undefined);
+    await once(s, 'connect');
+    return s;
+  }
+
+  it('rules read the verified subject of the connection; a client the listener refuses gets no session', async () => {
+    const a = await h2Session('strict.test', clients.teamA);
+    expect(a.alpnProtocol).toBe('h2');
+    expect((await h2Request(a, { ':path': '/team-a', ':authority': 'strict.test' })).status).toBe(200);
+    a.close();
+    const b = await h2Session('strict.test', clients.teamB);
+    const denied = await h2Request(b, { ':path': '/team-a', ':authority': 'strict.test' });
+    expect([denied.status, denied.headers['x-tollgate-error']]).toEqual([403, 'TG_FORBIDDEN']);
+    b.close();
+    const seen = up.requests.length;
+    const forged = connectHttp2(`https://127.0.0.1:${port}`, { ca: serverCa.cert, servername: 'strict.test', checkServerIdentity: () => undefined, cert: clients.forged.cert, key: clients.forged.key });
+    forged.on('error', () => undefined);
+    const stream = forged.request({ ':path': '/', ':authority': 'strict.test' });
+    stream.on('error', () => undefined);
+    let answered = false;
+    stream.on('response', () => (answered = true));
+    await once(forged, 'close');
+    expect(answered).toBe(false);
+    expect(up.requests.length).toBe(seen);
+  });
+
+  it('a session made for a listener that checks none gets 421 for the hosts of one that does, on that stream only', async () => {
+    const s = await h2Session('', clients.teamA);
+    const none = await h2Request(s, { ':path': '/', ':authority': 'strict.test' });
+    expect([none.status, none.headers['x-tollgate-error'], none.headers.connection]).toEqual([421, 'TG_CLIENT_CERTIFICATE_NOT_CHECKED', undefined]);
+    expect(s.destroyed).toBe(false);
+    const plain = await h2Request(s, { ':path': '/', ':authority': 'plain.test' });
+    expect([plain.status, plain.headers['x-route']]).toEqual([200, 'plain']);
+    s.close();
   });
 });

@@ -16,6 +16,7 @@ export const EXTENDED_FEATURES = [
   'GatewayFrontendClientCertificateValidation',
   'GatewayFrontendClientCertificateValidationInsecureFallback',
   'GatewayHTTPListenerIsolation',
+  'GatewayHTTPSListenerDetectMisdirectedRequests',
   'GatewayInfrastructurePropagation',
   'GatewayPort8080',
   'GatewayStaticAddresses',

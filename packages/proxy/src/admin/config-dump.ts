@@ -54,6 +54,8 @@ export interface DumpSettings {
   readonly maxRateLimitKeys: number;
   /** config.consumerMetricsTopN in force. */
   readonly consumerMetricsTopN: number;
+  /** The HTTP/2 settings every listener's HTTP/2 connections get (server/http2.ts), and what HTTPS listeners offer in ALPN. */
+  readonly http2: { readonly maxConcurrentStreams: number; readonly maxHeaderListBytes: number; readonly alpnProtocols: readonly string[] };
   /** config.basicAuth with its defaults applied. */
   readonly basicAuth: { readonly workers: number; readonly maxQueue: number; readonly cacheEntries: number };
   /** config.retryBudgetPercent, retryBudgetMinConcurrency, maxRetryBodyBytes, coolDown and maxCoolDown in force. */

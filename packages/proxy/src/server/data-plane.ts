@@ -9,11 +9,13 @@
 // server: each ClientHello asks the bind's current certificate table (SNICallback), so a new
 // snapshot swaps certificates for the next handshake while open connections keep theirs. A bind
 // whose listeners check client certificates asks for one in every handshake; what each
-// connection may do with its answer is ./client-handshake.ts.
+// connection may do with its answer is ./client-handshake.ts. Either bind also serves HTTP/2,
+// through the same handler: by prior knowledge on plain HTTP (./h2c.ts), by ALPN on HTTPS
+// (./alpn.ts).
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Server as NetServer } from 'node:net';
-import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { SecureContext, Server as TlsServer, TLSSocket } from 'node:tls';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -24,7 +26,9 @@ import type { CompiledSnapshot } from '../routing/compile.js';
 import { sendError } from '../upstream/forward.js';
 import { NO_ROUTE } from '../metrics/metrics.js';
 import { watchBody, type BodyTimeout, type BodyTimeouts } from './body-timeout.js';
-import { closeHeaders, endAfterAnswer, H2cFront, isHttp2, sniffPriorKnowledge } from './h2c.js';
+import { closeHeaders, endAfterAnswer, Http2Front, isHttp2 } from './http2.js';
+import { sniffPriorKnowledge } from './h2c.js';
+import { ALPN_PROTOCOLS, dispatchByAlpn } from './alpn.js';
 import type { InFlight } from '../pipeline/inflight.js';
 import { serverContextOptions, type BindTls } from '../routing/tls-contexts.js';
 import { ClientHandshakes } from './client-handshake.js';
@@ -93,8 +97,9 @@ async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, r
   watchBody(req, ctx.hasBody, dp.bodyTimeouts, (why) => bodyTimedOut(dp, entry, req, res, why));
   try {
     await handleRequest(ctx);
-    // The consumer's name (never its credential) once an authentication kind established it.
-    if (dp.log.isLevelEnabled('debug')) dp.log.debug({ route: ctx.routeName, status: ctx.status, error: ctx.error ?? undefined, consumer: ctx.consumer?.name }, 'request done');
+    // The consumer's name (never its credential) once an authentication kind established it;
+    // the client's HTTP version (`1.1`, `2.0`), as Envoy's %PROTOCOL%.
+    if (dp.log.isLevelEnabled('debug')) dp.log.debug({ route: ctx.routeName, status: ctx.status, error: ctx.error ?? undefined, consumer: ctx.consumer?.name, http: req.httpVersion }, 'request done');
   } catch (err) {
     // Whatever one request throws ends that request only.
     // Refused before reaching a backend (e.g. an unreadable body): limits forget the request.
@@ -145,8 +150,8 @@ export class DataPlaneServer {
   /** Set once close() begins: requests still arriving on kept-alive connections get `Connection: close`. */
   #closing = false;
   #tls: BindTls | null = null;
-  /** HTTP/2 by prior knowledge on a plain HTTP bind; null on HTTPS. */
-  #h2c: H2cFront | null = null;
+  /** HTTP/2 from clients: by prior knowledge on a plain HTTP bind, by ALPN on HTTPS. */
+  #h2: Http2Front | null = null;
   #fallback: SecureContext | null = null;
   #requestCert = false;
   /**
@@ -173,6 +178,8 @@ export class DataPlaneServer {
           // A client that opens a connection and never finishes the handshake holds it no
           // longer than one that never finishes its request headers.
           handshakeTimeout: t.requestHeadersMs,
+          // h2 or http/1.1 (./alpn.ts); a server option, whichever listener's context SNI picks.
+          ALPNProtocols: [...ALPN_PROTOCOLS],
           // node:tls calls it on the connection's TLSSocket (`this`).
           SNICallback(this: unknown, servername: string, cb: (err: Error | null, ctx?: SecureContext) => void) {
             const current = currentTls();
@@ -226,10 +233,9 @@ export class DataPlaneServer {
         const handler = (req: IncomingMessage, res: ServerResponse): void => direct(req, res, fastifyHandler);
         const server: HttpServer = https ? createHttpsServer({ ...https, shouldUpgradeCallback: isWebSocketUpgrade }, handler) : createHttpServer({ ...http, shouldUpgradeCallback: isWebSocketUpgrade }, handler);
         server.on('upgrade', upgraded);
-        if (!https) {
-          this.#h2c = new H2cFront(handler, t.keepAliveMs);
-          sniffPriorKnowledge(server, this.#h2c, t.requestHeadersMs);
-        }
+        this.#h2 = new Http2Front(handler, t.keepAliveMs);
+        if (https) dispatchByAlpn(server as HttpsServer, this.#h2);
+        else sniffPriorKnowledge(server, this.#h2, t.requestHeadersMs);
         server.keepAliveTimeout = t.keepAliveMs;
         server.requestTimeout = 0;
         server.setTimeout(0);
@@ -326,9 +332,9 @@ export class DataPlaneServer {
     const timer = setTimeout(() => {
       this.#app.server.closeAllConnections();
       this.ctx.upgrades.closeBind(this);
-      this.#h2c?.destroyAll();
+      this.#h2?.destroyAll();
     }, times.deadlineMs);
-    this.#h2c?.goAway();
+    this.#h2?.goAway();
     try {
       this.stopAccepting();
       if (times.idleMs > 0) await this.#lastConnectionGone(times.idleMs);

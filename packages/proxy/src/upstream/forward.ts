@@ -145,12 +145,16 @@ export function classify(err: Error & { code?: string }): ErrorSpec {
  */
 export function sendError(res: ServerResponse, spec: ErrorSpec, extraHeaders?: Record<string, string>, detail?: string): Record<string, string> {
   const body = detail ? `${spec.body}: ${detail}` : spec.body;
-  const headers = {
+  const headers: Record<string, string> = {
     'content-type': 'text/plain; charset=utf-8',
     'content-length': String(Buffer.byteLength(body)),
     'x-tollgate-error': spec.code,
     ...extraHeaders,
   };
+  // HTTP/2 has no connection-specific header (RFC 9113 §8.2.2; node:http2 drops it with a
+  // process warning): a refusal that ends its connection there ends its stream instead
+  // (server/http2.ts endAfterAnswer).
+  if (headers.connection !== undefined && res.req?.httpVersionMajor === 2) delete headers.connection;
   if (res.headersSent || res.destroyed) return headers;
   res.writeHead(spec.status, headers);
   res.end(body);

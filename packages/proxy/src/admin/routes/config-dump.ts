@@ -3,6 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import { configDump } from '../config-dump.js';
 import type { AdminContext } from '../context.js';
 import { rejectUnknownQuery } from '@tollgate/kit';
+import { MAX_CONCURRENT_STREAMS, MAX_HEADER_LIST_BYTES } from '../../server/http2.js';
+import { ALPN_PROTOCOLS } from '../../server/alpn.js';
 
 export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void {
   app.get('/config_dump', { config: { index: 'the loaded configuration (JSON; secrets redacted)' } }, async (request, reply) => {
@@ -24,6 +26,7 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
       maxTokensChargedPerResponse: rt.maxTokensChargedPerResponse,
       maxRateLimitKeys: rt.maxRateLimitKeys,
       consumerMetricsTopN: rt.metrics.consumerMetricsTopN,
+      http2: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS, maxHeaderListBytes: MAX_HEADER_LIST_BYTES, alpnProtocols: ALPN_PROTOCOLS },
       basicAuth: rt.passwords.settings,
       retries: rt.retrySettings,
     };
