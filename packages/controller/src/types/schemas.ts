@@ -5,7 +5,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { BackendSpec, compile, FailoverPolicy, TrafficPolicy, ValidationError, type Validator } from '@tollgate/api';
 import type { V1ConfigMap, V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
-import type { BackendTLSPolicy, Gateway, GatewayClass, GatewayPolicy, HTTPRoute, ReferenceGrant, TollgateBackend } from './gateway-api.js';
+import type { BackendTLSPolicy, Gateway, GatewayClass, GatewayPolicy, GRPCRoute, HTTPRoute, ReferenceGrant, TollgateBackend } from './gateway-api.js';
 
 const Obj = <P extends Record<string, TSchema>>(properties: P) => Type.Object(properties, { additionalProperties: false });
 const Opt = <T extends TSchema>(t: T) => Type.Optional(t);
@@ -151,6 +151,36 @@ const HTTPRouteSchema = Obj({
   }),
 });
 
+const GRPCRouteSchema = Obj({
+  apiVersion: Type.Literal('gateway.networking.k8s.io/v1'),
+  kind: Type.Literal('GRPCRoute'),
+  metadata: Metadata,
+  spec: Obj({
+    parentRefs: Opt(Type.Array(Obj({ ...Ref, sectionName: Opt(Str()), port: Opt(Int({ minimum: 1, maximum: 65535 })) }), { maxItems: 32 })),
+    hostnames: Opt(Type.Array(Str(), { maxItems: 16 })),
+    rules: Opt(
+      Type.Array(
+        Obj({
+          name: Opt(Str()),
+          matches: Opt(
+            Type.Array(
+              Obj({
+                method: Opt(Obj({ type: Opt(Type.Union([Type.Literal('Exact'), Type.Literal('RegularExpression')])), service: Opt(Str()), method: Opt(Str()) })),
+                headers: Opt(Type.Array(ValueMatch, { maxItems: 16 })),
+              }),
+              { maxItems: 64 },
+            ),
+          ),
+          filters: Opt(Type.Array(Filter, { maxItems: 16 })),
+          backendRefs: Opt(Type.Array(Obj({ ...BackendObjectRef, weight: Opt(Int({ minimum: 0, maximum: 1_000_000 })), filters: Opt(Type.Array(Filter)) }), { maxItems: 16 })),
+          sessionPersistence: Opt(Type.Record(Type.String(), Type.Unknown())),
+        }),
+        { maxItems: 16 },
+      ),
+    ),
+  }),
+});
+
 const ReferenceGrantSchema = Obj({
   apiVersion: GatewayApiVersion,
   kind: Type.Literal('ReferenceGrant'),
@@ -258,6 +288,7 @@ const VALIDATORS = {
   GatewayClass: compile(GatewayClassSchema),
   Gateway: compile(GatewaySchema),
   HTTPRoute: compile(HTTPRouteSchema),
+  GRPCRoute: compile(GRPCRouteSchema),
   ReferenceGrant: compile(ReferenceGrantSchema),
   GatewayPolicy: compile(GatewayPolicySchema),
   Backend: compile(BackendSchema),
@@ -277,6 +308,7 @@ export type KnownObject =
   | { kind: 'GatewayClass'; object: GatewayClass }
   | { kind: 'Gateway'; object: Gateway }
   | { kind: 'HTTPRoute'; object: HTTPRoute }
+  | { kind: 'GRPCRoute'; object: GRPCRoute }
   | { kind: 'ReferenceGrant'; object: ReferenceGrant }
   | { kind: 'GatewayPolicy'; object: GatewayPolicy }
   | { kind: 'Backend'; object: TollgateBackend }
