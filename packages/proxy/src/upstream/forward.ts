@@ -8,7 +8,7 @@ import type { Dispatcher } from 'undici';
 import { ClientGone, ERRORS, type ErrorSpec } from '../errors.js';
 import { endToEnd } from './headers.js';
 import { tlsFailureKind } from './backend-tls.js';
-import { isGrpcRequest, sendGrpcError, takeStatusFields } from './grpc.js';
+import { isGrpcRequest, sendGrpcError, takeTrailersOnly } from './grpc.js';
 
 export interface ForwardRequest {
   readonly method: string;
@@ -236,7 +236,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     const out = endToEnd(headers);
-    this.#trailers = takeStatusFields(this.res, out);
+    this.#trailers = takeTrailersOnly(this.res, out);
     if (this.hooks.onResponseHeaders?.(statusCode, out) === true) {
       this.#heldHeaders = out;
       return;

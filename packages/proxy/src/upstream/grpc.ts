@@ -88,22 +88,21 @@ export function sendGrpcError(res: ServerResponse, httpStatus: number, message: 
   return { ...sent, ...status };
 }
 
-const STATUS_TRAILERS = ['grpc-status', 'grpc-message', 'grpc-status-details-bin'] as const;
-
 /**
  * A backend's Trailers-Only answer (grpc-status in the only HEADERS frame, which ended the
- * stream) relayed to an HTTP/2 client: the relayed headers frame does not end the stream, so
- * the status fields move to the trailers, where a client reads them. Takes them out of
- * `headers`; null when there are none to move.
+ * stream: every field but content-type is trailing metadata) relayed to an HTTP/2 client: the
+ * relayed headers frame does not end the stream, so those fields move to the trailers, where a
+ * client reads the status and the trailing metadata. Takes them out of `headers`; null when
+ * the answer is not one.
  */
-export function takeStatusFields(res: ServerResponse, headers: Record<string, string | string[] | undefined>): Record<string, string> | null {
+export function takeTrailersOnly(res: ServerResponse, headers: Record<string, string | string[] | undefined>): Record<string, string> | null {
   if (headers['grpc-status'] === undefined || !isHttp2(res) || !isGrpcRequest(headers as IncomingHttpHeaders)) return null;
   const out: Record<string, string> = {};
-  for (const name of STATUS_TRAILERS) {
+  for (const name of Object.keys(headers)) {
     const value = headers[name];
-    if (value === undefined) continue;
+    if (name === 'content-type' || value === undefined) continue;
     out[name] = Array.isArray(value) ? value.join(',') : value;
-    // A gRPC answer only: the one request's headers object may turn slow.
+    // A gRPC error answer only: the one response's headers object may turn slow.
     delete headers[name];
   }
   return out;
