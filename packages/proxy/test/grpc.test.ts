@@ -201,7 +201,7 @@ describe('gRPC through the gateway (h2c on both sides)', () => {
     // end the call at grpc-timeout itself): only the gateway can end these calls.
     const held: ServerHttp2Stream[] = [];
     const silent = createH2Server();
-    silent.on('stream', (stream) => held.push(stream));
+    silent.on('stream', (stream: ServerHttp2Stream) => held.push(stream));
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     open.push({ close: () => new Promise<void>((resolve) => {
       for (const s of held) s.close();

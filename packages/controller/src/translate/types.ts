@@ -31,8 +31,7 @@ export interface Resources {
   readonly gatewayClasses: readonly GatewayClass[];
   readonly gateways: readonly Gateway[];
   readonly httpRoutes: readonly HTTPRoute[];
-  /** GRPCRoutes; absent: none. */
-  readonly grpcRoutes?: readonly GRPCRoute[];
+  readonly grpcRoutes: readonly GRPCRoute[];
   readonly referenceGrants: readonly ReferenceGrant[];
   readonly gatewayPolicies: readonly GatewayPolicy[];
   /** Backend resources (tollgate.dev); absent: none. */
