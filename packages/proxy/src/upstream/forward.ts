@@ -288,7 +288,7 @@ class Exchange implements Dispatcher.DispatchHandler {
    */
   #keepTrailers(c: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
     const raw = (c as Dispatcher.DispatchController & { rawTrailers?: unknown }).rawTrailers;
-    const source: IncomingHttpHeaders = raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as IncomingHttpHeaders) : trailers;
+    const source: IncomingHttpHeaders = raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : trailers;
     for (const name in source) {
       const value = source[name];
       if (value === undefined || name.charCodeAt(0) === 58) continue; // no pseudo-headers

@@ -96,7 +96,7 @@ export function sendGrpcError(res: ServerResponse, httpStatus: number, message: 
  * the answer is not one.
  */
 export function takeTrailersOnly(res: ServerResponse, headers: Record<string, string | string[] | undefined>): Record<string, string> | null {
-  if (headers['grpc-status'] === undefined || !isHttp2(res) || !isGrpcRequest(headers as IncomingHttpHeaders)) return null;
+  if (headers['grpc-status'] === undefined || !isHttp2(res) || !isGrpcRequest(headers)) return null;
   const out: Record<string, string> = {};
   for (const name of Object.keys(headers)) {
     const value = headers[name];
