@@ -270,13 +270,17 @@ export interface HTTPRouteRule {
   readonly sessionPersistence?: Readonly<Record<string, unknown>>;
 }
 
+/** Where a route attaches: the spec fields HTTPRoute and GRPCRoute share. */
+export interface RouteAttachmentSpec {
+  readonly parentRefs?: readonly ParentReference[];
+  readonly hostnames?: readonly string[];
+}
+
 export interface HTTPRoute {
   readonly apiVersion: 'gateway.networking.k8s.io/v1' | 'gateway.networking.k8s.io/v1beta1';
   readonly kind: 'HTTPRoute';
   readonly metadata: ObjectMeta;
-  readonly spec: {
-    readonly parentRefs?: readonly ParentReference[];
-    readonly hostnames?: readonly string[];
+  readonly spec: RouteAttachmentSpec & {
     readonly rules?: readonly HTTPRouteRule[];
     /** Experimental; Tollgate has no default Gateways, so it attaches nowhere by itself. */
     readonly useDefaultGateways?: string;
@@ -317,11 +321,7 @@ export interface GRPCRoute {
   readonly apiVersion: 'gateway.networking.k8s.io/v1';
   readonly kind: 'GRPCRoute';
   readonly metadata: ObjectMeta;
-  readonly spec: {
-    readonly parentRefs?: readonly ParentReference[];
-    readonly hostnames?: readonly string[];
-    readonly rules?: readonly GRPCRouteRule[];
-  };
+  readonly spec: RouteAttachmentSpec & { readonly rules?: readonly GRPCRouteRule[] };
 }
 
 // ReferenceGrant ---------------------------------------------------------------------------

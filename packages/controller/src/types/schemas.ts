@@ -115,37 +115,51 @@ const Filter = Obj({
   externalAuth: Opt(Type.Record(Type.String(), Type.Unknown())),
 });
 
+/** Where a route attaches (HTTPRoute and GRPCRoute alike). */
+const RouteAttachment = {
+  parentRefs: Opt(Type.Array(Obj({ ...Ref, sectionName: Opt(Str()), port: Opt(Int({ minimum: 1, maximum: 65535 })) }), { maxItems: 32 })),
+  hostnames: Opt(Type.Array(Str(), { maxItems: 16 })),
+};
+const WeightedBackendRefs = Opt(Type.Array(Obj({ ...BackendObjectRef, weight: Opt(Int({ minimum: 0, maximum: 1_000_000 })), filters: Opt(Type.Array(Filter)) }), { maxItems: 16 }));
+
+/**
+ * A route's rules (HTTPRoute and GRPCRoute alike): a name, matches of the kind's `match`
+ * fields, filters, weighted backendRefs, session persistence, and the kind's `extra` fields.
+ */
+function routeRules<M extends Record<string, TSchema>, E extends Record<string, TSchema>>(match: M, extra: E) {
+  return Opt(
+    Type.Array(
+      Obj({
+        name: Opt(Str()),
+        matches: Opt(Type.Array(Obj(match), { maxItems: 64 })),
+        filters: Opt(Type.Array(Filter, { maxItems: 16 })),
+        backendRefs: WeightedBackendRefs,
+        sessionPersistence: Opt(Type.Record(Type.String(), Type.Unknown())),
+        ...extra,
+      }),
+      { maxItems: 16 },
+    ),
+  );
+}
+
 const HTTPRouteSchema = Obj({
   apiVersion: GatewayApiVersion,
   kind: Type.Literal('HTTPRoute'),
   metadata: Metadata,
   spec: Obj({
-    parentRefs: Opt(Type.Array(Obj({ ...Ref, sectionName: Opt(Str()), port: Opt(Int({ minimum: 1, maximum: 65535 })) }), { maxItems: 32 })),
-    hostnames: Opt(Type.Array(Str(), { maxItems: 16 })),
-    rules: Opt(
-      Type.Array(
-        Obj({
-          name: Opt(Str()),
-          matches: Opt(
-            Type.Array(
-              Obj({
-                path: Opt(Obj({ type: Opt(Type.Union(['Exact', 'PathPrefix', 'RegularExpression'].map((t) => Type.Literal(t)))), value: Opt(Str()) })),
-                headers: Opt(Type.Array(ValueMatch)),
-                queryParams: Opt(Type.Array(ValueMatch)),
-                method: Opt(Type.Union(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'].map((m) => Type.Literal(m)))),
-              }),
-              { maxItems: 64 },
-            ),
-          ),
-          filters: Opt(Type.Array(Filter, { maxItems: 16 })),
-          backendRefs: Opt(Type.Array(Obj({ ...BackendObjectRef, weight: Opt(Int({ minimum: 0, maximum: 1_000_000 })), filters: Opt(Type.Array(Filter)) }), { maxItems: 16 })),
-          timeouts: Opt(Obj({ request: Opt(Str()), backendRequest: Opt(Str()) })),
-          // Experimental channel (v1.6.1): present only where the experimental CRDs are installed.
-          retry: Opt(Obj({ codes: Opt(Type.Array(Int(), { maxItems: 64 })), attempts: Opt(Int()), backoff: Opt(Str()) })),
-          sessionPersistence: Opt(Type.Record(Type.String(), Type.Unknown())),
-        }),
-        { maxItems: 16 },
-      ),
+    ...RouteAttachment,
+    rules: routeRules(
+      {
+        path: Opt(Obj({ type: Opt(Type.Union(['Exact', 'PathPrefix', 'RegularExpression'].map((t) => Type.Literal(t)))), value: Opt(Str()) })),
+        headers: Opt(Type.Array(ValueMatch)),
+        queryParams: Opt(Type.Array(ValueMatch)),
+        method: Opt(Type.Union(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'].map((m) => Type.Literal(m)))),
+      },
+      {
+        timeouts: Opt(Obj({ request: Opt(Str()), backendRequest: Opt(Str()) })),
+        // Experimental channel (v1.6.1): present only where the experimental CRDs are installed.
+        retry: Opt(Obj({ codes: Opt(Type.Array(Int(), { maxItems: 64 })), attempts: Opt(Int()), backoff: Opt(Str()) })),
+      },
     ),
     useDefaultGateways: Opt(Str()),
   }),
@@ -156,27 +170,13 @@ const GRPCRouteSchema = Obj({
   kind: Type.Literal('GRPCRoute'),
   metadata: Metadata,
   spec: Obj({
-    parentRefs: Opt(Type.Array(Obj({ ...Ref, sectionName: Opt(Str()), port: Opt(Int({ minimum: 1, maximum: 65535 })) }), { maxItems: 32 })),
-    hostnames: Opt(Type.Array(Str(), { maxItems: 16 })),
-    rules: Opt(
-      Type.Array(
-        Obj({
-          name: Opt(Str()),
-          matches: Opt(
-            Type.Array(
-              Obj({
-                method: Opt(Obj({ type: Opt(Type.Union([Type.Literal('Exact'), Type.Literal('RegularExpression')])), service: Opt(Str()), method: Opt(Str()) })),
-                headers: Opt(Type.Array(ValueMatch, { maxItems: 16 })),
-              }),
-              { maxItems: 64 },
-            ),
-          ),
-          filters: Opt(Type.Array(Filter, { maxItems: 16 })),
-          backendRefs: Opt(Type.Array(Obj({ ...BackendObjectRef, weight: Opt(Int({ minimum: 0, maximum: 1_000_000 })), filters: Opt(Type.Array(Filter)) }), { maxItems: 16 })),
-          sessionPersistence: Opt(Type.Record(Type.String(), Type.Unknown())),
-        }),
-        { maxItems: 16 },
-      ),
+    ...RouteAttachment,
+    rules: routeRules(
+      {
+        method: Opt(Obj({ type: Opt(Type.Union([Type.Literal('Exact'), Type.Literal('RegularExpression')])), service: Opt(Str()), method: Opt(Str()) })),
+        headers: Opt(Type.Array(ValueMatch, { maxItems: 16 })),
+      },
+      {},
     ),
   }),
 });
