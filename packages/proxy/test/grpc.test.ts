@@ -14,6 +14,13 @@ interface Msg {
 }
 const encode = (m: Msg): Buffer => Buffer.from(JSON.stringify(m));
 const decode = (b: Buffer): Msg => JSON.parse(b.toString()) as Msg;
+/** A message as gRPC frames it on the wire: not compressed, its length, its bytes. */
+function frame(m: Msg): Buffer {
+  const payload = encode(m);
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([head, payload]);
+}
 
 const UNARY = '/test.Echo/Unary';
 const STREAM = '/test.Echo/Stream';
@@ -196,12 +203,18 @@ describe('gRPC through the gateway (h2c on both sides)', () => {
     expect(a!.calls).toEqual([UNARY]);
   });
 
-  it("takes grpc-timeout as the call's deadline (DEADLINE_EXCEEDED, 4), and the route's timeouts.request when that is sooner", async () => {
+  it("takes grpc-timeout as the call's deadline (DEADLINE_EXCEEDED, 4), and the route's timeouts.request when that is sooner; a call already answering gets it in its trailers", async () => {
     // A backend that never answers and keeps no deadline of its own (a grpc-js server would
     // end the call at grpc-timeout itself): only the gateway can end these calls.
     const held: ServerHttp2Stream[] = [];
     const silent = createH2Server();
-    silent.on('stream', (stream: ServerHttp2Stream) => held.push(stream));
+    silent.on('stream', (stream: ServerHttp2Stream, headers) => {
+      held.push(stream);
+      // The stream method answers one message, then nothing more.
+      if (headers[':path'] !== STREAM) return;
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' });
+      stream.write(frame({ text: 'first', server: 'silent' }));
+    });
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     open.push({ close: () => new Promise<void>((resolve) => {
       for (const s of held) s.close();
@@ -213,27 +226,25 @@ describe('gRPC through the gateway (h2c on both sides)', () => {
       { name: 'grpc', backends: [{ host, protocol: 'H2C' }] },
     ]);
     // A raw HTTP/2 client: grpc-js would end the call at its own deadline, whatever the gateway did.
-    const rawCall = (headers: Record<string, string>) =>
-      new Promise<{ status: number; error: unknown; trailers: Record<string, unknown> }>((resolve, reject) => {
+    const rawCall = (headers: Record<string, string>, path = HOLD) =>
+      new Promise<{ status: number; error: unknown; trailers: Record<string, unknown>; bytes: number }>((resolve, reject) => {
         const session = connect(gw.url);
         session.on('error', reject);
-        const frame = Buffer.alloc(5);
-        const payload = encode({ text: 'wait' });
-        frame.writeUInt32BE(payload.length, 1);
-        const req = session.request({ ':method': 'POST', ':path': HOLD, 'content-type': 'application/grpc', te: 'trailers', ...headers });
+        const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...headers });
         let status = 0;
         let error: unknown;
+        let bytes = 0;
         req.on('response', (h) => {
           status = Number(h[constants.HTTP2_HEADER_STATUS]);
           error = h['x-tollgate-error'];
         });
         req.on('trailers', (t) => {
           session.close();
-          resolve({ status, error, trailers: t });
+          resolve({ status, error, trailers: t, bytes });
         });
-        req.on('data', () => {});
+        req.on('data', (c: Buffer) => (bytes += c.length));
         req.on('error', reject);
-        req.end(Buffer.concat([frame, payload]));
+        req.end(frame({ text: 'wait' }));
       });
     const byDeadline = await rawCall({ 'grpc-timeout': '150m' });
     expect(byDeadline).toMatchObject({ status: 200, error: 'TG_REQUEST_TIMEOUT' });
@@ -241,6 +252,11 @@ describe('gRPC through the gateway (h2c on both sides)', () => {
     // The route's 200ms ends the call before the client's hour.
     const byRoute = await rawCall({ 'grpc-timeout': '1H', 'x-route': 'short' });
     expect(byRoute.trailers['grpc-status']).toBe('4');
-    expect(held).toHaveLength(2);
+    // Headers and a message went out already: the deadline ends the call with its status as trailers, not a reset.
+    const midStream = await rawCall({ 'grpc-timeout': '150m' }, STREAM);
+    expect(midStream.status).toBe(200);
+    expect(midStream.bytes).toBe(frame({ text: 'first', server: 'silent' }).length);
+    expect(midStream.trailers['grpc-status']).toBe('4');
+    expect(held).toHaveLength(3);
   });
 });

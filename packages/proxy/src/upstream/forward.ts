@@ -8,7 +8,7 @@ import type { Dispatcher } from 'undici';
 import { ClientGone, ERRORS, type ErrorSpec } from '../errors.js';
 import { endToEnd } from './headers.js';
 import { tlsFailureKind } from './backend-tls.js';
-import { isGrpcRequest, sendGrpcError, takeTrailersOnly } from './grpc.js';
+import { endGrpcCall, isGrpcRequest, sendGrpcError, takeTrailersOnly } from './grpc.js';
 
 export interface ForwardRequest {
   readonly method: string;
@@ -331,8 +331,9 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#finish({ status: spec.status, upstreamStatus, error, responded: false, unsent: this.#controller === null, discarded: false });
     } else {
       // Mid-body failure: the status is already sent, so the client learns of it by the
-      // connection closing before the body completes.
-      this.res.destroy(err);
+      // connection closing before the body completes; a gRPC call over HTTP/2, by its status
+      // in trailers (grpc.ts).
+      if (!endGrpcCall(this.res, spec, err.message || spec.body)) this.res.destroy(err);
       this.#finish({ status: upstreamStatus ?? spec.status, upstreamStatus, error, responded: true, unsent: false, discarded: false });
     }
   }

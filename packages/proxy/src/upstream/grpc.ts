@@ -89,6 +89,20 @@ export function sendGrpcError(res: ServerResponse, httpStatus: number, message: 
 }
 
 /**
+ * Ends a gRPC call over HTTP/2 whose answer already started (a deadline passed, the backend
+ * reset) with the gateway's status as its trailers, in place of a reset stream the client would
+ * report as CANCELLED or INTERNAL; false when it is not one (the caller resets it). `spec`: the
+ * catalog entry the failure would be answered with.
+ */
+export function endGrpcCall(res: ServerResponse, spec: { readonly status: number }, message: string): boolean {
+  const req = (res as ServerResponse & { req?: { headers?: IncomingHttpHeaders } }).req;
+  if (!isHttp2(res) || !isGrpcRequest(req?.headers) || res.writableEnded || res.destroyed) return false;
+  res.addTrailers({ 'grpc-status': String(grpcStatusFor(spec.status)), 'grpc-message': encodeGrpcMessage(message) });
+  res.end();
+  return true;
+}
+
+/**
  * A backend's Trailers-Only answer (grpc-status in the only HEADERS frame, which ended the
  * stream: every field but content-type is trailing metadata) relayed to an HTTP/2 client: the
  * relayed headers frame does not end the stream, so those fields move to the trailers, where a
