@@ -3,7 +3,7 @@
 // what a GRPCRoute becomes (a method match is a path match on /<service>/<method>).
 import * as grpc from '@grpc/grpc-js';
 import { connect, constants, createServer as createH2Server, type ServerHttp2Stream } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, simpleConfig, startGateway, type TestGateway } from './helpers.js';
 
@@ -258,5 +258,31 @@ describe('gRPC through the gateway (h2c on both sides)', () => {
     expect(midStream.bytes).toBe(frame({ text: 'first', server: 'silent' }).length);
     expect(midStream.trailers['grpc-status']).toBe('4');
     expect(held).toHaveLength(3);
+  });
+
+  it("relays an HTTP/1.1 backend's trailers end to end only: a hostile connection trailer is dropped, the stream completes", async () => {
+    const raw = createTcpServer((socket) => {
+      socket.once('data', () =>
+        socket.end('HTTP/1.1 200 OK\r\ncontent-type: application/grpc\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n0\r\ngrpc-status: 0\r\nconnection: close\r\nx-kept: yes\r\n\r\n'),
+      );
+    });
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    open.push({ close: () => new Promise<void>((resolve) => raw.close(() => resolve())) });
+    const gw = await gateway([{ name: 'h1', backends: [{ host: `127.0.0.1:${(raw.address() as AddressInfo).port}` }] }]);
+    const trailers = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      const session = connect(gw.url);
+      session.on('error', reject);
+      const req = session.request({ ':method': 'POST', ':path': UNARY, 'content-type': 'application/grpc' });
+      req.on('trailers', (t) => {
+        session.close();
+        resolve(t);
+      });
+      req.on('data', () => {});
+      req.on('error', reject);
+      req.end(frame({ text: 'x' }));
+    });
+    expect(trailers).toMatchObject({ 'grpc-status': '0', 'x-kept': 'yes' });
+    expect(trailers['connection']).toBeUndefined();
+
   });
 });

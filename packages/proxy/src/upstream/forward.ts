@@ -289,9 +289,12 @@ class Exchange implements Dispatcher.DispatchHandler {
   #keepTrailers(c: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
     const raw = (c as Dispatcher.DispatchController & { rawTrailers?: unknown }).rawTrailers;
     const source: IncomingHttpHeaders = raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : trailers;
-    for (const name in source) {
-      const value = source[name];
-      if (value === undefined || name.charCodeAt(0) === 58) continue; // no pseudo-headers
+    // End to end only, and nothing that frames the message: a hostile backend's
+    // `connection` or `content-length` trailer would make the client's HTTP/2 stream fail.
+    const fields = endToEnd(source);
+    for (const name in fields) {
+      const value = fields[name];
+      if (value === undefined || name === 'content-length' || name === 'host') continue;
       (this.#trailers ??= {})[name] = Array.isArray(value) ? value.join(',') : value;
     }
   }
