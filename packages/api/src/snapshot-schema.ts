@@ -197,7 +197,7 @@ const PolicyTarget = Obj(
 );
 const ConfigOrigin = Obj({ kind: Lit('config'), path: Str('JSON path in the standalone config.', 1024) }, 'From the standalone config.');
 const RouteOrigin = Type.Union([
-  Obj({ kind: Lit('HTTPRoute'), namespace: NonEmpty('Namespace.', 63), name: NonEmpty('Name.', 253), rule: Type.Integer({ minimum: 0, maximum: 63 }) }, 'A rule of an HTTPRoute.'),
+  Obj({ kind: Type.Union([Lit('HTTPRoute'), Lit('GRPCRoute')]), namespace: NonEmpty('Namespace.', 63), name: NonEmpty('Name.', 253), rule: Type.Integer({ minimum: 0, maximum: 63 }) }, 'A rule of an HTTPRoute or a GRPCRoute.'),
   ConfigOrigin,
 ]);
 const PolicyOrigin = Type.Union([

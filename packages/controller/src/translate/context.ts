@@ -7,6 +7,7 @@ import type { ParameterPolicy } from '../proxy-settings/parameters.js';
 import { DEFAULT_PROXY_SETTINGS } from '../proxy-settings/defaults.js';
 import type { Gateway, HTTPRoute, TollgateBackend } from '../types/gateway-api.js';
 import { ReferenceGrants } from './referencegrant.js';
+import { asHTTPRoute } from './grpcroute.js';
 import { indexBackendTls, type BackendTlsIndex } from './backendtlspolicy.js';
 import { byKey, compareStrings, keyOf } from './keys.js';
 import type { Resources, TranslateOptions } from './types.js';
@@ -32,6 +33,8 @@ export interface Context {
   readonly gateways: ReadonlyMap<string, Gateway>;
   /** HTTPRoutes by `<namespace>/<name>`, in key order (the status report relies on it). */
   readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
+  /** GRPCRoutes by `<namespace>/<name>`, in key order, each as the HTTPRoute it is equivalent to (grpcroute.ts). */
+  readonly grpcRoutes: ReadonlyMap<string, HTTPRoute>;
   /** The Secrets read whole (those listeners and policies reference) by `<namespace>/<name>`. */
   readonly secrets: ReadonlyMap<string, V1Secret>;
   /** The Secrets read whole of one namespace, by name: what a policy's secretSelector chooses from. */
@@ -125,6 +128,7 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     backendTls: indexBackendTls(resources.backendTLSPolicies, (namespace, name) => configMaps.get(`${namespace}/${name}`)),
     gateways: new Map(byKey(resources.gateways).map((g) => [keyOf(g.metadata), g])),
     httpRoutes: new Map(byKey(resources.httpRoutes).map((r) => [keyOf(r.metadata), r])),
+    grpcRoutes: new Map(byKey(resources.grpcRoutes).map((r) => [keyOf(r.metadata), asHTTPRoute(r)])),
     configMaps,
     configMap: (namespace, name) => configMaps.get(`${namespace}/${name}`),
     parameters: { defaults: DEFAULT_PROXY_SETTINGS, gatewayImages: allowList.ok ? allowList.list : [], ...(options.gatewayInfrastructureDeniedDomains ? { infrastructureDenied: options.gatewayInfrastructureDeniedDomains } : {}) },

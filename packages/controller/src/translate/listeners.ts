@@ -11,8 +11,14 @@ import { GATEWAY_GROUP, type Gateway, type Listener, type RouteGroupKind } from 
 
 /** Route kinds each protocol can carry, among the kinds this controller implements. */
 const KINDS_BY_PROTOCOL: Readonly<Record<string, readonly Required<RouteGroupKind>[]>> = {
-  HTTP: [{ group: GATEWAY_GROUP, kind: 'HTTPRoute' }],
-  HTTPS: [{ group: GATEWAY_GROUP, kind: 'HTTPRoute' }],
+  HTTP: [
+    { group: GATEWAY_GROUP, kind: 'HTTPRoute' },
+    { group: GATEWAY_GROUP, kind: 'GRPCRoute' },
+  ],
+  HTTPS: [
+    { group: GATEWAY_GROUP, kind: 'HTTPRoute' },
+    { group: GATEWAY_GROUP, kind: 'GRPCRoute' },
+  ],
 };
 
 export interface ListenerState {

@@ -18,6 +18,7 @@ import type {
   Gateway,
   GatewayClass,
   GatewayPolicy,
+  GRPCRoute,
   HTTPRoute,
   ParentReference,
   ReferenceGrant,
@@ -30,6 +31,7 @@ export interface Resources {
   readonly gatewayClasses: readonly GatewayClass[];
   readonly gateways: readonly Gateway[];
   readonly httpRoutes: readonly HTTPRoute[];
+  readonly grpcRoutes: readonly GRPCRoute[];
   readonly referenceGrants: readonly ReferenceGrant[];
   readonly gatewayPolicies: readonly GatewayPolicy[];
   /** Backend resources (tollgate.dev); absent: none. */
@@ -192,6 +194,8 @@ export interface StatusReport {
   readonly gatewayClasses: ReadonlyMap<string, GatewayClassStatusReport>;
   readonly gateways: ReadonlyMap<string, GatewayStatusReport>;
   readonly httpRoutes: ReadonlyMap<string, HTTPRouteStatusReport>;
+  /** Every GRPCRoute of the resources, keyed by `<namespace>/<name>` (translate() always sets it); the same shape as an HTTPRoute's. */
+  readonly grpcRoutes?: ReadonlyMap<string, HTTPRouteStatusReport>;
   readonly gatewayPolicies: ReadonlyMap<string, GatewayPolicyStatusReport>;
   readonly backendTLSPolicies: ReadonlyMap<string, BackendTLSPolicyStatusReport>;
   /** Every Backend of the resources, keyed by `<namespace>/<name>` (translate() always sets it). */

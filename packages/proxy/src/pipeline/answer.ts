@@ -11,6 +11,7 @@ import type { CompiledDirectResponse } from '../policies/direct-response.js';
 import type { Refusal } from '../ratelimit/policy.js';
 import type { AuthDenial } from '../auth/types.js';
 import { sendError } from '../upstream/forward.js';
+import { isGrpcRequest, sendGrpcError } from '../upstream/grpc.js';
 import type { RequestContext } from './context.js';
 import { publish, type HeaderValues } from './events.js';
 import { openAiErrorBody, wantsJsonError } from './openai-error.js';
@@ -34,7 +35,8 @@ function withCors<H extends HeaderValues>(ctx: RequestContext, headers: H): H {
 /** Answers with a catalog entry; `detail` (what exactly was wrong) follows its body. */
 export function answerError(ctx: RequestContext, spec: ErrorSpec, extraHeaders?: Record<string, string>, detail?: string): void {
   const extra = ctx.cors === null ? extraHeaders : withCors(ctx, { 'x-tollgate-error': spec.code, ...extraHeaders });
-  done(ctx, spec.status, sendError(ctx.res, spec, extra, detail));
+  // A gRPC call's answer is a 200 carrying the gRPC status (upstream/grpc.ts).
+  done(ctx, isGrpcRequest(ctx.headers) ? 200 : spec.status, sendError(ctx.res, spec, extra, detail));
 }
 
 /**
@@ -101,6 +103,10 @@ export function answerRefusalMessage(
   own?: { readonly contentType: string; readonly text: string },
 ): void {
   const message = `${spec.body}: ${detail}`;
+  if (isGrpcRequest(ctx.headers)) {
+    done(ctx, 200, sendGrpcError(ctx.res, status, message, withCors(ctx, { ...extra, 'x-tollgate-error': spec.code })));
+    return;
+  }
   const body =
     own ??
     (wantsJsonError(ctx.headers)

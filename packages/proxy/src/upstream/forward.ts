@@ -2,12 +2,13 @@
 // client socket as it arrives, so bodies stream both ways without buffering (an SSE chunk
 // reaches the client when the backend sends it) and backpressure flows through: a slow
 // client pauses the upstream read. A client that goes away aborts the upstream request.
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { ClientGone, ERRORS, type ErrorSpec } from '../errors.js';
 import { endToEnd } from './headers.js';
 import { tlsFailureKind } from './backend-tls.js';
+import { endGrpcCall, isGrpcRequest, sendGrpcError, takeTrailersOnly } from './grpc.js';
 
 export interface ForwardRequest {
   readonly method: string;
@@ -145,6 +146,8 @@ export function classify(err: Error & { code?: string }): ErrorSpec {
  */
 export function sendError(res: ServerResponse, spec: ErrorSpec, extraHeaders?: Record<string, string>, detail?: string): Record<string, string> {
   const body = detail ? `${spec.body}: ${detail}` : spec.body;
+  // A gRPC call gets the same answer as a gRPC status (grpc.ts).
+  if (isGrpcRequest((res as ServerResponse & { req?: IncomingMessage }).req?.headers)) return sendGrpcError(res, spec.status, body, { 'x-tollgate-error': spec.code, ...extraHeaders });
   const headers: Record<string, string> = {
     'content-type': 'text/plain; charset=utf-8',
     'content-length': String(Buffer.byteLength(body)),
@@ -178,6 +181,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   #heldHeaders: Record<string, string | string[] | undefined> | null = null;
   /** Bytes of a discarded answer's body read so far; -1 while the answer is not discarded. */
   #discarded = -1;
+  /** Trailers to send at the end: the backend's, and the status fields of a gRPC Trailers-Only answer. */
+  #trailers: Record<string, string> | null = null;
   readonly #onClientClose = (): void => {
     if (!this.res.writableFinished) this.#abort(new ClientGone('client disconnected'));
   };
@@ -235,6 +240,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     const out = endToEnd(headers);
+    this.#trailers = takeTrailersOnly(this.res, out);
     if (this.hooks.onResponseHeaders?.(statusCode, out) === true) {
       this.#heldHeaders = out;
       return;
@@ -271,11 +277,30 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
   }
 
-  onResponseEnd(): void {
+  onResponseEnd(c: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
     if (this.#discarded >= 0) return this.#finishDiscarded();
+    this.#keepTrailers(c, trailers);
     const rest = this.hooks.flush?.();
     if (rest instanceof Promise) void rest.then((r) => this.#end(r), () => this.#end(undefined));
     else this.#end(rest);
+  }
+
+  /**
+   * The backend's trailers (grpc-status, grpc-message of a gRPC answer), relayed at the end.
+   * undici parses HTTP/1.1 trailers into `trailers` but hands HTTP/2 ones over unparsed, as the
+   * object Node's stream gave (controller.rawTrailers).
+   */
+  #keepTrailers(c: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    const raw = (c as Dispatcher.DispatchController & { rawTrailers?: unknown }).rawTrailers;
+    const source: IncomingHttpHeaders = raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : trailers;
+    // End to end only, and nothing that frames the message: a hostile backend's
+    // `connection` or `content-length` trailer would make the client's HTTP/2 stream fail.
+    const fields = endToEnd(source);
+    for (const name in fields) {
+      const value = fields[name];
+      if (value === undefined || name === 'content-length' || name === 'host') continue;
+      (this.#trailers ??= {})[name] = Array.isArray(value) ? value.join(',') : value;
+    }
   }
 
   #end(rest: Buffer | undefined): void {
@@ -285,6 +310,8 @@ class Exchange implements Dispatcher.DispatchHandler {
       status = this.hooks.finalStatus?.() ?? status;
       if (!this.res.headersSent && !this.res.destroyed) this.res.writeHead(status, held as Record<string, string | string[]>);
     }
+    // HTTP/1.1 sends trailers only after a chunked body (Node drops them otherwise).
+    if (this.#trailers && !this.res.destroyed) this.res.addTrailers(this.#trailers);
     if (rest?.length) this.res.end(rest);
     else this.res.end();
     this.#finish({ status, upstreamStatus: this.#upstreamStatus, error: null, responded: true, unsent: false, discarded: false });
@@ -311,8 +338,9 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#finish({ status: spec.status, upstreamStatus, error, responded: false, unsent: this.#controller === null, discarded: false });
     } else {
       // Mid-body failure: the status is already sent, so the client learns of it by the
-      // connection closing before the body completes.
-      this.res.destroy(err);
+      // connection closing before the body completes; a gRPC call over HTTP/2, by its status
+      // in trailers (grpc.ts).
+      if (!endGrpcCall(this.res, spec, err.message || spec.body)) this.res.destroy(err);
       this.#finish({ status: upstreamStatus ?? spec.status, upstreamStatus, error, responded: true, unsent: false, discarded: false });
     }
   }
