@@ -80,7 +80,7 @@ export function answerDirect(ctx: RequestContext, status: number, headers: Recor
  */
 export function answerAuthDenial(ctx: RequestContext, denial: AuthDenial): void {
   const status = denial.status ?? denial.error.status;
-  const extra: Record<string, string> = { ...denial.headers };
+  const extra: Record<string, string | string[]> = { ...denial.headers };
   if (denial.challenge) extra['www-authenticate'] = denial.challenge;
   answerRefusalMessage(ctx, denial.error, status, denial.detail, extra, denial.body);
 }
@@ -97,7 +97,7 @@ export function answerRefusalMessage(
   spec: ErrorSpec,
   status: number,
   detail: string,
-  extra: Record<string, string> = {},
+  extra: Record<string, string | string[]> = {},
   own?: { readonly contentType: string; readonly text: string },
 ): void {
   const message = `${spec.body}: ${detail}`;
@@ -106,7 +106,7 @@ export function answerRefusalMessage(
     (wantsJsonError(ctx.headers)
       ? { contentType: 'application/json', text: openAiErrorBody(status, spec.code, message) }
       : { contentType: 'text/plain; charset=utf-8', text: message });
-  const sent: Record<string, string> = withCors(ctx, {
+  const sent: Record<string, string | string[]> = withCors(ctx, {
     ...extra,
     'content-type': body.contentType,
     'content-length': String(Buffer.byteLength(body.text)),
