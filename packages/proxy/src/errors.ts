@@ -151,12 +151,6 @@ export const PROXY_ERRORS = defineErrors({
     message: 'the keys to verify the token could not be fetched; retry shortly',
     hint: 'the jwt provider\'s remote JWKS has not been fetched since the proxy started (no answer within its timeout, an error status, or not a key set); the auth log names the JWKS and why, tollgate_jwks_fetches_total counts the failures',
   },
-  oidcRedirect: {
-    code: 'TG_OIDC_REDIRECT',
-    status: 302,
-    message: 'redirected by the route\'s OpenID Connect login',
-    hint: 'not a failure: a browser without a session is sent to the provider\'s login page, the callback sets the session cookie and sends it back, the logout path clears it; gwctl trace shows which (reason login, logged_in or logged_out)',
-  },
   oidcLoginRequired: {
     code: 'TG_OIDC_LOGIN_REQUIRED',
     status: 401,

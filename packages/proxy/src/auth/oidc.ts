@@ -2,8 +2,8 @@
 // with a valid session cookie (its ID token verified by the jwt kind's verifier and key set
 // store, so the claims are the consumer's exactly as a jwt's are), is refreshed with the
 // refresh token when the ID token has expired, and otherwise is sent to the provider's login
-// page (a browser: Accept text/html) or refused with 401 (anything else). Each outcome a
-// denial carries (a redirect included) has its TG_* code and reason for metrics and traces.
+// page (a browser: Accept text/html) or refused with 401 (anything else). The redirects (login,
+// callback done, logout) are denials with status 302 and their own reason for metrics and traces.
 import { createHash, randomBytes } from 'node:crypto';
 import type { JwtIR, OidcIR } from '@tollgate/api';
 import { ERRORS } from '../errors.js';
@@ -270,7 +270,7 @@ function returnPath(req: AuthRequest): string {
 }
 
 function redirect(location: string, reason: AuthReason, detail: string, cookies: string[]): AuthDenial {
-  return { ok: false, error: ERRORS.oidcRedirect, reason, detail, headers: { location, 'set-cookie': cookies, 'cache-control': 'no-store' } };
+  return { ok: false, error: ERRORS.oidcLoginRequired, status: 302, reason, detail, headers: { location, 'set-cookie': cookies, 'cache-control': 'no-store' } };
 }
 
 function providerDenial(err: ProviderFailure): AuthDenial {

@@ -81,6 +81,13 @@ export function answerDirect(ctx: RequestContext, status: number, headers: Recor
 export function answerAuthDenial(ctx: RequestContext, denial: AuthDenial): void {
   const status = denial.status ?? denial.error.status;
   const extra: Record<string, string | string[]> = { ...denial.headers };
+  if (status >= 300 && status < 400) {
+    // A redirect a check answers with (oidc's login, callback and logout): not an error, no body.
+    const sent = withCors(ctx, { ...extra, 'content-length': '0' });
+    if (!ctx.res.headersSent && !ctx.res.destroyed) ctx.res.writeHead(status, sent).end();
+    done(ctx, status, sent);
+    return;
+  }
   if (denial.challenge) extra['www-authenticate'] = denial.challenge;
   answerRefusalMessage(ctx, denial.error, status, denial.detail, extra, denial.body);
 }
