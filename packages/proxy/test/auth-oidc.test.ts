@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MockLlm } from '@tollgate/mock-llm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CookieSealer } from '../src/auth/oidc-cookie.js';
 import { freePort, startGateway, startUpstream, useMockLlm, type TestGateway, type Upstream } from './helpers.js';
 import { DEX_USER, dexAvailability, startDex, type Dex } from './support/dex.js';
 
@@ -161,6 +162,7 @@ describe.skipIf(!dex.run)('oidc against Dex', () => {
                   route('wrong-audience', '/aud', echo.host, { oidc: oidc({ audiences: ['someone-else'], cookie: { name: 'aud-session' }, redirectPath: '/aud/callback' }) }),
                   route('hung', '/hung', echo.host, { oidc: oidc({ provider: { host: `127.0.0.1:${(hung.address() as AddressInfo).port}`, timeout: '300ms' } }) }),
                   route('garbage', '/garbage', echo.host, { oidc: oidc({ provider: { host: `127.0.0.1:${(garbage.address() as AddressInfo).port}`, timeout: '2s' } }) }),
+                  route('budget', '/budget', echo.host, { rateLimit: { local: [{ requests: 1, unit: 'Minutes', by: { type: 'Claim', name: 'email' } }] } }),
                   // The callback and logout paths of the Gateway-level policy are on this route.
                   route('site', '/', echo.host),
                 ],
@@ -255,6 +257,31 @@ describe.skipIf(!dex.run)('oidc against Dex', () => {
     const noCookie = await get(callback, new Jar());
     expect(noCookie.status).toBe(400);
     expect(await noCookie.text()).toMatch(/no login cookie/);
+  }, 30_000);
+
+  it('an ID token whose nonce is not the login\'s is refused (400)', async () => {
+    const { callback, jar } = await loginAtDex(gw, '/echo/nonce');
+    // The login cookie is sealed with the session key, which the test knows: the same login
+    // (state, PKCE verifier) with another nonce.
+    const sealer = new CookieSealer(SESSION_KEY);
+    const name = 'tollgate-oidc.state';
+    const state = sealer.open(name, jar.cookies.get(name)!, 4096) as Record<string, unknown>;
+    expect(state).not.toBeNull();
+    jar.cookies.set(name, sealer.seal(name, { ...state, n: 'another-nonce' }));
+    const res = await get(callback, jar);
+    expect(res.status).toBe(400);
+    expect(res.headers.get('x-tollgate-error')).toBe('TG_OIDC_CALLBACK_FAILED');
+    expect(await res.text()).toMatch(/nonce is not the login's/);
+    expect(jar.cookies.has('tollgate-oidc')).toBe(false);
+  }, 30_000);
+
+  it('the ID token\'s claims key a budget: the person\'s second request within the minute is refused', async () => {
+    const jar = await login(gw);
+    expect((await get(`${gw.url}/budget/a`, jar)).status).toBe(200);
+    const second = await get(`${gw.url}/budget/b`, jar);
+    expect(second.status).toBe(429);
+    const budgets = await (await fetch(`${gw.adminUrl}/budgets`)).text();
+    expect(budgets).toContain(DEX_USER.email);
   }, 30_000);
 
   it('a replayed code is refused by Dex: 400, and the first session stays good', async () => {
