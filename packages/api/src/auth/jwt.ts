@@ -47,13 +47,13 @@ export type TokenLocationIR =
 
 /** TLS to a server the proxy fetches from (a JWKS server, an OpenID provider). */
 export const RemoteTls = Type.Object(
-    {
-      caCertificateRef: Type.Optional(ObjectKeyRefSchema('the PEM CA bundle that signs the JWKS server\'s certificate', 'ca.crt')),
-      caFile: Type.Optional(FilePath('the PEM CA bundle that signs the JWKS server\'s certificate')),
-      hostname: Type.Optional(Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?$', description: 'Name sent as SNI and checked against the server\'s certificate; default the host of the address.', expected: 'a DNS name' })),
-    },
-    { additionalProperties: false, description: 'Fetch over HTTPS; the system roots are used when no CA is given.' },
-  );
+  {
+    caCertificateRef: Type.Optional(ObjectKeyRefSchema('the PEM CA bundle that signs the server\'s certificate', 'ca.crt')),
+    caFile: Type.Optional(FilePath('the PEM CA bundle that signs the server\'s certificate')),
+    hostname: Type.Optional(Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?$', description: 'Name sent as SNI and checked against the server\'s certificate; default the host of the address.', expected: 'a DNS name' })),
+  },
+  { additionalProperties: false, description: 'Fetch over HTTPS; the system roots are used when no CA is given.' },
+);
 
 const RemoteJwks = Type.Object(
   {

@@ -174,7 +174,8 @@ export class OidcProvider {
     }
     const isObject = doc !== null && typeof doc === 'object' && !Array.isArray(doc);
     if (status === 400 || status === 401) {
-      const code = isObject ? String((doc as Record<string, unknown>).error ?? '').slice(0, 64).replace(/[^\x21-\x7e]/g, '?') : '';
+      const error = isObject ? (doc as Record<string, unknown>).error : undefined;
+      const code = typeof error === 'string' ? error.slice(0, 64).replace(/[^\x21-\x7e]/g, '?') : '';
       throw new ProviderFailure('grant_refused', `the provider refused the grant (${status}${code ? ` ${code}` : ''})`);
     }
     if (status !== 200) throw new ProviderFailure(status >= 500 ? 'unavailable' : 'bad_response', `the provider answered ${method} ${path} with ${status}`);

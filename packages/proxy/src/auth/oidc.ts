@@ -170,7 +170,7 @@ class OidcCheck {
     if (verdict.consumer?.claims?.nonce !== opened.n) return fail('bad_nonce', 'the ID token\'s nonce is not the login\'s');
     const session = this.#sessionCookies({ i: answer.idToken, r: answer.refreshToken, e: this.deps.clock() + this.ir.cookie.maxAgeMs });
     if (!session) return fail('too_large', `the session is more than cookie.maxChunks (${this.ir.cookie.maxChunks}) cookies; raise it or ask for fewer scopes`);
-    return redirect(opened.r, 'logged_in', `logged in as ${verdict.consumer!.name}`, [clearState, ...session]);
+    return redirect(opened.r, 'logged_in', `logged in as ${verdict.consumer.name}`, [clearState, ...session]);
   }
 
   async #logout(req: AuthRequest): Promise<AuthVerdict> {
