@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { etcdArgs } from '@tollgate/testkit';
 import { onFreePorts } from '../helpers.js';
 import { Proc, readyOrStopped } from './process.js';
 import { REPO_ROOT, toolAvailability, wrapperToolBinary } from './tool-cache.js';
@@ -69,22 +70,15 @@ async function discoveryAnswers(issuer: string): Promise<boolean> {
 export async function startDex(client: DexClient, idTokens = '1h'): Promise<Dex> {
   const dir = await mkdtemp(join(tmpdir(), 'tollgate-dex-'));
   const procs: Proc[] = [];
+  const stop = async (): Promise<void> => {
+    await Promise.all(procs.map((p) => p.stop()));
+    await rm(dir, { recursive: true, force: true });
+  };
   try {
     const port = await onFreePorts(3, async ([p, clientPort, peer]) => {
       const etcdUrl = `http://127.0.0.1:${clientPort}`;
       const peerUrl = `http://127.0.0.1:${peer}`;
-      const etcdArgs = [
-        '--name=default',
-        `--data-dir=${join(dir, 'etcd')}`,
-        `--listen-client-urls=${etcdUrl}`,
-        `--advertise-client-urls=${etcdUrl}`,
-        `--listen-peer-urls=${peerUrl}`,
-        `--initial-advertise-peer-urls=${peerUrl}`,
-        `--initial-cluster=default=${peerUrl}`,
-        '--unsafe-no-fsync=true',
-        '--log-level=warn',
-      ];
-      const etcd = new Proc('etcd', spawn(etcdBinary(), etcdArgs, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
+      const etcd = new Proc('etcd', spawn(etcdBinary(), etcdArgs(join(dir, 'etcd'), etcdUrl, peerUrl), { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
       await readyOrStopped(etcd, procs, 'health', () => etcdHealthy(etcdUrl));
       const issuer = `http://127.0.0.1:${p}/dex`;
       const config = {
@@ -105,17 +99,9 @@ export async function startDex(client: DexClient, idTokens = '1h'): Promise<Dex>
       await readyOrStopped(proc, procs, 'discovery document', () => discoveryAnswers(issuer));
       return p!;
     });
-    return {
-      issuer: `http://127.0.0.1:${port}/dex`,
-      address: `127.0.0.1:${port}`,
-      stop: async () => {
-        await Promise.all(procs.map((p) => p.stop()));
-        await rm(dir, { recursive: true, force: true });
-      },
-    };
+    return { issuer: `http://127.0.0.1:${port}/dex`, address: `127.0.0.1:${port}`, stop };
   } catch (err) {
-    await Promise.all(procs.map((p) => p.stop()));
-    await rm(dir, { recursive: true, force: true });
+    await stop();
     throw err;
   }
 }
