@@ -292,6 +292,15 @@ describe.skipIf(!dex.run)('oidc against Dex', () => {
     expect(budgets).toContain(DEX_USER.email);
   }, 30_000);
 
+  it('returns to a long path after login; a path over 1024 characters returns to /', async () => {
+    const long = `/echo/${'a'.repeat(1000)}?q=${'b'.repeat(10)}`;
+    await login(gw, long);
+    const { callback, jar } = await loginAtDex(gw, `/echo/${'c'.repeat(1100)}`);
+    const res = await get(callback, jar);
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toBe('/');
+  }, 30_000);
+
   it('a replayed code is refused by Dex: 400, and the first session stays good', async () => {
     const { callback, jar } = await loginAtDex(gw, '/echo/replay');
     const replayJar = jar.copy();

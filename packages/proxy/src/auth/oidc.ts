@@ -15,8 +15,10 @@ import type { AuthCheck, AuthDenial, AuthPass, AuthReason, AuthRequest, AuthVerd
 
 /** How long a login may take from the redirect to the callback. */
 export const LOGIN_STATE_MS = 600_000;
-/** Longest return path kept in the login cookie. */
-export const MAX_RETURN_PATH = 2048;
+/** Longest return path kept in the login cookie (a longer one returns to /). */
+export const MAX_RETURN_PATH = 1024;
+/** Longest login cookie read: its state, nonce and verifier and a return path of MAX_RETURN_PATH, sealed. */
+const MAX_STATE_COOKIE = 4096;
 const ID_TOKEN_HEADER = 'x-tollgate-oidc-id-token';
 
 interface Session {
@@ -150,7 +152,7 @@ class OidcCheck {
     if (providerError !== null) return fail('grant_refused', `the provider answered error ${JSON.stringify(providerError.slice(0, 64).replace(/[^\x20-\x7e]/g, '?'))}`);
     const cookies = readCookies(cookieHeader(req), this.#stateName, 1);
     const raw = cookies.get(this.#stateName);
-    const opened = raw === undefined ? null : (this.#sealer.open(this.#stateName, raw, 2048) as Partial<LoginState> | null);
+    const opened = raw === undefined ? null : (this.#sealer.open(this.#stateName, raw, MAX_STATE_COOKIE) as Partial<LoginState> | null);
     if (!opened || typeof opened.s !== 'string' || typeof opened.n !== 'string' || typeof opened.v !== 'string' || typeof opened.r !== 'string' || typeof opened.e !== 'number') {
       return fail('bad_state', raw === undefined ? 'no login cookie: start the login from the route (cookies blocked, or another browser?)' : 'the login cookie is not valid (tampered with, or sealed with another key)');
     }
