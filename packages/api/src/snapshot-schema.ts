@@ -18,6 +18,7 @@ import { TransformationWire } from './transformation/transformation.js';
 import { BasicAuthWire } from './auth/basic-auth.js';
 import { ExtAuthzWire } from './auth/ext-authz.js';
 import { JwtWire } from './auth/jwt.js';
+import { OidcWire } from './auth/oidc.js';
 import { RetryWire } from './resilience/retry.js';
 import { MAX_PRIORITY } from './resilience/failover.js';
 import { corsWireFields, CorsWire } from './traffic/cors.js';
@@ -276,6 +277,7 @@ const Policy = Obj(
     apiKey: Nullable(ApiKeyWire),
     basicAuth: Nullable(BasicAuthWire),
     jwt: Nullable(JwtWire),
+    oidc: Nullable(OidcWire),
     authorization: Nullable(AuthorizationWire),
     extAuthz: Nullable(ExtAuthzWire),
     transformation: Nullable(TransformationWire),

@@ -72,7 +72,7 @@ export const AuthState = Type.Object(
         {
           name: Type.String(),
           group: Type.Union([Type.String(), Type.Null()]),
-          via: Enum(['apiKey', 'basicAuth', 'jwt'], 'The kind that established the consumer.'),
+          via: Enum(['apiKey', 'basicAuth', 'jwt', 'oidc'], 'The kind that established the consumer.'),
           credentialId: Type.String({ description: 'An API key\'s digest prefix, a JWT provider\'s name; never the credential.' }),
         },
         { additionalProperties: false },

@@ -82,7 +82,14 @@ export function answerDirect(ctx: RequestContext, status: number, headers: Recor
  */
 export function answerAuthDenial(ctx: RequestContext, denial: AuthDenial): void {
   const status = denial.status ?? denial.error.status;
-  const extra: Record<string, string> = { ...denial.headers };
+  const extra: Record<string, string | string[]> = { ...denial.headers };
+  if (status >= 300 && status < 400) {
+    // A redirect a check answers with (oidc's login, callback and logout): not an error, no body.
+    const sent = withCors(ctx, { ...extra, 'content-length': '0' });
+    if (!ctx.res.headersSent && !ctx.res.destroyed) ctx.res.writeHead(status, sent).end();
+    done(ctx, status, sent);
+    return;
+  }
   if (denial.challenge) extra['www-authenticate'] = denial.challenge;
   answerRefusalMessage(ctx, denial.error, status, denial.detail, extra, denial.body);
 }
@@ -99,7 +106,7 @@ export function answerRefusalMessage(
   spec: ErrorSpec,
   status: number,
   detail: string,
-  extra: Record<string, string> = {},
+  extra: Record<string, string | string[]> = {},
   own?: { readonly contentType: string; readonly text: string },
 ): void {
   const message = `${spec.body}: ${detail}`;
@@ -112,7 +119,7 @@ export function answerRefusalMessage(
     (wantsJsonError(ctx.headers)
       ? { contentType: 'application/json', text: openAiErrorBody(status, spec.code, message) }
       : { contentType: 'text/plain; charset=utf-8', text: message });
-  const sent: Record<string, string> = withCors(ctx, {
+  const sent: Record<string, string | string[]> = withCors(ctx, {
     ...extra,
     'content-type': body.contentType,
     'content-length': String(Buffer.byteLength(body.text)),

@@ -71,7 +71,7 @@ export interface AuthEffects {
   readonly removeHeaders: string[];
   readonly setHeaders: Record<string, string>;
   readonly removeQuery: string[];
-  readonly responseHeaders: Record<string, string>;
+  readonly responseHeaders: Record<string, string | string[]>;
 }
 
 export type HeaderMap = Record<string, string | string[] | undefined>;

@@ -136,7 +136,7 @@ export class ResponsePolicies implements ForwardHooks {
     if (transformed) applyHeaderModifier(headers, transformed);
     if (ctx.admissions) Object.assign(headers, ctx.admissions.responseHeaders());
     // Headers an authorization check adds to the response (an extAuthz service's response_headers_to_add).
-    if (ctx.authEffects) Object.assign(headers, ctx.authEffects.responseHeaders);
+    if (ctx.authEffects) addAuthHeaders(headers, ctx.authEffects.responseHeaders);
     // The route's cors decides the Access-Control-* headers, not the backend.
     if (ctx.cors) decorateAnswer(ctx.cors.cors, ctx.cors.allowOrigin, headers);
     if (this.meter) {
@@ -168,4 +168,12 @@ function settleTokens(ctx: RequestContext, total: number, source: TokenSource): 
   ctx.deps.metrics.countTokens(route, llm?.model ?? null, source, charged);
   if (ctx.consumer) ctx.deps.metrics.countConsumerTokens(ctx.consumer.name, charged);
   return answered;
+}
+
+/** An authentication check's response headers; its Set-Cookie values beside the backend's, never instead of them. */
+function addAuthHeaders(headers: Record<string, string | string[] | undefined>, add: Readonly<Record<string, string | string[]>>): void {
+  for (const [name, value] of Object.entries(add)) {
+    const had = headers[name];
+    headers[name] = name === 'set-cookie' && had !== undefined ? [...[had].flat(), ...[value].flat()] : value;
+  }
 }
