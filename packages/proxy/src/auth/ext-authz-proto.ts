@@ -7,13 +7,13 @@
 // skipped). test/envoy-proto.test.ts compares every field with Envoy's definitions.
 import { encodeMessage, parseProtos } from '../grpc/protobuf.js';
 
-const RPC = `
+export const RPC = `
 syntax = "proto3";
 package google.rpc;
 message Status { int32 code = 1; string message = 2; }
 `;
 
-const CORE = `
+export const CORE = `
 syntax = "proto3";
 package envoy.config.core.v3;
 message SocketAddress {
@@ -37,13 +37,13 @@ message HeaderValueOption {
 }
 `;
 
-const WELL_KNOWN = `
+export const WELL_KNOWN = `
 syntax = "proto3";
 package google.protobuf;
 message BoolValue { bool value = 1; }
 `;
 
-const TYPE = `
+export const TYPE = `
 syntax = "proto3";
 package envoy.type.v3;
 // Envoy lists the HTTP status codes by name; a code decodes as its number (names not listed).

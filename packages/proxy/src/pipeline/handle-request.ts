@@ -13,6 +13,7 @@ import { authenticate } from './authenticate.js';
 import { checkCrossOrigin } from './cross-origin.js';
 import { applyRoutePolicies } from './route-policies.js';
 import { transformRequest } from './transform.js';
+import { processRequest } from './ext-proc.js';
 import { chooseBackend } from './backend-choice.js';
 import { sendMirrors } from './mirror.js';
 import { callUpstream } from './upstream-call.js';
@@ -36,6 +37,9 @@ export async function handleRequest(ctx: RequestContext): Promise<void> {
   if (typeof passed !== 'boolean') passed = await passed;
   if (!passed) return;
   passed = transformRequest(ctx);
+  if (typeof passed !== 'boolean') passed = await passed;
+  if (!passed) return;
+  passed = processRequest(ctx);
   if (typeof passed !== 'boolean') passed = await passed;
   if (!passed) return;
   passed = applyRoutePolicies(ctx);
