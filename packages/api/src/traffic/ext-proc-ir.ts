@@ -8,23 +8,36 @@ import { EXT_PROC_BOUNDS, type ExtProcConfig, type ExtProcIR } from './ext-proc.
 
 export type { ExtProcIR };
 
-export function toExtProcIR(config: ExtProcConfig, at: string, sources: PolicySources, problems: Problem[]): ExtProcIR | null {
-  const before = problems.length;
-  const failureMode = config.failureMode ?? 'FailClosed';
+function modesOf(config: ExtProcConfig) {
   const m = config.processingMode ?? {};
-  const modes = {
+  return {
     requestHeaderMode: m.requestHeaderMode ?? 'SEND',
     responseHeaderMode: m.responseHeaderMode ?? 'SEND',
     requestBodyMode: m.requestBodyMode ?? 'NONE',
     responseBodyMode: m.responseBodyMode ?? 'NONE',
   } as const;
+}
+
+const timeoutOf = (config: ExtProcConfig): number => (config.messageTimeout === undefined ? EXT_PROC_BOUNDS.defaultTimeoutMs : parseDuration(config.messageTimeout));
+
+/** The checks beyond the schema, for files and for objects the API server did not check. */
+export function checkExtProc(config: ExtProcConfig, at: string, problems: Problem[]): void {
+  const modes = modesOf(config);
   if (modes.requestHeaderMode === 'SKIP' && modes.responseHeaderMode === 'SKIP' && modes.requestBodyMode === 'NONE' && modes.responseBodyMode === 'NONE') {
     problems.push({ path: joinPath(at, 'processingMode'), message: 'sends nothing to the processor; set a header mode to SEND or a body mode to BUFFERED or STREAMED' });
   }
-  const timeoutMs = config.messageTimeout === undefined ? EXT_PROC_BOUNDS.defaultTimeoutMs : parseDuration(config.messageTimeout);
+  const timeoutMs = timeoutOf(config);
   if (timeoutMs > EXT_PROC_BOUNDS.maxTimeoutMs || timeoutMs < 1) {
     problems.push({ path: joinPath(at, 'messageTimeout'), message: `got ${JSON.stringify(config.messageTimeout)}: from 1ms to 60s; the request waits this long for each answer (default 200ms)` });
   }
+}
+
+export function toExtProcIR(config: ExtProcConfig, at: string, sources: PolicySources, problems: Problem[]): ExtProcIR | null {
+  const before = problems.length;
+  const failureMode = config.failureMode ?? 'FailClosed';
+  checkExtProc(config, at, problems);
+  const modes = modesOf(config);
+  const timeoutMs = timeoutOf(config);
   const service = sources.outbound(joinPath(at, 'service'), config.service, 'external processor', failureMode);
   if (!service.ok) problems.push(service.problem);
   if (!service.ok || problems.length > before) return null;
