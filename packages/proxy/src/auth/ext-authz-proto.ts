@@ -7,13 +7,13 @@
 // skipped). test/envoy-proto.test.ts compares every field with Envoy's definitions.
 import { encodeMessage, parseProtos } from '../grpc/protobuf.js';
 
-export const RPC = `
+const RPC = `
 syntax = "proto3";
 package google.rpc;
 message Status { int32 code = 1; string message = 2; }
 `;
 
-export const CORE = `
+const CORE = `
 syntax = "proto3";
 package envoy.config.core.v3;
 message SocketAddress {
@@ -23,6 +23,12 @@ message SocketAddress {
   oneof port_specifier { uint32 port_value = 3; }
 }
 message Address { oneof address { SocketAddress socket_address = 1; } }
+`;
+
+/** Envoy's header messages (config/core/v3/base.proto), shared with the external processing codec. */
+export const CORE_HEADERS = `
+syntax = "proto3";
+package envoy.config.core.v3;
 message HeaderValue { string key = 1; string value = 2; bytes raw_value = 3; }
 message HeaderValueOption {
   enum HeaderAppendAction {
@@ -142,7 +148,7 @@ export interface CheckResponse {
 }
 
 /** The definitions above, parsed (tests compare them with Envoy's own). */
-export const extAuthzProtoRoot = parseProtos(RPC, WELL_KNOWN, CORE, TYPE, AUTH);
+export const extAuthzProtoRoot = parseProtos(RPC, WELL_KNOWN, CORE, CORE_HEADERS, TYPE, AUTH);
 
 const types = {
   request: extAuthzProtoRoot.lookupType('envoy.service.auth.v3.CheckRequest'),

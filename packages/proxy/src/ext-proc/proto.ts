@@ -4,14 +4,19 @@
 // config/core/v3/base.proto, type/v3/http_status.proto); fields the proxy neither sends nor
 // reads are left out, which protobuf decoding tolerates (unknown fields are skipped).
 // test/ext-proc-proto.test.ts compares every field with Envoy's definitions.
-import { CORE, RPC, TYPE, WELL_KNOWN, type HeaderValueOption } from '../auth/ext-authz-proto.js';
+import { CORE_HEADERS, TYPE, WELL_KNOWN, type HeaderValueOption } from '../auth/ext-authz-proto.js';
 import { encodeMessage, parseProtos } from '../grpc/protobuf.js';
+
+const HEADER_MAP = `
+syntax = "proto3";
+package envoy.config.core.v3;
+message HeaderMap { repeated HeaderValue headers = 1; }
+`;
 
 const EXT_PROC = `
 syntax = "proto3";
 package envoy.service.ext_proc.v3;
-message HeaderMap { repeated envoy.config.core.v3.HeaderValue headers = 1; }
-message HttpHeaders { HeaderMap headers = 1; bool end_of_stream = 3; }
+message HttpHeaders { envoy.config.core.v3.HeaderMap headers = 1; bool end_of_stream = 3; }
 message HttpBody { bytes body = 1; bool end_of_stream = 2; }
 message ProcessingRequest {
   oneof request {
@@ -100,7 +105,7 @@ export interface ProcessingResponse {
 }
 
 /** The definitions above, parsed (tests compare them with Envoy's own). */
-export const extProcProtoRoot = parseProtos(RPC, WELL_KNOWN, CORE, TYPE, EXT_PROC);
+export const extProcProtoRoot = parseProtos(WELL_KNOWN, CORE_HEADERS, HEADER_MAP, TYPE, EXT_PROC);
 
 const types = {
   request: extProcProtoRoot.lookupType('envoy.service.ext_proc.v3.ProcessingRequest'),
