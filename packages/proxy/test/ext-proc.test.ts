@@ -6,7 +6,9 @@
 // answer each time and the proxy keeps serving.
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfigFile } from '../src/config/load-file.js';
 import type { MockLlm } from '@tollgate/mock-llm';
 import { echoed, openTrace, send, simpleConfig, startGateway, startUpstream, useMockLlm, type TestGateway, type Upstream } from './helpers.js';
 import { extProcAvailability, startExtProc, type ExtProcessor } from './support/ext-proc.js';
@@ -284,5 +286,21 @@ describe.runIf(available.run)('extProc on an LLM route', () => {
     const completion = JSON.parse(r.body) as { choices: { message: { content: string } }[] };
     expect(completion.choices[0]!.message.content).toContain(REWRITTEN);
     expect(await reported()).toBe(before + 7);
+  });
+});
+
+describe('examples/ext-proc.yaml', () => {
+  it('loads, with its processing modes and bounds in the snapshot', async () => {
+    const loaded = await loadConfigFile(fileURLToPath(new URL('../../../examples/ext-proc.yaml', import.meta.url)));
+    expect(loaded.snapshot.binds[0]!.listeners[0]!.routes[0]!.policy?.extProc).toEqual({
+      service: '127.0.0.1:9002',
+      requestHeaderMode: 'SEND',
+      responseHeaderMode: 'SEND',
+      requestBodyMode: 'BUFFERED',
+      responseBodyMode: 'STREAMED',
+      maxBufferedBytes: 262144,
+      messageTimeoutMs: 500,
+      failureMode: 'FailClosed',
+    });
   });
 });
