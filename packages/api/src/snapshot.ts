@@ -10,7 +10,6 @@ import type { LocalRateLimitUnit, RateLimitUnit } from './schema/traffic-policy.
 import type { Secret } from './secret.js';
 import type { AuthPolicyIR } from './auth/convert.js';
 import type { TransformationIR } from './transformation/transformation.js';
-import type { ExtProcIR } from './traffic/ext-proc.js';
 import type { CorsIR } from './traffic/cors.js';
 import type { TrafficKindsIR } from './traffic/kinds.js';
 import type { ProviderType } from './provider/presets.js';
@@ -412,8 +411,6 @@ export interface PolicyIR extends AuthPolicyIR, TrafficKindsIR {
   readonly localRateLimit: readonly LocalRateLimitIR[] | null;
   readonly remoteRateLimit: GlobalRateLimitIR | null;
   readonly transformation: TransformationIR | null;
-  /** The external processor (traffic/ext-proc.ts); its service is reached like extAuthz's. */
-  readonly extProc: ExtProcIR | null;
 }
 
 /** Where a route of the snapshot came from. */

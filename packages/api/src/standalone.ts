@@ -347,7 +347,7 @@ export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sourc
   const ep = p?.traffic?.extProc;
   const extProc = ep ? toExtProcIR(ep, `${at}.extProc`, sources, problems) : null;
   const rl = p?.traffic?.rateLimit;
-  if (!rl) return auth === NO_AUTH && !transformation && !extProc && kinds === NO_TRAFFIC_KINDS ? null : { origin, localRateLimit: null, remoteRateLimit: null, ...auth, transformation, extProc, ...kinds };
+  if (!rl) return auth === NO_AUTH && !transformation && !extProc && kinds === NO_TRAFFIC_KINDS ? null : { origin, localRateLimit: null, remoteRateLimit: null, ...auth, transformation, ...kinds, extProc };
   const converted = rl.local?.flatMap((e, i) => toLocalLimit(e, `${at}.rateLimit.local[${i}]`, problems) ?? []);
   const local = converted?.length ? converted : null;
   const g = rl.global;
@@ -361,5 +361,5 @@ export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sourc
       }
     : null;
   if (!local && !remote && auth === NO_AUTH && !transformation && !extProc && kinds === NO_TRAFFIC_KINDS) return null;
-  return { origin, localRateLimit: local, remoteRateLimit: remote, ...auth, transformation, extProc, ...kinds };
+  return { origin, localRateLimit: local, remoteRateLimit: remote, ...auth, transformation, ...kinds, extProc };
 }

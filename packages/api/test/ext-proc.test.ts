@@ -1,7 +1,7 @@
 // The extProc kind in a standalone config: accepted with its defaults written out, and every
 // malformed field refused with its path and what to write instead.
 import { describe, expect, it } from 'vitest';
-import { standaloneToSnapshot } from '../src/index.js';
+import { standaloneToSnapshot, validateStandaloneConfig } from '../src/index.js';
 import { cfg, problems, route } from './support.js';
 
 const AT = 'binds[0].listeners[0].routes[0].policies.traffic.extProc';
@@ -12,7 +12,7 @@ describe('extProc in a standalone config', () => {
   it('is accepted with its defaults written out', () => {
     const config = withExtProc({ service: SERVICE, processingMode: { responseBodyMode: 'STREAMED' } });
     expect(problems(config)).toEqual([]);
-    const snapshot = standaloneToSnapshot(config as never);
+    const snapshot = standaloneToSnapshot(validateStandaloneConfig(config), { kind: 'file', path: '/c.yaml' });
     expect(snapshot.binds[0]!.listeners[0]!.routes[0]!.policy?.extProc).toEqual({
       service: '127.0.0.1:9002',
       requestHeaderMode: 'SEND',

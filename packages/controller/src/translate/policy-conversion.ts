@@ -118,7 +118,6 @@ export function refusingPolicy(p: GatewayPolicy, target: PolicyTargetIR, key: st
     localRateLimit: null,
     remoteRateLimit: null,
     transformation: null,
-    extProc: null,
     ...NO_AUTH,
     ...NO_TRAFFIC_KINDS,
     apiKey: wide && p.spec.traffic?.apiKey ? { keyFrom: [{ type: 'Bearer' }, { type: 'Header', name: 'x-api-key' }], consumers: [] } : null,
