@@ -189,36 +189,10 @@ export function opa(namespace: string, rego: string): string {
 /** The extProc test processor (e2e/tools/ext-proc) on 9002 behind Service `ext-proc` (port grpc). */
 export function extProcessor(namespace: string): string {
   const labels = { app: 'ext-proc' };
-  return JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'List',
-    items: [
-      {
-        apiVersion: 'apps/v1',
-        kind: 'Deployment',
-        metadata: { name: 'ext-proc', namespace, labels },
-        spec: {
-          replicas: 1,
-          selector: { matchLabels: labels },
-          template: {
-            metadata: { labels },
-            spec: {
-              containers: [{
-                name: 'ext-proc',
-                image: extProcImage(),
-                imagePullPolicy: 'IfNotPresent',
-                args: ['-addr', '0.0.0.0:9002'],
-                ports: [{ name: 'grpc', containerPort: 9002 }],
-                readinessProbe: { tcpSocket: { port: 9002 }, periodSeconds: 1 },
-                securityContext: restricted,
-              }],
-            },
-          },
-        },
-      },
-      { apiVersion: 'v1', kind: 'Service', metadata: { name: 'ext-proc', namespace, labels }, spec: { selector: labels, ports: [{ name: 'grpc', port: 9002, targetPort: 'grpc', appProtocol: 'grpc' }] } },
-    ],
-  });
+  const container = { name: 'ext-proc', image: extProcImage(), imagePullPolicy: 'IfNotPresent', args: ['-addr', '0.0.0.0:9002'], ports: [{ name: 'grpc', containerPort: 9002 }], readinessProbe: { tcpSocket: { port: 9002 }, periodSeconds: 1 }, securityContext: restricted };
+  const deployment = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'ext-proc', namespace, labels }, spec: { replicas: 1, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [container] } } } };
+  const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'ext-proc', namespace, labels }, spec: { selector: labels, ports: [{ name: 'grpc', port: 9002, targetPort: 'grpc', appProtocol: 'grpc' }] } };
+  return JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [deployment, service] });
 }
 
 /** Gateway `gateway` of class tollgate (one HTTP listener on port 80) and HTTPRoute `chat` sending everything to `backendRef`. */

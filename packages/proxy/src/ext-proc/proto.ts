@@ -5,7 +5,7 @@
 // reads are left out, which protobuf decoding tolerates (unknown fields are skipped).
 // test/ext-proc-proto.test.ts compares every field with Envoy's definitions.
 import { CORE_HEADERS, TYPE, WELL_KNOWN, type HeaderValueOption } from '../auth/ext-authz-proto.js';
-import { encodeMessage, parseProtos } from '../grpc/protobuf.js';
+import { decodeMessage, encodeMessage, parseProtos } from '../grpc/protobuf.js';
 
 const HEADER_MAP = `
 syntax = "proto3";
@@ -118,5 +118,5 @@ export function encodeProcessingRequest(req: ProcessingRequest): Buffer {
 
 /** Throws on bytes that are not a ProcessingResponse. */
 export function decodeProcessingResponse(bytes: Buffer): ProcessingResponse {
-  return types.response.toObject(types.response.decode(bytes), { longs: Number, enums: String, bytes: Buffer, defaults: true, oneofs: false }) as ProcessingResponse;
+  return decodeMessage<ProcessingResponse>(types.response, bytes);
 }

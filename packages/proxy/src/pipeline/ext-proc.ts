@@ -9,7 +9,7 @@ import { Transform, pipeline, type Readable } from 'node:stream';
 import type { ExtProcIR } from '@tollgate/api';
 import { EXT_PROC_BOUNDS } from '@tollgate/api';
 import { ERRORS, RequestFailure } from '../errors.js';
-import { applyEdits, type HeaderEdits, type PhaseAnswer } from '../ext-proc/answer.js';
+import { applyEdits, type PhaseAnswer } from '../ext-proc/answer.js';
 import { ExtProcResponse } from '../ext-proc/response.js';
 import { ExtProcSession } from '../ext-proc/session.js';
 import { ExtProcFailure } from '../ext-proc/stream.js';
@@ -117,7 +117,7 @@ function streamThrough(source: Readable, session: ExtProcSession): Readable {
 export function applyProcessorEdits(ctx: RequestContext, headers: HeaderMap): void {
   const session = ctx.extProc;
   if (!session) return;
-  for (const e of session.requestEdits as HeaderEdits[]) applyEdits(headers, e);
+  for (const e of session.requestEdits) applyEdits(headers, e);
   // A body the processor passes on chunk by chunk has a length nobody knows yet.
   if (ctx.processedBody && headers['content-length'] !== undefined) delete headers['content-length'];
 }
