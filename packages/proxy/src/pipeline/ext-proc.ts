@@ -125,5 +125,8 @@ export function applyProcessorEdits(ctx: RequestContext, headers: HeaderMap): vo
 /** The response's phases, for ResponsePolicies; undefined without extProc (or once bypassed). */
 export function responseProcessor(ctx: RequestContext): ExtProcResponse | undefined {
   const session = ctx.extProc;
-  return session && !session.bypassed ? new ExtProcResponse(session) : undefined;
+  if (!session || session.bypassed) return undefined;
+  // Nothing of the response is sent: it passes as without a processor.
+  if (session.ir.responseHeaderMode === 'SKIP' && session.ir.responseBodyMode === 'NONE') return undefined;
+  return new ExtProcResponse(session);
 }
