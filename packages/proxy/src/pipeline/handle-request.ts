@@ -1,7 +1,8 @@
 // A request through the data plane, in the spec's order (§6): listener, gateway policies,
 // route selection, cross-origin checks (cors preflights, csrf), authentication and
-// authorization, transformation, external processing (extProc), route policies (a direct response answers there; then copies
-// to the route's mirrors), backend choice, upstream call with the response policies.
+// authorization, transformation, external processing (extProc), route policies (a direct
+// response answers there; then copies to the route's mirrors), backend choice, upstream call
+// with the response policies.
 // Each stage is a file of its own; a stage that answers the request itself (a refusal, a
 // 404, a redirect) returns false and the request ends there. Every stage reads the snapshot
 // captured when the request arrived, so a reload never changes the rules under a request in
