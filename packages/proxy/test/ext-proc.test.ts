@@ -62,6 +62,7 @@ describe.runIf(available.run)('extProc against a processor on the official Go ty
         route('response', '/resp', answering.host, { service: svc, messageTimeout: timeout, processingMode: { requestHeaderMode: 'SKIP', responseBodyMode: 'BUFFERED' } }),
         route('response-streamed', '/rstream', answering.host, { service: svc, messageTimeout: timeout, processingMode: { responseBodyMode: 'STREAMED' } }),
         route('closing', '/closing', echo.host, { service: { host: closing.address }, messageTimeout: timeout }),
+        route('streamed-closing', '/rsc', echo.host, { service: { host: closing.address }, messageTimeout: timeout, processingMode: { requestHeaderMode: 'SKIP', requestBodyMode: 'STREAMED', responseHeaderMode: 'SKIP' } }),
         route('down', '/down', echo.host, { service: { host: dead }, messageTimeout: timeout }),
         route('down-open', '/dopen', echo.host, { service: { host: dead }, messageTimeout: timeout, failureMode: 'FailOpen' }),
       ]),
@@ -179,6 +180,12 @@ describe.runIf(available.run)('extProc against a processor on the official Go ty
     const r = await send(`${gw.url}/closing`);
     expect(r.status).toBe(502);
     expect(r.body).toContain('closed');
+  });
+
+  it('a processor that closes its stream while a STREAMED request body passes: the upstream request is cut (502), nothing hangs', async () => {
+    const r = await send(`${gw.url}/rsc`, { method: 'POST', body: `start ${MARKER} end` });
+    expect(r.status).toBe(502);
+    expect(r.body).not.toContain(REWRITTEN);
   });
 
   it('an unreachable processor: FailClosed answers 502, FailOpen goes on', async () => {
