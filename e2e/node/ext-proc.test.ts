@@ -19,20 +19,13 @@ import { nodeAvailability } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
 import { kubectlOk, until } from './helm-install.lib.js';
 import { extProcessor, mockLlm } from './manifests.js';
-import { everyProxyAcked, GATEWAY, GATEWAY_OBJECTS, GW_NS, PROXY, PROXY_PODS } from './shared-gateway.lib.js';
+import { everyProxyAcked, teamRoute, GATEWAY, GATEWAY_OBJECTS, GW_NS, PROXY, PROXY_PODS } from './shared-gateway.lib.js';
 
 const availability = nodeAvailability();
 const TEAM = 'proc';
 const ROUTE = `${TEAM}/chat/rule/0`;
 const MARKER = 'ext-proc-marker';
 const REWRITTEN = 'rewritten-by-processor';
-
-const ROUTE_OBJECT = {
-  apiVersion: 'gateway.networking.k8s.io/v1',
-  kind: 'HTTPRoute',
-  metadata: { name: 'chat', namespace: TEAM },
-  spec: { parentRefs: [{ name: GATEWAY, namespace: GW_NS }], rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/v1' } }], backendRefs: [{ name: 'mock-llm', port: 8080 }] }] },
-};
 
 const POLICY = {
   apiVersion: 'tollgate.dev/v1alpha1',
@@ -65,7 +58,7 @@ describe.skipIf(!availability.run)('extProc through a Gateway on the e2e node', 
 
   const chat = (pod: string, headers: Record<string, string> = {}): Promise<RawResponse> => {
     const body = JSON.stringify({ model: 'mock-gpt', stream: true, messages: [{ role: 'user', content: `${MARKER} ${MARKER}` }] });
-    return send(`http://${pod}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers }, body });
+    return send(`http://${pod}/v1/chat/completions`, { method: 'POST', headers: { 'x-route': TEAM, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers }, body });
   };
 
   beforeAll(async () => {
@@ -75,7 +68,7 @@ describe.skipIf(!availability.run)('extProc through a Gateway on the e2e node', 
     await apply(GATEWAY_OBJECTS);
     await kubectlOk(node.current, ['apply', '-f', '-'], mockLlm(TEAM, 1));
     await kubectlOk(node.current, ['apply', '-f', '-'], extProcessor(TEAM));
-    await apply([ROUTE_OBJECT, POLICY]);
+    await apply([teamRoute(TEAM), POLICY]);
     await k('wait', '--for=condition=Programmed', `gateway/${GATEWAY}`, '-n', GW_NS, '--timeout=180s');
     await k('rollout', 'status', '-n', GW_NS, `deployment/${PROXY}`, '--timeout=180s');
     await k('rollout', 'status', '-n', TEAM, 'deployment/mock-llm', '--timeout=120s');
