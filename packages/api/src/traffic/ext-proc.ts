@@ -15,8 +15,6 @@ export const EXT_PROC_BOUNDS = {
   maxTimeoutMs: 60_000,
   /** Header mutations (set and remove together) one message of the processor may carry. */
   maxHeaderMutations: 100,
-  /** Bytes of one header value the processor sets. */
-  maxHeaderValueBytes: 16 * 1024,
   /** Bytes of a streamed chunk's replacement. */
   maxStreamedChunkBytes: 1024 * 1024,
   /** Bytes of an immediate response's body. */
