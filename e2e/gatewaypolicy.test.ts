@@ -249,7 +249,7 @@ function transformationCases(): BadCase[] {
   ];
 }
 
-/** cors, csrf and directResponse: the CRD's own rules (x-kubernetes-validations), each naming the field. */
+/** cors, csrf, directResponse and extProc: the CRD's own rules (x-kubernetes-validations), each naming the field. */
 function trafficKindCases(): BadCase[] {
   const traffic = (t: Record<string, unknown>) => ({ targetRefs: [route], traffic: t });
   return [
@@ -312,6 +312,21 @@ function trafficKindCases(): BadCase[] {
       name: 'directResponse with a JSON body that is no object',
       spec: traffic({ directResponse: { status: 200, body: { json: 'text' } } }),
       expect: [/spec\.traffic\.directResponse\.body\.json: Invalid value: "string": .*must be of type object/],
+    },
+    {
+      name: 'extProc with an unknown body mode',
+      spec: traffic({ extProc: { service: { backendRef: { name: 'p', port: 9002 } }, processingMode: { requestBodyMode: 'BUFFERD' } } }),
+      expect: [/spec\.traffic\.extProc\.processingMode\.requestBodyMode: Unsupported value: "BUFFERD"/],
+    },
+    {
+      name: 'extProc buffering more than 8 MiB',
+      spec: traffic({ extProc: { service: { backendRef: { name: 'p', port: 9002 } }, maxBufferedBytes: 9_000_000 } }),
+      expect: [/spec\.traffic\.extProc\.maxBufferedBytes: Invalid value: 9000000: .*less than or equal to 8388608/],
+    },
+    {
+      name: 'extProc naming no service',
+      spec: traffic({ extProc: { service: {} } }),
+      expect: [/spec\.traffic\.extProc\.service: Invalid value: .*exactly one of host or backendRef must be set/],
     },
   ];
 }

@@ -376,6 +376,14 @@ install_dex() {
   log "Dex ${ver}: installed in ${dest}"
 }
 
+# ext-proc (e2e/tools/ext-proc): an Envoy external processor on the official Go types
+# (go-control-plane at goControlPlane) that rewrites headers and bodies, answers immediately on
+# a marker header and misbehaves on demand, for packages/proxy/test/ext-proc*.test.ts and the
+# extProc e2e. Cached by version and source hash as ext-proc-<version>-<key>/ext-proc.
+install_ext_proc() {
+  install_wrapper_tool ext-proc goControlPlane github.com/envoyproxy/go-control-plane/envoy ext-proc "ext-proc (go-control-plane)"
+}
+
 # The official Python openai client (PyPI, pinned in e2e/tools.json: pythonOpenai) in a venv of
 # its own; the tests run <dest>/python, written only once pip succeeded, so an interrupted install
 # is never taken for a cached one.
@@ -420,7 +428,7 @@ main() {
   install_apt_packages
   if command -v redis-server >/dev/null 2>&1; then log "redis-server: $(redis-server --version | head -n1)"; fi
   in_parallel install_kube \
-    "install_gateway_api_crds install_envoy_proto install_python_openai install_etcd install_helm install_ratelimit install_opa_envoy install_dex install_node_images install_conformance_suite" \
+    "install_gateway_api_crds install_envoy_proto install_python_openai install_etcd install_helm install_ratelimit install_opa_envoy install_dex install_ext_proc install_node_images install_conformance_suite" \
     install_local_images
   log "all test tools installed in $((SECONDS - start))s"
 }

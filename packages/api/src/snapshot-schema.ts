@@ -24,6 +24,7 @@ import { MAX_PRIORITY } from './resilience/failover.js';
 import { corsWireFields, CorsWire } from './traffic/cors.js';
 import { CsrfWire } from './traffic/csrf.js';
 import { DirectResponseWire } from './traffic/direct-response.js';
+import { ExtProcWire } from './traffic/ext-proc.js';
 
 export { WireSecret };
 
@@ -284,6 +285,7 @@ const Policy = Obj(
     cors: Nullable(CorsWire),
     csrf: Nullable(CsrfWire),
     directResponse: Nullable(DirectResponseWire),
+    extProc: Nullable(ExtProcWire),
   },
   'Policies attached at one level.',
 );

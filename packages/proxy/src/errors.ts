@@ -127,6 +127,18 @@ export const PROXY_ERRORS = defineErrors({
     message: 'the authorization service could not decide',
     hint: 'the extAuthz service did not answer in time or answered garbage (failureMode FailClosed); look at the service, or its timeout',
   },
+  extProcFailed: {
+    code: 'TG_EXT_PROC_FAILED',
+    status: 502,
+    message: 'the external processor failed',
+    hint: 'the route\'s extProc processor could not be reached, did not answer within messageTimeout, closed its stream, or answered something that is not a valid ProcessingResponse or is over a bound (failureMode FailClosed): the detail names which. Look at the processor, raise messageTimeout, or set failureMode FailOpen to go on unprocessed',
+  },
+  extProcBodyTooLarge: {
+    code: 'TG_EXT_PROC_BODY_TOO_LARGE',
+    status: 413,
+    message: 'request body too large for the external processor',
+    hint: 'the route\'s extProc sends the request body whole (requestBodyMode BUFFERED) up to maxBufferedBytes and refuses a longer one: send a smaller body, raise maxBufferedBytes, or use STREAMED',
+  },
   authBusy: {
     code: 'TG_AUTH_BUSY',
     status: 503,

@@ -151,3 +151,19 @@ export function answerDirectResponse(ctx: RequestContext, direct: CompiledDirect
   }
   done(ctx, direct.status, headers);
 }
+
+/**
+ * An external processor's immediate response (ext-proc/), in place of the backend's: its
+ * status, headers and body, with the route's cors. The limits that admitted the request are
+ * settled uncharged.
+ */
+export function answerImmediate(ctx: RequestContext, status: number, headers: HeaderValues, body: Buffer): void {
+  ctx.admissions?.settle(null);
+  withCors(ctx, headers);
+  headers['content-length'] = String(body.length);
+  if (!ctx.res.headersSent && !ctx.res.destroyed) {
+    ctx.res.writeHead(status, headers);
+    ctx.res.end(body);
+  }
+  done(ctx, status, headers);
+}

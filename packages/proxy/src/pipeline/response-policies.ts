@@ -15,6 +15,8 @@ import type { ForwardHooks } from '../upstream/forward.js';
 import type { HeaderMap, RequestContext } from './context.js';
 import { publish } from './events.js';
 import { completeUpgrade } from './upgrade.js';
+import { responseProcessor } from './ext-proc.js';
+import type { ExtProcResponse } from '../ext-proc/response.js';
 import type { Duplex } from 'node:stream';
 
 const EMPTY = Buffer.alloc(0);
@@ -31,6 +33,8 @@ export class ResponsePolicies implements ForwardHooks {
   readonly transform?: (chunk: Buffer) => Buffer;
   readonly flush?: () => Buffer | Promise<Buffer>;
   readonly finalStatus?: () => number;
+  /** The route's external processor's response phases (pipeline/ext-proc.ts); undefined without one. */
+  readonly processor: ExtProcResponse | undefined;
   /** On a route that fails over or retries: the plan's judge of each answer (attempt-plan.ts). */
   judge?: (status: number, headers: IncomingHttpHeaders) => boolean;
 
@@ -58,6 +62,7 @@ export class ResponsePolicies implements ForwardHooks {
     translator: ResponseTranslator | null = null,
   ) {
     const route = ctx.route!;
+    this.processor = responseProcessor(ctx);
     this.#translator = translator;
     this.meter = route.countsTokens ? new UsageMeter(ctx.llm?.injectedUsage ?? false, ctx.deps.maxSseEventBytes, translator ? 'openai' : usageFormat(ctx.path)) : null;
     const meter = this.meter;

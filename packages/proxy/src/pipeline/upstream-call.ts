@@ -70,7 +70,7 @@ async function exchange(ctx: RequestContext, plan: AttemptPlan | null): Promise<
     // One set of response policies per attempt: only the answer passed on meets them (and is charged).
     response = new ResponsePolicies(ctx, ctx.translator);
     if (plan) response.judge = (status, headers) => plan.judge(status, headers);
-    const body = ctx.llm ? ctx.llm.body : ctx.hasBody ? ctx.req : null;
+    const body = ctx.llm ? ctx.llm.body : ctx.hasBody ? (ctx.processedBody ?? ctx.req) : null;
     const path = ctx.upstreamQuery ? `${ctx.upstreamPath}?${ctx.upstreamQuery}` : ctx.upstreamPath;
     if (ctx.observed) publish.backendStart(ctx, backend.name);
     callStart = performance.now();
