@@ -29,7 +29,11 @@ export class ExtProcResponse implements ResponseProcessor {
   #held: Buffer[] | null = [];
   #heldBytes = 0;
 
-  constructor(private readonly session: ExtProcSession) {}
+  constructor(
+    private readonly session: ExtProcSession,
+    /** A HEAD request: its answer has no body whatever its headers say. */
+    private readonly headRequest: boolean,
+  ) {}
 
   head(status: number, headers: Record<string, string | string[] | undefined>): Promise<ProcessedHead> {
     const ir = this.session.ir;
@@ -37,7 +41,7 @@ export class ExtProcResponse implements ResponseProcessor {
     if (ir.responseBodyMode !== 'NONE' && headers['content-length'] !== undefined) delete headers['content-length'];
     if (ir.responseHeaderMode === 'SKIP') return Promise.resolve(CONTINUE);
     return closed(async () => {
-      const bodiless = status === 204 || status === 304 || this.session.ctx.method === 'HEAD';
+      const bodiless = status === 204 || status === 304 || this.headRequest;
       const a = await this.session.send('response_headers', { response_headers: { headers: { headers: wireHeaders([[':status', String(status)]], headers) }, end_of_stream: bodiless } }, 0);
       if (!a) return CONTINUE;
       if (a.kind === 'immediate') {

@@ -4,8 +4,6 @@
 // rest of the request (the request goes on unprocessed); under FailClosed the failure is
 // thrown to the caller, which answers 502 TG_EXT_PROC_FAILED or cuts a response already started.
 import type { ExtProcIR, ExtProcPhaseMessage } from '@tollgate/api';
-import type { RequestContext } from '../pipeline/context.js';
-import { publish } from '../pipeline/events.js';
 import { editedNames, readAnswer, type HeaderEdits, type PhaseAnswer } from './answer.js';
 import type { Phase, ProcessingRequest } from './proto.js';
 import type { ExtProcServices } from './services.js';
@@ -25,6 +23,12 @@ interface StreamedPhase {
   headers: Set<string>;
 }
 
+/**
+ * Where a session's phases go: counted in metrics and, when the request is traced, published
+ * (pipeline/ext-proc.ts binds it to the request, so this file knows nothing of the pipeline).
+ */
+export type PhaseReport = (phase: Omit<ExtProcPhaseMessage, 'type'>) => void;
+
 export class ExtProcSession {
   #stream: Promise<ProcessorStream> | null = null;
   #bypassed = false;
@@ -34,9 +38,9 @@ export class ExtProcSession {
   readonly requestEdits: HeaderEdits[] = [];
 
   constructor(
-    readonly ctx: RequestContext,
     readonly ir: ExtProcIR,
     private readonly services: ExtProcServices,
+    private readonly report: PhaseReport,
   ) {}
 
   get bypassed(): boolean {
@@ -71,10 +75,7 @@ export class ExtProcSession {
   /** The failure mode: FailOpen bypasses the processor from here on; FailClosed throws. */
   fail(phase: Phase, failure: ExtProcFailure): void {
     const open = this.ir.failureMode === 'FailOpen';
-    this.ctx.deps.metrics.extProcPhases.count(this.ctx.route!.ir.name, open ? 'failed_open' : 'failed_closed');
-    if (this.ctx.observed) {
-      publish.extProc(this.ctx, { phase: TRACE_PHASE[phase], result: open ? 'failedOpen' : 'failedClosed', messages: this.#streamedMessages(phase) + 1, headers: [], bodyBytes: null, note: failure.message });
-    }
+    this.report({ phase: TRACE_PHASE[phase], result: open ? 'failedOpen' : 'failedClosed', messages: this.#streamedMessages(phase) + 1, headers: [], bodyBytes: null, note: failure.message });
     this.#streamed.delete(phase);
     this.#bypassed = true;
     this.close();
@@ -98,19 +99,15 @@ export class ExtProcSession {
     const s = this.#streamed.get(phase);
     if (!s) return;
     this.#streamed.delete(phase);
-    this.ctx.deps.metrics.extProcPhases.count(this.ctx.route!.ir.name, s.replaced !== null || s.headers.size ? 'mutated' : 'continued');
-    if (!this.ctx.observed) return;
-    publish.extProc(this.ctx, { phase: TRACE_PHASE[phase], result: s.replaced !== null || s.headers.size ? 'mutated' : 'continued', messages: s.messages, headers: [...s.headers], bodyBytes: s.replaced, note: null });
+    this.report({ phase: TRACE_PHASE[phase], result: s.replaced !== null || s.headers.size ? 'mutated' : 'continued', messages: s.messages, headers: [...s.headers], bodyBytes: s.replaced, note: null });
   }
 
   #report(phase: Phase, answer: PhaseAnswer, messages: number): void {
     const names = editedNames(answer.headers);
     const body = answer.body;
     const result = answer.kind === 'immediate' ? 'immediate' : names.length || body ? 'mutated' : 'continued';
-    this.ctx.deps.metrics.extProcPhases.count(this.ctx.route!.ir.name, result);
-    if (!this.ctx.observed) return;
     const note = answer.kind === 'immediate' ? `answered ${answer.status}${answer.details ? `: ${answer.details}` : ''}` : null;
-    publish.extProc(this.ctx, { phase: TRACE_PHASE[phase], result, messages, headers: names, bodyBytes: body ? body.length : null, note });
+    this.report({ phase: TRACE_PHASE[phase], result, messages, headers: names, bodyBytes: body ? body.length : null, note });
   }
 
   /** The request is over (or the processor failed): the stream ends. */

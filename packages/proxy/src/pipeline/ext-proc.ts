@@ -11,7 +11,7 @@ import { EXT_PROC_BOUNDS } from '@tollgate/api';
 import { ERRORS, RequestFailure } from '../errors.js';
 import { applyEdits, type PhaseAnswer } from '../ext-proc/answer.js';
 import { ExtProcResponse } from '../ext-proc/response.js';
-import { ExtProcSession } from '../ext-proc/session.js';
+import { ExtProcSession, type PhaseReport } from '../ext-proc/session.js';
 import { ExtProcFailure } from '../ext-proc/stream.js';
 import { wireHeaders } from '../ext-proc/wire-headers.js';
 import { speaksMessages } from '../llm/formats/format.js';
@@ -19,6 +19,7 @@ import { parse } from '../llm/request-body.js';
 import { answerError, answerImmediate } from './answer.js';
 import { withoutRemoved } from './authenticate.js';
 import type { HeaderMap, RequestContext } from './context.js';
+import { publish } from './events.js';
 import { readBodyOnce } from './llm-body.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -35,8 +36,17 @@ export function processRequest(ctx: RequestContext): boolean | Promise<boolean> 
   });
 }
 
+/** The metric result of a trace result (the metric's label values are snake_case). */
+const METRIC_RESULT = { continued: 'continued', mutated: 'mutated', immediate: 'immediate', failedOpen: 'failed_open', failedClosed: 'failed_closed' } as const;
+
+/** A phase of the request's session: counted by route and result, and traced when observed. */
+function reportPhase(ctx: RequestContext, phase: Parameters<PhaseReport>[0]): void {
+  ctx.deps.metrics.extProcPhases.count(ctx.route!.ir.name, METRIC_RESULT[phase.result]);
+  if (ctx.observed) publish.extProc(ctx, phase);
+}
+
 async function run(ctx: RequestContext, ir: ExtProcIR): Promise<boolean> {
-  const session = new ExtProcSession(ctx, ir, ctx.deps.extProc);
+  const session = new ExtProcSession(ir, ctx.deps.extProc, (phase) => reportPhase(ctx, phase));
   ctx.extProc = session;
   ctx.res.once('close', () => session.close());
   if (ir.requestHeaderMode === 'SEND') {
@@ -128,5 +138,5 @@ export function responseProcessor(ctx: RequestContext): ExtProcResponse | undefi
   if (!session || session.bypassed) return undefined;
   // Nothing of the response is sent: it passes as without a processor.
   if (session.ir.responseHeaderMode === 'SKIP' && session.ir.responseBodyMode === 'NONE') return undefined;
-  return new ExtProcResponse(session);
+  return new ExtProcResponse(session, ctx.method === 'HEAD');
 }
