@@ -235,6 +235,11 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         const d = r.httpRoutes.get(item.key);
         return d && mergeHTTPRouteStatus(current, d, this.#o.controllerName, now);
       }
+      case 'TLSRoute': {
+        // status.parents, as an HTTPRoute's.
+        const d = r.tlsRoutes?.get(item.key);
+        return d && mergeHTTPRouteStatus(current, d, this.#o.controllerName, now);
+      }
       case 'GatewayPolicy': {
         const d = r.gatewayPolicies.get(item.key);
         return d && mergeGatewayPolicyStatus(current, d, this.#o.controllerName, now);
@@ -259,6 +264,8 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         return r.gatewayClasses.get(item.key);
       case 'HTTPRoute':
         return r.httpRoutes.get(item.key);
+      case 'TLSRoute':
+        return r.tlsRoutes?.get(item.key);
       case 'GatewayPolicy':
         return r.gatewayPolicies.get(item.key);
       case 'Backend':
@@ -318,6 +325,7 @@ function* items(r: StatusReport): Generator<Item> {
   for (const [key, d] of r.gatewayClasses) yield { kind: 'GatewayClass', key, name: d.name };
   for (const [key, d] of r.gateways) yield { kind: 'Gateway', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.httpRoutes) yield { kind: 'HTTPRoute', key, name: d.name, namespace: d.namespace };
+  for (const [key, d] of r.tlsRoutes ?? []) yield { kind: 'TLSRoute', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.gatewayPolicies) yield { kind: 'GatewayPolicy', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.backends ?? []) yield { kind: 'Backend', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.backendTLSPolicies) yield { kind: 'BackendTLSPolicy', key, name: d.name, namespace: d.namespace };

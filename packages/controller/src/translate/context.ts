@@ -5,7 +5,7 @@ import { DEFAULT_LIMITS, type EvaluationLimits } from '@tollgate/api';
 import { parseAllowList } from '../proxy-settings/image-policy.js';
 import type { ParameterPolicy } from '../proxy-settings/parameters.js';
 import { DEFAULT_PROXY_SETTINGS } from '../proxy-settings/defaults.js';
-import type { Gateway, HTTPRoute, TollgateBackend } from '../types/gateway-api.js';
+import type { Gateway, HTTPRoute, TLSRoute, TollgateBackend } from '../types/gateway-api.js';
 import { ReferenceGrants } from './referencegrant.js';
 import { indexBackendTls, type BackendTlsIndex } from './backendtlspolicy.js';
 import { byKey, compareStrings, keyOf } from './keys.js';
@@ -32,6 +32,8 @@ export interface Context {
   readonly gateways: ReadonlyMap<string, Gateway>;
   /** HTTPRoutes by `<namespace>/<name>`, in key order (the status report relies on it). */
   readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
+  /** TLSRoutes by `<namespace>/<name>`, in key order. */
+  readonly tlsRoutes: ReadonlyMap<string, TLSRoute>;
   /** The Secrets read whole (those listeners and policies reference) by `<namespace>/<name>`. */
   readonly secrets: ReadonlyMap<string, V1Secret>;
   /** The Secrets read whole of one namespace, by name: what a policy's secretSelector chooses from. */
@@ -125,6 +127,7 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     backendTls: indexBackendTls(resources.backendTLSPolicies, (namespace, name) => configMaps.get(`${namespace}/${name}`)),
     gateways: new Map(byKey(resources.gateways).map((g) => [keyOf(g.metadata), g])),
     httpRoutes: new Map(byKey(resources.httpRoutes).map((r) => [keyOf(r.metadata), r])),
+    tlsRoutes: new Map(byKey(resources.tlsRoutes ?? []).map((r) => [keyOf(r.metadata), r])),
     configMaps,
     configMap: (namespace, name) => configMaps.get(`${namespace}/${name}`),
     parameters: { defaults: DEFAULT_PROXY_SETTINGS, gatewayImages: allowList.ok ? allowList.list : [], ...(options.gatewayInfrastructureDeniedDomains ? { infrastructureDenied: options.gatewayInfrastructureDeniedDomains } : {}) },

@@ -48,7 +48,11 @@ function describeListeners(listeners: readonly ListenerState[]): string {
   return listeners.map((l) => l.spec.name).join(', ');
 }
 
-function matchParent(route: HTTPRoute, ref: ParentReference, g: GatewayState, ctx: Context): Omit<ParentVerdict, 'ref'> {
+/** The route kinds whose parentRefs attach as HTTPRoute's do (hostnames intersected with the listener's). */
+export type AttachingRoute = Pick<HTTPRoute, 'metadata'> & { readonly spec: { readonly hostnames?: readonly string[] } };
+
+/** Which listeners of `g` a parentRef of `route` (of kind `kind`) attaches to, or why none. */
+export function matchParent(route: AttachingRoute, ref: ParentReference, g: GatewayState, ctx: Context, kind = KIND): Omit<ParentVerdict, 'ref'> {
   const ns = route.metadata.namespace ?? '';
   const none = (v: Verdict) => ({ accepted: v, attachments: [] });
   const candidates = g.listeners.filter((l) => (ref.sectionName === undefined || l.spec.name === ref.sectionName) && (ref.port === undefined || l.spec.port === ref.port));
@@ -59,8 +63,8 @@ function matchParent(route: HTTPRoute, ref: ParentReference, g: GatewayState, ct
   if (!g.accepted.ok) return none(fail('NoMatchingParent', `Gateway ${g.key} is not accepted: ${g.accepted.message}`));
   const live = candidates.filter((l) => listenerLive(g, l));
   if (!live.length) return none(fail('NotAllowedByListeners', `listener ${describeListeners(candidates)} of Gateway ${g.key} is not accepted`));
-  const kindOk = live.filter((l) => allowsKind(l, GATEWAY_GROUP, KIND));
-  if (!kindOk.length) return none(fail('NotAllowedByListeners', `listener ${describeListeners(live)} of Gateway ${g.key} does not allow kind HTTPRoute (allowedRoutes.kinds)`));
+  const kindOk = live.filter((l) => allowsKind(l, GATEWAY_GROUP, kind));
+  if (!kindOk.length) return none(fail('NotAllowedByListeners', `listener ${describeListeners(live)} of Gateway ${g.key} does not allow kind ${kind} (allowedRoutes.kinds)`));
   const allowed = kindOk.filter((l) => allowsNamespace(l, ns, ctx));
   if (!allowed.length)
     return none(fail('NotAllowedByListeners', `listener ${describeListeners(kindOk)} of Gateway ${g.key} does not allow routes from namespace ${ns} (allowedRoutes.namespaces)`));
@@ -205,7 +209,7 @@ function translateRules(route: HTTPRoute, ctx: Context): RulesResult {
 }
 
 /** The parentRef as the status reports it: defaults written out. */
-function fullRef(ref: ParentReference, routeNamespace: string): ParentReference {
+export function fullRef(ref: ParentReference, routeNamespace: string): ParentReference {
   return {
     group: ref.group ?? GATEWAY_GROUP,
     kind: ref.kind ?? 'Gateway',

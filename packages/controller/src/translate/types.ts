@@ -19,6 +19,7 @@ import type {
   GatewayClass,
   GatewayPolicy,
   HTTPRoute,
+  TLSRoute,
   ParentReference,
   ReferenceGrant,
   RouteGroupKind,
@@ -30,6 +31,8 @@ export interface Resources {
   readonly gatewayClasses: readonly GatewayClass[];
   readonly gateways: readonly Gateway[];
   readonly httpRoutes: readonly HTTPRoute[];
+  /** TLSRoutes; absent: none. */
+  readonly tlsRoutes?: readonly TLSRoute[];
   readonly referenceGrants: readonly ReferenceGrant[];
   readonly gatewayPolicies: readonly GatewayPolicy[];
   /** Backend resources (tollgate.dev); absent: none. */
@@ -192,6 +195,8 @@ export interface StatusReport {
   readonly gatewayClasses: ReadonlyMap<string, GatewayClassStatusReport>;
   readonly gateways: ReadonlyMap<string, GatewayStatusReport>;
   readonly httpRoutes: ReadonlyMap<string, HTTPRouteStatusReport>;
+  /** Every TLSRoute of the resources, as for HTTPRoutes (translate() always sets it). */
+  readonly tlsRoutes?: ReadonlyMap<string, HTTPRouteStatusReport>;
   readonly gatewayPolicies: ReadonlyMap<string, GatewayPolicyStatusReport>;
   readonly backendTLSPolicies: ReadonlyMap<string, BackendTLSPolicyStatusReport>;
   /** Every Backend of the resources, keyed by `<namespace>/<name>` (translate() always sets it). */
