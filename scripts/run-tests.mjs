@@ -165,10 +165,16 @@ function mergeReports(list) {
 function conformanceSummary() {
   const tools = JSON.parse(readFileSync(`${root}e2e/tools.json`, 'utf8'));
   const version = JSON.parse(readFileSync(`${root}packages/proxy/package.json`, 'utf8')).version;
-  const file = `${resultsDir}/conformance/tollgate-v${version}-GATEWAY-HTTP-report.yaml`;
+  const file = `${resultsDir}/conformance/tollgate-v${version}-default-report.yaml`;
   if (!existsSync(file) || statSync(file).mtimeMs < started) return;
   const text = readFileSync(file, 'utf8');
-  // The report is YAML written by the suite; the two result lines are all this needs.
-  const results = [...text.matchAll(/^(?:- | {2})(core|extended):\n(?: {4}failedTests:\n(?: {4}- .*\n)+)? {4}result: (\w+)$/gm)].map((m) => `${m[1]} ${m[2]}`);
-  process.stdout.write(`Conformance (GATEWAY-HTTP, Gateway API ${tools.gatewayApi}): ${results.join(', ') || 'no result in the report'}; ${file}\n`);
+  // The report is YAML written by the suite: each profile is an entry `- core:` of `profiles`
+  // with its name and the result lines of its core and extended blocks, all this needs.
+  const entries = text.split(/^(?=- core:$)/m).slice(1);
+  const lines = entries.map((e) => {
+    const name = /^ {2}name: (\S+)$/m.exec(e)?.[1] ?? '?';
+    const own = [...e.matchAll(/^(?:- | {2})(core|extended):\n(?: {4}failedTests:\n(?: {4}- .*\n)+)? {4}result: (\w+)$/gm)].map((m) => `${m[1]} ${m[2]}`);
+    return `${name}: ${own.join(', ') || 'no result'}`;
+  });
+  process.stdout.write(`Conformance (Gateway API ${tools.gatewayApi}): ${lines.join('; ') || 'no profile in the report'}; ${file}\n`);
 }

@@ -7,7 +7,7 @@ import type { Resources, TranslateOptions, TranslateResult } from '../src/transl
 
 export const CONTROLLER_NAME = 'tollgate.dev/gateway-controller';
 
-export function emptyResources(): { -readonly [K in keyof Resources]: Resources[K][number][] } {
+export function emptyResources(): { -readonly [K in keyof Resources]-?: NonNullable<Resources[K]>[number][] } {
   return { gatewayClasses: [], gateways: [], httpRoutes: [], tlsRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
 }
 
