@@ -6,22 +6,15 @@ import { serviceEndpoints, serviceHost } from './backendrefs.js';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import type { GatewayState } from './gateway.js';
-import { fullRef, matchParent, type Attachment } from './httproute.js';
+import { fullRef, matchParent, type Attachment, type TranslatedRoute } from './httproute.js';
 import { compareStrings, createdAt, generationOf } from './keys.js';
 import { GATEWAY_GROUP, type TLSRoute, type TLSRouteBackendRef } from '../types/gateway-api.js';
 import type { HTTPRouteStatusReport, RouteParentStatusReport } from './types.js';
 
 const KIND = 'TLSRoute';
 
-export interface TranslatedTlsRoute {
-  readonly key: string;
-  readonly route: TLSRoute;
-  /** Every rule's backendRefs (TLSRoute rules have no matches: one route, its backends together). */
-  readonly backends: readonly StreamBackendIR[];
-  /** Listeners the route is attached to, in Gateway then listener order. */
-  readonly attachments: readonly Attachment[];
-  readonly status: HTTPRouteStatusReport;
-}
+/** A TLSRoute as an HTTPRoute is translated, its backends in place of rules (it has no matches: one route, every rule's backends together). */
+export type TranslatedTlsRoute = Omit<TranslatedRoute, 'route' | 'rules'> & { readonly route: TLSRoute; readonly backends: readonly StreamBackendIR[] };
 
 /**
  * A backendRef: a Service port (across namespaces with a ReferenceGrant to TLSRoutes). An

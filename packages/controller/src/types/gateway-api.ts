@@ -285,14 +285,8 @@ export interface HTTPRoute {
 
 // TLSRoute ---------------------------------------------------------------------------------
 
-export interface TLSRouteBackendRef {
-  readonly group?: string;
-  readonly kind?: string;
-  readonly name: string;
-  readonly namespace?: string;
-  readonly port?: number;
-  readonly weight?: number;
-}
+/** A TLSRoute backendRef: an HTTPRoute's without filters. */
+export type TLSRouteBackendRef = Omit<HTTPBackendRef, 'filters'>;
 
 /** Standard channel from v1.5 (v1); v1alpha2 and v1alpha3 are served by the same CRD. */
 export interface TLSRoute {
