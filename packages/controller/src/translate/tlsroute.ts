@@ -9,7 +9,7 @@ import type { GatewayState } from './gateway.js';
 import { fullRef, matchParent, type Attachment, type TranslatedRoute } from './httproute.js';
 import { compareStrings, createdAt, generationOf } from './keys.js';
 import { GATEWAY_GROUP, type TLSRoute, type TLSRouteBackendRef } from '../types/gateway-api.js';
-import type { HTTPRouteStatusReport, RouteParentStatusReport } from './types.js';
+import type { RouteParentStatusReport } from './types.js';
 
 const KIND = 'TLSRoute';
 
