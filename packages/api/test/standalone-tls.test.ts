@@ -1,17 +1,8 @@
 // The standalone config's tlsBinds: checked against the HTTP binds (one bind a port, listener
 // names unique across both), each error naming its field; a valid one becomes the IR.
 import { describe, expect, it } from 'vitest';
-import { standaloneToSnapshot, validateStandaloneConfig, ValidationError } from '../src/index.js';
-
-function problemsOf(value: unknown): string[] {
-  try {
-    validateStandaloneConfig(value);
-  } catch (err) {
-    if (err instanceof ValidationError) return err.problems.map((p) => `${p.path}: ${p.message}`);
-    throw err;
-  }
-  return [];
-}
+import { standaloneToSnapshot, validateStandaloneConfig } from '../src/index.js';
+import { problems as problemsOf } from './support.js';
 
 const http = { port: 8080, listeners: [{ name: 'web', protocol: 'HTTP', routes: [] }] };
 const pass = (name: string, hostname?: string) => ({ name, ...(hostname ? { hostname } : {}), tls: { mode: 'Passthrough' }, routes: [{ name: 'r', hostnames: ['*.example.com'], backends: [{ host: '127.0.0.1:9443', weight: 2 }] }] });
