@@ -59,6 +59,13 @@ export const CONFORMANCE_PROFILES: readonly ConformanceProfile[] = [
     extendedFeatures: new Set([...GATEWAY_EXTENDED_FEATURES, 'GRPCRouteNamedRouteRule']),
     expected: { core: 15, extended: 4 },
   },
+  {
+    // Core: the 11 tests of the Gateway alone and 9 TLSRoute tests; extended: 3 Gateway tests
+    // and 4 TLSRoute tests.
+    name: 'GATEWAY-TLS',
+    extendedFeatures: new Set([...GATEWAY_EXTENDED_FEATURES, 'TLSRouteModeTerminate', 'TLSRouteModeMixed']),
+    expected: { core: 20, extended: 7 },
+  },
 ];
 
 /**

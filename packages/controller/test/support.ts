@@ -7,8 +7,8 @@ import type { Resources, TranslateOptions, TranslateResult } from '../src/transl
 
 export const CONTROLLER_NAME = 'tollgate.dev/gateway-controller';
 
-export function emptyResources(): { -readonly [K in keyof Resources]: Resources[K][number][] } {
-  return { gatewayClasses: [], gateways: [], httpRoutes: [], grpcRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
+export function emptyResources(): { -readonly [K in keyof Resources]-?: NonNullable<Resources[K]>[number][] } {
+  return { gatewayClasses: [], gateways: [], httpRoutes: [], grpcRoutes: [], tlsRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
 }
 
 /** Options for a case: defaults, changed by a first line `# options: {...}` (JSON). */
@@ -37,6 +37,9 @@ export function parseResources(text: string, subject: string): Resources {
         break;
       case 'GRPCRoute':
         out.grpcRoutes.push(o.object);
+        break;
+      case 'TLSRoute':
+        out.tlsRoutes.push(o.object);
         break;
       case 'ReferenceGrant':
         out.referenceGrants.push(o.object);
@@ -79,6 +82,8 @@ export function resultData(result: TranslateResult): unknown {
       gatewayClasses: Object.fromEntries(result.status.gatewayClasses),
       gateways: Object.fromEntries(result.status.gateways),
       httpRoutes: Object.fromEntries(result.status.httpRoutes),
+      // Only in the cases that have some: the others' goldens stay as they were.
+      ...(result.status.tlsRoutes?.size ? { tlsRoutes: Object.fromEntries(result.status.tlsRoutes) } : {}),
       gatewayPolicies: Object.fromEntries(result.status.gatewayPolicies),
       // Only where a case has Backends: the outputs of the others stay as they were.
       ...(result.status.grpcRoutes?.size ? { grpcRoutes: Object.fromEntries(result.status.grpcRoutes) } : {}),

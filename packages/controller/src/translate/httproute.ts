@@ -53,7 +53,11 @@ function describeListeners(listeners: readonly ListenerState[]): string {
   return listeners.map((l) => l.spec.name).join(', ');
 }
 
-function matchParent(route: HTTPRoute, kind: RouteKind, ref: ParentReference, g: GatewayState, ctx: Context): Omit<ParentVerdict, 'ref'> {
+/** The route kinds whose parentRefs attach as HTTPRoute's do (hostnames intersected with the listener's). */
+export type AttachingRoute = Pick<HTTPRoute, 'metadata'> & { readonly spec: { readonly hostnames?: readonly string[] } };
+
+/** Which listeners of `g` a parentRef of `route` (of kind `kind`) attaches to, or why none. */
+export function matchParent(route: AttachingRoute, ref: ParentReference, g: GatewayState, ctx: Context, kind: string = 'HTTPRoute'): Omit<ParentVerdict, 'ref'> {
   const ns = route.metadata.namespace ?? '';
   const none = (v: Verdict) => ({ accepted: v, attachments: [] });
   const candidates = g.listeners.filter((l) => (ref.sectionName === undefined || l.spec.name === ref.sectionName) && (ref.port === undefined || l.spec.port === ref.port));
@@ -210,7 +214,7 @@ function translateRules(route: HTTPRoute, kind: RouteKind, ctx: Context): RulesR
 }
 
 /** The parentRef as the status reports it: defaults written out. */
-function fullRef(ref: ParentReference, routeNamespace: string): ParentReference {
+export function fullRef(ref: ParentReference, routeNamespace: string): ParentReference {
   return {
     group: ref.group ?? GATEWAY_GROUP,
     kind: ref.kind ?? 'Gateway',
@@ -285,7 +289,7 @@ function attachRoute(route: HTTPRoute, kind: RouteKind, rules: RulesResult, gate
     const g = gateways.get(gatewayKey);
     inputs.push({ gateway: gatewayKey, fingerprint: fingerprint(g) });
     if (!g) continue; // not a Gateway this controller serves
-    let { accepted, attachments: found } = matchParent(route, kind, ref, g, ctx);
+    let { accepted, attachments: found } = matchParent(route, ref, g, ctx, kind);
     if (accepted.ok && problems.length) {
       accepted = fail('UnsupportedValue', problems.map((p) => `${p.path}: ${p.message}`).join('; '));
       found = [];

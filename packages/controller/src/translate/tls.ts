@@ -69,7 +69,7 @@ function target(ref: SecretObjectReference, at: string, gatewayNs: string, grant
   return { ok: true, namespace };
 }
 
-/** `<namespace>/<name>` of each Secret the Gateway's HTTPS listeners and its backend client certificate may read. */
+/** `<namespace>/<name>` of each Secret the Gateway's HTTPS and TLS Terminate listeners and its backend client certificate may read. */
 export function certificateSecrets(gateway: Gateway, grants: ReferenceGrants): string[] {
   const ns = gateway.metadata.namespace ?? '';
   const out: string[] = [];
@@ -79,7 +79,8 @@ export function certificateSecrets(gateway: Gateway, grants: ReferenceGrants): s
     if (t.ok) out.push(`${t.namespace}/${client.name}`);
   }
   for (const l of gateway.spec.listeners) {
-    if (l.protocol !== 'HTTPS') continue;
+    // TLS listeners of mode Passthrough hold no certificate (the backend's is the one the client sees).
+    if (l.protocol !== 'HTTPS' && !(l.protocol === 'TLS' && l.tls?.mode === 'Terminate')) continue;
     for (const ref of l.tls?.certificateRefs ?? []) {
       const t = target(ref, '', ns, grants);
       if (t.ok) out.push(`${t.namespace}/${ref.name}`);
@@ -105,10 +106,10 @@ function resolveAt(ref: SecretObjectReference, at: string, gatewayNs: string, ct
 
 /** Null for a listener that is not HTTPS. */
 export function listenerCertificates(l: Listener, gateway: Gateway, ctx: Context): ListenerCertificates | null {
-  if (l.protocol !== 'HTTPS') return null;
+  if (l.protocol !== 'HTTPS' && l.protocol !== 'TLS') return null;
   const ns = gateway.metadata.namespace ?? '';
   const refs = l.tls?.certificateRefs ?? [];
-  if (!refs.length) return { verdict: fail('InvalidCertificateRef', 'an HTTPS listener needs tls.certificateRefs naming a Secret of type kubernetes.io/tls'), certificates: [] };
+  if (!refs.length) return { verdict: fail('InvalidCertificateRef', `${l.protocol === 'TLS' ? 'a TLS listener of mode Terminate' : 'an HTTPS listener'} needs tls.certificateRefs naming a Secret of type kubernetes.io/tls`), certificates: [] };
   const certificates: CertificateIR[] = [];
   const problems: { reason: string; problem: string }[] = [];
   refs.forEach((ref, i) => {

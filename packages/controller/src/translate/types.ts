@@ -20,6 +20,7 @@ import type {
   GatewayPolicy,
   GRPCRoute,
   HTTPRoute,
+  TLSRoute,
   ParentReference,
   ReferenceGrant,
   RouteGroupKind,
@@ -32,6 +33,8 @@ export interface Resources {
   readonly gateways: readonly Gateway[];
   readonly httpRoutes: readonly HTTPRoute[];
   readonly grpcRoutes: readonly GRPCRoute[];
+  /** TLSRoutes; absent: none. */
+  readonly tlsRoutes?: readonly TLSRoute[];
   readonly referenceGrants: readonly ReferenceGrant[];
   readonly gatewayPolicies: readonly GatewayPolicy[];
   /** Backend resources (tollgate.dev); absent: none. */
@@ -196,6 +199,8 @@ export interface StatusReport {
   readonly httpRoutes: ReadonlyMap<string, HTTPRouteStatusReport>;
   /** Every GRPCRoute of the resources, keyed by `<namespace>/<name>` (translate() always sets it); the same shape as an HTTPRoute's. */
   readonly grpcRoutes?: ReadonlyMap<string, HTTPRouteStatusReport>;
+  /** Every TLSRoute of the resources, as for HTTPRoutes (translate() always sets it). */
+  readonly tlsRoutes?: ReadonlyMap<string, HTTPRouteStatusReport>;
   readonly gatewayPolicies: ReadonlyMap<string, GatewayPolicyStatusReport>;
   readonly backendTLSPolicies: ReadonlyMap<string, BackendTLSPolicyStatusReport>;
   /** Every Backend of the resources, keyed by `<namespace>/<name>` (translate() always sets it). */
