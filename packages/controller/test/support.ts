@@ -7,8 +7,8 @@ import type { Resources, TranslateOptions, TranslateResult } from '../src/transl
 
 export const CONTROLLER_NAME = 'tollgate.dev/gateway-controller';
 
-export function emptyResources(): { -readonly [K in keyof Resources]: Resources[K][number][] } {
-  return { gatewayClasses: [], gateways: [], httpRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
+export function emptyResources(): { -readonly [K in keyof Resources]-?: NonNullable<Resources[K]>[number][] } {
+  return { gatewayClasses: [], gateways: [], listenerSets: [], httpRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
 }
 
 /** Options for a case: defaults, changed by a first line `# options: {...}` (JSON). */
@@ -31,6 +31,9 @@ export function parseResources(text: string, subject: string): Resources {
         break;
       case 'Gateway':
         out.gateways.push(o.object);
+        break;
+      case 'ListenerSet':
+        out.listenerSets.push(o.object);
         break;
       case 'HTTPRoute':
         out.httpRoutes.push(o.object);
