@@ -78,6 +78,8 @@ export function resultData(result: TranslateResult): unknown {
     status: {
       gatewayClasses: Object.fromEntries(result.status.gatewayClasses),
       gateways: Object.fromEntries(result.status.gateways),
+      // Only in the cases with ListenerSets.
+      ...(result.status.listenerSets?.size ? { listenerSets: Object.fromEntries(result.status.listenerSets) } : {}),
       httpRoutes: Object.fromEntries(result.status.httpRoutes),
       gatewayPolicies: Object.fromEntries(result.status.gatewayPolicies),
       // Only where a case has Backends: the outputs of the others stay as they were.

@@ -46,6 +46,7 @@ export const EXTENDED_FEATURES = [
   'HTTPRouteRetryBackendTimeout',
   'HTTPRouteRetryConnectionError',
   'HTTPRouteSchemeRedirect',
+  'ListenerSet',
 ] as const;
 
 export type SupportedFeature = (typeof CORE_FEATURES)[number] | (typeof EXTENDED_FEATURES)[number];

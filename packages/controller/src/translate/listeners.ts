@@ -115,10 +115,10 @@ export function translateListenerSetListeners(gateway: Gateway, origin: Listener
   const own = origin.listenerSet.spec.listeners;
   const earlier = before.filter((x) => x.conflicted.ok).map((x) => x.spec);
   const name = (x: Listener) => (earlier.includes(x) ? `${x.name} (before this ListenerSet)` : x.name);
-  return own.map((l) => {
-    const first = conflictWith(l, earlier, name);
-    return listenerState(l, gateway, origin, first.ok ? conflictWith(l, own, name) : first, ctx);
-  });
+  const first = own.map((l) => conflictWith(l, earlier, name));
+  // Those refused already do not refuse their siblings.
+  const rest = own.filter((_, i) => first[i]!.ok);
+  return own.map((l, i) => listenerState(l, gateway, origin, first[i]!.ok ? conflictWith(l, rest, name) : first[i]!, ctx));
 }
 
 /** Whether a route in `namespace` may attach to this listener (allowedRoutes.namespaces). */
