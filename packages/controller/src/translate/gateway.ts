@@ -1,5 +1,5 @@
 // Gateway: the Gateways of our accepted classes, whether each is accepted, and its listeners.
-import { condition, fail, ok, type Verdict } from './conditions.js';
+import { acceptedAndProgrammed, condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import type { ClassVerdict } from './gatewayclass.js';
 import { classBackendHosts, gatewayParameters } from '../proxy-settings/parameters.js';
@@ -101,10 +101,7 @@ export function gatewayStatus(g: GatewayState): GatewayStatusReport {
     name: meta.name,
     generation: gen,
     conditions: [
-      condition('Accepted', g.accepted.ok, g.accepted.reason, g.accepted.message, gen),
-      g.accepted.ok
-        ? condition('Programmed', false, 'Pending', 'waiting for a proxy of the Gateway to apply its configuration', gen)
-        : condition('Programmed', false, 'Invalid', `not programmed: ${g.accepted.message}`, gen),
+      ...acceptedAndProgrammed(g.accepted, gen, 'Invalid'),
       // Only with a backend client certificate: the references outside the listeners are that one.
       ...(g.backendClientCertificate ? [gatewayResolvedRefs(g.backendClientCertificate.verdict, g.listeners, gen)] : []),
       // Present while AllowInsecureFallback is set anywhere (Gateway API: removed once it is not).

@@ -3,7 +3,7 @@
 // after its own, in ListenerSet precedence order (oldest first, then <namespace>/<name>); a
 // listener that conflicts with one before it is refused. Every listener keeps its origin: the
 // ListenerSet reports its status, and routes reach it through a parentRef of kind ListenerSet.
-import { condition, fail, ok, type Verdict } from './conditions.js';
+import { acceptedAndProgrammed, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { generationOf } from './keys.js';
 import { selects } from './label-selector.js';
@@ -95,17 +95,6 @@ export function attachListenerSets(gateway: Gateway, gatewayAccepted: Verdict, o
 export function listenerSetStatus(gatewayKey: string, s: ListenerSetState, listenerStatus: (l: ListenerState, gen: number) => ListenerStatusReport): ListenerSetStatusReport {
   const meta = s.listenerSet.metadata;
   const gen = generationOf(meta);
-  return {
-    namespace: meta.namespace ?? '',
-    name: meta.name,
-    generation: gen,
-    gateway: gatewayKey,
-    conditions: [
-      condition('Accepted', s.accepted.ok, s.accepted.reason, s.accepted.message, gen),
-      s.accepted.ok
-        ? condition('Programmed', false, 'Pending', 'waiting for a proxy of the Gateway to apply its configuration', gen)
-        : condition('Programmed', false, s.accepted.reason, `not programmed: ${s.accepted.message}`, gen),
-    ],
-    listeners: s.listeners.map((l) => listenerStatus(l, gen)),
-  };
+  const listeners = s.listeners.map((l) => listenerStatus(l, gen));
+  return { namespace: meta.namespace ?? '', name: meta.name, generation: gen, gateway: gatewayKey, conditions: acceptedAndProgrammed(s.accepted, gen), listeners };
 }
