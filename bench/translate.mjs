@@ -92,7 +92,7 @@ function resources(routes, policies) {
       },
     };
   });
-  return { gatewayClasses, gateways, httpRoutes, referenceGrants: [], gatewayPolicies, backendTLSPolicies: [], services, endpointSlices, namespaces, secrets: [], configMaps: [] };
+  return { gatewayClasses, gateways, httpRoutes, grpcRoutes: [], referenceGrants: [], gatewayPolicies, backendTLSPolicies: [], services, endpointSlices, namespaces, secrets: [], configMaps: [] };
 }
 
 function mib(bytes) {

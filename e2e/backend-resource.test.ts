@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectStreamClient, type StreamedSnapshot } from './lib/stream-client.js';
-import { ControllerProcess, installChart, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
+import { installChart, startAsChart, waitForObject, type ControllerProcess } from './controller-process.js';
 import type { Condition } from './lib/conditions.js';
 import { exec, run } from './lib/exec.js';
 import { e2eAvailability } from './lib/tools.js';
@@ -117,9 +117,7 @@ describe.skipIf(!availability.run)('the Backend resource', () => {
 
   beforeAll(async () => {
     await installChart(cluster.current, [INFRA, TEAM, PROVIDERS]);
-    const kubeconfig = await serviceAccountKubeconfig(cluster.current, 'tollgate-system', 'tollgate-controller', join(dir, 'kubeconfig'));
-    controller = await ControllerProcess.start('controller', cluster.current, kubeconfig, ['--snapshot-tls-names=127.0.0.1']);
-    await controller.synced();
+    controller = await startAsChart(cluster.current, 'controller', ['--snapshot-tls-names=127.0.0.1']);
   }, 120_000);
 
   afterAll(async () => {

@@ -41,11 +41,8 @@ export async function serviceAccountKubeconfig(cluster: Cluster, namespace: stri
  * chart's RBAC is what a suite exercises; resolves once every watched kind has synced.
  */
 export async function startChartController(cluster: Cluster, helmArgs: string[] = []): Promise<ControllerProcess> {
-  await run(cluster.tools.helm, ['install', 'tollgate', join(REPO_ROOT, 'charts/tollgate'), '-n', 'tollgate-system', '--create-namespace', ...helmArgs], { env: cluster.env });
-  const kubeconfig = await serviceAccountKubeconfig(cluster, 'tollgate-system', 'tollgate-controller', join(mkdtempSync(join(tmpdir(), 'tg-ctl-')), 'kubeconfig'));
-  const controller = await ControllerProcess.start('controller', cluster, kubeconfig);
-  await controller.synced();
-  return controller;
+  await run(cluster.tools.helm, ['install', CHART_RELEASE, CHART, '-n', SYSTEM_NAMESPACE, '--create-namespace', ...helmArgs], { env: cluster.env });
+  return startAsChart(cluster, 'controller');
 }
 
 /** `helm install` of the chart into tollgate-system (its defaults: RBAC, admission and network policies), and `namespaces` made. */

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectStreamClient, routePolicy, type StreamedSnapshot } from './lib/stream-client.js';
-import { ControllerProcess, installChart, serviceAccountKubeconfig, waitForObject } from './controller-process.js';
+import { installChart, startAsChart, waitForObject, type ControllerProcess } from './controller-process.js';
 import { policyCondition, type PolicyStatus } from './lib/conditions.js';
 import { run } from './lib/exec.js';
 import { e2eAvailability } from './lib/tools.js';
@@ -110,9 +110,7 @@ describe.skipIf(!availability.run)("the Secrets of a tenant's GatewayPolicy", ()
 
   beforeAll(async () => {
     await installChart(cluster.current, [INFRA, TEAM, KEYS]);
-    const kubeconfig = await serviceAccountKubeconfig(cluster.current, 'tollgate-system', 'tollgate-controller', join(dir, 'kubeconfig'));
-    controller = await ControllerProcess.start('controller', cluster.current, kubeconfig, ['--snapshot-tls-names=127.0.0.1']);
-    await controller.synced();
+    controller = await startAsChart(cluster.current, 'controller', ['--snapshot-tls-names=127.0.0.1']);
     await apply(BASE);
   }, 120_000);
 

@@ -249,7 +249,7 @@ function transformationCases(): BadCase[] {
   ];
 }
 
-/** cors, csrf and directResponse: the CRD's own rules (x-kubernetes-validations), each naming the field. */
+/** cors, csrf, directResponse and extProc: the CRD's own rules (x-kubernetes-validations), each naming the field. */
 function trafficKindCases(): BadCase[] {
   const traffic = (t: Record<string, unknown>) => ({ targetRefs: [route], traffic: t });
   return [
@@ -313,6 +313,21 @@ function trafficKindCases(): BadCase[] {
       spec: traffic({ directResponse: { status: 200, body: { json: 'text' } } }),
       expect: [/spec\.traffic\.directResponse\.body\.json: Invalid value: "string": .*must be of type object/],
     },
+    {
+      name: 'extProc with an unknown body mode',
+      spec: traffic({ extProc: { service: { backendRef: { name: 'p', port: 9002 } }, processingMode: { requestBodyMode: 'BUFFERD' } } }),
+      expect: [/spec\.traffic\.extProc\.processingMode\.requestBodyMode: Unsupported value: "BUFFERD"/],
+    },
+    {
+      name: 'extProc buffering more than 8 MiB',
+      spec: traffic({ extProc: { service: { backendRef: { name: 'p', port: 9002 } }, maxBufferedBytes: 9_000_000 } }),
+      expect: [/spec\.traffic\.extProc\.maxBufferedBytes: Invalid value: 9000000: .*less than or equal to 8388608/],
+    },
+    {
+      name: 'extProc naming no service',
+      spec: traffic({ extProc: { service: {} } }),
+      expect: [/spec\.traffic\.extProc\.service: Invalid value: .*exactly one of host or backendRef must be set/],
+    },
   ];
 }
 
@@ -320,7 +335,38 @@ function trafficKindCases(): BadCase[] {
 function authCases(): BadCase[] {
   const traffic = (t: Record<string, unknown>) => ({ targetRefs: [route], traffic: t });
   const jwks = { inline: '{"keys":[]}' };
+  const oidc = (over: Record<string, unknown>) => traffic({ oidc: { issuer: 'https://idp.example', provider: { backendRef: { name: 'idp', port: 443 } }, clientId: 'ui', sessionKey: { ref: { name: 'oidc' } }, ...over } });
   return [
+    {
+      name: 'oidc without a sessionKey',
+      spec: traffic({ oidc: { issuer: 'https://idp.example', provider: { backendRef: { name: 'idp', port: 443 } }, clientId: 'ui' } }),
+      expect: [/spec\.traffic\.oidc\.sessionKey: Required value/],
+    },
+    {
+      name: 'oidc issuer that is not a URL',
+      spec: oidc({ issuer: 'idp.example' }),
+      expect: [/spec\.traffic\.oidc\.issuer: Invalid value: "idp\.example"/],
+    },
+    {
+      name: 'oidc provider with both host and backendRef',
+      spec: oidc({ provider: { host: 'idp:443', backendRef: { name: 'idp', port: 443 } } }),
+      expect: [/spec\.traffic\.oidc\.provider: Invalid value: .*exactly one of host or backendRef must be set/],
+    },
+    {
+      name: 'oidc session key from a ref and a file',
+      spec: oidc({ sessionKey: { ref: { name: 'oidc' }, file: 'key' } }),
+      expect: [/spec\.traffic\.oidc\.sessionKey: Invalid value: .*exactly one of ref or file must be set/],
+    },
+    {
+      name: 'oidc session over 720h',
+      spec: oidc({ cookie: { maxAge: '800h' } }),
+      expect: [/spec\.traffic\.oidc\.cookie\.maxAge: Invalid value: .*must be from 1m to 720h/],
+    },
+    {
+      name: 'oidc with 9 cookie chunks',
+      spec: oidc({ cookie: { maxChunks: 9 } }),
+      expect: [/spec\.traffic\.oidc\.cookie\.maxChunks: Invalid value: 9: .*less than or equal to 8/],
+    },
     {
       name: 'apiKey naming no keys',
       spec: traffic({ apiKey: { keyFrom: [{ type: 'Bearer' }] } }),

@@ -129,6 +129,7 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
     const can = async (...args: string[]) => (await cluster.current.kubectl(['auth', 'can-i', '--as', SA, ...args])).stdout.trim();
     const allowed = [
       ['watch', 'httproutes.gateway.networking.k8s.io', '-A'],
+      ['watch', 'grpcroutes.gateway.networking.k8s.io', '-A'],
       ['watch', 'gateways.gateway.networking.k8s.io', '-A'],
       ['watch', 'gatewayclasses.gateway.networking.k8s.io'],
       ['watch', 'referencegrants.gateway.networking.k8s.io', '-A'],
@@ -150,6 +151,7 @@ describe.skipIf(!availability.run)('Helm chart on kube-apiserver', () => {
       ['get', 'listenersets.gateway.networking.k8s.io', '-n', 'default'],
       ['update', 'listenersets.gateway.networking.k8s.io', '--subresource=status', '-n', 'default'],
       ['update', 'httproutes.gateway.networking.k8s.io', '--subresource=status', '-n', 'default'],
+      ['update', 'grpcroutes.gateway.networking.k8s.io', '--subresource=status', '-n', 'default'],
       ['update', 'gateways.gateway.networking.k8s.io', '--subresource=status', '-n', 'default'],
       ['update', 'gatewayclasses.gateway.networking.k8s.io', '--subresource=status'],
       ['create', 'events.events.k8s.io', '-n', 'default'],

@@ -2,7 +2,7 @@
 # `pnpm images`: builds the tollgate, tollgate-controller and mock-llm images with podman, and
 # the e2e node's test-tool image opa when its binary is built.
 #
-#   bash images/build-images.sh [tollgate|tollgate-controller|mock-llm|opa ...]
+#   bash images/build-images.sh [tollgate|tollgate-controller|mock-llm|opa|ext-proc ...]
 #
 # Each image is <repository>/<name>:<version of its package>, with the repository
 # ${TOLLGATE_IMAGE_REPOSITORY:-ghcr.io/tollgate-dev} (the chart's default image names; the
@@ -36,16 +36,16 @@ command -v podman >/dev/null || die "podman is required (apt-get install podman)
 declare -A DIR=([tollgate]=packages/proxy [tollgate-controller]=packages/controller [mock-llm]=packages/mock-llm)
 declare -A PKG=([tollgate]=@tollgate/proxy [tollgate-controller]=@tollgate/controller [mock-llm]=@tollgate/mock-llm)
 # test-tool image name -> its wrapper module under e2e/tools/, its version key in e2e/tools.json, its binary
-declare -A TOOL=([opa]=opa-envoy)
-declare -A TOOL_VERSION=([opa]=opaEnvoy)
-declare -A TOOL_BINARY=([opa]=opa)
+declare -A TOOL=([opa]=opa-envoy [ext-proc]=ext-proc)
+declare -A TOOL_VERSION=([opa]=opaEnvoy [ext-proc]=goControlPlane)
+declare -A TOOL_BINARY=([opa]=opa [ext-proc]=ext-proc)
 # name -> the image's description; each is a target of images/Containerfile
 declare -A DESCRIPTION=([tollgate]='Tollgate gateway proxy for LLM traffic' [tollgate-controller]='Tollgate controller: Gateway API implementation for LLM traffic' [mock-llm]='OpenAI-compatible mock LLM backend for tests, demos and benchmarks')
 
 names=("$@")
-(( ${#names[@]} )) || names=(tollgate tollgate-controller mock-llm opa)
+(( ${#names[@]} )) || names=(tollgate tollgate-controller mock-llm opa ext-proc)
 for n in "${names[@]}"; do
-  [[ -n "${DIR[$n]:-}" || -n "${TOOL[$n]:-}" ]] || die "unknown image ${n} (images: tollgate, tollgate-controller, mock-llm, opa)"
+  [[ -n "${DIR[$n]:-}" || -n "${TOOL[$n]:-}" ]] || die "unknown image ${n} (images: tollgate, tollgate-controller, mock-llm, opa, ext-proc)"
 done
 
 if [[ -n "${TOLLGATE_BASE_IMAGE:-}" ]]; then

@@ -342,6 +342,48 @@ install_opa_envoy() {
   install_wrapper_tool opa-envoy opaEnvoy github.com/open-policy-agent/opa opa "OPA with the Envoy ext_authz plugin"
 }
 
+# Dex, the OpenID Connect provider of the oidc tests (packages/proxy/test/auth-oidc.test.ts),
+# built from the wrapper module e2e/tools/dex at e2e/tools.json's dex (a pseudo-version: the Go
+# module proxy serves Dex as pseudo-versions only, and its module path has no /v2). Dex replaces
+# its own api module with a directory of its repository, which a dependency's replace cannot
+# do, so the wrapper requires github.com/dexidp/dex/api/v2 at the same commit. The proxy serves
+# that version's .mod and .zip but refuses its .info (403), which go asks for first: a local
+# file proxy in the cache holds the three (the .info written here), in front of the usual one;
+# go.sum pins the zip's hash, so what go builds is what was reviewed. Cached by version and the
+# hash of go.mod and go.sum as dex-<version>-<key>/dex.
+install_dex() {
+  local ver dir key dest api files
+  ver="$(version dex)"
+  dir="${REPO_ROOT}/e2e/tools/dex"
+  key="$(cat "${dir}/go.mod" "${dir}/go.sum" | sha256sum | cut -c1-12)"
+  dest="${CACHE}/dex-${ver}-${key}"
+  cached "Dex ${ver}" "${dest}/dex" && return 0
+  check_module_version "${dir}" github.com/dexidp/dex "${ver}"
+  api="$(sed -nE 's#^[[:space:]]*github\.com/dexidp/dex/api/v2 (v[^ ]+).*#\1#p' "${dir}/go.mod")"
+  [[ -n "${api}" ]] || die "${dir}/go.mod does not require github.com/dexidp/dex/api/v2"
+  files="${CACHE}/dex-modproxy/github.com/dexidp/dex/api/v2/@v"
+  mkdir -p "${files}"
+  for ext in mod zip; do
+    [[ -s "${files}/${api}.${ext}" ]] || curl -fsSL -o "${files}/${api}.${ext}" "https://proxy.golang.org/github.com/dexidp/dex/api/v2/@v/${api}.${ext}" \
+      || die "could not download github.com/dexidp/dex/api/v2@${api}.${ext} from the Go module proxy"
+  done
+  printf '{"Version":"%s"}\n' "${api}" >"${files}/${api}.info"
+  printf '%s\n' "${api}" >"${files}/list"
+  go_build "go build Dex ${ver}" "${dest}" \
+    env -C "${dir}" GOPROXY="file://${CACHE}/dex-modproxy,$(go env GOPROXY)" GOFLAGS=-mod=readonly CGO_ENABLED=0 \
+      go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "${dest}.tmp/dex" github.com/dexidp/dex/cmd/dex
+  finish_build "${dest}"
+  log "Dex ${ver}: installed in ${dest}"
+}
+
+# ext-proc (e2e/tools/ext-proc): an Envoy external processor on the official Go types
+# (go-control-plane at goControlPlane) that rewrites headers and bodies, answers immediately on
+# a marker header and misbehaves on demand, for packages/proxy/test/ext-proc*.test.ts and the
+# extProc e2e. Cached by version and source hash as ext-proc-<version>-<key>/ext-proc.
+install_ext_proc() {
+  install_wrapper_tool ext-proc goControlPlane github.com/envoyproxy/go-control-plane/envoy ext-proc "ext-proc (go-control-plane)"
+}
+
 # The official Python openai client (PyPI, pinned in e2e/tools.json: pythonOpenai) in a venv of
 # its own; the tests run <dest>/python, written only once pip succeeded, so an interrupted install
 # is never taken for a cached one.
@@ -386,7 +428,7 @@ main() {
   install_apt_packages
   if command -v redis-server >/dev/null 2>&1; then log "redis-server: $(redis-server --version | head -n1)"; fi
   in_parallel install_kube \
-    "install_gateway_api_crds install_envoy_proto install_python_openai install_etcd install_helm install_ratelimit install_opa_envoy install_node_images install_conformance_suite" \
+    "install_gateway_api_crds install_envoy_proto install_python_openai install_etcd install_helm install_ratelimit install_opa_envoy install_dex install_ext_proc install_node_images install_conformance_suite" \
     install_local_images
   log "all test tools installed in $((SECONDS - start))s"
 }

@@ -165,10 +165,19 @@ function mergeReports(list) {
 function conformanceSummary() {
   const tools = JSON.parse(readFileSync(`${root}e2e/tools.json`, 'utf8'));
   const version = JSON.parse(readFileSync(`${root}packages/proxy/package.json`, 'utf8')).version;
-  const file = `${resultsDir}/conformance/tollgate-v${version}-GATEWAY-HTTP-report.yaml`;
+  const file = `${resultsDir}/conformance/tollgate-v${version}-report.yaml`;
   if (!existsSync(file) || statSync(file).mtimeMs < started) return;
   const text = readFileSync(file, 'utf8');
-  // The report is YAML written by the suite; the two result lines are all this needs.
-  const results = [...text.matchAll(/^(?:- | {2})(core|extended):\n(?: {4}failedTests:\n(?: {4}- .*\n)+)? {4}result: (\w+)$/gm)].map((m) => `${m[1]} ${m[2]}`);
-  process.stdout.write(`Conformance (GATEWAY-HTTP, Gateway API ${tools.gatewayApi}): ${results.join(', ') || 'no result in the report'}; ${file}\n`);
+  // The report is YAML written by the suite (keys sorted): each entry of `profiles:` has its
+  // name and two result lines, which is all this needs.
+  const entries = text.slice(text.indexOf('\nprofiles:\n')).split(/\n(?=- )/).slice(1);
+  let any = false;
+  for (const entry of entries) {
+    const name = /^(?:- | {2})name: (\S+)$/m.exec(entry)?.[1];
+    if (!name) continue; // another list after the profiles (succeededProvisionalTests)
+    any = true;
+    const results = [...entry.matchAll(/^(?:- | {2})(core|extended):\n(?: {4}failedTests:\n(?: {4}- .*\n)+)? {4}result: (\w+)$/gm)].map((m) => `${m[1]} ${m[2]}`);
+    process.stdout.write(`Conformance (${name}, Gateway API ${tools.gatewayApi}): ${results.join(', ') || 'no result in the report'}; ${file}\n`);
+  }
+  if (!any) process.stdout.write(`Conformance (Gateway API ${tools.gatewayApi}): no profile in the report; ${file}\n`);
 }

@@ -7,7 +7,7 @@ import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { onFreePorts } from '@tollgate/testkit';
+import { etcdArgs, onFreePorts } from '@tollgate/testkit';
 import { makeCerts, type ClusterCerts } from './certs.js';
 import { exec, run, type ExecOptions, type ExecResult } from './exec.js';
 import { missingTools, toolPaths, INSTALL_COMMAND, REPO_ROOT, VERSIONS, type Tools } from './tools.js';
@@ -161,17 +161,7 @@ async function startOnce(opts: StartOptions, [etcdClient, etcdPeer, apiPort]: [n
 
     const etcdUrl = `http://127.0.0.1:${etcdClient}`;
     const peerUrl = `http://127.0.0.1:${etcdPeer}`;
-    const etcd = startProcess('etcd', tools.etcd, [
-      '--name=default',
-      `--data-dir=${join(dir, 'etcd')}`,
-      `--listen-client-urls=${etcdUrl}`,
-      `--advertise-client-urls=${etcdUrl}`,
-      `--listen-peer-urls=${peerUrl}`,
-      `--initial-advertise-peer-urls=${peerUrl}`,
-      `--initial-cluster=default=${peerUrl}`,
-      '--unsafe-no-fsync=true',
-      '--log-level=warn',
-    ], dir);
+    const etcd = startProcess('etcd', tools.etcd, etcdArgs(join(dir, 'etcd'), etcdUrl, peerUrl), dir);
     procs.push(etcd);
     await waitFor('etcd health', etcd, async () => {
       const res = await fetch(`${etcdUrl}/health`);

@@ -19,6 +19,8 @@ export interface ToolVersions {
   pause: string;
   /** OPA with an Envoy external authorization plugin (e2e/tools/opa-envoy); absent in a checkout without it. */
   opaEnvoy?: string;
+  /** go-control-plane, the version e2e/tools/envoy-proto and e2e/tools/ext-proc build on. */
+  goControlPlane: string;
 }
 
 export const VERSIONS = JSON.parse(readFileSync(join(REPO_ROOT, 'e2e/tools.json'), 'utf8')) as ToolVersions;

@@ -4,42 +4,81 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT, VERSIONS } from '../lib/tools.js';
 
-export const CONFORMANCE_PROFILE = 'GATEWAY-HTTP';
 /** The GatewayClass the suite's Gateways name (the chart's default class). */
 export const GATEWAY_CLASS = 'tollgate';
 
-/**
- * The extended features of the GATEWAY-HTTP profile at Gateway API v1.6.1 (the suite's
- * Gateway, HTTPRoute and BackendTLSPolicy feature sets): the report lists a declared feature
- * among the profile's extended ones only when it is one of these.
- */
-export const PROFILE_EXTENDED_FEATURES: ReadonlySet<string> = new Set([
+/** The Gateway's extended features at Gateway API v1.6.1 (features.GatewayExtendedFeatures): in every Gateway profile. */
+const GATEWAY_EXTENDED_FEATURES = [
   'GatewayPort8080', 'GatewayStaticAddresses', 'GatewayHTTPListenerIsolation', 'GatewayHTTPSListenerDetectMisdirectedRequests',
   'GatewayInfrastructurePropagation', 'GatewayAddressEmpty', 'GatewayBackendClientCertificate', 'GatewayFrontendClientCertificateValidation',
   'GatewayFrontendClientCertificateValidationInsecureFallback', 'ListenerSet',
-  'HTTPRouteDestinationPortMatching', 'HTTPRouteBackendRequestHeaderModification', 'HTTPRouteQueryParamMatching', 'HTTPRouteMethodMatching',
-  'HTTPRouteResponseHeaderModification', 'HTTPRoutePortRedirect', 'HTTPRouteSchemeRedirect', 'HTTPRoutePathRedirect', 'HTTPRouteHostRewrite',
-  'HTTPRoutePathRewrite', 'HTTPRouteRequestMirror', 'HTTPRouteRequestMultipleMirrors', 'HTTPRouteRequestPercentageMirror', 'HTTPRouteRequestTimeout',
-  'HTTPRouteBackendTimeout', 'HTTPRouteParentRefPort', 'HTTPRouteBackendProtocolH2C', 'HTTPRouteBackendProtocolWebSocket',
-  'HTTPRoute303RedirectStatusCode', 'HTTPRoute307RedirectStatusCode', 'HTTPRoute308RedirectStatusCode', 'HTTPRouteRetry',
-  'HTTPRouteRetryBackendTimeout', 'HTTPRouteRetryConnectionError', 'HTTPRouteNamedRouteRule', 'HTTPRouteCORS', 'BackendTLSPolicy',
-  'BackendTLSPolicySANValidation',
-]);
+];
+
+export interface ConformanceProfile {
+  /** The suite's name of the profile (--conformance-profiles). */
+  readonly name: string;
+  /**
+   * The profile's extended features at Gateway API v1.6.1 (the suite's profiles.go): the report
+   * lists a declared feature among the profile's extended ones only when it is one of these.
+   */
+  readonly extendedFeatures: ReadonlySet<string>;
+  /**
+   * How many tests of the profile the run must count, all passed: its core tests, and the
+   * extended tests of the features Tollgate declares (packages/controller/src/translate/features.ts).
+   * Declaring a feature, or moving to another suite version, changes these on purpose, with the
+   * report (`pnpm conformance --update-report`).
+   */
+  readonly expected: { readonly core: number; readonly extended: number };
+}
 
 /**
- * How many tests of the profile the run must count, all passed: the core tests of
- * GATEWAY-HTTP at Gateway API v1.6.1, and the extended tests of the features Tollgate
- * declares (packages/controller/src/translate/features.ts). Some declared features have no
- * test of their own at v1.6.1 (HTTPRouteRetryBackendTimeout, HTTPRouteRetryConnectionError):
- * they add none. Declaring a feature, or moving to
- * another suite version, changes these on purpose, with the report (`pnpm conformance
- * --update-report`).
+ * The profiles `pnpm conformance` runs, in one suite run: one entry each. A test of the Gateway
+ * alone (GatewayModifyListeners) counts in every profile, as the suite reports it.
  */
-export const EXPECTED_TESTS = { core: 37, extended: 58 } as const;
+export const CONFORMANCE_PROFILES: readonly ConformanceProfile[] = [
+  {
+    // Some declared features have no test of their own at v1.6.1 (HTTPRouteRetryBackendTimeout,
+    // HTTPRouteRetryConnectionError): they add none.
+    name: 'GATEWAY-HTTP',
+    extendedFeatures: new Set([
+      ...GATEWAY_EXTENDED_FEATURES,
+      'HTTPRouteDestinationPortMatching', 'HTTPRouteBackendRequestHeaderModification', 'HTTPRouteQueryParamMatching', 'HTTPRouteMethodMatching',
+      'HTTPRouteResponseHeaderModification', 'HTTPRoutePortRedirect', 'HTTPRouteSchemeRedirect', 'HTTPRoutePathRedirect', 'HTTPRouteHostRewrite',
+      'HTTPRoutePathRewrite', 'HTTPRouteRequestMirror', 'HTTPRouteRequestMultipleMirrors', 'HTTPRouteRequestPercentageMirror', 'HTTPRouteRequestTimeout',
+      'HTTPRouteBackendTimeout', 'HTTPRouteParentRefPort', 'HTTPRouteBackendProtocolH2C', 'HTTPRouteBackendProtocolWebSocket',
+      'HTTPRoute303RedirectStatusCode', 'HTTPRoute307RedirectStatusCode', 'HTTPRoute308RedirectStatusCode', 'HTTPRouteRetry',
+      'HTTPRouteRetryBackendTimeout', 'HTTPRouteRetryConnectionError', 'HTTPRouteNamedRouteRule', 'HTTPRouteCORS', 'BackendTLSPolicy',
+      'BackendTLSPolicySANValidation',
+    ]),
+    // ListenerSet: 12 tests (ListenerSetAllowedRoutesSupportedKinds needs TLSRoute: GATEWAY-TLS).
+    expected: { core: 37, extended: 57 },
+  },
+  {
+    // Core: the 11 tests of the Gateway alone and the 4 GRPCRoute tests; extended:
+    // GatewayStaticAddresses, GatewayInfrastructure, GatewayOptionalAddressValue, GRPCRouteNamedRule,
+    // and the 7 ListenerSet tests that need no route kind but GRPCRoute's profile has.
+    name: 'GATEWAY-GRPC',
+    extendedFeatures: new Set([...GATEWAY_EXTENDED_FEATURES, 'GRPCRouteNamedRouteRule']),
+    expected: { core: 15, extended: 11 },
+  },
+];
 
-/** The report's file name, in .test-results/conformance/ and conformance/reports/<version>/. */
+/**
+ * The profiles this run asks for: TOLLGATE_CONFORMANCE_PROFILES (a comma-separated list of
+ * names, `pnpm conformance --conformance-profiles=...`), every one of CONFORMANCE_PROFILES by default.
+ */
+export function selectedProfiles(list = process.env.TOLLGATE_CONFORMANCE_PROFILES?.trim()): readonly ConformanceProfile[] {
+  if (!list) return CONFORMANCE_PROFILES;
+  return list.split(',').map((name) => {
+    const p = CONFORMANCE_PROFILES.find((c) => c.name === name.trim());
+    if (!p) throw new Error(`unknown conformance profile ${name}; known: ${CONFORMANCE_PROFILES.map((c) => c.name).join(', ')}`);
+    return p;
+  });
+}
+
+/** The report's file name (all the profiles of the run in one), in .test-results/conformance/ and conformance/reports/<version>/. */
 export function reportFileName(impl: Implementation): string {
-  return `tollgate-${impl.version}-${CONFORMANCE_PROFILE}-report.yaml`;
+  return `tollgate-${impl.version}-report.yaml`;
 }
 
 export function suiteBinary(cache: string): string {

@@ -1,12 +1,12 @@
 // The upstream Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance, at the CRDs'
 // version) against Tollgate on the e2e node, installed as users install it: `helm install` of
 // charts/tollgate (the controller as a pod, the snapshot stream with TLS and TokenReview
-// authentication), then the GATEWAY-HTTP profile with the chart's GatewayClass and exactly the
+// authentication), then the profiles of CONFORMANCE_PROFILES (GATEWAY-HTTP, GATEWAY-GRPC) in one suite run, with the chart's GatewayClass and exactly the
 // features it declares (packages/controller/src/translate/features.ts). The node has the Gateway
 // API CRDs of the experimental channel (config/crd/experimental of the pinned module): at v1.6.1
 // an HTTPRoute rule's `retry` (HTTPRouteRetry) is in that channel only. The run fails when a
 // core test fails or a declared extended feature fails, and unless this run wrote its report
-// (any earlier one is deleted first) with every test of the profile counted. The report goes to
+// (any earlier one is deleted first) with every test of each profile counted. The report goes to
 // .test-results/conformance/; `pnpm conformance --update-report` copies a passing run's report
 // to conformance/reports/ (the committed one changes only on purpose).
 //
@@ -29,7 +29,7 @@ import { NODE } from '../lib/node/addresses.js';
 import { projectImage } from '../lib/node/images.js';
 import { cacheDir, gatewayApiCrdDir, nodeAvailability, REPO_ROOT, VERSIONS } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
-import { CONFORMANCE_PROFILE, EXPECTED_TESTS, GATEWAY_CLASS, implementation, PROFILE_EXTENDED_FEATURES, reportFileName, suiteBinary, type ConformanceReport } from './conformance-support.js';
+import { GATEWAY_CLASS, implementation, reportFileName, selectedProfiles, suiteBinary, type ConformanceReport } from './conformance-support.js';
 import { kubectlOk, until } from './helm-install.lib.js';
 
 const inCI = process.env.CI === 'true' || process.env.CI === '1';
@@ -49,6 +49,8 @@ function availability(): { run: boolean } {
 }
 
 const singleTest = process.env.TOLLGATE_CONFORMANCE_RUN_TEST?.trim() || undefined;
+const profiles = selectedProfiles();
+const profileNames = profiles.map((p) => p.name).join(',');
 
 /** The GatewayClass's proxy parameters for the run (proxy-settings/parameters.ts). */
 const CLASS_PARAMETERS = {
@@ -59,7 +61,7 @@ const CLASS_PARAMETERS = {
 };
 const RESULTS = join(REPO_ROOT, '.test-results', 'conformance');
 
-describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gatewayApi} (${CONFORMANCE_PROFILE})`, () => {
+describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gatewayApi} (${profileNames})`, () => {
   const node = useNode({ images: [projectImage('tollgate'), projectImage('tollgate-controller')], gatewayApiChannel: 'experimental' });
 
   beforeAll(async () => {
@@ -98,7 +100,7 @@ describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gateway
     const args = [
       '-test.run', '^TestConformance$', '-test.v', '-test.timeout', '120m',
       `--gateway-class=${GATEWAY_CLASS}`,
-      `--conformance-profiles=${CONFORMANCE_PROFILE}`,
+      `--conformance-profiles=${profileNames}`,
       `--supported-features=${SUPPORTED_FEATURES.join(',')}`,
       // GatewayStaticAddresses: an address the node's Service range can give, and one outside it.
       `--usable-address=${NODE.gatewayStaticAddress}`,
@@ -135,8 +137,6 @@ describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gateway
     expect(existsSync(reportFile), `the suite wrote no report (exit ${code}); see ${logFile}`).toBe(true);
     const report = parseConfigText(readFileSync(reportFile, 'utf8'), reportFile) as ConformanceReport;
     expect(report.implementation).toMatchObject(impl);
-    const profile = report.profiles.find((p) => p.name === CONFORMANCE_PROFILE);
-    expect(profile, `no ${CONFORMANCE_PROFILE} profile in ${reportFile}`).toBeDefined();
     expect(list('FAIL'), `failed tests; see ${logFile}`).toEqual([]);
     expect(code).toBe(0);
     // One test alone: it passed. The profile: every core test and the tests of every declared
@@ -150,21 +150,31 @@ describe.skipIf(!availability().run)(`Gateway API conformance ${VERSIONS.gateway
       failed: p?.statistics?.Failed ?? 0,
       skipped: p?.statistics?.Skipped ?? 0,
     });
-    const declared = SUPPORTED_FEATURES.filter((f) => PROFILE_EXTENDED_FEATURES.has(f)).sort();
-    const extended = profile!.extended;
+    // Per profile, as the report has them.
     const got = singleTest
       ? { [singleTest]: outcomes.get(singleTest) }
       : {
-          core: counted(profile!.core),
-          extended: { ...counted(extended), supportedFeatures: [...(extended?.supportedFeatures ?? [])].sort() },
-          passedInOutput: list('PASS').length,
+          profiles: report.profiles.map((p) => p.name).sort(),
+          ...Object.fromEntries(
+            profiles.map((p) => {
+              const r = report.profiles.find((q) => q.name === p.name);
+              return [p.name, { core: counted(r?.core), extended: { ...counted(r?.extended), supportedFeatures: [...(r?.extended?.supportedFeatures ?? [])].sort() } }];
+            }),
+          ),
         };
     const want = singleTest
       ? { [singleTest]: 'PASS' }
       : {
-          core: { result: 'success', failedTests: [], passed: EXPECTED_TESTS.core, failed: 0, skipped: 0 },
-          extended: { result: 'success', failedTests: [], passed: EXPECTED_TESTS.extended, failed: 0, skipped: 0, supportedFeatures: declared },
-          passedInOutput: EXPECTED_TESTS.core + EXPECTED_TESTS.extended,
+          profiles: profiles.map((p) => p.name).sort(),
+          ...Object.fromEntries(
+            profiles.map((p) => [
+              p.name,
+              {
+                core: { result: 'success', failedTests: [], passed: p.expected.core, failed: 0, skipped: 0 },
+                extended: { result: 'success', failedTests: [], passed: p.expected.extended, failed: 0, skipped: 0, supportedFeatures: SUPPORTED_FEATURES.filter((f) => p.extendedFeatures.has(f)).sort() },
+              },
+            ]),
+          ),
         };
     expect(got, `the run's verdict; see ${logFile} and ${reportFile}`).toEqual(want);
   }, 150 * 60_000);

@@ -1,7 +1,7 @@
 // Workloads the node suites deploy: mock-llm and the proxy, from the images `pnpm images` builds,
 // and OPA with its Envoy plugin (the opa test-tool image), with the restrictions a production pod
 // has (non-root, read-only root filesystem, no privilege escalation, no capabilities).
-import { opaImage, projectImage } from '../lib/node/images.js';
+import { extProcImage, opaImage, projectImage } from '../lib/node/images.js';
 
 const restricted = {
   allowPrivilegeEscalation: false,
@@ -184,6 +184,15 @@ export function opa(namespace: string, rego: string): string {
       { apiVersion: 'v1', kind: 'Service', metadata: { name: 'opa', namespace, labels }, spec: { selector: labels, ports: [{ name: 'grpc', port: 9191, targetPort: 'grpc', appProtocol: 'grpc' }] } },
     ],
   });
+}
+
+/** The extProc test processor (e2e/tools/ext-proc) on 9002 behind Service `ext-proc` (port grpc). */
+export function extProcessor(namespace: string): string {
+  const labels = { app: 'ext-proc' };
+  const container = { name: 'ext-proc', image: extProcImage(), imagePullPolicy: 'IfNotPresent', args: ['-addr', '0.0.0.0:9002'], ports: [{ name: 'grpc', containerPort: 9002 }], readinessProbe: { tcpSocket: { port: 9002 }, periodSeconds: 1 }, securityContext: restricted };
+  const deployment = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'ext-proc', namespace, labels }, spec: { replicas: 1, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [container] } } } };
+  const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'ext-proc', namespace, labels }, spec: { selector: labels, ports: [{ name: 'grpc', port: 9002, targetPort: 'grpc', appProtocol: 'grpc' }] } };
+  return JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [deployment, service] });
 }
 
 /** Gateway `gateway` of class tollgate (one HTTP listener on port 80) and HTTPRoute `chat` sending everything to `backendRef`. */

@@ -27,6 +27,11 @@ export function opaImage(): string {
   return `tollgate.local/opa-envoy:${VERSIONS.opaEnvoy}`;
 }
 
+/** The extProc test processor's image (`bash images/build-images.sh ext-proc`), at e2e/tools.json's goControlPlane version. */
+export function extProcImage(): string {
+  return `tollgate.local/ext-proc:${VERSIONS.goControlPlane}`;
+}
+
 /** The environment podman runs with (images/podman-env.sh's containers.conf). */
 export function podmanEnv(): NodeJS.ProcessEnv {
   const out = execFileSync('bash', ['-c', 'source "$1" && printf %s "$CONTAINERS_CONF"', 'bash', join(REPO_ROOT, 'images/podman-env.sh')], { encoding: 'utf8' });

@@ -20,6 +20,7 @@ import (
 
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 )
 

@@ -8,6 +8,7 @@ import { compileCel } from './cel/compile.js';
 import { checkAuthPolicy } from './auth/check.js';
 import { checkTransformation } from './transformation/check.js';
 import { checkTrafficKinds } from './traffic/kinds.js';
+import { checkExtProc } from './traffic/ext-proc-ir.js';
 import { checkCors } from './traffic/cors-ir.js';
 import { checkDuration } from './duration.js';
 import type { EvaluationLimits, RegexLimits } from './limits.js';
@@ -25,6 +26,7 @@ export function checkTrafficPolicy(policy: TrafficPolicy | undefined, path: stri
   checkAuthPolicy(policy, path, context, limits, out);
   checkTransformation(policy?.transformation, joinPath(path, 'transformation'), limits, out);
   checkTrafficKinds(policy, path, out);
+  if (policy?.extProc) checkExtProc(policy.extProc, joinPath(path, 'extProc'), out);
   const rl = policy?.rateLimit;
   if (!rl) return;
   const rlPath = joinPath(path, 'rateLimit');

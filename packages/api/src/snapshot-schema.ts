@@ -18,11 +18,13 @@ import { TransformationWire } from './transformation/transformation.js';
 import { BasicAuthWire } from './auth/basic-auth.js';
 import { ExtAuthzWire } from './auth/ext-authz.js';
 import { JwtWire } from './auth/jwt.js';
+import { OidcWire } from './auth/oidc.js';
 import { RetryWire } from './resilience/retry.js';
 import { MAX_PRIORITY } from './resilience/failover.js';
 import { corsWireFields, CorsWire } from './traffic/cors.js';
 import { CsrfWire } from './traffic/csrf.js';
 import { DirectResponseWire } from './traffic/direct-response.js';
+import { ExtProcWire } from './traffic/ext-proc.js';
 
 export { WireSecret };
 
@@ -197,7 +199,7 @@ const PolicyTarget = Obj(
 );
 const ConfigOrigin = Obj({ kind: Lit('config'), path: Str('JSON path in the standalone config.', 1024) }, 'From the standalone config.');
 const RouteOrigin = Type.Union([
-  Obj({ kind: Lit('HTTPRoute'), namespace: NonEmpty('Namespace.', 63), name: NonEmpty('Name.', 253), rule: Type.Integer({ minimum: 0, maximum: 63 }) }, 'A rule of an HTTPRoute.'),
+  Obj({ kind: Type.Union([Lit('HTTPRoute'), Lit('GRPCRoute')]), namespace: NonEmpty('Namespace.', 63), name: NonEmpty('Name.', 253), rule: Type.Integer({ minimum: 0, maximum: 63 }) }, 'A rule of an HTTPRoute or a GRPCRoute.'),
   ConfigOrigin,
 ]);
 const PolicyOrigin = Type.Union([
@@ -276,12 +278,14 @@ const Policy = Obj(
     apiKey: Nullable(ApiKeyWire),
     basicAuth: Nullable(BasicAuthWire),
     jwt: Nullable(JwtWire),
+    oidc: Nullable(OidcWire),
     authorization: Nullable(AuthorizationWire),
     extAuthz: Nullable(ExtAuthzWire),
     transformation: Nullable(TransformationWire),
     cors: Nullable(CorsWire),
     csrf: Nullable(CsrfWire),
     directResponse: Nullable(DirectResponseWire),
+    extProc: Nullable(ExtProcWire),
   },
   'Policies attached at one level.',
 );

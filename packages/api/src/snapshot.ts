@@ -424,7 +424,7 @@ export interface PolicyIR extends AuthPolicyIR, TrafficKindsIR {
 
 /** Where a route of the snapshot came from. */
 export type RouteOriginIR =
-  | { readonly kind: 'HTTPRoute'; readonly namespace: string; readonly name: string; readonly rule: number }
+  | { readonly kind: 'HTTPRoute' | 'GRPCRoute'; readonly namespace: string; readonly name: string; readonly rule: number }
   /** A route of the standalone config; `path` is its JSON path, e.g. `binds[0].listeners[0].routes[1]`. */
   | { readonly kind: 'config'; readonly path: string };
 

@@ -43,6 +43,7 @@ import { NO_AUTH, toAuthIR } from './auth/convert.js';
 import { toTransformationIR } from './transformation/transformation-ir.js';
 import { toCorsIR } from './traffic/cors-ir.js';
 import { NO_TRAFFIC_KINDS, toTrafficKindsIR } from './traffic/kinds.js';
+import { toExtProcIR } from './traffic/ext-proc-ir.js';
 import { NO_SOURCES, type PolicySources } from './auth/sources.js';
 
 const validateSchema = compile(StandaloneConfig);
@@ -343,8 +344,10 @@ export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sourc
   const t = p?.traffic?.transformation;
   const transformation = t ? toTransformationIR(t) : null;
   const kinds = toTrafficKindsIR(p?.traffic, at, problems);
+  const ep = p?.traffic?.extProc;
+  const extProc = ep ? toExtProcIR(ep, `${at}.extProc`, sources, problems) : null;
   const rl = p?.traffic?.rateLimit;
-  if (!rl) return auth === NO_AUTH && !transformation && kinds === NO_TRAFFIC_KINDS ? null : { origin, localRateLimit: null, remoteRateLimit: null, ...auth, transformation, ...kinds };
+  if (!rl) return auth === NO_AUTH && !transformation && !extProc && kinds === NO_TRAFFIC_KINDS ? null : { origin, localRateLimit: null, remoteRateLimit: null, ...auth, transformation, ...kinds, extProc };
   const converted = rl.local?.flatMap((e, i) => toLocalLimit(e, `${at}.rateLimit.local[${i}]`, problems) ?? []);
   const local = converted?.length ? converted : null;
   const g = rl.global;
@@ -358,6 +361,6 @@ export function toPolicy(p: PolicySet | undefined, origin: PolicyOriginIR, sourc
         tokenReservation: g.tokenReservation ?? 'Estimate',
       }
     : null;
-  if (!local && !remote && auth === NO_AUTH && !transformation && kinds === NO_TRAFFIC_KINDS) return null;
-  return { origin, localRateLimit: local, remoteRateLimit: remote, ...auth, transformation, ...kinds };
+  if (!local && !remote && auth === NO_AUTH && !transformation && !extProc && kinds === NO_TRAFFIC_KINDS) return null;
+  return { origin, localRateLimit: local, remoteRateLimit: remote, ...auth, transformation, ...kinds, extProc };
 }

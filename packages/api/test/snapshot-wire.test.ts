@@ -45,6 +45,7 @@ function sample(token = 'sk-live-123'): ProxySnapshot {
               transformation: null,
               ...NO_AUTH,
               ...NO_TRAFFIC_KINDS,
+              extProc: { service: 'ext-proc.default.svc.cluster.local:9002', requestHeaderMode: 'SEND', responseHeaderMode: 'SKIP', requestBodyMode: 'BUFFERED', responseBodyMode: 'STREAMED', maxBufferedBytes: 65536, messageTimeoutMs: 200, failureMode: 'FailOpen' },
             },
             routes: [
               {

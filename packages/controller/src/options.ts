@@ -219,7 +219,7 @@ export function helpText(version: string): string {
   });
   return `tollgate-controller ${version}: the Tollgate control plane
 
-Watches GatewayClasses, Gateways, HTTPRoutes, ReferenceGrants, GatewayPolicies, Services,
+Watches GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes, ReferenceGrants, GatewayPolicies, Services,
 EndpointSlices and Namespaces, translates them to one snapshot per Gateway of its class and
 writes their status.
 

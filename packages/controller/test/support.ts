@@ -8,7 +8,7 @@ import type { Resources, TranslateOptions, TranslateResult } from '../src/transl
 export const CONTROLLER_NAME = 'tollgate.dev/gateway-controller';
 
 export function emptyResources(): { -readonly [K in keyof Resources]-?: NonNullable<Resources[K]>[number][] } {
-  return { gatewayClasses: [], gateways: [], listenerSets: [], httpRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
+  return { gatewayClasses: [], gateways: [], listenerSets: [], httpRoutes: [], grpcRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
 }
 
 /** Options for a case: defaults, changed by a first line `# options: {...}` (JSON). */
@@ -37,6 +37,9 @@ export function parseResources(text: string, subject: string): Resources {
         break;
       case 'HTTPRoute':
         out.httpRoutes.push(o.object);
+        break;
+      case 'GRPCRoute':
+        out.grpcRoutes.push(o.object);
         break;
       case 'ReferenceGrant':
         out.referenceGrants.push(o.object);
@@ -83,6 +86,7 @@ export function resultData(result: TranslateResult): unknown {
       httpRoutes: Object.fromEntries(result.status.httpRoutes),
       gatewayPolicies: Object.fromEntries(result.status.gatewayPolicies),
       // Only where a case has Backends: the outputs of the others stay as they were.
+      ...(result.status.grpcRoutes?.size ? { grpcRoutes: Object.fromEntries(result.status.grpcRoutes) } : {}),
       ...(result.status.backends?.size ? { backends: Object.fromEntries(result.status.backends) } : {}),
       // Only in the cases that have some: the others' goldens stay as they were.
       ...(result.status.backendTLSPolicies.size ? { backendTLSPolicies: Object.fromEntries(result.status.backendTLSPolicies) } : {}),

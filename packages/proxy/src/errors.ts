@@ -127,6 +127,18 @@ export const PROXY_ERRORS = defineErrors({
     message: 'the authorization service could not decide',
     hint: 'the extAuthz service did not answer in time or answered garbage (failureMode FailClosed); look at the service, or its timeout',
   },
+  extProcFailed: {
+    code: 'TG_EXT_PROC_FAILED',
+    status: 502,
+    message: 'the external processor failed',
+    hint: 'the route\'s extProc processor could not be reached, did not answer within messageTimeout, closed its stream, or answered something that is not a valid ProcessingResponse or is over a bound (failureMode FailClosed): the detail names which. Look at the processor, raise messageTimeout, or set failureMode FailOpen to go on unprocessed',
+  },
+  extProcBodyTooLarge: {
+    code: 'TG_EXT_PROC_BODY_TOO_LARGE',
+    status: 413,
+    message: 'request body too large for the external processor',
+    hint: 'the route\'s extProc sends the request body whole (requestBodyMode BUFFERED) up to maxBufferedBytes and refuses a longer one: send a smaller body, raise maxBufferedBytes, or use STREAMED',
+  },
   authBusy: {
     code: 'TG_AUTH_BUSY',
     status: 503,
@@ -150,6 +162,30 @@ export const PROXY_ERRORS = defineErrors({
     status: 503,
     message: 'the keys to verify the token could not be fetched; retry shortly',
     hint: 'the jwt provider\'s remote JWKS has not been fetched since the proxy started (no answer within its timeout, an error status, or not a key set); the auth log names the JWKS and why, tollgate_jwks_fetches_total counts the failures',
+  },
+  oidcLoginRequired: {
+    code: 'TG_OIDC_LOGIN_REQUIRED',
+    status: 401,
+    message: 'login required',
+    hint: 'the route logs people in with OpenID Connect: open it in a browser (a request with Accept: text/html is sent to the login page), or send the session cookie a login set; the body says whether the cookie was missing, expired, tampered with or over its bounds',
+  },
+  oidcCallbackFailed: {
+    code: 'TG_OIDC_CALLBACK_FAILED',
+    status: 400,
+    message: 'the login could not be completed',
+    hint: 'the callback had no login cookie or another state (an old tab, a replayed or forged callback), the provider refused the code (used twice, expired) or gave an ID token that does not verify (signature, issuer, audience, nonce); start the login again from the route; the body says which',
+  },
+  oidcProviderUnavailable: {
+    code: 'TG_OIDC_PROVIDER_UNAVAILABLE',
+    status: 503,
+    message: 'the OpenID provider could not be reached; retry shortly',
+    hint: 'the provider did not answer within oidc.provider.timeout or could not be connected to; the auth log names the call, and the proxy asks again at most every 10s',
+  },
+  oidcProviderError: {
+    code: 'TG_OIDC_PROVIDER_ERROR',
+    status: 502,
+    message: 'the OpenID provider answered something unusable',
+    hint: 'its discovery document (issuer, endpoints on another origin, no S256 PKCE) or its token answer (no id_token, not JSON, over 64 KiB) is not what OpenID Connect says; the body says which',
   },
   rateLimited: {
     code: 'TG_RATE_LIMITED',

@@ -1,11 +1,12 @@
-// Tollgate's RLS v3 and external authorization codecs (src/ratelimit/global/proto.ts,
-// src/auth/ext-authz-proto.ts: subsets of Envoy's .proto files, parsed by protobufjs) checked against Envoy's own definitions through the official Go types
+// Tollgate's RLS v3, external authorization and external processing codecs (src/ratelimit/global/proto.ts,
+// src/auth/ext-authz-proto.ts, src/ext-proc/proto.ts: subsets of Envoy's .proto files, parsed by protobufjs) checked against Envoy's own definitions through the official Go types
 // (e2e/tools/envoy-proto): every field it declares has Envoy's number, type and cardinality, and
 // bytes written by either side read back the same on the other. A field number both sides of a
 // hand-written test got wrong would pass a test that used only this codec.
 import type protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import { extAuthzProtoRoot } from '../src/auth/ext-authz-proto.js';
+import { decodeProcessingResponse, encodeProcessingRequest, extProcProtoRoot } from '../src/ext-proc/proto.js';
 import { decodeResponse, encodeRequest, rlsProtoRoot } from '../src/ratelimit/global/proto.js';
 import { describeMessages, envoyProtoAvailability, officialDecode, officialEncode } from './support/envoy-proto.js';
 
@@ -121,5 +122,30 @@ describe.skipIf(!availability.run)("the external authorization codec against Env
     // The fields the proxy sends and reads (about 40): all compared.
     expect(declared).toBeGreaterThanOrEqual(35);
     expect(mismatched).toEqual([]);
+  });
+});
+
+describe.skipIf(!availability.run)("the external processing codec against Envoy's definitions", () => {
+  it("declares each field with Envoy's number, type and cardinality", () => {
+    const { declared, mismatched } = mismatches(extProcProtoRoot, 'envoy.service.ext_proc.v3.ProcessingRequest', 'envoy.service.ext_proc.v3.ProcessingResponse');
+    expect(declared).toBeGreaterThanOrEqual(30);
+    expect(mismatched).toEqual([]);
+  });
+
+  it('writes request headers Envoy reads as sent, and reads the mutations and immediate answers Envoy writes', () => {
+    const bytes = encodeProcessingRequest({ request_headers: { headers: { headers: [{ key: ':path', raw_value: Buffer.from('/v1?q=1') }] }, end_of_stream: true } });
+    expect(officialDecode('envoy.service.ext_proc.v3.ProcessingRequest', bytes)).toEqual({ request_headers: { headers: { headers: [{ key: ':path', raw_value: Buffer.from('/v1?q=1').toString('base64') }] }, end_of_stream: true } });
+    const mutation = {
+      request_headers: {
+        response: {
+          header_mutation: { set_headers: [{ header: { key: 'x-a', raw_value: Buffer.from('1').toString('base64') }, append_action: 'APPEND_IF_EXISTS_OR_ADD' }], remove_headers: ['x-b'] },
+        },
+      },
+    };
+    const read = decodeProcessingResponse(officialEncode('envoy.service.ext_proc.v3.ProcessingResponse', mutation));
+    expect(read.request_headers?.response?.header_mutation?.set_headers[0]).toMatchObject({ header: { key: 'x-a', raw_value: Buffer.from('1') }, append_action: 'APPEND_IF_EXISTS_OR_ADD' });
+    expect(read.request_headers?.response?.header_mutation?.remove_headers).toEqual(['x-b']);
+    const immediate = decodeProcessingResponse(officialEncode('envoy.service.ext_proc.v3.ProcessingResponse', { immediate_response: { status: { code: 'Forbidden' }, body: Buffer.from('no').toString('base64'), details: 'd' } }));
+    expect(immediate.immediate_response).toMatchObject({ status: { code: 403 }, body: Buffer.from('no'), details: 'd' });
   });
 });

@@ -40,7 +40,7 @@ function resources(port: number, pair: TestCertificate, clientCa?: string): Reso
     type: 'kubernetes.io/tls',
     data: { 'tls.crt': Buffer.from(pair.cert).toString('base64'), 'tls.key': Buffer.from(pair.key).toString('base64') },
   };
-  return { gatewayClasses: [gc], gateways: [gw], httpRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [secret], configMaps };
+  return { gatewayClasses: [gc], gateways: [gw], httpRoutes: [], grpcRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [secret], configMaps };
 }
 
 /** The fingerprint of the certificate the proxy presents for `servername`, and the status of a request. */

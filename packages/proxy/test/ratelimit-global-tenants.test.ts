@@ -47,6 +47,7 @@ function resources(port: number, llm: MockLlm, tenants: readonly Tenant[]): Reso
       },
     ],
     httpRoutes: [],
+    grpcRoutes: [],
     referenceGrants: [],
     gatewayPolicies: [],
     backends: [],

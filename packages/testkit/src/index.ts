@@ -5,3 +5,4 @@ export { LogSink, captureLog, type LogLine } from './log-sink.js';
 export { renderErrorTable, docTable, docCodes, syncErrorsDoc, type DocEntry } from './errors-doc.js';
 export { send, type RawResponse } from './http.js';
 export { issueTestCertificate, type TestCertificate, type CertificateRequest } from './certificates.js';
+export { etcdArgs } from './etcd.js';

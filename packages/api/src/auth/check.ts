@@ -43,7 +43,8 @@ function wrongMode(value: unknown, path: string, mode: Mode, out: Problem[], dep
 
 export function checkAuthPolicy(policy: TrafficPolicy | undefined, path: string, mode: Mode, limits: EvaluationLimits, out: Problem[]): void {
   if (!policy) return;
-  for (const kind of ['apiKey', 'basicAuth', 'jwt', 'extAuthz'] as const) {
+  // extProc's service is an outbound reference like extAuthz's.
+  for (const kind of ['apiKey', 'basicAuth', 'jwt', 'oidc', 'extAuthz', 'extProc'] as const) {
     if (policy[kind]) wrongMode(policy[kind], joinPath(path, kind), mode, out);
   }
   const rules = policy.authorization?.rules;

@@ -6,8 +6,9 @@ import { AuthorizationConfig } from './authorization.js';
 import { BasicAuthConfig } from './basic-auth.js';
 import { ExtAuthzConfig } from './ext-authz.js';
 import { JwtConfig } from './jwt.js';
+import { OidcConfig } from './oidc.js';
 
-export const AUTH_KINDS = ['apiKey', 'basicAuth', 'jwt', 'authorization', 'extAuthz'] as const;
+export const AUTH_KINDS = ['apiKey', 'basicAuth', 'jwt', 'oidc', 'authorization', 'extAuthz'] as const;
 export type AuthKind = (typeof AUTH_KINDS)[number];
 
 /**
@@ -64,6 +65,18 @@ export const AUTH_REASONS = [
   'bad_algorithm',
   /** jwt: the provider's key set could not be fetched and none is cached. */
   'keys_unavailable',
+  /** oidc: a browser without a session sent to the provider's login page (302). */
+  'login',
+  /** oidc: the callback answered: the session cookie set, the browser sent back (302). */
+  'logged_in',
+  /** oidc: the logout path answered: the session cookie cleared (302). */
+  'logged_out',
+  /** oidc: a callback whose state is not the one the login cookie holds (or no login cookie). */
+  'bad_state',
+  /** oidc: an ID token whose nonce is not the login's. */
+  'bad_nonce',
+  /** oidc: the provider refused the code or the refresh token (a replayed or expired code). */
+  'grant_refused',
 ] as const;
 
 /** Why a check let a request through: it passed, or its authorization service failed with failureMode FailOpen. */
@@ -75,6 +88,7 @@ export const AUTH_TRAFFIC_FIELDS = {
   apiKey: Type.Optional(ApiKeyConfig),
   basicAuth: Type.Optional(BasicAuthConfig),
   jwt: Type.Optional(JwtConfig),
+  oidc: Type.Optional(OidcConfig),
   authorization: Type.Optional(AuthorizationConfig),
   extAuthz: Type.Optional(ExtAuthzConfig),
 };

@@ -6,6 +6,8 @@ export * from './api-key.js';
 export * from './basic-auth.js';
 export * from './jwt.js';
 export * from './jwks.js';
+export * from './oidc.js';
+export { toOidcIR } from './oidc-ir.js';
 export { DEFAULT_JWKS_CACHE_MS, DEFAULT_JWKS_TIMEOUT_MS, DEFAULT_CLOCK_SKEW_MS, locationKey } from './jwt-ir.js';
 export * from './authorization.js';
 export * from './ext-authz.js';

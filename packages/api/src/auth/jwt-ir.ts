@@ -102,7 +102,8 @@ function remoteKeys(remote: RemoteConfig, at: string, sources: PolicySources, pr
   return { kind: 'remote', address: address.value, path: remote.path, tls, cacheMs, timeoutMs };
 }
 
-function remoteTls(tls: NonNullable<RemoteConfig['tls']>, at: string, sources: PolicySources, problems: Problem[]): { ca: string | null; hostname: string | null } | null {
+/** A remote server's TLS settings (the JWKS server's, an OpenID provider's) with its CA read through `sources`. */
+export function remoteTls(tls: NonNullable<RemoteConfig['tls']>, at: string, sources: PolicySources, problems: Problem[]): { ca: string | null; hostname: string | null } | null {
   if (tls.caFile !== undefined && tls.caCertificateRef !== undefined) return fail(problems, { path: at, message: 'sets both caFile and caCertificateRef; set one (caFile standalone, caCertificateRef in a cluster), or neither for the system roots' });
   let ca: string | null = null;
   if (tls.caFile !== undefined || tls.caCertificateRef !== undefined) {
@@ -197,7 +198,7 @@ function checkProviders(providers: readonly ProviderConfig[], at: string, proble
   }
 }
 
-function durationMs(text: string | undefined, fallback: number, range: { min: number; max: number; text: string }, at: string, problems: Problem[]): number | null {
+export function durationMs(text: string | undefined, fallback: number, range: { min: number; max: number; text: string }, at: string, problems: Problem[]): number | null {
   if (text === undefined) return fallback;
   const r = checkDuration(text, { allowZero: range.min === 0 });
   if (!r.ok) return fail(problems, { path: at, message: `got ${show(text)}: ${r.problem}` });

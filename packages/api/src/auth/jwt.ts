@@ -45,21 +45,22 @@ export type TokenLocationIR =
   | { readonly type: 'Query'; readonly name: string }
   | { readonly type: 'Cookie'; readonly name: string };
 
+/** TLS to a server the proxy fetches from (a JWKS server, an OpenID provider). */
+export const RemoteTls = Type.Object(
+  {
+    caCertificateRef: Type.Optional(ObjectKeyRefSchema('the PEM CA bundle that signs the server\'s certificate', 'ca.crt')),
+    caFile: Type.Optional(FilePath('the PEM CA bundle that signs the server\'s certificate')),
+    hostname: Type.Optional(Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?$', description: 'Name sent as SNI and checked against the server\'s certificate; default the host of the address.', expected: 'a DNS name' })),
+  },
+  { additionalProperties: false, description: 'Fetch over HTTPS; the system roots are used when no CA is given.' },
+);
+
 const RemoteJwks = Type.Object(
   {
     backendRef: Type.Optional(BackendRef),
     host: Type.Optional(HostPort('Address of the JWKS server; standalone config only (in a cluster use backendRef).')),
     path: Type.String({ minLength: 1, maxLength: 1024, pattern: '^/[^\\x00-\\x20\\x7f]*$', description: 'Path (and query) of the JWKS document, e.g. /.well-known/jwks.json.', expected: 'a path starting with /' }),
-    tls: Type.Optional(
-      Type.Object(
-        {
-          caCertificateRef: Type.Optional(ObjectKeyRefSchema('the PEM CA bundle that signs the JWKS server\'s certificate', 'ca.crt')),
-          caFile: Type.Optional(FilePath('the PEM CA bundle that signs the JWKS server\'s certificate')),
-          hostname: Type.Optional(Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?$', description: 'Name sent as SNI and checked against the server\'s certificate; default the host of the address.', expected: 'a DNS name' })),
-        },
-        { additionalProperties: false, description: 'Fetch over HTTPS; the system roots are used when no CA is given.' },
-      ),
-    ),
+    tls: Type.Optional(RemoteTls),
     cacheDuration: Type.Optional(Within(Duration('How long a fetched key set is used before it is fetched again (meanwhile a token with an unknown kid fetches it at most every 10s); default 5m, 10s to 24h.'), '10s', '24h')),
     timeout: Type.Optional(Within(Duration('Time allowed for one fetch, from connecting to the last byte; default 5s, 100ms to 60s.'), '100ms', '60s')),
   },

@@ -72,7 +72,7 @@ export const AuthState = Type.Object(
         {
           name: Type.String(),
           group: Type.Union([Type.String(), Type.Null()]),
-          via: Enum(['apiKey', 'basicAuth', 'jwt'], 'The kind that established the consumer.'),
+          via: Enum(['apiKey', 'basicAuth', 'jwt', 'oidc'], 'The kind that established the consumer.'),
           credentialId: Type.String({ description: 'An API key\'s digest prefix, a JWT provider\'s name; never the credential.' }),
         },
         { additionalProperties: false },
@@ -147,6 +147,24 @@ export type EffectivePolicy = Record<EffectivePolicyKey, PolicyAttachment[] | nu
 
 const TransportErrorSchema = Type.Object({ kind: Type.String(), message: Type.String() }, { additionalProperties: false });
 
+export const EXT_PROC_PHASES = ['requestHeaders', 'requestBody', 'responseHeaders', 'responseBody'] as const;
+export const EXT_PROC_RESULTS = ['continued', 'mutated', 'immediate', 'failedOpen', 'failedClosed'] as const;
+
+/** One phase of a route's extProc (traffic/ext-proc.ts): what the processor was sent and what came of it. */
+export const ExtProcPhaseMessage = Type.Object(
+  {
+    type: Type.Literal('extProcPhase'),
+    phase: Enum(EXT_PROC_PHASES, 'The phase sent.'),
+    result: Enum(EXT_PROC_RESULTS, 'continued: nothing changed; mutated: headers or the body changed; immediate: the processor answered the request; failedOpen / failedClosed: the processor failed and the failure mode applied.'),
+    messages: Type.Integer({ minimum: 0, description: 'Messages sent in this phase (a STREAMED body: one per chunk).' }),
+    headers: Type.Array(Type.String(), { description: 'Names of the headers the processor set or removed.' }),
+    bodyBytes: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: 'Bytes of the body that replaced the original; null when the body was not replaced.' }),
+    note: Type.Union([Type.String(), Type.Null()], { description: 'Why it failed, or the immediate answer\'s status; never a header value or body.' }),
+  },
+  { additionalProperties: false },
+);
+export type ExtProcPhaseMessage = Static<typeof ExtProcPhaseMessage>;
+
 export const TraceMessage = Type.Union([
   Type.Object({ type: Type.Literal('requestStarted') }, { additionalProperties: false }),
   Type.Object({ type: Type.Literal('requestSnapshot'), stage: Enum(REQUEST_STAGES, 'Request stage.'), requestState: RequestState }, { additionalProperties: false }),
@@ -160,6 +178,7 @@ export const TraceMessage = Type.Union([
     { type: Type.Literal('backendCallResult'), status: Type.Integer(), error: Type.Union([Type.Null(), TransportErrorSchema]) },
     { additionalProperties: false },
   ),
+  ExtProcPhaseMessage,
   Type.Object({ type: Type.Literal('responseSnapshot'), stage: Enum(RESPONSE_STAGES, 'Response stage.'), requestState: ResponseState }, { additionalProperties: false }),
   Type.Object({ type: Type.Literal('requestFinished') }, { additionalProperties: false }),
 ]);

@@ -13,6 +13,7 @@ import { TransformationConfig } from '../transformation/transformation.js';
 import { CorsConfig } from '../traffic/cors.js';
 import { CsrfConfig } from '../traffic/csrf.js';
 import { DirectResponseConfig } from '../traffic/direct-response.js';
+import { ExtProcConfig } from '../traffic/ext-proc.js';
 import { DescriptorOverrides, LimitName, LocalOverrides, MAX_OVERRIDE_LIMIT } from './budget-overrides.js';
 import { FailoverPolicy } from '../resilience/failover.js';
 
@@ -204,6 +205,7 @@ export const TrafficPolicy = Type.Object(
     cors: Type.Optional(CorsConfig),
     csrf: Type.Optional(CsrfConfig),
     directResponse: Type.Optional(DirectResponseConfig),
+    extProc: Type.Optional(ExtProcConfig),
   },
   { additionalProperties: false, description: 'Policies applied to the traffic of the target.' },
 );

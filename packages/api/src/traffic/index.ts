@@ -6,3 +6,5 @@ export { toCorsIR, checkCors, checkCorsFilter } from './cors-ir.js';
 export { toCsrfIR } from './csrf-ir.js';
 export { toDirectResponseIR } from './direct-response-ir.js';
 export * from './kinds.js';
+export * from './ext-proc.js';
+export { toExtProcIR } from './ext-proc-ir.js';

@@ -6,15 +6,18 @@ import { joinPath, type Problem } from '../validation-error.js';
 import { checkCors, toCorsIR, type CorsIR } from './cors-ir.js';
 import { checkCsrf, toCsrfIR, type CsrfIR } from './csrf-ir.js';
 import { checkDirectResponse, toDirectResponseIR, type DirectResponseIR } from './direct-response-ir.js';
+import type { ExtProcIR } from './ext-proc.js';
 
 /** One key per kind; null where the policy does not set it. */
 export interface TrafficKindsIR {
   readonly cors: CorsIR | null;
   readonly csrf: CsrfIR | null;
   readonly directResponse: DirectResponseIR | null;
+  /** Converted by toPolicy (standalone.ts), which has the PolicySources its service needs; null here. */
+  readonly extProc: ExtProcIR | null;
 }
 
-export const NO_TRAFFIC_KINDS: TrafficKindsIR = { cors: null, csrf: null, directResponse: null };
+export const NO_TRAFFIC_KINDS: TrafficKindsIR = { cors: null, csrf: null, directResponse: null, extProc: null };
 
 export function checkTrafficKinds(policy: TrafficPolicy | undefined, path: string, out: Problem[]): void {
   if (policy?.cors) checkCors(policy.cors, joinPath(path, 'cors'), 'policy', out);
@@ -32,5 +35,6 @@ export function toTrafficKindsIR(traffic: TrafficPolicy | undefined, at: string,
     cors: traffic.cors ? toCorsIR(traffic.cors) : null,
     csrf: traffic.csrf ? toCsrfIR(traffic.csrf) : null,
     directResponse: traffic.directResponse ? toDirectResponseIR(traffic.directResponse) : null,
+    extProc: null,
   };
 }

@@ -21,7 +21,7 @@ import type { Logger } from 'pino';
 import type { ControllerMetrics } from '../metrics/metrics.js';
 import type { Sink } from '../runtime/channels.js';
 import type { Runnable } from '../runtime/runnable.js';
-import type { StatusReport } from '../translate/types.js';
+import type { HTTPRouteStatusReport, StatusReport } from '../translate/types.js';
 import { CONTROLLER_ERRORS } from '../errors.js';
 import { RetryBackoff, type RetryOptions } from '../runtime/retry-backoff.js';
 import { describeApiError, statusCode } from '../kube/errors.js';
@@ -236,8 +236,10 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         const p = this.#o.proxies;
         return d && mergeListenerSetStatus(current, p ? listenerSetProgrammed(d, p) : d, now);
       }
-      case 'HTTPRoute': {
-        const d = r.httpRoutes.get(item.key);
+      case 'HTTPRoute':
+      case 'GRPCRoute': {
+        // A GRPCRoute's status has an HTTPRoute's shape (status.parents): merged the same way.
+        const d = this.#entry(item) as HTTPRouteStatusReport | undefined;
         return d && mergeHTTPRouteStatus(current, d, this.#o.controllerName, now);
       }
       case 'GatewayPolicy': {
@@ -264,6 +266,8 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         return r.gatewayClasses.get(item.key);
       case 'HTTPRoute':
         return r.httpRoutes.get(item.key);
+      case 'GRPCRoute':
+        return r.grpcRoutes?.get(item.key);
       case 'GatewayPolicy':
         return r.gatewayPolicies.get(item.key);
       case 'Backend':
@@ -325,6 +329,7 @@ function* items(r: StatusReport): Generator<Item> {
   for (const [key, d] of r.gateways) yield { kind: 'Gateway', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.listenerSets ?? []) yield { kind: 'ListenerSet', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.httpRoutes) yield { kind: 'HTTPRoute', key, name: d.name, namespace: d.namespace };
+  for (const [key, d] of r.grpcRoutes ?? []) yield { kind: 'GRPCRoute', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.gatewayPolicies) yield { kind: 'GatewayPolicy', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.backends ?? []) yield { kind: 'Backend', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.backendTLSPolicies) yield { kind: 'BackendTLSPolicy', key, name: d.name, namespace: d.namespace };

@@ -37,8 +37,17 @@ export function appProtocolOf(port: V1ServicePort, slices: readonly V1EndpointSl
 
 export type BackendProtocolVerdict = { readonly ok: true; readonly protocol: BackendProtocolIR | null } | { readonly ok: false; readonly message: string };
 
-/** How the proxies speak to a port of this appProtocol; `tls`: a BackendTLSPolicy gives the port TLS. */
-export function backendProtocol(source: AppProtocolSource, tls: boolean): BackendProtocolVerdict {
+/**
+ * How the proxies speak to a port of this appProtocol; `tls`: a BackendTLSPolicy gives the port
+ * TLS. `grpc`: a GRPCRoute's backend, which speaks HTTP/2: h2c when nothing says TLS (a port
+ * without appProtocol, or one that names no transport).
+ */
+export function backendProtocol(source: AppProtocolSource, tls: boolean, grpc = false): BackendProtocolVerdict {
+  const verdict = httpProtocol(source, tls);
+  return grpc && verdict.ok && verdict.protocol === null && !tls ? { ok: true, protocol: 'h2c' } : verdict;
+}
+
+function httpProtocol(source: AppProtocolSource, tls: boolean): BackendProtocolVerdict {
   if (!source.ok) return source;
   const value = source.value;
   if (value === undefined || value === '') return { ok: true, protocol: null };

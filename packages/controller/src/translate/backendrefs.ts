@@ -63,7 +63,12 @@ export function unusableFilters(ref: HTTPBackendRef, routeNamespace: string, pro
   return { ir: { kind: 'invalid', name: `${ref.namespace ?? routeNamespace}/${ref.name}`, weight: ref.weight ?? 1, reason }, verdict: fail(reason, message) };
 }
 
-export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, path: string, ctx: Context): ResolvedBackend {
+/**
+ * A backendRef (or a mirror's) to its BackendIR. `from` is the kind of the route naming it: a
+ * ReferenceGrant must allow that kind, and a GRPCRoute's Service backends speak gRPC, over h2c
+ * unless the port's appProtocol or a BackendTLSPolicy says otherwise.
+ */
+export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, path: string, ctx: Context, from: 'HTTPRoute' | 'GRPCRoute' = 'HTTPRoute'): ResolvedBackend {
   const group = ref.group ?? '';
   const kind = ref.kind ?? 'Service';
   const namespace = ref.namespace ?? routeNamespace;
@@ -72,11 +77,11 @@ export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, p
     ir: { kind: 'invalid', name, weight, reason },
     verdict: fail(reason, `${path}: ${message}`),
   });
-  if (group === BACKEND_GROUP && kind === 'Backend') return resolveTollgateBackend(ref, routeNamespace, namespace, weight, path, ctx, invalid);
+  if (group === BACKEND_GROUP && kind === 'Backend') return resolveTollgateBackend(ref, routeNamespace, namespace, weight, path, ctx, invalid, from);
   if (group !== '' || kind !== 'Service')
     return invalid('InvalidKind', `${group ? `${group}/` : ''}${kind} is not a supported backend; use a core Service or a Backend (group tollgate.dev)`, `${namespace}/${ref.name} (${kind}${group ? `.${group}` : ''})`);
-  if (!ctx.grants.permits({ group: GATEWAY_GROUP, kind: 'HTTPRoute', namespace: routeNamespace }, { group: '', kind: 'Service', namespace, name: ref.name }))
-    return invalid('RefNotPermitted', `Service ${namespace}/${ref.name} is in another namespace; a ReferenceGrant in ${namespace} must allow HTTPRoutes of ${routeNamespace}`);
+  if (!ctx.grants.permits({ group: GATEWAY_GROUP, kind: from, namespace: routeNamespace }, { group: '', kind: 'Service', namespace, name: ref.name }))
+    return invalid('RefNotPermitted', `Service ${namespace}/${ref.name} is in another namespace; a ReferenceGrant in ${namespace} must allow ${from}s of ${routeNamespace}`);
   const svc = ctx.services.get(`${namespace}/${ref.name}`);
   if (!svc) return invalid('BackendNotFound', `Service ${namespace}/${ref.name} does not exist`);
   if (ref.port === undefined) return invalid('BackendNotFound', `port is required for Service ${namespace}/${ref.name}`);
@@ -86,7 +91,7 @@ export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, p
   const endpoints = serviceEndpoints(ctx, namespace, ref.name, port);
   const resolved = ok('ResolvedRefs', 'all references resolved');
   const tls = ctx.backendTls.forPort(namespace, ref.name, port);
-  const protocol = backendProtocol(appProtocolOf(port, ctx.endpointSlices.get(`${namespace}/${ref.name}`) ?? []), tls !== null);
+  const protocol = backendProtocol(appProtocolOf(port, ctx.endpointSlices.get(`${namespace}/${ref.name}`) ?? []), tls !== null, from === 'GRPCRoute');
   if (!protocol.ok) return invalid('UnsupportedProtocol', `Service ${namespace}/${ref.name} port ${ref.port}: ${protocol.message}`, serviceHost(ref.name, namespace, ref.port));
   // The reference resolves; its BackendTLSPolicy is broken: its requests fail (5xx) rather than go out unverified.
   if (tls && !tls.ok) return { ir: { kind: 'invalid', name: serviceHost(ref.name, namespace, ref.port), weight, reason: tls.message }, verdict: resolved };
@@ -116,10 +121,11 @@ function resolveTollgateBackend(
   path: string,
   ctx: Context,
   invalid: (reason: string, message: string, name?: string) => ResolvedBackend,
+  from: 'HTTPRoute' | 'GRPCRoute',
 ): ResolvedBackend {
   const what = `Backend ${namespace}/${ref.name}`;
-  if (!ctx.grants.permits({ group: GATEWAY_GROUP, kind: 'HTTPRoute', namespace: routeNamespace }, { group: BACKEND_GROUP, kind: 'Backend', namespace, name: ref.name }))
-    return invalid('RefNotPermitted', `${what} is in another namespace; a ReferenceGrant in ${namespace} must allow HTTPRoutes of ${routeNamespace}`);
+  if (!ctx.grants.permits({ group: GATEWAY_GROUP, kind: from, namespace: routeNamespace }, { group: BACKEND_GROUP, kind: 'Backend', namespace, name: ref.name }))
+    return invalid('RefNotPermitted', `${what} is in another namespace; a ReferenceGrant in ${namespace} must allow ${from}s of ${routeNamespace}`);
   const b = ctx.backends.get(`${namespace}/${ref.name}`);
   if (!b) return invalid('BackendNotFound', `${what} does not exist`);
   if (ref.port !== undefined && ref.port !== b.spec.port) return invalid('BackendNotFound', `${what} has port ${b.spec.port}, not ${ref.port}; leave port out or write ${b.spec.port}`);

@@ -7,6 +7,7 @@ import type { ParameterPolicy } from '../proxy-settings/parameters.js';
 import { DEFAULT_PROXY_SETTINGS } from '../proxy-settings/defaults.js';
 import type { Gateway, HTTPRoute, ListenerSet, TollgateBackend } from '../types/gateway-api.js';
 import { ReferenceGrants } from './referencegrant.js';
+import { asHTTPRoute } from './grpcroute.js';
 import { indexBackendTls, type BackendTlsIndex } from './backendtlspolicy.js';
 import { byKey, compareAge, compareStrings, keyOf, listenerSetParentKey } from './keys.js';
 import type { Resources, TranslateOptions } from './types.js';
@@ -34,6 +35,8 @@ export interface Context {
   listenerSetsOf(gateway: string): readonly { readonly key: string; readonly listenerSet: ListenerSet }[];
   /** HTTPRoutes by `<namespace>/<name>`, in key order (the status report relies on it). */
   readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
+  /** GRPCRoutes by `<namespace>/<name>`, in key order, each as the HTTPRoute it is equivalent to (grpcroute.ts). */
+  readonly grpcRoutes: ReadonlyMap<string, HTTPRoute>;
   /** The Secrets read whole (those listeners and policies reference) by `<namespace>/<name>`. */
   readonly secrets: ReadonlyMap<string, V1Secret>;
   /** The Secrets read whole of one namespace, by name: what a policy's secretSelector chooses from. */
@@ -137,6 +140,7 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     gateways: new Map(byKey(resources.gateways).map((g) => [keyOf(g.metadata), g])),
     listenerSetsOf: (gateway) => listenerSets.get(gateway) ?? [],
     httpRoutes: new Map(byKey(resources.httpRoutes).map((r) => [keyOf(r.metadata), r])),
+    grpcRoutes: new Map(byKey(resources.grpcRoutes).map((r) => [keyOf(r.metadata), asHTTPRoute(r)])),
     configMaps,
     configMap: (namespace, name) => configMaps.get(`${namespace}/${name}`),
     parameters: { defaults: DEFAULT_PROXY_SETTINGS, gatewayImages: allowList.ok ? allowList.list : [], ...(options.gatewayInfrastructureDeniedDomains ? { infrastructureDenied: options.gatewayInfrastructureDeniedDomains } : {}) },

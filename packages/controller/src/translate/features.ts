@@ -4,10 +4,10 @@
 // when the suite checks it and it passes. Add a name here only with the work that makes its
 // conformance tests pass; remove it when they stop passing.
 
-/** Core features of the GATEWAY-HTTP conformance profile: always supported. */
-export const CORE_FEATURES = ['Gateway', 'HTTPRoute', 'ReferenceGrant'] as const;
+/** Core features of the GATEWAY-HTTP and GATEWAY-GRPC conformance profiles: always supported. */
+export const CORE_FEATURES = ['Gateway', 'GRPCRoute', 'HTTPRoute', 'ReferenceGrant'] as const;
 
-/** Extended features of the GATEWAY-HTTP profile that the proxy and the translator implement. */
+/** Extended features of the GATEWAY-HTTP and GATEWAY-GRPC profiles that the proxy and the translator implement. */
 export const EXTENDED_FEATURES = [
   'BackendTLSPolicy',
   'BackendTLSPolicySANValidation',
@@ -20,6 +20,7 @@ export const EXTENDED_FEATURES = [
   'GatewayInfrastructurePropagation',
   'GatewayPort8080',
   'GatewayStaticAddresses',
+  'GRPCRouteNamedRouteRule',
   'HTTPRoute303RedirectStatusCode',
   'HTTPRoute307RedirectStatusCode',
   'HTTPRoute308RedirectStatusCode',

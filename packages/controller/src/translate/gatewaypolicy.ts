@@ -24,7 +24,7 @@ export type AppliedPolicies = ReadonlyMap<string, PolicyIR>;
 /** The failover of the winning policy of an HTTPRoute target (or section), by `targetKey()`: the priorities of its backendRefs. */
 export type AppliedFailover = ReadonlyMap<string, FailoverPolicy>;
 
-export function targetKey(kind: 'Gateway' | 'HTTPRoute', namespace: string, name: string, sectionName: string | null): string {
+export function targetKey(kind: 'Gateway' | 'HTTPRoute' | 'GRPCRoute', namespace: string, name: string, sectionName: string | null): string {
   return `${kind}/${namespace}/${name}/${sectionName ?? ''}`;
 }
 

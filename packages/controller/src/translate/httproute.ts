@@ -1,5 +1,7 @@
-// HTTPRoute: which listeners each route attaches to (parentRefs, allowedRoutes, hostnames),
-// its rules in the IR, and its status per parent.
+// HTTPRoute and GRPCRoute: which listeners each route attaches to (parentRefs, allowedRoutes,
+// hostnames), its rules in the IR, and its status per parent. A GRPCRoute comes here as the
+// HTTPRoute it is equivalent to (grpcroute.ts); `kind` says which it was, for the listeners'
+// allowedRoutes, ReferenceGrants and how its backends are spoken to.
 import type { BackendIR, EvaluationLimits, FilterIR, Problem } from '@tollgate/api';
 import { resolveBackendRef, unusableFilters } from './backendrefs.js';
 import { backendState, hostAllowed } from './backend.js';
@@ -13,6 +15,7 @@ import { allowsKind, allowsNamespace, type ListenerState } from './listeners.js'
 import { backendFilterProblems, mirrorShare, translateRule, type RuleIR } from './rules.js';
 import { GATEWAY_GROUP, type HTTPBackendRef, type HTTPRoute, type HTTPRouteFilter, type ParentReference } from '../types/gateway-api.js';
 import type { HTTPRouteStatusReport, RouteParentStatusReport } from './types.js';
+import { conversionProblems } from './grpcroute.js';
 
 export interface TranslatedRule extends RuleIR {
   readonly index: number;
@@ -28,7 +31,11 @@ export interface Attachment {
   readonly hostnames: readonly string[];
 }
 
+/** The route kinds translated here. */
+export type RouteKind = 'HTTPRoute' | 'GRPCRoute';
+
 export interface TranslatedRoute {
+  readonly kind: RouteKind;
   readonly key: string;
   readonly route: HTTPRoute;
   readonly rules: readonly TranslatedRule[];
@@ -42,8 +49,6 @@ interface ParentVerdict {
   readonly accepted: Verdict;
   readonly attachments: readonly Attachment[];
 }
-
-const KIND = 'HTTPRoute';
 
 function describeListeners(listeners: readonly ListenerState[]): string {
   return listeners.map((l) => l.spec.name).join(', ');
@@ -68,7 +73,7 @@ function listenerSetParent(g: GatewayState, s: ListenerSetState): Parent {
   return { g, what: `ListenerSet ${s.key}`, listeners: s.listeners, refused };
 }
 
-function matchParent(route: HTTPRoute, ref: ParentReference, parent: Parent, ctx: Context): Omit<ParentVerdict, 'ref'> {
+function matchParent(route: HTTPRoute, kind: RouteKind, ref: ParentReference, parent: Parent, ctx: Context): Omit<ParentVerdict, 'ref'> {
   const { g, what: owner } = parent;
   const ns = route.metadata.namespace ?? '';
   const none = (v: Verdict) => ({ accepted: v, attachments: [] });
@@ -80,8 +85,8 @@ function matchParent(route: HTTPRoute, ref: ParentReference, parent: Parent, ctx
   }
   const live = candidates.filter((l) => listenerLive(g, l));
   if (!live.length) return none(fail('NotAllowedByListeners', `listener ${describeListeners(candidates)} of ${owner} is not accepted`));
-  const kindOk = live.filter((l) => allowsKind(l, GATEWAY_GROUP, KIND));
-  if (!kindOk.length) return none(fail('NotAllowedByListeners', `listener ${describeListeners(live)} of ${owner} does not allow kind HTTPRoute (allowedRoutes.kinds)`));
+  const kindOk = live.filter((l) => allowsKind(l, GATEWAY_GROUP, kind));
+  if (!kindOk.length) return none(fail('NotAllowedByListeners', `listener ${describeListeners(live)} of ${owner} does not allow kind ${kind} (allowedRoutes.kinds)`));
   const allowed = kindOk.filter((l) => allowsNamespace(l, ns, ctx));
   if (!allowed.length)
     return none(fail('NotAllowedByListeners', `listener ${describeListeners(kindOk)} of ${owner} does not allow routes from namespace ${ns} (allowedRoutes.namespaces)`));
@@ -168,11 +173,11 @@ function mirrorRefs(filters: readonly HTTPRouteFilter[] | undefined): HTTPBacken
  * backendRef (a Service, across namespaces only with a ReferenceGrant); an unresolved one
  * stays as an `invalid` backend, which receives no copies, and sets ResolvedRefs False.
  */
-function mirrorFilters(filters: readonly HTTPRouteFilter[], ns: string, path: string, ctx: Context, onRefs: (v: Verdict) => void): FilterIR[] {
+function mirrorFilters(filters: readonly HTTPRouteFilter[], ns: string, path: string, kind: RouteKind, ctx: Context, onRefs: (v: Verdict) => void): FilterIR[] {
   const out: FilterIR[] = [];
   filters.forEach((f, i) => {
     if (f.type !== 'RequestMirror' || !f.requestMirror) return;
-    const r = resolveBackendRef({ ...f.requestMirror.backendRef, weight: 1 }, ns, `${path}.filters[${i}].requestMirror.backendRef`, ctx);
+    const r = resolveBackendRef({ ...f.requestMirror.backendRef, weight: 1 }, ns, `${path}.filters[${i}].requestMirror.backendRef`, ctx, kind);
     if (!r.verdict.ok) onRefs(r.verdict);
     out.push({ type: 'RequestMirror', backend: r.ir, ...mirrorShare(f.requestMirror) });
   });
@@ -192,21 +197,21 @@ const rulesCache = new WeakMap<
   { readonly targets: readonly RefTarget[]; readonly deps: readonly unknown[]; readonly limits: EvaluationLimits; readonly result: RulesResult; epoch: number }
 >();
 
-function cachedRules(route: HTTPRoute, ctx: Context): RulesResult {
+function cachedRules(route: HTTPRoute, kind: RouteKind, ctx: Context): RulesResult {
   const hit = rulesCache.get(route);
   if (hit && hit.limits === ctx.limits && (hit.epoch === ctx.dependencyEpoch || sameDependencies(hit.targets, hit.deps, ctx))) {
     hit.epoch = ctx.dependencyEpoch;
     return hit.result;
   }
   const targets = hit?.targets ?? refTargets(route);
-  const result = translateRules(route, ctx);
+  const result = translateRules(route, kind, ctx);
   rulesCache.set(route, { targets, deps: dependencies(targets, ctx), limits: ctx.limits, result, epoch: ctx.dependencyEpoch });
   return result;
 }
 
-function translateRules(route: HTTPRoute, ctx: Context): RulesResult {
+function translateRules(route: HTTPRoute, kind: RouteKind, ctx: Context): RulesResult {
   const ns = route.metadata.namespace ?? '';
-  const problems: Problem[] = [];
+  const problems: Problem[] = [...conversionProblems(route)];
   let refs: Verdict | null = null;
   const rules = (route.spec.rules?.length ? route.spec.rules : [{}]).map((rule, index) => {
     const path = `spec.rules[${index}]`;
@@ -215,11 +220,11 @@ function translateRules(route: HTTPRoute, ctx: Context): RulesResult {
     const backends = (rule.backendRefs ?? []).map((ref, i) => {
       const refPath = `${path}.backendRefs[${i}]`;
       const filterProblems = backendFilterProblems(ref.filters, rule.matches, refPath, ctx.limits);
-      const r = filterProblems.length ? unusableFilters(ref, ns, filterProblems) : resolveBackendRef(ref, ns, refPath, ctx);
+      const r = filterProblems.length ? unusableFilters(ref, ns, filterProblems) : resolveBackendRef(ref, ns, refPath, ctx, kind);
       if (!r.verdict.ok && !refs) refs = r.verdict;
       return r.ir;
     });
-    const mirrors = p.length ? [] : mirrorFilters(rule.filters ?? [], ns, path, ctx, (v) => (refs ??= v));
+    const mirrors = p.length ? [] : mirrorFilters(rule.filters ?? [], ns, path, kind, ctx, (v) => (refs ??= v));
     return { ...ir, filters: mirrors.length ? [...ir.filters, ...mirrors] : ir.filters, index, sectionName: rule.name ?? null, backends };
   });
   return { rules, problems, refs: refs ?? ok('ResolvedRefs', 'all references resolved') };
@@ -284,7 +289,7 @@ function labelsFingerprint(labels: Readonly<Record<string, string>>): string {
 }
 
 /** The route's parents, attachments and status, computed (not taken from the memo). */
-function attachRoute(route: HTTPRoute, rules: RulesResult, parentOf: (parent: string) => Parent | undefined, fingerprint: (parent: string) => string, ctx: Context): Omit<RouteMemo, 'rules' | 'controllerName' | 'namespaceLabels'> {
+function attachRoute(route: HTTPRoute, kind: RouteKind, rules: RulesResult, parentOf: (parent: string) => Parent | undefined, fingerprint: (parent: string) => string, ctx: Context): Omit<RouteMemo, 'rules' | 'controllerName' | 'namespaceLabels'> {
   const ns = route.metadata.namespace ?? '';
   const gen = generationOf(route.metadata);
   const { problems, refs } = rules;
@@ -303,7 +308,7 @@ function attachRoute(route: HTTPRoute, rules: RulesResult, parentOf: (parent: st
     const parent = parentOf(parentKey);
     if (!parent) continue; // not a Gateway (or a ListenerSet of one) this controller serves
     const g = parent.g;
-    let { accepted, attachments: found } = matchParent(route, ref, parent, ctx);
+    let { accepted, attachments: found } = matchParent(route, kind, ref, parent, ctx);
     if (accepted.ok && problems.length) {
       accepted = fail('UnsupportedValue', problems.map((p) => `${p.path}: ${p.message}`).join('; '));
       found = [];
@@ -334,15 +339,17 @@ function resolvedRefs(refs: Verdict, rules: RulesResult, g: GatewayState, gen: n
 }
 
 /**
- * Routes in Gateway API precedence order (oldest first, then namespace/name), each with its
- * attachments; counts attachedRoutes on the listeners. A route whose inputs are unchanged
- * since the last translation (see RouteMemo) is not translated again.
+ * Routes of both kinds in Gateway API precedence order (oldest first, then namespace/name,
+ * HTTPRoutes before GRPCRoutes of the same key), each with its attachments; counts
+ * attachedRoutes on the listeners. A route whose inputs are unchanged since the last
+ * translation (see RouteMemo) is not translated again.
  */
-export function translateHTTPRoutes(ctx: Context, gateways: ReadonlyMap<string, GatewayState>): TranslatedRoute[] {
+export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, GatewayState>): TranslatedRoute[] {
   // Sorted by creation time once (not parsed again in every comparison), then by key.
-  const ordered = [...ctx.httpRoutes]
-    .map(([key, route]) => ({ key, route, at: createdAt(route.metadata) }))
-    .sort((a, b) => (a.at === b.at ? compareStrings(a.key, b.key) : a.at < b.at ? -1 : 1));
+  const kinds: [RouteKind, ReadonlyMap<string, HTTPRoute>][] = [['HTTPRoute', ctx.httpRoutes], ['GRPCRoute', ctx.grpcRoutes]];
+  const ordered = kinds
+    .flatMap(([kind, routes]) => [...routes].map(([key, route]) => ({ kind, key, route, at: createdAt(route.metadata) })))
+    .sort((a, b) => (a.at === b.at ? compareStrings(a.key, b.key) || compareStrings(a.kind, b.kind) : a.at < b.at ? -1 : 1));
   // Fingerprints are made anew by every translation; each is swapped for the equal string the
   // last translation used, so the memo checks of thousands of routes compare one pointer
   // instead of two long strings character by character.
@@ -370,8 +377,8 @@ export function translateHTTPRoutes(ctx: Context, gateways: ReadonlyMap<string, 
     if (f === undefined) namespaceLabels.set(ns, (f = intern(labelsFingerprint(ctx.namespaceLabels(ns)))));
     return f;
   };
-  const translated = ordered.map(({ key, route }) => {
-    const rules = cachedRules(route, ctx);
+  const translated = ordered.map(({ kind, key, route }) => {
+    const rules = cachedRules(route, kind, ctx);
     const labels = labelsOf(route.metadata.namespace ?? '');
     let memo = routeMemo.get(route);
     if (
@@ -381,7 +388,7 @@ export function translateHTTPRoutes(ctx: Context, gateways: ReadonlyMap<string, 
       memo.namespaceLabels !== labels ||
       !memo.parents.every((p) => (p.parent === null ? '' : fingerprint(p.parent)) === p.fingerprint)
     ) {
-      memo = { rules, controllerName: ctx.controllerName, namespaceLabels: labels, ...attachRoute(route, rules, parentOf, fingerprint, ctx) };
+      memo = { rules, controllerName: ctx.controllerName, namespaceLabels: labels, ...attachRoute(route, kind, rules, parentOf, fingerprint, ctx) };
       routeMemo.set(route, memo);
     }
     const attachments = memo.attached.map((a): Attachment => {
@@ -390,7 +397,7 @@ export function translateHTTPRoutes(ctx: Context, gateways: ReadonlyMap<string, 
       listener.attachedRoutes++;
       return { gateway, listener, hostnames: a.hostnames };
     });
-    return { key, route, rules: rules.rules, attachments, status: memo.status };
+    return { kind, key, route, rules: rules.rules, attachments, status: memo.status };
   });
   lastFingerprints = interned;
   return translated;
@@ -413,5 +420,5 @@ function parentIndex(gateways: ReadonlyMap<string, GatewayState>): { parentOf: (
   return { parentOf, gatewayOf };
 }
 
-/** The fingerprints the last translation used (see intern in translateHTTPRoutes); only those are kept. */
+/** The fingerprints the last translation used (see intern in translateRoutes); only those are kept. */
 let lastFingerprints = new Map<string, string>();

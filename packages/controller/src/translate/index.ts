@@ -5,7 +5,7 @@ import { gatewayStatus, listenerSetStatuses, translateGateways, type GatewayStat
 import { compareStrings } from './keys.js';
 import { translateGatewayClasses } from './gatewayclass.js';
 import { translateGatewayPolicies } from './gatewaypolicy.js';
-import { translateHTTPRoutes } from './httproute.js';
+import { translateRoutes } from './httproute.js';
 import { buildSnapshots } from './snapshot.js';
 import { backendState, backendStatus } from './backend.js';
 import type { Resources, StatusReport, TranslateOptions, TranslateResult } from './types.js';
@@ -16,8 +16,10 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
   const ctx = buildContext(resources, options);
   const classes = translateGatewayClasses(resources.gatewayClasses, ctx);
   const gateways = translateGateways(ctx, classes.ours);
-  const routes = translateHTTPRoutes(ctx, gateways);
-  const routesByKey = new Map(routes.map((r) => [r.key, r]));
+  const routes = translateRoutes(ctx, gateways);
+  // GatewayPolicies target HTTPRoutes (and Gateways): GRPCRoutes get the policies of their Gateway.
+  const routesByKey = new Map(routes.filter((r) => r.kind === 'HTTPRoute').map((r) => [r.key, r]));
+  const grpcByKey = new Map(routes.filter((r) => r.kind === 'GRPCRoute').map((r) => [r.key, r]));
   const policies = translateGatewayPolicies(resources.gatewayPolicies, ctx, gateways, routesByKey);
   const snapshots = buildSnapshots(gateways, routes, policies.applied, policies.failover, ctx.limits);
   return {
@@ -28,6 +30,7 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
       ...listenerSetReports(gateways),
       // ctx.httpRoutes is in key order already: no second sort of every route's key.
       httpRoutes: new Map([...ctx.httpRoutes.keys()].map((key) => [key, routesByKey.get(key)!.status] as const)),
+      grpcRoutes: new Map([...ctx.grpcRoutes.keys()].map((key) => [key, grpcByKey.get(key)!.status] as const)),
       gatewayPolicies: policies.status,
       backends: new Map([...ctx.backends].map(([key, b]) => [key, backendStatus(b, ctx.memo(`backend/${key}`, () => backendState(b, ctx)))])),
       backendTLSPolicies: ctx.backendTls.status(routes, (ns, name, port) => ctx.services.get(`${ns}/${name}`)?.spec?.ports?.find((p) => p.port === port), ctx.controllerName),

@@ -11,8 +11,14 @@ import { GATEWAY_GROUP, type Gateway, type Listener, type ListenerSet, type Rout
 
 /** Route kinds each protocol can carry, among the kinds this controller implements. */
 const KINDS_BY_PROTOCOL: Readonly<Record<string, readonly Required<RouteGroupKind>[]>> = {
-  HTTP: [{ group: GATEWAY_GROUP, kind: 'HTTPRoute' }],
-  HTTPS: [{ group: GATEWAY_GROUP, kind: 'HTTPRoute' }],
+  HTTP: [
+    { group: GATEWAY_GROUP, kind: 'HTTPRoute' },
+    { group: GATEWAY_GROUP, kind: 'GRPCRoute' },
+  ],
+  HTTPS: [
+    { group: GATEWAY_GROUP, kind: 'HTTPRoute' },
+    { group: GATEWAY_GROUP, kind: 'GRPCRoute' },
+  ],
 };
 
 /** Where a listener is declared: the Gateway's spec, or an accepted ListenerSet of the Gateway. */

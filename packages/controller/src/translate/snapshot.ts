@@ -62,7 +62,7 @@ function routeIR(tr: TranslatedRoute, rule: TranslatedRule, hostnames: readonly 
   const name = tr.route.metadata.name;
   const ir: RouteIR = {
     name: `${ns}/${name}/rule/${rule.index}`,
-    origin: { kind: 'HTTPRoute', namespace: ns, name, rule: rule.index },
+    origin: { kind: tr.kind, namespace: ns, name, rule: rule.index },
     hostnames: [...hostnames],
     matches: rule.matches,
     filters: rule.filters,
@@ -89,10 +89,10 @@ function keyFor(owner: object, make: () => string): string {
 function routeIRs(tr: TranslatedRoute, hostnames: readonly string[], applied: AppliedPolicies, failover: AppliedFailover): RouteIR[] {
   const ns = tr.route.metadata.namespace ?? '';
   const name = tr.route.metadata.name;
-  const wholeKey = keyFor(tr.route, () => targetKey('HTTPRoute', ns, name, null));
+  const wholeKey = keyFor(tr.route, () => targetKey(tr.kind, ns, name, null));
   const whole = applied.get(wholeKey) ?? null;
   return tr.rules.map((rule) => {
-    const sectionKey = rule.sectionName !== null ? keyFor(rule, () => targetKey('HTTPRoute', ns, name, rule.sectionName)) : null;
+    const sectionKey = rule.sectionName !== null ? keyFor(rule, () => targetKey(tr.kind, ns, name, rule.sectionName)) : null;
     const section = sectionKey !== null ? applied.get(sectionKey) : undefined;
     // A policy on the rule takes precedence over one on the whole route, for its failover too.
     const onSection = sectionKey !== null && (section !== undefined || failover.has(sectionKey));

@@ -18,6 +18,7 @@ import type {
   Gateway,
   GatewayClass,
   GatewayPolicy,
+  GRPCRoute,
   HTTPRoute,
   ListenerSet,
   ParentReference,
@@ -33,6 +34,7 @@ export interface Resources {
   /** ListenerSets (any parent); absent: none. */
   readonly listenerSets?: readonly ListenerSet[];
   readonly httpRoutes: readonly HTTPRoute[];
+  readonly grpcRoutes: readonly GRPCRoute[];
   readonly referenceGrants: readonly ReferenceGrant[];
   readonly gatewayPolicies: readonly GatewayPolicy[];
   /** Backend resources (tollgate.dev); absent: none. */
@@ -218,6 +220,8 @@ export interface StatusReport {
   /** The ListenerSets naming Gateways of ours; absent: none does. */
   readonly listenerSets?: ReadonlyMap<string, ListenerSetStatusReport>;
   readonly httpRoutes: ReadonlyMap<string, HTTPRouteStatusReport>;
+  /** Every GRPCRoute of the resources, keyed by `<namespace>/<name>` (translate() always sets it); the same shape as an HTTPRoute's. */
+  readonly grpcRoutes?: ReadonlyMap<string, HTTPRouteStatusReport>;
   readonly gatewayPolicies: ReadonlyMap<string, GatewayPolicyStatusReport>;
   readonly backendTLSPolicies: ReadonlyMap<string, BackendTLSPolicyStatusReport>;
   /** Every Backend of the resources, keyed by `<namespace>/<name>` (translate() always sets it). */

@@ -283,17 +283,58 @@ export interface HTTPRouteRule {
   readonly sessionPersistence?: Readonly<Record<string, unknown>>;
 }
 
+/** Where a route attaches: the spec fields HTTPRoute and GRPCRoute share. */
+export interface RouteAttachmentSpec {
+  readonly parentRefs?: readonly ParentReference[];
+  readonly hostnames?: readonly string[];
+}
+
 export interface HTTPRoute {
   readonly apiVersion: 'gateway.networking.k8s.io/v1' | 'gateway.networking.k8s.io/v1beta1';
   readonly kind: 'HTTPRoute';
   readonly metadata: ObjectMeta;
-  readonly spec: {
-    readonly parentRefs?: readonly ParentReference[];
-    readonly hostnames?: readonly string[];
+  readonly spec: RouteAttachmentSpec & {
     readonly rules?: readonly HTTPRouteRule[];
     /** Experimental; Tollgate has no default Gateways, so it attaches nowhere by itself. */
     readonly useDefaultGateways?: string;
   };
+}
+
+// GRPCRoute ---------------------------------------------------------------------------------
+
+/** Service and method of a gRPC request (its path is `/<service>/<method>`); at least one is set. */
+export interface GRPCMethodMatch {
+  readonly type?: 'Exact' | 'RegularExpression';
+  readonly service?: string;
+  readonly method?: string;
+}
+
+export interface GRPCRouteMatch {
+  readonly method?: GRPCMethodMatch;
+  readonly headers?: readonly HTTPHeaderMatch[];
+}
+
+/** RequestHeaderModifier, ResponseHeaderModifier, RequestMirror, ExtensionRef (v1.6.1): the same shapes as HTTPRoute's. */
+export type GRPCRouteFilter = HTTPRouteFilter;
+
+export interface GRPCBackendRef extends Omit<HTTPBackendRef, 'filters'> {
+  readonly filters?: readonly GRPCRouteFilter[];
+}
+
+export interface GRPCRouteRule {
+  readonly name?: string;
+  readonly matches?: readonly GRPCRouteMatch[];
+  readonly filters?: readonly GRPCRouteFilter[];
+  readonly backendRefs?: readonly GRPCBackendRef[];
+  /** Experimental; not supported: a rule that sets it is refused (UnsupportedValue). */
+  readonly sessionPersistence?: Readonly<Record<string, unknown>>;
+}
+
+export interface GRPCRoute {
+  readonly apiVersion: 'gateway.networking.k8s.io/v1';
+  readonly kind: 'GRPCRoute';
+  readonly metadata: ObjectMeta;
+  readonly spec: RouteAttachmentSpec & { readonly rules?: readonly GRPCRouteRule[] };
 }
 
 // ReferenceGrant ---------------------------------------------------------------------------

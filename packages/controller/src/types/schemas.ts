@@ -5,7 +5,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { BackendSpec, compile, FailoverPolicy, TrafficPolicy, ValidationError, type Validator } from '@tollgate/api';
 import type { V1ConfigMap, V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
-import type { BackendTLSPolicy, Gateway, GatewayClass, GatewayPolicy, HTTPRoute, ListenerSet, ReferenceGrant, TollgateBackend } from './gateway-api.js';
+import type { BackendTLSPolicy, Gateway, GatewayClass, GatewayPolicy, GRPCRoute, HTTPRoute, ListenerSet, ReferenceGrant, TollgateBackend } from './gateway-api.js';
 
 const Obj = <P extends Record<string, TSchema>>(properties: P) => Type.Object(properties, { additionalProperties: false });
 const Opt = <T extends TSchema>(t: T) => Type.Optional(t);
@@ -114,39 +114,69 @@ const Filter = Obj({
   externalAuth: Opt(Type.Record(Type.String(), Type.Unknown())),
 });
 
+/** Where a route attaches (HTTPRoute and GRPCRoute alike). */
+const RouteAttachment = {
+  parentRefs: Opt(Type.Array(Obj({ ...Ref, sectionName: Opt(Str()), port: Opt(Int({ minimum: 1, maximum: 65535 })) }), { maxItems: 32 })),
+  hostnames: Opt(Type.Array(Str(), { maxItems: 16 })),
+};
+const WeightedBackendRefs = Opt(Type.Array(Obj({ ...BackendObjectRef, weight: Opt(Int({ minimum: 0, maximum: 1_000_000 })), filters: Opt(Type.Array(Filter)) }), { maxItems: 16 }));
+
+/**
+ * A route's rules (HTTPRoute and GRPCRoute alike): a name, matches of the kind's `match`
+ * fields, filters, weighted backendRefs, session persistence, and the kind's `extra` fields.
+ */
+function routeRules<M extends Record<string, TSchema>, E extends Record<string, TSchema>>(match: M, extra: E) {
+  return Opt(
+    Type.Array(
+      Obj({
+        name: Opt(Str()),
+        matches: Opt(Type.Array(Obj(match), { maxItems: 64 })),
+        filters: Opt(Type.Array(Filter, { maxItems: 16 })),
+        backendRefs: WeightedBackendRefs,
+        sessionPersistence: Opt(Type.Record(Type.String(), Type.Unknown())),
+        ...extra,
+      }),
+      { maxItems: 16 },
+    ),
+  );
+}
+
 const HTTPRouteSchema = Obj({
   apiVersion: GatewayApiVersion,
   kind: Type.Literal('HTTPRoute'),
   metadata: Metadata,
   spec: Obj({
-    parentRefs: Opt(Type.Array(Obj({ ...Ref, sectionName: Opt(Str()), port: Opt(Int({ minimum: 1, maximum: 65535 })) }), { maxItems: 32 })),
-    hostnames: Opt(Type.Array(Str(), { maxItems: 16 })),
-    rules: Opt(
-      Type.Array(
-        Obj({
-          name: Opt(Str()),
-          matches: Opt(
-            Type.Array(
-              Obj({
-                path: Opt(Obj({ type: Opt(Type.Union(['Exact', 'PathPrefix', 'RegularExpression'].map((t) => Type.Literal(t)))), value: Opt(Str()) })),
-                headers: Opt(Type.Array(ValueMatch)),
-                queryParams: Opt(Type.Array(ValueMatch)),
-                method: Opt(Type.Union(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'].map((m) => Type.Literal(m)))),
-              }),
-              { maxItems: 64 },
-            ),
-          ),
-          filters: Opt(Type.Array(Filter, { maxItems: 16 })),
-          backendRefs: Opt(Type.Array(Obj({ ...BackendObjectRef, weight: Opt(Int({ minimum: 0, maximum: 1_000_000 })), filters: Opt(Type.Array(Filter)) }), { maxItems: 16 })),
-          timeouts: Opt(Obj({ request: Opt(Str()), backendRequest: Opt(Str()) })),
-          // Experimental channel (v1.6.1): present only where the experimental CRDs are installed.
-          retry: Opt(Obj({ codes: Opt(Type.Array(Int(), { maxItems: 64 })), attempts: Opt(Int()), backoff: Opt(Str()) })),
-          sessionPersistence: Opt(Type.Record(Type.String(), Type.Unknown())),
-        }),
-        { maxItems: 16 },
-      ),
+    ...RouteAttachment,
+    rules: routeRules(
+      {
+        path: Opt(Obj({ type: Opt(Type.Union(['Exact', 'PathPrefix', 'RegularExpression'].map((t) => Type.Literal(t)))), value: Opt(Str()) })),
+        headers: Opt(Type.Array(ValueMatch)),
+        queryParams: Opt(Type.Array(ValueMatch)),
+        method: Opt(Type.Union(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'].map((m) => Type.Literal(m)))),
+      },
+      {
+        timeouts: Opt(Obj({ request: Opt(Str()), backendRequest: Opt(Str()) })),
+        // Experimental channel (v1.6.1): present only where the experimental CRDs are installed.
+        retry: Opt(Obj({ codes: Opt(Type.Array(Int(), { maxItems: 64 })), attempts: Opt(Int()), backoff: Opt(Str()) })),
+      },
     ),
     useDefaultGateways: Opt(Str()),
+  }),
+});
+
+const GRPCRouteSchema = Obj({
+  apiVersion: Type.Literal('gateway.networking.k8s.io/v1'),
+  kind: Type.Literal('GRPCRoute'),
+  metadata: Metadata,
+  spec: Obj({
+    ...RouteAttachment,
+    rules: routeRules(
+      {
+        method: Opt(Obj({ type: Opt(Type.Union([Type.Literal('Exact'), Type.Literal('RegularExpression')])), service: Opt(Str()), method: Opt(Str()) })),
+        headers: Opt(Type.Array(ValueMatch, { maxItems: 16 })),
+      },
+      {},
+    ),
   }),
 });
 
@@ -269,6 +299,7 @@ const VALIDATORS = {
   Gateway: compile(GatewaySchema),
   ListenerSet: compile(ListenerSetSchema),
   HTTPRoute: compile(HTTPRouteSchema),
+  GRPCRoute: compile(GRPCRouteSchema),
   ReferenceGrant: compile(ReferenceGrantSchema),
   GatewayPolicy: compile(GatewayPolicySchema),
   Backend: compile(BackendSchema),
@@ -289,6 +320,7 @@ export type KnownObject =
   | { kind: 'Gateway'; object: Gateway }
   | { kind: 'ListenerSet'; object: ListenerSet }
   | { kind: 'HTTPRoute'; object: HTTPRoute }
+  | { kind: 'GRPCRoute'; object: GRPCRoute }
   | { kind: 'ReferenceGrant'; object: ReferenceGrant }
   | { kind: 'GatewayPolicy'; object: GatewayPolicy }
   | { kind: 'Backend'; object: TollgateBackend }

@@ -33,6 +33,11 @@ const CHECKS: Record<string, Check> = {
     if (!s) return 'spec is missing';
     return optArray(s.parentRefs, 'spec.parentRefs') ?? optArray(s.hostnames, 'spec.hostnames') ?? optArray(s.rules, 'spec.rules');
   },
+  GRPCRoute: (o) => {
+    const s = spec(o);
+    if (!s) return 'spec is missing';
+    return optArray(s.parentRefs, 'spec.parentRefs') ?? optArray(s.hostnames, 'spec.hostnames') ?? optArray(s.rules, 'spec.rules');
+  },
   ReferenceGrant: (o) => {
     const s = spec(o);
     if (!s) return 'spec is missing';

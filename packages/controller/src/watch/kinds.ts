@@ -61,6 +61,7 @@ export const KINDS: readonly WatchedKind[] = [
   custom('Gateway', 'gateways', GATEWAY_API, 'v1', 'gateways', true),
   custom('ListenerSet', 'listenerSets', GATEWAY_API, 'v1', 'listenersets', true),
   custom('HTTPRoute', 'httpRoutes', GATEWAY_API, 'v1', 'httproutes', true),
+  custom('GRPCRoute', 'grpcRoutes', GATEWAY_API, 'v1', 'grpcroutes', true),
   custom('ReferenceGrant', 'referenceGrants', GATEWAY_API, 'v1', 'referencegrants', true),
   custom('GatewayPolicy', 'gatewayPolicies', 'tollgate.dev', 'v1alpha1', 'gatewaypolicies', true),
   custom('Backend', 'backends', 'tollgate.dev', 'v1alpha1', 'backends', true),

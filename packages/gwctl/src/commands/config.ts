@@ -104,7 +104,7 @@ function transformationText(t: TransformationDump): string {
 
 const plural = (n: unknown, word: string) => `${typeof n === 'number' ? n : '?'} ${word}${n === 1 ? '' : 's'}`;
 
-/** The authentication kinds as /config_dump summarizes them (proxy auth/summary.ts), and cors, csrf and directResponse. */
+/** The authentication kinds as /config_dump summarizes them (proxy auth/summary.ts), and cors, csrf, directResponse and extProc. */
 function authText(key: string, v: Record<string, unknown>): string | null {
   switch (key) {
     case 'apiKey':
@@ -123,6 +123,8 @@ function authText(key: string, v: Record<string, unknown>): string | null {
       return Array.isArray(v.additionalOrigins) ? (v.additionalOrigins.length ? `own origin, ${v.additionalOrigins.join(', ')}` : 'own origin') : null;
     case 'directResponse':
       return `status ${String(v.status)}`;
+    case 'extProc':
+      return `${String(v.service)} (request ${String(v.requestHeaderMode)}/${String(v.requestBodyMode)}, response ${String(v.responseHeaderMode)}/${String(v.responseBodyMode)}, ${String(v.failureMode)})`;
     default:
       return null;
   }

@@ -14,6 +14,7 @@ export const TYPE_LABELS: Record<TraceEvent['message']['type'], string> = {
   policySelection: 'Policies',
   backendCallStart: 'Backend Start',
   backendCallResult: 'Backend Result',
+  extProcPhase: 'extProc',
   responseSnapshot: 'Snapshot',
   requestFinished: 'Request Done',
 };
@@ -69,6 +70,8 @@ export function summary(e: TraceEvent): string {
       return m.target;
     case 'backendCallResult':
       return `status=${m.status}${m.error ? ` ${m.error.kind}` : ''}${e.eventStart !== null ? ` in ${duration(e.eventEnd - e.eventStart)}` : ''}`;
+    case 'extProcPhase':
+      return `${m.phase} ${m.result}${m.headers.length ? ` (${m.headers.join(', ')})` : ''}${m.bodyBytes !== null ? ` body ${m.bodyBytes} bytes` : ''}${m.note ? `: ${m.note}` : ''}`;
     case 'responseSnapshot':
       return `${m.stage}: ${m.requestState.response.code}`;
     case 'requestFinished':

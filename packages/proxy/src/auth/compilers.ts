@@ -8,6 +8,7 @@ import { compileAuthorization } from './authorization.js';
 import { compileBasicAuth } from './basic-auth.js';
 import { compileExtAuthz } from './ext-authz.js';
 import { compileJwt } from './jwt.js';
+import { compileOidc } from './oidc.js';
 import type { AuthDeps } from './deps.js';
 import type { AuthCheck, AuthKind } from './types.js';
 
@@ -23,6 +24,7 @@ const COMPILERS: { readonly [K in AuthKind]: Compiler<K> } = {
   apiKey: compileApiKey,
   basicAuth: compileBasicAuth,
   jwt: compileJwt,
+  oidc: compileOidc,
   authorization: compileAuthorization,
   extAuthz: compileExtAuthz,
 };

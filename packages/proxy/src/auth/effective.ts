@@ -6,7 +6,7 @@ import type { AuthCheck, AuthKind } from './types.js';
 import type { AuthCompilers } from './compilers.js';
 
 /** Who the caller is first, then what it may do: local rules before a remote service. */
-export const AUTH_ORDER: readonly AuthKind[] = ['apiKey', 'basicAuth', 'jwt', 'authorization', 'extAuthz'];
+export const AUTH_ORDER: readonly AuthKind[] = ['apiKey', 'basicAuth', 'jwt', 'oidc', 'authorization', 'extAuthz'];
 
 /** `limits`: the snapshot's evaluation bounds, which the authorization rules are held to. */
 export function effectiveAuth(listener: PolicyIR | null, route: PolicyIR | null, compilers: AuthCompilers, limits: EvaluationLimits): readonly AuthCheck[] | null {

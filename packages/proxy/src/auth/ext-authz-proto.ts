@@ -23,6 +23,12 @@ message SocketAddress {
   oneof port_specifier { uint32 port_value = 3; }
 }
 message Address { oneof address { SocketAddress socket_address = 1; } }
+`;
+
+/** Envoy's header messages (config/core/v3/base.proto), shared with the external processing codec. */
+export const CORE_HEADERS = `
+syntax = "proto3";
+package envoy.config.core.v3;
 message HeaderValue { string key = 1; string value = 2; bytes raw_value = 3; }
 message HeaderValueOption {
   enum HeaderAppendAction {
@@ -37,13 +43,13 @@ message HeaderValueOption {
 }
 `;
 
-const WELL_KNOWN = `
+export const WELL_KNOWN = `
 syntax = "proto3";
 package google.protobuf;
 message BoolValue { bool value = 1; }
 `;
 
-const TYPE = `
+export const TYPE = `
 syntax = "proto3";
 package envoy.type.v3;
 // Envoy lists the HTTP status codes by name; a code decodes as its number (names not listed).
@@ -142,7 +148,7 @@ export interface CheckResponse {
 }
 
 /** The definitions above, parsed (tests compare them with Envoy's own). */
-export const extAuthzProtoRoot = parseProtos(RPC, WELL_KNOWN, CORE, TYPE, AUTH);
+export const extAuthzProtoRoot = parseProtos(RPC, WELL_KNOWN, CORE, CORE_HEADERS, TYPE, AUTH);
 
 const types = {
   request: extAuthzProtoRoot.lookupType('envoy.service.auth.v3.CheckRequest'),

@@ -4,7 +4,7 @@
 // are few), an htpasswd file as its origin and a count of users (their names and hash schemes
 // while they are few), a JWT provider without its key material (the origin of a static key
 // set, the address of a remote one).
-import { AUTH_KINDS, type ApiKeyIR, type AuthKind, type AuthorizationIR, type AuthPolicyIR, type BasicAuthIR, type ExtAuthzIR, type JwtIR, type JwtKeysIR } from '@tollgate/api';
+import { AUTH_KINDS, type ApiKeyIR, type AuthKind, type AuthorizationIR, type AuthPolicyIR, type BasicAuthIR, type ExtAuthzIR, type JwtIR, type JwtKeysIR, type OidcIR } from '@tollgate/api';
 
 /** Keys of an apiKey policy (id, consumer, group) and users of a basicAuth one (user, scheme) listed one by one up to this many. */
 export const MAX_LISTED_ENTRIES = 16;
@@ -54,10 +54,16 @@ function jwt(ir: JwtIR) {
   };
 }
 
+/** oidc: the settings; of the client secret whether there is one, of the session key nothing. */
+function oidc(ir: OidcIR) {
+  const { clientSecret, sessionKey: _key, provider, ...rest } = ir;
+  return { ...rest, provider: { address: provider.address, tls: provider.tls ? { hostname: provider.tls.hostname, customCa: provider.tls.ca !== null } : null, timeoutMs: provider.timeoutMs }, clientSecret: clientSecret ? '[redacted]' : null };
+}
+
 const authorization = (ir: AuthorizationIR) => ({ rules: ir.rules });
 const extAuthz = (ir: ExtAuthzIR) => ir;
 
-const SUMMARIES: { readonly [K in AuthKind]: (ir: NonNullable<AuthPolicyIR[K]>) => unknown } = { apiKey, basicAuth, jwt, authorization, extAuthz };
+const SUMMARIES: { readonly [K in AuthKind]: (ir: NonNullable<AuthPolicyIR[K]>) => unknown } = { apiKey, basicAuth, jwt, oidc, authorization, extAuthz };
 
 /** An authentication kind's IR as traces and config dumps show it. */
 export function summarizeAuth<K extends AuthKind>(kind: K, ir: NonNullable<AuthPolicyIR[K]>): unknown {

@@ -16,7 +16,7 @@ export interface Consumer {
   readonly labels: Readonly<Record<string, string>>;
   /** jwt: top-level claims as strings (JSON for other values), bounded (cel/surfaces.ts); null otherwise. */
   readonly claims: Readonly<Record<string, string>> | null;
-  readonly via: 'apiKey' | 'basicAuth' | 'jwt';
+  readonly via: 'apiKey' | 'basicAuth' | 'jwt' | 'oidc';
   /** What identifies the credential in traces and logs: an API key's digest prefix, a JWT provider's name; never the credential. */
   readonly credentialId: string;
 }
@@ -66,8 +66,8 @@ export interface AuthPass {
   readonly removeQuery?: readonly string[];
   /** Request headers (lower case) set on the forwarded request (claims, an authorization service's headers). */
   readonly setHeaders?: Readonly<Record<string, string>>;
-  /** Headers added to the response the client gets. */
-  readonly responseHeaders?: Readonly<Record<string, string>>;
+  /** Headers added to the response the client gets (several Set-Cookie values as a list). */
+  readonly responseHeaders?: Readonly<Record<string, string | string[]>>;
   /** What decided, for the trace (e.g. a JWT provider's name, a rule's name); never a credential. */
   readonly note?: string;
   /** Metric label of a pass other than a plain allow, e.g. failed_open (an authorization service that could not decide, failureMode FailOpen); default allowed. */
@@ -86,8 +86,8 @@ export interface AuthDenial {
   readonly detail: string;
   /** WWW-Authenticate value (401 answers). */
   readonly challenge?: string;
-  /** Extra response headers (an authorization service's). */
-  readonly headers?: Readonly<Record<string, string>>;
+  /** Extra response headers (an authorization service's; oidc's Location and Set-Cookie list). */
+  readonly headers?: Readonly<Record<string, string | string[]>>;
   /** A body the client gets instead of the catalog's (an authorization service's own answer). */
   readonly body?: { readonly contentType: string; readonly text: string };
 }

@@ -92,6 +92,11 @@ export class GrpcChannel {
     });
   }
 
+  /** A bidirectional stream without a deadline: its caller times each message (ext-proc/stream.ts). */
+  duplex<Req, Res>(path: string, serialize: (req: Req) => Buffer, deserialize: (bytes: Buffer) => Res): grpc.ClientDuplexStream<Req, Res> {
+    return this.#client.makeBidiStreamRequest(path, serialize, deserialize, new grpc.Metadata(), {});
+  }
+
   close(): void {
     this.#client.close();
   }

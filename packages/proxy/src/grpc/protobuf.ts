@@ -10,6 +10,11 @@ export function parseProtos(...sources: string[]): protobuf.Root {
   return root;
 }
 
+/** A message read from bytes as a plain object (proto field names, enums by name, bytes as Buffers, defaults written out); throws on bytes that are not one. */
+export function decodeMessage<T>(type: protobuf.Type, bytes: Buffer): T {
+  return type.toObject(type.decode(bytes), { longs: Number, enums: String, bytes: Buffer, defaults: true, oneofs: false }) as T;
+}
+
 /** The message's bytes, as a Buffer over protobufjs's output (no copy). */
 export function encodeMessage(type: protobuf.Type, value: object): Buffer {
   const bytes = type.encode(type.fromObject({ ...value })).finish();

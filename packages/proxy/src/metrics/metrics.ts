@@ -355,6 +355,8 @@ export class ProxyMetrics {
     'reason',
   );
   readonly directResponses = new RouteCounter(this.registry, 'tollgate_direct_responses_total', 'Requests a route answered by itself (directResponse), by route and status.', 'status');
+  /** extProc phases by result (continued, mutated, immediate, failed_open, failed_closed); a streamed body counts once. */
+  readonly extProcPhases = new RouteCounter(this.registry, 'tollgate_ext_proc_phases_total', 'Phases sent to a route\'s external processor (extProc), by route and result: continued, mutated, immediate, failed_open, failed_closed.', 'result');
 
   // Label sets looked up per request through maps keyed by the label values themselves
   // (strings the config or the code already holds), never a key string built per request.
@@ -526,7 +528,7 @@ export class ProxyMetrics {
     this.#unsentRetries.drop((l) => gone(l.route));
     this.#tokens.drop((l) => gone(l.route));
     this.#upstreamLatency.drop((l) => gone(l.route));
-    for (const c of [this.corsPreflights, this.csrfRefusals, this.directResponses]) c.drop(gone);
+    for (const c of [this.corsPreflights, this.csrfRefusals, this.directResponses, this.extProcPhases]) c.drop(gone);
   }
 
   observeUpstreamLatency(route: string, seconds: number): void {

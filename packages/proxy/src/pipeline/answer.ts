@@ -11,6 +11,7 @@ import type { CompiledDirectResponse } from '../policies/direct-response.js';
 import type { Refusal } from '../ratelimit/policy.js';
 import type { AuthDenial } from '../auth/types.js';
 import { sendError } from '../upstream/forward.js';
+import { isGrpcRequest, sendGrpcError } from '../upstream/grpc.js';
 import type { RequestContext } from './context.js';
 import { publish, type HeaderValues } from './events.js';
 import { openAiErrorBody, wantsJsonError } from './openai-error.js';
@@ -34,7 +35,8 @@ function withCors<H extends HeaderValues>(ctx: RequestContext, headers: H): H {
 /** Answers with a catalog entry; `detail` (what exactly was wrong) follows its body. */
 export function answerError(ctx: RequestContext, spec: ErrorSpec, extraHeaders?: Record<string, string>, detail?: string): void {
   const extra = ctx.cors === null ? extraHeaders : withCors(ctx, { 'x-tollgate-error': spec.code, ...extraHeaders });
-  done(ctx, spec.status, sendError(ctx.res, spec, extra, detail));
+  // A gRPC call's answer is a 200 carrying the gRPC status (upstream/grpc.ts).
+  done(ctx, isGrpcRequest(ctx.headers) ? 200 : spec.status, sendError(ctx.res, spec, extra, detail));
 }
 
 /**
@@ -80,7 +82,14 @@ export function answerDirect(ctx: RequestContext, status: number, headers: Recor
  */
 export function answerAuthDenial(ctx: RequestContext, denial: AuthDenial): void {
   const status = denial.status ?? denial.error.status;
-  const extra: Record<string, string> = { ...denial.headers };
+  const extra: Record<string, string | string[]> = { ...denial.headers };
+  if (status >= 300 && status < 400) {
+    // A redirect a check answers with (oidc's login, callback and logout): not an error, no body.
+    const sent = withCors(ctx, { ...extra, 'content-length': '0' });
+    if (!ctx.res.headersSent && !ctx.res.destroyed) ctx.res.writeHead(status, sent).end();
+    done(ctx, status, sent);
+    return;
+  }
   if (denial.challenge) extra['www-authenticate'] = denial.challenge;
   answerRefusalMessage(ctx, denial.error, status, denial.detail, extra, denial.body);
 }
@@ -97,16 +106,20 @@ export function answerRefusalMessage(
   spec: ErrorSpec,
   status: number,
   detail: string,
-  extra: Record<string, string> = {},
+  extra: Record<string, string | string[]> = {},
   own?: { readonly contentType: string; readonly text: string },
 ): void {
   const message = `${spec.body}: ${detail}`;
+  if (isGrpcRequest(ctx.headers)) {
+    done(ctx, 200, sendGrpcError(ctx.res, status, message, withCors(ctx, { ...extra, 'x-tollgate-error': spec.code })));
+    return;
+  }
   const body =
     own ??
     (wantsJsonError(ctx.headers)
       ? { contentType: 'application/json', text: openAiErrorBody(status, spec.code, message) }
       : { contentType: 'text/plain; charset=utf-8', text: message });
-  const sent: Record<string, string> = withCors(ctx, {
+  const sent: Record<string, string | string[]> = withCors(ctx, {
     ...extra,
     'content-type': body.contentType,
     'content-length': String(Buffer.byteLength(body.text)),
@@ -137,4 +150,20 @@ export function answerDirectResponse(ctx: RequestContext, direct: CompiledDirect
     ctx.res.end(direct.body);
   }
   done(ctx, direct.status, headers);
+}
+
+/**
+ * An external processor's immediate response (ext-proc/), in place of the backend's: its
+ * status, headers and body, with the route's cors. The limits that admitted the request are
+ * settled uncharged.
+ */
+export function answerImmediate(ctx: RequestContext, status: number, headers: HeaderValues, body: Buffer): void {
+  ctx.admissions?.settle(null);
+  withCors(ctx, headers);
+  headers['content-length'] = String(body.length);
+  if (!ctx.res.headersSent && !ctx.res.destroyed) {
+    ctx.res.writeHead(status, headers);
+    ctx.res.end(body);
+  }
+  done(ctx, status, headers);
 }

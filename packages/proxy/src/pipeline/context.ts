@@ -4,6 +4,7 @@
 // write it; nothing else carries request state between them.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
+import type { Readable } from 'node:stream';
 import type { HeaderModifierIR, PathMatchIR, TransformationState } from '@tollgate/api';
 import type { UpstreamTarget } from '../routing/backend-picker.js';
 import type { LlmRequest } from '../llm/request-body.js';
@@ -20,6 +21,8 @@ import type { CorsAnswer } from '../policies/cors.js';
 import { normalizeHost } from '../routing/hostname.js';
 import type { Logger } from 'pino';
 import type { BodyBudget } from './body-budget.js';
+import type { ExtProcServices } from '../ext-proc/services.js';
+import type { ExtProcSession } from '../ext-proc/session.js';
 import type { AttemptPlan } from './attempt-plan.js';
 import type { InFlight } from './inflight.js';
 import type { UpgradeRequest, Upgrades } from './upgrades.js';
@@ -54,6 +57,8 @@ export interface PipelineDeps {
   readonly authLog: Logger;
   /** Upgraded connections (WebSockets): their cap, idle timeout, and the ones open now. */
   readonly upgrades: Upgrades;
+  /** Channels to the external processors (extProc), one per address. */
+  readonly extProc: ExtProcServices;
 }
 
 /** What one authentication or authorization check decided, for the trace, the access log and metrics. */
@@ -71,7 +76,7 @@ export interface AuthEffects {
   readonly removeHeaders: string[];
   readonly setHeaders: Record<string, string>;
   readonly removeQuery: string[];
-  readonly responseHeaders: Record<string, string>;
+  readonly responseHeaders: Record<string, string | string[]>;
 }
 
 export type HeaderMap = Record<string, string | string[] | undefined>;
@@ -126,6 +131,10 @@ export class RequestContext {
   authEffects: AuthEffects | null = null;
   /** What the route's transformation did; null when it has none (or it has not run yet). */
   transform: TransformEffects | null = null;
+  /** The route's external processor for this request (pipeline/ext-proc.ts); null without extProc. */
+  extProc: ExtProcSession | null = null;
+  /** The request body as the processor passes it on (extProc STREAMED); null: the client's, or ctx.llm's. */
+  processedBody: Readable | null = null;
   /** The route's cors for this request (not a preflight): what every answer to it carries; null without cors. */
   cors: CorsAnswer | null = null;
   /** Rate-limit state; exists only once a policy applies. */

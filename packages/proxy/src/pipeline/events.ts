@@ -3,6 +3,7 @@
 // observed; every later point publishes only for observed requests, so a request nobody
 // watches pays one `hasSubscribers` read at its start and one boolean per point after.
 import { channel } from 'node:diagnostics_channel';
+import type { ExtProcPhaseMessage } from '@tollgate/api';
 import type { RequestContext } from './context.js';
 
 export type RequestStage = 'initial request' | 'gateway policies' | 'route policies' | 'final request';
@@ -34,6 +35,10 @@ export interface ResponseSnapshotMessage {
   readonly status: number;
   readonly headers: HeaderValues;
 }
+export interface ExtProcMessage {
+  readonly ctx: RequestContext;
+  readonly phase: Omit<ExtProcPhaseMessage, 'type'>;
+}
 export interface FinishMessage {
   readonly ctx: RequestContext;
 }
@@ -50,6 +55,8 @@ export const channels = {
   backendStart: channel('tollgate:request:backend-start'),
   backendResult: channel('tollgate:request:backend-result'),
   responseSnapshot: channel('tollgate:response:snapshot'),
+  /** A phase of the route's external processor ended (ext-proc/). */
+  extProc: channel('tollgate:request:ext-proc'),
   /** The request is complete; nothing more is published for it. */
   finish: channel('tollgate:request:finish'),
 };
@@ -64,6 +71,7 @@ export const publish = {
     channels.backendResult.publish({ ctx, status, error } satisfies BackendResultMessage),
   responseSnapshot: (ctx: RequestContext, stage: ResponseStage, status: number, headers: HeaderValues) =>
     channels.responseSnapshot.publish({ ctx, stage, status, headers } satisfies ResponseSnapshotMessage),
+  extProc: (ctx: RequestContext, phase: ExtProcMessage['phase']) => channels.extProc.publish({ ctx, phase } satisfies ExtProcMessage),
   finish: (ctx: RequestContext) => channels.finish.publish({ ctx } satisfies FinishMessage),
 };
 

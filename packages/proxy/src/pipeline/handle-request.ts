@@ -1,7 +1,8 @@
 // A request through the data plane, in the spec's order (§6): listener, gateway policies,
 // route selection, cross-origin checks (cors preflights, csrf), authentication and
-// authorization, transformation, route policies (a direct response answers there; then copies
-// to the route's mirrors), backend choice, upstream call with the response policies.
+// authorization, transformation, external processing (extProc), route policies (a direct
+// response answers there; then copies to the route's mirrors), backend choice, upstream call
+// with the response policies.
 // Each stage is a file of its own; a stage that answers the request itself (a refusal, a
 // 404, a redirect) returns false and the request ends there. Every stage reads the snapshot
 // captured when the request arrived, so a reload never changes the rules under a request in
@@ -13,6 +14,7 @@ import { authenticate } from './authenticate.js';
 import { checkCrossOrigin } from './cross-origin.js';
 import { applyRoutePolicies } from './route-policies.js';
 import { transformRequest } from './transform.js';
+import { processRequest } from './ext-proc.js';
 import { chooseBackend } from './backend-choice.js';
 import { sendMirrors } from './mirror.js';
 import { callUpstream } from './upstream-call.js';
@@ -36,6 +38,9 @@ export async function handleRequest(ctx: RequestContext): Promise<void> {
   if (typeof passed !== 'boolean') passed = await passed;
   if (!passed) return;
   passed = transformRequest(ctx);
+  if (typeof passed !== 'boolean') passed = await passed;
+  if (!passed) return;
+  passed = processRequest(ctx);
   if (typeof passed !== 'boolean') passed = await passed;
   if (!passed) return;
   passed = applyRoutePolicies(ctx);

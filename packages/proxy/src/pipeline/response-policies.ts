@@ -15,6 +15,8 @@ import type { ForwardHooks } from '../upstream/forward.js';
 import type { HeaderMap, RequestContext } from './context.js';
 import { publish } from './events.js';
 import { completeUpgrade } from './upgrade.js';
+import { responseProcessor } from './ext-proc.js';
+import type { ExtProcResponse } from '../ext-proc/response.js';
 import type { Duplex } from 'node:stream';
 
 const EMPTY = Buffer.alloc(0);
@@ -31,6 +33,8 @@ export class ResponsePolicies implements ForwardHooks {
   readonly transform?: (chunk: Buffer) => Buffer;
   readonly flush?: () => Buffer | Promise<Buffer>;
   readonly finalStatus?: () => number;
+  /** The route's external processor's response phases (pipeline/ext-proc.ts); undefined without one. */
+  readonly processor: ExtProcResponse | undefined;
   /** On a route that fails over or retries: the plan's judge of each answer (attempt-plan.ts). */
   judge?: (status: number, headers: IncomingHttpHeaders) => boolean;
 
@@ -58,6 +62,7 @@ export class ResponsePolicies implements ForwardHooks {
     translator: ResponseTranslator | null = null,
   ) {
     const route = ctx.route!;
+    this.processor = responseProcessor(ctx);
     this.#translator = translator;
     this.meter = route.countsTokens ? new UsageMeter(ctx.llm?.injectedUsage ?? false, ctx.deps.maxSseEventBytes, translator ? 'openai' : usageFormat(ctx.path)) : null;
     const meter = this.meter;
@@ -136,7 +141,7 @@ export class ResponsePolicies implements ForwardHooks {
     if (transformed) applyHeaderModifier(headers, transformed);
     if (ctx.admissions) Object.assign(headers, ctx.admissions.responseHeaders());
     // Headers an authorization check adds to the response (an extAuthz service's response_headers_to_add).
-    if (ctx.authEffects) Object.assign(headers, ctx.authEffects.responseHeaders);
+    if (ctx.authEffects) addAuthHeaders(headers, ctx.authEffects.responseHeaders);
     // The route's cors decides the Access-Control-* headers, not the backend.
     if (ctx.cors) decorateAnswer(ctx.cors.cors, ctx.cors.allowOrigin, headers);
     if (this.meter) {
@@ -168,4 +173,12 @@ function settleTokens(ctx: RequestContext, total: number, source: TokenSource): 
   ctx.deps.metrics.countTokens(route, llm?.model ?? null, source, charged);
   if (ctx.consumer) ctx.deps.metrics.countConsumerTokens(ctx.consumer.name, charged);
   return answered;
+}
+
+/** An authentication check's response headers; its Set-Cookie values beside the backend's, never instead of them. */
+function addAuthHeaders(headers: Record<string, string | string[] | undefined>, add: Readonly<Record<string, string | string[]>>): void {
+  for (const [name, value] of Object.entries(add)) {
+    const had = headers[name];
+    headers[name] = name === 'set-cookie' && had !== undefined ? [...[had].flat(), ...[value].flat()] : value;
+  }
 }

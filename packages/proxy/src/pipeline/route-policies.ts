@@ -9,6 +9,7 @@ import { answerDirectResponse, answerRedirect, answerRefusal } from './answer.js
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
 import { readBodyOnce } from './llm-body.js';
+import { applyProcessorEdits } from './ext-proc.js';
 
 /**
  * Returns false when the request was answered here (refused or redirected). Synchronous for
@@ -68,6 +69,7 @@ function applyFilters(ctx: RequestContext): boolean {
   // The route's transformation, then its filters (which may still set a header of their own).
   const transformed = ctx.transform?.requestHeaders;
   if (transformed) applyHeaderModifier(headers, transformed);
+  applyProcessorEdits(ctx, headers);
   for (const f of route.ir.filters) {
     if (f.type === 'RequestHeaderModifier') applyHeaderModifier(headers, f);
     else if (f.type === 'URLRewrite') {

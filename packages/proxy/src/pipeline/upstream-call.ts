@@ -17,6 +17,7 @@ import type { AttemptPlan, NextAttempt } from './attempt-plan.js';
 import { reshapeFor } from './backend-choice.js';
 import type { RequestContext } from './context.js';
 import { publish } from './events.js';
+import { requestLimitMs } from './grpc-deadline.js';
 import { ResponsePolicies } from './response-policies.js';
 
 /** config.connectAttempts when unset: the endpoint picked and up to two others. */
@@ -54,6 +55,7 @@ async function exchange(ctx: RequestContext, plan: AttemptPlan | null): Promise<
   const route = ctx.route!.ir;
   const headersTimeoutMs = route.timeouts.backendRequestMs ?? deps.defaultBackendTimeoutMs;
   const firstStart = plan?.startedAt ?? performance.now();
+  const limitMs = requestLimitMs(ctx.headers, route.timeouts.requestMs);
   // An attempt that failed before any byte was written goes to another endpoint of the same
   // backend (a pod going away refuses connections): nothing reached it, so whatever the method
   // this cannot run the request twice, and a streamed body was not read yet. Bounded by
@@ -68,11 +70,11 @@ async function exchange(ctx: RequestContext, plan: AttemptPlan | null): Promise<
     // One set of response policies per attempt: only the answer passed on meets them (and is charged).
     response = new ResponsePolicies(ctx, ctx.translator);
     if (plan) response.judge = (status, headers) => plan.judge(status, headers);
-    const body = ctx.llm ? ctx.llm.body : ctx.hasBody ? ctx.req : null;
+    const body = ctx.llm ? ctx.llm.body : ctx.hasBody ? (ctx.processedBody ?? ctx.req) : null;
     const path = ctx.upstreamQuery ? `${ctx.upstreamPath}?${ctx.upstreamQuery}` : ctx.upstreamPath;
     if (ctx.observed) publish.backendStart(ctx, backend.name);
     callStart = performance.now();
-    const requestTimeoutMs = route.timeouts.requestMs === null ? null : Math.max(1, route.timeouts.requestMs - (callStart - firstStart));
+    const requestTimeoutMs = limitMs === null ? null : Math.max(1, limitMs - (callStart - firstStart));
     // In flight on the endpoint until the exchange ends (forward never rejects). No request can
     // pick between the choice and here: nothing is awaited in between.
     backend.endpoint.begin();
@@ -82,7 +84,7 @@ async function exchange(ctx: RequestContext, plan: AttemptPlan | null): Promise<
     let next: NextAttempt | null = null;
     if (result.unsent && tried.length < deps.connectAttempts) {
       // The failed endpoint learns of it first (a refused connect ejects it), then another is picked.
-      const sibling = route.timeouts.requestMs !== null && performance.now() - firstStart >= route.timeouts.requestMs ? null : anotherEndpoint(tried);
+      const sibling = limitMs !== null && performance.now() - firstStart >= limitMs ? null : anotherEndpoint(tried);
       if (sibling) {
         endAttempt(ctx, backend, result, 0);
         deps.metrics.countUnsentRetry(route.name, result.error!.kind);

@@ -9,7 +9,7 @@
 // thousands builds one route's parts; the indexes, which depend on every route, are rebuilt.
 // Only the serving snapshot's parts are reused: their pickers hold endpoints that snapshot
 // keeps alive, and nothing outlives the next apply.
-import { DEFAULT_LIMITS, type BackendIR, type BindIR, type EvaluationLimits, type ExtraCredentials, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type ProxySnapshot, type RetryIR, type RouteIR } from '@tollgate/api';
+import { DEFAULT_LIMITS, type BackendIR, type BindIR, type EvaluationLimits, type ExtraCredentials, type ExtProcIR, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type ProxySnapshot, type RetryIR, type RouteIR } from '@tollgate/api';
 import { backendPicker, routeUpstreamNames, standalonePickerDeps, type BackendPicker, type PickerDeps } from './backend-picker.js';
 import { compileCandidate, compileMatch, type Candidate, type CompiledMatch, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
@@ -107,6 +107,8 @@ export interface CompiledRoute {
   readonly csrf: CompiledCsrf | null;
   /** The route's directResponse, else its Gateway's: answered in place of a backend; null: none. */
   readonly direct: CompiledDirectResponse | null;
+  /** The route's extProc, else its Gateway's; null: none. */
+  readonly extProc: ExtProcIR | null;
 }
 
 /** Where copies of a route's requests go, and which share of them. */
@@ -210,6 +212,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
           countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false) || (afterAuth?.countsTokens ?? false),
           resilience: own.resilience,
           ...browserPolicies(l, r),
+          extProc: r.policy?.extProc ?? l.policy?.extProc ?? null,
         };
         const base = order;
         order += r.matches.length;

@@ -41,6 +41,7 @@ import { AuthCompilers } from '../auth/compilers.js';
 import { JwksStore } from '../auth/jwks-store.js';
 import { defaultPasswordSettings, PasswordVerifier, type PasswordSettings } from '../auth/password-verifier.js';
 import { ExtAuthzServices, extAuthzServicesInUse } from '../auth/ext-authz-services.js';
+import { ExtProcServices, extProcServicesInUse } from '../ext-proc/services.js';
 
 import { DEFAULT_MAX_WEBSOCKET_CONNECTIONS, DEFAULT_WEBSOCKET_IDLE_MS, Upgrades, type UpgradeSettings } from '../pipeline/upgrades.js';
 export interface RuntimeOptions {
@@ -241,6 +242,7 @@ export class ProxyRuntime {
       chargeCap: new ChargeCap(options.maxTokensChargedPerResponse ?? DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE, log, clock),
       authLog: options.authLog ?? options.log,
       upgrades,
+      extProc: new ExtProcServices(),
     };
     const authLog = options.authLog ?? options.log;
     this.passwords = new PasswordVerifier({ ...defaultPasswordSettings(), ...options.passwords }, authLog, (result) => this.metrics.countPasswordCheck(result));
@@ -383,6 +385,9 @@ export class ProxyRuntime {
     this.metrics.retainRoutes(next.routeNames);
     this.#global?.pool.retain(services);
     this.#auth.deps.extAuthz.retain(extAuthzServicesInUse(ir));
+    const processors = extProcServicesInUse(ir);
+    this.#deps.extProc.retain(processors);
+    for (const address of processors) this.#deps.extProc.prepare(address);
   }
 
   #drainTimes(): DrainTimes {
@@ -402,6 +407,7 @@ export class ProxyRuntime {
     await this.#global?.pool.close();
     await this.passwords.close();
     await this.#auth.deps.extAuthz.close();
+    this.#deps.extProc.close();
     await this.#jwks.close();
   }
 }

@@ -63,6 +63,11 @@ function addTrafficKinds(out: EffectivePolicy, listener: PolicyIR | null, route:
   if (csrf) out.csrf = [{ source: csrf.source, config: csrf.ir }];
   const direct = pick('directResponse');
   if (direct) out.directResponse = [{ source: direct.source, config: directResponseSummary(direct.ir) }];
+  // The route's extProc replaces the Gateway's (routing/compile.ts); it holds no secret.
+  const own = route.policy?.extProc;
+  const inherited = listener?.extProc;
+  if (own) out.extProc = [{ source: 'route', config: own }];
+  else if (inherited) out.extProc = [{ source: 'gateway', config: inherited }];
 }
 
 export function effectivePolicy(listener: ListenerIR, route: RouteIR | null): EffectivePolicy {

@@ -7,6 +7,7 @@ import {
   channels,
   type BackendResultMessage,
   type BackendStartMessage,
+  type ExtProcMessage,
   type FinishMessage,
   type RequestSnapshotMessage,
   type ResponseSnapshotMessage,
@@ -54,6 +55,7 @@ export class TraceHub {
       ['policy', on<RouteMessage>((t, m) => t.policySelection(m.ctx))],
       ['backendStart', on<BackendStartMessage>((t, m) => t.backendCallStart(m.target))],
       ['backendResult', on<BackendResultMessage>((t, m) => t.backendCallResult(m.status, m.error))],
+      ['extProc', on<ExtProcMessage>((t, m) => t.extProcPhase(m.phase))],
       ['responseSnapshot', on<ResponseSnapshotMessage>((t, m) => t.responseSnapshot(m.stage, m.status, m.headers, m.ctx))],
       ['finish', on<FinishMessage>((t, m) => this.#onFinish(t, m.ctx))],
     ];

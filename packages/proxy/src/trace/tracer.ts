@@ -3,7 +3,7 @@
 // never decreasing; header values that are credentials are redacted.
 import { hostname } from 'node:os';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { NO_EXTRA_CREDENTIALS, redactHeaders, redactPathAndQuery, type AuthState, type ClientCertificateState, type ExtraCredentials, type RequestState, type TraceEvent, type TraceMessage, type TransformationState } from '@tollgate/api';
+import { NO_EXTRA_CREDENTIALS, redactHeaders, redactPathAndQuery, type AuthState, type ClientCertificateState, type ExtProcPhaseMessage, type ExtraCredentials, type RequestState, type TraceEvent, type TraceMessage, type TransformationState } from '@tollgate/api';
 import { connectionTls } from '../pipeline/connection-tls.js';
 import type { RequestContext } from '../pipeline/context.js';
 import type { RequestStage, ResponseStage } from '../pipeline/events.js';
@@ -169,6 +169,11 @@ export class RequestTracer {
     this.#emit({ type: 'backendCallStart', target });
     // The call spans from the backendCallStart event to its result.
     this.#callStart = this.#last;
+  }
+
+  /** A failure that closed the request is a warning; one the proxy went past (open) too. */
+  extProcPhase(phase: Omit<ExtProcPhaseMessage, 'type'>): void {
+    this.#emit({ type: 'extProcPhase', ...phase }, phase.result.startsWith('failed') ? 'warn' : 'info');
   }
 
   backendCallResult(status: number, error: { kind: string; message: string } | null): void {

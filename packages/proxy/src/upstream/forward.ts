@@ -2,12 +2,13 @@
 // client socket as it arrives, so bodies stream both ways without buffering (an SSE chunk
 // reaches the client when the backend sends it) and backpressure flows through: a slow
 // client pauses the upstream read. A client that goes away aborts the upstream request.
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { ClientGone, ERRORS, type ErrorSpec } from '../errors.js';
 import { endToEnd } from './headers.js';
 import { tlsFailureKind } from './backend-tls.js';
+import { endGrpcCall, isGrpcRequest, sendGrpcError, takeTrailersOnly } from './grpc.js';
 
 export interface ForwardRequest {
   readonly method: string;
@@ -58,6 +59,34 @@ export interface ForwardResult {
   readonly discarded: boolean;
 }
 
+/** What a ResponseProcessor made of the response's head: go on (its headers edited in place), or an answer in its place. */
+export type ProcessedHead =
+  | { readonly replace: false }
+  | { readonly replace: true; readonly status: number; readonly headers: Record<string, string>; readonly body: Buffer };
+
+/** The response may not go on: answered with `spec` when nothing was sent yet, else the connection is cut. */
+export class ProcessorRefusal extends Error {
+  constructor(
+    readonly spec: ErrorSpec,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ProcessorRefusal';
+  }
+}
+
+/**
+ * A party that sees the response and may change it asynchronously (an external processor,
+ * ext-proc/response.ts): its steps run in order, the backend's body paused while one runs.
+ * Rejects with ProcessorRefusal.
+ */
+export interface ResponseProcessor {
+  /** After onResponseHeaders: may edit `headers` in place, or replace the answer. */
+  head(status: number, headers: Record<string, string | string[] | undefined>): Promise<ProcessedHead>;
+  /** What to send of a chunk (after `transform`); `end`: the last (possibly empty). */
+  body(chunk: Buffer, end: boolean): Promise<Buffer>;
+}
+
 export interface ForwardHooks {
   /**
    * May change the response headers before they are sent (ResponseHeaderModifier). Returns true
@@ -84,12 +113,16 @@ export interface ForwardHooks {
    * exchange is cut) and the result says `discarded`. The other hooks never see a discarded answer.
    */
   readonly judge?: (status: number, headers: IncomingHttpHeaders) => boolean;
+  /** Sees the response after the hooks above and may change or replace it (ResponseProcessor). */
+  readonly processor?: ResponseProcessor;
 }
 
 /** The most of a discarded answer's body read to keep its connection (an error body is small). */
 export const DISCARD_MAX_BYTES = 64 * 1024;
 /** The longest a discarded answer's body is waited for before its exchange is cut. */
 export const DISCARD_MAX_MS = 1_000;
+
+const EMPTY = Buffer.alloc(0);
 
 /** Below this, undici's ~1 s timer granularity is too coarse for timeouts.backendRequest. */
 const PRECISE_BELOW_MS = 30_000;
@@ -145,6 +178,8 @@ export function classify(err: Error & { code?: string }): ErrorSpec {
  */
 export function sendError(res: ServerResponse, spec: ErrorSpec, extraHeaders?: Record<string, string>, detail?: string): Record<string, string> {
   const body = detail ? `${spec.body}: ${detail}` : spec.body;
+  // A gRPC call gets the same answer as a gRPC status (grpc.ts).
+  if (isGrpcRequest((res as ServerResponse & { req?: IncomingMessage }).req?.headers)) return sendGrpcError(res, spec.status, body, { 'x-tollgate-error': spec.code, ...extraHeaders });
   const headers: Record<string, string> = {
     'content-type': 'text/plain; charset=utf-8',
     'content-length': String(Buffer.byteLength(body)),
@@ -178,6 +213,12 @@ class Exchange implements Dispatcher.DispatchHandler {
   #heldHeaders: Record<string, string | string[] | undefined> | null = null;
   /** Bytes of a discarded answer's body read so far; -1 while the answer is not discarded. */
   #discarded = -1;
+  /** Trailers to send at the end: the backend's, and the status fields of a gRPC Trailers-Only answer. */
+  #trailers: Record<string, string> | null = null;
+  /** The processor's steps, in order (ForwardHooks.processor); null without one. */
+  #steps: Promise<void> | null = null;
+  /** The processor answered in the upstream's place or refused: the exchange is over, whatever undici says next. */
+  #stopped = false;
   readonly #onClientClose = (): void => {
     if (!this.res.writableFinished) this.#abort(new ClientGone('client disconnected'));
   };
@@ -225,7 +266,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.#pendingAbort) c.abort(this.#pendingAbort);
   }
 
-  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+  onResponseStart(c: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     if (statusCode < 200) return; // 1xx informational: not relayed
     if (this.#headersTimer) clearTimeout(this.#headersTimer);
     this.#upstreamStatus = statusCode;
@@ -235,12 +276,71 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     const out = endToEnd(headers);
+    this.#trailers = takeTrailersOnly(this.res, out);
     if (this.hooks.onResponseHeaders?.(statusCode, out) === true) {
       this.#heldHeaders = out;
       return;
     }
-    this.res.writeHead(statusCode, out as Record<string, string | string[]>);
+    const p = this.hooks.processor;
+    if (p) return this.#step(c, () => p.head(statusCode, out).then((head) => this.#writeHead(statusCode, out, head)));
+    this.#writeHead(statusCode, out, null);
+  }
+
+  #writeHead(status: number, headers: Record<string, string | string[] | undefined>, head: ProcessedHead | null): void {
+    if (head?.replace) return this.#replace(head);
+    if (this.res.headersSent || this.res.destroyed) return;
+    this.res.writeHead(status, headers as Record<string, string | string[]>);
     if (this.req.method === 'HEAD') this.res.flushHeaders();
+  }
+
+  /** Runs a processor step after the ones before it, the backend's body paused meanwhile. */
+  #step(c: Dispatcher.DispatchController | null, run: () => Promise<void>): void {
+    c?.pause();
+    this.#steps = (this.#steps ?? Promise.resolve())
+      .then(() => (this.#stopped ? undefined : run()))
+      .then(
+        () => {
+          if (!this.#stopped) c?.resume();
+        },
+        (err: unknown) => this.#refused(err),
+      );
+  }
+
+  /** Writes `b` and waits while the client's side is full (or gone). */
+  #write(b: Buffer): Promise<void> {
+    if (!b.length || this.res.destroyed || this.res.write(b)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.res.off('drain', done);
+        this.res.off('close', done);
+        resolve();
+      };
+      this.res.on('drain', done);
+      this.res.on('close', done);
+    });
+  }
+
+  /** The processor answered in the backend's place: its answer is sent, the backend's dropped. */
+  #replace(head: Extract<ProcessedHead, { replace: true }>): void {
+    this.#stopped = true;
+    this.#abort(new DiscardCut('replaced by the processor'));
+    if (!this.res.headersSent && !this.res.destroyed) {
+      this.res.writeHead(head.status, { ...head.headers, 'content-length': String(head.body.length) });
+      this.res.end(head.body);
+    } else this.res.destroy();
+    this.#finish({ status: head.status, upstreamStatus: this.#upstreamStatus, error: null, responded: true, unsent: false, discarded: false });
+  }
+
+  /** The processor refused the response: answered by the caller when nothing was sent, else cut. */
+  #refused(err: unknown): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#abort(new DiscardCut('refused by the processor'));
+    const spec = err instanceof ProcessorRefusal ? err.spec : ERRORS.upstreamReset;
+    const error = { kind: spec.code, message: err instanceof Error ? err.message : String(err), spec };
+    const sent = this.res.headersSent || this.res.destroyed;
+    if (sent) this.res.destroy();
+    this.#finish({ status: sent ? (this.#upstreamStatus ?? spec.status) : spec.status, upstreamStatus: this.#upstreamStatus, error, responded: sent, unsent: false, discarded: false });
   }
 
   onRequestUpgrade(_c: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, socket: Duplex): void {
@@ -264,18 +364,58 @@ class Exchange implements Dispatcher.DispatchHandler {
       if (this.#discarded > DISCARD_MAX_BYTES) this.#abort(new DiscardCut('discarded answer too long'));
       return;
     }
+    if (this.#stopped) return;
     const out = this.hooks.transform ? this.hooks.transform(chunk) : chunk;
+    const p = this.hooks.processor;
+    if (p) return this.#step(c, () => p.body(out, false).then((b) => this.#write(b)));
     if (out.length && !this.res.write(out)) {
       c.pause();
       this.res.once('drain', () => c.resume());
     }
   }
 
-  onResponseEnd(): void {
+  onResponseEnd(c: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
     if (this.#discarded >= 0) return this.#finishDiscarded();
+    if (this.#stopped) return;
+    this.#keepTrailers(c, trailers);
+    const p = this.hooks.processor;
+    if (p) return this.#step(null, () => this.#processEnd(p));
     const rest = this.hooks.flush?.();
     if (rest instanceof Promise) void rest.then((r) => this.#end(r), () => this.#end(undefined));
     else this.#end(rest);
+  }
+
+  /**
+   * The backend's trailers (grpc-status, grpc-message of a gRPC answer), relayed at the end.
+   * undici parses HTTP/1.1 trailers into `trailers` but hands HTTP/2 ones over unparsed, as the
+   * object Node's stream gave (controller.rawTrailers).
+   */
+  #keepTrailers(c: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    const raw = (c as Dispatcher.DispatchController & { rawTrailers?: unknown }).rawTrailers;
+    const source: IncomingHttpHeaders = raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : trailers;
+    // End to end only, and nothing that frames the message: a hostile backend's
+    // `connection` or `content-length` trailer would make the client's HTTP/2 stream fail.
+    const fields = endToEnd(source);
+    for (const name in fields) {
+      const value = fields[name];
+      if (value === undefined || name === 'content-length' || name === 'host') continue;
+      (this.#trailers ??= {})[name] = Array.isArray(value) ? value.join(',') : value;
+    }
+  }
+
+  /** The body's end through the processor; a held response (a translation) meets it whole here. */
+  async #processEnd(p: ResponseProcessor): Promise<void> {
+    const rest = (await this.hooks.flush?.()) ?? EMPTY;
+    const held = this.#heldHeaders;
+    if (held) {
+      this.#heldHeaders = null;
+      const status = this.hooks.finalStatus?.() ?? this.#upstreamStatus ?? 502;
+      const head = await p.head(status, held);
+      if (head.replace) return this.#replace(head);
+      this.#writeHead(status, held, null);
+    }
+    const last = await p.body(rest, true);
+    if (!this.#stopped) this.#end(last);
   }
 
   #end(rest: Buffer | undefined): void {
@@ -285,6 +425,8 @@ class Exchange implements Dispatcher.DispatchHandler {
       status = this.hooks.finalStatus?.() ?? status;
       if (!this.res.headersSent && !this.res.destroyed) this.res.writeHead(status, held as Record<string, string | string[]>);
     }
+    // HTTP/1.1 sends trailers only after a chunked body (Node drops them otherwise).
+    if (this.#trailers && !this.res.destroyed) this.res.addTrailers(this.#trailers);
     if (rest?.length) this.res.end(rest);
     else this.res.end();
     this.#finish({ status, upstreamStatus: this.#upstreamStatus, error: null, responded: true, unsent: false, discarded: false });
@@ -296,6 +438,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_c: Dispatcher.DispatchController, err: Error & { code?: string }): void {
+    if (this.#stopped) return;
     const upstreamStatus = this.#upstreamStatus;
     if (err instanceof ClientGone) {
       this.#finish({ status: upstreamStatus ?? 499, upstreamStatus, error: { kind: err.code, message: err.message }, responded: true, unsent: false, discarded: false });
@@ -311,8 +454,9 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#finish({ status: spec.status, upstreamStatus, error, responded: false, unsent: this.#controller === null, discarded: false });
     } else {
       // Mid-body failure: the status is already sent, so the client learns of it by the
-      // connection closing before the body completes.
-      this.res.destroy(err);
+      // connection closing before the body completes; a gRPC call over HTTP/2, by its status
+      // in trailers (grpc.ts).
+      if (!endGrpcCall(this.res, spec, err.message || spec.body)) this.res.destroy(err);
       this.#finish({ status: upstreamStatus ?? spec.status, upstreamStatus, error, responded: true, unsent: false, discarded: false });
     }
   }

@@ -11,6 +11,7 @@ export function backendRouteResources(port: number, backend: Resources['backends
   return {
     gatewayClasses: [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: meta('tollgate'), spec: { controllerName: 'tollgate.dev/gateway-controller' } }],
     gateways: [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', metadata: meta('public', 'edge'), spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'http', protocol: 'HTTP', port }] } }],
+    grpcRoutes: [],
     httpRoutes: [
       {
         apiVersion: 'gateway.networking.k8s.io/v1',

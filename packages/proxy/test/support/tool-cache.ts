@@ -9,10 +9,13 @@ import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 
-export function wrapperToolBinary(name: string, versionKey: string, binary: string): string {
+/** `keyed`: the module's files the cache key hashes (install-test-tools.sh hashes the same). */
+export function wrapperToolBinary(name: string, versionKey: string, binary: string, keyed: readonly string[] = ['main.go', 'go.mod']): string {
   const tools = JSON.parse(readFileSync(join(REPO_ROOT, 'e2e/tools.json'), 'utf8')) as Record<string, string>;
   const dir = join(REPO_ROOT, 'e2e/tools', name);
-  const key = createHash('sha256').update(readFileSync(join(dir, 'main.go'))).update(readFileSync(join(dir, 'go.mod'))).digest('hex').slice(0, 12);
+  const hash = createHash('sha256');
+  for (const f of keyed) hash.update(readFileSync(join(dir, f)));
+  const key = hash.digest('hex').slice(0, 12);
   const cache = process.env.TOLLGATE_CACHE ?? join(homedir(), '.cache', 'tollgate');
   return join(cache, `${name}-${tools[versionKey]}-${key}`, binary);
 }

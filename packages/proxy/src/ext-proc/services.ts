@@ -1,0 +1,60 @@
+// The external processors' channels, made once per process: one gRPC channel per address,
+// shared by every policy and config naming it, connected as soon as a config naming it is
+// compiled, closed when no config in force names it (retain, after each apply) and on
+// shutdown. The gRPC module is loaded by the first config that names a processor.
+import type { PolicyIR, ProxySnapshot } from '@tollgate/api';
+import type * as Stream from './stream.js';
+
+type ExtProcClient = Stream.ExtProcClient;
+
+export class ExtProcServices {
+  #module: Promise<typeof Stream> | null = null;
+  readonly #clients = new Map<string, ExtProcClient>();
+  #closed = false;
+
+  /** Starts connecting to a processor a compiled config names. */
+  prepare(address: string): void {
+    void this.client(address).catch(() => {});
+  }
+
+  async client(address: string): Promise<ExtProcClient> {
+    const m = await (this.#module ??= import('./stream.js'));
+    if (this.#closed) throw new Error('the proxy is shutting down');
+    let c = this.#clients.get(address);
+    if (!c) this.#clients.set(address, (c = new m.ExtProcClient(address)));
+    return c;
+  }
+
+  addresses(): string[] {
+    return [...this.#clients.keys()];
+  }
+
+  /** Closes the channels of processors the config in force no longer names; a stream open on one fails into its failure mode. */
+  retain(inUse: ReadonlySet<string>): void {
+    for (const [address, c] of this.#clients) {
+      if (inUse.has(address)) continue;
+      c.close();
+      this.#clients.delete(address);
+    }
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.retain(new Set());
+  }
+}
+
+/** Every processor address the snapshot names. */
+export function extProcServicesInUse(ir: ProxySnapshot): Set<string> {
+  const out = new Set<string>();
+  const note = (p: PolicyIR | null): void => {
+    if (p?.extProc) out.add(p.extProc.service);
+  };
+  for (const b of ir.binds) {
+    for (const l of b.listeners) {
+      note(l.policy);
+      for (const r of l.routes) note(r.policy);
+    }
+  }
+  return out;
+}
