@@ -61,6 +61,14 @@ export const CONFORMANCE_PROFILES: readonly ConformanceProfile[] = [
     extendedFeatures: new Set([...GATEWAY_EXTENDED_FEATURES, 'GRPCRouteNamedRouteRule']),
     expected: { core: 15, extended: 11 },
   },
+  {
+    // Core: the 11 tests of the Gateway alone and 9 TLSRoute tests; extended: 3 Gateway tests
+    // and 4 TLSRoute tests.
+    name: 'GATEWAY-TLS',
+    extendedFeatures: new Set([...GATEWAY_EXTENDED_FEATURES, 'TLSRouteModeTerminate', 'TLSRouteModeMixed']),
+    // And 8 ListenerSet tests: the 7 of GATEWAY-GRPC and ListenerSetAllowedRoutesSupportedKinds.
+    expected: { core: 20, extended: 15 },
+  },
 ];
 
 /**

@@ -1,7 +1,7 @@
 // The upstream Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance, at the CRDs'
 // version) against Tollgate on the e2e node, installed as users install it: `helm install` of
 // charts/tollgate (the controller as a pod, the snapshot stream with TLS and TokenReview
-// authentication), then the profiles of CONFORMANCE_PROFILES (GATEWAY-HTTP, GATEWAY-GRPC) in one suite run, with the chart's GatewayClass and exactly the
+// authentication), then the profiles of CONFORMANCE_PROFILES (GATEWAY-HTTP, GATEWAY-GRPC, GATEWAY-TLS) in one suite run, with the chart's GatewayClass and exactly the
 // features it declares (packages/controller/src/translate/features.ts). The node has the Gateway
 // API CRDs of the experimental channel (config/crd/experimental of the pinned module): at v1.6.1
 // an HTTPRoute rule's `retry` (HTTPRouteRetry) is in that channel only. The run fails when a

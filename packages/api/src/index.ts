@@ -3,6 +3,7 @@ export * from './schema/gateway-api.js';
 export * from './schema/traffic-policy.js';
 export * from './schema/budget-overrides.js';
 export * from './schema/standalone-config.js';
+export * from './schema/tls-bind-config.js';
 export * from './schema/backend.js';
 export * from './schema/backend-tls.js';
 export * from './backend-tls.js';

@@ -71,6 +71,8 @@ export const PROXY_PROCESS_PARAMETERS = [
   'maxConnectionsPerBind',
   'maxWebSocketConnections',
   'websocketIdleTimeout',
+  'tlsClientHelloTimeout',
+  'tlsIdleTimeout',
   'maxSseLineBytes',
   'maxTraceSessions',
   'maxModelLabels',

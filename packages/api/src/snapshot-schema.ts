@@ -318,6 +318,31 @@ const ListenerTls = Obj(
   { mode: Lit('Terminate'), certificates: Type.Array(Certificate, { minItems: 1, maxItems: 64 }), clientValidation: Type.Optional(ClientValidation) },
   'TLS terminated at the proxy.',
 );
+const StreamBackend = Type.Union([
+  Obj({ kind: Lit('static'), name: NonEmpty('host:port.', 300), host: NonEmpty('Host name or address.', 253), port: Type.Integer({ minimum: 1, maximum: 65535 }), weight: Weight }, 'A fixed address.'),
+  Obj({ kind: Lit('service'), name: NonEmpty('Service port name.', 600), endpoints: Type.Array(Endpoint, { maxItems: 100_000 }), weight: Weight }, 'A Service port.'),
+  Obj({ kind: Lit('invalid'), name: NonEmpty('Reference as written.', 600), weight: Weight, reason: NonEmpty('Why it is unresolved.', 64) }, 'An unresolved reference.'),
+]);
+const TlsRoute = Obj(
+  {
+    name: NonEmpty('Route identifier.', 600),
+    origin: Type.Union([ConfigOrigin, Obj({ kind: Lit('TLSRoute'), namespace: NonEmpty('Namespace.', 63), name: NonEmpty('Name.', 253) }, 'From a TLSRoute.')]),
+    hostnames: Type.Array(NonEmpty('Server name.', 253), { maxItems: 16 }),
+    backends: Type.Array(StreamBackend, { maxItems: 64 }),
+  },
+  'A TLS route.',
+);
+const TlsListener = Obj(
+  {
+    name: NonEmpty('Listener name.', 253),
+    hostname: Nullable(NonEmpty('Hostname.', 253)),
+    tls: Type.Union([Obj({ mode: Lit('Passthrough') }, 'TLS passed through.'), Obj({ mode: Lit('Terminate'), certificates: Type.Array(Certificate, { minItems: 1, maxItems: 64 }) }, 'TLS terminated here.')]),
+    routes: Type.Array(TlsRoute, { maxItems: 10_000 }),
+  },
+  'A TLS listener.',
+);
+const TlsBind = Obj({ port: Port('TCP port.'), address: NonEmpty('Address to listen on.', 64), listeners: Type.Array(TlsListener, { minItems: 1, maxItems: 64 }) }, 'A port of TLS listeners.');
+
 /** A snapshot's schema around `routes`, the schema of a listener's route list. */
 function snapshotSchema<R extends TSchema>(routes: R, description: string) {
   const listenerBase = {
@@ -336,6 +361,7 @@ function snapshotSchema<R extends TSchema>(routes: R, description: string) {
       version: Type.String({ pattern: '^[0-9a-f]{12}$', description: 'Content hash of the rest of the snapshot.', expected: '12 lower-case hex digits' }),
       source: Source,
       binds: Type.Array(Bind),
+      tlsBinds: Type.Optional(Type.Array(TlsBind, { maxItems: 64 })),
       limits: Type.Optional(EvaluationLimitsSchema),
     },
     description,
@@ -373,6 +399,7 @@ type IRRoute = IRListener['routes'][number];
 const sameShape: [
   Same<WireSnapshot['source'], ToWire<ProxySnapshot['source']>>,
   Same<WireSnapshot['limits'], ToWire<ProxySnapshot['limits']>>,
+  Same<WireSnapshot['tlsBinds'], ToWire<ProxySnapshot['tlsBinds']>>,
   Same<Omit<WireBind, 'listeners'>, ToWire<Omit<ProxySnapshot['binds'][number], 'listeners'>>>,
   Same<Omit<WireListener, 'routes' | 'policy'>, ToWire<Omit<IRListener, 'routes' | 'policy'>>>,
   Same<Extract<WireListener, { protocol: 'HTTPS' }>['tls'], ToWire<Extract<IRListener, { protocol: 'HTTPS' }>['tls']>>,
@@ -382,5 +409,5 @@ const sameShape: [
   Same<WireRoute['filters'][number], ToWire<IRRoute['filters'][number]>>,
   Same<WireRoute['backends'][number], ToWire<IRRoute['backends'][number]>>,
   Same<WireRoute['policy'], ToWire<IRRoute['policy']>>,
-] = [true, true, true, true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true, true, true, true, true];
 void sameShape;

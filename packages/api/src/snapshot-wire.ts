@@ -18,7 +18,7 @@ import { DEFAULT_LIMITS, type EvaluationLimits } from './limits.js';
 import { checkRegexes } from './rules.js';
 import { Secret } from './secret.js';
 import { WireRouteSchema, WireSkeleton, type WireSnapshot, type ToWire } from './snapshot-schema.js';
-import type { BackendFilterIR, BackendIR, FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProviderIR, ProxySnapshot, RouteIR } from './snapshot.js';
+import type { BackendFilterIR, BackendIR, FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProviderIR, ProxySnapshot, RouteIR, TlsBindIR, TlsListenerIR } from './snapshot.js';
 import { ValidationError, type Problem } from './validation-error.js';
 
 // Skeletons only: routes are taken out before and checked one by one (validateRoute).
@@ -57,7 +57,7 @@ export function encodeSnapshot(snapshot: ProxySnapshot): string {
     });
     return `${JSON.stringify({ port: b.port, address: b.address }).slice(0, -1)},"listeners":[${listeners.join(',')}]}`;
   });
-  const head = { version: snapshot.version, source: snapshot.source, ...(snapshot.limits ? { limits: snapshot.limits } : {}) };
+  const head = { version: snapshot.version, source: snapshot.source, ...(snapshot.limits ? { limits: snapshot.limits } : {}), ...(snapshot.tlsBinds ? { tlsBinds: reveal(snapshot.tlsBinds) } : {}) };
   return `${JSON.stringify(head).slice(0, -1)},"binds":[${binds.join(',')}]}`;
 }
 
@@ -270,8 +270,10 @@ export class SnapshotDecoder {
     const seen = new Map<string, RouteIR>();
     const order: RouteIR[] = [];
     let at = 0;
+    const { tlsBinds, ...rest } = wire;
     const snapshot: ProxySnapshot = {
-      ...wire,
+      ...rest,
+      ...(tlsBinds ? { tlsBinds: tlsBinds.map(wrapTlsBind) } : {}),
       binds: wire.binds.map((b, bi) => ({
         ...b,
         listeners: b.listeners.map((l, li) => {
@@ -468,6 +470,13 @@ function wrapListener(l: WireListener, routes: RouteIR[]): ListenerIR {
   return { ...l, policy, routes, tls: { mode: l.tls.mode, certificates, ...clientValidation } };
 }
 
+function wrapTlsBind(b: ToWire<TlsBindIR>): TlsBindIR {
+  return {
+    ...b,
+    listeners: b.listeners.map((l) => (l.tls.mode === 'Passthrough' ? l : { ...l, tls: { mode: 'Terminate', certificates: l.tls.certificates.map((c) => ({ origin: c.origin, certificate: c.certificate, key: new Secret(c.key.secret) })) } })) as TlsListenerIR[],
+  };
+}
+
 function wrapRoute(r: WireRoute): RouteIR {
   return { ...r, policy: wrapPolicy<RouteIR['policy']>(r.policy), filters: r.filters.map(wrapFilter), backends: r.backends.map(wrapBackend) };
 }
@@ -498,6 +507,19 @@ function crossCheck(wire: WireSnapshot): Problem[] {
   const out: Problem[] = [];
   const ports = new Set<number>();
   const listeners = new Set<string>();
+  (wire.tlsBinds ?? []).forEach((b, bi) => {
+    if (ports.has(b.port)) out.push({ path: `tlsBinds[${bi}].port`, message: `port ${b.port} is bound twice; one bind per port` });
+    ports.add(b.port);
+    const hosts = new Set<string>();
+    b.listeners.forEach((l, li) => {
+      const path = `tlsBinds[${bi}].listeners[${li}]`;
+      if (listeners.has(l.name)) out.push({ path: `${path}.name`, message: `listener name ${JSON.stringify(l.name)} is used twice` });
+      listeners.add(l.name);
+      const host = l.hostname ?? '*';
+      if (hosts.has(host)) out.push({ path: `${path}.hostname`, message: `two listeners on port ${b.port} have hostname ${JSON.stringify(host)}` });
+      hosts.add(host);
+    });
+  });
   wire.binds.forEach((b, bi) => {
     if (ports.has(b.port)) out.push({ path: `binds[${bi}].port`, message: `port ${b.port} is bound twice; one bind per port` });
     ports.add(b.port);
@@ -546,6 +568,8 @@ export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | Proxy
         routes: l.routes.map(routeDigest),
       })),
     })),
+    // Only when set: the versions of snapshots without TLS listeners stay what they were.
+    ...(snapshot.tlsBinds ? { tlsBinds: snapshot.tlsBinds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, tls: l.tls.mode === 'Terminate' ? tlsDigest({ mode: 'Terminate', certificates: l.tls.certificates }) : l.tls.mode })) })) } : {}),
   };
   return createHash('sha256').update(JSON.stringify(skeleton)).digest('hex').slice(0, 12);
 }
@@ -578,7 +602,7 @@ const versioned = new WeakSet<ProxySnapshot>();
 
 /** The snapshot with its version computed from its content. */
 export function withVersion(content: Omit<ProxySnapshot, 'version'>): ProxySnapshot {
-  const snapshot = { version: snapshotVersion(content), source: content.source, binds: content.binds, ...(content.limits ? { limits: content.limits } : {}) };
+  const snapshot = { version: snapshotVersion(content), source: content.source, binds: content.binds, ...(content.tlsBinds?.length ? { tlsBinds: content.tlsBinds } : {}), ...(content.limits ? { limits: content.limits } : {}) };
   versioned.add(snapshot);
   return snapshot;
 }

@@ -20,6 +20,11 @@ export interface ProxySnapshot {
   readonly version: string;
   readonly source: SnapshotSource;
   readonly binds: readonly BindIR[];
+  /**
+   * Ports of TLS listeners (Gateway API protocol TLS, TLSRoute): byte streams routed by the
+   * ClientHello's server name, never on a port of `binds`. Absent: none.
+   */
+  readonly tlsBinds?: readonly TlsBindIR[];
   /** The bounds its expressions were validated with; left out when they are the defaults (DEFAULT_LIMITS). */
   readonly limits?: EvaluationLimits;
 }
@@ -98,6 +103,44 @@ export type CertificateOriginIR =
   | { readonly kind: 'Secret'; readonly namespace: string; readonly name: string }
   /** Files of the standalone config; `path` is the JSON path of the certificate entry. */
   | { readonly kind: 'config'; readonly path: string; readonly certFile: string; readonly keyFile: string };
+
+/** A port of TLS listeners: one socket, the listener and route chosen by the ClientHello's SNI. */
+export interface TlsBindIR {
+  readonly port: number;
+  readonly address: string;
+  readonly listeners: readonly TlsListenerIR[];
+}
+
+/**
+ * A TLS listener. Passthrough: the client's TLS goes to the backend untouched (the proxy reads
+ * the server name of the ClientHello and never decrypts). Terminate: the proxy completes the
+ * handshake with the listener's certificates and sends the plaintext stream to the backend.
+ * Listeners of both modes may share a port: the SNI picks the listener first.
+ */
+export interface TlsListenerIR {
+  readonly name: string;
+  /** null: every server name. */
+  readonly hostname: string | null;
+  readonly tls: { readonly mode: 'Passthrough' } | { readonly mode: 'Terminate'; readonly certificates: readonly CertificateIR[] };
+  /** Routes in Gateway API precedence order. */
+  readonly routes: readonly TlsRouteIR[];
+}
+
+export interface TlsRouteIR {
+  /** Standalone: `<listener>/<route>`; from the controller: `<namespace>/<tlsroute>`. */
+  readonly name: string;
+  readonly origin: { readonly kind: 'config'; readonly path: string } | { readonly kind: 'TLSRoute'; readonly namespace: string; readonly name: string };
+  /** Server names as configured (`*.` wildcards allowed); empty: every name of the listener. */
+  readonly hostnames: readonly string[];
+  /** Share the connections by weight; none (or only weight 0): connections are closed. */
+  readonly backends: readonly StreamBackendIR[];
+}
+
+/** Where a TLS route sends a connection: a fixed address, a Service's ready endpoints, or an unresolved reference (its share is closed). */
+export type StreamBackendIR =
+  | { readonly kind: 'static'; readonly name: string; readonly host: string; readonly port: number; readonly weight: number }
+  | { readonly kind: 'service'; readonly name: string; readonly endpoints: readonly EndpointIR[]; readonly weight: number }
+  | { readonly kind: 'invalid'; readonly name: string; readonly weight: number; readonly reason: string };
 
 export interface RouteIR {
   /**

@@ -16,6 +16,7 @@ import type { HTTPHeaderFilter, HTTPPathModifier, HTTPRouteFilter, HTTPRouteMatc
 import { LOCAL_MONTHS_MESSAGE, type GlobalDescriptor, type LocalRateLimit, type PolicySet, type RateLimitKey } from './schema/traffic-policy.js';
 import { isSensitiveHeader, Secret } from './secret.js';
 import { withVersion } from './snapshot-wire.js';
+import { checkTlsBinds, tlsCertificateEntries, toTlsBinds } from './standalone-tls.js';
 import type {
   BackendIR,
   CertificateIR,
@@ -87,6 +88,7 @@ export function validateStandaloneConfig(value: unknown, subject = 'config'): St
       });
     });
   });
+  if (cfg.tlsBinds) checkTlsBinds(cfg.tlsBinds, cfg.binds.map((b) => b.port), allListeners.map((l) => l.name), out);
   if (out.length) throw new ValidationError(subject, out);
   return cfg;
 }
@@ -127,6 +129,7 @@ export function standaloneToSnapshot(cfg: StandaloneConfig, source: SnapshotSour
       address: bind.address ?? '0.0.0.0',
       listeners: bind.listeners.map((l, li) => toListener(listenerName(bind.port, l, li), l, `binds[${bi}].listeners[${li}]`, conv)),
     })),
+    ...(cfg.tlsBinds?.length ? { tlsBinds: toTlsBinds(cfg.tlsBinds, (at) => certificateAt(at, conv)) } : {}),
   });
   if (problems.length) throw new ValidationError(source.kind === 'file' ? source.path : '', problems);
   return snapshot;
@@ -143,6 +146,10 @@ interface Conversion {
  * `tls.certificates[i]` and each backend's `tls.clientCertificate`.
  */
 export function certificateEntries(cfg: StandaloneConfig): { path: string; certFile: string; keyFile: string }[] {
+  return [...tlsCertificateEntries(cfg.tlsBinds ?? []), ...httpCertificateEntries(cfg)];
+}
+
+function httpCertificateEntries(cfg: StandaloneConfig): { path: string; certFile: string; keyFile: string }[] {
   return cfg.binds.flatMap((b, bi) =>
     b.listeners.flatMap((l, li) => {
       const lp = `binds[${bi}].listeners[${li}]`;

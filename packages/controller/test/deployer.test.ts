@@ -241,7 +241,7 @@ describe('Deployer', () => {
     deployer.submit([gateway('edge', [80]), gateway('old', [80])]);
     await deployer.idle();
     api.calls.length = 0;
-    const noListener: Gateway = { ...gateway('edge', []), spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'tls', port: 443, protocol: 'TLS' }] } };
+    const noListener: Gateway = { ...gateway('edge', []), spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'tcp', port: 443, protocol: 'TCP' }] } };
     deployer.submit([noListener]);
     await deployer.idle();
     expect(api.calls.filter((c) => c.startsWith('delete')).sort()).toEqual([

@@ -34,6 +34,7 @@ function shuffled(r: Resources, keys: readonly number[]): Resources {
     backends: permute(r.backends, rot(3)),
     httpRoutes: permute(r.httpRoutes, rot(3)),
     grpcRoutes: permute(r.grpcRoutes, rot(3)),
+    tlsRoutes: permute(r.tlsRoutes ?? [], rot(4)),
     referenceGrants: permute(r.referenceGrants, rot(4)),
     gatewayPolicies: permute(r.gatewayPolicies, rot(5)),
     backendTLSPolicies: permute(r.backendTLSPolicies, rot(5)),

@@ -8,7 +8,7 @@ import type { Resources, TranslateOptions, TranslateResult } from '../src/transl
 export const CONTROLLER_NAME = 'tollgate.dev/gateway-controller';
 
 export function emptyResources(): { -readonly [K in keyof Resources]-?: NonNullable<Resources[K]>[number][] } {
-  return { gatewayClasses: [], gateways: [], listenerSets: [], httpRoutes: [], grpcRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
+  return { gatewayClasses: [], gateways: [], listenerSets: [], httpRoutes: [], grpcRoutes: [], tlsRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
 }
 
 /** Options for a case: defaults, changed by a first line `# options: {...}` (JSON). */
@@ -40,6 +40,9 @@ export function parseResources(text: string, subject: string): Resources {
         break;
       case 'GRPCRoute':
         out.grpcRoutes.push(o.object);
+        break;
+      case 'TLSRoute':
+        out.tlsRoutes.push(o.object);
         break;
       case 'ReferenceGrant':
         out.referenceGrants.push(o.object);
@@ -84,6 +87,8 @@ export function resultData(result: TranslateResult): unknown {
       // Only in the cases with ListenerSets.
       ...(result.status.listenerSets?.size ? { listenerSets: Object.fromEntries(result.status.listenerSets) } : {}),
       httpRoutes: Object.fromEntries(result.status.httpRoutes),
+      // Only in the cases that have some: the others' goldens stay as they were.
+      ...(result.status.tlsRoutes?.size ? { tlsRoutes: Object.fromEntries(result.status.tlsRoutes) } : {}),
       gatewayPolicies: Object.fromEntries(result.status.gatewayPolicies),
       // Only where a case has Backends: the outputs of the others stay as they were.
       ...(result.status.grpcRoutes?.size ? { grpcRoutes: Object.fromEntries(result.status.grpcRoutes) } : {}),

@@ -54,6 +54,8 @@ const dump = (snap: ProxySnapshot) =>
     maxConnectionsPerBind: 1,
     maxWebSocketConnections: 1,
     websocketIdleTimeoutMs: 1,
+    tlsClientHelloTimeoutMs: 1,
+    tlsIdleTimeoutMs: 1,
     maxTraceSessions: 1,
     maxTokensChargedPerResponse: 1,
     maxRateLimitKeys: 1,

@@ -85,7 +85,7 @@ async function startGatewayWith(config: Record<string, unknown>, opts: GatewayOp
     await rm(dir, { recursive: true, force: true });
     throw err;
   }
-  const binds = config.binds as { port: number }[];
+  const binds = [...(config.binds as { port: number }[]), ...((config.tlsBinds as { port: number }[] | undefined) ?? [])];
   const port = binds[0]!.port;
   return {
     gateway,

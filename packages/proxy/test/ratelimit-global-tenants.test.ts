@@ -36,7 +36,7 @@ interface Tenant {
 
 /** A Gateway of `infra` open to every namespace; per tenant an HTTPRoute to mock-llm and a GatewayPolicy on it whose rate limit service is limits/rls. */
 function resources(port: number, llm: MockLlm, tenants: readonly Tenant[]): Resources {
-  const r: Resources & { [K in keyof Resources]: Resources[K][number][] } = {
+  const r: Resources & { [K in keyof Resources]: NonNullable<Resources[K]>[number][] } = {
     gatewayClasses: [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: meta('tollgate'), spec: { controllerName: 'tollgate.dev/gateway-controller' } }],
     gateways: [
       {

@@ -15,6 +15,7 @@ export const MAX_CONNECT_ATTEMPTS = 8;
 import { BackendTlsConfig } from './backend-tls.js';
 import { CertificateFilesConfig } from './certificate-files.js';
 import { CLIENT_VALIDATION_MODES } from '../client-validation.js';
+import { TlsBindConfig } from './tls-bind-config.js';
 
 export { CertificateFilesConfig };
 
@@ -216,6 +217,8 @@ export const ProcessConfig = Type.Object(
       }),
     ),
     websocketIdleTimeout: Type.Optional(Duration('Time an upgraded connection (a WebSocket) may pass without a byte either way before the proxy closes both sides. Default 300s.')),
+    tlsClientHelloTimeout: Type.Optional(Duration('Time a client of a TLS bind has to send its whole ClientHello; past it the connection is closed (tollgate_tls_connections_total outcome hello_timeout). Also bounds the handshake of Terminate listeners. Default 10s.')),
+    tlsIdleTimeout: Type.Optional(Duration('Time a stream of a TLS bind may pass without a byte either way before the proxy closes both sides. Default 300s.')),
     maxTokensChargedPerResponse: Type.Optional(
       Type.Integer({
         minimum: 1,
@@ -293,6 +296,7 @@ export const StandaloneConfig = Type.Object(
   {
     config: Type.Optional(ProcessConfig),
     binds: Type.Array(BindConfig, { description: 'Ports and their listeners.' }),
+    tlsBinds: Type.Optional(Type.Array(TlsBindConfig, { maxItems: 64, description: 'Ports of TLS listeners, routed by the ClientHello\'s server name (docs/tlsroute.md).' })),
   },
   { additionalProperties: false, description: 'Tollgate standalone configuration.' },
 );

@@ -202,7 +202,7 @@ interface ListenerPort {
 }
 
 /**
- * One port per distinct listener port of a protocol the proxy serves (HTTP, HTTPS); listeners
+ * One port per distinct listener port of a protocol the proxy serves (HTTP, HTTPS, TLS); listeners
  * that share a port (different hostnames) share it. Other protocols are refused in the
  * Gateway's listener status, so they get no port. Names fit a container port (at most 15
  * characters).
@@ -210,7 +210,7 @@ interface ListenerPort {
 function listenerPorts(gateway: Gateway, problems: string[]): ListenerPort[] {
   const ports = new Map<number, string>();
   for (const l of gateway.spec.listeners) {
-    if (l.protocol !== 'HTTP' && l.protocol !== 'HTTPS') continue;
+    if (l.protocol !== 'HTTP' && l.protocol !== 'HTTPS' && l.protocol !== 'TLS') continue;
     if (RESERVED_PORTS.has(l.port)) problems.push(`spec.listeners[${l.name}].port ${l.port} is the proxy's own ${RESERVED_PORTS.get(l.port)} port; choose another port`);
     else if (!ports.has(l.port)) ports.set(l.port, l.protocol.toLowerCase());
   }

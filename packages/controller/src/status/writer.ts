@@ -242,6 +242,11 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         const d = this.#entry(item) as HTTPRouteStatusReport | undefined;
         return d && mergeHTTPRouteStatus(current, d, this.#o.controllerName, now);
       }
+      case 'TLSRoute': {
+        // status.parents, as an HTTPRoute's.
+        const d = r.tlsRoutes?.get(item.key);
+        return d && mergeHTTPRouteStatus(current, d, this.#o.controllerName, now);
+      }
       case 'GatewayPolicy': {
         const d = r.gatewayPolicies.get(item.key);
         return d && mergeGatewayPolicyStatus(current, d, this.#o.controllerName, now);
@@ -268,6 +273,8 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         return r.httpRoutes.get(item.key);
       case 'GRPCRoute':
         return r.grpcRoutes?.get(item.key);
+      case 'TLSRoute':
+        return r.tlsRoutes?.get(item.key);
       case 'GatewayPolicy':
         return r.gatewayPolicies.get(item.key);
       case 'Backend':
@@ -330,6 +337,7 @@ function* items(r: StatusReport): Generator<Item> {
   for (const [key, d] of r.listenerSets ?? []) yield { kind: 'ListenerSet', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.httpRoutes) yield { kind: 'HTTPRoute', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.grpcRoutes ?? []) yield { kind: 'GRPCRoute', key, name: d.name, namespace: d.namespace };
+  for (const [key, d] of r.tlsRoutes ?? []) yield { kind: 'TLSRoute', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.gatewayPolicies) yield { kind: 'GatewayPolicy', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.backends ?? []) yield { kind: 'Backend', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.backendTLSPolicies) yield { kind: 'BackendTLSPolicy', key, name: d.name, namespace: d.namespace };

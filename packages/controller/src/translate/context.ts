@@ -5,7 +5,7 @@ import { DEFAULT_LIMITS, type EvaluationLimits } from '@tollgate/api';
 import { parseAllowList } from '../proxy-settings/image-policy.js';
 import type { ParameterPolicy } from '../proxy-settings/parameters.js';
 import { DEFAULT_PROXY_SETTINGS } from '../proxy-settings/defaults.js';
-import type { Gateway, HTTPRoute, ListenerSet, TollgateBackend } from '../types/gateway-api.js';
+import type { Gateway, HTTPRoute, ListenerSet, TLSRoute, TollgateBackend } from '../types/gateway-api.js';
 import { ReferenceGrants } from './referencegrant.js';
 import { asHTTPRoute } from './grpcroute.js';
 import { indexBackendTls, type BackendTlsIndex } from './backendtlspolicy.js';
@@ -37,6 +37,8 @@ export interface Context {
   readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
   /** GRPCRoutes by `<namespace>/<name>`, in key order, each as the HTTPRoute it is equivalent to (grpcroute.ts). */
   readonly grpcRoutes: ReadonlyMap<string, HTTPRoute>;
+  /** TLSRoutes by `<namespace>/<name>`, in key order. */
+  readonly tlsRoutes: ReadonlyMap<string, TLSRoute>;
   /** The Secrets read whole (those listeners and policies reference) by `<namespace>/<name>`. */
   readonly secrets: ReadonlyMap<string, V1Secret>;
   /** The Secrets read whole of one namespace, by name: what a policy's secretSelector chooses from. */
@@ -141,6 +143,7 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     listenerSetsOf: (gateway) => listenerSets.get(gateway) ?? [],
     httpRoutes: new Map(byKey(resources.httpRoutes).map((r) => [keyOf(r.metadata), r])),
     grpcRoutes: new Map(byKey(resources.grpcRoutes).map((r) => [keyOf(r.metadata), asHTTPRoute(r)])),
+    tlsRoutes: new Map(byKey(resources.tlsRoutes ?? []).map((r) => [keyOf(r.metadata), r])),
     configMaps,
     configMap: (namespace, name) => configMaps.get(`${namespace}/${name}`),
     parameters: { defaults: DEFAULT_PROXY_SETTINGS, gatewayImages: allowList.ok ? allowList.list : [], ...(options.gatewayInfrastructureDeniedDomains ? { infrastructureDenied: options.gatewayInfrastructureDeniedDomains } : {}) },

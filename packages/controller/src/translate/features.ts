@@ -50,7 +50,13 @@ export const EXTENDED_FEATURES = [
   'ListenerSet',
 ] as const;
 
-export type SupportedFeature = (typeof CORE_FEATURES)[number] | (typeof EXTENDED_FEATURES)[number];
+/**
+ * Features of the GATEWAY-TLS profile: TLSRoute (its core) and the listener modes (extended).
+ * Mixed: Passthrough and Terminate listeners on one port (the SNI picks the listener first).
+ */
+export const TLS_FEATURES = ['TLSRoute', 'TLSRouteModeMixed', 'TLSRouteModeTerminate'] as const;
+
+export type SupportedFeature = (typeof CORE_FEATURES)[number] | (typeof EXTENDED_FEATURES)[number] | (typeof TLS_FEATURES)[number];
 
 /** Every supported feature, sorted by name (GEP-2162 asks for a sorted list). */
-export const SUPPORTED_FEATURES: readonly SupportedFeature[] = [...CORE_FEATURES, ...EXTENDED_FEATURES].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+export const SUPPORTED_FEATURES: readonly SupportedFeature[] = [...CORE_FEATURES, ...EXTENDED_FEATURES, ...TLS_FEATURES].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));

@@ -73,7 +73,12 @@ function listenerSetParent(g: GatewayState, s: ListenerSetState): Parent {
   return { g, what: `ListenerSet ${s.key}`, listeners: s.listeners, refused };
 }
 
-function matchParent(route: HTTPRoute, kind: RouteKind, ref: ParentReference, parent: Parent, ctx: Context): Omit<ParentVerdict, 'ref'> {
+/** The route kinds whose parentRefs attach as HTTPRoute's do (hostnames intersected with the listener's). */
+export type AttachingRoute = Pick<HTTPRoute, 'metadata'> & { readonly spec: { readonly hostnames?: readonly string[] } };
+
+/** Which listeners of a Gateway (or of a ListenerSet of it) a parentRef of `route` (of kind `kind`) attaches to, or why none. */
+export function matchParent(route: AttachingRoute, ref: ParentReference, target: GatewayState | Parent, ctx: Context, kind: string = 'HTTPRoute'): Omit<ParentVerdict, 'ref'> {
+  const parent = 'what' in target ? target : gatewayParent(target);
   const { g, what: owner } = parent;
   const ns = route.metadata.namespace ?? '';
   const none = (v: Verdict) => ({ accepted: v, attachments: [] });
@@ -231,7 +236,7 @@ function translateRules(route: HTTPRoute, kind: RouteKind, ctx: Context): RulesR
 }
 
 /** The parentRef as the status reports it: defaults written out. */
-function fullRef(ref: ParentReference, routeNamespace: string): ParentReference {
+export function fullRef(ref: ParentReference, routeNamespace: string): ParentReference {
   return {
     group: ref.group ?? GATEWAY_GROUP,
     kind: ref.kind ?? 'Gateway',
@@ -308,7 +313,7 @@ function attachRoute(route: HTTPRoute, kind: RouteKind, rules: RulesResult, pare
     const parent = parentOf(parentKey);
     if (!parent) continue; // not a Gateway (or a ListenerSet of one) this controller serves
     const g = parent.g;
-    let { accepted, attachments: found } = matchParent(route, kind, ref, parent, ctx);
+    let { accepted, attachments: found } = matchParent(route, ref, parent, ctx, kind);
     if (accepted.ok && problems.length) {
       accepted = fail('UnsupportedValue', problems.map((p) => `${p.path}: ${p.message}`).join('; '));
       found = [];

@@ -7,6 +7,7 @@ import { translateGatewayClasses } from './gatewayclass.js';
 import { translateGatewayPolicies } from './gatewaypolicy.js';
 import { translateRoutes } from './httproute.js';
 import { buildSnapshots } from './snapshot.js';
+import { translateTlsRoutes } from './tlsroute.js';
 import { backendState, backendStatus } from './backend.js';
 import type { Resources, StatusReport, TranslateOptions, TranslateResult } from './types.js';
 
@@ -21,7 +22,8 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
   const routesByKey = new Map(routes.filter((r) => r.kind === 'HTTPRoute').map((r) => [r.key, r]));
   const grpcByKey = new Map(routes.filter((r) => r.kind === 'GRPCRoute').map((r) => [r.key, r]));
   const policies = translateGatewayPolicies(resources.gatewayPolicies, ctx, gateways, routesByKey);
-  const snapshots = buildSnapshots(gateways, routes, policies.applied, policies.failover, ctx.limits);
+  const tlsRoutes = translateTlsRoutes(ctx, gateways);
+  const snapshots = buildSnapshots(gateways, routes, policies.applied, policies.failover, ctx.limits, tlsRoutes);
   return {
     snapshots,
     status: {
@@ -31,6 +33,7 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
       // ctx.httpRoutes is in key order already: no second sort of every route's key.
       httpRoutes: new Map([...ctx.httpRoutes.keys()].map((key) => [key, routesByKey.get(key)!.status] as const)),
       grpcRoutes: new Map([...ctx.grpcRoutes.keys()].map((key) => [key, grpcByKey.get(key)!.status] as const)),
+      tlsRoutes: new Map(tlsRoutes.map((r) => [r.key, r.status])),
       gatewayPolicies: policies.status,
       backends: new Map([...ctx.backends].map(([key, b]) => [key, backendStatus(b, ctx.memo(`backend/${key}`, () => backendState(b, ctx)))])),
       backendTLSPolicies: ctx.backendTls.status(routes, (ns, name, port) => ctx.services.get(`${ns}/${name}`)?.spec?.ports?.find((p) => p.port === port), ctx.controllerName),

@@ -19,12 +19,18 @@ const KINDS_BY_PROTOCOL: Readonly<Record<string, readonly Required<RouteGroupKin
     { group: GATEWAY_GROUP, kind: 'HTTPRoute' },
     { group: GATEWAY_GROUP, kind: 'GRPCRoute' },
   ],
+  TLS: [{ group: GATEWAY_GROUP, kind: 'TLSRoute' }],
 };
 
 /** Where a listener is declared: the Gateway's spec, or an accepted ListenerSet of the Gateway. */
 export type ListenerOrigin = { readonly kind: 'Gateway' } | { readonly kind: 'ListenerSet'; readonly key: string; readonly listenerSet: ListenerSet };
 
 export const GATEWAY_ORIGIN: ListenerOrigin = { kind: 'Gateway' };
+
+/** A listener of protocol TLS passes the client's TLS through unless its tls.mode is Terminate. */
+export function tlsListenerMode(l: Listener): 'Passthrough' | 'Terminate' {
+  return l.tls?.mode === 'Terminate' ? 'Terminate' : 'Passthrough';
+}
 
 export interface ListenerState {
   readonly spec: Listener;
@@ -37,7 +43,7 @@ export interface ListenerState {
   readonly conflicted: Verdict;
   readonly resolvedRefs: Verdict;
   readonly supportedKinds: readonly Required<RouteGroupKind>[];
-  /** HTTPS: the certificates that resolved (none: the listener is not programmed). Else null. */
+  /** HTTPS and TLS Terminate: the certificates that resolved (none: the listener is not programmed). Else null. */
   readonly certificates: readonly CertificateIR[] | null;
   /** HTTPS with spec.tls.frontend validation for its port: the CAs client certificates must chain to. Else null. */
   readonly clientValidation: ClientValidationIR | null;
@@ -89,13 +95,15 @@ function listenerState(l: Listener, gateway: Gateway, origin: ListenerOrigin, co
   else if (l.protocol === 'HTTP') accepted = ok('Accepted', 'accepted');
   else if (l.protocol === 'HTTPS' && l.tls?.mode === 'Passthrough')
     accepted = fail('UnsupportedValue', 'tls.mode Passthrough is not supported: the proxy terminates TLS; use mode Terminate with tls.certificateRefs');
-  else if (l.protocol === 'HTTPS') accepted = ok('Accepted', 'accepted');
-  else accepted = fail('UnsupportedProtocol', `protocol ${l.protocol} is not supported; use HTTP or HTTPS`);
-  const clients = l.tls?.mode === 'Passthrough' ? null : listenerClientValidation(l, gateway, ctx);
+  else if (l.protocol === 'HTTPS' || l.protocol === 'TLS') accepted = ok('Accepted', 'accepted');
+  else accepted = fail('UnsupportedProtocol', `protocol ${l.protocol} is not supported; use HTTP, HTTPS or TLS`);
+  const passthrough = l.protocol === 'TLS' ? tlsListenerMode(l) === 'Passthrough' : l.tls?.mode === 'Passthrough';
+  // Client certificate validation (spec.tls.frontend) is of HTTPS listeners: a TLS listener's streams carry no request to check it on.
+  const clients = passthrough || l.protocol === 'TLS' ? null : listenerClientValidation(l, gateway, ctx);
   // Served without the check, it would let in the clients it is meant to keep out.
   if (accepted.ok && clients && !clients.ir) accepted = fail('NoValidCACertificate', `no CA certificate of spec.tls.frontend for port ${l.port} is usable: ${clients.verdict.message}`);
   if (accepted.ok && !conflict.ok) accepted = fail(conflict.reason, conflict.message);
-  const tls = l.tls?.mode === 'Passthrough' ? null : listenerCertificates(l, owner, ctx);
+  const tls = passthrough ? null : listenerCertificates(l, owner, ctx);
   const resolvedRefs =
     (tls && !tls.verdict.ok ? tls.verdict : null) ??
     (clients && !clients.verdict.ok ? clients.verdict : null) ??

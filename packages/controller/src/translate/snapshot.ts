@@ -14,11 +14,15 @@ import {
   type PolicyIR,
   type ProxySnapshot,
   type RouteIR,
+  type TlsBindIR,
+  type TlsListenerIR,
+  type TlsRouteIR,
 } from '@tollgate/api';
+import { tlsRouteIR, type TranslatedTlsRoute } from './tlsroute.js';
 import { listenerLive, type GatewayState } from './gateway.js';
 import { targetKey, type AppliedFailover, type AppliedPolicies } from './gatewaypolicy.js';
 import type { TranslatedRoute, TranslatedRule } from './httproute.js';
-import type { ListenerState } from './listeners.js';
+import { tlsListenerMode, type ListenerState } from './listeners.js';
 import { hostAllowed } from './backend.js';
 
 /** Address the proxy binds every port on; the proxy Service in front of it picks the exposure. */
@@ -147,13 +151,30 @@ function snapshotListenerName(l: ListenerState): string {
 /** The snapshot's bound on a listener name. */
 const MAX_LISTENER_NAME = 253;
 
+/** A TLS listener in the IR; null for a Terminate listener without a usable certificate (left out, like an HTTPS one). */
+function tlsListenerIR(l: ListenerState, routes: TlsRouteIR[]): TlsListenerIR | null {
+  const hostname = l.spec.hostname ?? null;
+  const name = snapshotListenerName(l);
+  if (tlsListenerMode(l.spec) === 'Passthrough') return { name, hostname, tls: { mode: 'Passthrough' }, routes };
+  if (!l.certificates?.length) return null;
+  return { name, hostname, tls: { mode: 'Terminate', certificates: l.certificates }, routes };
+}
+
 export function buildSnapshots(
   gateways: ReadonlyMap<string, GatewayState>,
   routes: readonly TranslatedRoute[],
   applied: AppliedPolicies,
   failover: AppliedFailover,
   limits: EvaluationLimits,
+  tlsRoutes: readonly TranslatedTlsRoute[] = [],
 ): Map<string, ProxySnapshot> {
+  const tlsByListener = new Map<ListenerState, TlsRouteIR[]>();
+  for (const tr of tlsRoutes)
+    for (const a of tr.attachments) {
+      const list = tlsByListener.get(a.listener) ?? [];
+      if (!list.length) tlsByListener.set(a.listener, list);
+      list.push(tlsRouteIR(tr, a.hostnames));
+    }
   // The proxies check and run the routes under the bounds they were translated with.
   const bounds = isDefaultLimits(limits) ? {} : { limits };
   // Routes are already in precedence order; keep it per listener.
@@ -173,8 +194,17 @@ export function buildSnapshots(
     const gatewayPolicy = applied.get(targetKey('Gateway', ns, gwName, null)) ?? null;
     const clientCertificate = g.backendClientCertificate?.certificate ?? null;
     const ports = new Map<number, ListenerIR[]>();
+    const tlsPorts = new Map<number, TlsListenerIR[]>();
     for (const l of g.listeners) {
       if (!listenerLive(g, l)) continue;
+      if (l.spec.protocol === 'TLS') {
+        const listener = tlsListenerIR(l, tlsByListener.get(l) ?? []);
+        if (!listener) continue;
+        const list = tlsPorts.get(l.spec.port) ?? [];
+        if (!list.length) tlsPorts.set(l.spec.port, list);
+        list.push(listener);
+        continue;
+      }
       const hostname = l.spec.hostname ?? null;
       // A policy's sectionName names a listener of the Gateway's own spec; a ListenerSet's take the Gateway's policy.
       const policy = (l.origin.kind === 'Gateway' ? applied.get(targetKey('Gateway', ns, gwName, l.spec.name)) : undefined) ?? gatewayPolicy;
@@ -197,7 +227,8 @@ export function buildSnapshots(
     const binds: BindIR[] = [...ports]
       .sort(([a], [b]) => a - b)
       .map(([port, listeners]) => ({ port, address: BIND_ADDRESS, listeners }));
-    out.set(key, withVersion({ source: { kind: 'controller', gateway: key }, binds, ...bounds }));
+    const tlsBinds: TlsBindIR[] = [...tlsPorts].sort(([a], [b]) => a - b).map(([port, listeners]) => ({ port, address: BIND_ADDRESS, listeners }));
+    out.set(key, withVersion({ source: { kind: 'controller', gateway: key }, binds, ...(tlsBinds.length ? { tlsBinds } : {}), ...bounds }));
   }
   return out;
 }

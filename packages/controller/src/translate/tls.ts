@@ -72,7 +72,7 @@ function target(ref: SecretObjectReference, at: string, gatewayNs: string, grant
   return { ok: true, namespace };
 }
 
-/** `<namespace>/<name>` of each Secret the Gateway's HTTPS listeners and its backend client certificate may read. */
+/** `<namespace>/<name>` of each Secret the Gateway's HTTPS and TLS Terminate listeners and its backend client certificate may read. */
 export function certificateSecrets(gateway: Gateway, grants: ReferenceGrants): string[] {
   const ns = gateway.metadata.namespace ?? '';
   const out: string[] = [];
@@ -85,12 +85,13 @@ export function certificateSecrets(gateway: Gateway, grants: ReferenceGrants): s
   return out;
 }
 
-/** `<namespace>/<name>` of each Secret the HTTPS listeners of a Gateway or ListenerSet may read. */
+/** `<namespace>/<name>` of each Secret the HTTPS and TLS Terminate listeners of a Gateway or ListenerSet may read. */
 export function listenerSecrets(owner: CertificateOwner & { readonly spec: { readonly listeners: readonly Listener[] } }, grants: ReferenceGrants): string[] {
   const ns = owner.metadata.namespace ?? '';
   const out: string[] = [];
   for (const l of owner.spec.listeners) {
-    if (l.protocol !== 'HTTPS') continue;
+    // TLS listeners of mode Passthrough hold no certificate (the backend's is the one the client sees).
+    if (l.protocol !== 'HTTPS' && !(l.protocol === 'TLS' && l.tls?.mode === 'Terminate')) continue;
     for (const ref of l.tls?.certificateRefs ?? []) {
       const t = target(ref, '', ns, grants, owner.kind);
       if (t.ok) out.push(`${t.namespace}/${ref.name}`);
@@ -116,9 +117,9 @@ function resolveAt(ref: SecretObjectReference, at: string, gatewayNs: string, ct
 
 /** Null for a listener that is not HTTPS. */
 export function listenerCertificates(l: Listener, owner: CertificateOwner, ctx: Context): ListenerCertificates | null {
-  if (l.protocol !== 'HTTPS') return null;
+  if (l.protocol !== 'HTTPS' && l.protocol !== 'TLS') return null;
   const refs = l.tls?.certificateRefs ?? [];
-  if (!refs.length) return { verdict: fail('InvalidCertificateRef', 'an HTTPS listener needs tls.certificateRefs naming a Secret of type kubernetes.io/tls'), certificates: [] };
+  if (!refs.length) return { verdict: fail('InvalidCertificateRef', `${l.protocol === 'TLS' ? 'a TLS listener of mode Terminate' : 'an HTTPS listener'} needs tls.certificateRefs naming a Secret of type kubernetes.io/tls`), certificates: [] };
   const certificates: CertificateIR[] = [];
   const problems: { reason: string; problem: string }[] = [];
   refs.forEach((ref, i) => {

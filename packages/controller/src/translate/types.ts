@@ -21,6 +21,7 @@ import type {
   GRPCRoute,
   HTTPRoute,
   ListenerSet,
+  TLSRoute,
   ParentReference,
   ReferenceGrant,
   RouteGroupKind,
@@ -35,6 +36,8 @@ export interface Resources {
   readonly listenerSets?: readonly ListenerSet[];
   readonly httpRoutes: readonly HTTPRoute[];
   readonly grpcRoutes: readonly GRPCRoute[];
+  /** TLSRoutes; absent: none. */
+  readonly tlsRoutes?: readonly TLSRoute[];
   readonly referenceGrants: readonly ReferenceGrant[];
   readonly gatewayPolicies: readonly GatewayPolicy[];
   /** Backend resources (tollgate.dev); absent: none. */
@@ -222,6 +225,8 @@ export interface StatusReport {
   readonly httpRoutes: ReadonlyMap<string, HTTPRouteStatusReport>;
   /** Every GRPCRoute of the resources, keyed by `<namespace>/<name>` (translate() always sets it); the same shape as an HTTPRoute's. */
   readonly grpcRoutes?: ReadonlyMap<string, HTTPRouteStatusReport>;
+  /** Every TLSRoute of the resources, as for HTTPRoutes (translate() always sets it). */
+  readonly tlsRoutes?: ReadonlyMap<string, HTTPRouteStatusReport>;
   readonly gatewayPolicies: ReadonlyMap<string, GatewayPolicyStatusReport>;
   readonly backendTLSPolicies: ReadonlyMap<string, BackendTLSPolicyStatusReport>;
   /** Every Backend of the resources, keyed by `<namespace>/<name>` (translate() always sets it). */

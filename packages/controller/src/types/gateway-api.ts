@@ -337,6 +337,24 @@ export interface GRPCRoute {
   readonly spec: RouteAttachmentSpec & { readonly rules?: readonly GRPCRouteRule[] };
 }
 
+// TLSRoute ---------------------------------------------------------------------------------
+
+/** A TLSRoute backendRef: an HTTPRoute's without filters. */
+export type TLSRouteBackendRef = Omit<HTTPBackendRef, 'filters'>;
+
+/** Standard channel from v1.5 (v1); v1alpha2 and v1alpha3 are served by the same CRD. */
+export interface TLSRoute {
+  readonly apiVersion: 'gateway.networking.k8s.io/v1' | 'gateway.networking.k8s.io/v1alpha3' | 'gateway.networking.k8s.io/v1alpha2';
+  readonly kind: 'TLSRoute';
+  readonly metadata: ObjectMeta;
+  readonly spec: {
+    readonly parentRefs?: readonly ParentReference[];
+    readonly hostnames?: readonly string[];
+    readonly rules?: readonly { readonly name?: string; readonly backendRefs?: readonly TLSRouteBackendRef[] }[];
+    readonly useDefaultGateways?: string;
+  };
+}
+
 // ReferenceGrant ---------------------------------------------------------------------------
 
 export interface ReferenceGrant {

@@ -5,7 +5,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { BackendSpec, compile, FailoverPolicy, TrafficPolicy, ValidationError, type Validator } from '@tollgate/api';
 import type { V1ConfigMap, V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
-import type { BackendTLSPolicy, Gateway, GatewayClass, GatewayPolicy, GRPCRoute, HTTPRoute, ListenerSet, ReferenceGrant, TollgateBackend } from './gateway-api.js';
+import type { BackendTLSPolicy, Gateway, GatewayClass, GatewayPolicy, GRPCRoute, HTTPRoute, ListenerSet, ReferenceGrant, TLSRoute, TollgateBackend } from './gateway-api.js';
 
 const Obj = <P extends Record<string, TSchema>>(properties: P) => Type.Object(properties, { additionalProperties: false });
 const Opt = <T extends TSchema>(t: T) => Type.Optional(t);
@@ -294,12 +294,25 @@ const ListenerSetSchema = Obj({
 
 const NamespaceSchema = Obj({ apiVersion: Type.Literal('v1'), kind: Type.Literal('Namespace'), metadata: Metadata });
 
+const TLSRouteSchema = Obj({
+  apiVersion: Type.Union(['v1', 'v1alpha3', 'v1alpha2'].map((v) => Type.Literal(`gateway.networking.k8s.io/${v}`))),
+  kind: Type.Literal('TLSRoute'),
+  metadata: Metadata,
+  spec: Obj({
+    parentRefs: Opt(Type.Array(Obj({ ...Ref, sectionName: Opt(Str()), port: Opt(Int({ minimum: 1, maximum: 65535 })) }), { maxItems: 32 })),
+    hostnames: Opt(Type.Array(Str(), { maxItems: 16 })),
+    rules: Opt(Type.Array(Obj({ name: Opt(Str()), backendRefs: Opt(Type.Array(Obj({ ...Ref, port: Opt(Int()), weight: Opt(Int()) }), { maxItems: 16 })) }), { maxItems: 16 })),
+    useDefaultGateways: Opt(Str()),
+  }),
+});
+
 const VALIDATORS = {
   GatewayClass: compile(GatewayClassSchema),
   Gateway: compile(GatewaySchema),
   ListenerSet: compile(ListenerSetSchema),
   HTTPRoute: compile(HTTPRouteSchema),
   GRPCRoute: compile(GRPCRouteSchema),
+  TLSRoute: compile(TLSRouteSchema),
   ReferenceGrant: compile(ReferenceGrantSchema),
   GatewayPolicy: compile(GatewayPolicySchema),
   Backend: compile(BackendSchema),
@@ -321,6 +334,7 @@ export type KnownObject =
   | { kind: 'ListenerSet'; object: ListenerSet }
   | { kind: 'HTTPRoute'; object: HTTPRoute }
   | { kind: 'GRPCRoute'; object: GRPCRoute }
+  | { kind: 'TLSRoute'; object: TLSRoute }
   | { kind: 'ReferenceGrant'; object: ReferenceGrant }
   | { kind: 'GatewayPolicy'; object: GatewayPolicy }
   | { kind: 'Backend'; object: TollgateBackend }

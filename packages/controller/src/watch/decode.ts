@@ -13,6 +13,13 @@ const optArray = (v: unknown, path: string) => (v === undefined || Array.isArray
 
 const spec = (o: Record<string, unknown>) => (isObj(o.spec) ? o.spec : undefined);
 
+/** A route of any kind: parentRefs, hostnames and rules are lists when set. */
+const route: Check = (o) => {
+  const s = spec(o);
+  if (!s) return 'spec is missing';
+  return optArray(s.parentRefs, 'spec.parentRefs') ?? optArray(s.hostnames, 'spec.hostnames') ?? optArray(s.rules, 'spec.rules');
+};
+
 const CHECKS: Record<string, Check> = {
   GatewayClass: (o) => (typeof spec(o)?.controllerName === 'string' ? undefined : 'spec.controllerName is missing'),
   Gateway: (o) => {
@@ -28,16 +35,9 @@ const CHECKS: Record<string, Check> = {
     if (!Array.isArray(s.listeners)) return 'spec.listeners is not a list';
     return s.listeners.every(isObj) ? undefined : 'spec.listeners has an entry that is not an object';
   },
-  HTTPRoute: (o) => {
-    const s = spec(o);
-    if (!s) return 'spec is missing';
-    return optArray(s.parentRefs, 'spec.parentRefs') ?? optArray(s.hostnames, 'spec.hostnames') ?? optArray(s.rules, 'spec.rules');
-  },
-  GRPCRoute: (o) => {
-    const s = spec(o);
-    if (!s) return 'spec is missing';
-    return optArray(s.parentRefs, 'spec.parentRefs') ?? optArray(s.hostnames, 'spec.hostnames') ?? optArray(s.rules, 'spec.rules');
-  },
+  HTTPRoute: route,
+  GRPCRoute: route,
+  TLSRoute: route,
   ReferenceGrant: (o) => {
     const s = spec(o);
     if (!s) return 'spec is missing';

@@ -62,6 +62,7 @@ export const KINDS: readonly WatchedKind[] = [
   custom('ListenerSet', 'listenerSets', GATEWAY_API, 'v1', 'listenersets', true),
   custom('HTTPRoute', 'httpRoutes', GATEWAY_API, 'v1', 'httproutes', true),
   custom('GRPCRoute', 'grpcRoutes', GATEWAY_API, 'v1', 'grpcroutes', true),
+  custom('TLSRoute', 'tlsRoutes', GATEWAY_API, 'v1', 'tlsroutes', true),
   custom('ReferenceGrant', 'referenceGrants', GATEWAY_API, 'v1', 'referencegrants', true),
   custom('GatewayPolicy', 'gatewayPolicies', 'tollgate.dev', 'v1alpha1', 'gatewaypolicies', true),
   custom('Backend', 'backends', 'tollgate.dev', 'v1alpha1', 'backends', true),

@@ -49,6 +49,9 @@ export interface DumpSettings {
   readonly maxConnectionsPerBind: number;
   readonly maxWebSocketConnections: number;
   readonly websocketIdleTimeoutMs: number;
+  /** config.tlsClientHelloTimeout and config.tlsIdleTimeout (TLS listeners). */
+  readonly tlsClientHelloTimeoutMs: number;
+  readonly tlsIdleTimeoutMs: number;
   readonly maxTraceSessions: number;
   readonly maxTokensChargedPerResponse: number;
   readonly maxRateLimitKeys: number;

@@ -258,6 +258,13 @@ export class ProxyMetrics {
     ['reason'],
   );
   readonly #refusalCells = new Map<ClientRefusal, Cell<'reason'>>();
+  readonly #tlsConnections = new CellCounter(
+    this.registry,
+    'tollgate_tls_connections_total',
+    'Connections to TLS listeners (TLSRoute), by listener, route and outcome: forwarded (piped to a backend), no_sni (the ClientHello named no server), no_route (no listener or route for the name), not_tls (not a TLS ClientHello within its first 16 KiB record), hello_timeout (no whole ClientHello within config.tlsClientHelloTimeout), handshake_failed (Terminate listeners), no_backend, invalid_backend, no_endpoint, backend_unreachable, connection_limit (config.maxConnectionsPerBind). Listener and route are "" when none was chosen.',
+    ['listener', 'route', 'outcome'],
+  );
+  readonly #tlsCells = new Map<string, Cell<'listener' | 'route' | 'outcome'>>();
   readonly #clientCertificates = new CellCounter(
     this.registry,
     'tollgate_client_certificate_checks_total',
@@ -428,6 +435,21 @@ export class ProxyMetrics {
     let cell = this.#refusalCells.get(reason);
     if (!cell) this.#refusalCells.set(reason, (cell = this.#refusals.cell({ reason })));
     cell.value++;
+  }
+
+  /** Counts one connection to a TLS listener by what became of it. */
+  countTlsConnection(listener: string | null, route: string | null, outcome: string): void {
+    const key = `${listener ?? ''}\n${route ?? ''}\n${outcome}`;
+    let cell = this.#tlsCells.get(key);
+    if (!cell) this.#tlsCells.set(key, (cell = this.#tlsConnections.cell({ listener: listener ?? '', route: route ?? '', outcome })));
+    cell.value++;
+  }
+
+  /** After a config apply: the series of TLS routes it no longer has are dropped. */
+  retainTlsRoutes(routes: ReadonlySet<string>): void {
+    const gone = (route: string): boolean => route !== '' && !routes.has(route);
+    for (const key of this.#tlsCells.keys()) if (gone(key.split('\n')[1]!)) this.#tlsCells.delete(key);
+    this.#tlsConnections.drop((l) => gone(String(l.route)));
   }
 
   /** Counts the LLM tokens of one response; `model` as the client sent it (null: none). */

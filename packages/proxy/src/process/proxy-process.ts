@@ -98,6 +98,10 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       maxBufferedRequestBytes: bufferedRequestBytes(settings),
       maxConnectionsPerBind: settings.maxConnectionsPerBind,
       websockets: { maxConnections: settings.maxWebSocketConnections, idleMs: settings.websocketIdleTimeout ? parseDuration(settings.websocketIdleTimeout) : undefined },
+      tlsStreams: {
+        helloTimeoutMs: settings.tlsClientHelloTimeout ? parseDuration(settings.tlsClientHelloTimeout) : undefined,
+        idleMs: settings.tlsIdleTimeout ? parseDuration(settings.tlsIdleTimeout) : undefined,
+      },
       maxTokensChargedPerResponse: settings.maxTokensChargedPerResponse,
       maxRateLimitKeys: settings.maxRateLimitKeys,
       passwords: settings.basicAuth,

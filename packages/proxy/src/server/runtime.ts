@@ -43,6 +43,8 @@ import { defaultPasswordSettings, PasswordVerifier, type PasswordSettings } from
 import { ExtAuthzServices, extAuthzServicesInUse } from '../auth/ext-authz-services.js';
 import { ExtProcServices, extProcServicesInUse } from '../ext-proc/services.js';
 
+import { TlsBinds, type TlsBindsPlan } from '../tls-stream/tls-binds.js';
+import { DEFAULT_TLS_HELLO_TIMEOUT_MS, DEFAULT_TLS_IDLE_MS, type TlsStreamSettings } from '../tls-stream/tls-server.js';
 import { DEFAULT_MAX_WEBSOCKET_CONNECTIONS, DEFAULT_WEBSOCKET_IDLE_MS, Upgrades, type UpgradeSettings } from '../pipeline/upgrades.js';
 export interface RuntimeOptions {
   /** How Backend resources' host names are resolved and cached (config.dns). */
@@ -90,6 +92,8 @@ export interface RuntimeOptions {
   readonly maxTokensChargedPerResponse?: number;
   /** config.maxRateLimitKeys. */
   readonly maxRateLimitKeys?: number;
+  /** config.tlsClientHelloTimeout and config.tlsIdleTimeout (TLS binds). */
+  readonly tlsStreams?: Partial<Pick<TlsStreamSettings, 'helloTimeoutMs' | 'idleMs'>>;
   /** config.basicAuth: password workers, their queue, the cache of verified credentials. */
   readonly passwords?: Partial<PasswordSettings>;
 }
@@ -117,6 +121,8 @@ function isTls(bind: BindIR): boolean {
 export class ProxyRuntime {
   #current: CompiledSnapshot | null = null;
   readonly #servers = new Map<string, DataPlaneServer>();
+  /** The ports of TLS listeners (ProxySnapshot.tlsBinds). */
+  readonly tlsBinds: TlsBinds;
   /** Per-endpoint connection pools, requests in flight and scores, kept across configs. */
   readonly endpoints: EndpointTable;
   /** Backends that answered 429 or 503 and are passed over for a while, kept across configs. */
@@ -249,6 +255,13 @@ export class ProxyRuntime {
     this.#jwks = new JwksStore({ log: authLog, clock, count: (result) => this.metrics.countJwksFetch(result) });
     this.#auth = new AuthCompilers({ log: authLog, passwords: this.passwords, extAuthz: new ExtAuthzServices(), clock, jwks: this.#jwks });
     this.traces.owner = this.#deps;
+    const tlsSettings: TlsStreamSettings = {
+      helloTimeoutMs: options.tlsStreams?.helloTimeoutMs ?? DEFAULT_TLS_HELLO_TIMEOUT_MS,
+      idleMs: options.tlsStreams?.idleMs ?? DEFAULT_TLS_IDLE_MS,
+      connectTimeoutMs: options.connectTimeoutMs,
+      maxConnections: this.#deps.maxConnectionsPerBind,
+    };
+    this.tlsBinds = new TlsBinds({ settings: tlsSettings, log: options.log, count: (l, r, o) => this.metrics.countTlsConnection(l, r, o) }, () => options.drainTimeoutMs);
   }
 
   /** gRPC channels to rate limit services, shared across reloads (none before a config uses one). */
@@ -267,7 +280,7 @@ export class ProxyRuntime {
 
   /** Ports actually bound (useful when a bind asks for port 0). */
   get listening(): { address: string; port: number; boundPort: number }[] {
-    return [...this.#servers.values()].map((s) => ({ address: s.address, port: s.port, boundPort: s.boundPort }));
+    return [...[...this.#servers.values()].map((s) => ({ address: s.address, port: s.port, boundPort: s.boundPort })), ...this.tlsBinds.listening];
   }
 
   /**
@@ -284,6 +297,7 @@ export class ProxyRuntime {
     const progress: BindProgress = { started: [], released: [] };
     let next: CompiledSnapshot;
     let plan: BindPlan;
+    let tlsPlan: TlsBindsPlan | null = null;
     try {
       next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.#makeGlobal, picking: this.#picking, tlsContexts: this.#tlsContexts, previous: this.#current, auth: this.#auth });
       for (const name of next.detached) {
@@ -291,11 +305,14 @@ export class ProxyRuntime {
       }
       plan = this.#planBinds(ir, next);
       await this.#listen(plan, progress);
+      tlsPlan = await this.tlsBinds.prepare(ir.tlsBinds ?? []);
     } catch (err) {
       await this.#rollback(progress);
       throw err;
     }
     this.#commit(ir, next, plan, progress.started, services);
+    tlsPlan.commit();
+    this.metrics.retainTlsRoutes(new Set((ir.tlsBinds ?? []).flatMap((b) => b.listeners.flatMap((l) => l.routes.map((r) => r.name)))));
   }
 
   /**
@@ -400,7 +417,7 @@ export class ProxyRuntime {
     this.draining = true;
     const servers = [...this.#servers.values()];
     this.#servers.clear();
-    await Promise.allSettled(servers.map((s) => s.close(this.#drainTimes())));
+    await Promise.allSettled([...servers.map((s) => s.close(this.#drainTimes())), this.tlsBinds.close()]);
     // Mirrored copies are dropped rather than waited for: no client waits on them.
     this.#mirrors.abort();
     await this.endpoints.close();

@@ -22,6 +22,8 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
       ...rt.clientBounds,
       maxWebSocketConnections: rt.websockets.maxConnections,
       websocketIdleTimeoutMs: rt.websockets.idleMs,
+      tlsClientHelloTimeoutMs: rt.tlsBinds.deps.settings.helloTimeoutMs,
+      tlsIdleTimeoutMs: rt.tlsBinds.deps.settings.idleMs,
       maxTraceSessions: rt.traces.maxArmed,
       maxTokensChargedPerResponse: rt.maxTokensChargedPerResponse,
       maxRateLimitKeys: rt.maxRateLimitKeys,
