@@ -30,6 +30,7 @@ function shuffled(r: Resources, keys: readonly number[]): Resources {
   return {
     gatewayClasses: permute(r.gatewayClasses, rot(1)),
     gateways: permute(r.gateways, rot(2)),
+    listenerSets: permute(r.listenerSets ?? [], rot(11)),
     backends: permute(r.backends, rot(3)),
     httpRoutes: permute(r.httpRoutes, rot(3)),
     grpcRoutes: permute(r.grpcRoutes, rot(3)),

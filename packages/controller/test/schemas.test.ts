@@ -21,7 +21,7 @@ describe('parseObject', () => {
 
   it('names an unknown kind', () => {
     expect(problems({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' } })).toEqual([
-      'kind: got "Pod"; expected one of: GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, ReferenceGrant, GatewayPolicy, Backend, BackendTLSPolicy, Service, EndpointSlice, Namespace, Secret, ConfigMap',
+      'kind: got "Pod"; expected one of: GatewayClass, Gateway, ListenerSet, HTTPRoute, GRPCRoute, TLSRoute, ReferenceGrant, GatewayPolicy, Backend, BackendTLSPolicy, Service, EndpointSlice, Namespace, Secret, ConfigMap',
     ]);
   });
 

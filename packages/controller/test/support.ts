@@ -8,7 +8,7 @@ import type { Resources, TranslateOptions, TranslateResult } from '../src/transl
 export const CONTROLLER_NAME = 'tollgate.dev/gateway-controller';
 
 export function emptyResources(): { -readonly [K in keyof Resources]-?: NonNullable<Resources[K]>[number][] } {
-  return { gatewayClasses: [], gateways: [], httpRoutes: [], grpcRoutes: [], tlsRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
+  return { gatewayClasses: [], gateways: [], listenerSets: [], httpRoutes: [], grpcRoutes: [], tlsRoutes: [], referenceGrants: [], gatewayPolicies: [], backends: [], backendTLSPolicies: [], services: [], endpointSlices: [], namespaces: [], secrets: [], configMaps: [] };
 }
 
 /** Options for a case: defaults, changed by a first line `# options: {...}` (JSON). */
@@ -31,6 +31,9 @@ export function parseResources(text: string, subject: string): Resources {
         break;
       case 'Gateway':
         out.gateways.push(o.object);
+        break;
+      case 'ListenerSet':
+        out.listenerSets.push(o.object);
         break;
       case 'HTTPRoute':
         out.httpRoutes.push(o.object);
@@ -81,6 +84,8 @@ export function resultData(result: TranslateResult): unknown {
     status: {
       gatewayClasses: Object.fromEntries(result.status.gatewayClasses),
       gateways: Object.fromEntries(result.status.gateways),
+      // Only in the cases with ListenerSets.
+      ...(result.status.listenerSets?.size ? { listenerSets: Object.fromEntries(result.status.listenerSets) } : {}),
       httpRoutes: Object.fromEntries(result.status.httpRoutes),
       // Only in the cases that have some: the others' goldens stay as they were.
       ...(result.status.tlsRoutes?.size ? { tlsRoutes: Object.fromEntries(result.status.tlsRoutes) } : {}),

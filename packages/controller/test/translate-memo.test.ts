@@ -45,7 +45,7 @@ function gateway(name: string): Gateway {
   };
 }
 
-type Cluster = { -readonly [K in keyof Resources]: NonNullable<Resources[K]>[number][] };
+type Cluster = { -readonly [K in keyof Resources]-?: NonNullable<Resources[K]>[number][] };
 
 function cluster(routes: number): Cluster {
   const r = emptyResources();

@@ -7,7 +7,7 @@ import type { Deployer } from '../deployer/deployer.js';
 import type { GatewaySettings } from '../proxy-settings/gateway-settings.js';
 import type { ProxySettings } from '../proxy-settings/overrides.js';
 import type { Sink } from '../runtime/channels.js';
-import type { StatusReport } from '../translate/types.js';
+import type { GatewayStatusReport, StatusReport } from '../translate/types.js';
 import type { Gateway } from '../types/gateway-api.js';
 import type { CacheLookup } from '../watch/lookup.js';
 
@@ -49,11 +49,22 @@ export class DeployStage implements Sink<StatusReport> {
     return { deploy, keep, settings: (gw: Gateway) => settings.get(gw) ?? defaults };
   }
 
-  /** The cached Gateways of the report whose Accepted condition passes `test`. */
+  /** The cached Gateways of the report whose Accepted condition passes `test`, with the ports their ListenerSets add. */
   #withAccepted(r: StatusReport, test: (c: { status: string; reason: string }) => boolean): Gateway[] {
     return [...r.gateways.values()]
       .filter((g) => g.conditions.some((c) => c.type === 'Accepted' && test(c)))
-      .map((g) => this.cache.gateway(g.namespace, g.name))
+      .map((g) => withListenerSetPorts(this.cache.gateway(g.namespace, g.name), g))
       .filter((g): g is Gateway => g !== undefined);
   }
+}
+
+/**
+ * The Gateway as the deployer renders it: the listeners of its accepted ListenerSets appended,
+ * so the Service and the pods expose their ports too. The cached object when there are none.
+ */
+function withListenerSetPorts(gw: Gateway | undefined, report: GatewayStatusReport): Gateway | undefined {
+  const ports = report.listenerSetPorts ?? [];
+  if (!gw || !ports.length) return gw;
+  const added = ports.map((p, i) => ({ name: `listenerset-${i}`, port: p.port, protocol: p.protocol }));
+  return { ...gw, spec: { ...gw.spec, listeners: [...gw.spec.listeners, ...added] } };
 }

@@ -5,7 +5,7 @@ import { CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kuber
 import { statusCode } from '../kube/errors.js';
 import { kindOf } from '../watch/kinds.js';
 
-export type StatusKind = 'GatewayClass' | 'Gateway' | 'HTTPRoute' | 'GRPCRoute' | 'TLSRoute' | 'GatewayPolicy' | 'BackendTLSPolicy' | 'Backend';
+export type StatusKind = 'GatewayClass' | 'Gateway' | 'ListenerSet' | 'HTTPRoute' | 'GRPCRoute' | 'TLSRoute' | 'GatewayPolicy' | 'BackendTLSPolicy' | 'Backend';
 
 export interface StatusApi {
   /** The object, or undefined when it does not exist. */

@@ -13,6 +13,8 @@ import type {
   BackendStatusReport,
   GatewayStatusReport,
   HTTPRouteStatusReport,
+  ListenerSetStatusReport,
+  ListenerStatusReport,
   PolicyAncestorReference,
 } from '../translate/types.js';
 import type { ParentReference } from '../types/gateway-api.js';
@@ -85,16 +87,26 @@ export function mergeGatewayStatus(current: unknown, report: GatewayStatusReport
   const rest = { ...cur };
   delete rest.addresses;
   const base = addresses === undefined ? cur : addresses.length ? { ...rest, addresses: addresses.map((a) => ({ ...a })) } : rest;
-  return {
-    ...base,
-    conditions: mergeConditions(cur.conditions, report.conditions, now),
-    listeners: report.listeners.map((l) => ({
-      name: l.name,
-      supportedKinds: l.supportedKinds.map((k) => ({ group: k.group, kind: k.kind })),
-      attachedRoutes: l.attachedRoutes,
-      conditions: mergeConditions(listeners.find((x) => x.name === l.name)?.conditions, l.conditions, now),
-    })),
-  };
+  const out: Json = { ...base, conditions: mergeConditions(cur.conditions, report.conditions, now), listeners: mergeListeners(listeners, report.listeners, now) };
+  // Written only once some ListenerSet is attached: a Gateway without any keeps the status it had.
+  const attached = report.attachedListenerSets ?? 0;
+  if (attached > 0 || cur.attachedListenerSets !== undefined) out.attachedListenerSets = attached;
+  return out;
+}
+
+function mergeListeners(current: Json[], desired: readonly ListenerStatusReport[], now: Date): Json[] {
+  return desired.map((l) => ({
+    name: l.name,
+    supportedKinds: l.supportedKinds.map((k) => ({ group: k.group, kind: k.kind })),
+    attachedRoutes: l.attachedRoutes,
+    conditions: mergeConditions(current.find((x) => x.name === l.name)?.conditions, l.conditions, now),
+  }));
+}
+
+/** A ListenerSet's status: its conditions and its listeners', as a Gateway's. */
+export function mergeListenerSetStatus(current: unknown, report: ListenerSetStatusReport, now: Date): Json {
+  const cur = isObj(current) ? current : {};
+  return { ...cur, conditions: mergeConditions(cur.conditions, report.conditions, now), listeners: mergeListeners(asList(cur.listeners), report.listeners, now) };
 }
 
 /** A parentRef with the defaults the API applies, for comparison. */

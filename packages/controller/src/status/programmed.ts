@@ -16,7 +16,10 @@
 // A proxy connected to another controller replica is not seen here; its readiness still
 // counts (a ready proxy serves some snapshot), its version does not.
 import type { V1Pod } from '@kubernetes/client-node';
-import type { DesiredCondition, GatewayStatusReport, StatusReport } from '../translate/types.js';
+import type { DesiredCondition, GatewayStatusReport, ListenerSetStatusReport, ListenerStatusReport, StatusReport } from '../translate/types.js';
+
+/** What a Gateway's proxies serve and report Programmed on: a Gateway, or a ListenerSet of it. */
+type ServedReport = { readonly conditions: readonly DesiredCondition[]; readonly listeners: readonly ListenerStatusReport[] };
 import type { ProgrammedInput, ProxiesView, Rejection } from './proxies.js';
 
 export type { ConnectedProxy, ProgrammedInput } from './proxies.js';
@@ -87,7 +90,7 @@ function apply(c: DesiredCondition, v: ProgrammedVerdict): DesiredCondition {
 }
 
 /** The verdict on the Gateway and on each listener translation left Pending; an Invalid stays. */
-export function withProgrammed(g: GatewayStatusReport, v: ProgrammedVerdict | undefined): GatewayStatusReport {
+export function withProgrammed<T extends ServedReport>(g: T, v: ProgrammedVerdict | undefined): T {
   if (!v) return g;
   return {
     ...g,
@@ -97,7 +100,7 @@ export function withProgrammed(g: GatewayStatusReport, v: ProgrammedVerdict | un
 }
 
 /** Programmed False (Invalid, the proxy's reason) on a Gateway whose snapshot a proxy refused. */
-function withRejection(g: GatewayStatusReport, r: Rejection): GatewayStatusReport {
+function withRejection<T extends ServedReport>(g: T, r: Rejection): T {
   const message = `proxy ${r.pod} refused snapshot ${r.version}: ${r.error}`;
   return { ...g, conditions: g.conditions.map((c) => (c.type === 'Programmed' ? { ...c, status: 'False', reason: 'Invalid', message } : c)) };
 }
@@ -116,7 +119,17 @@ export function withRejections(status: StatusReport, rejection: (gateway: string
 
 /** A Gateway's desired status with Programmed as its proxies show it: a refusal first, then the verdict on what is still Pending. */
 export function gatewayProgrammed(g: GatewayStatusReport, proxies: ProxiesView): GatewayStatusReport {
-  const r = proxies.rejection(`${g.namespace}/${g.name}`);
-  const input = proxies.programmedInput(g.namespace, g.name);
-  return withProgrammed(r ? withRejection(g, r) : g, input && programmed(input));
+  return servedBy(g, g.namespace, g.name, proxies);
+}
+
+/** A ListenerSet's desired status with Programmed as the proxies of its Gateway show it (they serve its listeners). */
+export function listenerSetProgrammed(ls: ListenerSetStatusReport, proxies: ProxiesView): ListenerSetStatusReport {
+  const slash = ls.gateway.indexOf('/');
+  return servedBy(ls, ls.gateway.slice(0, slash), ls.gateway.slice(slash + 1), proxies);
+}
+
+function servedBy<T extends ServedReport>(report: T, namespace: string, name: string, proxies: ProxiesView): T {
+  const r = proxies.rejection(`${namespace}/${name}`);
+  const input = proxies.programmedInput(namespace, name);
+  return withProgrammed(r ? withRejection(report, r) : report, input && programmed(input));
 }

@@ -26,9 +26,9 @@ import { CONTROLLER_ERRORS } from '../errors.js';
 import { RetryBackoff, type RetryOptions } from '../runtime/retry-backoff.js';
 import { describeApiError, statusCode } from '../kube/errors.js';
 import type { StatusApi, StatusKind } from './api.js';
-import { gatewayProgrammed } from './programmed.js';
+import { gatewayProgrammed, listenerSetProgrammed } from './programmed.js';
 import type { ProxiesView } from './proxies.js';
-import { mergeBackendStatus, mergeGatewayClassStatus, mergeGatewayPolicyStatus, mergeGatewayStatus, mergeHTTPRouteStatus, sameStatus } from './merge.js';
+import { mergeBackendStatus, mergeGatewayClassStatus, mergeGatewayPolicyStatus, mergeGatewayStatus, mergeHTTPRouteStatus, mergeListenerSetStatus, sameStatus } from './merge.js';
 
 const MAX_ATTEMPTS = 5;
 
@@ -78,7 +78,7 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
    */
   readonly #written = new Map<string, { before: string; after: StatusBearing }>();
   /**
-   * Per object (not Gateways: their status also reads the proxies' state), the report entry
+   * Per object (not Gateways nor ListenerSets: their status also reads the proxies' state), the report entry
    * and the stored resourceVersion of its last check that left nothing to write. While both
    * are the same, merging again would find nothing either.
    */
@@ -231,6 +231,11 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         const p = this.#o.proxies;
         return d && mergeGatewayStatus(current, p ? gatewayProgrammed(d, p) : d, now, p?.addresses(d.namespace, d.name));
       }
+      case 'ListenerSet': {
+        const d = r.listenerSets?.get(item.key);
+        const p = this.#o.proxies;
+        return d && mergeListenerSetStatus(current, p ? listenerSetProgrammed(d, p) : d, now);
+      }
       case 'HTTPRoute':
       case 'GRPCRoute': {
         // A GRPCRoute's status has an HTTPRoute's shape (status.parents): merged the same way.
@@ -277,6 +282,7 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
       case 'BackendTLSPolicy':
         return r.backendTLSPolicies.get(item.key);
       case 'Gateway':
+      case 'ListenerSet':
         return undefined;
     }
   }
@@ -328,6 +334,7 @@ function turn(): Promise<void> {
 function* items(r: StatusReport): Generator<Item> {
   for (const [key, d] of r.gatewayClasses) yield { kind: 'GatewayClass', key, name: d.name };
   for (const [key, d] of r.gateways) yield { kind: 'Gateway', key, name: d.name, namespace: d.namespace };
+  for (const [key, d] of r.listenerSets ?? []) yield { kind: 'ListenerSet', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.httpRoutes) yield { kind: 'HTTPRoute', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.grpcRoutes ?? []) yield { kind: 'GRPCRoute', key, name: d.name, namespace: d.namespace };
   for (const [key, d] of r.tlsRoutes ?? []) yield { kind: 'TLSRoute', key, name: d.name, namespace: d.namespace };

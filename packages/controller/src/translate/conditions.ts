@@ -17,3 +17,16 @@ export interface Verdict {
 
 export const ok = (reason: string, message: string): Verdict => ({ ok: true, reason, message });
 export const fail = (reason: string, message: string): Verdict => ({ ok: false, reason, message });
+
+/**
+ * Accepted from the verdict, and Programmed: False/Pending while accepted (the status writer
+ * puts the verdict of the proxies there), else False with `refused` (default: the verdict's reason).
+ */
+export function acceptedAndProgrammed(v: Verdict, gen: number, refused: string = v.reason): DesiredCondition[] {
+  return [
+    condition('Accepted', v.ok, v.reason, v.message, gen),
+    v.ok
+      ? condition('Programmed', false, 'Pending', 'waiting for a proxy of the Gateway to apply its configuration', gen)
+      : condition('Programmed', false, refused, `not programmed: ${v.message}`, gen),
+  ];
+}

@@ -5,11 +5,11 @@ import { DEFAULT_LIMITS, type EvaluationLimits } from '@tollgate/api';
 import { parseAllowList } from '../proxy-settings/image-policy.js';
 import type { ParameterPolicy } from '../proxy-settings/parameters.js';
 import { DEFAULT_PROXY_SETTINGS } from '../proxy-settings/defaults.js';
-import type { Gateway, HTTPRoute, TLSRoute, TollgateBackend } from '../types/gateway-api.js';
+import type { Gateway, HTTPRoute, ListenerSet, TLSRoute, TollgateBackend } from '../types/gateway-api.js';
 import { ReferenceGrants } from './referencegrant.js';
 import { asHTTPRoute } from './grpcroute.js';
 import { indexBackendTls, type BackendTlsIndex } from './backendtlspolicy.js';
-import { byKey, compareStrings, keyOf } from './keys.js';
+import { byKey, compareAge, compareStrings, keyOf, listenerSetParentKey } from './keys.js';
 import type { Resources, TranslateOptions } from './types.js';
 
 /** Label the API server sets on every Namespace; selectors commonly use it. */
@@ -31,6 +31,8 @@ export interface Context {
   /** BackendTLSPolicies by the Service ports they target. */
   readonly backendTls: BackendTlsIndex;
   readonly gateways: ReadonlyMap<string, Gateway>;
+  /** The ListenerSets whose parentRef names this Gateway (`<namespace>/<name>`), in precedence order. */
+  listenerSetsOf(gateway: string): readonly { readonly key: string; readonly listenerSet: ListenerSet }[];
   /** HTTPRoutes by `<namespace>/<name>`, in key order (the status report relies on it). */
   readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
   /** GRPCRoutes by `<namespace>/<name>`, in key order, each as the HTTPRoute it is equivalent to (grpcroute.ts). */
@@ -108,6 +110,15 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     if (list) list.push(s);
     else secretsIn.set(ns, [s]);
   }
+  const listenerSets = new Map<string, { key: string; listenerSet: ListenerSet }[]>();
+  for (const ls of [...(resources.listenerSets ?? [])].sort((a, b) => compareAge(a.metadata, b.metadata))) {
+    const parent = listenerSetParentKey(ls);
+    if (!parent) continue;
+    const list = listenerSets.get(parent);
+    const entry = { key: keyOf(ls.metadata), listenerSet: ls };
+    if (list) list.push(entry);
+    else listenerSets.set(parent, [entry]);
+  }
   const memo = new Map<string, unknown>();
   // The controller checks the flag at start; a list that does not parse here allows nothing.
   const allowList = parseAllowList(options.gatewayProxyImages ?? []);
@@ -129,6 +140,7 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     grants: new ReferenceGrants(resources.referenceGrants),
     backendTls: indexBackendTls(resources.backendTLSPolicies, (namespace, name) => configMaps.get(`${namespace}/${name}`)),
     gateways: new Map(byKey(resources.gateways).map((g) => [keyOf(g.metadata), g])),
+    listenerSetsOf: (gateway) => listenerSets.get(gateway) ?? [],
     httpRoutes: new Map(byKey(resources.httpRoutes).map((r) => [keyOf(r.metadata), r])),
     grpcRoutes: new Map(byKey(resources.grpcRoutes).map((r) => [keyOf(r.metadata), asHTTPRoute(r)])),
     tlsRoutes: new Map(byKey(resources.tlsRoutes ?? []).map((r) => [keyOf(r.metadata), r])),

@@ -47,6 +47,7 @@ export const EXTENDED_FEATURES = [
   'HTTPRouteRetryBackendTimeout',
   'HTTPRouteRetryConnectionError',
   'HTTPRouteSchemeRedirect',
+  'ListenerSet',
 ] as const;
 
 /**

@@ -1,5 +1,5 @@
 // Gateway: the Gateways of our accepted classes, whether each is accepted, and its listeners.
-import { condition, fail, ok, type Verdict } from './conditions.js';
+import { acceptedAndProgrammed, condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import type { ClassVerdict } from './gatewayclass.js';
 import { classBackendHosts, gatewayParameters } from '../proxy-settings/parameters.js';
@@ -9,14 +9,17 @@ import { translateListeners, type ListenerState } from './listeners.js';
 import { insecureFrontendMode } from './frontend-tls.js';
 import { backendClientCertificate } from './tls.js';
 import type { Gateway } from '../types/gateway-api.js';
-import type { GatewayStatusReport, ListenerStatusReport } from './types.js';
+import type { GatewayStatusReport, ListenerSetStatusReport, ListenerStatusReport } from './types.js';
+import { attachListenerSets, listenerSetStatus, type ListenerSetState } from './listenersets.js';
 
 export interface GatewayState {
   readonly key: string;
   readonly gateway: Gateway;
   readonly accepted: Verdict;
-  /** In spec order. */
+  /** The Gateway's own listeners in spec order, then its accepted ListenerSets' in precedence order. */
   readonly listeners: readonly ListenerState[];
+  /** The ListenerSets naming this Gateway, in precedence order, allowed or not. */
+  readonly listenerSets: readonly ListenerSetState[];
   /** The hosts Backend resources may name here (its class's backendHosts); null: every host. */
   readonly backendHosts: readonly string[] | null;
   /** spec.tls.backend.clientCertificateRef resolved (null: the Gateway names none). */
@@ -45,8 +48,10 @@ export function translateGateways(ctx: Context, classes: ReadonlyMap<string, Cla
   for (const [key, gateway] of ctx.gateways) {
     const gc = classes.get(gateway.spec.gatewayClassName);
     if (!gc) continue;
-    const listeners = translateListeners(gateway, ctx);
-    out.set(key, { key, gateway, accepted: acceptance(gateway, gc, listeners, ctx), listeners, backendHosts: classBackendHosts(gc.gatewayClass, ctx.configMap), backendClientCertificate: backendClientCertificate(gateway, ctx) });
+    const own = translateListeners(gateway, ctx);
+    const accepted = acceptance(gateway, gc, own, ctx);
+    const { sets, listeners } = attachListenerSets(gateway, accepted, own, ctx);
+    out.set(key, { key, gateway, accepted, listeners, listenerSets: sets, backendHosts: classBackendHosts(gc.gatewayClass, ctx.configMap), backendClientCertificate: backendClientCertificate(gateway, ctx) });
   }
   return out;
 }
@@ -56,7 +61,7 @@ export function listenerLive(g: GatewayState, l: ListenerState): boolean {
   return g.accepted.ok && l.accepted.ok;
 }
 
-function listenerStatus(g: GatewayState, l: ListenerState, gen: number): ListenerStatusReport {
+export function listenerStatus(g: GatewayState, l: ListenerState, gen: number): ListenerStatusReport {
   const live = listenerLive(g, l);
   return {
     name: l.spec.name,
@@ -69,7 +74,7 @@ function listenerStatus(g: GatewayState, l: ListenerState, gen: number): Listene
         ? condition('Programmed', false, 'Invalid', `not programmed: no usable certificate: ${l.resolvedRefs.message}`, gen)
         : live
         ? condition('Programmed', false, 'Pending', 'waiting for a proxy of the Gateway to apply its configuration', gen)
-        : condition('Programmed', false, 'Invalid', g.accepted.ok ? `not programmed: ${l.accepted.message}` : 'not programmed: the Gateway is not accepted', gen),
+        : condition('Programmed', false, l.conflicted.ok ? 'Invalid' : l.conflicted.reason, g.accepted.ok ? `not programmed: ${l.accepted.message}` : 'not programmed: the Gateway is not accepted', gen),
       condition('ResolvedRefs', l.resolvedRefs.ok, l.resolvedRefs.reason, l.resolvedRefs.message, gen),
     ],
   };
@@ -96,15 +101,26 @@ export function gatewayStatus(g: GatewayState): GatewayStatusReport {
     name: meta.name,
     generation: gen,
     conditions: [
-      condition('Accepted', g.accepted.ok, g.accepted.reason, g.accepted.message, gen),
-      g.accepted.ok
-        ? condition('Programmed', false, 'Pending', 'waiting for a proxy of the Gateway to apply its configuration', gen)
-        : condition('Programmed', false, 'Invalid', `not programmed: ${g.accepted.message}`, gen),
+      ...acceptedAndProgrammed(g.accepted, gen, 'Invalid'),
       // Only with a backend client certificate: the references outside the listeners are that one.
       ...(g.backendClientCertificate ? [gatewayResolvedRefs(g.backendClientCertificate.verdict, g.listeners, gen)] : []),
       // Present while AllowInsecureFallback is set anywhere (Gateway API: removed once it is not).
       ...insecure(g.gateway, gen),
     ],
-    listeners: g.listeners.map((l) => listenerStatus(g, l, gen)),
+    listeners: g.listeners.filter((l) => l.origin.kind === 'Gateway').map((l) => listenerStatus(g, l, gen)),
+    // Only for a Gateway some ListenerSet names: the others' reports stay as they were.
+    ...(g.listenerSets.length ? listenerSetSummary(g) : {}),
   };
+}
+
+function listenerSetSummary(g: GatewayState): Pick<GatewayStatusReport, 'attachedListenerSets' | 'listenerSetPorts'> {
+  return {
+    attachedListenerSets: g.listenerSets.filter((s) => s.accepted.ok).length,
+    listenerSetPorts: g.listeners.filter((l) => l.origin.kind === 'ListenerSet' && l.accepted.ok).map((l) => ({ port: l.spec.port, protocol: l.spec.protocol })),
+  };
+}
+
+/** The status of the ListenerSets naming this Gateway. */
+export function listenerSetStatuses(g: GatewayState): ListenerSetStatusReport[] {
+  return g.listenerSets.map((s) => listenerSetStatus(g.key, s, (l, gen) => listenerStatus(g, l, gen)));
 }

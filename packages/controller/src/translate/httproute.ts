@@ -8,6 +8,7 @@ import { backendState, hostAllowed } from './backend.js';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { listenerLive, type GatewayState } from './gateway.js';
+import type { ListenerSetState } from './listenersets.js';
 import { routeHostnamesOn } from './hostnames.js';
 import { compareStrings, createdAt, generationOf } from './keys.js';
 import { allowsKind, allowsNamespace, type ListenerState } from './listeners.js';
@@ -53,26 +54,47 @@ function describeListeners(listeners: readonly ListenerState[]): string {
   return listeners.map((l) => l.spec.name).join(', ');
 }
 
+/** What a parentRef names: a Gateway (its own listeners) or a ListenerSet (the listeners it added to its Gateway). */
+interface Parent {
+  readonly g: GatewayState;
+  /** `Gateway <key>` or `ListenerSet <key>`, for messages. */
+  readonly what: string;
+  readonly listeners: readonly ListenerState[];
+  /** Why no route can attach to it, when that is so. */
+  readonly refused: Verdict | null;
+}
+
+function gatewayParent(g: GatewayState): Parent {
+  return { g, what: `Gateway ${g.key}`, listeners: g.listeners.filter((l) => l.origin.kind === 'Gateway'), refused: g.accepted.ok ? null : g.accepted };
+}
+
+function listenerSetParent(g: GatewayState, s: ListenerSetState): Parent {
+  const refused = !g.accepted.ok ? g.accepted : s.listeners.length ? null : s.accepted;
+  return { g, what: `ListenerSet ${s.key}`, listeners: s.listeners, refused };
+}
+
 /** The route kinds whose parentRefs attach as HTTPRoute's do (hostnames intersected with the listener's). */
 export type AttachingRoute = Pick<HTTPRoute, 'metadata'> & { readonly spec: { readonly hostnames?: readonly string[] } };
 
-/** Which listeners of `g` a parentRef of `route` (of kind `kind`) attaches to, or why none. */
-export function matchParent(route: AttachingRoute, ref: ParentReference, g: GatewayState, ctx: Context, kind: string = 'HTTPRoute'): Omit<ParentVerdict, 'ref'> {
+/** Which listeners of a Gateway (or of a ListenerSet of it) a parentRef of `route` (of kind `kind`) attaches to, or why none. */
+export function matchParent(route: AttachingRoute, ref: ParentReference, target: GatewayState | Parent, ctx: Context, kind: string = 'HTTPRoute'): Omit<ParentVerdict, 'ref'> {
+  const parent = 'what' in target ? target : gatewayParent(target);
+  const { g, what: owner } = parent;
   const ns = route.metadata.namespace ?? '';
   const none = (v: Verdict) => ({ accepted: v, attachments: [] });
-  const candidates = g.listeners.filter((l) => (ref.sectionName === undefined || l.spec.name === ref.sectionName) && (ref.port === undefined || l.spec.port === ref.port));
+  if (parent.refused) return none(fail('NoMatchingParent', `${owner} is not accepted: ${parent.refused.message}`));
+  const candidates = parent.listeners.filter((l) => (ref.sectionName === undefined || l.spec.name === ref.sectionName) && (ref.port === undefined || l.spec.port === ref.port));
   if (!candidates.length) {
     const what = [ref.sectionName !== undefined ? `named ${ref.sectionName}` : '', ref.port !== undefined ? `on port ${ref.port}` : ''].filter(Boolean).join(' ');
-    return none(fail('NoMatchingParent', `Gateway ${g.key} has no listener ${what}`));
+    return none(fail('NoMatchingParent', `${owner} has no listener ${what}`));
   }
-  if (!g.accepted.ok) return none(fail('NoMatchingParent', `Gateway ${g.key} is not accepted: ${g.accepted.message}`));
   const live = candidates.filter((l) => listenerLive(g, l));
-  if (!live.length) return none(fail('NotAllowedByListeners', `listener ${describeListeners(candidates)} of Gateway ${g.key} is not accepted`));
+  if (!live.length) return none(fail('NotAllowedByListeners', `listener ${describeListeners(candidates)} of ${owner} is not accepted`));
   const kindOk = live.filter((l) => allowsKind(l, GATEWAY_GROUP, kind));
-  if (!kindOk.length) return none(fail('NotAllowedByListeners', `listener ${describeListeners(live)} of Gateway ${g.key} does not allow kind ${kind} (allowedRoutes.kinds)`));
+  if (!kindOk.length) return none(fail('NotAllowedByListeners', `listener ${describeListeners(live)} of ${owner} does not allow kind ${kind} (allowedRoutes.kinds)`));
   const allowed = kindOk.filter((l) => allowsNamespace(l, ns, ctx));
   if (!allowed.length)
-    return none(fail('NotAllowedByListeners', `listener ${describeListeners(kindOk)} of Gateway ${g.key} does not allow routes from namespace ${ns} (allowedRoutes.namespaces)`));
+    return none(fail('NotAllowedByListeners', `listener ${describeListeners(kindOk)} of ${owner} does not allow routes from namespace ${ns} (allowedRoutes.namespaces)`));
   const attachments: Attachment[] = [];
   for (const l of allowed) {
     const hostnames = routeHostnamesOn(l.spec.hostname ?? null, route.spec.hostnames ?? []);
@@ -242,8 +264,8 @@ interface RouteMemo {
   readonly rules: RulesResult;
   readonly controllerName: string;
   readonly namespaceLabels: string;
-  /** Per parentRef in order: the Gateway key it names (null: not a Gateway) and that Gateway's fingerprint ('': not one we serve). */
-  readonly parents: readonly { readonly gateway: string | null; readonly fingerprint: string }[];
+  /** Per parentRef in order: `Gateway/<key>` or `ListenerSet/<key>` (null: neither) and its fingerprint ('': not one we serve). */
+  readonly parents: readonly { readonly parent: string | null; readonly fingerprint: string }[];
   readonly attached: readonly Attached[];
   readonly status: HTTPRouteStatusReport;
 }
@@ -261,7 +283,8 @@ function attachFingerprint(g: GatewayState): string {
     g.accepted.ok,
     g.accepted.message,
     g.gateway.metadata.namespace ?? '',
-    g.listeners.map((l) => [l.spec.name, l.spec.port, l.spec.hostname ?? null, l.accepted.ok, l.supportedKinds, l.spec.allowedRoutes ?? null]),
+    g.listeners.map((l) => [l.origin.kind === 'Gateway' ? null : l.origin.key, l.namespace, l.spec.name, l.spec.port, l.spec.hostname ?? null, l.accepted.ok, l.supportedKinds, l.spec.allowedRoutes ?? null]),
+    g.listenerSets.map((s) => [s.key, s.accepted.ok, s.accepted.message]),
     g.backendHosts,
   ]);
 }
@@ -271,25 +294,26 @@ function labelsFingerprint(labels: Readonly<Record<string, string>>): string {
 }
 
 /** The route's parents, attachments and status, computed (not taken from the memo). */
-function attachRoute(route: HTTPRoute, kind: RouteKind, rules: RulesResult, gateways: ReadonlyMap<string, GatewayState>, fingerprint: (g: GatewayState | undefined) => string, ctx: Context): Omit<RouteMemo, 'rules' | 'controllerName' | 'namespaceLabels'> {
+function attachRoute(route: HTTPRoute, kind: RouteKind, rules: RulesResult, parentOf: (parent: string) => Parent | undefined, fingerprint: (parent: string) => string, ctx: Context): Omit<RouteMemo, 'rules' | 'controllerName' | 'namespaceLabels'> {
   const ns = route.metadata.namespace ?? '';
   const gen = generationOf(route.metadata);
   const { problems, refs } = rules;
   const parents: RouteParentStatusReport[] = [];
-  const inputs: { gateway: string | null; fingerprint: string }[] = [];
+  const inputs: { parent: string | null; fingerprint: string }[] = [];
   const attached: Attached[] = [];
   const seen = new Set<ListenerState>();
   for (const raw of route.spec.parentRefs ?? []) {
     const ref = fullRef(raw, ns);
-    if (ref.group !== GATEWAY_GROUP || ref.kind !== 'Gateway') {
-      inputs.push({ gateway: null, fingerprint: '' });
+    if (ref.group !== GATEWAY_GROUP || (ref.kind !== 'Gateway' && ref.kind !== 'ListenerSet')) {
+      inputs.push({ parent: null, fingerprint: '' });
       continue;
     }
-    const gatewayKey = `${ref.namespace}/${ref.name}`;
-    const g = gateways.get(gatewayKey);
-    inputs.push({ gateway: gatewayKey, fingerprint: fingerprint(g) });
-    if (!g) continue; // not a Gateway this controller serves
-    let { accepted, attachments: found } = matchParent(route, ref, g, ctx, kind);
+    const parentKey = `${ref.kind}/${ref.namespace}/${ref.name}`;
+    inputs.push({ parent: parentKey, fingerprint: fingerprint(parentKey) });
+    const parent = parentOf(parentKey);
+    if (!parent) continue; // not a Gateway (or a ListenerSet of one) this controller serves
+    const g = parent.g;
+    let { accepted, attachments: found } = matchParent(route, ref, parent, ctx, kind);
     if (accepted.ok && problems.length) {
       accepted = fail('UnsupportedValue', problems.map((p) => `${p.path}: ${p.message}`).join('; '));
       found = [];
@@ -341,11 +365,16 @@ export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, Gate
     return canonical;
   };
   const fingerprints = new Map<GatewayState, string>();
-  const fingerprint = (g: GatewayState | undefined): string => {
-    if (!g) return '';
+  const gatewayFingerprint = (g: GatewayState): string => {
     let f = fingerprints.get(g);
     if (f === undefined) fingerprints.set(g, (f = intern(attachFingerprint(g))));
     return f;
+  };
+  const { parentOf, gatewayOf } = parentIndex(gateways);
+  // A ListenerSet's fingerprint is its Gateway's (which covers the set's acceptance and listeners) under that Gateway's key.
+  const fingerprint = (parent: string): string => {
+    const g = gatewayOf(parent);
+    return g ? (parent.startsWith('ListenerSet/') ? `${g.key}\n${gatewayFingerprint(g)}` : gatewayFingerprint(g)) : '';
   };
   const namespaceLabels = new Map<string, string>();
   const labelsOf = (ns: string): string => {
@@ -362,9 +391,9 @@ export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, Gate
       memo.rules !== rules ||
       memo.controllerName !== ctx.controllerName ||
       memo.namespaceLabels !== labels ||
-      !memo.parents.every((p) => (p.gateway === null ? '' : fingerprint(gateways.get(p.gateway))) === p.fingerprint)
+      !memo.parents.every((p) => (p.parent === null ? '' : fingerprint(p.parent)) === p.fingerprint)
     ) {
-      memo = { rules, controllerName: ctx.controllerName, namespaceLabels: labels, ...attachRoute(route, kind, rules, gateways, fingerprint, ctx) };
+      memo = { rules, controllerName: ctx.controllerName, namespaceLabels: labels, ...attachRoute(route, kind, rules, parentOf, fingerprint, ctx) };
       routeMemo.set(route, memo);
     }
     const attachments = memo.attached.map((a): Attachment => {
@@ -377,6 +406,23 @@ export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, Gate
   });
   lastFingerprints = interned;
   return translated;
+}
+
+/** The parents routes may name, by `Gateway/<key>` and `ListenerSet/<key>`, and the Gateway of each. */
+function parentIndex(gateways: ReadonlyMap<string, GatewayState>): { parentOf: (parent: string) => Parent | undefined; gatewayOf: (parent: string) => GatewayState | undefined } {
+  const sets = new Map<string, { g: GatewayState; s: ListenerSetState }>();
+  for (const g of gateways.values()) for (const s of g.listenerSets) sets.set(`ListenerSet/${s.key}`, { g, s });
+  const made = new Map<string, Parent | undefined>();
+  const gatewayOf = (parent: string) => (parent.startsWith('Gateway/') ? gateways.get(parent.slice('Gateway/'.length)) : sets.get(parent)?.g);
+  const parentOf = (parent: string): Parent | undefined => {
+    if (made.has(parent)) return made.get(parent);
+    const ls = sets.get(parent);
+    const g = parent.startsWith('Gateway/') ? gateways.get(parent.slice('Gateway/'.length)) : undefined;
+    const p = ls ? listenerSetParent(ls.g, ls.s) : g ? gatewayParent(g) : undefined;
+    made.set(parent, p);
+    return p;
+  };
+  return { parentOf, gatewayOf };
 }
 
 /** The fingerprints the last translation used (see intern in translateRoutes); only those are kept. */

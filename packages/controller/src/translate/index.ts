@@ -1,14 +1,15 @@
 // translate(): Gateway API and GatewayPolicy objects in, per-Gateway proxy snapshots and
 // desired status out. Pure, synchronous and deterministic; see ./types.ts for the contract.
 import { buildContext } from './context.js';
-import { gatewayStatus, translateGateways } from './gateway.js';
+import { gatewayStatus, listenerSetStatuses, translateGateways, type GatewayState } from './gateway.js';
+import { compareStrings } from './keys.js';
 import { translateGatewayClasses } from './gatewayclass.js';
 import { translateGatewayPolicies } from './gatewaypolicy.js';
 import { translateRoutes } from './httproute.js';
 import { buildSnapshots } from './snapshot.js';
 import { translateTlsRoutes } from './tlsroute.js';
 import { backendState, backendStatus } from './backend.js';
-import type { Resources, TranslateOptions, TranslateResult } from './types.js';
+import type { Resources, StatusReport, TranslateOptions, TranslateResult } from './types.js';
 
 export type * from './types.js';
 
@@ -28,6 +29,7 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
     status: {
       gatewayClasses: classes.status,
       gateways: new Map([...gateways].map(([key, g]) => [key, gatewayStatus(g)])),
+      ...listenerSetReports(gateways),
       // ctx.httpRoutes is in key order already: no second sort of every route's key.
       httpRoutes: new Map([...ctx.httpRoutes.keys()].map((key) => [key, routesByKey.get(key)!.status] as const)),
       grpcRoutes: new Map([...ctx.grpcRoutes.keys()].map((key) => [key, grpcByKey.get(key)!.status] as const)),
@@ -37,4 +39,10 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
       backendTLSPolicies: ctx.backendTls.status(routes, (ns, name, port) => ctx.services.get(`${ns}/${name}`)?.spec?.ports?.find((p) => p.port === port), ctx.controllerName),
     },
   };
+}
+
+/** The ListenerSets' status, by key in sorted order; left out when no ListenerSet names a Gateway of ours. */
+function listenerSetReports(gateways: ReadonlyMap<string, GatewayState>): Pick<StatusReport, 'listenerSets'> {
+  const reports = [...gateways.values()].flatMap(listenerSetStatuses).map((s) => [`${s.namespace}/${s.name}`, s] as const);
+  return reports.length ? { listenerSets: new Map(reports.sort(([a], [b]) => compareStrings(a, b))) } : {};
 }

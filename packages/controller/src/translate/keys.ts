@@ -1,6 +1,6 @@
 // Object keys and the one ordering every list is sorted by, so that output never depends on
 // the order the informers delivered the objects in.
-import type { ObjectMeta } from '../types/gateway-api.js';
+import { GATEWAY_GROUP, type ListenerSet, type ObjectMeta } from '../types/gateway-api.js';
 
 export function keyOf(meta: { readonly namespace?: string; readonly name: string }): string {
   return meta.namespace ? `${meta.namespace}/${meta.name}` : meta.name;
@@ -33,4 +33,11 @@ export function compareAge(a: ObjectMeta, b: ObjectMeta): number {
 
 export function generationOf(meta: ObjectMeta): number {
   return meta.generation ?? 0;
+}
+
+/** `<namespace>/<name>` of the Gateway a ListenerSet names; '' when its parentRef is not a Gateway. */
+export function listenerSetParentKey(ls: ListenerSet): string {
+  const ref = ls.spec.parentRef;
+  if ((ref.group ?? GATEWAY_GROUP) !== GATEWAY_GROUP || (ref.kind ?? 'Gateway') !== 'Gateway') return '';
+  return `${ref.namespace ?? ls.metadata.namespace ?? ''}/${ref.name}`;
 }

@@ -9,13 +9,14 @@
 // resolves the references with, so the cache reads exactly what translation asks.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { classParametersConfigMap, gatewayParametersConfigMap } from '../proxy-settings/parameters.js';
-import type { BackendTLSPolicy, Gateway, GatewayClass, GatewayPolicy, ReferenceGrant, TollgateBackend } from '../types/gateway-api.js';
+import type { BackendTLSPolicy, Gateway, GatewayClass, GatewayPolicy, ListenerSet, ReferenceGrant, TollgateBackend } from '../types/gateway-api.js';
 import { BACKEND_GROUP, backendReferences } from './backend.js';
 import { backendTlsConfigMaps } from './backendtlspolicy.js';
 import { mayRead, policyRefs, selectSecrets } from './policy-refs.js';
 import { ReferenceGrants } from './referencegrant.js';
 import { frontendCaObjects } from './frontend-tls.js';
-import { certificateSecrets } from './tls.js';
+import { certificateSecrets, listenerSecrets } from './tls.js';
+import { listenerSetParentKey } from './keys.js';
 
 /** A secretSelector of a policy: a Secret of `namespace` with these labels is wanted. */
 export interface SecretSelection {
@@ -35,6 +36,8 @@ export interface ReferencingObjects {
   readonly gateways: readonly Gateway[];
   readonly referenceGrants: readonly ReferenceGrant[];
   readonly gatewayPolicies: readonly GatewayPolicy[];
+  /** ListenerSets: the Secrets their HTTPS listeners name. */
+  readonly listenerSets?: readonly ListenerSet[];
   readonly backendTLSPolicies: readonly BackendTLSPolicy[];
   /** Backend resources: the Secret of each one's provider key and the ConfigMaps of its CAs. */
   readonly backends?: readonly TollgateBackend[];
@@ -56,6 +59,11 @@ export function referencedObjects(r: ReferencingObjects, controllerName: string)
     for (const k of cas.configMaps) configMaps.add(k);
     for (const k of cas.secrets) secrets.add(k);
     add(configMaps, gatewayParametersConfigMap(gw));
+  }
+  // The certificates of ListenerSets whose parent is one of those Gateways (allowed or not: that is translation's to say).
+  const ours = new Set(r.gateways.filter((gw) => classes.has(gw.spec.gatewayClassName)).map((gw) => `${gw.metadata.namespace}/${gw.metadata.name}`));
+  for (const ls of r.listenerSets ?? []) {
+    if (ours.has(listenerSetParentKey(ls))) for (const k of listenerSecrets(ls, grants)) secrets.add(k);
   }
   // The CA certificates of every BackendTLSPolicy: which Gateways route to its targets is known only after translation.
   for (const k of backendTlsConfigMaps(r.backendTLSPolicies)) configMaps.add(k);

@@ -143,12 +143,21 @@ function routeWithCertificate(route: RouteIR, certificate: CertificateIR): Route
   return out;
 }
 
+/** Snapshot listener names are unique per Gateway: a ListenerSet's carry its key (names may repeat across sets). */
+function snapshotListenerName(l: ListenerState): string {
+  return l.origin.kind === 'Gateway' ? l.spec.name : `${l.origin.key}/${l.spec.name}`.slice(0, MAX_LISTENER_NAME);
+}
+
+/** The snapshot's bound on a listener name. */
+const MAX_LISTENER_NAME = 253;
+
 /** A TLS listener in the IR; null for a Terminate listener without a usable certificate (left out, like an HTTPS one). */
 function tlsListenerIR(l: ListenerState, routes: TlsRouteIR[]): TlsListenerIR | null {
   const hostname = l.spec.hostname ?? null;
-  if (tlsListenerMode(l.spec) === 'Passthrough') return { name: l.spec.name, hostname, tls: { mode: 'Passthrough' }, routes };
+  const name = snapshotListenerName(l);
+  if (tlsListenerMode(l.spec) === 'Passthrough') return { name, hostname, tls: { mode: 'Passthrough' }, routes };
   if (!l.certificates?.length) return null;
-  return { name: l.spec.name, hostname, tls: { mode: 'Terminate', certificates: l.certificates }, routes };
+  return { name, hostname, tls: { mode: 'Terminate', certificates: l.certificates }, routes };
 }
 
 export function buildSnapshots(
@@ -197,17 +206,19 @@ export function buildSnapshots(
         continue;
       }
       const hostname = l.spec.hostname ?? null;
-      const policy = applied.get(targetKey('Gateway', ns, gwName, l.spec.name)) ?? gatewayPolicy;
+      // A policy's sectionName names a listener of the Gateway's own spec; a ListenerSet's take the Gateway's policy.
+      const policy = (l.origin.kind === 'Gateway' ? applied.get(targetKey('Gateway', ns, gwName, l.spec.name)) : undefined) ?? gatewayPolicy;
+      const name = snapshotListenerName(l);
       const attached = withAllowedHosts(byListener.get(l) ?? [], g.backendHosts);
       const routes = clientCertificate ? attached.map((r) => routeWithCertificate(r, clientCertificate)) : attached;
       let listener: ListenerIR;
-      if (l.certificates === null) listener = { name: l.spec.name, protocol: 'HTTP', hostname, policy, routes };
+      if (l.certificates === null) listener = { name, protocol: 'HTTP', hostname, policy, routes };
       // An HTTPS listener without a usable certificate cannot complete a handshake: left out
       // (its status says Programmed False) rather than served with another listener's.
       else if (!l.certificates.length) continue;
       else {
         const clientValidation = l.clientValidation ? { clientValidation: l.clientValidation } : {};
-        listener = { name: l.spec.name, protocol: 'HTTPS', hostname, tls: { mode: 'Terminate', certificates: l.certificates, ...clientValidation }, policy, routes };
+        listener = { name, protocol: 'HTTPS', hostname, tls: { mode: 'Terminate', certificates: l.certificates, ...clientValidation }, policy, routes };
       }
       const list = ports.get(l.spec.port) ?? [];
       if (!list.length) ports.set(l.spec.port, list);

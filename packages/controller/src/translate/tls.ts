@@ -11,7 +11,7 @@ import type { V1Secret } from '@kubernetes/client-node';
 import { fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import type { ReferenceGrants } from './referencegrant.js';
-import { GATEWAY_GROUP, type Gateway, type Listener, type SecretObjectReference } from '../types/gateway-api.js';
+import { GATEWAY_GROUP, type Gateway, type Listener, type ListenerSet, type SecretObjectReference } from '../types/gateway-api.js';
 
 export const TLS_SECRET_TYPE = 'kubernetes.io/tls';
 
@@ -51,20 +51,23 @@ function checkSecret(secret: V1Secret, namespace: string, name: string): Resolve
   return { ok: true, certificate: { origin: { kind: 'Secret', namespace, name }, certificate, key: new Secret(keyPem) } };
 }
 
+/** What declares a listener: the ReferenceGrants its certificate references need are from its kind and namespace. */
+export type CertificateOwner = Pick<Gateway, 'kind' | 'metadata'> | Pick<ListenerSet, 'kind' | 'metadata'>;
+
 type Target = { readonly ok: true; readonly namespace: string } | { readonly ok: false; readonly reason: string; readonly problem: string };
 
 /** The Secret a certificate reference may read, or why it may not (the one rule for both translation and the Secret cache). */
-function target(ref: SecretObjectReference, at: string, gatewayNs: string, grants: ReferenceGrants): Target {
+function target(ref: SecretObjectReference, at: string, gatewayNs: string, grants: ReferenceGrants, fromKind: CertificateOwner['kind'] = 'Gateway'): Target {
   const group = ref.group ?? '';
   const kind = ref.kind ?? 'Secret';
   if (group !== '' || kind !== 'Secret')
     return { ok: false, reason: 'InvalidCertificateRef', problem: `${at} refers to ${group ? `${group}/` : ''}${kind} ${ref.name}; only core Secrets hold certificates` };
   const namespace = ref.namespace ?? gatewayNs;
-  if (!grants.permits({ group: GATEWAY_GROUP, kind: 'Gateway', namespace: gatewayNs }, { group: '', kind: 'Secret', namespace, name: ref.name }))
+  if (!grants.permits({ group: GATEWAY_GROUP, kind: fromKind, namespace: gatewayNs }, { group: '', kind: 'Secret', namespace, name: ref.name }))
     return {
       ok: false,
       reason: 'RefNotPermitted',
-      problem: `${at} refers to Secret ${namespace}/${ref.name} in another namespace; a ReferenceGrant in ${namespace} must allow Gateways of ${gatewayNs}`,
+      problem: `${at} refers to Secret ${namespace}/${ref.name} in another namespace; a ReferenceGrant in ${namespace} must allow ${fromKind}s of ${gatewayNs}`,
     };
   return { ok: true, namespace };
 }
@@ -78,23 +81,31 @@ export function certificateSecrets(gateway: Gateway, grants: ReferenceGrants): s
     const t = target(client, '', ns, grants);
     if (t.ok) out.push(`${t.namespace}/${client.name}`);
   }
-  for (const l of gateway.spec.listeners) {
+  out.push(...listenerSecrets(gateway, grants));
+  return out;
+}
+
+/** `<namespace>/<name>` of each Secret the HTTPS and TLS Terminate listeners of a Gateway or ListenerSet may read. */
+export function listenerSecrets(owner: CertificateOwner & { readonly spec: { readonly listeners: readonly Listener[] } }, grants: ReferenceGrants): string[] {
+  const ns = owner.metadata.namespace ?? '';
+  const out: string[] = [];
+  for (const l of owner.spec.listeners) {
     // TLS listeners of mode Passthrough hold no certificate (the backend's is the one the client sees).
     if (l.protocol !== 'HTTPS' && !(l.protocol === 'TLS' && l.tls?.mode === 'Terminate')) continue;
     for (const ref of l.tls?.certificateRefs ?? []) {
-      const t = target(ref, '', ns, grants);
+      const t = target(ref, '', ns, grants, owner.kind);
       if (t.ok) out.push(`${t.namespace}/${ref.name}`);
     }
   }
   return out;
 }
 
-function resolve(ref: SecretObjectReference, index: number, gatewayNs: string, ctx: Context): Resolved {
-  return resolveAt(ref, `tls.certificateRefs[${index}]`, gatewayNs, ctx);
+function resolve(ref: SecretObjectReference, index: number, owner: CertificateOwner, ctx: Context): Resolved {
+  return resolveAt(ref, `tls.certificateRefs[${index}]`, owner.metadata.namespace ?? '', ctx, owner.kind);
 }
 
-function resolveAt(ref: SecretObjectReference, at: string, gatewayNs: string, ctx: Context): Resolved {
-  const t = target(ref, at, gatewayNs, ctx.grants);
+function resolveAt(ref: SecretObjectReference, at: string, gatewayNs: string, ctx: Context, fromKind: CertificateOwner['kind'] = 'Gateway'): Resolved {
+  const t = target(ref, at, gatewayNs, ctx.grants, fromKind);
   if (!t.ok) return t;
   const namespace = t.namespace;
   const secret = ctx.secrets.get(`${namespace}/${ref.name}`);
@@ -105,15 +116,14 @@ function resolveAt(ref: SecretObjectReference, at: string, gatewayNs: string, ct
 }
 
 /** Null for a listener that is not HTTPS. */
-export function listenerCertificates(l: Listener, gateway: Gateway, ctx: Context): ListenerCertificates | null {
+export function listenerCertificates(l: Listener, owner: CertificateOwner, ctx: Context): ListenerCertificates | null {
   if (l.protocol !== 'HTTPS' && l.protocol !== 'TLS') return null;
-  const ns = gateway.metadata.namespace ?? '';
   const refs = l.tls?.certificateRefs ?? [];
   if (!refs.length) return { verdict: fail('InvalidCertificateRef', `${l.protocol === 'TLS' ? 'a TLS listener of mode Terminate' : 'an HTTPS listener'} needs tls.certificateRefs naming a Secret of type kubernetes.io/tls`), certificates: [] };
   const certificates: CertificateIR[] = [];
   const problems: { reason: string; problem: string }[] = [];
   refs.forEach((ref, i) => {
-    const r = resolve(ref, i, ns, ctx);
+    const r = resolve(ref, i, owner, ctx);
     if (r.ok) certificates.push(r.certificate);
     else problems.push(r);
   });

@@ -20,6 +20,7 @@ import type {
   GatewayPolicy,
   GRPCRoute,
   HTTPRoute,
+  ListenerSet,
   TLSRoute,
   ParentReference,
   ReferenceGrant,
@@ -31,6 +32,8 @@ import type {
 export interface Resources {
   readonly gatewayClasses: readonly GatewayClass[];
   readonly gateways: readonly Gateway[];
+  /** ListenerSets (any parent); absent: none. */
+  readonly listenerSets?: readonly ListenerSet[];
   readonly httpRoutes: readonly HTTPRoute[];
   readonly grpcRoutes: readonly GRPCRoute[];
   /** TLSRoutes; absent: none. */
@@ -142,6 +145,27 @@ export interface GatewayStatusReport extends ReportedObject {
   readonly conditions: readonly DesiredCondition[];
   /** In spec order. */
   readonly listeners: readonly ListenerStatusReport[];
+  /** status.attachedListenerSets: the ListenerSets accepted on this Gateway (absent: no ListenerSet names it). */
+  readonly attachedListenerSets?: number;
+  /**
+   * The listeners the accepted ListenerSets add (port and protocol, precedence order): the
+   * deployer's Service and pods expose their ports too. Not written to the Gateway's status.
+   * Absent: none.
+   */
+  readonly listenerSetPorts?: readonly { readonly port: number; readonly protocol: string }[];
+}
+
+/**
+ * Keyed by `<namespace>/<name>`: every ListenerSet whose parentRef names a Gateway this
+ * controller serves. Conditions Accepted and Programmed; Programmed False/Pending is replaced
+ * by the writer with the parent Gateway's verdict, as on the Gateway.
+ */
+export interface ListenerSetStatusReport extends ReportedObject {
+  /** `<namespace>/<name>` of the parent Gateway, whose proxies serve the listeners. */
+  readonly gateway: string;
+  readonly conditions: readonly DesiredCondition[];
+  /** In spec order; empty while the ListenerSet is not allowed. */
+  readonly listeners: readonly ListenerStatusReport[];
 }
 
 /** One controller's entry in a status list other controllers may share (route parents, policy ancestors). */
@@ -196,6 +220,8 @@ export type BackendTLSPolicyStatusReport = GatewayPolicyStatusReport;
 export interface StatusReport {
   readonly gatewayClasses: ReadonlyMap<string, GatewayClassStatusReport>;
   readonly gateways: ReadonlyMap<string, GatewayStatusReport>;
+  /** The ListenerSets naming Gateways of ours; absent: none does. */
+  readonly listenerSets?: ReadonlyMap<string, ListenerSetStatusReport>;
   readonly httpRoutes: ReadonlyMap<string, HTTPRouteStatusReport>;
   /** Every GRPCRoute of the resources, keyed by `<namespace>/<name>` (translate() always sets it); the same shape as an HTTPRoute's. */
   readonly grpcRoutes?: ReadonlyMap<string, HTTPRouteStatusReport>;

@@ -134,6 +134,19 @@ export interface Gateway {
     readonly tls?: { readonly backend?: { readonly clientCertificateRef?: SecretObjectReference }; readonly frontend?: FrontendTLSConfig };
     /** Experimental; Tollgate has no default Gateways: not read. */
     readonly defaultScope?: string;
+    /** Which namespaces' ListenerSets may add listeners; absent: none. */
+    readonly allowedListeners?: { readonly namespaces?: { readonly from?: 'All' | 'Same' | 'Selector' | 'None' | (string & {}); readonly selector?: LabelSelector } };
+  };
+}
+
+/** ListenerSet: listeners added to a Gateway from outside its spec (the Gateway's allowedListeners decide whose). */
+export interface ListenerSet {
+  readonly apiVersion: 'gateway.networking.k8s.io/v1';
+  readonly kind: 'ListenerSet';
+  readonly metadata: ObjectMeta;
+  readonly spec: {
+    readonly parentRef: { readonly group?: string; readonly kind?: string; readonly name: string; readonly namespace?: string };
+    readonly listeners: readonly Listener[];
   };
 }
 

@@ -5,7 +5,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { BackendSpec, compile, FailoverPolicy, TrafficPolicy, ValidationError, type Validator } from '@tollgate/api';
 import type { V1ConfigMap, V1EndpointSlice, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
-import type { BackendTLSPolicy, Gateway, GatewayClass, GatewayPolicy, GRPCRoute, HTTPRoute, ReferenceGrant, TLSRoute, TollgateBackend } from './gateway-api.js';
+import type { BackendTLSPolicy, Gateway, GatewayClass, GatewayPolicy, GRPCRoute, HTTPRoute, ListenerSet, ReferenceGrant, TLSRoute, TollgateBackend } from './gateway-api.js';
 
 const Obj = <P extends Record<string, TSchema>>(properties: P) => Type.Object(properties, { additionalProperties: false });
 const Opt = <T extends TSchema>(t: T) => Type.Optional(t);
@@ -45,6 +45,20 @@ const CaValidation = Obj({
   mode: Opt(Type.Union([Type.Literal('AllowValidOnly'), Type.Literal('AllowInsecureFallback')])),
 });
 
+const ListenerSchema = Obj({
+  name: Str({ minLength: 1 }),
+  hostname: Opt(Str()),
+  port: Int({ minimum: 1, maximum: 65535 }),
+  protocol: Str(),
+  tls: Opt(Obj({ mode: Opt(Type.Union([Type.Literal('Terminate'), Type.Literal('Passthrough')])), certificateRefs: Opt(Type.Array(Obj(Ref))), options: Opt(StringMap) })),
+  allowedRoutes: Opt(
+    Obj({
+      namespaces: Opt(Obj({ from: Opt(Type.Union(['All', 'Same', 'Selector'].map((f) => Type.Literal(f)))), selector: Opt(LabelSelector) })),
+      kinds: Opt(Type.Array(Obj({ group: Opt(Str()), kind: Str() }))),
+    }),
+  ),
+});
+
 const GatewaySchema = Obj({
   apiVersion: GatewayApiVersion,
   kind: Type.Literal('Gateway'),
@@ -62,22 +76,7 @@ const GatewaySchema = Obj({
         frontend: Opt(Obj({ default: Obj({ validation: Opt(CaValidation) }), perPort: Opt(Type.Array(Obj({ port: Int(), tls: Obj({ validation: Opt(CaValidation) }) }))) })),
       }),
     ),
-    listeners: Type.Array(
-      Obj({
-        name: Str({ minLength: 1 }),
-        hostname: Opt(Str()),
-        port: Int({ minimum: 1, maximum: 65535 }),
-        protocol: Str(),
-        tls: Opt(Obj({ mode: Opt(Type.Union([Type.Literal('Terminate'), Type.Literal('Passthrough')])), certificateRefs: Opt(Type.Array(Obj(Ref))), options: Opt(StringMap) })),
-        allowedRoutes: Opt(
-          Obj({
-            namespaces: Opt(Obj({ from: Opt(Type.Union(['All', 'Same', 'Selector'].map((f) => Type.Literal(f)))), selector: Opt(LabelSelector) })),
-            kinds: Opt(Type.Array(Obj({ group: Opt(Str()), kind: Str() }))),
-          }),
-        ),
-      }),
-      { minItems: 1, maxItems: 64 },
-    ),
+    listeners: Type.Array(ListenerSchema, { minItems: 1, maxItems: 64 }),
   }),
 });
 
@@ -282,6 +281,17 @@ const ConfigMapSchema = Obj({
   binaryData: Opt(StringMap),
 });
 
+// ListenerSet (v1, standard channel at v1.6.1): listeners another namespace adds to a Gateway that allows it.
+const ListenerSetSchema = Obj({
+  apiVersion: Type.Literal('gateway.networking.k8s.io/v1'),
+  kind: Type.Literal('ListenerSet'),
+  metadata: Metadata,
+  spec: Obj({
+    parentRef: Obj({ group: Opt(Str()), kind: Opt(Str()), name: Str(), namespace: Opt(Str()) }),
+    listeners: Type.Array(ListenerSchema, { minItems: 1, maxItems: 64 }),
+  }),
+});
+
 const NamespaceSchema = Obj({ apiVersion: Type.Literal('v1'), kind: Type.Literal('Namespace'), metadata: Metadata });
 
 const TLSRouteSchema = Obj({
@@ -299,6 +309,7 @@ const TLSRouteSchema = Obj({
 const VALIDATORS = {
   GatewayClass: compile(GatewayClassSchema),
   Gateway: compile(GatewaySchema),
+  ListenerSet: compile(ListenerSetSchema),
   HTTPRoute: compile(HTTPRouteSchema),
   GRPCRoute: compile(GRPCRouteSchema),
   TLSRoute: compile(TLSRouteSchema),
@@ -320,6 +331,7 @@ export const KNOWN_KINDS = Object.keys(VALIDATORS) as KnownKind[];
 export type KnownObject =
   | { kind: 'GatewayClass'; object: GatewayClass }
   | { kind: 'Gateway'; object: Gateway }
+  | { kind: 'ListenerSet'; object: ListenerSet }
   | { kind: 'HTTPRoute'; object: HTTPRoute }
   | { kind: 'GRPCRoute'; object: GRPCRoute }
   | { kind: 'TLSRoute'; object: TLSRoute }

@@ -28,6 +28,13 @@ const CHECKS: Record<string, Check> = {
     if (!Array.isArray(s.listeners)) return 'spec.listeners is not a list';
     return s.listeners.every(isObj) ? undefined : 'spec.listeners has an entry that is not an object';
   },
+  ListenerSet: (o) => {
+    const s = spec(o);
+    if (!s) return 'spec is missing';
+    if (!isObj(s.parentRef) || typeof s.parentRef.name !== 'string') return 'spec.parentRef.name is missing';
+    if (!Array.isArray(s.listeners)) return 'spec.listeners is not a list';
+    return s.listeners.every(isObj) ? undefined : 'spec.listeners has an entry that is not an object';
+  },
   HTTPRoute: route,
   GRPCRoute: route,
   TLSRoute: route,

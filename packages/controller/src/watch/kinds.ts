@@ -59,6 +59,7 @@ export const SECRET_FIELD_SELECTOR = 'type!=kubernetes.io/service-account-token,
 export const KINDS: readonly WatchedKind[] = [
   custom('GatewayClass', 'gatewayClasses', GATEWAY_API, 'v1', 'gatewayclasses', false),
   custom('Gateway', 'gateways', GATEWAY_API, 'v1', 'gateways', true),
+  custom('ListenerSet', 'listenerSets', GATEWAY_API, 'v1', 'listenersets', true),
   custom('HTTPRoute', 'httpRoutes', GATEWAY_API, 'v1', 'httproutes', true),
   custom('GRPCRoute', 'grpcRoutes', GATEWAY_API, 'v1', 'grpcroutes', true),
   custom('TLSRoute', 'tlsRoutes', GATEWAY_API, 'v1', 'tlsroutes', true),
