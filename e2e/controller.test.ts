@@ -179,9 +179,10 @@ describe.skipIf(!availability.run)('controller on kube-apiserver', () => {
     expect((await fetch(`http://${controller.health}/healthz`)).status).toBe(200);
     await controller.synced();
     expect((await fetch(`http://${controller.health}/readyz`)).status).toBe(200);
-    // GatewayClass, Gateway, HTTPRoute, ReferenceGrant, BackendTLSPolicy, GatewayPolicy, Backend,
-    // Service, EndpointSlice, Namespace, Secret and the labelled parameters ConfigMaps.
-    expect(await controller.metric('tollgate_controller_watch_synced')).toBe(12);
+    // GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, ListenerSet, ReferenceGrant,
+    // BackendTLSPolicy, GatewayPolicy, Backend, Service, EndpointSlice, Namespace, Secret and the
+    // labelled parameters ConfigMaps.
+    expect(await controller.metric('tollgate_controller_watch_synced')).toBe(15);
   });
 
   it('gwctl controller log reads and sets the levels of the running controller (out of cluster, --admin-addr)', async () => {

@@ -461,6 +461,8 @@ describe.skipIf(!availability.run)('GatewayPolicy CRD on kube-apiserver', () => 
     await kubectlOk(['create', 'namespace', NS]);
     // examples/gatewaypolicy-failover.yaml belongs with examples/failover-kubernetes.yaml, in namespace team.
     await kubectlOk(['create', 'namespace', 'team']);
+    // examples/gatewaypolicy-ext-proc.yaml is a Gateway-level policy beside its Gateway, in infra.
+    await kubectlOk(['create', 'namespace', 'infra']);
   });
 
   it('applies examples/gatewaypolicy.yaml (a local tokens limit on an HTTPRoute)', async () => {
