@@ -251,7 +251,9 @@ class RlsGlobalLimiter implements GlobalLimiter {
     });
     // Over limit when a Requests descriptor or a Tokens check is (a reservation that does not
     // fit is no refusal: the budget was not spent when the request came).
-    const over = res.statuses.length < decided.length + charges.length ? res.overall_code === 'OVER_LIMIT' : decided.some((x) => x.code === 'OVER_LIMIT');
+    // A service that answered fewer statuses than descriptors sent is taken at its overall code.
+    const complete = res.statuses.length >= requests.length + tokens.length + charges.length;
+    const over = complete ? decided.some((x) => x.code === 'OVER_LIMIT') : res.overall_code === 'OVER_LIMIT';
     if (over) {
       // What the reservations added to the counters is owed back, where the answers show it was
       // counted (envoyproxy/ratelimit counts a refused request's hits unless configured not to).
@@ -279,10 +281,6 @@ class RlsGlobalLimiter implements GlobalLimiter {
   }
 
   /** Keeps the service's statuses of the keyed descriptors (statuses come in the order sent). */
-  #remember(sent: readonly (SentKey | null)[], res: RlsResponse): void {
-    this.#rememberStatuses(sent, res.statuses);
-  }
-
   #rememberStatuses(sent: readonly (SentKey | null)[], statuses: readonly (RlsDescriptorStatus | undefined)[]): void {
     const answers = this.deps.answers;
     if (!answers) return;
@@ -357,9 +355,9 @@ class RlsGlobalLimiter implements GlobalLimiter {
     const total = Math.max(...charged.map((c) => c.descriptor.hits_addend.value));
     try {
       const res = await this.#client.shouldRateLimit({ domain: this.ir.domain, descriptors: charged.map((c) => c.descriptor), hits_addend: total }, this.ir.timeoutMs);
-      this.#remember(
+      this.#rememberStatuses(
         charged.map((c) => c.key),
-        res,
+        res.statuses,
       );
     } catch (err) {
       const w = this.#throttle.take();
