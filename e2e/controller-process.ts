@@ -89,8 +89,7 @@ export class ControllerProcess extends LoggedProcess {
 
   /** Every watched kind listed once. */
   async synced(): Promise<void> {
-    const kinds = ['GatewayClass', 'Gateway', 'HTTPRoute', 'ReferenceGrant', 'BackendTLSPolicy', 'GatewayPolicy', 'Backend', 'Service', 'EndpointSlice', 'Namespace', 'Secret', 'ConfigMap'];
-    await Promise.all(kinds.map((k) => this.waitForLog((l) => l.msg === 'cache synced' && l.kind === k)));
+    await Promise.all(WATCHED_KINDS.map((k) => this.waitForLog((l) => l.msg === 'cache synced' && l.kind === k)));
   }
 
   async metrics(): Promise<string> {
@@ -103,6 +102,12 @@ export class ControllerProcess extends LoggedProcess {
     return sumMetric(await this.metrics(), name, labels);
   }
 }
+
+/** The kinds the controller watches: `synced()` waits for the first list of each. */
+export const WATCHED_KINDS = [
+  'GatewayClass', 'Gateway', 'HTTPRoute', 'GRPCRoute', 'TLSRoute', 'ListenerSet', 'ReferenceGrant', 'BackendTLSPolicy',
+  'GatewayPolicy', 'Backend', 'Service', 'EndpointSlice', 'Namespace', 'Secret', 'ConfigMap',
+] as const;
 
 export function sumMetric(text: string, name: string, labels: Record<string, string> = {}): number {
   let sum = 0;
