@@ -7,6 +7,9 @@
 //               so every request is sent to it, then to the second (priority 1);
 //   cooling   - the same with a first provider answering 429 without Retry-After: after the
 //               first 429 it cools down (config.coolDown) and requests go to the second at once.
+// The retry budget is set to 100% of the requests in flight: with its first provider answering
+// only 429, every request of the failover variant fails over, which the default 20% would refuse
+// beyond a fifth of them (tollgate_retry_budget_exhausted_total counts those, printed below).
 // Closed-loop clients (keep-alive) send a chat completion each, for --duration seconds per
 // variant and round, and time each answer. Printed per variant: requests, errors (an answer
 // not 200, or not the second provider's), p50 and p99, and the p99 added by the variant against
@@ -74,7 +77,7 @@ Promise.all([listen('0'), listen(null)]).then(([a, b]) => console.log('rate-limi
 function config(port, adminPort, metricsPort, second, zeroRetryAfter, noRetryAfter) {
   const route = (name, backends) => ({ name, matches: [{ path: { type: 'Exact', value: `/${name}/v1/chat/completions` } }], filters: [{ type: 'URLRewrite', urlRewrite: { path: { type: 'ReplaceFullPath', replaceFullPath: '/v1/chat/completions' } } }], backends });
   return {
-    config: { adminAddr: `127.0.0.1:${adminPort}`, metricsAddr: `127.0.0.1:${metricsPort}`, readinessAddr: `127.0.0.1:${0}`, logLevel: 'warn' },
+    config: { adminAddr: `127.0.0.1:${adminPort}`, metricsAddr: `127.0.0.1:${metricsPort}`, readinessAddr: `127.0.0.1:${0}`, logLevel: 'warn', retryBudgetPercent: 100 },
     binds: [
       {
         port,
