@@ -351,6 +351,11 @@ export const PROXY_ERRORS = defineErrors({
     message: 'listener {listener}: the certificate cannot be used: {reason}',
     hint: 'give the listener a PEM certificate chain and the unencrypted PEM key that belongs to it; the snapshot is refused and the previous one keeps serving',
   },
+  moduleUnavailable: {
+    code: 'TG_MODULE_UNAVAILABLE',
+    message: '{feature} needs the package {package}, which cannot be loaded: {reason}',
+    hint: 'the package is a dependency of @tollgate/proxy, loaded when a config first uses the feature: reinstall the proxy (pnpm install, or the release image); the config is refused at load (a reload keeps the previous one serving)',
+  },
   configRead: {
     code: 'TG_CONFIG_READ',
     message: 'cannot read config file {path}: {reason}',
