@@ -82,7 +82,7 @@ beforeAll(async () => {
       route('untrusted', grpcs.untrusted!.host),
       route('mtls', grpcs.mtls!.host, { clientCertificate }),
       route('mtls-none', grpcs.mtls!.host),
-      route('h1-alpn', h1Alpn.host),
+      route('h1-alpn', h1Alpn.host, {}, { retry: { attempts: 3, codes: [502, 503] } }),
       route('no-alpn', portOf(noAlpn)),
       { name: 'http', matches: [{ path: { value: '/http' } }], backends: [{ host: portOf(h2Http), protocol: 'H2', tls: { caFile: join(dir, 'ca.pem'), hostname: 'grpc.internal' } }] },
     ]),
