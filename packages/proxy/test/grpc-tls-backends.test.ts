@@ -11,10 +11,12 @@ import { createSecureServer, type Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { validateStandaloneConfig } from '@tollgate/api';
 import { issueTestCertificate, type TestCertificate } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfigFile } from '../src/config/load-file.js';
 import { send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 import { metricValue } from './support/gateway-files.js';
 import { FAIL, HOLD, STREAM, UNARY, grpcCall, startGrpcBackend, type CallOptions, type GrpcBackend, type Msg } from './support/grpc-peers.js';
@@ -195,5 +197,14 @@ describe('standalone protocol H2 and H2C with tls: refused naming the field and 
   });
   it('H2 with tls is valid', () => {
     expect(validateStandaloneConfig(config({ protocol: 'H2', tls: {} }), 'config.yaml').binds[0]!.listeners[0]!.routes[0]!.backends![0]!.protocol).toBe('H2');
+  });
+});
+
+describe('examples/grpc.yaml', () => {
+  it('loads: h2c backends, and the payments route over HTTP/2 with TLS', async () => {
+    const loaded = await loadConfigFile(fileURLToPath(new URL('../../../examples/grpc.yaml', import.meta.url)));
+    const routes = loaded.snapshot.binds[0]!.listeners[0]!.routes;
+    expect(routes.find((r) => r.name === 'grpc/health')!.backends[0]).toMatchObject({ kind: 'static', protocol: 'h2c' });
+    expect(routes.find((r) => r.name === 'grpc/payments')!.backends[0]).toMatchObject({ kind: 'static', protocol: 'h2', tls: { hostname: 'payments.internal', caCertificates: null } });
   });
 });
