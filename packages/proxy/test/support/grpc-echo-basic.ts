@@ -35,7 +35,7 @@ export interface EchoAssertions {
 }
 
 export interface EchoOutcome {
-  readonly code: number;
+  readonly code: grpc.status;
   readonly details: string;
   /** The answer's headers (the gateway's x-tollgate-error on an error it made). */
   readonly headers: Record<string, string>;
