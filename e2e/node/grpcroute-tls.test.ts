@@ -11,10 +11,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ECHO_SERVICE, echoBasicCall, GRPC_STATUS } from '../../packages/proxy/test/support/grpc-echo-basic.js';
 import { issueTestCertificate } from '../../packages/testkit/src/index.js';
 import { installChart } from '../lib/chart.js';
-import { ECHO_BASIC_IMAGE } from '../lib/node/images.js';
 import { nodeAvailability } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
 import { kubectlOk, until } from './helm-install.lib.js';
+import { echoBasicDeployment } from './manifests.js';
 
 const availability = nodeAvailability();
 const NS = 'grpc-tls';
@@ -51,39 +51,18 @@ const OBJECTS: readonly unknown[] = [
   },
   { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'serving', namespace: NS }, type: 'kubernetes.io/tls', data: { 'tls.crt': b64(serving.cert), 'tls.key': b64(serving.key) } },
   { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'grpc-ca', namespace: NS }, data: { 'ca.crt': ca.cert } },
-  {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name: 'echo', namespace: NS, labels: { app: 'echo' } },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: 'echo' } },
-      template: {
-        metadata: { labels: { app: 'echo' } },
-        spec: {
-          containers: [
-            {
-              name: 'echo',
-              image: ECHO_BASIC_IMAGE,
-              imagePullPolicy: 'Never',
-              env: [
-                { name: 'GRPC_ECHO_SERVER', value: '1' },
-                { name: 'HTTPS_PORT', value: '8443' },
-                { name: 'TLS_SERVER_CERT', value: '/etc/serving/tls.crt' },
-                { name: 'TLS_SERVER_PRIV_KEY', value: '/etc/serving/tls.key' },
-                { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-                { name: 'NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-              ],
-              ports: [{ containerPort: 8443 }],
-              readinessProbe: { tcpSocket: { port: 8443 }, periodSeconds: 1 },
-              volumeMounts: [{ name: 'serving', mountPath: '/etc/serving', readOnly: true }],
-            },
-          ],
-          volumes: [{ name: 'serving', secret: { secretName: 'serving' } }],
-        },
-      },
-    },
-  },
+  echoBasicDeployment(NS, {
+    ports: [8443],
+    readyPort: 8443,
+    env: [
+      { name: 'GRPC_ECHO_SERVER', value: '1' },
+      { name: 'HTTPS_PORT', value: '8443' },
+      { name: 'TLS_SERVER_CERT', value: '/etc/serving/tls.crt' },
+      { name: 'TLS_SERVER_PRIV_KEY', value: '/etc/serving/tls.key' },
+    ],
+    volumeMounts: [{ name: 'serving', mountPath: '/etc/serving', readOnly: true }],
+    volumes: [{ name: 'serving', secret: { secretName: 'serving' } }],
+  }),
   service('echo'),
   service('echo-wrong-name'),
   policy('echo-tls', 'echo', HOST),

@@ -1,7 +1,7 @@
 // Workloads the node suites deploy: mock-llm and the proxy, from the images `pnpm images` builds,
 // and OPA with its Envoy plugin (the opa test-tool image), with the restrictions a production pod
 // has (non-root, read-only root filesystem, no privilege escalation, no capabilities).
-import { extProcImage, opaImage, projectImage } from '../lib/node/images.js';
+import { ECHO_BASIC_IMAGE, extProcImage, opaImage, projectImage } from '../lib/node/images.js';
 
 const restricted = {
   allowPrivilegeEscalation: false,
@@ -41,6 +41,45 @@ function workload(w: {
       { apiVersion: 'v1', kind: 'Service', metadata: { name: w.name, namespace: w.namespace, labels: w.labels }, spec: { selector: w.labels, ports: w.servicePorts } },
     ],
   });
+}
+
+/**
+ * echo-basic, the Gateway API conformance echo server (imported into the node), as Deployment
+ * `echo` (label app: echo) in `namespace`: its pod name and namespace in its env, then `env`;
+ * ready once `readyPort` takes connections.
+ */
+export function echoBasicDeployment(namespace: string, o: { ports: number[]; readyPort: number; env?: unknown[]; volumeMounts?: unknown[]; volumes?: unknown[] }): unknown {
+  const labels = { app: 'echo' };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'echo', namespace, labels },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          containers: [
+            {
+              name: 'echo',
+              image: ECHO_BASIC_IMAGE,
+              imagePullPolicy: 'Never',
+              env: [
+                { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+                { name: 'NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                ...(o.env ?? []),
+              ],
+              ports: o.ports.map((containerPort) => ({ containerPort })),
+              readinessProbe: { tcpSocket: { port: o.readyPort }, periodSeconds: 1 },
+              ...(o.volumeMounts ? { volumeMounts: o.volumeMounts } : {}),
+            },
+          ],
+          ...(o.volumes ? { volumes: o.volumes } : {}),
+        },
+      },
+    },
+  };
 }
 
 /** mock-llm (Deployment and Service `mock-llm`, port 8080) in `namespace`. */
