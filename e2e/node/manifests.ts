@@ -11,6 +11,16 @@ const restricted = {
   seccompProfile: { type: 'RuntimeDefault' },
 };
 
+/** A Deployment of `labels` running `podSpec`. */
+function deployment(namespace: string, name: string, labels: Record<string, string>, replicas: number, podSpec: Record<string, unknown>): unknown {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace, labels },
+    spec: { replicas, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: podSpec } },
+  };
+}
+
 /** A Deployment of one container and its Service, as a List (the shape every workload here has). */
 function workload(w: {
   namespace: string;
@@ -25,19 +35,7 @@ function workload(w: {
     apiVersion: 'v1',
     kind: 'List',
     items: [
-      {
-        apiVersion: 'apps/v1',
-        kind: 'Deployment',
-        metadata: { name: w.name, namespace: w.namespace, labels: w.labels },
-        spec: {
-          replicas: w.replicas,
-          selector: { matchLabels: w.labels },
-          template: {
-            metadata: { labels: w.labels },
-            spec: { ...(w.volumes ? { volumes: w.volumes } : {}), containers: [{ imagePullPolicy: 'IfNotPresent', securityContext: restricted, ...w.container }] },
-          },
-        },
-      },
+      deployment(w.namespace, w.name, w.labels, w.replicas, { ...(w.volumes ? { volumes: w.volumes } : {}), containers: [{ imagePullPolicy: 'IfNotPresent', securityContext: restricted, ...w.container }] }),
       { apiVersion: 'v1', kind: 'Service', metadata: { name: w.name, namespace: w.namespace, labels: w.labels }, spec: { selector: w.labels, ports: w.servicePorts } },
     ],
   });
@@ -49,37 +47,24 @@ function workload(w: {
  * ready once `readyPort` takes connections.
  */
 export function echoBasicDeployment(namespace: string, o: { ports: number[]; readyPort: number; env?: unknown[]; volumeMounts?: unknown[]; volumes?: unknown[] }): unknown {
-  const labels = { app: 'echo' };
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name: 'echo', namespace, labels },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: labels },
-      template: {
-        metadata: { labels },
-        spec: {
-          containers: [
-            {
-              name: 'echo',
-              image: ECHO_BASIC_IMAGE,
-              imagePullPolicy: 'Never',
-              env: [
-                { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-                { name: 'NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-                ...(o.env ?? []),
-              ],
-              ports: o.ports.map((containerPort) => ({ containerPort })),
-              readinessProbe: { tcpSocket: { port: o.readyPort }, periodSeconds: 1 },
-              ...(o.volumeMounts ? { volumeMounts: o.volumeMounts } : {}),
-            },
-          ],
-          ...(o.volumes ? { volumes: o.volumes } : {}),
-        },
+  return deployment(namespace, 'echo', { app: 'echo' }, 1, {
+    containers: [
+      {
+        name: 'echo',
+        image: ECHO_BASIC_IMAGE,
+        imagePullPolicy: 'Never',
+        env: [
+          { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+          { name: 'NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+          ...(o.env ?? []),
+        ],
+        ports: o.ports.map((containerPort) => ({ containerPort })),
+        readinessProbe: { tcpSocket: { port: o.readyPort }, periodSeconds: 1 },
+        ...(o.volumeMounts ? { volumeMounts: o.volumeMounts } : {}),
       },
-    },
-  };
+    ],
+    ...(o.volumes ? { volumes: o.volumes } : {}),
+  });
 }
 
 /** mock-llm (Deployment and Service `mock-llm`, port 8080) in `namespace`. */
