@@ -1,12 +1,12 @@
 // The Envoy external processor of the tests (e2e/tools/ext-proc, built by
 // scripts/install-test-tools.sh into the tools cache), started for the extProc bench variant on
-// a free loopback port; killed when the bench exits.
-import { spawn } from 'node:child_process';
+// a free loopback port; stopped with the bench's other processes.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startProcess } from '../lib/procs.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -17,19 +17,14 @@ export function extProcBinary() {
   return join(process.env.TOLLGATE_CACHE ?? join(homedir(), '.cache', 'tollgate'), `ext-proc-${tools.goControlPlane}-${key}`, 'ext-proc');
 }
 
-/** Resolves with the processor's `127.0.0.1:<port>` once it serves. */
-export function startExtProc() {
+/**
+ * Resolves with the processor's `127.0.0.1:<port>` once it serves. The process is one of the
+ * bench's (lib/procs.mjs): stopAll() stops it with the others, so the bench exits when done.
+ */
+export async function startExtProc({ cpu = null } = {}) {
   const bin = extProcBinary();
   if (!existsSync(bin)) throw new Error(`${bin} is not built: run bash scripts/install-test-tools.sh`);
-  const child = spawn(bin, ['-addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  process.once('exit', () => child.kill('SIGKILL'));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (b) => {
-      out += b;
-      const m = /ext-proc listening on (\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`ext-proc exited (${code}) before it served`)));
-  });
+  const proc = startProcess('ext-proc', bin, ['-addr', '127.0.0.1:0'], { cpu });
+  const line = await proc.waitForLine((l) => /ext-proc listening on \S+/.test(l), 15_000);
+  return /ext-proc listening on (\S+)/.exec(line)[1];
 }
