@@ -14,7 +14,7 @@ import { byKey, compareAge, compareStrings, generationOf, keyOf } from './keys.j
 import { resolveOutbound } from './outbound.js';
 import { authenticates, convertPolicy, refusingPolicy } from './policy-conversion.js';
 import { availability, targetName, type PolicyOutbound } from './policy-outbound.js';
-import { grpcRouteProblems } from './policy-grpc.js';
+import { checkGrpcTargets } from './policy-grpc.js';
 import { policyReferrer, policyRefs } from './policy-refs.js';
 import { checkReferences, refusalReason, type Finding } from './policy-sources.js';
 import { GATEWAY_GROUP, type GatewayPolicy, type PolicyTargetReference } from '../types/gateway-api.js';
@@ -50,11 +50,7 @@ interface Target {
   readonly gateways: readonly GatewayState[];
   readonly found: Verdict;
   readonly pending: string | null;
-  /** What the policy carries that this target's traffic cannot be given (./policy-grpc.ts): the policy is not accepted for it. */
-  readonly unfit: readonly Finding[];
 }
-
-const FITS: readonly Finding[] = [];
 
 function gatewayAncestor(g: GatewayState): PolicyAncestorReference {
   return { group: GATEWAY_GROUP, kind: 'Gateway', namespace: g.gateway.metadata.namespace ?? '', name: g.gateway.metadata.name };
@@ -68,8 +64,7 @@ function resolveTarget(ref: PolicyTargetReference, p: GatewayPolicy, ctx: Contex
   if (ref.group !== GATEWAY_GROUP || !isTargetKind(ref.kind)) return null;
   const ns = p.metadata.namespace ?? '';
   const t: PolicyTargetIR = { kind: ref.kind, namespace: ns, name: ref.name, sectionName: ref.sectionName ?? null };
-  const unfit = t.kind === 'GRPCRoute' ? grpcRouteProblems(p).map((problem): Finding => ({ problem, reason: 'Invalid' })) : FITS;
-  const base = { ref: t, key: targetKey(t.kind, ns, ref.name, t.sectionName), unfit };
+  const base = { ref: t, key: targetKey(t.kind, ns, ref.name, t.sectionName) };
   const key = `${ns}/${ref.name}`;
   const notAttached = `${t.kind} ${ns}/${ref.name} is not attached to any Gateway`;
   if (t.kind === 'Gateway') {
@@ -117,6 +112,7 @@ function validate(p: GatewayPolicy, ctx: Context): Validated {
     else if (p.spec.failover && t.kind === 'Gateway')
       problems.push({ path: `spec.targetRefs[${i}]`, message: 'spec.failover orders the backendRefs of route rules: target the HTTPRoute or GRPCRoute (or one of its rules), or move failover to a policy that does' });
   });
+  checkGrpcTargets(p, problems);
   const findings: Finding[] = problems.map((problem) => ({ problem, reason: 'Invalid' }));
   const outbound: PolicyOutbound[] = [];
   let rateLimitService = '';
@@ -180,7 +176,7 @@ export function translateGatewayPolicies(
   for (const c of checked) {
     if (c.findings.length) continue;
     for (const t of c.targets) {
-      if (!t.found.ok || t.unfit.length) continue;
+      if (!t.found.ok) continue;
       const cur = winners.get(t.key);
       if (!cur || compareAge(c.policy.metadata, cur.metadata) < 0) winners.set(t.key, c.policy);
     }
@@ -190,9 +186,9 @@ export function translateGatewayPolicies(
   // oldest such policy keeps it closed (refusingPolicy), rather than leaving it open.
   const guards = new Map<string, GatewayPolicy>();
   for (const c of checked) {
-    if (!authenticates(c.policy)) continue;
+    if (!c.findings.length || !authenticates(c.policy)) continue;
     for (const t of c.targets) {
-      if ((!c.findings.length && !t.unfit.length) || !t.found.ok || t.pending !== null || winners.has(t.key)) continue;
+      if (!t.found.ok || t.pending !== null || winners.has(t.key)) continue;
       const cur = guards.get(t.key);
       if (!cur || compareAge(c.policy.metadata, cur.metadata) < 0) guards.set(t.key, c.policy);
     }
@@ -205,10 +201,11 @@ export function translateGatewayPolicies(
     const p = c.policy;
     const key = keyOf(p.metadata);
     const gen = generationOf(p.metadata);
+    const invalid = c.findings.length ? fail(refusalReason(c.findings), c.findings.map((x) => `${x.problem.path}: ${x.problem.message}`).join('; ')) : null;
     const outcomes: Outcome[] = [];
     for (const t of c.targets) {
       const winner = winners.get(t.key);
-      let accepted: Verdict = refusal(t.unfit.length ? [...c.findings, ...t.unfit] : c.findings) ?? t.found;
+      let accepted: Verdict = invalid ?? t.found;
       if (accepted.ok && winner && winner !== p)
         accepted = fail('Conflicted', `GatewayPolicy ${keyOf(winner.metadata)} also targets ${targetName(t.ref)} and is older (or first by namespace/name); only it applies`);
       if (accepted.ok && t.pending === null && c.ir) applied.set(t.key, policyIR(c.ir, p, t.ref, t.key, c.rateLimitService));
@@ -241,10 +238,6 @@ export function translateGatewayPolicies(
     status.set(key, { namespace: p.metadata.namespace ?? '', name: p.metadata.name, generation: gen, ancestors: ancestors(outcomes, ctx.controllerName, gen) });
   }
   return { applied, failover, status };
-}
-
-function refusal(findings: readonly Finding[]): Verdict | null {
-  return findings.length ? fail(refusalReason(findings), findings.map((x) => `${x.problem.path}: ${x.problem.message}`).join('; ')) : null;
 }
 
 function ancestorKey(a: PolicyAncestorReference): string {
