@@ -109,27 +109,25 @@ spec:
   to: [ { group: '', kind: Service } ]
 `;
 
-const LIMITED_ROUTE = `
-apiVersion: gateway.networking.k8s.io/v1
-kind: GRPCRoute
-metadata: { name: limited, namespace: ${TEAM} }
-spec:
-  parentRefs: [ { name: gw, namespace: ${INFRA}, sectionName: grpc } ]
-  hostnames: [ limited.example.com ]
-  rules:
-  - backendRefs: [ { name: echo, port: 9000 } ]
-`;
+// As JSON (kubectl reads it as it reads YAML): the GRPCRoute a policy targets, and the policy.
+const LIMITED_ROUTE = JSON.stringify({
+  apiVersion: 'gateway.networking.k8s.io/v1',
+  kind: 'GRPCRoute',
+  metadata: { name: 'limited', namespace: TEAM },
+  spec: { parentRefs: [{ name: 'gw', namespace: INFRA, sectionName: 'grpc' }], hostnames: ['limited.example.com'], rules: [{ backendRefs: [{ name: 'echo', port: 9000 }] }] },
+});
 
-/** A policy of ${TEAM} on the GRPCRoute "limited": `requests` an hour, and a directResponse when `direct`. */
-const limitPolicy = (requests: number, direct = false) => `
-apiVersion: tollgate.dev/v1alpha1
-kind: GatewayPolicy
-metadata: { name: limited, namespace: ${TEAM} }
-spec:
-  targetRefs: [ { group: gateway.networking.k8s.io, kind: GRPCRoute, name: limited } ]
-  traffic:
-    rateLimit: { local: [ { requests: ${requests}, unit: Hours } ] }${direct ? '\n    directResponse: { status: 200 }' : ''}
-`;
+/** A policy of TEAM on the GRPCRoute "limited": `requests` an hour, and a directResponse when `direct`. */
+const limitPolicy = (requests: number, direct = false) =>
+  JSON.stringify({
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'GatewayPolicy',
+    metadata: { name: 'limited', namespace: TEAM },
+    spec: {
+      targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'GRPCRoute', name: 'limited' }],
+      traffic: { rateLimit: { local: [{ requests, unit: 'Hours' }] }, ...(direct ? { directResponse: { status: 200 } } : {}) },
+    },
+  });
 
 interface PolicyObject {
   metadata: { generation: number };

@@ -22,12 +22,12 @@ afterEach(async () => {
 /** A grpc-js server answering every unary method of `paths` with the method's path. */
 async function startBackend(paths: readonly string[]): Promise<number> {
   const server = new grpc.Server();
-  const handlers: grpc.UntypedServiceImplementation = {};
-  const definition: grpc.ServiceDefinition = {};
-  for (const path of paths) {
-    definition[path] = { path, requestStream: false, responseStream: false, requestSerialize: encode, requestDeserialize: decode, responseSerialize: encode, responseDeserialize: decode };
-    handlers[path] = (_call: grpc.ServerUnaryCall<string, string>, cb: grpc.sendUnaryData<string>) => cb(null, path);
-  }
+  const definition: grpc.ServiceDefinition = Object.fromEntries(
+    paths.map((path) => [path, { path, requestStream: false, responseStream: false, requestSerialize: encode, requestDeserialize: decode, responseSerialize: encode, responseDeserialize: decode }]),
+  );
+  const handlers: grpc.UntypedServiceImplementation = Object.fromEntries(
+    paths.map((path) => [path, (_call: grpc.ServerUnaryCall<string, string>, cb: grpc.sendUnaryData<string>) => cb(null, path)]),
+  );
   server.addService(definition, handlers);
   const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
   cleanups.push(() => new Promise<void>((resolve) => server.tryShutdown(() => resolve())));
