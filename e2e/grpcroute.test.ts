@@ -13,11 +13,14 @@
 //   (TargetNotFound on the route), created (the Gateway the ancestor, Accepted and Attached, the
 //   policy in the proxy's route), edited (observedGeneration), given a field gRPC calls cannot
 //   be given (Invalid, naming it), target deleted (TargetNotFound again).
+// - A Service port under a BackendTLSPolicy (CA from a ConfigMap): resolves, and reaches the proxy
+//   as an HTTP/2-over-TLS backend (protocol h2 with the policy's TLS).
 // Waits are on watches of the objects and the stream, not on timers.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issueTestCertificate } from '../packages/testkit/src/index.js';
 import { connectStreamClient, type StreamedSnapshot } from './lib/stream-client.js';
 import { installChart, startAsChart, waitForObject, type ControllerProcess } from './controller-process.js';
 import type { Condition } from './lib/conditions.js';
@@ -30,6 +33,7 @@ const INFRA = 'infra';
 const TEAM = 'team';
 const BACKENDS = 'backends';
 const SERVICE = 'gateway_api_conformance.echo_basic.grpcecho.GrpcEcho';
+const ca = issueTestCertificate({ commonName: 'grpc-ca', ca: true });
 
 const BASE = `
 apiVersion: gateway.networking.k8s.io/v1
@@ -91,6 +95,37 @@ spec:
   hostnames: [ cross.example.com ]
   rules:
   - backendRefs: [ { name: echo, namespace: ${BACKENDS}, port: 9000 } ]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: { name: secure, namespace: ${TEAM} }
+spec:
+  parentRefs: [ { name: gw, namespace: ${INFRA}, sectionName: grpc } ]
+  hostnames: [ secure.example.com ]
+  rules:
+  - backendRefs: [ { name: secure, port: 9443 } ]
+---
+apiVersion: v1
+kind: Service
+metadata: { name: secure, namespace: ${TEAM} }
+spec:
+  ports: [ { name: grpcs, port: 9443 } ]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: { name: secure-tls, namespace: ${TEAM} }
+spec:
+  targetRefs: [ { group: '', kind: Service, name: secure, sectionName: grpcs } ]
+  validation:
+    caCertificateRefs: [ { group: '', kind: ConfigMap, name: grpc-ca } ]
+    hostname: secure.grpc.internal
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: { name: grpc-ca, namespace: ${TEAM} }
+data:
+  ca.crt: |
+${ca.cert.trim().split('\n').map((l) => `    ${l}`).join('\n')}
 ---
 apiVersion: gateway.networking.k8s.io/v1beta1
 kind: ReferenceGrant
@@ -191,6 +226,22 @@ describe.skipIf(!availability.run)('GRPCRoute', () => {
       expect(route.hostnames).toEqual(['grpc.example.com']);
       expect(route.matches[0]).toMatchObject({ path: { type: 'Exact', value: `/${SERVICE}/Echo` }, headers: [{ type: 'Exact', name: 'x-version', value: 'one' }] });
       expect(route.backends[0]).toMatchObject({ kind: 'service', service: 'echo', namespace: TEAM, port: 9000, protocol: 'h2c' });
+    } finally {
+      client.source.stop();
+    }
+  });
+
+  it('a Service port under a BackendTLSPolicy resolves and reaches the proxy as HTTP/2 over TLS', { timeout: 60_000 }, async () => {
+    await routeWhen('secure', (x) => cond(x, 'Accepted')?.status === 'True' && cond(x, 'ResolvedRefs')?.status === 'True');
+    const client = await connectStreamClient(cluster.current, controller, INFRA, 'gw', dir);
+    try {
+      const routeOf = (s: StreamedSnapshot) => s.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes)).find((r) => r.origin.kind === 'GRPCRoute' && r.origin.name === 'secure');
+      const backendOf = (s: StreamedSnapshot) => routeOf(s)?.backends[0];
+      // The policy may be seen a little after the route: wait for the backend with its TLS.
+      const s = await client.receive((x) => { const b = backendOf(x); return b?.kind === 'service' && b.tls !== undefined; });
+      const backend = backendOf(s);
+      expect(backend).toMatchObject({ kind: 'service', service: 'secure', port: 9443, protocol: 'h2', tls: { hostname: 'secure.grpc.internal' } });
+      expect(backend?.kind === 'service' && backend.tls?.caCertificates).toContain(ca.cert.split('\n')[1]);
     } finally {
       client.source.stop();
     }

@@ -1,7 +1,7 @@
 // Workloads the node suites deploy: mock-llm and the proxy, from the images `pnpm images` builds,
 // and OPA with its Envoy plugin (the opa test-tool image), with the restrictions a production pod
 // has (non-root, read-only root filesystem, no privilege escalation, no capabilities).
-import { extProcImage, opaImage, projectImage } from '../lib/node/images.js';
+import { ECHO_BASIC_IMAGE, extProcImage, opaImage, projectImage } from '../lib/node/images.js';
 
 const restricted = {
   allowPrivilegeEscalation: false,
@@ -10,6 +10,16 @@ const restricted = {
   capabilities: { drop: ['ALL'] },
   seccompProfile: { type: 'RuntimeDefault' },
 };
+
+/** A Deployment of `labels` running `podSpec`. */
+function deployment(namespace: string, name: string, labels: Record<string, string>, replicas: number, podSpec: Record<string, unknown>): unknown {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace, labels },
+    spec: { replicas, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: podSpec } },
+  };
+}
 
 /** A Deployment of one container and its Service, as a List (the shape every workload here has). */
 function workload(w: {
@@ -25,21 +35,35 @@ function workload(w: {
     apiVersion: 'v1',
     kind: 'List',
     items: [
-      {
-        apiVersion: 'apps/v1',
-        kind: 'Deployment',
-        metadata: { name: w.name, namespace: w.namespace, labels: w.labels },
-        spec: {
-          replicas: w.replicas,
-          selector: { matchLabels: w.labels },
-          template: {
-            metadata: { labels: w.labels },
-            spec: { ...(w.volumes ? { volumes: w.volumes } : {}), containers: [{ imagePullPolicy: 'IfNotPresent', securityContext: restricted, ...w.container }] },
-          },
-        },
-      },
+      deployment(w.namespace, w.name, w.labels, w.replicas, { ...(w.volumes ? { volumes: w.volumes } : {}), containers: [{ imagePullPolicy: 'IfNotPresent', securityContext: restricted, ...w.container }] }),
       { apiVersion: 'v1', kind: 'Service', metadata: { name: w.name, namespace: w.namespace, labels: w.labels }, spec: { selector: w.labels, ports: w.servicePorts } },
     ],
+  });
+}
+
+/**
+ * echo-basic, the Gateway API conformance echo server (imported into the node), as Deployment
+ * `echo` (label app: echo) in `namespace`: its pod name and namespace in its env, then `env`;
+ * ready once `readyPort` takes connections.
+ */
+export function echoBasicDeployment(namespace: string, o: { ports: number[]; readyPort: number; env?: unknown[]; volumeMounts?: unknown[]; volumes?: unknown[] }): unknown {
+  return deployment(namespace, 'echo', { app: 'echo' }, 1, {
+    containers: [
+      {
+        name: 'echo',
+        image: ECHO_BASIC_IMAGE,
+        imagePullPolicy: 'Never',
+        env: [
+          { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+          { name: 'NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+          ...(o.env ?? []),
+        ],
+        ports: o.ports.map((containerPort) => ({ containerPort })),
+        readinessProbe: { tcpSocket: { port: o.readyPort }, periodSeconds: 1 },
+        ...(o.volumeMounts ? { volumeMounts: o.volumeMounts } : {}),
+      },
+    ],
+    ...(o.volumes ? { volumes: o.volumes } : {}),
   });
 }
 

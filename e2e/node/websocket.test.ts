@@ -16,10 +16,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closed, dial, roundTrip, type WsClient } from '../../packages/proxy/test/support/ws-peers.js';
 import { installChart } from '../lib/chart.js';
 import { policyCondition, type PolicyStatus } from '../lib/conditions.js';
-import { ECHO_BASIC_IMAGE } from '../lib/node/images.js';
 import { nodeAvailability } from '../lib/tools.js';
 import { useNode } from '../lib/use-node.js';
 import { kubectlOk, until } from './helm-install.lib.js';
+import { echoBasicDeployment } from './manifests.js';
 
 const availability = nodeAvailability();
 const NS = 'websocket';
@@ -38,33 +38,7 @@ const OBJECTS: readonly unknown[] = [
     metadata: { name: GATEWAY, namespace: NS },
     spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'http', protocol: 'HTTP', port: 80 }] },
   },
-  {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name: 'echo', namespace: NS, labels: { app: 'echo' } },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: 'echo' } },
-      template: {
-        metadata: { labels: { app: 'echo' } },
-        spec: {
-          containers: [
-            {
-              name: 'echo',
-              image: ECHO_BASIC_IMAGE,
-              imagePullPolicy: 'Never',
-              env: [
-                { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-                { name: 'NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-              ],
-              ports: [{ containerPort: 3000 }, { containerPort: 3001 }],
-              readinessProbe: { tcpSocket: { port: 3000 }, periodSeconds: 1 },
-            },
-          ],
-        },
-      },
-    },
-  },
+  echoBasicDeployment(NS, { ports: [3000, 3001], readyPort: 3000 }),
   {
     apiVersion: 'v1',
     kind: 'Service',

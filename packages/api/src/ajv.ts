@@ -12,7 +12,10 @@ import { joinPath, show, type Problem } from './validation-error.js';
 // messages. A validator of `firstError` is a fraction of the code of one that collects and
 // describes every error, and it is the one that runs hot (V8 optimises it and keeps the
 // optimised code for good: for the snapshot schemas, megabytes per process otherwise).
-const OPTIONS = { strict: true, strictTypes: false, allowUnionTypes: true } as const;
+// `code.optimize: false`: ajv's optimiser passes over the generated source (1.2 MB for the
+// standalone config schema) only trim unused names; skipping them halves the compile's time and
+// keeps its garbage (about 20 MiB resident, never given back) off the start-up peak.
+const OPTIONS = { strict: true, strictTypes: false, allowUnionTypes: true, code: { optimize: false } } as const;
 const firstError = new Ajv(OPTIONS);
 const explain = new Ajv({ ...OPTIONS, allErrors: true, verbose: true });
 const instances = [firstError, explain];

@@ -45,3 +45,4 @@ export { looksLikeSecret } from './secret-text.js';
 export * from './traffic/index.js';
 export * from './provider/index.js';
 export * from './resilience/index.js';
+export { lazyModule } from './lazy-module.js';

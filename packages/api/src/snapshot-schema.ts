@@ -121,7 +121,7 @@ const BackendTls = Obj(
   'TLS to the backend.',
 );
 const BackendFilters = Type.Array(BackendFilter, { maxItems: 16 });
-const BackendProtocol = Type.Union([Lit('h2c')], { description: 'HTTP/2 over cleartext with prior knowledge; absent: HTTP/1.1.' });
+const BackendProtocol = Type.Union([Lit('h2c'), Lit('h2')], { description: 'h2c: HTTP/2 over cleartext with prior knowledge (never with tls); h2: HTTP/2 over TLS by ALPN (only with tls); absent: HTTP/1.1.' });
 const Backend = Type.Union([
   Obj(
     {
@@ -149,6 +149,7 @@ const Backend = Type.Union([
       tls: Type.Optional(BackendTls),
       provider: Type.Optional(Provider),
       filters: Type.Optional(BackendFilters),
+      protocol: Type.Optional(BackendProtocol),
     },
     'A Backend resource: a host name resolved by the proxy.',
   ),

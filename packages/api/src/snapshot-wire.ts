@@ -439,7 +439,18 @@ function checkWireRoute(value: unknown, path: string, limits: EvaluationLimits):
   const route = result.value;
   const problems: Problem[] = [];
   checkRegexes(route.matches, path, limits.regex, problems);
+  route.backends.forEach((b, i) => checkBackendProtocol(b, `${path}.backends[${i}]`, problems));
+  route.filters.forEach((f, i) => {
+    if (f.type === 'RequestMirror') checkBackendProtocol(f.backend, `${path}.filters[${i}].backend`, problems);
+  });
   return problems.length ? { ok: false, problems } : { ok: true, route };
+}
+
+/** h2c is cleartext and h2 is negotiated in the TLS handshake: each goes with tls one way only. */
+function checkBackendProtocol(b: ToWire<BackendIR>, path: string, out: Problem[]): void {
+  if (b.kind === 'invalid' || b.protocol === undefined) return;
+  if (b.protocol === 'h2c' && b.tls) out.push({ path: `${path}.protocol`, message: 'h2c is HTTP/2 over cleartext and cannot go with tls; use h2 for HTTP/2 over TLS' });
+  if (b.protocol === 'h2' && !b.tls) out.push({ path: `${path}.protocol`, message: 'h2 is HTTP/2 over TLS and needs tls; add tls, or use h2c for HTTP/2 over cleartext' });
 }
 
 function wrapValue(h: ToWire<HeaderValueIR>): HeaderValueIR {

@@ -252,10 +252,13 @@ export interface StaticBackendIR {
 /**
  * How the proxy speaks HTTP to a backend, when not HTTP/1.1: `h2c` is HTTP/2 over cleartext
  * with prior knowledge (RFC 9113 §3.3), for a Service port whose appProtocol is
- * `kubernetes.io/h2c` or a standalone backend with `protocol: H2C`. Never with `tls`. WebSocket
- * upgrades need no protocol of their own: they go to any HTTP/1.1 backend.
+ * `kubernetes.io/h2c`, a GRPCRoute's backend without TLS or a standalone backend with
+ * `protocol: H2C`; never with `tls`. `h2` is HTTP/2 over TLS, negotiated by ALPN (offering `h2`
+ * alone: a backend that does not pick it fails the request rather than getting HTTP/1.1), for a
+ * GRPCRoute's backend with TLS or a standalone backend with `protocol: H2`; always with `tls`.
+ * WebSocket upgrades need no protocol of their own: they go to any HTTP/1.1 backend.
  */
-export type BackendProtocolIR = 'h2c';
+export type BackendProtocolIR = 'h2c' | 'h2';
 
 /**
  * A Tollgate `Backend` resource: a host name (resolved through DNS by the proxy, with its own
@@ -275,6 +278,8 @@ export interface ExternalBackendIR {
   readonly tls?: BackendTLSIR;
   readonly provider?: ProviderIR;
   readonly filters?: readonly BackendFilterIR[];
+  /** A GRPCRoute's: `h2` with tls, `h2c` without; absent: HTTP/1.1. */
+  readonly protocol?: BackendProtocolIR;
 }
 
 /**

@@ -82,7 +82,8 @@ export function validateStandaloneConfig(value: unknown, subject = 'config'): St
         route.backends?.forEach((b, bi) => {
           if (b.provider) checkProvider(b.provider, `${rp}.backends[${bi}].provider`, out);
           checkSubjectAltNames(b.tls?.subjectAltNames, `${rp}.backends[${bi}].tls.subjectAltNames`, out);
-          if (b.protocol === 'H2C' && b.tls) out.push({ path: `${rp}.backends[${bi}].protocol`, message: 'H2C is HTTP/2 over cleartext and cannot go with tls; remove tls, or protocol for HTTP/1.1 over TLS' });
+          if (b.protocol === 'H2C' && b.tls) out.push({ path: `${rp}.backends[${bi}].protocol`, message: 'H2C is HTTP/2 over cleartext and cannot go with tls; set protocol: H2 for HTTP/2 over TLS, or remove tls' });
+          if (b.protocol === 'H2' && !b.tls) out.push({ path: `${rp}.backends[${bi}].protocol`, message: 'H2 is HTTP/2 over TLS and needs tls; add tls (tls: {} for the system roots), or set protocol: H2C for HTTP/2 over cleartext' });
         });
         checkTrafficPolicy(route.policies?.traffic, joinPath(joinPath(rp, 'policies'), 'traffic'), 'standalone', limits, out);
       });
@@ -274,7 +275,7 @@ export function toFilter(f: HTTPRouteFilter): FilterIR {
 function toBackend(b: BackendConfig, path: string, conv: Conversion): BackendIR {
   const { host, port } = requireHostPort(b.host, 'backends[].host');
   // A priority only when not the default: configs without failover keep their snapshot versions.
-  const backend: StaticBackendIR = { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1, ...(b.priority ? { priority: b.priority } : {}), ...(b.protocol === 'H2C' ? { protocol: 'h2c' as const } : {}) };
+  const backend: StaticBackendIR = { kind: 'static', name: b.host, host, port, weight: b.weight ?? 1, ...(b.priority ? { priority: b.priority } : {}), ...(b.protocol === 'H2C' ? { protocol: 'h2c' as const } : b.protocol === 'H2' ? { protocol: 'h2' as const } : {}) };
   const provider = b.provider ? toProviderIR(b.provider, `${path}.provider`, b.provider.apiKey ? { at: `${path}.provider.apiKey`, ref: { file: b.provider.apiKey.file } } : null, conv.sources, conv.problems) : null;
   const withProvider = provider ? { ...backend, provider } : backend;
   if (!b.tls) return withProvider;

@@ -162,6 +162,25 @@ describe('fromWire validation', () => {
     ]);
   });
 
+  it('refuses protocol h2 without tls and h2c with tls, on a backend and a mirror, by path', () => {
+    const snap = sample();
+    const bind = snap.binds[0]!;
+    const route = bind.listeners[0]!.routes[0]!;
+    const tls = { caCertificates: null, hostname: 'grpc.internal', subjectAltNames: [], clientCertificate: null, minVersion: 'TLSv1.2' } as const;
+    const service = route.backends[0]!;
+    if (service.kind !== 'service') throw new Error('sample changed');
+    const withBackends = (backends: ProxySnapshot['binds'][number]['listeners'][number]['routes'][number]['backends'], mirror = backends[0]!) =>
+      withVersion({ source: snap.source, binds: [{ ...bind, listeners: [{ ...bind.listeners[0]!, routes: [{ ...route, backends, filters: [{ type: 'RequestMirror', backend: mirror, numerator: 1, denominator: 1 }] }] }] }] });
+    const at = 'binds[0].listeners[0].routes[0]';
+    expect(problemsOf(() => fromWire(toWire(withBackends([{ ...service, protocol: 'h2' }, { ...service, protocol: 'h2c', tls }]))))).toEqual([
+      `${at}.backends[0].protocol: h2 is HTTP/2 over TLS and needs tls; add tls, or use h2c for HTTP/2 over cleartext`,
+      `${at}.backends[1].protocol: h2c is HTTP/2 over cleartext and cannot go with tls; use h2 for HTTP/2 over TLS`,
+      `${at}.filters[0].backend.protocol: h2 is HTTP/2 over TLS and needs tls; add tls, or use h2c for HTTP/2 over cleartext`,
+    ]);
+    const good = withBackends([{ ...service, protocol: 'h2', tls }, { ...service, protocol: 'h2c' }]);
+    expect(toWire(fromWire(toWire(good)))).toEqual(toWire(good));
+  });
+
   it('refuses a secret in any shape but { secret }', () => {
     const w = wire();
     const text = JSON.stringify(w).replace('{"secret":"Bearer sk-live-123"}', '{"secret":"x","extra":1}');

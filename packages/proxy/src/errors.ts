@@ -40,8 +40,8 @@ export const PROXY_ERRORS = defineErrors({
   upgradeToH2c: {
     code: 'TG_WEBSOCKET_H2C_BACKEND',
     status: 502,
-    message: 'WebSocket upgrades do not go to backends spoken to over h2c',
-    hint: 'send WebSockets to a port without appProtocol kubernetes.io/h2c (or a standalone backend without protocol H2C): kubernetes.io/ws, or none',
+    message: 'WebSocket upgrades do not go to backends spoken to over HTTP/2 (h2c or h2)',
+    hint: 'send WebSockets to an HTTPRoute backend on a port without appProtocol kubernetes.io/h2c (or a standalone backend without protocol H2C or H2): kubernetes.io/ws, or none',
   },
   upstreamRefused: {
     code: 'TG_UPSTREAM_REFUSED',
@@ -84,6 +84,12 @@ export const PROXY_ERRORS = defineErrors({
     status: 502,
     message: 'upstream TLS handshake failed',
     hint: 'the backend refused the handshake (no common TLS version or cipher, a client certificate it wants or refuses) or does not speak TLS on that port: the trace\'s backendCallResult.error says which; check tls.minVersion and tls.clientCertificate, and that the port serves TLS',
+  },
+  upstreamNoH2: {
+    code: 'TG_UPSTREAM_NO_H2',
+    status: 502,
+    message: 'upstream did not negotiate HTTP/2 over TLS',
+    hint: 'the backend is spoken to over HTTP/2 over TLS (a GRPCRoute backend under a BackendTLSPolicy, or protocol H2) and its TLS handshake did not select ALPN h2: serve HTTP/2 with ALPN on that port (gRPC servers do); for an HTTP/1.1 backend, route it with an HTTPRoute or leave protocol out',
   },
   upstreamTimeout: {
     code: 'TG_UPSTREAM_TIMEOUT',
@@ -350,6 +356,11 @@ export const PROXY_ERRORS = defineErrors({
     code: 'TG_TLS_CERTIFICATE',
     message: 'listener {listener}: the certificate cannot be used: {reason}',
     hint: 'give the listener a PEM certificate chain and the unencrypted PEM key that belongs to it; the snapshot is refused and the previous one keeps serving',
+  },
+  moduleUnavailable: {
+    code: 'TG_MODULE_UNAVAILABLE',
+    message: '{feature} needs the package {package}, which cannot be loaded: {reason}',
+    hint: 'the package is a dependency of @tollgate/proxy, loaded when a config first uses the feature: reinstall the proxy (pnpm install, or the release image); the config is refused at load (a reload keeps the previous one serving)',
   },
   configRead: {
     code: 'TG_CONFIG_READ',

@@ -324,6 +324,10 @@ describe.skipIf(!dex.run)('oidc against Dex', () => {
   it('refreshes with the refresh token once the ID token has expired', async () => {
     const jar = await login(gw);
     const before = jar.cookies.get('tollgate-oidc');
+    // A request with the fresh session: the policy now keeps it as verified, which must not
+    // outlive the ID token.
+    expect((await get(`${gw.url}/echo/before`, jar)).status).toBe(200);
+    expect(jar.cookies.get('tollgate-oidc')).toBe(before);
     // Dex stamps tokens in whole seconds: the refreshed token must be younger than the first
     // one by more than the margins below, so some real time has to pass between the two.
     await new Promise((r) => setTimeout(r, 6_000));

@@ -5,9 +5,9 @@
 // hand-written test got wrong would pass a test that used only this codec.
 import type protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
-import { extAuthzProtoRoot } from '../src/auth/ext-authz-proto.js';
-import { decodeProcessingResponse, encodeProcessingRequest, extProcProtoRoot } from '../src/ext-proc/proto.js';
-import { decodeResponse, encodeRequest, rlsProtoRoot } from '../src/ratelimit/global/proto.js';
+import { extAuthzProtos } from '../src/auth/ext-authz-proto.js';
+import { decodeProcessingResponse, encodeProcessingRequest, extProcProtos } from '../src/ext-proc/proto.js';
+import { decodeResponse, encodeRequest, rlsProtos } from '../src/ratelimit/global/proto.js';
 import { describeMessages, envoyProtoAvailability, officialDecode, officialEncode } from './support/envoy-proto.js';
 
 const availability = envoyProtoAvailability();
@@ -58,7 +58,7 @@ function mismatches(root: protobuf.Root, ...messages: string[]): { declared: num
 
 describe.skipIf(!availability.run)("the RLS v3 codec against Envoy's definitions", () => {
   it("declares each field with Envoy's number, type and cardinality", () => {
-    const { declared, mismatched } = mismatches(rlsProtoRoot, REQUEST, RESPONSE);
+    const { declared, mismatched } = mismatches(rlsProtos().root, REQUEST, RESPONSE);
     // The codec declares the fields the gateway reads and writes (23 of them): all compared.
     expect(declared).toBeGreaterThanOrEqual(23);
     expect(mismatched).toEqual([]);
@@ -118,7 +118,7 @@ describe.skipIf(!availability.run)("the RLS v3 codec against Envoy's definitions
 
 describe.skipIf(!availability.run)("the external authorization codec against Envoy's definitions", () => {
   it("declares each field with Envoy's number, type and cardinality", () => {
-    const { declared, mismatched } = mismatches(extAuthzProtoRoot, 'envoy.service.auth.v3.CheckRequest', 'envoy.service.auth.v3.CheckResponse');
+    const { declared, mismatched } = mismatches(extAuthzProtos().root, 'envoy.service.auth.v3.CheckRequest', 'envoy.service.auth.v3.CheckResponse');
     // The fields the proxy sends and reads (about 40): all compared.
     expect(declared).toBeGreaterThanOrEqual(35);
     expect(mismatched).toEqual([]);
@@ -127,7 +127,7 @@ describe.skipIf(!availability.run)("the external authorization codec against Env
 
 describe.skipIf(!availability.run)("the external processing codec against Envoy's definitions", () => {
   it("declares each field with Envoy's number, type and cardinality", () => {
-    const { declared, mismatched } = mismatches(extProcProtoRoot, 'envoy.service.ext_proc.v3.ProcessingRequest', 'envoy.service.ext_proc.v3.ProcessingResponse');
+    const { declared, mismatched } = mismatches(extProcProtos().root, 'envoy.service.ext_proc.v3.ProcessingRequest', 'envoy.service.ext_proc.v3.ProcessingResponse');
     expect(declared).toBeGreaterThanOrEqual(30);
     expect(mismatched).toEqual([]);
   });

@@ -6,123 +6,17 @@ import { connect, constants, createServer as createH2Server, type ServerHttp2Str
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, simpleConfig, startGateway, type TestGateway } from './helpers.js';
+import { FAIL, HOLD, STREAM, UNARY, frame, grpcCall, startGrpcBackend, type GrpcBackend, type Msg, type Outcome } from './support/grpc-peers.js';
 
-interface Msg {
-  readonly text: string;
-  readonly server?: string;
-  readonly headers?: Record<string, string>;
-}
-const encode = (m: Msg): Buffer => Buffer.from(JSON.stringify(m));
-const decode = (b: Buffer): Msg => JSON.parse(b.toString()) as Msg;
-/** A message as gRPC frames it on the wire: not compressed, its length, its bytes. */
-function frame(m: Msg): Buffer {
-  const payload = encode(m);
-  const head = Buffer.alloc(5);
-  head.writeUInt32BE(payload.length, 1);
-  return Buffer.concat([head, payload]);
-}
-
-const UNARY = '/test.Echo/Unary';
-const STREAM = '/test.Echo/Stream';
-const FAIL = '/test.Echo/Fail';
-const HOLD = '/test.Echo/Hold';
-
-const method = (path: string, responseStream: boolean) => ({
-  path,
-  requestStream: false,
-  responseStream,
-  requestSerialize: encode,
-  requestDeserialize: decode,
-  responseSerialize: encode,
-  responseDeserialize: decode,
-  originalName: path.slice(path.lastIndexOf('/') + 1),
-});
-
-interface Backend {
-  readonly host: string;
-  readonly calls: string[];
-  close(): Promise<void>;
-}
-
-/** A grpc-js server named `name`: Unary echoes with its name and a trailer, Stream sends `count` messages, Fail answers NOT_FOUND, Hold never answers. */
-async function startBackend(name: string): Promise<Backend> {
-  const server = new grpc.Server();
-  const calls: string[] = [];
-  const held: grpc.ServerUnaryCall<Msg, Msg>[] = [];
-  const headersOf = (md: grpc.Metadata): Record<string, string> => Object.fromEntries(Object.entries(md.getMap()).map(([k, v]) => [k, String(v)]));
-  server.addService(
-    { unary: method(UNARY, false), stream: method(STREAM, true), fail: method(FAIL, false), hold: method(HOLD, false) },
-    {
-      unary: (call: grpc.ServerUnaryCall<Msg, Msg>, cb: grpc.sendUnaryData<Msg>) => {
-        calls.push(UNARY);
-        const trailer = new grpc.Metadata();
-        trailer.set('x-trailer', `from-${name}`);
-        cb(null, { text: call.request.text, server: name, headers: headersOf(call.metadata) }, trailer);
-      },
-      stream: (call: grpc.ServerWritableStream<Msg, Msg>) => {
-        calls.push(STREAM);
-        const count = Number(call.request.text);
-        for (let i = 0; i < count; i++) call.write({ text: `part ${i}`, server: name });
-        call.end();
-      },
-      fail: (_call: grpc.ServerUnaryCall<Msg, Msg>, cb: grpc.sendUnaryData<Msg>) => {
-        calls.push(FAIL);
-        const trailer = new grpc.Metadata();
-        trailer.set('x-why', 'missing');
-        cb({ code: grpc.status.NOT_FOUND, details: 'no such thing: 100%', metadata: trailer });
-      },
-      hold: (call: grpc.ServerUnaryCall<Msg, Msg>) => {
-        calls.push(HOLD);
-        held.push(call);
-      },
-    },
-  );
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
-  return {
-    host: `127.0.0.1:${port}`,
-    calls,
-    close: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())).then(() => server.forceShutdown()),
-  };
-}
-
-interface Outcome {
-  readonly code: number;
-  readonly details: string;
-  readonly messages: Msg[];
-  readonly trailers: Record<string, string>;
-}
-
-function call(gw: TestGateway, path: string, request: Msg, streaming = false, metadata: Record<string, string> = {}): Promise<Outcome> {
-  const client = new grpc.Client(`127.0.0.1:${gw.port}`, grpc.credentials.createInsecure());
-  const md = new grpc.Metadata();
-  for (const [k, v] of Object.entries(metadata)) md.set(k, v);
-  const messages: Msg[] = [];
-  return new Promise<Outcome>((resolve) => {
-    const done = (s: grpc.StatusObject) => {
-      client.close();
-      resolve({ code: s.code, details: s.details, messages, trailers: Object.fromEntries(Object.entries(s.metadata.getMap()).map(([k, v]) => [k, String(v)])) });
-    };
-    if (streaming) {
-      const stream = client.makeServerStreamRequest(path, encode, decode, request, md, {});
-      stream.on('data', (m: Msg) => messages.push(m));
-      stream.on('error', () => {});
-      stream.on('status', done);
-    } else {
-      const c = client.makeUnaryRequest(path, encode, decode, request, md, {}, (_err, m) => {
-        if (m) messages.push(m);
-      });
-      c.on('status', done);
-    }
-  });
-}
+const call = (gw: TestGateway, path: string, request: Msg, streaming = false, metadata: Record<string, string> = {}): Promise<Outcome> => grpcCall(gw.port, path, request, { streaming, metadata });
 
 const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((o) => o.close()));
 });
 
-async function backends(...names: string[]): Promise<Backend[]> {
-  const out = await Promise.all(names.map(startBackend));
+async function backends(...names: string[]): Promise<GrpcBackend[]> {
+  const out = await Promise.all(names.map((n) => startGrpcBackend(n)));
   open.push(...out);
   return out;
 }
@@ -133,7 +27,7 @@ async function gateway(routes: unknown[]): Promise<TestGateway> {
   return gw;
 }
 
-const h2c = (b: Backend, weight?: number) => ({ host: b.host, protocol: 'H2C', ...(weight !== undefined ? { weight } : {}) });
+const h2c = (b: GrpcBackend, weight?: number) => ({ host: b.host, protocol: 'H2C', ...(weight !== undefined ? { weight } : {}) });
 
 describe('gRPC through the gateway (h2c on both sides)', () => {
   it('passes a unary call and a server-streaming call, with metadata in, and trailers and status out', async () => {

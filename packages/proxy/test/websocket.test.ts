@@ -224,14 +224,20 @@ describe('a WebSocket through the proxy', () => {
     expect(d).toMatchObject({ kind: 'refused', status: 426, body: 'not here', headers: { 'x-saw-upgrade': 'websocket' } });
   });
 
-  it('an upgrade to an h2c backend is refused with 502 TG_WEBSOCKET_H2C_BACKEND', async () => {
+  it('an upgrade to an h2c or an h2 (HTTP/2 over TLS) backend is refused with 502 TG_WEBSOCKET_H2C_BACKEND', async () => {
     const h2 = createHttp2Server();
     h2.listen(0, '127.0.0.1');
     await once(h2, 'listening');
     cleanups.push(() => new Promise<void>((r) => h2.close(() => r())));
-    const gw = await gateway([{ name: 'h2', backends: [{ host: `127.0.0.1:${(h2.address() as AddressInfo).port}`, protocol: 'H2C' }] }]);
-    const d = await dial(wsUrl(gw, '/'));
-    expect(d).toMatchObject({ kind: 'refused', status: 502, headers: { 'x-tollgate-error': 'TG_WEBSOCKET_H2C_BACKEND' } });
+    const host = `127.0.0.1:${(h2.address() as AddressInfo).port}`;
+    const gw = await gateway([
+      { name: 'h2-tls', matches: [{ path: { value: '/tls' } }], backends: [{ host, protocol: 'H2', tls: {} }] },
+      { name: 'h2', backends: [{ host, protocol: 'H2C' }] },
+    ]);
+    for (const path of ['/', '/tls']) {
+      const d = await dial(wsUrl(gw, path));
+      expect(d).toMatchObject({ kind: 'refused', status: 502, headers: { 'x-tollgate-error': 'TG_WEBSOCKET_H2C_BACKEND' } });
+    }
   });
 
   it('an Upgrade other than websocket is an ordinary request: its Upgrade and Connection headers do not reach the backend', async () => {

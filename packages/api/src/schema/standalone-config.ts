@@ -28,8 +28,8 @@ export const BackendConfig = Type.Object(
     tls: Type.Optional(BackendTlsConfig),
     protocol: Type.Optional(
       Enum(
-        ['HTTP', 'H2C'],
-        'How the proxy speaks HTTP to the backend: HTTP (HTTP/1.1, the default; WebSocket upgrades pass through) or H2C (HTTP/2 over cleartext with prior knowledge, as a Service port with appProtocol kubernetes.io/h2c; not with tls).',
+        ['HTTP', 'H2C', 'H2'],
+        'How the proxy speaks HTTP to the backend: HTTP (HTTP/1.1, the default; WebSocket upgrades pass through), H2C (HTTP/2 over cleartext with prior knowledge, as a Service port with appProtocol kubernetes.io/h2c; not with tls) or H2 (HTTP/2 over TLS, ALPN h2 only, as a GRPCRoute backend under a BackendTLSPolicy; needs tls). gRPC backends need H2C or H2.',
       ),
     ),
   },

@@ -39,12 +39,18 @@ export type BackendProtocolVerdict = { readonly ok: true; readonly protocol: Bac
 
 /**
  * How the proxies speak to a port of this appProtocol; `tls`: a BackendTLSPolicy gives the port
- * TLS. `grpc`: a GRPCRoute's backend, which speaks HTTP/2: h2c when nothing says TLS (a port
- * without appProtocol, or one that names no transport).
+ * TLS. `grpc`: a GRPCRoute's backend, which speaks HTTP/2 whatever the appProtocol allows
+ * (absent, or one that names no transport): h2 over TLS when a BackendTLSPolicy covers the port,
+ * h2c otherwise (grpcProtocol).
  */
 export function backendProtocol(source: AppProtocolSource, tls: boolean, grpc = false): BackendProtocolVerdict {
   const verdict = httpProtocol(source, tls);
-  return grpc && verdict.ok && verdict.protocol === null && !tls ? { ok: true, protocol: 'h2c' } : verdict;
+  return grpc && verdict.ok && verdict.protocol === null ? { ok: true, protocol: grpcProtocol(tls) } : verdict;
+}
+
+/** The HTTP/2 a GRPCRoute's backend is spoken: over TLS (ALPN h2) with a BackendTLSPolicy, h2c without. */
+export function grpcProtocol(tls: boolean): BackendProtocolIR {
+  return tls ? 'h2' : 'h2c';
 }
 
 function httpProtocol(source: AppProtocolSource, tls: boolean): BackendProtocolVerdict {
@@ -54,7 +60,7 @@ function httpProtocol(source: AppProtocolSource, tls: boolean): BackendProtocolV
   switch (value) {
     case H2C:
       return tls
-        ? { ok: false, message: `appProtocol ${H2C} is HTTP/2 over cleartext, but a BackendTLSPolicy gives the port TLS; remove the policy, or the appProtocol for HTTP/1.1 over TLS` }
+        ? { ok: false, message: `appProtocol ${H2C} is HTTP/2 over cleartext, but a BackendTLSPolicy gives the port TLS; remove the policy, or the appProtocol (HTTP/1.1 over TLS for an HTTPRoute, HTTP/2 over TLS for a GRPCRoute)` }
         : { ok: true, protocol: 'h2c' };
     case WS:
       return { ok: true, protocol: null };

@@ -3,7 +3,7 @@
 // An unresolved reference stays in the IR as `invalid` so it keeps its share of the requests.
 import type { V1EndpointSlice, V1Service, V1ServicePort } from '@kubernetes/client-node';
 import type { BackendIR, EndpointIR, Problem } from '@tollgate/api';
-import { appProtocolOf, backendProtocol } from './app-protocol.js';
+import { appProtocolOf, backendProtocol, grpcProtocol } from './app-protocol.js';
 import { fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
 import { backendFilters } from './rules.js';
@@ -65,8 +65,8 @@ export function unusableFilters(ref: HTTPBackendRef, routeNamespace: string, pro
 
 /**
  * A backendRef (or a mirror's) to its BackendIR. `from` is the kind of the route naming it: a
- * ReferenceGrant must allow that kind, and a GRPCRoute's Service backends speak gRPC, over h2c
- * unless the port's appProtocol or a BackendTLSPolicy says otherwise.
+ * ReferenceGrant must allow that kind, and a GRPCRoute's backends speak gRPC: over h2c, or h2
+ * over TLS when a BackendTLSPolicy covers them (app-protocol.ts).
  */
 export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, path: string, ctx: Context, from: 'HTTPRoute' | 'GRPCRoute' = 'HTTPRoute'): ResolvedBackend {
   const group = ref.group ?? '';
@@ -136,5 +136,7 @@ function resolveTollgateBackend(
   const tls = ctx.backendTls.forBackend(namespace, ref.name);
   // As for a Service: a broken BackendTLSPolicy fails the requests rather than letting them go out unverified.
   if (tls && !tls.ok) return { ir: { kind: 'invalid', name: state.target.name, weight, reason: tls.message }, verdict: resolved };
-  return { ir: { ...state.target, weight, ...(tls ? { tls: tls.tls } : {}), ...(filters.length ? { filters } : {}) }, verdict: resolved };
+  // A GRPCRoute's Backend speaks HTTP/2 as its Services do; TLS from a policy or the Backend's own.
+  const protocol = from === 'GRPCRoute' ? { protocol: grpcProtocol(tls !== null || state.target.tls !== undefined) } : {};
+  return { ir: { ...state.target, weight, ...(tls ? { tls: tls.tls } : {}), ...(filters.length ? { filters } : {}), ...protocol }, verdict: resolved };
 }

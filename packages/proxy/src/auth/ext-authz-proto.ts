@@ -5,7 +5,7 @@
 // google/rpc/status.proto), so the bytes on the wire are the ones Envoy sends; fields the proxy
 // neither sends nor reads are left out, which protobuf decoding tolerates (unknown fields are
 // skipped). test/envoy-proto.test.ts compares every field with Envoy's definitions.
-import { encodeMessage, parseProtos } from '../grpc/protobuf.js';
+import { encodeMessage, serviceProtos } from '../grpc/protobuf.js';
 
 const RPC = `
 syntax = "proto3";
@@ -147,21 +147,17 @@ export interface CheckResponse {
   readonly ok_response?: { readonly headers: readonly HeaderValueOption[]; readonly headers_to_remove: readonly string[]; readonly response_headers_to_add: readonly HeaderValueOption[] };
 }
 
-/** The definitions above, parsed (tests compare them with Envoy's own). */
-export const extAuthzProtoRoot = parseProtos(RPC, WELL_KNOWN, CORE, CORE_HEADERS, TYPE, AUTH);
-
-const types = {
-  request: extAuthzProtoRoot.lookupType('envoy.service.auth.v3.CheckRequest'),
-  response: extAuthzProtoRoot.lookupType('envoy.service.auth.v3.CheckResponse'),
-};
+/** The definitions above, parsed by the first config naming the service (tests compare them with Envoy's own). */
+export const extAuthzProtos = serviceProtos([RPC, WELL_KNOWN, CORE, CORE_HEADERS, TYPE, AUTH], 'envoy.service.auth.v3.CheckRequest', 'envoy.service.auth.v3.CheckResponse');
 
 export function encodeCheckRequest(req: CheckRequest): Buffer {
-  return encodeMessage(types.request, req);
+  return encodeMessage(extAuthzProtos().request, req);
 }
 
 /** Throws on bytes that are not a CheckResponse (gRPC then fails the call with INTERNAL). */
 export function decodeCheckResponse(bytes: Buffer): CheckResponse {
-  return types.response.toObject(types.response.decode(bytes), {
+  const type = extAuthzProtos().response;
+  return type.toObject(type.decode(bytes), {
     longs: Number,
     enums: String,
     bytes: Buffer,

@@ -5,6 +5,8 @@
 // module (with gRPC and protobuf) is loaded by the first config that names a gRPC service.
 import type { ExtAuthzIR, PolicyIR, ProxySnapshot } from '@tollgate/api';
 import type * as GrpcProtocol from './ext-authz-grpc.js';
+import { grpcModule } from '../feature-module.js';
+import { extAuthzProtos } from './ext-authz-proto.js';
 import { ExtAuthzHttpClient } from './ext-authz-http.js';
 
 type GrpcModule = typeof GrpcProtocol;
@@ -18,9 +20,17 @@ export class ExtAuthzServices {
   readonly #http = new Map<string, ExtAuthzHttpClient>();
   #closed = false;
 
-  /** Starts connecting to the policy's service (a compiled config names it). */
+  /**
+   * Starts connecting to the policy's service (a config naming it is being compiled); for a
+   * gRPC service, first loads gRPC and its messages, so a config whose modules cannot be
+   * loaded is refused (TG_MODULE_UNAVAILABLE) instead of failing its requests.
+   */
   prepare(ir: ExtAuthzIR): void {
-    if (ir.protocol === 'GRPC') void this.grpc(ir.service).catch(() => {});
+    if (ir.protocol === 'GRPC') {
+      grpcModule();
+      extAuthzProtos();
+      void this.grpc(ir.service).catch(() => {});
+    }
     else this.http(ir.service);
   }
 

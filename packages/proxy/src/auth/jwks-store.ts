@@ -6,7 +6,8 @@
 // tokens with made-up kids cannot turn the proxy against the issuer. A failed fetch keeps the
 // last good set; with none yet, tokens wait for a fetch in flight (at most its timeout) and are
 // otherwise refused at once until the next attempt is due.
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
+import { undiciModule } from '../feature-module.js';
 import { MAX_JWKS_BYTES, parseHostPort, type JwtKeysIR } from '@tollgate/api';
 import type { Logger } from 'pino';
 import type { Clock } from '../ratelimit/clock.js';
@@ -81,6 +82,9 @@ export class RemoteJwks {
   ) {
     this.url = `${ir.tls ? 'https' : 'http'}://${ir.address}${ir.path}`;
     this.settings = { cacheMs: ir.cacheMs, timeoutMs: ir.timeoutMs };
+    // Made by the compile of a config naming the keys: undici is loaded now, so a config it
+    // cannot be loaded for is refused at load, not at its first fetch.
+    undiciModule();
   }
 
   /** Starts the first fetch, so that the first token does not wait for it. */
@@ -144,7 +148,7 @@ export class RemoteJwks {
     const host = parseHostPort(ir.address);
     const name = host.ok ? host.value.host : '';
     const servername = tls?.hostname ?? (host.ok && host.value.kind === 'dns' ? name : undefined);
-    this.#pool = new Pool(`${tls ? 'https' : 'http'}://${ir.address}`, {
+    this.#pool = new (undiciModule().Pool)(`${tls ? 'https' : 'http'}://${ir.address}`, {
       connections: 1,
       keepAliveTimeout: 4_000,
       maxResponseSize: MAX_JWKS_BYTES,

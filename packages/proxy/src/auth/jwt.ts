@@ -7,7 +7,8 @@
 // Every refusal is a 401 with a Bearer challenge and a reason from a fixed set, whose text
 // never quotes the token; only "the keys could not be fetched" is a 503.
 import { JWT_ALGORITHMS, isJwtAlgorithm, keyFits, locationKey, type JwtAlgorithm, type JwtIR, type JwtProviderIR, type TokenLocationIR, type VerificationKey } from '@tollgate/api';
-import { jwtVerify, type JWTPayload } from 'jose';
+import type { JWTPayload, jwtVerify } from 'jose';
+import { joseModule } from '../feature-module.js';
 import { ERRORS } from '../errors.js';
 import { boundedClaims, consumerOf, headerValue } from './jwt-claims.js';
 import { keySetOf, type KeySet } from './jwt-keys.js';
@@ -71,7 +72,8 @@ export function compileJwt(ir: JwtIR, deps: { readonly jwks: JwksStore; readonly
       places.set(key, place);
     }
   }
-  const check = new JwtCheck(ir, [...places.values()], deps.clock);
+  // jose is loaded by the compile (feature-module.ts): a config it cannot be loaded for is refused.
+  const check = new JwtCheck(ir, [...places.values()], deps.clock, joseModule().jwtVerify);
   return { kind: 'jwt', needsBody: false, run: (req) => check.run(req) };
 }
 
@@ -90,6 +92,7 @@ class JwtCheck {
     readonly ir: JwtIR,
     places: readonly Place[],
     readonly clock: () => number,
+    readonly verify: typeof jwtVerify,
   ) {
     this.#claimHeaders = [...new Set(ir.providers.flatMap((p) => p.claimsToHeaders.map((c) => c.header)))];
     this.#locations = places.map((p) => p.loc);
@@ -137,7 +140,7 @@ class JwtCheck {
     let last: AuthDenial | null = null;
     for (const key of fitting.slice(0, MAX_KEYS_TRIED)) {
       try {
-        const { payload } = await jwtVerify(token, key.jwk, this.#options(provider.ir, alg));
+        const { payload } = await this.verify(token, key.jwk, this.#options(provider.ir, alg));
         const verdict = this.#pass(provider.ir, payload, removal);
         if (verdict.ok) this.#remember(token, { provider, kid, key, payload, notAfterMs: (payload.exp ?? 0) * 1000 + provider.ir.clockSkewMs, notBeforeMs: payload.nbf === undefined ? -Infinity : payload.nbf * 1000 - provider.ir.clockSkewMs });
         return verdict;

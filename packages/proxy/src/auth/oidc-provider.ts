@@ -4,7 +4,8 @@
 // discovery document only gives paths, and its endpoints must be on the issuer's origin, so a
 // document cannot send the proxy elsewhere. Discovery is kept DISCOVERY_TTL_MS, a failure
 // retried at most every RETRY_MS.
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
+import { undiciModule } from '../feature-module.js';
 import { parseHostPort, type OidcIR } from '@tollgate/api';
 
 export const MAX_PROVIDER_ANSWER_BYTES = 65_536;
@@ -50,7 +51,7 @@ export class OidcProvider {
     const tls = ir.provider.tls;
     const host = parseHostPort(ir.provider.address);
     const servername = tls?.hostname ?? (host.ok && host.value.kind === 'dns' ? host.value.host : undefined);
-    this.#pool = new Pool(`${tls ? 'https' : 'http'}://${ir.provider.address}`, {
+    this.#pool = new (undiciModule().Pool)(`${tls ? 'https' : 'http'}://${ir.provider.address}`, {
       connections: 4,
       keepAliveTimeout: 4_000,
       maxResponseSize: MAX_PROVIDER_ANSWER_BYTES,

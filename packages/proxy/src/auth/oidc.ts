@@ -20,6 +20,23 @@ export const MAX_RETURN_PATH = 1024;
 /** Longest login cookie read: its state, nonce and verifier and a return path of MAX_RETURN_PATH, sealed. */
 const MAX_STATE_COOKIE = 4096;
 const ID_TOKEN_HEADER = 'x-tollgate-oidc-id-token';
+/**
+ * Sessions whose cookie was opened and whose ID token verified, kept per policy so that the next
+ * request with the same cookie costs a lookup instead of a decryption and a token check. Keyed by
+ * the sealed text itself (only a value sealed with the policy's key can ever be stored), bounded in
+ * count (the oldest goes first) and in length (a longer cookie is opened every time), and each kept
+ * at most SESSION_RECHECK_MS: the ID token is checked again after that, so a signing key the
+ * provider withdrew stops being honoured within it.
+ */
+export const MAX_VERIFIED_SESSIONS = 4096;
+export const MAX_CACHED_SESSION_LENGTH = 4096;
+export const SESSION_RECHECK_MS = 60_000;
+
+interface VerifiedSession {
+  readonly verdict: AuthPass;
+  /** The earliest of the session's end, the ID token's exp (with the clock skew) and the recheck time, in ms. */
+  readonly untilMs: number;
+}
 
 interface Session {
   /** ID token. */
@@ -48,6 +65,7 @@ class OidcCheck {
   readonly #sealer: CookieSealer;
   readonly #stateName: string;
   #verifier: { readonly path: string; readonly check: AuthCheck } | null = null;
+  readonly #verified = new Map<string, VerifiedSession>();
 
   constructor(
     readonly ir: OidcIR,
@@ -76,10 +94,18 @@ class OidcCheck {
     const cookies = readCookies(cookieHeader(req), name, maxChunks + 1);
     const text = unchunk(cookies, name, maxChunks);
     if (text === null) return this.#unauthenticated(req, 'no session cookie', []);
+    const known = this.#verified.get(text);
+    if (known) {
+      if (known.untilMs > this.deps.clock()) return this.#pass(req, known.verdict, null);
+      this.#verified.delete(text);
+    }
     const session = this.#openSession(text);
     if (typeof session === 'string') return this.#unauthenticated(req, session, this.#clearSession(cookies));
     const verdict = await this.#verify(session.i);
-    if (verdict.ok) return this.#pass(req, verdict, null);
+    if (verdict.ok) {
+      this.#remember(text, session, verdict);
+      return this.#pass(req, verdict, null);
+    }
     if (verdict.reason === 'expired' && session.r) {
       const fresh = await this.#refresh(session).catch((err: unknown) => {
         if (err instanceof ProviderFailure && err.kind === 'grant_refused') return null;
@@ -89,6 +115,16 @@ class OidcCheck {
       return this.#unauthenticated(req, 'the session expired and the provider refused to refresh it', this.#clearSession(cookies));
     }
     return this.#unauthenticated(req, `the session's ID token is no longer valid: ${verdict.detail}`, this.#clearSession(cookies));
+  }
+
+  #remember(text: string, session: Session, verdict: AuthPass): void {
+    if (text.length > MAX_CACHED_SESSION_LENGTH) return;
+    // The consumer's claims are the token's top-level ones as strings; exp is required by the verifier.
+    const exp = Number(verdict.consumer?.claims?.exp);
+    if (!Number.isFinite(exp)) return;
+    const untilMs = Math.min(session.e, exp * 1000 + this.ir.clockSkewMs, this.deps.clock() + SESSION_RECHECK_MS);
+    this.#verified.set(text, { verdict, untilMs });
+    if (this.#verified.size > MAX_VERIFIED_SESSIONS) this.#verified.delete(this.#verified.keys().next().value!);
   }
 
   #openSession(text: string): Session | string {

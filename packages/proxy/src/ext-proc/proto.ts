@@ -5,7 +5,7 @@
 // reads are left out, which protobuf decoding tolerates (unknown fields are skipped).
 // test/ext-proc-proto.test.ts compares every field with Envoy's definitions.
 import { CORE_HEADERS, TYPE, WELL_KNOWN, type HeaderValueOption } from '../auth/ext-authz-proto.js';
-import { decodeMessage, encodeMessage, parseProtos } from '../grpc/protobuf.js';
+import { decodeMessage, encodeMessage, serviceProtos } from '../grpc/protobuf.js';
 
 const HEADER_MAP = `
 syntax = "proto3";
@@ -104,19 +104,14 @@ export interface ProcessingResponse {
   readonly immediate_response?: ImmediateResponseMessage;
 }
 
-/** The definitions above, parsed (tests compare them with Envoy's own). */
-export const extProcProtoRoot = parseProtos(WELL_KNOWN, CORE_HEADERS, HEADER_MAP, TYPE, EXT_PROC);
-
-const types = {
-  request: extProcProtoRoot.lookupType('envoy.service.ext_proc.v3.ProcessingRequest'),
-  response: extProcProtoRoot.lookupType('envoy.service.ext_proc.v3.ProcessingResponse'),
-};
+/** The definitions above, parsed by the first config naming the service (tests compare them with Envoy's own). */
+export const extProcProtos = serviceProtos([WELL_KNOWN, CORE_HEADERS, HEADER_MAP, TYPE, EXT_PROC], 'envoy.service.ext_proc.v3.ProcessingRequest', 'envoy.service.ext_proc.v3.ProcessingResponse');
 
 export function encodeProcessingRequest(req: ProcessingRequest): Buffer {
-  return encodeMessage(types.request, req);
+  return encodeMessage(extProcProtos().request, req);
 }
 
 /** Throws on bytes that are not a ProcessingResponse. */
 export function decodeProcessingResponse(bytes: Buffer): ProcessingResponse {
-  return decodeMessage<ProcessingResponse>(types.response, bytes);
+  return decodeMessage<ProcessingResponse>(extProcProtos().response, bytes);
 }

@@ -3,6 +3,8 @@
 // compiled, closed when no config in force names it (retain, after each apply) and on
 // shutdown. The gRPC module is loaded by the first config that names a processor.
 import type { PolicyIR, ProxySnapshot } from '@tollgate/api';
+import { grpcModule } from '../feature-module.js';
+import { extProcProtos } from './proto.js';
 import type * as Stream from './stream.js';
 
 type ExtProcClient = Stream.ExtProcClient;
@@ -11,6 +13,15 @@ export class ExtProcServices {
   #module: Promise<typeof Stream> | null = null;
   readonly #clients = new Map<string, ExtProcClient>();
   #closed = false;
+
+  /**
+   * Loads gRPC and the processor's messages, for a config naming a processor that is being
+   * compiled: throws TG_MODULE_UNAVAILABLE (the config is refused) when they cannot be loaded.
+   */
+  load(): void {
+    grpcModule();
+    extProcProtos();
+  }
 
   /** Starts connecting to a processor a compiled config names. */
   prepare(address: string): void {

@@ -3,8 +3,10 @@
 // it is made (a config naming the service was compiled), never lazily at the first call: a
 // lazy connect makes the first call after start outlast its deadline and take the failure
 // mode. An idle channel reconnects at once. Calls carry raw protobuf bytes; each service's
-// module owns its messages.
-import * as grpc from '@grpc/grpc-js';
+// module owns its messages. @grpc/grpc-js is loaded by the first channel a config makes
+// (feature-module.ts), so a config without a gRPC service never holds it.
+import type * as Grpc from '@grpc/grpc-js';
+import { grpcModule } from '../feature-module.js';
 
 /** A failed call: the service is unreachable, timed out, answered an error or bytes that do not decode. */
 export class GrpcCallError extends Error {
@@ -22,27 +24,28 @@ export class GrpcCallError extends Error {
 
 // Reconnect quickly after the service restarts; a call made while the channel is down fails
 // at once (no wait-for-ready), which the caller turns into its failure mode.
-const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+const CHANNEL_OPTIONS: Grpc.ChannelOptions = {
   'grpc.initial_reconnect_backoff_ms': 200,
   'grpc.max_reconnect_backoff_ms': 2000,
   'grpc.keepalive_time_ms': 30_000,
   'grpc.keepalive_timeout_ms': 5_000,
 };
 
-const { READY, TRANSIENT_FAILURE, SHUTDOWN } = grpc.connectivityState;
-
 export class GrpcChannel {
-  readonly #client: grpc.Client;
+  readonly #grpc: typeof Grpc;
+  readonly #client: Grpc.Client;
   #connected = false;
   #attempted = false;
-  #state: grpc.connectivityState = grpc.connectivityState.IDLE;
+  #state: Grpc.connectivityState;
 
   /** `role` names the service in errors (e.g. "rate limit service"). */
   constructor(
     readonly address: string,
     readonly role: string,
-    options: grpc.ChannelOptions = {},
+    options: Grpc.ChannelOptions = {},
   ) {
+    const grpc = (this.#grpc = grpcModule());
+    this.#state = grpc.connectivityState.IDLE;
     this.#client = new grpc.Client(address, grpc.credentials.createInsecure(), { ...CHANNEL_OPTIONS, ...options });
     this.#watch();
   }
@@ -59,13 +62,14 @@ export class GrpcChannel {
 
   /** The channel is connected now. */
   get connectedNow(): boolean {
-    return this.#state === READY;
+    return this.#state === this.#grpc.connectivityState.READY;
   }
 
   /** Follows the channel's state for as long as it is open; an idle channel connects again. */
   #watch(): void {
     const channel = this.#client.getChannel();
     const state = channel.getConnectivityState(true);
+    const { READY, TRANSIENT_FAILURE, SHUTDOWN } = this.#grpc.connectivityState;
     this.#state = state;
     if (state === SHUTDOWN) return;
     if (state === READY) this.#connected = this.#attempted = true;
@@ -84,8 +88,8 @@ export class GrpcChannel {
   /** One unary call with a deadline of `timeoutMs`; rejects with GrpcCallError. */
   unary<Req, Res>(path: string, serialize: (req: Req) => Buffer, deserialize: (bytes: Buffer) => Res, request: Req, timeoutMs: number): Promise<Res> {
     return new Promise((resolve, reject) => {
-      this.#client.makeUnaryRequest(path, serialize, deserialize, request, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
-        if (err) reject(new GrpcCallError(this.address, grpc.status[err.code] ?? String(err.code), err.details || err.message, this.role));
+      this.#client.makeUnaryRequest(path, serialize, deserialize, request, new this.#grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
+        if (err) reject(new GrpcCallError(this.address, this.#grpc.status[err.code] ?? String(err.code), err.details || err.message, this.role));
         else if (!res) reject(new GrpcCallError(this.address, 'INTERNAL', 'empty response', this.role));
         else resolve(res);
       });
@@ -93,8 +97,8 @@ export class GrpcChannel {
   }
 
   /** A bidirectional stream without a deadline: its caller times each message (ext-proc/stream.ts). */
-  duplex<Req, Res>(path: string, serialize: (req: Req) => Buffer, deserialize: (bytes: Buffer) => Res): grpc.ClientDuplexStream<Req, Res> {
-    return this.#client.makeBidiStreamRequest(path, serialize, deserialize, new grpc.Metadata(), {});
+  duplex<Req, Res>(path: string, serialize: (req: Req) => Buffer, deserialize: (bytes: Buffer) => Res): Grpc.ClientDuplexStream<Req, Res> {
+    return this.#client.makeBidiStreamRequest(path, serialize, deserialize, new this.#grpc.Metadata(), {});
   }
 
   close(): void {

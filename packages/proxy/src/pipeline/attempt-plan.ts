@@ -44,8 +44,8 @@ export interface NextAttempt {
 
 /** Failures after which nothing is tried again: the route's deadline passed, the client left. */
 const FINAL_ERRORS: ReadonlySet<string> = new Set(['TG_REQUEST_TIMEOUT', 'TG_CLIENT_GONE']);
-/** Failures a retry of the same backend cannot mend (its certificate, its TLS setup); failover can. */
-const NOT_RETRIED: ReadonlySet<string> = new Set(['TG_UPSTREAM_CERTIFICATE', 'TG_UPSTREAM_TLS']);
+/** Failures a retry of the same backend cannot mend (its certificate, its TLS setup, its protocol); failover can. */
+const NOT_RETRIED: ReadonlySet<string> = new Set(['TG_UPSTREAM_CERTIFICATE', 'TG_UPSTREAM_TLS', 'TG_UPSTREAM_NO_H2']);
 
 function retriable(retry: RetryIR, outcome: AttemptOutcome): boolean {
   return outcome.kind === 'answer' ? retry.codes.includes(outcome.status) : !NOT_RETRIED.has(outcome.code);

@@ -12,13 +12,13 @@ import { answerError } from './answer.js';
 import type { HeaderMap, RequestContext } from './context.js';
 
 /**
- * Whether the chosen backend can take the upgrade; answered here when not. An h2c backend is
- * spoken to over HTTP/2, where a WebSocket is another exchange (RFC 8441's extended CONNECT)
+ * Whether the chosen backend can take the upgrade; answered here when not. An h2c or h2 backend
+ * is spoken to over HTTP/2, where a WebSocket is another exchange (RFC 8441's extended CONNECT)
  * than the HTTP/1.1 upgrade the client sent: refused rather than half translated.
  */
 export function upgradeReachesBackend(ctx: RequestContext): boolean {
   const b = ctx.backend!.backend;
-  if ((b.kind === 'static' || b.kind === 'service') && b.protocol === 'h2c') {
+  if (b.kind !== 'invalid' && b.protocol !== undefined) {
     ctx.admissions?.refund();
     answerError(ctx, ERRORS.upgradeToH2c);
     return false;

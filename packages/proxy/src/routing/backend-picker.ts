@@ -71,7 +71,7 @@ export function upstreamNames(backend: BackendIR): string[] {
     case 'static':
       return [endpointKey(backend.host, backend.port, backend.tls, backend.protocol)];
     case 'external':
-      return [endpointKey(backend.hostname, backend.port, backend.tls)];
+      return [endpointKey(backend.hostname, backend.port, backend.tls, backend.protocol)];
     case 'service':
       return backend.endpoints.map((e) => endpointKey(e.address, e.port, backend.tls, backend.protocol));
     case 'invalid':
@@ -178,7 +178,7 @@ export function targetsOf(backend: BackendIR, deps: PickerDeps): TargetPicker {
     }
     case 'external': {
       // One endpoint: its pool dials the addresses the DNS cache holds for the name.
-      const endpoint = deps.endpoints.acquire(backend.hostname, backend.port, backend.tls, true);
+      const endpoint = deps.endpoints.acquire(backend.hostname, backend.port, backend.tls, true, backend.protocol);
       const siblings: UpstreamTarget[] = [];
       const only: UpstreamTarget = { name: endpoint.name, host: backend.hostname, port: backend.port, backend, endpoint, siblings };
       siblings.push(only);

@@ -294,11 +294,13 @@ export class ProxyRuntime {
       const m = await import('../ratelimit/global/index.js');
       this.#global ??= { compile: m.compileGlobalLimiter, pool: new m.RlsClientPool() };
     }
+    const processors = extProcServicesInUse(ir);
     const progress: BindProgress = { started: [], released: [] };
     let next: CompiledSnapshot;
     let plan: BindPlan;
     let tlsPlan: TlsBindsPlan | null = null;
     try {
+      if (processors.size) this.#deps.extProc.load();
       next = compileSnapshot(ir, { limiters: this.limiters, makeGlobal: this.#makeGlobal, picking: this.#picking, tlsContexts: this.#tlsContexts, previous: this.#current, auth: this.#auth });
       for (const name of next.detached) {
         this.options.log.warn({ route: name }, `route ${name} is not attached: none of its hostnames intersects its listener hostname`);

@@ -13,15 +13,16 @@ import { Pool } from './undici-pool.js';
 import type { Clock } from '../ratelimit/clock.js';
 import { hostPort } from './host-port.js';
 import { tlsConnector, tlsSettingKey } from './backend-tls.js';
+import { h2TlsConnector } from './h2-tls.js';
 
 /**
- * The table's key of an endpoint: its address, and for TLS a digest of the setting (for h2c,
- * the protocol), so that each distinct way of speaking to one address has a pool (and scores)
- * of its own.
+ * The table's key of an endpoint: its address, for TLS a digest of the setting, and the HTTP/2
+ * protocol when not HTTP/1.1, so that each distinct way of speaking to one address has a pool
+ * (and scores) of its own.
  */
 export function endpointKey(host: string, port: number, tls?: BackendTLSIR, protocol?: BackendProtocolIR): string {
   const name = hostPort(host, port);
-  if (tls) return `${name}#tls-${tlsSettingKey(tls)}`;
+  if (tls) return `${name}#tls-${tlsSettingKey(tls)}${protocol ? `-${protocol}` : ''}`;
   return protocol ? `${name}#${protocol}` : name;
 }
 
@@ -138,7 +139,7 @@ export class Endpoint {
         headersTimeout: 0,
         bodyTimeout: 0,
         keepAliveTimeout: 30_000,
-        ...(this.tls ? { connect: tlsConnector(this.tls, this.options.connectTimeoutMs, lookup) } : this.protocol === 'h2c' ? h2cOptions(lookup) : lookup ? { connect: { lookup } } : {}),
+        ...connectionOptions(this.tls, this.protocol, this.options.connectTimeoutMs, lookup),
       });
     }
     return this.#pool;
@@ -280,16 +281,19 @@ export class EndpointTable {
 }
 
 /**
- * An h2c pool: HTTP/2 with prior knowledge on a plain connection (undici's useH2c, which the
- * connector reads, not the pool). Each of the pool's clients is one HTTP/2 session carrying up
- * to 100 requests at once (undici's default, lowered by the server's
+ * How an endpoint's pool connects: HTTP/1.1 over TLS or in the clear, or HTTP/2: h2c (with prior
+ * knowledge on a plain connection: undici's useH2c, which the connector reads, not the pool) or
+ * h2 (over TLS, ALPN h2 alone: h2-tls.ts). Each client of an HTTP/2 pool is one session carrying
+ * up to 100 requests at once (undici's default, lowered by the server's
  * SETTINGS_MAX_CONCURRENT_STREAMS); the pool opens another session when those are taken. The
  * timeouts, body streaming, header handling and the classification of failures (a connection
  * refused before the request was handed over is unsent) are the HTTP/1.1 path's: the same
  * dispatch (forward.ts).
  */
-function h2cOptions(lookup: DnsCache['lookup'] | undefined) {
-  return { allowH2: true, connect: { useH2c: true, ...(lookup ? { lookup } : {}) } };
+function connectionOptions(tls: BackendTLSIR | undefined, protocol: BackendProtocolIR | undefined, timeoutMs: number, lookup: DnsCache['lookup'] | undefined) {
+  if (tls) return protocol === 'h2' ? { allowH2: true, connect: h2TlsConnector(tls, timeoutMs, lookup) } : { connect: tlsConnector(tls, timeoutMs, lookup) };
+  if (protocol === 'h2c') return { allowH2: true, connect: { useH2c: true, ...(lookup ? { lookup } : {}) } };
+  return lookup ? { connect: { lookup } } : {};
 }
 
 /** Catalog codes of failures to connect: the endpoint is not there (ejected for a while). */

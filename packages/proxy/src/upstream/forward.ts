@@ -8,6 +8,7 @@ import type { Dispatcher } from 'undici';
 import { ClientGone, ERRORS, type ErrorSpec } from '../errors.js';
 import { endToEnd } from './headers.js';
 import { tlsFailureKind } from './backend-tls.js';
+import { NO_APPLICATION_PROTOCOL, NO_H2_CODE } from './h2-tls.js';
 import { endGrpcCall, isGrpcRequest, sendGrpcError, takeTrailersOnly } from './grpc.js';
 
 export interface ForwardRequest {
@@ -155,6 +156,9 @@ export function classify(err: Error & { code?: string }): ErrorSpec {
       return ERRORS.upstreamTimeout;
     case 'TG_REQUEST_TIMEOUT':
       return ERRORS.requestTimeout;
+    case NO_H2_CODE:
+    case NO_APPLICATION_PROTOCOL:
+      return ERRORS.upstreamNoH2;
     case 'UND_ERR_SOCKET':
     case 'ECONNRESET':
     case 'EPIPE':

@@ -7,7 +7,7 @@
 // owner configured); a service only route-level policies use never holds readiness, since a
 // tenant's route must not take the shared proxy out of service (docs/security.md).
 import { GrpcCallError, GrpcChannel } from '../../grpc/channel.js';
-import { decodeResponse, encodeRequest, SHOULD_RATE_LIMIT_PATH, type RlsRequest, type RlsResponse } from './proto.js';
+import { decodeResponse, encodeRequest, rlsProtos, SHOULD_RATE_LIMIT_PATH, type RlsRequest, type RlsResponse } from './proto.js';
 import type { ReadinessNeed } from './readiness.js';
 
 /** A failed ShouldRateLimit call: the service is unreachable, timed out or answered an error. */
@@ -26,6 +26,8 @@ export interface RlsClient {
 class GrpcRlsClient extends GrpcChannel implements RlsClient {
   constructor(address: string) {
     super(address, 'rate limit service');
+    // Parsed now, by the compile of the config naming the service, never by its first call.
+    rlsProtos();
   }
 
   // The first requests of a route whose service readiness does not wait for (a route-level

@@ -4,7 +4,7 @@
 // api/envoy/extensions/common/ratelimit/v3/ratelimit.proto, config/core/v3/base.proto), so
 // the bytes on the wire are the ones Envoy sends; fields the gateway does not use are left
 // out, which protobuf decoding tolerates (unknown fields are skipped).
-import { encodeMessage, parseProtos } from '../../grpc/protobuf.js';
+import { encodeMessage, serviceProtos } from '../../grpc/protobuf.js';
 
 const WELL_KNOWN = `
 syntax = "proto3";
@@ -118,24 +118,21 @@ export interface RlsResponse {
   readonly raw_body: Buffer;
 }
 
-/** The definitions above, parsed (tests compare them with Envoy's own). */
-export const rlsProtoRoot = parseProtos(WELL_KNOWN, CORE, TYPE, COMMON, RLS);
-
-const types = {
-  request: rlsProtoRoot.lookupType('envoy.service.ratelimit.v3.RateLimitRequest'),
-  response: rlsProtoRoot.lookupType('envoy.service.ratelimit.v3.RateLimitResponse'),
-};
+/** The definitions above, parsed by the first config naming the service (tests compare them with Envoy's own). */
+export const rlsProtos = serviceProtos([WELL_KNOWN, CORE, TYPE, COMMON, RLS], 'envoy.service.ratelimit.v3.RateLimitRequest', 'envoy.service.ratelimit.v3.RateLimitResponse');
 
 export function encodeRequest(req: RlsRequest): Buffer {
-  return encodeMessage(types.request, req);
+  return encodeMessage(rlsProtos().request, req);
 }
 
 export function decodeRequest(bytes: Buffer): RlsRequest {
-  return types.request.toObject(types.request.decode(bytes), { longs: Number, defaults: true }) as RlsRequest;
+  const type = rlsProtos().request;
+  return type.toObject(type.decode(bytes), { longs: Number, defaults: true }) as RlsRequest;
 }
 
 export function decodeResponse(bytes: Buffer): RlsResponse {
-  return types.response.toObject(types.response.decode(bytes), {
+  const type = rlsProtos().response;
+  return type.toObject(type.decode(bytes), {
     longs: Number,
     enums: String,
     bytes: Buffer,
@@ -144,5 +141,5 @@ export function decodeResponse(bytes: Buffer): RlsResponse {
 }
 
 export function encodeResponse(res: Partial<Record<keyof RlsResponse, unknown>>): Buffer {
-  return encodeMessage(types.response, res);
+  return encodeMessage(rlsProtos().response, res);
 }
