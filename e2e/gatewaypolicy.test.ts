@@ -463,6 +463,8 @@ describe.skipIf(!availability.run)('GatewayPolicy CRD on kube-apiserver', () => 
     await kubectlOk(['create', 'namespace', 'team']);
     // examples/gatewaypolicy-ext-proc.yaml is a Gateway-level policy beside its Gateway, in infra.
     await kubectlOk(['create', 'namespace', 'infra']);
+    // examples/gatewaypolicy-grpcroute.yaml belongs with examples/grpcroute-kubernetes.yaml, in namespace grpc.
+    await kubectlOk(['create', 'namespace', 'grpc']);
   });
 
   it('applies examples/gatewaypolicy.yaml (a local tokens limit on an HTTPRoute)', async () => {

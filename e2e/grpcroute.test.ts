@@ -9,6 +9,10 @@
 // - No hostname in common with the listener: Accepted False, NoMatchingListenerHostname.
 // - A Service of another namespace: ResolvedRefs False, RefNotPermitted, until a ReferenceGrant
 //   there allows GRPCRoutes (one for HTTPRoutes does not).
+// - A GatewayPolicy targeting a GRPCRoute through every transition: target missing
+//   (TargetNotFound on the route), created (the Gateway the ancestor, Accepted and Attached, the
+//   policy in the proxy's route), edited (observedGeneration), given a field gRPC calls cannot
+//   be given (Invalid, naming it), target deleted (TargetNotFound again).
 // - A Service port under a BackendTLSPolicy (CA from a ConfigMap): resolves, and reaches the proxy
 //   as an HTTP/2-over-TLS backend (protocol h2 with the policy's TLS).
 // Waits are on watches of the objects and the stream, not on timers.
@@ -140,6 +144,31 @@ spec:
   to: [ { group: '', kind: Service } ]
 `;
 
+// As JSON (kubectl reads it as it reads YAML): the GRPCRoute a policy targets, and the policy.
+const LIMITED_ROUTE = JSON.stringify({
+  apiVersion: 'gateway.networking.k8s.io/v1',
+  kind: 'GRPCRoute',
+  metadata: { name: 'limited', namespace: TEAM },
+  spec: { parentRefs: [{ name: 'gw', namespace: INFRA, sectionName: 'grpc' }], hostnames: ['limited.example.com'], rules: [{ backendRefs: [{ name: 'echo', port: 9000 }] }] },
+});
+
+/** A policy of TEAM on the GRPCRoute "limited": `requests` an hour, and a directResponse when `direct`. */
+const limitPolicy = (requests: number, direct = false) =>
+  JSON.stringify({
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'GatewayPolicy',
+    metadata: { name: 'limited', namespace: TEAM },
+    spec: {
+      targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'GRPCRoute', name: 'limited' }],
+      traffic: { rateLimit: { local: [{ requests, unit: 'Hours' }] }, ...(direct ? { directResponse: { status: 200 } } : {}) },
+    },
+  });
+
+interface PolicyObject {
+  metadata: { generation: number };
+  status?: { ancestors?: { ancestorRef: { group?: string; kind: string; namespace?: string; name: string }; controllerName: string; conditions: (Condition & { observedGeneration?: number })[] }[] };
+}
+
 interface RouteObject {
   status?: { parents?: { conditions: Condition[] }[] };
 }
@@ -216,5 +245,61 @@ describe.skipIf(!availability.run)('GRPCRoute', () => {
     } finally {
       client.source.stop();
     }
+  });
+
+  describe('a GatewayPolicy targeting a GRPCRoute, through every transition', () => {
+    const policyWhen = (holds: (p: PolicyObject) => boolean) => waitForObject<PolicyObject>(cluster.current, 'gatewaypolicies', 'limited', TEAM, holds);
+    const only = (p: PolicyObject) => (p.status?.ancestors?.length === 1 ? p.status.ancestors[0]! : undefined);
+    const condOf = (p: PolicyObject, type: string) => only(p)?.conditions.find((c) => c.type === type);
+    const accepted = (p: PolicyObject) => condOf(p, 'Accepted');
+
+    it('target missing: one entry on the GRPCRoute itself, Accepted False TargetNotFound', { timeout: 60_000 }, async () => {
+      await kubectl(['apply', '-f', '-'], limitPolicy(2));
+      const p = await policyWhen((x) => accepted(x)?.reason === 'TargetNotFound');
+      expect(only(p)!.ancestorRef).toMatchObject({ group: 'gateway.networking.k8s.io', kind: 'GRPCRoute', namespace: TEAM, name: 'limited' });
+      expect(accepted(p)).toMatchObject({ status: 'False', message: `GRPCRoute ${TEAM}/limited does not exist`, observedGeneration: 1 });
+    });
+
+    it("target created: the Gateway is the ancestor, Accepted and Attached, and the proxy's route carries the policy", { timeout: 60_000 }, async () => {
+      await kubectl(['apply', '-f', '-'], LIMITED_ROUTE);
+      const p = await policyWhen((x) => only(x)?.ancestorRef.kind === 'Gateway' && condOf(x, 'Attached')?.status === 'True');
+      expect(only(p)!.ancestorRef).toMatchObject({ kind: 'Gateway', namespace: INFRA, name: 'gw' });
+      expect(accepted(p)).toMatchObject({ status: 'True', reason: 'Accepted', observedGeneration: 1 });
+      // The route's own status is a GRPCRoute's, whatever policy targets it.
+      const r = await routeWhen('limited', (x) => cond(x, 'Accepted')?.status === 'True');
+      expect(cond(r, 'ResolvedRefs')?.status).toBe('True');
+      const client = await connectStreamClient(cluster.current, controller, INFRA, 'gw', dir);
+      try {
+        const routeOf = (s: StreamedSnapshot) => s.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes)).find((x) => x.origin.kind === 'GRPCRoute' && x.origin.name === 'limited');
+        const s = await client.receive((x) => routeOf(x)?.policy !== null && routeOf(x)?.policy !== undefined);
+        expect(routeOf(s)!.policy!.origin).toMatchObject({ kind: 'GatewayPolicy', namespace: TEAM, name: 'limited', target: { kind: 'GRPCRoute', name: 'limited' } });
+      } finally {
+        client.source.stop();
+      }
+    });
+
+    it('policy edited: observedGeneration follows', { timeout: 60_000 }, async () => {
+      await kubectl(['apply', '-f', '-'], limitPolicy(3));
+      const p = await policyWhen((x) => accepted(x)?.observedGeneration === 2);
+      expect(p.metadata.generation).toBe(2);
+      expect(accepted(p)).toMatchObject({ status: 'True', reason: 'Accepted' });
+    });
+
+    it('a directResponse, which a gRPC client does not read: Accepted False Invalid, naming the field', { timeout: 60_000 }, async () => {
+      await kubectl(['apply', '-f', '-'], limitPolicy(3, true));
+      const p = await policyWhen((x) => accepted(x)?.reason === 'Invalid');
+      expect(only(p)!.ancestorRef).toMatchObject({ kind: 'Gateway', name: 'gw' });
+      expect(accepted(p)).toMatchObject({ status: 'False', observedGeneration: 3 });
+      expect(accepted(p)!.message).toMatch(/^spec\.traffic\.directResponse: .*spec\.targetRefs\[0\] is a GRPCRoute/);
+      await kubectl(['apply', '-f', '-'], limitPolicy(3));
+      await policyWhen((x) => accepted(x)?.status === 'True');
+    });
+
+    it('target deleted: back to one entry on the GRPCRoute, Accepted False TargetNotFound', { timeout: 60_000 }, async () => {
+      await kubectl(['delete', 'grpcroute', 'limited', '-n', TEAM]);
+      const p = await policyWhen((x) => accepted(x)?.reason === 'TargetNotFound');
+      expect(only(p)!.ancestorRef).toMatchObject({ kind: 'GRPCRoute', namespace: TEAM, name: 'limited' });
+      expect(accepted(p)).toMatchObject({ status: 'False', observedGeneration: 4 });
+    });
   });
 });

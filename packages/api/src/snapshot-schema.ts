@@ -191,7 +191,7 @@ const Filter = Type.Union([
 
 const PolicyTarget = Obj(
   {
-    kind: Type.Union([Lit('Gateway'), Lit('HTTPRoute')]),
+    kind: Type.Union([Lit('Gateway'), Lit('HTTPRoute'), Lit('GRPCRoute')]),
     namespace: NonEmpty('Namespace.', 63),
     name: NonEmpty('Name.', 253),
     sectionName: Nullable(NonEmpty('Listener or rule name.', 253)),

@@ -477,10 +477,10 @@ export type RouteOriginIR =
   | { readonly kind: 'config'; readonly path: string };
 
 export interface PolicyTargetIR {
-  readonly kind: 'Gateway' | 'HTTPRoute';
+  readonly kind: 'Gateway' | 'HTTPRoute' | 'GRPCRoute';
   readonly namespace: string;
   readonly name: string;
-  /** Listener (Gateway) or rule name (HTTPRoute) the policy targets; null: the whole object. */
+  /** Listener (Gateway) or rule name (HTTPRoute, GRPCRoute) the policy targets; null: the whole object. */
   readonly sectionName: string | null;
 }
 

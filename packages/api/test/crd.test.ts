@@ -120,7 +120,7 @@ describe('GatewayPolicy CRD', () => {
     expect(at('spec.traffic.rateLimit.local[].unit').enum).toEqual(['Seconds', 'Minutes', 'Hours', 'Days', 'Months']);
     expect(at('spec.traffic.rateLimit.local[].by.type').enum).toEqual(['Consumer', 'ConsumerGroup', 'Claim', 'Header', 'ClientCertificate', 'Expression']);
     expect(at('spec.targetRefs[].group').enum).toEqual(['gateway.networking.k8s.io']);
-    expect(at('spec.targetRefs[].kind').enum).toEqual(['Gateway', 'HTTPRoute']);
+    expect(at('spec.targetRefs[].kind').enum).toEqual(['Gateway', 'HTTPRoute', 'GRPCRoute']);
     expect(at('spec.targetRefs[].kind').maxLength).toBe('HTTPRoute'.length);
   });
 

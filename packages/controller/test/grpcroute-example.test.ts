@@ -1,6 +1,7 @@
 // examples/grpcroute-kubernetes.yaml, read strictly and translated with its Services: the route
 // is accepted and resolves, its rules reach the snapshot with their methods as paths, and
-// every backend is h2c.
+// every backend is h2c. With examples/gatewaypolicy-grpcroute.yaml beside it: the policy is
+// accepted and attached, and every rule of the route carries it.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -40,5 +41,18 @@ describe('examples/grpcroute-kubernetes.yaml', () => {
       ['GRPCRoute', { type: 'PathPrefix', value: '/gateway_api_conformance.echo_basic.grpcecho.GrpcEcho' }],
     ]);
     expect(routes.flatMap((r) => r.backends.map((b) => (b.kind === 'service' ? b.protocol : b.kind)))).toEqual(['h2c', 'h2c', 'h2c', 'h2c']);
+  });
+
+  it('with examples/gatewaypolicy-grpcroute.yaml: the policy is accepted and attached, and every rule carries its limits', () => {
+    const read = (file: string) => readFileSync(fileURLToPath(new URL(`../../../examples/${file}`, import.meta.url)), 'utf8');
+    const out = translate(parseResources(`${AROUND}---\n${read('grpcroute-kubernetes.yaml')}---\n${read('gatewaypolicy-grpcroute.yaml')}`, 'gatewaypolicy-grpcroute.yaml'), caseOptions(''));
+    const status = out.status.gatewayPolicies.get('grpc/echo-calls')!;
+    expect(status.ancestors.map((a) => [a.ancestorRef.name, ...a.conditions.map((c) => `${c.type}=${c.status}`)])).toEqual([['grpc-gateway', 'Accepted=True', 'Attached=True']]);
+    const routes = out.snapshots.get('grpc/grpc-gateway')!.binds[0]!.listeners[0]!.routes;
+    expect(routes.map((r) => r.policy?.localRateLimit?.map((l) => (l.kind === 'requests' ? l.requests : null)))).toEqual([
+      [600, 60],
+      [600, 60],
+      [600, 60],
+    ]);
   });
 });

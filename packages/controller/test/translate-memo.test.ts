@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { RouteIR } from '@tollgate/api';
 import { translate } from '../src/translate/index.js';
 import type { Resources } from '../src/translate/types.js';
-import type { Gateway, HTTPRoute } from '../src/types/gateway-api.js';
+import type { Gateway, GatewayPolicy, GRPCRoute, HTTPRoute } from '../src/types/gateway-api.js';
 import { CONTROLLER_NAME, emptyResources, resultBytes } from './support.js';
 
 const options = { controllerName: CONTROLLER_NAME, gatewayApiVersion: 'v1.6.1' };
@@ -173,6 +173,39 @@ describe('translate reuse over a changing cluster', () => {
     const changed = [...after].filter(([k, ir]) => before.get(k) !== ir).map(([k]) => k);
     expect(changed).toEqual(['http|team-b/route-5/rule/0']);
     expect(after.get('http|team-b/route-5/rule/0')!.backends[0]!.weight).toBe(7);
+  });
+
+  it('gives a GRPCRoute the policy targeting it as it is now: created, edited, deleted, and across edits of the route', () => {
+    const r = cluster(4);
+    const grpc: GRPCRoute = {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'GRPCRoute',
+      metadata: { name: 'echo', namespace: 'team-a', generation: 1, creationTimestamp: '2026-01-01T00:00:00Z' },
+      spec: { parentRefs: [{ name: 'gw-a', namespace: 'infra', sectionName: 'http' }], rules: [{ backendRefs: [{ name: 'svc-0', port: 80 }] }] },
+    };
+    const policy = (requests: number, generation: number): GatewayPolicy => ({
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'GatewayPolicy',
+      metadata: { name: 'echo', namespace: 'team-a', generation, creationTimestamp: '2026-01-01T00:00:00Z' },
+      spec: { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'GRPCRoute', name: 'echo' }], traffic: { rateLimit: { local: [{ requests, unit: 'Minutes' }] } } },
+    });
+    const limitOf = () => {
+      const warm = translate({ ...r }, options);
+      expect(resultBytes(warm)).toBe(resultBytes(translate(structuredClone(r), options)));
+      const route = irRoutes(warm).get('http|team-a/echo/grpc-rule/0')!;
+      const local = route.policy?.localRateLimit?.[0];
+      return local?.kind === 'requests' ? local.requests : null;
+    };
+    r.grpcRoutes.push(grpc);
+    expect(limitOf()).toBeNull();
+    r.gatewayPolicies.push(policy(5, 1));
+    expect(limitOf()).toBe(5);
+    r.gatewayPolicies[r.gatewayPolicies.length - 1] = policy(6, 2);
+    expect(limitOf()).toBe(6);
+    r.grpcRoutes[0] = { ...grpc, metadata: { ...grpc.metadata, generation: 2 }, spec: { ...grpc.spec, hostnames: ['echo.example.com'] } };
+    expect(limitOf()).toBe(6);
+    r.gatewayPolicies.pop();
+    expect(limitOf()).toBeNull();
   });
 
   it('releases what it kept for routes that were deleted (no growth under churn)', async () => {

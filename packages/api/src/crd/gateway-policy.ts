@@ -46,7 +46,7 @@ export function gatewayPolicyCrd(): JsonSchema {
 
   const openAPIV3Schema = {
     description:
-      'GatewayPolicy attaches traffic policies (request and LLM token rate limits) to Gateways and HTTPRoutes of the Kubernetes Gateway API. A policy targeting a Gateway applies to every route of it; one targeting an HTTPRoute applies to that route.',
+      'GatewayPolicy attaches traffic policies (request and LLM token rate limits) to Gateways, HTTPRoutes and GRPCRoutes of the Kubernetes Gateway API. A policy targeting a Gateway applies to every route of it; one targeting an HTTPRoute or a GRPCRoute applies to that route.',
     type: 'object',
     properties: {
       apiVersion: {

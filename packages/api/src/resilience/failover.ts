@@ -42,11 +42,11 @@ export const FailoverPolicy = Type.Object(
       {
         minItems: 1,
         maxItems: MAX_FAILOVER_ENTRIES,
-        description: 'Priorities of the targeted rules\' backendRefs; a backendRef no entry names keeps priority 0. Applies to HTTPRoute targets only.',
+        description: 'Priorities of the targeted rules\' backendRefs; a backendRef no entry names keeps priority 0. Applies to HTTPRoute and GRPCRoute targets only.',
       },
     ),
   },
-  { additionalProperties: false, description: 'Failover across the backendRefs of the targeted HTTPRoute rules, by priority (docs/retries-failover.md).' },
+  { additionalProperties: false, description: 'Failover across the backendRefs of the targeted HTTPRoute or GRPCRoute rules, by priority (docs/retries-failover.md).' },
 );
 export type FailoverPolicy = Static<typeof FailoverPolicy>;
 

@@ -221,14 +221,14 @@ export type PolicySet = Static<typeof PolicySet>;
 export const PolicyTargetRef = Type.Object(
   {
     group: Enum(['gateway.networking.k8s.io'], 'API group of the target: gateway.networking.k8s.io.'),
-    kind: Enum(['Gateway', 'HTTPRoute'], 'Gateway (every route of the gateway) or HTTPRoute (that route).'),
+    kind: Enum(['Gateway', 'HTTPRoute', 'GRPCRoute'], 'Gateway (every route of the gateway), HTTPRoute or GRPCRoute (that route).'),
     name: Type.String({ minLength: 1, maxLength: 253, description: 'Name of the target, in the policy namespace.' }),
     sectionName: Type.Optional(
       Type.String({
         minLength: 1,
         maxLength: 253,
         pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
-        description: 'A section of the target: a listener name of a Gateway, or a rule name of an HTTPRoute. The policy then applies to that section only, and takes precedence there over a policy on the whole target.',
+        description: 'A section of the target: a listener name of a Gateway, or a rule name (rules[].name) of an HTTPRoute or a GRPCRoute. The policy then applies to that section only, and takes precedence there over a policy on the whole target.',
         expected: 'a listener or rule name (lower-case letters, digits, "-" and ".")',
       }),
     ),

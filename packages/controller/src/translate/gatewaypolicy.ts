@@ -14,6 +14,7 @@ import { byKey, compareAge, compareStrings, generationOf, keyOf } from './keys.j
 import { resolveOutbound } from './outbound.js';
 import { authenticates, convertPolicy, refusingPolicy } from './policy-conversion.js';
 import { availability, targetName, type PolicyOutbound } from './policy-outbound.js';
+import { checkGrpcTargets } from './policy-grpc.js';
 import { policyReferrer, policyRefs } from './policy-refs.js';
 import { checkReferences, refusalReason, type Finding } from './policy-sources.js';
 import { GATEWAY_GROUP, type GatewayPolicy, type PolicyTargetReference } from '../types/gateway-api.js';
@@ -21,10 +22,15 @@ import type { GatewayPolicyStatusReport, PolicyAncestorReference, PolicyAncestor
 
 /** Which policy applies where: `targetKey()` -> the winning policy's IR. */
 export type AppliedPolicies = ReadonlyMap<string, PolicyIR>;
-/** The failover of the winning policy of an HTTPRoute target (or section), by `targetKey()`: the priorities of its backendRefs. */
+/** The failover of the winning policy of a route target (or section), by `targetKey()`: the priorities of its backendRefs. */
 export type AppliedFailover = ReadonlyMap<string, FailoverPolicy>;
 
-export function targetKey(kind: 'Gateway' | 'HTTPRoute' | 'GRPCRoute', namespace: string, name: string, sectionName: string | null): string {
+/** The kinds of route a policy may target, each with its translated routes by `<namespace>/<name>`. */
+export type RouteKind = 'HTTPRoute' | 'GRPCRoute';
+export type RoutesByKind = Readonly<Record<RouteKind, ReadonlyMap<string, TranslatedRoute>>>;
+const TARGET_KINDS: ReadonlySet<string> = new Set<PolicyTargetIR['kind']>(['Gateway', 'HTTPRoute', 'GRPCRoute']);
+
+export function targetKey(kind: PolicyTargetIR['kind'], namespace: string, name: string, sectionName: string | null): string {
   return `${kind}/${namespace}/${name}/${sectionName ?? ''}`;
 }
 
@@ -50,8 +56,13 @@ function gatewayAncestor(g: GatewayState): PolicyAncestorReference {
   return { group: GATEWAY_GROUP, kind: 'Gateway', namespace: g.gateway.metadata.namespace ?? '', name: g.gateway.metadata.name };
 }
 
-function resolveTarget(ref: PolicyTargetReference, ns: string, ctx: Context, gateways: ReadonlyMap<string, GatewayState>, routes: ReadonlyMap<string, TranslatedRoute>): Target | null {
-  if (ref.group !== GATEWAY_GROUP || (ref.kind !== 'Gateway' && ref.kind !== 'HTTPRoute')) return null;
+function isTargetKind(kind: string): kind is PolicyTargetIR['kind'] {
+  return TARGET_KINDS.has(kind);
+}
+
+function resolveTarget(ref: PolicyTargetReference, p: GatewayPolicy, ctx: Context, gateways: ReadonlyMap<string, GatewayState>, routes: RoutesByKind): Target | null {
+  if (ref.group !== GATEWAY_GROUP || !isTargetKind(ref.kind)) return null;
+  const ns = p.metadata.namespace ?? '';
   const t: PolicyTargetIR = { kind: ref.kind, namespace: ns, name: ref.name, sectionName: ref.sectionName ?? null };
   const base = { ref: t, key: targetKey(t.kind, ns, ref.name, t.sectionName) };
   const key = `${ns}/${ref.name}`;
@@ -69,10 +80,10 @@ function resolveTarget(ref: PolicyTargetReference, ns: string, ctx: Context, gat
     if (!listeners.length) return { ...base, gateways: [state], found: ok('Accepted', 'accepted'), pending: `no accepted listener of Gateway ${key} matches` };
     return { ...base, gateways: [state], found: ok('Accepted', 'accepted'), pending: null };
   }
-  const route = routes.get(key);
-  if (!route) return { ...base, gateways: [], found: fail('TargetNotFound', `HTTPRoute ${key} does not exist`), pending: notAttached };
+  const route = routes[t.kind].get(key);
+  if (!route) return { ...base, gateways: [], found: fail('TargetNotFound', `${t.kind} ${key} does not exist`), pending: notAttached };
   if (t.sectionName !== null && !route.rules.some((r) => r.sectionName === t.sectionName))
-    return { ...base, gateways: [], found: fail('TargetNotFound', `HTTPRoute ${key} has no rule named ${t.sectionName}`), pending: notAttached };
+    return { ...base, gateways: [], found: fail('TargetNotFound', `${t.kind} ${key} has no rule named ${t.sectionName}`), pending: notAttached };
   const reached = [...new Set(route.attachments.map((a) => a.gateway))];
   return { ...base, gateways: reached, found: ok('Accepted', 'accepted'), pending: reached.length ? null : notAttached };
 }
@@ -96,11 +107,12 @@ function validate(p: GatewayPolicy, ctx: Context): Validated {
   const problems: Problem[] = [];
   checkTrafficPolicy(p.spec.traffic, 'spec.traffic', 'cluster', ctx.limits, problems);
   p.spec.targetRefs.forEach((t, i) => {
-    if (t.group !== GATEWAY_GROUP || (t.kind !== 'Gateway' && t.kind !== 'HTTPRoute'))
-      problems.push({ path: `spec.targetRefs[${i}]`, message: `${t.group}/${t.kind} cannot be targeted; use group ${GATEWAY_GROUP} with kind Gateway or HTTPRoute` });
-    else if (p.spec.failover && t.kind !== 'HTTPRoute')
-      problems.push({ path: `spec.targetRefs[${i}]`, message: 'spec.failover orders the backendRefs of HTTPRoute rules: target the HTTPRoute (or one of its rules), or move failover to a policy that does' });
+    if (t.group !== GATEWAY_GROUP || !isTargetKind(t.kind))
+      problems.push({ path: `spec.targetRefs[${i}]`, message: `${t.group}/${t.kind} cannot be targeted; use group ${GATEWAY_GROUP} with kind Gateway, HTTPRoute or GRPCRoute` });
+    else if (p.spec.failover && t.kind === 'Gateway')
+      problems.push({ path: `spec.targetRefs[${i}]`, message: 'spec.failover orders the backendRefs of route rules: target the HTTPRoute or GRPCRoute (or one of its rules), or move failover to a policy that does' });
   });
+  checkGrpcTargets(p, problems);
   const findings: Finding[] = problems.map((problem) => ({ problem, reason: 'Invalid' }));
   const outbound: PolicyOutbound[] = [];
   let rateLimitService = '';
@@ -150,13 +162,12 @@ export function translateGatewayPolicies(
   policies: readonly GatewayPolicy[],
   ctx: Context,
   gateways: ReadonlyMap<string, GatewayState>,
-  routes: ReadonlyMap<string, TranslatedRoute>,
+  routes: RoutesByKind,
 ): PolicyResult {
   const sorted = byKey(policies);
   const checked = sorted.map((p) => {
     const validated = validate(p, ctx);
-    const ns = p.metadata.namespace ?? '';
-    const targets = p.spec.targetRefs.map((r) => resolveTarget(r, ns, ctx, gateways, routes)).filter((t): t is Target => t !== null);
+    const targets = p.spec.targetRefs.map((r) => resolveTarget(r, p, ctx, gateways, routes)).filter((t): t is Target => t !== null);
     return { policy: p, ...validated, targets };
   });
 

@@ -18,10 +18,9 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
   const classes = translateGatewayClasses(resources.gatewayClasses, ctx);
   const gateways = translateGateways(ctx, classes.ours);
   const routes = translateRoutes(ctx, gateways);
-  // GatewayPolicies target HTTPRoutes (and Gateways): GRPCRoutes get the policies of their Gateway.
   const routesByKey = new Map(routes.filter((r) => r.kind === 'HTTPRoute').map((r) => [r.key, r]));
   const grpcByKey = new Map(routes.filter((r) => r.kind === 'GRPCRoute').map((r) => [r.key, r]));
-  const policies = translateGatewayPolicies(resources.gatewayPolicies, ctx, gateways, routesByKey);
+  const policies = translateGatewayPolicies(resources.gatewayPolicies, ctx, gateways, { HTTPRoute: routesByKey, GRPCRoute: grpcByKey });
   const tlsRoutes = translateTlsRoutes(ctx, gateways);
   const snapshots = buildSnapshots(gateways, routes, policies.applied, policies.failover, ctx.limits, tlsRoutes);
   return {

@@ -71,7 +71,8 @@ export function convertPolicy(p: GatewayPolicy, refs: PolicyRefs, ctx: Context):
   const sources = new ClusterPolicySources(namespace, refs, ctx);
   const problems: Problem[] = [];
   const first = p.spec.targetRefs[0];
-  const target = { kind: first?.kind === 'Gateway' ? ('Gateway' as const) : ('HTTPRoute' as const), namespace, name: first?.name ?? '', sectionName: first?.sectionName ?? null };
+  const kind: PolicyTargetIR['kind'] = first?.kind === 'Gateway' || first?.kind === 'GRPCRoute' ? first.kind : 'HTTPRoute';
+  const target = { kind, namespace, name: first?.name ?? '', sectionName: first?.sectionName ?? null };
   let ir: PolicyIR | null = null;
   try {
     ir = toPolicy({ traffic: p.spec.traffic }, { kind: 'GatewayPolicy', namespace, name: p.metadata.name, target }, sources, problems);

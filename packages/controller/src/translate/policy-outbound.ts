@@ -46,7 +46,7 @@ export function availability(outbound: readonly PolicyOutbound[], target: Policy
           ? `${requests} are refused (500, failureMode FailClosed) until it has`
           : `${requests} that need it are refused (failureMode FailClosed) until it has`
         : `${requests} pass without ${o.openWithout} (failureMode FailOpen) until it has`;
-    if (target.kind === 'HTTPRoute') return `${now}; other routes and the readiness of the Gateway's proxies are not affected`;
+    if (target.kind !== 'Gateway') return `${now}; other routes and the readiness of the Gateway's proxies are not affected`;
     return o.failureMode === 'FailClosed' && o.rateLimit ? `${now}, and new proxy replicas of the Gateway do not become ready before it answers` : now;
   };
   return fail('NoReadyEndpoints', down.map((o) => `${o.target.object} (the ${o.role}) has no ready endpoints: ${effect(o)}`).join('; '));

@@ -65,7 +65,9 @@ function routeIR(tr: TranslatedRoute, rule: TranslatedRule, hostnames: readonly 
   const ns = tr.route.metadata.namespace ?? '';
   const name = tr.route.metadata.name;
   const ir: RouteIR = {
-    name: `${ns}/${name}/rule/${rule.index}`,
+    // A GRPCRoute may share an HTTPRoute's namespace and name: its routes are named apart, as the
+    // counters of their policies' limits, their metrics and traces are kept by route name.
+    name: `${ns}/${name}/${tr.kind === 'GRPCRoute' ? 'grpc-rule' : 'rule'}/${rule.index}`,
     origin: { kind: tr.kind, namespace: ns, name, rule: rule.index },
     hostnames: [...hostnames],
     matches: rule.matches,
