@@ -5,7 +5,6 @@
 // whose library cannot be loaded is refused at load with TG_MODULE_UNAVAILABLE (never at its
 // first request), and the request path only ever calls an accessor that has already loaded.
 import { lazyModule } from '@tollgate/api';
-import type * as Grpc from '@grpc/grpc-js';
 import type * as Jose from 'jose';
 import type Protobuf from 'protobufjs';
 import type * as Undici from 'undici';
@@ -22,9 +21,7 @@ function featureModule<T>(specifier: string, feature: string): () => T {
   };
 }
 
-/** gRPC clients: extProc, ext_authz over gRPC, global rate limits. */
-export const grpcModule = featureModule<typeof Grpc>('@grpc/grpc-js', 'a gRPC service (extProc, ext_authz over gRPC, a global rate limit)');
-/** Their messages. */
+/** The messages of the gRPC services (extProc, ext_authz over gRPC, global rate limits), whose calls grpc/channel.ts makes over node:http2. */
 export const protobufModule = featureModule<typeof Protobuf>('protobufjs', 'a gRPC service (extProc, ext_authz over gRPC, a global rate limit)');
 /** JWT verification: jwt and oidc policies. */
 export const joseModule = featureModule<typeof Jose>('jose', 'JWT verification (a jwt or oidc policy)');

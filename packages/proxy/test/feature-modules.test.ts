@@ -85,11 +85,11 @@ describe('libraries of optional features', () => {
     ['a jwt policy with remote keys', 'undici', { jwt: { providers: [{ name: 'corp', issuer: 'https://issuer.test', jwks: { remote: { host: '127.0.0.1:1', path: '/jwks' } } }] } }],
     [
       'a global rate limit',
-      '@grpc/grpc-js',
+      'protobufjs',
       { rateLimit: { global: { service: { host: '127.0.0.1:1' }, domain: 'd', failureMode: 'FailOpen', timeout: '1s', descriptors: [{ unit: 'Requests', entries: [{ name: 'e', expression: 'request.path' }] }] } } },
     ],
-    ['an extProc processor', '@grpc/grpc-js', { extProc: { service: { host: '127.0.0.1:1' }, messageTimeout: '1s' } }],
-    ['an ext_authz gRPC service', '@grpc/grpc-js', { extAuthz: { service: { host: '127.0.0.1:1' }, protocol: 'GRPC' } }],
+    ['an extProc processor', 'protobufjs', { extProc: { service: { host: '127.0.0.1:1' }, messageTimeout: '1s' } }],
+    ['an ext_authz gRPC service', 'protobufjs', { extAuthz: { service: { host: '127.0.0.1:1' }, protocol: 'GRPC' } }],
   ];
   for (const [what, pkg, traffic] of cases) {
     it(`a config with ${what} is refused at load, naming ${pkg}`, async () => {

@@ -14,7 +14,7 @@ const ACTIONS: ReadonlySet<string> = new Set<AppendAction>(['APPEND_IF_EXISTS_OR
 
 export class ExtAuthzGrpcClient extends GrpcChannel {
   constructor(address: string) {
-    super(address, 'external authorization service', { 'grpc.max_receive_message_length': MAX_CHECK_RESPONSE_BYTES });
+    super(address, 'external authorization service', { maxReceiveBytes: MAX_CHECK_RESPONSE_BYTES });
   }
 
   async check(call: ExtAuthzCall, timeoutMs: number): Promise<ExtAuthzAnswer> {

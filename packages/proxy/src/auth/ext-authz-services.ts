@@ -2,10 +2,9 @@
 // gRPC channel or one HTTP connection pool per service address, shared by every policy and
 // every config that names it, connected as soon as a config naming it is compiled, closed when
 // no config in force names it any more (retain, after each apply) and on shutdown. The gRPC
-// module (with gRPC and protobuf) is loaded by the first config that names a gRPC service.
+// module (with protobuf) is loaded by the first config that names a gRPC service.
 import type { ExtAuthzIR, PolicyIR, ProxySnapshot } from '@tollgate/api';
 import type * as GrpcProtocol from './ext-authz-grpc.js';
-import { grpcModule } from '../feature-module.js';
 import { extAuthzProtos } from './ext-authz-proto.js';
 import { ExtAuthzHttpClient } from './ext-authz-http.js';
 
@@ -22,12 +21,11 @@ export class ExtAuthzServices {
 
   /**
    * Starts connecting to the policy's service (a config naming it is being compiled); for a
-   * gRPC service, first loads gRPC and its messages, so a config whose modules cannot be
+   * gRPC service, first loads its messages, so a config whose modules cannot be
    * loaded is refused (TG_MODULE_UNAVAILABLE) instead of failing its requests.
    */
   prepare(ir: ExtAuthzIR): void {
     if (ir.protocol === 'GRPC') {
-      grpcModule();
       extAuthzProtos();
       void this.grpc(ir.service).catch(() => {});
     }

@@ -1,9 +1,8 @@
 // The external processors' channels, made once per process: one gRPC channel per address,
 // shared by every policy and config naming it, connected as soon as a config naming it is
 // compiled, closed when no config in force names it (retain, after each apply) and on
-// shutdown. The gRPC module is loaded by the first config that names a processor.
+// shutdown. The processor's messages (protobuf) are loaded by the first config that names one.
 import type { PolicyIR, ProxySnapshot } from '@tollgate/api';
-import { grpcModule } from '../feature-module.js';
 import { extProcProtos } from './proto.js';
 import type * as Stream from './stream.js';
 
@@ -15,11 +14,10 @@ export class ExtProcServices {
   #closed = false;
 
   /**
-   * Loads gRPC and the processor's messages, for a config naming a processor that is being
+   * Loads the processor's messages, for a config naming a processor that is being
    * compiled: throws TG_MODULE_UNAVAILABLE (the config is refused) when they cannot be loaded.
    */
   load(): void {
-    grpcModule();
     extProcProtos();
   }
 

@@ -2,8 +2,7 @@
 // answer within the policy's messageTimeout. What the processor does wrong ends the stream
 // and fails the message: no answer in time (timeout), a stream it closed or could not open
 // (closed, unavailable), an answer that does not decode or arrives unasked (bad_response).
-import type * as grpc from '@grpc/grpc-js';
-import { GrpcChannel } from '../grpc/channel.js';
+import { GrpcChannel, type GrpcCallError, type GrpcDuplex } from '../grpc/channel.js';
 import { EXT_PROC_BOUNDS } from '@tollgate/api';
 import { decodeProcessingResponse, encodeProcessingRequest, PROCESS_PATH, type ProcessingRequest, type ProcessingResponse } from './proto.js';
 
@@ -29,11 +28,11 @@ export const MAX_PROCESSOR_MESSAGE_BYTES = EXT_PROC_BOUNDS.maxBufferedBytes + 25
 
 export class ExtProcClient extends GrpcChannel {
   constructor(address: string) {
-    super(address, 'external processor', { 'grpc.max_receive_message_length': MAX_PROCESSOR_MESSAGE_BYTES, 'grpc.max_send_message_length': MAX_PROCESSOR_MESSAGE_BYTES });
+    super(address, 'external processor', { maxReceiveBytes: MAX_PROCESSOR_MESSAGE_BYTES, maxSendBytes: MAX_PROCESSOR_MESSAGE_BYTES });
   }
 
   open(timeoutMs: number): ProcessorStream {
-    return new ProcessorStream(this.duplex(PROCESS_PATH, encodeProcessingRequest, decodeProcessingResponse), this.address, timeoutMs);
+    return new ProcessorStream((events) => this.duplex(PROCESS_PATH, encodeProcessingRequest, decodeProcessingResponse, events), this.address, timeoutMs);
   }
 }
 
@@ -43,25 +42,29 @@ interface Waiting {
   readonly timer: NodeJS.Timeout;
 }
 
-const STATUS_REASON: Record<number, FailureReason> = { 4: 'timeout', 14: 'unavailable', 8: 'too_large', 13: 'bad_response' };
+const STATUS_REASON: Record<string, FailureReason> = { DEADLINE_EXCEEDED: 'timeout', UNAVAILABLE: 'unavailable', RESOURCE_EXHAUSTED: 'too_large', INTERNAL: 'bad_response' };
 
 export class ProcessorStream {
   #waiting: Waiting | null = null;
   /** Why the stream ended; every later message fails with it. */
   #ended: ExtProcFailure | null = null;
 
+  readonly #call: GrpcDuplex<ProcessingRequest, ProcessingResponse>;
+
   constructor(
-    private readonly call: grpc.ClientDuplexStream<ProcessingRequest, ProcessingResponse>,
+    open: (events: { message: (res: ProcessingResponse) => void; end: (err: GrpcCallError | null) => void }) => GrpcDuplex<ProcessingRequest, ProcessingResponse>,
     private readonly address: string,
     private readonly timeoutMs: number,
   ) {
-    call.on('data', (res: ProcessingResponse) => {
-      const w = this.#waiting;
-      if (w) return this.#settle(() => w.resolve(res));
-      this.#end(new ExtProcFailure('bad_response', 'the processor sent a message nobody asked for'));
+    this.#call = open({
+      message: (res) => {
+        const w = this.#waiting;
+        if (w) return this.#settle(() => w.resolve(res));
+        this.#end(new ExtProcFailure('bad_response', 'the processor sent a message nobody asked for'));
+      },
+      end: (err) =>
+        this.#end(err ? new ExtProcFailure(STATUS_REASON[err.grpcCode] ?? 'bad_response', `${address}: ${err.detail}`) : new ExtProcFailure('closed', `${address} closed the stream`)),
     });
-    call.on('error', (err: grpc.ServiceError) => this.#end(new ExtProcFailure(STATUS_REASON[err.code] ?? 'bad_response', `${address}: ${err.details || err.message}`)));
-    call.on('end', () => this.#end(new ExtProcFailure('closed', `${address} closed the stream`)));
   }
 
   /** Sends one message and resolves with its answer; rejects with ExtProcFailure. */
@@ -71,7 +74,7 @@ export class ProcessorStream {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => this.#end(new ExtProcFailure('timeout', `${this.address} did not answer within ${this.timeoutMs}ms`)), this.timeoutMs);
       this.#waiting = { resolve, reject, timer };
-      this.call.write(req);
+      this.#call.write(req);
     });
   }
 
@@ -84,7 +87,7 @@ export class ProcessorStream {
   #end(failure: ExtProcFailure): void {
     if (!this.#ended) {
       this.#ended = failure;
-      this.call.cancel();
+      this.#call.cancel();
     }
     const w = this.#waiting;
     if (w) this.#settle(() => w.reject(failure));
@@ -94,8 +97,8 @@ export class ProcessorStream {
   close(): void {
     if (this.#ended) return;
     this.#ended = new ExtProcFailure('closed', 'the request ended');
-    this.call.end();
-    this.call.cancel();
+    this.#call.end();
+    this.#call.cancel();
     const w = this.#waiting;
     if (w) this.#settle(() => w.reject(this.#ended!));
   }
