@@ -61,6 +61,9 @@ export class RouteIndex<T> {
   #run: RouteCell<T>[] = [];
   #added: RouteCell<T>[] = [];
   #renumber = false;
+  /** A route object listed twice, in this update and in the last: each update then rebuilds (rare; kept simple). */
+  #twice = false;
+  #listedTwice = false;
 
   constructor(readonly hostname: string | null) {}
 
@@ -72,6 +75,7 @@ export class RouteIndex<T> {
   /** Starts an update; then place() each route of the listener in order, then finish(). */
   begin(): number {
     this.#reset();
+    this.#renumber = this.#listedTwice;
     return ++this.#epoch;
   }
 
@@ -84,6 +88,7 @@ export class RouteIndex<T> {
     this.#run = [];
     this.#added = [];
     this.#renumber = false;
+    this.#twice = false;
   }
 
   /**
@@ -100,7 +105,7 @@ export class RouteIndex<T> {
       this.#keep(cell);
     } else {
       // New, or the same object listed twice: two routes for the index, told apart by renumbering.
-      if (cell !== undefined) this.#renumber = true;
+      if (cell !== undefined) this.#renumber = this.#twice = true;
       cell = new RouteCell(ir, cell?.hosts ?? effectiveHostnames(this.hostname, ir.hostnames), matches, value);
       if (!this.#cells.has(ir)) this.#cells.set(ir, cell);
       this.#run.push(cell);
@@ -127,6 +132,7 @@ export class RouteIndex<T> {
       for (const cell of this.#added) this.#place(cell);
     }
     this.#order = sequence;
+    this.#listedTwice = this.#twice;
     this.#reset();
   }
 

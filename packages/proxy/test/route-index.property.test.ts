@@ -1,0 +1,232 @@
+// Differential property: a listener's route index updated in place, snapshot after snapshot
+// (routes added, edited, removed, moved between listeners and hosts, reordered, listed twice,
+// a listener's hostname changed, an apply abandoned), answers every probe request exactly as an
+// index built from scratch over the same routes, and holds exactly as much as that index.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { toMatches, type HTTPRouteMatch, type ListenerIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { compileSnapshot, routesServing, selectRoute, type CompiledListener, type CompiledSnapshot } from '../src/routing/compile.js';
+import { standalonePickerDeps } from '../src/routing/backend-picker.js';
+import { LimiterStore } from '../src/ratelimit/local/limiter.js';
+import { systemClock } from '../src/ratelimit/clock.js';
+
+const LISTENER_HOSTS = [null, '*.example.com', 'a.example.com', '*.a.example.com'];
+const ROUTE_HOSTS = ['a.example.com', '*.example.com', 'b.a.example.com', '*.a.example.com', 'other.org'];
+const PREFIXES = ['/', '/a', '/a/', '/a/b', '/ab', '/a/b/c'];
+const EXACTS = ['/a', '/a/b', '/'];
+const REQ_HOSTS = ['a.example.com', 'b.a.example.com', 'c.example.com', 'x.b.a.example.com', 'other.org'];
+const REQ_PATHS = ['/', '/a', '/a/', '/a/b', '/a/b/c', '/ab', '/abc', '/a/bc'];
+const REQ_VARIANTS = [
+  { method: 'GET', headers: {}, query: '' },
+  { method: 'POST', headers: { 'x-a': '1' }, query: '' },
+  { method: 'GET', headers: { 'x-a': '1', 'x-b': '2' }, query: 'q=1' },
+];
+
+const arbMatch: fc.Arbitrary<HTTPRouteMatch> = fc.record(
+  {
+    path: fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom(...PREFIXES).map((value) => ({ type: 'PathPrefix' as const, value })) },
+      { weight: 2, arbitrary: fc.constantFrom(...EXACTS).map((value) => ({ type: 'Exact' as const, value })) },
+      { weight: 1, arbitrary: fc.constant({ type: 'RegularExpression' as const, value: '/a/.*' }) },
+    ),
+    method: fc.constantFrom('GET', 'POST'),
+    headers: fc.subarray([{ name: 'x-a', value: '1' }, { name: 'x-b', value: '2' }]),
+    queryParams: fc.subarray([{ name: 'q', value: '1' }]),
+  },
+  { requiredKeys: ['path'] },
+);
+// Small pools: many routes share a host and a path, so ties fall to the routes' order.
+const arbRouteSpec = fc.record({ hostnames: fc.subarray(ROUTE_HOSTS, { maxLength: 2 }), matches: fc.array(arbMatch, { maxLength: 3 }) });
+type RouteSpec = { hostnames: string[]; matches: HTTPRouteMatch[] };
+
+const arbOp = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('add' as const), at: fc.nat(), listener: fc.nat(), spec: arbRouteSpec }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('edit' as const), at: fc.nat(), listener: fc.nat(), spec: arbRouteSpec }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('remove' as const), at: fc.nat(), listener: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('move' as const), at: fc.nat(), listener: fc.nat(), to: fc.nat(), where: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('swap' as const), at: fc.nat(), listener: fc.nat(), other: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('twice' as const), at: fc.nat(), listener: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('rehost' as const), listener: fc.nat(), host: fc.constantFrom(...LISTENER_HOSTS) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('abandon' as const), spec: arbRouteSpec }) },
+);
+type Op = typeof arbOp extends fc.Arbitrary<infer T> ? T : never;
+
+let serial = 0;
+function route(spec: RouteSpec, name = `r${serial++}`): RouteIR {
+  return {
+    name,
+    origin: { kind: 'config', path: name },
+    hostnames: spec.hostnames,
+    matches: toMatches(spec.matches),
+    filters: [],
+    policy: null,
+    backends: [],
+    timeouts: { requestMs: null, backendRequestMs: null },
+  };
+}
+
+interface ListenerModel {
+  name: string;
+  hostname: string | null;
+  routes: RouteIR[];
+}
+
+function snapshot(listeners: readonly ListenerModel[]): ProxySnapshot {
+  const irs: ListenerIR[] = listeners.map((l) => ({ name: l.name, protocol: 'HTTP', hostname: l.hostname, policy: null, routes: [...l.routes] }));
+  return { version: 't', source: { kind: 'file', path: 't' }, binds: [{ port: 1, address: '127.0.0.1', listeners: irs }] };
+}
+
+/** Applies one change to the model (in place); positions wrap around the lists. */
+function apply(model: ListenerModel[], op: Exclude<Op, { kind: 'abandon' }>): void {
+  const l = model[op.listener % model.length]!;
+  const at = (n: number, extra = 0): number => n % (l.routes.length + extra);
+  switch (op.kind) {
+    case 'add':
+      l.routes.splice(at(op.at, 1), 0, route(op.spec));
+      return;
+    case 'rehost':
+      l.hostname = op.host;
+      return;
+  }
+  if (!l.routes.length) return;
+  const i = at(op.at);
+  switch (op.kind) {
+    case 'edit':
+      // A changed route is a new object under the same name, as the translator and the decoder make it.
+      l.routes[i] = route(op.spec, l.routes[i]!.name);
+      return;
+    case 'remove':
+      l.routes.splice(i, 1);
+      return;
+    case 'move': {
+      const [moved] = l.routes.splice(i, 1);
+      const to = model[op.to % model.length]!;
+      to.routes.splice(op.where % (to.routes.length + 1), 0, moved!);
+      return;
+    }
+    case 'swap': {
+      const j = at(op.other);
+      [l.routes[i], l.routes[j]] = [l.routes[j]!, l.routes[i]!];
+      return;
+    }
+    case 'twice':
+      l.routes.splice(i, 0, l.routes[i]!);
+      return;
+  }
+}
+
+const deps = () => ({ limiters: new LimiterStore(systemClock, { maxKeys: 100 }), makeGlobal: null, picking: standalonePickerDeps() });
+
+function listenersOf(c: CompiledSnapshot): Map<string, CompiledListener> {
+  return new Map(c.binds.get(1)!.listeners.values().map((l) => [l.ir.name, l]));
+}
+
+/** Every probe answers alike on both; `own` (when given) must be the listener whose compiled routes `got` returns. */
+function expectSameAnswers(got: CompiledSnapshot, want: CompiledSnapshot): void {
+  const wanted = listenersOf(want);
+  for (const [name, listener] of listenersOf(got)) {
+    const scratch = wanted.get(name)!;
+    for (const host of REQ_HOSTS) {
+      expect(routesServing(listener, host)).toEqual(routesServing(scratch, host));
+      for (const path of REQ_PATHS) {
+        for (const v of REQ_VARIANTS) {
+          const req = { ...v, path };
+          const a = selectRoute(listener, host, req);
+          const b = selectRoute(scratch, host, req);
+          expect({ route: a?.route.ir, matched: a?.matched }).toEqual({ route: b?.route.ir, matched: b?.matched });
+          // The route served is this snapshot's compiled route, not one left from an earlier apply.
+          if (a) expect(a.route.listener).toBe(listener);
+        }
+      }
+    }
+  }
+}
+
+function expectSameSize(got: CompiledSnapshot, want: CompiledSnapshot): void {
+  const wanted = listenersOf(want);
+  for (const [name, listener] of listenersOf(got)) expect(listener.routes.index.size()).toEqual(wanted.get(name)!.routes.index.size());
+}
+
+describe('route index updated in place (differential property)', () => {
+  it('answers every probe as an index built from scratch, after any sequence of changes', () => {
+    fc.assert(
+      fc.property(fc.array(arbRouteSpec, { maxLength: 6 }), fc.array(arbOp, { minLength: 1, maxLength: 20 }), (initial, ops) => {
+        const model: ListenerModel[] = [
+          { name: 'any', hostname: null, routes: initial.map((s) => route(s)) },
+          { name: 'wild', hostname: '*.example.com', routes: [] },
+          { name: 'exact', hostname: 'a.example.com', routes: [] },
+        ];
+        const d = deps();
+        let serving = compileSnapshot(snapshot(model), d);
+        for (const op of ops) {
+          if (op.kind === 'abandon') {
+            // An apply compiled from the serving snapshot and then refused: the next compile starts from the serving one again.
+            const tried = model.map((l) => ({ ...l, routes: [route(op.spec), ...l.routes] }));
+            compileSnapshot(snapshot(tried), { ...d, previous: serving });
+            expectSameAnswers(serving, compileSnapshot(snapshot(model)));
+            continue;
+          }
+          const before = serving;
+          const beforeScratch = compileSnapshot(before.ir);
+          apply(model, op);
+          serving = compileSnapshot(snapshot(model), { ...d, previous: before });
+          const scratch = compileSnapshot(snapshot(model));
+          expectSameAnswers(serving, scratch);
+          expectSameSize(serving, scratch);
+          // The snapshot it replaced still answers as it did (it serves until the switch, and after a refused one).
+          expectSameAnswers(before, beforeScratch);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('holds what a build from scratch holds after many routes came and left', () => {
+    const d = deps();
+    const spec = (i: number): RouteSpec => ({
+      hostnames: [i % 3 ? `h${i % 7}.example.com` : '*.example.com'],
+      matches: [{ path: { type: 'PathPrefix', value: `/t${i}/v1` } }, { path: { type: 'Exact', value: `/x${i % 5}` }, headers: [{ name: 'x-a', value: String(i) }] }, { path: { type: 'RegularExpression', value: `/r${i}/.*` } }],
+    });
+    const model: ListenerModel[] = [{ name: 'any', hostname: null, routes: Array.from({ length: 20 }, (_, i) => route(spec(i), `base${i}`)) }];
+    const start = compileSnapshot(snapshot(model));
+    let serving = compileSnapshot(snapshot(model), d);
+    const l = model[0]!;
+    const added: RouteIR[] = [];
+    for (let round = 0; round < 300; round++) {
+      // Five routes come (anywhere), then the five added longest ago leave.
+      for (let k = 0; k < 5; k++) {
+        const r = route(spec(1000 + round * 5 + k));
+        added.push(r);
+        l.routes.splice((round * 7 + k * 3) % (l.routes.length + 1), 0, r);
+      }
+      serving = compileSnapshot(snapshot(model), { ...d, previous: serving });
+      const leaving = new Set(added.splice(0, added.length > 10 ? 5 : 0));
+      l.routes = l.routes.filter((r) => !leaving.has(r));
+      serving = compileSnapshot(snapshot(model), { ...d, previous: serving });
+      expectSameSize(serving, compileSnapshot(snapshot(model)));
+    }
+    l.routes = l.routes.filter((r) => !added.includes(r));
+    serving = compileSnapshot(snapshot(model), { ...d, previous: serving });
+    expectSameSize(serving, compileSnapshot(snapshot(model)));
+    expectSameSize(serving, start);
+    expectSameAnswers(serving, start);
+  });
+
+  it('renumbers when routes added at one place leave no number between their neighbours', () => {
+    const d = deps();
+    const tie = { hostnames: ['a.example.com'], matches: [{ path: { type: 'PathPrefix' as const, value: '/a' } }] };
+    const model: ListenerModel[] = [{ name: 'any', hostname: null, routes: [route(tie), route(tie)] }];
+    let serving = compileSnapshot(snapshot(model), d);
+    // Each new route goes right after the first: between it and the last one added, halving the room each time.
+    for (let i = 0; i < 80; i++) {
+      model[0]!.routes.splice(1, 0, route(tie));
+      serving = compileSnapshot(snapshot(model), { ...d, previous: serving });
+      const hit = selectRoute(listenersOf(serving).get('any')!, 'a.example.com', { method: 'GET', path: '/a', query: '', headers: {} });
+      expect(hit?.route.ir).toBe(model[0]!.routes[0]);
+    }
+    // The first route wins the tie; take it away and the one added last (now first) must win.
+    model[0]!.routes.shift();
+    serving = compileSnapshot(snapshot(model), { ...d, previous: serving });
+    expectSameAnswers(serving, compileSnapshot(snapshot(model)));
+  });
+});
