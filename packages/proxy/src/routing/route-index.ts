@@ -61,8 +61,7 @@ export class RouteIndex<T> {
   #run: RouteCell<T>[] = [];
   #added: RouteCell<T>[] = [];
   #renumber = false;
-  /** A route object listed twice, in this update and in the last: each update then rebuilds (rare; kept simple). */
-  #twice = false;
+  /** The list holds a route object twice: each update rebuilds while it does (rare; kept simple). */
   #listedTwice = false;
 
   constructor(readonly hostname: string | null) {}
@@ -88,7 +87,6 @@ export class RouteIndex<T> {
     this.#run = [];
     this.#added = [];
     this.#renumber = false;
-    this.#twice = false;
   }
 
   /**
@@ -105,7 +103,7 @@ export class RouteIndex<T> {
       this.#keep(cell);
     } else {
       // New, or the same object listed twice: two routes for the index, told apart by renumbering.
-      if (cell !== undefined) this.#renumber = this.#twice = true;
+      if (cell !== undefined) this.#renumber = true;
       cell = new RouteCell(ir, cell?.hosts ?? effectiveHostnames(this.hostname, ir.hostnames), matches, value);
       if (!this.#cells.has(ir)) this.#cells.set(ir, cell);
       this.#run.push(cell);
@@ -132,7 +130,8 @@ export class RouteIndex<T> {
       for (const cell of this.#added) this.#place(cell);
     }
     this.#order = sequence;
-    this.#listedTwice = this.#twice;
+    // Only a rebuild lists an object twice, and it maps each object once.
+    this.#listedTwice = this.#cells.size < sequence.length;
     this.#reset();
   }
 
