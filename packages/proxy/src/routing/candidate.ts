@@ -84,6 +84,11 @@ export function compileCandidate<R>(route: R, m: CompiledMatch, order: number, r
   return { route, order, rank, match: m.match, test: m.test, regex: m.regex, prefix: m.prefix };
 }
 
+/** Config order: the route's place among its listener's routes, then the match's in the route. */
+export function comparePlace<R>(a: Candidate<R>, b: Candidate<R>): number {
+  return a.order - b.order || a.rank - b.rank;
+}
+
 /**
  * Gateway API precedence among matches of equal path rank: a method match first, then more
  * header matches, then more query parameter matches, then config order.
@@ -93,7 +98,6 @@ export function compareCandidates<R>(a: Candidate<R>, b: Candidate<R>): number {
     Number(b.match.method !== null) - Number(a.match.method !== null) ||
     b.match.headers.length - a.match.headers.length ||
     b.match.queryParams.length - a.match.queryParams.length ||
-    a.order - b.order ||
-    a.rank - b.rank
+    comparePlace(a, b)
   );
 }

@@ -9,7 +9,7 @@
 // Every bucket is kept in precedence order as candidates come and go (a binary search, then an
 // insert or a removal), so a change to one route touches only that route's buckets; a bucket or
 // trie node left empty is dropped, so the index holds what a build from scratch would hold.
-import { compareCandidates, prefixSegments, type Candidate } from './candidate.js';
+import { compareCandidates, comparePlace, prefixSegments, type Candidate } from './candidate.js';
 
 class PrefixNode<R> {
   readonly children = new Map<string, PrefixNode<R>>();
@@ -117,15 +117,31 @@ export class PathIndex<R> {
     return { keys: this.#exact.size + this.#regex.length + nodes, candidates: this.#count };
   }
 
-  /** Every candidate: exact paths, regular expressions, then prefixes from the longest (for traces). */
+  /**
+   * Every candidate (for traces): exact paths, regular expressions, then prefixes from the
+   * longest. Paths and trie branches come in the order of their first route in the config,
+   * whatever order the routes were added in, so an index updated in place lists what one built
+   * from scratch lists.
+   */
   all(): Candidate<R>[] {
+    const earliest = (list: readonly Candidate<R>[]): Candidate<R> | undefined => list.reduce<Candidate<R> | undefined>((m, c) => (m && comparePlace(m, c) <= 0 ? m : c), undefined);
+    const byFirst = <T>(items: T[], first: (t: T) => Candidate<R> | undefined): T[] => items.sort((a, b) => comparePlace(first(a)!, first(b)!));
+    // The earliest candidate under each trie node (pruning leaves none without one).
+    const least = new Map<PrefixNode<R>, Candidate<R> | undefined>();
+    const under = (node: PrefixNode<R>): Candidate<R> | undefined => {
+      const own = [...node.children.values()].map(under);
+      const m = earliest([...node.candidates, ...own.filter((c) => c !== undefined)]);
+      least.set(node, m);
+      return m;
+    };
+    under(this.#root);
     const prefixes: Candidate<R>[][] = [];
     const walk = (node: PrefixNode<R>, depth: number): void => {
       (prefixes[depth] ??= []).push(...node.candidates);
-      for (const child of node.children.values()) walk(child, depth + 1);
+      for (const child of byFirst([...node.children.values()], (n) => least.get(n))) walk(child, depth + 1);
     };
     walk(this.#root, 0);
-    return [...[...this.#exact.values()].flat(), ...this.#regex, ...prefixes.reverse().flat()];
+    return [...byFirst([...this.#exact.values()], earliest).flat(), ...this.#regex, ...prefixes.reverse().flat()];
   }
 
   /**
