@@ -217,12 +217,16 @@ describe('route index updated in place (differential property)', () => {
     const tie = { hostnames: ['a.example.com'], matches: [{ path: { type: 'PathPrefix' as const, value: '/a' } }] };
     const model: ListenerModel[] = [{ name: 'any', hostname: null, routes: [route(tie), route(tie)] }];
     let serving = compileSnapshot(snapshot(model), d);
-    // Each new route goes right after the first: between it and the last one added, halving the room each time.
-    for (let i = 0; i < 80; i++) {
-      model[0]!.routes.splice(1, 0, route(tie));
+    // Each new route goes right after the first (between it and the last one added), then right
+    // before the last: halving the room each time, towards the lower and towards the higher neighbour.
+    for (let i = 0; i < 160; i++) {
+      const routes = model[0]!.routes;
+      routes.splice(i < 80 ? 1 : routes.length - 1, 0, route(tie));
       serving = compileSnapshot(snapshot(model), { ...d, previous: serving });
       const hit = selectRoute(listenersOf(serving).get('any')!, 'a.example.com', { method: 'GET', path: '/a', query: '', headers: {} });
       expect(hit?.route.ir).toBe(model[0]!.routes[0]);
+      // The tied routes in config order (what a trace of the host lists), as a build from scratch has them.
+      expectSameAnswers(serving, compileSnapshot(snapshot(model)));
     }
     // The first route wins the tie; take it away and the one added last (now first) must win.
     model[0]!.routes.shift();
