@@ -103,9 +103,13 @@ export class RouteIndex<T> {
       this.#keep(cell);
     } else {
       // New, or the same object listed twice: two routes for the index, told apart by renumbering.
-      if (cell !== undefined) this.#renumber = true;
-      cell = new RouteCell(ir, cell?.hosts ?? effectiveHostnames(this.hostname, ir.hostnames), matches, value);
-      if (!this.#cells.has(ir)) this.#cells.set(ir, cell);
+      if (cell !== undefined) {
+        this.#renumber = true;
+        cell = new RouteCell(ir, cell.hosts, matches, value);
+      } else {
+        cell = new RouteCell(ir, effectiveHostnames(this.hostname, ir.hostnames), matches, value);
+        this.#cells.set(ir, cell);
+      }
       this.#run.push(cell);
     }
     cell.seen = this.#epoch;
