@@ -172,14 +172,15 @@ describe('route index updated in place (differential property)', () => {
           expect(answers(before)).toEqual(answers(beforeScratch));
         }
       }),
-      { numRuns: 60 },
+      { numRuns: 150 },
     );
   });
 
   it('holds what a build from scratch holds after many routes came and left', () => {
     const d = deps();
     const spec = (i: number): RouteSpec => ({
-      hostnames: [i % 3 ? `h${i % 7}.example.com` : '*.example.com'],
+      // Shared hosts, and each route's own (its host entry must go when it does).
+      hostnames: [i % 3 ? `h${i % 7}.example.com` : '*.example.com', `own${i}.example.com`],
       matches: [{ path: { type: 'PathPrefix', value: `/t${i}/v1` } }, { path: { type: 'Exact', value: `/x${i % 5}` }, headers: [{ name: 'x-a', value: String(i) }] }, { path: { type: 'RegularExpression', value: `/r${i}/.*` } }],
     });
     const model: ListenerModel[] = [{ name: 'any', hostname: null, routes: Array.from({ length: 20 }, (_, i) => route(spec(i), `base${i}`)) }];
