@@ -208,6 +208,19 @@ describe('route index updated in place (differential property)', () => {
     expect(answers(serving)).toEqual(answers(start));
   });
 
+  it('lists a host\'s routes for traces as a build from scratch does, whatever order they came in', () => {
+    const d = deps();
+    const model: ListenerModel[] = [{ name: 'any', hostname: null, routes: [] }];
+    let serving = compileSnapshot(snapshot(model), d);
+    // Each goes in front of the last: exact paths and trie branches made in the reverse of config order.
+    for (const m of [{ path: { type: 'PathPrefix' as const, value: '/ab' } }, { path: { type: 'PathPrefix' as const, value: '/a' } }, { path: { type: 'Exact' as const, value: '/a/b' } }, { path: { type: 'Exact' as const, value: '/a' } }]) {
+      model[0]!.routes.unshift(route({ hostnames: [], matches: [m] }));
+      serving = compileSnapshot(snapshot(model), { ...d, previous: serving });
+    }
+    expect(routesServing(listenersOf(serving).get('any')!, 'a.example.com')).toEqual(model[0]!.routes.map((r) => r.name));
+    expect(answers(serving)).toEqual(answers(compileSnapshot(snapshot(model))));
+  });
+
   it('renumbers when routes added at one place leave no number between their neighbours', () => {
     const d = deps();
     const tie = { hostnames: ['a.example.com'], matches: [{ path: { type: 'PathPrefix' as const, value: '/a' } }] };
