@@ -4,24 +4,26 @@
 // What the index holds for a route depends only on the route object (its hostnames and
 // matches), the listener's hostname and the route's place among the listener's routes (the
 // last tie-breaker). Route objects are immutable and a snapshot keeps the objects of unchanged
-// routes, so an apply walks the new route list once matching objects (a map lookup each), takes
-// out the candidates of the routes that left, and puts in those of the routes that came: the
-// buckets of an unchanged route are not touched. A route's place is a number, not a position:
+// routes, so an apply walks the new route list once against the last one (by position; a map
+// lookup where they part), takes out the candidates of the routes that left, and puts in those of
+// the routes that came: the buckets of an unchanged route are not touched. A route's place is a number, not a position:
 // one added between two others takes a number between theirs, so nothing after it is renumbered.
 // Whatever the incremental path cannot express (routes reordered, the same route twice, no
 // number left between two neighbours) rebuilds the listener's index from scratch.
 //
 // The index is shared by the snapshot it was last updated for and is changed in place by the
 // next compile, so each snapshot holds a view stamped with the index's epoch; a view whose
-// epoch has passed (the snapshot still serving while its successor is compiled, or kept after
-// that successor was refused) builds a private index of its own routes on first use.
+// epoch has passed (the snapshot kept after its successor was refused, or a request that reaches
+// route selection after its snapshot was replaced, having waited on a Gateway-level global
+// limit) builds a private index of its own routes on first use: once per listener, never more
+// work than the rebuild every apply used to do.
 import type { RouteIR } from '@tollgate/api';
 import { compileCandidate, type Candidate, type CompiledMatch } from './candidate.js';
 import { HostTable } from './host-table.js';
 import { effectiveHostnames } from './hostname.js';
 import { PathIndex, type IndexSize } from './path-index.js';
 
-/** Spacing of route numbers when a listener is numbered afresh: room for about 40 insertions at one place. */
+/** Spacing of route numbers when a listener is numbered afresh: room for about 50 insertions at one place. */
 const STEP = 1024;
 
 /** One route of the listener as the index holds it; `value` is the compiled route of the latest snapshot. */
