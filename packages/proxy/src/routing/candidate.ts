@@ -44,8 +44,13 @@ export interface CompiledMatch {
 
 export interface Candidate<R> extends CompiledMatch {
   readonly route: R;
-  /** Position of the route (then the match) in the config: the last tie-breaker. */
+  /**
+   * The route's place among its listener's routes (any increasing numbers: only their order
+   * counts, so a route added between two others takes a number between theirs), then the
+   * match's position in the route: the last tie-breakers.
+   */
   readonly order: number;
+  readonly rank: number;
 }
 
 export function compileMatch(match: RouteMatchIR, limits: RegexLimits): CompiledMatch {
@@ -75,8 +80,13 @@ export function prefixSegments(value: string): string[] {
   return trimmed ? trimmed.slice(1).split('/') : [];
 }
 
-export function compileCandidate<R>(route: R, m: CompiledMatch, order: number): Candidate<R> {
-  return { route, order, match: m.match, test: m.test, regex: m.regex, prefix: m.prefix };
+export function compileCandidate<R>(route: R, m: CompiledMatch, order: number, rank: number): Candidate<R> {
+  return { route, order, rank, match: m.match, test: m.test, regex: m.regex, prefix: m.prefix };
+}
+
+/** Config order: the route's place among its listener's routes, then the match's in the route. */
+export function comparePlace<R>(a: Candidate<R>, b: Candidate<R>): number {
+  return a.order - b.order || a.rank - b.rank;
 }
 
 /**
@@ -88,6 +98,6 @@ export function compareCandidates<R>(a: Candidate<R>, b: Candidate<R>): number {
     Number(b.match.method !== null) - Number(a.match.method !== null) ||
     b.match.headers.length - a.match.headers.length ||
     b.match.queryParams.length - a.match.queryParams.length ||
-    a.order - b.order
+    comparePlace(a, b)
   );
 }

@@ -6,15 +6,15 @@
 // of them are the same objects (the decoder keeps the routes it already had). What a route
 // compiles to by itself (its backend pickers, filters and compiled matches: RouteParts) is
 // kept by route object from the snapshot serving now, so an apply that changed one route of
-// thousands builds one route's parts; the indexes, which depend on every route, are rebuilt.
+// thousands builds one route's parts; each listener's route index is the serving snapshot's,
+// updated in place for the routes that came and left (route-index.ts).
 // Only the serving snapshot's parts are reused: their pickers hold endpoints that snapshot
 // keeps alive, and nothing outlives the next apply.
 import { DEFAULT_LIMITS, type BackendIR, type BindIR, type EvaluationLimits, type ExtraCredentials, type ExtProcIR, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type ProxySnapshot, type RetryIR, type RouteIR } from '@tollgate/api';
 import { backendPicker, routeUpstreamNames, standalonePickerDeps, type BackendPicker, type PickerDeps } from './backend-picker.js';
-import { compileCandidate, compileMatch, type Candidate, type CompiledMatch, type RouteRequest } from './candidate.js';
+import { compileMatch, type Candidate, type CompiledMatch, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
-import { effectiveHostnames } from './hostname.js';
-import { PathIndex } from './path-index.js';
+import { RouteIndex, RouteView, type RouteCell } from './route-index.js';
 import { compileGatewayPolicy, compilePolicy, gatewayPolicyScope, type CompiledPolicy, type GlobalFactory } from '../ratelimit/policy.js';
 import type { LimiterStore } from '../ratelimit/local/limiter.js';
 import { compileBindTls, TlsContextCache, type BindTls } from './tls-contexts.js';
@@ -136,7 +136,7 @@ export interface CompiledListener {
   readonly policy: CompiledPolicy | null;
   /** Its limits that read the consumer: evaluated after authentication, before the route's. */
   readonly afterAuth: CompiledPolicy | null;
-  readonly routes: HostTable<PathIndex<CompiledRoute>>;
+  readonly routes: RouteView<CompiledRoute>;
 }
 
 export interface CompiledBind {
@@ -157,6 +157,8 @@ export interface CompiledSnapshot {
   readonly routeNames: ReadonlySet<string>;
   /** Each route's parts, by route object (the next compile reuses them). */
   readonly parts: ReadonlyMap<RouteIR, RouteParts>;
+  /** Each listener's routes by listenerKey(): the next compile updates the indexes still current. */
+  readonly indexes: ReadonlyMap<string, RouteView<CompiledRoute>>;
   /** Headers and query parameters its policies read credentials from, beyond the fixed list: traces and /debug/tasks redact them. */
   readonly credentials: ExtraCredentials;
 }
@@ -177,7 +179,8 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   // Parts compiled under other bounds (a reload that changed config.regex) are compiled again.
   const previous = deps?.previous;
   const kept = previous && JSON.stringify(previous.ir.limits ?? DEFAULT_LIMITS) === JSON.stringify(limits) ? previous.parts : undefined;
-  let order = 0;
+  const indexes = new Map<string, RouteView<CompiledRoute>>();
+  const matchesOf = (r: RouteIR): readonly CompiledMatch[] => parts.get(r)!.matches;
   const picking = deps?.picking ?? standalonePickerDeps();
   const tlsContexts = deps?.tlsContexts ?? new TlsContextCache();
   for (const bind of ir.binds) {
@@ -188,12 +191,17 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
       const gateway = deps ? compileGatewayPolicy(gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal, limits, transforms) : null;
       const listenerPolicy = gateway?.beforeRouting ?? null;
       const afterAuth = gateway?.afterAuth ?? null;
-      const listener: CompiledListener = { ir: l, bind, routes: new HostTable(), policy: listenerPolicy, afterAuth };
+      // The serving snapshot's index of this listener, unless its matches were compiled under other bounds.
+      const key = listenerKey(bind, l);
+      const before = kept && !indexes.has(key) ? previous?.indexes.get(key) : undefined;
+      const index = before?.current ? before.shared : new RouteIndex<CompiledRoute>(l.hostname);
+      const values: CompiledRoute[] = [];
+      const view = new RouteView(index, index.begin(), values, matchesOf);
+      indexes.set(key, view);
+      const listener: CompiledListener = { ir: l, bind, routes: view, policy: listenerPolicy, afterAuth };
       listeners.upsert(l.hostname, () => listener);
       for (const r of l.routes) {
-        const hosts = effectiveHostnames(l.hostname, r.hostnames);
         const routePolicy = deps ? compilePolicy('route', r.name, r.policy, deps.limiters, deps.makeGlobal, limits) : null;
-        if (!hosts.length) detached.push(r.name);
         let own = parts.get(r) ?? kept?.get(r);
         if (!own) own = compileRouteParts(r, picking, limits);
         parts.set(r, own);
@@ -214,18 +222,19 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
           ...browserPolicies(l, r),
           extProc: r.policy?.extProc ?? l.policy?.extProc ?? null,
         };
-        const base = order;
-        order += r.matches.length;
-        for (const h of hosts) {
-          const index = listener.routes.upsert(h, () => new PathIndex());
-          own.matches.forEach((m, i) => index.add(compileCandidate(route, m, base + i)));
-        }
+        values.push(route);
+        if (!index.place(r, own.matches, route).length) detached.push(r.name);
       }
-      for (const index of listener.routes.values()) index.seal();
+      index.finish();
     }
     binds.set(bind.port, { ir: bind, listeners, tls: compileBindTls(bind, tlsContexts) });
   }
-  return { ir, binds, detached, upstreams, routeNames, parts, credentials: credentialNames(ir) };
+  return { ir, binds, detached, upstreams, routeNames, parts, indexes, credentials: credentialNames(ir) };
+}
+
+/** A listener as the next snapshot finds its index: a listener whose hostname changed starts a new one. */
+function listenerKey(bind: BindIR, l: ListenerIR): string {
+  return JSON.stringify([bind.address, bind.port, l.name, l.hostname]);
 }
 
 /**
@@ -244,12 +253,7 @@ function browserPolicies(l: ListenerIR, r: RouteIR): Pick<CompiledRoute, 'cors' 
 
 /** Names of the routes serving `host` on a listener, most specific host first (for traces of a 404). */
 export function routesServing(listener: CompiledListener, host: string): string[] {
-  const names = new Set<string>();
-  listener.routes.find(host, (index) => {
-    for (const c of index.all()) names.add(c.route.ir.name);
-    return null;
-  });
-  return [...names];
+  return [...new Set(listener.routes.index.serving(host).map((c) => c.route.ir.name))];
 }
 
 /**
@@ -260,10 +264,10 @@ export function routesServing(listener: CompiledListener, host: string): string[
 export function selectRoute(listener: CompiledListener, host: string, req: RouteRequest, evaluated?: string[]): RouteHit | null {
   let params: URLSearchParams | undefined;
   const query = () => (params ??= new URLSearchParams(req.query));
-  const accept = (c: Candidate<CompiledRoute>): boolean => {
+  const accept = (c: Candidate<RouteCell<CompiledRoute>>): boolean => {
     if (evaluated && evaluated[evaluated.length - 1] !== c.route.ir.name) evaluated.push(c.route.ir.name);
     return c.test(req, query);
   };
-  const hit = listener.routes.find(host, (index) => index.find(req.path, accept));
-  return hit ? { route: hit.route, matched: hit.match.path } : null;
+  const hit = listener.routes.index.find(host, req.path, accept);
+  return hit ? { route: hit.route.value, matched: hit.match.path } : null;
 }

@@ -18,6 +18,22 @@ export class HostTable<T> {
     return v;
   }
 
+  /** The value kept for a hostname (null: any host), if any. */
+  get(hostname: string | null): T | undefined {
+    if (hostname === null) return this.#any;
+    return isWildcard(hostname) ? this.#wildcard.get(wildcardSuffix(hostname)) : this.#exact.get(hostname);
+  }
+
+  delete(hostname: string | null): void {
+    if (hostname === null) this.#any = undefined;
+    else if (isWildcard(hostname)) this.#wildcard.delete(wildcardSuffix(hostname));
+    else this.#exact.delete(hostname);
+  }
+
+  get size(): number {
+    return this.#exact.size + this.#wildcard.size + (this.#any === undefined ? 0 : 1);
+  }
+
   /**
    * The first value serving `host`, most specific first, for which `accept` returns a result
    * (plain loops, no generator: this runs on every request).

@@ -5,26 +5,64 @@
 //
 // Rank, as the Gateway API orders it: Exact, then the longest prefix. Regular expressions
 // are ranked between the two (exact > regex > prefix), as most implementations do.
-import { compareCandidates, prefixSegments, type Candidate } from './candidate.js';
+//
+// Every bucket is kept in precedence order as candidates come and go (a binary search, then an
+// insert or a removal), so a change to one route touches only that route's buckets; a bucket or
+// trie node left empty is dropped, so the index holds what a build from scratch would hold.
+import { compareCandidates, comparePlace, prefixSegments, type Candidate } from './candidate.js';
 
 class PrefixNode<R> {
   readonly children = new Map<string, PrefixNode<R>>();
-  candidates: Candidate<R>[] = [];
+  readonly candidates: Candidate<R>[] = [];
+}
+
+/** What an index holds, for checks that churn leaves no residue. */
+export interface IndexSize {
+  /** Exact paths, trie nodes (the root included) and regular expression entries. */
+  readonly keys: number;
+  readonly candidates: number;
+}
+
+/** After the last candidate that ranks before or with `c`. */
+function insertSorted<R>(list: Candidate<R>[], c: Candidate<R>): void {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareCandidates(list[mid]!, c) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  list.splice(lo, 0, c);
+}
+
+function removeSorted<R>(list: Candidate<R>[], c: Candidate<R>): void {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareCandidates(list[mid]!, c) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  // Candidates of distinct routes never compare equal; the scan is for a caller that broke that.
+  const at = list[lo] === c ? lo : list.indexOf(c);
+  if (at >= 0) list.splice(at, 1);
 }
 
 export class PathIndex<R> {
   readonly #exact = new Map<string, Candidate<R>[]>();
   readonly #regex: Candidate<R>[] = [];
   readonly #root = new PrefixNode<R>();
+  #count = 0;
 
   add(c: Candidate<R>): void {
     const { type, value } = c.match.path;
+    this.#count++;
     if (type === 'Exact') {
       let list = this.#exact.get(value);
       if (!list) this.#exact.set(value, (list = []));
-      list.push(c);
+      insertSorted(list, c);
     } else if (type === 'RegularExpression') {
-      this.#regex.push(c);
+      insertSorted(this.#regex, c);
     } else {
       let node = this.#root;
       for (const seg of c.prefix ?? prefixSegments(value)) {
@@ -32,31 +70,78 @@ export class PathIndex<R> {
         if (!next) node.children.set(seg, (next = new PrefixNode<R>()));
         node = next;
       }
-      node.candidates.push(c);
+      insertSorted(node.candidates, c);
     }
   }
 
-  /** Sorts every bucket by precedence; call once after the last add(). */
-  seal(): void {
-    for (const list of this.#exact.values()) list.sort(compareCandidates);
-    this.#regex.sort(compareCandidates);
+  /** Takes out a candidate add() put in, and whatever bucket or trie branch it leaves empty. */
+  remove(c: Candidate<R>): void {
+    const { type, value } = c.match.path;
+    this.#count--;
+    if (type === 'Exact') {
+      const list = this.#exact.get(value);
+      if (!list) return;
+      removeSorted(list, c);
+      if (!list.length) this.#exact.delete(value);
+    } else if (type === 'RegularExpression') {
+      removeSorted(this.#regex, c);
+    } else {
+      const path: PrefixNode<R>[] = [this.#root];
+      const segs = c.prefix ?? prefixSegments(value);
+      for (const seg of segs) {
+        const next = path[path.length - 1]!.children.get(seg);
+        if (!next) return;
+        path.push(next);
+      }
+      removeSorted(path[path.length - 1]!.candidates, c);
+      for (let i = path.length - 1; i > 0; i--) {
+        const node = path[i]!;
+        if (node.candidates.length || node.children.size) break;
+        path[i - 1]!.children.delete(segs[i - 1]!);
+      }
+    }
+  }
+
+  get empty(): boolean {
+    return this.#count === 0;
+  }
+
+  size(): IndexSize {
+    let nodes = 0;
     const stack = [this.#root];
     while (stack.length) {
       const node = stack.pop()!;
-      node.candidates.sort(compareCandidates);
-      stack.push(...node.children.values());
+      nodes++;
+      for (const child of node.children.values()) stack.push(child);
     }
+    return { keys: this.#exact.size + this.#regex.length + nodes, candidates: this.#count };
   }
 
-  /** Every candidate: exact paths, regular expressions, then prefixes from the longest (for traces). */
+  /**
+   * Every candidate (for traces): exact paths, regular expressions, then prefixes from the
+   * longest. Paths and trie branches come in the order of their first route in the config,
+   * whatever order the routes were added in, so an index updated in place lists what one built
+   * from scratch lists.
+   */
   all(): Candidate<R>[] {
+    const earliest = (list: readonly Candidate<R>[]): Candidate<R> | undefined => list.reduce<Candidate<R> | undefined>((m, c) => (m && comparePlace(m, c) <= 0 ? m : c), undefined);
+    const byFirst = <T>(items: T[], first: (t: T) => Candidate<R> | undefined): T[] => items.sort((a, b) => comparePlace(first(a)!, first(b)!));
+    // The earliest candidate under each trie node (pruning leaves none without one).
+    const least = new Map<PrefixNode<R>, Candidate<R> | undefined>();
+    const under = (node: PrefixNode<R>): Candidate<R> | undefined => {
+      const own = [...node.children.values()].map(under);
+      const m = earliest([...node.candidates, ...own.filter((c) => c !== undefined)]);
+      least.set(node, m);
+      return m;
+    };
+    under(this.#root);
     const prefixes: Candidate<R>[][] = [];
     const walk = (node: PrefixNode<R>, depth: number): void => {
       (prefixes[depth] ??= []).push(...node.candidates);
-      for (const child of node.children.values()) walk(child, depth + 1);
+      for (const child of byFirst([...node.children.values()], (n) => least.get(n))) walk(child, depth + 1);
     };
     walk(this.#root, 0);
-    return [...[...this.#exact.values()].flat(), ...this.#regex, ...prefixes.reverse().flat()];
+    return [...byFirst([...this.#exact.values()], earliest).flat(), ...this.#regex, ...prefixes.reverse().flat()];
   }
 
   /**

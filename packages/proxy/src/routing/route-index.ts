@@ -1,0 +1,261 @@
+// A listener's routes indexed for selection (by effective hostname, then path), kept from one
+// snapshot to the next and changed in proportion to what changed.
+//
+// What the index holds for a route depends only on the route object (its hostnames and
+// matches), the listener's hostname and the route's place among the listener's routes (the
+// last tie-breaker). Route objects are immutable and a snapshot keeps the objects of unchanged
+// routes, so an apply walks the new route list once against the last one (by position; a map
+// lookup where they part), takes out the candidates of the routes that left, and puts in those of
+// the routes that came: the buckets of an unchanged route are not touched. A route's place is a number, not a position:
+// one added between two others takes a number between theirs, so nothing after it is renumbered.
+// Whatever the incremental path cannot express (routes reordered, the same route twice, no
+// number left between two neighbours) rebuilds the listener's index from scratch.
+//
+// The index is shared by the snapshot it was last updated for and is changed in place by the
+// next compile, so each snapshot holds a view stamped with the index's epoch; a view whose
+// epoch has passed (the snapshot kept after its successor was refused, or a request that reaches
+// route selection after its snapshot was replaced, having waited on a Gateway-level global
+// limit) builds a private index of its own routes on first use: once per listener, never more
+// work than the rebuild every apply used to do.
+import type { RouteIR } from '@tollgate/api';
+import { compileCandidate, type Candidate, type CompiledMatch } from './candidate.js';
+import { HostTable } from './host-table.js';
+import { effectiveHostnames } from './hostname.js';
+import { PathIndex, type IndexSize } from './path-index.js';
+
+/** Spacing of route numbers when a listener is numbered afresh: room for about 50 insertions at one place. */
+const STEP = 1024;
+
+/** One route of the listener as the index holds it; `value` is the compiled route of the latest snapshot. */
+export class RouteCell<T> {
+  /** Its place among the listener's routes (numbers increase along the list). */
+  key = 0;
+  /** Its position in the list of the last update, and that update's epoch. */
+  position = 0;
+  seen = 0;
+  placed: { readonly host: string | null; readonly candidate: Candidate<RouteCell<T>> }[] = [];
+
+  constructor(
+    readonly ir: RouteIR,
+    readonly hosts: readonly (string | null)[],
+    readonly matches: readonly CompiledMatch[],
+    public value: T,
+  ) {}
+}
+
+export interface RouteIndexSize extends IndexSize {
+  readonly hosts: number;
+  readonly routes: number;
+}
+
+export class RouteIndex<T> {
+  #table = new HostTable<PathIndex<RouteCell<T>>>();
+  #cells = new Map<RouteIR, RouteCell<T>>();
+  /** The listener's routes as of the last update: the next one walks it alongside the new list. */
+  #order: RouteCell<T>[] = [];
+  #epoch = 0;
+  // The update under way.
+  #sequence: RouteCell<T>[] = [];
+  #cursor = 0;
+  #kept = 0;
+  /** The number of the last kept route, and the new routes listed since (numbered at the next kept one). */
+  #low: number | null = null;
+  #run: RouteCell<T>[] = [];
+  #added: RouteCell<T>[] = [];
+  #renumber = false;
+  /** The list holds a route object twice: each update rebuilds while it does (rare; kept simple). */
+  #listedTwice = false;
+
+  constructor(readonly hostname: string | null) {}
+
+  /** Changes each time an update starts: views stamped with an older epoch no longer read this index. */
+  get epoch(): number {
+    return this.#epoch;
+  }
+
+  /** Starts an update; then place() each route of the listener in order, then finish(). */
+  begin(): number {
+    this.#reset();
+    this.#renumber = this.#listedTwice;
+    return ++this.#epoch;
+  }
+
+  /** Drops the state of an update (finished, or abandoned by a compile that threw). */
+  #reset(): void {
+    this.#sequence = [];
+    this.#cursor = 0;
+    this.#kept = 0;
+    this.#low = null;
+    this.#run = [];
+    this.#added = [];
+    this.#renumber = false;
+  }
+
+  /**
+   * The next route of the listener, with its compiled matches and value; returns its effective
+   * hostnames (none: detached). An unchanged list is matched by position (no lookup); a route
+   * found elsewhere moves the walk there.
+   */
+  place(ir: RouteIR, matches: readonly CompiledMatch[], value: T): readonly (string | null)[] {
+    let cell = this.#order[this.#cursor];
+    if (cell === undefined || cell.ir !== ir) cell = this.#cells.get(ir);
+    if (cell !== undefined && cell.seen !== this.#epoch) {
+      this.#cursor = cell.position + 1;
+      cell.value = value;
+      this.#keep(cell);
+    } else {
+      // New, or the same object listed twice: two routes for the index, told apart by renumbering.
+      if (cell !== undefined) {
+        this.#renumber = true;
+        cell = new RouteCell(ir, cell.hosts, matches, value);
+      } else {
+        cell = new RouteCell(ir, effectiveHostnames(this.hostname, ir.hostnames), matches, value);
+        this.#cells.set(ir, cell);
+      }
+      this.#run.push(cell);
+    }
+    cell.seen = this.#epoch;
+    cell.position = this.#sequence.length;
+    this.#sequence.push(cell);
+    return cell.hosts;
+  }
+
+  finish(): void {
+    if (this.#run.length) this.#number(null);
+    const sequence = this.#sequence;
+    if (this.#renumber) this.#rebuild(sequence);
+    else {
+      // Fewer kept than held: some routes left.
+      if (this.#kept < this.#order.length) {
+        for (const cell of this.#order) {
+          if (cell.seen === this.#epoch) continue;
+          this.#unplace(cell);
+          this.#cells.delete(cell.ir);
+        }
+      }
+      for (const cell of this.#added) this.#place(cell);
+    }
+    this.#order = sequence;
+    // Only a rebuild lists an object twice, and it maps each object once.
+    this.#listedTwice = this.#cells.size < sequence.length;
+    this.#reset();
+  }
+
+  #keep(cell: RouteCell<T>): void {
+    this.#kept++;
+    // Kept routes in another order than before: only renumbering expresses it.
+    if (this.#low !== null && cell.key <= this.#low) this.#renumber = true;
+    else if (this.#run.length) this.#number(cell.key);
+    this.#low = cell.key;
+  }
+
+  /** Numbers the new routes listed since the last kept one, between its number and `high` (null: the end). */
+  #number(high: number | null): void {
+    const run = this.#run;
+    const low = this.#low;
+    const n = run.length;
+    this.#run = [];
+    for (let i = 0; i < n && !this.#renumber; i++) {
+      const t = i + 1;
+      const key = low === null ? (high === null ? t * STEP : high - (n + 1 - t) * STEP) : high === null ? low + t * STEP : low + ((high - low) * t) / (n + 1);
+      const before = i ? run[i - 1]!.key : low;
+      // Floating point ran out of room between two neighbours.
+      if ((before !== null && key <= before) || (high !== null && key >= high)) this.#renumber = true;
+      run[i]!.key = key;
+      this.#added.push(run[i]!);
+    }
+  }
+
+  #rebuild(sequence: readonly RouteCell<T>[]): void {
+    this.#table = new HostTable();
+    this.#cells = new Map();
+    sequence.forEach((cell, i) => {
+      cell.placed = [];
+      cell.key = (i + 1) * STEP;
+      if (!this.#cells.has(cell.ir)) this.#cells.set(cell.ir, cell);
+      this.#place(cell);
+    });
+  }
+
+  #place(cell: RouteCell<T>): void {
+    // A route without matches serves nothing: no host entry is made for it.
+    if (!cell.matches.length) return;
+    for (const host of cell.hosts) {
+      const index = this.#table.upsert(host, () => new PathIndex());
+      cell.matches.forEach((m, i) => {
+        const candidate = compileCandidate(cell, m, cell.key, i);
+        index.add(candidate);
+        cell.placed.push({ host, candidate });
+      });
+    }
+  }
+
+  #unplace(cell: RouteCell<T>): void {
+    for (const { host, candidate } of cell.placed) {
+      const index = this.#table.get(host);
+      if (!index) continue;
+      index.remove(candidate);
+      if (index.empty) this.#table.delete(host);
+    }
+    cell.placed = [];
+  }
+
+  /** The first candidate serving the request, most specific hostname first (see HostTable and PathIndex). */
+  find(host: string, path: string, accept: (c: Candidate<RouteCell<T>>) => boolean): Candidate<RouteCell<T>> | null {
+    return this.#table.find(host, (index) => index.find(path, accept));
+  }
+
+  /** Every candidate serving `host`, most specific hostname first (for traces). */
+  serving(host: string): Candidate<RouteCell<T>>[] {
+    const out: Candidate<RouteCell<T>>[] = [];
+    this.#table.find(host, (index) => {
+      out.push(...index.all());
+      return null;
+    });
+    return out;
+  }
+
+  size(): RouteIndexSize {
+    let keys = 0;
+    let candidates = 0;
+    for (const index of this.#table.values()) {
+      const s = index.size();
+      keys += s.keys;
+      candidates += s.candidates;
+    }
+    return { hosts: this.#table.size, keys, candidates, routes: this.#cells.size };
+  }
+}
+
+/**
+ * A snapshot's view of its listener's routes: the shared index while no later update has
+ * started on it, else a private index of the snapshot's own routes, built on first use.
+ */
+export class RouteView<T extends { readonly ir: RouteIR }> {
+  #own: RouteIndex<T> | null = null;
+
+  constructor(
+    readonly shared: RouteIndex<T>,
+    readonly epoch: number,
+    /** The listener's compiled routes in order, and their matches: what a private index is built from. */
+    readonly values: readonly T[],
+    readonly matchesOf: (ir: RouteIR) => readonly CompiledMatch[],
+  ) {}
+
+  /** The shared index is still this snapshot's (a later compile may update it in place). */
+  get current(): boolean {
+    return this.shared.epoch === this.epoch;
+  }
+
+  get index(): RouteIndex<T> {
+    if (this.current) return this.shared;
+    if (!this.#own) {
+      const own = new RouteIndex<T>(this.shared.hostname);
+      own.begin();
+      for (const v of this.values) own.place(v.ir, this.matchesOf(v.ir), v);
+      own.finish();
+      this.#own = own;
+    }
+    return this.#own;
+  }
+}

@@ -1,0 +1,245 @@
+// Differential property: a listener's route index updated in place, snapshot after snapshot
+// (routes added, edited, removed, moved between listeners and hosts, reordered, listed twice,
+// a listener's hostname changed, an apply abandoned), answers every probe request exactly as an
+// index built from scratch over the same routes, and holds exactly as much as that index.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { toMatches, type HTTPRouteMatch, type ListenerIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { compileSnapshot, routesServing, selectRoute, type CompiledListener, type CompiledSnapshot } from '../src/routing/compile.js';
+import { standalonePickerDeps } from '../src/routing/backend-picker.js';
+import { LimiterStore } from '../src/ratelimit/local/limiter.js';
+import { systemClock } from '../src/ratelimit/clock.js';
+
+const LISTENER_HOSTS = [null, '*.example.com', 'a.example.com', '*.a.example.com'];
+const ROUTE_HOSTS = ['a.example.com', '*.example.com', 'b.a.example.com', '*.a.example.com', 'other.org'];
+const PREFIXES = ['/', '/a', '/a/', '/a/b', '/ab', '/a/b/c'];
+const EXACTS = ['/a', '/a/b', '/'];
+const REQ_HOSTS = ['a.example.com', 'b.a.example.com', 'c.example.com', 'x.b.a.example.com', 'other.org'];
+const REQ_PATHS = ['/', '/a', '/a/', '/a/b', '/a/b/c', '/ab', '/abc', '/a/bc'];
+const REQ_VARIANTS = [
+  { method: 'GET', headers: {}, query: '' },
+  { method: 'POST', headers: { 'x-a': '1' }, query: '' },
+  { method: 'GET', headers: { 'x-a': '1', 'x-b': '2' }, query: 'q=1' },
+];
+
+const arbMatch: fc.Arbitrary<HTTPRouteMatch> = fc.record(
+  {
+    path: fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom(...PREFIXES).map((value) => ({ type: 'PathPrefix' as const, value })) },
+      { weight: 2, arbitrary: fc.constantFrom(...EXACTS).map((value) => ({ type: 'Exact' as const, value })) },
+      { weight: 1, arbitrary: fc.constant({ type: 'RegularExpression' as const, value: '/a/.*' }) },
+    ),
+    method: fc.constantFrom('GET', 'POST'),
+    headers: fc.subarray([{ name: 'x-a', value: '1' }, { name: 'x-b', value: '2' }]),
+    queryParams: fc.subarray([{ name: 'q', value: '1' }]),
+  },
+  { requiredKeys: ['path'] },
+);
+// Small pools: many routes share a host and a path, so ties fall to the routes' order.
+const arbRouteSpec = fc.record({ hostnames: fc.subarray(ROUTE_HOSTS, { maxLength: 2 }), matches: fc.array(arbMatch, { maxLength: 3 }) });
+type RouteSpec = { hostnames: string[]; matches: HTTPRouteMatch[] };
+
+const arbOp = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('add' as const), at: fc.nat(), listener: fc.nat(), spec: arbRouteSpec }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('edit' as const), at: fc.nat(), listener: fc.nat(), spec: arbRouteSpec }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('remove' as const), at: fc.nat(), listener: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('move' as const), at: fc.nat(), listener: fc.nat(), to: fc.nat(), where: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('swap' as const), at: fc.nat(), listener: fc.nat(), other: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('twice' as const), at: fc.nat(), listener: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('rehost' as const), listener: fc.nat(), host: fc.constantFrom(...LISTENER_HOSTS) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('abandon' as const), spec: arbRouteSpec }) },
+);
+type Op = typeof arbOp extends fc.Arbitrary<infer T> ? T : never;
+
+let serial = 0;
+function route(spec: RouteSpec, name = `r${serial++}`): RouteIR {
+  return {
+    name,
+    origin: { kind: 'config', path: name },
+    hostnames: spec.hostnames,
+    matches: toMatches(spec.matches),
+    filters: [],
+    policy: null,
+    backends: [],
+    timeouts: { requestMs: null, backendRequestMs: null },
+  };
+}
+
+interface ListenerModel {
+  name: string;
+  hostname: string | null;
+  routes: RouteIR[];
+}
+
+function snapshot(listeners: readonly ListenerModel[]): ProxySnapshot {
+  const irs: ListenerIR[] = listeners.map((l) => ({ name: l.name, protocol: 'HTTP', hostname: l.hostname, policy: null, routes: [...l.routes] }));
+  return { version: 't', source: { kind: 'file', path: 't' }, binds: [{ port: 1, address: '127.0.0.1', listeners: irs }] };
+}
+
+/** Applies one change to the model (in place); positions wrap around the lists. */
+function apply(model: ListenerModel[], op: Exclude<Op, { kind: 'abandon' }>): void {
+  const l = model[op.listener % model.length]!;
+  const at = (n: number, extra = 0): number => n % (l.routes.length + extra);
+  switch (op.kind) {
+    case 'add':
+      l.routes.splice(at(op.at, 1), 0, route(op.spec));
+      return;
+    case 'rehost':
+      l.hostname = op.host;
+      return;
+  }
+  if (!l.routes.length) return;
+  const i = at(op.at);
+  switch (op.kind) {
+    case 'edit':
+      // A changed route is a new object under the same name, as the translator and the decoder make it.
+      l.routes[i] = route(op.spec, l.routes[i]!.name);
+      return;
+    case 'remove':
+      l.routes.splice(i, 1);
+      return;
+    case 'move': {
+      const [moved] = l.routes.splice(i, 1);
+      const to = model[op.to % model.length]!;
+      to.routes.splice(op.where % (to.routes.length + 1), 0, moved!);
+      return;
+    }
+    case 'swap': {
+      const j = at(op.other);
+      [l.routes[i], l.routes[j]] = [l.routes[j]!, l.routes[i]!];
+      return;
+    }
+    case 'twice':
+      l.routes.splice(i, 0, l.routes[i]!);
+      return;
+  }
+}
+
+const deps = () => ({ limiters: new LimiterStore(systemClock, { maxKeys: 100 }), makeGlobal: null, picking: standalonePickerDeps() });
+
+function listenersOf(c: CompiledSnapshot): Map<string, CompiledListener> {
+  return new Map(c.binds.get(1)!.listeners.values().map((l) => [l.ir.name, l]));
+}
+
+/** What each listener answers to every probe, and whether the route it serves is this snapshot's compiled route. */
+function answers(c: CompiledSnapshot): unknown[] {
+  const out: unknown[] = [];
+  for (const [name, listener] of [...listenersOf(c)].sort(([x], [y]) => x.localeCompare(y))) {
+    for (const host of REQ_HOSTS) {
+      out.push({ name, host, serving: routesServing(listener, host) });
+      for (const path of REQ_PATHS) {
+        for (const v of REQ_VARIANTS) {
+          const hit = selectRoute(listener, host, { ...v, path });
+          // `own`: not a compiled route left from an earlier apply.
+          out.push({ name, host, path, method: v.method, route: hit?.route.ir, matched: hit?.matched, own: hit ? hit.route.listener === listener : null });
+        }
+      }
+    }
+  }
+  return out;
+}
+
+function sizes(c: CompiledSnapshot): Record<string, unknown> {
+  return Object.fromEntries([...listenersOf(c)].map(([name, l]) => [name, l.routes.index.size()]));
+}
+
+describe('route index updated in place (differential property)', () => {
+  it('answers every probe as an index built from scratch, after any sequence of changes', () => {
+    fc.assert(
+      fc.property(fc.array(arbRouteSpec, { maxLength: 6 }), fc.array(arbOp, { minLength: 1, maxLength: 20 }), (initial, ops) => {
+        const model: ListenerModel[] = [
+          { name: 'any', hostname: null, routes: initial.map((s) => route(s)) },
+          { name: 'wild', hostname: '*.example.com', routes: [] },
+          { name: 'exact', hostname: 'a.example.com', routes: [] },
+        ];
+        const d = deps();
+        let serving = compileSnapshot(snapshot(model), d);
+        for (const op of ops) {
+          const before = serving;
+          const beforeScratch = compileSnapshot(before.ir);
+          if (op.kind === 'abandon') {
+            // An apply compiled from the serving snapshot and then refused: the next compile starts from the serving one again.
+            const tried = model.map((l) => ({ ...l, routes: [route(op.spec), ...l.routes] }));
+            compileSnapshot(snapshot(tried), { ...d, previous: serving });
+          } else {
+            apply(model, op);
+            serving = compileSnapshot(snapshot(model), { ...d, previous: before });
+          }
+          const scratch = compileSnapshot(snapshot(model));
+          expect(answers(serving)).toEqual(answers(scratch));
+          expect(sizes(serving)).toEqual(sizes(scratch));
+          // The snapshot it replaced still answers as it did (it serves until the switch, and after a refused one).
+          expect(answers(before)).toEqual(answers(beforeScratch));
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('holds what a build from scratch holds after many routes came and left', () => {
+    const d = deps();
+    const spec = (i: number): RouteSpec => ({
+      // Shared hosts, and each route's own (its host entry must go when it does).
+      hostnames: [i % 3 ? `h${i % 7}.example.com` : '*.example.com', `own${i}.example.com`],
+      matches: [{ path: { type: 'PathPrefix', value: `/t${i}/v1` } }, { path: { type: 'Exact', value: `/x${i % 5}` }, headers: [{ name: 'x-a', value: String(i) }] }, { path: { type: 'RegularExpression', value: `/r${i}/.*` } }],
+    });
+    const model: ListenerModel[] = [{ name: 'any', hostname: null, routes: Array.from({ length: 20 }, (_, i) => route(spec(i), `base${i}`)) }];
+    const start = compileSnapshot(snapshot(model));
+    let serving = compileSnapshot(snapshot(model), d);
+    const l = model[0]!;
+    const added: RouteIR[] = [];
+    for (let round = 0; round < 300; round++) {
+      // Five routes come (anywhere), then the five added longest ago leave.
+      for (let k = 0; k < 5; k++) {
+        const r = route(spec(1000 + round * 5 + k));
+        added.push(r);
+        l.routes.splice((round * 7 + k * 3) % (l.routes.length + 1), 0, r);
+      }
+      serving = compileSnapshot(snapshot(model), { ...d, previous: serving });
+      const leaving = new Set(added.splice(0, added.length > 10 ? 5 : 0));
+      l.routes = l.routes.filter((r) => !leaving.has(r));
+      serving = compileSnapshot(snapshot(model), { ...d, previous: serving });
+      expect(sizes(serving)).toEqual(sizes(compileSnapshot(snapshot(model))));
+    }
+    l.routes = l.routes.filter((r) => !added.includes(r));
+    serving = compileSnapshot(snapshot(model), { ...d, previous: serving });
+    expect(sizes(serving)).toEqual(sizes(compileSnapshot(snapshot(model))));
+    expect(sizes(serving)).toEqual(sizes(start));
+    expect(answers(serving)).toEqual(answers(start));
+  });
+
+  it('lists a host\'s routes for traces as a build from scratch does, whatever order they came in', () => {
+    const d = deps();
+    const model: ListenerModel[] = [{ name: 'any', hostname: null, routes: [] }];
+    let serving = compileSnapshot(snapshot(model), d);
+    // Each goes in front of the last: exact paths and trie branches made in the reverse of config order.
+    for (const m of [{ path: { type: 'PathPrefix' as const, value: '/ab' } }, { path: { type: 'PathPrefix' as const, value: '/a' } }, { path: { type: 'Exact' as const, value: '/a/b' } }, { path: { type: 'Exact' as const, value: '/a' } }]) {
+      model[0]!.routes.unshift(route({ hostnames: [], matches: [m] }));
+      serving = compileSnapshot(snapshot(model), { ...d, previous: serving });
+    }
+    expect(routesServing(listenersOf(serving).get('any')!, 'a.example.com')).toEqual(model[0]!.routes.map((r) => r.name));
+    expect(answers(serving)).toEqual(answers(compileSnapshot(snapshot(model))));
+  });
+
+  it('renumbers when routes added at one place leave no number between their neighbours', () => {
+    const d = deps();
+    const tie = { hostnames: ['a.example.com'], matches: [{ path: { type: 'PathPrefix' as const, value: '/a' } }] };
+    const model: ListenerModel[] = [{ name: 'any', hostname: null, routes: [route(tie), route(tie)] }];
+    let serving = compileSnapshot(snapshot(model), d);
+    // Each new route goes right after the first (between it and the last one added), then right
+    // before the last: halving the room each time, towards the lower and towards the higher neighbour.
+    for (let i = 0; i < 160; i++) {
+      const routes = model[0]!.routes;
+      routes.splice(i < 80 ? 1 : routes.length - 1, 0, route(tie));
+      serving = compileSnapshot(snapshot(model), { ...d, previous: serving });
+      const hit = selectRoute(listenersOf(serving).get('any')!, 'a.example.com', { method: 'GET', path: '/a', query: '', headers: {} });
+      expect(hit?.route.ir).toBe(model[0]!.routes[0]);
+      // The tied routes in config order (what a trace of the host lists), as a build from scratch has them.
+      expect(answers(serving)).toEqual(answers(compileSnapshot(snapshot(model))));
+    }
+    // The first route wins the tie; take it away and the one added last (now first) must win.
+    model[0]!.routes.shift();
+    serving = compileSnapshot(snapshot(model), { ...d, previous: serving });
+    expect(answers(serving)).toEqual(answers(compileSnapshot(snapshot(model))));
+  });
+});
