@@ -68,7 +68,7 @@ export function echoBasicDeployment(namespace: string, o: { ports: number[]; rea
 }
 
 /** mock-llm (Deployment and Service `mock-llm`, port 8080) in `namespace`. */
-export function mockLlm(namespace: string, replicas = 2): string {
+export function mockLlm(namespace: string, replicas = 2, o: { preStopSeconds?: number } = {}): string {
   return workload({
     namespace,
     name: 'mock-llm',
@@ -79,6 +79,10 @@ export function mockLlm(namespace: string, replicas = 2): string {
       image: projectImage('mock-llm'),
       ports: [{ name: 'http', containerPort: 8080 }],
       readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 1 },
+      // kubelet's own sleep before SIGTERM (the image has no shell), as a backend rolled without
+      // errors is run: its pod leaves the EndpointSlice, and the proxies' endpoints, while it
+      // still serves.
+      ...(o.preStopSeconds ? { lifecycle: { preStop: { sleep: { seconds: o.preStopSeconds } } } } : {}),
     },
     servicePorts: [{ name: 'http', port: 8080, targetPort: 'http' }],
   });

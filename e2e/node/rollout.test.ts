@@ -1,9 +1,12 @@
 // A backend Deployment rolled under load on the e2e node: the chart installed with helm, one
-// Gateway, a route to mock-llm (two replicas, each draining on SIGTERM as a server under an
-// orchestrator does), and clients sending chat completions through the Gateway the whole time
-// while `kubectl rollout restart` replaces every backend pod. Every answer must be 200: pods
-// going away (connections refused, kept-alive connections closed, endpoints leaving the
-// EndpointSlice) never surface as errors.
+// Gateway, a route to mock-llm (two replicas run as a backend is for a rollout without errors:
+// a preStop delay, so a pod leaves the EndpointSlice while it still serves, then a drain on
+// SIGTERM), and clients sending chat completions through the Gateway the whole time while
+// `kubectl rollout restart` replaces every backend pod. Every answer must be 200: pods coming
+// and going (not ready yet, leaving the EndpointSlice, connections refused once their ports
+// close) never surface as errors. Without the delay a pod closes its kept-alive connections
+// while a proxy may still send on them: a POST cut so after it was written is not sent again
+// without a route `retry` (docs/retries-failover.md), and one CI run saw 2 of 4,489 answered 502.
 import { describe, expect, it, beforeAll } from 'vitest';
 import { installChart } from '../lib/chart.js';
 import { nodeAvailability } from '../lib/tools.js';
@@ -42,7 +45,7 @@ describe.skipIf(!availability.run)('a backend Deployment rolled under load', () 
   beforeAll(async () => {
     await installChart(node.current);
     await k('create', 'namespace', NS);
-    await kubectlOk(node.current, ['apply', '-f', '-'], mockLlm(NS, 2));
+    await kubectlOk(node.current, ['apply', '-f', '-'], mockLlm(NS, 2, { preStopSeconds: 5 }));
     await k('rollout', 'status', '-n', NS, 'deployment/mock-llm', '--timeout=120s');
     await kubectlOk(node.current, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: OBJECTS }));
     await k('wait', '--for=condition=Programmed', `gateway/${GATEWAY}`, '-n', NS, '--timeout=180s');
