@@ -34,6 +34,17 @@ async function startPeer(port = 0): Promise<Peer> {
     'unary',
   );
   server.register(
+    '/test.T/Many',
+    (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+      call.write(text('one'));
+      call.write(text('two'));
+      call.end();
+    },
+    raw,
+    raw,
+    'serverStream',
+  );
+  server.register(
     '/test.T/Chat',
     (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
       call.on('data', (m: Buffer) => {
@@ -108,6 +119,16 @@ describe('GrpcChannel against a gRPC server', () => {
     expect(err.grpcCode).toBe('PERMISSION_DENIED');
     expect(err.detail).toBe('not yours, 100% sure');
     expect(c.connected && c.attempted && c.connectedNow).toBe(true);
+  });
+
+  it('refuses a unary answer of more than one message: INTERNAL', async () => {
+    const peer = await startPeer();
+    open.peers.push(peer);
+    const c = channel(peer.port);
+    const err = await failure(c.unary('/test.T/Many', text, (b) => b.toString(), 'x', 5000));
+    expect(err.grpcCode).toBe('INTERNAL');
+    expect(err.detail).toMatch(/more than one message/);
+    expect(await echo(c, 'after')).toBe('echo after');
   });
 
   it('ends a call at its deadline, DEADLINE_EXCEEDED, and the channel keeps serving', async () => {

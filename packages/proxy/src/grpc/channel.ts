@@ -367,6 +367,11 @@ class CallReader {
       for (const m of read) {
         if (this.onMessage) {
           if (!this.onMessage(m)) return;
+        } else if (this.messages.length) {
+          // A unary answer is one message: more is the service's error, and unbounded.
+          finish({ error: { code: 'INTERNAL', detail: 'more than one message in a unary answer' } });
+          stream.close(constants.NGHTTP2_CANCEL);
+          return;
         } else this.messages.push(m);
       }
     });
