@@ -45,8 +45,22 @@ describe.skipIf(!availability.run)('Backend host names through the node\'s CoreD
   let address = '';
 
   /** Points Service providers/llm at the pods of the mock-llm Deployment of `namespace`, through an EndpointSlice of its own. */
+  /**
+   * The address of a ready mock-llm pod of `namespace` that is not going away: right after a
+   * rollout the pod a Deployment replaced may still be listed (terminating), and an
+   * EndpointSlice pointing at it would send every request to an address nobody answers.
+   */
+  async function podIp(namespace: string): Promise<string> {
+    const pods = JSON.parse(await k('get', 'pods', '-n', namespace, '-l', 'app=mock-llm', '-o', 'json')) as {
+      items: { metadata: { deletionTimestamp?: string }; status: { podIP?: string; conditions?: { type: string; status: string }[] } }[];
+    };
+    const live = pods.items.find((p) => !p.metadata.deletionTimestamp && p.status.podIP && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    if (!live) throw new Error(`no ready mock-llm pod in ${namespace}`);
+    return live.status.podIP!;
+  }
+
   async function pointAt(namespace: string): Promise<void> {
-    const ip = (await k('get', 'pods', '-n', namespace, '-l', 'app=mock-llm', '-o', 'jsonpath={.items[0].status.podIP}')).trim();
+    const ip = await podIp(namespace);
     await apply([
       LLM_SERVICE,
       {
@@ -122,7 +136,9 @@ describe.skipIf(!availability.run)('Backend host names through the node\'s CoreD
       );
     } catch (err) {
       const view = await proxyDns().catch((e: Error) => `config_dump: ${e.message}`);
-      throw new Error(`${(err as Error).message}; new ClusterIP ${after}, the proxy's DNS cache: ${JSON.stringify(view)}`);
+      const slice = await k('get', 'endpointslice', 'llm-manual', '-n', PROVIDERS, '-o', 'jsonpath={.endpoints[*].addresses}').catch((e: Error) => e.message);
+      const pods = await k('get', 'pods', '-n', 'llm-two', '-o', 'wide').catch((e: Error) => e.message);
+      throw new Error(`${(err as Error).message}; new ClusterIP ${after}, the proxy's DNS cache: ${JSON.stringify(view)}; the EndpointSlice's addresses: ${slice}; the pods of llm-two:\n${pods}`);
     }
     const entry = (await proxyDns()).find((n) => n.hostname === `llm.${PROVIDERS}.svc.cluster.local`);
     expect(entry?.addresses).toEqual([after]);
