@@ -344,6 +344,12 @@ class CallReader {
     private readonly onMessage?: (message: Buffer) => boolean,
   ) {}
 
+  /** The status of an answer whose HTTP status is not 200 (gRPC's HTTP-to-gRPC mapping); null otherwise. */
+  #httpFailure(): CallStatus | null {
+    const status = this.#httpStatus;
+    return status && status !== 200 ? { error: { code: httpStatusToGrpc(status), detail: `the service answered HTTP ${status}` } } : null;
+  }
+
   attach(stream: ClientHttp2Stream, done: (status: CallStatus) => void): void {
     let finished = false;
     const finish = (status: CallStatus): void => {
@@ -382,12 +388,16 @@ class CallReader {
     });
     stream.on('end', () => {
       if (this.#status) finish(this.#status);
-      else if (this.#httpStatus && this.#httpStatus !== 200) finish({ error: { code: httpStatusToGrpc(this.#httpStatus), detail: `the service answered HTTP ${this.#httpStatus}` } });
+      else {
+        const http = this.#httpFailure();
+        if (http) finish(http);
+      }
     });
     stream.on('error', () => undefined);
     stream.on('close', () => {
       if (this.#status) return finish(this.#status);
-      if (this.#httpStatus && this.#httpStatus !== 200) return finish({ error: { code: httpStatusToGrpc(this.#httpStatus), detail: `the service answered HTTP ${this.#httpStatus}` } });
+      const http = this.#httpFailure();
+      if (http) return finish(http);
       const rst = stream.rstCode;
       if (rst === constants.NGHTTP2_REFUSED_STREAM || !this.#httpStatus) return finish({ error: { code: 'UNAVAILABLE', detail: 'the stream was refused or the connection closed' } });
       if (rst === constants.NGHTTP2_CANCEL) return finish({ error: { code: 'CANCELLED', detail: 'the stream was cancelled' } });
