@@ -19,13 +19,14 @@ import { join } from 'node:path';
 import { ROOT } from './lib/cases.mjs';
 import { REQUESTS } from './lib/requests.mjs';
 import { writeTollgateConfig } from './lib/configs.mjs';
-import { benchOnMock, ROUND_OPTIONS_HELP, runBench, variantOptions } from './lib/variants.mjs';
+import { benchOnMock, RATE_OPTION_HELP, ROUND_OPTIONS_HELP, runBench, variantOptions } from './lib/variants.mjs';
 import { ensureWrk } from './peers/wrk.mjs';
 
 const HELP = `Usage: node bench/auth.mjs [options]
 
 Options:
 ${ROUND_OPTIONS_HELP}
+${RATE_OPTION_HELP}
   --only <variants>  comma-separated: none, apiKey, jwt, basicAuth, oidc (none is always run)
   -h, --help
 `;

@@ -15,13 +15,14 @@ import { MOCK_LLM_BIN, ROOT } from './lib/cases.mjs';
 import { startProcess, stopAll } from './lib/procs.mjs';
 import { REQUESTS } from './lib/requests.mjs';
 import { writeTollgateConfig } from './lib/configs.mjs';
-import { benchCpus, printCpuTable, printPreamble, ROUND_OPTIONS_HELP, roundOptions, runBench, runRounds, startTollgateOnMock } from './lib/variants.mjs';
+import { benchCpus, printCpuTable, printPreamble, RATE_OPTION_HELP, ROUND_OPTIONS_HELP, roundOptions, runBench, runRounds, startTollgateOnMock } from './lib/variants.mjs';
 import { ensureWrk } from './peers/wrk.mjs';
 
 const HELP = `Usage: node bench/backend-tls.mjs [options]
 
 Options:
 ${ROUND_OPTIONS_HELP}
+${RATE_OPTION_HELP}
   -h, --help
 `;
 

@@ -43,7 +43,7 @@ Options:
 
 /** The variant benches' options (bench/lib/variants.mjs), held to this bench's bounds. */
 function options() {
-  const { opts } = roundOptions(HELP);
+  const { opts } = roundOptions(HELP, {}, { paced: false });
   const most = { rounds: 10, durationS: 60, warmupS: 30, connections: 64 };
   for (const [key, max] of Object.entries(most)) {
     if (opts[key] > max) {

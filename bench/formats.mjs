@@ -17,13 +17,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stopAll } from './lib/procs.mjs';
 import { writeTollgateConfig } from './lib/configs.mjs';
-import { benchCpus, printCpuTable, printPreamble, ROUND_OPTIONS_HELP, roundOptions, runBench, runRounds, startTollgateOnMock } from './lib/variants.mjs';
+import { benchCpus, printCpuTable, printPreamble, RATE_OPTION_HELP, ROUND_OPTIONS_HELP, roundOptions, runBench, runRounds, startTollgateOnMock } from './lib/variants.mjs';
 import { ensureWrk } from './peers/wrk.mjs';
 
 const HELP = `Usage: node bench/formats.mjs [options]
 
 Options:
 ${ROUND_OPTIONS_HELP}
+${RATE_OPTION_HELP}
   --check            start everything and check each variant's answer once; no load
   -h, --help
 `;

@@ -128,7 +128,7 @@ async function measure({ proxy, spec, cpus }) {
 }
 
 async function main() {
-  const { values, opts } = roundOptions(HELP, { sessions: { type: 'string', default: '4' } });
+  const { values, opts } = roundOptions(HELP, { sessions: { type: 'string', default: '4' } }, { paced: false });
   const sessions = intOption(values, 'sessions', 1);
   const cpus = benchCpus();
   printPreamble(`HTTP/2 (ALPN h2, ${sessions} connection(s)) against HTTP/1.1 on one HTTPS listener`, opts, cpus);

@@ -14,7 +14,7 @@
 //   pnpm build && node bench/policies.mjs [--rounds 5] [--duration 10] [--warmup 3]
 import { REQUESTS } from './lib/requests.mjs';
 import { writeTollgateConfig } from './lib/configs.mjs';
-import { benchOnMock, ROUND_OPTIONS_HELP, runBench, variantOptions } from './lib/variants.mjs';
+import { benchOnMock, RATE_OPTION_HELP, ROUND_OPTIONS_HELP, runBench, variantOptions } from './lib/variants.mjs';
 import { ensureWrk } from './peers/wrk.mjs';
 import { startExtProc } from './peers/ext-proc.mjs';
 
@@ -22,6 +22,7 @@ const HELP = `Usage: node bench/policies.mjs [options]
 
 Options:
 ${ROUND_OPTIONS_HELP}
+${RATE_OPTION_HELP}
   --only <variants>  comma-separated: none, cors, csrf, directResponse, preflight, extProc (none is always run)
   -h, --help
 `;

@@ -10,13 +10,14 @@
 //   pnpm build && node bench/transformation.mjs [--rounds 5] [--duration 10] [--warmup 3]
 import { REQUESTS } from './lib/requests.mjs';
 import { writeTollgateConfig } from './lib/configs.mjs';
-import { benchOnMock, ROUND_OPTIONS_HELP, runBench, variantOptions } from './lib/variants.mjs';
+import { benchOnMock, RATE_OPTION_HELP, ROUND_OPTIONS_HELP, runBench, variantOptions } from './lib/variants.mjs';
 import { ensureWrk } from './peers/wrk.mjs';
 
 const HELP = `Usage: node bench/transformation.mjs [options]
 
 Options:
 ${ROUND_OPTIONS_HELP}
+${RATE_OPTION_HELP}
   --only <variants>  comma-separated: none, headers, body, both (none is always run)
   -h, --help
 `;

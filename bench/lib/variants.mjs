@@ -19,17 +19,25 @@ export const ROUND_OPTIONS_HELP = `  --rounds <n>       rounds; each runs every 
   --warmup <s>       unmeasured seconds before each measurement        [default 3]
   --connections <n>  wrk keep-alive connections                        [default 32]`;
 
+/** --rate, for the benches whose load is wrk's (runRounds). */
+export const RATE_OPTION_HELP = `  --rate <req/s>     paced load: each connection waits 1000 x connections / rate ms
+                     (whole ms) between an answer and its next request, so every variant
+                     gets about the same rate and CPU per request is compared at the same
+                     load. Default: closed loop, each variant at its own saturation`;
+
 /**
  * The command line of a variant bench: the round options, and `extra` (parseArgs option
- * descriptors) whose values come back as `values`. --help prints `help` and exits.
+ * descriptors) whose values come back as `values`. --help prints `help` and exits. A bench
+ * whose load is not wrk's (`paced: false`) refuses --rate rather than ignore it.
  */
-export function roundOptions(help, extra = {}) {
+export function roundOptions(help, extra = {}, { paced = true } = {}) {
   const { values } = parseArgs({
     options: {
       rounds: { type: 'string', default: '5' },
       duration: { type: 'string', default: '10' },
       warmup: { type: 'string', default: '3' },
       connections: { type: 'string', default: '32' },
+      rate: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       ...extra,
     },
@@ -39,7 +47,13 @@ export function roundOptions(help, extra = {}) {
     process.exit(0);
   }
   const int = (name, min) => intOption(values, name, min);
-  return { values, opts: { rounds: int('rounds', 1), durationS: int('duration', 1), warmupS: int('warmup', 0), connections: int('connections', 1) } };
+  if (values.rate !== undefined && !paced) throw new Error('--rate: this bench runs its own load generator, which is not paced; leave --rate out');
+  const connections = int('connections', 1);
+  // Paced: a connection's pause between an answer and its next request, so each variant gets
+  // about the same rate: a variant that slows the load side (a backend sharing its CPU) then
+  // cannot change how many requests the proxy handles per event-loop turn.
+  const delayMs = values.rate === undefined ? 0 : Math.max(1, Math.round((1000 * connections) / int('rate', 1)));
+  return { values, opts: { rounds: int('rounds', 1), durationS: int('duration', 1), warmupS: int('warmup', 0), connections, delayMs } };
 }
 
 /**
@@ -85,6 +99,7 @@ export function printPreamble(title, opts, cpus) {
   console.log(`${title}, ${new Date().toISOString()}`);
   console.log(`machine: ${osCpus().length} CPUs; node ${process.version}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log(`load: wrk -t1 -c${opts.connections}, ${opts.warmupS} s warm-up + ${opts.durationS} s per variant and round; ${opts.rounds} round(s); ${cpus.pinned ? 'proxy on CPU 0, mock-llm and wrk on CPU 1' : 'no pinning'}`);
+  if (opts.delayMs) console.log(`paced: each connection waits ${opts.delayMs} ms between an answer and its next request (at most ${Math.round((1000 * opts.connections) / opts.delayMs)} req/s; the req/s column is what each variant got)`);
 }
 
 /**
@@ -117,7 +132,7 @@ export async function runRounds({ url, proxy, variants, requests, opts, cpus, di
   for (let round = 1; round <= opts.rounds; round++) {
     const order = round % 2 ? variants : [...variants].reverse();
     for (const v of order) {
-      const common = { baseUrl: url, request: requests[v], connections: opts.connections, cpu: cpus.load, workDir: dir, delayMs: 0 };
+      const common = { baseUrl: url, request: requests[v], connections: opts.connections, cpu: cpus.load, workDir: dir, delayMs: opts.delayMs ?? 0 };
       if (opts.warmupS) await wrk({ ...common, durationS: opts.warmupS });
       let cpu0 = 0;
       const r = await wrk({ ...common, durationS: opts.durationS, onStart: () => (cpu0 = procCpuUs(proxy.pid)) });

@@ -156,6 +156,9 @@ export function indexBackendTls(policies: readonly BackendTLSPolicy[], configMap
       return list.flatMap((p) => [p, ...(p.spec.validation.caCertificateRefs ?? []).map((r) => configMap(p.metadata.namespace ?? '', r.name))]);
     },
     status(routes, services, controllerName) {
+      // Without a policy there is nothing to report, and no route needs reading: a cluster
+      // without BackendTLSPolicies pays nothing per route here on each translation.
+      if (!checked.length) return new Map();
       // Which of our Gateways send requests to each policy's targets.
       const gatewaysOf = new Map<string, Map<string, { namespace: string; name: string }>>();
       for (const tr of routes) {
@@ -164,10 +167,13 @@ export function indexBackendTls(policies: readonly BackendTLSPolicy[], configMap
         for (const rule of tr.route.spec.rules ?? []) {
           for (const ref of [...(rule.backendRefs ?? []), ...mirrorRefs(rule.filters)]) {
             const ns = ref.namespace ?? rns;
+            // Every policy naming this target, the winner and the conflicted alike; a name no
+            // policy targets is passed over before its Service port is looked up.
+            const targeting = byTarget.get(`${ns}/${ref.name}`);
+            if (!targeting) continue;
             const names = targetMatcher(ref, ns, services);
             if (!names) continue;
-            // Every policy naming this target, the winner and the conflicted alike.
-            for (const p of byTarget.get(`${ns}/${ref.name}`) ?? []) {
+            for (const p of targeting) {
               if (!p.spec.targetRefs.some(names)) continue;
               const key = keyOf(p.metadata);
               const gws = gatewaysOf.get(key) ?? new Map<string, { namespace: string; name: string }>();

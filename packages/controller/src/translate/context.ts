@@ -80,12 +80,25 @@ function dependencyEpochOf(resources: Resources): number {
   return dependencyEpoch;
 }
 
-export function buildContext(resources: Resources, options: TranslateOptions): Context {
-  const labels = new Map<string, Readonly<Record<string, string>>>();
-  for (const ns of resources.namespaces) {
-    const name = ns.metadata?.name;
-    if (name) labels.set(name, { ...(ns.metadata?.labels ?? {}), [NAMESPACE_NAME_LABEL]: name });
-  }
+/** The indexes of the dependency lists (dependencyEpochOf's), which only those lists determine. */
+interface DependencyIndexes {
+  readonly services: ReadonlyMap<string, V1Service>;
+  readonly endpointSlices: ReadonlyMap<string, readonly V1EndpointSlice[]>;
+  readonly configMaps: ReadonlyMap<string, V1ConfigMap>;
+  readonly secrets: ReadonlyMap<string, V1Secret>;
+  readonly secretsIn: ReadonlyMap<string, readonly V1Secret[]>;
+  readonly grants: ReferenceGrants;
+  readonly backendTls: BackendTlsIndex;
+  readonly backends: ReadonlyMap<string, TollgateBackend>;
+}
+
+// The last translation's dependency indexes and their epoch: a translation of the same epoch
+// (the same objects in the same order: a route edit, a policy patch) reuses them instead of
+// indexing every Service, EndpointSlice and Secret again. Nothing mutates an index once built.
+let lastIndexes: { readonly epoch: number; readonly indexes: DependencyIndexes } | null = null;
+
+function dependencyIndexes(resources: Resources, epoch: number): DependencyIndexes {
+  if (lastIndexes?.epoch === epoch) return lastIndexes.indexes;
   const services = new Map<string, V1Service>();
   for (const s of resources.services) {
     if (s.metadata?.name && s.metadata.namespace) services.set(`${s.metadata.namespace}/${s.metadata.name}`, s);
@@ -110,6 +123,52 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     if (list) list.push(s);
     else secretsIn.set(ns, [s]);
   }
+  const indexes: DependencyIndexes = {
+    services,
+    endpointSlices: slices,
+    configMaps,
+    secrets,
+    secretsIn,
+    grants: new ReferenceGrants(resources.referenceGrants),
+    backendTls: indexBackendTls(resources.backendTLSPolicies, (namespace, name) => configMaps.get(`${namespace}/${name}`)),
+    backends: new Map(byKey(resources.backends ?? []).map((b) => [keyOf(b.metadata), b])),
+  };
+  lastIndexes = { epoch, indexes };
+  return indexes;
+}
+
+// The key order of the last translation's objects of each kind. Most translations follow an
+// edit that adds or removes nothing: the same keys, so the same order, which is then reused
+// instead of sorting every route's key again.
+const lastKeyOrder = new Map<string, { readonly keys: readonly string[]; readonly set: ReadonlySet<string> }>();
+
+/** `items` by `<namespace>/<name>`, in key order (the order byKey gives: the last of equal keys kept). */
+function inKeyOrder<T extends { readonly metadata: { readonly namespace?: string; readonly name: string } }, V = T>(kind: string, items: readonly T[], value?: (item: T) => V): Map<string, V> {
+  const byName = new Map<string, T>();
+  for (const item of items) byName.set(keyOf(item.metadata), item);
+  const last = lastKeyOrder.get(kind);
+  let keys: readonly string[];
+  if (last && last.keys.length === byName.size && [...byName.keys()].every((k) => last.set.has(k))) keys = last.keys;
+  else {
+    keys = [...byName.keys()].sort(compareStrings);
+    lastKeyOrder.set(kind, { keys, set: new Set(keys) });
+  }
+  const out = new Map<string, V>();
+  for (const key of keys) {
+    const item = byName.get(key)!;
+    out.set(key, value ? value(item) : (item as unknown as V));
+  }
+  return out;
+}
+
+export function buildContext(resources: Resources, options: TranslateOptions): Context {
+  const labels = new Map<string, Readonly<Record<string, string>>>();
+  for (const ns of resources.namespaces) {
+    const name = ns.metadata?.name;
+    if (name) labels.set(name, { ...(ns.metadata?.labels ?? {}), [NAMESPACE_NAME_LABEL]: name });
+  }
+  const epoch = dependencyEpochOf(resources);
+  const { services, endpointSlices, configMaps, secrets, secretsIn, grants, backendTls, backends } = dependencyIndexes(resources, epoch);
   const listenerSets = new Map<string, { key: string; listenerSet: ListenerSet }[]>();
   for (const ls of [...(resources.listenerSets ?? [])].sort((a, b) => compareAge(a.metadata, b.metadata))) {
     const parent = listenerSetParentKey(ls);
@@ -123,7 +182,7 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
   // The controller checks the flag at start; a list that does not parse here allows nothing.
   const allowList = parseAllowList(options.gatewayProxyImages ?? []);
   return {
-    dependencyEpoch: dependencyEpochOf(resources),
+    dependencyEpoch: epoch,
     memo: <T>(key: string, make: () => T): T => {
       if (memo.has(key)) return memo.get(key) as T;
       const value = make();
@@ -135,15 +194,15 @@ export function buildContext(resources: Resources, options: TranslateOptions): C
     limits: options.limits ?? DEFAULT_LIMITS,
     namespaceLabels: (namespace) => labels.get(namespace) ?? { [NAMESPACE_NAME_LABEL]: namespace },
     services,
-    backends: new Map(byKey(resources.backends ?? []).map((b) => [keyOf(b.metadata), b])),
-    endpointSlices: slices,
-    grants: new ReferenceGrants(resources.referenceGrants),
-    backendTls: indexBackendTls(resources.backendTLSPolicies, (namespace, name) => configMaps.get(`${namespace}/${name}`)),
-    gateways: new Map(byKey(resources.gateways).map((g) => [keyOf(g.metadata), g])),
+    backends,
+    endpointSlices,
+    grants,
+    backendTls,
+    gateways: inKeyOrder('Gateway', resources.gateways),
     listenerSetsOf: (gateway) => listenerSets.get(gateway) ?? [],
-    httpRoutes: new Map(byKey(resources.httpRoutes).map((r) => [keyOf(r.metadata), r])),
-    grpcRoutes: new Map(byKey(resources.grpcRoutes).map((r) => [keyOf(r.metadata), asHTTPRoute(r)])),
-    tlsRoutes: new Map(byKey(resources.tlsRoutes ?? []).map((r) => [keyOf(r.metadata), r])),
+    httpRoutes: inKeyOrder('HTTPRoute', resources.httpRoutes),
+    grpcRoutes: inKeyOrder('GRPCRoute', resources.grpcRoutes, asHTTPRoute),
+    tlsRoutes: inKeyOrder('TLSRoute', resources.tlsRoutes ?? []),
     configMaps,
     configMap: (namespace, name) => configMaps.get(`${namespace}/${name}`),
     parameters: { defaults: DEFAULT_PROXY_SETTINGS, gatewayImages: allowList.ok ? allowList.list : [], ...(options.gatewayInfrastructureDeniedDomains ? { infrastructureDenied: options.gatewayInfrastructureDeniedDomains } : {}) },
