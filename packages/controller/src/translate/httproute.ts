@@ -351,10 +351,10 @@ function resolvedRefs(refs: Verdict, rules: RulesResult, g: GatewayState, gen: n
  */
 export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, GatewayState>): TranslatedRoute[] {
   // Sorted by creation time once (not parsed again in every comparison), then by key.
-  const kinds: [RouteKind, ReadonlyMap<string, HTTPRoute>][] = [['HTTPRoute', ctx.httpRoutes], ['GRPCRoute', ctx.grpcRoutes]];
-  const ordered = kinds
-    .flatMap(([kind, routes]) => [...routes].map(([key, route]) => ({ kind, key, route, at: createdAt(route.metadata) })))
-    .sort((a, b) => (a.at === b.at ? compareStrings(a.key, b.key) || compareStrings(a.kind, b.kind) : a.at < b.at ? -1 : 1));
+  const ordered = precedenceOrder([
+    ['HTTPRoute', ctx.httpRoutes],
+    ['GRPCRoute', ctx.grpcRoutes],
+  ]);
   // Fingerprints are made anew by every translation; each is swapped for the equal string the
   // last translation used, so the memo checks of thousands of routes compare one pointer
   // instead of two long strings character by character.
@@ -372,9 +372,16 @@ export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, Gate
   };
   const { parentOf, gatewayOf } = parentIndex(gateways);
   // A ListenerSet's fingerprint is its Gateway's (which covers the set's acceptance and listeners) under that Gateway's key.
+  // Made once per parent a translation meets: thousands of routes name a handful of parents.
+  const parentFingerprints = new Map<string, string>();
   const fingerprint = (parent: string): string => {
-    const g = gatewayOf(parent);
-    return g ? (parent.startsWith('ListenerSet/') ? `${g.key}\n${gatewayFingerprint(g)}` : gatewayFingerprint(g)) : '';
+    let f = parentFingerprints.get(parent);
+    if (f === undefined) {
+      const g = gatewayOf(parent);
+      f = g ? (parent.startsWith('ListenerSet/') ? `${g.key}\n${gatewayFingerprint(g)}` : gatewayFingerprint(g)) : '';
+      parentFingerprints.set(parent, f);
+    }
+    return f;
   };
   const namespaceLabels = new Map<string, string>();
   const labelsOf = (ns: string): string => {
@@ -406,6 +413,28 @@ export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, Gate
   });
   lastFingerprints = interned;
   return translated;
+}
+
+interface Ordered {
+  readonly kind: RouteKind;
+  readonly key: string;
+  readonly route: HTTPRoute;
+}
+
+// Creation times by metadata object: parsed once per object, not in every translation.
+const creationTimes = new WeakMap<object, number>();
+
+function creationTime(route: HTTPRoute): number {
+  let at = creationTimes.get(route.metadata);
+  if (at === undefined) creationTimes.set(route.metadata, (at = createdAt(route.metadata)));
+  return at;
+}
+
+/** Routes of both kinds in precedence order: oldest first, then key, then kind. */
+function precedenceOrder(kinds: readonly (readonly [RouteKind, ReadonlyMap<string, HTTPRoute>])[]): Ordered[] {
+  return kinds
+    .flatMap(([kind, routes]) => [...routes].map(([key, route]) => ({ kind, key, route, at: creationTime(route) })))
+    .sort((a, b) => (a.at === b.at ? compareStrings(a.key, b.key) || compareStrings(a.kind, b.kind) : a.at < b.at ? -1 : 1));
 }
 
 /** The parents routes may name, by `Gateway/<key>` and `ListenerSet/<key>`, and the Gateway of each. */
