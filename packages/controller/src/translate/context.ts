@@ -81,16 +81,10 @@ function dependencyEpochOf(resources: Resources): number {
 }
 
 /** The indexes of the dependency lists (dependencyEpochOf's), which only those lists determine. */
-interface DependencyIndexes {
-  readonly services: ReadonlyMap<string, V1Service>;
-  readonly endpointSlices: ReadonlyMap<string, readonly V1EndpointSlice[]>;
-  readonly configMaps: ReadonlyMap<string, V1ConfigMap>;
-  readonly secrets: ReadonlyMap<string, V1Secret>;
+type DependencyIndexes = Pick<Context, 'services' | 'endpointSlices' | 'configMaps' | 'secrets' | 'grants' | 'backendTls' | 'backends'> & {
+  /** Context.secretsIn's answers, by namespace. */
   readonly secretsIn: ReadonlyMap<string, readonly V1Secret[]>;
-  readonly grants: ReferenceGrants;
-  readonly backendTls: BackendTlsIndex;
-  readonly backends: ReadonlyMap<string, TollgateBackend>;
-}
+};
 
 // The last translation's dependency indexes and their epoch: a translation of the same epoch
 // (the same objects in the same order: a route edit, a policy patch) reuses them instead of
