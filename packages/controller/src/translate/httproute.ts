@@ -421,19 +421,10 @@ interface Ordered {
   readonly route: HTTPRoute;
 }
 
-// Creation times by metadata object: parsed once per object, not in every translation.
-const creationTimes = new WeakMap<object, number>();
-
-function creationTime(route: HTTPRoute): number {
-  let at = creationTimes.get(route.metadata);
-  if (at === undefined) creationTimes.set(route.metadata, (at = createdAt(route.metadata)));
-  return at;
-}
-
 /** Routes of both kinds in precedence order: oldest first, then key, then kind. */
 function precedenceOrder(kinds: readonly (readonly [RouteKind, ReadonlyMap<string, HTTPRoute>])[]): Ordered[] {
   return kinds
-    .flatMap(([kind, routes]) => [...routes].map(([key, route]) => ({ kind, key, route, at: creationTime(route) })))
+    .flatMap(([kind, routes]) => [...routes].map(([key, route]) => ({ kind, key, route, at: createdAt(route.metadata) })))
     .sort((a, b) => (a.at === b.at ? compareStrings(a.key, b.key) || compareStrings(a.kind, b.kind) : a.at < b.at ? -1 : 1));
 }
 

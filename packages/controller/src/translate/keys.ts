@@ -18,8 +18,18 @@ export function byKey<T extends { readonly metadata: { readonly namespace?: stri
     .map((x) => x.item);
 }
 
+// Creation times by metadata object: an object's text is parsed once, not in every sort of every
+// translation (objects are not changed in place: an edit is a new object).
+const creationTimes = new WeakMap<ObjectMeta, number>();
+
 /** Milliseconds since the epoch, or +Infinity when unknown (sorts last). */
 export function createdAt(meta: ObjectMeta): number {
+  let ms = creationTimes.get(meta);
+  if (ms === undefined) creationTimes.set(meta, (ms = parseCreatedAt(meta)));
+  return ms;
+}
+
+function parseCreatedAt(meta: ObjectMeta): number {
   const t = meta.creationTimestamp;
   if (t === undefined) return Number.POSITIVE_INFINITY;
   const ms = t instanceof Date ? t.getTime() : Date.parse(t);
