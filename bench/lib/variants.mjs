@@ -11,7 +11,7 @@ import { MOCK_LLM_BIN, TOLLGATE_BIN } from './cases.mjs';
 import { commands, freePort, isBindListening, killAllNow, startProcess, stopAll, stopAllOnSignals } from './procs.mjs';
 import { probe } from './requests.mjs';
 import { procCpuUs } from '../peers/proc-stats.mjs';
-import { wrk } from '../peers/wrk.mjs';
+import { pacingDelayMs, pacingLine, wrk } from '../peers/wrk.mjs';
 
 /** The options every variant bench takes, for its help text. */
 export const ROUND_OPTIONS_HELP = `  --rounds <n>       rounds; each runs every variant once, in turn   [default 5]
@@ -52,7 +52,7 @@ export function roundOptions(help, extra = {}, { paced = true } = {}) {
   // Paced: a connection's pause between an answer and its next request, so each variant gets
   // about the same rate: a variant that slows the load side (a backend sharing its CPU) then
   // cannot change how many requests the proxy handles per event-loop turn.
-  const delayMs = values.rate === undefined ? 0 : Math.max(1, Math.round((1000 * connections) / int('rate', 1)));
+  const delayMs = pacingDelayMs(connections, values.rate === undefined ? undefined : int('rate', 1));
   return { values, opts: { rounds: int('rounds', 1), durationS: int('duration', 1), warmupS: int('warmup', 0), connections, delayMs } };
 }
 
@@ -99,7 +99,7 @@ export function printPreamble(title, opts, cpus) {
   console.log(`${title}, ${new Date().toISOString()}`);
   console.log(`machine: ${osCpus().length} CPUs; node ${process.version}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log(`load: wrk -t1 -c${opts.connections}, ${opts.warmupS} s warm-up + ${opts.durationS} s per variant and round; ${opts.rounds} round(s); ${cpus.pinned ? 'proxy on CPU 0, mock-llm and wrk on CPU 1' : 'no pinning'}`);
-  if (opts.delayMs) console.log(`paced: each connection waits ${opts.delayMs} ms between an answer and its next request (at most ${Math.round((1000 * opts.connections) / opts.delayMs)} req/s; the req/s column is what each variant got)`);
+  if (opts.delayMs) console.log(pacingLine(opts.connections, opts.delayMs, 'variant'));
 }
 
 /**
@@ -132,7 +132,7 @@ export async function runRounds({ url, proxy, variants, requests, opts, cpus, di
   for (let round = 1; round <= opts.rounds; round++) {
     const order = round % 2 ? variants : [...variants].reverse();
     for (const v of order) {
-      const common = { baseUrl: url, request: requests[v], connections: opts.connections, cpu: cpus.load, workDir: dir, delayMs: opts.delayMs ?? 0 };
+      const common = { baseUrl: url, request: requests[v], connections: opts.connections, cpu: cpus.load, workDir: dir, delayMs: opts.delayMs };
       if (opts.warmupS) await wrk({ ...common, durationS: opts.warmupS });
       let cpu0 = 0;
       const r = await wrk({ ...common, durationS: opts.durationS, onStart: () => (cpu0 = procCpuUs(proxy.pid)) });

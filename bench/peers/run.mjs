@@ -25,7 +25,7 @@ import { probe } from '../lib/requests.mjs';
 import { procCpuUs, rssKiB } from './proc-stats.mjs';
 import { agentgateway, tollgate } from './proxies.mjs';
 import { PEER_REQUESTS } from './requests.mjs';
-import { ensureWrk, wrk } from './wrk.mjs';
+import { ensureWrk, pacingDelayMs, pacingLine, wrk } from './wrk.mjs';
 
 const HELP = `Usage: AGENTGATEWAY_BIN=<path> node bench/peers/run.mjs [options]
 
@@ -94,7 +94,7 @@ function options() {
     connections: int('connections', 1),
     // Paced load: each connection pauses between an answer and its next request, so both
     // proxies get (about) the same request rate instead of as many as each can serve.
-    delayMs: values.rate === undefined ? 0 : Math.max(1, Math.round((1000 * int('connections', 1)) / int('rate', 1))),
+    delayMs: pacingDelayMs(int('connections', 1), values.rate === undefined ? undefined : int('rate', 1)),
     cases,
     tollgateRoot: values['tollgate-root'],
     baseline: values.baseline ?? null,
@@ -149,11 +149,7 @@ async function main() {
   console.log(`Tollgate vs agentgateway, ${started}`);
   console.log(`machine: ${osCpus().length} CPUs, ${osCpus()[0]?.model}; node ${process.version}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log(`load: wrk -t1 -c${opts.connections}, ${opts.warmupS} s warm-up + ${opts.durationS} s per case, proxy and round; ${opts.rounds} round(s)`);
-  console.log(
-    opts.delayMs
-      ? `paced: each connection waits ${opts.delayMs} ms between an answer and its next request (at most ${fmt.n((1000 * opts.connections) / opts.delayMs)} req/s; the req/s column is what each proxy got)`
-      : 'closed loop: each connection sends its next request when the answer arrives (each proxy at its own saturation)',
-  );
+  console.log(pacingLine(opts.connections, opts.delayMs, 'proxy'));
   console.log(pinned ? 'pinning: proxy under test on CPU 0; backend, mock-llm and wrk on CPU 1' : 'pinning: off');
   if (opts.nodeArgs.length) console.log(`tollgate node flags: ${opts.nodeArgs.join(' ')}`);
   if (opts.baseline && opts.baselineNodeArgs.join(' ') !== opts.nodeArgs.join(' ')) console.log(`tollgate@baseline node flags: ${opts.baselineNodeArgs.join(' ') || '(none)'}`);

@@ -15,6 +15,21 @@ export function ensureWrk() {
   commands.wrk = true;
 }
 
+/**
+ * Paced load (--rate): the pause of each connection between an answer and its next request,
+ * in whole milliseconds, for about `rate` requests a second over `connections`; 0 without a rate.
+ */
+export function pacingDelayMs(connections, rate) {
+  return rate === undefined ? 0 : Math.max(1, Math.round((1000 * connections) / rate));
+}
+
+/** The line a bench prints about its pacing; `who`: what each run gets the rate of ("proxy", "variant"). */
+export function pacingLine(connections, delayMs, who) {
+  return delayMs
+    ? `paced: each connection waits ${delayMs} ms between an answer and its next request (at most ${Math.round((1000 * connections) / delayMs)} req/s; the req/s column is what each ${who} got)`
+    : `closed loop: each connection sends its next request when the answer arrives (each ${who} at its own saturation)`;
+}
+
 /** A Lua long string that cannot be closed by the text inside it. */
 function luaString(text) {
   let eq = '=';
