@@ -44,7 +44,6 @@ describe.skipIf(!availability.run)('Backend host names through the node\'s CoreD
   const apply = (objects: unknown[]) => kubectlOk(node.current, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
   let address = '';
 
-  /** Points Service providers/llm at the pods of the mock-llm Deployment of `namespace`, through an EndpointSlice of its own. */
   /**
    * The address of a ready mock-llm pod of `namespace` that is not going away: right after a
    * rollout the pod a Deployment replaced may still be listed (terminating), and an
@@ -59,6 +58,7 @@ describe.skipIf(!availability.run)('Backend host names through the node\'s CoreD
     return live.status.podIP!;
   }
 
+  /** Points Service providers/llm at a pod of the mock-llm Deployment of `namespace`, through an EndpointSlice of its own. */
   async function pointAt(namespace: string): Promise<void> {
     const ip = await podIp(namespace);
     await apply([
