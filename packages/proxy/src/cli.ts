@@ -10,6 +10,7 @@ import { parseConfig, readConfigText } from './config/load-file.js';
 import { EXIT, EXIT_CODE_HELP, type ExitCode } from './exit-codes.js';
 import type { ProxyProcess } from './process/proxy-process.js';
 import { startStandaloneProxy } from './process/standalone.js';
+import { MAX_WORKERS, usableCpus } from './process/workers/worker-count.js';
 import type { ControllerSecurity } from './source/controller-source.js';
 
 const HELP = () => `tollgate: the Tollgate gateway proxy
@@ -38,6 +39,9 @@ Options:
       --admin-addr <addr>      admin server, overriding config.adminAddr (default 127.0.0.1:15000)
       --metrics-addr <addr>    Prometheus /metrics, overriding config.metricsAddr (default 0.0.0.0:15020)
       --readiness-addr <addr>  /healthz/ready, overriding config.readinessAddr (default 0.0.0.0:15021)
+      --workers <n|auto>       threads serving requests, overriding config.workers (default 1); auto: the CPUs
+                               the container may use (its cgroup CPU quota). Limits, budgets and connection caps
+                               are shared by all threads; one admin API, one /metrics, one readiness
   -h, --help                   show this help
   -v, --version                print the version
 
@@ -66,6 +70,14 @@ function fail(message: string, code: ExitCode): never {
   process.exit(code);
 }
 
+/** --workers: a count from 1 to MAX_WORKERS, or auto. */
+function parseWorkers(text: string): number {
+  if (text === 'auto') return Math.min(MAX_WORKERS, usableCpus().count);
+  const n = /^[0-9]{1,3}$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 1 && n <= MAX_WORKERS)) fail(`--workers: got "${text}"; give a whole number from 1 to ${MAX_WORKERS}, or auto (the CPUs the container may use)`, EXIT.USAGE);
+  return n;
+}
+
 export async function main(argv: string[]): Promise<void> {
   let values: {
     file?: string;
@@ -78,6 +90,7 @@ export async function main(argv: string[]): Promise<void> {
     'admin-addr'?: string;
     'metrics-addr'?: string;
     'readiness-addr'?: string;
+    workers?: string;
     help?: boolean;
     version?: boolean;
   };
@@ -95,6 +108,7 @@ export async function main(argv: string[]): Promise<void> {
         'admin-addr': { type: 'string' },
         'metrics-addr': { type: 'string' },
         'readiness-addr': { type: 'string' },
+        workers: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -122,6 +136,8 @@ export async function main(argv: string[]): Promise<void> {
     if (r && !r.ok) fail(`--${flag}: got "${v}"; ${r.problem}`, EXIT.USAGE);
   }
 
+  const workers = values.workers === undefined ? undefined : parseWorkers(values.workers);
+
   try {
     if (values.check && values.file) {
       const loaded = parseConfig(values.file, await readConfigText(values.file));
@@ -135,7 +151,7 @@ export async function main(argv: string[]): Promise<void> {
     let hupPending = false;
     process.on('SIGHUP', () => reload());
     // compactMemory: the process gives back what start-up and each config compile left behind.
-    const addrs = { adminAddr: values['admin-addr'], metricsAddr: values['metrics-addr'], readinessAddr: values['readiness-addr'], compactMemory: true };
+    const addrs = { adminAddr: values['admin-addr'], metricsAddr: values['metrics-addr'], readinessAddr: values['readiness-addr'], compactMemory: true, workers };
     const standalone = cluster ? null : await startStandaloneProxy({ file: values.file!, ...addrs });
     // Cluster mode's snapshot stream client (gRPC) is loaded only in cluster mode.
     const gateway: ProxyProcess = standalone ?? (await (await import('./process/cluster.js')).startClusterProxy({ ...cluster!, ...addrs }));

@@ -149,6 +149,16 @@ describe('tollgate CLI', { timeout: PROCESS_TIMEOUT_MS }, () => {
     expect(r.stderr).toBe('tollgate: --metrics-addr: got "127.0.0.1:99999"; port 99999 is out of range; expected a port from 0 to 65535 (0 picks a free port)\n');
   });
 
+  it('--workers takes a count from 1 to 64 or auto; anything else exits 2 naming the flag', async () => {
+    for (const bad of ['0', '65', 'two', '1.5', '']) {
+      const r = await runHere(['-f', '/nonexistent/config.yaml', '--workers', bad]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(`tollgate: --workers: got "${bad}"; give a whole number from 1 to 64, or auto (the CPUs the container may use)\n`);
+    }
+    // A good value passes the flag check and fails on the missing file instead.
+    for (const good of ['1', '64', 'auto']) expect((await runHere(['-f', '/nonexistent/config.yaml', '--workers', good])).stderr).toContain('cannot read config file');
+  });
+
   it('logs the admin address and one line per bind, and serves', async () => {
     const up = await startUpstream();
     try {

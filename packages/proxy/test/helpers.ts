@@ -66,6 +66,8 @@ export interface GatewayOptions {
   readonly clock?: () => number;
   readonly traceKeepaliveMs?: number;
   readonly compactMemory?: ProxyProcessOptions['compactMemory'];
+  /** Threads serving requests (worker threads run the built proxy: `pnpm build` first). */
+  readonly workers?: number;
 }
 
 export function startGateway(config: GatewayConfig, opts: GatewayOptions = {}): Promise<TestGateway> {
@@ -80,7 +82,7 @@ async function startGatewayWith(config: Record<string, unknown>, opts: GatewayOp
   const logs = new LogSink();
   let gateway: StandaloneProxy;
   try {
-    gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, clock: opts.clock, traceKeepaliveMs: opts.traceKeepaliveMs, compactMemory: opts.compactMemory });
+    gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, clock: opts.clock, traceKeepaliveMs: opts.traceKeepaliveMs, compactMemory: opts.compactMemory, workers: opts.workers });
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
     throw err;

@@ -209,6 +209,14 @@ export const ProcessConfig = Type.Object(
     maxConnectionsPerBind: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Client connections open at once on each bind (port); a connection beyond it is closed as soon as it is accepted. Default 4096.' }),
     ),
+    workers: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 64,
+        description:
+          'Threads serving requests, each with its own listening socket on every bind (SO_REUSEPORT), the kernel spreading connections across them. Local rate limits, keyed budgets, the buffered-bytes budget and the connection caps are shared by all of them. Default 1; the --workers flag overrides it (--workers auto: the CPUs the container may use, from its cgroup quota).',
+      }),
+    ),
     maxWebSocketConnections: Type.Optional(
       Type.Integer({
         minimum: 1,

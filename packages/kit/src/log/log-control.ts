@@ -16,6 +16,8 @@ export interface LogControlOptions<C extends string> {
   readonly destination?: DestinationStream;
   /** The field that names the component on each line; default "module". */
   readonly componentKey?: string;
+  /** Fields on every line besides pid (a worker thread's `worker`). */
+  readonly bindings?: Readonly<Record<string, string | number>>;
 }
 
 export class LogControl<C extends string> {
@@ -32,7 +34,7 @@ export class LogControl<C extends string> {
     this.root = pino(
       {
         level: 'trace',
-        base: { pid: process.pid },
+        base: { pid: process.pid, ...options.bindings },
         redact: { paths: redactPaths(), censor: REDACT_CENSOR },
         serializers: urlSerializers,
         timestamp: pino.stdTimeFunctions.isoTime,

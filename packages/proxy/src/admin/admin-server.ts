@@ -9,6 +9,7 @@ import { budgetsRoutes } from './routes/budgets.js';
 import { configDumpRoutes } from './routes/config-dump.js';
 import { quitRoutes } from './routes/quit.js';
 import { tasksRoutes } from './routes/tasks.js';
+import { workersRoutes } from './routes/workers.js';
 import { traceRoutes } from './routes/trace.js';
 
 export class AdminServer {
@@ -24,10 +25,17 @@ export class AdminServer {
     backendsRoutes(app, ctx);
     budgetsRoutes(app, ctx);
     traceRoutes(app, ctx);
-    textLoggingRoutes(app, { logs: ctx.logs, onChange: (directive) => ctx.logs.get('admin').info(`log level changed to ${directive}`) });
+    textLoggingRoutes(app, {
+      logs: ctx.logs,
+      onChange: (directive) => {
+        ctx.workers?.setLogDirective(directive);
+        ctx.logs.get('admin').info(`log level changed to ${directive}`);
+      },
+    });
     memoryRoutes(app);
     pprofRoutes(app);
     tasksRoutes(app, ctx);
+    workersRoutes(app, ctx);
     quitRoutes(app, ctx);
   }
 

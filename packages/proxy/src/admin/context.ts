@@ -1,6 +1,7 @@
 // What the admin routes read and control.
 import type { LogControl } from '../log/logger.js';
 import type { ProxyRuntime } from '../server/runtime.js';
+import type { WorkerThreads } from '../server/thread-figures.js';
 
 export interface BackgroundTask {
   readonly name: string;
@@ -20,4 +21,6 @@ export interface AdminContext {
   readonly allowedHosts?: readonly string[];
   /** Interval of the keepalive comment on a waiting trace stream; default 5000 ms. */
   readonly traceKeepaliveMs?: number;
+  /** The worker threads besides the main thread (config.workers above 1), else null. */
+  readonly workers?: WorkerThreads | null;
 }

@@ -9,7 +9,7 @@ export type Module = (typeof MODULES)[number];
 
 export class LogControl extends KitLogControl<Module> {
   /** Throws DirectiveError when the start-up directive is bad. */
-  constructor(startupDirective: string, destination?: DestinationStream) {
-    super({ components: MODULES, directive: startupDirective, destination, componentKey: 'module' });
+  constructor(startupDirective: string, destination?: DestinationStream, bindings?: Readonly<Record<string, string | number>>) {
+    super({ components: MODULES, directive: startupDirective, destination, componentKey: 'module', bindings });
   }
 }

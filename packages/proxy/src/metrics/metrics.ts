@@ -228,6 +228,8 @@ export interface ProxyMetricsOptions {
   readonly rateLimitServices?: () => readonly { readonly address: string; readonly connected: boolean }[];
   /** Upgraded connections (WebSockets) open now, read at each scrape. */
   readonly websocketConnections?: () => number;
+  /** The process-wide series (tollgate_process_*): false in worker threads, whose /metrics the main thread merges. */
+  readonly processMetrics?: boolean;
 }
 
 /** The byte counters of one route's WebSockets, added to as bytes pass. */
@@ -391,7 +393,8 @@ export class ProxyMetrics {
         for (const s of services?.() ?? []) this.set({ service: s.address }, s.connected ? 1 : 0);
       },
     });
-    collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_process_' });
+    // Process-wide figures are the main thread's to give: a worker thread's would repeat them.
+    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_process_' });
     readAtScrape(this.registry, 'tollgate_websocket_connections', 'Upgraded connections (WebSockets) open now, across all binds (at most config.maxWebSocketConnections).', options.websocketConnections);
     readAtScrape(this.registry, 'tollgate_buffered_request_bytes', 'Request-body bytes held in memory now, across all binds (at most config.maxBufferedRequestBytes).', options.bufferedRequestBytes);
   }

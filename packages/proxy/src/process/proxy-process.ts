@@ -2,28 +2,20 @@
 // servers, fed by one snapshot source. The source decides where routing config comes from
 // (the config file in standalone mode; the controller stream in cluster mode); every
 // snapshot, whatever its source, goes through the same apply path, `runtime.apply`.
-import {
-  bufferedRequestBytes,
-  DEFAULT_COOL_DOWN_MS,
-  DEFAULT_MAX_COOL_DOWN_MS,
-  DEFAULT_RETRY_BUDGET_MIN_CONCURRENCY,
-  DEFAULT_RETRY_BUDGET_PERCENT,
-  parseDuration,
-  requireHostPort,
-  type ProcessConfig,
-  type ProxySnapshot,
-} from '@tollgate/api';
+import { requireHostPort, type ProcessConfig, type ProxySnapshot } from '@tollgate/api';
 import type { DestinationStream } from 'pino';
 import { AdminServer } from '../admin/admin-server.js';
 import { LogControl } from '../log/logger.js';
 import type { Clock } from '../ratelimit/clock.js';
 import { OpsServer } from '../server/ops-server.js';
-import { DEFAULT_PATH_SETTINGS } from '../pipeline/request-target.js';
-import { DEFAULT_CLIENT_TIMEOUTS, DEFAULT_DRAIN_IDLE_MS, ProxyRuntime } from '../server/runtime.js';
+import { ProxyRuntime } from '../server/runtime.js';
 import { requestsStarted } from '../server/data-plane.js';
 import type { SnapshotSource } from '../source/snapshot-source.js';
 import { MemoryCompaction, type MemoryCompactionOptions } from './memory-compaction.js';
-import { DEFAULT_DNS, type DnsSettings } from '../upstream/dns-cache.js';
+import { runtimeOptions } from './runtime-options.js';
+import { LEADER_BINDS } from '../server/bind-sharing.js';
+import { WorkerPool } from './workers/worker-pool.js';
+import { boundPorts, mergedMetrics } from './workers/main-thread.js';
 
 export interface ProxyProcessOptions<S extends SnapshotSource = SnapshotSource> {
   /** Process settings (`config.*` of the config file); fixed for the life of the process. */
@@ -46,19 +38,8 @@ export interface ProxyProcessOptions<S extends SnapshotSource = SnapshotSource> 
    * config apply (the `tollgate` command does; in-process tests leave it off).
    */
   readonly compactMemory?: boolean | Omit<MemoryCompactionOptions, 'requests' | 'log'>;
-}
-
-/** config.dns over the defaults. */
-function dnsSettings(c: ProcessConfig['dns']): DnsSettings {
-  if (!c) return DEFAULT_DNS;
-  const ms = (text: string | undefined, fallback: number) => (text === undefined ? fallback : parseDuration(text));
-  return {
-    ...DEFAULT_DNS,
-    minTtlMs: ms(c.minTtl, DEFAULT_DNS.minTtlMs),
-    maxTtlMs: ms(c.maxTtl, DEFAULT_DNS.maxTtlMs),
-    staleMs: ms(c.staleFor, DEFAULT_DNS.staleMs),
-    maxNames: c.maxNames ?? DEFAULT_DNS.maxNames,
-  };
+  /** Threads serving requests (overrides config.workers; default 1). */
+  readonly workers?: number;
 }
 
 export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
@@ -70,6 +51,8 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
     readonly source: S,
     readonly ops: { readonly metrics: OpsServer; readonly readiness: OpsServer },
     readonly compaction: MemoryCompaction | null,
+    /** The threads besides the main one (null with one worker). */
+    readonly workers: WorkerPool | null,
   ) {}
 
   /** Called when something other than a signal asks the process to stop (POST /quitquitquit). */
@@ -79,59 +62,21 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
     const settings = options.settings;
     const logs = new LogControl(settings.logLevel ?? 'info', options.logDestination);
     const log = logs.get('proxy');
-    const runtime = new ProxyRuntime({
-      connectTimeoutMs: parseDuration(settings.connectTimeout ?? '5s'),
-      backendRequestTimeoutMs: parseDuration(settings.backendRequestTimeout ?? '60s'),
-      connectAttempts: settings.connectAttempts,
-      retryBudget: { percent: settings.retryBudgetPercent ?? DEFAULT_RETRY_BUDGET_PERCENT, minConcurrency: settings.retryBudgetMinConcurrency ?? DEFAULT_RETRY_BUDGET_MIN_CONCURRENCY },
-      maxRetryBodyBytes: settings.maxRetryBodyBytes,
-      coolDown: {
-        defaultMs: settings.coolDown === undefined ? DEFAULT_COOL_DOWN_MS : parseDuration(settings.coolDown),
-        maxMs: settings.maxCoolDown === undefined ? DEFAULT_MAX_COOL_DOWN_MS : parseDuration(settings.maxCoolDown),
-      },
-      drainTimeoutMs: parseDuration(settings.drainTimeout ?? '30s'),
-      drainIdleMs: settings.drainIdleTimeout ? parseDuration(settings.drainIdleTimeout) : DEFAULT_DRAIN_IDLE_MS,
-      maxTraceSessions: settings.maxTraceSessions ?? 32,
-      paths: { ...DEFAULT_PATH_SETTINGS, ...settings.paths },
-      maxSseLineBytes: settings.maxSseLineBytes,
-      maxRequestBodyBytes: settings.maxRequestBodyBytes,
-      maxBufferedRequestBytes: bufferedRequestBytes(settings),
-      maxConnectionsPerBind: settings.maxConnectionsPerBind,
-      websockets: { maxConnections: settings.maxWebSocketConnections, idleMs: settings.websocketIdleTimeout ? parseDuration(settings.websocketIdleTimeout) : undefined },
-      tlsStreams: {
-        helloTimeoutMs: settings.tlsClientHelloTimeout ? parseDuration(settings.tlsClientHelloTimeout) : undefined,
-        idleMs: settings.tlsIdleTimeout ? parseDuration(settings.tlsIdleTimeout) : undefined,
-      },
-      maxTokensChargedPerResponse: settings.maxTokensChargedPerResponse,
-      maxRateLimitKeys: settings.maxRateLimitKeys,
-      passwords: settings.basicAuth,
-      dns: dnsSettings(settings.dns),
-      clientTimeouts: {
-        requestHeadersMs: settings.requestHeadersTimeout ? parseDuration(settings.requestHeadersTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestHeadersMs,
-        requestBodyIdleMs: settings.requestBodyIdleTimeout ? parseDuration(settings.requestBodyIdleTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyIdleMs,
-        requestBodyMs: settings.requestBodyTimeout ? parseDuration(settings.requestBodyTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyMs,
-        keepAliveMs: settings.keepAliveTimeout ? parseDuration(settings.keepAliveTimeout) : DEFAULT_CLIENT_TIMEOUTS.keepAliveMs,
-      },
-      maxModelLabels: settings.maxModelLabels,
-      consumerMetricsTopN: settings.consumerMetricsTopN,
-      log,
-      rateLimitLog: logs.get('ratelimit'),
-      authLog: logs.get('auth'),
-      upstreamLog: logs.get('upstream'),
-      clock: options.clock,
-    });
+    const threads = options.workers ?? settings.workers ?? 1;
+    const runtime = new ProxyRuntime({ ...runtimeOptions(settings, logs, options.clock), bindSharing: threads > 1 ? LEADER_BINDS : undefined });
+    const workers = threads > 1 ? new WorkerPool({ threads: threads - 1, settings, logDirective: () => logs.directive, log, registry: runtime.metrics.registry }) : null;
     const source = options.source(logs);
     const metricsAddr = requireHostPort(options.metricsAddr ?? settings.metricsAddr ?? '0.0.0.0:15020', 'metricsAddr', { ephemeralPort: true });
     const readinessAddr = requireHostPort(options.readinessAddr ?? settings.readinessAddr ?? '0.0.0.0:15021', 'readinessAddr', { ephemeralPort: true });
     const metrics = new OpsServer('metrics', metricsAddr.host, metricsAddr.port, async (path) =>
       path === '/metrics'
-        ? { status: 200, type: runtime.metrics.registry.contentType, body: await runtime.metrics.registry.metrics() }
+        ? { status: 200, type: runtime.metrics.registry.contentType, body: await (workers ? mergedMetrics(runtime.metrics.registry, workers) : runtime.metrics.registry.metrics()) }
         : { status: 404, type: 'text/plain', body: 'metrics are at /metrics\n' },
     );
     const readiness = new OpsServer('readiness', readinessAddr.host, readinessAddr.port, async (path) => {
       if (path !== '/healthz/ready') return { status: 404, type: 'text/plain', body: 'readiness is at /healthz/ready\n' };
       const services = runtime.rateLimitServices.readiness();
-      const ready = runtime.hasConfig && !runtime.draining && services.ready;
+      const ready = runtime.hasConfig && !runtime.draining && services.ready && (workers?.applied ?? true);
       const why = runtime.draining ? 'draining\n' : !runtime.hasConfig ? 'no config loaded\n' : `waiting for rate limit service ${services.waiting.join(', ')}\n`;
       return { status: ready ? 200 : 503, type: 'text/plain', body: ready ? 'ready\n' : why };
     });
@@ -141,7 +86,8 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
     const admin = new AdminServer(adminAddr.host, adminAddr.port, {
       runtime,
       logs,
-      tasks: () => [{ name: source.name, state: () => ({ ...source.state() }) }],
+      tasks: () => [{ name: source.name, state: () => ({ ...source.state() }) }, ...(workers ? [{ name: 'workers', state: () => ({ threads: workers.views }) }] : [])],
+      workers,
       delivery: () => ({ ...source.state() }),
       shutdown: (reason) => holder.process?.onShutdownRequest(reason),
       allowedHosts: settings.adminAllowedHosts,
@@ -161,9 +107,16 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       const r = await readiness.listen();
       opened.push(readiness);
       log.info({ metrics: m, readiness: r }, `metrics on http://${m}/metrics, readiness on http://${r}/healthz/ready`);
+      if (workers) {
+        await workers.start();
+        opened.push(workers);
+        log.info({ workers: threads }, `serving on ${threads} threads`);
+      }
       await source.start({
         apply: async (snapshot) => {
           await runtime.apply(snapshot);
+          // Every thread serves the snapshot before the source reports it applied.
+          await workers?.apply(snapshot, boundPorts(runtime));
           compaction?.schedule();
         },
       });
@@ -174,7 +127,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       await Promise.allSettled(opened.map((o) => o.close()));
       throw err;
     }
-    const proc = new ProxyProcess(logs, runtime, admin, source, { metrics, readiness }, compaction);
+    const proc = new ProxyProcess(logs, runtime, admin, source, { metrics, readiness }, compaction, workers);
     holder.process = proc;
     return proc;
   }
@@ -189,7 +142,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
     this.#closing ??= (async () => {
       this.compaction?.stop();
       this.source.stop();
-      await this.runtime.close();
+      await Promise.allSettled([this.runtime.close(), this.workers?.close()]);
       await Promise.allSettled([this.admin.close(), this.ops.metrics.close(), this.ops.readiness.close()]);
       this.logs.flush();
     })();

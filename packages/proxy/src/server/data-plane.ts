@@ -33,6 +33,7 @@ import type { InFlight } from '../pipeline/inflight.js';
 import { serverContextOptions, type BindTls } from '../routing/tls-contexts.js';
 import { ClientHandshakes } from './client-handshake.js';
 import { isWebSocketUpgrade, upgradeResponse } from './upgrade-request.js';
+import { listenAt, type BindSharing } from './bind-sharing.js';
 import type { UpgradeRequest } from '../pipeline/upgrades.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'];
@@ -264,6 +265,8 @@ export class DataPlaneServer {
   }
 
   readonly tls: boolean;
+  /** Set by listen(): how this bind shares its port with the other worker threads (null: it does not). */
+  #sharing: BindSharing | null = null;
 
   /**
    * The bind's certificates from a newly applied snapshot: the next handshake uses them; open
@@ -281,9 +284,10 @@ export class DataPlaneServer {
   }
 
   /** Listens; a failure is a catalog error naming the bind, its listeners and the fix. */
-  async listen(listeners: readonly string[]): Promise<void> {
+  async listen(listeners: readonly string[], sharing: BindSharing | null = null): Promise<void> {
+    this.#sharing = sharing;
     try {
-      await this.#app.listen({ port: this.port, host: this.address });
+      await this.#app.listen(listenAt(sharing, this.address, this.port));
     } catch (err) {
       throw bindError(err as NodeJS.ErrnoException, this.address, this.port, listeners);
     }
@@ -308,7 +312,7 @@ export class DataPlaneServer {
     await new Promise<void>((resolve, reject) => {
       const fail = (err: Error): void => reject(err);
       server.once('error', fail);
-      server.listen({ port, host: this.address }, () => {
+      server.listen(listenAt(this.#sharing && { port: () => port }, this.address, port), () => {
         server.off('error', fail);
         resolve();
       });

@@ -44,6 +44,7 @@ import { ExtAuthzServices, extAuthzServicesInUse } from '../auth/ext-authz-servi
 import { ExtProcServices, extProcServicesInUse } from '../ext-proc/services.js';
 
 import { TlsBinds, type TlsBindsPlan } from '../tls-stream/tls-binds.js';
+import type { BindSharing } from './bind-sharing.js';
 import { DEFAULT_TLS_HELLO_TIMEOUT_MS, DEFAULT_TLS_IDLE_MS, type TlsStreamSettings } from '../tls-stream/tls-server.js';
 import { DEFAULT_MAX_WEBSOCKET_CONNECTIONS, DEFAULT_WEBSOCKET_IDLE_MS, Upgrades, type UpgradeSettings } from '../pipeline/upgrades.js';
 export interface RuntimeOptions {
@@ -96,6 +97,10 @@ export interface RuntimeOptions {
   readonly tlsStreams?: Partial<Pick<TlsStreamSettings, 'helloTimeoutMs' | 'idleMs'>>;
   /** config.basicAuth: password workers, their queue, the cache of verified credentials. */
   readonly passwords?: Partial<PasswordSettings>;
+  /** Worker threads: how the binds share their ports with the other threads (./bind-sharing.ts). */
+  readonly bindSharing?: BindSharing;
+  /** False in a worker thread: the main thread gives the process-wide metrics. */
+  readonly processMetrics?: boolean;
 }
 
 /** config.requestHeadersTimeout, requestBodyIdleTimeout, requestBodyTimeout and keepAliveTimeout defaults. */
@@ -206,6 +211,7 @@ export class ProxyRuntime {
     const bodyBudget = new BodyBudget(options.maxBufferedRequestBytes ?? bufferedRequestBytes({ maxRequestBodyBytes }));
     const upgrades = new Upgrades({ maxConnections: options.websockets?.maxConnections ?? DEFAULT_MAX_WEBSOCKET_CONNECTIONS, idleMs: options.websockets?.idleMs ?? DEFAULT_WEBSOCKET_IDLE_MS });
     this.metrics = new ProxyMetrics({
+      processMetrics: options.processMetrics,
       maxModelLabels: options.maxModelLabels,
       consumerMetricsTopN: options.consumerMetricsTopN,
       bufferedRequestBytes: () => bodyBudget.used,
@@ -261,7 +267,7 @@ export class ProxyRuntime {
       connectTimeoutMs: options.connectTimeoutMs,
       maxConnections: this.#deps.maxConnectionsPerBind,
     };
-    this.tlsBinds = new TlsBinds({ settings: tlsSettings, log: options.log, count: (l, r, o) => this.metrics.countTlsConnection(l, r, o) }, () => options.drainTimeoutMs);
+    this.tlsBinds = new TlsBinds({ settings: tlsSettings, log: options.log, count: (l, r, o) => this.metrics.countTlsConnection(l, r, o) }, () => options.drainTimeoutMs, options.bindSharing ?? null);
   }
 
   /** gRPC channels to rate limit services, shared across reloads (none before a config uses one). */
@@ -340,15 +346,16 @@ export class ProxyRuntime {
 
   /** Listens on the new ports, then switches the ports that change kind; `progress` records each step. */
   async #listen(plan: BindPlan, progress: BindProgress): Promise<void> {
+    const sharing = this.options.bindSharing ?? null;
     for (const { server, listeners } of plan.opened) {
-      await server.listen(listeners);
+      await server.listen(listeners, sharing);
       progress.started.push(server);
     }
     for (const s of plan.switched) {
       this.options.log.info({ bind: s.key }, `bind ${s.key} changes protocol; reopening it`);
       s.old.stopAccepting();
       progress.released.push(s);
-      await s.server.listen(s.listeners);
+      await s.server.listen(s.listeners, sharing);
       progress.started.push(s.server);
     }
   }

@@ -5,6 +5,7 @@
 import type { TlsBindIR } from '@tollgate/api';
 import { TlsTable } from './tls-table.js';
 import { TlsStreamServer, type TlsStreamDeps } from './tls-server.js';
+import type { BindSharing } from '../server/bind-sharing.js';
 
 export interface TlsBindsPlan {
   /** Switches connections to the config's routes and closes the ports it no longer has. */
@@ -24,6 +25,8 @@ export class TlsBinds {
     readonly deps: TlsStreamDeps,
     /** How long removed ports let their streams run (config.drainTimeout). */
     readonly drainMs: () => number,
+    /** How the ports are shared with the other worker threads (null: one thread serves them). */
+    readonly sharing: BindSharing | null = null,
   ) {}
 
   get listening(): { address: string; port: number; boundPort: number }[] {
@@ -38,7 +41,7 @@ export class TlsBinds {
       for (const [key, table] of tables) {
         if (this.#servers.has(key)) continue;
         const server = new TlsStreamServer(table.bind.port, table.bind.address, table, this.deps);
-        await server.listen();
+        await server.listen(this.sharing);
         started.push([key, server]);
       }
     } catch (err) {

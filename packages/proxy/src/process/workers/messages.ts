@@ -1,0 +1,36 @@
+// What the main thread and a worker thread say to each other. A worker is told what to do
+// with a `call` and answers each with the call's `seq`; nothing passes between them per
+// request or per connection: shared state lives in shared memory (the rate limits, the
+// buffered-bytes budget, the connection caps), and the kernel spreads connections.
+import type { ProcessConfig, ProxySnapshot } from '@tollgate/api';
+import type { MetricObjectWithValues, MetricValue } from 'prom-client';
+import type { ThreadFigures } from '../../server/thread-figures.js';
+
+/** What a worker thread is started with (its `workerData`). */
+export interface WorkerStart {
+  /** 1..N-1: the main thread is worker 0. */
+  readonly index: number;
+  readonly settings: ProcessConfig;
+  /** The log directive in force when the worker starts (it may have been changed since start-up). */
+  readonly logDirective: string;
+}
+
+/** The port each bind of the main thread listens on, by `address:port` as configured (port 0 binds are told theirs). */
+export type BoundPorts = readonly (readonly [string, number])[];
+
+export type WorkerCall =
+  | { readonly op: 'apply'; readonly snapshot: ProxySnapshot; readonly ports: BoundPorts }
+  | { readonly op: 'metrics' }
+  | { readonly op: 'state' }
+  | { readonly op: 'log-level'; readonly directive: string }
+  | { readonly op: 'drain' };
+
+export type ToWorker = { readonly kind: 'call'; readonly seq: number; readonly call: WorkerCall };
+
+
+export type WorkerMetrics = MetricObjectWithValues<MetricValue<string>>[];
+
+export type FromWorker =
+  | { readonly kind: 'started' }
+  | { readonly kind: 'answer'; readonly seq: number; readonly ok: true; readonly value?: WorkerMetrics | ThreadFigures }
+  | { readonly kind: 'answer'; readonly seq: number; readonly ok: false; readonly error: string; readonly code?: string };

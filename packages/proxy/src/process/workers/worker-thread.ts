@@ -1,0 +1,56 @@
+// A worker thread: one more runtime serving the same binds as the main thread, on sockets of
+// its own (SO_REUSEPORT). It has no admin server, no metrics or readiness server and no config
+// source: the main thread applies each snapshot first, then hands it here (WorkerPool), and
+// asks for this thread's metrics to merge them into the one /metrics of the process.
+import { parentPort, workerData } from 'node:worker_threads';
+import { TollgateError } from '../../errors.js';
+import { LogControl } from '../../log/logger.js';
+import { ProxyRuntime } from '../../server/runtime.js';
+import { threadFigures, type ThreadFigures } from '../../server/thread-figures.js';
+import { runtimeOptions } from '../runtime-options.js';
+import type { FromWorker, ToWorker, WorkerCall, WorkerMetrics, WorkerStart } from './messages.js';
+
+const start = workerData as WorkerStart;
+const port = parentPort!;
+const logs = new LogControl(start.logDirective, undefined, { worker: start.index });
+let ports = new Map<string, number>();
+/** Applies run one after another, in the order they were sent (a restarted thread's first one may meet the next). */
+let applying: Promise<void> = Promise.resolve();
+const runtime = new ProxyRuntime({
+  ...runtimeOptions(start.settings, logs),
+  bindSharing: { port: (address, configured) => ports.get(`${address}:${configured}`) ?? configured },
+  processMetrics: false,
+});
+
+async function perform(call: WorkerCall): Promise<WorkerMetrics | ThreadFigures | undefined> {
+  switch (call.op) {
+    case 'apply': {
+      const done = applying.then(async () => {
+        ports = new Map(call.ports);
+        await runtime.apply(call.snapshot);
+      });
+      applying = done.catch(() => undefined);
+      await done;
+      return undefined;
+    }
+    case 'metrics':
+      return (await runtime.metrics.registry.getMetricsAsJSON());
+    case 'state':
+      return threadFigures(runtime, logs.directive);
+    case 'log-level':
+      logs.set(call.directive);
+      return undefined;
+    case 'drain':
+      await runtime.close();
+      logs.flush();
+      return undefined;
+  }
+}
+
+port.on('message', (message: ToWorker) => {
+  perform(message.call).then(
+    (value) => port.postMessage({ kind: 'answer', seq: message.seq, ok: true, value } satisfies FromWorker),
+    (err: unknown) => port.postMessage({ kind: 'answer', seq: message.seq, ok: false, error: err instanceof Error ? err.message : String(err), code: err instanceof TollgateError ? err.code : undefined } satisfies FromWorker),
+  );
+});
+port.postMessage({ kind: 'started' } satisfies FromWorker);

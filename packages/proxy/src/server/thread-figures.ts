@@ -1,0 +1,38 @@
+// What one serving thread reports of itself (GET /workers): the main thread for itself, each
+// worker thread when the main thread asks it.
+import { requestsStarted } from './data-plane.js';
+import type { ProxyRuntime } from './runtime.js';
+
+export interface ThreadFigures {
+  readonly requestsStarted: number;
+  readonly inFlight: number;
+  readonly configVersion: string | null;
+  readonly heapUsedBytes: number;
+  readonly logDirective: string;
+}
+
+export function threadFigures(runtime: ProxyRuntime, logDirective: string): ThreadFigures {
+  return {
+    requestsStarted: requestsStarted(),
+    inFlight: runtime.inflight.size,
+    configVersion: runtime.hasConfig ? runtime.current.ir.version : null,
+    heapUsedBytes: process.memoryUsage().heapUsed,
+    logDirective,
+  };
+}
+
+/** A thread of the process as GET /workers lists it; worker 0 is the main thread. */
+export interface ThreadReport {
+  readonly worker: number;
+  readonly state: 'starting' | 'serving' | 'restarting' | 'stopped';
+  readonly restarts: number;
+  readonly lastExit: string | null;
+  /** null: the thread is not serving, or did not answer in time. */
+  readonly figures: ThreadFigures | null;
+}
+
+/** The threads besides the main one, as the admin API reads and controls them. */
+export interface WorkerThreads {
+  figures(): Promise<ThreadReport[]>;
+  setLogDirective(directive: string): void;
+}

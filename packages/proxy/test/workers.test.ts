@@ -1,0 +1,105 @@
+// Serving on several threads (config.workers): each thread listens on the binds with a socket
+// of its own, and the process still has one admin API, one /metrics and one readiness; a
+// reload is applied by every thread before it is reported, a thread that dies is restarted
+// while the others serve, and a drain stops them all. Worker threads run the built proxy
+// (dist/): `pnpm build` runs before the tests.
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { closedAfterEach, echoed, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+
+const cleanups = closedAfterEach();
+
+function route(up: Upstream, name: string, path: string) {
+  return { name, matches: [{ path: { value: path } }], filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-route', value: name }] } }], backends: [{ host: up.host }] };
+}
+
+async function setup(workers = 2) {
+  const up = await startUpstream();
+  const gw = await startGateway((port) => simpleConfig(port, [route(up, 'a', '/a')]), { workers });
+  cleanups.push(() => up.close(), () => gw.close());
+  return { up, gw };
+}
+
+interface WorkerRow {
+  readonly worker: number;
+  readonly state: string;
+  readonly restarts: number;
+  readonly figures: { readonly requestsStarted: number; readonly configVersion: string | null; readonly logDirective: string } | null;
+}
+
+async function workers(gw: TestGateway): Promise<WorkerRow[]> {
+  const r = await fetch(`${gw.adminUrl}/workers`);
+  expect(r.status).toBe(200);
+  return ((await r.json()) as { workers: WorkerRow[] }).workers;
+}
+
+/** `n` requests, each on a connection of its own (the kernel picks a thread per connection). */
+async function fresh(url: string, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push((await send(url, { headers: { connection: 'close' } })).status);
+  return out;
+}
+
+async function metrics(gw: TestGateway): Promise<string> {
+  return (await fetch(`http://${gw.gateway.ops.metrics.address}/metrics`)).text();
+}
+
+describe('worker threads', () => {
+  it('serves on every thread, with one /metrics adding up what each thread served', async () => {
+    const { gw } = await setup();
+    expect(await fresh(`${gw.url}/a`, 40)).toEqual(Array(40).fill(200));
+    const rows = await workers(gw);
+    expect(rows.map((r) => [r.worker, r.state])).toEqual([[0, 'serving'], [1, 'serving']]);
+    const served = rows.map((r) => r.figures!.requestsStarted);
+    expect(served.reduce((a, b) => a + b, 0)).toBe(40);
+    // Both threads took connections: the kernel spreads them across the two sockets.
+    expect(served.every((n) => n > 0)).toBe(true);
+    const text = await metrics(gw);
+    expect(text).toContain('tollgate_requests_total{route="main/a",status="200"} 40');
+    expect(text).toMatch(/^tollgate_workers 2$/m);
+    // Process-wide series come once, from the main thread.
+    expect(text.match(/^tollgate_process_process_resident_memory_bytes /gm)).toHaveLength(1);
+    expect((await fetch(`http://${gw.gateway.ops.readiness.address}/healthz/ready`)).status).toBe(200);
+  });
+
+  it('reports a reload applied only once every thread serves it', async () => {
+    const { up, gw } = await setup();
+    expect(await gw.rewrite(simpleConfig(gw.port, [route(up, 'a', '/a'), route(up, 'b', '/b')]))).toBe('reloaded');
+    // Whichever thread takes each connection already has route b.
+    const answers = await Promise.all(Array.from({ length: 30 }, () => send(`${gw.url}/b`, { headers: { connection: 'close' } })));
+    expect(answers.map((r) => echoed(r).headers['x-route'])).toEqual(Array(30).fill('b'));
+    const versions = (await workers(gw)).map((r) => r.figures!.configVersion);
+    expect(versions).toEqual([gw.gateway.snapshot.version, gw.gateway.snapshot.version]);
+  });
+
+  it('restarts a thread that dies while the others keep serving, and counts it', async () => {
+    const { gw } = await setup();
+    const pool = gw.gateway.workers!;
+    const restarted = once(pool, 'restarted');
+    await pool.kill(1);
+    // The main thread alone serves meanwhile: no connection is refused or reset.
+    expect(await fresh(`${gw.url}/a`, 20)).toEqual(Array(20).fill(200));
+    expect(await restarted).toEqual([1]);
+    const rows = await workers(gw);
+    expect(rows[1]).toMatchObject({ worker: 1, state: 'serving', restarts: 1 });
+    expect(rows[1]!.figures!.configVersion).toBe(gw.gateway.snapshot.version);
+    expect(await metrics(gw)).toMatch(/^tollgate_worker_restarts_total 1$/m);
+    expect(await fresh(`${gw.url}/a`, 20)).toEqual(Array(20).fill(200));
+    expect(gw.logs.messages().some((m) => m.startsWith('worker 1 exited'))).toBe(true);
+  });
+
+  it('sets a new log level on every thread', async () => {
+    const { gw } = await setup();
+    expect((await fetch(`${gw.adminUrl}/logging?level=warn,upstream=debug`, { method: 'POST' })).status).toBe(200);
+    // The change reaches each worker as a message; the next answer of each comes after it.
+    expect((await workers(gw)).map((r) => r.figures!.logDirective)).toEqual(['warn,upstream=debug', 'warn,upstream=debug']);
+  });
+
+  it('stops every thread on close, and the port with them', async () => {
+    const { gw } = await setup(3);
+    expect(await fresh(`${gw.url}/a`, 6)).toEqual(Array(6).fill(200));
+    await gw.gateway.close();
+    expect(gw.gateway.workers!.views.map((v) => v.state)).toEqual(['stopped', 'stopped']);
+    await expect(send(`${gw.url}/a`)).rejects.toThrow(/ECONNREFUSED/);
+  });
+});
