@@ -5,7 +5,7 @@
 // (dist/): `pnpm build` runs before the tests.
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { closedAfterEach, echoed, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { closedAfterEach, echoed, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 const cleanups = closedAfterEach();
 
@@ -86,6 +86,30 @@ describe('worker threads', () => {
     expect(await metrics(gw)).toMatch(/^tollgate_worker_restarts_total 1$/m);
     expect(await fresh(`${gw.url}/a`, 20)).toEqual(Array(20).fill(200));
     expect(gw.logs.messages().some((m) => m.startsWith('worker 1 exited'))).toBe(true);
+  });
+
+  it('traces the next matching request on whichever thread takes it, once', async () => {
+    const { gw } = await setup();
+    const traces = await Promise.all(Array.from({ length: 16 }, (_, n) => openTrace(gw.adminUrl, `?match=${encodeURIComponent(`request.headers["x-n"] == "${n}"`)}`)));
+    await Promise.all(traces.map((t) => t.armed));
+    const before = (await workers(gw)).map((r) => r.figures!.requestsStarted);
+    for (let n = 0; n < 16; n++) expect((await send(`${gw.url}/a`, { headers: { 'x-n': String(n) } })).status).toBe(200);
+    const served = (await workers(gw)).map((r, i) => r.figures!.requestsStarted - before[i]!);
+    // Some of the sixteen went to the worker thread: their sessions were streamed from there.
+    expect(served[1]).toBeGreaterThan(0);
+    const events = await Promise.all(traces.map((t) => t.events));
+    events.forEach((e, n) => {
+      const text = JSON.stringify(e);
+      expect(text).toContain(`"x-n":"${n}"`);
+      expect(e.filter((ev) => ev.message.type === 'requestStarted')).toHaveLength(1);
+    });
+    // A session without a filter takes the next request, on one thread only.
+    const next = await openTrace(gw.adminUrl);
+    await next.armed;
+    expect((await send(`${gw.url}/a`, { headers: { 'x-n': 'next' } })).status).toBe(200);
+    const nextEvents = await next.events;
+    expect(nextEvents.filter((ev) => ev.message.type === 'requestStarted')).toHaveLength(1);
+    expect(JSON.stringify(nextEvents)).toContain('"x-n":"next"');
   });
 
   it('sets a new log level on every thread', async () => {

@@ -2,6 +2,7 @@
 // worker thread when the main thread asks it.
 import { requestsStarted } from './data-plane.js';
 import type { ProxyRuntime } from './runtime.js';
+import type { TraceSink } from '../trace/session.js';
 
 export interface ThreadFigures {
   readonly requestsStarted: number;
@@ -31,8 +32,20 @@ export interface ThreadReport {
   readonly figures: ThreadFigures | null;
 }
 
+/** A trace session armed on every thread: its id, its filter, and the word whose first taker streams it. */
+export interface SharedTraceSession {
+  readonly id: number;
+  readonly match: string | null;
+  /** An Int32 word: 0 while nobody took the session, else the taker's worker index + 1. */
+  readonly claim: SharedArrayBuffer;
+}
+
 /** The threads besides the main one, as the admin API reads and controls them. */
 export interface WorkerThreads {
   figures(): Promise<ThreadReport[]>;
   setLogDirective(directive: string): void;
+  /** Arms the session on every serving thread; resolves once each has it (a request any of them takes next can be the one). */
+  armTrace(session: SharedTraceSession, sink: TraceSink): Promise<void>;
+  /** The session ended (streamed, or its client left): every thread forgets it. */
+  disarmTrace(id: number): void;
 }

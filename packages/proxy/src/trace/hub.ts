@@ -66,9 +66,10 @@ export class TraceHub {
     return this.#armed.length > 0;
   }
 
-  arm(filter: TraceFilter | null, filterText: string | null, sink: TraceSink): TraceSession {
+  /** `claim` and `id`: a session the main thread armed on every thread (its id, and how one thread takes it). */
+  arm(filter: TraceFilter | null, filterText: string | null, sink: TraceSink, claim: (() => boolean) | null = null, id = this.#nextId++): TraceSession {
     if (this.#armed.length >= this.maxArmed) throw new TooManyTraceSessions(this.maxArmed);
-    const s = new TraceSession(this.#nextId++, filter, filterText, sink, Date.now());
+    const s = new TraceSession(id, filter, filterText, sink, Date.now(), claim);
     this.#armed.push(s);
     this.#sync();
     return s;
@@ -98,9 +99,20 @@ export class TraceHub {
 
   #onStart(ctx: RequestContext): void {
     if (ctx.deps !== this.owner || !this.#armed.length) return;
-    const i = this.#armed.findIndex((s) => s.filter === null || s.filter(ctx));
-    if (i < 0) return;
-    const session = this.#armed.splice(i, 1)[0]!;
+    let session: TraceSession | undefined;
+    for (let i = 0; i < this.#armed.length; i++) {
+      const s = this.#armed[i]!;
+      if (s.filter !== null && !s.filter(ctx)) continue;
+      this.#armed.splice(i--, 1);
+      // Another thread took it first: it is that thread's to stream; this one forgets it.
+      if (s.claim && !s.claim()) continue;
+      session = s;
+      break;
+    }
+    if (!session) {
+      this.#sync();
+      return;
+    }
     session.claimed = `${ctx.method} ${ctx.req.url ?? '/'}`;
     this.active.add(session);
     ctx.observed = true;

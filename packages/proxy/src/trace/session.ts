@@ -19,5 +19,10 @@ export class TraceSession {
     readonly filterText: string | null,
     readonly sink: TraceSink,
     readonly armedAt: number,
+    /**
+     * When other threads wait for the same session's request: takes the session for this
+     * thread, true for exactly one of them (null: this thread alone serves the session).
+     */
+    readonly claim: (() => boolean) | null = null,
   ) {}
 }

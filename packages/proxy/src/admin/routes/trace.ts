@@ -36,15 +36,21 @@ export function traceRoutes(app: FastifyInstance, ctx: AdminContext): void {
     const res = reply.raw;
     // Armed before the stream is answered, so a session over the cap gets its 429 from the
     // one check the hub makes (the sink writes only once a request is traced, after the 200).
+    // Started once the session is armed everywhere; the sink may end the stream before that.
+    const timers: { keepalive?: NodeJS.Timeout } = {};
+    const sink = {
+      send: (event: TraceEvent) => void res.write(`data: ${JSON.stringify(event)}\n\n`),
+      end: () => {
+        clearInterval(timers.keepalive);
+        res.end();
+      },
+    };
+    // With worker threads the session waits on every thread; the first to take a request
+    // that matches streams it, through this thread's sink (claim: one shared word).
+    const claim = ctx.workers ? new Int32Array(new SharedArrayBuffer(4)) : null;
     let session;
     try {
-      session = hub.arm(filter, match ?? null, {
-        send: (event: TraceEvent) => void res.write(`data: ${JSON.stringify(event)}\n\n`),
-        end: () => {
-          clearInterval(keepalive);
-          res.end();
-        },
-      });
+      session = hub.arm(filter, match ?? null, sink, claim && (() => Atomics.compareExchange(claim, 0, 0, 1) === 0));
     } catch (err) {
       if (!(err instanceof TooManyTraceSessions)) throw err;
       const spec = ERRORS.tooManyTraceSessions;
@@ -52,12 +58,20 @@ export function traceRoutes(app: FastifyInstance, ctx: AdminContext): void {
     }
     reply.hijack();
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-    res.write(`: trace session ${session.id} armed${match ? ` (match: ${match})` : ''}; waiting for the next request\n\n`);
-    const keepalive = setInterval(() => res.write(': keepalive\n\n'), ctx.traceKeepaliveMs ?? DEFAULT_KEEPALIVE_MS);
-    keepalive.unref();
     res.on('close', () => {
-      clearInterval(keepalive);
+      clearInterval(timers.keepalive);
       hub.disarm(session);
     });
+    const workers = ctx.workers;
+    if (workers && claim) {
+      const id = session.id;
+      res.on('close', () => workers.disarmTrace(id));
+      // The armed line comes once every thread waits: a client may send its request then.
+      await workers.armTrace({ id, match: match ?? null, claim: claim.buffer }, sink);
+      if (res.writableEnded || res.destroyed) return;
+    }
+    res.write(`: trace session ${session.id} armed${match ? ` (match: ${match})` : ''}; waiting for the next request\n\n`);
+    timers.keepalive = setInterval(() => res.write(': keepalive\n\n'), ctx.traceKeepaliveMs ?? DEFAULT_KEEPALIVE_MS);
+    timers.keepalive.unref();
   });
 }

@@ -2,9 +2,9 @@
 // with a `call` and answers each with the call's `seq`; nothing passes between them per
 // request or per connection: shared state lives in shared memory (the rate limits, the
 // buffered-bytes budget, the connection caps), and the kernel spreads connections.
-import type { ProcessConfig, ProxySnapshot } from '@tollgate/api';
+import type { ProcessConfig, ProxySnapshot, TraceEvent } from '@tollgate/api';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
-import type { ThreadFigures } from '../../server/thread-figures.js';
+import type { SharedTraceSession, ThreadFigures } from '../../server/thread-figures.js';
 
 /** What a worker thread is started with (its `workerData`). */
 export interface WorkerStart {
@@ -23,6 +23,8 @@ export type WorkerCall =
   | { readonly op: 'metrics' }
   | { readonly op: 'state' }
   | { readonly op: 'log-level'; readonly directive: string }
+  | { readonly op: 'trace-arm'; readonly session: SharedTraceSession }
+  | { readonly op: 'trace-disarm'; readonly id: number }
   | { readonly op: 'drain' };
 
 export type ToWorker = { readonly kind: 'call'; readonly seq: number; readonly call: WorkerCall };
@@ -32,5 +34,8 @@ export type WorkerMetrics = MetricObjectWithValues<MetricValue<string>>[];
 
 export type FromWorker =
   | { readonly kind: 'started' }
+  /** An event of the request this thread traces for session `id`; `end` closes the session's stream. */
+  | { readonly kind: 'trace'; readonly id: number; readonly event: TraceEvent }
+  | { readonly kind: 'trace-end'; readonly id: number }
   | { readonly kind: 'answer'; readonly seq: number; readonly ok: true; readonly value?: WorkerMetrics | ThreadFigures }
   | { readonly kind: 'answer'; readonly seq: number; readonly ok: false; readonly error: string; readonly code?: string };

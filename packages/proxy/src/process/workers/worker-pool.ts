@@ -14,7 +14,8 @@ import { Worker } from 'node:worker_threads';
 import type { ProcessConfig, ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { ThreadFigures, ThreadReport, WorkerThreads } from '../../server/thread-figures.js';
+import type { SharedTraceSession, ThreadFigures, ThreadReport, WorkerThreads } from '../../server/thread-figures.js';
+import type { TraceSink } from '../../trace/session.js';
 import type { BoundPorts, FromWorker, ToWorker, WorkerCall, WorkerMetrics, WorkerStart } from './messages.js';
 
 // Worker threads run the built JavaScript: Node cannot run this package's TypeScript sources
@@ -68,6 +69,8 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
   #latest: { readonly snapshot: ProxySnapshot; readonly ports: BoundPorts } | null = null;
   #closing = false;
   #applied = false;
+  /** Where the events of each shared trace session go (the main thread's stream to its client). */
+  readonly #traceSinks = new Map<number, TraceSink>();
   readonly #restarts: Counter;
 
   constructor(options: WorkerPoolOptions) {
@@ -128,6 +131,16 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
     );
   }
 
+  async armTrace(session: SharedTraceSession, sink: TraceSink): Promise<void> {
+    this.#traceSinks.set(session.id, sink);
+    await Promise.all(this.#serving().map((t) => this.#call(t, { op: 'trace-arm', session }).catch((err: Error) => this.#options.log.warn({ worker: t.index, err: err.message }, `worker ${t.index} could not arm trace session ${session.id}: ${err.message}`))));
+  }
+
+  disarmTrace(id: number): void {
+    this.#traceSinks.delete(id);
+    for (const t of this.#serving()) void this.#call(t, { op: 'trace-disarm', id }).catch(() => undefined);
+  }
+
   /** A new log directive (POST /logging): every thread's loggers follow it. */
   setLogDirective(directive: string): void {
     for (const t of this.#serving()) void this.#call(t, { op: 'log-level', directive }).catch(() => undefined);
@@ -180,6 +193,14 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
         if (m.kind === 'started') {
           clearTimeout(timer);
           resolve();
+          return;
+        }
+        if (m.kind === 'trace') {
+          this.#traceSinks.get(m.id)?.send(m.event);
+          return;
+        }
+        if (m.kind === 'trace-end') {
+          this.#traceSinks.get(m.id)?.end();
           return;
         }
         const p = t.pending.get(m.seq);

@@ -3,10 +3,12 @@
 // source: the main thread applies each snapshot first, then hands it here (WorkerPool), and
 // asks for this thread's metrics to merge them into the one /metrics of the process.
 import { parentPort, workerData } from 'node:worker_threads';
+import { DEFAULT_LIMITS } from '@tollgate/api';
 import { TollgateError } from '../../errors.js';
 import { LogControl } from '../../log/logger.js';
 import { ProxyRuntime } from '../../server/runtime.js';
-import { threadFigures, type ThreadFigures } from '../../server/thread-figures.js';
+import { threadFigures, type SharedTraceSession, type ThreadFigures } from '../../server/thread-figures.js';
+import type { TraceSession } from '../../trace/session.js';
 import { runtimeOptions } from '../runtime-options.js';
 import type { FromWorker, ToWorker, WorkerCall, WorkerMetrics, WorkerStart } from './messages.js';
 
@@ -21,6 +23,29 @@ const runtime = new ProxyRuntime({
   bindSharing: { port: (address, configured) => ports.get(`${address}:${configured}`) ?? configured },
   processMetrics: false,
 });
+
+/** The trace sessions the main thread armed here, by its session id. */
+const traced = new Map<number, TraceSession>();
+
+async function armTrace(s: SharedTraceSession): Promise<void> {
+  let filter = null;
+  if (s.match !== null) {
+    const { compileTraceFilter } = await import('../../trace/filter.js');
+    filter = compileTraceFilter(s.match, runtime.hasConfig ? (runtime.current.ir.limits ?? DEFAULT_LIMITS) : DEFAULT_LIMITS);
+  }
+  const word = new Int32Array(s.claim);
+  const session = runtime.traces.arm(
+    filter,
+    s.match,
+    {
+      send: (event) => port.postMessage({ kind: 'trace', id: s.id, event } satisfies FromWorker),
+      end: () => port.postMessage({ kind: 'trace-end', id: s.id } satisfies FromWorker),
+    },
+    () => Atomics.compareExchange(word, 0, 0, start.index + 1) === 0,
+    s.id,
+  );
+  traced.set(s.id, session);
+}
 
 async function perform(call: WorkerCall): Promise<WorkerMetrics | ThreadFigures | undefined> {
   switch (call.op) {
@@ -37,6 +62,15 @@ async function perform(call: WorkerCall): Promise<WorkerMetrics | ThreadFigures 
       return (await runtime.metrics.registry.getMetricsAsJSON());
     case 'state':
       return threadFigures(runtime, logs.directive);
+    case 'trace-arm':
+      await armTrace(call.session);
+      return undefined;
+    case 'trace-disarm': {
+      const session = traced.get(call.id);
+      traced.delete(call.id);
+      if (session) runtime.traces.disarm(session);
+      return undefined;
+    }
     case 'log-level':
       logs.set(call.directive);
       return undefined;
