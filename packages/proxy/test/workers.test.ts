@@ -4,6 +4,7 @@
 // while the others serve, and a drain stops them all. Worker threads run the built proxy
 // (dist/): `pnpm build` runs before the tests.
 import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { closedAfterEach, echoed, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
@@ -117,6 +118,19 @@ describe('worker threads', () => {
     expect((await fetch(`${gw.adminUrl}/logging?level=warn,upstream=debug`, { method: 'POST' })).status).toBe(200);
     // The change reaches each worker as a message; the next answer of each comes after it.
     expect((await workers(gw)).map((r) => r.figures!.logDirective)).toEqual(['warn,upstream=debug', 'warn,upstream=debug']);
+  });
+
+  it('refuses a port another process listens on, even one that allows SO_REUSEPORT', async () => {
+    const { up, gw } = await setup();
+    // A second gateway with threads on the first one's port: refused, not sharing its traffic.
+    await expect(startGateway(simpleConfig(gw.port, [route(up, 'a', '/a')]), { workers: 2 })).rejects.toMatchObject({ code: 'TG_BIND_IN_USE' });
+    const other = createServer();
+    await new Promise<void>((resolve) => other.listen({ host: '127.0.0.1', port: 0, reusePort: true }, resolve));
+    cleanups.push(() => new Promise((resolve) => other.close(() => resolve())));
+    const taken = (other.address() as AddressInfo).port;
+    await expect(startGateway({ binds: [{ address: '127.0.0.1', port: taken, listeners: [{ name: 'main', protocol: 'HTTP', routes: [route(up, 'a', '/a')] }] }] }, { workers: 2 })).rejects.toMatchObject({ code: 'TG_BIND_IN_USE' });
+    // The first gateway still serves on all its threads.
+    expect(await fresh(`${gw.url}/a`, 6)).toEqual(Array(6).fill(200));
   });
 
   it('stops every thread on close, and the port with them', async () => {

@@ -33,7 +33,7 @@ import type { InFlight } from '../pipeline/inflight.js';
 import { serverContextOptions, type BindTls } from '../routing/tls-contexts.js';
 import { ClientHandshakes } from './client-handshake.js';
 import { isWebSocketUpgrade, upgradeResponse } from './upgrade-request.js';
-import { listenAt, type BindSharing } from './bind-sharing.js';
+import { listenAt, probePort, type BindSharing } from './bind-sharing.js';
 import type { UpgradeRequest } from '../pipeline/upgrades.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'];
@@ -284,9 +284,10 @@ export class DataPlaneServer {
   }
 
   /** Listens; a failure is a catalog error naming the bind, its listeners and the fix. */
-  async listen(listeners: readonly string[], sharing: BindSharing | null = null): Promise<void> {
+  async listen(listeners: readonly string[], sharing: BindSharing | null = null, probe = true): Promise<void> {
     this.#sharing = sharing;
     try {
+      if (probe) await probePort(sharing, this.address, this.port);
       await this.#app.listen(listenAt(sharing, this.address, this.port));
     } catch (err) {
       throw bindError(err as NodeJS.ErrnoException, this.address, this.port, listeners);
@@ -312,7 +313,7 @@ export class DataPlaneServer {
     await new Promise<void>((resolve, reject) => {
       const fail = (err: Error): void => reject(err);
       server.once('error', fail);
-      server.listen(listenAt(this.#sharing && { port: () => port }, this.address, port), () => {
+      server.listen(listenAt(this.#sharing && { port: () => port, probe: false }, this.address, port), () => {
         server.off('error', fail);
         resolve();
       });

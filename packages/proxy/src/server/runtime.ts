@@ -355,7 +355,8 @@ export class ProxyRuntime {
       this.options.log.info({ bind: s.key }, `bind ${s.key} changes protocol; reopening it`);
       s.old.stopAccepting();
       progress.released.push(s);
-      await s.server.listen(s.listeners, sharing);
+      // The port is this process's: the other threads may still listen on it with the old kind.
+      await s.server.listen(s.listeners, sharing, false);
       progress.started.push(s.server);
     }
   }

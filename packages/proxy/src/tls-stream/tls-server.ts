@@ -10,7 +10,7 @@ import { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import { Tunnel } from '../upstream/tunnel.js';
 import { MAX_CLIENT_HELLO_BYTES, readClientHello } from './client-hello.js';
-import { listenAt, type BindSharing } from '../server/bind-sharing.js';
+import { listenAt, probePort, type BindSharing } from '../server/bind-sharing.js';
 import type { TlsTable, TlsTarget } from './tls-table.js';
 
 /** config.tlsClientHelloTimeout default: a real client sends its ClientHello with its first packet. */
@@ -74,6 +74,7 @@ export class TlsStreamServer {
   }
 
   async listen(sharing: BindSharing | null = null): Promise<void> {
+    await probePort(sharing, this.address, this.port);
     await new Promise<void>((resolve, reject) => {
       this.#server.once('error', reject);
       this.#server.listen(listenAt(sharing, this.address, this.port), () => {

@@ -20,7 +20,7 @@ let ports = new Map<string, number>();
 let applying: Promise<void> = Promise.resolve();
 const runtime = new ProxyRuntime({
   ...runtimeOptions(start.settings, logs),
-  bindSharing: { port: (address, configured) => ports.get(`${address}:${configured}`) ?? configured },
+  bindSharing: { port: (address, configured) => ports.get(`${address}:${configured}`) ?? configured, probe: false },
   processMetrics: false,
 });
 
