@@ -25,7 +25,7 @@ interface WorkerRow {
   readonly worker: number;
   readonly state: string;
   readonly restarts: number;
-  readonly figures: { readonly requestsStarted: number; readonly configVersion: string | null; readonly logDirective: string } | null;
+  readonly figures: { readonly requestsStarted: number; readonly configVersion: string | null; readonly logDirective: string; readonly heapUsedBytes: number; readonly cpuUserUs: number } | null;
 }
 
 async function workers(gw: TestGateway): Promise<WorkerRow[]> {
@@ -111,6 +111,25 @@ describe('worker threads', () => {
     const nextEvents = await next.events;
     expect(nextEvents.filter((ev) => ev.message.type === 'requestStarted')).toHaveLength(1);
     expect(JSON.stringify(nextEvents)).toContain('"x-n":"next"');
+  });
+
+  it('profiles a worker thread: its CPU and its heap, each by number', async () => {
+    const { gw } = await setup();
+    const cpu = await fetch(`${gw.adminUrl}/debug/workers/1/cpuprofile?seconds=1`);
+    expect(cpu.status).toBe(200);
+    const profile = (await cpu.json()) as { nodes: unknown[]; startTime: number; endTime: number };
+    expect(profile.nodes.length).toBeGreaterThan(0);
+    expect(profile.endTime - profile.startTime).toBeGreaterThanOrEqual(1_000_000);
+    const heap = await fetch(`${gw.adminUrl}/debug/workers/1/heapsnapshot`);
+    expect(heap.status).toBe(200);
+    expect(((await heap.json()) as { snapshot: { node_count: number } }).snapshot.node_count).toBeGreaterThan(0);
+    const main = await fetch(`${gw.adminUrl}/debug/workers/0/cpuprofile`);
+    expect([main.status, await main.text()]).toEqual([400, 'worker 0 is the main thread: its profiles are GET /debug/pprof/profile and GET /debug/pprof/heap\n']);
+    const none = await fetch(`${gw.adminUrl}/debug/workers/7/heapsnapshot`);
+    expect([none.status, await none.text()]).toEqual([404, 'worker thread 7 is not serving (GET /workers lists the threads and their state)\n']);
+    expect((await fetch(`${gw.adminUrl}/debug/workers/1/cpuprofile?seconds=0`)).status).toBe(400);
+    const rows = await workers(gw);
+    expect(rows.every((r) => r.figures!.heapUsedBytes > 0 && r.figures!.cpuUserUs > 0)).toBe(true);
   });
 
   it('sets a new log level on every thread', async () => {

@@ -9,6 +9,9 @@ export interface ThreadFigures {
   readonly inFlight: number;
   readonly configVersion: string | null;
   readonly heapUsedBytes: number;
+  /** CPU time this thread has used since it started (µs). */
+  readonly cpuUserUs: number;
+  readonly cpuSystemUs: number;
   readonly logDirective: string;
 }
 
@@ -18,6 +21,7 @@ export function threadFigures(runtime: ProxyRuntime, logDirective: string): Thre
     inFlight: runtime.inflight.size,
     configVersion: runtime.hasConfig ? runtime.current.ir.version : null,
     heapUsedBytes: process.memoryUsage().heapUsed,
+    ...threadCpu(),
     logDirective,
   };
 }
@@ -43,9 +47,18 @@ export interface SharedTraceSession {
 /** The threads besides the main one, as the admin API reads and controls them. */
 export interface WorkerThreads {
   figures(): Promise<ThreadReport[]>;
+  /** A CPU profile of one worker thread (V8's .cpuprofile JSON) over `ms`, or ended early by `signal`; null: no such thread serving. */
+  cpuProfile(worker: number, ms: number, signal: AbortSignal): Promise<string | null>;
+  /** A heap snapshot of one worker thread (V8's .heapsnapshot JSON, streamed); null: no such thread serving. */
+  heapSnapshot(worker: number): Promise<NodeJS.ReadableStream | null>;
   setLogDirective(directive: string): void;
   /** Arms the session on every serving thread; resolves once each has it (a request any of them takes next can be the one). */
   armTrace(session: SharedTraceSession, sink: TraceSink): Promise<void>;
   /** The session ended (streamed, or its client left): every thread forgets it. */
   disarmTrace(id: number): void;
+}
+
+function threadCpu(): { cpuUserUs: number; cpuSystemUs: number } {
+  const { user, system } = process.threadCpuUsage();
+  return { cpuUserUs: user, cpuSystemUs: system };
 }

@@ -168,6 +168,31 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
     );
   }
 
+  async cpuProfile(index: number, ms: number, signal: AbortSignal): Promise<string | null> {
+    const worker = this.#servingWorker(index);
+    if (!worker) return null;
+    const profile = await worker.startCpuProfile();
+    if (!signal.aborted) await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve();
+      }, { once: true });
+    });
+    // Node gives the profile as its JSON text.
+    const taken: unknown = await profile.stop();
+    return typeof taken === 'string' ? taken : JSON.stringify(taken);
+  }
+
+  async heapSnapshot(index: number): Promise<NodeJS.ReadableStream | null> {
+    return (await this.#servingWorker(index)?.getHeapSnapshot()) ?? null;
+  }
+
+  #servingWorker(index: number): Worker | null {
+    const t = this.#threads.find((x) => x.index === index);
+    return t && t.state === 'serving' ? t.worker : null;
+  }
+
   /** Ends a thread the way a crash would (tests): it is restarted like any thread that dies. */
   async kill(index: number): Promise<void> {
     await this.#threads.find((t) => t.index === index)?.worker?.terminate();
