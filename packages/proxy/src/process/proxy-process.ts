@@ -64,7 +64,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
     const log = logs.get('proxy');
     const threads = options.workers ?? settings.workers ?? 1;
     const runtime = new ProxyRuntime({ ...runtimeOptions(settings, logs, options.clock), bindSharing: threads > 1 ? LEADER_BINDS : undefined });
-    const workers = threads > 1 ? new WorkerPool({ threads: threads - 1, settings, logDirective: () => logs.directive, log, registry: runtime.metrics.registry }) : null;
+    const workers = threads > 1 ? new WorkerPool({ threads: threads - 1, settings, logDirective: () => logs.directive, log, registry: runtime.metrics.registry, compactMemory: Boolean(options.compactMemory) }) : null;
     const source = options.source(logs);
     const metricsAddr = requireHostPort(options.metricsAddr ?? settings.metricsAddr ?? '0.0.0.0:15020', 'metricsAddr', { ephemeralPort: true });
     const readinessAddr = requireHostPort(options.readinessAddr ?? settings.readinessAddr ?? '0.0.0.0:15021', 'readinessAddr', { ephemeralPort: true });

@@ -13,6 +13,8 @@ export interface WorkerStart {
   readonly settings: ProcessConfig;
   /** The log directive in force when the worker starts (it may have been changed since start-up). */
   readonly logDirective: string;
+  /** Collect garbage once quiet after each apply, as the main thread does (./memory-compaction.ts). */
+  readonly compactMemory: boolean;
 }
 
 /** The port each bind of the main thread listens on, by `address:port` as configured (port 0 binds are told theirs). */

@@ -52,6 +52,8 @@ export interface WorkerPoolOptions {
   readonly log: Logger;
   /** The main thread's registry: the pool's own series go there. */
   readonly registry: Registry;
+  /** Each worker collects garbage once quiet after an apply (what ProxyProcessOptions.compactMemory asks of the main thread). */
+  readonly compactMemory?: boolean;
   /** A worker is gone: what it held of the shared state (reservations, buffered bytes, connections) is released. */
   readonly released?: (index: number) => void;
   /** Overrides the worker script (tests). */
@@ -209,7 +211,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
   /** Starts the thread's worker; resolves once it said it started (and applied the latest snapshot, if any). */
   async #spawn(t: Thread): Promise<void> {
     t.state = 'starting';
-    const start: WorkerStart = { index: t.index, settings: this.#options.settings, logDirective: this.#options.logDirective() };
+    const start: WorkerStart = { index: t.index, settings: this.#options.settings, logDirective: this.#options.logDirective(), compactMemory: this.#options.compactMemory ?? false };
     const worker = new Worker(this.#script, { workerData: start, name: `tollgate-worker-${t.index}` });
     t.worker = worker;
     const started = new Promise<void>((resolve, reject) => {

@@ -10,6 +10,8 @@ import { ProxyRuntime } from '../../server/runtime.js';
 import { threadFigures, type SharedTraceSession, type ThreadFigures } from '../../server/thread-figures.js';
 import type { TraceSession } from '../../trace/session.js';
 import { runtimeOptions } from '../runtime-options.js';
+import { MemoryCompaction } from '../memory-compaction.js';
+import { requestsStarted } from '../../server/data-plane.js';
 import type { FromWorker, ToWorker, WorkerCall, WorkerMetrics, WorkerStart } from './messages.js';
 
 const start = workerData as WorkerStart;
@@ -23,6 +25,8 @@ const runtime = new ProxyRuntime({
   bindSharing: { port: (address, configured) => ports.get(`${address}:${configured}`) ?? configured, probe: false },
   processMetrics: false,
 });
+
+const compaction = start.compactMemory ? new MemoryCompaction({ requests: () => ({ started: requestsStarted(), inFlight: runtime.inflight.size }), log: logs.get('proxy') }) : null;
 
 /** The trace sessions the main thread armed here, by its session id. */
 const traced = new Map<number, TraceSession>();
@@ -53,6 +57,7 @@ async function perform(call: WorkerCall): Promise<WorkerMetrics | ThreadFigures 
       const done = applying.then(async () => {
         ports = new Map(call.ports);
         await runtime.apply(call.snapshot);
+        compaction?.schedule();
       });
       applying = done.catch(() => undefined);
       await done;
@@ -75,6 +80,7 @@ async function perform(call: WorkerCall): Promise<WorkerMetrics | ThreadFigures 
       logs.set(call.directive);
       return undefined;
     case 'drain':
+      compaction?.stop();
       await runtime.close();
       logs.flush();
       return undefined;
