@@ -84,10 +84,11 @@ export const PROXY_PROCESS_PARAMETERS = [
   'maxRetryBodyBytes',
   'coolDown',
   'maxCoolDown',
+  'workers',
 ] as const satisfies readonly (keyof ProcessConfig)[];
 
 /** Which of them are integers (the others are durations). */
-export const INTEGER_PROCESS_PARAMETERS: ReadonlySet<string> = new Set(['maxRequestBodyBytes', 'maxBufferedRequestBytes', 'maxConnectionsPerBind', 'maxWebSocketConnections', 'maxSseLineBytes', 'maxTraceSessions', 'maxModelLabels', 'maxTokensChargedPerResponse', 'maxRateLimitKeys', 'consumerMetricsTopN', 'retryBudgetPercent', 'retryBudgetMinConcurrency', 'maxRetryBodyBytes']);
+export const INTEGER_PROCESS_PARAMETERS: ReadonlySet<string> = new Set(['maxRequestBodyBytes', 'maxBufferedRequestBytes', 'maxConnectionsPerBind', 'maxWebSocketConnections', 'maxSseLineBytes', 'maxTraceSessions', 'maxModelLabels', 'maxTokensChargedPerResponse', 'maxRateLimitKeys', 'consumerMetricsTopN', 'retryBudgetPercent', 'retryBudgetMinConcurrency', 'maxRetryBodyBytes', 'workers']);
 
 const validateProcessSchema = compile(ProcessConfig);
 

@@ -61,6 +61,8 @@ describe('worker threads', () => {
     // Process-wide series come once, from the main thread.
     expect(text.match(/^tollgate_process_process_resident_memory_bytes /gm)).toHaveLength(1);
     expect((await fetch(`http://${gw.gateway.ops.readiness.address}/healthz/ready`)).status).toBe(200);
+    const dump = (await (await fetch(`${gw.adminUrl}/config_dump`)).json()) as { settings: { workers: number } };
+    expect(dump.settings.workers).toBe(2);
   });
 
   it('reports a reload applied only once every thread serves it', async () => {

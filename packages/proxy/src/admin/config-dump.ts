@@ -63,6 +63,8 @@ export interface DumpSettings {
   readonly basicAuth: { readonly workers: number; readonly maxQueue: number; readonly cacheEntries: number };
   /** config.retryBudgetPercent, retryBudgetMinConcurrency, maxRetryBodyBytes, coolDown and maxCoolDown in force. */
   readonly retries: RetrySettingsView;
+  /** Threads serving requests, the main thread included (config.workers or --workers). */
+  readonly workers: number;
 }
 
 /** The live state config_dump and /backends read besides the snapshot. */

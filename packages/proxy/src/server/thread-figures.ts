@@ -46,6 +46,8 @@ export interface SharedTraceSession {
 
 /** The threads besides the main one, as the admin API reads and controls them. */
 export interface WorkerThreads {
+  /** Threads besides the main one (config.workers - 1), whatever their state. */
+  readonly threads: number;
   figures(): Promise<ThreadReport[]>;
   /** A CPU profile of one worker thread (V8's .cpuprofile JSON) over `ms`, or ended early by `signal`; null: no such thread serving. */
   cpuProfile(worker: number, ms: number, signal: AbortSignal): Promise<string | null>;

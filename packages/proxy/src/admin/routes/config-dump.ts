@@ -30,6 +30,7 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
       consumerMetricsTopN: rt.metrics.consumerMetricsTopN,
       http2: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS, maxHeaderListBytes: MAX_HEADER_LIST_BYTES, alpnProtocols: ALPN_PROTOCOLS },
       basicAuth: rt.passwords.settings,
+      workers: 1 + (ctx.workers?.threads ?? 0),
       retries: rt.retrySettings,
     };
     // The host names of Backend resources as the proxy resolved them, and until when.

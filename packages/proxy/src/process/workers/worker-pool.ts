@@ -148,6 +148,10 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
     for (const t of this.#serving()) void this.#call(t, { op: 'log-level', directive }).catch(() => undefined);
   }
 
+  get threads(): number {
+    return this.#threads.length;
+  }
+
   get views(): WorkerView[] {
     return this.#threads.map((t) => this.#view(t));
   }
