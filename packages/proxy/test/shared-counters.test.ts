@@ -12,9 +12,13 @@ import { existsSync, statSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { pino } from 'pino';
+import { freePort } from '@tollgate/testkit';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SharedBodyBudget } from '../src/pipeline/shared-body-budget.js';
 import { ConnectionSlots } from '../src/server/connection-slots.js';
+import { DataPlaneServer, type DataPlaneContext } from '../src/server/data-plane.js';
+import { DEFAULT_CLIENT_TIMEOUTS } from '../src/server/runtime.js';
 
 const DIST = new URL('../dist/', import.meta.url);
 const SCRIPT = new URL('./support/shared-counters-worker.mjs', import.meta.url);
@@ -235,5 +239,58 @@ describe('the connection cap across threads listening on one port', () => {
     expect(slots.releaseWorker(holder.index)).toBe(held);
     expect(slots.open(key)).toBe(limit - held);
     for (const c of kept) c.socket.destroy();
+  });
+});
+
+/**
+ * Sends a request with a method the proxy does not serve: Fastify answers it 404, which shows the
+ * connection went on to the HTTP server (and lets a client's close end it at once: before its
+ * first request, a connection the client half-closes stays open until the first-bytes timeout,
+ * counted, as under server.maxConnections).
+ */
+async function answered(socket: Socket): Promise<string> {
+  socket.write('PROPFIND / HTTP/1.1\r\nHost: a\r\n\r\n');
+  const [answer] = (await once(socket, 'data')) as [Buffer];
+  return answer.toString('latin1');
+}
+
+describe('a data-plane server given the shared table', () => {
+  it('counts its connections in the table: the room other threads hold is not its own, and comes back when a dead one is released', async () => {
+    const port = await freePort();
+    const key = `127.0.0.1:${port}`;
+    const slots = ConnectionSlots.create(2);
+    // Worker 1, here only its view of the table: two connections of its own open on the bind.
+    const other = new ConnectionSlots(slots.buffer, 1);
+    expect([other.acquire(other.slot(key), 3), other.acquire(other.slot(key), 3)]).toEqual([true, true]);
+    const refusals: string[] = [];
+    // What the server reads of its context when it is built and accepts connections; no request is proxied here.
+    const ctx = {
+      clientTimeouts: DEFAULT_CLIENT_TIMEOUTS,
+      log: pino({ level: 'silent' }),
+      metrics: { countRefusal: (reason: string) => refusals.push(reason) },
+      upgrades: { closeBind: () => undefined },
+      maxConnectionsPerBind: 3,
+      connectionSlots: slots,
+    } as unknown as DataPlaneContext;
+    const server = new DataPlaneServer(port, '127.0.0.1', ctx);
+    await server.listen(['main']);
+    try {
+      const kept = await client(port);
+      await expect.poll(() => slots.open(key)).toBe(3);
+      expect(await answered(kept.socket)).toMatch(/^HTTP\/1\.1 404/);
+      const refused = await client(port);
+      expect(await refused.outcome).toBe('closed');
+      expect(refusals).toEqual(['connection_limit']);
+      // Worker 1 died holding its two: released, they are room for this server's clients.
+      expect(slots.releaseWorker(1)).toBe(2);
+      const more = await Promise.all([client(port), client(port)]);
+      for (const c of more) expect(await answered(c.socket)).toMatch(/^HTTP\/1\.1 404/);
+      expect(slots.open(key)).toBe(3);
+      for (const c of [kept, ...more]) c.socket.destroy();
+      await expect.poll(() => slots.open(key)).toBe(0);
+      expect(refusals).toEqual(['connection_limit']);
+    } finally {
+      await server.close({ deadlineMs: 1000, idleMs: 0 });
+    }
   });
 });
