@@ -102,7 +102,8 @@ describe('SharedBodyBudget', () => {
   });
 
   it('4 threads taking 7 bytes at a time until refused take all that fits between them, and each column holds its own', async () => {
-    const max = 100_003;
+    // Large enough that the fill outlasts a scheduler slice: the threads take turns and run at once.
+    const max = 10_000_019;
     const budget = SharedBodyBudget.create(max, 5);
     const racers = await race(4, 'budgetFill', budget.buffer, { chunk: 7 });
     const reports = await Promise.all(racers.map((t) => t.next()));
@@ -121,7 +122,7 @@ describe('SharedBodyBudget', () => {
   it('4 threads taking and giving back chunks of mixed sizes never see the total above max; it is exact after, and 0 after the give-backs', async () => {
     const max = 64 * 1024;
     const budget = SharedBodyBudget.create(max, 5);
-    const racers = await race(4, 'budgetChurn', budget.buffer, { rounds: 50_000, maxChunk: 4096 });
+    const racers = await race(4, 'budgetChurn', budget.buffer, { rounds: 400_000, maxChunk: 4096 });
     const reports = await Promise.all(racers.map((t) => t.next()));
     expect(reports.map((r) => r.over)).toEqual([0, 0, 0, 0]);
     // Each thread takes more than it gives back: alone it would pass max, so the budget refused some.
@@ -166,22 +167,25 @@ describe('ConnectionSlots', () => {
   it('4 threads allocating the same 10 binds at once get one row each, the same in every thread; each bind opens exactly its limit between them', async () => {
     const slots = ConnectionSlots.create(5);
     const keys = Array.from({ length: 10 }, (_, i) => `10.0.0.${i}:8080`);
-    const racers = await race(4, 'slotsRace', slots.buffer, { keys, limit: 25 });
+    // A limit far beyond any real one, so the threads' loops overlap (as in the budget fill).
+    const limit = 100_000;
+    const racers = await race(4, 'slotsRace', slots.buffer, { keys, limit });
     const reports = await Promise.all(racers.map((t) => t.next()));
+    console.log(`connections opened by each thread on the first bind: ${reports.map((r) => (r.opened as number[])[0]).join(', ')}`);
     const rows = reports[0]!.rows as number[];
     for (const r of reports) expect(r.rows).toEqual(rows);
     expect([...rows].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(slots.keys().sort()).toEqual([...keys].sort());
     keys.forEach((key, i) => {
-      expect(sum(reports.map((r) => (r.opened as number[])[i]!)), key).toBe(25);
-      expect(slots.open(key)).toBe(25);
+      expect(sum(reports.map((r) => (r.opened as number[])[i]!)), key).toBe(limit);
+      expect(slots.open(key)).toBe(limit);
     });
     // The thread terminated holding its connections: releaseWorker closes its share of each bind.
     const [first, ...others] = racers;
     const itsShare = reports[0]!.opened as number[];
     await terminated(first!);
     expect(slots.releaseWorker(first!.index)).toBe(sum(itsShare));
-    keys.forEach((key, i) => expect(slots.open(key)).toBe(25 - itsShare[i]!));
+    keys.forEach((key, i) => expect(slots.open(key)).toBe(limit - itsShare[i]!));
     for (const t of others) t.worker.postMessage('release');
     await Promise.all(others.map((t) => t.next()));
     expect(keys.map((key) => slots.open(key))).toEqual(keys.map(() => 0));
