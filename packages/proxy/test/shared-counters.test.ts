@@ -10,15 +10,17 @@
 import { once } from 'node:events';
 import { existsSync, statSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { connect as tlsConnect, createSecureContext } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
-import { freePort } from '@tollgate/testkit';
+import { freePort, issueTestCertificate } from '@tollgate/testkit';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SharedBodyBudget } from '../src/pipeline/shared-body-budget.js';
 import { ConnectionSlots } from '../src/server/connection-slots.js';
 import { DataPlaneServer, type DataPlaneContext } from '../src/server/data-plane.js';
 import { DEFAULT_CLIENT_TIMEOUTS } from '../src/server/runtime.js';
+import type { BindTls } from '../src/routing/tls-contexts.js';
 
 const DIST = new URL('../dist/', import.meta.url);
 const SCRIPT = new URL('./support/shared-counters-worker.mjs', import.meta.url);
@@ -246,20 +248,40 @@ describe('the connection cap across threads listening on one port', () => {
   });
 });
 
+/** An HTTPS bind's certificates as the runtime compiles them: one listener, no SNI names, no client certificates. */
+function bindTls(): BindTls {
+  const { cert, key } = issueTestCertificate({ commonName: 'localhost', names: ['localhost', '127.0.0.1'] });
+  const fallback = createSecureContext({ cert, key });
+  return {
+    byListener: new Map([['main', fallback]]),
+    bySni: { first: () => undefined },
+    fallback,
+    fallbackListener: 'main',
+    fallbackCertificates: [{ certificate: cert, key: { reveal: () => key } }],
+    validation: new Map(),
+    requestCert: false,
+  } as unknown as BindTls;
+}
+
 /**
- * Sends a request with a method the proxy does not serve: Fastify answers it 404, which shows the
- * connection went on to the HTTP server (and lets a client's close end it at once: before its
- * first request, a connection the client half-closes stays open until the first-bytes timeout,
- * counted, as under server.maxConnections).
+ * A client that sends a request with a method the proxy does not serve: Fastify answers it 404,
+ * which shows the connection went on to the HTTP server (and lets the client's close end it at
+ * once: before its first request, a connection the client half-closes stays open until the
+ * first-bytes timeout, counted, as under server.maxConnections).
  */
-async function answered(socket: Socket): Promise<string> {
+async function answered(port: number, https: boolean): Promise<{ socket: Socket; answer: string }> {
+  const socket = https ? tlsConnect({ port, host: '127.0.0.1', rejectUnauthorized: false }) : connect(port, '127.0.0.1');
+  await once(socket, https ? 'secureConnect' : 'connect');
   socket.write('PROPFIND / HTTP/1.1\r\nHost: a\r\n\r\n');
   const [answer] = (await once(socket, 'data')) as [Buffer];
-  return answer.toString('latin1');
+  return { socket, answer: answer.toString('latin1') };
 }
 
 describe('a data-plane server given the shared table', () => {
-  it('counts its connections in the table: the room other threads hold is not its own, and comes back when a dead one is released', async () => {
+  it.each([
+    ['HTTP', false],
+    ['HTTPS', true],
+  ])('%s: counts its connections in the table: the room other threads hold is not its own, and comes back when a dead one is released', async (_, https) => {
     const port = await freePort();
     const key = `127.0.0.1:${port}`;
     const slots = ConnectionSlots.create(2);
@@ -276,19 +298,20 @@ describe('a data-plane server given the shared table', () => {
       maxConnectionsPerBind: 3,
       connectionSlots: slots,
     } as unknown as DataPlaneContext;
-    const server = new DataPlaneServer(port, '127.0.0.1', ctx);
+    const server = new DataPlaneServer(port, '127.0.0.1', ctx, https ? bindTls() : null);
     await server.listen(['main']);
     try {
-      const kept = await client(port);
-      await expect.poll(() => slots.open(key)).toBe(3);
-      expect(await answered(kept.socket)).toMatch(/^HTTP\/1\.1 404/);
+      const kept = await answered(port, https);
+      expect(kept.answer).toMatch(/^HTTP\/1\.1 404/);
+      expect(slots.open(key)).toBe(3);
+      // Closed as soon as accepted, before any byte (of a TLS handshake too).
       const refused = await client(port);
       expect(await refused.outcome).toBe('closed');
       expect(refusals).toEqual(['connection_limit']);
       // Worker 1 died holding its two: released, they are room for this server's clients.
       expect(slots.releaseWorker(1)).toBe(2);
-      const more = await Promise.all([client(port), client(port)]);
-      for (const c of more) expect(await answered(c.socket)).toMatch(/^HTTP\/1\.1 404/);
+      const more = await Promise.all([answered(port, https), answered(port, https)]);
+      for (const c of more) expect(c.answer).toMatch(/^HTTP\/1\.1 404/);
       expect(slots.open(key)).toBe(3);
       for (const c of [kept, ...more]) c.socket.destroy();
       await expect.poll(() => slots.open(key)).toBe(0);
