@@ -3,7 +3,9 @@
 // (SharedBodyBudget) never goes beyond its max and its total is exact after give-backs; the
 // connection table (ConnectionSlots) gives each bind one row and caps its connections across the
 // threads, over real sockets on one port (reusePort); the bytes and connections of a thread
-// terminated while holding them come back with releaseWorker.
+// terminated while holding them come back with releaseWorker. A data-plane server (HTTP and
+// HTTPS) given the table counts its connections there; a runtime given the shared budget
+// reports it.
 //
 // The threads run the built proxy (packages/proxy/dist): Node does not run the project's
 // TypeScript sources in a worker thread. `npx tsc -b packages/proxy` builds it.
@@ -19,7 +21,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SharedBodyBudget } from '../src/pipeline/shared-body-budget.js';
 import { ConnectionSlots } from '../src/server/connection-slots.js';
 import { DataPlaneServer, type DataPlaneContext } from '../src/server/data-plane.js';
-import { DEFAULT_CLIENT_TIMEOUTS } from '../src/server/runtime.js';
+import { DEFAULT_CLIENT_TIMEOUTS, ProxyRuntime } from '../src/server/runtime.js';
 import type { BindTls } from '../src/routing/tls-contexts.js';
 
 const DIST = new URL('../dist/', import.meta.url);
@@ -318,6 +320,20 @@ describe('a data-plane server given the shared table', () => {
       expect(refusals).toEqual(['connection_limit']);
     } finally {
       await server.close({ deadlineMs: 1000, idleMs: 0 });
+    }
+  });
+});
+
+describe('a runtime given the shared budget', () => {
+  it('states its max as the bound in force and gauges the bytes every thread holds', async () => {
+    const budget = SharedBodyBudget.create(4096, 2);
+    const runtime = new ProxyRuntime({ connectTimeoutMs: 1000, backendRequestTimeoutMs: 1000, drainTimeoutMs: 100, drainIdleMs: 0, log: pino({ level: 'silent' }), maxBufferedRequestBytes: 1024, bodyBudget: budget });
+    try {
+      expect(new SharedBodyBudget(budget.buffer, 1).take(1000)).toBe(true);
+      expect(runtime.clientBounds.maxBufferedRequestBytes).toBe(4096);
+      expect(await runtime.metrics.registry.metrics()).toMatch(/^tollgate_buffered_request_bytes 1000$/m);
+    } finally {
+      await runtime.close();
     }
   });
 });
