@@ -20,7 +20,7 @@ import type { ClientCertificateFacts } from '../routing/client-validation.js';
 import type { CorsAnswer } from '../policies/cors.js';
 import { normalizeHost } from '../routing/hostname.js';
 import type { Logger } from 'pino';
-import type { BodyBudget } from './body-budget.js';
+import type { BytesBudget } from './body-budget.js';
 import type { ExtProcServices } from '../ext-proc/services.js';
 import type { ExtProcSession } from '../ext-proc/session.js';
 import type { AttemptPlan } from './attempt-plan.js';
@@ -51,7 +51,7 @@ export interface PipelineDeps {
   /** config.maxRequestBodyBytes: the most a metered route reads of a request body. */
   readonly maxRequestBodyBytes: number;
   /** config.maxBufferedRequestBytes: the request-body bytes all requests may hold at once. */
-  readonly bodyBudget: BodyBudget;
+  readonly bodyBudget: BytesBudget;
   /** config.maxTokensChargedPerResponse: the most one response is charged to token limits. */
   readonly chargeCap: ChargeCap;
   readonly authLog: Logger;

@@ -35,6 +35,7 @@ import { ClientHandshakes } from './client-handshake.js';
 import { isWebSocketUpgrade, upgradeResponse } from './upgrade-request.js';
 import { listenAt, probePort, type BindSharing } from './bind-sharing.js';
 import type { UpgradeRequest } from '../pipeline/upgrades.js';
+import type { ConnectionSlots } from './connection-slots.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'];
 const PROXIED = new Set(METHODS);
@@ -60,6 +61,8 @@ export interface DataPlaneContext extends PipelineDeps {
   readonly bodyTimeouts: BodyTimeouts;
   /** Client connections open at once on each bind (config.maxConnectionsPerBind). */
   readonly maxConnectionsPerBind: number;
+  /** With worker threads: the table that makes maxConnectionsPerBind hold for all of them. */
+  readonly connectionSlots?: ConnectionSlots;
 }
 
 const BODY_TIMEOUTS = {
@@ -243,6 +246,8 @@ export class DataPlaneServer {
         // Beyond it node:net closes a new connection as soon as it is accepted ('drop').
         server.maxConnections = ctx.maxConnectionsPerBind;
         server.on('drop', () => ctx.metrics.countRefusal('connection_limit'));
+        // Across worker threads the cap holds for all of them together (./connection-slots.ts).
+        ctx.connectionSlots?.guard(server, `${address}:${port}`, ctx.maxConnectionsPerBind, () => ctx.metrics.countRefusal('connection_limit'));
         return server;
       },
       return503OnClosing: false,

@@ -33,7 +33,8 @@ import { MAX_LLM_BODY_BYTES } from '../llm/request-body.js';
 import { DEFAULT_PATH_SETTINGS, type PathSettings } from '../pipeline/request-target.js';
 import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext, type DrainTimes } from './data-plane.js';
 import { TlsContextCache } from '../routing/tls-contexts.js';
-import { BodyBudget } from '../pipeline/body-budget.js';
+import { BodyBudget, type BytesBudget } from '../pipeline/body-budget.js';
+import type { ConnectionSlots } from './connection-slots.js';
 import type { InFlight } from '../pipeline/inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
 import { DEFAULT_CONNECT_ATTEMPTS } from '../pipeline/upstream-call.js';
@@ -87,6 +88,13 @@ export interface RuntimeOptions {
   readonly maxBufferedRequestBytes?: number;
   /** config.maxConnectionsPerBind. */
   readonly maxConnectionsPerBind?: number;
+  /**
+   * With worker threads, what they share (../pipeline/shared-body-budget.ts, ./connection-slots.ts):
+   * the budget of buffered bytes (its max stands for maxBufferedRequestBytes) and the table of
+   * connections per bind. By default this runtime counts alone.
+   */
+  readonly bodyBudget?: BytesBudget;
+  readonly connectionSlots?: ConnectionSlots;
   /** config.maxWebSocketConnections and config.websocketIdleTimeout. */
   readonly websockets?: Partial<UpgradeSettings>;
   /** config.maxTokensChargedPerResponse. */
@@ -208,7 +216,7 @@ export class ProxyRuntime {
     this.coolDowns = new CoolDowns(options.coolDown ?? { defaultMs: DEFAULT_COOL_DOWN_MS, maxMs: DEFAULT_MAX_COOL_DOWN_MS }, clock);
     this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING, coolDowns: this.coolDowns };
     const maxRequestBodyBytes = options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES;
-    const bodyBudget = new BodyBudget(options.maxBufferedRequestBytes ?? bufferedRequestBytes({ maxRequestBodyBytes }));
+    const bodyBudget = options.bodyBudget ?? new BodyBudget(options.maxBufferedRequestBytes ?? bufferedRequestBytes({ maxRequestBodyBytes }));
     const upgrades = new Upgrades({ maxConnections: options.websockets?.maxConnections ?? DEFAULT_MAX_WEBSOCKET_CONNECTIONS, idleMs: options.websockets?.idleMs ?? DEFAULT_WEBSOCKET_IDLE_MS });
     this.metrics = new ProxyMetrics({
       processMetrics: options.processMetrics,
@@ -247,6 +255,7 @@ export class ProxyRuntime {
       clientTimeouts,
       bodyTimeouts: { idleMs: clientTimeouts.requestBodyIdleMs, deadlineMs: clientTimeouts.requestBodyMs },
       maxConnectionsPerBind: options.maxConnectionsPerBind ?? DEFAULT_MAX_CONNECTIONS_PER_BIND,
+      connectionSlots: options.connectionSlots,
       paths: options.paths ?? DEFAULT_PATH_SETTINGS,
       maxSseEventBytes: options.maxSseLineBytes ?? DEFAULT_MAX_LINE_BYTES,
       maxRequestBodyBytes,
