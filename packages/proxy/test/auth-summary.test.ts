@@ -63,6 +63,7 @@ const dump = (snap: ProxySnapshot) =>
     http2: { maxConcurrentStreams: 1, maxHeaderListBytes: 1, alpnProtocols: [] },
     basicAuth: { workers: 1, maxQueue: 1, cacheEntries: 1 },
     retries: { retryBudgetPercent: 1, retryBudgetMinConcurrency: 1, maxRetryBodyBytes: 1, coolDownMs: 1, maxCoolDownMs: 1 },
+    workers: 1,
   });
 
 /** The route's policy as config_dump shows it, and its effectivePolicy as the trace does. */

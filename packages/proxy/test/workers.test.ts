@@ -4,7 +4,7 @@
 // while the others serve, and a drain stops them all. Worker threads run the built proxy
 // (dist/): `pnpm build` runs before the tests.
 import { once } from 'node:events';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { closedAfterEach, echoed, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
@@ -48,10 +48,12 @@ async function metrics(gw: TestGateway): Promise<string> {
 describe('worker threads', () => {
   it('serves on every thread, with one /metrics adding up what each thread served', async () => {
     const { gw } = await setup();
+    // requestsStarted counts since the thread started: the main thread is this test file's.
+    const before = (await workers(gw)).map((r) => r.figures!.requestsStarted);
     expect(await fresh(`${gw.url}/a`, 40)).toEqual(Array(40).fill(200));
     const rows = await workers(gw);
     expect(rows.map((r) => [r.worker, r.state])).toEqual([[0, 'serving'], [1, 'serving']]);
-    const served = rows.map((r) => r.figures!.requestsStarted);
+    const served = rows.map((r, i) => r.figures!.requestsStarted - before[i]!);
     expect(served.reduce((a, b) => a + b, 0)).toBe(40);
     // Both threads took connections: the kernel spreads them across the two sockets.
     expect(served.every((n) => n > 0)).toBe(true);
@@ -152,6 +154,31 @@ describe('worker threads', () => {
     await expect(startGateway({ binds: [{ address: '127.0.0.1', port: taken, listeners: [{ name: 'main', protocol: 'HTTP', routes: [route(up, 'a', '/a')] }] }] }, { workers: 2 })).rejects.toMatchObject({ code: 'TG_BIND_IN_USE' });
     // The first gateway still serves on all its threads.
     expect(await fresh(`${gw.url}/a`, 6)).toEqual(Array(6).fill(200));
+  });
+
+  it('holds maxConnectionsPerBind for the process, not per thread', async () => {
+    const up = await startUpstream();
+    cleanups.push(() => up.close());
+    const gw = await startGateway((port) => ({ config: { maxConnectionsPerBind: 4 }, ...simpleConfig(port, [route(up, 'a', '/a')]) }), { workers: 2 });
+    cleanups.push(() => gw.close());
+    const outcomes: ('answered' | 'closed')[] = [];
+    const sockets: Socket[] = [];
+    cleanups.push(async () => sockets.forEach((s) => s.destroy()));
+    // One at a time, each kept open: whichever thread accepts it counts it against the one cap.
+    for (let i = 0; i < 10; i++) {
+      const socket = connect(gw.port, '127.0.0.1');
+      sockets.push(socket);
+      outcomes.push(
+        await new Promise<'answered' | 'closed'>((resolve) => {
+          socket.once('data', () => resolve('answered'));
+          socket.once('close', () => resolve('closed'));
+          socket.once('error', () => undefined);
+          socket.write(`GET /a HTTP/1.1\r\nhost: gw\r\n\r\n`);
+        }),
+      );
+    }
+    expect(outcomes.filter((o) => o === 'answered')).toHaveLength(4);
+    expect(await metrics(gw)).toMatch(/^tollgate_client_refusals_total\{reason="connection_limit"\} 6$/m);
   });
 
   it('stops every thread on close, and the port with them', async () => {

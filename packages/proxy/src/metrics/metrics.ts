@@ -172,11 +172,16 @@ class CellHistogram<L extends string> {
   }
 }
 
-/** A gauge without labels whose value is read from `read` when the registry is scraped (0 without one). */
-function readAtScrape(registry: Registry, name: string, help: string, read: (() => number) | undefined): void {
+/**
+ * A gauge without labels whose value is read from `read` when the registry is scraped (0 without one).
+ * `aggregator`: how worker threads' values merge into the process's (sum: each thread counts its
+ * own; max: each thread reads the same shared total).
+ */
+function readAtScrape(registry: Registry, name: string, help: string, read: (() => number) | undefined, aggregator: 'sum' | 'max' = 'sum'): void {
   new Gauge({
     name,
     help,
+    aggregator,
     registers: [registry],
     collect() {
       this.set(read?.() ?? 0);
@@ -396,7 +401,7 @@ export class ProxyMetrics {
     // Process-wide figures are the main thread's to give: a worker thread's would repeat them.
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_process_' });
     readAtScrape(this.registry, 'tollgate_websocket_connections', 'Upgraded connections (WebSockets) open now, across all binds (at most config.maxWebSocketConnections).', options.websocketConnections);
-    readAtScrape(this.registry, 'tollgate_buffered_request_bytes', 'Request-body bytes held in memory now, across all binds (at most config.maxBufferedRequestBytes).', options.bufferedRequestBytes);
+    readAtScrape(this.registry, 'tollgate_buffered_request_bytes', 'Request-body bytes held in memory now, across all binds (at most config.maxBufferedRequestBytes).', options.bufferedRequestBytes, 'max');
   }
 
   /** Counts one decision of an authentication or authorization check; the labels are fixed sets (AUTH_KINDS, AUTH_REASONS). */

@@ -7,6 +7,7 @@
 // without one or the tunnel closes.
 import type { Duplex } from 'node:stream';
 import type { Tunnel } from '../upstream/tunnel.js';
+import { BodyBudget, type BytesBudget } from './body-budget.js';
 
 /** config.maxWebSocketConnections default. */
 export const DEFAULT_MAX_WEBSOCKET_CONNECTIONS = 1024;
@@ -52,16 +53,20 @@ export class UpgradeSlot {
 }
 
 export class Upgrades {
-  #taken = 0;
   readonly #open = new Map<Tunnel, object>();
+  /** The slots, counted as a budget of maxConnections: this thread's, or the one all worker threads share. */
+  readonly #slots: BytesBudget;
 
-  constructor(readonly settings: UpgradeSettings) {}
+  constructor(
+    readonly settings: UpgradeSettings,
+    slots?: BytesBudget,
+  ) {
+    this.#slots = slots ?? new BodyBudget(settings.maxConnections);
+  }
 
   /** A slot for one more upgrade, or null at the cap. */
   reserve(): UpgradeSlot | null {
-    if (this.#taken >= this.settings.maxConnections) return null;
-    this.#taken++;
-    return new UpgradeSlot(this);
+    return this.#slots.take(1) ? new UpgradeSlot(this) : null;
   }
 
   /** Tunnels open now (the gauge). */
@@ -71,7 +76,7 @@ export class Upgrades {
 
   /** Slots taken now: tunnels open and upgrade requests still on their way to a backend. */
   get taken(): number {
-    return this.#taken;
+    return this.#slots.used;
   }
 
   opened(tunnel: Tunnel, bind: object): void {
@@ -79,7 +84,7 @@ export class Upgrades {
   }
 
   released(tunnel: Tunnel | null): void {
-    this.#taken--;
+    this.#slots.giveBack(1);
     if (tunnel) this.#open.delete(tunnel);
   }
 

@@ -15,6 +15,7 @@ import { MemoryCompaction, type MemoryCompactionOptions } from './memory-compact
 import { runtimeOptions } from './runtime-options.js';
 import { LEADER_BINDS } from '../server/bind-sharing.js';
 import { WorkerPool } from './workers/worker-pool.js';
+import { SharedState } from './workers/shared-state.js';
 import { boundPorts, mergedMetrics } from './workers/main-thread.js';
 
 export interface ProxyProcessOptions<S extends SnapshotSource = SnapshotSource> {
@@ -63,8 +64,25 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
     const logs = new LogControl(settings.logLevel ?? 'info', options.logDestination);
     const log = logs.get('proxy');
     const threads = options.workers ?? settings.workers ?? 1;
-    const runtime = new ProxyRuntime({ ...runtimeOptions(settings, logs, options.clock), bindSharing: threads > 1 ? LEADER_BINDS : undefined });
-    const workers = threads > 1 ? new WorkerPool({ threads: threads - 1, settings, logDirective: () => logs.directive, log, registry: runtime.metrics.registry, compactMemory: Boolean(options.compactMemory) }) : null;
+    const base = runtimeOptions(settings, logs, options.clock);
+    // One thread counts alone; several share their bounds (./workers/shared-state.ts).
+    const shared = threads > 1 ? SharedState.create(threads, base) : null;
+    const runtime = new ProxyRuntime(shared ? { ...base, ...shared.parts, bindSharing: LEADER_BINDS } : base);
+    const workers = shared
+      ? new WorkerPool({
+          threads: threads - 1,
+          settings,
+          shared: shared.buffers,
+          logDirective: () => logs.directive,
+          log,
+          registry: runtime.metrics.registry,
+          compactMemory: Boolean(options.compactMemory),
+          released: (index) => {
+            const r = shared.releaseWorker(index);
+            log.info({ worker: index, ...r }, `worker ${index} is gone: gave back what it held (${r.bytes} buffered bytes, ${r.connections} connections, ${r.websockets} WebSocket slots)`);
+          },
+        })
+      : null;
     const source = options.source(logs);
     const metricsAddr = requireHostPort(options.metricsAddr ?? settings.metricsAddr ?? '0.0.0.0:15020', 'metricsAddr', { ephemeralPort: true });
     const readinessAddr = requireHostPort(options.readinessAddr ?? settings.readinessAddr ?? '0.0.0.0:15021', 'readinessAddr', { ephemeralPort: true });

@@ -95,6 +95,8 @@ export interface RuntimeOptions {
    */
   readonly bodyBudget?: BytesBudget;
   readonly connectionSlots?: ConnectionSlots;
+  /** With worker threads: the WebSocket slots all of them share (config.maxWebSocketConnections as a budget). */
+  readonly websocketSlots?: BytesBudget;
   /** config.maxWebSocketConnections and config.websocketIdleTimeout. */
   readonly websockets?: Partial<UpgradeSettings>;
   /** config.maxTokensChargedPerResponse. */
@@ -217,7 +219,7 @@ export class ProxyRuntime {
     this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING, coolDowns: this.coolDowns };
     const maxRequestBodyBytes = options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES;
     const bodyBudget = options.bodyBudget ?? new BodyBudget(options.maxBufferedRequestBytes ?? bufferedRequestBytes({ maxRequestBodyBytes }));
-    const upgrades = new Upgrades({ maxConnections: options.websockets?.maxConnections ?? DEFAULT_MAX_WEBSOCKET_CONNECTIONS, idleMs: options.websockets?.idleMs ?? DEFAULT_WEBSOCKET_IDLE_MS });
+    const upgrades = new Upgrades({ maxConnections: options.websockets?.maxConnections ?? DEFAULT_MAX_WEBSOCKET_CONNECTIONS, idleMs: options.websockets?.idleMs ?? DEFAULT_WEBSOCKET_IDLE_MS }, options.websocketSlots);
     this.metrics = new ProxyMetrics({
       processMetrics: options.processMetrics,
       maxModelLabels: options.maxModelLabels,

@@ -5,6 +5,7 @@
 import type { ProcessConfig, ProxySnapshot, TraceEvent } from '@tollgate/api';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { SharedTraceSession, ThreadFigures } from '../../server/thread-figures.js';
+import type { SharedBuffers } from './shared-state.js';
 
 /** What a worker thread is started with (its `workerData`). */
 export interface WorkerStart {
@@ -13,6 +14,8 @@ export interface WorkerStart {
   readonly settings: ProcessConfig;
   /** The log directive in force when the worker starts (it may have been changed since start-up). */
   readonly logDirective: string;
+  /** The memory the threads share (./shared-state.ts). */
+  readonly shared: SharedBuffers;
   /** Collect garbage once quiet after each apply, as the main thread does (./memory-compaction.ts). */
   readonly compactMemory: boolean;
 }

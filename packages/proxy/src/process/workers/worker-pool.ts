@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SharedTraceSession, ThreadFigures, ThreadReport, WorkerThreads } from '../../server/thread-figures.js';
 import type { TraceSink } from '../../trace/session.js';
+import type { SharedBuffers } from './shared-state.js';
 import type { BoundPorts, FromWorker, ToWorker, WorkerCall, WorkerMetrics, WorkerStart } from './messages.js';
 
 // Worker threads run the built JavaScript: Node cannot run this package's TypeScript sources
@@ -47,6 +48,7 @@ export interface WorkerPoolOptions {
   /** Threads besides the main thread. */
   readonly threads: number;
   readonly settings: ProcessConfig;
+  readonly shared: SharedBuffers;
   /** The log directive in force (a restarted worker starts with the one in force then). */
   readonly logDirective: () => string;
   readonly log: Logger;
@@ -215,7 +217,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
   /** Starts the thread's worker; resolves once it said it started (and applied the latest snapshot, if any). */
   async #spawn(t: Thread): Promise<void> {
     t.state = 'starting';
-    const start: WorkerStart = { index: t.index, settings: this.#options.settings, logDirective: this.#options.logDirective(), compactMemory: this.#options.compactMemory ?? false };
+    const start: WorkerStart = { index: t.index, settings: this.#options.settings, shared: this.#options.shared, logDirective: this.#options.logDirective(), compactMemory: this.#options.compactMemory ?? false };
     const worker = new Worker(this.#script, { workerData: start, name: `tollgate-worker-${t.index}` });
     t.worker = worker;
     const started = new Promise<void>((resolve, reject) => {

@@ -11,6 +11,7 @@ import { threadFigures, type SharedTraceSession, type ThreadFigures } from '../.
 import type { TraceSession } from '../../trace/session.js';
 import { runtimeOptions } from '../runtime-options.js';
 import { MemoryCompaction } from '../memory-compaction.js';
+import { SharedState } from './shared-state.js';
 import { requestsStarted } from '../../server/data-plane.js';
 import type { FromWorker, ToWorker, WorkerCall, WorkerMetrics, WorkerStart } from './messages.js';
 
@@ -22,6 +23,7 @@ let ports = new Map<string, number>();
 let applying: Promise<void> = Promise.resolve();
 const runtime = new ProxyRuntime({
   ...runtimeOptions(start.settings, logs),
+  ...SharedState.join(start.shared, start.index).parts,
   bindSharing: { port: (address, configured) => ports.get(`${address}:${configured}`) ?? configured, probe: false },
   processMetrics: false,
 });
