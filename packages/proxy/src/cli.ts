@@ -10,7 +10,7 @@ import { parseConfig, readConfigText } from './config/load-file.js';
 import { EXIT, EXIT_CODE_HELP, type ExitCode } from './exit-codes.js';
 import type { ProxyProcess } from './process/proxy-process.js';
 import { startStandaloneProxy } from './process/standalone.js';
-import { MAX_WORKERS, usableCpus } from './process/workers/worker-count.js';
+import { MAX_WORKERS, type WorkersChoice } from './process/workers/worker-count.js';
 import type { ControllerSecurity } from './source/controller-source.js';
 
 const HELP = () => `tollgate: the Tollgate gateway proxy
@@ -71,8 +71,8 @@ function fail(message: string, code: ExitCode): never {
 }
 
 /** --workers: a count from 1 to MAX_WORKERS, or auto. */
-function parseWorkers(text: string): number {
-  if (text === 'auto') return Math.min(MAX_WORKERS, usableCpus().count);
+function parseWorkers(text: string): WorkersChoice {
+  if (text === 'auto') return 'auto';
   const n = /^[0-9]{1,3}$/.test(text) ? Number(text) : NaN;
   if (!(n >= 1 && n <= MAX_WORKERS)) fail(`--workers: got "${text}"; give a whole number from 1 to ${MAX_WORKERS}, or auto (the CPUs the container may use)`, EXIT.USAGE);
   return n;

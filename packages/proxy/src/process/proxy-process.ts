@@ -16,6 +16,7 @@ import { runtimeOptions } from './runtime-options.js';
 import { LEADER_BINDS } from '../server/bind-sharing.js';
 import { WorkerPool } from './workers/worker-pool.js';
 import { SharedState } from './workers/shared-state.js';
+import { resolveWorkers, type WorkersChoice } from './workers/worker-count.js';
 import { boundPorts, mergedMetrics } from './workers/main-thread.js';
 
 export interface ProxyProcessOptions<S extends SnapshotSource = SnapshotSource> {
@@ -39,8 +40,8 @@ export interface ProxyProcessOptions<S extends SnapshotSource = SnapshotSource> 
    * config apply (the `tollgate` command does; in-process tests leave it off).
    */
   readonly compactMemory?: boolean | Omit<MemoryCompactionOptions, 'requests' | 'log'>;
-  /** Threads serving requests (overrides config.workers; default 1). */
-  readonly workers?: number;
+  /** Threads serving requests (overrides config.workers; default 1); auto: the CPUs the container may use. */
+  readonly workers?: WorkersChoice;
 }
 
 export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
@@ -63,7 +64,8 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
     const settings = options.settings;
     const logs = new LogControl(settings.logLevel ?? 'info', options.logDestination);
     const log = logs.get('proxy');
-    const threads = options.workers ?? settings.workers ?? 1;
+    const workersChoice = resolveWorkers(options.workers ?? settings.workers ?? 1);
+    const threads = workersChoice.count;
     const base = runtimeOptions(settings, logs, options.clock);
     // One thread counts alone; several share their bounds (./workers/shared-state.ts).
     const shared = threads > 1 ? SharedState.create(threads, base) : null;
@@ -128,8 +130,8 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
       if (workers) {
         await workers.start();
         opened.push(workers);
-        log.info({ workers: threads }, `serving on ${threads} threads`);
       }
+      if (workers || workersChoice.source !== 'set') log.info({ workers: threads, source: workersChoice.source }, `serving on ${threads} thread${threads === 1 ? '' : 's'} (${workersChoice.source})`);
       await source.start({
         apply: async (snapshot) => {
           await runtime.apply(snapshot);
