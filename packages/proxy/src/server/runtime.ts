@@ -278,7 +278,7 @@ export class ProxyRuntime {
       connectTimeoutMs: options.connectTimeoutMs,
       maxConnections: this.#deps.maxConnectionsPerBind,
     };
-    this.tlsBinds = new TlsBinds({ settings: tlsSettings, log: options.log, count: (l, r, o) => this.metrics.countTlsConnection(l, r, o) }, () => options.drainTimeoutMs, options.bindSharing ?? null);
+    this.tlsBinds = new TlsBinds({ settings: tlsSettings, log: options.log, count: (l, r, o) => this.metrics.countTlsConnection(l, r, o), connectionSlots: options.connectionSlots }, () => options.drainTimeoutMs, options.bindSharing ?? null);
   }
 
   /** gRPC channels to rate limit services, shared across reloads (none before a config uses one). */

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { Tunnel } from '../upstream/tunnel.js';
 import { MAX_CLIENT_HELLO_BYTES, readClientHello } from './client-hello.js';
 import { listenAt, probePort, type BindSharing } from '../server/bind-sharing.js';
+import type { ConnectionSlots } from '../server/connection-slots.js';
 import type { TlsTable, TlsTarget } from './tls-table.js';
 
 /** config.tlsClientHelloTimeout default: a real client sends its ClientHello with its first packet. */
@@ -48,6 +49,8 @@ export interface TlsStreamDeps {
   readonly log: Logger;
   /** Counts a connection's outcome; listener and route null when none was chosen. */
   readonly count: (listener: string | null, route: string | null, outcome: TlsOutcome) => void;
+  /** With worker threads: the table that makes settings.maxConnections hold for all of them. */
+  readonly connectionSlots?: ConnectionSlots;
 }
 
 export class TlsStreamServer {
@@ -66,6 +69,7 @@ export class TlsStreamServer {
     this.#server = createServer({ pauseOnConnect: false }, (socket) => this.#accept(socket));
     this.#server.maxConnections = deps.settings.maxConnections;
     this.#server.on('drop', () => deps.count(null, null, 'connection_limit'));
+    deps.connectionSlots?.guard(this.#server, `${address}:${port}`, deps.settings.maxConnections, () => deps.count(null, null, 'connection_limit'));
   }
 
   /** The routes of the next connections (connections already open keep their backend). */
