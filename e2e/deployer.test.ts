@@ -129,7 +129,7 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }] });
     const c = pod.containers[0]!;
     expect(c.image).toBe(IMAGE);
-    expect(c.args).toEqual(['--controller', `tollgate-controller.${NS}.svc:9978`, '--gateway', `${APPS}/edge`, '--controller-ca', '/etc/tollgate/ca/ca.crt', '--controller-token', '/var/run/secrets/tollgate/token', '--admin-addr', '127.0.0.1:15000']);
+    expect(c.args).toEqual(['--controller', `tollgate-controller.${NS}.svc:9978`, '--gateway', `${APPS}/edge`, '--controller-ca', '/etc/tollgate/ca/ca.crt', '--controller-token', '/var/run/secrets/tollgate/token', '--admin-addr', '127.0.0.1:15000', '--workers', 'auto']);
     expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
     expect(c.readinessProbe?.httpGet).toMatchObject({ path: '/healthz/ready', port: 15021 });
     expect(pod.volumes?.find((v) => v.name === 'tollgate-token')?.projected?.sources?.[0]?.serviceAccountToken).toMatchObject({ audience: 'tollgate', path: 'token' });
@@ -201,9 +201,11 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
 
     // An edit of the ConfigMap alone re-renders (the ConfigMap is watched); process settings
     // reach the proxy container as one JSON object, numbers as numbers.
-    await params({ replicas: '2', cpuRequest: '250m', maxBufferedRequestBytes: '134217728', requestBodyTimeout: '2m', maxConnectionsPerBind: '1000' });
+    await params({ replicas: '2', cpuRequest: '250m', maxBufferedRequestBytes: '134217728', requestBodyTimeout: '2m', maxConnectionsPerBind: '1000', workers: '3' });
     const withSettings = await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, (d) => d.spec?.replicas === 2 && d.spec.template.spec?.containers[0]?.env !== undefined);
-    expect(withSettings.spec!.template.spec!.containers[0]!.env).toEqual([{ name: 'TOLLGATE_SETTINGS', value: '{"maxBufferedRequestBytes":134217728,"maxConnectionsPerBind":1000,"requestBodyTimeout":"2m"}' }]);
+    expect(withSettings.spec!.template.spec!.containers[0]!.env).toEqual([{ name: 'TOLLGATE_SETTINGS', value: '{"maxBufferedRequestBytes":134217728,"maxConnectionsPerBind":1000,"requestBodyTimeout":"2m","workers":3}' }]);
+    // The parameters' thread count replaces the default (--workers auto).
+    expect(withSettings.spec!.template.spec!.containers[0]!.args).not.toContain('--workers');
 
     // A process setting the proxy would refuse refuses the Gateway here, naming the key.
     await params({ replicas: '2', maxBufferedRequestBytes: '4096' });

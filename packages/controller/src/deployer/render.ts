@@ -132,6 +132,8 @@ export function render(gateway: Gateway, params: RenderParams): RenderResult {
                 ...(params.plaintext ? ['--controller-plaintext'] : ['--controller-ca', CA_PATH, '--controller-token', TOKEN_PATH]),
                 '--admin-addr',
                 ADMIN_ADDR,
+                // Every CPU the pod may use serves requests, unless the parameters say how many threads.
+                ...(settings.process?.workers === undefined ? ['--workers', 'auto'] : []),
               ],
               // Process settings from the parameters; none by default (no env: the pod template,
               // and so the running pods, stay as they are for a Gateway that sets none).

@@ -24,6 +24,8 @@ export interface CpuCount {
   readonly cpus: number;
   /** Where the figure came from, for the startup log line. */
   readonly source: string;
+  /** A CPU quota was found (else the figure is the CPUs the process may run on). */
+  readonly quota: boolean;
   /** Files that exist but do not read as a quota, each with why; they were left out. */
   readonly ignored: readonly string[];
 }
@@ -54,11 +56,11 @@ export function cpuCount(sources: CpuCountSources = {}): CpuCount {
   const root = sources.cgroupRoot ?? '/sys/fs/cgroup';
   const ignored: string[] = [];
   const quota = readQuota(sources.procSelfCgroup ?? '/proc/self/cgroup', root, ignored);
-  if (!quota) return { cpus: available, source: `no quota: ${available} CPU${available === 1 ? '' : 's'} available`, ignored };
+  if (!quota) return { cpus: available, source: `no quota: ${available} CPU${available === 1 ? '' : 's'} available`, quota: false, ignored };
   const wanted = Math.max(1, Math.ceil(quota.quota / quota.period));
   const cpus = Math.min(wanted, available);
   const from = `cgroup v${quota.version} quota ${quota.quota}/${quota.period} (${quota.dir})`;
-  return { cpus, source: cpus < wanted ? `${from}: ${wanted} CPUs, capped at the ${available} available` : from, ignored };
+  return { cpus, source: cpus < wanted ? `${from}: ${wanted} CPUs, capped at the ${available} available` : from, quota: true, ignored };
 }
 
 /** The tightest quota on the process's cgroup and its ancestors, or null when none is set. */
