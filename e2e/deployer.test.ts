@@ -194,7 +194,7 @@ describe.skipIf(!availability.run)('deployer on kube-apiserver', () => {
     await params({ replicas: '3', cpuRequest: '250m' });
     await kubectl(['patch', 'gateway', 'edge', '-n', APPS, '--type=merge', '-p', JSON.stringify({ spec: { infrastructure: { annotations: null, parametersRef: { group: '', kind: 'ConfigMap', name: 'edge-proxy' } } } })]);
     const dep = await waitForObject<V1Deployment>(cluster.current, 'deployment', NAME, APPS, (d) => d.spec?.replicas === 3);
-    expect((dep.spec!.template.spec!.containers[0] as { resources?: unknown }).resources).toEqual({ requests: { cpu: '250m', memory: '128Mi' }, limits: { memory: '512Mi' } });
+    expect((dep.spec!.template.spec!.containers[0] as { resources?: unknown }).resources).toEqual({ requests: { cpu: '250m', memory: '192Mi' }, limits: { memory: '512Mi' } });
 
     // No process setting: no TOLLGATE_SETTINGS (the proxies' defaults).
     expect(dep.spec!.template.spec!.containers[0]!.env).toBeUndefined();

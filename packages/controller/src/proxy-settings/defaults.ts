@@ -6,5 +6,5 @@ import type { ProxySettings } from './overrides.js';
 
 export const DEFAULT_PROXY_SETTINGS: ProxySettings = {
   replicas: 1,
-  resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+  resources: { requests: { cpu: '100m', memory: '192Mi' }, limits: { memory: '512Mi' } },
 };
