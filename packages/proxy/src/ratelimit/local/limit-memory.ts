@@ -1,7 +1,7 @@
 // Where the local limits' state lives (the buckets, windows and key tables of a LimiterStore),
 // chosen when the store is made:
 // - ./local-memory.ts: this thread's objects, as a proxy on one thread has always kept them;
-//   its lock costs nothing.
+//   it has no lock.
 // - ./shared-memory.ts: SharedArrayBuffers every worker thread of the proxy reads and writes
 //   under one lock, so a limit of 5 admits 5 whatever the number of threads, with no message
 //   between threads per request (a round trip costs more than a whole request).
@@ -20,12 +20,6 @@ export interface Lock {
   acquire(): void;
   release(): void;
 }
-
-/** The lock of a memory no other thread reads. */
-export const NO_LOCK: Lock = {
-  acquire() {},
-  release() {},
-};
 
 /** A kind of state: how many fields its record has, and how to place one on a record. */
 export interface StateType<S> {
@@ -69,8 +63,8 @@ export interface TableSpec<S> extends StateSpec<S> {
 
 export interface LimitMemory {
   readonly mode: 'local' | 'shared';
-  /** The lock of every state of this memory. */
-  readonly lock: Lock;
+  /** The lock of every state of this memory; null when no other thread reads it (nothing to wait for, nothing to pay). */
+  readonly lock: Lock | null;
   /** The state of an unkeyed entry: the one its id has (kept across configs), else a new one. */
   state<S>(spec: StateSpec<S>): S;
   /** The key table of a keyed entry: the one its id has, else a new one. */

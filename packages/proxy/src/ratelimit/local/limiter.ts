@@ -24,7 +24,7 @@ import type { LimitStatus } from '../headers.js';
 import { compileKey, keyValue, type CompiledKey } from '../key.js';
 import { KeyLimits } from './key-limits.js';
 import { unitMs, windowOrigin, type KeyState, type KeyTable } from './keyed-table.js';
-import { BUCKET, NO_LOCK, WINDOW, type LimitMemory, type Lock, type StateType } from './limit-memory.js';
+import { BUCKET, WINDOW, type LimitMemory, type Lock, type StateType } from './limit-memory.js';
 import { LocalLimitMemory } from './local-memory.js';
 import type { BucketLimit, RequestBucket } from './request-bucket.js';
 import type { TokenWindow } from './token-window.js';
@@ -86,17 +86,24 @@ class RequestsHold implements LocalHold {
   constructor(
     readonly buckets: readonly MetBucket[],
     private readonly clock: Clock,
-    private readonly lock: Lock,
+    /** The memory's lock; null when no other thread reads it. */
+    private readonly lock: Lock | null,
   ) {}
 
   refund(): void {
-    const now = this.clock();
-    this.lock.acquire();
+    const lock = this.lock;
+    if (lock === null) return this.#refund();
+    lock.acquire();
     try {
-      for (const b of this.buckets) b.state.giveBack(b.limit, now);
+      this.#refund();
     } finally {
-      this.lock.release();
+      lock.release();
     }
+  }
+
+  #refund(): void {
+    const now = this.clock();
+    for (const b of this.buckets) b.state.giveBack(b.limit, now);
   }
 
   settle(): void {}
@@ -115,45 +122,69 @@ class BudgetsHold implements LocalHold {
     /** Per window, the start of the window the reservation was made in. */
     private readonly reservedIn: readonly number[],
     private readonly clock: Clock,
-    private readonly lock: Lock,
+    /** The memory's lock; null when no other thread reads it. */
+    private readonly lock: Lock | null,
   ) {}
 
+  // Each under the lock, when there is one.
   refund(): void {
-    const now = this.clock();
-    this.lock.acquire();
+    const lock = this.lock;
+    if (lock === null) return this.#refund();
+    lock.acquire();
     try {
-      for (const b of this.buckets) b.state.giveBack(b.limit, now);
-      for (let i = 0; i < this.windows.length; i++) this.windows[i]!.release(this.amount, this.reservedIn[i]!, now);
+      this.#refund();
     } finally {
-      this.lock.release();
+      lock.release();
     }
   }
 
   settle(tokens: number | null): void {
-    if (this.windows.length === 0) return;
-    const now = this.clock();
-    this.lock.acquire();
+    const lock = this.lock;
+    if (lock === null || this.windows.length === 0) return this.#settle(tokens);
+    lock.acquire();
     try {
-      for (let i = 0; i < this.windows.length; i++) {
-        if (tokens === null) this.windows[i]!.release(this.amount, this.reservedIn[i]!, now);
-        else this.windows[i]!.settle(this.amount, this.reservedIn[i]!, tokens, now);
-      }
+      this.#settle(tokens);
     } finally {
-      this.lock.release();
+      lock.release();
     }
   }
 
   copy(): LocalHold {
     if (this.windows.length === 0) return NOTHING_HELD;
-    const now = this.clock();
-    this.lock.acquire();
-    let reservedIn: number[];
+    const lock = this.lock;
+    if (lock === null) return this.#copy();
+    lock.acquire();
     try {
-      reservedIn = this.windows.map((w) => w.reserve(this.amount, now));
+      return this.#copy();
     } finally {
-      this.lock.release();
+      lock.release();
     }
-    return new BudgetsHold([], this.windows, this.amount, reservedIn, this.clock, this.lock);
+  }
+
+  #refund(): void {
+    const now = this.clock();
+    for (const b of this.buckets) b.state.giveBack(b.limit, now);
+    for (let i = 0; i < this.windows.length; i++) this.windows[i]!.release(this.amount, this.reservedIn[i]!, now);
+  }
+
+  #settle(tokens: number | null): void {
+    const now = this.clock();
+    for (let i = 0; i < this.windows.length; i++) {
+      if (tokens === null) this.windows[i]!.release(this.amount, this.reservedIn[i]!, now);
+      else this.windows[i]!.settle(this.amount, this.reservedIn[i]!, tokens, now);
+    }
+  }
+
+  #copy(): LocalHold {
+    const now = this.clock();
+    return new BudgetsHold(
+      [],
+      this.windows,
+      this.amount,
+      this.windows.map((w) => w.reserve(this.amount, now)),
+      this.clock,
+      this.lock,
+    );
   }
 }
 
@@ -175,8 +206,8 @@ export interface KeyedEntry {
   readonly scope: string;
   readonly index: number;
   readonly entry: LocalEntry & { readonly budget: { readonly keyed: true } };
-  /** The lock of the memory its table is in: listing reads it under the lock. */
-  readonly lock: Lock;
+  /** The lock of the memory its table is in (null: no other thread reads it): listing reads it under the lock. */
+  readonly lock: Lock | null;
 }
 
 /** The limits of a requests entry: its amount, and each override's. */
@@ -279,12 +310,17 @@ export interface KeyBudget extends LimitStatus {
  * never held while the caller iterates.
  */
 export function* keyBudgets(k: KeyedEntry, now: number): Generator<[string | null, KeyBudget]> {
-  k.lock.acquire();
+  const lock = k.lock;
+  if (lock === null) {
+    yield* readKeyBudgets(k.entry, now);
+    return;
+  }
+  lock.acquire();
   let read: [string | null, KeyBudget][];
   try {
     read = [...readKeyBudgets(k.entry, now)];
   } finally {
-    k.lock.release();
+    lock.release();
   }
   yield* read;
 }
@@ -336,8 +372,8 @@ export class LocalLimiter {
     readonly entries: readonly LocalEntry[],
     private readonly clock: Clock,
     private readonly limits: EvaluationLimits,
-    /** The lock of the memory the entries' state is in. */
-    private readonly lock: Lock = NO_LOCK,
+    /** The lock of the memory the entries' state is in; null (the default) when no other thread reads it. */
+    private readonly lock: Lock | null = null,
   ) {
     this.#buckets = entries.flatMap((e) => (e.kind === 'requests' && !e.budget.keyed ? [{ state: e.budget.state, limit: e.budget.limit }] : []));
     this.#windows = entries.flatMap((e) => (e.kind === 'tokens' && !e.budget.keyed ? [{ state: e.budget.state, limit: e.budget.limit }] : []));
@@ -368,11 +404,13 @@ export class LocalLimiter {
       if (!Array.isArray(read)) return read;
       keys = read;
     }
-    this.lock.acquire();
+    const lock = this.lock;
+    if (lock === null) return this.#decide(reservation, keys, this.clock());
+    lock.acquire();
     try {
       return this.#decide(reservation, keys, this.clock());
     } finally {
-      this.lock.release();
+      lock.release();
     }
   }
 

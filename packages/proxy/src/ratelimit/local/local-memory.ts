@@ -1,14 +1,13 @@
 // Local mode (./limit-memory.ts): each budget is an object of this thread, a key table a Map,
-// and the lock does nothing. What a proxy on one thread has always done.
+// and there is no lock. What a proxy on one thread has always done.
 import type { KeyState, KeyTable } from './keyed-table.js';
 import { KeyedTable } from './keyed-table.js';
 import type { LimitMemory, StateSpec, TableSpec } from './limit-memory.js';
-import { NO_LOCK } from './limit-memory.js';
 import { ownRecord } from './state-record.js';
 
 export class LocalLimitMemory implements LimitMemory {
   readonly mode = 'local';
-  readonly lock = NO_LOCK;
+  readonly lock = null;
   /** By entry id: a state or a key table (the id tells which, and of what kind). */
   #live = new Map<string, unknown>();
   #next = new Map<string, unknown>();

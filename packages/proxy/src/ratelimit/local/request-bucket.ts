@@ -9,7 +9,7 @@
 // limit keeps what was used (docs/rate-limiting.md, "Changing a budget at runtime"): raised,
 // the key has the difference left at once; lowered under what was used, it is refused at once.
 import type { Clock } from '../clock.js';
-import type { StateRecord } from './state-record.js';
+import { fieldsOf, type StateRecord } from './state-record.js';
 
 /** A bucket's size: `requests` a unit, `burst` more at once. */
 export interface BucketLimit {
@@ -29,7 +29,6 @@ export class RequestBucket {
   }
 
   readonly #f: Float64Array;
-  readonly #at: number;
 
   /**
    * `start`: the first window's start, for a new bucket (its record is zeroed). Without it the
@@ -41,29 +40,28 @@ export class RequestBucket {
     record: StateRecord,
     start?: number,
   ) {
-    this.#f = record.f64;
-    this.#at = record.at;
+    this.#f = fieldsOf(record, RequestBucket.slots());
     if (start !== undefined) {
-      this.#f[this.#at + START] = start;
-      this.#f[this.#at + TAKEN] = 0;
+      this.#f[START] = start;
+      this.#f[TAKEN] = 0;
     }
   }
 
   #refill(limit: BucketLimit, now: number): void {
     const f = this.#f;
-    const start = f[this.#at + START]!;
+    const start = f[START]!;
     const elapsed = Math.floor((now - start) / this.unitMs);
     if (elapsed > 0) {
       // A limit lowered under what was taken leaves nothing now, and `requests` at the boundary.
-      f[this.#at + TAKEN] = Math.max(0, Math.min(f[this.#at + TAKEN]!, limit.requests + limit.burst) - elapsed * limit.requests);
-      f[this.#at + START] = start + elapsed * this.unitMs;
+      f[TAKEN] = Math.max(0, Math.min(f[TAKEN]!, limit.requests + limit.burst) - elapsed * limit.requests);
+      f[START] = start + elapsed * this.unitMs;
     }
   }
 
   /** Takes a token if one is left. Synchronous (and under the memory's lock), so concurrent requests can never overdraw. */
   take(limit: BucketLimit, now = this.clock()): boolean {
     if (this.remaining(limit, now) < 1) return false;
-    this.#f[this.#at + TAKEN]!++;
+    this.#f[TAKEN]!++;
     return true;
   }
 
@@ -73,23 +71,23 @@ export class RequestBucket {
    */
   giveBack(limit: BucketLimit, now = this.clock()): void {
     this.#refill(limit, now);
-    this.#f[this.#at + TAKEN] = Math.max(0, this.#f[this.#at + TAKEN]! - 1);
+    this.#f[TAKEN] = Math.max(0, this.#f[TAKEN]! - 1);
   }
 
   /** Full: dropping it from a keyed table and making it again later gives nobody anything. */
   idle(limit: BucketLimit, now = this.clock()): boolean {
     this.#refill(limit, now);
-    return this.#f[this.#at + TAKEN] === 0;
+    return this.#f[TAKEN] === 0;
   }
 
   remaining(limit: BucketLimit, now = this.clock()): number {
     this.#refill(limit, now);
-    return Math.max(0, limit.requests + limit.burst - this.#f[this.#at + TAKEN]!);
+    return Math.max(0, limit.requests + limit.burst - this.#f[TAKEN]!);
   }
 
   /** Whole seconds until the next refill. */
   resetSeconds(now = this.clock()): number {
-    const windowStart = this.#f[this.#at + START]!;
+    const windowStart = this.#f[START]!;
     const start = windowStart + Math.max(0, Math.floor((now - windowStart) / this.unitMs)) * this.unitMs;
     return Math.max(0, Math.ceil((start + this.unitMs - now) / 1000));
   }

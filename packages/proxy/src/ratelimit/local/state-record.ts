@@ -17,3 +17,12 @@ export interface StateRecord {
 export function ownRecord(slots: number): StateRecord {
   return { f64: new Float64Array(slots), at: 0, worker: 0, workers: 1 };
 }
+
+/**
+ * The record's fields alone, so that the state reads them at constant offsets (as fast as
+ * fields of its own). An own record is used as is: a subarray would move its bytes off the heap.
+ */
+export function fieldsOf(record: StateRecord, slots: number): Float64Array {
+  const { f64, at } = record;
+  return at === 0 && f64.length === slots ? f64 : f64.subarray(at, at + slots);
+}

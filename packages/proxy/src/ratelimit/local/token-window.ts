@@ -18,7 +18,7 @@
 // (its requests will never settle). The window is within budget while usage plus every
 // worker's reservations is at or below it.
 import type { Clock } from '../clock.js';
-import type { StateRecord } from './state-record.js';
+import { fieldsOf, type StateRecord } from './state-record.js';
 
 // The fields of a window's record: its start, its usage, then one reservations column and one
 // holds column per worker.
@@ -39,7 +39,6 @@ export class TokenWindow {
   }
 
   readonly #f: Float64Array;
-  readonly #at: number;
   /** This worker's reservations column. */
   readonly #mine: number;
   /** This worker's holds column: requests holding a reservation here, whichever window; released or settled, each once. */
@@ -57,40 +56,42 @@ export class TokenWindow {
     record: StateRecord,
     start?: number,
   ) {
-    this.#f = record.f64;
-    this.#at = record.at;
+    this.#f = fieldsOf(record, TokenWindow.slots(record.workers));
     this.#workers = record.workers;
-    this.#mine = record.at + RESERVED + record.worker;
+    this.#mine = RESERVED + record.worker;
     this.#myHolds = this.#mine + record.workers;
     if (start !== undefined) {
-      this.#f.fill(0, this.#at, this.#at + TokenWindow.slots(record.workers));
-      this.#f[this.#at + START] = start;
+      this.#f.fill(0);
+      this.#f[START] = start;
     }
   }
 
   #roll(now: number): void {
     const f = this.#f;
-    const start = f[this.#at + START]!;
+    const start = f[START]!;
     const elapsed = Math.floor((now - start) / this.unitMs);
     if (elapsed > 0) {
-      f[this.#at + USED] = 0;
-      f.fill(0, this.#at + RESERVED, this.#at + RESERVED + this.#workers);
-      f[this.#at + START] = start + elapsed * this.unitMs;
+      f[USED] = 0;
+      f.fill(0, RESERVED, RESERVED + this.#workers);
+      f[START] = start + elapsed * this.unitMs;
     }
   }
 
   /** Every worker's reservations in the current window. */
   #reserved(): number {
     const f = this.#f;
+    const workers = this.#workers;
+    // One column: local mode, on every check.
+    if (workers === 1) return f[RESERVED]!;
     let sum = 0;
-    for (let i = this.#at + RESERVED, end = i + this.#workers; i < end; i++) sum += f[i]!;
+    for (let i = RESERVED, end = RESERVED + workers; i < end; i++) sum += f[i]!;
     return sum;
   }
 
   /** Within budget while usage plus reservations is at or below the limit. */
   admits(tokens: number, now = this.clock()): boolean {
     this.#roll(now);
-    return this.#f[this.#at + USED]! + this.#reserved() <= tokens;
+    return this.#f[USED]! + this.#reserved() <= tokens;
   }
 
   /**
@@ -101,14 +102,14 @@ export class TokenWindow {
     this.#roll(now);
     this.#f[this.#mine]! += amount;
     this.#f[this.#myHolds]!++;
-    return this.#f[this.#at + START]!;
+    return this.#f[START]!;
   }
 
   /** Gives a reservation back without charging anything (refused or failed request). */
   release(amount: number, reservedIn: number, now = this.clock()): void {
     this.#roll(now);
     const f = this.#f;
-    if (reservedIn === f[this.#at + START]) f[this.#mine] = Math.max(0, f[this.#mine]! - amount);
+    if (reservedIn === f[START]) f[this.#mine] = Math.max(0, f[this.#mine]! - amount);
     f[this.#myHolds] = Math.max(0, f[this.#myHolds]! - 1);
   }
 
@@ -120,20 +121,20 @@ export class TokenWindow {
   idle(_tokens: number, now = this.clock()): boolean {
     this.#roll(now);
     const f = this.#f;
-    if (f[this.#at + USED] !== 0) return false;
-    for (let i = this.#at + RESERVED + this.#workers, end = i + this.#workers; i < end; i++) if (f[i] !== 0) return false;
+    if (f[USED] !== 0) return false;
+    for (let i = RESERVED + this.#workers, end = i + this.#workers; i < end; i++) if (f[i] !== 0) return false;
     return true;
   }
 
   /** Replaces a reservation with the usage the response reported (or was estimated at). */
   settle(amount: number, reservedIn: number, tokens: number, now = this.clock()): void {
     this.release(amount, reservedIn, now);
-    this.#f[this.#at + USED]! += tokens;
+    this.#f[USED]! += tokens;
   }
 
   used(now = this.clock()): number {
     this.#roll(now);
-    return this.#f[this.#at + USED]!;
+    return this.#f[USED]!;
   }
 
   reserved(now = this.clock()): number {
@@ -144,11 +145,11 @@ export class TokenWindow {
   /** Tokens left for new requests: the budget minus usage and reservations. */
   remaining(tokens: number, now = this.clock()): number {
     this.#roll(now);
-    return Math.max(0, tokens - this.#f[this.#at + USED]! - this.#reserved());
+    return Math.max(0, tokens - this.#f[USED]! - this.#reserved());
   }
 
   resetSeconds(now = this.clock()): number {
     this.#roll(now);
-    return Math.max(0, Math.ceil((this.#f[this.#at + START]! + this.unitMs - now) / 1000));
+    return Math.max(0, Math.ceil((this.#f[START]! + this.unitMs - now) / 1000));
   }
 }
