@@ -7,14 +7,20 @@
 // probing, at most half full) of record numbers; a sweep deletes with backward shift, which
 // moves index slots only, so lookups stay correct with no tombstones to clean up.
 //
+// A request bucket has no holds count (as in the Map table): once its window refilled it, a key
+// may be swept while a request that took its token is still in flight. Should that request then
+// be refunded (another limit refused it), the Map table gives the token back to an orphaned
+// bucket, this table to whatever key took the record since: at most one request more for that
+// key, and only for a refund that crosses a window's end while the table is full.
+//
 // Memory: the buffer is sized for maxKeys records at creation. A SharedArrayBuffer is zeroed
 // memory the OS hands out page by page on first touch, so the figure below is address space
 // (virtual); what is resident grows with the keys in use, since records are taken in order. For
 // 100,000 keys: 256 B of key (128 UTF-16 code units), 12 B of hash, length and free-list link
 // and 8 B per state field (2 for requests; 2 + 2 per worker for tokens: 18 with 8 workers) a
 // record, plus a 1 MiB index: about 30 MB virtual for requests, 42 MB for tokens with 8 workers,
-// per keyed entry. Resident: the index (touched all over by hashing, up to 1 MiB) and ~0.3-0.4 KB
-// per key in use.
+// per keyed entry, none of it resident when made (measured: ten such tables, 0 MB of RSS).
+// Resident: the index (touched all over by hashing, up to 1 MiB) and ~0.3-0.4 KB per key in use.
 import type { LocalRateLimitUnit } from '@tollgate/api';
 import { MAX_KEY_LENGTH } from '../key.js';
 import type { KeyLimits } from './key-limits.js';
