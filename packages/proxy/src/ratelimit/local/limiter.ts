@@ -193,11 +193,11 @@ export interface LimiterStoreOptions {
   readonly maxKeys: number;
   /** A request of a keyed entry was given the overflow budget (metrics, a throttled warn). */
   readonly overflowed?: (entry: { readonly level: LimitLevel; readonly scope: string; readonly index: number; readonly kind: LocalEntry['kind'] }) => void;
-}
-
-/** `memory`: where the state lives (./limit-memory.ts); this thread's (LocalLimitMemory) by default. */
-export interface LimiterStoreOptionsOf<M extends LimitMemory> extends LimiterStoreOptions {
-  readonly memory?: M;
+  /**
+   * Where the state lives (./limit-memory.ts): this thread's (a LocalLimitMemory) by default, or
+   * a shared memory of worker threads (a LeaderLimitMemory or a FollowerLimitMemory).
+   */
+  readonly memory?: LimitMemory;
 }
 
 /** A keyed entry of the config in force, where it is: what GET /budgets lists. */
@@ -230,19 +230,18 @@ function policyName(level: LimitLevel, index: number, config: LocalRateLimitIR):
  * scope, index, kind, unit and key: an entry whose amount or overrides changed keeps them
  * (every key's, for a keyed one), and its new limits apply to what was used in the window.
  */
-export class LimiterStore<M extends LimitMemory = LimitMemory> {
+export class LimiterStore {
   /** Where the state is kept: this thread's, or shared by worker threads (a leader's or a follower's). */
-  readonly memory: M;
+  readonly memory: LimitMemory;
   /** The keyed entries of the config in force, and of the one being compiled (read-only listing). */
   #liveKeyed: readonly KeyedEntry[] = [];
   /** By table: listeners sharing a Gateway-wide policy compile the same entry once each, on one table. */
   #nextKeyed = new Map<object, KeyedEntry>();
   constructor(
     readonly clock: Clock,
-    readonly options: LimiterStoreOptionsOf<M>,
+    readonly options: LimiterStoreOptions,
   ) {
-    // The default: a store of one thread; shared memories are given (a leader's, a follower's).
-    this.memory = options.memory ?? (new LocalLimitMemory() as LimitMemory as M);
+    this.memory = options.memory ?? new LocalLimitMemory();
   }
 
   entry(level: LimitLevel, scope: string, index: number, config: LocalRateLimitIR, key: CompiledKey | null): LocalEntry {
@@ -466,8 +465,8 @@ export class LocalLimiter {
     const windows: MetWindow[] = [];
     for (let i = 0; i < this.entries.length; i++) {
       const e = this.entries[i]!;
-      if (e.kind === 'requests') buckets.push(met(e.budget, keys[i]!, now));
-      else windows.push(met(e.budget, keys[i]!, now));
+      if (e.kind === 'requests') buckets.push(met(e.budget, keys[i] ?? null, now));
+      else windows.push(met(e.budget, keys[i] ?? null, now));
     }
     return { buckets, windows };
   }

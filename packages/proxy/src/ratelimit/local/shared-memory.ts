@@ -88,10 +88,11 @@ abstract class SharedLimitMemory implements LimitMemory {
   }
 
   /**
-   * Gives back every reservation and hold of worker `w` (its thread ended: its requests will
-   * never settle), in every token window and every key of every keyed tokens table this memory
-   * knows. Request tokens its admitted requests took stay taken. Takes the lock from `w` if it
-   * died holding it.
+   * Gives back every reservation and hold of worker `w`, whose thread has exited (call it only
+   * then: its requests will never settle), in every token window and every key of every keyed
+   * tokens table this memory knows (the leader knows them all). Request tokens its admitted
+   * requests took stay taken. Takes the lock from `w` if it died holding it. A new thread may
+   * then be worker `w`: its columns start empty.
    */
   releaseWorker(w: number): void {
     if (!Number.isInteger(w) || w < 0 || w >= this.workers) throw new Error(`releaseWorker: worker ${w} is not in 0..${this.workers - 1}`);
