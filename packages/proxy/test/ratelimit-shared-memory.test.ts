@@ -294,7 +294,7 @@ describe('local rate limits shared by worker threads', () => {
     expect(listed(store).a).toMatchObject({ reserved: 400, idle: false });
 
     await third!.worker.terminate();
-    memory.releaseWorker(3);
+    store.releaseWorker(3);
     expect(window.reserved(NOW)).toBe(100);
     expect(listed(store).a).toMatchObject({ reserved: 0, used: 0, idle: true });
     expect(listed(store).b).toMatchObject({ reserved: 100, idle: false });
@@ -325,7 +325,7 @@ describe('local rate limits shared by worker threads', () => {
     const { store, memory } = leader();
     const before = [requests(5), tokens(1000)];
     compile(store, 'r', before);
-    const first = memory.layout();
+    const first = store.layout();
     await Promise.all(start().map((t) => t.compile(first, 'r', before)));
     expect(await race(threads, null, { keys: [null], rounds: 1, reservation: 100, then: 'settle', usage: 10 })).toEqual({ null: 3 });
 
@@ -347,6 +347,13 @@ describe('local rate limits shared by worker threads', () => {
 
     // The tokens entry was dropped at commit: a follower asked for it throws, naming it.
     await expect(threads[0]!.compile(memory.layout(), 'r', before)).rejects.toThrow(/route:r#1:tokens:Hours:null/);
+  });
+
+  it('a store says which memory it has when asked for what only another can do', () => {
+    const local = new LimiterStore(() => NOW, { maxKeys: MAX_KEYS });
+    expect(() => local.layout()).toThrow("layout(): this limiter store's memory is local; only the leader's (worker 0) makes and lists buffers");
+    expect(() => leader().store.adopt({ workers: WORKERS, lock: new SharedArrayBuffer(4), entries: [] })).toThrow("adopt(): this limiter store's memory is a leader's; only a follower's adopts a layout");
+    expect(() => local.releaseWorker(1)).toThrow("releaseWorker(): this limiter store's memory is local; no other worker shares it");
   });
 
   it('a follower asked for an id its layout lacks throws, naming the id', async () => {

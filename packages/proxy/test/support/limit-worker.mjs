@@ -21,7 +21,7 @@ const factsOf = (key) => () => ({ method: 'POST', path: '/', host: 'test', heade
 const commands = {
   /** Adopts the leader's layout and compiles the same entries as it did. */
   compile({ layout, scope, configs }) {
-    memory.adopt(layout);
+    store.adopt(layout);
     try {
       limiter = LocalLimiter.compile('route', scope, configs.map((config, index) => ({ index, config })), store, DEFAULT_LIMITS);
     } catch (e) {

@@ -26,6 +26,7 @@ import { KeyLimits } from './key-limits.js';
 import { unitMs, windowOrigin, type KeyState, type KeyTable } from './keyed-table.js';
 import { BUCKET, WINDOW, type LimitMemory, type Lock, type StateType } from './limit-memory.js';
 import { LocalLimitMemory } from './local-memory.js';
+import { FollowerLimitMemory, LeaderLimitMemory, SharedLimitMemory, type LimitLayout } from './shared-memory.js';
 import type { BucketLimit, RequestBucket } from './request-bucket.js';
 import type { TokenWindow } from './token-window.js';
 
@@ -285,6 +286,32 @@ export class LimiterStore {
   discard(): void {
     this.memory.discard();
     this.#nextKeyed = new Map();
+  }
+
+  // Shared mode, for the thread plumbing (./shared-memory.ts): each throws, saying why, on a
+  // store whose memory cannot do it.
+
+  /** The leader's buffers of the config in force (after commit): posted to the followers with the snapshot. */
+  layout(): LimitLayout {
+    if (!(this.memory instanceof LeaderLimitMemory)) throw new Error(`layout(): this limiter store's memory is ${this.#memoryName()}; only the leader's (worker 0) makes and lists buffers`);
+    return this.memory.layout();
+  }
+
+  /** A follower adopts the leader's layout before compiling the snapshot it came with. */
+  adopt(layout: LimitLayout): void {
+    if (!(this.memory instanceof FollowerLimitMemory)) throw new Error(`adopt(): this limiter store's memory is ${this.#memoryName()}; only a follower's adopts a layout`);
+    this.memory.adopt(layout);
+  }
+
+  /** Gives back what worker `w`, whose thread has exited, reserved and holds (SharedLimitMemory.releaseWorker). */
+  releaseWorker(w: number): void {
+    if (!(this.memory instanceof SharedLimitMemory)) throw new Error(`releaseWorker(): this limiter store's memory is ${this.#memoryName()}; no other worker shares it`);
+    this.memory.releaseWorker(w);
+  }
+
+  #memoryName(): string {
+    const m = this.memory;
+    return m instanceof LeaderLimitMemory ? "a leader's" : m instanceof FollowerLimitMemory ? `worker ${m.worker}'s (a follower)` : 'local';
   }
 }
 

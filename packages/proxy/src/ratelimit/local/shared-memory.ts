@@ -49,7 +49,8 @@ interface Placed {
   readonly object: unknown;
 }
 
-abstract class SharedLimitMemory implements LimitMemory {
+/** A leader's or a follower's memory. */
+export abstract class SharedLimitMemory implements LimitMemory {
   readonly mode = 'shared';
   protected live = new Map<string, Placed>();
   protected next = new Map<string, Placed>();
