@@ -8,9 +8,26 @@ import { median } from './stats.mjs';
 /** A limit no bench run reaches: every decision is an admission. */
 export const NEVER = 2_000_000_000;
 
-/** A store for the limiters of one run; `maxKeys` is config.maxRateLimitKeys. */
-export function limiterStore(maxKeys = 100_000) {
-  return new LimiterStore(() => Date.now(), { maxKeys });
+/**
+ * A store for the limiters of one run; `maxKeys` is config.maxRateLimitKeys; `memory`, where the
+ * state lives (this thread's by default; sharedLeader() for worker threads' shared memory).
+ */
+export function limiterStore(maxKeys = 100_000, memory = undefined) {
+  return new LimiterStore(() => Date.now(), { maxKeys, memory });
+}
+
+/**
+ * The shared memory of worker 0 of `workers` (SharedArrayBuffers and an Atomics lock); null in a
+ * build without shared mode, so the benches still compare with older builds.
+ */
+export async function sharedLeader(workers = 4) {
+  try {
+    const { LeaderLimitMemory } = await import('../../packages/proxy/dist/ratelimit/local/shared-memory.js');
+    return new LeaderLimitMemory({ workers });
+  } catch (e) {
+    if (e?.code === 'ERR_MODULE_NOT_FOUND') return null;
+    throw e;
+  }
 }
 
 /** The route-level limiter of `configs` (LocalRateLimitIR entries, in policy order); the caller commits the store. */

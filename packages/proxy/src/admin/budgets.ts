@@ -51,7 +51,7 @@ export function budgetRows(src: RowSources): BudgetRow[] {
     const by = e.budget.key.ir;
     const secret = mayBeCredential(by, src.credentials, expressionReadsRequest(e.budget.key.program?.reads));
     const base = { source: LOCAL_SOURCE, level: k.level, scope: k.scope, entry: `rateLimit.local[${k.index}]`, by: keyEntryName(by), kind: e.kind, window: e.config.unit, answeredAt: null } as const;
-    for (const [key, b] of keyBudgets(e, now)) {
+    for (const [key, b] of keyBudgets(k, now)) {
       if (b.idle) continue;
       rows.push({
         ...base,

@@ -18,6 +18,7 @@ import type { RetryBudgetSettings, RetrySettingsView } from '../routing/retry-bu
 import { DEFAULT_DNS, DnsCache, type DnsSettings } from '../upstream/dns-cache.js';
 import { ProxyMetrics } from '../metrics/metrics.js';
 import { systemClock, type Clock } from '../ratelimit/clock.js';
+import type { LimitMemory } from '../ratelimit/local/limit-memory.js';
 import { LimiterStore } from '../ratelimit/local/limiter.js';
 import { overflowReporter } from '../ratelimit/local/overflow.js';
 import { ChargeCap, DEFAULT_MAX_TOKENS_CHARGED_PER_RESPONSE } from '../ratelimit/charge-cap.js';
@@ -103,6 +104,11 @@ export interface RuntimeOptions {
   readonly maxTokensChargedPerResponse?: number;
   /** config.maxRateLimitKeys. */
   readonly maxRateLimitKeys?: number;
+  /**
+   * Where local rate limit state lives: this runtime's own (the default), or memory shared with
+   * the other worker threads' runtimes (ratelimit/local/shared-memory.ts: a leader's or a follower's).
+   */
+  readonly limitMemory?: LimitMemory;
   /** config.tlsClientHelloTimeout and config.tlsIdleTimeout (TLS binds). */
   readonly tlsStreams?: Partial<Pick<TlsStreamSettings, 'helloTimeoutMs' | 'idleMs'>>;
   /** config.basicAuth: password workers, their queue, the cache of verified credentials. */
@@ -229,7 +235,7 @@ export class ProxyRuntime {
       websocketConnections: () => upgrades.open,
     });
     const log = options.rateLimitLog ?? options.log;
-    this.limiters = new LimiterStore(clock, { maxKeys: options.maxRateLimitKeys ?? DEFAULT_MAX_RATE_LIMIT_KEYS, overflowed: overflowReporter(this.metrics, log, clock) });
+    this.limiters = new LimiterStore(clock, { maxKeys: options.maxRateLimitKeys ?? DEFAULT_MAX_RATE_LIMIT_KEYS, overflowed: overflowReporter(this.metrics, log, clock), memory: options.limitMemory });
     this.globalAnswers = new GlobalAnswers(DEFAULT_MAX_GLOBAL_ANSWERS, clock);
     this.tokenCredits = new TokenCredits(DEFAULT_MAX_CREDIT_KEYS, clock);
     this.#makeGlobal = (ir, scope, limits) => {

@@ -13,6 +13,10 @@
 //
 // The table keeps usage only; each key's limit (the entry's amount, or the key's override) is
 // the config's and given with each call (./key-limits.ts), so a new config keeps the table.
+//
+// Two tables keep these rules (`KeyTable`): the Map below, for one thread (local mode), and
+// ./shared-keyed-table.ts, in a SharedArrayBuffer every worker thread reads and writes under the
+// memory's lock (shared mode).
 import type { LocalRateLimitUnit } from '@tollgate/api';
 import { UNIT_SECONDS } from '@tollgate/api';
 import type { KeyLimits } from './key-limits.js';
@@ -20,6 +24,21 @@ import type { KeyLimits } from './key-limits.js';
 export interface KeyState<L> {
   /** Equal to a new state under `limit`: nothing used in the current window, no request holding it. */
   idle(limit: L, now: number): boolean;
+}
+
+/** The budgets of a keyed entry's key values, whichever memory keeps them. */
+export interface KeyTable<L, S extends KeyState<L>> {
+  readonly maxKeys: number;
+  /** The budget every key that finds the table full shares. */
+  readonly overflow: S;
+  readonly size: number;
+  /** Every key and its state, for reading only (GET /budgets): iterating changes nothing. */
+  entries(): IterableIterator<[string, S]>;
+  /**
+   * The state of `key`, made on first use; the overflow budget when the table has no room.
+   * `limits`: the config's limit of each key, to tell which keys are idle.
+   */
+  get(key: string, now: number, limits: KeyLimits<L>): S;
 }
 
 const DAY_MS = 86_400_000;
@@ -36,7 +55,7 @@ export function windowOrigin(unit: LocalRateLimitUnit, now: number): number {
   return unit === 'Days' ? Math.floor(now / DAY_MS) * DAY_MS : now;
 }
 
-export class KeyedTable<L, S extends KeyState<L>> {
+export class KeyedTable<L, S extends KeyState<L>> implements KeyTable<L, S> {
   readonly #states = new Map<string, S>();
   readonly #unitMs: number;
   /** The window index of the last sweep: one sweep per window at most. */

@@ -12,22 +12,30 @@
 // The state (buckets, windows, tables) is kept across configs by what identifies the entry
 // (level, scope, index, kind, unit, key), not by its amounts: the limits are the config's and
 // given to each check, so a new amount or override applies to what was used in the window.
-import { bindRequest, readsOf, type CelBindings, type EvaluationLimits, type InputName, type LocalRateLimitIR } from '@tollgate/api';
+//
+// The state lives in the store's memory (./limit-memory.ts): this thread's, or shared by the
+// proxy's worker threads. A check, and a hold's refund, settle and copy, run under the memory's
+// lock, so a check of several budgets is all-or-nothing across threads too; the request's key
+// values are read before it is taken (a CEL key costs more than the rest of the check).
+import { bindRequest, readsOf, type EvaluationLimits, type InputName, type LocalRateLimitIR } from '@tollgate/api';
 import type { Clock } from '../clock.js';
 import type { RequestFacts } from '../facts.js';
 import type { LimitStatus } from '../headers.js';
 import { compileKey, keyValue, type CompiledKey } from '../key.js';
 import { KeyLimits } from './key-limits.js';
-import { KeyedTable, unitMs, windowOrigin, type KeyState } from './keyed-table.js';
-import { RequestBucket, type BucketLimit } from './request-bucket.js';
-import { TokenWindow } from './token-window.js';
+import { unitMs, windowOrigin, type KeyState, type KeyTable } from './keyed-table.js';
+import { BUCKET, WINDOW, type LimitMemory, type Lock, type StateType } from './limit-memory.js';
+import { LocalLimitMemory } from './local-memory.js';
+import { FollowerLimitMemory, LeaderLimitMemory, SharedLimitMemory, type LimitLayout } from './shared-memory.js';
+import type { BucketLimit, RequestBucket } from './request-bucket.js';
+import type { TokenWindow } from './token-window.js';
 
 export type LimitLevel = 'gateway' | 'route';
 
 /** One budget for every request, under one limit; or one per key value, each under its key's limit. */
 type Budget<L, S extends KeyState<L>> =
   | { readonly keyed: false; readonly state: S; readonly limit: L }
-  | { readonly keyed: true; readonly key: CompiledKey; readonly table: KeyedTable<L, S>; readonly limits: KeyLimits<L> };
+  | { readonly keyed: true; readonly key: CompiledKey; readonly table: KeyTable<L, S>; readonly limits: KeyLimits<L> };
 
 /** A budget a request meets, with the limit it has for this request. */
 interface Met<L, S> {
@@ -79,9 +87,22 @@ class RequestsHold implements LocalHold {
   constructor(
     readonly buckets: readonly MetBucket[],
     private readonly clock: Clock,
+    /** The memory's lock; null when no other thread reads it. */
+    private readonly lock: Lock | null,
   ) {}
 
   refund(): void {
+    const lock = this.lock;
+    if (lock === null) return this.#refund();
+    lock.acquire();
+    try {
+      this.#refund();
+    } finally {
+      lock.release();
+    }
+  }
+
+  #refund(): void {
     const now = this.clock();
     for (const b of this.buckets) b.state.giveBack(b.limit, now);
   }
@@ -102,15 +123,52 @@ class BudgetsHold implements LocalHold {
     /** Per window, the start of the window the reservation was made in. */
     private readonly reservedIn: readonly number[],
     private readonly clock: Clock,
+    /** The memory's lock; null when no other thread reads it. */
+    private readonly lock: Lock | null,
   ) {}
 
+  // Each under the lock, when there is one.
   refund(): void {
+    const lock = this.lock;
+    if (lock === null) return this.#refund();
+    lock.acquire();
+    try {
+      this.#refund();
+    } finally {
+      lock.release();
+    }
+  }
+
+  settle(tokens: number | null): void {
+    const lock = this.lock;
+    if (lock === null || this.windows.length === 0) return this.#settle(tokens);
+    lock.acquire();
+    try {
+      this.#settle(tokens);
+    } finally {
+      lock.release();
+    }
+  }
+
+  copy(): LocalHold {
+    if (this.windows.length === 0) return NOTHING_HELD;
+    const lock = this.lock;
+    if (lock === null) return this.#copy();
+    lock.acquire();
+    try {
+      return this.#copy();
+    } finally {
+      lock.release();
+    }
+  }
+
+  #refund(): void {
     const now = this.clock();
     for (const b of this.buckets) b.state.giveBack(b.limit, now);
     for (let i = 0; i < this.windows.length; i++) this.windows[i]!.release(this.amount, this.reservedIn[i]!, now);
   }
 
-  settle(tokens: number | null): void {
+  #settle(tokens: number | null): void {
     const now = this.clock();
     for (let i = 0; i < this.windows.length; i++) {
       if (tokens === null) this.windows[i]!.release(this.amount, this.reservedIn[i]!, now);
@@ -118,10 +176,16 @@ class BudgetsHold implements LocalHold {
     }
   }
 
-  copy(): LocalHold {
-    if (this.windows.length === 0) return NOTHING_HELD;
+  #copy(): LocalHold {
     const now = this.clock();
-    return new BudgetsHold([], this.windows, this.amount, this.windows.map((w) => w.reserve(this.amount, now)), this.clock);
+    return new BudgetsHold(
+      [],
+      this.windows,
+      this.amount,
+      this.windows.map((w) => w.reserve(this.amount, now)),
+      this.clock,
+      this.lock,
+    );
   }
 }
 
@@ -130,10 +194,12 @@ export interface LimiterStoreOptions {
   readonly maxKeys: number;
   /** A request of a keyed entry was given the overflow budget (metrics, a throttled warn). */
   readonly overflowed?: (entry: { readonly level: LimitLevel; readonly scope: string; readonly index: number; readonly kind: LocalEntry['kind'] }) => void;
+  /**
+   * Where the state lives (./limit-memory.ts): this thread's (a LocalLimitMemory) by default, or
+   * a shared memory of worker threads (a LeaderLimitMemory or a FollowerLimitMemory).
+   */
+  readonly memory?: LimitMemory;
 }
-
-/** A bucket, a window or a keyed table of either; told apart by instanceof where it is taken back. */
-type State = object;
 
 /** A keyed entry of the config in force, where it is: what GET /budgets lists. */
 export interface KeyedEntry {
@@ -141,6 +207,8 @@ export interface KeyedEntry {
   readonly scope: string;
   readonly index: number;
   readonly entry: LocalEntry & { readonly budget: { readonly keyed: true } };
+  /** The lock of the memory its table is in (null: no other thread reads it): listing reads it under the lock. */
+  readonly lock: Lock | null;
 }
 
 /** The limits of a requests entry: its amount, and each override's. */
@@ -164,8 +232,8 @@ function policyName(level: LimitLevel, index: number, config: LocalRateLimitIR):
  * (every key's, for a keyed one), and its new limits apply to what was used in the window.
  */
 export class LimiterStore {
-  #live = new Map<string, State>();
-  #next = new Map<string, State>();
+  /** Where the state is kept: this thread's, or shared by worker threads (a leader's or a follower's). */
+  readonly memory: LimitMemory;
   /** The keyed entries of the config in force, and of the one being compiled (read-only listing). */
   #liveKeyed: readonly KeyedEntry[] = [];
   /** By table: listeners sharing a Gateway-wide policy compile the same entry once each, on one table. */
@@ -173,24 +241,24 @@ export class LimiterStore {
   constructor(
     readonly clock: Clock,
     readonly options: LimiterStoreOptions,
-  ) {}
+  ) {
+    this.memory = options.memory ?? new LocalLimitMemory();
+  }
 
   entry(level: LimitLevel, scope: string, index: number, config: LocalRateLimitIR, key: CompiledKey | null): LocalEntry {
     // Not the amounts: they are parameters of each check (see the class comment).
     const id = `${level}:${scope}#${index}:${config.kind}:${config.unit}:${JSON.stringify(config.by ?? null)}`;
-    const clock = this.clock;
-    const ms = unitMs(config.unit);
     const overflowed = () => this.options.overflowed?.({ level, scope, index, kind: config.kind });
     const policy = policyName(level, index, config);
     let made: LocalEntry;
     if (config.kind === 'requests') {
-      const budget = this.#budget(id, RequestBucket, config, key, bucketLimits(config), overflowed, (start) => new RequestBucket(ms, clock, start));
+      const budget = this.#budget(id, BUCKET, config, key, bucketLimits(config), overflowed);
       made = { kind: 'requests', config, budget, policy };
     } else {
-      const budget = this.#budget(id, TokenWindow, config, key, tokenLimits(config), overflowed, (start) => new TokenWindow(ms, clock, start));
+      const budget = this.#budget(id, WINDOW, config, key, tokenLimits(config), overflowed);
       made = { kind: 'tokens', config, budget, policy };
     }
-    if (isKeyed(made)) this.#nextKeyed.set(made.budget.table, { level, scope, index, entry: made });
+    if (isKeyed(made)) this.#nextKeyed.set(made.budget.table, { level, scope, index, entry: made, lock: this.memory.lock });
     return made;
   }
 
@@ -199,37 +267,51 @@ export class LimiterStore {
     return this.#liveKeyed;
   }
 
-  /** The entry's budget as the live config (or this one, for a repeated entry) left it, else a new one. */
-  #budget<L, S extends (RequestBucket | TokenWindow) & KeyState<L>>(
-    id: string,
-    type: abstract new (...args: never[]) => S,
-    config: LocalRateLimitIR,
-    key: CompiledKey | null,
-    limits: KeyLimits<L>,
-    overflowed: () => void,
-    make: (start: number) => S,
-  ): Budget<L, S> {
-    const prior = this.#next.get(id) ?? this.#live.get(id);
-    const origin = windowOrigin(config.unit, this.clock());
-    const budget: Budget<L, S> = key
-      ? { keyed: true, key, limits, table: prior instanceof KeyedTable ? (prior as KeyedTable<L, S>) : new KeyedTable<L, S>(this.options.maxKeys, config.unit, origin, make, overflowed) }
-      : { keyed: false, limit: limits.fallback, state: prior instanceof type ? prior : make(origin) };
-    this.#next.set(id, budget.keyed ? budget.table : budget.state);
-    return budget;
+  /** The entry's budget as the live config (or this one, for a repeated entry) left it, else a new one (the memory's). */
+  #budget<L, S extends KeyState<L>>(id: string, type: StateType<S>, config: LocalRateLimitIR, key: CompiledKey | null, limits: KeyLimits<L>, overflowed: () => void): Budget<L, S> {
+    const spec = { id, type, unit: config.unit, unitMs: unitMs(config.unit), clock: this.clock, origin: windowOrigin(config.unit, this.clock()) };
+    return key
+      ? { keyed: true, key, limits, table: this.memory.table<L, S>({ ...spec, maxKeys: this.options.maxKeys, overflowed }) }
+      : { keyed: false, limit: limits.fallback, state: this.memory.state(spec) };
   }
 
   /** Called once a new config is in place: state no entry of it uses is dropped. */
   commit(): void {
-    this.#live = this.#next;
-    this.#next = new Map();
+    this.memory.commit();
     this.#liveKeyed = [...this.#nextKeyed.values()];
     this.#nextKeyed = new Map();
   }
 
   /** Called when a new config is refused: forget what it prepared. */
   discard(): void {
-    this.#next = new Map();
+    this.memory.discard();
     this.#nextKeyed = new Map();
+  }
+
+  // Shared mode, for the thread plumbing (./shared-memory.ts): each throws, saying why, on a
+  // store whose memory cannot do it.
+
+  /** The leader's buffers of the config in force (after commit): posted to the followers with the snapshot. */
+  layout(): LimitLayout {
+    if (!(this.memory instanceof LeaderLimitMemory)) throw new Error(`layout(): this limiter store's memory is ${this.#memoryName()}; only the leader's (worker 0) makes and lists buffers`);
+    return this.memory.layout();
+  }
+
+  /** A follower adopts the leader's layout before compiling the snapshot it came with. */
+  adopt(layout: LimitLayout): void {
+    if (!(this.memory instanceof FollowerLimitMemory)) throw new Error(`adopt(): this limiter store's memory is ${this.#memoryName()}; only a follower's adopts a layout`);
+    this.memory.adopt(layout);
+  }
+
+  /** Gives back what worker `w`, whose thread has exited, reserved and holds (SharedLimitMemory.releaseWorker). */
+  releaseWorker(w: number): void {
+    if (!(this.memory instanceof SharedLimitMemory)) throw new Error(`releaseWorker(): this limiter store's memory is ${this.#memoryName()}; no other worker shares it`);
+    this.memory.releaseWorker(w);
+  }
+
+  #memoryName(): string {
+    const m = this.memory;
+    return m instanceof LeaderLimitMemory ? "a leader's" : m instanceof FollowerLimitMemory ? `worker ${m.worker}'s (a follower)` : 'local';
   }
 }
 
@@ -250,9 +332,26 @@ export interface KeyBudget extends LimitStatus {
 /**
  * Every key's budget of a keyed entry, each under its key's limit (its override, else the
  * entry's amount), then the overflow budget (key null, under the entry's amount); read through
- * the states' methods, changing nothing.
+ * the states' methods, changing nothing. All are read at once under the entry's lock, which is
+ * never held while the caller iterates.
  */
-export function* keyBudgets(e: KeyedEntry['entry'], now: number): Generator<[string | null, KeyBudget]> {
+export function* keyBudgets(k: KeyedEntry, now: number): Generator<[string | null, KeyBudget]> {
+  const lock = k.lock;
+  if (lock === null) {
+    yield* readKeyBudgets(k.entry, now);
+    return;
+  }
+  lock.acquire();
+  let read: [string | null, KeyBudget][];
+  try {
+    read = [...readKeyBudgets(k.entry, now)];
+  } finally {
+    lock.release();
+  }
+  yield* read;
+}
+
+function* readKeyBudgets(e: KeyedEntry['entry'], now: number): Generator<[string | null, KeyBudget]> {
   if (e.kind === 'requests') {
     const { table, limits } = e.budget;
     const one = (state: RequestBucket, limit: BucketLimit): KeyBudget => {
@@ -299,6 +398,8 @@ export class LocalLimiter {
     readonly entries: readonly LocalEntry[],
     private readonly clock: Clock,
     private readonly limits: EvaluationLimits,
+    /** The lock of the memory the entries' state is in; null (the default) when no other thread reads it. */
+    private readonly lock: Lock | null = null,
   ) {
     this.#buckets = entries.flatMap((e) => (e.kind === 'requests' && !e.budget.keyed ? [{ state: e.budget.state, limit: e.budget.limit }] : []));
     this.#windows = entries.flatMap((e) => (e.kind === 'tokens' && !e.budget.keyed ? [{ state: e.budget.state, limit: e.budget.limit }] : []));
@@ -306,7 +407,7 @@ export class LocalLimiter {
     const keys = entries.flatMap((e) => (e.budget.keyed ? [e.budget.key] : []));
     this.keyed = keys.length > 0;
     this.#reads = readsOf(keys.flatMap((k) => (k.program ? [k.program] : [])));
-    this.#requestsHold = new RequestsHold(this.#buckets, clock);
+    this.#requestsHold = new RequestsHold(this.#buckets, clock, this.lock);
   }
 
   /** Throws RateLimitKeyError when a key's expression does not compile (naming it). */
@@ -315,7 +416,7 @@ export class LocalLimiter {
       const key = config.by ? compileKey(config.by, limits, `rateLimit.local[${index}].by`) : null;
       return store.entry(level, scope, index, config, key);
     });
-    return new LocalLimiter(level, scope, entries, store.clock, limits);
+    return new LocalLimiter(level, scope, entries, store.clock, limits, store.memory.lock);
   }
 
   /**
@@ -323,14 +424,27 @@ export class LocalLimiter {
    * `facts`: the request, read only when an entry is keyed.
    */
   check(reservation: number, facts: () => RequestFacts): LocalCheck {
+    let keys: readonly (string | null)[] | null = null;
+    if (this.keyed) {
+      const read = this.#keysOf(facts());
+      if (!Array.isArray(read)) return read;
+      keys = read;
+    }
+    const lock = this.lock;
+    if (lock === null) return this.#decide(reservation, keys, this.clock());
+    lock.acquire();
+    try {
+      return this.#decide(reservation, keys, this.clock());
+    } finally {
+      lock.release();
+    }
+  }
+
+  /** The check proper, under the lock: `keys`, of a keyed limiter, the request's key value for each entry (null: unkeyed). */
+  #decide(reservation: number, keys: readonly (string | null)[] | null, now: number): LocalCheck {
     let buckets = this.#buckets;
     let windows = this.#windows;
-    const now = this.clock();
-    if (this.keyed) {
-      const found = this.#budgetsOf(facts(), now);
-      if (!('buckets' in found)) return found;
-      ({ buckets, windows } = found);
-    }
+    if (keys) ({ buckets, windows } = this.#budgetsOf(keys, now));
     // The first entry, in config order, without room refuses.
     let b = 0;
     let w = 0;
@@ -356,23 +470,30 @@ export class LocalLimiter {
             reservation,
             windows.map((win) => win.state.reserve(reservation, now)),
             this.clock,
+            this.lock,
           );
     return { allowed: true, hold, statuses: this.#statuses(buckets, windows, now) };
   }
 
-  /** The budgets of the request's keys (unkeyed entries: their one budget), or why its keys cannot be read. */
-  #budgetsOf(facts: RequestFacts, now: number): { buckets: MetBucket[]; windows: MetWindow[] } | Extract<LocalCheck, { refusedBy: 'input' }> {
+  /** The request's key value of each entry (null for an unkeyed one), or why its keys cannot be read. */
+  #keysOf(facts: RequestFacts): (string | null)[] | Extract<LocalCheck, { refusedBy: 'input' }> {
     let bindings = null;
     if (this.#reads.size) {
       const bound = bindRequest(facts, this.#reads, this.limits.cel);
       if (!bound.ok) return { allowed: false, refusedBy: 'input', input: bound.input, problem: bound.problem };
       bindings = bound.bindings;
     }
+    return this.entries.map((e) => (e.budget.keyed ? keyValue(e.budget.key, facts, bindings) : null));
+  }
+
+  /** The budgets of the request's keys (unkeyed entries: their one budget). */
+  #budgetsOf(keys: readonly (string | null)[], now: number): { buckets: MetBucket[]; windows: MetWindow[] } {
     const buckets: MetBucket[] = [];
     const windows: MetWindow[] = [];
-    for (const e of this.entries) {
-      if (e.kind === 'requests') buckets.push(met(e.budget, facts, bindings, now));
-      else windows.push(met(e.budget, facts, bindings, now));
+    for (let i = 0; i < this.entries.length; i++) {
+      const e = this.entries[i]!;
+      if (e.kind === 'requests') buckets.push(met(e.budget, keys[i] ?? null, now));
+      else windows.push(met(e.budget, keys[i] ?? null, now));
     }
     return { buckets, windows };
   }
@@ -390,9 +511,9 @@ export class LocalLimiter {
  * (its override, else the entry's amount; the overflow budget, when the table is full, has the
  * entry's amount: it is shared by keys that found no room, whatever their overrides).
  */
-function met<L, S extends KeyState<L>>(budget: Budget<L, S>, facts: RequestFacts, bindings: CelBindings | null, now: number): Met<L, S> {
+function met<L, S extends KeyState<L>>(budget: Budget<L, S>, key: string | null, now: number): Met<L, S> {
   if (!budget.keyed) return budget;
-  const key = keyValue(budget.key, facts, bindings);
+  if (key === null) throw new Error('a keyed rate limit entry was given no key value');
   const state = budget.table.get(key, now, budget.limits);
   return { state, limit: state === budget.table.overflow ? budget.limits.fallback : budget.limits.of(key) };
 }
