@@ -81,7 +81,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
           compactMemory: Boolean(options.compactMemory),
           released: (index) => {
             const r = shared.releaseWorker(index);
-            log.info({ worker: index, ...r }, `worker ${index} is gone: gave back what it held (${r.bytes} buffered bytes, ${r.connections} connections, ${r.websockets} WebSocket slots)`);
+            log.info({ worker: index, ...r }, `worker ${index} is gone: gave back what it held (${r.bytes} buffered bytes, ${r.connections} connections, ${r.websockets} WebSocket slots, its token reservations)`);
           },
         })
       : null;
@@ -136,7 +136,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
         apply: async (snapshot) => {
           await runtime.apply(snapshot);
           // Every thread serves the snapshot before the source reports it applied.
-          await workers?.apply(snapshot, boundPorts(runtime));
+          await workers?.apply(snapshot, boundPorts(runtime), runtime.limiters.layout());
           compaction?.schedule();
         },
       });

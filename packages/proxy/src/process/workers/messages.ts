@@ -6,11 +6,14 @@ import type { ProcessConfig, ProxySnapshot, TraceEvent } from '@tollgate/api';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { SharedTraceSession, ThreadFigures } from '../../server/thread-figures.js';
 import type { SharedBuffers } from './shared-state.js';
+import type { LimitLayout } from '../../ratelimit/local/shared-memory.js';
 
 /** What a worker thread is started with (its `workerData`). */
 export interface WorkerStart {
   /** 1..N-1: the main thread is worker 0. */
   readonly index: number;
+  /** N: the threads of the process, the main thread included. */
+  readonly threads: number;
   readonly settings: ProcessConfig;
   /** The log directive in force when the worker starts (it may have been changed since start-up). */
   readonly logDirective: string;
@@ -24,7 +27,8 @@ export interface WorkerStart {
 export type BoundPorts = readonly (readonly [string, number])[];
 
 export type WorkerCall =
-  | { readonly op: 'apply'; readonly snapshot: ProxySnapshot; readonly ports: BoundPorts }
+  /** `limits`: the main thread's layout of the limits' shared memory, after it applied the snapshot. */
+  | { readonly op: 'apply'; readonly snapshot: ProxySnapshot; readonly ports: BoundPorts; readonly limits: LimitLayout }
   | { readonly op: 'metrics' }
   | { readonly op: 'state' }
   | { readonly op: 'log-level'; readonly directive: string }

@@ -1,13 +1,17 @@
 // What the threads of one process share, so that each bound holds for the process and not per
-// thread: the budget of buffered request-body bytes (config.maxBufferedRequestBytes), the
-// client connections per bind (config.maxConnectionsPerBind) and the WebSocket slots
+// thread: the local rate limits (buckets, token windows, keyed tables: ratelimit/local/
+// shared-memory.ts), the budget of buffered request-body bytes (config.maxBufferedRequestBytes),
+// the client connections per bind (config.maxConnectionsPerBind) and the WebSocket slots
 // (config.maxWebSocketConnections). The main thread creates the memory; each worker joins it
-// with its own index; nothing passes between threads per request. A worker that dies leaves
-// its share behind, and the main thread gives it back (releaseWorker) once it has exited.
+// with its own index; nothing passes between threads per request. The limits' memory grows
+// with the config: the main thread makes a limit's buffer as it compiles it, and each worker
+// adopts the main thread's layout before it compiles the same snapshot. A worker that dies
+// leaves its share behind, and the main thread gives it back (releaseWorker) once it has exited.
 import { DEFAULT_MAX_WEBSOCKET_CONNECTIONS } from '../../pipeline/upgrades.js';
 import { SharedBodyBudget } from '../../pipeline/shared-body-budget.js';
 import { ConnectionSlots } from '../../server/connection-slots.js';
 import type { RuntimeOptions } from '../../server/runtime.js';
+import { FollowerLimitMemory, LeaderLimitMemory, type SharedLimitMemory } from '../../ratelimit/local/shared-memory.js';
 
 /** The shared memory, as a worker receives it (structured-cloneable). */
 export interface SharedBuffers {
@@ -17,7 +21,7 @@ export interface SharedBuffers {
 }
 
 /** What one thread's runtime is given of the shared state. */
-export type SharedRuntimeParts = Required<Pick<RuntimeOptions, 'bodyBudget' | 'connectionSlots' | 'websocketSlots'>>;
+export type SharedRuntimeParts = Required<Pick<RuntimeOptions, 'bodyBudget' | 'connectionSlots' | 'websocketSlots' | 'limitMemory'>>;
 
 /** What a dead worker held and was given back. */
 export interface Released {
@@ -28,7 +32,7 @@ export interface Released {
 
 export class SharedState {
   private constructor(
-    readonly parts: SharedRuntimeParts & { readonly bodyBudget: SharedBodyBudget; readonly websocketSlots: SharedBodyBudget },
+    readonly parts: SharedRuntimeParts & { readonly bodyBudget: SharedBodyBudget; readonly websocketSlots: SharedBodyBudget; readonly limitMemory: SharedLimitMemory },
   ) {}
 
   /** The main thread's view (worker 0) over new memory for `threads` threads, sized from its runtime's options. */
@@ -38,15 +42,17 @@ export class SharedState {
       bodyBudget: SharedBodyBudget.create(options.maxBufferedRequestBytes, threads),
       connectionSlots: ConnectionSlots.create(threads),
       websocketSlots: SharedBodyBudget.create(options.websockets?.maxConnections ?? DEFAULT_MAX_WEBSOCKET_CONNECTIONS, threads),
+      limitMemory: new LeaderLimitMemory({ workers: threads }),
     });
   }
 
   /** A worker's view of the memory the main thread created. */
-  static join(buffers: SharedBuffers, index: number): SharedState {
+  static join(buffers: SharedBuffers, index: number, threads: number): SharedState {
     return new SharedState({
       bodyBudget: new SharedBodyBudget(buffers.bodyBudget, index),
       connectionSlots: new ConnectionSlots(buffers.connections, index),
       websocketSlots: new SharedBodyBudget(buffers.websockets, index),
+      limitMemory: new FollowerLimitMemory({ worker: index, workers: threads }),
     });
   }
 
@@ -55,9 +61,10 @@ export class SharedState {
     return { bodyBudget: p.bodyBudget.buffer, connections: p.connectionSlots.buffer, websockets: p.websocketSlots.buffer };
   }
 
-  /** Gives back what worker `index` held; call once it has exited. */
+  /** Gives back what worker `index` held (its token reservations too); call once it has exited. */
   releaseWorker(index: number): Released {
     const p = this.parts;
+    p.limitMemory.releaseWorker(index);
     return { bytes: p.bodyBudget.releaseWorker(index), connections: p.connectionSlots.releaseWorker(index), websockets: p.websocketSlots.releaseWorker(index) };
   }
 }

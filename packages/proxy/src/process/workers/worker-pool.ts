@@ -17,6 +17,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SharedTraceSession, ThreadFigures, ThreadReport, WorkerThreads } from '../../server/thread-figures.js';
 import type { TraceSink } from '../../trace/session.js';
 import type { SharedBuffers } from './shared-state.js';
+import type { LimitLayout } from '../../ratelimit/local/shared-memory.js';
 import type { BoundPorts, FromWorker, ToWorker, WorkerCall, WorkerMetrics, WorkerStart } from './messages.js';
 
 // Worker threads run the built JavaScript: Node cannot run this package's TypeScript sources
@@ -70,7 +71,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
   readonly #options: WorkerPoolOptions;
   readonly #script: URL;
   #seq = 0;
-  #latest: { readonly snapshot: ProxySnapshot; readonly ports: BoundPorts } | null = null;
+  #latest: { readonly snapshot: ProxySnapshot; readonly ports: BoundPorts; readonly limits: LimitLayout } | null = null;
   #closing = false;
   #applied = false;
   /** Where the events of each shared trace session go (the main thread's stream to its client). */
@@ -108,8 +109,8 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
   }
 
   /** Hands the main thread's snapshot to every thread; resolves once each applied it or was restarted to. */
-  async apply(snapshot: ProxySnapshot, ports: BoundPorts): Promise<void> {
-    this.#latest = { snapshot, ports };
+  async apply(snapshot: ProxySnapshot, ports: BoundPorts, limits: LimitLayout): Promise<void> {
+    this.#latest = { snapshot, ports, limits };
     await Promise.all(this.#threads.map((t) => this.#applyTo(t)));
     this.#applied = true;
   }
@@ -217,7 +218,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
   /** Starts the thread's worker; resolves once it said it started (and applied the latest snapshot, if any). */
   async #spawn(t: Thread): Promise<void> {
     t.state = 'starting';
-    const start: WorkerStart = { index: t.index, settings: this.#options.settings, shared: this.#options.shared, logDirective: this.#options.logDirective(), compactMemory: this.#options.compactMemory ?? false };
+    const start: WorkerStart = { index: t.index, threads: this.#threads.length + 1, settings: this.#options.settings, shared: this.#options.shared, logDirective: this.#options.logDirective(), compactMemory: this.#options.compactMemory ?? false };
     const worker = new Worker(this.#script, { workerData: start, name: `tollgate-worker-${t.index}` });
     t.worker = worker;
     const started = new Promise<void>((resolve, reject) => {
@@ -263,7 +264,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
     const latest = this.#latest;
     if (!latest || !t.worker || (t.state !== 'serving' && t.state !== 'starting')) return;
     try {
-      await this.#call(t, { op: 'apply', snapshot: latest.snapshot, ports: latest.ports });
+      await this.#call(t, { op: 'apply', snapshot: latest.snapshot, ports: latest.ports, limits: latest.limits });
       t.state = 'serving';
       t.failuresInARow = 0;
     } catch (err) {

@@ -23,7 +23,7 @@ let ports = new Map<string, number>();
 let applying: Promise<void> = Promise.resolve();
 const runtime = new ProxyRuntime({
   ...runtimeOptions(start.settings, logs),
-  ...SharedState.join(start.shared, start.index).parts,
+  ...SharedState.join(start.shared, start.index, start.threads).parts,
   bindSharing: { port: (address, configured) => ports.get(`${address}:${configured}`) ?? configured, probe: false },
   processMetrics: false,
 });
@@ -58,6 +58,7 @@ async function perform(call: WorkerCall): Promise<WorkerMetrics | ThreadFigures 
     case 'apply': {
       const done = applying.then(async () => {
         ports = new Map(call.ports);
+        runtime.limiters.adopt(call.limits);
         await runtime.apply(call.snapshot);
         compaction?.schedule();
       });
