@@ -390,8 +390,10 @@ export class ProxyMetrics {
     // uses any more has no channel and so no series.
     new Gauge({
       name: 'tollgate_ratelimit_service_connected',
-      help: 'Whether the channel to a rate limit service the config uses is connected now (1) or not (0), by service address.',
+      help: 'Whether the channel to a rate limit service the config uses is connected now (1) or not (0), by service address; with several threads, 1 when every thread\'s channel is.',
       labelNames: ['service'],
+      // Each thread has its own channel: the process is connected when all of them are.
+      aggregator: 'min',
       registers: [this.registry],
       collect() {
         this.reset();
