@@ -21,6 +21,16 @@ export interface Lock {
   release(): void;
 }
 
+/** Runs `f` holding `lock`. Callers with no lock (one thread) call their work directly: no closure on that path. */
+export function underLock<T>(lock: Lock, f: () => T): T {
+  lock.acquire();
+  try {
+    return f();
+  } finally {
+    lock.release();
+  }
+}
+
 /** A kind of state: how many fields its record has, and how to place one on a record. */
 export interface StateType<S> {
   readonly kind: 'requests' | 'tokens';

@@ -24,7 +24,7 @@ import type { LimitStatus } from '../headers.js';
 import { compileKey, keyValue, type CompiledKey } from '../key.js';
 import { KeyLimits } from './key-limits.js';
 import { unitMs, windowOrigin, type KeyState, type KeyTable } from './keyed-table.js';
-import { BUCKET, WINDOW, type LimitMemory, type Lock, type StateType } from './limit-memory.js';
+import { BUCKET, underLock, WINDOW, type LimitMemory, type Lock, type StateType } from './limit-memory.js';
 import { LocalLimitMemory } from './local-memory.js';
 import { FollowerLimitMemory, LeaderLimitMemory, SharedLimitMemory, type LimitLayout } from './shared-memory.js';
 import type { BucketLimit, RequestBucket } from './request-bucket.js';
@@ -92,14 +92,8 @@ class RequestsHold implements LocalHold {
   ) {}
 
   refund(): void {
-    const lock = this.lock;
-    if (lock === null) return this.#refund();
-    lock.acquire();
-    try {
-      this.#refund();
-    } finally {
-      lock.release();
-    }
+    if (this.lock === null) this.#refund();
+    else underLock(this.lock, () => this.#refund());
   }
 
   #refund(): void {
@@ -129,37 +123,18 @@ class BudgetsHold implements LocalHold {
 
   // Each under the lock, when there is one.
   refund(): void {
-    const lock = this.lock;
-    if (lock === null) return this.#refund();
-    lock.acquire();
-    try {
-      this.#refund();
-    } finally {
-      lock.release();
-    }
+    if (this.lock === null) this.#refund();
+    else underLock(this.lock, () => this.#refund());
   }
 
   settle(tokens: number | null): void {
-    const lock = this.lock;
-    if (lock === null || this.windows.length === 0) return this.#settle(tokens);
-    lock.acquire();
-    try {
-      this.#settle(tokens);
-    } finally {
-      lock.release();
-    }
+    if (this.lock === null || this.windows.length === 0) this.#settle(tokens);
+    else underLock(this.lock, () => this.#settle(tokens));
   }
 
   copy(): LocalHold {
     if (this.windows.length === 0) return NOTHING_HELD;
-    const lock = this.lock;
-    if (lock === null) return this.#copy();
-    lock.acquire();
-    try {
-      return this.#copy();
-    } finally {
-      lock.release();
-    }
+    return this.lock === null ? this.#copy() : underLock(this.lock, () => this.#copy());
   }
 
   #refund(): void {
@@ -341,14 +316,7 @@ export function* keyBudgets(k: KeyedEntry, now: number): Generator<[string | nul
     yield* readKeyBudgets(k.entry, now);
     return;
   }
-  lock.acquire();
-  let read: [string | null, KeyBudget][];
-  try {
-    read = [...readKeyBudgets(k.entry, now)];
-  } finally {
-    lock.release();
-  }
-  yield* read;
+  yield* underLock(lock, () => [...readKeyBudgets(k.entry, now)]);
 }
 
 function* readKeyBudgets(e: KeyedEntry['entry'], now: number): Generator<[string | null, KeyBudget]> {
@@ -430,14 +398,8 @@ export class LocalLimiter {
       if (!Array.isArray(read)) return read;
       keys = read;
     }
-    const lock = this.lock;
-    if (lock === null) return this.#decide(reservation, keys, this.clock());
-    lock.acquire();
-    try {
-      return this.#decide(reservation, keys, this.clock());
-    } finally {
-      lock.release();
-    }
+    if (this.lock === null) return this.#decide(reservation, keys, this.clock());
+    return underLock(this.lock, () => this.#decide(reservation, keys, this.clock()));
   }
 
   /** The check proper, under the lock: `keys`, of a keyed limiter, the request's key value for each entry (null: unkeyed). */
