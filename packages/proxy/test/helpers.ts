@@ -70,6 +70,16 @@ export interface GatewayOptions {
   readonly workers?: number;
 }
 
+/**
+ * TOLLGATE_TEST_PROXY_WORKERS=<n> runs the in-process gateways on n threads (a suite run that
+ * way checks what it asserts holds across threads); not those given a clock, which the worker
+ * threads cannot share.
+ */
+function defaultWorkers(opts: GatewayOptions): number | undefined {
+  const n = Number(process.env.TOLLGATE_TEST_PROXY_WORKERS);
+  return Number.isInteger(n) && n > 1 && !opts.clock ? n : undefined;
+}
+
 export function startGateway(config: GatewayConfig, opts: GatewayOptions = {}): Promise<TestGateway> {
   if (typeof config === 'function') return onFreePort((port) => startGatewayWith(config(port), opts));
   return startGatewayWith(config, opts);
@@ -82,7 +92,7 @@ async function startGatewayWith(config: Record<string, unknown>, opts: GatewayOp
   const logs = new LogSink();
   let gateway: StandaloneProxy;
   try {
-    gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, clock: opts.clock, traceKeepaliveMs: opts.traceKeepaliveMs, compactMemory: opts.compactMemory, workers: opts.workers });
+    gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, clock: opts.clock, traceKeepaliveMs: opts.traceKeepaliveMs, compactMemory: opts.compactMemory, workers: opts.workers ?? defaultWorkers(opts) });
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
     throw err;

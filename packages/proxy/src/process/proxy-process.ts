@@ -66,6 +66,8 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
     const log = logs.get('proxy');
     const workersChoice = resolveWorkers(options.workers ?? settings.workers ?? 1);
     const threads = workersChoice.count;
+    // Worker threads read the system clock: a clock given here would be the main thread's alone.
+    if (threads > 1 && options.clock) throw new Error('a clock of its own (tests) is for a proxy on one thread: worker threads read the system clock');
     const base = runtimeOptions(settings, logs, options.clock);
     // One thread counts alone; several share their bounds (./workers/shared-state.ts).
     const shared = threads > 1 ? SharedState.create(threads, base) : null;
