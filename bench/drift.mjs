@@ -13,13 +13,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus as osCpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { MOCK_LLM_BIN, ROOT, TOLLGATE_BIN } from './lib/cases.mjs';
+import { TOLLGATE_BIN } from './lib/cases.mjs';
 import { commands, freePort, isBindListening, startProcess, stopAll } from './lib/procs.mjs';
 import { waitUntilAnswering } from './lib/requests.mjs';
 import { intOption } from './lib/stats.mjs';
 import { runBench } from './lib/variants.mjs';
 import { writeTollgateConfig } from './peers/configs.mjs';
 import { procCpuUs, rssKiB } from './peers/proc-stats.mjs';
+import { startPeerBackends } from './peers/proxies.mjs';
 import { PEER_REQUESTS } from './peers/requests.mjs';
 import { ensureWrk, wrk } from './peers/wrk.mjs';
 
@@ -98,15 +99,11 @@ async function main() {
   console.log(`load: wrk -t1 -c${opts.connections}, ${opts.minutes} slice(s) of ${opts.sliceS} s per case; ${pinned ? 'proxy on CPU 0, backends and wrk on CPU 1' : 'no pinning'}`);
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-drift-bench-'));
   try {
-    const backend = startProcess('backend', process.execPath, [join(ROOT, 'bench/backend.mjs'), '--port', '0'], { cpu: cpus.load });
-    const bline = await backend.waitForLine((l) => l.startsWith('backend listening on '), 15_000);
-    const ml = startProcess('mock-llm', process.execPath, [MOCK_LLM_BIN, '--port', '0'], { cpu: cpus.load });
-    const mline = await ml.waitForLine((l) => l.startsWith('mock-llm listening on '), 15_000);
-    const host = (line, prefix) => new URL(line.slice(prefix.length).trim()).host;
+    const { backend, mockLlm } = await startPeerBackends(cpus.load);
     const port = await freePort();
     const adminPort = await freePort();
     const metricsPort = await freePort();
-    const file = writeTollgateConfig(dir, { port, adminPort, backendHost: host(bline, 'backend listening on '), mockLlmHost: host(mline, 'mock-llm listening on ') });
+    const file = writeTollgateConfig(dir, { port, adminPort, backendHost: backend.host, mockLlmHost: mockLlm.host });
     const proxy = startProcess('tollgate', process.execPath, [TOLLGATE_BIN, '--file', file, '--metrics-addr', `127.0.0.1:${metricsPort}`, '--readiness-addr', `127.0.0.1:${await freePort()}`], { cpu: cpus.proxy });
     await proxy.waitForLine(isBindListening, 120_000);
     const url = `http://127.0.0.1:${port}`;

@@ -1,7 +1,8 @@
 // What the variant benches share (auth.mjs, policies.mjs, formats.mjs, transformation.mjs): one Tollgate in front of one
 // mock-llm, variants told apart by hostname and run in turn within each round (reversed every
 // other round), the proxy's CPU per request measured from /proc around each wrk run, and a
-// table of medians against a base variant.
+// table of medians against a base variant. workers.mjs runs the same rounds and table over two
+// proxy processes (runRounds' `servers`).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus as osCpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +11,7 @@ import { intOption, median } from './stats.mjs';
 import { MOCK_LLM_BIN, TOLLGATE_BIN } from './cases.mjs';
 import { commands, freePort, isBindListening, killAllNow, startProcess, stopAll, stopAllOnSignals } from './procs.mjs';
 import { probe } from './requests.mjs';
-import { procCpuUs } from '../peers/proc-stats.mjs';
+import { procCpuUs, rssKiB } from '../peers/proc-stats.mjs';
 import { pacingDelayMs, pacingLine, wrk } from '../peers/wrk.mjs';
 
 /** The options every variant bench takes, for its help text. */
@@ -94,11 +95,11 @@ export function benchCpus() {
   return { pinned, proxy: pinned ? '0' : null, load: pinned ? '1' : null };
 }
 
-/** The header lines of a variant bench. */
+/** The header lines of a variant bench; `cpus.label`, when set, says where the processes run instead of benchCpus' wording. */
 export function printPreamble(title, opts, cpus) {
   console.log(`${title}, ${new Date().toISOString()}`);
   console.log(`machine: ${osCpus().length} CPUs; node ${process.version}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  console.log(`load: wrk -t1 -c${opts.connections}, ${opts.warmupS} s warm-up + ${opts.durationS} s per variant and round; ${opts.rounds} round(s); ${cpus.pinned ? 'proxy on CPU 0, mock-llm and wrk on CPU 1' : 'no pinning'}`);
+  console.log(`load: wrk -t1 -c${opts.connections}, ${opts.warmupS} s warm-up + ${opts.durationS} s per variant and round; ${opts.rounds} round(s); ${cpus.label ?? (cpus.pinned ? 'proxy on CPU 0, mock-llm and wrk on CPU 1' : 'no pinning')}`);
   if (opts.delayMs) console.log(pacingLine(opts.connections, opts.delayMs, 'variant'));
 }
 
@@ -126,18 +127,25 @@ export async function startTollgateOnMock({ cpus, writeConfig }) {
 
 const fmt = (v, d = 1) => (v === null ? '-' : v.toFixed(d));
 
-/** Runs every variant once a round, in turn; returns each variant's runs with their CPU µs per request. */
-export async function runRounds({ url, proxy, variants, requests, opts, cpus, dir }) {
+/**
+ * Runs every variant once a round, in turn; returns each variant's runs with their CPU µs per
+ * request and the proxy's RSS after the run. `servers` (optional): a variant's own `{ url, proxy }`,
+ * where variants are different proxy processes (and its own `delayMs`, where a variant is paced
+ * otherwise); else every variant goes to `url` and `proxy`.
+ */
+export async function runRounds({ url, proxy, variants, requests, opts, cpus, dir, servers = {} }) {
   const runs = Object.fromEntries(variants.map((v) => [v, []]));
   for (let round = 1; round <= opts.rounds; round++) {
     const order = round % 2 ? variants : [...variants].reverse();
     for (const v of order) {
-      const common = { baseUrl: url, request: requests[v], connections: opts.connections, cpu: cpus.load, workDir: dir, delayMs: opts.delayMs };
+      const server = servers[v] ?? { url, proxy };
+      const pid = server.proxy.pid;
+      const common = { baseUrl: server.url, request: requests[v], connections: opts.connections, cpu: cpus.load, workDir: dir, delayMs: server.delayMs ?? opts.delayMs };
       if (opts.warmupS) await wrk({ ...common, durationS: opts.warmupS });
       let cpu0 = 0;
-      const r = await wrk({ ...common, durationS: opts.durationS, onStart: () => (cpu0 = procCpuUs(proxy.pid)) });
-      const cpuUsPerReq = (procCpuUs(proxy.pid) - cpu0) / r.requests;
-      runs[v].push({ ...r, cpuUsPerReq });
+      const r = await wrk({ ...common, durationS: opts.durationS, onStart: () => (cpu0 = procCpuUs(pid)) });
+      const cpuUsPerReq = (procCpuUs(pid) - cpu0) / r.requests;
+      runs[v].push({ ...r, cpuUsPerReq, rssMiB: rssKiB(pid).rss / 1024 });
       console.log(`[round ${round}/${opts.rounds}] ${v}: ${Math.round(r.rps)} req/s, p99 ${fmt(r.p99Ms, 2)} ms, ${fmt(cpuUsPerReq)} µs CPU/req${r.errors || r.non2xx ? `, ERRORS ${r.errors} socket, ${r.non2xx} non-2xx` : ''}`);
     }
   }
@@ -148,18 +156,19 @@ export async function runRounds({ url, proxy, variants, requests, opts, cpus, di
  * The table of medians, each variant's CPU per request against `base`'s, and its target (a
  * ratio) when it has one. A variant's ratio is the median of its per-round ratios against the
  * base run of the same round: the load of a shared machine drifts between rounds far more than
- * within one.
+ * within one. `rss`: a column with the median of the proxy's RSS after each run.
  */
-export function printCpuTable(runs, variants, base, targets) {
+export function printCpuTable(runs, variants, base, targets, { rss = false } = {}) {
   console.log('');
-  console.log(`| variant | req/s | p99 ms | CPU µs/req | vs ${base} | target |`);
-  console.log('|---|---:|---:|---:|---:|---|');
+  console.log(`| variant | req/s | p99 ms | CPU µs/req |${rss ? ' RSS MiB after load |' : ''} vs ${base} | target |`);
+  console.log(`|---|---:|---:|---:|${rss ? '---:|' : ''}---:|---|`);
   for (const v of variants) {
     const cpu = median(runs[v].map((r) => r.cpuUsPerReq));
     const ratios = runs[v].flatMap((r, i) => (runs[base][i].cpuUsPerReq ? [r.cpuUsPerReq / runs[base][i].cpuUsPerReq] : []));
     const ratio = ratios.length ? median(ratios) : null;
     const target = targets[v] ? `<= ${targets[v].toFixed(2)}x ${ratio !== null && ratio <= targets[v] ? 'met' : 'NOT met'}` : '';
-    console.log(`| ${v} | ${Math.round(median(runs[v].map((r) => r.rps)))} | ${fmt(median(runs[v].map((r) => r.p99Ms)), 2)} | ${fmt(cpu)} | ${ratio === null ? '-' : `${ratio.toFixed(2)}x`} | ${target} |`);
+    const rssCell = rss ? ` ${fmt(median(runs[v].map((r) => r.rssMiB)))} |` : '';
+    console.log(`| ${v} | ${Math.round(median(runs[v].map((r) => r.rps)))} | ${fmt(median(runs[v].map((r) => r.p99Ms)), 2)} | ${fmt(cpu)} |${rssCell} ${ratio === null ? '-' : `${ratio.toFixed(2)}x`} | ${target} |`);
   }
 }
 

@@ -3,15 +3,35 @@
 // request correctly.
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { MOCK_LLM_BIN, ROOT } from '../lib/cases.mjs';
 import { freePort, isBindListening, startProcess } from '../lib/procs.mjs';
 import { REQUESTS, waitUntilAnswering } from '../lib/requests.mjs';
 import { writeAgentgatewayConfig, writeTollgateConfig } from './configs.mjs';
 
 /**
- * Tollgate from the checkout `root` (built), with extra node flags (e.g. --max-semi-space-size);
- * `id` tells two checkouts apart in one run (a change and its baseline).
+ * The backends every proxy forwards to, each its own process pinned to `cpu` (null: not
+ * pinned): the fixed-response backend (bench/backend.mjs) and mock-llm. Resolves to the env
+ * fields `backend` and `mockLlm`, each `{ url, host }`.
  */
-export function tollgate({ root, nodeArgs, node = process.execPath, id = 'tollgate' }) {
+export async function startPeerBackends(cpu) {
+  const started = async (name, args, prefix) => {
+    const proc = startProcess(name, process.execPath, [...args, '--port', '0'], { cpu });
+    const u = new URL((await proc.waitForLine((l) => l.startsWith(prefix), 15_000)).slice(prefix.length).trim());
+    return { url: u.origin, host: u.host };
+  };
+  const backend = await started('backend', [join(ROOT, 'bench/backend.mjs')], 'backend listening on ');
+  const mockLlm = await started('mock-llm', [MOCK_LLM_BIN], 'mock-llm listening on ');
+  return { backend, mockLlm };
+}
+
+/**
+ * Tollgate from the checkout `root` (built), with extra node flags (e.g. --max-semi-space-size);
+ * `id` tells two checkouts apart in one run (a change and its baseline). `args`: extra flags of
+ * tollgate itself (e.g. --workers 2); `config(dir, { port, adminPort, backendHost, mockLlmHost })`
+ * writes the config and returns its file (default: the peer bench's two routes). Resolves to
+ * the proxy's URL, its admin API's URL and its process.
+ */
+export function tollgate({ root, nodeArgs, node = process.execPath, id = 'tollgate', args = [], config = writeTollgateConfig }) {
   const bin = join(root, 'packages/proxy/bin/tollgate.js');
   return {
     id,
@@ -23,12 +43,13 @@ export function tollgate({ root, nodeArgs, node = process.execPath, id = 'tollga
       const port = await freePort();
       const dir = join(env.dir, id);
       mkdirSync(dir, { recursive: true });
-      const file = writeTollgateConfig(dir, { port, adminPort: await freePort(), backendHost: env.backend.host, mockLlmHost: env.mockLlm.host });
+      const adminPort = await freePort();
+      const file = config(dir, { port, adminPort, backendHost: env.backend.host, mockLlmHost: env.mockLlm.host });
       const side = ['--metrics-addr', `127.0.0.1:${await freePort()}`, '--readiness-addr', `127.0.0.1:${await freePort()}`];
       const prof = env.profileDir ? ['--cpu-prof', '--cpu-prof-dir', env.profileDir] : [];
-      const proc = startProcess(id, node, [...nodeArgs, ...prof, bin, '--file', file, ...side], { cpu: env.cpus.proxy });
+      const proc = startProcess(id, node, [...nodeArgs, ...prof, bin, '--file', file, ...side, ...args], { cpu: env.cpus.proxy });
       await proc.waitForLine(isBindListening, 120_000);
-      return { url: `http://127.0.0.1:${port}`, proc };
+      return { url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${adminPort}`, proc };
     },
   };
 }

@@ -18,12 +18,12 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { intOption, median } from '../lib/stats.mjs';
-import { MOCK_LLM_BIN, ROOT } from '../lib/cases.mjs';
+import { ROOT } from '../lib/cases.mjs';
 import { sampleCpu } from '../lib/cpu.mjs';
-import { commands, killAllNow, startProcess, stopAll, stopAllOnSignals } from '../lib/procs.mjs';
+import { commands, killAllNow, stopAll, stopAllOnSignals } from '../lib/procs.mjs';
 import { probe } from '../lib/requests.mjs';
 import { procCpuUs, rssKiB } from './proc-stats.mjs';
-import { agentgateway, tollgate } from './proxies.mjs';
+import { agentgateway, startPeerBackends, tollgate } from './proxies.mjs';
 import { PEER_REQUESTS } from './requests.mjs';
 import { ensureWrk, pacingDelayMs, pacingLine, wrk } from './wrk.mjs';
 
@@ -159,14 +159,7 @@ async function main() {
   const env = { dir, cpus, backend: null, mockLlm: null, profileDir: opts.profile ? join(dir, 'profiles') : null };
   if (env.profileDir) mkdirSync(env.profileDir);
   try {
-    const backend = startProcess('backend', process.execPath, [join(ROOT, 'bench/backend.mjs'), '--port', '0'], { cpu: cpus.support });
-    const bline = await backend.waitForLine((l) => l.startsWith('backend listening on '), 15_000);
-    const bu = new URL(bline.slice('backend listening on '.length).trim());
-    env.backend = { url: bu.origin, host: bu.host };
-    const ml = startProcess('mock-llm', process.execPath, [MOCK_LLM_BIN, '--port', '0'], { cpu: cpus.support });
-    const mline = await ml.waitForLine((l) => l.startsWith('mock-llm listening on '), 15_000);
-    const mu = new URL(mline.slice('mock-llm listening on '.length).trim());
-    env.mockLlm = { url: mu.origin, host: mu.host };
+    Object.assign(env, await startPeerBackends(cpus.support));
 
     const proxies = [];
     const candidates = [tollgate({ root: opts.tollgateRoot, nodeArgs: opts.nodeArgs })];
