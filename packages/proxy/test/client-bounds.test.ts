@@ -53,7 +53,9 @@ async function rawClient(gw: TestGateway): Promise<{ socket: Socket; closed: Pro
   await once(socket, 'connect');
   let text = '';
   socket.on('data', (c: Buffer) => (text += c.toString('latin1')));
-  const closed = once(socket, 'close').then(() => text);
+  // A connection closed at once may close with a reset (the proxy closed it with the request
+  // unread): closed either way.
+  const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(text)));
   return { socket, closed };
 }
 
@@ -79,8 +81,9 @@ describe('the budget of buffered request bytes', () => {
     await expect.poll(() => gauge(gw)).toBe(0);
     const served = await chat(gw);
     expect(served.status).toBe(200);
-    // The bytes of a request served are given back at its end too.
-    expect(await gauge(gw)).toBe(0);
+    // The bytes of a request served are given back at its end too (on its thread, which may
+    // not be the one that answers the scrape).
+    await expect.poll(() => gauge(gw)).toBe(0);
   });
 
   it('holds 200 clients that send a nearly full body and stall within the budget, and a new client still gets an answer', async () => {
