@@ -11,6 +11,9 @@
 // `[machine]`; both JSON reports are merged into .test-results/vitest.json. With arguments
 // (files, --project, ...) it is one vitest process, as given.
 //
+// Then the suites of what must hold across the proxy's threads run once more with every
+// in-process gateway on two threads (THREADED_SUITES, lines prefixed `[threads]`).
+//
 // --checks (`pnpm test`) also runs `pnpm typecheck` and `pnpm lint` beside the tests, their
 // output held back and printed at the end, and fails when either fails: they need only the
 // build, which is done before.
@@ -46,8 +49,19 @@ const runs = args.length
       { name: 'machine', report: `${resultsDir}/vitest-machine.json`, args: ['--project', 'machine', '--exclude', CONFORMANCE_SUITE] },
       { name: 'default', report: `${resultsDir}/vitest-default.json`, args: ['--project', 'default'] },
     ];
+/**
+ * The suites of what must hold across the proxy's threads (local limits and budgets, traces,
+ * reloads, client bounds, snapshots) once more with every in-process gateway on two threads
+ * (test/helpers.ts reads TOLLGATE_TEST_PROXY_WORKERS).
+ */
+const THREADED_SUITES = ['ratelimit-local', 'ratelimit-keyed', 'ratelimit-keyed-consumers', 'ratelimit-reservation', 'ratelimit-overrides', 'ratelimit-gateway-shared', 'admin-budgets', 'trace', 'trace-sessions-cap', 'reload', 'client-bounds', 'cluster-mode'].map((f) => `packages/proxy/test/${f}.test.ts`);
 /** After the others, alone (a full run only). */
-const lastRuns = args.length ? [] : [{ name: 'machine', report: `${resultsDir}/vitest-conformance.json`, args: ['--project', 'machine', CONFORMANCE_SUITE] }];
+const lastRuns = args.length
+  ? []
+  : [
+      { name: 'threads', report: `${resultsDir}/vitest-threads.json`, args: ['--project', 'default', ...THREADED_SUITES], env: { TOLLGATE_TEST_PROXY_WORKERS: '2' } },
+      { name: 'machine', report: `${resultsDir}/vitest-conformance.json`, args: ['--project', 'machine', CONFORMANCE_SUITE] },
+    ];
 for (const run of [...runs, ...lastRuns]) rmSync(run.report, { force: true });
 
 const children = [];
@@ -87,7 +101,7 @@ if (reports.length === runs.length) {
 }
 conformanceSummary();
 if (checkResults.length) process.stdout.write(`Checks: ${checkResults.map((c) => `${c.script} ${c.code === 0 ? 'passed' : `failed (exit ${c.code})`} in ${c.seconds} s`).join(', ')}\n`);
-process.stdout.write(`Test run: ${Math.round((Date.now() - started) / 1000)} s${lastRuns.length ? ' (machine and default at once, then the conformance run)' : ''}\n`);
+process.stdout.write(`Test run: ${Math.round((Date.now() - started) / 1000)} s${lastRuns.length ? ' (machine and default at once, then the threaded suites, then the conformance run)' : ''}\n`);
 if (unexplainedSkips.length && code === 0) code = 1;
 process.exit(code);
 
@@ -106,11 +120,11 @@ function check(script) {
 
 /** Runs one vitest process; resolves to its exit code (1 when it died of a signal). */
 function vitest(run) {
-  const prefix = run.name === 'machine' ? '[machine] ' : undefined;
+  const prefix = run.name === 'machine' || run.name === 'threads' ? `[${run.name}] ` : undefined;
   const child = spawn(
     process.execPath,
     [`${root}node_modules/vitest/vitest.mjs`, 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${run.report}`, ...run.args],
-    { cwd: root, stdio: prefix ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'inherit', 'inherit'] },
+    { cwd: root, env: { ...process.env, ...run.env }, stdio: prefix ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'inherit', 'inherit'] },
   );
   children.push(child);
   if (prefix) {
