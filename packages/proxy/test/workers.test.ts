@@ -136,6 +136,30 @@ describe('worker threads', () => {
     expect(rows.every((r) => r.figures!.heapUsedBytes > 0 && r.figures!.cpuUserUs > 0)).toBe(true);
   });
 
+  it('passes a provider that asked to be left alone over on every thread (cool-downs are the process\'s)', async () => {
+    let primaryCalls = 0;
+    const primary = await startUpstream((_req, res) => {
+      primaryCalls++;
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '30' });
+      res.end('{"error":"rate limited"}');
+    });
+    const fallback = await startUpstream((_req, res) => res.end('fallback'));
+    cleanups.push(() => primary.close(), () => fallback.close());
+    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'chat', backends: [{ host: primary.host }, { host: fallback.host, priority: 1 }] }]), { workers: 2 });
+    cleanups.push(() => gw.close());
+    expect((await send(`${gw.url}/v1`)).body).toBe('fallback');
+    // Whichever thread saw the 429, the main thread's /backends shows the cool-down.
+    const coolDown = async () => ((await (await fetch(`${gw.adminUrl}/backends`)).json()) as { backends: { name: string; coolDown: { reason: string } | null }[] }).backends.find((b) => b.name === primary.host)?.coolDown?.reason;
+    await expect.poll(coolDown).toBe('429 with Retry-After: 30');
+    const before = (await workers(gw)).map((r) => r.figures!.requestsStarted);
+    const bodies = await Promise.all(Array.from({ length: 20 }, () => send(`${gw.url}/v1`).then((r) => r.body)));
+    expect(bodies).toEqual(Array(20).fill('fallback'));
+    expect(primaryCalls).toBe(1);
+    // Both threads served some of the twenty: the worker knew of the cool-down too.
+    const served = (await workers(gw)).map((r, i) => r.figures!.requestsStarted - before[i]!);
+    expect(served.every((n) => n > 0)).toBe(true);
+  });
+
   it('sets a new log level on every thread', async () => {
     const { gw } = await setup();
     expect((await fetch(`${gw.adminUrl}/logging?level=warn,upstream=debug`, { method: 'POST' })).status).toBe(200);

@@ -81,12 +81,15 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
           log,
           registry: runtime.metrics.registry,
           compactMemory: Boolean(options.compactMemory),
+          coolDown: (key, c) => runtime.coolDowns.adopt(key, c),
           released: (index) => {
             const r = shared.releaseWorker(index);
             log.info({ worker: index, ...r }, `worker ${index} is gone: gave back what it held (${r.bytes} buffered bytes, ${r.connections} connections, ${r.websockets} WebSocket slots, its token reservations)`);
           },
         })
       : null;
+    // The main thread's cool-downs go to the workers (theirs come back through the pool).
+    if (workers) runtime.coolDowns.onRecorded = (key, c) => workers.relayCoolDown(key, c, 0);
     const source = options.source(logs);
     const metricsAddr = requireHostPort(options.metricsAddr ?? settings.metricsAddr ?? '0.0.0.0:15020', 'metricsAddr', { ephemeralPort: true });
     const readinessAddr = requireHostPort(options.readinessAddr ?? settings.readinessAddr ?? '0.0.0.0:15021', 'readinessAddr', { ephemeralPort: true });

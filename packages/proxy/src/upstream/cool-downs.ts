@@ -65,6 +65,11 @@ export function retryAfterMs(value: string | undefined, now: number, maxMs: numb
 
 export class CoolDowns {
   readonly #byKey = new Map<string, CoolDown>();
+  /**
+   * Told each cool-down this thread starts or lengthens: with several threads, the others take
+   * it too (adopt), so a provider that asked to be left alone is left alone by the whole process.
+   */
+  onRecorded: ((key: string, c: CoolDown) => void) | null = null;
 
   constructor(
     readonly settings: CoolDownSettings,
@@ -97,7 +102,14 @@ export class CoolDowns {
     if (ms <= 0 || (current && current.until >= now + ms)) return current;
     const c: CoolDown = { until: now + ms, status, retryAfter: asked === null ? null : retryAfter!.trim(), asked: status === 429 || asked !== null };
     this.#byKey.set(key, c);
+    this.onRecorded?.(key, c);
     return c;
+  }
+
+  /** A cool-down another thread of the process recorded: taken unless a longer one runs here. */
+  adopt(key: string, c: CoolDown): void {
+    const current = this.#byKey.get(key);
+    if (current === undefined || current.until < c.until) this.#byKey.set(key, c);
   }
 
   /** Drops the entries of backends no longer configured. */

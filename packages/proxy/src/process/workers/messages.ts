@@ -7,6 +7,7 @@ import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { SharedTraceSession, ThreadFigures } from '../../server/thread-figures.js';
 import type { SharedBuffers } from './shared-state.js';
 import type { LimitLayout } from '../../ratelimit/local/shared-memory.js';
+import type { CoolDown } from '../../upstream/cool-downs.js';
 
 /** What a worker thread is started with (its `workerData`). */
 export interface WorkerStart {
@@ -36,7 +37,10 @@ export type WorkerCall =
   | { readonly op: 'trace-disarm'; readonly id: number }
   | { readonly op: 'drain' };
 
-export type ToWorker = { readonly kind: 'call'; readonly seq: number; readonly call: WorkerCall };
+export type ToWorker =
+  | { readonly kind: 'call'; readonly seq: number; readonly call: WorkerCall }
+  /** A cool-down another thread recorded (not a call: nothing answers it). */
+  | { readonly kind: 'cool-down'; readonly key: string; readonly coolDown: CoolDown };
 
 
 export type WorkerMetrics = MetricObjectWithValues<MetricValue<string>>[];
@@ -46,5 +50,7 @@ export type FromWorker =
   /** An event of the request this thread traces for session `id`; `end` closes the session's stream. */
   | { readonly kind: 'trace'; readonly id: number; readonly event: TraceEvent }
   | { readonly kind: 'trace-end'; readonly id: number }
+  /** A cool-down this thread recorded, for the main thread to keep and pass on. */
+  | { readonly kind: 'cool-down'; readonly key: string; readonly coolDown: CoolDown }
   | { readonly kind: 'answer'; readonly seq: number; readonly ok: true; readonly value?: WorkerMetrics | ThreadFigures }
   | { readonly kind: 'answer'; readonly seq: number; readonly ok: false; readonly error: string; readonly code?: string };

@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SharedTraceSession, ThreadFigures, ThreadReport, WorkerThreads } from '../../server/thread-figures.js';
 import type { TraceSink } from '../../trace/session.js';
+import type { CoolDown } from '../../upstream/cool-downs.js';
 import type { SharedBuffers } from './shared-state.js';
 import type { LimitLayout } from '../../ratelimit/local/shared-memory.js';
 import type { BoundPorts, FromWorker, ToWorker, WorkerCall, WorkerMetrics, WorkerStart } from './messages.js';
@@ -57,6 +58,8 @@ export interface WorkerPoolOptions {
   readonly registry: Registry;
   /** Each worker collects garbage once quiet after an apply (what ProxyProcessOptions.compactMemory asks of the main thread). */
   readonly compactMemory?: boolean;
+  /** A cool-down a worker recorded: the main thread keeps it (the pool passes it on to the other workers). */
+  readonly coolDown?: (key: string, coolDown: CoolDown) => void;
   /** A worker is gone: what it held of the shared state (reservations, buffered bytes, connections) is released. */
   readonly released?: (index: number) => void;
   /** Overrides the worker script (tests). */
@@ -144,6 +147,11 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
   disarmTrace(id: number): void {
     this.#traceSinks.delete(id);
     for (const t of this.#serving()) void this.#call(t, { op: 'trace-disarm', id }).catch(() => undefined);
+  }
+
+  /** Hands a cool-down one thread recorded to every other serving thread (`from`: the thread that recorded it; 0 the main one). */
+  relayCoolDown(key: string, coolDown: CoolDown, from: number): void {
+    for (const t of this.#serving()) if (t.index !== from) t.worker!.postMessage({ kind: 'cool-down', key, coolDown } satisfies ToWorker);
   }
 
   /** A new log directive (POST /logging): every thread's loggers follow it. */
@@ -235,6 +243,11 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
         }
         if (m.kind === 'trace-end') {
           this.#traceSinks.get(m.id)?.end();
+          return;
+        }
+        if (m.kind === 'cool-down') {
+          this.#options.coolDown?.(m.key, m.coolDown);
+          this.relayCoolDown(m.key, m.coolDown, t.index);
           return;
         }
         const p = t.pending.get(m.seq);

@@ -90,7 +90,14 @@ async function perform(call: WorkerCall): Promise<WorkerMetrics | ThreadFigures 
   }
 }
 
+// Cool-downs are the process's: this thread's go to the main thread, the others' come back.
+runtime.coolDowns.onRecorded = (key, coolDown) => port.postMessage({ kind: 'cool-down', key, coolDown } satisfies FromWorker);
+
 port.on('message', (message: ToWorker) => {
+  if (message.kind === 'cool-down') {
+    runtime.coolDowns.adopt(message.key, message.coolDown);
+    return;
+  }
   perform(message.call).then(
     (value) => port.postMessage({ kind: 'answer', seq: message.seq, ok: true, value } satisfies FromWorker),
     (err: unknown) => port.postMessage({ kind: 'answer', seq: message.seq, ok: false, error: err instanceof Error ? err.message : String(err), code: err instanceof TollgateError ? err.code : undefined } satisfies FromWorker),
