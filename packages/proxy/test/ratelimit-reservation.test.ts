@@ -7,7 +7,7 @@
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { send, simpleConfig, startGateway, type RawResponse, type TestGateway } from './helpers.js';
-import { heldLlm as startHeldLlm, settledOrArrived } from './support/held-llm.js';
+import { heldBurst, heldLlm as startHeldLlm } from './support/held-llm.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -55,15 +55,7 @@ describe('token reservations', () => {
     const gw = await gateway([route('chat', llm.upstream.host, [{ tokens: 100, unit: 'Hours' }])]);
     // Each reserves 7 + 50 = 57: the first two are admitted (0 and 57 are within 100), the
     // rest refused while both are in flight. Without reservations all ten reached the backend.
-    let answered = 0;
-    const pending = Array.from({ length: 10 }, () =>
-      chat(gw, { maxTokens: 50, usage: 57 }).then((r) => {
-        answered++;
-        llm.events.emit('progress');
-        return r;
-      }),
-    );
-    await settledOrArrived(llm, () => answered, 10);
+    const pending = await heldBurst(llm, 10, () => chat(gw, { maxTokens: 50, usage: 57 }));
     expect(llm.arrived).toBe(2);
     llm.releaseAll();
     const rs = await Promise.all(pending);
@@ -113,15 +105,7 @@ describe('token reservations', () => {
   it('a gateway-level tokens entry reserves too (the body is read before the gateway policies)', async () => {
     const llm = await heldLlm();
     const gw = await gateway([route('chat', llm.upstream.host, null)], { policies: { traffic: { rateLimit: { local: [{ tokens: 100, unit: 'Hours' }] } } } });
-    let answered = 0;
-    const pending = Array.from({ length: 4 }, () =>
-      chat(gw, { maxTokens: 93, usage: 100 }).then((r) => {
-        answered++;
-        llm.events.emit('progress');
-        return r;
-      }),
-    );
-    await settledOrArrived(llm, () => answered, 4);
+    const pending = await heldBurst(llm, 4, () => chat(gw, { maxTokens: 93, usage: 100 }));
     // 100 reserved by the first: 100 is still within the budget, so the second is admitted
     // (the budget has tokens left when it arrives), the third and fourth are not.
     expect(llm.arrived).toBe(2);

@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { closedAfterEach, send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway } from './helpers.js';
-import { heldLlm, settledOrArrived } from './support/held-llm.js';
+import { heldBurst, heldLlm } from './support/held-llm.js';
 
 const cleanups = closedAfterEach();
 
@@ -70,15 +70,7 @@ describe.each([2, 4])('local limits on %i threads', (threads) => {
     // Each reserves 7 + 43 = 50: a window of 120 admits while usage plus reservations is at
     // most 120, so exactly three (0, 50 and 100 reserved when each was checked) get through.
     const gw = await gateway(threads, llm.upstream.host, [{ tokens: 120, unit: 'Hours' }]);
-    let answered = 0;
-    const pending = Array.from({ length: 60 }, () =>
-      chat(gw, { maxTokens: 43 }).then((r) => {
-        answered++;
-        llm.events.emit('progress');
-        return r;
-      }),
-    );
-    await settledOrArrived(llm, () => answered, 60);
+    const pending = await heldBurst(llm, 60, () => chat(gw, { maxTokens: 43 }));
     expect(llm.arrived).toBe(3);
     llm.releaseAll();
     expect(statuses(await Promise.all(pending))).toEqual({ 200: 3, 429: 57 });

@@ -44,3 +44,20 @@ export async function settledOrArrived(llm: HeldLlm, answered: () => number, n: 
   while (answered() + llm.arrived < n) await once(llm.events, 'progress');
 }
 
+
+/**
+ * Sends `n` requests at once; resolves once each was answered by the gateway or is held at the
+ * backend, with the answers still to come (release the backend to get the held ones).
+ */
+export async function heldBurst<T>(llm: HeldLlm, n: number, send: () => Promise<T>): Promise<Promise<T>[]> {
+  let answered = 0;
+  const pending = Array.from({ length: n }, () =>
+    send().then((r) => {
+      answered++;
+      llm.events.emit('progress');
+      return r;
+    }),
+  );
+  await settledOrArrived(llm, () => answered, n);
+  return pending;
+}
