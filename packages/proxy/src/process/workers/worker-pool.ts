@@ -27,6 +27,8 @@ const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? '../../../dist/proc
 
 /** Time a worker has to start and answer a call before it is taken for stuck. */
 const CALL_TIMEOUT_MS = 30_000;
+/** Time a worker has to give its figures or metrics: a scrape or GET /workers does not wait longer for one thread. */
+const READ_TIMEOUT_MS = 5_000;
 /** The first restart of a worker that died waits this long, each further one in a row twice as long... */
 const RESTART_DELAY_MS = 100;
 /** ...up to this. */
@@ -125,7 +127,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
 
   /** Every serving thread's metrics (a thread that does not answer in time is left out of this scrape). */
   async metrics(): Promise<WorkerMetrics[]> {
-    const answers = await Promise.all(this.#serving().map((t) => this.#call<WorkerMetrics>(t, { op: 'metrics' }).catch(() => null)));
+    const answers = await Promise.all(this.#serving().map((t) => this.#call<WorkerMetrics>(t, { op: 'metrics' }, READ_TIMEOUT_MS).catch(() => null)));
     return answers.filter((a) => a !== null);
   }
 
@@ -134,7 +136,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
     return Promise.all(
       this.#threads.map(async (t) => ({
         ...this.#view(t),
-        figures: t.state === 'serving' ? await this.#call<ThreadFigures>(t, { op: 'state' }).catch(() => null) : null,
+        figures: t.state === 'serving' ? await this.#call<ThreadFigures>(t, { op: 'state' }, READ_TIMEOUT_MS).catch(() => null) : null,
       })),
     );
   }
@@ -232,30 +234,9 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
     const started = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`worker ${t.index} did not start within ${CALL_TIMEOUT_MS / 1000}s`)), CALL_TIMEOUT_MS);
       worker.on('message', (m: FromWorker) => {
-        if (m.kind === 'started') {
-          clearTimeout(timer);
-          resolve();
-          return;
-        }
-        if (m.kind === 'trace') {
-          this.#traceSinks.get(m.id)?.send(m.event);
-          return;
-        }
-        if (m.kind === 'trace-end') {
-          this.#traceSinks.get(m.id)?.end();
-          return;
-        }
-        if (m.kind === 'cool-down') {
-          this.#options.coolDown?.(m.key, m.coolDown);
-          this.relayCoolDown(m.key, m.coolDown, t.index);
-          return;
-        }
-        const p = t.pending.get(m.seq);
-        if (!p) return;
-        t.pending.delete(m.seq);
-        clearTimeout(p.timer);
-        if (m.ok) p.resolve(m.value);
-        else p.reject(Object.assign(new Error(m.error), { code: m.code }));
+        if (m.kind !== 'started') return this.#onMessage(t, m);
+        clearTimeout(timer);
+        resolve();
       });
       worker.once('exit', (code) => {
         clearTimeout(timer);
@@ -271,6 +252,30 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
     if (this.#latest) await this.#applyTo(t);
     else t.state = 'serving';
     if (t.restarts > 0 && t.state === 'serving') this.emit('restarted', t.index);
+  }
+
+  /** What a started worker says: an answer to a call, a trace session's event, a cool-down it recorded. */
+  #onMessage(t: Thread, m: Exclude<FromWorker, { kind: 'started' }>): void {
+    switch (m.kind) {
+      case 'trace':
+        this.#traceSinks.get(m.id)?.send(m.event);
+        return;
+      case 'trace-end':
+        this.#traceSinks.get(m.id)?.end();
+        return;
+      case 'cool-down':
+        this.#options.coolDown?.(m.key, m.coolDown);
+        this.relayCoolDown(m.key, m.coolDown, t.index);
+        return;
+      case 'answer': {
+        const p = t.pending.get(m.seq);
+        if (!p) return;
+        t.pending.delete(m.seq);
+        clearTimeout(p.timer);
+        if (m.ok) p.resolve(m.value);
+        else p.reject(Object.assign(new Error(m.error), { code: m.code }));
+      }
+    }
   }
 
   async #applyTo(t: Thread): Promise<void> {
