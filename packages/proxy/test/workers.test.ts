@@ -160,6 +160,19 @@ describe('worker threads', () => {
     expect(served.every((n) => n > 0)).toBe(true);
   });
 
+  it('every thread has the config\'s credentials (a snapshot\'s Secrets survive the hand-over)', async () => {
+    const up = await startUpstream();
+    cleanups.push(() => up.close());
+    const withKey = { ...route(up, 'a', '/a'), filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'authorization', value: 'Bearer sk-provider' }] } }] };
+    const gw = await startGateway((port) => simpleConfig(port, [withKey]), { workers: 2 });
+    cleanups.push(() => gw.close());
+    const before = (await workers(gw)).map((r) => r.figures!.requestsStarted);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => send(`${gw.url}/a`)));
+    expect(answers.map((r) => echoed(r).headers.authorization)).toEqual(Array(20).fill('Bearer sk-provider'));
+    const served = (await workers(gw)).map((r, i) => r.figures!.requestsStarted - before[i]!);
+    expect(served.every((n) => n > 0)).toBe(true);
+  });
+
   it('sets a new log level on every thread', async () => {
     const { gw } = await setup();
     expect((await fetch(`${gw.adminUrl}/logging?level=warn,upstream=debug`, { method: 'POST' })).status).toBe(200);

@@ -8,6 +8,7 @@ import type { SharedTraceSession, ThreadFigures } from '../../server/thread-figu
 import type { SharedBuffers } from './shared-state.js';
 import type { LimitLayout } from '../../ratelimit/local/shared-memory.js';
 import type { CoolDown } from '../../upstream/cool-downs.js';
+import type { SecretPlaces } from './snapshot-secrets.js';
 
 /** What a worker thread is started with (its `workerData`). */
 export interface WorkerStart {
@@ -28,8 +29,8 @@ export interface WorkerStart {
 export type BoundPorts = readonly (readonly [string, number])[];
 
 export type WorkerCall =
-  /** `limits`: the main thread's layout of the limits' shared memory, after it applied the snapshot. */
-  | { readonly op: 'apply'; readonly snapshot: ProxySnapshot; readonly ports: BoundPorts; readonly limits: LimitLayout }
+  /** `secrets`: the snapshot's Secrets, which the clone drops (./snapshot-secrets.ts). `limits`: the main thread's layout of the limits' shared memory, after it applied the snapshot. */
+  | { readonly op: 'apply'; readonly snapshot: ProxySnapshot; readonly secrets: SecretPlaces; readonly ports: BoundPorts; readonly limits: LimitLayout }
   | { readonly op: 'metrics' }
   | { readonly op: 'state' }
   | { readonly op: 'log-level'; readonly directive: string }

@@ -17,6 +17,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SharedTraceSession, ThreadFigures, ThreadReport, WorkerThreads } from '../../server/thread-figures.js';
 import type { TraceSink } from '../../trace/session.js';
 import type { CoolDown } from '../../upstream/cool-downs.js';
+import { secretPlaces, type SecretPlaces } from './snapshot-secrets.js';
 import type { SharedBuffers } from './shared-state.js';
 import type { LimitLayout } from '../../ratelimit/local/shared-memory.js';
 import type { BoundPorts, FromWorker, ToWorker, WorkerCall, WorkerMetrics, WorkerStart } from './messages.js';
@@ -76,7 +77,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
   readonly #options: WorkerPoolOptions;
   readonly #script: URL;
   #seq = 0;
-  #latest: { readonly snapshot: ProxySnapshot; readonly ports: BoundPorts; readonly limits: LimitLayout } | null = null;
+  #latest: { readonly snapshot: ProxySnapshot; readonly secrets: SecretPlaces; readonly ports: BoundPorts; readonly limits: LimitLayout } | null = null;
   #closing = false;
   #applied = false;
   /** Where the events of each shared trace session go (the main thread's stream to its client). */
@@ -115,7 +116,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
 
   /** Hands the main thread's snapshot to every thread; resolves once each applied it or was restarted to. */
   async apply(snapshot: ProxySnapshot, ports: BoundPorts, limits: LimitLayout): Promise<void> {
-    this.#latest = { snapshot, ports, limits };
+    this.#latest = { snapshot, secrets: secretPlaces(snapshot), ports, limits };
     await Promise.all(this.#threads.map((t) => this.#applyTo(t)));
     this.#applied = true;
   }
@@ -282,7 +283,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
     const latest = this.#latest;
     if (!latest || !t.worker || (t.state !== 'serving' && t.state !== 'starting')) return;
     try {
-      await this.#call(t, { op: 'apply', snapshot: latest.snapshot, ports: latest.ports, limits: latest.limits });
+      await this.#call(t, { op: 'apply', snapshot: latest.snapshot, secrets: latest.secrets, ports: latest.ports, limits: latest.limits });
       t.state = 'serving';
       t.failuresInARow = 0;
     } catch (err) {

@@ -12,6 +12,7 @@ import type { TraceSession } from '../../trace/session.js';
 import { runtimeOptions } from '../runtime-options.js';
 import { MemoryCompaction } from '../memory-compaction.js';
 import { SharedState } from './shared-state.js';
+import { restoreSecrets } from './snapshot-secrets.js';
 import { requestsStarted } from '../../server/data-plane.js';
 import type { FromWorker, ToWorker, WorkerCall, WorkerMetrics, WorkerStart } from './messages.js';
 
@@ -58,6 +59,7 @@ async function perform(call: WorkerCall): Promise<WorkerMetrics | ThreadFigures 
     case 'apply': {
       const done = applying.then(async () => {
         ports = new Map(call.ports);
+        restoreSecrets(call.snapshot, call.secrets);
         runtime.limiters.adopt(call.limits);
         await runtime.apply(call.snapshot);
         compaction?.schedule();
