@@ -4,7 +4,12 @@
 // while the others serve, and a drain stops them all. Worker threads run the built proxy
 // (dist/): `pnpm build` runs before the tests.
 import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { issueTestCertificate } from '@tollgate/testkit';
 import { describe, expect, it } from 'vitest';
 import { closedAfterEach, echoed, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
@@ -171,6 +176,34 @@ describe('worker threads', () => {
     expect(answers.map((r) => echoed(r).headers.authorization)).toEqual(Array(20).fill('Bearer sk-provider'));
     const served = (await workers(gw)).map((r, i) => r.figures!.requestsStarted - before[i]!);
     expect(served.every((n) => n > 0)).toBe(true);
+  });
+
+  it('serves an HTTPS listener on every thread, none of them restarted', async () => {
+    const up = await startUpstream();
+    cleanups.push(() => up.close());
+    const cert = issueTestCertificate({ commonName: 'a.example.com', names: ['a.example.com'] });
+    const dir = await mkdtemp(join(tmpdir(), 'tollgate-workers-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(join(dir, 'a.crt'), cert.cert);
+    await writeFile(join(dir, 'a.key'), cert.key);
+    const tls = { certificates: [{ certFile: join(dir, 'a.crt'), keyFile: join(dir, 'a.key') }] };
+    const gw = await startGateway((port) => ({ binds: [{ port, listeners: [{ name: 'main', protocol: 'HTTPS', tls, routes: [route(up, 'a', '/a')] }] }] }), { workers: 2 });
+    cleanups.push(() => gw.close());
+    const before = (await workers(gw)).map((r) => r.figures!.requestsStarted);
+    const statuses = await Promise.all(
+      Array.from({ length: 20 }, () => new Promise<number>((resolve, reject) => {
+        const req = httpsRequest({ host: '127.0.0.1', port: gw.port, path: '/a', servername: 'a.example.com', ca: cert.cert, agent: false }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end();
+      })),
+    );
+    expect(statuses).toEqual(Array(20).fill(200));
+    const rows = await workers(gw);
+    expect(rows.map((r) => [r.state, r.restarts])).toEqual([['serving', 0], ['serving', 0]]);
+    expect(rows.map((r, i) => r.figures!.requestsStarted - before[i]!).every((n) => n > 0)).toBe(true);
   });
 
   it('sets a new log level on every thread', async () => {
