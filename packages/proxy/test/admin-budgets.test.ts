@@ -296,7 +296,8 @@ describe.skipIf(!availability.run)('GET /budgets: keyed global descriptors (real
         { unit: 'Requests', by: { type: 'Expression', expression: 'request.headers["cookie"]' }, limit: { requestsPerUnit: 100, unit: 'Days' } },
       ],
     };
-    gw = await startGateway((port) => configOf(port, global.descriptors));
+    // The service's last answers are each thread's (global limits are per thread): one thread.
+    gw = await startGateway((port) => configOf(port, global.descriptors), { workers: 1 });
   });
   afterAll(async () => {
     await gw?.close();
