@@ -14,6 +14,7 @@ import { cpus as osCpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { TOLLGATE_BIN } from './lib/cases.mjs';
+import { allocatedBytes, liveHeapMiB } from './lib/memory.mjs';
 import { commands, freePort, isBindListening, startProcess, stopAll } from './lib/procs.mjs';
 import { waitUntilAnswering } from './lib/requests.mjs';
 import { intOption } from './lib/stats.mjs';
@@ -82,11 +83,6 @@ async function scrape(metricsUrl) {
   };
 }
 
-async function liveHeapMiB(adminUrl) {
-  const m = await (await fetch(`${adminUrl}/memory?gc=true`)).json();
-  return m.heap.usedHeapSize / 1048576;
-}
-
 const f = (x, d = 1) => x.toFixed(d);
 
 async function main() {
@@ -114,27 +110,29 @@ async function main() {
     console.log(`idle: RSS ${f(idle.rssMiB)} MiB, live heap ${f(idle.heapMiB)} MiB`);
     for (const c of opts.cases) {
       console.log(`\ncase ${c}`);
-      console.log('| minute | req/s | p99 ms | CPU µs/req | RSS MiB | live heap MiB | loop delay p50 / p99 / max ms | GCs | GC ms |');
-      console.log('|---:|---:|---:|---:|---:|---:|---|---:|---:|');
+      console.log('| minute | req/s | p99 ms | CPU µs/req | KiB allocated/req | RSS MiB | live heap MiB | loop delay p50 / p99 / max ms | GCs | GC ms |');
+      console.log('|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|');
       const rows = [];
       let before = await scrape(metricsUrl);
       for (let minute = 1; minute <= opts.minutes; minute++) {
         let cpu0 = 0;
+        const alloc0 = await allocatedBytes(adminUrl);
         const r = await wrk({ baseUrl: url, request: PEER_REQUESTS[c], connections: opts.connections, durationS: opts.sliceS, cpu: cpus.load, workDir: dir, onStart: () => (cpu0 = procCpuUs(proxy.pid)) });
         const cpuUsPerReq = (procCpuUs(proxy.pid) - cpu0) / r.requests;
         const rssMiB = rssKiB(proxy.pid).rss / 1024;
+        const allocKiBPerReq = ((await allocatedBytes(adminUrl)) - alloc0) / 1024 / r.requests;
         const after = await scrape(metricsUrl);
         const heapMiB = await liveHeapMiB(adminUrl);
-        const row = { minute, ...r, cpuUsPerReq, rssMiB, heapMiB, lag: after, gcs: after.gcCount - before.gcCount, gcMs: after.gcMs - before.gcMs };
+        const row = { minute, ...r, cpuUsPerReq, allocKiBPerReq, rssMiB, heapMiB, lag: after, gcs: after.gcCount - before.gcCount, gcMs: after.gcMs - before.gcMs };
         rows.push(row);
         const bad = r.errors || r.non2xx ? ` ERRORS ${r.errors} socket, ${r.non2xx} non-2xx` : '';
-        console.log(`| ${minute} | ${Math.round(r.rps)} | ${f(r.p99Ms, 2)} | ${f(cpuUsPerReq)} | ${f(rssMiB)} | ${f(heapMiB)} | ${f(after.lagP50Ms, 2)} / ${f(after.lagP99Ms, 2)} / ${f(after.lagMaxMs, 2)} | ${row.gcs} | ${f(row.gcMs)} |${bad}`);
+        console.log(`| ${minute} | ${Math.round(r.rps)} | ${f(r.p99Ms, 2)} | ${f(cpuUsPerReq)} | ${f(allocKiBPerReq, 2)} | ${f(rssMiB)} | ${f(heapMiB)} | ${f(after.lagP50Ms, 2)} / ${f(after.lagP99Ms, 2)} / ${f(after.lagMaxMs, 2)} | ${row.gcs} | ${f(row.gcMs)} |${bad}`);
         // The manual GC of liveHeapMiB counts in the collector's figures: read them again after it.
         before = await scrape(metricsUrl);
       }
       const first = rows[0];
       const last = rows[rows.length - 1];
-      console.log(`${c}: minute ${last.minute} against minute 1: CPU per request ${f(last.cpuUsPerReq / first.cpuUsPerReq, 3)}x, RSS ${f(last.rssMiB / first.rssMiB, 3)}x, live heap ${f(last.heapMiB - first.heapMiB)} MiB (bound: within 5%)`);
+      console.log(`${c}: minute ${last.minute} against minute 1: CPU per request ${f(last.cpuUsPerReq / first.cpuUsPerReq, 3)}x, bytes allocated per request ${f(last.allocKiBPerReq / first.allocKiBPerReq, 3)}x, RSS ${f(last.rssMiB / first.rssMiB, 3)}x, live heap ${f(last.heapMiB - first.heapMiB)} MiB (bound: within 5%)`);
     }
   } finally {
     await stopAll();

@@ -5,7 +5,7 @@
 // once, then sits idle for --settle seconds before VmRSS and VmHWM are read from /proc.
 //
 //   AGENTGATEWAY_BIN=/path/to/agentgateway node bench/peers/memory.mjs [--routes 1,5000]
-//     [--settle 10] [--node-args "--max-semi-space-size=4"] [--tollgate-root <dir>]
+//     [--settle 10] [--node-args=--max-semi-space-size=4] [--tollgate-root <dir>]
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,7 +27,7 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  process.stdout.write('Usage: AGENTGATEWAY_BIN=<path> node bench/peers/memory.mjs [--routes 1,5000] [--settle 10] [--node-args "..."] [--tollgate-root <dir>]\n');
+  process.stdout.write('Usage: AGENTGATEWAY_BIN=<path> node bench/peers/memory.mjs [--routes 1,5000] [--settle 10] [--node-args="..."] [--tollgate-root <dir>]\n');
   process.exit(0);
 }
 const counts = values.routes.split(',').map(Number);

@@ -22,6 +22,7 @@ import { ROOT } from '../lib/cases.mjs';
 import { sampleCpu } from '../lib/cpu.mjs';
 import { commands, killAllNow, stopAll, stopAllOnSignals } from '../lib/procs.mjs';
 import { probe } from '../lib/requests.mjs';
+import { allocatedBytes } from '../lib/memory.mjs';
 import { procCpuUs, rssKiB } from './proc-stats.mjs';
 import { agentgateway, startPeerBackends, tollgate } from './proxies.mjs';
 import { PEER_REQUESTS } from './requests.mjs';
@@ -43,11 +44,12 @@ Options:
   --tollgate-root <dir> run Tollgate from this built checkout                [default: this one]
   --baseline <dir>      also run Tollgate from this built checkout (e.g. a worktree of the
                         commit before a change) as tollgate@baseline, in the same rounds
-  --node-args "<args>"  extra node flags for Tollgate, e.g. "--max-semi-space-size=16"
+  --node-args="<args>"  extra node flags for Tollgate, e.g. --node-args=--max-semi-space-size=16
+                        (with "=": a value that starts with a dash is refused otherwise)
   --baseline-node <path>
                         the Node binary the baseline runs with (default: this one), e.g.
                         to compare two Node versions
-  --baseline-node-args "<args>"
+  --baseline-node-args="<args>"
                         node flags for the baseline instead (default: --node-args); with
                         --baseline . this compares two flag sets of one checkout
   --profile             run Tollgate with --cpu-prof; profiles kept under bench/.bench-out/peers/
@@ -124,6 +126,9 @@ async function measure(opts, env, proxy, request) {
   const common = { baseUrl: proxy.url, request, connections: opts.connections, cpu: env.cpus.load, workDir: env.dir, delayMs: opts.delayMs };
   if (opts.warmupS) await wrk({ ...common, durationS: opts.warmupS });
   const pid = proxy.proc.pid;
+  // Bytes the JavaScript heap handed out over the measured window (Tollgate only: its admin
+  // API's /memory): unlike CPU time, the machine's other load does not move it.
+  const alloc0 = proxy.adminUrl ? await allocatedBytes(proxy.adminUrl) : null;
   let cpu0 = null;
   let sampler = null;
   const res = await wrk({
@@ -137,7 +142,8 @@ async function measure(opts, env, proxy, request) {
   const cpuUs = procCpuUs(pid) - cpu0;
   const busy = sampler.stop();
   const rss = rssKiB(pid);
-  return { ...res, cpuUsPerReq: cpuUs / res.requests, proxyCpuPct: busy.proxy, perCpu: busy.perCpu, rssKiB: rss.rss, hwmKiB: rss.hwm };
+  const allocKiBPerReq = alloc0 === null ? null : ((await allocatedBytes(proxy.adminUrl)) - alloc0) / 1024 / res.requests;
+  return { ...res, cpuUsPerReq: cpuUs / res.requests, allocKiBPerReq, proxyCpuPct: busy.proxy, perCpu: busy.perCpu, rssKiB: rss.rss, hwmKiB: rss.hwm };
 }
 
 async function main() {
@@ -195,7 +201,7 @@ async function main() {
           p.runs[c].push(r);
           console.log(
             `[round ${round}/${opts.rounds}] ${c} ${p.id}: ${fmt.n(r.rps)} req/s, p50 ${fmt.n(r.p50Ms, 2)} / p99 ${fmt.n(r.p99Ms, 2)} / p99.9 ${fmt.n(r.p999Ms, 2)} ms, ` +
-              `${fmt.n(r.cpuUsPerReq, 1)} µs CPU/req, proxy ${fmt.n(r.proxyCpuPct)}% of a core, CPU0/CPU1 busy ${r.perCpu.map((b) => fmt.n(b)).join('/')}%, RSS ${fmt.n(r.rssKiB / 1024, 1)} MiB` +
+              `${fmt.n(r.cpuUsPerReq, 1)} µs CPU/req, ${r.allocKiBPerReq === null ? '' : `${fmt.n(r.allocKiBPerReq, 1)} KiB allocated/req, `}proxy ${fmt.n(r.proxyCpuPct)}% of a core, CPU0/CPU1 busy ${r.perCpu.map((b) => fmt.n(b)).join('/')}%, RSS ${fmt.n(r.rssKiB / 1024, 1)} MiB` +
               (r.errors || r.non2xx ? `, ERRORS: ${r.errors} socket (timeouts included), ${r.non2xx} non-2xx` : ''),
           );
         }
@@ -211,7 +217,7 @@ async function main() {
           const runs = p.runs[c];
           const m = (k) => median(runs.map((r) => r[k]));
           const errors = runs.reduce((a, r) => a + r.errors + r.non2xx, 0);
-          return [c, { errors, rps: m('rps'), p50Ms: m('p50Ms'), p99Ms: m('p99Ms'), p999Ms: m('p999Ms'), cpuUsPerReq: m('cpuUsPerReq'), proxyCpuPct: m('proxyCpuPct'), rssMiB: Math.max(...runs.map((r) => r.rssKiB)) / 1024, runs }];
+          return [c, { errors, rps: m('rps'), p50Ms: m('p50Ms'), p99Ms: m('p99Ms'), p999Ms: m('p999Ms'), cpuUsPerReq: m('cpuUsPerReq'), allocKiBPerReq: runs[0].allocKiBPerReq === null ? null : m('allocKiBPerReq'), proxyCpuPct: m('proxyCpuPct'), rssMiB: Math.max(...runs.map((r) => r.rssKiB)) / 1024, runs }];
         }),
       ),
     }));
@@ -220,16 +226,16 @@ async function main() {
     const tg = summary.find((s) => s.id === 'tollgate');
     const ag = summary.find((s) => s.id === 'agentgateway');
     const base = summary.find((s) => s.id === 'tollgate@baseline');
-    const rows = [['case', 'proxy', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'CPU µs/req', 'proxy CPU%', 'RSS MiB (max after load)']];
+    const rows = [['case', 'proxy', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'CPU µs/req', 'KiB alloc/req', 'proxy CPU%', 'RSS MiB (max after load)']];
     for (const c of opts.cases) {
       for (const s of summary) {
         const x = s.cases[c];
-        rows.push([c, x.errors ? `${s.id} (${x.errors} errors)` : s.id, fmt.n(x.rps), fmt.n(x.p50Ms, 2), fmt.n(x.p99Ms, 2), fmt.n(x.p999Ms, 2), fmt.n(x.cpuUsPerReq, 1), fmt.n(x.proxyCpuPct), fmt.n(x.rssMiB, 1)]);
+        rows.push([c, x.errors ? `${s.id} (${x.errors} errors)` : s.id, fmt.n(x.rps), fmt.n(x.p50Ms, 2), fmt.n(x.p99Ms, 2), fmt.n(x.p999Ms, 2), fmt.n(x.cpuUsPerReq, 1), fmt.n(x.allocKiBPerReq, 1), fmt.n(x.proxyCpuPct), fmt.n(x.rssMiB, 1)]);
       }
       const ratio = (x, y, label) => {
         const a = x.cases[c];
         const b = y.cases[c];
-        rows.push([c, label, fmt.ratio(a.rps, b.rps), fmt.ratio(a.p50Ms, b.p50Ms), fmt.ratio(a.p99Ms, b.p99Ms), fmt.ratio(a.p999Ms, b.p999Ms), fmt.ratio(a.cpuUsPerReq, b.cpuUsPerReq), '', fmt.ratio(a.rssMiB, b.rssMiB)]);
+        rows.push([c, label, fmt.ratio(a.rps, b.rps), fmt.ratio(a.p50Ms, b.p50Ms), fmt.ratio(a.p99Ms, b.p99Ms), fmt.ratio(a.p999Ms, b.p999Ms), fmt.ratio(a.cpuUsPerReq, b.cpuUsPerReq), fmt.ratio(a.allocKiBPerReq, b.allocKiBPerReq), '', fmt.ratio(a.rssMiB, b.rssMiB)]);
       };
       if (tg && ag) ratio(tg, ag, 'Tollgate / agentgateway');
       if (base && ag) ratio(base, ag, 'baseline / agentgateway');

@@ -189,4 +189,14 @@ describe('/memory', () => {
     expect(r.headers['x-tollgate-error']).toBe('TG_MEMORY_GC');
     expect(r.body).toContain('gc must be true or false (got "yes")');
   });
+
+  it('counts the bytes allocated since the start: a known allocation between two readings shows', async () => {
+    const read = async () => (JSON.parse((await send(`${base}/memory`)).body) as { heap: { totalAllocatedBytes: number } }).heap.totalAllocatedBytes;
+    const before = await read();
+    // 64 arrays of 16,384 numbers: at least 8 MiB of heap, however the engine lays them out.
+    const held = Array.from({ length: 64 }, () => new Array<number>(16_384).fill(1.5));
+    const after = await read();
+    expect(held).toHaveLength(64);
+    expect(after - before).toBeGreaterThanOrEqual(8 * 1024 * 1024);
+  });
 });
