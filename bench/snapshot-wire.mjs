@@ -12,12 +12,23 @@
 //   then the same as a delta against the previous snapshot (encodeSnapshotDelta, what the stream
 //   sends a proxy that holds it): its size, encode and decode, and the proxy's compile reusing
 //   the previous compiled snapshot's routes (what `runtime.apply` does).
+// - and, for a proxy serving on several threads, what each worker thread's apply costs beside the
+//   main thread's: the snapshot handed over relative to the last one (only the changed routes
+//   cross; the worker keeps its route objects and what it compiled for them), against handing it
+//   over whole (every route cloned across and compiled again): hand-over, structured clone (as
+//   postMessage makes it), the worker's open and compile.
 import { gzipSync } from 'node:zlib';
 import { parseArgs } from 'node:util';
 import * as api from '../packages/api/dist/index.js';
 import { compileSnapshot } from '../packages/proxy/dist/index.js';
 import { standalonePickerDeps } from '../packages/proxy/dist/routing/backend-picker.js';
 import { LimiterStore } from '../packages/proxy/dist/ratelimit/local/limiter.js';
+
+/** The proxy's limit state (no route here has limits; the compile needs one). */
+const limiterStore = () => new LimiterStore(() => Date.now(), { maxKeys: 10_000 });
+
+/** The hand-over to worker threads, in builds that have one. */
+const handover = await import('../packages/proxy/dist/process/workers/snapshot-handover.js').catch(() => null);
 
 const { decodeSnapshot, encodeSnapshot, standaloneToSnapshot, validateStandaloneConfig, withVersion } = api;
 const { values } = parseArgs({ options: { routes: { type: 'string' } } });
@@ -87,14 +98,29 @@ for (const routes of SIZES) {
   const decoder = new api.SnapshotDecoder();
   decoder.decode(text);
   api.snapshotProblems(s);
-  const sum = { hash: 0, check: 0, encode: 0, decode: 0, compile: 0, deltaEncode: 0, deltaDecode: 0, compileReusing: 0, fullBytes: 0, deltaBytes: 0 };
+  const sum = { hash: 0, check: 0, encode: 0, decode: 0, compile: 0, deltaEncode: 0, deltaDecode: 0, compileReusing: 0, fullBytes: 0, deltaBytes: 0, handRelative: 0, handWhole: 0 };
   const deltas = typeof api.encodeSnapshotDelta === 'function';
   const deltaDecoder = new api.SnapshotDecoder();
   deltaDecoder.decode(text);
   const picking = standalonePickerDeps();
-  const limiters = new LimiterStore(() => Date.now());
+  const limiters = limiterStore();
   let previous = deltas ? compileSnapshot(deltaDecoder.decode(text), { limiters, makeGlobal: null, picking }) : null;
   let base = { version: s.version, positions: deltas ? api.routePositions(s) : null };
+  // A worker thread fed relative hand-overs, and one fed whole ones, each with its own compile state.
+  const sender = handover && new handover.HandoverSender();
+  const worker = handover && { receiver: new handover.HandoverReceiver(), limiters: limiterStore(), previous: null };
+  const wholeWorker = handover && { limiters: limiterStore(), previous: null };
+  const workerApply = (w, h, receiver) => {
+    const { snapshot, applied } = receiver.open(globalThis.structuredClone(h));
+    w.previous = compileSnapshot(snapshot, { limiters: w.limiters, makeGlobal: null, picking, previous: w.previous });
+    w.limiters.commit();
+    applied();
+  };
+  if (handover && previous) {
+    const first = sender.next(previous.ir);
+    workerApply(worker, first.whole(), worker.receiver);
+    workerApply(wholeWorker, first.whole(), new handover.HandoverReceiver());
+  }
   // Payload bytes as protobuf packs them: texts with a tag and length, counts and refs as packed varints.
   const varint = (x) => (x < 128 ? 1 : x < 16384 ? 2 : x < 2097152 ? 3 : 4);
   const field = (len) => 1 + varint(len) + len;
@@ -123,6 +149,10 @@ for (const routes of SIZES) {
     previous = clock('compileReusing', () => compileSnapshot(fromDelta, { limiters, makeGlobal: null, picking, previous }));
     limiters.commit();
     base = { version: snap.version, positions: api.routePositions(snap) };
+    if (!handover) continue;
+    const out = sender.next(fromDelta);
+    clock('handRelative', () => workerApply(worker, out.relative, worker.receiver));
+    clock('handWhole', () => workerApply(wholeWorker, out.whole(), new handover.HandoverReceiver()));
   }
   const per = (key) => f(sum[key] / n);
   console.log(
@@ -135,5 +165,8 @@ for (const routes of SIZES) {
       `${routes} routes, one route changed, as a delta: ${kib('deltaBytes')} against ${kib('fullBytes')} in full (protobuf payload); ` +
         `encode ${per('deltaEncode')}; proxy decode+validate ${per('deltaDecode')}, compile reusing the previous ${per('compileReusing')}`,
     );
+  }
+  if (deltas && handover) {
+    console.log(`${routes} routes, one route changed, each further worker thread: handed over relative to the last ${per('handRelative')}, whole ${per('handWhole')} (hand-over, clone, open, compile)`);
   }
 }

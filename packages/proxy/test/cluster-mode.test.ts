@@ -12,7 +12,7 @@ import { Registry } from 'prom-client';
 import { until } from '@tollgate/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startClusterProxy, type ClusterProxy } from '../src/process/cluster.js';
-import { echoed, LogSink, onFreePort, send, simpleConfig, startUpstream, type Upstream } from './helpers.js';
+import { echoed, LogSink, onFreePort, send, simpleConfig, startUpstream, workersFromEnv, type Upstream } from './helpers.js';
 import { streamTls, type StreamTls } from './support/stream-tls.js';
 
 const GATEWAY = 'edge/public';
@@ -83,7 +83,8 @@ interface Setup {
   registry: Registry;
 }
 
-async function setup(): Promise<Setup> {
+/** `workers`: the proxy's threads (default: TOLLGATE_TEST_PROXY_WORKERS, else one). */
+async function setup({ workers = workersFromEnv() }: { workers?: number } = {}): Promise<Setup> {
   const up = await startUpstream();
   cleanups.push(() => up.close());
   const store = new SnapshotStore();
@@ -104,6 +105,7 @@ async function setup(): Promise<Setup> {
     initialBackoffMs: 20,
     maxBackoffMs: 200,
     logDestination: new LogSink(),
+    workers,
   });
   cleanups.push(() => proxy.close());
   return { store, server: holder.server, proxy, up, port: 0, readiness: `http://${proxy.ops.readiness.address}/healthz/ready`, admin: `http://${proxy.admin.address}`, tls, registry };
@@ -232,6 +234,31 @@ describe('cluster mode', () => {
     expect(await encoded('delta')).toBe(3);
     expect(echoed(await send(`http://127.0.0.1:${s.port}/c/2`)).url).toBe('/c/2');
     expect(await sourceTask(s.admin)).toMatchObject({ version: fourth.version, refused: 1 });
+  });
+
+  it('hands a worker thread only the routes a delta changed: it keeps what it compiled for the others', async () => {
+    const s = await setup({ workers: 2 });
+    const routes = Array.from({ length: 30 }, (_, i) => ({ name: `r${i}`, matches: [{ path: { type: 'PathPrefix', value: `/r${i}` } }], backends: [{ host: s.up.host }] }));
+    const first = await offerFirst(s, (port) => simpleConfig(port, routes));
+    const listener = first.binds[0]!.listeners[0]!;
+    const edited = listener.routes.map((r, i) => (i === 7 ? { ...r, matches: [{ ...r.matches[0]!, path: { type: 'PathPrefix' as const, value: '/seven' } }] } : r));
+    const next = withVersion({ source: first.source, binds: [{ ...first.binds[0]!, listeners: [{ ...listener, routes: edited }] }] });
+    s.store.offer(new Map([[GATEWAY, next]]));
+    await whenProxies(() => acked(s.server) === next.version, 'the ACK of the delta');
+    type Row = { worker: number; figures: { configVersion: string; routes: number; routesCompiled: number; requestsStarted: number } };
+    const rows = async () => (JSON.parse((await send(`${s.admin}/workers`)).body) as { workers: Row[] }).workers;
+    // Each thread compiled the one edited route; the main thread's snapshot and the worker's
+    // copy of it both kept the other 29 route objects, and what was compiled for them.
+    expect((await rows()).map((r) => [r.worker, r.figures.configVersion, r.figures.routes, r.figures.routesCompiled])).toEqual([
+      [0, next.version, 30, 1],
+      [1, next.version, 30, 1],
+    ]);
+    // And both threads serve the edit (each request on a connection of its own: the kernel picks the thread).
+    const before = (await rows()).map((r) => r.figures.requestsStarted);
+    const answers: number[] = [];
+    for (let i = 0; i < 30; i++) answers.push((await send(`http://127.0.0.1:${s.port}/seven`, { headers: { connection: 'close' } })).status);
+    expect(answers).toEqual(Array(30).fill(200));
+    expect((await rows()).map((r, i) => r.figures.requestsStarted - before[i]!).every((n) => n > 0)).toBe(true);
   });
 
   it('keeps serving while the controller is away and resyncs when it is back', async () => {

@@ -76,8 +76,13 @@ export interface GatewayOptions {
  * threads cannot share.
  */
 function defaultWorkers(opts: GatewayOptions): number | undefined {
+  return opts.clock ? undefined : workersFromEnv();
+}
+
+/** The thread count TOLLGATE_TEST_PROXY_WORKERS asks of in-process proxies (undefined: one). */
+export function workersFromEnv(): number | undefined {
   const n = Number(process.env.TOLLGATE_TEST_PROXY_WORKERS);
-  return Number.isInteger(n) && n > 1 && !opts.clock ? n : undefined;
+  return Number.isInteger(n) && n > 1 ? n : undefined;
 }
 
 export function startGateway(config: GatewayConfig, opts: GatewayOptions = {}): Promise<TestGateway> {

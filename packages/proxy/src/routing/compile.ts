@@ -161,6 +161,8 @@ export interface CompiledSnapshot {
   readonly indexes: ReadonlyMap<string, RouteView<CompiledRoute>>;
   /** Headers and query parameters its policies read credentials from, beyond the fixed list: traces and /debug/tasks redact them. */
   readonly credentials: ExtraCredentials;
+  /** Routes whose matches, backends and filters this compile built; the others' are the previous snapshot's (same route objects). */
+  readonly routesCompiled: number;
 }
 
 export interface RouteHit {
@@ -183,6 +185,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   const matchesOf = (r: RouteIR): readonly CompiledMatch[] => parts.get(r)!.matches;
   const picking = deps?.picking ?? standalonePickerDeps();
   const tlsContexts = deps?.tlsContexts ?? new TlsContextCache();
+  let routesCompiled = 0;
   for (const bind of ir.binds) {
     const listeners = new HostTable<CompiledListener>();
     for (const l of bind.listeners) {
@@ -203,7 +206,10 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
       for (const r of l.routes) {
         const routePolicy = deps ? compilePolicy('route', r.name, r.policy, deps.limiters, deps.makeGlobal, limits) : null;
         let own = parts.get(r) ?? kept?.get(r);
-        if (!own) own = compileRouteParts(r, picking, limits);
+        if (!own) {
+          own = compileRouteParts(r, picking, limits);
+          routesCompiled++;
+        }
         parts.set(r, own);
         for (const u of own.upstreams) upstreams.add(u);
         routeNames.add(r.name);
@@ -229,7 +235,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
     }
     binds.set(bind.port, { ir: bind, listeners, tls: compileBindTls(bind, tlsContexts) });
   }
-  return { ir, binds, detached, upstreams, routeNames, parts, indexes, credentials: credentialNames(ir) };
+  return { ir, binds, detached, upstreams, routeNames, parts, indexes, credentials: credentialNames(ir), routesCompiled };
 }
 
 /** A listener as the next snapshot finds its index: a listener whose hostname changed starts a new one. */

@@ -8,6 +8,9 @@ export interface ThreadFigures {
   readonly requestsStarted: number;
   readonly inFlight: number;
   readonly configVersion: string | null;
+  /** The serving config's routes, and how many of them its apply compiled: the others were reused from the config before (the same route objects). */
+  readonly routes: number;
+  readonly routesCompiled: number;
   readonly heapUsedBytes: number;
   /** CPU time this thread has used since it started (µs). */
   readonly cpuUserUs: number;
@@ -20,6 +23,8 @@ export function threadFigures(runtime: ProxyRuntime, logDirective: string): Thre
     requestsStarted: requestsStarted(),
     inFlight: runtime.inflight.size,
     configVersion: runtime.hasConfig ? runtime.current.ir.version : null,
+    routes: runtime.hasConfig ? runtime.current.parts.size : 0,
+    routesCompiled: runtime.hasConfig ? runtime.current.routesCompiled : 0,
     heapUsedBytes: process.memoryUsage().heapUsed,
     ...threadCpu(),
     logDirective,

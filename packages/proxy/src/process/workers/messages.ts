@@ -2,13 +2,13 @@
 // with a `call` and answers each with the call's `seq`; nothing passes between them per
 // request or per connection: shared state lives in shared memory (the rate limits, the
 // buffered-bytes budget, the connection caps), and the kernel spreads connections.
-import type { ProcessConfig, ProxySnapshot, TraceEvent } from '@tollgate/api';
+import type { ProcessConfig, TraceEvent } from '@tollgate/api';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { SharedTraceSession, ThreadFigures } from '../../server/thread-figures.js';
 import type { SharedBuffers } from './shared-state.js';
 import type { LimitLayout } from '../../ratelimit/local/shared-memory.js';
 import type { CoolDown } from '../../upstream/cool-downs.js';
-import type { SecretPlaces } from './snapshot-secrets.js';
+import type { Handover } from './snapshot-handover.js';
 
 /** What a worker thread is started with (its `workerData`). */
 export interface WorkerStart {
@@ -29,8 +29,8 @@ export interface WorkerStart {
 export type BoundPorts = readonly (readonly [string, number])[];
 
 export type WorkerCall =
-  /** `secrets`: the snapshot's Secrets, which the clone drops (./snapshot-secrets.ts). `limits`: the main thread's layout of the limits' shared memory, after it applied the snapshot. */
-  | { readonly op: 'apply'; readonly snapshot: ProxySnapshot; readonly secrets: SecretPlaces; readonly ports: BoundPorts; readonly limits: LimitLayout }
+  /** `handover`: the snapshot, relative to the last one the thread applied when it holds it (./snapshot-handover.ts). `limits`: the main thread's layout of the limits' shared memory, after it applied the snapshot. */
+  | { readonly op: 'apply'; readonly handover: Handover; readonly ports: BoundPorts; readonly limits: LimitLayout }
   | { readonly op: 'metrics' }
   | { readonly op: 'state' }
   | { readonly op: 'log-level'; readonly directive: string }

@@ -17,7 +17,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SharedTraceSession, ThreadFigures, ThreadReport, WorkerThreads } from '../../server/thread-figures.js';
 import type { TraceSink } from '../../trace/session.js';
 import type { CoolDown } from '../../upstream/cool-downs.js';
-import { secretPlaces, type SecretPlaces } from './snapshot-secrets.js';
+import { HandoverSender, type Outgoing } from './snapshot-handover.js';
 import type { SharedBuffers } from './shared-state.js';
 import type { LimitLayout } from '../../ratelimit/local/shared-memory.js';
 import type { BoundPorts, FromWorker, ToWorker, WorkerCall, WorkerMetrics, WorkerStart } from './messages.js';
@@ -45,6 +45,8 @@ interface Thread {
   /** Restarts since the thread last applied a snapshot: the backoff of a thread that keeps dying. */
   failuresInARow: number;
   lastExit: string | null;
+  /** The config hand-over the thread applied last (null: none since it started): the next one may be relative to it. */
+  handed: number | null;
   timer: NodeJS.Timeout | null;
   readonly pending: Map<number, { resolve(value: unknown): void; reject(err: Error): void; timer: NodeJS.Timeout }>;
 }
@@ -77,7 +79,8 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
   readonly #options: WorkerPoolOptions;
   readonly #script: URL;
   #seq = 0;
-  #latest: { readonly snapshot: ProxySnapshot; readonly secrets: SecretPlaces; readonly ports: BoundPorts; readonly limits: LimitLayout } | null = null;
+  #latest: { readonly snapshot: ProxySnapshot; readonly handover: Outgoing; readonly ports: BoundPorts; readonly limits: LimitLayout } | null = null;
+  readonly #handovers = new HandoverSender();
   #closing = false;
   #applied = false;
   /** Where the events of each shared trace session go (the main thread's stream to its client). */
@@ -88,7 +91,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
     super();
     this.#options = options;
     this.#script = options.script ?? WORKER_URL;
-    this.#threads = Array.from({ length: options.threads }, (_, i) => ({ index: i + 1, worker: null, state: 'starting', restarts: 0, failuresInARow: 0, lastExit: null, timer: null, pending: new Map() }));
+    this.#threads = Array.from({ length: options.threads }, (_, i) => ({ index: i + 1, worker: null, state: 'starting', restarts: 0, failuresInARow: 0, lastExit: null, handed: null, timer: null, pending: new Map() }));
     this.#restarts = new Counter({ name: 'tollgate_worker_restarts_total', help: 'Worker threads restarted after they died or could not apply a config the main thread applied.', registers: [options.registry] });
     const threads = this.#threads;
     new Gauge({
@@ -116,7 +119,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
 
   /** Hands the main thread's snapshot to every thread; resolves once each applied it or was restarted to. */
   async apply(snapshot: ProxySnapshot, ports: BoundPorts, limits: LimitLayout): Promise<void> {
-    this.#latest = { snapshot, secrets: secretPlaces(snapshot), ports, limits };
+    this.#latest = { snapshot, handover: this.#handovers.next(snapshot), ports, limits };
     await Promise.all(this.#threads.map((t) => this.#applyTo(t)));
     this.#applied = true;
   }
@@ -229,6 +232,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
   /** Starts the thread's worker; resolves once it said it started (and applied the latest snapshot, if any). */
   async #spawn(t: Thread): Promise<void> {
     t.state = 'starting';
+    t.handed = null;
     const start: WorkerStart = { index: t.index, threads: this.#threads.length + 1, settings: this.#options.settings, shared: this.#options.shared, logDirective: this.#options.logDirective(), compactMemory: this.#options.compactMemory ?? false };
     const worker = new Worker(this.#script, { workerData: start, name: `tollgate-worker-${t.index}` });
     t.worker = worker;
@@ -283,7 +287,11 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
     const latest = this.#latest;
     if (!latest || !t.worker || (t.state !== 'serving' && t.state !== 'starting')) return;
     try {
-      await this.#call(t, { op: 'apply', snapshot: latest.snapshot, secrets: latest.secrets, ports: latest.ports, limits: latest.limits });
+      const h = latest.handover;
+      // A thread that holds the previous hand-over gets this one relative to it, the others whole.
+      const handover = t.handed !== null && t.handed === h.relative.base ? h.relative : h.whole();
+      await this.#call(t, { op: 'apply', handover, ports: latest.ports, limits: latest.limits });
+      t.handed = h.seq;
       t.state = 'serving';
       t.failuresInARow = 0;
     } catch (err) {

@@ -12,7 +12,7 @@ import type { TraceSession } from '../../trace/session.js';
 import { runtimeOptions } from '../runtime-options.js';
 import { MemoryCompaction } from '../memory-compaction.js';
 import { SharedState } from './shared-state.js';
-import { restoreSecrets } from './snapshot-secrets.js';
+import { HandoverReceiver } from './snapshot-handover.js';
 import { requestsStarted } from '../../server/data-plane.js';
 import type { FromWorker, ToWorker, WorkerCall, WorkerMetrics, WorkerStart } from './messages.js';
 
@@ -22,6 +22,7 @@ const logs = new LogControl(start.logDirective, undefined, { worker: start.index
 let ports = new Map<string, number>();
 /** Applies run one after another, in the order they were sent (a restarted thread's first one may meet the next). */
 let applying: Promise<void> = Promise.resolve();
+const handovers = new HandoverReceiver();
 const runtime = new ProxyRuntime({
   ...runtimeOptions(start.settings, logs),
   ...SharedState.join(start.shared, start.index, start.threads).parts,
@@ -58,10 +59,11 @@ async function perform(call: WorkerCall): Promise<WorkerMetrics | ThreadFigures 
   switch (call.op) {
     case 'apply': {
       const done = applying.then(async () => {
+        const { snapshot, applied } = handovers.open(call.handover);
         ports = new Map(call.ports);
-        restoreSecrets(call.snapshot, call.secrets);
         runtime.limiters.adopt(call.limits);
-        await runtime.apply(call.snapshot);
+        await runtime.apply(snapshot);
+        applied();
         compaction?.schedule();
       });
       applying = done.catch(() => undefined);
