@@ -41,6 +41,8 @@ const PARTS = new Set((process.env.BENCH_ONLY ?? 'routes,policy,budget').split('
 /** Where to write CPU profiles (pprof format) of the controller and the proxy taken during the timed routes. */
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const PROFILE_SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 60);
+/** Threads of each proxy (its --workers). */
+const PROXY_WORKERS = Number(process.env.BENCH_PROXY_WORKERS ?? 1);
 /** Longest wait for one route or one patch before it counts as an error. */
 const GIVE_UP_MS = 30_000;
 
@@ -61,7 +63,7 @@ describe.runIf(e2eAvailability().run && canIsolateProxies())('snapshot propagati
   const kubectl = (args: string[], input?: string) => run(cluster.current.tools.kubectl, args, { env: cluster.current.env, input, timeoutMs: 600_000 });
 
   beforeAll(async () => {
-    fleet = await SnapshotFleet.start(cluster.current, { gateway: GATEWAY, controllerArgs: ['--log-level=info'] });
+    fleet = await SnapshotFleet.start(cluster.current, { gateway: GATEWAY, controllerArgs: ['--log-level=info'], proxyWorkers: PROXY_WORKERS });
     api = new KubeApi(cluster.current);
     backend = createServer((_req, res) => res.end('ok'));
     await new Promise<void>((r) => backend.listen(0, fleet.net.hostAddress, r));

@@ -26,6 +26,7 @@ const { values } = parseArgs({
     prefill: { type: 'string' },
     profile: { type: 'string' },
     'profile-seconds': { type: 'string' },
+    'proxy-workers': { type: 'string' },
     only: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -43,7 +44,9 @@ if (values.help) {
                       policy: a GatewayPolicy's rate limit patched; budget: its keyed token budget
                       (by: { type: Consumer }) patched; each timed to every proxy serving and ACKing it
   --profile DIR       CPU profiles (pprof) of the controller and the proxy while routes are timed
-  --profile-seconds N their length (default 60)`);
+  --profile-seconds N their length (default 60)
+  --proxy-workers N   threads each proxy serves on (--workers; default 1: the proxy command's
+                      default; a Gateway's pods run --workers auto, their CPU quota)`);
   process.exit(0);
 }
 const positive = (name, v) => {
@@ -70,5 +73,6 @@ set('BENCH_GAP_MS', positive('gap-ms', values['gap-ms']));
 set('BENCH_PREFILL', positive('prefill', values.prefill));
 set('BENCH_PROFILE_DIR', values.profile);
 set('BENCH_PROFILE_SECONDS', positive('profile-seconds', values['profile-seconds']));
+set('BENCH_PROXY_WORKERS', positive('proxy-workers', values['proxy-workers']));
 const child = spawn('npx', ['vitest', 'run', '--config', 'bench/vitest.config.ts', 'bench/propagation.bench.ts', '--silent=false', '--reporter=verbose'], { cwd: ROOT, env, stdio: 'inherit' });
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

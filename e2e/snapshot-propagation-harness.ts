@@ -155,7 +155,7 @@ export class ProxyProcess extends LoggedProcess {
    * waits on its stdin until its interface is up, then becomes node (same pid throughout).
    * `dir` is its HOME; its credentials are files there (the filesystem is shared).
    */
-  static async start(opts: { name: string; index: number; net: HostNet; controller: string; gateway: string; dir: string; podNamespace: string; credentials: ProxyCredentials; logFile: string }): Promise<ProxyProcess> {
+  static async start(opts: { name: string; index: number; net: HostNet; controller: string; gateway: string; dir: string; podNamespace: string; credentials: ProxyCredentials; logFile: string; workers?: number }): Promise<ProxyProcess> {
     const address = opts.net.proxyAddress(opts.index);
     const args = [
       PROXY_BIN,
@@ -165,6 +165,7 @@ export class ProxyProcess extends LoggedProcess {
       `--admin-addr=${address}:${PROXY_PORTS.admin}`,
       `--metrics-addr=${address}:${PROXY_PORTS.metrics}`,
       `--readiness-addr=${address}:${PROXY_PORTS.readiness}`,
+      ...(opts.workers ? [`--workers=${opts.workers}`] : []),
     ];
     const child = spawn('unshare', ['--net', '--', '/bin/sh', '-c', 'read -r _ && exec "$0" "$@"', process.execPath, ...args], {
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -209,6 +210,8 @@ export interface FleetOptions {
   readonly gateway: string;
   /** Extra controller flags (e.g. a debounce). */
   readonly controllerArgs?: readonly string[];
+  /** Threads each proxy serves on (its --workers; default 1). */
+  readonly proxyWorkers?: number;
 }
 
 /**
@@ -318,7 +321,7 @@ export class SnapshotFleet {
     const namespace = gateway.split('/')[0]!;
     const dir = this.proxyDir(name);
     const credentials = await this.writeCredentials(dir, namespace, tokenOf);
-    const p = await ProxyProcess.start({ name, index: this.#proxyIndex++, net: this.net, controller: this.#streamAddress, gateway, dir, podNamespace: namespace, credentials, logFile: join(this.cluster.dir, `${name}.log`) });
+    const p = await ProxyProcess.start({ name, index: this.#proxyIndex++, net: this.net, controller: this.#streamAddress, gateway, dir, podNamespace: namespace, credentials, logFile: join(this.cluster.dir, `${name}.log`), workers: this.opts.proxyWorkers });
     this.proxies.push(p);
     return p;
   }
