@@ -7,7 +7,8 @@
 // work done for objects it has seen). Prints medians; asserts nothing.
 // CPU time is printed beside wall time: on a shared machine the wall clock also counts the
 // time other processes held the cores. Run `pnpm build` first; `node --expose-gc
-// bench/translate.mjs` for the heap figures.
+// bench/translate.mjs` for the heap figures; BENCH_ONLY=warm (or cold) runs one of the two,
+// e.g. under `node --cpu-prof`.
 /* global structuredClone */
 import { performance } from 'node:perf_hooks';
 import { encodeSnapshot } from '../packages/api/dist/index.js';
@@ -16,6 +17,7 @@ import { translate } from '../packages/controller/dist/index.js';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const SIZES = (process.env.BENCH_ROUTES ?? '1000,10000').split(',').map(Number);
 const POLICIES = Number(process.env.BENCH_POLICIES ?? 1000);
+const ONLY = process.env.BENCH_ONLY ?? '';
 const NAMESPACES = 10;
 const GATEWAYS = 4;
 const controllerName = 'tollgate.dev/gateway-controller';
@@ -134,9 +136,10 @@ for (const n of SIZES) {
   const input = resources(n, POLICIES);
   translate(structuredClone(input), { controllerName, gatewayApiVersion: 'v1.6.1' }); // warm-up of the code, not of the caches
   // Cold: every object new to translate() (first translation after a start).
-  run('cold (all objects new)', n, () => structuredClone(input));
+  if (ONLY !== 'warm') run('cold (all objects new)', n, () => structuredClone(input));
   // Warm: the objects of the last call, one HTTPRoute replaced by an edited copy (one apply).
   translate(input, { controllerName, gatewayApiVersion: 'v1.6.1' });
+  if (ONLY === 'cold') continue;
   const result = run('warm (one HTTPRoute changed)', n, (r) => {
     const i = (r * 7919) % input.httpRoutes.length;
     const edited = structuredClone(input.httpRoutes[i]);
