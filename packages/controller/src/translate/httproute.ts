@@ -16,6 +16,7 @@ import { backendFilterProblems, mirrorShare, translateRule, type RuleIR } from '
 import { GATEWAY_GROUP, type HTTPBackendRef, type HTTPRoute, type HTTPRouteFilter, type ParentReference } from '../types/gateway-api.js';
 import type { HTTPRouteStatusReport, RouteParentStatusReport } from './types.js';
 import { conversionProblems } from './grpcroute.js';
+import { SentRoutes } from './sent-routes.js';
 
 export interface TranslatedRule extends RuleIR {
   readonly index: number;
@@ -42,6 +43,8 @@ export interface TranslatedRoute {
   /** Listeners the route is attached to, in Gateway then listener order. */
   readonly attachments: readonly Attachment[];
   readonly status: HTTPRouteStatusReport;
+  /** The IRs the route was last sent as: the same object while the route's memo holds (see ./sent-routes.ts). */
+  readonly sent: SentRoutes;
 }
 
 interface ParentVerdict {
@@ -268,6 +271,7 @@ interface RouteMemo {
   readonly parents: readonly { readonly parent: string | null; readonly fingerprint: string }[];
   readonly attached: readonly Attached[];
   readonly status: HTTPRouteStatusReport;
+  readonly sent: SentRoutes;
 }
 
 // Keyed weakly by the route object, like the rules: entries of deleted routes go with them.
@@ -294,7 +298,7 @@ function labelsFingerprint(labels: Readonly<Record<string, string>>): string {
 }
 
 /** The route's parents, attachments and status, computed (not taken from the memo). */
-function attachRoute(route: HTTPRoute, kind: RouteKind, rules: RulesResult, parentOf: (parent: string) => Parent | undefined, fingerprint: (parent: string) => string, ctx: Context): Omit<RouteMemo, 'rules' | 'controllerName' | 'namespaceLabels'> {
+function attachRoute(route: HTTPRoute, kind: RouteKind, rules: RulesResult, parentOf: (parent: string) => Parent | undefined, fingerprint: (parent: string) => string, ctx: Context): Omit<RouteMemo, 'rules' | 'controllerName' | 'namespaceLabels' | 'sent'> {
   const ns = route.metadata.namespace ?? '';
   const gen = generationOf(route.metadata);
   const { problems, refs } = rules;
@@ -400,7 +404,7 @@ export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, Gate
       memo.namespaceLabels !== labels ||
       !memo.parents.every((p) => (p.parent === null ? '' : fingerprint(p.parent)) === p.fingerprint)
     ) {
-      memo = { rules, controllerName: ctx.controllerName, namespaceLabels: labels, ...attachRoute(route, kind, rules, parentOf, fingerprint, ctx) };
+      memo = { rules, controllerName: ctx.controllerName, namespaceLabels: labels, ...attachRoute(route, kind, rules, parentOf, fingerprint, ctx), sent: new SentRoutes() };
       routeMemo.set(route, memo);
     }
     const attachments = memo.attached.map((a): Attachment => {
@@ -409,7 +413,7 @@ export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, Gate
       listener.attachedRoutes++;
       return { gateway, listener, hostnames: a.hostnames };
     });
-    return { kind, key, route, rules: rules.rules, attachments, status: memo.status };
+    return { kind, key, route, rules: rules.rules, attachments, status: memo.status, sent: memo.sent };
   });
   lastFingerprints = interned;
   return translated;
