@@ -86,10 +86,10 @@ function withWeight(o: HTTPRoute, weight: number, hostnames?: string[]): HTTPRou
 
 /** One change a user or the cluster might make, applied to the lists in place (new objects, as informers deliver). */
 type Change = readonly [
-  what: 'route-edit' | 'route-add' | 'route-delete' | 'route-restore' | 'route-parent' | 'route-sections' | 'gateway-listener' | 'namespace-labels' | 'endpoints' | 'service-delete' | 'policy-add' | 'policy-edit' | 'policy-delete',
+  what: 'route-edit' | 'route-add' | 'route-delete' | 'route-restore' | 'route-recreate' | 'route-parent' | 'route-sections' | 'gateway-listener' | 'namespace-labels' | 'endpoints' | 'service-delete' | 'policy-add' | 'policy-edit' | 'policy-delete',
   n: number,
 ];
-const CHANGES = ['route-edit', 'route-add', 'route-delete', 'route-restore', 'route-parent', 'route-sections', 'gateway-listener', 'namespace-labels', 'endpoints', 'service-delete', 'policy-add', 'policy-edit', 'policy-delete'] as const;
+const CHANGES = ['route-edit', 'route-add', 'route-delete', 'route-restore', 'route-recreate', 'route-parent', 'route-sections', 'gateway-listener', 'namespace-labels', 'endpoints', 'service-delete', 'policy-add', 'policy-edit', 'policy-delete'] as const;
 
 /** A policy on a route or on its rule named `main`: a rate limit, or a failover over its backendRefs. */
 function routePolicy(n: number, target: HTTPRoute): GatewayPolicy {
@@ -120,6 +120,14 @@ function apply(r: Cluster, [what, n]: Change, added: { next: number; deleted: HT
     case 'route-delete':
       if (r.httpRoutes.length) added.deleted.push(...r.httpRoutes.splice(pick(r.httpRoutes), 1));
       return;
+    case 'route-recreate': {
+      // Deleted and created again under its name: a new creation time, so a new place in the precedence order (ties included).
+      if (!r.httpRoutes.length) return;
+      const i = pick(r.httpRoutes);
+      const o = r.httpRoutes[i]!;
+      r.httpRoutes[i] = { ...o, metadata: { ...o.metadata, creationTimestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, n % 20)).toISOString() } };
+      return;
+    }
     case 'route-restore': {
       // The very object deleted before (a delete undone with the object an informer still held).
       const back = added.deleted.pop();

@@ -10,13 +10,14 @@ import type { Context } from './context.js';
 import { listenerLive, type GatewayState } from './gateway.js';
 import type { ListenerSetState } from './listenersets.js';
 import { routeHostnamesOn } from './hostnames.js';
-import { compareStrings, createdAt, generationOf } from './keys.js';
+import { compareStrings, generationOf } from './keys.js';
 import { allowsKind, allowsNamespace, type ListenerState } from './listeners.js';
 import { backendFilterProblems, mirrorShare, translateRule, type RuleIR } from './rules.js';
 import { GATEWAY_GROUP, type HTTPBackendRef, type HTTPRoute, type HTTPRouteFilter, type ParentReference } from '../types/gateway-api.js';
 import type { HTTPRouteStatusReport, RouteParentStatusReport } from './types.js';
 import { conversionProblems } from './grpcroute.js';
 import { SentRoutes } from './sent-routes.js';
+import { precedenceOrder, type RouteKind } from './precedence.js';
 
 export interface TranslatedRule extends RuleIR {
   readonly index: number;
@@ -33,7 +34,7 @@ export interface Attachment {
 }
 
 /** The route kinds translated here. */
-export type RouteKind = 'HTTPRoute' | 'GRPCRoute';
+export type { RouteKind } from './precedence.js';
 
 export interface TranslatedRoute {
   readonly kind: RouteKind;
@@ -354,7 +355,6 @@ function resolvedRefs(refs: Verdict, rules: RulesResult, g: GatewayState, gen: n
  * translation (see RouteMemo) is not translated again.
  */
 export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, GatewayState>): TranslatedRoute[] {
-  // Sorted by creation time once (not parsed again in every comparison), then by key.
   const ordered = precedenceOrder([
     ['HTTPRoute', ctx.httpRoutes],
     ['GRPCRoute', ctx.grpcRoutes],
@@ -417,19 +417,6 @@ export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, Gate
   });
   lastFingerprints = interned;
   return translated;
-}
-
-interface Ordered {
-  readonly kind: RouteKind;
-  readonly key: string;
-  readonly route: HTTPRoute;
-}
-
-/** Routes of both kinds in precedence order: oldest first, then key, then kind. */
-function precedenceOrder(kinds: readonly (readonly [RouteKind, ReadonlyMap<string, HTTPRoute>])[]): Ordered[] {
-  return kinds
-    .flatMap(([kind, routes]) => [...routes].map(([key, route]) => ({ kind, key, route, at: createdAt(route.metadata) })))
-    .sort((a, b) => (a.at === b.at ? compareStrings(a.key, b.key) || compareStrings(a.kind, b.kind) : a.at < b.at ? -1 : 1));
 }
 
 /** The parents routes may name, by `Gateway/<key>` and `ListenerSet/<key>`, and the Gateway of each. */
