@@ -10,6 +10,7 @@ import { ReferenceGrants } from './referencegrant.js';
 import { asHTTPRoute } from './grpcroute.js';
 import { indexBackendTls, type BackendTlsIndex } from './backendtlspolicy.js';
 import { byKey, compareAge, compareStrings, keyOf, listenerSetParentKey } from './keys.js';
+import { inKeyOrder } from './key-order.js';
 import type { Resources, TranslateOptions } from './types.js';
 
 /** Label the API server sets on every Namespace; selectors commonly use it. */
@@ -129,54 +130,6 @@ function dependencyIndexes(resources: Resources, epoch: number): DependencyIndex
   };
   lastIndexes = { epoch, indexes };
   return indexes;
-}
-
-// The key order of the last translation's objects of each kind (owned here: the set is
-// updated in place). Most translations follow an edit that adds or removes nothing: the same
-// keys, so the same order, which is then reused; an add or a delete sorts the keys added only
-// and merges them into the last order, instead of sorting every route's key again.
-const lastKeyOrder = new Map<string, { readonly keys: readonly string[]; readonly set: Set<string> }>();
-
-/** `items` by `<namespace>/<name>`, in key order (the order byKey gives: the last of equal keys kept). */
-function inKeyOrder<T extends { readonly metadata: { readonly namespace?: string; readonly name: string } }, V = T>(kind: string, items: readonly T[], value?: (item: T) => V): Map<string, V> {
-  const byName = new Map<string, T>();
-  for (const item of items) byName.set(keyOf(item.metadata), item);
-  const keys = sortedKeys(kind, byName);
-  const out = new Map<string, V>();
-  for (const key of keys) {
-    const item = byName.get(key)!;
-    out.set(key, value ? value(item) : (item as unknown as V));
-  }
-  return out;
-}
-
-/** The keys of `now`, sorted: the last order of this kind with the keys added since merged in and those gone left out. */
-function sortedKeys(kind: string, now: ReadonlyMap<string, unknown>): readonly string[] {
-  const last = lastKeyOrder.get(kind);
-  const added: string[] = [];
-  if (last) for (const k of now.keys()) if (!last.set.has(k)) added.push(k);
-  if (last && !added.length && last.keys.length === now.size) return last.keys;
-  // Merging many costs more than sorting all.
-  if (!last || added.length > now.size / 4) {
-    const keys = [...now.keys()].sort(compareStrings);
-    lastKeyOrder.set(kind, { keys, set: new Set(keys) });
-    return keys;
-  }
-  added.sort(compareStrings);
-  const keys: string[] = [];
-  let a = 0;
-  for (const k of last.keys) {
-    if (!now.has(k)) {
-      last.set.delete(k);
-      continue;
-    }
-    while (a < added.length && added[a]! < k) keys.push(added[a++]!);
-    keys.push(k);
-  }
-  while (a < added.length) keys.push(added[a++]!);
-  for (const k of added) last.set.add(k);
-  lastKeyOrder.set(kind, { keys, set: last.set });
-  return keys;
 }
 
 export function buildContext(resources: Resources, options: TranslateOptions): Context {
