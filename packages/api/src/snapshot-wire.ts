@@ -160,8 +160,10 @@ export class SnapshotDecoder {
   #order: readonly RouteIR[] = [];
   /** The bounds the routes held were checked with (JSON): routes kept under other bounds are checked again. */
   #limits = JSON.stringify(DEFAULT_LIMITS);
+  /** The last good snapshot: the version of the next is hashed from it (only the routes that changed, snapshotVersion). */
+  #snapshot: ProxySnapshot | undefined = undefined;
   /** What the decoder held before the last decode: rollback() returns to it. */
-  #before: { routes: Map<string, RouteIR>; version: string | null; order: readonly RouteIR[]; limits: string } | null = null;
+  #before: { routes: Map<string, RouteIR>; version: string | null; order: readonly RouteIR[]; limits: string; snapshot: ProxySnapshot | undefined } | null = null;
 
   /**
    * Forgets the last snapshot decoded, for a receiver that could not apply it: the decoder
@@ -173,6 +175,7 @@ export class SnapshotDecoder {
     this.#version = this.#before.version;
     this.#order = this.#before.order;
     this.#limits = this.#before.limits;
+    this.#snapshot = this.#before.snapshot;
     this.#before = null;
   }
 
@@ -300,13 +303,14 @@ export class SnapshotDecoder {
       })),
     };
     if (!problems.length) {
-      const expected = snapshotVersion(snapshot);
+      const expected = snapshotVersion(snapshot, this.#snapshot);
       if (expected !== wire.version) {
         problems.push({ path: 'version', message: `got ${JSON.stringify(wire.version)}; the content hashes to ${JSON.stringify(expected)}` });
       }
     }
     if (problems.length) throw new ValidationError(subject, problems);
-    this.#before = { routes: this.#routes, version: this.#version, order: this.#order, limits: this.#limits };
+    this.#before = { routes: this.#routes, version: this.#version, order: this.#order, limits: this.#limits, snapshot: this.#snapshot };
+    this.#snapshot = snapshot;
     this.#routes = seen;
     this.#order = order;
     this.#version = snapshot.version;
