@@ -291,8 +291,8 @@ let lastSnapshots = new Map<string, ProxySnapshot>();
 let lastRoutes = new Map<string, ReadonlyMap<string, readonly RouteIR[]>>();
 
 /** `before` when `routes` holds the same objects in the same order (a list is never changed once in a snapshot), else `routes`. */
-function sameAsBefore(routes: RouteIR[], before: readonly RouteIR[] | undefined): RouteIR[] {
+function sameAsBefore(routes: readonly RouteIR[], before: readonly RouteIR[] | undefined): readonly RouteIR[] {
   if (!before || before.length !== routes.length) return routes;
   for (let i = 0; i < routes.length; i++) if (routes[i] !== before[i]) return routes;
-  return before as RouteIR[];
+  return before;
 }
