@@ -150,7 +150,7 @@ for (const n of SIZES) {
       return { ...input, httpRoutes: [...input.httpRoutes] };
     });
   // Warm: the objects of the last call and one new HTTPRoute, the newest (one route created).
-  if (ONLY !== 'warm' && ONLY !== 'edit') {
+  if (ONLY !== 'warm') {
     const template = input.httpRoutes[0];
     result = run('warm (one HTTPRoute added)', n, (r) => {
       const added = structuredClone(template);
