@@ -6,8 +6,9 @@
 //   snapshot): encode, decode+validate (of which JSON.parse), proxy compile.
 // - one route changed (what a change costs after that): a series of snapshots each differing
 //   from the previous one in its last route, the other route objects reused as the translator
-//   reuses them; timed per snapshot: the controller's version hash (withVersion), its check
-//   before offering (snapshotProblems), encode into the stream's parts (encodeSnapshotParts),
+//   reuses them; timed per snapshot: the controller's version hash (withVersion from the
+//   previous snapshot, as the controller computes it), its check before offering
+//   (snapshotProblems), encode into the stream's parts (encodeSnapshotParts),
 //   and the proxy's decodeParts with the decoder that decoded the previous snapshot, then compile;
 //   then the same as a delta against the previous snapshot (encodeSnapshotDelta, what the stream
 //   sends a proxy that holds it): its size, encode and decode, and the proxy's compile reusing
@@ -133,8 +134,11 @@ for (const routes of SIZES) {
     sum[key] += Number(process.hrtime.bigint() - t) / 1e6;
     return r;
   };
+  let sent = s;
   for (const content of contents) {
-    const snap = clock('hash', () => withVersion(content));
+    // As the controller computes it: from the snapshot the Gateway had before.
+    const snap = clock('hash', () => withVersion(content, sent));
+    sent = snap;
     const problems = clock('check', () => api.snapshotProblems(snap));
     if (problems.length) throw new Error(`bench snapshot refused: ${JSON.stringify(problems)}`);
     // As the stream carries it: the skeleton and each route's text.

@@ -4,10 +4,11 @@
 // more listeners), a Service with 3 ready endpoints per 10 routes, policies on routes and
 // Gateways. Cold: every object new to translate(), as after a start; warm: the objects of the
 // previous call with one HTTPRoute edited, as after one kubectl apply (translate() reuses the
-// work done for objects it has seen). Prints medians; asserts nothing.
+// work done for objects it has seen), or with one HTTPRoute added. Prints medians; asserts nothing.
 // CPU time is printed beside wall time: on a shared machine the wall clock also counts the
 // time other processes held the cores. Run `pnpm build` first; `node --expose-gc
-// bench/translate.mjs` for the heap figures.
+// bench/translate.mjs` for the heap figures; BENCH_ONLY=cold, warm (an edit) or add runs
+// one of the three, e.g. under `node --cpu-prof`.
 /* global structuredClone */
 import { performance } from 'node:perf_hooks';
 import { encodeSnapshot } from '../packages/api/dist/index.js';
@@ -16,6 +17,7 @@ import { translate } from '../packages/controller/dist/index.js';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const SIZES = (process.env.BENCH_ROUTES ?? '1000,10000').split(',').map(Number);
 const POLICIES = Number(process.env.BENCH_POLICIES ?? 1000);
+const ONLY = process.env.BENCH_ONLY ?? '';
 const NAMESPACES = 10;
 const GATEWAYS = 4;
 const controllerName = 'tollgate.dev/gateway-controller';
@@ -134,16 +136,30 @@ for (const n of SIZES) {
   const input = resources(n, POLICIES);
   translate(structuredClone(input), { controllerName, gatewayApiVersion: 'v1.6.1' }); // warm-up of the code, not of the caches
   // Cold: every object new to translate() (first translation after a start).
-  run('cold (all objects new)', n, () => structuredClone(input));
+  if (!ONLY || ONLY === 'cold') run('cold (all objects new)', n, () => structuredClone(input));
   // Warm: the objects of the last call, one HTTPRoute replaced by an edited copy (one apply).
   translate(input, { controllerName, gatewayApiVersion: 'v1.6.1' });
-  const result = run('warm (one HTTPRoute changed)', n, (r) => {
-    const i = (r * 7919) % input.httpRoutes.length;
-    const edited = structuredClone(input.httpRoutes[i]);
-    edited.spec.rules[0].backendRefs[0].weight = 3 + r + 1;
-    input.httpRoutes[i] = edited;
-    return { ...input, httpRoutes: [...input.httpRoutes] };
-  });
+  if (ONLY === 'cold') continue;
+  let result;
+  if (ONLY !== 'add')
+    result = run('warm (one HTTPRoute changed)', n, (r) => {
+      const i = (r * 7919) % input.httpRoutes.length;
+      const edited = structuredClone(input.httpRoutes[i]);
+      edited.spec.rules[0].backendRefs[0].weight = 3 + r + 1;
+      input.httpRoutes[i] = edited;
+      return { ...input, httpRoutes: [...input.httpRoutes] };
+    });
+  // Warm: the objects of the last call and one new HTTPRoute, the newest (one route created).
+  if (ONLY !== 'warm') {
+    const template = input.httpRoutes[0];
+    result = run('warm (one HTTPRoute added)', n, (r) => {
+      const added = structuredClone(template);
+      added.metadata = { ...added.metadata, name: `added-${n}-${r}`, creationTimestamp: ts(1_000_000 + r) };
+      input.httpRoutes.push(added);
+      return { ...input, httpRoutes: [...input.httpRoutes] };
+    });
+    input.httpRoutes.splice(n);
+  }
   const routesOut = [...result.snapshots.values()].reduce((a, s) => a + s.binds.reduce((b, x) => b + x.listeners.reduce((c, l) => c + l.routes.length, 0), 0), 0);
   const t0 = performance.now();
   const bytes = [...result.snapshots.values()].reduce((a, s) => a + encodeSnapshot(s).length, 0);

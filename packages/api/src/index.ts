@@ -12,6 +12,7 @@ export * from './process-settings.js';
 export * from './snapshot.js';
 export * from './snapshot-schema.js';
 export * from './snapshot-wire.js';
+export { snapshotVersion } from './snapshot-version.js';
 export * from './secret.js';
 export * from './certificate.js';
 export * from './duration.js';

@@ -12,13 +12,14 @@
 // dump, a trace or a log line cannot leak it. The snapshot stream must carry the value, so
 // toWire() reveals it into `{ "secret": "..." }` and fromWire() wraps it again; nothing else
 // reveals. JSON.stringify(snapshot) keeps redacting.
-import { createHash } from 'node:crypto';
 import { compile } from './ajv.js';
 import { DEFAULT_LIMITS, type EvaluationLimits } from './limits.js';
 import { checkRegexes } from './rules.js';
 import { Secret } from './secret.js';
+import { keepRouteText, reveal, routeText } from './route-text.js';
+import { snapshotVersion } from './snapshot-version.js';
 import { WireRouteSchema, WireSkeleton, type WireSnapshot, type ToWire } from './snapshot-schema.js';
-import type { BackendFilterIR, BackendIR, FilterIR, HeaderValueIR, ListenerIR, ListenerTlsIR, ProviderIR, ProxySnapshot, RouteIR, TlsBindIR, TlsListenerIR } from './snapshot.js';
+import type { BackendFilterIR, BackendIR, FilterIR, HeaderValueIR, ListenerIR, ProviderIR, ProxySnapshot, RouteIR, TlsBindIR, TlsListenerIR } from './snapshot.js';
 import { ValidationError, type Problem } from './validation-error.js';
 
 // Skeletons only: routes are taken out before and checked one by one (validateRoute).
@@ -30,18 +31,6 @@ type WireListener = ToWire<ListenerIR>;
 /** A deep copy in plain JSON values, every Secret revealed as `{ secret }`. */
 export function toWire(snapshot: ProxySnapshot): WireSnapshot {
   return reveal(snapshot) as WireSnapshot;
-}
-
-function reveal(value: unknown): unknown {
-  if (value === null || typeof value !== 'object') return value;
-  if (value instanceof Secret) return { secret: value.reveal() };
-  if (Array.isArray(value)) return value.map(reveal);
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) {
-    const v = (value as Record<string, unknown>)[key];
-    if (v !== undefined) out[key] = reveal(v);
-  }
-  return out;
 }
 
 /**
@@ -138,18 +127,6 @@ export function encodeSnapshotParts(snapshot: ProxySnapshot): SnapshotParts {
   return { skeleton: encodeSkeleton(snapshot), routes, routeCounts };
 }
 
-const routeTexts = new WeakMap<RouteIR, string>();
-
-/** A route's wire JSON (secrets in clear), kept by identity. */
-function routeText(route: RouteIR): string {
-  let text = routeTexts.get(route);
-  if (text === undefined) {
-    text = JSON.stringify(reveal(route));
-    routeTexts.set(route, text);
-  }
-  return text;
-}
-
 /**
  * Validates a received snapshot (parsed JSON) and returns the in-memory IR. Throws a
  * ValidationError naming every bad field; a snapshot whose version is not the hash of its
@@ -183,8 +160,10 @@ export class SnapshotDecoder {
   #order: readonly RouteIR[] = [];
   /** The bounds the routes held were checked with (JSON): routes kept under other bounds are checked again. */
   #limits = JSON.stringify(DEFAULT_LIMITS);
+  /** The last good snapshot: the version of the next is hashed from it (only the routes that changed, snapshotVersion). */
+  #snapshot: ProxySnapshot | undefined = undefined;
   /** What the decoder held before the last decode: rollback() returns to it. */
-  #before: { routes: Map<string, RouteIR>; version: string | null; order: readonly RouteIR[]; limits: string } | null = null;
+  #before: { routes: Map<string, RouteIR>; version: string | null; order: readonly RouteIR[]; limits: string; snapshot: ProxySnapshot | undefined } | null = null;
 
   /**
    * Forgets the last snapshot decoded, for a receiver that could not apply it: the decoder
@@ -196,6 +175,7 @@ export class SnapshotDecoder {
     this.#version = this.#before.version;
     this.#order = this.#before.order;
     this.#limits = this.#before.limits;
+    this.#snapshot = this.#before.snapshot;
     this.#before = null;
   }
 
@@ -312,7 +292,7 @@ export class SnapshotDecoder {
               }
               route = wrapRoute(checked.route);
               // Its text is the one received: the digest (routeDigest) hashes it without writing it again.
-              routeTexts.set(route, text);
+              keepRouteText(route, text);
             }
             seen.set(text, route);
             order.push(route);
@@ -323,13 +303,14 @@ export class SnapshotDecoder {
       })),
     };
     if (!problems.length) {
-      const expected = snapshotVersion(snapshot);
+      const expected = snapshotVersion(snapshot, this.#snapshot);
       if (expected !== wire.version) {
         problems.push({ path: 'version', message: `got ${JSON.stringify(wire.version)}; the content hashes to ${JSON.stringify(expected)}` });
       }
     }
     if (problems.length) throw new ValidationError(subject, problems);
-    this.#before = { routes: this.#routes, version: this.#version, order: this.#order, limits: this.#limits };
+    this.#before = { routes: this.#routes, version: this.#version, order: this.#order, limits: this.#limits, snapshot: this.#snapshot };
+    this.#snapshot = snapshot;
     this.#routes = seen;
     this.#order = order;
     this.#version = snapshot.version;
@@ -551,69 +532,16 @@ function crossCheck(wire: WireSnapshot): Problem[] {
   return out;
 }
 
-/**
- * The version of a snapshot: a hash of everything but the version itself (secrets included,
- * so a rotated credential is a new version). Equal content, equal version, so a controller
- * can skip pushing what a proxy already has.
- *
- * Routes are hashed one by one and the snapshot hash covers their digests: a route object is
- * immutable, so its digest is kept (by identity) and a builder that reuses the route objects
- * of unchanged routes pays only for the routes that changed. A route's digest covers its wire
- * text, which follows the order of its keys: the IR builders always write them in one order,
- * and a decoder keeps the order a snapshot was sent in.
- */
-export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | ProxySnapshot): string {
-  const skeleton = {
-    source: snapshot.source,
-    // Only when set: the versions of snapshots with the default bounds stay what they were.
-    ...(snapshot.limits ? { limits: snapshot.limits } : {}),
-    binds: snapshot.binds.map((b) => ({
-      port: b.port,
-      address: b.address,
-      listeners: b.listeners.map((l) => ({
-        name: l.name,
-        protocol: l.protocol,
-        hostname: l.hostname,
-        ...(l.protocol === 'HTTPS' ? { tls: tlsDigest(l.tls) } : {}),
-        policy: l.policy,
-        routes: l.routes.map(routeDigest),
-      })),
-    })),
-    // Only when set: the versions of snapshots without TLS listeners stay what they were.
-    ...(snapshot.tlsBinds ? { tlsBinds: snapshot.tlsBinds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, tls: l.tls.mode === 'Terminate' ? tlsDigest({ mode: 'Terminate', certificates: l.tls.certificates }) : l.tls.mode })) })) } : {}),
-  };
-  return createHash('sha256').update(JSON.stringify(skeleton)).digest('hex').slice(0, 12);
-}
-
-// Covers the keys too: a rotated key with the same certificate is a new version.
-function tlsDigest(tls: ListenerTlsIR): string {
-  const h = createHash('sha256').update(tls.mode);
-  for (const c of tls.certificates) h.update('\n').update(JSON.stringify(c.origin)).update('\n').update(c.certificate).update('\n').update(c.key.reveal());
-  // Only when set: the versions of snapshots without client validation stay what they were.
-  const v = tls.clientValidation;
-  if (v) h.update('\nclientValidation\n').update(v.mode).update('\n').update(JSON.stringify(v.origins)).update('\n').update(v.caCertificates);
-  return h.digest('base64');
-}
-
-const routeDigests = new WeakMap<RouteIR, string>();
-
-// The hash of the route's wire text (secrets in clear, so a rotated credential is a new digest).
-function routeDigest(route: RouteIR): string {
-  let digest = routeDigests.get(route);
-  if (digest === undefined) {
-    digest = createHash('sha256').update(routeText(route)).digest('base64');
-    routeDigests.set(route, digest);
-  }
-  return digest;
-}
-
 // Snapshots whose version withVersion() computed: snapshotProblems() need not hash them again
 // (a snapshot is never changed after it is made).
 const versioned = new WeakSet<ProxySnapshot>();
 
-/** The snapshot with its version computed from its content. */
-export function withVersion(content: Omit<ProxySnapshot, 'version'>): ProxySnapshot {
-  const snapshot = { version: snapshotVersion(content), source: content.source, binds: content.binds, ...(content.tlsBinds?.length ? { tlsBinds: content.tlsBinds } : {}), ...(content.limits ? { limits: content.limits } : {}) };
+/**
+ * The snapshot with its version computed from its content; `previous`, a snapshot the same
+ * source sent before, only saves work (see snapshotVersion).
+ */
+export function withVersion(content: Omit<ProxySnapshot, 'version'>, previous?: ProxySnapshot): ProxySnapshot {
+  const snapshot = { version: snapshotVersion(content, previous), source: content.source, binds: content.binds, ...(content.tlsBinds?.length ? { tlsBinds: content.tlsBinds } : {}), ...(content.limits ? { limits: content.limits } : {}) };
   versioned.add(snapshot);
   return snapshot;
 }

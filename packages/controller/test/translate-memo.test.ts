@@ -85,9 +85,27 @@ function withWeight(o: HTTPRoute, weight: number, hostnames?: string[]): HTTPRou
 }
 
 /** One change a user or the cluster might make, applied to the lists in place (new objects, as informers deliver). */
-type Change = readonly [what: 'route-edit' | 'route-add' | 'route-delete' | 'route-parent' | 'gateway-listener' | 'namespace-labels' | 'endpoints' | 'service-delete', n: number];
+type Change = readonly [
+  what: 'route-edit' | 'route-add' | 'route-delete' | 'route-restore' | 'route-recreate' | 'route-parent' | 'route-sections' | 'gateway-listener' | 'namespace-labels' | 'endpoints' | 'service-delete' | 'policy-add' | 'policy-edit' | 'policy-delete',
+  n: number,
+];
+const CHANGES = ['route-edit', 'route-add', 'route-delete', 'route-restore', 'route-recreate', 'route-parent', 'route-sections', 'gateway-listener', 'namespace-labels', 'endpoints', 'service-delete', 'policy-add', 'policy-edit', 'policy-delete'] as const;
 
-function apply(r: Cluster, [what, n]: Change, added: { next: number }): void {
+/** A policy on a route or on its rule named `main`: a rate limit, or a failover over its backendRefs. */
+function routePolicy(n: number, target: HTTPRoute): GatewayPolicy {
+  const failover = n % 2 === 0;
+  return {
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'GatewayPolicy',
+    metadata: { name: `policy-${n}`, namespace: target.metadata.namespace!, generation: 1, creationTimestamp: new Date(Date.UTC(2026, 0, 1, 0, n % 7)).toISOString() },
+    spec: {
+      targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: target.metadata.name, ...(n % 3 === 0 ? { sectionName: 'main' } : {}) }],
+      ...(failover ? { failover: { priorities: [{ backendRef: { name: `svc-${n % 4}` }, priority: 1 + (n % 3) }] } } : { traffic: { rateLimit: { local: [{ requests: 1 + (n % 50), unit: 'Minutes' as const }] } } }),
+    },
+  };
+}
+
+function apply(r: Cluster, [what, n]: Change, added: { next: number; deleted: HTTPRoute[] }): void {
   const pick = <T>(list: T[]): number => n % list.length;
   switch (what) {
     case 'route-edit': {
@@ -100,8 +118,22 @@ function apply(r: Cluster, [what, n]: Change, added: { next: number }): void {
       r.httpRoutes.push(route(added.next++));
       return;
     case 'route-delete':
-      if (r.httpRoutes.length) r.httpRoutes.splice(pick(r.httpRoutes), 1);
+      if (r.httpRoutes.length) added.deleted.push(...r.httpRoutes.splice(pick(r.httpRoutes), 1));
       return;
+    case 'route-recreate': {
+      // Deleted and created again under its name: a new creation time, so a new place in the precedence order (ties included).
+      if (!r.httpRoutes.length) return;
+      const i = pick(r.httpRoutes);
+      const o = r.httpRoutes[i]!;
+      r.httpRoutes[i] = { ...o, metadata: { ...o.metadata, creationTimestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, n % 20)).toISOString() } };
+      return;
+    }
+    case 'route-restore': {
+      // The very object deleted before (a delete undone with the object an informer still held).
+      const back = added.deleted.pop();
+      if (back && !r.httpRoutes.some((o) => o.metadata.name === back.metadata.name && o.metadata.namespace === back.metadata.namespace)) r.httpRoutes.push(back);
+      return;
+    }
     case 'route-parent': {
       if (!r.httpRoutes.length) return;
       const i = pick(r.httpRoutes);
@@ -109,6 +141,29 @@ function apply(r: Cluster, [what, n]: Change, added: { next: number }): void {
       r.httpRoutes[i] = { ...o, spec: { ...o.spec, parentRefs: [{ name: n % 2 ? 'gw-b' : 'gw-a', namespace: 'infra', ...(n % 3 === 0 ? { sectionName: 'api' } : {}) }] } };
       return;
     }
+    case 'route-sections': {
+      // A second rule, named (what a policy's sectionName names), with two backendRefs (what a failover orders).
+      if (!r.httpRoutes.length) return;
+      const i = pick(r.httpRoutes);
+      const o = r.httpRoutes[i]!;
+      const main = { name: 'main', matches: [{ path: { type: 'Exact' as const, value: `/main/${n}` } }], backendRefs: [{ name: `svc-${n % 4}`, port: 80 }, { name: `svc-${(n + 1) % 4}`, port: 80 }] };
+      r.httpRoutes[i] = { ...o, metadata: { ...o.metadata, generation: (o.metadata.generation ?? 1) + 1 }, spec: { ...o.spec, rules: [o.spec.rules![0]!, main] } };
+      return;
+    }
+    case 'policy-add':
+      if (r.httpRoutes.length) r.gatewayPolicies.push(routePolicy(added.next++, r.httpRoutes[pick(r.httpRoutes)]!));
+      return;
+    case 'policy-edit': {
+      if (!r.gatewayPolicies.length) return;
+      const i = pick(r.gatewayPolicies);
+      const o = r.gatewayPolicies[i]!;
+      const edited = routePolicy(n, { metadata: { name: o.spec.targetRefs[0]!.name, namespace: o.metadata.namespace } } as HTTPRoute);
+      r.gatewayPolicies[i] = { ...edited, metadata: { ...o.metadata, generation: (o.metadata.generation ?? 1) + 1 } };
+      return;
+    }
+    case 'policy-delete':
+      if (r.gatewayPolicies.length) r.gatewayPolicies.splice(pick(r.gatewayPolicies), 1);
+      return;
     case 'gateway-listener': {
       const i = pick(r.gateways);
       const o = r.gateways[i]!;
@@ -147,21 +202,34 @@ function irRoutes(result: ReturnType<typeof translate>): Map<string, RouteIR> {
 
 describe('translate reuse over a changing cluster', () => {
   it('at every step of a chain of changes, gives the output of a translation from fresh copies (property)', () => {
-    const change = fc.tuple(fc.constantFrom('route-edit', 'route-add', 'route-delete', 'route-parent', 'gateway-listener', 'namespace-labels', 'endpoints', 'service-delete'), fc.nat()) as fc.Arbitrary<Change>;
+    const change = fc.tuple(fc.constantFrom(...CHANGES), fc.nat()) as fc.Arbitrary<Change>;
     fc.assert(
-      fc.property(fc.array(fc.array(change, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 6 }), (steps) => {
+      fc.property(fc.array(fc.array(change, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 8 }), (steps) => {
         const r = cluster(12);
-        const added = { next: 12 };
+        const added = { next: 12, deleted: [] as HTTPRoute[] };
         translate(r, options);
+        // The translations of the chain follow one another with nothing in between (what one
+        // keeps for the next, such as IRs confirmed by the last snapshot build, is used); the
+        // fresh ones come after, from a copy of the cluster at each step.
+        const chain: { warm: string; at: Cluster }[] = [];
         for (const batch of steps) {
           for (const c of batch) apply(r, c, added);
-          const warm = translate({ ...r }, options);
-          const cold = translate(structuredClone(r), options);
-          expect(resultBytes(warm)).toBe(resultBytes(cold));
+          chain.push({ warm: resultBytes(translate({ ...r }, options)), at: structuredClone(r) });
         }
+        for (const { warm, at } of chain) expect(warm).toBe(resultBytes(translate(at, options)));
       }),
-      { numRuns: 150 },
+      { numRuns: 200 },
     );
+  });
+
+  it('gives a route deleted and then restored as the same object the policies of now, not those of before it left', () => {
+    const r = cluster(4);
+    translate({ ...r }, options);
+    const [gone] = r.httpRoutes.splice(1, 1); // route-1, which limit-route-1 targets
+    translate({ ...r }, options);
+    r.gatewayPolicies.splice(0, 1);
+    r.httpRoutes.push(gone!);
+    expect(resultBytes(translate({ ...r }, options))).toBe(resultBytes(translate(structuredClone(r), options)));
   });
 
   it('hands out the same IR objects for unchanged routes and new ones for the route that changed', () => {

@@ -10,6 +10,7 @@ import { ReferenceGrants } from './referencegrant.js';
 import { asHTTPRoute } from './grpcroute.js';
 import { indexBackendTls, type BackendTlsIndex } from './backendtlspolicy.js';
 import { byKey, compareAge, compareStrings, keyOf, listenerSetParentKey } from './keys.js';
+import { inKeyOrder } from './key-order.js';
 import type { Resources, TranslateOptions } from './types.js';
 
 /** Label the API server sets on every Namespace; selectors commonly use it. */
@@ -129,30 +130,6 @@ function dependencyIndexes(resources: Resources, epoch: number): DependencyIndex
   };
   lastIndexes = { epoch, indexes };
   return indexes;
-}
-
-// The key order of the last translation's objects of each kind. Most translations follow an
-// edit that adds or removes nothing: the same keys, so the same order, which is then reused
-// instead of sorting every route's key again.
-const lastKeyOrder = new Map<string, { readonly keys: readonly string[]; readonly set: ReadonlySet<string> }>();
-
-/** `items` by `<namespace>/<name>`, in key order (the order byKey gives: the last of equal keys kept). */
-function inKeyOrder<T extends { readonly metadata: { readonly namespace?: string; readonly name: string } }, V = T>(kind: string, items: readonly T[], value?: (item: T) => V): Map<string, V> {
-  const byName = new Map<string, T>();
-  for (const item of items) byName.set(keyOf(item.metadata), item);
-  const last = lastKeyOrder.get(kind);
-  let keys: readonly string[];
-  if (last && last.keys.length === byName.size && [...byName.keys()].every((k) => last.set.has(k))) keys = last.keys;
-  else {
-    keys = [...byName.keys()].sort(compareStrings);
-    lastKeyOrder.set(kind, { keys, set: new Set(keys) });
-  }
-  const out = new Map<string, V>();
-  for (const key of keys) {
-    const item = byName.get(key)!;
-    out.set(key, value ? value(item) : (item as unknown as V));
-  }
-  return out;
 }
 
 export function buildContext(resources: Resources, options: TranslateOptions): Context {

@@ -133,6 +133,21 @@ function validate(p: GatewayPolicy, ctx: Context): Validated {
   return { findings: converted.findings, outbound: [...outbound, ...converted.outbound], ir: converted.ir, rateLimitService };
 }
 
+// validate()'s answer by policy object. It reads the policy, the bounds (ctx.limits) and, for
+// its references and outbound targets, only the indexes of the dependency lists (Services,
+// EndpointSlices, ReferenceGrants, Backends, BackendTLSPolicies, Secrets, ConfigMaps), which
+// are the same objects for as long as the dependency epoch is the same (Context.dependencyEpoch):
+// so (policy object, epoch, limits) is a complete key.
+const validations = new WeakMap<GatewayPolicy, { readonly epoch: number; readonly limits: Context['limits']; readonly result: Validated }>();
+
+function validatedOf(p: GatewayPolicy, ctx: Context): Validated {
+  const hit = validations.get(p);
+  if (hit && hit.epoch === ctx.dependencyEpoch && hit.limits === ctx.limits) return hit.result;
+  const result = validate(p, ctx);
+  validations.set(p, { epoch: ctx.dependencyEpoch, limits: ctx.limits, result });
+  return result;
+}
+
 // One PolicyIR object per converted policy and target while neither changes, so the route IR
 // objects holding it can be reused (see ./snapshot.ts).
 const perTarget = new WeakMap<PolicyIR, Map<string, PolicyIR>>();
@@ -166,7 +181,7 @@ export function translateGatewayPolicies(
 ): PolicyResult {
   const sorted = byKey(policies);
   const checked = sorted.map((p) => {
-    const validated = validate(p, ctx);
+    const validated = validatedOf(p, ctx);
     const targets = p.spec.targetRefs.map((r) => resolveTarget(r, p, ctx, gateways, routes)).filter((t): t is Target => t !== null);
     return { policy: p, ...validated, targets };
   });

@@ -10,12 +10,14 @@ import type { Context } from './context.js';
 import { listenerLive, type GatewayState } from './gateway.js';
 import type { ListenerSetState } from './listenersets.js';
 import { routeHostnamesOn } from './hostnames.js';
-import { compareStrings, createdAt, generationOf } from './keys.js';
+import { compareStrings, generationOf } from './keys.js';
 import { allowsKind, allowsNamespace, type ListenerState } from './listeners.js';
 import { backendFilterProblems, mirrorShare, translateRule, type RuleIR } from './rules.js';
 import { GATEWAY_GROUP, type HTTPBackendRef, type HTTPRoute, type HTTPRouteFilter, type ParentReference } from '../types/gateway-api.js';
 import type { HTTPRouteStatusReport, RouteParentStatusReport } from './types.js';
 import { conversionProblems } from './grpcroute.js';
+import { SentRoutes } from './sent-routes.js';
+import { precedenceOrder, type RouteKind } from './precedence.js';
 
 export interface TranslatedRule extends RuleIR {
   readonly index: number;
@@ -32,7 +34,7 @@ export interface Attachment {
 }
 
 /** The route kinds translated here. */
-export type RouteKind = 'HTTPRoute' | 'GRPCRoute';
+export type { RouteKind } from './precedence.js';
 
 export interface TranslatedRoute {
   readonly kind: RouteKind;
@@ -42,6 +44,8 @@ export interface TranslatedRoute {
   /** Listeners the route is attached to, in Gateway then listener order. */
   readonly attachments: readonly Attachment[];
   readonly status: HTTPRouteStatusReport;
+  /** The IRs the route was last sent as: the same object while the route's memo holds (see ./sent-routes.ts). */
+  readonly sent: SentRoutes;
 }
 
 interface ParentVerdict {
@@ -268,6 +272,7 @@ interface RouteMemo {
   readonly parents: readonly { readonly parent: string | null; readonly fingerprint: string }[];
   readonly attached: readonly Attached[];
   readonly status: HTTPRouteStatusReport;
+  readonly sent: SentRoutes;
 }
 
 // Keyed weakly by the route object, like the rules: entries of deleted routes go with them.
@@ -294,7 +299,7 @@ function labelsFingerprint(labels: Readonly<Record<string, string>>): string {
 }
 
 /** The route's parents, attachments and status, computed (not taken from the memo). */
-function attachRoute(route: HTTPRoute, kind: RouteKind, rules: RulesResult, parentOf: (parent: string) => Parent | undefined, fingerprint: (parent: string) => string, ctx: Context): Omit<RouteMemo, 'rules' | 'controllerName' | 'namespaceLabels'> {
+function attachRoute(route: HTTPRoute, kind: RouteKind, rules: RulesResult, parentOf: (parent: string) => Parent | undefined, fingerprint: (parent: string) => string, ctx: Context): Omit<RouteMemo, 'rules' | 'controllerName' | 'namespaceLabels' | 'sent'> {
   const ns = route.metadata.namespace ?? '';
   const gen = generationOf(route.metadata);
   const { problems, refs } = rules;
@@ -350,7 +355,6 @@ function resolvedRefs(refs: Verdict, rules: RulesResult, g: GatewayState, gen: n
  * translation (see RouteMemo) is not translated again.
  */
 export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, GatewayState>): TranslatedRoute[] {
-  // Sorted by creation time once (not parsed again in every comparison), then by key.
   const ordered = precedenceOrder([
     ['HTTPRoute', ctx.httpRoutes],
     ['GRPCRoute', ctx.grpcRoutes],
@@ -400,7 +404,7 @@ export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, Gate
       memo.namespaceLabels !== labels ||
       !memo.parents.every((p) => (p.parent === null ? '' : fingerprint(p.parent)) === p.fingerprint)
     ) {
-      memo = { rules, controllerName: ctx.controllerName, namespaceLabels: labels, ...attachRoute(route, kind, rules, parentOf, fingerprint, ctx) };
+      memo = { rules, controllerName: ctx.controllerName, namespaceLabels: labels, ...attachRoute(route, kind, rules, parentOf, fingerprint, ctx), sent: new SentRoutes() };
       routeMemo.set(route, memo);
     }
     const attachments = memo.attached.map((a): Attachment => {
@@ -409,23 +413,10 @@ export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, Gate
       listener.attachedRoutes++;
       return { gateway, listener, hostnames: a.hostnames };
     });
-    return { kind, key, route, rules: rules.rules, attachments, status: memo.status };
+    return { kind, key, route, rules: rules.rules, attachments, status: memo.status, sent: memo.sent };
   });
   lastFingerprints = interned;
   return translated;
-}
-
-interface Ordered {
-  readonly kind: RouteKind;
-  readonly key: string;
-  readonly route: HTTPRoute;
-}
-
-/** Routes of both kinds in precedence order: oldest first, then key, then kind. */
-function precedenceOrder(kinds: readonly (readonly [RouteKind, ReadonlyMap<string, HTTPRoute>])[]): Ordered[] {
-  return kinds
-    .flatMap(([kind, routes]) => [...routes].map(([key, route]) => ({ kind, key, route, at: createdAt(route.metadata) })))
-    .sort((a, b) => (a.at === b.at ? compareStrings(a.key, b.key) || compareStrings(a.kind, b.kind) : a.at < b.at ? -1 : 1));
 }
 
 /** The parents routes may name, by `Gateway/<key>` and `ListenerSet/<key>`, and the Gateway of each. */

@@ -106,6 +106,47 @@ function routeIRs(tr: TranslatedRoute, hostnames: readonly string[], applied: Ap
   });
 }
 
+// The policies of the last snapshot build, by target, and its number. A route's IRs are made
+// from the route object, its rules and attachments (all three fixed while its SentRoutes
+// object is the same, ./sent-routes.ts) and from the policy and failover applied to the route
+// and to each of its rules. So IRs made or confirmed by the last build still hold in this one
+// when those entries of `applied` and `failover` are the same objects as in the last build's:
+// the key of the reuse is complete. IRs last confirmed by an earlier build are made again
+// (what changed between that build and the last one is not known).
+let lastBuild: { readonly number: number; readonly applied: AppliedPolicies; readonly failover: AppliedFailover } = { number: 0, applied: new Map(), failover: new Map() };
+
+/** The targets whose policy or failover is not what the last build had. */
+function changedTargets(applied: AppliedPolicies, failover: AppliedFailover): Set<string> {
+  const out = new Set<string>();
+  for (const [now, before] of [
+    [applied, lastBuild.applied],
+    [failover, lastBuild.failover],
+  ] as const) {
+    for (const [key, value] of now) if (before.get(key) !== value) out.add(key);
+    for (const key of before.keys()) if (!now.has(key)) out.add(key);
+  }
+  return out;
+}
+
+interface Build {
+  readonly number: number;
+  /** Whether the route's kept IRs (if any) hold in this build. */
+  holds(tr: TranslatedRoute): boolean;
+}
+
+function nextBuild(applied: AppliedPolicies, failover: AppliedFailover): Build {
+  const changed = changedTargets(applied, failover);
+  const previous = lastBuild.number;
+  lastBuild = { number: previous + 1, applied, failover };
+  const touched = (tr: TranslatedRoute): boolean => {
+    const ns = tr.route.metadata.namespace ?? '';
+    const name = tr.route.metadata.name;
+    if (changed.has(keyFor(tr.route, () => targetKey(tr.kind, ns, name, null)))) return true;
+    return tr.rules.some((rule) => rule.sectionName !== null && changed.has(keyFor(rule, () => targetKey(tr.kind, ns, name, rule.sectionName))));
+  };
+  return { number: previous + 1, holds: (tr) => tr.sent.confirmed === previous && (changed.size === 0 || !touched(tr)) };
+}
+
 // A route with a Backend whose host the Gateway's class does not allow, as that Gateway serves
 // it: the Backend replaced by an invalid one (its share of requests gets 500), kept by route.
 const restricted = new WeakMap<RouteIR, { readonly hosts: readonly string[]; readonly ir: RouteIR }>();
@@ -181,12 +222,17 @@ export function buildSnapshots(
   const bounds = isDefaultLimits(limits) ? {} : { limits };
   // Routes are already in precedence order; keep it per listener.
   const byListener = new Map<ListenerState, RouteIR[]>();
+  const build = nextBuild(applied, failover);
   for (const tr of routes) {
-    for (const a of tr.attachments) {
+    const sent = tr.sent;
+    if (!build.holds(tr)) sent.lists = [];
+    tr.attachments.forEach((a, i) => {
+      const irs = (sent.lists[i] ??= routeIRs(tr, a.hostnames, applied, failover));
       const list = byListener.get(a.listener) ?? [];
       if (!list.length) byListener.set(a.listener, list);
-      list.push(...routeIRs(tr, a.hostnames, applied, failover));
-    }
+      for (const ir of irs) list.push(ir);
+    });
+    sent.confirmed = build.number;
   }
   const out = new Map<string, ProxySnapshot>();
   for (const [key, g] of gateways) {
@@ -212,7 +258,7 @@ export function buildSnapshots(
       const policy = (l.origin.kind === 'Gateway' ? applied.get(targetKey('Gateway', ns, gwName, l.spec.name)) : undefined) ?? gatewayPolicy;
       const name = snapshotListenerName(l);
       const attached = withAllowedHosts(byListener.get(l) ?? [], g.backendHosts);
-      const routes = clientCertificate ? attached.map((r) => routeWithCertificate(r, clientCertificate)) : attached;
+      const routes = sameAsBefore(clientCertificate ? attached.map((r) => routeWithCertificate(r, clientCertificate)) : attached, lastRoutes.get(key)?.get(name));
       let listener: ListenerIR;
       if (l.certificates === null) listener = { name, protocol: 'HTTP', hostname, policy, routes };
       // An HTTPS listener without a usable certificate cannot complete a handshake: left out
@@ -230,7 +276,23 @@ export function buildSnapshots(
       .sort(([a], [b]) => a - b)
       .map(([port, listeners]) => ({ port, address: BIND_ADDRESS, listeners }));
     const tlsBinds: TlsBindIR[] = [...tlsPorts].sort(([a], [b]) => a - b).map(([port, listeners]) => ({ port, address: BIND_ADDRESS, listeners }));
-    out.set(key, withVersion({ source: { kind: 'controller', gateway: key }, binds, ...(tlsBinds.length ? { tlsBinds } : {}), ...bounds }));
+    out.set(key, withVersion({ source: { kind: 'controller', gateway: key }, binds, ...(tlsBinds.length ? { tlsBinds } : {}), ...bounds }, lastSnapshots.get(key)));
   }
+  lastSnapshots = out;
+  lastRoutes = new Map([...out].map(([key, s]) => [key, new Map(s.binds.flatMap((b) => b.listeners.map((l) => [l.name, l.routes] as const)))]));
   return out;
+}
+
+// The last translation's snapshots by Gateway key, and each one's route lists by listener
+// name: a listener's routes that are the same objects in the same order are sent as the same
+// list, and the version of a Gateway's new snapshot is computed from its last one (only the
+// routes that changed are hashed, snapshotVersion). Neither changes any output.
+let lastSnapshots = new Map<string, ProxySnapshot>();
+let lastRoutes = new Map<string, ReadonlyMap<string, readonly RouteIR[]>>();
+
+/** `before` when `routes` holds the same objects in the same order (a list is never changed once in a snapshot), else `routes`. */
+function sameAsBefore(routes: readonly RouteIR[], before: readonly RouteIR[] | undefined): readonly RouteIR[] {
+  if (!before || before.length !== routes.length) return routes;
+  for (let i = 0; i < routes.length; i++) if (routes[i] !== before[i]) return routes;
+  return before;
 }

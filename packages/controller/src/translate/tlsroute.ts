@@ -14,7 +14,7 @@ import type { RouteParentStatusReport } from './types.js';
 const KIND = 'TLSRoute';
 
 /** A TLSRoute as an HTTPRoute is translated, its backends in place of rules (it has no matches: one route, every rule's backends together). */
-export type TranslatedTlsRoute = Omit<TranslatedRoute, 'kind' | 'route' | 'rules'> & { readonly route: TLSRoute; readonly backends: readonly StreamBackendIR[] };
+export type TranslatedTlsRoute = Omit<TranslatedRoute, 'kind' | 'route' | 'rules' | 'sent'> & { readonly route: TLSRoute; readonly backends: readonly StreamBackendIR[] };
 
 /**
  * A backendRef: a Service port (across namespaces with a ReferenceGrant to TLSRoutes). An

@@ -1,0 +1,117 @@
+// The version of a snapshot: a hash of everything but the version itself (secrets included,
+// so a rotated credential is a new version). Equal content, equal version, so a controller
+// can skip pushing what a proxy already has.
+//
+// The hashed text is the JSON of a skeleton in which each route is the digest of its wire
+// text. Routes are immutable objects, so a route's digest is kept by identity, and so is the
+// text of each listener's list of digests (by list object). A list that is not the same
+// object as before is written from the list it replaces (`previous` of snapshotVersion): the
+// digests of the routes both share at its start and at its end are copied as text, and only
+// those in between are looked up, so a change to one route of thousands writes one digest.
+// What is hashed is the same text however it was assembled.
+import { createHash } from 'node:crypto';
+import { routeText } from './route-text.js';
+import type { ListenerTlsIR, ProxySnapshot, RouteIR } from './snapshot.js';
+
+/**
+ * The version of `snapshot`. `previous`, when given, is a snapshot the same source sent
+ * before: its listeners' route lists (by name) are where an unchanged stretch of routes is
+ * copied from. It changes how much work the hash takes, never the version.
+ */
+export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | ProxySnapshot, previous?: ProxySnapshot): string {
+  const before = previous && previousRoutes(previous);
+  // The text of JSON.stringify(skeleton) for the skeleton { source, limits?, binds: [{ port,
+  // address, listeners: [{ name, protocol, hostname, tls?, policy, routes: [digest...] }] }],
+  // tlsBinds? }, written part by part so the routes' part of each listener can be kept.
+  // Only when set: the versions of snapshots with the default bounds stay what they were.
+  const head = { source: snapshot.source, ...(snapshot.limits ? { limits: snapshot.limits } : {}) };
+  const binds = snapshot.binds.map((b) => {
+    const listeners = b.listeners.map((l) => {
+      const fields = { name: l.name, protocol: l.protocol, hostname: l.hostname, ...(l.protocol === 'HTTPS' ? { tls: tlsDigest(l.tls) } : {}), policy: l.policy };
+      return withRawField(fields, 'routes', `[${digestList(l.routes, before?.get(l.name)).slice(0, -1)}]`);
+    });
+    return withRawField({ port: b.port, address: b.address }, 'listeners', `[${listeners.join(',')}]`);
+  });
+  // Only when set: the versions of snapshots without TLS listeners stay what they were.
+  const tlsBinds = snapshot.tlsBinds
+    ? {
+        tlsBinds: snapshot.tlsBinds.map((b) => ({
+          ...b,
+          listeners: b.listeners.map((l) => ({ ...l, tls: l.tls.mode === 'Terminate' ? tlsDigest({ mode: 'Terminate', certificates: l.tls.certificates }) : l.tls.mode })),
+        })),
+      }
+    : {};
+  const text = withRawField(head, 'binds', `[${binds.join(',')}]`, JSON.stringify(tlsBinds));
+  return createHash('sha256').update(text).digest('hex').slice(0, 12);
+}
+
+/**
+ * JSON.stringify({ ...fields, [key]: value, ...after }) where `raw` is the JSON text of
+ * value and `after` is JSON.stringify(after) (fields and after: plain objects).
+ */
+function withRawField(fields: object, key: string, raw: string, after = '{}'): string {
+  const head = JSON.stringify(fields);
+  const tail = after.length > 2 ? `,${after.slice(1)}` : '}';
+  return `${head.length > 2 ? `${head.slice(0, -1)},` : '{'}${JSON.stringify(key)}:${raw}${tail}`;
+}
+
+function previousRoutes(previous: ProxySnapshot): Map<string, readonly RouteIR[]> {
+  const out = new Map<string, readonly RouteIR[]>();
+  for (const b of previous.binds) for (const l of b.listeners) out.set(l.name, l.routes);
+  return out;
+}
+
+// Covers the keys too: a rotated key with the same certificate is a new version.
+function tlsDigest(tls: ListenerTlsIR): string {
+  const h = createHash('sha256').update(tls.mode);
+  for (const c of tls.certificates) h.update('\n').update(JSON.stringify(c.origin)).update('\n').update(c.certificate).update('\n').update(c.key.reveal());
+  // Only when set: the versions of snapshots without client validation stay what they were.
+  const v = tls.clientValidation;
+  if (v) h.update('\nclientValidation\n').update(v.mode).update('\n').update(JSON.stringify(v.origins)).update('\n').update(v.caCertificates);
+  return h.digest('base64');
+}
+
+const routeDigests = new WeakMap<RouteIR, string>();
+
+// The hash of the route's wire text (secrets in clear, so a rotated credential is a new digest).
+function routeDigest(route: RouteIR): string {
+  let digest = routeDigests.get(route);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(routeText(route)).digest('base64');
+    routeDigests.set(route, digest);
+  }
+  return digest;
+}
+
+/** One route's item in a digest list: `"<digest>",`, where a SHA-256 digest in base64 is always 44 characters. */
+const ITEM = 47;
+
+function item(route: RouteIR): string {
+  return `"${routeDigest(route)}",`;
+}
+
+// The digest list of a route list (each route's item, the last comma included), by list
+// object: a list is never changed once made, and its text is a function of its routes.
+const digestLists = new WeakMap<readonly RouteIR[], string>();
+
+/** The items of `routes`, copied from the text of `before` for the routes at its start and end that are the same objects. */
+function digestList(routes: readonly RouteIR[], before: readonly RouteIR[] | undefined): string {
+  let text = digestLists.get(routes);
+  if (text !== undefined) return text;
+  const old = before && digestLists.get(before);
+  if (before && old !== undefined) {
+    let start = 0;
+    const most = Math.min(routes.length, before.length);
+    while (start < most && routes[start] === before[start]) start++;
+    let end = 0;
+    while (end < most - start && routes[routes.length - 1 - end] === before[before.length - 1 - end]) end++;
+    let middle = '';
+    for (let i = start; i < routes.length - end; i++) middle += item(routes[i]!);
+    text = old.slice(0, start * ITEM) + middle + old.slice((before.length - end) * ITEM);
+  } else {
+    text = '';
+    for (const r of routes) text += item(r);
+  }
+  digestLists.set(routes, text);
+  return text;
+}

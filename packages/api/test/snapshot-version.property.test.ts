@@ -1,0 +1,83 @@
+// Property: a snapshot's version does not depend on how it was computed. Whatever snapshot is
+// given as the previous one (the one before, an unrelated one, none), and whatever routes
+// were added, removed, replaced or moved since, the version is the hash of the whole skeleton
+// written out at once (the reference below, the definition of the version).
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { Secret, snapshotVersion, toWire, type ListenerIR, type ProxySnapshot, type RouteIR } from '../src/index.js';
+
+/** The version as defined: the skeleton with each route's digest, hashed as one JSON text. */
+function referenceVersion(s: Omit<ProxySnapshot, 'version'>): string {
+  const digest = (r: RouteIR) => createHash('sha256').update(JSON.stringify(toWire(r as never))).digest('base64');
+  const skeleton = {
+    source: s.source,
+    ...(s.limits ? { limits: s.limits } : {}),
+    binds: s.binds.map((b) => ({
+      port: b.port,
+      address: b.address,
+      listeners: b.listeners.map((l) => ({ name: l.name, protocol: l.protocol, hostname: l.hostname, policy: l.policy, routes: l.routes.map(digest) })),
+    })),
+  };
+  return createHash('sha256').update(JSON.stringify(skeleton)).digest('hex').slice(0, 12);
+}
+
+function route(n: number): RouteIR {
+  return {
+    name: `ns/r${n}/rule/0`,
+    origin: { kind: 'HTTPRoute', namespace: 'ns', name: `r${n}`, rule: 0 },
+    hostnames: n % 3 ? [`h${n}.example.com`] : [],
+    matches: [{ path: { type: 'PathPrefix', value: `/v1/${n}` }, method: null, headers: [], queryParams: [] }],
+    filters: n % 2 ? [{ type: 'RequestHeaderModifier', set: [{ name: 'authorization', value: new Secret(`Bearer ${n}`) }], add: [], remove: [] }] : [],
+    policy: null,
+    backends: [{ kind: 'invalid', name: `ns/b${n}`, weight: 1, reason: 'BackendNotFound' }],
+    timeouts: { requestMs: null, backendRequestMs: null },
+  };
+}
+
+function snapshot(lists: readonly (readonly RouteIR[])[], hostname: string | null): Omit<ProxySnapshot, 'version'> {
+  const listeners: ListenerIR[] = lists.map((routes, i) => ({ name: `l${i}`, protocol: 'HTTP', hostname: i ? hostname : null, policy: null, routes }));
+  return { source: { kind: 'controller', gateway: 'ns/gw' }, binds: [{ port: 8080, address: '0.0.0.0', listeners }] };
+}
+
+const step = fc.tuple(fc.constantFrom('add', 'remove', 'replace', 'move', 'same'), fc.nat(), fc.nat());
+
+describe('snapshotVersion (property)', () => {
+  it('equals the hash of the whole skeleton after any edits, with any previous snapshot or none', () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat({ max: 40 }), { minLength: 1, maxLength: 3 }), fc.array(fc.array(step, { maxLength: 6 }), { minLength: 1, maxLength: 6 }), (sizes, rounds) => {
+        let made = 0;
+        const lists: RouteIR[][] = sizes.map((n) => Array.from({ length: n }, () => route(made++)));
+        let previous: ProxySnapshot | undefined;
+        const seen: ProxySnapshot[] = [];
+        for (const edits of rounds) {
+          // A list no edit touches stays the same object, as the translator keeps it.
+          const copied = new Set<number>();
+          const listAt = (n: number): RouteIR[] => {
+            const k = n % lists.length;
+            if (!copied.has(k)) lists[k] = [...lists[k]!];
+            copied.add(k);
+            return lists[k]!;
+          };
+          for (const [what, at, other] of edits) {
+            const list = listAt(at);
+            const i = list.length ? other % list.length : 0;
+            if (what === 'add') list.splice(i, 0, route(made++));
+            else if (what === 'remove') list.splice(i, 1);
+            else if (what === 'replace' && list.length) list[i] = route(made++);
+            else if (what === 'move' && list.length) listAt(at + 1).push(...list.splice(i, 1));
+          }
+          const content = snapshot(lists, made % 2 ? 'a.example.com' : null);
+          const expected = referenceVersion(content);
+          const hint = seen.length && made % 3 === 0 ? seen[made % seen.length] : previous;
+          const version = snapshotVersion(content, hint);
+          expect(version).toBe(expected);
+          expect(snapshotVersion(content)).toBe(expected);
+          previous = { ...content, version };
+          seen.push(previous);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

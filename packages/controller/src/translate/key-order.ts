@@ -1,0 +1,91 @@
+// The objects of one kind by `<namespace>/<name>`, in key order, kept from one translation to
+// the next. The informer caches hand out the same list with a few objects replaced, added or
+// removed, so the new list is compared with the last one object by object (a pointer compare
+// each) and only the stretch that differs is keyed and placed: an edit keeps every key where
+// it was, an add merges its key into the last order, and no key of an unchanged object is
+// built, hashed or sorted again. Any other change (many objects, keys used twice) is indexed
+// from scratch, as it always was.
+import { compareStrings, keyOf } from './keys.js';
+
+type Keyed = { readonly metadata: { readonly namespace?: string; readonly name: string } };
+
+interface Indexed<T, V> {
+  /** A copy of the list indexed (a caller may reuse and change its array between calls). */
+  readonly items: readonly T[];
+  readonly value: ((item: T) => V) | undefined;
+  readonly keys: readonly string[];
+  readonly set: ReadonlySet<string>;
+  readonly out: ReadonlyMap<string, V>;
+}
+
+/** The most objects that differ from the last list for it to be patched rather than indexed again. */
+const MAX_PATCH = 64;
+
+// By kind; the output is a function of the list's objects and `value` (the same function for
+// a kind in every call: it is part of the key all the same).
+const last = new Map<string, Indexed<unknown, unknown>>();
+
+/** `items` by `<namespace>/<name>`, in key order (the order byKey gives: the last of equal keys kept). A map never changed once returned. */
+export function inKeyOrder<T extends Keyed, V = T>(kind: string, items: readonly T[], value?: (item: T) => V): ReadonlyMap<string, V> {
+  const before = last.get(kind) as Indexed<T, V> | undefined;
+  const next = (before && before.value === value && patched(before, items)) || indexed(items, value);
+  last.set(kind, next as Indexed<unknown, unknown>);
+  return next.out;
+}
+
+function indexed<T extends Keyed, V>(items: readonly T[], value: ((item: T) => V) | undefined): Indexed<T, V> {
+  const byName = new Map<string, T>();
+  for (const item of items) byName.set(keyOf(item.metadata), item);
+  const keys = [...byName.keys()].sort(compareStrings);
+  const out = new Map<string, V>();
+  for (const key of keys) {
+    const item = byName.get(key)!;
+    out.set(key, value ? value(item) : (item as unknown as V));
+  }
+  return { items: [...items], value, keys, set: new Set(keys), out };
+}
+
+/** `before` with the objects that differ from `items` taken out and put in; null when that is not the simple case. */
+function patched<T extends Keyed, V>(before: Indexed<T, V>, items: readonly T[]): Indexed<T, V> | null {
+  const old = before.items;
+  // A key used twice in the last list: which object won depends on the whole list.
+  if (old.length !== before.out.size) return null;
+  const most = Math.min(old.length, items.length);
+  let start = 0;
+  while (start < most && old[start] === items[start]) start++;
+  if (start === old.length && start === items.length) return before;
+  let end = 0;
+  while (end < most - start && old[old.length - 1 - end] === items[items.length - 1 - end]) end++;
+  const gone = old.slice(start, old.length - end);
+  const came = items.slice(start, items.length - end);
+  if (gone.length + came.length > MAX_PATCH) return null;
+  const goneKeys = new Set(gone.map((o) => keyOf(o.metadata)));
+  const cameByKey = new Map(came.map((o) => [keyOf(o.metadata), o] as const));
+  // A key twice among the new objects, or a new object with the key of one that stays.
+  if (cameByKey.size !== came.length) return null;
+  for (const key of cameByKey.keys()) if (before.set.has(key) && !goneKeys.has(key)) return null;
+  const valueOf = (item: T): V => (before.value ? before.value(item) : (item as unknown as V));
+  const removed = [...goneKeys].filter((k) => !cameByKey.has(k));
+  const added = [...cameByKey.keys()].filter((k) => !goneKeys.has(k)).sort(compareStrings);
+  if (!removed.length && !added.length) {
+    // Edits only: every key where it was (setting a key that is present keeps its place).
+    const out = new Map(before.out);
+    for (const [key, item] of cameByKey) out.set(key, valueOf(item));
+    return { ...before, items: [...items], out };
+  }
+  const dropped = new Set(removed);
+  const keys: string[] = [];
+  let a = 0;
+  for (const k of before.keys) {
+    if (dropped.size && dropped.has(k)) continue;
+    while (a < added.length && added[a]! < k) keys.push(added[a++]!);
+    keys.push(k);
+  }
+  while (a < added.length) keys.push(added[a++]!);
+  const out = new Map<string, V>();
+  for (const key of keys) {
+    const item = cameByKey.get(key);
+    out.set(key, item !== undefined ? valueOf(item) : before.out.get(key)!);
+  }
+  return { items: [...items], value: before.value, keys, set: new Set(keys), out };
+}
