@@ -36,6 +36,7 @@ import { isWebSocketUpgrade, upgradeResponse } from './upgrade-request.js';
 import { listenAt, probePort, type BindSharing } from './bind-sharing.js';
 import type { UpgradeRequest } from '../pipeline/upgrades.js';
 import type { ConnectionSlots } from './connection-slots.js';
+import type { RequestIds } from './request-ids.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'];
 const PROXIED = new Set(METHODS);
@@ -63,6 +64,8 @@ export interface DataPlaneContext extends PipelineDeps {
   readonly maxConnectionsPerBind: number;
   /** With worker threads: the table that makes maxConnectionsPerBind hold for all of them. */
   readonly connectionSlots?: ConnectionSlots;
+  /** Where each request's id comes from (with worker threads, a counter they share). */
+  readonly requestIds: RequestIds;
 }
 
 const BODY_TIMEOUTS = {
@@ -84,16 +87,17 @@ function bodyTimedOut(dp: DataPlaneContext, entry: InFlight, req: IncomingMessag
   endAfterAnswer(req, res);
 }
 
-let nextId = 1;
+let started = 0;
 
-/** Requests this process has begun serving, on any bind (the memory compaction waits for quiet). */
+/** Requests this thread has begun serving, on any bind (GET /workers; the memory compaction waits for quiet). */
 export function requestsStarted(): number {
-  return nextId - 1;
+  return started;
 }
 
 /** One request, start to end: the in-flight record, the pipeline, metrics, the request log. */
 async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, res: ServerResponse, upgrade: UpgradeRequest | null = null): Promise<void> {
-  const id = nextId++;
+  started++;
+  const id = dp.requestIds.next();
   const entry: InFlight = { id, method: req.method ?? 'GET', url: req.url ?? '/', startedAt: Date.now(), stage: 'routing' };
   dp.inflight.set(id, entry);
   const ctx = new RequestContext(dp.current(), port, req, res, entry, dp);
