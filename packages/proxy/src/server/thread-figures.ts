@@ -3,6 +3,7 @@
 import { requestsStarted } from './data-plane.js';
 import type { ProxyRuntime } from './runtime.js';
 import type { TraceSink } from '../trace/session.js';
+import type { ThreadViews, ViewName, ViewParts } from './thread-views.js';
 
 export interface ThreadFigures {
   readonly requestsStarted: number;
@@ -49,6 +50,8 @@ export interface WorkerThreads {
   /** Threads besides the main one (config.workers - 1), whatever their state. */
   readonly threads: number;
   figures(): Promise<ThreadReport[]>;
+  /** Each serving worker's part of view `name` (./thread-views.ts); one that does not answer within a short deadline is listed as missing. */
+  view<K extends ViewName>(name: K): Promise<ViewParts<ThreadViews[K]>>;
   /** A CPU profile of one worker thread (V8's .cpuprofile JSON) over `ms`, or ended early by `signal`; null: no such thread serving. */
   cpuProfile(worker: number, ms: number, signal: AbortSignal): Promise<string | null>;
   /** A heap snapshot of one worker thread (V8's .heapsnapshot JSON, streamed); null: no such thread serving. */

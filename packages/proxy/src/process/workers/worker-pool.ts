@@ -15,6 +15,7 @@ import type { ProcessConfig, ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SharedTraceSession, ThreadFigures, ThreadReport, WorkerThreads } from '../../server/thread-figures.js';
+import type { ThreadViews, ViewName, ViewParts } from '../../server/thread-views.js';
 import type { TraceSink } from '../../trace/session.js';
 import type { CoolDown } from '../../upstream/cool-downs.js';
 import { secretPlaces, type SecretPlaces } from './snapshot-secrets.js';
@@ -30,6 +31,8 @@ const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? '../../../dist/proc
 const CALL_TIMEOUT_MS = 30_000;
 /** Time a worker has to give its figures or metrics: a scrape or GET /workers does not wait longer for one thread. */
 const READ_TIMEOUT_MS = 5_000;
+/** Time a worker has to give its part of an admin view (/config_dump, /budgets, ...): the view comes without it after. */
+export const VIEW_TIMEOUT_MS = 2_000;
 /** The first restart of a worker that died waits this long, each further one in a row twice as long... */
 const RESTART_DELAY_MS = 100;
 /** ...up to this. */
@@ -67,6 +70,8 @@ export interface WorkerPoolOptions {
   readonly released?: (index: number) => void;
   /** Overrides the worker script (tests). */
   readonly script?: URL;
+  /** Overrides VIEW_TIMEOUT_MS (tests). */
+  readonly viewTimeoutMs?: number;
 }
 
 export type WorkerView = Omit<ThreadReport, 'figures'>;
@@ -140,6 +145,18 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
         figures: t.state === 'serving' ? await this.#call<ThreadFigures>(t, { op: 'state' }, READ_TIMEOUT_MS).catch(() => null) : null,
       })),
     );
+  }
+
+  async view<K extends ViewName>(name: K): Promise<ViewParts<ThreadViews[K]>> {
+    const answers = await Promise.all(
+      this.#serving().map((t) =>
+        this.#call<ThreadViews[K]>(t, { op: 'view', name }, this.#options.viewTimeoutMs ?? VIEW_TIMEOUT_MS).then(
+          (value) => ({ worker: t.index, value }),
+          (err: Error) => ({ worker: t.index, reason: err.message }),
+        ),
+      ),
+    );
+    return { parts: answers.filter((a) => 'value' in a), missing: answers.filter((a) => 'reason' in a) };
   }
 
   async armTrace(session: SharedTraceSession, sink: TraceSink): Promise<void> {

@@ -7,14 +7,15 @@ import { DEFAULT_LIMITS } from '@tollgate/api';
 import { TollgateError } from '../../errors.js';
 import { LogControl } from '../../log/logger.js';
 import { ProxyRuntime } from '../../server/runtime.js';
-import { threadFigures, type SharedTraceSession, type ThreadFigures } from '../../server/thread-figures.js';
+import { threadFigures, type SharedTraceSession } from '../../server/thread-figures.js';
+import { threadView } from '../../server/thread-views.js';
 import type { TraceSession } from '../../trace/session.js';
 import { runtimeOptions } from '../runtime-options.js';
 import { MemoryCompaction } from '../memory-compaction.js';
 import { SharedState } from './shared-state.js';
 import { restoreSecrets } from './snapshot-secrets.js';
 import { requestsStarted } from '../../server/data-plane.js';
-import type { FromWorker, ToWorker, WorkerCall, WorkerMetrics, WorkerStart } from './messages.js';
+import type { FromWorker, ToWorker, WorkerAnswer, WorkerCall, WorkerStart } from './messages.js';
 
 const start = workerData as WorkerStart;
 const port = parentPort!;
@@ -54,7 +55,7 @@ async function armTrace(s: SharedTraceSession): Promise<void> {
   traced.set(s.id, session);
 }
 
-async function perform(call: WorkerCall): Promise<WorkerMetrics | ThreadFigures | undefined> {
+async function perform(call: WorkerCall): Promise<WorkerAnswer | undefined> {
   switch (call.op) {
     case 'apply': {
       const done = applying.then(async () => {
@@ -72,6 +73,8 @@ async function perform(call: WorkerCall): Promise<WorkerMetrics | ThreadFigures 
       return (await runtime.metrics.registry.getMetricsAsJSON());
     case 'state':
       return threadFigures(runtime, logs.directive);
+    case 'view':
+      return threadView(runtime, call.name);
     case 'trace-arm':
       await armTrace(call.session);
       return undefined;
