@@ -136,4 +136,21 @@ describe('tollgate drains on SIGTERM', { timeout: PROCESS_TIMEOUT_MS }, () => {
     }
   });
 
+  it('a connection closed before it sent anything holds nothing: the drain does not wait for the request headers timeout', async () => {
+    // A TCP probe (a load balancer's, a kubelet's): connects and closes. The headers timeout is
+    // long, so a drain that waited for it would outlast the test.
+    const up = await startUpstream((_req, res) => res.end('ok'));
+    const { child, ports } = await start(([port]) => ({ ...simpleConfig(port!, [{ name: 'r', backends: [{ host: up.host }] }]), config: { requestHeadersTimeout: '10m' } }));
+    try {
+      const probe = connect(ports[0]!, '127.0.0.1');
+      await once(probe, 'connect');
+      probe.end();
+      await once(probe, 'close');
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      expect((await exited)[0]).toBe(0);
+    } finally {
+      await up.close();
+    }
+  });
 });

@@ -173,8 +173,10 @@ export class DataPlaneServer {
     tls: BindTls | null = null,
   ) {
     const t = ctx.clientTimeouts;
-    // Node checks header deadlines on this interval: keep it a fraction of the timeout.
-    const http = { headersTimeout: t.requestHeadersMs, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(t.requestHeadersMs / 4))) };
+    // Node checks header deadlines on this interval: keep it a fraction of the timeout. No
+    // whole-request timeout, given here: Node refuses a headersTimeout above the requestTimeout
+    // a server is created with (5 minutes by default), so a longer requestHeadersTimeout failed.
+    const http = { headersTimeout: t.requestHeadersMs, requestTimeout: 0, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(t.requestHeadersMs / 4))) };
     this.tls = tls !== null;
     this.#tls = tls;
     const currentTls = (): BindTls => this.#tls!;
@@ -245,7 +247,6 @@ export class DataPlaneServer {
         if (https) dispatchByAlpn(server as HttpsServer, this.#h2);
         else sniffPriorKnowledge(server, this.#h2, t.requestHeadersMs);
         server.keepAliveTimeout = t.keepAliveMs;
-        server.requestTimeout = 0;
         server.setTimeout(0);
         // Beyond it node:net closes a new connection as soon as it is accepted ('drop').
         server.maxConnections = ctx.maxConnectionsPerBind;
