@@ -12,7 +12,7 @@ import { Registry } from 'prom-client';
 import { until } from '@tollgate/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startClusterProxy, type ClusterProxy } from '../src/process/cluster.js';
-import { echoed, LogSink, onFreePort, send, simpleConfig, startUpstream, type Upstream } from './helpers.js';
+import { echoed, LogSink, onFreePort, send, simpleConfig, startUpstream, testWorkers, type Upstream } from './helpers.js';
 import { streamTls, type StreamTls } from './support/stream-tls.js';
 
 const GATEWAY = 'edge/public';
@@ -104,6 +104,7 @@ async function setup(): Promise<Setup> {
     initialBackoffMs: 20,
     maxBackoffMs: 200,
     logDestination: new LogSink(),
+    workers: testWorkers(),
   });
   cleanups.push(() => proxy.close());
   return { store, server: holder.server, proxy, up, port: 0, readiness: `http://${proxy.ops.readiness.address}/healthz/ready`, admin: `http://${proxy.admin.address}`, tls, registry };
