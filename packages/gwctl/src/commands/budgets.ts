@@ -94,12 +94,14 @@ export async function showBudgets(targets: readonly Target[], skipped: number, f
   for (const m of answered.length ? missing : missing.slice(1)) io.stderr.write(`gwctl: warning: ${m.error}; its budgets are not included\n`);
   if (!answered.length) throw (results[0] as PromiseRejectedResult).reason;
   if (skipped) io.stderr.write(`gwctl: warning: ${skipped} more Ready proxies not asked (at most ${targets.length})\n`);
+  // A proxy on several threads whose thread did not answer in time: the global answers that thread got are not in its answer.
+  for (const a of answered) for (const m of a.answer.missingWorkers ?? []) io.stderr.write(`gwctl: warning: ${a.proxy}: worker thread ${m.worker} did not answer (${m.reason}); the global answers it got are not included\n`);
   const rows = mergeBudgets(answered);
   const limit = flags.limit ?? 100;
   const shown = rows.slice(0, limit);
   const output = flags.output ?? 'table';
   if (output === 'json' || output === 'yaml') {
-    const doc = { proxies: answered.map((a) => ({ proxy: a.proxy, version: a.answer.version, total: a.answer.total })), missing, budgets: shown };
+    const doc = { proxies: answered.map((a) => ({ proxy: a.proxy, version: a.answer.version, total: a.answer.total, ...(a.answer.missingWorkers ? { missingWorkers: a.answer.missingWorkers } : {}) })), missing, budgets: shown };
     write(io.stdout, output === 'json' ? `${JSON.stringify(doc, null, 2)}\n` : stringify(doc));
     return;
   }
