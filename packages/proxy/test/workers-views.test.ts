@@ -1,7 +1,8 @@
 // The admin views of what each thread keeps of its own are the process's: /config_dump's
-// resolved names, /backends' endpoint counters and /debug/tasks' requests in flight include
-// what the worker threads hold, not only the main thread's; request ids are unique across the
-// threads; a worker that does not give its part in time is named, and the view still comes.
+// resolved names, /backends' endpoint counters and /debug/tasks' requests in flight and trace
+// sessions include what the worker threads hold, not only the main thread's; request ids are
+// unique across the threads; a worker that does not give its part in time is named, and the
+// view still comes.
 // Real sockets throughout; requests go on connections of their own until GET /workers shows
 // that the worker thread took some (the kernel picks a thread per connection). Worker threads
 // run the built proxy (dist/).
@@ -12,7 +13,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { WorkerPool } from '../src/process/workers/worker-pool.js';
 import { SharedState } from '../src/process/workers/shared-state.js';
-import { closedAfterEach, onFreePort, send, untilEveryThreadServed, simpleConfig, startGateway, startUpstream, type RawResponse } from './helpers.js';
+import { closedAfterEach, onFreePort, openTrace, send, simpleConfig, startGateway, startUpstream, untilEveryThreadServed, type RawResponse, type TraceStream } from './helpers.js';
 import { heldLlm } from './support/held-llm.js';
 import { backendRouteResources, GATEWAY, meta } from './support/backend-resources.js';
 import { startStreamedProxy } from './support/streamed-proxy.js';
@@ -88,6 +89,30 @@ describe('admin views across worker threads', () => {
     expect(tasks.missingWorkers).toBeUndefined();
     llm.releaseAll();
     expect((await Promise.all(answers)).map((r) => r.status)).toEqual(Array(sent).fill(200));
+  });
+
+  it('/debug/tasks shows each trace session streaming from the thread that took its request', async () => {
+    const llm = await heldLlm();
+    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'held', backends: [{ host: llm.upstream.host }] }]), { workers: 2 });
+    cleanups.push(() => llm.upstream.close(), () => gw.close(), async () => llm.releaseAll());
+    const traces: TraceStream[] = [];
+    const answers: Promise<RawResponse>[] = [];
+    // One session per request, each matching its own request only.
+    await untilEveryThreadServed(gw.adminUrl, async (i) => {
+      const trace = await openTrace(gw.adminUrl, `?match=${encodeURIComponent(`request.headers["x-n"] == "${i}"`)}`);
+      await trace.armed;
+      traces.push(trace);
+      const arrived = llm.arrived;
+      answers.push(send(`${gw.url}/v1/chat`, { method: 'POST', headers: { connection: 'close', 'x-n': String(i) }, body: '{}' }));
+      while (llm.arrived === arrived) await once(llm.events, 'arrived');
+    });
+    const tasks = (await (await fetch(`${gw.adminUrl}/debug/tasks`)).json()) as { requests: { worker: number; traced: number | null }[]; traceSessions: { name: string; state: string; worker?: number }[] };
+    const bySession = tasks.traceSessions.map((t) => [t.name, t.state, t.worker]).sort();
+    expect(bySession).toEqual(tasks.requests.map((r) => [`trace session ${r.traced}`, 'streaming', r.worker]).sort());
+    expect(new Set(bySession.map(([, , worker]) => worker))).toEqual(new Set([0, 1]));
+    llm.releaseAll();
+    await Promise.all(answers);
+    for (const t of traces) expect((await t.events).filter((e) => e.message.type === 'requestFinished')).toHaveLength(1);
   });
 
   it('names a worker that does not give its part in time, and answers without it', async () => {

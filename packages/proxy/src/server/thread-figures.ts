@@ -41,7 +41,7 @@ export interface ThreadReport {
 export interface SharedTraceSession {
   readonly id: number;
   readonly match: string | null;
-  /** An Int32 word: 0 while nobody took the session, else the taker's worker index + 1. */
+  /** The word of the session's SharedClaim (../trace/shared-claim.ts). */
   readonly claim: SharedArrayBuffer;
 }
 

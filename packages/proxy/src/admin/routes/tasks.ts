@@ -2,7 +2,8 @@
 // (stage, age, upstream call), armed and streaming trace sessions, background tasks. Request
 // targets are shown with credential query parameters redacted. Requests are every thread's, each
 // with the thread serving it (../thread-views.ts); listeners and trace sessions are the main
-// thread's (every thread listens on the same binds; each session streams from the main thread).
+// thread's (every thread listens on the same binds; every session is armed there, and shows
+// which thread streams it once one took its request).
 import { redactPathAndQuery } from '@tollgate/api';
 import type { FastifyInstance } from 'fastify';
 import type { AdminContext } from '../context.js';
@@ -30,8 +31,13 @@ export function tasksRoutes(app: FastifyInstance, ctx: AdminContext): void {
         children: r.upstream && r.stage !== 'routing' ? [{ name: `upstream call ${r.upstream}`, target: r.upstream, stage: r.stage }] : [],
       }))),
       traceSessions: [
-        ...rt.traces.waiting().map((s) => ({ name: `trace session ${s.id}`, state: 'armed', match: s.filterText, ageMs: now - s.armedAt })),
-        ...[...rt.traces.active].map((s) => ({ name: `trace session ${s.id}`, state: 'streaming', request: s.claimed, ageMs: now - s.armedAt })),
+        // A session a worker thread took still waits here until it ends: it streams from that thread.
+        ...rt.traces.waiting().map((s) => {
+          const taker = s.claim?.taker ?? null;
+          const name = `trace session ${s.id}`;
+          return taker === null ? { name, state: 'armed', match: s.filterText, ageMs: now - s.armedAt } : { name, state: 'streaming', worker: taker, ageMs: now - s.armedAt };
+        }),
+        ...[...rt.traces.active].map((s) => ({ name: `trace session ${s.id}`, state: 'streaming', worker: 0, request: s.claimed, ageMs: now - s.armedAt })),
       ],
       background: ctx.tasks().map((t) => ({ name: t.name, ...t.state() })),
     }, requests);

@@ -10,6 +10,7 @@ import { ProxyRuntime } from '../../server/runtime.js';
 import { threadFigures, type SharedTraceSession } from '../../server/thread-figures.js';
 import { threadView } from '../../server/thread-views.js';
 import type { TraceSession } from '../../trace/session.js';
+import { SharedClaim } from '../../trace/shared-claim.js';
 import { runtimeOptions } from '../runtime-options.js';
 import { MemoryCompaction } from '../memory-compaction.js';
 import { SharedState } from './shared-state.js';
@@ -41,7 +42,6 @@ async function armTrace(s: SharedTraceSession): Promise<void> {
     const { compileTraceFilter } = await import('../../trace/filter.js');
     filter = compileTraceFilter(s.match, runtime.hasConfig ? (runtime.current.ir.limits ?? DEFAULT_LIMITS) : DEFAULT_LIMITS);
   }
-  const word = new Int32Array(s.claim);
   const session = runtime.traces.arm(
     filter,
     s.match,
@@ -49,7 +49,7 @@ async function armTrace(s: SharedTraceSession): Promise<void> {
       send: (event) => port.postMessage({ kind: 'trace', id: s.id, event } satisfies FromWorker),
       end: () => port.postMessage({ kind: 'trace-end', id: s.id } satisfies FromWorker),
     },
-    () => Atomics.compareExchange(word, 0, 0, start.index + 1) === 0,
+    new SharedClaim(s.claim, start.index),
     s.id,
   );
   traced.set(s.id, session);
