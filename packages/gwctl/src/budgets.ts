@@ -8,29 +8,22 @@
 // most recent answer among them is shown, never a sum.
 import { GLOBAL_BUDGET_SOURCE, LOCAL_BUDGET_SOURCE, type BudgetRow } from '@tollgate/api';
 import { GwctlError } from './errors.js';
+import { checkMissingWorkers, type MissingWorker } from './missing-workers.js';
 
 export const LOCAL = LOCAL_BUDGET_SOURCE;
 export const GLOBAL = GLOBAL_BUDGET_SOURCE;
 export type { BudgetRow };
 
-/** A thread of a proxy on several threads whose part (its global answers) is not in the answer. */
-export interface MissingWorker {
-  readonly worker: number;
-  readonly reason: string;
-}
-
 export interface BudgetsAnswer {
   readonly version: string;
   readonly total: number;
   readonly budgets: readonly BudgetRow[];
-  /** Absent when every thread of the proxy answered. */
+  /** Threads of the proxy whose global answers are not in it (absent: every thread answered). */
   readonly missingWorkers?: readonly MissingWorker[];
 }
 
 /** Most rows one answer may hold (the admin server's ?limit= maximum). */
 export const MAX_ROWS = 1000;
-/** Most threads a proxy has (its --workers maximum). */
-const MAX_WORKERS = 64;
 const MAX_TEXT = 1024;
 
 function fail(from: string, what: string): never {
@@ -60,12 +53,8 @@ export function checkBudgets(value: unknown, from: string): BudgetsAnswer {
   if (!isCount(v.total)) fail(from, 'total is not a number');
   if (!isText(v.version)) fail(from, 'version is not a string');
   const answer = { version: v.version as string, total: v.total as number, budgets: v.budgets.map((r, i) => checkRow(r, `budgets[${i}]`, from)) };
-  if (v.missingWorkers === undefined) return answer;
-  const missing = v.missingWorkers;
-  if (!Array.isArray(missing) || missing.length > MAX_WORKERS) fail(from, `missingWorkers is not a list of at most ${MAX_WORKERS}`);
-  const ok = (m: unknown) => typeof m === 'object' && m !== null && Number.isInteger((m as MissingWorker).worker) && isText((m as MissingWorker).reason);
-  missing.forEach((m, i) => ok(m) || fail(from, `missingWorkers[${i}] is not {worker, reason}`));
-  return { ...answer, missingWorkers: missing as MissingWorker[] };
+  const missing = checkMissingWorkers(v.missingWorkers, (what) => fail(from, what));
+  return missing.length ? { ...answer, missingWorkers: missing } : answer;
 }
 
 /** One proxy's numbers for a merged row. */

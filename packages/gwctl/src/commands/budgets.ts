@@ -4,6 +4,7 @@ import { stringify } from 'yaml';
 import { adminJson } from '../admin-client.js';
 import { checkBudgets, GLOBAL, mergeBudgets, type BudgetsAnswer, type MergedRow } from '../budgets.js';
 import { describe, GwctlError } from '../errors.js';
+import { missingWorkerWarnings } from '../missing-workers.js';
 import { write, type Io } from '../io.js';
 import { table } from '../table.js';
 import { gatewayTargets, type TargetFlags } from '../target/resolve.js';
@@ -95,7 +96,7 @@ export async function showBudgets(targets: readonly Target[], skipped: number, f
   if (!answered.length) throw (results[0] as PromiseRejectedResult).reason;
   if (skipped) io.stderr.write(`gwctl: warning: ${skipped} more Ready proxies not asked (at most ${targets.length})\n`);
   // A proxy on several threads whose thread did not answer in time: the global answers that thread got are not in its answer.
-  for (const a of answered) for (const m of a.answer.missingWorkers ?? []) io.stderr.write(`gwctl: warning: ${a.proxy}: worker thread ${m.worker} did not answer (${m.reason}); the global answers it got are not included\n`);
+  for (const a of answered) io.stderr.write(missingWorkerWarnings(a.proxy, a.answer.missingWorkers ?? [], 'the global answers it got'));
   const rows = mergeBudgets(answered);
   const limit = flags.limit ?? 100;
   const shown = rows.slice(0, limit);
