@@ -115,6 +115,31 @@ describe('admin views across worker threads', () => {
     for (const t of traces) expect((await t.events).filter((e) => e.message.type === 'requestFinished')).toHaveLength(1);
   });
 
+  it('a session a worker thread streams counts no more against maxTraceSessions than one streaming on the main thread', async () => {
+    const llm = await heldLlm();
+    const gw = await startGateway((port) => ({ config: { maxTraceSessions: 1 }, ...simpleConfig(port, [{ name: 'held', backends: [{ host: llm.upstream.host }] }]) }), { workers: 2 });
+    cleanups.push(() => llm.upstream.close(), () => gw.close(), async () => llm.releaseAll());
+    const traces: TraceStream[] = [];
+    const arm = async (i: number) => {
+      const trace = await openTrace(gw.adminUrl, `?match=${encodeURIComponent(`request.headers["x-n"] == "${i}"`)}`);
+      expect(trace.res.statusCode).toBe(200);
+      await trace.armed;
+      traces.push(trace);
+    };
+    // Each session's request is held, so the session streams while the next one is armed.
+    const sent = await untilEveryThreadServed(gw.adminUrl, async (i) => {
+      await arm(i);
+      const arrived = llm.arrived;
+      void send(`${gw.url}/v1/chat`, { method: 'POST', headers: { connection: 'close', 'x-n': String(i) }, body: '{}' });
+      while (llm.arrived === arrived) await once(llm.events, 'arrived');
+    });
+    // Every session streams (one on each thread at least): one more may wait.
+    await arm(sent);
+    llm.releaseAll();
+    for (const t of traces.slice(0, -1)) expect((await t.events).filter((e) => e.message.type === 'requestFinished')).toHaveLength(1);
+    traces.at(-1)!.res.destroy();
+  });
+
   it('names a worker that does not give its part in time, and answers without it', async () => {
     // A worker thread that starts and drains but never answers a view.
     const script = new URL('./support/silent-worker.mjs', import.meta.url);

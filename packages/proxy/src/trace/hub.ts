@@ -69,7 +69,9 @@ export class TraceHub {
 
   /** `claim` and `id`: a session the main thread armed on every thread (its id, and how one thread takes it). */
   arm(filter: TraceFilter | null, filterText: string | null, sink: TraceSink, claim: SharedClaim | null = null, id = this.#nextId++): TraceSession {
-    if (this.#armed.length >= this.maxArmed) throw new TooManyTraceSessions(this.maxArmed);
+    // A session another thread took streams there: it stays in #armed only until this thread
+    // forgets it, and counts no more than a session streaming here does.
+    if (this.#armed.filter((s) => s.claim?.taker == null).length >= this.maxArmed) throw new TooManyTraceSessions(this.maxArmed);
     const s = new TraceSession(id, filter, filterText, sink, Date.now(), claim);
     this.#armed.push(s);
     this.#sync();
