@@ -24,6 +24,8 @@ export interface WorkerStart {
   readonly shared: SharedBuffers;
   /** Collect garbage once quiet after each apply, as the main thread does (./memory-compaction.ts). */
   readonly compactMemory: boolean;
+  /** Send each log line to the main thread ('log') instead of writing it to stdout: the process logs to a destination of its own (tests). */
+  readonly forwardLogs: boolean;
 }
 
 /** The port each bind of the main thread listens on, by `address:port` as configured (port 0 binds are told theirs). */
@@ -57,6 +59,8 @@ export type FromWorker =
   /** An event of the request this thread traces for session `id`; `end` closes the session's stream. */
   | { readonly kind: 'trace'; readonly id: number; readonly event: TraceEvent }
   | { readonly kind: 'trace-end'; readonly id: number }
+  /** One log line of this thread, for the process's log destination (WorkerStart.forwardLogs). */
+  | { readonly kind: 'log'; readonly line: string }
   /** A cool-down this thread recorded, for the main thread to keep and pass on. */
   | { readonly kind: 'cool-down'; readonly key: string; readonly coolDown: CoolDown }
   | { readonly kind: 'answer'; readonly seq: number; readonly ok: true; readonly value?: WorkerAnswer }

@@ -66,6 +66,8 @@ export interface WorkerPoolOptions {
   readonly compactMemory?: boolean;
   /** A cool-down a worker recorded: the main thread keeps it (the pool passes it on to the other workers). */
   readonly coolDown?: (key: string, coolDown: CoolDown) => void;
+  /** Where the workers' log lines go when the process logs to a destination of its own (absent: each worker writes to stdout). */
+  readonly logLine?: (line: string) => void;
   /** A worker is gone: what it held of the shared state (reservations, buffered bytes, connections) is released. */
   readonly released?: (index: number) => void;
   /** Overrides the worker script (tests). */
@@ -246,7 +248,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
   /** Starts the thread's worker; resolves once it said it started (and applied the latest snapshot, if any). */
   async #spawn(t: Thread): Promise<void> {
     t.state = 'starting';
-    const start: WorkerStart = { index: t.index, threads: this.#threads.length + 1, settings: this.#options.settings, shared: this.#options.shared, logDirective: this.#options.logDirective(), compactMemory: this.#options.compactMemory ?? false };
+    const start: WorkerStart = { index: t.index, threads: this.#threads.length + 1, settings: this.#options.settings, shared: this.#options.shared, logDirective: this.#options.logDirective(), compactMemory: this.#options.compactMemory ?? false, forwardLogs: this.#options.logLine !== undefined };
     const worker = new Worker(this.#script, { workerData: start, name: `tollgate-worker-${t.index}` });
     t.worker = worker;
     const started = new Promise<void>((resolve, reject) => {
@@ -272,9 +274,12 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
     if (t.restarts > 0 && t.state === 'serving') this.emit('restarted', t.index);
   }
 
-  /** What a started worker says: an answer to a call, a trace session's event, a cool-down it recorded. */
+  /** What a started worker says: an answer to a call, a trace session's event, a cool-down it recorded, a log line. */
   #onMessage(t: Thread, m: Exclude<FromWorker, { kind: 'started' }>): void {
     switch (m.kind) {
+      case 'log':
+        this.#options.logLine?.(m.line);
+        return;
       case 'trace':
         this.#traceSinks.get(m.id)?.send(m.event);
         return;

@@ -20,7 +20,9 @@ import type { FromWorker, ToWorker, WorkerAnswer, WorkerCall, WorkerStart } from
 
 const start = workerData as WorkerStart;
 const port = parentPort!;
-const logs = new LogControl(start.logDirective, undefined, { worker: start.index });
+// Lines go to stdout, as the main thread's do, unless the process logs somewhere of its own.
+const forwarded = start.forwardLogs ? { write: (line: string) => port.postMessage({ kind: 'log', line } satisfies FromWorker) } : undefined;
+const logs = new LogControl(start.logDirective, forwarded, { worker: start.index });
 let ports = new Map<string, number>();
 /** Applies run one after another, in the order they were sent (a restarted thread's first one may meet the next). */
 let applying: Promise<void> = Promise.resolve();
