@@ -449,6 +449,7 @@ export class ProxyRuntime {
     const servers = [...this.#servers.values()];
     this.#servers.clear();
     await Promise.allSettled([...servers.map((s) => s.close(this.#drainTimes())), this.tlsBinds.close()]);
+    await this.#deps.upgrades.allClosed();
     // Mirrored copies are dropped rather than waited for: no client waits on them.
     this.#mirrors.abort();
     await this.endpoints.close();
