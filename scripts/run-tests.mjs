@@ -51,10 +51,11 @@ const runs = args.length
     ];
 /**
  * The suites of what must hold across the proxy's threads (local limits and budgets, traces,
- * reloads, client bounds, snapshots) once more with every in-process gateway on two threads
- * (test/helpers.ts reads TOLLGATE_TEST_PROXY_WORKERS).
+ * reloads, client bounds, the drain on SIGTERM, snapshot sources) once more with every
+ * in-process proxy, and every tollgate process they start, on two threads (test/helpers.ts
+ * reads TOLLGATE_TEST_PROXY_WORKERS).
  */
-const THREADED_SUITES = ['ratelimit-local', 'ratelimit-keyed', 'ratelimit-keyed-consumers', 'ratelimit-reservation', 'ratelimit-overrides', 'ratelimit-gateway-shared', 'admin-budgets', 'trace', 'trace-sessions-cap', 'reload', 'client-bounds', 'cluster-mode'].map((f) => `packages/proxy/test/${f}.test.ts`);
+const THREADED_SUITES = ['ratelimit-local', 'ratelimit-keyed', 'ratelimit-keyed-consumers', 'ratelimit-reservation', 'ratelimit-overrides', 'ratelimit-gateway-shared', 'admin-budgets', 'trace', 'trace-sessions-cap', 'reload', 'client-bounds', 'drain', 'snapshot-source', 'cluster-mode'].map((f) => `packages/proxy/test/${f}.test.ts`);
 /** After the others, alone (a full run only). */
 const lastRuns = args.length
   ? []

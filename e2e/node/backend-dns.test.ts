@@ -31,10 +31,7 @@ const OBJECTS = [
     metadata: { name: 'llm', namespace: GW_NS },
     spec: { hostname: `llm.${PROVIDERS}.svc.cluster.local`, port: 8080, provider: { type: 'OpenAICompatible' } },
   },
-  // One proxy thread: each thread keeps its own cache of resolved names, and config_dump shows
-  // the main thread's.
-  { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'one-thread', namespace: GW_NS, labels: { 'tollgate.dev/parameters': 'true' } }, data: { workers: '1' } },
-  ...gatewayWithRoute(GW_NS, GATEWAY, { group: 'tollgate.dev', kind: 'Backend', name: 'llm' }, { parametersRef: { group: '', kind: 'ConfigMap', name: 'one-thread' } }),
+  ...gatewayWithRoute(GW_NS, GATEWAY, { group: 'tollgate.dev', kind: 'Backend', name: 'llm' }),
 ];
 
 interface DnsView {

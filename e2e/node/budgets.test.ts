@@ -22,7 +22,7 @@ import { exec } from '../lib/exec.js';
 import { useNode } from '../lib/use-node.js';
 import { kubectlOk, until } from './helm-install.lib.js';
 import { mockLlm } from './manifests.js';
-import { everyProxyAcked, gatewayObjects, teamRoute, GATEWAY, GW_NS, PROXY, PROXY_PODS } from './shared-gateway.lib.js';
+import { everyProxyAcked, teamRoute, GATEWAY, GATEWAY_OBJECTS, GW_NS, PROXY, PROXY_PODS } from './shared-gateway.lib.js';
 
 const nodeTools = nodeAvailability();
 const rlsTools = rlsAvailability();
@@ -176,8 +176,7 @@ describe.skipIf(!availability.run)('team budgets across two proxy pods on the e2
     await installChart(node.current);
     for (const ns of [GW_NS, ...TEAMS, RLS_NS]) await k('create', 'namespace', ns);
     await apply(rateLimitObjects(rls.grpcPort));
-    // One thread a pod: the service's last answers that gwctl budgets shows are each thread's.
-    await apply(gatewayObjects({ workers: '1' }));
+    await apply(GATEWAY_OBJECTS);
     for (const team of TEAMS) {
       await kubectlOk(node.current, ['apply', '-f', '-'], mockLlm(team, 1));
       await apply(teamObjects(team, BUDGET));

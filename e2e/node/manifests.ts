@@ -224,13 +224,13 @@ export function extProcessor(namespace: string): string {
 }
 
 /** Gateway `gateway` of class tollgate (one HTTP listener on port 80) and HTTPRoute `chat` sending everything to `backendRef`. */
-export function gatewayWithRoute(namespace: string, gateway: string, backendRef: Record<string, unknown>, infrastructure?: Record<string, unknown>): unknown[] {
+export function gatewayWithRoute(namespace: string, gateway: string, backendRef: Record<string, unknown>): unknown[] {
   return [
     {
       apiVersion: 'gateway.networking.k8s.io/v1',
       kind: 'Gateway',
       metadata: { name: gateway, namespace },
-      spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'http', protocol: 'HTTP', port: 80 }], ...(infrastructure ? { infrastructure } : {}) },
+      spec: { gatewayClassName: 'tollgate', listeners: [{ name: 'http', protocol: 'HTTP', port: 80 }] },
     },
     {
       apiVersion: 'gateway.networking.k8s.io/v1',

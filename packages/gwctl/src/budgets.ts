@@ -8,6 +8,7 @@
 // most recent answer among them is shown, never a sum.
 import { GLOBAL_BUDGET_SOURCE, LOCAL_BUDGET_SOURCE, type BudgetRow } from '@tollgate/api';
 import { GwctlError } from './errors.js';
+import { checkMissingWorkers, type MissingWorker } from './missing-workers.js';
 
 export const LOCAL = LOCAL_BUDGET_SOURCE;
 export const GLOBAL = GLOBAL_BUDGET_SOURCE;
@@ -17,6 +18,8 @@ export interface BudgetsAnswer {
   readonly version: string;
   readonly total: number;
   readonly budgets: readonly BudgetRow[];
+  /** Threads of the proxy whose global answers are not in it (absent: every thread answered). */
+  readonly missingWorkers?: readonly MissingWorker[];
 }
 
 /** Most rows one answer may hold (the admin server's ?limit= maximum). */
@@ -49,7 +52,9 @@ export function checkBudgets(value: unknown, from: string): BudgetsAnswer {
   if (v.budgets.length > MAX_ROWS) fail(from, `${v.budgets.length} rows, more than ${MAX_ROWS}`);
   if (!isCount(v.total)) fail(from, 'total is not a number');
   if (!isText(v.version)) fail(from, 'version is not a string');
-  return { version: v.version as string, total: v.total as number, budgets: v.budgets.map((r, i) => checkRow(r, `budgets[${i}]`, from)) };
+  const answer = { version: v.version as string, total: v.total as number, budgets: v.budgets.map((r, i) => checkRow(r, `budgets[${i}]`, from)) };
+  const missing = checkMissingWorkers(v.missingWorkers, (what) => fail(from, what));
+  return missing.length ? { ...answer, missingWorkers: missing } : answer;
 }
 
 /** One proxy's numbers for a merged row. */

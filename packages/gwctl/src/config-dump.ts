@@ -1,6 +1,7 @@
 // The parts of the proxy's /config_dump body gwctl reads (docs/admin-api.md), and a shape
 // check for dumps read from a file, so a wrong file is one clear error rather than a crash.
 import { GwctlError, type ErrorCode } from './errors.js';
+import { checkMissingWorkers, type MissingWorker } from './missing-workers.js';
 
 export interface DumpMatch {
   readonly path?: { readonly type: string; readonly value: string };
@@ -108,13 +109,16 @@ function checkBackends(list: unknown[], c: Checker): void {
 }
 
 /** Checks the body of the admin server's /backends answer (the `backends` of a dump, and its version). */
-export function checkBackendsBody(value: unknown, where: string): { readonly version?: string; readonly backends: readonly DumpBackend[] } {
+export function checkBackendsBody(value: unknown, where: string): { readonly version?: string; readonly backends: readonly DumpBackend[]; readonly missingWorkers: readonly MissingWorker[] } {
   const c = new Checker((what) => new GwctlError('TG_GWCTL_ADMIN_ERROR', `${where} is not a /backends body: ${what}`));
   if (!isObject(value)) throw c.fail('expected a JSON object');
   if (!Array.isArray(value.backends)) throw c.fail('"backends" must be an array');
   c.string(value.version, 'version', true);
   checkBackends(value.backends, c);
-  return value as { version?: string; backends: DumpBackend[] };
+  const missingWorkers = checkMissingWorkers(value.missingWorkers, (what) => {
+    throw c.fail(what);
+  });
+  return { ...(value as { version?: string; backends: DumpBackend[] }), missingWorkers };
 }
 
 /**

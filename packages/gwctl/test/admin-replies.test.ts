@@ -87,6 +87,7 @@ describe('malformed answers: exit 8', () => {
       '{"backends":[{"name":"x","endpoints":[{"address":"a","health":1,"requests":1,"latencyMs":1,"inFlight":"2"}]}]}': 'backends\\[0\\]\\.endpoints\\[0\\]\\.inFlight must be a number',
       '{"backends":[{"name":"x","endpoints":[{"address":"a","health":1,"requests":1,"latencyMs":1,"ejectedUntil":5}]}]}': 'backends\\[0\\]\\.endpoints\\[0\\]\\.ejectedUntil must be a string',
       '{"backends":null}': '"backends" must be an array',
+      '{"backends":[],"missingWorkers":[{"worker":"1"}]}': 'missingWorkers\\[0\\] is not \\{worker, reason\\}',
       'null': 'expected a JSON object',
     };
     for (const [body, problem] of Object.entries(answers)) {
@@ -105,6 +106,7 @@ describe('malformed answers: exit 8', () => {
       [JSON.stringify({ version: 'v', total: 1, budgets: [{ ...row, key: 7 }] })]: 'budgets\\[0\\]\\.key is not a string or null',
       [JSON.stringify({ version: 'v', total: 1001, budgets: new Array(1001).fill(row) })]: '1001 rows, more than 1000',
       '{"budgets":null}': 'it has no budgets list',
+      [JSON.stringify({ version: 'v', total: 0, budgets: [], missingWorkers: {} })]: 'missingWorkers is not a list of at most 64',
       'null': 'not a JSON object',
     };
     for (const [body, problem] of Object.entries(answers)) {
@@ -113,6 +115,24 @@ describe('malformed answers: exit 8', () => {
       expect(r.code, body.slice(0, 80)).toBe(8);
       expectOneLine(r, new RegExp(`^gwctl: GET /budgets of ${addr} is not a budgets answer: ${problem}$`, 'm'));
     }
+  });
+
+  it("a worker thread's part missing from a proxy on several threads is a warning naming it; the rest is shown", async () => {
+    const missingWorkers = [{ worker: 1, reason: 'worker 1 did not answer view within 2s' }];
+    const backend = { type: 'Backend', name: '127.0.0.1:9000', namespace: '', coolDown: null, endpoints: [{ address: '127.0.0.1:9000', health: 1, requests: 3, latencyMs: 2, inFlight: 0, ejectedUntil: null }] };
+    const row = { source: 'global (last answer)', level: null, scope: 'main/chat', entry: 'rateLimit.global.descriptors[0]', by: 'consumer', key: 'dave', overflow: false, kind: 'requests', limit: 10, used: 4, reserved: 0, remaining: 6, window: '86400s', resetSeconds: 60, resetAt: '2026-11-28T00:00:00.000Z', answeredAt: '2026-11-27T23:59:00.000Z' };
+    const bodies: Record<string, unknown> = { '/backends': { version: 'v1', backends: [backend], missingWorkers }, '/budgets': { version: 'v1', total: 1, shown: 1, budgets: [row], missingWorkers } };
+    const addr = await admin((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(bodies[req.url!])));
+    const backends = await gwctl(['config', 'backends', '--local', '--admin-addr', addr, '-o', 'json']);
+    expect(backends.code).toBe(0);
+    expect(backends.stderr).toBe(`gwctl: warning: ${addr}: worker thread 1 did not answer (worker 1 did not answer view within 2s); the endpoint counts of that thread are not included\n`);
+    expect((JSON.parse(backends.stdout) as { endpoints: { requests: number }[] }[])[0]!.endpoints[0]!.requests).toBe(3);
+    const budgets = await gwctl(['budgets', '--local', '--admin-addr', addr, '-o', 'json']);
+    expect(budgets.code).toBe(0);
+    expect(budgets.stderr).toBe(`gwctl: warning: ${addr}: worker thread 1 did not answer (worker 1 did not answer view within 2s); the global answers it got are not included\n`);
+    const doc = JSON.parse(budgets.stdout) as { proxies: { missingWorkers?: unknown }[]; budgets: { key: string; used: number }[] };
+    expect(doc.proxies[0]!.missingWorkers).toEqual(missingWorkers);
+    expect(doc.budgets.map((b) => [b.key, b.used])).toEqual([['dave', 4]]);
   });
 
   it('a /logging answer that is not a log level', async () => {

@@ -5,14 +5,14 @@
 // credential is never shown. Keyed global descriptors show the last answer of the real
 // envoyproxy/ratelimit for the key.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startMockLlm, type MockLlm } from '@tollgate/mock-llm';
 import { until } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NO_AUTH, NO_TRAFFIC_KINDS, decodeSnapshot, encodeSnapshot, type PolicyIR } from '@tollgate/api';
-import { onFreePorts, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
+import { onFreePorts, send, simpleConfig, startGateway, startUpstream, untilEveryThreadServed, type TestGateway } from './helpers.js';
 import { rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
 import { twoListeners } from './support/two-listeners.js';
 
@@ -39,6 +39,12 @@ interface View {
   total: number;
   shown: number;
   budgets: Row[];
+  missingWorkers?: { worker: number; reason: string }[];
+}
+
+/** How the view shows the key of a value that may be a credential. */
+function hashedKey(value: string): string {
+  return `[redacted sha256:${createHash('sha256').update(value, 'utf8').digest('base64url').slice(0, 16)}]`;
 }
 
 const KEYS = {
@@ -296,8 +302,7 @@ describe.skipIf(!availability.run)('GET /budgets: keyed global descriptors (real
         { unit: 'Requests', by: { type: 'Expression', expression: 'request.headers["cookie"]' }, limit: { requestsPerUnit: 100, unit: 'Days' } },
       ],
     };
-    // The service's last answers are each thread's (global limits are per thread): one thread.
-    gw = await startGateway((port) => configOf(port, global.descriptors), { workers: 1 });
+    gw = await startGateway((port) => configOf(port, global.descriptors));
   });
   afterAll(async () => {
     await gw?.close();
@@ -335,6 +340,25 @@ describe.skipIf(!availability.run)('GET /budgets: keyed global descriptors (real
     expect(alice.resetSeconds).toBeGreaterThan(0);
     expect(alice.resetSeconds).toBeLessThanOrEqual(86_400);
     expect(v.budgets[0]).toMatchObject({ by: 'consumer', key: 'alice' });
+  });
+
+  it("shows the answers every thread got: the worker thread's with the main thread's", async () => {
+    // A key of its own for each request (a cookie): only the thread that took it asks the service about it.
+    const cookieKey = { unit: 'Requests', by: { type: 'Header', name: 'cookie' }, limit: { requestsPerUnit: 100, unit: 'Days' } };
+    const two = await startGateway((port) => configOf(port, [cookieKey]), { workers: 2 });
+    try {
+      const cookies: string[] = [];
+      await untilEveryThreadServed(two.adminUrl, async (i) => {
+        cookies.push(`session=threads-${randomUUID()}-${i}`);
+        expect((await chat(two, 'carol', 2, { cookie: cookies.at(-1)!, connection: 'close' })).status).toBe(200);
+      });
+      const v = await view(two, '?source=global');
+      expect(v.budgets.map((b) => b.key).sort()).toEqual(cookies.map(hashedKey).sort());
+      expect(v.budgets.every((b) => b.used === 1 && b.limit === 100)).toBe(true);
+      expect(v.missingWorkers).toBeUndefined();
+    } finally {
+      await two.close();
+    }
   });
 
   it("a reload keeps the answers of the descriptors it keeps and drops the others'", async () => {

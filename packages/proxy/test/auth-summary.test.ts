@@ -8,7 +8,6 @@ import { configDump } from '../src/admin/config-dump.js';
 import { MAX_LISTED_ENTRIES } from '../src/auth/summary.js';
 import { effectivePolicy } from '../src/trace/effective-policy.js';
 import { CoolDowns } from '../src/upstream/cool-downs.js';
-import { EndpointTable } from '../src/upstream/endpoints.js';
 
 const DIGEST = 'f'.repeat(64);
 const HASH = '$2y$10$abcdefghijklmnopqrstuuQ1rN9b9pDqS0m7Jm8o7N3xv1u7gyXr6';
@@ -44,7 +43,7 @@ function snapshot(auth: Partial<Record<'apiKey' | 'basicAuth' | 'jwt', unknown>>
 }
 
 const dump = (snap: ProxySnapshot) =>
-  configDump(snap, 0, { endpoints: new EndpointTable({ connectTimeoutMs: 1000, clock: () => 0 }), coolDowns: new CoolDowns({ defaultMs: 1, maxMs: 1 }, () => 0) }, {
+  configDump(snap, 0, { endpoints: new Map(), coolDowns: new CoolDowns({ defaultMs: 1, maxMs: 1 }, () => 0) }, {
     requestHeadersTimeoutMs: 1,
     requestBodyIdleTimeoutMs: 1,
     requestBodyTimeoutMs: 1,

@@ -1,38 +1,17 @@
 // The `tollgate` binary: start-up lines, --help/--version, exit codes, invalid configs
-// (each refused before anything listens, naming the field), a port in use, and a SIGTERM
-// that drains the request in flight before exiting 0.
-import { spawn, type ChildProcess } from 'node:child_process';
+// (each refused before anything listens, naming the field) and a port in use. Its drain on
+// SIGTERM is drain.test.ts.
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import { Client, type Dispatcher } from 'undici';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { main } from '../src/cli.js';
 import { issueTestCertificate } from '@tollgate/testkit';
-import { onFreePorts, send, simpleConfig, startUpstream } from './helpers.js';
-
-const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
-// Every test process gets ephemeral metrics and readiness ports so parallel runs never collide.
-const OPS = ['--metrics-addr', '127.0.0.1:0', '--readiness-addr', '127.0.0.1:0'];
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
-});
-
-async function configFile(content: unknown): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'tollgate-cli-'));
-  const file = join(dir, 'config.yaml');
-  await writeFile(file, typeof content === 'string' ? content : stringify(content));
-  return file;
-}
-
-/** A test that starts tollgate processes: each start loads the whole proxy, slow on a loaded machine. */
-const PROCESS_TIMEOUT_MS = 120_000;
+import { send, simpleConfig, startUpstream } from './helpers.js';
+import { BIN, configFile, OPS, PROCESS_TIMEOUT_MS, tollgateProcesses } from './support/tollgate-child.js';
 
 class Exited extends Error {
   constructor(readonly code: number | null) {
@@ -72,53 +51,9 @@ async function run(args: string[]): Promise<{ code: number | null; stdout: strin
   return { code, stdout, stderr };
 }
 
-/**
- * Starts the proxy on `count` free ports (the config is made from them) and resolves once
- * every bind has logged that it listens. The admin server picks its own port (it is read from
- * the log line); a bind port another process took after it was probed makes the proxy exit
- * with TG_BIND_IN_USE, and the start is tried again on fresh ports.
- */
-function start(configOf: (ports: number[]) => unknown, count = 1) {
-  return onFreePorts(count, async (ports) => {
-    const file = await configFile(configOf(ports));
-    const child = spawn(process.execPath, [BIN, '--file', file, '--admin-addr', '127.0.0.1:0', ...OPS], { stdio: ['ignore', 'pipe', 'pipe'] });
-    children.push(child);
-    let stderr = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const lines: { msg: string; admin?: string }[] = [];
-    const rl = createInterface({ input: child.stdout });
-    await new Promise<void>((resolve, reject) => {
-      child.once('exit', (code) => reject(new Error(`tollgate exited with ${code}: ${stderr}`)));
-      rl.on('line', (line) => {
-        lines.push(JSON.parse(line) as { msg: string });
-        if (lines.filter((l) => /^bind .* listening/.test(l.msg)).length === count) resolve();
-      });
-    });
-    const admin = lines.find((l) => l.admin)!.admin!;
-    return { child, lines, ports, admin };
-  });
-}
-
-/** A request answered during the drain: served, its connection closed after it; then the process exits 0. */
-async function expectClosingAnswer(r: Dispatcher.ResponseData, body: string, exited: Promise<unknown[]>): Promise<void> {
-  expect(r.statusCode).toBe(200);
-  expect(await r.body.text()).toBe(body);
-  expect(r.headers.connection).toBe('close');
-  expect((await exited)[0]).toBe(0);
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1');
-    s.on('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.on('error', () => resolve(false));
-  });
-}
-
 // Every test here starts tollgate processes.
+const start = tollgateProcesses();
+
 describe('tollgate CLI', { timeout: PROCESS_TIMEOUT_MS }, () => {
   it('--help and --version', async () => {
     // Started together: each process start waits for CPU on a loaded machine.
@@ -260,108 +195,4 @@ describe('tollgate CLI', { timeout: PROCESS_TIMEOUT_MS }, () => {
     }
   });
 
-  it('SIGTERM drains the request in flight, then exits 0', async () => {
-    let release: (() => void) | undefined;
-    let arrived: () => void = () => undefined;
-    const got = new Promise<void>((r) => (arrived = r));
-    const up = await startUpstream((_req, res) => {
-      release = () => res.end('finished');
-      arrived();
-    });
-    try {
-      const { child, ports } = await start(([port]) => simpleConfig(port!, [{ name: 'r', backends: [{ host: up.host }] }]));
-      const p = ports[0]!;
-      const inflight = send(`http://127.0.0.1:${p}/slow`);
-      await got;
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
-      // Stop accepting: the drain closes the listener while the request is still open.
-      await expect.poll(() => portOpen(p)).toBe(false);
-      release!();
-      const r = await inflight;
-      expect(r.status).toBe(200);
-      expect(r.body).toBe('finished');
-      expect((await exited)[0]).toBe(0);
-    } finally {
-      await up.close();
-    }
-  });
-
-  it('during the drain, a request on a kept-alive connection is served and the connection closed (not refused with 503)', async () => {
-    // Behind a Service, clients keep connections to a pod that is being stopped: what they
-    // send on them before they notice must still be answered.
-    let release: (() => void) | undefined;
-    let arrived: () => void = () => undefined;
-    const got = new Promise<void>((r) => (arrived = r));
-    const up = await startUpstream((req, res) => {
-      if (req.url !== '/slow') return res.end('fast');
-      release = () => res.end('finished');
-      arrived();
-    });
-    const { child, ports } = await start(([port]) => simpleConfig(port!, [{ name: 'r', backends: [{ host: up.host }] }]));
-    const p = ports[0]!;
-    // One connection, reused for both requests.
-    const client = new Client(`http://127.0.0.1:${p}`, { pipelining: 1 });
-    try {
-      const slow = client.request({ method: 'GET', path: '/slow' });
-      await got;
-      const exited = once(child, 'exit');
-      // The second request waits behind the first on the same connection (pipelining 1).
-      const next = client.request({ method: 'GET', path: '/next' });
-      child.kill('SIGTERM');
-      await expect.poll(() => portOpen(p)).toBe(false);
-      release!();
-      const a = await slow;
-      expect(a.statusCode).toBe(200);
-      expect(await a.body.text()).toBe('finished');
-      await expectClosingAnswer(await next, 'fast', exited);
-    } finally {
-      await client.destroy();
-      await up.close();
-    }
-  });
-
-  it('during the drain, an idle kept-alive connection stays open for its next request (drainIdleTimeout), which is served and closes it', async () => {
-    // Closing an idle connection at SIGTERM races with the client sending on it: the request
-    // would be reset though no server received it. A long drainIdleTimeout leaves no race in
-    // this test: the exit is the connection closing after its answer, not the timeout.
-    const up = await startUpstream((req, res) => res.end(`served ${req.url}`));
-    const { child, ports } = await start(([port]) => ({ ...simpleConfig(port!, [{ name: 'r', backends: [{ host: up.host }] }]), config: { drainIdleTimeout: '10m' } }));
-    const p = ports[0]!;
-    const client = new Client(`http://127.0.0.1:${p}`, { pipelining: 1 });
-    try {
-      const first = await client.request({ method: 'GET', path: '/first' });
-      expect(await first.body.text()).toBe('served /first');
-      // The connection is idle now.
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
-      await expect.poll(() => portOpen(p)).toBe(false);
-      await expectClosingAnswer(await client.request({ method: 'GET', path: '/next' }), 'served /next', exited);
-    } finally {
-      await client.destroy();
-      await up.close();
-    }
-  });
-
-  it('the drain closes a kept-alive connection that stays idle, then exits 0', async () => {
-    const up = await startUpstream((_req, res) => res.end('ok'));
-    const { child, ports } = await start(([port]) => ({ ...simpleConfig(port!, [{ name: 'r', backends: [{ host: up.host }] }]), config: { drainIdleTimeout: '1s' } }));
-    const socket = connect(ports[0]!, '127.0.0.1');
-    try {
-      await once(socket, 'connect');
-      socket.write('GET /once HTTP/1.1\r\nHost: x\r\n\r\n');
-      let received = '';
-      socket.setEncoding('utf8').on('data', (d: string) => (received += d));
-      await expect.poll(() => received).toMatch(/\r\n\r\nok$/);
-      const closed = once(socket, 'end');
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
-      // The server ends the idle connection (a FIN, no reset) and the process exits.
-      await closed;
-      expect((await exited)[0]).toBe(0);
-    } finally {
-      socket.destroy();
-      await up.close();
-    }
-  });
 });

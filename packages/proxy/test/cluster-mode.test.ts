@@ -12,7 +12,7 @@ import { Registry } from 'prom-client';
 import { until } from '@tollgate/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startClusterProxy, type ClusterProxy } from '../src/process/cluster.js';
-import { echoed, LogSink, onFreePort, send, simpleConfig, startUpstream, workersFromEnv, type Upstream } from './helpers.js';
+import { echoed, LogSink, onFreePort, send, simpleConfig, startUpstream, testWorkers, type Upstream } from './helpers.js';
 import { streamTls, type StreamTls } from './support/stream-tls.js';
 
 const GATEWAY = 'edge/public';
@@ -84,7 +84,7 @@ interface Setup {
 }
 
 /** `workers`: the proxy's threads (default: TOLLGATE_TEST_PROXY_WORKERS, else one). */
-async function setup({ workers = workersFromEnv() }: { workers?: number } = {}): Promise<Setup> {
+async function setup({ workers = testWorkers() }: { workers?: number } = {}): Promise<Setup> {
   const up = await startUpstream();
   cleanups.push(() => up.close());
   const store = new SnapshotStore();

@@ -3,10 +3,11 @@
 // staleMs and no longer; a stale answer serves at once while the new one is asked. The clock
 // is the test's and the resolver a function the test answers, so each step is an event; the
 // last case dials a real server through an endpoint whose pool looks names up in the cache.
+// The caches of several threads merge into one entry a name.
 import { describe, expect, it } from 'vitest';
 import { startMockLlm } from '@tollgate/mock-llm';
 import { deferred, until } from '@tollgate/testkit';
-import { DEFAULT_DNS, DnsCache, type Answer } from '../src/upstream/dns-cache.js';
+import { DEFAULT_DNS, DnsCache, newestNames, type Answer } from '../src/upstream/dns-cache.js';
 import { EndpointTable } from '../src/upstream/endpoints.js';
 import { simpleConfig, startGateway } from './helpers.js';
 
@@ -100,6 +101,23 @@ describe('DnsCache', () => {
     // The answer lands a few promise turns later; no new question is asked meanwhile.
     await until(async () => (await h.cache.addresses('provider.test'))[0]!.address === '10.0.0.9');
     expect(h.asked).toHaveLength(2);
+  });
+
+  it("the caches of several threads show one entry a name: the newest answer any has, with when it came", async () => {
+    const main = harness();
+    const worker = harness();
+    main.answers.push({ addresses: v4('10.0.0.1'), ttlMs: 60_000 });
+    await main.cache.addresses('provider.test');
+    worker.advance(1_000);
+    worker.answers.push({ addresses: v4('10.0.0.2'), ttlMs: 60_000 });
+    await worker.cache.addresses('provider.test');
+    worker.answers.push(servfail());
+    await expect(worker.cache.addresses('down.test')).rejects.toThrow('ESERVFAIL');
+    const names = newestNames([main.cache.view(), worker.cache.view()]);
+    expect(names.map((n) => [n.hostname, n.addresses, n.resolvedAt, n.error])).toEqual([
+      ['provider.test', ['10.0.0.2'], new Date(1_001_000).toISOString(), null],
+      ['down.test', [], null, 'queryA ESERVFAIL provider.test'],
+    ]);
   });
 
   it('rotates the addresses between lookups; IP literals are not looked up', async () => {

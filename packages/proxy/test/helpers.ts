@@ -71,18 +71,38 @@ export interface GatewayOptions {
 }
 
 /**
- * TOLLGATE_TEST_PROXY_WORKERS=<n> runs the in-process gateways on n threads (a suite run that
- * way checks what it asserts holds across threads); not those given a clock, which the worker
- * threads cannot share.
+ * TOLLGATE_TEST_PROXY_WORKERS=<n> runs the in-process proxies on n threads (a suite run that
+ * way checks what it asserts holds across threads); undefined: the proxy's default (one).
  */
-function defaultWorkers(opts: GatewayOptions): number | undefined {
-  return opts.clock ? undefined : workersFromEnv();
-}
-
-/** The thread count TOLLGATE_TEST_PROXY_WORKERS asks of in-process proxies (undefined: one). */
-export function workersFromEnv(): number | undefined {
+export function testWorkers(): number | undefined {
   const n = Number(process.env.TOLLGATE_TEST_PROXY_WORKERS);
   return Number.isInteger(n) && n > 1 ? n : undefined;
+}
+
+/** testWorkers(), except for gateways given a clock, which the worker threads cannot share. */
+function defaultWorkers(opts: GatewayOptions): number | undefined {
+  return opts.clock ? undefined : testWorkers();
+}
+
+/** Requests each thread of a proxy has begun (GET /workers), by worker index; 0 for a thread not serving. */
+export async function requestsByThread(adminUrl: string): Promise<number[]> {
+  const rows = ((await (await fetch(`${adminUrl}/workers`)).json()) as { workers: { figures: { requestsStarted: number } | null }[] }).workers;
+  return rows.map((r) => r.figures?.requestsStarted ?? 0);
+}
+
+/**
+ * Sends `request(i)` for i = 0, 1, ... (each on a connection of its own: the kernel picks a
+ * thread per connection) until every thread of the proxy has begun one since the first;
+ * resolves with how many were sent. `max` bounds it: 40 all to one of two threads is 2^-39.
+ */
+export async function untilEveryThreadServed(adminUrl: string, request: (i: number) => Promise<unknown>, max = 40): Promise<number> {
+  const before = await requestsByThread(adminUrl);
+  for (let i = 0; i < max; i++) {
+    await request(i);
+    const now = await requestsByThread(adminUrl);
+    if (now.every((n, w) => n > before[w]!)) return i + 1;
+  }
+  throw new Error(`${max} requests on connections of their own did not reach every thread`);
 }
 
 export function startGateway(config: GatewayConfig, opts: GatewayOptions = {}): Promise<TestGateway> {

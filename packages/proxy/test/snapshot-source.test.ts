@@ -9,7 +9,7 @@ import { standaloneToSnapshot, validateStandaloneConfig, type ProxySnapshot } fr
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProxyProcess } from '../src/process/proxy-process.js';
 import type { SnapshotSink, SnapshotSource, SnapshotSourceState } from '../src/source/snapshot-source.js';
-import { echoed, onFreePort, send, simpleConfig, startUpstream } from './helpers.js';
+import { echoed, onFreePort, send, simpleConfig, startUpstream, testWorkers } from './helpers.js';
 
 /** Delivers snapshots when told to and records the outcome of each, as a stream source acknowledges them. */
 class PushSource implements SnapshotSource {
@@ -57,6 +57,7 @@ describe('a snapshot source other than the file', () => {
       metricsAddr: '127.0.0.1:0',
       readinessAddr: '127.0.0.1:0',
       logDestination: new Writable({ write: (_c, _e, cb) => cb() }),
+      workers: testWorkers(),
     });
     cleanups.push(() => proc.close());
     const readiness = `http://${proc.ops.readiness.address}/healthz/ready`;
@@ -85,8 +86,10 @@ describe('a snapshot source other than the file', () => {
     expect(proc.snapshot.version).toBe(first.version);
     expect((await send(`http://127.0.0.1:${port}/x`)).status).toBe(200);
 
-    const tasks = JSON.parse((await send(`http://${proc.admin.address}/debug/tasks`)).body) as { background: unknown[] };
-    expect(tasks.background).toEqual([{ name: 'test stream', kind: 'test', applied: 1, refused: 1, lastError: null, version: first.version }]);
+    const tasks = JSON.parse((await send(`http://${proc.admin.address}/debug/tasks`)).body) as { background: { name: string }[] };
+    expect(tasks.background[0]).toEqual({ name: 'test stream', kind: 'test', applied: 1, refused: 1, lastError: null, version: first.version });
+    // Serving on several threads, the worker threads are a background task of their own.
+    expect(tasks.background.map((t) => t.name)).toEqual(['test stream', ...(proc.workers ? ['workers'] : [])]);
     const dump = JSON.parse((await send(`http://${proc.admin.address}/config_dump`)).body) as { source: unknown };
     expect(dump.source).toEqual({ kind: 'controller', gateway: 'edge/public' });
   });

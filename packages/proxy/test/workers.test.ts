@@ -213,6 +213,13 @@ describe('worker threads', () => {
     expect((await workers(gw)).map((r) => r.figures!.logDirective)).toEqual(['warn,upstream=debug', 'warn,upstream=debug']);
   });
 
+  it("writes every thread's log lines where the process logs, each marked with its thread", async () => {
+    const { gw } = await setup();
+    // Each thread logs its binds as it starts serving them; the worker's come before its apply is answered.
+    const listening = gw.logs.lines.filter((l) => /^bind .* listening/.test(String(l.msg)));
+    expect(listening.map((l) => l.worker ?? 0).sort()).toEqual([0, 1]);
+  });
+
   it('refuses a port another process listens on, even one that allows SO_REUSEPORT', async () => {
     const { up, gw } = await setup();
     // A second gateway with threads on the first one's port: refused, not sharing its traffic.

@@ -4,6 +4,7 @@ import { stringify } from 'yaml';
 import { adminJson } from '../admin-client.js';
 import { checkBudgets, GLOBAL, mergeBudgets, type BudgetsAnswer, type MergedRow } from '../budgets.js';
 import { describe, GwctlError } from '../errors.js';
+import { missingWorkerWarnings } from '../missing-workers.js';
 import { write, type Io } from '../io.js';
 import { table } from '../table.js';
 import { gatewayTargets, type TargetFlags } from '../target/resolve.js';
@@ -94,12 +95,14 @@ export async function showBudgets(targets: readonly Target[], skipped: number, f
   for (const m of answered.length ? missing : missing.slice(1)) io.stderr.write(`gwctl: warning: ${m.error}; its budgets are not included\n`);
   if (!answered.length) throw (results[0] as PromiseRejectedResult).reason;
   if (skipped) io.stderr.write(`gwctl: warning: ${skipped} more Ready proxies not asked (at most ${targets.length})\n`);
+  // A proxy on several threads whose thread did not answer in time: the global answers that thread got are not in its answer.
+  for (const a of answered) io.stderr.write(missingWorkerWarnings(a.proxy, a.answer.missingWorkers ?? [], 'the global answers it got'));
   const rows = mergeBudgets(answered);
   const limit = flags.limit ?? 100;
   const shown = rows.slice(0, limit);
   const output = flags.output ?? 'table';
   if (output === 'json' || output === 'yaml') {
-    const doc = { proxies: answered.map((a) => ({ proxy: a.proxy, version: a.answer.version, total: a.answer.total })), missing, budgets: shown };
+    const doc = { proxies: answered.map((a) => ({ proxy: a.proxy, version: a.answer.version, total: a.answer.total, ...(a.answer.missingWorkers ? { missingWorkers: a.answer.missingWorkers } : {}) })), missing, budgets: shown };
     write(io.stdout, output === 'json' ? `${JSON.stringify(doc, null, 2)}\n` : stringify(doc));
     return;
   }

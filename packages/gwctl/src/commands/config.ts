@@ -6,6 +6,7 @@ import { adminJson } from '../admin-client.js';
 import { checkBackendsBody, checkDump, type ConfigDump, type DumpBackend, type DumpMatch, type DumpPolicy } from '../config-dump.js';
 import { GwctlError, describe, usage } from '../errors.js';
 import { write, type Io } from '../io.js';
+import { missingWorkerWarnings } from '../missing-workers.js';
 import { table } from '../table.js';
 import { gatewayTarget, withTarget, type TargetFlags } from '../target/resolve.js';
 
@@ -211,7 +212,11 @@ export async function configAll(ref: string | undefined, flags: ConfigFlags, io:
 /** A proxy's /backends (its live endpoint state), or the backends of a saved /config_dump. */
 async function loadBackends(ref: string | undefined, flags: BackendsFlags, io: Io): Promise<readonly DumpBackend[]> {
   if (flags.file !== undefined) return (await loadDump(ref, { ...flags, output: undefined }, io)).backends;
-  return withTarget(gatewayTarget(ref, flags, io), async (t) => checkBackendsBody(await adminJson(t, '/backends'), `the /backends answer of ${t.description}`).backends);
+  return withTarget(gatewayTarget(ref, flags, io), async (t) => {
+    const body = checkBackendsBody(await adminJson(t, '/backends'), `the /backends answer of ${t.description}`);
+    io.stderr.write(missingWorkerWarnings(t.description, body.missingWorkers, 'the endpoint counts of that thread'));
+    return body.backends;
+  });
 }
 
 export async function configBackends(ref: string | undefined, flags: BackendsFlags, io: Io): Promise<void> {

@@ -5,7 +5,7 @@
 // parameter whose value is a credential. A TLS listener shows its certificates' subject, names
 // and validity, never the key. Authentication policies show summarized (auth/summary.ts).
 import { caBundleInfo, certificateInfo, DEFAULT_LIMITS, isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ListenerTlsIR, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
-import type { EndpointTable, EndpointView } from '../upstream/endpoints.js';
+import type { EndpointView } from '../upstream/endpoints.js';
 import { upstreamNames } from '../routing/backend-picker.js';
 import { tlsView } from '../upstream/backend-tls.js';
 import { backendKey, type CoolDowns } from '../upstream/cool-downs.js';
@@ -69,7 +69,8 @@ export interface DumpSettings {
 
 /** The live state config_dump and /backends read besides the snapshot. */
 export interface BackendState {
-  readonly endpoints: EndpointTable;
+  /** Each endpoint's state by endpointKey(), every thread's merged (upstream/endpoints.ts). */
+  readonly endpoints: ReadonlyMap<string, EndpointView>;
   readonly coolDowns: CoolDowns;
 }
 
@@ -136,7 +137,7 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, state: BackendSt
  */
 export function backendHealth(ir: ProxySnapshot, { endpoints, coolDowns }: BackendState) {
   const endpoint = (key: string): EndpointView => {
-    const v = endpoints.get(key)?.view() ?? { address: key.split('#')[0]!, health: 1, requests: 0, latencyMs: 0, inFlight: 0, ejectedUntil: null };
+    const v = endpoints.get(key) ?? { address: key.split('#')[0]!, health: 1, requests: 0, latencyMs: 0, inFlight: 0, ejectedUntil: null };
     return { ...v, health: round(v.health, 4), latencyMs: round(v.latencyMs, 3) };
   };
   return [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [backendKey(x), x])).entries()].map(([key, x]) => {

@@ -54,6 +54,8 @@ export class UpgradeSlot {
 
 export class Upgrades {
   readonly #open = new Map<Tunnel, object>();
+  /** Who waits for the last tunnel to close (allClosed). */
+  #waiting: (() => void)[] = [];
   /** The slots, counted as a budget of maxConnections: this thread's, or the one all worker threads share. */
   readonly #slots: BytesBudget;
 
@@ -85,7 +87,19 @@ export class Upgrades {
 
   released(tunnel: Tunnel | null): void {
     this.#slots.giveBack(1);
-    if (tunnel) this.#open.delete(tunnel);
+    if (!tunnel) return;
+    this.#open.delete(tunnel);
+    if (this.#open.size === 0) for (const resolve of this.#waiting.splice(0)) resolve();
+  }
+
+  /**
+   * Resolves once no tunnel is open: the drain ends with its tunnels closed (each is closed at
+   * the drain's deadline and cut after a short grace), their close logged, not with them closing
+   * still (a worker thread is stopped as soon as its drain ends).
+   */
+  allClosed(): Promise<void> {
+    if (this.#open.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#waiting.push(resolve));
   }
 
   /** Closes the tunnels one bind accepted (its drain reached its deadline); each releases its slot as it closes. */

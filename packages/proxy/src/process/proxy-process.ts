@@ -81,6 +81,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
           log,
           registry: runtime.metrics.registry,
           compactMemory: Boolean(options.compactMemory),
+          logLine: options.logDestination ? (line) => options.logDestination!.write(line) : undefined,
           coolDown: (key, c) => runtime.coolDowns.adopt(key, c),
           released: (index) => {
             const r = shared.releaseWorker(index);

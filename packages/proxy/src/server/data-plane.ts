@@ -36,6 +36,7 @@ import { isWebSocketUpgrade, upgradeResponse } from './upgrade-request.js';
 import { listenAt, probePort, type BindSharing } from './bind-sharing.js';
 import type { UpgradeRequest } from '../pipeline/upgrades.js';
 import type { ConnectionSlots } from './connection-slots.js';
+import type { RequestIds } from './request-ids.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'];
 const PROXIED = new Set(METHODS);
@@ -63,6 +64,8 @@ export interface DataPlaneContext extends PipelineDeps {
   readonly maxConnectionsPerBind: number;
   /** With worker threads: the table that makes maxConnectionsPerBind hold for all of them. */
   readonly connectionSlots?: ConnectionSlots;
+  /** Where each request's id comes from (with worker threads, a counter they share). */
+  readonly requestIds: RequestIds;
 }
 
 const BODY_TIMEOUTS = {
@@ -84,16 +87,17 @@ function bodyTimedOut(dp: DataPlaneContext, entry: InFlight, req: IncomingMessag
   endAfterAnswer(req, res);
 }
 
-let nextId = 1;
+let started = 0;
 
-/** Requests this process has begun serving, on any bind (the memory compaction waits for quiet). */
+/** Requests this thread has begun serving, on any bind (GET /workers; the memory compaction waits for quiet). */
 export function requestsStarted(): number {
-  return nextId - 1;
+  return started;
 }
 
 /** One request, start to end: the in-flight record, the pipeline, metrics, the request log. */
 async function serve(dp: DataPlaneContext, port: number, req: IncomingMessage, res: ServerResponse, upgrade: UpgradeRequest | null = null): Promise<void> {
-  const id = nextId++;
+  started++;
+  const id = dp.requestIds.next();
   const entry: InFlight = { id, method: req.method ?? 'GET', url: req.url ?? '/', startedAt: Date.now(), stage: 'routing' };
   dp.inflight.set(id, entry);
   const ctx = new RequestContext(dp.current(), port, req, res, entry, dp);
@@ -169,8 +173,10 @@ export class DataPlaneServer {
     tls: BindTls | null = null,
   ) {
     const t = ctx.clientTimeouts;
-    // Node checks header deadlines on this interval: keep it a fraction of the timeout.
-    const http = { headersTimeout: t.requestHeadersMs, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(t.requestHeadersMs / 4))) };
+    // Node checks header deadlines on this interval: keep it a fraction of the timeout. No
+    // whole-request timeout, given here: Node refuses a headersTimeout above the requestTimeout
+    // a server is created with (5 minutes by default), so a longer requestHeadersTimeout failed.
+    const http = { headersTimeout: t.requestHeadersMs, requestTimeout: 0, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(t.requestHeadersMs / 4))) };
     this.tls = tls !== null;
     this.#tls = tls;
     const currentTls = (): BindTls => this.#tls!;
@@ -241,7 +247,6 @@ export class DataPlaneServer {
         if (https) dispatchByAlpn(server as HttpsServer, this.#h2);
         else sniffPriorKnowledge(server, this.#h2, t.requestHeadersMs);
         server.keepAliveTimeout = t.keepAliveMs;
-        server.requestTimeout = 0;
         server.setTimeout(0);
         // Beyond it node:net closes a new connection as soon as it is accepted ('drop').
         server.maxConnections = ctx.maxConnectionsPerBind;

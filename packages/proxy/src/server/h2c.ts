@@ -3,7 +3,9 @@
 // (./http2.ts), any other to the HTTP/1.1 server, as Envoy's automatic codec does. The
 // HTTP/1.1 Upgrade to h2c (deprecated by RFC 9113) is not taken: such a request is served in
 // HTTP/1.1. The first bytes must come within the request headers timeout: a client that
-// connects and sends nothing holds nothing.
+// connects and sends nothing holds nothing. One that closes before sending anything (a TCP
+// probe) is closed at once: the server is half-open (allowHalfOpen), and until the sniff hands
+// the socket over no parser would end it, so it would hold a drain until that timeout.
 import type { Server as HttpServer } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Http2Front } from './http2.js';
@@ -25,6 +27,7 @@ export function sniffPriorKnowledge(server: HttpServer, h2: Http2Front, firstByt
     const stop = (): void => {
       clearTimeout(timer);
       socket.off('data', onData);
+      socket.off('end', fail);
       socket.off('close', stop);
       socket.off('error', fail);
     };
@@ -48,6 +51,7 @@ export function sniffPriorKnowledge(server: HttpServer, h2: Http2Front, firstByt
       socket.resume();
     };
     socket.on('data', onData);
+    socket.on('end', fail);
     socket.on('close', stop);
     socket.on('error', fail);
   });

@@ -36,6 +36,7 @@ import { DataPlaneServer, type ClientTimeouts, type DataPlaneContext, type Drain
 import { TlsContextCache } from '../routing/tls-contexts.js';
 import { BodyBudget, type BytesBudget } from '../pipeline/body-budget.js';
 import type { ConnectionSlots } from './connection-slots.js';
+import { RequestIds } from './request-ids.js';
 import type { InFlight } from '../pipeline/inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
 import { DEFAULT_CONNECT_ATTEMPTS } from '../pipeline/upstream-call.js';
@@ -117,6 +118,8 @@ export interface RuntimeOptions {
   readonly bindSharing?: BindSharing;
   /** False in a worker thread: the main thread gives the process-wide metrics. */
   readonly processMetrics?: boolean;
+  /** With worker threads: the request id counter they share (./request-ids.ts). By default this runtime counts alone. */
+  readonly requestIds?: RequestIds;
 }
 
 /** config.requestHeadersTimeout, requestBodyIdleTimeout, requestBodyTimeout and keepAliveTimeout defaults. */
@@ -264,6 +267,7 @@ export class ProxyRuntime {
       bodyTimeouts: { idleMs: clientTimeouts.requestBodyIdleMs, deadlineMs: clientTimeouts.requestBodyMs },
       maxConnectionsPerBind: options.maxConnectionsPerBind ?? DEFAULT_MAX_CONNECTIONS_PER_BIND,
       connectionSlots: options.connectionSlots,
+      requestIds: options.requestIds ?? new RequestIds(),
       paths: options.paths ?? DEFAULT_PATH_SETTINGS,
       maxSseEventBytes: options.maxSseLineBytes ?? DEFAULT_MAX_LINE_BYTES,
       maxRequestBodyBytes,
@@ -445,6 +449,7 @@ export class ProxyRuntime {
     const servers = [...this.#servers.values()];
     this.#servers.clear();
     await Promise.allSettled([...servers.map((s) => s.close(this.#drainTimes())), this.tlsBinds.close()]);
+    await this.#deps.upgrades.allClosed();
     // Mirrored copies are dropped rather than waited for: no client waits on them.
     this.#mirrors.abort();
     await this.endpoints.close();

@@ -3,6 +3,7 @@
 import { requestsStarted } from './data-plane.js';
 import type { ProxyRuntime } from './runtime.js';
 import type { TraceSink } from '../trace/session.js';
+import type { ThreadViews, ViewName, ViewParts } from './thread-views.js';
 
 export interface ThreadFigures {
   readonly requestsStarted: number;
@@ -45,7 +46,7 @@ export interface ThreadReport {
 export interface SharedTraceSession {
   readonly id: number;
   readonly match: string | null;
-  /** An Int32 word: 0 while nobody took the session, else the taker's worker index + 1. */
+  /** The word of the session's SharedClaim (../trace/shared-claim.ts). */
   readonly claim: SharedArrayBuffer;
 }
 
@@ -54,6 +55,8 @@ export interface WorkerThreads {
   /** Threads besides the main one (config.workers - 1), whatever their state. */
   readonly threads: number;
   figures(): Promise<ThreadReport[]>;
+  /** Each serving worker's part of view `name` (./thread-views.ts); one that does not answer within a short deadline is listed as missing. */
+  view<K extends ViewName>(name: K): Promise<ViewParts<ThreadViews[K]>>;
   /** A CPU profile of one worker thread (V8's .cpuprofile JSON) over `ms`, or ended early by `signal`; null: no such thread serving. */
   cpuProfile(worker: number, ms: number, signal: AbortSignal): Promise<string | null>;
   /** A heap snapshot of one worker thread (V8's .heapsnapshot JSON, streamed); null: no such thread serving. */

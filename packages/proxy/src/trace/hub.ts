@@ -16,6 +16,7 @@ import {
 } from '../pipeline/events.js';
 import type { TraceFilter } from './filter.js';
 import { TraceSession, type TraceSink } from './session.js';
+import type { SharedClaim } from './shared-claim.js';
 import { RequestTracer, type TraceEnv } from './tracer.js';
 
 /** Armed sessions are capped: each one costs every request a filter evaluation. */
@@ -67,8 +68,10 @@ export class TraceHub {
   }
 
   /** `claim` and `id`: a session the main thread armed on every thread (its id, and how one thread takes it). */
-  arm(filter: TraceFilter | null, filterText: string | null, sink: TraceSink, claim: (() => boolean) | null = null, id = this.#nextId++): TraceSession {
-    if (this.#armed.length >= this.maxArmed) throw new TooManyTraceSessions(this.maxArmed);
+  arm(filter: TraceFilter | null, filterText: string | null, sink: TraceSink, claim: SharedClaim | null = null, id = this.#nextId++): TraceSession {
+    // A session another thread took streams there: it stays in #armed only until this thread
+    // forgets it, and counts no more than a session streaming here does.
+    if (this.#armed.filter((s) => s.claim?.taker == null).length >= this.maxArmed) throw new TooManyTraceSessions(this.maxArmed);
     const s = new TraceSession(id, filter, filterText, sink, Date.now(), claim);
     this.#armed.push(s);
     this.#sync();
@@ -105,7 +108,7 @@ export class TraceHub {
       if (s.filter !== null && !s.filter(ctx)) continue;
       this.#armed.splice(i--, 1);
       // Another thread took it first: it is that thread's to stream; this one forgets it.
-      if (s.claim && !s.claim()) continue;
+      if (s.claim && !s.claim.take()) continue;
       session = s;
       break;
     }

@@ -3,6 +3,7 @@
 // request's tracer writes to the session's sink.
 import type { TraceEvent } from '@tollgate/api';
 import type { TraceFilter } from './filter.js';
+import type { SharedClaim } from './shared-claim.js';
 
 export interface TraceSink {
   send(event: TraceEvent): void;
@@ -19,10 +20,7 @@ export class TraceSession {
     readonly filterText: string | null,
     readonly sink: TraceSink,
     readonly armedAt: number,
-    /**
-     * When other threads wait for the same session's request: takes the session for this
-     * thread, true for exactly one of them (null: this thread alone serves the session).
-     */
-    readonly claim: (() => boolean) | null = null,
+    /** When other threads wait for the same session's request: which of them takes it (null: this thread alone serves the session). */
+    readonly claim: SharedClaim | null = null,
   ) {}
 }

@@ -44,6 +44,20 @@ interface Entry {
   error: Error | null;
   /** Changes whenever a new answer lists other addresses than the one before (see revision()). */
   revision: number;
+  /** When the addresses were last answered (0: never). */
+  resolvedAt: number;
+}
+
+/** One name as `/config_dump` shows it. */
+export interface DnsName {
+  readonly hostname: string;
+  readonly addresses: readonly string[];
+  /** When the name is resolved again (ISO). */
+  readonly expiresAt: string;
+  /** When its addresses were last answered (ISO), null: never. */
+  readonly resolvedAt: string | null;
+  /** Why the last resolution failed, null: it did not. */
+  readonly error: string | null;
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
@@ -102,7 +116,7 @@ export class DnsCache {
       this.#entries.set(hostname, entry);
     } else {
       if (this.#entries.size >= this.settings.maxNames) this.#entries.delete(this.#entries.keys().next().value!);
-      entry = { addresses: [], expiresAt: 0, goodUntil: 0, next: 0, pending: null, error: null, revision: 0 };
+      entry = { addresses: [], expiresAt: 0, goodUntil: 0, next: 0, pending: null, error: null, revision: 0, resolvedAt: 0 };
       this.#entries.set(hostname, entry);
     }
     if (now >= entry.expiresAt) {
@@ -127,6 +141,7 @@ export class DnsCache {
       entry.addresses = answer.addresses;
       entry.expiresAt = now + ttl;
       entry.goodUntil = now + ttl + s.staleMs;
+      entry.resolvedAt = now;
       entry.error = null;
     } catch (err) {
       entry.error = err as Error;
@@ -138,14 +153,31 @@ export class DnsCache {
   }
 
   /** What `/config_dump` shows: each name with its addresses and when it is resolved again. */
-  view(): { hostname: string; addresses: string[]; expiresAt: string; error: string | null }[] {
+  view(): DnsName[] {
     return [...this.#entries].map(([hostname, e]) => ({
       hostname,
       addresses: e.addresses.map((a) => a.address),
       expiresAt: new Date(e.expiresAt).toISOString(),
+      resolvedAt: e.resolvedAt ? new Date(e.resolvedAt).toISOString() : null,
       error: e.error ? e.error.message : null,
     }));
   }
+}
+
+/**
+ * The names of several caches (each thread resolves on its own), one entry a name: the cache
+ * that resolved it last (the newest addresses any thread has), then one that never did (its
+ * error says why). In the order the names first appear.
+ */
+export function newestNames(views: Iterable<readonly DnsName[]>): DnsName[] {
+  const byName = new Map<string, DnsName>();
+  for (const view of views) {
+    for (const n of view) {
+      const seen = byName.get(n.hostname);
+      if (!seen || (n.resolvedAt ?? '') > (seen.resolvedAt ?? '')) byName.set(n.hostname, n);
+    }
+  }
+  return [...byName.values()];
 }
 
 /** The same set of addresses, whatever their order (answers come rotated). */

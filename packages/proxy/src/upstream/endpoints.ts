@@ -73,6 +73,33 @@ export interface EndpointView {
   readonly ejectedUntil: string | null;
 }
 
+/**
+ * The endpoints as the process sees them, by endpointKey(), from each thread's views (each thread
+ * has its own pools and scores): requests and requests in flight add up; health and latency are
+ * the threads' moving averages weighted by the calls each made; ejected until the latest
+ * ejection of any thread (that thread avoids the endpoint until then).
+ */
+export function mergedEndpointViews(parts: Iterable<readonly (readonly [string, EndpointView])[]>): Map<string, EndpointView> {
+  const byKey = new Map<string, EndpointView[]>();
+  for (const part of parts) for (const [key, v] of part) byKey.set(key, [...(byKey.get(key) ?? []), v]);
+  return new Map([...byKey].map(([key, views]) => [key, mergeViews(views)]));
+}
+
+function mergeViews(views: readonly EndpointView[]): EndpointView {
+  if (views.length === 1) return views[0]!;
+  const requests = views.reduce((n, v) => n + v.requests, 0);
+  const weight = (v: EndpointView) => (requests > 0 ? v.requests / requests : 1 / views.length);
+  const ejected = views.map((v) => v.ejectedUntil).filter((t) => t !== null);
+  return {
+    address: views[0]!.address,
+    health: views.reduce((n, v) => n + v.health * weight(v), 0),
+    requests,
+    latencyMs: views.reduce((n, v) => n + v.latencyMs * weight(v), 0),
+    inFlight: views.reduce((n, v) => n + v.inFlight, 0),
+    ejectedUntil: ejected.length ? ejected.reduce((a, b) => (b > a ? b : a)) : null,
+  };
+}
+
 export class Endpoint {
   readonly name: string;
   inFlight = 0;
@@ -257,6 +284,11 @@ export class EndpointTable {
   /** By endpointKey(). */
   get(key: string): Endpoint | undefined {
     return this.#byName.get(key);
+  }
+
+  /** What /backends shows of each endpoint, by endpointKey(). */
+  views(): [string, EndpointView][] {
+    return [...this.#byName].map(([key, e]) => [key, e.view()]);
   }
 
   /** Retires the endpoints whose key (endpointKey()) is not in `keep` (their pools close once idle). */

@@ -8,6 +8,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { startClusterProxy, type ClusterProxy } from '../../src/process/cluster.js';
 import { streamTls } from './stream-tls.js';
+import { testWorkers } from '../helpers.js';
 
 export interface StreamedProxy {
   readonly proxy: ClusterProxy;
@@ -18,7 +19,8 @@ export interface StreamedProxy {
   readonly close: () => Promise<void>;
 }
 
-export async function startStreamedProxy(gateway: string): Promise<StreamedProxy> {
+/** `workers`: the proxy's threads (default TOLLGATE_TEST_PROXY_WORKERS, else one). */
+export async function startStreamedProxy(gateway: string, opts: { readonly workers?: number } = {}): Promise<StreamedProxy> {
   const store = new SnapshotStore();
   const tls = streamTls(gateway);
   const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port: 0 }, security: tls.server, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }) });
@@ -31,7 +33,7 @@ export async function startStreamedProxy(gateway: string): Promise<StreamedProxy
   try {
     await server.start();
     const local = { adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0' };
-    proxy = await startClusterProxy({ controller: `127.0.0.1:${server.port}`, security: tls.proxy, gateway, pod: 'proxy-0', podNamespace: gateway.split('/')[0]!, ...local, initialBackoffMs: 20, maxBackoffMs: 200, logDestination: new LogSink() });
+    proxy = await startClusterProxy({ controller: `127.0.0.1:${server.port}`, security: tls.proxy, gateway, pod: 'proxy-0', podNamespace: gateway.split('/')[0]!, ...local, initialBackoffMs: 20, maxBackoffMs: 200, logDestination: new LogSink(), workers: opts.workers ?? testWorkers() });
   } catch (err) {
     await close();
     throw err;

@@ -1,12 +1,15 @@
 // GET /backends[?name=<backend>][&namespace=<ns>]: the backends of the loaded snapshot with the
 // live state of each endpoint (health, requests in flight and in total, latency, ejection), as
 // `gwctl config backends` shows them. The same entries as the `backends` of /config_dump,
-// without the rest of the configuration (which is large with thousands of routes).
+// without the rest of the configuration (which is large with thousands of routes). Each thread
+// keeps its own endpoint state: the view merges every thread's (../thread-views.ts).
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { rejectUnknownQuery, replyError, single } from '@tollgate/kit';
 import { ERRORS } from '../../errors.js';
 import { backendHealth } from '../config-dump.js';
 import type { AdminContext } from '../context.js';
+import { gather, withMissing } from '../thread-views.js';
+import { mergedEndpointViews } from '../../upstream/endpoints.js';
 
 /** Longest value a filter takes: a backend name is a DNS name and a port, or a namespace/name reference. */
 const MAX_FILTER_LENGTH = 512;
@@ -32,7 +35,9 @@ export function backendsRoutes(app: FastifyInstance, ctx: AdminContext): void {
     if (namespace === false) return reply;
     const rt = ctx.runtime;
     if (!rt.hasConfig) return reply.code(503).type('application/json; charset=utf-8').send(JSON.stringify({ error: 'no config loaded yet' }, null, 2));
-    const backends = backendHealth(rt.current.ir, rt).filter((b) => (name === undefined || b.name === name) && (namespace === undefined || b.namespace === namespace));
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ version: rt.current.ir.version, backends }, null, 2));
+    const endpoints = await gather(ctx, 'endpoints');
+    const state = { endpoints: mergedEndpointViews(endpoints.parts.map((p) => p.value)), coolDowns: rt.coolDowns };
+    const backends = backendHealth(rt.current.ir, state).filter((b) => (name === undefined || b.name === name) && (namespace === undefined || b.namespace === namespace));
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify(withMissing({ version: rt.current.ir.version, backends }, endpoints), null, 2));
   });
 }

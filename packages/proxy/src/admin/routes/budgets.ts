@@ -1,12 +1,15 @@
 // GET /budgets: the budgets of the keyed rate limits, per key, most used first (docs/rate-limiting.md,
 // "Runtime view"). Query: ?limit= (rows, 1 to 1000, default 100), ?key=, ?scope=, ?by=, ?source=
 // narrow it; each at most once, a bad one is a 400 naming it. `total` counts the rows that matched
-// before ?limit= cut them.
+// before ?limit= cut them. The service's last answers are each thread's: the view merges every
+// thread's (../thread-views.ts); the local budgets are the process's already (shared memory).
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { rejectUnknownQuery, replyError, single } from '@tollgate/kit';
 import { ERRORS } from '../../errors.js';
 import { budgetRows, byUse, GLOBAL_SOURCE, LOCAL_SOURCE, type BudgetRow } from '../budgets.js';
 import type { AdminContext } from '../context.js';
+import { gather, withMissing } from '../thread-views.js';
+import { latestAnswers } from '../../ratelimit/global/answers.js';
 
 export const DEFAULT_BUDGET_ROWS = 100;
 export const MAX_BUDGET_ROWS = 1000;
@@ -65,9 +68,10 @@ export function budgetsRoutes(app: FastifyInstance, ctx: AdminContext): void {
       if ('problem' in q) return replyError(reply, ERRORS.budgetsQuery, { ...q });
       const rt = ctx.runtime;
       if (!rt.hasConfig) return reply.code(503).type('application/json; charset=utf-8').send(JSON.stringify({ error: 'no config loaded yet' }, null, 2));
-      const rows = budgetRows({ keyed: rt.limiters.keyedEntries(), answers: rt.globalAnswers.current(), credentials: rt.current.credentials, now: rt.clock() }).filter((r) => matches(q, r));
+      const answers = await gather(ctx, 'globalAnswers');
+      const rows = budgetRows({ keyed: rt.limiters.keyedEntries(), answers: latestAnswers(answers.parts.map((p) => p.value)), credentials: rt.current.credentials, now: rt.clock() }).filter((r) => matches(q, r));
       rows.sort(byUse);
-      const body = { version: rt.current.ir.version, total: rows.length, shown: Math.min(rows.length, q.limit), budgets: rows.slice(0, q.limit) };
+      const body = withMissing({ version: rt.current.ir.version, total: rows.length, shown: Math.min(rows.length, q.limit), budgets: rows.slice(0, q.limit) }, answers);
       return reply.type('application/json; charset=utf-8').send(JSON.stringify(body, null, 2));
     },
   );

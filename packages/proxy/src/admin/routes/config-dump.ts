@@ -1,7 +1,11 @@
-// GET /config_dump: the loaded configuration (see ../config-dump.ts for the shape).
+// GET /config_dump: the loaded configuration (see ../config-dump.ts for the shape), with the
+// live state every thread keeps of its own (the endpoints, the resolved names) merged.
 import type { FastifyInstance } from 'fastify';
 import { configDump } from '../config-dump.js';
 import type { AdminContext } from '../context.js';
+import { gather, withMissing } from '../thread-views.js';
+import { newestNames } from '../../upstream/dns-cache.js';
+import { mergedEndpointViews } from '../../upstream/endpoints.js';
 import { rejectUnknownQuery } from '@tollgate/kit';
 import { MAX_CONCURRENT_STREAMS, MAX_HEADER_LIST_BYTES } from '../../server/http2.js';
 import { ALPN_PROTOCOLS } from '../../server/alpn.js';
@@ -33,8 +37,11 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
       workers: 1 + (ctx.workers?.threads ?? 0),
       retries: rt.retrySettings,
     };
+    const [names, endpoints] = await Promise.all([gather(ctx, 'dns'), gather(ctx, 'endpoints')]);
     // The host names of Backend resources as the proxy resolved them, and until when.
-    const dns = { settings: rt.dns.settings, names: rt.dns.view() };
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ ...configDump(rt.current.ir, rt.loadedAt, rt, settings), delivery, dns }, null, 2));
+    const dns = { settings: rt.dns.settings, names: newestNames(names.parts.map((p) => p.value)) };
+    const state = { endpoints: mergedEndpointViews(endpoints.parts.map((p) => p.value)), coolDowns: rt.coolDowns };
+    const body = withMissing({ ...configDump(rt.current.ir, rt.loadedAt, state, settings), delivery, dns }, names, endpoints);
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify(body, null, 2));
   });
 }

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { DEFAULT_LIMITS, type TraceEvent } from '@tollgate/api';
 import type { TraceFilter } from '../../trace/filter.js';
 import { TooManyTraceSessions } from '../../trace/hub.js';
+import { SharedClaim } from '../../trace/shared-claim.js';
 import { ERRORS } from '../../errors.js';
 import type { AdminContext } from '../context.js';
 import { rejectUnknownQuery, single } from '@tollgate/kit';
@@ -47,10 +48,10 @@ export function traceRoutes(app: FastifyInstance, ctx: AdminContext): void {
     };
     // With worker threads the session waits on every thread; the first to take a request
     // that matches streams it, through this thread's sink (claim: one shared word).
-    const claim = ctx.workers ? new Int32Array(new SharedArrayBuffer(4)) : null;
+    const claim = ctx.workers ? SharedClaim.create() : null;
     let session;
     try {
-      session = hub.arm(filter, match ?? null, sink, claim && (() => Atomics.compareExchange(claim, 0, 0, 1) === 0));
+      session = hub.arm(filter, match ?? null, sink, claim);
     } catch (err) {
       if (!(err instanceof TooManyTraceSessions)) throw err;
       const spec = ERRORS.tooManyTraceSessions;

@@ -5,6 +5,7 @@
 import type { ProcessConfig, TraceEvent } from '@tollgate/api';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { SharedTraceSession, ThreadFigures } from '../../server/thread-figures.js';
+import type { ThreadViews, ViewName } from '../../server/thread-views.js';
 import type { SharedBuffers } from './shared-state.js';
 import type { LimitLayout } from '../../ratelimit/local/shared-memory.js';
 import type { CoolDown } from '../../upstream/cool-downs.js';
@@ -23,6 +24,8 @@ export interface WorkerStart {
   readonly shared: SharedBuffers;
   /** Collect garbage once quiet after each apply, as the main thread does (./memory-compaction.ts). */
   readonly compactMemory: boolean;
+  /** Send each log line to the main thread ('log') instead of writing it to stdout: the process logs to a destination of its own (tests). */
+  readonly forwardLogs: boolean;
 }
 
 /** The port each bind of the main thread listens on, by `address:port` as configured (port 0 binds are told theirs). */
@@ -33,6 +36,8 @@ export type WorkerCall =
   | { readonly op: 'apply'; readonly handover: Handover; readonly ports: BoundPorts; readonly limits: LimitLayout }
   | { readonly op: 'metrics' }
   | { readonly op: 'state' }
+  /** This thread's part of an admin view (server/thread-views.ts). */
+  | { readonly op: 'view'; readonly name: ViewName }
   | { readonly op: 'log-level'; readonly directive: string }
   | { readonly op: 'trace-arm'; readonly session: SharedTraceSession }
   | { readonly op: 'trace-disarm'; readonly id: number }
@@ -46,12 +51,17 @@ export type ToWorker =
 
 export type WorkerMetrics = MetricObjectWithValues<MetricValue<string>>[];
 
+/** What a call may answer with. */
+export type WorkerAnswer = WorkerMetrics | ThreadFigures | ThreadViews[ViewName];
+
 export type FromWorker =
   | { readonly kind: 'started' }
   /** An event of the request this thread traces for session `id`; `end` closes the session's stream. */
   | { readonly kind: 'trace'; readonly id: number; readonly event: TraceEvent }
   | { readonly kind: 'trace-end'; readonly id: number }
+  /** One log line of this thread, for the process's log destination (WorkerStart.forwardLogs). */
+  | { readonly kind: 'log'; readonly line: string }
   /** A cool-down this thread recorded, for the main thread to keep and pass on. */
   | { readonly kind: 'cool-down'; readonly key: string; readonly coolDown: CoolDown }
-  | { readonly kind: 'answer'; readonly seq: number; readonly ok: true; readonly value?: WorkerMetrics | ThreadFigures }
+  | { readonly kind: 'answer'; readonly seq: number; readonly ok: true; readonly value?: WorkerAnswer }
   | { readonly kind: 'answer'; readonly seq: number; readonly ok: false; readonly error: string; readonly code?: string };

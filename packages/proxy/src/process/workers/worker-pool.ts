@@ -15,6 +15,7 @@ import type { ProcessConfig, ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SharedTraceSession, ThreadFigures, ThreadReport, WorkerThreads } from '../../server/thread-figures.js';
+import type { ThreadViews, ViewName, ViewParts } from '../../server/thread-views.js';
 import type { TraceSink } from '../../trace/session.js';
 import type { CoolDown } from '../../upstream/cool-downs.js';
 import { HandoverSender, type Outgoing } from './snapshot-handover.js';
@@ -30,6 +31,8 @@ const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? '../../../dist/proc
 const CALL_TIMEOUT_MS = 30_000;
 /** Time a worker has to give its figures or metrics: a scrape or GET /workers does not wait longer for one thread. */
 const READ_TIMEOUT_MS = 5_000;
+/** Time a worker has to give its part of an admin view (/config_dump, /budgets, ...): the view comes without it after. */
+export const VIEW_TIMEOUT_MS = 2_000;
 /** The first restart of a worker that died waits this long, each further one in a row twice as long... */
 const RESTART_DELAY_MS = 100;
 /** ...up to this. */
@@ -65,10 +68,14 @@ export interface WorkerPoolOptions {
   readonly compactMemory?: boolean;
   /** A cool-down a worker recorded: the main thread keeps it (the pool passes it on to the other workers). */
   readonly coolDown?: (key: string, coolDown: CoolDown) => void;
+  /** Where the workers' log lines go when the process logs to a destination of its own (absent: each worker writes to stdout). */
+  readonly logLine?: (line: string) => void;
   /** A worker is gone: what it held of the shared state (reservations, buffered bytes, connections) is released. */
   readonly released?: (index: number) => void;
   /** Overrides the worker script (tests). */
   readonly script?: URL;
+  /** Overrides VIEW_TIMEOUT_MS (tests). */
+  readonly viewTimeoutMs?: number;
 }
 
 export type WorkerView = Omit<ThreadReport, 'figures'>;
@@ -143,6 +150,18 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
         figures: t.state === 'serving' ? await this.#call<ThreadFigures>(t, { op: 'state' }, READ_TIMEOUT_MS).catch(() => null) : null,
       })),
     );
+  }
+
+  async view<K extends ViewName>(name: K): Promise<ViewParts<ThreadViews[K]>> {
+    const answers = await Promise.all(
+      this.#serving().map((t) =>
+        this.#call<ThreadViews[K]>(t, { op: 'view', name }, this.#options.viewTimeoutMs ?? VIEW_TIMEOUT_MS).then(
+          (value) => ({ worker: t.index, value }),
+          (err: Error) => ({ worker: t.index, reason: err.message }),
+        ),
+      ),
+    );
+    return { parts: answers.filter((a) => 'value' in a), missing: answers.filter((a) => 'reason' in a) };
   }
 
   async armTrace(session: SharedTraceSession, sink: TraceSink): Promise<void> {
@@ -233,7 +252,7 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
   async #spawn(t: Thread): Promise<void> {
     t.state = 'starting';
     t.handed = null;
-    const start: WorkerStart = { index: t.index, threads: this.#threads.length + 1, settings: this.#options.settings, shared: this.#options.shared, logDirective: this.#options.logDirective(), compactMemory: this.#options.compactMemory ?? false };
+    const start: WorkerStart = { index: t.index, threads: this.#threads.length + 1, settings: this.#options.settings, shared: this.#options.shared, logDirective: this.#options.logDirective(), compactMemory: this.#options.compactMemory ?? false, forwardLogs: this.#options.logLine !== undefined };
     const worker = new Worker(this.#script, { workerData: start, name: `tollgate-worker-${t.index}` });
     t.worker = worker;
     const started = new Promise<void>((resolve, reject) => {
@@ -259,9 +278,12 @@ export class WorkerPool extends EventEmitter<{ restarted: [number] }> implements
     if (t.restarts > 0 && t.state === 'serving') this.emit('restarted', t.index);
   }
 
-  /** What a started worker says: an answer to a call, a trace session's event, a cool-down it recorded. */
+  /** What a started worker says: an answer to a call, a trace session's event, a cool-down it recorded, a log line. */
   #onMessage(t: Thread, m: Exclude<FromWorker, { kind: 'started' }>): void {
     switch (m.kind) {
+      case 'log':
+        this.#options.logLine?.(m.line);
+        return;
       case 'trace':
         this.#traceSinks.get(m.id)?.send(m.event);
         return;

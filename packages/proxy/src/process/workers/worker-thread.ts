@@ -7,18 +7,22 @@ import { DEFAULT_LIMITS } from '@tollgate/api';
 import { TollgateError } from '../../errors.js';
 import { LogControl } from '../../log/logger.js';
 import { ProxyRuntime } from '../../server/runtime.js';
-import { threadFigures, type SharedTraceSession, type ThreadFigures } from '../../server/thread-figures.js';
+import { threadFigures, type SharedTraceSession } from '../../server/thread-figures.js';
+import { threadView } from '../../server/thread-views.js';
 import type { TraceSession } from '../../trace/session.js';
+import { SharedClaim } from '../../trace/shared-claim.js';
 import { runtimeOptions } from '../runtime-options.js';
 import { MemoryCompaction } from '../memory-compaction.js';
 import { SharedState } from './shared-state.js';
 import { HandoverReceiver } from './snapshot-handover.js';
 import { requestsStarted } from '../../server/data-plane.js';
-import type { FromWorker, ToWorker, WorkerCall, WorkerMetrics, WorkerStart } from './messages.js';
+import type { FromWorker, ToWorker, WorkerAnswer, WorkerCall, WorkerStart } from './messages.js';
 
 const start = workerData as WorkerStart;
 const port = parentPort!;
-const logs = new LogControl(start.logDirective, undefined, { worker: start.index });
+// Lines go to stdout, as the main thread's do, unless the process logs somewhere of its own.
+const forwarded = start.forwardLogs ? { write: (line: string) => port.postMessage({ kind: 'log', line } satisfies FromWorker) } : undefined;
+const logs = new LogControl(start.logDirective, forwarded, { worker: start.index });
 let ports = new Map<string, number>();
 /** Applies run one after another, in the order they were sent (a restarted thread's first one may meet the next). */
 let applying: Promise<void> = Promise.resolve();
@@ -41,7 +45,6 @@ async function armTrace(s: SharedTraceSession): Promise<void> {
     const { compileTraceFilter } = await import('../../trace/filter.js');
     filter = compileTraceFilter(s.match, runtime.hasConfig ? (runtime.current.ir.limits ?? DEFAULT_LIMITS) : DEFAULT_LIMITS);
   }
-  const word = new Int32Array(s.claim);
   const session = runtime.traces.arm(
     filter,
     s.match,
@@ -49,13 +52,13 @@ async function armTrace(s: SharedTraceSession): Promise<void> {
       send: (event) => port.postMessage({ kind: 'trace', id: s.id, event } satisfies FromWorker),
       end: () => port.postMessage({ kind: 'trace-end', id: s.id } satisfies FromWorker),
     },
-    () => Atomics.compareExchange(word, 0, 0, start.index + 1) === 0,
+    new SharedClaim(s.claim, start.index),
     s.id,
   );
   traced.set(s.id, session);
 }
 
-async function perform(call: WorkerCall): Promise<WorkerMetrics | ThreadFigures | undefined> {
+async function perform(call: WorkerCall): Promise<WorkerAnswer | undefined> {
   switch (call.op) {
     case 'apply': {
       const done = applying.then(async () => {
@@ -74,6 +77,8 @@ async function perform(call: WorkerCall): Promise<WorkerMetrics | ThreadFigures 
       return (await runtime.metrics.registry.getMetricsAsJSON());
     case 'state':
       return threadFigures(runtime, logs.directive);
+    case 'view':
+      return threadView(runtime, call.name);
     case 'trace-arm':
       await armTrace(call.session);
       return undefined;

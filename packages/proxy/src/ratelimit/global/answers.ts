@@ -43,6 +43,28 @@ export interface GlobalAnswer {
   readonly resetAt: number;
 }
 
+/** What an answer is about: its descriptor and key (one answer kept per answerId). */
+function answerId(a: Pick<GlobalAnswer, 'place' | 'key'>): string {
+  return `${placeId(a.place.scope, a.place.domain, a.place.index, a.place.by)}\u0000${a.key}`;
+}
+
+/**
+ * The answers of several threads (each has its own channel to the service and keeps what it was
+ * told): per key, the one the service gave last, as one thread keeps its own; an equal time goes
+ * to the answer that counts more spent (the service's counter only grows within a window).
+ */
+export function latestAnswers(parts: Iterable<Iterable<GlobalAnswer>>): GlobalAnswer[] {
+  const byId = new Map<string, GlobalAnswer>();
+  for (const part of parts) {
+    for (const a of part) {
+      const id = answerId(a);
+      const seen = byId.get(id);
+      if (!seen || a.answeredAt > seen.answeredAt || (a.answeredAt === seen.answeredAt && a.remaining < seen.remaining)) byId.set(id, a);
+    }
+  }
+  return [...byId.values()];
+}
+
 export class GlobalAnswers {
   readonly #answers = new Map<string, GlobalAnswer>();
 
@@ -63,7 +85,7 @@ export class GlobalAnswers {
     const window = windowSeconds(limit.unit);
     const d = status.duration_until_reset;
     const resetMs = d ? d.seconds * 1000 + Math.ceil(d.nanos / 1e6) : window > 0 ? window * 1000 - (now % (window * 1000)) : 0;
-    const id = `${placeId(place.scope, place.domain, place.index, place.by)}\u0000${key}`;
+    const id = answerId({ place, key });
     // Re-inserted so the Map's order is the order of the last answers: the first is the oldest.
     this.#answers.delete(id);
     this.#answers.set(id, {
