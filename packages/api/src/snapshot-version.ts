@@ -10,7 +10,7 @@
 // those in between are looked up, so a change to one route of thousands writes one digest.
 // What is hashed is the same text however it was assembled.
 import { createHash } from 'node:crypto';
-import { routeText } from './route-text.js';
+import { reveal, routeText } from './route-text.js';
 import type { ListenerTlsIR, ProxySnapshot, RouteIR } from './snapshot.js';
 
 /**
@@ -27,7 +27,9 @@ export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | Proxy
   const head = { source: snapshot.source, ...(snapshot.limits ? { limits: snapshot.limits } : {}) };
   const binds = snapshot.binds.map((b) => {
     const listeners = b.listeners.map((l) => {
-      const fields = { name: l.name, protocol: l.protocol, hostname: l.hostname, ...(l.protocol === 'HTTPS' ? { tls: tlsDigest(l.tls) } : {}), policy: l.policy };
+      // The policy with its secrets in clear (a Secret's JSON is "[redacted]"): a rotated
+      // password hash, API key or client secret of a Gateway's policy is a new version.
+      const fields = { name: l.name, protocol: l.protocol, hostname: l.hostname, ...(l.protocol === 'HTTPS' ? { tls: tlsDigest(l.tls) } : {}), policy: reveal(l.policy) };
       return withRawField(fields, 'routes', `[${digestList(l.routes, before?.get(l.name)).slice(0, -1)}]`);
     });
     return withRawField({ port: b.port, address: b.address }, 'listeners', `[${listeners.join(',')}]`);
@@ -41,7 +43,7 @@ export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | Proxy
         })),
       }
     : {};
-  const text = withRawField(head, 'binds', `[${binds.join(',')}]`, JSON.stringify(tlsBinds));
+  const text = withRawField(head, 'binds', `[${binds.join(',')}]`, JSON.stringify(reveal(tlsBinds)));
   return createHash('sha256').update(text).digest('hex').slice(0, 12);
 }
 

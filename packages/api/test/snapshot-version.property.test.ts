@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Secret, snapshotVersion, toWire, type ListenerIR, type ProxySnapshot, type RouteIR } from '../src/index.js';
 
-/** The version as defined: the skeleton with each route's digest, hashed as one JSON text. */
+/** The version as defined: the skeleton with each route's digest and each policy in wire form (secrets in clear), hashed as one JSON text. */
 function referenceVersion(s: Omit<ProxySnapshot, 'version'>): string {
   const digest = (r: RouteIR) => createHash('sha256').update(JSON.stringify(toWire(r as never))).digest('base64');
   const skeleton = {
@@ -16,7 +16,7 @@ function referenceVersion(s: Omit<ProxySnapshot, 'version'>): string {
     binds: s.binds.map((b) => ({
       port: b.port,
       address: b.address,
-      listeners: b.listeners.map((l) => ({ name: l.name, protocol: l.protocol, hostname: l.hostname, policy: l.policy, routes: l.routes.map(digest) })),
+      listeners: b.listeners.map((l) => ({ name: l.name, protocol: l.protocol, hostname: l.hostname, policy: toWire(l.policy as never), routes: l.routes.map(digest) })),
     })),
   };
   return createHash('sha256').update(JSON.stringify(skeleton)).digest('hex').slice(0, 12);

@@ -114,6 +114,19 @@ describe('snapshot version', () => {
     expect(snap.version).toMatch(/^[0-9a-f]{12}$/);
   });
 
+  it('changes with a secret of a Gateway-level policy (a user\'s password hash rotated in its htpasswd)', () => {
+    const withUser = (hash: string): ProxySnapshot => {
+      const base = sample();
+      const listener = base.binds[0]!.listeners[0]!;
+      const basicAuth = { realm: 'r', origin: 'Secret default/users key htpasswd', users: [{ user: 'bob', scheme: 'bcrypt' as const, hash: new Secret(hash) }] };
+      return withVersion({ source: base.source, binds: [{ ...base.binds[0]!, listeners: [{ ...listener, policy: { ...listener.policy!, basicAuth } }] }] });
+    };
+    const before = withUser('$2y$05$UoN.uiu24LIFj9tiYO5WzOYkW4516R/9BVBvZ5LwkU11byXUSofqC');
+    const after = withUser('$2y$05$0000000000000000000000uXyTvqtsD3ewJ3BKW0UXqOmF9PCDC.');
+    expect(after.version).not.toBe(before.version);
+    expect(snapshotVersion(decodeSnapshot(encodeSnapshot(after)))).toBe(after.version);
+  });
+
   it('changes with any content, secrets included', () => {
     expect(sample('a').version).not.toBe(sample('b').version);
     const other = withVersion({ ...sample(), source: { kind: 'controller', gateway: 'default/other' } });
