@@ -83,6 +83,17 @@ describe.skipIf(!availability.run)('extProc through a Gateway on the e2e node', 
     const list = JSON.parse(await k('get', 'pods', '-n', GW_NS, '-l', PROXY_PODS, '-o', 'json')) as { items: { status: { podIP?: string } }[] };
     pods = list.items.map((p) => p.status.podIP!).filter(Boolean).sort();
     if (pods.length !== 2) throw new Error(`expected the two proxy pods' addresses, found ${JSON.stringify(pods)}`);
+    // A proxy's channel to the processor opened when it compiled the policy, which can be before
+    // the processor's Service had a ready endpoint (its connection refused, then retried with a
+    // backoff of up to 2 s, failing calls at once meanwhile): the tests begin once every proxy's
+    // channel is connected, as each proxy's metric says.
+    await until('every proxy connected to the processor', async () => {
+      for (const pod of pods) {
+        const text = await (await fetch(`http://${pod}:15020/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
+        if (!new RegExp(`^tollgate_ext_proc_service_connected\\{service="ext-proc\\.${TEAM}\\.svc\\.cluster\\.local:9002"\\} 1$`, 'm').test(text)) return undefined;
+      }
+      return true;
+    }, 60_000);
   }, 20 * 60_000);
 
   it('a streamed chat completion goes through the processor on each proxy: headers set, every event rewritten', async () => {

@@ -196,6 +196,16 @@ describe.runIf(available.run)('extProc against a processor on the official Go ty
     expect(open.status).toBe(200);
   });
 
+  it('tollgate_ext_proc_service_connected: 1 for a processor that answers, 0 for one nothing listens on', async () => {
+    // A call through each waits for its channel's connection (opened by the config's compile).
+    expect((await send(`${gw.url}/h/connected`)).status).toBe(200);
+    expect((await send(`${gw.url}/closing`)).status).toBe(502);
+    const text = await (await fetch(`http://${gw.gateway.ops.metrics.address}/metrics`)).text();
+    const connected = Object.fromEntries([...text.matchAll(/^tollgate_ext_proc_service_connected\{service="([^"]+)"\} (\d)$/gm)].map((m): [string, number] => [m[1]!, Number(m[2])]));
+    const dead = gw.gateway.snapshot.binds[0]!.listeners[0]!.routes.find((r) => r.name.endsWith('down'))!.policy!.extProc!.service;
+    expect(connected).toEqual({ [processor.address]: 1, [closing.address]: 1, [dead]: 0 });
+  });
+
   it('after every misbehaviour the proxy and the processor keep serving', async () => {
     const r = await send(`${gw.url}/h/after`);
     expect(r.status).toBe(200);

@@ -38,6 +38,11 @@ export class ExtProcServices {
     return [...this.#clients.keys()];
   }
 
+  /** Each processor's channel and whether it is connected now (a metric, read at each scrape). */
+  states(): { address: string; connected: boolean }[] {
+    return [...this.#clients].map(([address, c]) => ({ address, connected: c.connectedNow }));
+  }
+
   /** Closes the channels of processors the config in force no longer names; a stream open on one fails into its failure mode. */
   retain(inUse: ReadonlySet<string>): void {
     for (const [address, c] of this.#clients) {

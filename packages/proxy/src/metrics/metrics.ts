@@ -231,6 +231,8 @@ export interface ProxyMetricsOptions {
   readonly bufferedRequestBytes?: () => number;
   /** The rate limit services of the config in force and whether each is connected now, read at each scrape. */
   readonly rateLimitServices?: () => readonly { readonly address: string; readonly connected: boolean }[];
+  /** The external processors (extProc) the config in force names and whether each is connected now, read at each scrape. */
+  readonly extProcServices?: () => readonly { readonly address: string; readonly connected: boolean }[];
   /** Upgraded connections (WebSockets) open now, read at each scrape. */
   readonly websocketConnections?: () => number;
   /** The process-wide series (tollgate_process_*): false in worker threads, whose /metrics the main thread merges. */
@@ -398,6 +400,18 @@ export class ProxyMetrics {
       collect() {
         this.reset();
         for (const s of services?.() ?? []) this.set({ service: s.address }, s.connected ? 1 : 0);
+      },
+    });
+    const processors = options.extProcServices;
+    new Gauge({
+      name: 'tollgate_ext_proc_service_connected',
+      help: 'Whether the channel to an external processor (extProc) the config uses is connected now (1) or not (0), by service address; with several threads, 1 when every thread\'s channel is. While 0, a phase fails at once into the policy\'s failureMode.',
+      labelNames: ['service'],
+      aggregator: 'min',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const s of processors?.() ?? []) this.set({ service: s.address }, s.connected ? 1 : 0);
       },
     });
     // Process-wide figures are the main thread's to give: a worker thread's would repeat them.

@@ -235,6 +235,7 @@ export class ProxyRuntime {
       consumerMetricsTopN: options.consumerMetricsTopN,
       bufferedRequestBytes: () => bodyBudget.used,
       rateLimitServices: () => this.rateLimitServices.states(),
+      extProcServices: () => this.#deps.extProc.states(),
       websocketConnections: () => upgrades.open,
     });
     const log = options.rateLimitLog ?? options.log;
