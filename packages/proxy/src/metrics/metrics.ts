@@ -189,6 +189,25 @@ function readAtScrape(registry: Registry, name: string, help: string, read: (() 
   });
 }
 
+/**
+ * Whether each channel to a service the config names is connected, read at each scrape: one
+ * series per service (the config bounds them; a service no config uses any more has no channel
+ * and so no series). Each thread has its own channel: the process is connected when all are.
+ */
+function serviceConnected(registry: Registry, name: string, help: string, states: (() => readonly { readonly address: string; readonly connected: boolean }[]) | undefined): void {
+  new Gauge({
+    name,
+    help,
+    labelNames: ['service'],
+    aggregator: 'min',
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of states?.() ?? []) this.set({ service: s.address }, s.connected ? 1 : 0);
+    },
+  });
+}
+
 /** A counter by route and one more label (a fixed set, or a status): its series go with their routes. */
 class RouteCounter<L extends string> {
   readonly #counter: CellCounter<'route' | L>;
@@ -387,33 +406,18 @@ export class ProxyMetrics {
   constructor(options: ProxyMetricsOptions = {}) {
     this.#models = new ModelLabels(options.maxModelLabels ?? DEFAULT_MAX_MODEL_LABELS);
     this.#consumerTokens = new ConsumerTokens(this.registry, options.consumerMetricsTopN ?? DEFAULT_CONSUMER_METRICS_TOP_N);
-    const services = options.rateLimitServices;
-    // One series per service the config names (the config bounds them); a service no config
-    // uses any more has no channel and so no series.
-    new Gauge({
-      name: 'tollgate_ratelimit_service_connected',
-      help: 'Whether the channel to a rate limit service the config uses is connected now (1) or not (0), by service address; with several threads, 1 when every thread\'s channel is.',
-      labelNames: ['service'],
-      // Each thread has its own channel: the process is connected when all of them are.
-      aggregator: 'min',
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const s of services?.() ?? []) this.set({ service: s.address }, s.connected ? 1 : 0);
-      },
-    });
-    const processors = options.extProcServices;
-    new Gauge({
-      name: 'tollgate_ext_proc_service_connected',
-      help: 'Whether the channel to an external processor (extProc) the config uses is connected now (1) or not (0), by service address; with several threads, 1 when every thread\'s channel is. While 0, a phase fails at once into the policy\'s failureMode.',
-      labelNames: ['service'],
-      aggregator: 'min',
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const s of processors?.() ?? []) this.set({ service: s.address }, s.connected ? 1 : 0);
-      },
-    });
+    serviceConnected(
+      this.registry,
+      'tollgate_ratelimit_service_connected',
+      'Whether the channel to a rate limit service the config uses is connected now (1) or not (0), by service address; with several threads, 1 when every thread\'s channel is.',
+      options.rateLimitServices,
+    );
+    serviceConnected(
+      this.registry,
+      'tollgate_ext_proc_service_connected',
+      'Whether the channel to an external processor (extProc) the config uses is connected now (1) or not (0), by service address; with several threads, 1 when every thread\'s channel is. While 0, a phase fails at once into the policy\'s failureMode.',
+      options.extProcServices,
+    );
     // Process-wide figures are the main thread's to give: a worker thread's would repeat them.
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_process_' });
     readAtScrape(this.registry, 'tollgate_websocket_connections', 'Upgraded connections (WebSockets) open now, across all binds (at most config.maxWebSocketConnections).', options.websocketConnections);
