@@ -66,19 +66,30 @@ const lastRuns = args.length
 for (const run of [...runs, ...lastRuns]) rmSync(run.report, { force: true });
 
 const children = [];
+/** The signal that interrupted the run: no later run starts, and the run exits with it. */
+let interrupted = null;
 // An interrupted run stops both vitest processes, so each tears down what it started (the e2e
-// node's teardown runs in the machine run's worker on SIGINT/SIGTERM).
+// node's teardown runs in the machine run's worker on SIGINT/SIGTERM), and starts none of the
+// runs that would have come after (the threaded suites, the conformance run).
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(signal, () => {
+    interrupted ??= signal;
     for (const child of children) if (child.exitCode === null) child.kill(signal);
   });
 }
 
 const checkRuns = checks ? ['typecheck', 'lint'].map((script) => check(script)) : [];
 const codes = await Promise.all(runs.map((run) => vitest(run)));
-for (const run of lastRuns) codes.push(await vitest(run));
-runs.push(...lastRuns);
+for (const run of lastRuns) {
+  if (interrupted) break;
+  codes.push(await vitest(run));
+  runs.push(run);
+}
 const checkResults = await Promise.all(checkRuns);
+if (interrupted) {
+  process.stdout.write(`\nTest run interrupted (${interrupted}): the runs started were stopped, the later ones not started\n`);
+  process.exit(1);
+}
 const inCI = process.env.CI === 'true' || process.env.CI === '1';
 let code = [...codes, ...checkResults.map((c) => c.code)].find((c) => c !== 0) ?? 0;
 for (const c of checkResults) if (c.code !== 0) process.stdout.write(`\n${c.output}`);
