@@ -29,6 +29,19 @@ export function routeText(route: RouteIR): string {
   return text;
 }
 
+const policyTexts = new WeakMap<object, string>();
+
+/** A listener policy's wire JSON (secrets in clear; `null` for none), kept by identity as a route's. */
+export function policyText(policy: object | null): string {
+  if (policy === null) return 'null';
+  let text = policyTexts.get(policy);
+  if (text === undefined) {
+    text = JSON.stringify(reveal(policy));
+    policyTexts.set(policy, text);
+  }
+  return text;
+}
+
 /** Records the text a received route was decoded from: its digest hashes it without writing it again. */
 export function keepRouteText(route: RouteIR, text: string): void {
   routeTexts.set(route, text);

@@ -10,7 +10,7 @@
 // those in between are looked up, so a change to one route of thousands writes one digest.
 // What is hashed is the same text however it was assembled.
 import { createHash } from 'node:crypto';
-import { reveal, routeText } from './route-text.js';
+import { policyText, reveal, routeText } from './route-text.js';
 import type { ListenerTlsIR, ProxySnapshot, RouteIR } from './snapshot.js';
 
 /**
@@ -28,9 +28,10 @@ export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | Proxy
   const binds = snapshot.binds.map((b) => {
     const listeners = b.listeners.map((l) => {
       // The policy with its secrets in clear (a Secret's JSON is "[redacted]"): a rotated
-      // password hash, API key or client secret of a Gateway's policy is a new version.
-      const fields = { name: l.name, protocol: l.protocol, hostname: l.hostname, ...(l.protocol === 'HTTPS' ? { tls: tlsDigest(l.tls) } : {}), policy: reveal(l.policy) };
-      return withRawField(fields, 'routes', `[${digestList(l.routes, before?.get(l.name)).slice(0, -1)}]`);
+      // password hash, API key or client secret of a Gateway's policy is a new version. Its
+      // text is kept by policy object, as a route's is (a Gateway's API keys can be thousands).
+      const fields = withRawField({ name: l.name, protocol: l.protocol, hostname: l.hostname, ...(l.protocol === 'HTTPS' ? { tls: tlsDigest(l.tls) } : {}) }, 'policy', policyText(l.policy));
+      return `${fields.slice(0, -1)},"routes":[${digestList(l.routes, before?.get(l.name)).slice(0, -1)}]}`;
     });
     return withRawField({ port: b.port, address: b.address }, 'listeners', `[${listeners.join(',')}]`);
   });
