@@ -6,6 +6,10 @@
 // reasoning, refusals, tool-call arguments) is kept for estimation in case the backend reports
 // no usage or the response is cut short. Malformed chunks never break the stream.
 //
+// A response translated from another API's stream (llm/formats/) is not parsed again: the
+// translation read the usage and the text from the backend's events as it made the client's, and
+// the meter takes them from it (readFrom()).
+//
 // Bounds, since a backend is an outside input too:
 // - SSE is parsed by the shared incremental parser (linear in the bytes, multi-byte UTF-8
 //   split across chunks intact); an event longer than `maxEventBytes` stops the parsing for
@@ -17,6 +21,7 @@
 //   read the usage (nothing is removed from a compressed stream).
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { SseParser, type SseEvent } from '@tollgate/kit';
+import { CompletionText } from './completion-text.js';
 import { JsonUsageReader, type JsonUsageSink } from './json-usage-reader.js';
 import { AnthropicUsage } from './formats/anthropic-usage.js';
 import type { UsageFormat } from './formats/format.js';
@@ -24,18 +29,22 @@ import type { UsageFormat } from './formats/format.js';
 export const MAX_HELD_BYTES = 4 * 1024 * 1024;
 /** Decompressed output of a held compressed body is capped too (a small body can inflate hugely). */
 const MAX_INFLATED_BYTES = 16 * 1024 * 1024;
-/** Completion text kept for estimation; beyond it characters are counted, not kept. */
-const MAX_COMPLETION_CHARS = 4 * 1024 * 1024;
 
 export interface UsageResult {
   /** usage.total_tokens as reported, null when the backend reported none (or it could not be read). */
   readonly reported: number | null;
+  /** The generated text, for the estimate: a UsageSource leaves it empty when `reported` is set. */
   readonly completionText: string;
   /** Completion characters beyond the kept text (estimated at about 4 characters a token). */
   readonly extraCompletionChars: number;
 }
 
-type Mode = 'json' | 'sse' | 'encoded' | 'other';
+/** What a format translation read of a response it translated itself (a stream). */
+export interface UsageSource {
+  usage(): UsageResult;
+}
+
+type Mode = 'json' | 'sse' | 'encoded' | 'source' | 'other';
 type Decoder = (buf: Buffer) => Buffer;
 
 const DECODERS: Record<string, Decoder> = {
@@ -61,14 +70,13 @@ export class UsageMeter {
   #reported: number | null = null;
   /** Usage can no longer be read from this response (too large, malformed encoding). */
   #lost = false;
-  #completion = '';
-  #extraChars = 0;
+  readonly #completion = new CompletionText();
+  #source: UsageSource | null = null;
   /** A JSON body past MAX_HELD_BYTES: read as it passes instead of held. */
   #reader: JsonUsageReader | null = null;
 
   /** Set for a response in Anthropic's format (a client speaking its Messages API). */
   readonly #anthropic: AnthropicUsage | null;
-  readonly #addText = (text: string): void => this.#addCompletion(text);
 
   constructor(
     private readonly stripUsageChunk: boolean,
@@ -101,6 +109,12 @@ export class UsageMeter {
     }
     this.#mode = sse ? 'sse' : ct.includes('json') ? 'json' : 'other';
     if (sse) this.#sse = new SseParser({ maxLineBytes: this.maxEventBytes });
+  }
+
+  /** Instead of onHeaders(): the response is a translation that reads its own usage; its bytes pass unread. */
+  readFrom(source: UsageSource): void {
+    this.#mode = 'source';
+    this.#source = source;
   }
 
   /** Returns what to forward for this chunk (possibly empty). */
@@ -136,7 +150,7 @@ export class UsageMeter {
    */
   #unparsed(raw: Buffer): void {
     this.#lost = true;
-    this.#extraChars += raw.length;
+    this.#completion.countExtra(raw.length);
   }
 
   #hold(chunk: Buffer): void {
@@ -159,26 +173,18 @@ export class UsageMeter {
   }
 
   #readerSink(): JsonUsageSink {
+    const completion = this.#completion;
     return {
-      room: () => MAX_COMPLETION_CHARS - this.#completion.length,
+      room: () => completion.room,
       onGenerated: (text, bytes) => {
-        if (text === null) this.#extraChars += bytes;
-        else this.#addCompletion(text);
+        if (text === null) completion.countExtra(bytes);
+        else completion.add(text);
       },
     };
   }
 
-  #addCompletion(text: string): void {
-    const room = MAX_COMPLETION_CHARS - this.#completion.length;
-    if (text.length <= room) this.#completion += text;
-    else {
-      this.#completion += text.slice(0, Math.max(0, room));
-      this.#extraChars += text.length - Math.max(0, room);
-    }
-  }
-
   #addString(v: unknown): void {
-    if (typeof v === 'string') this.#addCompletion(v);
+    if (typeof v === 'string') this.#completion.add(v);
   }
 
   /**
@@ -209,7 +215,7 @@ export class UsageMeter {
     if (this.#anthropic) {
       // Anthropic's usage comes in parts (input at message_start, output at message_delta);
       // nothing of it is removed from the stream.
-      this.#anthropic.read(chunk, this.#addText);
+      this.#anthropic.read(chunk, this.#completion.add);
       this.#reported = this.#anthropic.total();
       return false;
     }
@@ -246,12 +252,13 @@ export class UsageMeter {
   }
 
   result(): UsageResult {
+    if (this.#source) return this.#source.usage();
     if (this.#reader) {
       this.#reported = this.#reader.totalTokens();
       this.#reader = null;
     }
     if (!this.#lost && (this.#mode === 'json' || this.#mode === 'encoded') && this.#held.length) this.#readHeld();
-    return { reported: this.#lost ? null : this.#reported, completionText: this.#completion, extraCompletionChars: this.#extraChars };
+    return { reported: this.#lost ? null : this.#reported, completionText: this.#completion.text, extraCompletionChars: this.#completion.extraChars };
   }
 
   #readHeld(): void {

@@ -53,7 +53,7 @@ export class ResponsePolicies implements ForwardHooks {
 
   /**
    * A format translation (llm/formats/): the backend's answer becomes the client's format first,
-   * so the meter reads the usage the client sees.
+   * so the meter reads the usage the client sees (a translated stream hands it over itself).
    */
   readonly #translator: ResponseTranslator | null;
 
@@ -144,7 +144,9 @@ export class ResponsePolicies implements ForwardHooks {
     if (ctx.authEffects) addAuthHeaders(headers, ctx.authEffects.responseHeaders);
     // The route's cors decides the Access-Control-* headers, not the backend.
     if (ctx.cors) decorateAnswer(ctx.cors.cors, ctx.cors.allowOrigin, headers);
-    if (this.meter) {
+    const source = this.#translator?.usageSource() ?? null;
+    if (this.meter && source) this.meter.readFrom(source);
+    else if (this.meter) {
       this.meter.onHeaders(first(headers['content-type']), first(headers['content-encoding']));
       if (this.meter.rewrites) delete headers['content-length'];
       if (this.meter.readsAtEnd && status >= 200 && status < 300 && (!tokenizerLoaded() || ctx.admissions?.chargesGlobalTokens)) this.#deferred = [];

@@ -37,15 +37,14 @@ export function translateRequest(ctx: RequestContext): ResponseTranslator | null
   }
   // The client asked for the usage chunk unless the gateway added stream_options itself.
   const asked = translated.includeUsage && !llm.injectedUsage;
-  // The usage chunk is made when the client asked or a meter reads it (and then takes it out again).
-  const metered = ctx.route!.countsTokens;
+  // The usage chunk is made when the client asked; a meter takes a stream's usage from the translation.
   const body = Buffer.from(JSON.stringify(translated.body));
-  ctx.llm = { ...llm, body, injectedUsage: translated.stream && metered && !asked };
+  ctx.llm = { ...llm, body, injectedUsage: false };
   const headers = ctx.upstreamHeaders!;
   headers['content-type'] = 'application/json';
   headers['content-length'] = String(body.length);
   headers['accept-encoding'] = 'identity';
   if (headers['transfer-encoding'] !== undefined) delete headers['transfer-encoding'];
   ctx.upstreamPath = MESSAGES_PATH;
-  return new AnthropicResponse({ includeUsage: asked || metered, maxEventBytes: ctx.deps.maxSseEventBytes });
+  return new AnthropicResponse({ includeUsage: asked, maxEventBytes: ctx.deps.maxSseEventBytes });
 }

@@ -8,7 +8,7 @@
 // - a non-2xx: the backend's status with its error body (held at most MAX_ERROR_BYTES) in
 //   OpenAI's error shape.
 // Holding is what lets a garbage body become a clear 502 rather than a 200 with a broken body.
-import { MAX_HELD_BYTES } from '../usage-meter.js';
+import { MAX_HELD_BYTES, type UsageSource } from '../usage-meter.js';
 import { BAD_RESPONSE_CODE, MessagesStreamTranslator } from './messages-stream.js';
 import { BadFormat, errorBody, messageToCompletion } from './messages-to-chat.js';
 
@@ -25,6 +25,8 @@ export interface ResponseTranslator {
   flush(): Buffer;
   /** The status to send, once the body ended (a held response may become a 502). */
   finalStatus(): number;
+  /** After onHeaders: the reader of the usage when the translation reads it itself (a stream), else null (the meter reads the translated body). */
+  usageSource(): UsageSource | null;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -114,5 +116,9 @@ export class AnthropicResponse implements ResponseTranslator {
 
   finalStatus(): number {
     return this.#status;
+  }
+
+  usageSource(): UsageSource | null {
+    return this.#stream;
   }
 }

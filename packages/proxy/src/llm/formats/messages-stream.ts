@@ -8,12 +8,19 @@
 //   error                      -> a final chunk {"error": {...}} (OpenAI's stream error), [DONE].
 // What the backend sends that is not an Anthropic stream (data that is not JSON or has no type,
 // an event longer than the SSE bound, a stream that ends before message_stop) ends the client's
-// stream with a final error chunk naming TG_FORMAT_BAD_RESPONSE; the rest is ignored, and the
-// usage meter after this translation charges what it saw (estimated when no usage came).
+// stream with a final error chunk naming TG_FORMAT_BAD_RESPONSE; the rest is ignored.
+//
+// The translation is also the stream's usage reader (a UsageSource): the usage meter takes the
+// usage and the generated text from here rather than parsing the chunks made here again. What it
+// reports is what the client's stream says: the usage of the usage chunk (made at message_stop),
+// none for a stream that ended before it (its tokens are then estimated from the text).
 import { SseParser, type SseEvent } from '@tollgate/kit';
 import { ERRORS } from '../../errors.js';
+import { CompletionLiterals } from '../completion-text.js';
+import type { UsageResult, UsageSource } from '../usage-meter.js';
 import { AnthropicUsage } from './anthropic-usage.js';
 import { chatUsage, finishReason, openAiError } from './messages-to-chat.js';
+import { textDeltaLiteral } from './text-delta.js';
 
 /** Content blocks one message may open; beyond, the stream is refused as garbage (bounds the tool index map). */
 export const MAX_CONTENT_BLOCKS = 4096;
@@ -26,12 +33,11 @@ function isObj(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-const DONE = Buffer.from('data: [DONE]\n\n');
+const DONE = 'data: [DONE]\n\n';
 const EMPTY = Buffer.alloc(0);
-const NOTHING = (): void => undefined;
 
 export interface StreamTranslationOptions {
-  /** End with the usage-only chunk (`choices: []`): the client asked for it, or the meter reads it. */
+  /** End with the usage-only chunk (`choices: []`): the client asked for it. */
   readonly includeUsage: boolean;
   /** config.maxSseLineBytes: a longer event is not parsed. */
   readonly maxEventBytes: number;
@@ -39,9 +45,13 @@ export interface StreamTranslationOptions {
   readonly created: number;
 }
 
-export class MessagesStreamTranslator {
+export class MessagesStreamTranslator implements UsageSource {
   readonly #parser: SseParser;
   readonly #usage = new AnthropicUsage();
+  /** The generated text, for the estimate of a stream whose usage does not come. */
+  readonly #text = new CompletionLiterals();
+  /** total_tokens of the usage chunk, once message_stop made it. */
+  #reported: number | null = null;
   /** The start of every chunk up to its delta: id, object, created, model (set at message_start). */
   #head = '';
   #id = '';
@@ -50,7 +60,8 @@ export class MessagesStreamTranslator {
   readonly #tools = new Map<number, number>();
   #blocks = 0;
   #state: 'before' | 'open' | 'done' = 'before';
-  #out: string[] = [];
+  /** The chunks made since the last drain. */
+  #out = '';
 
   constructor(private readonly options: StreamTranslationOptions) {
     this.#parser = new SseParser({ maxLineBytes: options.maxEventBytes });
@@ -65,6 +76,12 @@ export class MessagesStreamTranslator {
       else this.#event(item);
     }
     return this.#drain();
+  }
+
+  usage(): UsageResult {
+    if (this.#reported !== null) return { reported: this.#reported, completionText: '', extraCompletionChars: 0 };
+    const text = this.#text.text();
+    return { reported: null, completionText: text.text, extraCompletionChars: text.extraChars };
   }
 
   /** What ends the client's stream when the backend's has ended. */
@@ -83,23 +100,23 @@ export class MessagesStreamTranslator {
 
   #drain(): Buffer {
     if (this.#out.length === 0) return EMPTY;
-    const text = this.#out.join('');
-    this.#out = [];
+    const text = this.#out;
+    this.#out = '';
     return Buffer.from(text);
   }
 
   #chunk(delta: string, finish: string | null): void {
-    this.#out.push(`${this.#head}${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : JSON.stringify(finish)}}]}\n\n`);
+    this.#out += `${this.#head}${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : JSON.stringify(finish)}}]}\n\n`;
   }
 
   #end(): void {
     this.#state = 'done';
-    this.#out.push(DONE.toString());
+    this.#out += DONE;
   }
 
   /** A final error chunk (OpenAI's stream error shape) and the end of the stream. */
   #error(error: { message: string; type: string; param: null; code: string | null }): void {
-    this.#out.push(`data: ${JSON.stringify({ error })}\n\n`);
+    this.#out += `data: ${JSON.stringify({ error })}\n\n`;
     this.#end();
   }
 
@@ -109,6 +126,15 @@ export class MessagesStreamTranslator {
 
   #event(event: SseEvent): void {
     if (event.data === null) return; // a comment or keep-alive
+    if (this.#state === 'open') {
+      // Most events: a text delta, its text's literal passed on unparsed (./text-delta.ts).
+      const literal = textDeltaLiteral(event.data);
+      if (literal !== null) {
+        this.#text.addLiteral(literal);
+        this.#chunk(`{"content":${literal}}`, null);
+        return;
+      }
+    }
     let o: unknown;
     try {
       o = JSON.parse(event.data);
@@ -133,7 +159,7 @@ export class MessagesStreamTranslator {
       this.#start(o.message);
       return;
     }
-    this.#usage.read(o, NOTHING);
+    this.#usage.read(o, this.#text.add);
     switch (o.type) {
       case 'content_block_start':
         this.#blockStart(o);
@@ -201,8 +227,9 @@ export class MessagesStreamTranslator {
 
   #stop(): void {
     const usage = chatUsage(this.#usage);
+    this.#reported = usage?.total_tokens ?? null;
     if (this.options.includeUsage && usage) {
-      this.#out.push(`data: ${JSON.stringify({ id: this.#id, object: 'chat.completion.chunk', created: this.options.created, model: this.#model, choices: [], usage })}\n\n`);
+      this.#out += `data: ${JSON.stringify({ id: this.#id, object: 'chat.completion.chunk', created: this.options.created, model: this.#model, choices: [], usage })}\n\n`;
     }
     this.#end();
   }
