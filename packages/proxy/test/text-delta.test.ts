@@ -2,7 +2,7 @@
 // must refuse anything that is not exactly one JSON string literal in the text's place (a
 // backend must not be able to add members to the client's chunk, nor pass invalid JSON on).
 import { describe, expect, it } from 'vitest';
-import { textDeltaLiteral } from '../src/llm/formats/text-delta.js';
+import { isSilentEvent, textDeltaLiteral } from '../src/llm/formats/text-delta.js';
 import { MessagesStreamTranslator } from '../src/llm/formats/messages-stream.js';
 
 const delta = (text: string, index = 0) => JSON.stringify({ type: 'content_block_delta', index, delta: { type: 'text_delta', text } });
@@ -74,6 +74,14 @@ describe('textDeltaLiteral', () => {
     expect(results.filter((r) => !r.one || !r.same)).toEqual([]);
     // The pieces make many valid strings: the unparsed path took a good share of them.
     expect(read).toBeGreaterThan(500);
+  });
+});
+
+describe('isSilentEvent', () => {
+  it('knows a ping and a content_block_stop in their usual form, and nothing else', () => {
+    for (const data of ['{"type":"ping"}', '{"type":"content_block_stop","index":0}', '{"type":"content_block_stop","index":12}']) expect(isSilentEvent(data), data).toBe(true);
+    const others = ['{"type":"ping","x":1}', '{"type":"content_block_stop","index":}', '{"type":"content_block_stop","index":1,"x":2}', '{"type":"content_block_stop","index":-1}', '{"type":"content_block_stop","index":1} ', '{"type":"message_stop"}', '{"type":"content_block_stop","index":1'];
+    for (const data of others) expect(isSilentEvent(data), data).toBe(false);
   });
 });
 

@@ -20,7 +20,7 @@ import { CompletionLiterals } from '../completion-text.js';
 import type { UsageResult, UsageSource } from '../usage-meter.js';
 import { AnthropicUsage } from './anthropic-usage.js';
 import { chatUsage, finishReason, openAiError } from './messages-to-chat.js';
-import { textDeltaLiteral } from './text-delta.js';
+import { isSilentEvent, textDeltaLiteral } from './text-delta.js';
 
 /** Content blocks one message may open; beyond, the stream is refused as garbage (bounds the tool index map). */
 export const MAX_CONTENT_BLOCKS = 4096;
@@ -34,6 +34,8 @@ function isObj(v: unknown): v is Obj {
 }
 
 const DONE = 'data: [DONE]\n\n';
+/** The end of a chunk that does not finish the choice. */
+const OPEN_TAIL = ',"logprobs":null,"finish_reason":null}]}\n\n';
 const EMPTY = Buffer.alloc(0);
 
 export interface StreamTranslationOptions {
@@ -106,7 +108,7 @@ export class MessagesStreamTranslator implements UsageSource {
   }
 
   #chunk(delta: string, finish: string | null): void {
-    this.#out += `${this.#head}${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : JSON.stringify(finish)}}]}\n\n`;
+    this.#out += this.#head + delta + (finish === null ? OPEN_TAIL : `,"logprobs":null,"finish_reason":${JSON.stringify(finish)}}]}\n\n`);
   }
 
   #end(): void {
@@ -134,6 +136,7 @@ export class MessagesStreamTranslator implements UsageSource {
         this.#chunk(`{"content":${literal}}`, null);
         return;
       }
+      if (isSilentEvent(event.data)) return;
     }
     let o: unknown;
     try {

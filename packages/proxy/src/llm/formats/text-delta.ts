@@ -3,7 +3,9 @@
 // in this key order, and the translation only needs the text's JSON string literal, which goes
 // into the client's chunk as it came. The literal is checked to be one well-formed JSON string
 // (no unescaped quote, backslash or control character), so a backend cannot put members of its
-// own into the client's chunk; an event of any other shape or order is parsed as JSON.
+// own into the client's chunk; an event of any other shape or order is parsed as JSON. The
+// events that make nothing in the client's stream (ping, content_block_stop) are recognised
+// the same way when they have their usual form.
 
 const PREFIX = '{"type":"content_block_delta","index":';
 const MIDDLE = ',"delta":{"type":"text_delta","text":';
@@ -42,6 +44,20 @@ function isStringLiteral(data: string, from: number, to: number): boolean {
       if (e !== 0x75 || i + 4 >= last || !HEX.test(data.slice(i + 1, i + 5))) return false;
       i += 4;
     }
+  }
+  return true;
+}
+
+const PING = '{"type":"ping"}';
+const BLOCK_STOP = '{"type":"content_block_stop","index":';
+
+/** `data` is a ping or a content_block_stop in its usual form: nothing to send, nothing to read. */
+export function isSilentEvent(data: string): boolean {
+  if (data === PING) return true;
+  if (!data.startsWith(BLOCK_STOP) || data.charCodeAt(data.length - 1) !== 0x7d || data.length === BLOCK_STOP.length + 1) return false;
+  for (let i = BLOCK_STOP.length; i < data.length - 1; i++) {
+    const c = data.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
   }
   return true;
 }
