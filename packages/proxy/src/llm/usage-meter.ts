@@ -6,6 +6,14 @@
 // reasoning, refusals, tool-call arguments) is kept for estimation in case the backend reports
 // no usage or the response is cut short. Malformed chunks never break the stream.
 //
+// The chunks of an OpenAI stream that carry no usage (every one but the last, as a rule) are not
+// parsed as they pass: what they hold is generated text, needed only for an estimate, so they
+// are kept unparsed (at most MAX_UNPARSED_BYTES a response; past it they are parsed as they
+// come) and read at the end only when no usage came. Whether a chunk may carry usage is decided
+// on its text: in valid JSON `"usage"` with unescaped quotes is a member name (a string's quotes
+// are escaped), so a chunk whose every `"usage"` is followed by `: null` has none to read; any
+// other chunk is parsed at once, and the usage chunk the gateway asked for is removed as before.
+//
 // A response translated from another API's stream (llm/formats/) is not parsed again: the
 // translation read the usage and the text from the backend's events as it made the client's, and
 // the meter takes them from it (readFrom()).
@@ -37,6 +45,25 @@ export interface UsageResult {
   readonly completionText: string;
   /** Completion characters beyond the kept text (estimated at about 4 characters a token). */
   readonly extraCompletionChars: number;
+}
+
+/** Chunks of a stream held unparsed (for their text, should no usage come), per response. */
+export const MAX_UNPARSED_BYTES = 32 * 1024;
+
+/** The chunk's text shows no usage to read: no `"usage"` member, or only `"usage": null`. */
+export function carriesNoUsage(data: string): boolean {
+  for (let at = data.indexOf('"usage"'); at !== -1; at = data.indexOf('"usage"', at + 7)) {
+    let i = skipSpace(data, at + 7);
+    if (data.charCodeAt(i) !== 0x3a) return false;
+    i = skipSpace(data, i + 1);
+    if (!data.startsWith('null', i)) return false;
+  }
+  return true;
+}
+
+function skipSpace(data: string, i: number): number {
+  for (let c = data.charCodeAt(i); c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d; c = data.charCodeAt(++i));
+  return i;
 }
 
 /** What a format translation read of a response it translated itself (a stream). */
@@ -72,6 +99,11 @@ export class UsageMeter {
   #lost = false;
   readonly #completion = new CompletionText();
   #source: UsageSource | null = null;
+  /** Chunks without usage not parsed yet (their text is read at the end if no usage came). */
+  #unparsedChunks: string[] = [];
+  #unparsedBytes = 0;
+  /** Past MAX_UNPARSED_BYTES: every chunk is parsed as it comes. */
+  #eager = false;
   /** A JSON body past MAX_HELD_BYTES: read as it passes instead of held. */
   #reader: JsonUsageReader | null = null;
 
@@ -230,6 +262,27 @@ export class UsageMeter {
   #onEvent(event: SseEvent): boolean {
     const data = event.data;
     if (data === null || data === '[DONE]' || this.#lost) return true;
+    if (!this.#anthropic && !this.#eager && carriesNoUsage(data)) {
+      if (this.#unparsedBytes + data.length <= MAX_UNPARSED_BYTES) {
+        this.#unparsedChunks.push(data);
+        this.#unparsedBytes += data.length;
+        return true;
+      }
+      this.#eager = true;
+      this.#readUnparsed();
+    }
+    return this.#parseEvent(data);
+  }
+
+  /** Reads the chunks held unparsed, in their order. */
+  #readUnparsed(): void {
+    const chunks = this.#unparsedChunks;
+    this.#unparsedChunks = [];
+    this.#unparsedBytes = 0;
+    for (const data of chunks) this.#parseEvent(data);
+  }
+
+  #parseEvent(data: string): boolean {
     let chunk: Chunk;
     try {
       chunk = JSON.parse(data) as Chunk;
@@ -258,6 +311,9 @@ export class UsageMeter {
       this.#reader = null;
     }
     if (!this.#lost && (this.#mode === 'json' || this.#mode === 'encoded') && this.#held.length) this.#readHeld();
+    // The text of the chunks held unparsed counts only when no usage came.
+    if (this.#reported === null || this.#lost) this.#readUnparsed();
+    else this.#unparsedChunks = [];
     return { reported: this.#lost ? null : this.#reported, completionText: this.#completion.text, extraCompletionChars: this.#completion.extraChars };
   }
 
