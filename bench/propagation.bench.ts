@@ -73,7 +73,7 @@ const ADD_GAP_MS = 5_000;
 const ms = (x: number) => `${x.toFixed(0)} ms`;
 /** The machine's load average, printed beside each figure (the figures depend on it). */
 const load = () => `load average ${loadavg().map((x) => x.toFixed(1)).join(', ')}`;
-const summary = (xs: readonly number[]) => `p50 ${ms(pct(xs, 50))}, p99 ${ms(pct(xs, 99))}, max ${ms(Math.max(...xs))}`;
+const summary = (xs: readonly number[]) => `p50 ${ms(pct(xs, 50))}, p99 ${ms(pct(xs, 99))}, max ${ms(xs.reduce((a, b) => Math.max(a, b), -Infinity))}`;
 // pino's isoTime: an ISO 8601 string, millisecond precision.
 const logTime = (l: Record<string, unknown>) => Date.parse(String(l.time));
 
@@ -577,7 +577,7 @@ spec:
     const seconds = (Date.now() - start) / 1000;
     const snapshots = fleet.controller.lines.slice(fromController).filter((l) => l.msg === 'new snapshot' && l.gateway === GATEWAY).length;
     const servedCounts = fleet.proxies.map((p, i) => p.lines.slice(fromProxy[i]).filter((l) => typeof l.msg === 'string' && l.msg.startsWith('serving snapshot ')).length);
-    const proxyProblems = fleet.proxies.flatMap((p, i) => p.lines.slice(fromProxy[i]).filter((l) => Number(l.level) >= 40).map((l) => `${p.name}: ${String(l.msg)}`));
+    const proxyProblems = fleet.proxies.flatMap((p, i) => p.lines.slice(fromProxy[i]).filter((l) => l.level === 'warn' || l.level === 'error' || l.level === 'fatal').map((l) => `${p.name}: ${String(l.msg)}`));
     const statuses = [...byStatus].sort(([a], [b]) => a - b).map(([status, n]) => `${status === -1 ? 'no answer' : status} ${n}`).join(', ');
     console.log(`  requests: ${sent} in ${seconds.toFixed(0)} s (${(sent / seconds).toFixed(0)}/s), by status: ${statuses}; errors (not 200): ${errors}; latency ${summary(latency)}`);
     for (const e of firstErrors) console.log(`    ${e}`);
