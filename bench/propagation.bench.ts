@@ -13,8 +13,18 @@
 //   once) and to the controller's metrics showing every ACK, for each proxy count.
 // - Budget propagation: the same, for an edit of a keyed token budget (`by: { type: Consumer }`,
 //   a budget per consumer) in that GatewayPolicy: the size of everyone's daily budget changes.
+// - Churn (BENCH_ONLY=churn): with BENCH_ROUTES routes present, for BENCH_CHURN_SECONDS,
+//   client loops (CHURN_CLIENTS, one request in flight each) send requests spread over the
+//   routes through the proxies, and every answer other than 200 is an error, while the
+//   Service's endpoints roll as a Deployment's rollout rolls them (a new backend ready, the
+//   oldest marked terminating, then removed; every third roll replaces the EndpointSlice by one
+//   of a new name, created before the old one is deleted), routes are edited (a filter, a
+//   header match, another path match; each edit still matches the traffic) and routes are
+//   added. The backends are HTTP servers on distinct host addresses and one port; a removed
+//   one stops only once every proxy serves a snapshot without it (a pod's grace period), so
+//   an error is the gateway's, not the bench's.
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServer, get as httpGet, type Server } from 'node:http';
+import { createServer, get as httpGet, type IncomingMessage, type Server } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { send } from '@tollgate/testkit';
@@ -23,7 +33,7 @@ import { sumMetric } from '../e2e/controller-process.js';
 import { run } from '../e2e/lib/exec.js';
 import { e2eAvailability } from '../e2e/lib/tools.js';
 import { useCluster } from '../e2e/lib/use-cluster.js';
-import { canIsolateProxies, PROXY_PORTS, SnapshotFleet, type ProxyProcess } from '../e2e/snapshot-propagation-harness.js';
+import { canIsolateProxies, HostNet, PROXY_PORTS, SnapshotFleet, type ProxyProcess } from '../e2e/snapshot-propagation-harness.js';
 import { createAll, httpRoute, KubeApi, pct, routesPath } from './propagation-kube.js';
 
 const NS = 'bench';
@@ -45,20 +55,70 @@ const PROFILE_SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 60);
 const PROXY_WORKERS = Number(process.env.BENCH_PROXY_WORKERS ?? 1);
 /** Longest wait for one route or one patch before it counts as an error. */
 const GIVE_UP_MS = 30_000;
+/** How long the churn part runs (the wrapper bounds it to 1-600 s). */
+const CHURN_SECONDS = Number(process.env.BENCH_CHURN_SECONDS ?? 60);
+/** Proxies the churn part's requests go through. */
+const CHURN_PROXIES = Number(process.env.BENCH_CHURN_PROXIES ?? 1);
+/** Client loops of the churn part, each with one request in flight. */
+const CHURN_CLIENTS = 6;
+/** Backends behind the Service while it rolls (one more during each roll). */
+const REPLICAS = 2;
+/** Every REPLACE_EVERY-th roll replaces the EndpointSlice by one of a new name. */
+const REPLACE_EVERY = 3;
+/** Pause between one roll and the next, between route edits and between routes added. */
+const ROLL_GAP_MS = 200;
+const EDIT_GAP_MS = 1_000;
+const ADD_GAP_MS = 5_000;
 
 const ms = (x: number) => `${x.toFixed(0)} ms`;
 /** The machine's load average, printed beside each figure (the figures depend on it). */
 const load = () => `load average ${loadavg().map((x) => x.toFixed(1)).join(', ')}`;
-const summary = (xs: readonly number[]) => `p50 ${ms(pct(xs, 50))}, p99 ${ms(pct(xs, 99))}, max ${ms(Math.max(...xs))}`;
+const summary = (xs: readonly number[]) => `p50 ${ms(pct(xs, 50))}, p99 ${ms(pct(xs, 99))}, max ${ms(xs.reduce((a, b) => Math.max(a, b), -Infinity))}`;
 // pino's isoTime: an ISO 8601 string, millisecond precision.
 const logTime = (l: Record<string, unknown>) => Date.parse(String(l.time));
+
+/** A backend of the churn part: an HTTP server on an address of its own, as a pod. */
+interface Pod {
+  readonly address: string;
+  /** Which of the host's backend addresses it holds (HostNet.backendAddress). */
+  readonly slot: number;
+  readonly server: Server;
+  requests: number;
+  /** Set once every proxy serves a snapshot without it: requests from then on count as late. */
+  gone: boolean;
+  late: number;
+}
+
+/** An EndpointSlice endpoint's conditions, as the EndpointSlice controller writes them. */
+type Conditions = { ready: boolean; serving: boolean; terminating: boolean };
+const READY: Conditions = { ready: true, serving: true, terminating: false };
+
+/** A route's rule after edit `k`: each variant still matches `/r<i>/...` with the churn traffic's header. */
+function editedRule(i: number, k: number): object {
+  const backendRefs = [{ name: 'be', port: 80 }];
+  const own = { path: { type: 'PathPrefix', value: `/r${i}/` } };
+  switch (k % 3) {
+    case 0:
+      return { matches: [own], filters: [{ type: 'ResponseHeaderModifier', responseHeaderModifier: { set: [{ name: 'x-edit', value: String(k) }] } }], backendRefs };
+    case 1:
+      return { matches: [{ ...own, headers: [{ name: 'x-bench', value: 'churn' }] }], backendRefs };
+    default:
+      return { matches: [{ path: { type: 'PathPrefix', value: `/e${k}/` } }, own], filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-edit', value: String(k) }] } }], backendRefs };
+  }
+}
+
+const sleepUntil = (deadline: number, ms: number) => new Promise((r) => setTimeout(r, Math.max(0, Math.min(ms, deadline - Date.now()))));
 
 describe.runIf(e2eAvailability().run && canIsolateProxies())('snapshot propagation', () => {
   const cluster = useCluster({ tollgateCrds: false });
   let fleet: SnapshotFleet;
   let api: KubeApi;
   let backend: Server;
+  /** The port of the backend (and of every backend of the churn part, each on its own address). */
+  let backendPort = 0;
   let routes = 0;
+  /** The churn part's backends, running or stopped (afterAll closes what is left). */
+  const pods: Pod[] = [];
 
   const kubectl = (args: string[], input?: string) => run(cluster.current.tools.kubectl, args, { env: cluster.current.env, input, timeoutMs: 600_000 });
 
@@ -67,7 +127,7 @@ describe.runIf(e2eAvailability().run && canIsolateProxies())('snapshot propagati
     api = new KubeApi(cluster.current);
     backend = createServer((_req, res) => res.end('ok'));
     await new Promise<void>((r) => backend.listen(0, fleet.net.hostAddress, r));
-    const port = (backend.address() as { port: number }).port;
+    const port = (backendPort = (backend.address() as { port: number }).port);
     await kubectl(['create', 'namespace', NS]);
     await kubectl(
       ['apply', '-f', '-'],
@@ -107,6 +167,8 @@ spec:
     api?.close();
     await fleet?.stop();
     backend?.close();
+    for (const pod of pods) pod.server.closeAllConnections();
+    await Promise.all(pods.map((pod) => new Promise((r) => pod.server.close(r))));
   });
 
   /** The proxy's admin server answers loopback Host names only. */
@@ -301,5 +363,230 @@ spec:
       }),
     );
     console.log(`  proxies whose config_dump has the last budget (tokens ${last} by Consumer): ${carrying.filter(Boolean).length} of ${carrying.length}`);
+  });
+  // Churn: requests through the proxies while the Service's endpoints roll and routes change.
+  it.runIf(PARTS.has('churn'))('churn: no answer other than 200 while endpoints roll and routes are edited and added', { timeout: 24 * 3600_000 }, async () => {
+    await addRoutesUpTo(ROUTES);
+    while (fleet.proxies.length < CHURN_PROXIES) await fleet.startProxy();
+    while (fleet.proxies.length > CHURN_PROXIES) await fleet.removeProxy(fleet.proxies.at(-1)!);
+    await fleet.waitSettled(CHURN_PROXIES, 600_000);
+    const slicesPath = `/apis/discovery.k8s.io/v1/namespaces/${NS}/endpointslices`;
+    const free = Array.from({ length: HostNet.BACKEND_ADDRESSES }, (_, i) => i);
+
+    const startPod = async (): Promise<Pod> => {
+      const slot = free.shift()!;
+      const address = fleet.net.backendAddress(slot);
+      const pod: Pod = { address, slot, server: createServer((_req: IncomingMessage, res) => {
+        pod.requests++;
+        if (pod.gone) pod.late++;
+        res.end('ok');
+      }), requests: 0, gone: false, late: 0 };
+      await new Promise<void>((resolve, reject) => {
+        pod.server.once('error', reject);
+        pod.server.listen(backendPort, address, () => resolve());
+      });
+      pods.push(pod);
+      return pod;
+    };
+    /** Stops a pod as a terminated one stops: requests under way finish, then its address is free. */
+    const stopPod = async (pod: Pod): Promise<void> => {
+      const closed = new Promise((r) => pod.server.close(r));
+      const bound = setTimeout(() => pod.server.closeAllConnections(), 10_000);
+      await closed;
+      clearTimeout(bound);
+      free.push(pod.slot);
+    };
+    const slice = (name: string, endpoints: readonly (readonly [Pod, Conditions])[]) => ({
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { name, namespace: NS, labels: { 'kubernetes.io/service-name': 'be' } },
+      addressType: 'IPv4',
+      ports: [{ name: 'http', port: backendPort, protocol: 'TCP' }],
+      endpoints: endpoints.map(([p, conditions]) => ({ addresses: [p.address], conditions })),
+    });
+
+    /** The endpoints of Service `be` the proxy serves on every thread, and the version. */
+    const served = async (p: ProxyProcess): Promise<{ version: string; endpoints: string[] }> => {
+      const body = JSON.parse((await adminGet(`${p.name} backends`, `${p.adminUrl}/backends?namespace=${NS}`, PROXY_ADMIN_HOST)).toString()) as {
+        version: string;
+        backends: { type: string; endpoints: { address: string }[] }[];
+      };
+      const be = body.backends.find((b) => b.type === 'Service');
+      return { version: body.version, endpoints: (be?.endpoints ?? []).map((e) => e.address).sort() };
+    };
+    /**
+     * Resolves once every proxy serves a snapshot whose endpoints of `be` are exactly `want`:
+     * the admin API's /backends shows them (the main thread's snapshot) and the proxy has logged
+     * `serving snapshot <that version>`, which it does once every thread serves it.
+     */
+    const waitServing = async (want: readonly Pod[], timeoutMs = 60_000): Promise<void> => {
+      const expected = want.map((p) => `${p.address}:${backendPort}`).sort().join(',');
+      const deadline = Date.now() + timeoutMs;
+      await Promise.all(
+        fleet.proxies.map(async (p) => {
+          for (;;) {
+            const now = await served(p);
+            if (now.endpoints.join(',') === expected && p.lines.findLast((l) => l.msg === `serving snapshot ${now.version} from the controller`)) return;
+            if (Date.now() > deadline) throw new Error(`${p.name}: endpoints ${now.endpoints.join(',') || 'none'} at version ${now.version}, not ${expected}, after ${timeoutMs} ms`);
+            await new Promise((r) => setTimeout(r, 10));
+          }
+        }),
+      );
+    };
+
+    // The Service's first backends, in a slice that replaces the one made at the start.
+    let sliceName = 'be-roll-0';
+    const initial: Pod[] = [];
+    while (initial.length < REPLICAS) initial.push(await startPod());
+    await api.create(slicesPath, slice(sliceName, initial.map((p) => [p, READY] as const)));
+    await api.call('DELETE', `${slicesPath}/be-1`);
+    await waitServing(initial);
+    let running: Pod[] = initial;
+
+    const fromController = fleet.controller.lines.length;
+    const fromProxy = fleet.proxies.map((p) => p.lines.length);
+    const start = Date.now();
+    const deadline = start + CHURN_SECONDS * 1000;
+    console.log(`churn: ${routes} routes, ${fleet.proxies.length} prox${fleet.proxies.length === 1 ? 'y' : 'ies'} (${PROXY_WORKERS} thread${PROXY_WORKERS === 1 ? '' : 's'} each), ${CHURN_CLIENTS} client loops, ${CHURN_SECONDS} s; ${load()}`);
+
+    // Traffic: spread over the routes that answer (new ones join once they answered 200).
+    const live = Array.from({ length: routes }, (_, i) => i);
+    const byStatus = new Map<number, number>();
+    const latency: number[] = [];
+    const firstErrors: string[] = [];
+    let sent = 0;
+    let errors = 0;
+    const client = async (c: number) => {
+      for (let k = 0; Date.now() < deadline; k++) {
+        const proxy = fleet.proxies[(c + k) % fleet.proxies.length]!;
+        const path = `/r${live[Math.floor(Math.random() * live.length)]!}/x`;
+        const t0 = performance.now();
+        const answer = await send(proxy.url(PORT, path), { headers: { 'x-bench': 'churn' } }).then(
+          (r) => ({ status: r.status, body: r.body }),
+          (err: unknown) => ({ status: -1, body: String(err) }),
+        );
+        latency.push(performance.now() - t0);
+        sent++;
+        byStatus.set(answer.status, (byStatus.get(answer.status) ?? 0) + 1);
+        if (answer.status !== 200) {
+          errors++;
+          if (firstErrors.length < 10) firstErrors.push(`${new Date().toISOString()} ${proxy.name} GET ${path}: ${answer.status === -1 ? 'no answer' : answer.status} ${answer.body.slice(0, 300).replace(/\s+/g, ' ')}`);
+        }
+      }
+    };
+
+    // The rollout: surge one new backend, mark the oldest terminating, remove it; stop it once
+    // every proxy serves a snapshot without it.
+    let rolls = 0;
+    let sliceWrites = 0;
+    let replaced = 0;
+    const rollTimes: number[] = [];
+    const rollFailures: string[] = [];
+    const roller = async () => {
+      while (Date.now() < deadline) {
+        const old = running[0]!;
+        const fresh = await startPod();
+        const path = `${slicesPath}/${sliceName}`;
+        await api.mergePatch(path, { endpoints: slice(sliceName, [...running, fresh].map((p) => [p, READY] as const)).endpoints });
+        sliceWrites++;
+        // A terminating pod still serving (its grace period) or already failing its readiness probe.
+        const terminating: Conditions = { ready: false, serving: rolls % 2 === 0, terminating: true };
+        const t0 = performance.now();
+        await api.mergePatch(path, { endpoints: slice(sliceName, [[old, terminating] as const, ...running.slice(1).map((p) => [p, READY] as const), [fresh, READY] as const]).endpoints });
+        sliceWrites++;
+        const next = [...running.slice(1), fresh];
+        try {
+          await waitServing(next);
+        } catch (err) {
+          rollFailures.push(String(err));
+          return;
+        }
+        rollTimes.push(performance.now() - t0);
+        const remaining = next.map((p) => [p, READY] as const);
+        if ((rolls + 1) % REPLACE_EVERY === 0) {
+          // As the EndpointSlice controller replaces a slice: the new one first, then the old one goes.
+          const name = `be-roll-${rolls + 1}`;
+          await api.create(slicesPath, slice(name, remaining));
+          await api.call('DELETE', path);
+          sliceName = name;
+          sliceWrites += 2;
+          replaced++;
+        } else {
+          await api.mergePatch(path, { endpoints: slice(sliceName, remaining).endpoints });
+          sliceWrites++;
+        }
+        running = next;
+        try {
+          await waitServing(next);
+        } catch (err) {
+          rollFailures.push(String(err));
+          return;
+        }
+        old.gone = true;
+        await stopPod(old);
+        rolls++;
+        await sleepUntil(deadline, ROLL_GAP_MS);
+      }
+    };
+
+    // Route edits (one a second) and routes added (one every 5 s), each new one served once it answers 200.
+    let edits = 0;
+    let added = 0;
+    const addTimes: number[] = [];
+    const changeFailures: string[] = [];
+    const arrivals: Promise<void>[] = [];
+    const editor = async () => {
+      const editable = routes;
+      let nextAdd = Date.now() + ADD_GAP_MS;
+      for (let k = 1; Date.now() < deadline; k++) {
+        const i = Math.floor(Math.random() * editable);
+        try {
+          await api.mergePatch(`${routesPath(NS)}/r${i}`, { spec: { rules: [editedRule(i, k)] } });
+          edits++;
+          if (Date.now() >= nextAdd) {
+            nextAdd += ADD_GAP_MS;
+            const n = routes++;
+            const t0 = performance.now();
+            await api.create(routesPath(NS), httpRoute(NS, `r${n}`, 'gw', `/r${n}/`, 'be'));
+            added++;
+            arrivals.push(
+              (async () => {
+                const proxy = fleet.proxies[0]!;
+                while (performance.now() - t0 < GIVE_UP_MS) {
+                  const status = await send(proxy.url(PORT, `/r${n}/x`), { headers: { 'x-bench': 'churn' } }).then((r) => r.status, () => -1);
+                  if (status === 200) {
+                    addTimes.push(performance.now() - t0);
+                    live.push(n);
+                    return;
+                  }
+                  await new Promise((r) => setTimeout(r, 20));
+                }
+                changeFailures.push(`route r${n} not served within ${GIVE_UP_MS} ms`);
+              })(),
+            );
+          }
+        } catch (err) {
+          changeFailures.push(String(err));
+        }
+        await sleepUntil(deadline, EDIT_GAP_MS);
+      }
+    };
+
+    await Promise.all([...Array.from({ length: CHURN_CLIENTS }, (_, c) => client(c)), roller(), editor()]);
+    await Promise.all(arrivals);
+    const seconds = (Date.now() - start) / 1000;
+    const snapshots = fleet.controller.lines.slice(fromController).filter((l) => l.msg === 'new snapshot' && l.gateway === GATEWAY).length;
+    const servedCounts = fleet.proxies.map((p, i) => p.lines.slice(fromProxy[i]).filter((l) => typeof l.msg === 'string' && l.msg.startsWith('serving snapshot ')).length);
+    const proxyProblems = fleet.proxies.flatMap((p, i) => p.lines.slice(fromProxy[i]).filter((l) => l.level === 'warn' || l.level === 'error' || l.level === 'fatal').map((l) => `${p.name}: ${String(l.msg)}`));
+    const statuses = [...byStatus].sort(([a], [b]) => a - b).map(([status, n]) => `${status === -1 ? 'no answer' : status} ${n}`).join(', ');
+    console.log(`  requests: ${sent} in ${seconds.toFixed(0)} s (${(sent / seconds).toFixed(0)}/s), by status: ${statuses}; errors (not 200): ${errors}; latency ${summary(latency)}`);
+    for (const e of firstErrors) console.log(`    ${e}`);
+    console.log(`  rollout: ${rolls} backends replaced, ${sliceWrites} EndpointSlice writes (${replaced} slices replaced by a new name); terminating write -> every proxy serving the new endpoints: ${rollTimes.length ? summary(rollTimes) : 'none'}`);
+    for (const f of rollFailures) console.log(`    roll stopped: ${f}`);
+    const perPod = pods.map((p) => p.requests);
+    const late = pods.reduce((n, p) => n + p.late, 0);
+    console.log(`  backends: ${pods.length} started; requests each min ${Math.min(...perPod)}, median ${pct(perPod, 50)}, max ${Math.max(...perPod)}; requests that reached a backend after every proxy served a snapshot without it: ${late}`);
+    console.log(`  routes: ${edits} edits, ${added} added (create -> first 200: ${addTimes.length ? summary(addTimes) : 'none'}), ${routes} now; failures ${changeFailures.length}${changeFailures.length ? `: ${changeFailures.slice(0, 3).join('; ')}` : ''}`);
+    console.log(`  snapshots: ${snapshots} made by the controller, served ${servedCounts.join(' / ')} (per proxy); proxy warnings and errors logged: ${proxyProblems.length}${proxyProblems.length ? `, first: ${proxyProblems.slice(0, 3).join(' | ')}` : ''}; ${load()}`);
   });
 });

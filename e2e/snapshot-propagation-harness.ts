@@ -9,8 +9,9 @@
 //
 // Network: a bridge this harness creates holds 198.18.X.1/24 (X picked free among 240..249,
 // never a private range, nothing routed off the machine); the controller's stream and any
-// backend run here listen on that address (the API server refuses loopback endpoints); proxy
-// i is 198.18.X.(10+i) on a veth into its namespace, with no other route.
+// backend run here listen on that address (the API server refuses loopback endpoints), or on
+// one of 198.18.X.2-9 (backendAddress(): several backends on one port, as a Deployment's pods);
+// proxy i is 198.18.X.(10+i) on a veth into its namespace, with no other route.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -79,6 +80,26 @@ export class HostNet {
   proxyAddress(index: number): string {
     return `${this.prefix}.${10 + index}`;
   }
+
+  /** Host addresses beyond hostAddress that backendAddress() may give out (.2 to .9; proxies start at .10). */
+  static readonly BACKEND_ADDRESSES = 8;
+
+  /**
+   * Another address of the host on the bridge, `index` 0 to 7: 198.18.X.(2+index), added on
+   * first use (it goes with the bridge). Backends run here listen on distinct ones, as the pods
+   * of a Deployment have distinct addresses and one port, so that one EndpointSlice lists them.
+   */
+  backendAddress(index: number): string {
+    if (!Number.isInteger(index) || index < 0 || index >= HostNet.BACKEND_ADDRESSES) throw new Error(`backend address ${index}: 0 to ${HostNet.BACKEND_ADDRESSES - 1}`);
+    const address = `${this.prefix}.${2 + index}`;
+    if (!this.#backendAddresses.has(address)) {
+      ip(['addr', 'add', `${address}/32`, 'dev', this.bridge]);
+      this.#backendAddresses.add(address);
+    }
+    return address;
+  }
+
+  readonly #backendAddresses = new Set<string>();
 
   static create(): HostNet {
     for (let x = 240; x < 250; x++) {
