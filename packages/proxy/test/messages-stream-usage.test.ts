@@ -78,4 +78,14 @@ describe('the text kept for the estimate', () => {
     expect(usage.completionText.length).toBeLessThanOrEqual(MAX_COMPLETION_CHARS);
     expect(usage.completionText.length + usage.extraCompletionChars).toBe(6 * piece.length);
   });
+
+  it('holds a bounded number of undecoded deltas: a million empty ones are decoded in batches, nothing kept', () => {
+    const t = new MessagesStreamTranslator({ includeUsage: false, maxEventBytes: 1 << 20, created: 1 });
+    t.transform(Buffer.from(START));
+    const empty = Buffer.from(event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: '' } }).repeat(10_000));
+    for (let i = 0; i < 100; i++) t.transform(empty);
+    t.transform(Buffer.from(event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'end' } })));
+    t.flush();
+    expect(t.usage()).toEqual({ reported: null, completionText: 'end', extraCompletionChars: 0 });
+  });
 });

@@ -39,23 +39,30 @@ export class CompletionText {
   }
 }
 
+/** Literals held undecoded, counted with LITERAL_COST each: past it they are decoded into the text. */
+const MAX_HELD_LITERAL_BYTES = 64 * 1024;
 /**
- * Generated text held as the JSON string literals it arrived in, decoded only when asked for:
- * a stream whose usage is reported never needs its text, so a translation that passes the
- * literals on as they came does not decode each one. Bounded as CompletionText (by literal
- * length, a little more than the text's).
+ * What holding one literal costs beside its characters: it is a slice of its event's text and
+ * keeps that alive (a backend sending a million empty deltas must not make a million held events).
+ */
+const LITERAL_COST = 128;
+
+/**
+ * Generated text held as the JSON string literals it arrived in, decoded in batches: a stream
+ * whose usage is reported never needs its text, so a translation that passes the literals on as
+ * they came decodes them only when it is asked for the text, or when what it holds passes
+ * MAX_HELD_LITERAL_BYTES (then into a CompletionText, bounded as every meter's text is).
  */
 export class CompletionLiterals {
   #literals: string[] = [];
-  #chars = 0;
-  #extra = 0;
+  #held = 0;
+  readonly #text = new CompletionText();
 
   /** A JSON string literal (quotes included), as checked by the caller. */
   addLiteral(literal: string): void {
-    if (this.#chars + literal.length <= MAX_COMPLETION_CHARS) {
-      this.#literals.push(literal);
-      this.#chars += literal.length;
-    } else this.#extra += literal.length - 2;
+    this.#literals.push(literal);
+    this.#held += literal.length + LITERAL_COST;
+    if (this.#held > MAX_HELD_LITERAL_BYTES) this.#decodeHeld();
   }
 
   /** Bound to the instance: a text sink for readers that have the text decoded already. */
@@ -63,9 +70,15 @@ export class CompletionLiterals {
 
   /** The text, decoded. */
   text(): CompletionText {
-    const out = new CompletionText();
-    if (this.#literals.length) out.add((JSON.parse(`[${this.#literals.join(',')}]`) as string[]).join(''));
-    out.countExtra(this.#extra);
-    return out;
+    this.#decodeHeld();
+    return this.#text;
+  }
+
+  #decodeHeld(): void {
+    if (!this.#literals.length) return;
+    const texts = JSON.parse(`[${this.#literals.join(',')}]`) as string[];
+    this.#literals = [];
+    this.#held = 0;
+    this.#text.add(texts.join(''));
   }
 }
