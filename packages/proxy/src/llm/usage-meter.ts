@@ -47,8 +47,10 @@ export interface UsageResult {
   readonly extraCompletionChars: number;
 }
 
-/** Chunks of a stream held unparsed (for their text, should no usage come), per response. */
+/** Chunks of a stream held unparsed (for their text, should no usage come), per response, each counted with CHUNK_COST. */
 export const MAX_UNPARSED_BYTES = 32 * 1024;
+/** What holding one chunk costs beside its characters (a stream of tiny chunks holds few of them). */
+const CHUNK_COST = 64;
 
 /** The chunk's text shows no usage to read: no `"usage"` member, or only `"usage": null`. */
 export function carriesNoUsage(data: string): boolean {
@@ -263,9 +265,9 @@ export class UsageMeter {
     const data = event.data;
     if (data === null || data === '[DONE]' || this.#lost) return true;
     if (!this.#anthropic && !this.#eager && carriesNoUsage(data)) {
-      if (this.#unparsedBytes + data.length <= MAX_UNPARSED_BYTES) {
+      if (this.#unparsedBytes + data.length + CHUNK_COST <= MAX_UNPARSED_BYTES) {
         this.#unparsedChunks.push(data);
-        this.#unparsedBytes += data.length;
+        this.#unparsedBytes += data.length + CHUNK_COST;
         return true;
       }
       this.#eager = true;
