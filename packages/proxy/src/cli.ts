@@ -150,6 +150,12 @@ export async function main(argv: string[]): Promise<void> {
     let reload: () => void = () => void (hupPending = true);
     let hupPending = false;
     process.on('SIGHUP', () => reload());
+    // SIGTERM or SIGINT while the proxy starts (a pod stopped as it comes up) is kept too, and
+    // drains once it runs: the default action would kill it with binds already listening.
+    let stopPending: string | null = null;
+    let onStop: (signal: string) => void = (signal) => void (stopPending ??= signal);
+    process.on('SIGTERM', () => onStop('SIGTERM'));
+    process.on('SIGINT', () => onStop('SIGINT'));
     // compactMemory: the process gives back what start-up and each config compile left behind.
     const addrs = { adminAddr: values['admin-addr'], metricsAddr: values['metrics-addr'], readinessAddr: values['readiness-addr'], compactMemory: true, workers };
     const standalone = cluster ? null : await startStandaloneProxy({ file: values.file!, ...addrs });
@@ -170,8 +176,8 @@ export async function main(argv: string[]): Promise<void> {
         .catch((err: unknown) => fail(`shutdown failed: ${(err as Error).message}`, EXIT.RUNTIME));
     };
     gateway.onShutdownRequest = (reason) => stop(reason);
-    process.on('SIGTERM', () => stop('SIGTERM'));
-    process.on('SIGINT', () => stop('SIGINT'));
+    onStop = stop;
+    if (stopPending !== null) stop(stopPending);
     reload = () => {
       if (stopping) return;
       if (!standalone) {
