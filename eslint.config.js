@@ -21,6 +21,26 @@ export default tseslint.config(
       '@typescript-eslint/require-await': 'off',
     },
   },
+  // Libraries and built-ins a proxy thread loads only when it needs them (../api/src/lazy-module.ts,
+  // ../kit/src/node-http.ts): an import here would load them in every thread of every process.
+  {
+    files: ['packages/*/src/**/*.ts'],
+    ignores: ['packages/testkit/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            { name: 'node:http', allowTypeImports: true, message: "an import of node:http loads Node's bundled fetch in every thread: take its values from @tollgate/kit/node-http" },
+            { name: 'http', allowTypeImports: true, message: "use node:http's types, and @tollgate/kit/node-http for its values" },
+            { name: 'yaml', allowTypeImports: true, message: "take the YAML library from @tollgate/api's `yaml()`, loaded on first use" },
+            { name: 'ajv', allowTypeImports: true, message: 'compile schemas with @tollgate/api\'s compile(), which loads ajv on first use' },
+            { name: '@datadog/pprof', allowTypeImports: true, message: 'the profiler is loaded by the admin server that serves it (kit/src/admin/pprof.ts)' },
+          ],
+        },
+      ],
+    },
+  },
   // Tests say what they check: every test asserts, none is disabled or focused, no assertion
   // hides in a branch that may not run or outside a test.
   {

@@ -1,9 +1,11 @@
 // The ajv instances of every schema of the project; each schema is compiled once, on first use
 // (see compile), and ajv's errors are rewritten into Problems that name path, value and
 // expectation.
-import { Ajv, type ErrorObject, type SchemaValidateFunction, type ValidateFunction } from 'ajv';
+import type * as AjvModule from 'ajv';
+import type { Ajv, ErrorObject, SchemaValidateFunction, ValidateFunction } from 'ajv';
 import type { TSchema, Static } from '@sinclair/typebox';
 import { checkDuration, type DurationRules } from './duration.js';
+import { lazyModule } from './lazy-module.js';
 import { parseHost, parseHostPort, type HostPortRules } from './host-port.js';
 import { joinPath, show, type Problem } from './validation-error.js';
 
@@ -16,35 +18,46 @@ import { joinPath, show, type Problem } from './validation-error.js';
 // standalone config schema) only trim unused names; skipping them halves the compile's time and
 // keeps its garbage (about 20 MiB resident, never given back) off the start-up peak.
 const OPTIONS = { strict: true, strictTypes: false, allowUnionTypes: true, code: { optimize: false } } as const;
-const firstError = new Ajv(OPTIONS);
-const explain = new Ajv({ ...OPTIONS, allErrors: true, verbose: true });
-const instances = [firstError, explain];
-// Annotation keywords: `expected` is the human phrasing of a pattern for error messages;
-// `x-kubernetes-validations` are CEL rules the API server runs (validate.ts mirrors them);
-// the list-map markers make the API server refuse a repeated key (rules.ts checks files);
-// preserve-unknown-fields keeps a free-form object (a JSON body) whole in the API server.
-for (const ajv of instances) {
-  ajv.addKeyword({ keyword: 'expected', schemaType: 'string' });
-  ajv.addKeyword({ keyword: 'x-kubernetes-validations', schemaType: 'array' });
-  ajv.addKeyword({ keyword: 'x-kubernetes-list-type', schemaType: 'string' });
-  ajv.addKeyword({ keyword: 'x-kubernetes-list-map-keys', schemaType: 'array' });
-  ajv.addKeyword({ keyword: 'x-kubernetes-preserve-unknown-fields', schemaType: 'boolean' });
+
+// The library itself is loaded with the first schema compiled, not with this module: every
+// thread of a proxy imports the schemas, and a worker thread, handed snapshots the main thread
+// validated, never compiles one (ajv is about 1 MiB of heap a thread).
+const ajvModule = lazyModule<typeof AjvModule>('ajv');
+let built: { readonly firstError: Ajv; readonly explain: Ajv } | null = null;
+
+function instances(): { readonly firstError: Ajv; readonly explain: Ajv } {
+  if (built) return built;
+  const { Ajv } = ajvModule();
+  const firstError = new Ajv(OPTIONS);
+  const explain = new Ajv({ ...OPTIONS, allErrors: true, verbose: true });
+  for (const ajv of [firstError, explain]) {
+    // Annotation keywords: `expected` is the human phrasing of a pattern for error messages;
+    // `x-kubernetes-validations` are CEL rules the API server runs (validate.ts mirrors them);
+    // the list-map markers make the API server refuse a repeated key (rules.ts checks files);
+    // preserve-unknown-fields keeps a free-form object (a JSON body) whole in the API server.
+    ajv.addKeyword({ keyword: 'expected', schemaType: 'string' });
+    ajv.addKeyword({ keyword: 'x-kubernetes-validations', schemaType: 'array' });
+    ajv.addKeyword({ keyword: 'x-kubernetes-list-type', schemaType: 'string' });
+    ajv.addKeyword({ keyword: 'x-kubernetes-list-map-keys', schemaType: 'array' });
+    ajv.addKeyword({ keyword: 'x-kubernetes-preserve-unknown-fields', schemaType: 'boolean' });
+    // The one host:port and duration validators (host-port.ts, duration.ts) run inside the schemas.
+    checkKeyword<HostPortRules>(ajv, 'hostPort', (value, rules) => parseHostPort(value, rules));
+    checkKeyword<DurationRules>(ajv, 'duration', (value, rules) => checkDuration(value, rules));
+    checkKeyword<true>(ajv, 'host', (value) => parseHost(value));
+  }
+  return (built = { firstError, explain });
 }
 
 /** A keyword whose check is a function returning a problem phrase, reported as `got <value>; <problem>`. */
-function checkKeyword<R>(keyword: string, check: (value: string, rules: R) => { ok: true } | { ok: false; problem: string }): void {
+function checkKeyword<R>(ajv: Ajv, keyword: string, check: (value: string, rules: R) => { ok: true } | { ok: false; problem: string }): void {
   const validate: SchemaValidateFunction = (rules: R, data: unknown) => {
     const r = check(data as string, rules);
     if (r.ok) return true;
     validate.errors = [{ keyword, message: r.problem, params: {} }];
     return false;
   };
-  for (const ajv of instances) ajv.addKeyword({ keyword, type: 'string', schemaType: ['object', 'boolean'], errors: true, validate });
+  ajv.addKeyword({ keyword, type: 'string', schemaType: ['object', 'boolean'], errors: true, validate });
 }
-// The one host:port and duration validators (host-port.ts, duration.ts) run inside the schemas.
-checkKeyword<HostPortRules>('hostPort', (value, rules) => parseHostPort(value, rules));
-checkKeyword<DurationRules>('duration', (value, rules) => checkDuration(value, rules));
-checkKeyword<true>('host', (value) => parseHost(value));
 
 export interface Validator<T> {
   (value: unknown): { ok: true; value: T } | { ok: false; problems: Problem[] };
@@ -59,9 +72,9 @@ export function compile<S extends TSchema>(schema: S): Validator<Static<S>> {
   let fn: ValidateFunction | null = null;
   let explainFn: ValidateFunction | null = null;
   return (value) => {
-    fn ??= firstError.compile(schema);
+    fn ??= instances().firstError.compile(schema);
     if (fn(value)) return { ok: true, value: value as Static<S> };
-    explainFn ??= explain.compile(schema);
+    explainFn ??= instances().explain.compile(schema);
     explainFn(value);
     return { ok: false, problems: toProblems(explainFn.errors ?? [], value) };
   };

@@ -47,3 +47,4 @@ export * from './traffic/index.js';
 export * from './provider/index.js';
 export * from './resilience/index.js';
 export { lazyModule } from './lazy-module.js';
+export { yaml } from './yaml.js';

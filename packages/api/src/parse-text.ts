@@ -1,7 +1,7 @@
 // YAML or JSON text to a value, strictly: duplicate keys refused, alias expansion bounded, and
 // every failure (the parser's own included) a ValidationError naming the subject, never a
 // stack. The config file and the files its policies name (API keys) are read through it.
-import { parseDocument } from 'yaml';
+import { yaml } from './yaml.js';
 import { ValidationError } from './validation-error.js';
 
 /** Most alias references (`*name`) a config may expand; more is an alias bomb, not a config. */
@@ -23,7 +23,7 @@ function parserProblem(message: string): string {
 export function parseConfigText(text: string, subject: string, empty = 'the file is empty; expected an object with a "binds" list'): unknown {
   let value: unknown;
   try {
-    const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true, strict: true });
+    const doc = yaml().parseDocument(text, { uniqueKeys: true, prettyErrors: true, strict: true });
     if (doc.errors.length) {
       throw new ValidationError(
         subject,

@@ -3,7 +3,8 @@
 // server itself is to blame; error answers become ADMIN_ERROR with the server's own text.
 // Nothing waits forever: a server that accepts and then stalls (no headers, a body that stops)
 // is given up on after the target's timeout, and an answer is capped in size.
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { http } from '@tollgate/kit/node-http';
 import { GwctlError } from './errors.js';
 import type { Target } from './target/target.js';
 
@@ -43,7 +44,7 @@ function exchange(
   return new Promise((resolve, reject) => {
     let phase: Phase = 'connect';
     let response: IncomingMessage | undefined;
-    const req = httpRequest(`${target.adminUrl}${path}`, { method, agent: false, headers: opts.headers, signal: opts.signal, timeout: headersMs }, (res) => {
+    const req = http.request(`${target.adminUrl}${path}`, { method, agent: false, headers: opts.headers, signal: opts.signal, timeout: headersMs }, (res) => {
       phase = 'body';
       response = res;
       req.setTimeout(opts.idleMs ?? headersMs);

@@ -1,6 +1,7 @@
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createServer as createHttpsServer } from 'node:https';
+import { http } from '@tollgate/kit/node-http';
 import { parseMessagesRequest } from './anthropic-request.js';
 import { anthropicErrorBody, anthropicErrorType, messageBody, planMessage, streamMessage } from './anthropic.js';
 import { readBody } from './body.js';
@@ -399,7 +400,7 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
       sendError(res, e.status, { message: e.create({ reason: message }).message, type: 'server_error', param: null, code: null }, e.code);
     });
   };
-  const server = options.tls ? httpsServer(options.tls, listener, formatUrl(host, options.port ?? 0)) : createServer({ noDelay: true }, listener);
+  const server = options.tls ? httpsServer(options.tls, listener, formatUrl(host, options.port ?? 0)) : http.createServer({ noDelay: true }, listener);
 
   await new Promise<void>((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException): void => {

@@ -1,6 +1,6 @@
 // The Backend CustomResourceDefinition, generated from BackendSpec and BackendStatus the same
 // way as GatewayPolicy's (./gateway-policy.ts); written by the same `gen:crds`.
-import { stringify } from 'yaml';
+import { yaml } from '../yaml.js';
 import { BackendSpec, BackendStatus } from '../schema/backend.js';
 import { CRD_REGENERATE_COMMAND, POLICY_GROUP, servedVersion } from './gateway-policy.js';
 import { toStructural, type JsonSchema } from './structural.js';
@@ -53,5 +53,5 @@ export function backendCrd(): JsonSchema {
 
 export function renderBackendCrdYaml(): string {
   const header = ['# Backend CustomResourceDefinition.', `# Generated from packages/api (BackendSpec, BackendStatus) by \`${CRD_REGENERATE_COMMAND}\`.`, '# Do not edit: change the schema and regenerate.'].join('\n');
-  return `${header}\n---\n${stringify(backendCrd(), { lineWidth: 0, aliasDuplicateObjects: false })}`;
+  return `${header}\n---\n${yaml().stringify(backendCrd(), { lineWidth: 0, aliasDuplicateObjects: false })}`;
 }

@@ -2,7 +2,7 @@
 // schema the controller and the standalone proxy validate with) plus the status schema in
 // ./status.ts. `pnpm --filter @tollgate/api gen:crds` writes it to crds/ and to the Helm
 // chart; packages/api/test/crd.test.ts fails when the committed YAML is stale.
-import { stringify } from 'yaml';
+import { yaml } from '../yaml.js';
 import { GatewayPolicySpec } from '../schema/traffic-policy.js';
 import { GatewayPolicyStatus } from './status.js';
 import { toStructural, type JsonSchema } from './structural.js';
@@ -115,5 +115,5 @@ export function renderCrdYaml(crd: JsonSchema = gatewayPolicyCrd()): string {
     `# Generated from packages/api (GatewayPolicySpec, src/crd/status.ts) by \`${CRD_REGENERATE_COMMAND}\`.`,
     '# Do not edit: change the schema and regenerate.',
   ].join('\n');
-  return `${header}\n---\n${stringify(crd, { lineWidth: 0, aliasDuplicateObjects: false })}`;
+  return `${header}\n---\n${yaml().stringify(crd, { lineWidth: 0, aliasDuplicateObjects: false })}`;
 }

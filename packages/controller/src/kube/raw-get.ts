@@ -1,8 +1,8 @@
 // One GET to the API server with a chosen Accept header, through the KubeConfig's credentials
 // and TLS settings (the same ones client-node's watches use): what the typed clients cannot
 // ask for, such as objects' metadata only (PartialObjectMetadataList).
-import http from 'node:http';
 import https from 'node:https';
+import { http } from '@tollgate/kit/node-http';
 import type { KubeConfig } from '@kubernetes/client-node';
 
 /** An API server answer other than 2xx, shaped as describeApiError and statusCode read it. */

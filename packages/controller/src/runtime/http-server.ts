@@ -1,5 +1,6 @@
 // A small plain-HTTP server runnable (metrics, health): GET routes only, everything else 404.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { http } from '@tollgate/kit/node-http';
 import type { HostPort } from './host-port.js';
 import { bindError, listenAddress } from './listen.js';
 import type { Runnable } from './runnable.js';
@@ -18,7 +19,7 @@ export class HttpServer implements Runnable {
     routes: Record<string, Handler>,
     private readonly onListening: (address: string) => void,
   ) {
-    this.#server = createServer((req, res) => {
+    this.#server = http.createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0]!;
       const handler = routes[path];
       if (!handler) {

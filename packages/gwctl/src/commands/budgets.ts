@@ -1,6 +1,6 @@
 // `gwctl budgets`: the budgets of the keyed rate limits per key, most used first, from every
 // proxy of a Gateway (merged, ../budgets.ts) or from one standalone proxy (--local).
-import { stringify } from 'yaml';
+import { yaml } from '@tollgate/api';
 import { adminJson } from '../admin-client.js';
 import { checkBudgets, GLOBAL, mergeBudgets, type BudgetsAnswer, type MergedRow } from '../budgets.js';
 import { describe, GwctlError } from '../errors.js';
@@ -103,7 +103,7 @@ export async function showBudgets(targets: readonly Target[], skipped: number, f
   const output = flags.output ?? 'table';
   if (output === 'json' || output === 'yaml') {
     const doc = { proxies: answered.map((a) => ({ proxy: a.proxy, version: a.answer.version, total: a.answer.total, ...(a.answer.missingWorkers ? { missingWorkers: a.answer.missingWorkers } : {}) })), missing, budgets: shown };
-    write(io.stdout, output === 'json' ? `${JSON.stringify(doc, null, 2)}\n` : stringify(doc));
+    write(io.stdout, output === 'json' ? `${JSON.stringify(doc, null, 2)}\n` : yaml().stringify(doc));
     return;
   }
   write(io.stdout, render(shown, output === 'wide'));

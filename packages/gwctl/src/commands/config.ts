@@ -1,7 +1,7 @@
 // `gwctl config all` and `gwctl config backends`: read /config_dump (or a saved dump with
 // --file) and render it as tables, JSON or YAML.
 import { readFile } from 'node:fs/promises';
-import { stringify } from 'yaml';
+import { yaml } from '@tollgate/api';
 import { adminJson } from '../admin-client.js';
 import { checkBackendsBody, checkDump, type ConfigDump, type DumpBackend, type DumpMatch, type DumpPolicy } from '../config-dump.js';
 import { GwctlError, describe, usage } from '../errors.js';
@@ -46,7 +46,7 @@ async function loadDump(ref: string | undefined, flags: ConfigFlags, io: Io): Pr
 
 function formatted(value: unknown, format: OutputFormat): string | null {
   if (format === 'json') return `${JSON.stringify(value, null, 2)}\n`;
-  if (format === 'yaml') return stringify(value);
+  if (format === 'yaml') return yaml().stringify(value);
   return null;
 }
 

@@ -1,6 +1,6 @@
 // Inject mode: the request gwctl sends itself, marked with a header carrying a fresh id that
 // the session's CEL match selects, so no other client's request is captured.
-import { request as httpRequest } from 'node:http';
+import { http } from '@tollgate/kit/node-http';
 import type { InjectRequest } from '../curl-args.js';
 import type { Target } from '../target/target.js';
 
@@ -25,7 +25,7 @@ export async function sendInject(target: Target, port: number, req: InjectReques
   const headers: [string, string][] = [['host', req.url.host], ...req.headers, [TRACE_HEADER, traceId]];
   if (req.body) headers.push(['content-length', String(req.body.length)]);
   return new Promise((resolve, reject) => {
-    const r = httpRequest(
+    const r = http.request(
       `http://${addr}${req.url.pathname}${req.url.search}`,
       { method: req.method, headers: headers.flat(), agent: false, signal, setHost: false },
       (res) => {

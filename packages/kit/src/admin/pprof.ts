@@ -3,11 +3,16 @@
 // (sampled allocations, sampling started with the admin server). V8 runs one CPU profile per
 // process; a client that disconnects stops its profile at once, so the next one is not refused.
 import { once } from 'node:events';
-import { encode, heap, time } from '@datadog/pprof';
+import type * as Pprof from '@datadog/pprof';
 import type { FastifyInstance } from 'fastify';
+import { lazyModule } from '@tollgate/api';
 import { KIT_ERRORS } from '../errors/catalog.js';
 import { rejectUnknownQuery, single } from './query.js';
 import { replyError } from './reply.js';
+
+// Loaded by the first admin server, not with this package: a thread that serves no admin API
+// (a proxy's worker threads) never holds the profiler (1.4 MiB of heap and a native addon).
+const pprof = lazyModule<typeof Pprof>('@datadog/pprof', import.meta.url);
 
 const HEAP_SAMPLE_BYTES = 512 * 1024;
 const HEAP_STACK_DEPTH = 64;
@@ -22,6 +27,7 @@ export function cpuProfileRunning(): boolean {
 }
 
 export function pprofRoutes(app: FastifyInstance): void {
+  const { encode, heap, time } = pprof();
   if (heapUsers++ === 0) heap.start(HEAP_SAMPLE_BYTES, HEAP_STACK_DEPTH);
 
   app.get('/debug/pprof/profile', { config: { index: 'CPU profile, pprof format; ?seconds=1..300 (default 10)' } }, async (request, reply) => {

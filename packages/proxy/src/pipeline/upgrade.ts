@@ -3,7 +3,7 @@
 // and the two connections are joined (upstream/tunnel.ts) until either side ends. The request
 // part is over then (its trace finishes, its rate limits settle); the connection's own line in
 // the log comes when it closes: bytes each way, duration, who closed it.
-import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { http } from '@tollgate/kit/node-http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ERRORS } from '../errors.js';
@@ -34,8 +34,8 @@ function switchingHead(headers: HeaderMap, protocol: string): string {
     if (value === undefined || name === 'content-length' || name === 'transfer-encoding') continue;
     for (const v of Array.isArray(value) ? value : [value]) {
       try {
-        validateHeaderName(name);
-        validateHeaderValue(name, v);
+        http.validateHeaderName(name);
+        http.validateHeaderValue(name, v);
       } catch {
         continue;
       }

@@ -12,9 +12,10 @@
 // connection may do with its answer is ./client-handshake.ts. Either bind also serves HTTP/2,
 // through the same handler: by prior knowledge on plain HTTP (./h2c.ts), by ALPN on HTTPS
 // (./alpn.ts).
-import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Server as NetServer } from 'node:net';
+import { http as nodeHttp } from '@tollgate/kit/node-http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { SecureContext, Server as TlsServer, TLSSocket } from 'node:tls';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -241,7 +242,7 @@ export class DataPlaneServer {
       // and the header deadline above bound a slow client instead).
       serverFactory: (fastifyHandler) => {
         const handler = (req: IncomingMessage, res: ServerResponse): void => direct(req, res, fastifyHandler);
-        const server: HttpServer = https ? createHttpsServer({ ...https, shouldUpgradeCallback: isWebSocketUpgrade }, handler) : createHttpServer({ ...http, shouldUpgradeCallback: isWebSocketUpgrade }, handler);
+        const server: HttpServer = https ? createHttpsServer({ ...https, shouldUpgradeCallback: isWebSocketUpgrade }, handler) : nodeHttp.createServer({ ...http, shouldUpgradeCallback: isWebSocketUpgrade }, handler);
         server.on('upgrade', upgraded);
         this.#h2 = new Http2Front(handler, t.keepAliveMs);
         if (https) dispatchByAlpn(server as HttpsServer, this.#h2);

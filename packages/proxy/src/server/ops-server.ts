@@ -1,7 +1,8 @@
 // The operational endpoints: Prometheus metrics (:15020/metrics) and readiness
 // (:15021/healthz/ready), each on its own port as orchestrators expect. Plain node:http:
 // they serve scrapers and kubelets, not users.
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import { http } from '@tollgate/kit/node-http';
 import { once } from 'node:events';
 import { TollgateError } from '../errors.js';
 
@@ -15,7 +16,7 @@ export class OpsServer {
     readonly port: number,
     handler: OpsHandler,
   ) {
-    this.#server = createServer((req, res) => {
+    this.#server = http.createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0]!;
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         res.writeHead(405, { allow: 'GET', 'content-type': 'text/plain' }).end('use GET\n');

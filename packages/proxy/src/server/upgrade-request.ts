@@ -5,7 +5,8 @@
 // upgrade`, `Upgrade: websocket`, no body). Any other Upgrade header (h2c, TLS/1.0) is an
 // ordinary request: the server may ignore an upgrade it does not take (RFC 9110 §7.8), and
 // its Connection and Upgrade headers, hop-by-hop, do not reach the backend.
-import { ServerResponse, type IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { http } from '@tollgate/kit/node-http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { LINGER_MS } from './linger.js';
@@ -31,7 +32,7 @@ export function isWebSocketUpgrade(req: IncomingMessage): boolean {
  * connection then closes, since the HTTP server parses no more requests on it.
  */
 export function upgradeResponse(req: IncomingMessage, socket: Duplex): ServerResponse {
-  const res = new ServerResponse(req);
+  const res = new http.ServerResponse(req);
   res.assignSocket(socket as Socket);
   res.shouldKeepAlive = false;
   // Once the answer is out the proxy ends its side, and the connection is gone when the client
