@@ -1,5 +1,8 @@
 #!/usr/bin/env node
-// Runs the compiled CLI; `pnpm build` produces dist/.
-import { main } from '../dist/cli.js';
+// Runs the compiled CLI; `pnpm build` produces dist/. The V8 defaults are set before the
+// proxy's modules load (dist/process/v8-defaults.js says which and why).
+import { applyV8Defaults } from '../dist/process/v8-defaults.js';
 
+applyV8Defaults();
+const { main } = await import('../dist/cli.js');
 await main(process.argv.slice(2));

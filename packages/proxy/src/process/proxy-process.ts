@@ -18,6 +18,7 @@ import { WorkerPool } from './workers/worker-pool.js';
 import { SharedState } from './workers/shared-state.js';
 import { resolveWorkers, type WorkersChoice } from './workers/worker-count.js';
 import { boundPorts, mergedMetrics } from './workers/main-thread.js';
+import { appliedV8Defaults } from './v8-defaults.js';
 
 export interface ProxyProcessOptions<S extends SnapshotSource = SnapshotSource> {
   /** Process settings (`config.*` of the config file); fixed for the life of the process. */
@@ -137,6 +138,8 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
         await workers.start();
         opened.push(workers);
       }
+      const v8Flags = appliedV8Defaults();
+      if (v8Flags.length) log.info({ v8Flags }, `V8 flags set by the proxy: ${v8Flags.join(' ')} (the same flag on the node command line, either way, takes precedence)`);
       if (workers || workersChoice.source !== 'set') log.info({ workers: threads, source: workersChoice.source }, `serving on ${threads} thread${threads === 1 ? '' : 's'} (${workersChoice.source})`);
       await source.start({
         apply: async (snapshot) => {
