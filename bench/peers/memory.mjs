@@ -5,7 +5,10 @@
 // once, then sits idle for --settle seconds before VmRSS and VmHWM are read from /proc.
 //
 //   AGENTGATEWAY_BIN=/path/to/agentgateway node bench/peers/memory.mjs [--routes 1,5000]
-//     [--settle 10] [--node-args=--max-semi-space-size=4] [--tollgate-root <dir>]
+//     [--settle 10] [--node-args=--max-semi-space-size=4] [--tollgate-root <dir>] [--workers 1,2]
+//
+// --workers: Tollgate's thread counts, each measured at every route count (agentgateway runs
+// one worker thread throughout: WORKER_THREADS=1).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,15 +26,18 @@ const { values } = parseArgs({
     settle: { type: 'string', default: '10' },
     'node-args': { type: 'string', default: '' },
     'tollgate-root': { type: 'string', default: ROOT },
+    workers: { type: 'string', default: '1' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (values.help) {
-  process.stdout.write('Usage: AGENTGATEWAY_BIN=<path> node bench/peers/memory.mjs [--routes 1,5000] [--settle 10] [--node-args="..."] [--tollgate-root <dir>]\n');
+  process.stdout.write('Usage: AGENTGATEWAY_BIN=<path> node bench/peers/memory.mjs [--routes 1,5000] [--settle 10] [--node-args="..."] [--tollgate-root <dir>] [--workers 1,2]\n');
   process.exit(0);
 }
 const counts = values.routes.split(',').map(Number);
 for (const n of counts) if (!Number.isInteger(n) || n < 1) throw new Error(`--routes: each count must be an integer >= 1, got ${n}`);
+const threadCounts = values.workers.split(',').map(Number);
+for (const n of threadCounts) if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`--workers: each count must be an integer from 1 to 64, got ${n}`);
 const settleS = Number(values.settle);
 const nodeArgs = values['node-args'].split(/\s+/).filter(Boolean);
 
@@ -77,7 +83,7 @@ async function main() {
     for (const count of counts) {
       const routes = table(count, backendHost);
       // Tollgate
-      {
+      for (const threads of threadCounts) {
         const port = await freePort();
         const file = join(dir, `tollgate-${count}.json`);
         const config = {
@@ -86,9 +92,9 @@ async function main() {
         };
         writeFileSync(file, JSON.stringify(config));
         const bin = join(values['tollgate-root'], 'packages/proxy/bin/tollgate.js');
-        const side = ['--metrics-addr', `127.0.0.1:${await freePort()}`, '--readiness-addr', `127.0.0.1:${await freePort()}`];
+        const side = ['--metrics-addr', `127.0.0.1:${await freePort()}`, '--readiness-addr', `127.0.0.1:${await freePort()}`, '--workers', String(threads)];
         const proc = startProcess('tollgate', process.execPath, [...nodeArgs, bin, '--file', file, ...side]);
-        rows.push({ proxy: 'tollgate', count, ...(await measure('tollgate', proc, `http://127.0.0.1:${port}`)) });
+        rows.push({ proxy: threads === 1 ? 'tollgate' : `tollgate×${threads}`, count, ...(await measure('tollgate', proc, `http://127.0.0.1:${port}`)) });
       }
       // agentgateway
       const bin = process.env.AGENTGATEWAY_BIN;

@@ -1,5 +1,8 @@
 // timeouts.backendRequest is kept to the millisecond: a sub-second deadline fires when it says,
-// not on the next tick of a coarse (about 1 s) timer wheel.
+// not on the next tick of a coarse (about 1 s) timer wheel. The backend's response body idle
+// timeout cuts a body that stopped, and never one whose chunks keep coming.
+import { once } from 'node:events';
+import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
@@ -26,5 +29,60 @@ describe('timeouts.backendRequest', () => {
     expect(r.status).toBe(504);
     expect(r.body).toContain('upstream request timeout');
     expect(backendAnswered).toBe(false);
+  });
+});
+
+/** GET through the gateway: the status, the body received, and whether the response ended whole. */
+function fetchWhole(url: string): Promise<{ status: number; body: string; complete: boolean }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('close', () => resolve({ status: res.statusCode ?? 0, body, complete: res.complete }));
+    });
+    req.on('error', reject);
+  });
+}
+
+describe("the backend's response body idle timeout", () => {
+  it('cuts a response whose backend stops sending mid-body', async () => {
+    let backendClosed: Promise<unknown> = Promise.resolve();
+    const up = await startUpstream((req, res) => {
+      backendClosed = once(req.socket, 'close');
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('first part;');
+    });
+    open.push(up);
+    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'r', backends: [{ host: up.host }] }]), { backendBodyIdleTimeoutMs: 300 });
+    open.push(gw);
+    const r = await fetchWhole(`${gw.url}/`);
+    expect(r.status).toBe(200);
+    expect(r.body).toBe('first part;');
+    expect(r.complete).toBe(false);
+    // The exchange was cut, and with it the connection to the backend.
+    await backendClosed;
+  });
+
+  it('lets a response through whose chunks keep coming, for longer than the timeout in all', async () => {
+    const chunks = 15;
+    const up = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      let sent = 0;
+      const timer = setInterval(() => {
+        res.write(`${sent};`);
+        if (++sent === chunks) {
+          clearInterval(timer);
+          res.end();
+        }
+      }, 40);
+    });
+    open.push(up);
+    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'r', backends: [{ host: up.host }] }]), { backendBodyIdleTimeoutMs: 400 });
+    open.push(gw);
+    const r = await fetchWhole(`${gw.url}/`);
+    expect(r.status).toBe(200);
+    expect(r.complete).toBe(true);
+    expect(r.body).toBe(Array.from({ length: chunks }, (_, i) => `${i};`).join(''));
   });
 });

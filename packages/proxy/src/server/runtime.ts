@@ -55,6 +55,8 @@ export interface RuntimeOptions {
   readonly dns?: DnsSettings;
   readonly connectTimeoutMs: number;
   readonly clock?: Clock;
+  /** How long a backend's response body may send nothing (default 5 min; tests shorten it). */
+  readonly backendBodyIdleTimeoutMs?: number;
   readonly rateLimitLog?: Logger;
   /** Where authentication and authorization decisions are logged. */
   readonly authLog?: Logger;
@@ -263,7 +265,7 @@ export class ProxyRuntime {
       retryBudget: options.retryBudget ?? { percent: DEFAULT_RETRY_BUDGET_PERCENT, minConcurrency: DEFAULT_RETRY_BUDGET_MIN_CONCURRENCY },
       maxRetryBodyBytes: options.maxRetryBodyBytes ?? DEFAULT_MAX_RETRY_BODY_BYTES,
       coolDowns: this.coolDowns,
-      bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
+      bodyIdleTimeoutMs: options.backendBodyIdleTimeoutMs ?? BODY_IDLE_TIMEOUT_MS,
       clientTimeouts,
       bodyTimeouts: { idleMs: clientTimeouts.requestBodyIdleMs, deadlineMs: clientTimeouts.requestBodyMs },
       maxConnectionsPerBind: options.maxConnectionsPerBind ?? DEFAULT_MAX_CONNECTIONS_PER_BIND,

@@ -125,18 +125,22 @@ export const DISCARD_MAX_MS = 1_000;
 
 const EMPTY = Buffer.alloc(0);
 
-/** Below this, undici's ~1 s timer granularity is too coarse for timeouts.backendRequest. */
-const PRECISE_BELOW_MS = 30_000;
-
-function preciseHeadersTimeout(ms: number): boolean {
-  return ms > 0 && ms < PRECISE_BELOW_MS;
-}
+/**
+ * The body idle timeout is checked this many times over its length: a chunk counts itself (a
+ * field written), and a check that saw neither a chunk nor the body held back re-arms; the
+ * exchange is cut after this many quiet checks in a row, between the timeout and a quarter more.
+ */
+const BODY_IDLE_CHECKS = 4;
 
 class RequestTimeout extends Error {
   readonly code = 'TG_REQUEST_TIMEOUT';
 }
 class BackendTimeout extends Error {
   readonly code = 'TG_UPSTREAM_TIMEOUT';
+}
+/** Classified as undici's own body timeout was: the backend stopped sending mid-body. */
+class BodyIdleTimeout extends Error {
+  readonly code = 'UND_ERR_BODY_TIMEOUT';
 }
 /** Cuts a discarded answer whose body is too long or too slow to drain. */
 class DiscardCut extends Error {}
@@ -213,6 +217,13 @@ class Exchange implements Dispatcher.DispatchHandler {
   #timer: NodeJS.Timeout | undefined;
   #headersTimer: NodeJS.Timeout | undefined;
   #drainTimer: NodeJS.Timeout | undefined;
+  #bodyTimer: NodeJS.Timeout | undefined;
+  /** Body chunks and processor steps so far, and their count at the last idle check. */
+  #activity = 0;
+  #activityChecked = 0;
+  #quietChecks = 0;
+  /** Processor steps queued or running: the body is paused for them, and its idle timeout waits. */
+  #stepsInFlight = 0;
   /** The headers of a held response (ForwardHooks.onResponseHeaders), written at its end. */
   #heldHeaders: Record<string, string | string[] | undefined> | null = null;
   /** Bytes of a discarded answer's body read so far; -1 while the answer is not discarded. */
@@ -237,10 +248,14 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (req.requestTimeoutMs !== null) {
       this.#timer = setTimeout(() => this.#abort(new RequestTimeout('route request timeout elapsed')), req.requestTimeoutMs);
     }
-    // undici runs headersTimeout on a coarse wheel (about 1 s), which would turn a 250ms
-    // timeouts.backendRequest into 0.5-1 s: a short one gets a precise timer of its own; a
-    // long one (the 60 s default) stays on undici's, which costs no timer per request.
-    if (preciseHeadersTimeout(req.headersTimeoutMs)) {
+    // The exchange keeps the backend's headers and body idle timeouts itself, undici none (0):
+    // undici's timers are objects on a wheel that drops them about a second after they are
+    // cleared, and it makes a new one each time a connection's timeout changes (headers, then
+    // body, then keep-alive): two objects a request that live long enough to be promoted to
+    // the old generation, filling it up until a full collection (the tail of the plain route).
+    // A timer of Node's is cleared at once and dies young; undici's wheel also turned a 250 ms
+    // timeouts.backendRequest into 0.5-1 s.
+    if (req.headersTimeoutMs > 0) {
       this.#headersTimer = setTimeout(() => this.#abort(new BackendTimeout('no response headers within the backend timeout')), req.headersTimeoutMs);
     }
   }
@@ -251,6 +266,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.#timer) clearTimeout(this.#timer);
     if (this.#headersTimer) clearTimeout(this.#headersTimer);
     if (this.#drainTimer) clearTimeout(this.#drainTimer);
+    if (this.#bodyTimer) clearTimeout(this.#bodyTimer);
     this.res.off('close', this.#onClientClose);
     this.resolve(result);
   }
@@ -279,6 +295,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#drainTimer = setTimeout(() => this.#abort(new DiscardCut('discarded answer still sending')), DISCARD_MAX_MS);
       return;
     }
+    if (this.req.bodyTimeoutMs > 0) this.#bodyTimer = setTimeout(() => this.#checkBodyIdle(), Math.max(1, Math.ceil(this.req.bodyTimeoutMs / BODY_IDLE_CHECKS)));
     const out = endToEnd(headers);
     this.#trailers = takeTrailersOnly(this.res, out);
     if (this.hooks.onResponseHeaders?.(statusCode, out) === true) {
@@ -297,16 +314,38 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.req.method === 'HEAD') this.res.flushHeaders();
   }
 
+  /**
+   * The body idle timeout: quiet when no chunk came and no processor step ran since the last
+   * check, and the body is not held back by a client that reads slowly (as undici's own timeout
+   * does not run while the body is paused).
+   */
+  #checkBodyIdle(): void {
+    if (this.#settled) return;
+    if (this.#activity !== this.#activityChecked || this.#stepsInFlight > 0 || this.res.writableNeedDrain) {
+      this.#activityChecked = this.#activity;
+      this.#quietChecks = 0;
+    } else if (++this.#quietChecks >= BODY_IDLE_CHECKS) {
+      return this.#abort(new BodyIdleTimeout(`no response body data from the backend for ${this.req.bodyTimeoutMs} ms`));
+    }
+    this.#bodyTimer?.refresh();
+  }
+
   /** Runs a processor step after the ones before it, the backend's body paused meanwhile. */
   #step(c: Dispatcher.DispatchController | null, run: () => Promise<void>): void {
+    this.#activity++;
+    this.#stepsInFlight++;
     c?.pause();
     this.#steps = (this.#steps ?? Promise.resolve())
       .then(() => (this.#stopped ? undefined : run()))
       .then(
         () => {
+          this.#stepsInFlight--;
           if (!this.#stopped) c?.resume();
         },
-        (err: unknown) => this.#refused(err),
+        (err: unknown) => {
+          this.#stepsInFlight--;
+          this.#refused(err);
+        },
       );
   }
 
@@ -369,6 +408,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     if (this.#stopped) return;
+    this.#activity++;
     const out = this.hooks.transform ? this.hooks.transform(chunk) : chunk;
     const p = this.hooks.processor;
     if (p) return this.#step(c, () => p.body(out, false).then((b) => this.#write(b)));
@@ -476,9 +516,9 @@ export function forward(dispatcher: Dispatcher, req: ForwardRequest, res: Server
           path: req.path,
           headers: req.headers,
           body: req.body,
-          // 0 here when the Exchange keeps a precise timer of its own (see its constructor).
-          headersTimeout: preciseHeadersTimeout(req.headersTimeoutMs) ? 0 : req.headersTimeoutMs,
-          bodyTimeout: req.bodyTimeoutMs,
+          // The Exchange keeps both (see its constructor).
+          headersTimeout: 0,
+          bodyTimeout: 0,
           // Read by undici's request, not in its types.
           servername: req.servername,
           ...(req.upgrade ? { upgrade: req.upgrade } : {}),
