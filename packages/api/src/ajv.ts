@@ -23,9 +23,13 @@ const OPTIONS = { strict: true, strictTypes: false, allowUnionTypes: true, code:
 // thread of a proxy imports the schemas, and a worker thread, handed snapshots the main thread
 // validated, never compiles one (ajv is about 1 MiB of heap a thread).
 const ajvModule = lazyModule<typeof AjvModule>('ajv');
-let built: { readonly firstError: Ajv; readonly explain: Ajv } | null = null;
+interface Instances {
+  readonly firstError: Ajv;
+  readonly explain: Ajv;
+}
+let built: Instances | null = null;
 
-function instances(): { readonly firstError: Ajv; readonly explain: Ajv } {
+function instances(): Instances {
   if (built) return built;
   const { Ajv } = ajvModule();
   const firstError = new Ajv(OPTIONS);

@@ -4,19 +4,14 @@
 // config that uses none of them starts and serves, so nothing imports them at start-up; a
 // config that uses one is refused at load with TG_MODULE_UNAVAILABLE naming the package,
 // never at its first request.
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { onFreePort, send, simpleConfig, startUpstream, type Upstream } from './helpers.js';
+import { spawnProxy, type SpawnedProxy } from './spawned-proxy.js';
 
-const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
-const OPS = ['--admin-addr', '127.0.0.1:0', '--metrics-addr', '127.0.0.1:0', '--readiness-addr', '127.0.0.1:0'];
 const REFUSED = ['@grpc/grpc-js', 'protobufjs', 'jose', 'undici'];
 const HOOKS = `
 import { registerHooks } from 'node:module';
@@ -48,33 +43,21 @@ function route(traffic: Record<string, unknown> | null): Record<string, unknown>
 }
 
 /** Starts the proxy without the refused libraries; resolves when it listens or exits. */
-async function start(port: number, traffic: Record<string, unknown> | null) {
+async function start(port: number, traffic: Record<string, unknown> | null): Promise<SpawnedProxy & { port: number }> {
   const file = join(dir, `config-${port}.json`);
   await writeFile(file, JSON.stringify(simpleConfig(port, [route(traffic)])));
-  const child = spawn(process.execPath, ['--import', hooks, BIN, '--file', file, ...OPS], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-  const exited = once(child, 'exit') as Promise<[number | null]>;
-  const listening = new Promise<void>((resolve) => {
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      output += `${line}\n`;
-      if (/"msg":"bind .* listening/.test(line)) resolve();
-    });
-  });
-  const outcome = await Promise.race([listening.then(() => 'listening' as const), exited.then(([code]) => code)]);
-  return { child, outcome, output: () => output, exited };
+  return { ...(await spawnProxy(file, ['--import', hooks])), port };
 }
 
 describe('libraries of optional features', () => {
   it('a config that uses none of them starts and serves without them', async () => {
-    const p = await onFreePort(async (port) => ({ port, ...(await start(port, null)) }));
+    const p = await onFreePort((port) => start(port, null));
     try {
       expect(p.outcome, p.output()).toBe('listening');
       const r = await send(`http://127.0.0.1:${p.port}/x`);
       expect(r.status).toBe(200);
     } finally {
-      p.child.kill('SIGTERM');
-      await p.exited;
+      await p.stop();
     }
   });
 

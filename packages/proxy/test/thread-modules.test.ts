@@ -7,19 +7,13 @@
 //   fetch client in that thread (src: @tollgate/kit/node-http).
 // And the V8 defaults bin/tollgate.js sets (src/process/v8-defaults.ts), which a flag on the
 // node command line overrides.
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { v8Defaults } from '../src/process/v8-defaults.js';
 import { onFreePort, send, simpleConfig, startUpstream, type Upstream } from './helpers.js';
-
-const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
-const OPS = ['--admin-addr', '127.0.0.1:0', '--metrics-addr', '127.0.0.1:0', '--readiness-addr', '127.0.0.1:0'];
+import { spawnProxy, type SpawnedProxy } from './spawned-proxy.js';
 const WORKER_REFUSED = ['ajv', 'yaml', '@datadog/pprof'];
 const HOOKS = `
 import { registerHooks } from 'node:module';
@@ -51,35 +45,15 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** Starts bin/tollgate.js; resolves with its admin address once it listens, or with its exit code. */
-async function start(port: number, nodeArgs: string[], args: string[]) {
+/** Starts bin/tollgate.js on `port` with one route to the upstream. */
+async function start(port: number, nodeArgs: string[], args: string[]): Promise<SpawnedProxy & { port: number }> {
   const file = join(dir, `config-${port}.json`);
   await writeFile(file, JSON.stringify(simpleConfig(port, [{ name: 'api', matches: [{ path: { type: 'PathPrefix', value: '/' } }], backends: [{ host: upstream.host }] }])));
-  const child = spawn(process.execPath, [...nodeArgs, BIN, '--file', file, ...OPS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-  const exited = once(child, 'exit') as Promise<[number | null]>;
-  let admin = '';
-  const listening = new Promise<void>((resolve) => {
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      output += `${line}\n`;
-      admin ||= /admin listening on (http:\/\/\S+?)"/.exec(line)?.[1] ?? '';
-      if (/"msg":"bind .* listening/.test(line)) resolve();
-    });
-  });
-  const outcome = await Promise.race([listening.then(() => 'listening' as const), exited.then(([code]) => code)]);
-  return { child, outcome, output: () => output, exited, port, admin: () => admin };
-}
-
-type Started = Awaited<ReturnType<typeof start>>;
-
-async function stop(p: Started): Promise<void> {
-  p.child.kill('SIGTERM');
-  await p.exited;
+  return { ...(await spawnProxy(file, nodeArgs, args)), port };
 }
 
 /** GET /workers until every thread serves the config, or the process exits. */
-async function allThreadsServing(p: Started, threads: number): Promise<unknown> {
+async function allThreadsServing(p: SpawnedProxy, threads: number): Promise<unknown> {
   for (;;) {
     if (p.child.exitCode !== null) throw new Error(`the proxy exited (${p.child.exitCode}):\n${p.output()}`);
     const r = await send(`${p.admin()}/workers`);
@@ -102,7 +76,7 @@ describe('what each thread loads', () => {
       expect(heap.body.length).toBeGreaterThan(0);
       expect(p.output()).not.toContain('refused by the test');
     } finally {
-      await stop(p);
+      await p.stop();
     }
   });
 });
@@ -114,7 +88,7 @@ describe('V8 defaults', () => {
       expect(p.outcome, p.output()).toBe('listening');
       expect(p.output()).toMatch(/"msg":"V8 flags set by the proxy: --no-allocation-site-pretenuring/);
     } finally {
-      await stop(p);
+      await p.stop();
     }
   });
 
@@ -124,7 +98,7 @@ describe('V8 defaults', () => {
       expect(p.outcome, p.output()).toBe('listening');
       expect(p.output()).not.toContain('V8 flags set by the proxy');
     } finally {
-      await stop(p);
+      await p.stop();
     }
   });
 
