@@ -55,6 +55,8 @@ const PROFILE_SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 60);
 const PROXY_WORKERS = Number(process.env.BENCH_PROXY_WORKERS ?? 1);
 /** Longest wait for one route or one patch before it counts as an error. */
 const GIVE_UP_MS = 30_000;
+/** How long the route part waits for a log line that should already be written (it may be in the pipe). */
+const LOG_WAIT_MS = 2_000;
 /** How long the churn part runs (the wrapper bounds it to 1-600 s). */
 const CHURN_SECONDS = Number(process.env.BENCH_CHURN_SECONDS ?? 60);
 /** Proxies the churn part's requests go through. */
@@ -258,8 +260,12 @@ spec:
       stored.push(t2 - t1);
       window.push(t2 - t0);
       // The stages, from the processes' own log timestamps (one clock: the same machine).
-      const built = fleet.controller.lines.slice(fromController).find((l) => l.msg === 'new snapshot' && l.gateway === GATEWAY);
-      const served = built && proxy.lines.slice(fromProxy).find((l) => l.msg === `serving snapshot ${String(built.version)} from the controller`);
+      // The first snapshot the proxy served after the POST (a later one than the first built when
+      // the stream skipped one), and that version's line from the controller. Either line may
+      // still be on its way through the process's log pipe when the 200 arrives: waited for, briefly.
+      const served = await proxy.waitForLog((l) => typeof l.msg === 'string' && /^serving snapshot \S+ from the controller$/.test(l.msg), LOG_WAIT_MS, fromProxy).catch(() => null);
+      const version = served && String(served.msg).split(' ')[2];
+      const built = version ? await fleet.controller.waitForLog((l) => l.msg === 'new snapshot' && l.gateway === GATEWAY && String(l.version) === version, LOG_WAIT_MS, fromController).catch(() => null) : null;
       if (built && served) {
         const wall2 = wall0 + (t2 - t0);
         stage.api.push(wall1 - wall0);

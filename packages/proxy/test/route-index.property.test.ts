@@ -130,8 +130,8 @@ function answers(c: CompiledSnapshot): unknown[] {
       for (const path of REQ_PATHS) {
         for (const v of REQ_VARIANTS) {
           const hit = selectRoute(listener, host, { ...v, path });
-          // `own`: not a compiled route left from an earlier apply.
-          out.push({ name, host, path, method: v.method, route: hit?.route.ir, matched: hit?.matched, own: hit ? hit.route.listener === listener : null });
+          // `own`: one of this snapshot's compiled routes of the listener, not one left from an earlier apply.
+          out.push({ name, host, path, method: v.method, route: hit?.route.ir, matched: hit?.matched, own: hit ? listener.routes.values.includes(hit.route) : null });
         }
       }
     }

@@ -41,7 +41,7 @@ function credential(r: RouteIR): string {
   return (v as Secret).reveal();
 }
 
-const kinds = (h: Handover) => h.snapshot.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.map((w) => ('ref' in w ? 'ref' : 'route'))));
+const kinds = (h: Handover) => h.snapshot.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.map((w) => (typeof w === 'number' ? 'ref' : 'route'))));
 
 describe('snapshot hand-over to a worker thread', () => {
   it('hands over the whole snapshot first; the worker gets an equal snapshot with its Secrets', () => {
@@ -107,6 +107,22 @@ describe('snapshot hand-over to a worker thread', () => {
     const out = sender.next(reread);
     expect(kinds(out.relative)).toEqual(['route', 'route', 'route', 'route']);
     expect(receiver.open(across(out.relative)).snapshot).toEqual(reread);
+  });
+
+  it('a route that leaves and comes back, the same object, is sent again (the worker let it go)', () => {
+    const sender = new HandoverSender();
+    const receiver = new HandoverReceiver();
+    const first = snapshotOf(3);
+    receiver.open(across(sender.next(first).whole())).applied();
+    const without = withRoutes(first, routesOf(first).slice(0, 2));
+    const b = sender.next(without);
+    expect(kinds(b.relative)).toEqual(['ref', 'ref']);
+    receiver.open(across(b.relative)).applied();
+    const back = sender.next(first);
+    expect(kinds(back.relative)).toEqual(['ref', 'ref', 'route']);
+    const opened = receiver.open(across(back.relative));
+    expect(opened.snapshot).toEqual(first);
+    expect(credential(routesOf(opened.snapshot)[2]!)).toBe('Bearer key-2');
   });
 
   it('a route listed twice stays one object on the worker', () => {

@@ -17,7 +17,7 @@ import { applyProcessorEdits } from './ext-proc.js';
  */
 export function applyRoutePolicies(ctx: RequestContext): boolean | Promise<boolean> {
   const route = ctx.route!;
-  return route.countsTokens || route.policy || route.mirrors || route.listener.afterAuth ? admitRoute(ctx) : applyFilters(ctx);
+  return route.countsTokens || route.policy || route.mirrors || route.afterAuth ? admitRoute(ctx) : applyFilters(ctx);
 }
 
 async function admitRoute(ctx: RequestContext): Promise<boolean> {
@@ -25,7 +25,7 @@ async function admitRoute(ctx: RequestContext): Promise<boolean> {
   // Mirrors send the body from memory (pipeline/mirror.ts).
   if (route.countsTokens || route.mirrors) await readBodyOnce(ctx);
   // The gateway-level limits that read the consumer, now that authentication has run; then the route's.
-  for (const policy of [route.listener.afterAuth, route.policy]) {
+  for (const policy of [route.afterAuth, route.policy]) {
     if (!policy) continue;
     let refusal = admit(ctx, policy);
     if (refusal instanceof Promise) refusal = await refusal;

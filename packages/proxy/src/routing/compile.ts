@@ -84,7 +84,10 @@ function compileRouteParts(r: RouteIR, picking: PickerDeps, limits: EvaluationLi
 
 export interface CompiledRoute {
   readonly ir: RouteIR;
-  readonly listener: CompiledListener;
+  /** What the route compiled to by itself (what the next compile reuses for the same route object). */
+  readonly parts: RouteParts;
+  /** Its listener's limits that read the consumer (CompiledListener.afterAuth): evaluated before the route's own. */
+  readonly afterAuth: CompiledPolicy | null;
   readonly pickBackend: BackendPicker;
   readonly redirect: Extract<FilterIR, { type: 'RequestRedirect' }> | null;
   /** RequestMirror filters with their endpoint pickers; null when the route has none (most). */
@@ -159,6 +162,8 @@ export interface CompiledSnapshot {
   readonly parts: ReadonlyMap<RouteIR, RouteParts>;
   /** Each listener's routes by listenerKey(): the next compile updates the indexes still current. */
   readonly indexes: ReadonlyMap<string, RouteView<CompiledRoute>>;
+  /** The listeners by listenerKey(), whose policy says which compiled routes the next compile may keep. */
+  readonly listenersByKey: ReadonlyMap<string, CompiledListener>;
   /** Headers and query parameters its policies read credentials from, beyond the fixed list: traces and /debug/tasks redact them. */
   readonly credentials: ExtraCredentials;
   /** Routes whose matches, backends and filters this compile built; the others' are the previous snapshot's (same route objects). */
@@ -180,8 +185,9 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   const limits = ir.limits ?? DEFAULT_LIMITS;
   // Parts compiled under other bounds (a reload that changed config.regex) are compiled again.
   const previous = deps?.previous;
-  const kept = previous && JSON.stringify(previous.ir.limits ?? DEFAULT_LIMITS) === JSON.stringify(limits) ? previous.parts : undefined;
+  const keptParts = previous && JSON.stringify(previous.ir.limits ?? DEFAULT_LIMITS) === JSON.stringify(limits) ? previous.parts : undefined;
   const indexes = new Map<string, RouteView<CompiledRoute>>();
+  const listenersByKey = new Map<string, CompiledListener>();
   const matchesOf = (r: RouteIR): readonly CompiledMatch[] => parts.get(r)!.matches;
   const picking = deps?.picking ?? standalonePickerDeps();
   const tlsContexts = deps?.tlsContexts ?? new TlsContextCache();
@@ -196,16 +202,31 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
       const afterAuth = gateway?.afterAuth ?? null;
       // The serving snapshot's index of this listener, unless its matches were compiled under other bounds.
       const key = listenerKey(bind, l);
-      const before = kept && !indexes.has(key) ? previous?.indexes.get(key) : undefined;
-      const index = before?.current ? before.shared : new RouteIndex<CompiledRoute>(l.hostname);
+      const before = keptParts && !indexes.has(key) ? previous?.indexes.get(key) : undefined;
+      const updating = before?.current === true;
+      const index = updating ? before.shared : new RouteIndex<CompiledRoute>(l.hostname);
       const values: CompiledRoute[] = [];
       const view = new RouteView(index, index.begin(), values, matchesOf);
       indexes.set(key, view);
       const listener: CompiledListener = { ir: l, bind, routes: view, policy: listenerPolicy, afterAuth };
+      listenersByKey.set(key, listener);
       listeners.upsert(l.hostname, () => listener);
+      // A route with no policy, on a listener with none now and at the last compile, compiles to
+      // what it did then (its own object and the bounds decide it all): the index's compiled
+      // route is kept, so an apply that changed one route of thousands builds one.
+      const keepsRoutes = updating && !l.policy && !previous?.listenersByKey.get(key)?.ir.policy;
       for (const r of l.routes) {
+        const kept = keepsRoutes && !r.policy ? index.valueOf(r) : undefined;
+        if (kept) {
+          parts.set(r, kept.parts);
+          for (const u of kept.parts.upstreams) upstreams.add(u);
+          routeNames.add(r.name);
+          values.push(kept);
+          if (!index.place(r, kept.parts.matches, kept).length) detached.push(r.name);
+          continue;
+        }
         const routePolicy = deps ? compilePolicy('route', r.name, r.policy, deps.limiters, deps.makeGlobal, limits) : null;
-        let own = parts.get(r) ?? kept?.get(r);
+        let own = parts.get(r) ?? keptParts?.get(r);
         if (!own) {
           own = compileRouteParts(r, picking, limits);
           routesCompiled++;
@@ -215,7 +236,8 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
         routeNames.add(r.name);
         const route: CompiledRoute = {
           ir: r,
-          listener,
+          afterAuth,
+          parts: own,
           pickBackend: own.pickBackend,
           redirect: own.redirect,
           mirrors: own.mirrors,
@@ -235,7 +257,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
     }
     binds.set(bind.port, { ir: bind, listeners, tls: compileBindTls(bind, tlsContexts) });
   }
-  return { ir, binds, detached, upstreams, routeNames, parts, indexes, credentials: credentialNames(ir), routesCompiled };
+  return { ir, binds, detached, upstreams, routeNames, parts, indexes, listenersByKey, credentials: credentialNames(ir), routesCompiled };
 }
 
 /** A listener as the next snapshot finds its index: a listener whose hostname changed starts a new one. */

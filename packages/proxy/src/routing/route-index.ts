@@ -120,6 +120,12 @@ export class RouteIndex<T> {
     return cell.hosts;
   }
 
+  /** The value `ir` has in the index before this update places it (the last update's), if it is there. */
+  valueOf(ir: RouteIR): T | undefined {
+    const cell = this.#order[this.#cursor];
+    return (cell !== undefined && cell.ir === ir ? cell : this.#cells.get(ir))?.value;
+  }
+
   finish(): void {
     if (this.#run.length) this.#number(null);
     const sequence = this.#sequence;

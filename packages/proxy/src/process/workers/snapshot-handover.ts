@@ -4,7 +4,7 @@
 // index's in-place update); a structured clone of the whole snapshot would give it new objects
 // for every route, so every apply, one route edited among 3,000, would compile them all again
 // and copy them all across. So each route of a hand-over is either a route the thread already
-// holds, by its number in the last hand-over, or a new one with the number it gets; the rest of
+// holds, as its number alone, or a new one with the number it gets; the rest of
 // the snapshot (binds, listeners, their policies, TLS) is copied as before, being small.
 //
 // A route is "the same" only as the same object in the main thread's snapshots: the snapshot
@@ -17,8 +17,12 @@
 import type { ListenerIR, ProxySnapshot, RouteIR } from '@tollgate/api';
 import { secretPlaces, restoreSecrets, type SecretPlaces } from './snapshot-secrets.js';
 
-/** A route the thread holds from the last hand-over (`ref`), or a new one and its number. */
-export type HandedRoute = { readonly ref: number } | { readonly id: number; readonly route: RouteIR };
+/**
+ * A route the thread holds from the last hand-over (its number alone), or a new one and its
+ * number. A held route crosses as a number, not an object: at 3,000 routes of which one
+ * changed, the message and its clone are then an array of numbers and one route.
+ */
+export type HandedRoute = number | { readonly id: number; readonly route: RouteIR };
 
 type HandedListener<L> = L extends ListenerIR ? Omit<L, 'routes'> & { readonly routes: readonly HandedRoute[] } : never;
 
@@ -30,7 +34,7 @@ export interface HandedSnapshot extends Omit<ProxySnapshot, 'binds'> {
 export interface Handover {
   /** This hand-over's number: the next one may be relative to it. */
   readonly seq: number;
-  /** The hand-over whose routes `ref`s name; null: whole, every route included. */
+  /** The hand-over whose routes the numbers name; null: whole, every route included. */
   readonly base: number | null;
   readonly snapshot: HandedSnapshot;
   /** The Secrets of what is copied (the routes the thread holds keep theirs): ./snapshot-secrets.ts. */
@@ -44,10 +48,12 @@ export interface Outgoing {
   whole(): Handover;
 }
 
-function handed(snapshot: ProxySnapshot, route: (r: RouteIR) => HandedRoute): HandedSnapshot {
+/** `snapshot` with each listener's routes replaced by `route(r, id)`, in order (`ids` walked alongside). */
+function handed(snapshot: ProxySnapshot, ids: readonly number[], route: (r: RouteIR, id: number) => HandedRoute): HandedSnapshot {
+  let at = 0;
   return {
     ...snapshot,
-    binds: snapshot.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map(route) })) })),
+    binds: snapshot.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map((r) => route(r, ids[at++]!)) })) })),
   };
 }
 
@@ -55,23 +61,56 @@ function sealed(seq: number, base: number | null, snapshot: HandedSnapshot): Han
   return { seq, base, snapshot, secrets: secretPlaces(snapshot) };
 }
 
-/** The main thread's side: numbers the routes of each snapshot, keeping the numbers of the routes it handed over last time. */
+/** A route's number, the hand-over that last listed it, and whether the thread holding the one before that holds it. */
+interface Numbered {
+  readonly id: number;
+  seq: number;
+  held: boolean;
+}
+
+/**
+ * The main thread's side: numbers the routes of each snapshot, keeping the numbers of the routes
+ * it handed over last time. Each snapshot costs a lookup per route; the table is swept of the
+ * routes that left only when some did, so it never outgrows one snapshot.
+ */
 export class HandoverSender {
-  /** The routes of the last hand-over and their numbers (only those: the table never outgrows one snapshot). */
-  #ids = new Map<RouteIR, number>();
+  readonly #numbered = new Map<RouteIR, Numbered>();
   #seq = 0;
   #nextId = 1;
 
   next(snapshot: ProxySnapshot): Outgoing {
-    const before = this.#ids;
-    const ids = new Map<RouteIR, number>();
+    const numbered = this.#numbered;
     const base = this.#seq;
     const seq = ++this.#seq;
-    for (const b of snapshot.binds) for (const l of b.listeners) for (const r of l.routes) if (!ids.has(r)) ids.set(r, before.get(r) ?? this.#nextId++);
-    this.#ids = ids;
-    const relative = sealed(seq, base, handed(snapshot, (r) => (before.has(r) ? { ref: ids.get(r)! } : { id: ids.get(r)!, route: r })));
+    // Per route in order: its number and what it is to the thread holding `base`.
+    const listed: Numbered[] = [];
+    let distinct = 0;
+    for (const b of snapshot.binds) {
+      for (const l of b.listeners) {
+        for (const r of l.routes) {
+          let n = numbered.get(r);
+          if (n === undefined) {
+            n = { id: this.#nextId++, seq, held: false };
+            numbered.set(r, n);
+            distinct++;
+          } else if (n.seq !== seq) {
+            // (A route listed on two listeners is looked at once: its first listing says.)
+            n.held = n.seq === base;
+            n.seq = seq;
+            distinct++;
+          }
+          listed.push(n);
+        }
+      }
+    }
+    if (distinct < numbered.size) for (const [r, n] of numbered) if (n.seq !== seq) numbered.delete(r);
+    // What the thread is told, fixed now: a later snapshot changes the table's entries.
+    const ids = listed.map((n) => n.id);
+    const held = listed.map((n) => n.held);
+    let at = 0;
+    const relative = sealed(seq, base, handed(snapshot, ids, (r, id) => (held[at++] ? id : { id, route: r })));
     let whole: Handover | null = null;
-    return { seq, relative, whole: () => (whole ??= sealed(seq, null, handed(snapshot, (r) => ({ id: ids.get(r)!, route: r })))) };
+    return { seq, relative, whole: () => (whole ??= sealed(seq, null, handed(snapshot, ids, (r, id) => ({ id, route: r })))) };
   }
 }
 
@@ -95,10 +134,10 @@ export class HandoverReceiver {
     const held = this.#routes;
     const routes = new Map<number, RouteIR>();
     const take = (w: HandedRoute): RouteIR => {
-      if ('ref' in w) {
-        const r = held.get(w.ref);
-        if (!r) throw new HandoverGap(`config hand-over ${h.seq} refers to route ${w.ref}, which hand-over ${h.base} did not have`);
-        routes.set(w.ref, r);
+      if (typeof w === 'number') {
+        const r = held.get(w);
+        if (!r) throw new HandoverGap(`config hand-over ${h.seq} refers to route ${w}, which hand-over ${h.base} did not have`);
+        routes.set(w, r);
         return r;
       }
       routes.set(w.id, w.route);

@@ -23,12 +23,18 @@ export function secretPlaces(root: unknown): SecretPlaces {
     }
     if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || seen.has(value)) return;
     seen.add(value);
-    const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
-    for (const [key, child] of entries) {
-      path.push(key);
-      walk(child);
-      path.pop();
+    // Keys walked in place: a hand-over lists thousands of route numbers, each a child here.
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) visit(i, value[i]);
+    } else {
+      for (const key of Object.keys(value)) visit(key, (value as Record<string, unknown>)[key]);
     }
+  };
+  const visit = (key: string | number, child: unknown): void => {
+    if (typeof child !== 'object' || child === null) return;
+    path.push(key);
+    walk(child);
+    path.pop();
   };
   walk(root);
   return out;

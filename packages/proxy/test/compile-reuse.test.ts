@@ -1,0 +1,66 @@
+// An apply compiles in proportion to what changed: a route with no policy, on a listener with
+// none, keeps the compiled route of the last apply (one route edited among many builds one);
+// a policy that comes to or leaves the listener reaches every route of it.
+import { standaloneToSnapshot, validateStandaloneConfig, type ListenerIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { describe, expect, it } from 'vitest';
+import { compileSnapshot, selectRoute, type CompiledRoute, type CompiledSnapshot } from '../src/routing/compile.js';
+import { standalonePickerDeps } from '../src/routing/backend-picker.js';
+import { LimiterStore } from '../src/ratelimit/local/limiter.js';
+import { systemClock } from '../src/ratelimit/clock.js';
+import { simpleConfig } from './helpers.js';
+
+const N = 20;
+const routeConfig = (i: number, tag = '') => ({ name: `r${i}${tag}`, matches: [{ path: { type: 'PathPrefix', value: `/r${i}` } }], backends: [{ host: '127.0.0.1:9' }] });
+
+function snapshotOf(routes: unknown[], listener: Record<string, unknown> = {}): ProxySnapshot {
+  return standaloneToSnapshot(validateStandaloneConfig(simpleConfig(8080, routes, listener), 'test'), { kind: 'controller', gateway: 'edge/public' });
+}
+
+const listenerOf = (s: ProxySnapshot): ListenerIR => s.binds[0]!.listeners[0]!;
+
+/** `s` with its one listener replaced by `change` of it; the route objects it keeps are the same objects. */
+function withListener(s: ProxySnapshot, change: (l: ListenerIR) => ListenerIR): ProxySnapshot {
+  return { ...s, binds: [{ ...s.binds[0]!, listeners: [change(listenerOf(s))] }] };
+}
+
+/** The compiled route each route's path selects, in route order. */
+function selected(c: CompiledSnapshot): CompiledRoute[] {
+  const listener = c.binds.get(8080)!.listeners.first('example.com')!;
+  return Array.from({ length: N }, (_, i) => selectRoute(listener, 'example.com', { method: 'GET', path: `/r${i}/x`, query: '', headers: {} })!.route);
+}
+
+describe('compile in proportion to the change', () => {
+  const deps = { limiters: new LimiterStore(systemClock, { maxKeys: 100 }), makeGlobal: null, picking: standalonePickerDeps() };
+  const compile = (s: ProxySnapshot, previous: CompiledSnapshot | null) => {
+    const c = compileSnapshot(s, { ...deps, previous });
+    deps.limiters.commit();
+    return c;
+  };
+
+  it('keeps the compiled routes a change did not touch, and builds the one it did', () => {
+    const first = snapshotOf(Array.from({ length: N }, (_, i) => routeConfig(i)));
+    const a = compile(first, null);
+    const edited: RouteIR = snapshotOf([routeConfig(7, '-edited')]).binds[0]!.listeners[0]!.routes[0]!;
+    const second = withListener(first, (l) => ({ ...l, routes: l.routes.map((r, i) => (i === 7 ? edited : r)) }));
+    const b = compile(second, a);
+    expect(b.routesCompiled).toBe(1);
+    const before = selected(a);
+    const after = selected(b);
+    expect(after.map((r) => r.ir.name)).toEqual(Array.from({ length: N }, (_, i) => (i === 7 ? 'main/r7-edited' : `main/r${i}`)));
+    expect(after.map((r, i) => r === before[i])).toEqual(Array.from({ length: N }, (_, i) => i !== 7));
+  });
+
+  it('a policy that comes to the listener, or leaves it, reaches every route, kept objects included', () => {
+    const plain = snapshotOf(Array.from({ length: N }, (_, i) => routeConfig(i)));
+    const policy = listenerOf(snapshotOf([routeConfig(0)], { policies: { traffic: { directResponse: { status: 418 } } } })).policy;
+    expect(policy?.directResponse?.status).toBe(418);
+    const a = compile(plain, null);
+    expect(selected(a).map((r) => r.direct)).toEqual(Array(N).fill(null));
+    // The same route objects, the listener now with a policy: every route answers by itself.
+    const b = compile(withListener(plain, (l) => ({ ...l, policy })), a);
+    expect(selected(b).map((r) => r.direct?.status ?? null)).toEqual(Array(N).fill(418));
+    // And without it again: none does.
+    const c = compile(withListener(plain, (l) => ({ ...l, policy: null })), b);
+    expect(selected(c).map((r) => r.direct)).toEqual(Array(N).fill(null));
+  });
+});
