@@ -11,6 +11,7 @@
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { ROOT } from './lib/cases.mjs';
 import { intOption, median } from './lib/stats.mjs';
