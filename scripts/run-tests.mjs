@@ -55,7 +55,7 @@ const runs = args.length
  * in-process proxy, and every tollgate process they start, on two threads (test/helpers.ts
  * reads TOLLGATE_TEST_PROXY_WORKERS).
  */
-const THREADED_SUITES = ['ratelimit-local', 'ratelimit-keyed', 'ratelimit-keyed-consumers', 'ratelimit-reservation', 'ratelimit-overrides', 'ratelimit-gateway-shared', 'admin-budgets', 'trace', 'trace-sessions-cap', 'reload', 'client-bounds', 'drain', 'snapshot-source', 'cluster-mode'].map((f) => `packages/proxy/test/${f}.test.ts`);
+const THREADED_SUITES = ['ratelimit-local', 'ratelimit-keyed', 'ratelimit-keyed-consumers', 'ratelimit-reservation', 'ratelimit-overrides', 'ratelimit-gateway-shared', 'admin-budgets', 'trace', 'trace-sessions-cap', 'reload', 'client-bounds', 'drain', 'snapshot-source', 'cluster-mode', 'backend-timeout'].map((f) => `packages/proxy/test/${f}.test.ts`);
 /** After the others, alone (a full run only). */
 const lastRuns = args.length
   ? []

@@ -66,6 +66,7 @@ export const PROXY_PROCESS_PARAMETERS = [
   'requestBodyIdleTimeout',
   'requestBodyTimeout',
   'keepAliveTimeout',
+  'backendBodyIdleTimeout',
   'maxRequestBodyBytes',
   'maxBufferedRequestBytes',
   'maxConnectionsPerBind',

@@ -46,6 +46,7 @@ const dump = (snap: ProxySnapshot) =>
   configDump(snap, 0, { endpoints: new Map(), coolDowns: new CoolDowns({ defaultMs: 1, maxMs: 1 }, () => 0) }, {
     requestHeadersTimeoutMs: 1,
     requestBodyIdleTimeoutMs: 1,
+    backendBodyIdleTimeoutMs: 1,
     requestBodyTimeoutMs: 1,
     keepAliveTimeoutMs: 1,
     maxRequestBodyBytes: 1,

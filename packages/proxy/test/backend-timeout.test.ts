@@ -54,7 +54,7 @@ describe("the backend's response body idle timeout", () => {
       res.write('first part;');
     });
     open.push(up);
-    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'r', backends: [{ host: up.host }] }]), { backendBodyIdleTimeoutMs: 300 });
+    const gw = await startGateway((port) => ({ ...simpleConfig(port, [{ name: 'r', backends: [{ host: up.host }] }]), config: { backendBodyIdleTimeout: '300ms' } }));
     open.push(gw);
     const r = await fetchWhole(`${gw.url}/`);
     expect(r.status).toBe(200);
@@ -78,11 +78,19 @@ describe("the backend's response body idle timeout", () => {
       }, 40);
     });
     open.push(up);
-    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'r', backends: [{ host: up.host }] }]), { backendBodyIdleTimeoutMs: 400 });
+    const gw = await startGateway((port) => ({ ...simpleConfig(port, [{ name: 'r', backends: [{ host: up.host }] }]), config: { backendBodyIdleTimeout: '400ms' } }));
     open.push(gw);
     const r = await fetchWhole(`${gw.url}/`);
     expect(r.status).toBe(200);
     expect(r.complete).toBe(true);
     expect(r.body).toBe(Array.from({ length: chunks }, (_, i) => `${i};`).join(''));
+  });
+
+  it('is config.backendBodyIdleTimeout: 5m by default, shown in config_dump; 0s is refused, naming the setting', async () => {
+    const gw = await startGateway((port) => simpleConfig(port, [{ name: 'r', backends: [{ host: '127.0.0.1:9' }] }]));
+    open.push(gw);
+    const dump = JSON.parse((await send(`${gw.adminUrl}/config_dump`)).body) as { settings: { backendBodyIdleTimeoutMs: number } };
+    expect(dump.settings.backendBodyIdleTimeoutMs).toBe(300_000);
+    await expect(startGateway((port) => ({ ...simpleConfig(port, [{ name: 'r', backends: [{ host: '127.0.0.1:9' }] }]), config: { backendBodyIdleTimeout: '0s' } }))).rejects.toThrow(/config\.backendBodyIdleTimeout: .*0s/);
   });
 });

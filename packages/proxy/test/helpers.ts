@@ -64,8 +64,6 @@ export type GatewayConfig = Record<string, unknown> | ((port: number) => Record<
  */
 export interface GatewayOptions {
   readonly clock?: () => number;
-  /** The backend body idle timeout (5 min by default); a gateway given one runs on one thread. */
-  readonly backendBodyIdleTimeoutMs?: number;
   readonly traceKeepaliveMs?: number;
   readonly compactMemory?: ProxyProcessOptions['compactMemory'];
   /** Threads serving requests (worker threads run the built proxy: `pnpm build` first). */
@@ -83,7 +81,7 @@ export function testWorkers(): number | undefined {
 
 /** testWorkers(), except for gateways given a clock, which the worker threads cannot share. */
 function defaultWorkers(opts: GatewayOptions): number | undefined {
-  return opts.clock || opts.backendBodyIdleTimeoutMs !== undefined ? undefined : testWorkers();
+  return opts.clock ? undefined : testWorkers();
 }
 
 /** Requests each thread of a proxy has begun (GET /workers), by worker index; 0 for a thread not serving. */
@@ -119,7 +117,7 @@ async function startGatewayWith(config: Record<string, unknown>, opts: GatewayOp
   const logs = new LogSink();
   let gateway: StandaloneProxy;
   try {
-    gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, clock: opts.clock, backendBodyIdleTimeoutMs: opts.backendBodyIdleTimeoutMs, traceKeepaliveMs: opts.traceKeepaliveMs, compactMemory: opts.compactMemory, workers: opts.workers ?? defaultWorkers(opts) });
+    gateway = await startStandaloneProxy({ file, adminAddr: '127.0.0.1:0', metricsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', logDestination: logs, clock: opts.clock, traceKeepaliveMs: opts.traceKeepaliveMs, compactMemory: opts.compactMemory, workers: opts.workers ?? defaultWorkers(opts) });
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
     throw err;

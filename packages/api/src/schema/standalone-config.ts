@@ -178,6 +178,11 @@ export const ProcessConfig = Type.Object(
     requestHeadersTimeout: Type.Optional(Duration('Time a client has to send the request line and headers; past it the proxy answers 408 and closes. Default 10s.')),
     requestBodyIdleTimeout: Type.Optional(Duration('Time without a byte of the request body before the proxy answers 408 and closes; a response streaming from a backend is governed by the route timeouts only. Default 30s.')),
     keepAliveTimeout: Type.Optional(Duration('How long an idle keep-alive client connection stays open. Default 72s.')),
+    backendBodyIdleTimeout: Type.Optional(
+      Duration(
+        "Time a backend's response body may send nothing before the proxy gives up on it and ends the client's response (a stream is cut off; before the headers the route's timeouts apply). Time the client is not reading does not count, nor time a response processor is working. Default 5m.",
+      ),
+    ),
     paths: Type.Optional(
       Type.Object(
         {

@@ -44,6 +44,7 @@ export interface DumpSettings {
   readonly requestBodyIdleTimeoutMs: number;
   readonly requestBodyTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
+  readonly backendBodyIdleTimeoutMs: number;
   readonly maxRequestBodyBytes: number;
   readonly maxBufferedRequestBytes: number;
   readonly maxConnectionsPerBind: number;

@@ -33,8 +33,6 @@ export interface ProxyProcessOptions<S extends SnapshotSource = SnapshotSource> 
   readonly readinessAddr?: string;
   /** Time source of the rate limiters (tests move time instead of waiting). */
   readonly clock?: Clock;
-  /** How long a backend's response body may send nothing (tests shorten the 5 min default; one thread only). */
-  readonly backendBodyIdleTimeoutMs?: number;
   /** Keepalive interval of waiting trace streams (default 5 s). */
   readonly traceKeepaliveMs?: number;
   readonly logDestination?: DestinationStream;
@@ -71,8 +69,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
     const threads = workersChoice.count;
     // Worker threads read the system clock: a clock given here would be the main thread's alone.
     if (threads > 1 && options.clock) throw new Error('a clock of its own (tests) is for a proxy on one thread: worker threads read the system clock');
-    if (threads > 1 && options.backendBodyIdleTimeoutMs !== undefined) throw new Error('a backend body idle timeout of its own (tests) is for a proxy on one thread');
-    const base = { ...runtimeOptions(settings, logs, options.clock), backendBodyIdleTimeoutMs: options.backendBodyIdleTimeoutMs };
+    const base = runtimeOptions(settings, logs, options.clock);
     // One thread counts alone; several share their bounds (./workers/shared-state.ts).
     const shared = threads > 1 ? SharedState.create(threads, base) : null;
     const runtime = new ProxyRuntime(shared ? { ...base, ...shared.parts, bindSharing: LEADER_BINDS } : base);

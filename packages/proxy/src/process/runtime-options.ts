@@ -64,6 +64,7 @@ return {
       requestBodyMs: settings.requestBodyTimeout ? parseDuration(settings.requestBodyTimeout) : DEFAULT_CLIENT_TIMEOUTS.requestBodyMs,
       keepAliveMs: settings.keepAliveTimeout ? parseDuration(settings.keepAliveTimeout) : DEFAULT_CLIENT_TIMEOUTS.keepAliveMs,
     },
+    backendBodyIdleTimeoutMs: settings.backendBodyIdleTimeout ? parseDuration(settings.backendBodyIdleTimeout) : undefined,
     maxModelLabels: settings.maxModelLabels,
     consumerMetricsTopN: settings.consumerMetricsTopN,
     log,

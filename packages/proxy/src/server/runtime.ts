@@ -55,7 +55,7 @@ export interface RuntimeOptions {
   readonly dns?: DnsSettings;
   readonly connectTimeoutMs: number;
   readonly clock?: Clock;
-  /** How long a backend's response body may send nothing (default 5 min; tests shorten it). */
+  /** How long a backend's response body may send nothing (config.backendBodyIdleTimeout; default 5 min). */
   readonly backendBodyIdleTimeoutMs?: number;
   readonly rateLimitLog?: Logger;
   /** Where authentication and authorization decisions are logged. */
@@ -213,6 +213,11 @@ export class ProxyRuntime {
   /** config.maxRateLimitKeys in force (config_dump shows it). */
   get maxRateLimitKeys(): number {
     return this.limiters.options.maxKeys;
+  }
+
+  /** config.backendBodyIdleTimeout in force (config_dump shows it). */
+  get backendBodyIdleTimeoutMs(): number {
+    return this.#deps.bodyIdleTimeoutMs;
   }
   readonly startedAt = Date.now();
   loadedAt = 0;

@@ -23,6 +23,7 @@ export function configDumpRoutes(app: FastifyInstance, ctx: AdminContext): void 
       requestBodyIdleTimeoutMs: t.requestBodyIdleMs,
       requestBodyTimeoutMs: t.requestBodyMs,
       keepAliveTimeoutMs: t.keepAliveMs,
+      backendBodyIdleTimeoutMs: rt.backendBodyIdleTimeoutMs,
       ...rt.clientBounds,
       maxWebSocketConnections: rt.websockets.maxConnections,
       websocketIdleTimeoutMs: rt.websockets.idleMs,
