@@ -5,8 +5,9 @@
 // and a request the gateway refuses (a later limit, no route) gives back what earlier limits
 // of the same request took.
 import { once } from 'node:events';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { send, simpleConfig, startGateway, type RawResponse, type TestGateway } from './helpers.js';
+import { send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway } from './helpers.js';
 import { heldBurst, heldLlm as startHeldLlm } from './support/held-llm.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -100,6 +101,39 @@ describe('token reservations', () => {
     await once(llm.events, 'arrived');
     llm.releaseAll();
     expect((await next).headers['x-ratelimit-remaining']).toBe(String(100 - PROMPT_RESERVE));
+  });
+
+  it('an answer that is not charged gives its reservation back with its headers, before its body ends', async () => {
+    // The first request's answer: a 500 whose body the backend holds open; every later one a 200.
+    let failing: ServerResponse | null = null;
+    const up = await startUpstream((req, res) => {
+      if (!failing && req.headers['x-usage'] === '97') {
+        failing = res;
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.write('{"error":');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ choices: [{ message: { content: 'ok' } }], usage: { total_tokens: 1 } }));
+    });
+    cleanups.push(() => up.close());
+    const gw = await gateway([route('chat', up.host, [{ tokens: 100, unit: 'Hours' }])]);
+    const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: CONTENT }], max_tokens: 90 });
+    // 97 reserved (7 of prompt, 90 of max_tokens): the client has the 500's headers, not its end.
+    const first = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = http.request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-usage': '97' } }, resolve);
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(first.statusCode).toBe(500);
+    // The next request reserves its 7: admitted only if the 97 are back already (on whichever thread).
+    const next = await chat(gw, { usage: 1 });
+    expect(next.status).toBe(200);
+    expect(next.headers['x-ratelimit-remaining']).toBe(String(100 - PROMPT_RESERVE));
+    const ended = once(first, 'end');
+    first.resume();
+    (failing as ServerResponse | null)!.end('"failed"}');
+    await ended;
   });
 
   it('a gateway-level tokens entry reserves too (the body is read before the gateway policies)', async () => {

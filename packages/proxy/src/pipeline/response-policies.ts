@@ -125,6 +125,10 @@ export class ResponsePolicies implements ForwardHooks {
   onResponseHeaders(status: number, headers: HeaderMap): boolean {
     const ctx = this.ctx;
     this.#status = status;
+    // An answer that is not charged (not 2xx) gives its reservations back now, before a byte of
+    // it reaches the client: the client's next request, on whichever thread takes it, meets the
+    // budget without them. (Settled once: the end of the exchange settles nothing more.)
+    if (status >= 300) ctx.admissions?.settle(null);
     this.headersAt = performance.now();
     ctx.entry.stage = 'responding';
     if (ctx.observed) {
