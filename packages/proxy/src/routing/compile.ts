@@ -84,8 +84,6 @@ function compileRouteParts(r: RouteIR, picking: PickerDeps, limits: EvaluationLi
 
 export interface CompiledRoute {
   readonly ir: RouteIR;
-  /** What the route compiled to by itself (what the next compile reuses for the same route object). */
-  readonly parts: RouteParts;
   /** Its listener's limits that read the consumer (CompiledListener.afterAuth): evaluated before the route's own. */
   readonly afterAuth: CompiledPolicy | null;
   readonly pickBackend: BackendPicker;
@@ -215,17 +213,8 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
       // what it did then (its own object and the bounds decide it all): the index's compiled
       // route is kept, so an apply that changed one route of thousands builds one.
       const keepsRoutes = updating && !l.policy && !previous?.listenersByKey.get(key)?.ir.policy;
+      const context: RouteContext = { listener: l, listenerPolicy, afterAuth, deps, limits };
       for (const r of l.routes) {
-        const kept = keepsRoutes && !r.policy ? index.valueOf(r) : undefined;
-        if (kept) {
-          parts.set(r, kept.parts);
-          for (const u of kept.parts.upstreams) upstreams.add(u);
-          routeNames.add(r.name);
-          values.push(kept);
-          if (!index.place(r, kept.parts.matches, kept).length) detached.push(r.name);
-          continue;
-        }
-        const routePolicy = deps ? compilePolicy('route', r.name, r.policy, deps.limiters, deps.makeGlobal, limits) : null;
         let own = parts.get(r) ?? keptParts?.get(r);
         if (!own) {
           own = compileRouteParts(r, picking, limits);
@@ -234,22 +223,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
         parts.set(r, own);
         for (const u of own.upstreams) upstreams.add(u);
         routeNames.add(r.name);
-        const route: CompiledRoute = {
-          ir: r,
-          afterAuth,
-          parts: own,
-          pickBackend: own.pickBackend,
-          redirect: own.redirect,
-          mirrors: own.mirrors,
-          responseModifiers: own.responseModifiers,
-          policy: routePolicy,
-          auth: deps?.auth ? effectiveAuth(l.policy, r.policy, deps.auth, limits) : null,
-          transformation: deps ? effectiveTransformation(l.policy, r.policy, limits) : null,
-          countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false) || (afterAuth?.countsTokens ?? false),
-          resilience: own.resilience,
-          ...browserPolicies(l, r),
-          extProc: r.policy?.extProc ?? l.policy?.extProc ?? null,
-        };
+        const route = (keepsRoutes && !r.policy ? index.valueOf(r) : undefined) ?? compileRoute(r, own, context);
         values.push(route);
         if (!index.place(r, own.matches, route).length) detached.push(r.name);
       }
@@ -258,6 +232,36 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
     binds.set(bind.port, { ir: bind, listeners, tls: compileBindTls(bind, tlsContexts) });
   }
   return { ir, binds, detached, upstreams, routeNames, parts, indexes, listenersByKey, credentials: credentialNames(ir), routesCompiled };
+}
+
+/** What a route's compiled form takes from its listener and the compile. */
+interface RouteContext {
+  readonly listener: ListenerIR;
+  readonly listenerPolicy: CompiledPolicy | null;
+  readonly afterAuth: CompiledPolicy | null;
+  readonly deps: CompileDeps | null;
+  readonly limits: EvaluationLimits;
+}
+
+/** A route's compiled form: its own parts, its policy's limits and checks over its listener's. */
+function compileRoute(r: RouteIR, own: RouteParts, c: RouteContext): CompiledRoute {
+  const { listener: l, listenerPolicy, afterAuth, deps, limits } = c;
+  const routePolicy = deps ? compilePolicy('route', r.name, r.policy, deps.limiters, deps.makeGlobal, limits) : null;
+  return {
+    ir: r,
+    afterAuth,
+    pickBackend: own.pickBackend,
+    redirect: own.redirect,
+    mirrors: own.mirrors,
+    responseModifiers: own.responseModifiers,
+    policy: routePolicy,
+    auth: deps?.auth ? effectiveAuth(l.policy, r.policy, deps.auth, limits) : null,
+    transformation: deps ? effectiveTransformation(l.policy, r.policy, limits) : null,
+    countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false) || (afterAuth?.countsTokens ?? false),
+    resilience: own.resilience,
+    ...browserPolicies(l, r),
+    extProc: r.policy?.extProc ?? l.policy?.extProc ?? null,
+  };
 }
 
 /** A listener as the next snapshot finds its index: a listener whose hostname changed starts a new one. */

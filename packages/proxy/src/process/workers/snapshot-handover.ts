@@ -82,8 +82,9 @@ export class HandoverSender {
     const numbered = this.#numbered;
     const base = this.#seq;
     const seq = ++this.#seq;
-    // Per route in order: its number and what it is to the thread holding `base`.
-    const listed: Numbered[] = [];
+    // Per route in order: its number, and whether the thread holding `base` holds it.
+    const ids: number[] = [];
+    const held: boolean[] = [];
     let distinct = 0;
     for (const b of snapshot.binds) {
       for (const l of b.listeners) {
@@ -99,14 +100,12 @@ export class HandoverSender {
             n.seq = seq;
             distinct++;
           }
-          listed.push(n);
+          ids.push(n.id);
+          held.push(n.held);
         }
       }
     }
     if (distinct < numbered.size) for (const [r, n] of numbered) if (n.seq !== seq) numbered.delete(r);
-    // What the thread is told, fixed now: a later snapshot changes the table's entries.
-    const ids = listed.map((n) => n.id);
-    const held = listed.map((n) => n.held);
     let at = 0;
     const relative = sealed(seq, base, handed(snapshot, ids, (r, id) => (held[at++] ? id : { id, route: r })));
     let whole: Handover | null = null;
