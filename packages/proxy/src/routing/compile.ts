@@ -84,6 +84,8 @@ function compileRouteParts(r: RouteIR, picking: PickerDeps, limits: EvaluationLi
 
 export interface CompiledRoute {
   readonly ir: RouteIR;
+  /** What the route compiled to by itself (what the next compile reuses for the same route object). */
+  readonly parts: RouteParts;
   /** Its listener's limits that read the consumer (CompiledListener.afterAuth): evaluated before the route's own. */
   readonly afterAuth: CompiledPolicy | null;
   readonly pickBackend: BackendPicker;
@@ -215,7 +217,8 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
       const keepsRoutes = updating && !l.policy && !previous?.listenersByKey.get(key)?.ir.policy;
       const context: RouteContext = { listener: l, listenerPolicy, afterAuth, deps, limits };
       for (const r of l.routes) {
-        let own = parts.get(r) ?? keptParts?.get(r);
+        const kept = keepsRoutes && !r.policy ? index.valueOf(r) : undefined;
+        let own = kept?.parts ?? parts.get(r) ?? keptParts?.get(r);
         if (!own) {
           own = compileRouteParts(r, picking, limits);
           routesCompiled++;
@@ -223,7 +226,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
         parts.set(r, own);
         for (const u of own.upstreams) upstreams.add(u);
         routeNames.add(r.name);
-        const route = (keepsRoutes && !r.policy ? index.valueOf(r) : undefined) ?? compileRoute(r, own, context);
+        const route = kept ?? compileRoute(r, own, context);
         values.push(route);
         if (!index.place(r, own.matches, route).length) detached.push(r.name);
       }
@@ -249,6 +252,7 @@ function compileRoute(r: RouteIR, own: RouteParts, c: RouteContext): CompiledRou
   const routePolicy = deps ? compilePolicy('route', r.name, r.policy, deps.limiters, deps.makeGlobal, limits) : null;
   return {
     ir: r,
+    parts: own,
     afterAuth,
     pickBackend: own.pickBackend,
     redirect: own.redirect,
