@@ -140,7 +140,7 @@ export function answerRefusalMessage(
 export function answerDirectResponse(ctx: RequestContext, direct: CompiledDirectResponse): void {
   ctx.admissions?.settle(null);
   const headers: HeaderValues = { ...direct.headers };
-  for (const m of ctx.route!.responseModifiers) applyHeaderModifier(headers, m);
+  for (const m of ctx.route!.parts.responseModifiers) applyHeaderModifier(headers, m);
   if (ctx.admissions) Object.assign(headers, ctx.admissions.responseHeaders());
   if (ctx.authEffects) Object.assign(headers, ctx.authEffects.responseHeaders);
   withCors(ctx, headers);

@@ -24,14 +24,14 @@ import { AttemptPlan, type PlanInputs } from './attempt-plan.js';
  */
 export function chooseBackend(ctx: RequestContext): boolean {
   addForwarded(ctx.upstreamHeaders!, ctx.req.socket.remoteAddress, ctx.scheme, ctx.rawHost);
-  const resilience = ctx.route!.resilience;
+  const resilience = ctx.route!.parts.resilience;
   let backend: ReturnType<BackendPicker>;
   if (resilience) {
     const first = resilience.levels.first();
     const usable = AttemptPlan.usable(resilience.levels, first);
     backend = usable ? usable.target : first.target;
     if (usable) ctx.attempts = new AttemptPlan(resilience, usable.choice, planInputs(ctx));
-  } else backend = ctx.route!.pickBackend();
+  } else backend = ctx.route!.parts.pickBackend();
   if (backend === null || backend === INVALID_BACKEND) {
     ctx.admissions?.refund();
     answerError(ctx, backend === INVALID_BACKEND ? ERRORS.invalidBackend : ERRORS.noBackend);

@@ -46,14 +46,14 @@ export async function handleRequest(ctx: RequestContext): Promise<void> {
   passed = applyRoutePolicies(ctx);
   if (typeof passed !== 'boolean') passed = await passed;
   if (!passed) return;
-  const mirrors = ctx.route!.mirrors;
+  const mirrors = ctx.route!.parts.mirrors;
   // A WebSocket handshake is not copied: without its connection a copy would be a plain GET.
   if (mirrors !== null && !ctx.upgrade) sendMirrors(ctx, mirrors);
   // A backend of another format needs the body whole, read before one is picked (nothing may be
   // awaited between the pick and the call).
   if (!ctx.llm && ctx.hasBody && routeTranslates(ctx.route!.ir, ctx.path)) await readBodyOnce(ctx, true);
   // A route that fails over or retries keeps the body to send it again (within config.maxRetryBodyBytes).
-  if (ctx.route!.resilience && !ctx.llm && ctx.hasBody) await readBodyForReplay(ctx);
+  if (ctx.route!.parts.resilience && !ctx.llm && ctx.hasBody) await readBodyForReplay(ctx);
   if (!chooseBackend(ctx)) return;
   if (ctx.upgrade && !upgradeReachesBackend(ctx)) return;
   await callUpstream(ctx);

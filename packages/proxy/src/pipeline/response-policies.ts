@@ -136,7 +136,7 @@ export class ResponsePolicies implements ForwardHooks {
       publish.responseSnapshot(ctx, 'backend response ready', status, headers);
     }
     const hold = this.#translator?.onHeaders(status, headers) ?? false;
-    for (const m of ctx.route!.responseModifiers) applyHeaderModifier(headers, m);
+    for (const m of ctx.route!.parts.responseModifiers) applyHeaderModifier(headers, m);
     // The answering backendRef's own, after the route's.
     const own = backendFilters(ctx.backend!.backend);
     if (own) for (const f of own) if (f.type === 'ResponseHeaderModifier') applyHeaderModifier(headers, f);

@@ -17,13 +17,13 @@ import { applyProcessorEdits } from './ext-proc.js';
  */
 export function applyRoutePolicies(ctx: RequestContext): boolean | Promise<boolean> {
   const route = ctx.route!;
-  return route.countsTokens || route.policy || route.mirrors || route.afterAuth ? admitRoute(ctx) : applyFilters(ctx);
+  return route.countsTokens || route.policy || route.parts.mirrors || route.afterAuth ? admitRoute(ctx) : applyFilters(ctx);
 }
 
 async function admitRoute(ctx: RequestContext): Promise<boolean> {
   const route = ctx.route!;
   // Mirrors send the body from memory (pipeline/mirror.ts).
-  if (route.countsTokens || route.mirrors) await readBodyOnce(ctx);
+  if (route.countsTokens || route.parts.mirrors) await readBodyOnce(ctx);
   // The gateway-level limits that read the consumer, now that authentication has run; then the route's.
   for (const policy of [route.afterAuth, route.policy]) {
     if (!policy) continue;
@@ -41,8 +41,8 @@ async function admitRoute(ctx: RequestContext): Promise<boolean> {
 /** The route's filters: a redirect answers here; the others shape the upstream request. */
 function applyFilters(ctx: RequestContext): boolean {
   const route = ctx.route!;
-  if (route.redirect) {
-    answerRedirect(ctx, route.redirect);
+  if (route.parts.redirect) {
+    answerRedirect(ctx, route.parts.redirect);
     return false;
   }
   if (route.direct !== null) {

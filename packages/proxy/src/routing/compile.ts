@@ -84,16 +84,14 @@ function compileRouteParts(r: RouteIR, picking: PickerDeps, limits: EvaluationLi
 
 export interface CompiledRoute {
   readonly ir: RouteIR;
-  /** What the route compiled to by itself (what the next compile reuses for the same route object). */
+  /**
+   * What the route compiled to by itself, whatever its listener (backend picker, redirect,
+   * mirrors, response header modifiers, resilience): the next compile reuses it for the same
+   * route object.
+   */
   readonly parts: RouteParts;
   /** Its listener's limits that read the consumer (CompiledListener.afterAuth): evaluated before the route's own. */
   readonly afterAuth: CompiledPolicy | null;
-  readonly pickBackend: BackendPicker;
-  readonly redirect: Extract<FilterIR, { type: 'RequestRedirect' }> | null;
-  /** RequestMirror filters with their endpoint pickers; null when the route has none (most). */
-  readonly mirrors: readonly CompiledMirror[] | null;
-  /** ResponseHeaderModifier filters, split out once so a request does not filter the list. */
-  readonly responseModifiers: readonly HeaderModifierIR[];
   /** Route-level rate limits. */
   readonly policy: CompiledPolicy | null;
   /** Authentication and authorization checks, in order (route over Gateway level per kind); null: none. */
@@ -102,8 +100,6 @@ export interface CompiledRoute {
   readonly transformation: RouteTransformation | null;
   /** LLM tokens are counted on this route (a tokens limit or global limit here or on its listener). */
   readonly countsTokens: boolean;
-  /** Failover levels, retries and retry budget; null when the route neither fails over nor retries. */
-  readonly resilience: RouteResilience | null;
   /** Cross-origin calls from browsers: the route's CORS filter, else its cors policy, else its Gateway's; null: none. */
   readonly cors: CompiledCors | null;
   /** The route's csrf policy, else its Gateway's; null: none. */
@@ -254,15 +250,10 @@ function compileRoute(r: RouteIR, own: RouteParts, c: RouteContext): CompiledRou
     ir: r,
     parts: own,
     afterAuth,
-    pickBackend: own.pickBackend,
-    redirect: own.redirect,
-    mirrors: own.mirrors,
-    responseModifiers: own.responseModifiers,
     policy: routePolicy,
     auth: deps?.auth ? effectiveAuth(l.policy, r.policy, deps.auth, limits) : null,
     transformation: deps ? effectiveTransformation(l.policy, r.policy, limits) : null,
     countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false) || (afterAuth?.countsTokens ?? false),
-    resilience: own.resilience,
     ...browserPolicies(l, r),
     extProc: r.policy?.extProc ?? l.policy?.extProc ?? null,
   };
