@@ -63,4 +63,15 @@ describe('compile in proportion to the change', () => {
     const c = compile(withListener(plain, (l) => ({ ...l, policy: null })), b);
     expect(selected(c).map((r) => r.direct)).toEqual(Array(N).fill(null));
   });
+
+  it("a route with limits of its own is compiled again, so its budget stays the store's (GET /budgets keeps listing it)", async () => {
+    const limited = { ...routeConfig(0), policies: { traffic: { rateLimit: { local: [{ requests: 5, unit: 'Minutes', by: { type: 'Header', name: 'x-tenant' } }] } } } };
+    const first = snapshotOf([limited, ...Array.from({ length: N - 1 }, (_, i) => routeConfig(i + 1))]);
+    const a = compile(first, null);
+    expect(deps.limiters.keyedEntries().map((e) => e.scope)).toEqual(['main/r0']);
+    // Another route edited; the limited one is the same object.
+    const edited: RouteIR = snapshotOf([routeConfig(7, '-edited')]).binds[0]!.listeners[0]!.routes[0]!;
+    compile(withListener(first, (l) => ({ ...l, routes: l.routes.map((r, i) => (i === 7 ? edited : r)) })), a);
+    expect(deps.limiters.keyedEntries().map((e) => e.scope)).toEqual(['main/r0']);
+  });
 });
