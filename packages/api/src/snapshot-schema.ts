@@ -82,6 +82,10 @@ const BackendFilter = Type.Union([RequestHeaderFilter, ResponseHeaderFilter, Rew
 const Weight = Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Share of requests; 0 sends none.' });
 const Priority = Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_PRIORITY, description: 'Failover order, 0 first.' }));
 const Endpoint = Obj({ address: NonEmpty('IP address.', 64), port: Type.Integer({ minimum: 1, maximum: 65535 }) }, 'A ready endpoint of a Service.');
+const ServiceEndpoints = Obj(
+  { name: NonEmpty('`<service>.<namespace>.svc.cluster.local:<port>`, as its backends name it.', 400), endpoints: Type.Array(Endpoint, { maxItems: 100_000 }) },
+  'The ready endpoints of a Service port.',
+);
 const Provider = Obj(
   {
     type: Type.Union(PROVIDER_TYPES.map((t) => Lit(t))),
@@ -162,12 +166,11 @@ const Backend = Type.Union([
       port: Type.Integer({ minimum: 1, maximum: 65535, description: 'Service port.' }),
       weight: Weight,
       priority: Priority,
-      endpoints: Type.Array(Endpoint, { maxItems: 100_000 }),
       filters: Type.Optional(BackendFilters),
       tls: Type.Optional(BackendTls),
       protocol: Type.Optional(BackendProtocol),
     },
-    'A Service port and its ready endpoints.',
+    'A Service port; its ready endpoints are the entry of its name in the snapshot\'s endpoints.',
   ),
   Obj({ kind: Lit('invalid'), name: NonEmpty('The reference as written.', 600), weight: Weight, priority: Priority, reason: NonEmpty('Why it could not be resolved.', 1024) }, 'An unresolved reference.'),
 ]);
@@ -364,6 +367,7 @@ function snapshotSchema<R extends TSchema>(routes: R, description: string) {
       binds: Type.Array(Bind),
       tlsBinds: Type.Optional(Type.Array(TlsBind, { maxItems: 64 })),
       limits: Type.Optional(EvaluationLimitsSchema),
+      endpoints: Type.Optional(Type.Array(ServiceEndpoints, { maxItems: 100_000 })),
     },
     description,
   );
@@ -401,6 +405,7 @@ const sameShape: [
   Same<WireSnapshot['source'], ToWire<ProxySnapshot['source']>>,
   Same<WireSnapshot['limits'], ToWire<ProxySnapshot['limits']>>,
   Same<WireSnapshot['tlsBinds'], ToWire<ProxySnapshot['tlsBinds']>>,
+  Same<WireSnapshot['endpoints'], ToWire<ProxySnapshot['endpoints']>>,
   Same<Omit<WireBind, 'listeners'>, ToWire<Omit<ProxySnapshot['binds'][number], 'listeners'>>>,
   Same<Omit<WireListener, 'routes' | 'policy'>, ToWire<Omit<IRListener, 'routes' | 'policy'>>>,
   Same<Extract<WireListener, { protocol: 'HTTPS' }>['tls'], ToWire<Extract<IRListener, { protocol: 'HTTPS' }>['tls']>>,
@@ -410,5 +415,5 @@ const sameShape: [
   Same<WireRoute['filters'][number], ToWire<IRRoute['filters'][number]>>,
   Same<WireRoute['backends'][number], ToWire<IRRoute['backends'][number]>>,
   Same<WireRoute['policy'], ToWire<IRRoute['policy']>>,
-] = [true, true, true, true, true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true];
 void sameShape;

@@ -22,7 +22,7 @@ export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | Proxy
   const before = previous && previousRoutes(previous);
   // The text of JSON.stringify(skeleton) for the skeleton { source, limits?, binds: [{ port,
   // address, listeners: [{ name, protocol, hostname, tls?, policy, routes: [digest...] }] }],
-  // tlsBinds? }, written part by part so the routes' part of each listener can be kept.
+  // tlsBinds?, endpoints? }, written part by part so the routes' part of each listener can be kept.
   // Only when set: the versions of snapshots with the default bounds stay what they were.
   const head = { source: snapshot.source, ...(snapshot.limits ? { limits: snapshot.limits } : {}) };
   const binds = snapshot.binds.map((b) => {
@@ -44,7 +44,10 @@ export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | Proxy
         })),
       }
     : {};
-  const text = withRawField(head, 'binds', `[${binds.join(',')}]`, JSON.stringify(reveal(tlsBinds)));
+  // Only when not empty: the versions of snapshots without Service endpoints stay what they
+  // were, and an empty table is the same content as none.
+  const endpoints = snapshot.endpoints?.length ? { endpoints: snapshot.endpoints } : {};
+  const text = withRawField(head, 'binds', `[${binds.join(',')}]`, JSON.stringify({ ...(reveal(tlsBinds) as object), ...endpoints }));
   return createHash('sha256').update(text).digest('hex').slice(0, 12);
 }
 

@@ -46,7 +46,13 @@ export function encodeSnapshot(snapshot: ProxySnapshot): string {
     });
     return `${JSON.stringify({ port: b.port, address: b.address }).slice(0, -1)},"listeners":[${listeners.join(',')}]}`;
   });
-  const head = { version: snapshot.version, source: snapshot.source, ...(snapshot.limits ? { limits: snapshot.limits } : {}), ...(snapshot.tlsBinds ? { tlsBinds: reveal(snapshot.tlsBinds) } : {}) };
+  const head = {
+    version: snapshot.version,
+    source: snapshot.source,
+    ...(snapshot.limits ? { limits: snapshot.limits } : {}),
+    ...(snapshot.tlsBinds ? { tlsBinds: reveal(snapshot.tlsBinds) } : {}),
+    ...(snapshot.endpoints?.length ? { endpoints: snapshot.endpoints } : {}),
+  };
   return `${JSON.stringify(head).slice(0, -1)},"binds":[${binds.join(',')}]}`;
 }
 
@@ -493,10 +499,15 @@ function wrapProvider(p: ToWire<ProviderIR>): ProviderIR {
   return { ...p, apiKey: p.apiKey && { origin: p.apiKey.origin, value: new Secret(p.apiKey.value.secret) } };
 }
 
-// What the schema cannot say: the proxy keys binds by port and listeners by name (the
-// routes' own checks are in checkWireRoute).
+// What the schema cannot say: the proxy keys binds by port, listeners by name and Service
+// endpoints by name (the routes' own checks are in checkWireRoute).
 function crossCheck(wire: WireSnapshot): Problem[] {
   const out: Problem[] = [];
+  const services = new Set<string>();
+  (wire.endpoints ?? []).forEach((e, i) => {
+    if (services.has(e.name)) out.push({ path: `endpoints[${i}].name`, message: `Service port ${JSON.stringify(e.name)} is listed twice; one entry per name` });
+    services.add(e.name);
+  });
   const ports = new Set<number>();
   const listeners = new Set<string>();
   (wire.tlsBinds ?? []).forEach((b, bi) => {
@@ -541,7 +552,14 @@ const versioned = new WeakSet<ProxySnapshot>();
  * source sent before, only saves work (see snapshotVersion).
  */
 export function withVersion(content: Omit<ProxySnapshot, 'version'>, previous?: ProxySnapshot): ProxySnapshot {
-  const snapshot = { version: snapshotVersion(content, previous), source: content.source, binds: content.binds, ...(content.tlsBinds?.length ? { tlsBinds: content.tlsBinds } : {}), ...(content.limits ? { limits: content.limits } : {}) };
+  const snapshot = {
+    version: snapshotVersion(content, previous),
+    source: content.source,
+    binds: content.binds,
+    ...(content.tlsBinds?.length ? { tlsBinds: content.tlsBinds } : {}),
+    ...(content.limits ? { limits: content.limits } : {}),
+    ...(content.endpoints?.length ? { endpoints: content.endpoints } : {}),
+  };
   versioned.add(snapshot);
   return snapshot;
 }

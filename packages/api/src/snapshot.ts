@@ -27,6 +27,22 @@ export interface ProxySnapshot {
   readonly tlsBinds?: readonly TlsBindIR[];
   /** The bounds its expressions were validated with; left out when they are the defaults (DEFAULT_LIMITS). */
   readonly limits?: EvaluationLimits;
+  /**
+   * The ready endpoints of each Service port the routes send to (their `service` backends and
+   * mirrors), sorted by name, one entry per name. Kept apart from the routes so that an
+   * endpoint change is one entry changed, not every route to the Service made anew (a route is
+   * the unit the controller, the stream and the proxies reuse). A Service backend whose name
+   * has no entry has no ready endpoint. Absent: none.
+   */
+  readonly endpoints?: readonly ServiceEndpointsIR[];
+}
+
+/** The ready endpoints of one Service port, by the name its backends carry. */
+export interface ServiceEndpointsIR {
+  /** `<service>.<namespace>.svc.cluster.local:<port>`, as ServiceBackendIR.name. */
+  readonly name: string;
+  /** Sorted by address then port; empty when no endpoint is ready. */
+  readonly endpoints: readonly EndpointIR[];
 }
 
 export type SnapshotSource =
@@ -333,7 +349,7 @@ export type BackendFilterIR = Extract<FilterIR, { type: (typeof BACKEND_FILTER_T
 /** The filter types a backendRef may carry in the IR. */
 export const BACKEND_FILTER_TYPES = ['RequestHeaderModifier', 'ResponseHeaderModifier', 'URLRewrite', 'RequestRedirect'] as const;
 
-/** A Kubernetes Service port, with the ready endpoints its EndpointSlices list. */
+/** A Kubernetes Service port; its ready endpoints are the snapshot's entry of its name (ProxySnapshot.endpoints). */
 export interface ServiceBackendIR {
   readonly kind: 'service';
   /** `<service>.<namespace>.svc.cluster.local:<port>`. */
@@ -345,8 +361,6 @@ export interface ServiceBackendIR {
   readonly weight: number;
   /** Failover order, 0 first; absent: 0. */
   readonly priority?: number;
-  /** Sorted by address then port; empty when no endpoint is ready. */
-  readonly endpoints: readonly EndpointIR[];
   readonly filters?: readonly BackendFilterIR[];
   /** From the BackendTLSPolicy that targets the Service port; absent: plain HTTP. */
   readonly tls?: BackendTLSIR;

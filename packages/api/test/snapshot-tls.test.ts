@@ -126,10 +126,14 @@ describe('TLS to a backend on the wire', () => {
       matches: [{ path: { type: 'PathPrefix' as const, value: '/' }, method: null, headers: [], queryParams: [] }],
       filters: [],
       policy: null,
-      backends: [{ kind: 'service' as const, name: 'vllm.ai.svc.cluster.local:8443', namespace: 'ai', service: 'vllm', port: 8443, weight: 1, endpoints: [{ address: '10.0.0.1', port: 8443 }], tls }],
+      backends: [{ kind: 'service' as const, name: 'vllm.ai.svc.cluster.local:8443', namespace: 'ai', service: 'vllm', port: 8443, weight: 1, tls }],
       timeouts: { requestMs: null, backendRequestMs: null },
     };
-    return withVersion({ source: { kind: 'controller', gateway: 'default/gw' }, binds: [{ port: 80, address: '0.0.0.0', listeners: [{ name: 'default/gw/http', protocol: 'HTTP', hostname: null, policy: null, routes: [route] }] }] });
+    return withVersion({
+      source: { kind: 'controller', gateway: 'default/gw' },
+      binds: [{ port: 80, address: '0.0.0.0', listeners: [{ name: 'default/gw/http', protocol: 'HTTP', hostname: null, policy: null, routes: [route] }] }],
+      endpoints: [{ name: 'vllm.ai.svc.cluster.local:8443', endpoints: [{ address: '198.18.0.1', port: 8443 }] }],
+    });
   }
 
   it('carries the client key in the wire form only, and back as a Secret', () => {

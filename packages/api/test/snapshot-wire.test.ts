@@ -56,7 +56,7 @@ function sample(token = 'sk-live-123'): ProxySnapshot {
                 filters: [{ type: 'RequestHeaderModifier', set: [{ name: 'authorization', value: new Secret(`Bearer ${token}`) }], add: [], remove: [] }],
                 policy: null,
                 backends: [
-                  { kind: 'service', name: 'llm.default.svc.cluster.local:80', namespace: 'default', service: 'llm', port: 80, weight: 1, endpoints: [{ address: '198.18.0.7', port: 9000 }] },
+                  { kind: 'service', name: 'llm.default.svc.cluster.local:80', namespace: 'default', service: 'llm', port: 80, weight: 1 },
                   { kind: 'invalid', name: 'default/missing', weight: 1, reason: 'BackendNotFound' },
                 ],
                 timeouts: { requestMs: null, backendRequestMs: 5000 },
@@ -66,6 +66,7 @@ function sample(token = 'sk-live-123'): ProxySnapshot {
         ],
       },
     ],
+    endpoints: [{ name: 'llm.default.svc.cluster.local:80', endpoints: [{ address: '198.18.0.7', port: 9000 }] }],
   });
 }
 
@@ -316,6 +317,37 @@ describe('successive snapshots: only new routes are checked', () => {
       // None of the refusals changed what the decoder holds: the good delta still applies.
       expect(decoder.version).toBe(v1.version);
       expect(decoder.decodeParts(delta).version).toBe(pair().v2.version);
+    });
+
+    it('an endpoint change is the table alone: no route text, the routes the objects held, a new version', () => {
+      const v1 = sample();
+      const endpoints = [{ name: 'llm.default.svc.cluster.local:80', endpoints: [{ address: '198.18.0.7', port: 9000 }, { address: '198.18.0.8', port: 9000 }] }];
+      const v2 = withVersion({ ...v1, endpoints }, v1);
+      expect(v2.version).not.toBe(v1.version);
+      expect(v2.version).toBe(snapshotVersion({ ...v1, endpoints }));
+      const delta = encodeSnapshotDelta(v2, { version: v1.version, positions: routePositions(v1) });
+      expect(delta.routes).toEqual([]);
+      const decoder = new SnapshotDecoder();
+      const a = decoder.decodeParts(encodeSnapshotParts(v1));
+      const b = decoder.decodeParts(delta);
+      expect(b.endpoints).toEqual(endpoints);
+      expect(routesOf(b)).toEqual(routesOf(a));
+      routesOf(b).forEach((r, i) => expect(r).toBe(routesOf(a)[i]));
+      expect(toWire(decodeSnapshot(encodeSnapshot(v2)))).toEqual(toWire(v2));
+    });
+
+    it('an empty endpoints table is the same content as none', () => {
+      const { endpoints: _, ...rest } = sample();
+      const none = withVersion(rest);
+      expect(withVersion({ ...rest, endpoints: [] }).version).toBe(none.version);
+      expect(snapshotVersion({ ...rest, endpoints: [] })).toBe(none.version);
+      expect(decodeSnapshot(encodeSnapshot({ ...none, endpoints: [] })).version).toBe(none.version);
+    });
+
+    it('refuses a Service port listed twice in the endpoints, by path', () => {
+      const w = toWire(sample()) as unknown as { endpoints: unknown[] };
+      w.endpoints = [...w.endpoints, { name: 'llm.default.svc.cluster.local:80', endpoints: [] }];
+      expect(problemsOf(() => fromWire(w))).toEqual(['endpoints[1].name: Service port "llm.default.svc.cluster.local:80" is listed twice; one entry per name']);
     });
 
     it('rollback() returns to the snapshot before the last one decoded (the one still serving when an apply failed)', () => {

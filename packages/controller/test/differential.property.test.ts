@@ -168,10 +168,12 @@ function outcome(snap: CompiledSnapshot, req: ValueOf<typeof arbRequest>, routeN
   if (!listener) return { listener: null };
   const hit = selectRoute(listener, req.host, { method: req.method, path: req.path, query: '', headers: req.headers });
   const limits = (p: PolicyIR | null) => p?.localRateLimit ?? null;
+  // A Service's endpoints are the snapshot's entry of its name.
+  const ready = (name: string) => snap.ir.endpoints?.find((e) => e.name === name)?.endpoints ?? [];
   const endpoints = (backends: readonly BackendIR[]) =>
     backends
       .flatMap((b) =>
-        b.kind === 'static' ? [`${b.name} w${b.weight}`] : b.kind === 'service' ? b.endpoints.map((e) => `${e.address}:${e.port} w${b.weight}`) : [`invalid w${b.weight}`],
+        b.kind === 'static' ? [`${b.name} w${b.weight}`] : b.kind === 'service' ? ready(b.name).map((e) => `${e.address}:${e.port} w${b.weight}`) : [`invalid w${b.weight}`],
       )
       .sort();
   return {

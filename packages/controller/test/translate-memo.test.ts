@@ -243,6 +243,28 @@ describe('translate reuse over a changing cluster', () => {
     expect(after.get('http|team-b/route-5/rule/0')!.backends[0]!.weight).toBe(7);
   });
 
+  it('an endpoint change hands out every route as the same IR object and changes the Service\'s entry of the endpoints alone', () => {
+    const r = cluster(20);
+    const first = translate(r, options);
+    const before = irRoutes(first);
+    // svc-1 of team-b scales out: its EndpointSlice gets a second ready address (a new object, as an informer delivers it).
+    const at = r.endpointSlices.findIndex((e) => e.metadata?.namespace === 'team-b' && e.metadata?.name === 'svc-1-x');
+    const slice = r.endpointSlices[at]!;
+    r.endpointSlices[at] = { ...slice, endpoints: [...slice.endpoints, { addresses: ['198.18.1.9'], conditions: { ready: true } }] };
+    const second = translate({ ...r }, options);
+    const after = irRoutes(second);
+    expect([...after].filter(([k, ir]) => before.get(k) !== ir).map(([k]) => k)).toEqual([]);
+    const name = 'svc-1.team-b.svc.cluster.local:80';
+    // Per Gateway, per entry: whether it is the last translation's object, and its endpoints when not.
+    const entries = [...second.snapshots].map(([gw, s]) => {
+      const old = new Map(first.snapshots.get(gw)!.endpoints?.map((e) => [e.name, e]));
+      return [gw, (s.endpoints ?? []).map((e) => [e.name, e === old.get(e.name) ? 'kept' : e.endpoints.map((p) => `${p.address}:${p.port}`)])];
+    });
+    const kept = (gw: string) => [...first.snapshots.get(gw)!.endpoints!].map((e) => [e.name, e.name === name ? ['198.18.0.2:9000', '198.18.1.9:9000'] : 'kept']);
+    expect(entries).toEqual([...second.snapshots.keys()].map((gw) => [gw, kept(gw)]));
+    expect(entries.flatMap(([, e]) => e as unknown[][]).filter(([n]) => n === name)).not.toEqual([]);
+  });
+
   it('gives a GRPCRoute the policy targeting it as it is now: created, edited, deleted, and across edits of the route', () => {
     const r = cluster(4);
     const grpc: GRPCRoute = {

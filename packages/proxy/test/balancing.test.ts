@@ -8,21 +8,20 @@ import { describe, expect, it } from 'vitest';
 import { backendPicker, INVALID_BACKEND, SERVICE_BALANCING, type BalancingPolicy, type PickerDeps, type UpstreamTarget } from '../src/routing/backend-picker.js';
 import { CoolDowns } from '../src/upstream/cool-downs.js';
 import { callOutcome, EJECTION_BASE_MS, EJECTION_MAX_MS, EndpointTable, type Endpoint } from '../src/upstream/endpoints.js';
+import { ServiceEndpoints } from '../src/routing/service-endpoints.js';
+
+const SERVICE = 'llm.default.svc.cluster.local:80';
 
 function setup(count: number, balancing: BalancingPolicy = SERVICE_BALANCING) {
   const clock = { now: 1_000_000 };
   const endpoints = new EndpointTable({ connectTimeoutMs: 1000, clock: () => clock.now });
-  const deps: PickerDeps = { endpoints, clock: () => clock.now, balancing, coolDowns: new CoolDowns({ defaultMs: 5_000, maxMs: 300_000 }, () => clock.now) };
-  const backend: BackendIR = {
-    kind: 'service',
-    name: 'llm.default.svc.cluster.local:80',
-    namespace: 'default',
-    service: 'llm',
-    port: 80,
-    weight: 1,
-    endpoints: Array.from({ length: count }, (_, i) => ({ address: `198.18.0.${i + 1}`, port: 8000 })),
-  };
+  const deps: PickerDeps = { endpoints, clock: () => clock.now, balancing, coolDowns: new CoolDowns({ defaultMs: 5_000, maxMs: 300_000 }, () => clock.now), services: new ServiceEndpoints() };
+  const backend: BackendIR = { kind: 'service', name: SERVICE, namespace: 'default', service: 'llm', port: 80, weight: 1 };
+  const ready = Array.from({ length: count }, (_, i) => ({ address: `198.18.0.${i + 1}`, port: 8000 }));
   const picker = backendPicker([backend], deps);
+  deps.services.commit(new Map([[SERVICE, ready]]));
+  // The endpoint objects the picker takes at its first pick (the table gives each address one): scored by hand before it.
+  for (const e of ready) endpoints.acquire(e.address, e.port);
   // A Service backend is never invalid: null (no endpoint) or an endpoint.
   const pick = (): UpstreamTarget | null => {
     const t = picker();
@@ -123,6 +122,8 @@ describe('least request with two choices', () => {
 
   it('sends nothing to a retired endpoint while another remains', () => {
     const { picks, endpoints } = setup(3);
+    // The picker holds its endpoints from its first pick on; then a config leaves one out.
+    picks(1);
     endpoints.retain(new Set(['198.18.0.1:8000', '198.18.0.3:8000']));
     expect(Object.keys(counts(picks(30))).sort()).toEqual(['198.18.0.1:8000', '198.18.0.3:8000']);
   });
@@ -141,12 +142,15 @@ describe('round robin policy', () => {
 
 describe('endpoint state', () => {
   it('is kept for endpoints a new config still lists and dropped for the others', () => {
-    const { endpoints, at, deps } = setup(2);
+    const { endpoints, at, deps } = setup(2, { kind: 'RoundRobin' });
     const kept = at(0);
     kept.begin();
     kept.end('ok', 5);
-    const next: BackendIR = { kind: 'service', name: 'llm.default.svc.cluster.local:80', namespace: 'default', service: 'llm', port: 80, weight: 1, endpoints: [{ address: '198.18.0.1', port: 8000 }, { address: '198.18.0.9', port: 8000 }] };
-    backendPicker([next], deps);
+    const next: BackendIR = { kind: 'service', name: SERVICE, namespace: 'default', service: 'llm', port: 80, weight: 1 };
+    const picker = backendPicker([next], deps);
+    // The next config's endpoints: the picker takes them at its first pick.
+    deps.services.commit(new Map([[SERVICE, [{ address: '198.18.0.1', port: 8000 }, { address: '198.18.0.9', port: 8000 }]]]));
+    expect(Array.from({ length: 2 }, () => (picker() as UpstreamTarget).name)).toEqual(['198.18.0.1:8000', '198.18.0.9:8000']);
     endpoints.retain(new Set(['198.18.0.1:8000', '198.18.0.9:8000']));
     expect(endpoints.get('198.18.0.1:8000')).toBe(kept);
     expect(kept.requests).toBe(1);

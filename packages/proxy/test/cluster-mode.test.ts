@@ -5,7 +5,7 @@
 // controller is back, resyncs without restarting.
 import { EventEmitter, once } from 'node:events';
 import { createServer } from 'node:net';
-import { standaloneToSnapshot, validateStandaloneConfig, withVersion, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { standaloneToSnapshot, validateStandaloneConfig, withVersion, type ProxySnapshot, type RouteIR, type ServiceBackendIR } from '@tollgate/api';
 import { SnapshotStore, SnapshotStreamServer, StreamMetrics } from '@tollgate/controller';
 import pino from 'pino';
 import { Registry } from 'prom-client';
@@ -258,6 +258,44 @@ describe('cluster mode', () => {
     const answers: number[] = [];
     for (let i = 0; i < 30; i++) answers.push((await send(`http://127.0.0.1:${s.port}/seven`, { headers: { connection: 'close' } })).status);
     expect(answers).toEqual(Array(30).fill(200));
+    expect((await rows()).map((r, i) => r.figures.requestsStarted - before[i]!).every((n) => n > 0)).toBe(true);
+  });
+
+  it('takes an endpoint change as the Service\'s entry alone: no route crosses or compiles, every thread sends to the new endpoint', async () => {
+    const s = await setup({ workers: 2 });
+    const reply = (name: string) => (_req: unknown, res: { end: (body: string) => void }) => res.end(name);
+    const [one, two] = [await startUpstream(reply('one')), await startUpstream(reply('two'))];
+    cleanups.push(() => one.close(), () => two.close());
+    const routes = Array.from({ length: 30 }, (_, i) => ({ name: `r${i}`, matches: [{ path: { type: 'PathPrefix', value: `/r${i}` } }], backends: [{ host: s.up.host }] }));
+    const first = await offerFirst(s, (port) => simpleConfig(port, routes));
+    const svc: ServiceBackendIR = { kind: 'service', name: 'llm.ai.svc.cluster.local:80', namespace: 'ai', service: 'llm', port: 80, weight: 1 };
+    const listener = first.binds[0]!.listeners[0]!;
+    const toService = listener.routes.map((r) => ({ ...r, backends: [svc] }));
+    const at = (u: Upstream) =>
+      withVersion({ source: first.source, binds: [{ ...first.binds[0]!, listeners: [{ ...listener, routes: toService }] }], endpoints: [{ name: svc.name, endpoints: [{ address: '127.0.0.1', port: u.port }] }] });
+    const deltas = async () => Number((await s.registry.metrics()).match(/^tollgate_controller_stream_encodings_total\{form="delta"\} (\d+)$/m)?.[1] ?? 0);
+    const v1 = at(one);
+    s.store.offer(new Map([[GATEWAY, v1]]));
+    await whenProxies(() => acked(s.server) === v1.version, 'the ACK of the routes to the Service');
+    // Each request on a connection of its own: the kernel picks the thread.
+    const bodies = async () => {
+      const out = new Set<string>();
+      for (let i = 0; i < 30; i++) out.add((await send(`http://127.0.0.1:${s.port}/r${i}/x`, { headers: { connection: 'close' } })).body);
+      return [...out];
+    };
+    expect(await bodies()).toEqual(['one']);
+    const v2 = at(two);
+    s.store.offer(new Map([[GATEWAY, v2]]));
+    await whenProxies(() => acked(s.server) === v2.version, 'the ACK of the endpoint change');
+    expect(await deltas()).toBe(2);
+    type Row = { worker: number; figures: { configVersion: string; routesCompiled: number; requestsStarted: number } };
+    const rows = async () => (JSON.parse((await send(`${s.admin}/workers`)).body) as { workers: Row[] }).workers;
+    expect((await rows()).map((r) => [r.worker, r.figures.configVersion, r.figures.routesCompiled])).toEqual([
+      [0, v2.version, 0],
+      [1, v2.version, 0],
+    ]);
+    const before = (await rows()).map((r) => r.figures.requestsStarted);
+    expect(await bodies()).toEqual(['two']);
     expect((await rows()).map((r, i) => r.figures.requestsStarted - before[i]!).every((n) => n > 0)).toBe(true);
   });
 

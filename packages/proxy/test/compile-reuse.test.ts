@@ -1,10 +1,11 @@
 // An apply compiles in proportion to what changed: a route with no policy, on a listener with
 // none, keeps the compiled route of the last apply (one route edited among many builds one);
-// a policy that comes to or leaves the listener reaches every route of it.
-import { standaloneToSnapshot, validateStandaloneConfig, type ListenerIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+// a policy that comes to or leaves the listener reaches every route of it; a change of a
+// Service's endpoints builds no route, and reaches every route to the Service.
+import { standaloneToSnapshot, validateStandaloneConfig, type ListenerIR, type ProxySnapshot, type RouteIR, type ServiceBackendIR } from '@tollgate/api';
 import { describe, expect, it } from 'vitest';
 import { compileSnapshot, selectRoute, type CompiledRoute, type CompiledSnapshot } from '../src/routing/compile.js';
-import { standalonePickerDeps } from '../src/routing/backend-picker.js';
+import { standalonePickerDeps, type UpstreamTarget } from '../src/routing/backend-picker.js';
 import { LimiterStore } from '../src/ratelimit/local/limiter.js';
 import { systemClock } from '../src/ratelimit/clock.js';
 import { simpleConfig } from './helpers.js';
@@ -33,7 +34,9 @@ describe('compile in proportion to the change', () => {
   const deps = { limiters: new LimiterStore(systemClock, { maxKeys: 100 }), makeGlobal: null, picking: standalonePickerDeps() };
   const compile = (s: ProxySnapshot, previous: CompiledSnapshot | null) => {
     const c = compileSnapshot(s, { ...deps, previous });
+    // What the runtime's switch does with a compiled snapshot.
     deps.limiters.commit();
+    deps.picking.services.commit(c.serviceEndpoints);
     return c;
   };
 
@@ -73,5 +76,24 @@ describe('compile in proportion to the change', () => {
     const edited: RouteIR = snapshotOf([routeConfig(7, '-edited')]).binds[0]!.listeners[0]!.routes[0]!;
     compile(withListener(first, (l) => ({ ...l, routes: l.routes.map((r, i) => (i === 7 ? edited : r)) })), a);
     expect(deps.limiters.keyedEntries().map((e) => e.scope)).toEqual(['main/r0']);
+  });
+
+  it('an endpoint change keeps every compiled route, and their pickers send to the new endpoints alone', () => {
+    const svc: ServiceBackendIR = { kind: 'service', name: 'llm.ai.svc.cluster.local:80', namespace: 'ai', service: 'llm', port: 80, weight: 1 };
+    const plain = snapshotOf(Array.from({ length: N }, (_, i) => routeConfig(i)));
+    const toService = withListener(plain, (l) => ({ ...l, routes: l.routes.map((r) => ({ ...r, backends: [svc] })) }));
+    const at = (...hosts: number[]): ProxySnapshot => ({ ...toService, endpoints: [{ name: svc.name, endpoints: hosts.map((h) => ({ address: `198.18.0.${h}`, port: 8000 })) }] });
+    const picked = (c: CompiledSnapshot): string[] => [...new Set(selected(c).flatMap((r) => Array.from({ length: 8 }, () => (r.parts.pickBackend() as UpstreamTarget).name)))].sort();
+    const a = compile(at(1, 2), null);
+    expect(picked(a)).toEqual(['198.18.0.1:8000', '198.18.0.2:8000']);
+    const b = compile(at(2, 3), a);
+    expect(b.routesCompiled).toBe(0);
+    expect(selected(b).map((r, i) => r === selected(a)[i])).toEqual(Array(N).fill(true));
+    expect([...b.upstreams].sort()).toEqual(['198.18.0.2:8000', '198.18.0.3:8000']);
+    expect(picked(b)).toEqual(['198.18.0.2:8000', '198.18.0.3:8000']);
+    // No entry for the Service: no ready endpoint (the request gets 503).
+    const c = compile(toService, b);
+    expect(selected(c).map((r) => r.parts.pickBackend())).toEqual(Array(N).fill(null));
+    expect(c.upstreams.size).toBe(0);
   });
 });

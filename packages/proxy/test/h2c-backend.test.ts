@@ -146,19 +146,21 @@ describe('an h2c backend (protocol H2C)', () => {
     await refusing.close();
     const gw = await startGateway((port) => simpleConfig(port, [{ name: 'r', backends: [{ host: backend.host }] }]));
     open.push(gw);
-    const svc: ServiceBackendIR = {
-      ...service('h2', Number(backend.host.split(':')[1])),
-      protocol: 'h2c',
-      // Sorted as the controller sorts them: round robin sends one of the first two requests to the refusing one.
-      endpoints: [
-        { address: '127.0.0.1', port: Math.min(refusedPort, Number(backend.host.split(':')[1])) },
-        { address: '127.0.0.1', port: Math.max(refusedPort, Number(backend.host.split(':')[1])) },
-      ],
-    };
+    const svc: ServiceBackendIR = { ...service('h2'), protocol: 'h2c' };
     const current = gw.gateway.snapshot;
     const next = withVersion({
       source: { kind: 'controller', gateway: 'default/gw' },
       binds: current.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map((r) => ({ ...r, backends: [svc] })) })) })),
+      // Sorted as the controller sorts them: round robin sends one of the first two requests to the refusing one.
+      endpoints: [
+        {
+          name: svc.name,
+          endpoints: [
+            { address: '127.0.0.1', port: Math.min(refusedPort, Number(backend.host.split(':')[1])) },
+            { address: '127.0.0.1', port: Math.max(refusedPort, Number(backend.host.split(':')[1])) },
+          ],
+        },
+      ],
     });
     await gw.gateway.runtime.apply(decodeSnapshot(encodeSnapshot(next)));
     const answers = await Promise.all([1, 2, 3, 4].map((i) => send(`${gw.url}/svc/${i}`)));

@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { decodeSnapshot, encodeSnapshot, withVersion, type FilterIR } from '@tollgate/api';
 import { mirrorsInFlight } from '../src/pipeline/mirror.js';
-import { service } from './support/service-backend.js';
+import { endpointsOf, service } from './support/service-backend.js';
 import { rlsAvailability, rlsBinaries, startRls, type RlsService } from './support/rls.js';
 import { send, simpleConfig, startGateway, startUpstream, type RawResponse, type TestGateway, type Upstream } from './helpers.js';
 
@@ -65,10 +65,11 @@ async function mirroredGateway(primary: Llm, shadow: Llm, tokens: number | Recor
   const gw = await startGateway((port) => simpleConfig(port, [route]));
   cleanups.push(() => gw.close());
   const current = gw.gateway.snapshot;
-  const filters: FilterIR[] = [{ type: 'RequestMirror', backend: service('shadow', shadow.upstream.port), numerator: 1, denominator: 1 }];
+  const filters: FilterIR[] = [{ type: 'RequestMirror', backend: service('shadow'), numerator: 1, denominator: 1 }];
   const next = withVersion({
     source: { kind: 'controller', gateway: 'default/gw' },
-    binds: current.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map((r) => ({ ...r, filters, backends: [service('primary', primary.upstream.port)] })) })) })),
+    binds: current.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map((r) => ({ ...r, filters, backends: [service('primary')] })) })) })),
+    endpoints: endpointsOf({ primary: primary.upstream.port, shadow: shadow.upstream.port }),
   });
   await gw.gateway.runtime.apply(decodeSnapshot(encodeSnapshot(next)));
   return gw;

@@ -7,7 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeSnapshot, encodeSnapshot, withVersion, type BackendIR, type FilterIR, type ProxySnapshot } from '@tollgate/api';
 import { mirrorsInFlight } from '../src/pipeline/mirror.js';
-import { service } from './support/service-backend.js';
+import { endpointsOf, service } from './support/service-backend.js';
 import { freePort, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let cleanup: (() => Promise<void>)[] = [];
@@ -19,11 +19,13 @@ afterEach(async () => {
 const mirror = (backend: BackendIR, numerator = 1, denominator = 1): FilterIR => ({ type: 'RequestMirror', backend, numerator, denominator });
 
 /** The gateway's one route with these filters and backends, sent over the wire and applied. */
-async function applyRoute(gw: TestGateway, filters: FilterIR[], backends: BackendIR[]): Promise<ProxySnapshot> {
+/** The gateway's routes with these filters and backends; `ports`: the loopback port of each Service they name (service()). */
+async function applyRoute(gw: TestGateway, filters: FilterIR[], backends: BackendIR[], ports: Record<string, number>): Promise<ProxySnapshot> {
   const current = gw.gateway.snapshot;
   const next = withVersion({
     source: { kind: 'controller', gateway: 'default/gw' },
     binds: current.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map((r) => ({ ...r, filters, backends })) })) })),
+    endpoints: endpointsOf(ports),
   });
   const received = decodeSnapshot(encodeSnapshot(next));
   await gw.gateway.runtime.apply(received);
@@ -73,10 +75,11 @@ describe('RequestMirror', () => {
       gw,
       [
         { type: 'RequestHeaderModifier', set: [{ name: 'x-set', value: 'by-route' }], add: [], remove: ['x-gone'] },
-        mirror(service('shadow', shadow.port)),
-        mirror(service('second', second.port)),
+        mirror(service('shadow')),
+        mirror(service('second')),
       ],
-      [service('primary', primary.port)],
+      [service('primary')],
+      { primary: primary.port, shadow: shadow.port, second: second.port },
     );
     const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'copy me' }] });
     const res = await send(`${gw.url}/v1/chat?x=1`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gone': 'yes' }, body });
@@ -98,7 +101,7 @@ describe('RequestMirror', () => {
     const silent = await recorder('silent', { hang: true });
     const refusing = await freePort();
     const gw = await gateway(primary);
-    await applyRoute(gw, [mirror(service('silent', silent.port)), mirror(service('refusing', refusing))], [service('primary', primary.port)]);
+    await applyRoute(gw, [mirror(service('silent')), mirror(service('refusing'))], [service('primary')], { primary: primary.port, silent: silent.port, refusing });
     for (let i = 0; i < 3; i++) {
       const res = await send(`${gw.url}/get-${i}`);
       expect(res.status).toBe(200);
@@ -117,8 +120,9 @@ describe('RequestMirror', () => {
     const gw = await gateway(primary);
     await applyRoute(
       gw,
-      [mirror(service('half', half.port), 25, 50), mirror(service('none', none.port), 0, 100), mirror({ kind: 'invalid', name: 'other/shadow', weight: 1, reason: 'RefNotPermitted' })],
-      [service('primary', primary.port)],
+      [mirror(service('half'), 25, 50), mirror(service('none'), 0, 100), mirror({ kind: 'invalid', name: 'other/shadow', weight: 1, reason: 'RefNotPermitted' })],
+      [service('primary')],
+      { primary: primary.port, half: half.port, none: none.port },
     );
     const n = 400;
     for (let i = 0; i < n; i++) expect((await send(`${gw.url}/share`)).status).toBe(200);
@@ -135,7 +139,7 @@ describe('RequestMirror', () => {
     const shadow = await recorder('shadow');
     const gw = await startGateway({ config: { maxRequestBodyBytes: 1024 }, ...simpleConfig(await freePort(), [{ name: 'r', backends: [{ host: primary.host }] }]) });
     cleanup.push(() => gw.close());
-    await applyRoute(gw, [mirror(service('shadow', shadow.port))], [service('primary', primary.port)]);
+    await applyRoute(gw, [mirror(service('shadow'))], [service('primary')], { primary: primary.port, shadow: shadow.port });
     const large = 'x'.repeat(4096);
     const res = await send(`${gw.url}/large`, { method: 'POST', body: large });
     expect(res.status).toBe(200);

@@ -5,21 +5,26 @@
 // or no backend at all (what the Gateway API asks). service-balancing.test.ts has the balancer
 // under load.
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeSnapshot, encodeSnapshot, withVersion, type BackendIR, type ProxySnapshot, type ServiceBackendIR } from '@tollgate/api';
+import { decodeSnapshot, encodeSnapshot, withVersion, type BackendIR, type EndpointIR, type ProxySnapshot, type ServiceBackendIR } from '@tollgate/api';
 import { freePort, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
 
 let cleanup: (() => Promise<void>)[] = [];
+// The ready endpoints of the Services service() made in this test, by backend name.
+let ready = new Map<string, readonly EndpointIR[]>();
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
+  ready = new Map();
 });
 
-/** The gateway's current snapshot with the one route's backends replaced, sent over the wire and applied. */
+/** The gateway's current snapshot with the one route's backends replaced (their Services' endpoints listed), sent over the wire and applied. */
 async function applyBackends(gw: TestGateway, backends: BackendIR[]): Promise<ProxySnapshot> {
   const current = gw.gateway.snapshot;
+  const names = [...new Set(backends.flatMap((b) => (b.kind === 'service' ? [b.name] : [])))].sort();
   const next = withVersion({
     source: { kind: 'controller', gateway: 'default/gw' },
     binds: current.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map((r) => ({ ...r, backends })) })) })),
+    endpoints: names.map((name) => ({ name, endpoints: ready.get(name) ?? [] })),
   });
   const received = decodeSnapshot(encodeSnapshot(next));
   await gw.gateway.runtime.apply(received);
@@ -35,15 +40,12 @@ async function setup(config: Record<string, unknown> = {}): Promise<{ gw: TestGa
   return { gw, a, b };
 }
 
-const service = (endpoints: { address: string; port: number }[], weight = 1): ServiceBackendIR => ({
-  kind: 'service',
-  name: 'llm.default.svc.cluster.local:80',
-  namespace: 'default',
-  service: 'llm',
-  port: 80,
-  weight,
-  endpoints,
-});
+/** A Service backend (Service `name`, port 80) whose ready endpoints are `endpoints`. */
+const service = (endpoints: EndpointIR[], weight = 1, name = 'llm'): ServiceBackendIR => {
+  const backend: ServiceBackendIR = { kind: 'service', name: `${name}.default.svc.cluster.local:80`, namespace: 'default', service: name, port: 80, weight };
+  ready.set(backend.name, endpoints);
+  return backend;
+};
 
 describe('Service backends', () => {
   it('spread requests over the ready endpoints, round robin while nothing tells them apart', async () => {
@@ -100,7 +102,7 @@ describe('Service backends', () => {
       ...service([{ address: '127.0.0.1', port: a.port }]),
       filters: [{ type: 'RequestHeaderModifier', set: [{ name: 'backend', value: 'a' }], add: [{ name: 'x-added', value: 'two' }], remove: ['x-gone'] }],
     };
-    await applyBackends(gw, [withFilter, { ...service([{ address: '127.0.0.1', port: b.port }]), name: 'other.default.svc.cluster.local:80', service: 'other' }]);
+    await applyBackends(gw, [withFilter, service([{ address: '127.0.0.1', port: b.port }], 1, 'other')]);
     const seen = new Map<string, unknown>();
     // Picks are random by weight: both backends answer well within 200 requests (a miss is 2^-199).
     for (let i = 0; i < 200 && seen.size < 2; i++) {
@@ -127,11 +129,9 @@ describe('Service backends', () => {
         { type: 'URLRewrite', hostname: 'a.internal', path: { type: 'ReplaceFullPath', value: '/rewritten' } },
       ],
     };
-    const plain: BackendIR = { ...service([{ address: '127.0.0.1', port: b.port }]), name: 'b.default.svc.cluster.local:80', service: 'b' };
+    const plain: BackendIR = service([{ address: '127.0.0.1', port: b.port }], 1, 'b');
     const redirected: BackendIR = {
-      ...service([{ address: '127.0.0.1', port: b.port }]),
-      name: 'c.default.svc.cluster.local:80',
-      service: 'c',
+      ...service([{ address: '127.0.0.1', port: b.port }], 1, 'c'),
       filters: [{ type: 'RequestRedirect', scheme: null, hostname: 'elsewhere.example.com', path: null, port: null, statusCode: 302 }],
     };
     await applyBackends(gw, [rewritten, plain, redirected]);

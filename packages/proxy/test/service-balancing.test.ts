@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import { decodeSnapshot, encodeSnapshot, standaloneToSnapshot, validateStandaloneConfig, withVersion, type BackendIR, type ProxySnapshot } from '@tollgate/api';
+import { decodeSnapshot, encodeSnapshot, standaloneToSnapshot, validateStandaloneConfig, withVersion, type BackendIR, type ProxySnapshot, type ServiceEndpointsIR } from '@tollgate/api';
 import { until } from '@tollgate/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProxyProcess } from '../src/process/proxy-process.js';
@@ -110,19 +110,18 @@ async function endpoint(name: string, opts: { port?: number; delayMs?: number; h
 
 const SERVICE = 'llm.models.svc.cluster.local:80';
 
-function service(ports: number[], name = 'llm', weight = 1): BackendIR {
-  return {
-    kind: 'service',
-    name: `${name}.models.svc.cluster.local:80`,
-    namespace: 'models',
-    service: name,
-    port: 80,
-    weight,
-    endpoints: [...ports].sort((x, y) => x - y).map((port) => ({ address: '127.0.0.1', port })),
-  };
+/** A Service backend, and its ready endpoints (the snapshot's entry of its name): `ports` on 127.0.0.1. */
+interface Served {
+  readonly backend: BackendIR;
+  readonly entry: ServiceEndpointsIR;
 }
 
-const isPorts = (list: number[] | BackendIR[]): list is number[] => list.every((x) => typeof x === 'number');
+function service(ports: number[], name = 'llm', weight = 1): Served {
+  const backend: BackendIR = { kind: 'service', name: `${name}.models.svc.cluster.local:80`, namespace: 'models', service: name, port: 80, weight };
+  return { backend, entry: { name: backend.name, endpoints: [...ports].sort((x, y) => x - y).map((port) => ({ address: '127.0.0.1', port })) } };
+}
+
+const isPorts = (list: number[] | Served[]): list is number[] => list.every((x) => typeof x === 'number');
 
 interface Proxy {
   readonly proc: ProxyProcess<PushSource>;
@@ -130,7 +129,7 @@ interface Proxy {
   readonly admin: string;
   readonly clock: { now: number };
   /** Pushes the one route with these endpoints (or these backends); resolves once the snapshot serves. */
-  serve(ports: number[] | BackendIR[]): Promise<void>;
+  serve(ports: number[] | Served[]): Promise<void>;
   dump(): Promise<DumpEndpoint[]>;
 }
 
@@ -173,16 +172,19 @@ async function startProxy(): Promise<Proxy> {
     url: `http://127.0.0.1:${port}`,
     admin,
     clock,
-    serve: (ports) =>
-      proc.source.push(
+    serve: (ports) => {
+      const served = isPorts(ports) ? [service(ports)] : ports;
+      return proc.source.push(
         withVersion({
           source: base.source,
           binds: base.binds.map((b) => ({
             ...b,
-            listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map((r) => ({ ...r, backends: isPorts(ports) ? [service(ports)] : ports })) })),
+            listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map((r) => ({ ...r, backends: served.map((s) => s.backend) })) })),
           })),
+          endpoints: served.map((s) => s.entry).sort((x, y) => (x.name < y.name ? -1 : 1)),
         }),
-      ),
+      );
+    },
     dump: async () => {
       const d = JSON.parse((await send(`${admin}/config_dump`)).body) as { backends: { name: string; endpoints: DumpEndpoint[] }[] };
       return d.backends.find((b) => b.name === SERVICE)!.endpoints;

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { decodeSnapshot, encodeSnapshot, withVersion } from '@tollgate/api';
 import { loadConfigFile } from '../src/config/load-file.js';
-import { service } from './support/service-backend.js';
+import { endpointsOf, service } from './support/service-backend.js';
 import { issueTestCertificate, until } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closedAfterEach, openTrace, send, simpleConfig, startGateway, startUpstream, type TestGateway } from './helpers.js';
@@ -134,9 +134,10 @@ describe('a WebSocket through the proxy', () => {
         ...b,
         listeners: b.listeners.map((l) => ({
           ...l,
-          routes: l.routes.map((r) => ({ ...r, filters: [{ type: 'RequestMirror' as const, backend: service('shadow', port(shadow.host)), numerator: 1, denominator: 1 }], backends: [service('echo', port(backend.host))] })),
+          routes: l.routes.map((r) => ({ ...r, filters: [{ type: 'RequestMirror' as const, backend: service('shadow'), numerator: 1, denominator: 1 }], backends: [service('echo')] })),
         })),
       })),
+      endpoints: endpointsOf({ echo: port(backend.host), shadow: port(shadow.host) }),
     });
     await gw.gateway.runtime.apply(decodeSnapshot(encodeSnapshot(next)));
     const d = await dial(wsUrl(gw, '/cluster'));

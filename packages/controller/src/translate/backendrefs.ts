@@ -1,8 +1,10 @@
-// backendRefs of an HTTPRoute rule to BackendIR: Services (core group) only, the named port,
-// the ready endpoints of its EndpointSlices; another namespace only with a ReferenceGrant.
+// backendRefs of an HTTPRoute rule to BackendIR: Services (core group) only, the named port;
+// another namespace only with a ReferenceGrant. The ready endpoints of its EndpointSlices are
+// not part of the backend: the snapshot lists them once per Service port (./snapshot.ts), so an
+// endpoint change leaves the routes to the Service as they were.
 // An unresolved reference stays in the IR as `invalid` so it keeps its share of the requests.
 import type { V1EndpointSlice, V1Service, V1ServicePort } from '@kubernetes/client-node';
-import type { BackendIR, EndpointIR, Problem } from '@tollgate/api';
+import type { BackendIR, EndpointIR, Problem, ServiceBackendIR } from '@tollgate/api';
 import { appProtocolOf, backendProtocol, grpcProtocol } from './app-protocol.js';
 import { fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
@@ -41,6 +43,22 @@ export function readyEndpoints(slices: readonly V1EndpointSlice[], port: V1Servi
 /** The ready endpoints of a Service port, computed once per translation for every reference to it. */
 export function serviceEndpoints(ctx: Context, namespace: string, name: string, port: V1ServicePort): EndpointIR[] {
   return ctx.memo(`endpoints/${namespace}/${name}/${port.port}`, () => readyEndpoints(ctx.endpointSlices.get(`${namespace}/${name}`) ?? [], port));
+}
+
+/** The ready endpoints of the Service port a `service` backend names; none when the Service or the port is gone. */
+export function backendEndpoints(ctx: Context, backend: Pick<ServiceBackendIR, 'namespace' | 'service' | 'port'>): EndpointIR[] {
+  const svc = ctx.services.get(`${backend.namespace}/${backend.service}`);
+  const port = svc && servicePort(svc, backend.port);
+  return port ? serviceEndpoints(ctx, backend.namespace, backend.service, port) : [];
+}
+
+/**
+ * What a backendRef's translation reads of a Service's EndpointSlices (the name and
+ * appProtocol of each slice port, appProtocolOf): while it is the same, the routes to the
+ * Service translate as they did, however their endpoints change. Once per translation.
+ */
+export function slicePortsKey(ctx: Context, key: string): string {
+  return ctx.memo(`slice-ports/${key}`, () => JSON.stringify((ctx.endpointSlices.get(key) ?? []).map((s) => (s.ports ?? []).map((p) => [p.name ?? '', p.appProtocol ?? '']))));
 }
 
 function servicePort(svc: V1Service, port: number): V1ServicePort | undefined {
@@ -88,7 +106,6 @@ export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, p
   const port = servicePort(svc, ref.port);
   if (!port) return invalid('BackendNotFound', `Service ${namespace}/${ref.name} has no port ${ref.port}`);
   const filters = backendFilters(ref.filters);
-  const endpoints = serviceEndpoints(ctx, namespace, ref.name, port);
   const resolved = ok('ResolvedRefs', 'all references resolved');
   const tls = ctx.backendTls.forPort(namespace, ref.name, port);
   const protocol = backendProtocol(appProtocolOf(port, ctx.endpointSlices.get(`${namespace}/${ref.name}`) ?? []), tls !== null, from === 'GRPCRoute');
@@ -103,7 +120,6 @@ export function resolveBackendRef(ref: HTTPBackendRef, routeNamespace: string, p
       service: ref.name,
       port: ref.port,
       weight,
-      endpoints,
       ...(filters.length ? { filters } : {}),
       ...(tls ? { tls: tls.tls } : {}),
       ...(protocol.protocol ? { protocol: protocol.protocol } : {}),

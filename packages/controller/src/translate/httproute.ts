@@ -3,7 +3,7 @@
 // HTTPRoute it is equivalent to (grpcroute.ts); `kind` says which it was, for the listeners'
 // allowedRoutes, ReferenceGrants and how its backends are spoken to.
 import type { BackendIR, EvaluationLimits, FilterIR, Problem } from '@tollgate/api';
-import { resolveBackendRef, unusableFilters } from './backendrefs.js';
+import { resolveBackendRef, slicePortsKey, unusableFilters } from './backendrefs.js';
 import { backendState, hostAllowed } from './backend.js';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';
@@ -135,14 +135,15 @@ function refTargets(route: HTTPRoute): RefTarget[] {
 }
 
 /**
- * The objects a route's rules are translated from besides the route itself: the Services and
- * EndpointSlices its backendRefs name, the ReferenceGrants of the namespaces they are in, and
- * the BackendTLSPolicies of those Services with their ConfigMaps.
+ * The objects a route's rules are translated from besides the route itself: the Services its
+ * backendRefs name and what their EndpointSlices say of their ports (not their endpoints, which
+ * the snapshot lists apart), the ReferenceGrants of the namespaces they are in, and the
+ * BackendTLSPolicies of those Services with their ConfigMaps.
  */
 function dependencies(targets: readonly RefTarget[], ctx: Context): unknown[] {
   const out: unknown[] = [];
   for (const t of targets) {
-    out.push(ctx.services.get(t.key), backendDependency(t.key, ctx), ...(ctx.endpointSlices.get(t.key) ?? []), ...(t.grantsNamespace !== null ? ctx.grants.inNamespace(t.grantsNamespace) : []));
+    out.push(ctx.services.get(t.key), backendDependency(t.key, ctx), slicePortsKey(ctx, t.key), ...(t.grantsNamespace !== null ? ctx.grants.inNamespace(t.grantsNamespace) : []));
     out.push(...tlsDependencies(t, ctx));
   }
   return out;
@@ -154,7 +155,7 @@ function sameDependencies(targets: readonly RefTarget[], deps: readonly unknown[
   for (const t of targets) {
     if (deps[i++] !== ctx.services.get(t.key)) return false;
     if (deps[i++] !== backendDependency(t.key, ctx)) return false;
-    for (const slice of ctx.endpointSlices.get(t.key) ?? []) if (deps[i++] !== slice) return false;
+    if (deps[i++] !== slicePortsKey(ctx, t.key)) return false;
     if (t.grantsNamespace !== null) for (const g of ctx.grants.inNamespace(t.grantsNamespace)) if (deps[i++] !== g) return false;
     for (const d of tlsDependencies(t, ctx)) if (deps[i++] !== d) return false;
   }

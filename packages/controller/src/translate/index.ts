@@ -7,6 +7,7 @@ import { translateGatewayClasses } from './gatewayclass.js';
 import { translateGatewayPolicies } from './gatewaypolicy.js';
 import { translateRoutes } from './httproute.js';
 import { buildSnapshots } from './snapshot.js';
+import { endpointsTables } from './service-endpoints.js';
 import { translateTlsRoutes } from './tlsroute.js';
 import { backendState, backendStatus } from './backend.js';
 import type { Resources, StatusReport, TranslateOptions, TranslateResult } from './types.js';
@@ -22,7 +23,7 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
   const grpcByKey = new Map(routes.filter((r) => r.kind === 'GRPCRoute').map((r) => [r.key, r]));
   const policies = translateGatewayPolicies(resources.gatewayPolicies, ctx, gateways, { HTTPRoute: routesByKey, GRPCRoute: grpcByKey });
   const tlsRoutes = translateTlsRoutes(ctx, gateways);
-  const snapshots = buildSnapshots(gateways, routes, policies.applied, policies.failover, ctx.limits, tlsRoutes);
+  const snapshots = buildSnapshots(gateways, routes, policies.applied, policies.failover, ctx.limits, endpointsTables(ctx), tlsRoutes);
   return {
     snapshots,
     status: {

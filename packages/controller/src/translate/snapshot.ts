@@ -24,6 +24,7 @@ import { targetKey, type AppliedFailover, type AppliedPolicies } from './gateway
 import type { TranslatedRoute, TranslatedRule } from './httproute.js';
 import { tlsListenerMode, type ListenerState } from './listeners.js';
 import { hostAllowed } from './backend.js';
+import type { EndpointsTables } from './service-endpoints.js';
 
 /** Address the proxy binds every port on; the proxy Service in front of it picks the exposure. */
 const BIND_ADDRESS = '0.0.0.0';
@@ -209,6 +210,7 @@ export function buildSnapshots(
   applied: AppliedPolicies,
   failover: AppliedFailover,
   limits: EvaluationLimits,
+  endpoints: EndpointsTables,
   tlsRoutes: readonly TranslatedTlsRoute[] = [],
 ): Map<string, ProxySnapshot> {
   const tlsByListener = new Map<ListenerState, TlsRouteIR[]>();
@@ -276,8 +278,11 @@ export function buildSnapshots(
       .sort(([a], [b]) => a - b)
       .map(([port, listeners]) => ({ port, address: BIND_ADDRESS, listeners }));
     const tlsBinds: TlsBindIR[] = [...tlsPorts].sort(([a], [b]) => a - b).map(([port, listeners]) => ({ port, address: BIND_ADDRESS, listeners }));
-    out.set(key, withVersion({ source: { kind: 'controller', gateway: key }, binds, ...(tlsBinds.length ? { tlsBinds } : {}), ...bounds }, lastSnapshots.get(key)));
+    const table = endpoints.table(binds.flatMap((b) => b.listeners.map((l) => l.routes)));
+    const content = { source: { kind: 'controller', gateway: key }, binds, ...(tlsBinds.length ? { tlsBinds } : {}), ...bounds, ...(table.length ? { endpoints: table } : {}) } as const;
+    out.set(key, withVersion(content, lastSnapshots.get(key)));
   }
+  endpoints.done();
   lastSnapshots = out;
   lastRoutes = new Map([...out].map(([key, s]) => [key, new Map(s.binds.flatMap((b) => b.listeners.map((l) => [l.name, l.routes] as const)))]));
   return out;

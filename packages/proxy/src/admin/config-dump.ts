@@ -7,6 +7,7 @@
 import { caBundleInfo, certificateInfo, DEFAULT_LIMITS, isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ListenerTlsIR, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
 import type { EndpointView } from '../upstream/endpoints.js';
 import { upstreamNames } from '../routing/backend-picker.js';
+import { endpointsByName } from '../routing/service-endpoints.js';
 import { tlsView } from '../upstream/backend-tls.js';
 import { backendKey, type CoolDowns } from '../upstream/cool-downs.js';
 import type { RetrySettingsView } from '../routing/retry-budget.js';
@@ -141,16 +142,18 @@ export function backendHealth(ir: ProxySnapshot, { endpoints, coolDowns }: Backe
     const v = endpoints.get(key) ?? { address: key.split('#')[0]!, health: 1, requests: 0, latencyMs: 0, inFlight: 0, ejectedUntil: null };
     return { ...v, health: round(v.health, 4), latencyMs: round(v.latencyMs, 3) };
   };
+  const ready = endpointsByName(ir.endpoints);
+  const endpointsOf = (name: string) => ready.get(name) ?? [];
   return [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [backendKey(x), x])).entries()].map(([key, x]) => {
     // Null unless the backend answered 429 or 503 to a route that fails over or retries, moments ago.
     const coolDown = coolDowns.view(key);
     switch (x.kind) {
       case 'static':
-        return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, ...(x.provider ? { provider: x.provider } : {}), tls: tlsView(x.tls), coolDown, endpoints: upstreamNames(x).map(endpoint) };
+        return { type: 'Backend', name: x.name, namespace: '', host: x.host, port: x.port, ...(x.provider ? { provider: x.provider } : {}), tls: tlsView(x.tls), coolDown, endpoints: upstreamNames(x, endpointsOf).map(endpoint) };
       case 'service':
-        return { type: 'Service', name: x.name, namespace: x.namespace, host: x.service, port: x.port, tls: tlsView(x.tls), coolDown, endpoints: upstreamNames(x).map(endpoint) };
+        return { type: 'Service', name: x.name, namespace: x.namespace, host: x.service, port: x.port, tls: tlsView(x.tls), coolDown, endpoints: upstreamNames(x, endpointsOf).map(endpoint) };
       case 'external':
-        return { type: 'Backend', name: x.name, namespace: x.namespace, host: x.hostname, port: x.port, ...(x.provider ? { provider: x.provider } : {}), tls: tlsView(x.tls), coolDown, endpoints: upstreamNames(x).map(endpoint) };
+        return { type: 'Backend', name: x.name, namespace: x.namespace, host: x.hostname, port: x.port, ...(x.provider ? { provider: x.provider } : {}), tls: tlsView(x.tls), coolDown, endpoints: upstreamNames(x, endpointsOf).map(endpoint) };
       case 'invalid':
         return { type: 'Invalid', name: x.name, namespace: '', host: '', port: 0, reason: x.reason, coolDown: null, endpoints: [] };
     }

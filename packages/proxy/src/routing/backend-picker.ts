@@ -1,11 +1,13 @@
 // Chooses where one request goes: a backend of the route by weight (the Gateway API's
 // backendRef weights, across backends), then, within a Service, one of its ready endpoints by
 // the balancing policy. Everything a pick reads is prepared once per config (cumulative
-// weights, target objects holding their endpoint state); a pick allocates nothing.
-import type { BackendFilterIR, BackendIR, RouteIR, ServiceBackendIR } from '@tollgate/api';
+// weights, target objects holding their endpoint state), a Service's targets once per change
+// of its endpoints; a pick allocates nothing.
+import type { BackendFilterIR, BackendIR, EndpointIR, RouteIR, ServiceBackendIR } from '@tollgate/api';
 import type { Clock } from '../ratelimit/clock.js';
 import { systemClock } from '../ratelimit/clock.js';
-import { EndpointTable, endpointKey, type Endpoint } from '../upstream/endpoints.js';
+import { EndpointTable, endpointKey, endpointKeySuffix, type Endpoint } from '../upstream/endpoints.js';
+import { ServiceEndpoints } from './service-endpoints.js';
 import { hostPort } from '../upstream/host-port.js';
 import { CoolDowns } from '../upstream/cool-downs.js';
 import { DEFAULT_COOL_DOWN_MS, DEFAULT_MAX_COOL_DOWN_MS } from '@tollgate/api';
@@ -61,34 +63,54 @@ export interface PickerDeps {
   readonly balancing: BalancingPolicy;
   /** The backends cooling down (kept across configs), read by routes that fail over or retry. */
   readonly coolDowns: CoolDowns;
+  /** The ready endpoints of each Service port (kept across configs): what a Service backend's picker reads. */
+  readonly services: ServiceEndpoints;
 }
 
 type TargetPicker = BackendPicker;
 
-/** The endpoints a backend can dial, by endpointKey() (address and TLS setting): what a new config keeps of the endpoint state. */
-export function upstreamNames(backend: BackendIR): string[] {
+/**
+ * The endpoints a backend can dial, by endpointKey() (address and TLS setting): what a new
+ * config keeps of the endpoint state. `endpointsOf` gives a Service port's ready endpoints.
+ */
+export function upstreamNames(backend: BackendIR, endpointsOf: (name: string) => readonly EndpointIR[]): string[] {
   switch (backend.kind) {
     case 'static':
       return [endpointKey(backend.host, backend.port, backend.tls, backend.protocol)];
     case 'external':
       return [endpointKey(backend.hostname, backend.port, backend.tls, backend.protocol)];
     case 'service':
-      return backend.endpoints.map((e) => endpointKey(e.address, e.port, backend.tls, backend.protocol));
+      return endpointsOf(backend.name).map((e) => endpointKey(e.address, e.port, backend.tls, backend.protocol));
     case 'invalid':
       return [];
   }
 }
 
+/** How a route sends to a Service port: its name, and the endpointKey() suffix of its TLS setting and protocol. */
+export interface ServiceUse {
+  readonly name: string;
+  readonly suffix: string;
+}
+
+/**
+ * What a route can send to, backends and mirrors: the endpoint keys of its static and external
+ * backends, and the Service ports it uses (whose endpoints the snapshot lists apart).
+ */
+export function routeUpstreams(route: RouteIR): { readonly upstreams: readonly string[]; readonly services: readonly ServiceUse[] } {
+  const upstreams: string[] = [];
+  const services: ServiceUse[] = [];
+  const add = (b: BackendIR): void => {
+    if (b.kind === 'service') services.push({ name: b.name, suffix: endpointKeySuffix(b.tls, b.protocol) });
+    else upstreams.push(...upstreamNames(b, () => []));
+  };
+  for (const b of route.backends) add(b);
+  for (const f of route.filters) if (f.type === 'RequestMirror') add(f.backend);
+  return { upstreams, services };
+}
+
 /** The backendRef's own filters (absent on most backends). */
 export function backendFilters(backend: BackendIR): readonly BackendFilterIR[] | undefined {
   return backend.kind === 'service' || backend.kind === 'external' ? backend.filters : undefined;
-}
-
-/** Every endpoint address a route can send to: its backends' and its mirrors'. */
-export function routeUpstreamNames(route: RouteIR): string[] {
-  const names = route.backends.flatMap(upstreamNames);
-  for (const f of route.filters) if (f.type === 'RequestMirror') names.push(...upstreamNames(f.backend));
-  return names;
 }
 
 /** The first endpoint from `start` on that is not ejected, or null when all are. */
@@ -100,9 +122,27 @@ function firstAvailable(targets: readonly UpstreamTarget[], start: number, now: 
   return null;
 }
 
+/**
+ * A Service backend's picker: over the endpoints its set holds (./service-endpoints.ts), built
+ * again at the first pick after the set changed, so that an endpoint change reaches the
+ * compiled routes the runtime kept; between changes a pick costs one comparison more.
+ */
 function serviceTargets(backend: ServiceBackendIR, deps: PickerDeps): TargetPicker {
+  const set = deps.services.set(backend.name);
+  let generation = -1;
+  let pick: TargetPicker = () => null;
+  return () => {
+    if (set.generation !== generation) {
+      generation = set.generation;
+      pick = balanced(backend, set.endpoints, deps);
+    }
+    return pick();
+  };
+}
+
+function balanced(backend: ServiceBackendIR, endpoints: readonly EndpointIR[], deps: PickerDeps): TargetPicker {
   const targets: UpstreamTarget[] = [];
-  for (const e of backend.endpoints) {
+  for (const e of endpoints) {
     const endpoint = deps.endpoints.acquire(e.address, e.port, backend.tls, false, backend.protocol);
     targets.push({ name: endpoint.name, host: e.address, port: e.port, backend, endpoint, siblings: targets });
   }
@@ -198,6 +238,7 @@ export function standalonePickerDeps(): PickerDeps {
     clock: systemClock,
     balancing: SERVICE_BALANCING,
     coolDowns: new CoolDowns({ defaultMs: DEFAULT_COOL_DOWN_MS, maxMs: DEFAULT_MAX_COOL_DOWN_MS }, systemClock),
+    services: new ServiceEndpoints(),
   };
 }
 

@@ -10,8 +10,10 @@
 // updated in place for the routes that came and left (route-index.ts).
 // Only the serving snapshot's parts are reused: their pickers hold endpoints that snapshot
 // keeps alive, and nothing outlives the next apply.
-import { DEFAULT_LIMITS, type BackendIR, type BindIR, type EvaluationLimits, type ExtraCredentials, type ExtProcIR, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type ProxySnapshot, type RetryIR, type RouteIR } from '@tollgate/api';
-import { backendPicker, routeUpstreamNames, standalonePickerDeps, type BackendPicker, type PickerDeps } from './backend-picker.js';
+import { DEFAULT_LIMITS, type BackendIR, type EndpointIR, type BindIR, type EvaluationLimits, type ExtraCredentials, type ExtProcIR, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type ProxySnapshot, type RetryIR, type RouteIR } from '@tollgate/api';
+import { backendPicker, routeUpstreams, standalonePickerDeps, type BackendPicker, type PickerDeps, type ServiceUse } from './backend-picker.js';
+import { endpointsByName } from './service-endpoints.js';
+import { hostPort } from '../upstream/host-port.js';
 import { compileMatch, type Candidate, type CompiledMatch, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
 import { RouteIndex, RouteView, type RouteCell } from './route-index.js';
@@ -50,8 +52,10 @@ export interface RouteParts {
   readonly mirrors: readonly CompiledMirror[] | null;
   readonly responseModifiers: readonly HeaderModifierIR[];
   readonly matches: readonly CompiledMatch[];
-  /** Every endpoint address it can send to (routeUpstreamNames). */
+  /** The endpoints of its static and external backends and mirrors (routeUpstreams). */
   readonly upstreams: readonly string[];
+  /** The Service ports it sends to, whose endpoints the snapshot lists (routeUpstreams). */
+  readonly services: readonly ServiceUse[];
   /** Its failover levels, retries and retry budget; null when it neither fails over nor retries (most). */
   readonly resilience: RouteResilience | null;
 }
@@ -78,7 +82,7 @@ function compileRouteParts(r: RouteIR, picking: PickerDeps, limits: EvaluationLi
     mirrors: compileMirrors(r.filters, picking),
     responseModifiers: r.filters.filter((f): f is Extract<FilterIR, { type: 'ResponseHeaderModifier' }> => f.type === 'ResponseHeaderModifier'),
     matches: r.matches.map((m) => compileMatch(m, limits.regex)),
-    upstreams: routeUpstreamNames(r),
+    ...routeUpstreams(r),
   };
 }
 
@@ -152,6 +156,8 @@ export interface CompiledSnapshot {
   readonly detached: readonly string[];
   /** Every endpoint address a route can send to: the endpoint state the runtime keeps. */
   readonly upstreams: ReadonlySet<string>;
+  /** The ready endpoints of each Service port its routes send to (PickerDeps.services holds them once committed). */
+  readonly serviceEndpoints: ReadonlyMap<string, readonly EndpointIR[]>;
   /** The names of its routes (their metrics series are kept). */
   readonly routeNames: ReadonlySet<string>;
   /** Each route's parts, by route object (the next compile reuses them). */
@@ -176,6 +182,8 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   const binds = new Map<number, CompiledBind>();
   const detached: string[] = [];
   const upstreams = new Set<string>();
+  // The Service ports the routes send to, and the endpointKey() suffixes they use each with.
+  const services = new Map<string, Set<string>>();
   const routeNames = new Set<string>();
   const parts = new Map<RouteIR, RouteParts>();
   const limits = ir.limits ?? DEFAULT_LIMITS;
@@ -221,6 +229,11 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
         }
         parts.set(r, own);
         for (const u of own.upstreams) upstreams.add(u);
+        for (const u of own.services) {
+          const suffixes = services.get(u.name);
+          if (suffixes) suffixes.add(u.suffix);
+          else services.set(u.name, new Set([u.suffix]));
+        }
         routeNames.add(r.name);
         const route = kept ?? compileRoute(r, own, context);
         values.push(route);
@@ -230,7 +243,21 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
     }
     binds.set(bind.port, { ir: bind, listeners, tls: compileBindTls(bind, tlsContexts) });
   }
-  return { ir, binds, detached, upstreams, routeNames, parts, indexes, listenersByKey, credentials: credentialNames(ir), routesCompiled };
+  // The endpoints of the Service ports in use, as this snapshot lists them, each in every way
+  // of speaking to it that a route uses (one pool each).
+  const table = endpointsByName(ir.endpoints);
+  const serviceEndpoints = new Map<string, readonly EndpointIR[]>();
+  for (const [name, suffixes] of services) {
+    const endpoints = table.get(name) ?? [];
+    serviceEndpoints.set(name, endpoints);
+    for (const e of endpoints) {
+      const address = hostPort(e.address, e.port);
+      for (const suffix of suffixes) upstreams.add(address + suffix);
+    }
+  }
+  // Without a runtime (routing tests) nothing else commits: the snapshot's own sets serve it.
+  if (!deps) picking.services.commit(serviceEndpoints);
+  return { ir, binds, detached, upstreams, serviceEndpoints, routeNames, parts, indexes, listenersByKey, credentials: credentialNames(ir), routesCompiled };
 }
 
 /** What a route's compiled form takes from its listener and the compile. */

@@ -39,6 +39,7 @@ import type { ConnectionSlots } from './connection-slots.js';
 import { RequestIds } from './request-ids.js';
 import type { InFlight } from '../pipeline/inflight.js';
 import { SERVICE_BALANCING, type PickerDeps } from '../routing/backend-picker.js';
+import { ServiceEndpoints } from '../routing/service-endpoints.js';
 import { DEFAULT_CONNECT_ATTEMPTS } from '../pipeline/upstream-call.js';
 import { AuthCompilers } from '../auth/compilers.js';
 import { JwksStore } from '../auth/jwks-store.js';
@@ -232,7 +233,7 @@ export class ProxyRuntime {
     this.dns = new DnsCache(options.dns ?? DEFAULT_DNS, clock);
     this.endpoints = new EndpointTable({ connectTimeoutMs: options.connectTimeoutMs, clock, dns: this.dns });
     this.coolDowns = new CoolDowns(options.coolDown ?? { defaultMs: DEFAULT_COOL_DOWN_MS, maxMs: DEFAULT_MAX_COOL_DOWN_MS }, clock);
-    this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING, coolDowns: this.coolDowns };
+    this.#picking = { endpoints: this.endpoints, clock, balancing: SERVICE_BALANCING, coolDowns: this.coolDowns, services: new ServiceEndpoints() };
     const maxRequestBodyBytes = options.maxRequestBodyBytes ?? MAX_LLM_BODY_BYTES;
     const bodyBudget = options.bodyBudget ?? new BodyBudget(options.maxBufferedRequestBytes ?? bufferedRequestBytes({ maxRequestBodyBytes }));
     const upgrades = new Upgrades({ maxConnections: options.websockets?.maxConnections ?? DEFAULT_MAX_WEBSOCKET_CONNECTIONS, idleMs: options.websockets?.idleMs ?? DEFAULT_WEBSOCKET_IDLE_MS }, options.websocketSlots);
@@ -437,6 +438,7 @@ export class ProxyRuntime {
     }
     // Endpoints the new config still lists keep their state; the others close once idle.
     this.endpoints.retain(next.upstreams);
+    this.#picking.services.commit(next.serviceEndpoints);
     if (this.coolDowns.size) this.coolDowns.retain(new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends.map(backendKey))))));
     this.metrics.retainRoutes(next.routeNames);
     this.#global?.pool.retain(services);

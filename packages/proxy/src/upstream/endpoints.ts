@@ -21,9 +21,13 @@ import { h2TlsConnector } from './h2-tls.js';
  * (and scores) of its own.
  */
 export function endpointKey(host: string, port: number, tls?: BackendTLSIR, protocol?: BackendProtocolIR): string {
-  const name = hostPort(host, port);
-  if (tls) return `${name}#tls-${tlsSettingKey(tls)}${protocol ? `-${protocol}` : ''}`;
-  return protocol ? `${name}#${protocol}` : name;
+  return hostPort(host, port) + endpointKeySuffix(tls, protocol);
+}
+
+/** What endpointKey() puts after the address for this TLS setting and protocol ('' for plain HTTP/1.1). */
+export function endpointKeySuffix(tls?: BackendTLSIR, protocol?: BackendProtocolIR): string {
+  if (tls) return `#tls-${tlsSettingKey(tls)}${protocol ? `-${protocol}` : ''}`;
+  return protocol ? `#${protocol}` : '';
 }
 
 /** Weight of the newest sample in the moving averages. */
