@@ -7,8 +7,8 @@
 // work done for objects it has seen), or with one HTTPRoute added. Prints medians; asserts nothing.
 // CPU time is printed beside wall time: on a shared machine the wall clock also counts the
 // time other processes held the cores. Run `pnpm build` first; `node --expose-gc
-// bench/translate.mjs` for the heap figures; BENCH_ONLY=cold, warm (an edit) or add runs
-// one of the three, e.g. under `node --cpu-prof`.
+// bench/translate.mjs` for the heap figures; BENCH_ONLY=cold, warm (an edit), endpoints (one
+// EndpointSlice changed) or add runs one of the four, e.g. under `node --cpu-prof`.
 /* global structuredClone */
 import { performance } from 'node:perf_hooks';
 import { encodeSnapshot } from '../packages/api/dist/index.js';
@@ -141,7 +141,7 @@ for (const n of SIZES) {
   translate(input, { controllerName, gatewayApiVersion: 'v1.6.1' });
   if (ONLY === 'cold') continue;
   let result;
-  if (ONLY !== 'add')
+  if (!ONLY || ONLY === 'warm')
     result = run('warm (one HTTPRoute changed)', n, (r) => {
       const i = (r * 7919) % input.httpRoutes.length;
       const edited = structuredClone(input.httpRoutes[i]);
@@ -149,8 +149,19 @@ for (const n of SIZES) {
       input.httpRoutes[i] = edited;
       return { ...input, httpRoutes: [...input.httpRoutes] };
     });
+  // Warm: the objects of the last call, one EndpointSlice replaced by a copy with an endpoint
+  // become ready or not ready (a pod of a rollout): the routes to that Service are unchanged.
+  if (!ONLY || ONLY === 'endpoints')
+    result = run('warm (one EndpointSlice changed)', n, (r) => {
+      const i = (r * 31) % input.endpointSlices.length;
+      const edited = structuredClone(input.endpointSlices[i]);
+      const e = edited.endpoints[2];
+      e.conditions = { ready: !(e.conditions?.ready ?? true) };
+      input.endpointSlices[i] = edited;
+      return { ...input, endpointSlices: [...input.endpointSlices] };
+    });
   // Warm: the objects of the last call and one new HTTPRoute, the newest (one route created).
-  if (ONLY !== 'warm') {
+  if (ONLY !== 'warm' && ONLY !== 'endpoints') {
     const template = input.httpRoutes[0];
     result = run('warm (one HTTPRoute added)', n, (r) => {
       const added = structuredClone(template);

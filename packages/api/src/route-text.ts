@@ -2,7 +2,7 @@
 // is immutable, so it is serialised once however many snapshots, encodings and version hashes
 // it takes part in.
 import { Secret } from './secret.js';
-import type { RouteIR } from './snapshot.js';
+import type { RouteIR, ServiceEndpointsIR } from './snapshot.js';
 
 /** A deep copy in plain JSON values, every Secret revealed as `{ secret }`. */
 export function reveal(value: unknown): unknown {
@@ -45,4 +45,18 @@ export function policyText(policy: object | null): string {
 /** Records the text a received route was decoded from: its digest hashes it without writing it again. */
 export function keepRouteText(route: RouteIR, text: string): void {
   routeTexts.set(route, text);
+}
+
+const entryTexts = new WeakMap<ServiceEndpointsIR, string>();
+
+/** The JSON text of an entry of a snapshot's Service endpoints, kept by identity as a route's. */
+export function entryText(entry: ServiceEndpointsIR): string {
+  let text = entryTexts.get(entry);
+  if (text === undefined) entryTexts.set(entry, (text = JSON.stringify(entry)));
+  return text;
+}
+
+/** Records the text a received entry was decoded from. */
+export function keepEntryText(entry: ServiceEndpointsIR, text: string): void {
+  entryTexts.set(entry, text);
 }

@@ -310,6 +310,7 @@ const Route = Obj(
 );
 /** One route on the wire: checked apart from the rest of its snapshot when it is new (snapshot-wire.ts). */
 export const WireRouteSchema = Route;
+export const WireServiceEndpointsSchema = ServiceEndpoints;
 const ClientValidation = Obj(
   {
     caCertificates: NonEmpty('PEM bundle of the CAs a client certificate must chain to.', MAX_CA_BUNDLE_BYTES),

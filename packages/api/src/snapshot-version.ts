@@ -10,8 +10,8 @@
 // those in between are looked up, so a change to one route of thousands writes one digest.
 // What is hashed is the same text however it was assembled.
 import { createHash } from 'node:crypto';
-import { policyText, reveal, routeText } from './route-text.js';
-import type { ListenerTlsIR, ProxySnapshot, RouteIR } from './snapshot.js';
+import { entryText, policyText, reveal, routeText } from './route-text.js';
+import type { ListenerTlsIR, ProxySnapshot, RouteIR, ServiceEndpointsIR } from './snapshot.js';
 
 /**
  * The version of `snapshot`. `previous`, when given, is a snapshot the same source sent
@@ -46,8 +46,9 @@ export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | Proxy
     : {};
   // Only when not empty: the versions of snapshots without Service endpoints stay what they
   // were, and an empty table is the same content as none.
-  const endpoints = snapshot.endpoints?.length ? { endpoints: snapshot.endpoints } : {};
-  const text = withRawField(head, 'binds', `[${binds.join(',')}]`, JSON.stringify({ ...(reveal(tlsBinds) as object), ...endpoints }));
+  const tail = JSON.stringify(reveal(tlsBinds));
+  const after = snapshot.endpoints?.length ? `${tail.length > 2 ? `${tail.slice(0, -1)},` : '{'}"endpoints":${endpointsText(snapshot.endpoints)}}` : tail;
+  const text = withRawField(head, 'binds', `[${binds.join(',')}]`, after);
   return createHash('sha256').update(text).digest('hex').slice(0, 12);
 }
 
@@ -120,4 +121,19 @@ function digestList(routes: readonly RouteIR[], before: readonly RouteIR[] | und
   }
   digestLists.set(routes, text);
   return text;
+}
+
+// A table of Service endpoints is hashed as the digest of its JSON text, kept by table (the
+// controller keeps a Gateway's table while no Service port of it changed) and written from each
+// entry's text, kept by entry (it keeps the entries of unchanged Service ports): a route change
+// hashes 44 characters for the table, an endpoint change writes one entry's text.
+const tableDigests = new WeakMap<readonly ServiceEndpointsIR[], string>();
+
+function endpointsText(table: readonly ServiceEndpointsIR[]): string {
+  let digest = tableDigests.get(table);
+  if (digest !== undefined) return digest;
+  const h = createHash('sha256').update('[');
+  table.forEach((e, i) => h.update(i ? `,${entryText(e)}` : entryText(e)));
+  tableDigests.set(table, (digest = JSON.stringify(h.update(']').digest('base64'))));
+  return digest;
 }

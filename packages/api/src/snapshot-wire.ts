@@ -16,15 +16,16 @@ import { compile } from './ajv.js';
 import { DEFAULT_LIMITS, type EvaluationLimits } from './limits.js';
 import { checkRegexes } from './rules.js';
 import { Secret } from './secret.js';
-import { keepRouteText, reveal, routeText } from './route-text.js';
+import { entryText, keepEntryText, keepRouteText, reveal, routeText } from './route-text.js';
 import { snapshotVersion } from './snapshot-version.js';
-import { WireRouteSchema, WireSkeleton, type WireSnapshot, type ToWire } from './snapshot-schema.js';
-import type { BackendFilterIR, BackendIR, FilterIR, HeaderValueIR, ListenerIR, ProviderIR, ProxySnapshot, RouteIR, TlsBindIR, TlsListenerIR } from './snapshot.js';
+import { WireRouteSchema, WireServiceEndpointsSchema, WireSkeleton, type WireSnapshot, type ToWire } from './snapshot-schema.js';
+import type { BackendFilterIR, BackendIR, FilterIR, HeaderValueIR, ListenerIR, ProviderIR, ProxySnapshot, RouteIR, ServiceEndpointsIR, TlsBindIR, TlsListenerIR } from './snapshot.js';
 import { ValidationError, type Problem } from './validation-error.js';
 
 // Skeletons only: routes are taken out before and checked one by one (validateRoute).
 const validateWire = compile(WireSkeleton);
 const validateRoute = compile(WireRouteSchema);
+const validateEntry = compile(WireServiceEndpointsSchema);
 type WireRoute = ToWire<RouteIR>;
 type WireListener = ToWire<ListenerIR>;
 
@@ -67,7 +68,13 @@ export interface SnapshotParts {
   readonly skeleton: string;
   readonly routes: readonly string[];
   readonly routeCounts: readonly number[];
-  /** A delta (encodeSnapshotDelta): `routes` holds the new routes only. */
+  /**
+   * Each entry of the snapshot's Service endpoints (ProxySnapshot.endpoints) as its own JSON
+   * text, in order, the skeleton carrying none (in a delta, the entries the receiver does not
+   * hold): an endpoint change sends one entry, a route change none.
+   */
+  readonly endpoints?: readonly string[];
+  /** A delta (encodeSnapshotDelta): `routes` holds the new routes only, `endpoints` the new entries only. */
   readonly base?: DeltaBase;
 }
 
@@ -79,6 +86,13 @@ export interface SnapshotParts {
 export interface DeltaBase {
   readonly version: string;
   readonly refs: readonly number[];
+  /** One per entry of the endpoints, in order, counted as `refs` are: 0 the next text of `endpoints`, k > 0 the base's entry at position k-1. */
+  readonly endpointRefs?: readonly number[];
+}
+
+/** Each entry of a snapshot's Service endpoints by object, with its position (what a delta's endpointRefs count). */
+export function endpointPositions(snapshot: ProxySnapshot): Map<ServiceEndpointsIR, number> {
+  return new Map((snapshot.endpoints ?? []).map((e, i) => [e, i]));
 }
 
 /** Each route of a snapshot by object, with its first position in document order (what a delta's refs count). */
@@ -102,7 +116,10 @@ export function routePositions(snapshot: ProxySnapshot): Map<RouteIR, number> {
  * its text. The translator keeps the objects of unchanged routes, so a change to one route of
  * thousands sends one text and a list of small numbers.
  */
-export function encodeSnapshotDelta(snapshot: ProxySnapshot, base: { readonly version: string; readonly positions: ReadonlyMap<RouteIR, number> }): SnapshotParts {
+export function encodeSnapshotDelta(
+  snapshot: ProxySnapshot,
+  base: { readonly version: string; readonly positions: ReadonlyMap<RouteIR, number>; readonly entries?: ReadonlyMap<ServiceEndpointsIR, number> },
+): SnapshotParts {
   const routes: string[] = [];
   const routeCounts: number[] = [];
   const refs: number[] = [];
@@ -118,7 +135,16 @@ export function encodeSnapshotDelta(snapshot: ProxySnapshot, base: { readonly ve
       routeCounts.push(l.routes.length);
     }
   }
-  return { skeleton: encodeSkeleton(snapshot), routes, routeCounts, base: { version: base.version, refs } };
+  const endpoints: string[] = [];
+  const endpointRefs: number[] = [];
+  for (const e of snapshot.endpoints ?? []) {
+    const at = base.entries?.get(e);
+    if (at === undefined) {
+      endpointRefs.push(0);
+      endpoints.push(entryText(e));
+    } else endpointRefs.push(at + 1);
+  }
+  return { skeleton: encodeSkeleton(snapshot), routes, routeCounts, endpoints, base: { version: base.version, refs, endpointRefs } };
 }
 
 export function encodeSnapshotParts(snapshot: ProxySnapshot): SnapshotParts {
@@ -130,7 +156,7 @@ export function encodeSnapshotParts(snapshot: ProxySnapshot): SnapshotParts {
       routeCounts.push(l.routes.length);
     }
   }
-  return { skeleton: encodeSkeleton(snapshot), routes, routeCounts };
+  return { skeleton: encodeSkeleton(snapshot), routes, routeCounts, endpoints: (snapshot.endpoints ?? []).map(entryText) };
 }
 
 /**
@@ -168,8 +194,19 @@ export class SnapshotDecoder {
   #limits = JSON.stringify(DEFAULT_LIMITS);
   /** The last good snapshot: the version of the next is hashed from it (only the routes that changed, snapshotVersion). */
   #snapshot: ProxySnapshot | undefined = undefined;
+  /** The last good snapshot's Service endpoint entries, by text and in order (what a delta's endpointRefs refer to). */
+  #entries = new Map<string, ServiceEndpointsIR>();
+  #entryOrder: readonly ServiceEndpointsIR[] = [];
   /** What the decoder held before the last decode: rollback() returns to it. */
-  #before: { routes: Map<string, RouteIR>; version: string | null; order: readonly RouteIR[]; limits: string; snapshot: ProxySnapshot | undefined } | null = null;
+  #before: {
+    routes: Map<string, RouteIR>;
+    version: string | null;
+    order: readonly RouteIR[];
+    limits: string;
+    snapshot: ProxySnapshot | undefined;
+    entries: Map<string, ServiceEndpointsIR>;
+    entryOrder: readonly ServiceEndpointsIR[];
+  } | null = null;
 
   /**
    * Forgets the last snapshot decoded, for a receiver that could not apply it: the decoder
@@ -182,6 +219,8 @@ export class SnapshotDecoder {
     this.#order = this.#before.order;
     this.#limits = this.#before.limits;
     this.#snapshot = this.#before.snapshot;
+    this.#entries = this.#before.entries;
+    this.#entryOrder = this.#before.entryOrder;
     this.#before = null;
   }
 
@@ -207,10 +246,11 @@ export class SnapshotDecoder {
    */
   decodeParts(parts: SnapshotParts, subject = 'snapshot'): ProxySnapshot {
     if (parts.base) return this.#decodeDelta(parts, parts.base, subject);
-    if (!parts.routes.length && !parts.routeCounts.length) return this.decode(parts.skeleton, subject);
+    if (!parts.routes.length && !parts.routeCounts.length && !parts.endpoints?.length) return this.decode(parts.skeleton, subject);
     const skeleton = partsSkeleton(parts, parts.routes.length, 'routes', subject);
     let next = 0;
-    return this.#decode(skeleton, parts.routeCounts.map((c) => parts.routes.slice(next, (next += c)).map((text) => ({ text }))), subject);
+    const entries = parts.endpoints?.map((text): EntryEntry => ({ text }));
+    return this.#decode(skeleton, parts.routeCounts.map((c) => parts.routes.slice(next, (next += c)).map((text) => ({ text }))), subject, entries);
   }
 
   #decodeDelta(parts: SnapshotParts, base: DeltaBase, subject: string): ProxySnapshot {
@@ -236,7 +276,57 @@ export class SnapshotDecoder {
         return route ? { route } : mismatch(`routeRefs[${at - c + i}]`, `got ${ref}; the base snapshot ${this.#version} has ${order.length} routes (refs are 1 to ${order.length}, or 0 for a route sent as text)`);
       }),
     );
-    return this.#decode(skeleton, entries, subject);
+    const refs = base.endpointRefs ?? [];
+    const fresh = refs.reduce((n, r) => n + (r === 0 ? 1 : 0), 0);
+    const entryTexts = parts.endpoints ?? [];
+    if (fresh !== entryTexts.length) problem('endpoints', `got ${entryTexts.length} entry texts for ${fresh} endpoint refs of 0; expected one text per new entry`);
+    let nextEntry = 0;
+    const serviceEntries = refs.map((ref, i): EntryEntry => {
+      if (ref === 0) return { text: entryTexts[nextEntry++]! };
+      const entry = Number.isInteger(ref) && ref > 0 ? this.#entryOrder[ref - 1] : undefined;
+      return entry ? { entry } : mismatch(`endpointRefs[${i}]`, `got ${ref}; the base snapshot ${this.#version} has ${this.#entryOrder.length} endpoint entries (refs are 1 to ${this.#entryOrder.length}, or 0 for an entry sent as text)`);
+    });
+    return this.#decode(skeleton, entries, subject, serviceEntries);
+  }
+
+  /** The entries of the Service endpoints: one held (by reference, or by its text) as it was, a new one parsed and checked. */
+  #entriesOf(list: readonly EntryEntry[], problems: Problem[]): { entries: ServiceEndpointsIR[]; seen: Map<string, ServiceEndpointsIR> } {
+    const seen = new Map<string, ServiceEndpointsIR>();
+    const entries: ServiceEndpointsIR[] = [];
+    const names = new Set<string>();
+    list.forEach((item, i) => {
+      const path = `endpoints[${i}]`;
+      let entry: ServiceEndpointsIR | undefined;
+      let text: string;
+      if ('entry' in item) {
+        entry = item.entry;
+        text = entryText(entry);
+      } else {
+        text = item.text;
+        entry = seen.get(text) ?? this.#entries.get(text);
+        if (entry === undefined) {
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(text);
+          } catch (err) {
+            problems.push({ path, message: `not JSON (${(err as Error).message})` });
+            return;
+          }
+          const checked = validateEntry(parsed);
+          if (!checked.ok) {
+            problems.push(...checked.problems.map((p) => ({ path: p.path ? `${path}.${p.path}` : path, message: p.message })));
+            return;
+          }
+          entry = checked.value;
+          keepEntryText(entry, text);
+        }
+      }
+      if (names.has(entry.name)) problems.push({ path: `${path}.name`, message: `Service port ${JSON.stringify(entry.name)} is listed twice; one entry per name` });
+      names.add(entry.name);
+      seen.set(text, entry);
+      entries.push(entry);
+    });
+    return { entries, seen };
   }
 
   /**
@@ -244,11 +334,14 @@ export class SnapshotDecoder {
    * took from the base, or whose text was in the last good snapshot, is taken as it was; a new
    * one is parsed (when it came as text), checked on its own and wrapped.
    */
-  #decode(skeleton: unknown, routes: RouteEntry[][], subject: string): ProxySnapshot {
+  #decode(skeleton: unknown, routes: RouteEntry[][], subject: string, serviceEntries?: readonly EntryEntry[]): ProxySnapshot {
     const result = validateWire(skeleton);
     if (!result.ok) throw new ValidationError(subject, result.problems);
     const wire = result.value;
     const problems = crossCheck(wire);
+    // In parts the entries travel apart: the skeleton carries none.
+    if (serviceEntries && wire.endpoints !== undefined) problems.push({ path: 'endpoints', message: 'the skeleton of a snapshot sent in parts carries no endpoints; each entry is a text of its own' });
+    const apart = serviceEntries ? this.#entriesOf(serviceEntries, problems) : null;
     const limits = wire.limits ?? DEFAULT_LIMITS;
     const limitsKey = JSON.stringify(limits);
     // Routes held were checked under the bounds of the last snapshot: reused only under the same.
@@ -256,10 +349,12 @@ export class SnapshotDecoder {
     const seen = new Map<string, RouteIR>();
     const order: RouteIR[] = [];
     let at = 0;
-    const { tlsBinds, ...rest } = wire;
+    const { tlsBinds, endpoints: inSkeleton, ...rest } = wire;
+    const endpoints = apart ? apart.entries : inSkeleton;
     const snapshot: ProxySnapshot = {
       ...rest,
       ...(tlsBinds ? { tlsBinds: tlsBinds.map(wrapTlsBind) } : {}),
+      ...(endpoints?.length ? { endpoints } : {}),
       binds: wire.binds.map((b, bi) => ({
         ...b,
         listeners: b.listeners.map((l, li) => {
@@ -315,7 +410,9 @@ export class SnapshotDecoder {
       }
     }
     if (problems.length) throw new ValidationError(subject, problems);
-    this.#before = { routes: this.#routes, version: this.#version, order: this.#order, limits: this.#limits, snapshot: this.#snapshot };
+    this.#before = { routes: this.#routes, version: this.#version, order: this.#order, limits: this.#limits, snapshot: this.#snapshot, entries: this.#entries, entryOrder: this.#entryOrder };
+    this.#entries = apart ? apart.seen : new Map((snapshot.endpoints ?? []).map((e) => [entryText(e), e]));
+    this.#entryOrder = snapshot.endpoints ?? [];
     this.#snapshot = snapshot;
     this.#routes = seen;
     this.#order = order;
@@ -324,6 +421,9 @@ export class SnapshotDecoder {
     return snapshot;
   }
 }
+
+/** An entry of the Service endpoints of a snapshot sent in parts: its text, or an entry a delta took from the base. */
+type EntryEntry = { readonly text: string } | { readonly entry: ServiceEndpointsIR };
 
 /** A route of a snapshot being decoded: its text (and the parsed value, when it came parsed), or a route a delta took from the base. */
 type RouteEntry = { readonly text: string; readonly value?: unknown } | { readonly route: RouteIR };
@@ -356,6 +456,8 @@ function parseJson(text: string, subject: string): unknown {
 
 /** Routes seen valid, with the bounds (JSON) they were checked under. */
 const validRoutes = new WeakMap<RouteIR, string>();
+/** Entries of Service endpoints seen valid. */
+const validEntries = new WeakSet<ServiceEndpointsIR>();
 
 /**
  * The builder's check (the controller, before it offers a snapshot): the problems a proxy's
@@ -380,15 +482,25 @@ export function snapshotProblems(snapshot: ProxySnapshot): Problem[] {
       }),
     ),
   );
+  const names = new Set<string>();
+  (snapshot.endpoints ?? []).forEach((e, i) => {
+    if (names.has(e.name)) problems.push({ path: `endpoints[${i}].name`, message: `Service port ${JSON.stringify(e.name)} is listed twice; one entry per name` });
+    names.add(e.name);
+    if (validEntries.has(e)) return;
+    const checked = validateEntry(JSON.parse(entryText(e)));
+    if (checked.ok) validEntries.add(e);
+    else problems.push(...checked.problems.map((p) => ({ path: p.path ? `endpoints[${i}].${p.path}` : `endpoints[${i}]`, message: p.message })));
+  });
   if (!problems.length && !versioned.has(snapshot) && snapshot.version !== snapshotVersion(snapshot)) {
     problems.push({ path: 'version', message: `got ${JSON.stringify(snapshot.version)}; the content hashes to ${JSON.stringify(snapshotVersion(snapshot))}` });
   }
   return problems;
 }
 
-/** The wire JSON of a snapshot with every listener's routes empty. */
+/** The wire JSON of the snapshot without its routes and its Service endpoints (both travel apart in parts). */
 function encodeSkeleton(snapshot: ProxySnapshot): string {
-  return JSON.stringify(toWire({ ...snapshot, binds: snapshot.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: [] })) })) }));
+  const { endpoints: _, ...rest } = snapshot;
+  return JSON.stringify(toWire({ ...rest, binds: snapshot.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: [] })) })) }));
 }
 
 /**

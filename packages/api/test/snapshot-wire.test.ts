@@ -12,6 +12,8 @@ import {
   encodeSnapshotDelta,
   encodeSnapshotParts,
   routePositions,
+  endpointPositions,
+  DeltaMismatchError,
   SnapshotDecoder,
   snapshotProblems,
   snapshotVersion,
@@ -210,7 +212,7 @@ describe('successive snapshots: only new routes are checked', () => {
     const listener = snap.binds[0]!.listeners[0]!;
     const first = listener.routes[0]!;
     const other = { ...first, name: 'default/other/rule/0', matches: [{ path: { type: 'PathPrefix' as const, value: second }, method: null, headers: [], queryParams: [] }] };
-    return withVersion({ source: snap.source, binds: [{ ...snap.binds[0]!, listeners: [{ ...listener, routes: [first, other] }] }] });
+    return withVersion({ source: snap.source, binds: [{ ...snap.binds[0]!, listeners: [{ ...listener, routes: [first, other] }] }], endpoints: snap.endpoints });
   }
   const routesOf = (s: ProxySnapshot) => s.binds[0]!.listeners[0]!.routes;
 
@@ -281,14 +283,16 @@ describe('successive snapshots: only new routes are checked', () => {
       const v1 = twoRoutes('/b');
       const listener = v1.binds[0]!.listeners[0]!;
       const changed = { ...routesOf(v1)[1]!, matches: [{ path: { type: 'PathPrefix' as const, value: '/c' }, method: null, headers: [], queryParams: [] }] };
-      const v2 = withVersion({ source: v1.source, binds: [{ ...v1.binds[0]!, listeners: [{ ...listener, routes: [routesOf(v1)[0]!, changed] }] }] });
-      const delta = encodeSnapshotDelta(v2, { version: v1.version, positions: routePositions(v1) });
+      const v2 = withVersion({ source: v1.source, binds: [{ ...v1.binds[0]!, listeners: [{ ...listener, routes: [routesOf(v1)[0]!, changed] }] }], endpoints: v1.endpoints });
+      const delta = encodeSnapshotDelta(v2, { version: v1.version, positions: routePositions(v1), entries: endpointPositions(v1) });
       return { v1, v2, delta };
     }
 
     it('carries only the new route texts and decodes to the same snapshot, unchanged routes being the objects held', () => {
       const { v1, v2, delta } = pair();
-      expect(delta.base).toEqual({ version: v1.version, refs: [1, 0] });
+      // The Service endpoints are the base's: named by position, no text.
+      expect(delta.base).toEqual({ version: v1.version, refs: [1, 0], endpointRefs: [1] });
+      expect(delta.endpoints).toEqual([]);
       expect(delta.routes).toHaveLength(1);
       const decoder = new SnapshotDecoder();
       const a = decoder.decodeParts(encodeSnapshotParts(v1));
@@ -325,8 +329,12 @@ describe('successive snapshots: only new routes are checked', () => {
       const v2 = withVersion({ ...v1, endpoints }, v1);
       expect(v2.version).not.toBe(v1.version);
       expect(v2.version).toBe(snapshotVersion({ ...v1, endpoints }));
-      const delta = encodeSnapshotDelta(v2, { version: v1.version, positions: routePositions(v1) });
+      const delta = encodeSnapshotDelta(v2, { version: v1.version, positions: routePositions(v1), entries: endpointPositions(v1) });
       expect(delta.routes).toEqual([]);
+      expect(delta.endpoints).toEqual([JSON.stringify(endpoints[0])]);
+      expect(delta.base?.endpointRefs).toEqual([0]);
+      // The skeleton carries neither routes nor endpoints.
+      expect(delta.skeleton).not.toContain('198.18.0.7');
       const decoder = new SnapshotDecoder();
       const a = decoder.decodeParts(encodeSnapshotParts(v1));
       const b = decoder.decodeParts(delta);
@@ -342,6 +350,24 @@ describe('successive snapshots: only new routes are checked', () => {
       expect(withVersion({ ...rest, endpoints: [] }).version).toBe(none.version);
       expect(snapshotVersion({ ...rest, endpoints: [] })).toBe(none.version);
       expect(decodeSnapshot(encodeSnapshot({ ...none, endpoints: [] })).version).toBe(none.version);
+    });
+
+    it('refuses an endpoint ref past the base\'s entries (send in full), a bad entry text and entries that do not fit the refs, by path', () => {
+      const v1 = sample();
+      const decoder = new SnapshotDecoder();
+      decoder.decodeParts(encodeSnapshotParts(v1));
+      const endpoints = [{ name: 'llm.default.svc.cluster.local:80', endpoints: [{ address: '198.18.0.8', port: 9000 }] }];
+      const delta = encodeSnapshotDelta(withVersion({ ...v1, endpoints }, v1), { version: v1.version, positions: routePositions(v1), entries: endpointPositions(v1) });
+      const base = delta.base!;
+      expect(() => decoder.decodeParts({ ...delta, endpoints: [], base: { ...base, endpointRefs: [2] } })).toThrow(DeltaMismatchError);
+      expect(problemsOf(() => decoder.decodeParts({ ...delta, endpoints: [], base: { ...base, endpointRefs: [2] } }))).toEqual([
+        `endpointRefs[0]: got 2; the base snapshot ${v1.version} has 1 endpoint entries (refs are 1 to 1, or 0 for an entry sent as text)`,
+      ]);
+      expect(problemsOf(() => decoder.decodeParts({ ...delta, endpoints: ['{"name":"x","endpoints":[{"address":"198.18.0.8"}]}'] }))).toEqual([
+        expect.stringMatching(/^endpoints\[0\]\.endpoints\[0\]\.port: required field is missing/),
+      ]);
+      expect(problemsOf(() => decoder.decodeParts({ ...delta, endpoints: [] }))).toEqual(['endpoints: got 0 entry texts for 1 endpoint refs of 0; expected one text per new entry']);
+      expect(decoder.decodeParts(delta).endpoints).toEqual(endpoints);
     });
 
     it('refuses a Service port listed twice in the endpoints, by path', () => {

@@ -49,6 +49,10 @@ export interface SnapshotPush {
   readonly baseVersion: string;
   /** In a delta, one per route: 0 the next of `routes`, k > 0 the base's route at position k-1. */
   readonly routeRefs: readonly number[];
+  /** Each entry of the Service endpoints as UTF-8 JSON (in a delta, the new entries only). */
+  readonly endpoints: readonly Buffer[];
+  /** In a delta, one per entry: 0 the next of `endpoints`, k > 0 the base's entry at position k-1. */
+  readonly endpointRefs: readonly number[];
 }
 
 /** What a push carries besides its version and nonce. */
@@ -112,7 +116,17 @@ export function encodeSnapshotPush(m: SnapshotPush | OutgoingPush): Buffer {
 
 export function decodeSnapshotPush(b: Buffer): SnapshotPush {
   const o = types.push.toObject(types.push.decode(b), { defaults: true, bytes: Buffer }) as SnapshotPush;
-  return { version: o.version, nonce: o.nonce, snapshot: o.snapshot, routes: o.routes, routeCounts: o.routeCounts, baseVersion: o.baseVersion, routeRefs: o.routeRefs };
+  return {
+    version: o.version,
+    nonce: o.nonce,
+    snapshot: o.snapshot,
+    routes: o.routes,
+    routeCounts: o.routeCounts,
+    baseVersion: o.baseVersion,
+    routeRefs: o.routeRefs,
+    endpoints: o.endpoints,
+    endpointRefs: o.endpointRefs,
+  };
 }
 
 /**

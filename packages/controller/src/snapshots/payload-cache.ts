@@ -4,7 +4,7 @@
 // push is the full form. Each payload is encoded once per (version, base) and sent to every
 // proxy it fits; a base is kept only while the owner of the proxies' state says some proxy holds
 // it or it is current (sweep()).
-import { encodeSnapshotDelta, encodeSnapshotParts, routePositions, type ProxySnapshot, type RouteIR, type SnapshotParts } from '@tollgate/api';
+import { encodeSnapshotDelta, encodeSnapshotParts, endpointPositions, routePositions, type ProxySnapshot, type RouteIR, type ServiceEndpointsIR, type SnapshotParts } from '@tollgate/api';
 import { PreparedPayload } from '@tollgate/api/snapshot-stream';
 import type { Counter } from 'prom-client';
 
@@ -13,8 +13,8 @@ export type PayloadForm = 'full' | 'delta';
 /** A version a proxy may hold, kept to encode deltas against it. */
 interface Base {
   readonly snapshot: ProxySnapshot;
-  /** routePositions(snapshot), made when a delta first needs it. */
-  positions: Map<RouteIR, number> | null;
+  /** routePositions(snapshot) and endpointPositions(snapshot), made when a delta first needs them. */
+  positions: { readonly routes: Map<RouteIR, number>; readonly entries: Map<ServiceEndpointsIR, number> } | null;
 }
 
 /** The payloads of a Gateway's current version: the full form, and a delta per base version. */
@@ -50,8 +50,8 @@ export class PayloadCache {
     if (base && held !== null) {
       let delta = enc.deltas.get(held);
       if (!delta) {
-        base.positions ??= routePositions(base.snapshot);
-        delta = this.#prepare(encodeSnapshotDelta(current.snapshot, { version: held, positions: base.positions }), 'delta');
+        base.positions ??= { routes: routePositions(base.snapshot), entries: endpointPositions(base.snapshot) };
+        delta = this.#prepare(encodeSnapshotDelta(current.snapshot, { version: held, positions: base.positions.routes, entries: base.positions.entries }), 'delta');
         enc.deltas.set(held, delta);
       }
       return { payload: delta, form: 'delta' };
@@ -87,6 +87,8 @@ export class PayloadCache {
       routeCounts: parts.routeCounts,
       baseVersion: parts.base?.version ?? '',
       routeRefs: parts.base?.refs ?? [],
+      endpoints: (parts.endpoints ?? []).map((e) => Buffer.from(e, 'utf8')),
+      endpointRefs: parts.base?.endpointRefs ?? [],
     });
   }
 }

@@ -52,13 +52,18 @@ export function backendEndpoints(ctx: Context, backend: Pick<ServiceBackendIR, '
   return port ? serviceEndpoints(ctx, backend.namespace, backend.service, port) : [];
 }
 
+const slicePorts = new WeakMap<V1EndpointSlice, string>();
+
 /**
- * What a backendRef's translation reads of a Service's EndpointSlices (the name and
- * appProtocol of each slice port, appProtocolOf): while it is the same, the routes to the
- * Service translate as they did, however their endpoints change. Once per translation.
+ * What a backendRef's translation reads of one EndpointSlice of its Service: the name and
+ * appProtocol of each slice port (appProtocolOf). A route's rules depend on these strings, not
+ * on the slice objects: while they are equal the routes to the Service translate as they did,
+ * however its endpoints change. Kept per slice object.
  */
-export function slicePortsKey(ctx: Context, key: string): string {
-  return ctx.memo(`slice-ports/${key}`, () => JSON.stringify((ctx.endpointSlices.get(key) ?? []).map((s) => (s.ports ?? []).map((p) => [p.name ?? '', p.appProtocol ?? '']))));
+export function slicePortsKey(slice: V1EndpointSlice): string {
+  let key = slicePorts.get(slice);
+  if (key === undefined) slicePorts.set(slice, (key = JSON.stringify((slice.ports ?? []).map((p) => [p.name ?? '', p.appProtocol ?? '']))));
+  return key;
 }
 
 function servicePort(svc: V1Service, port: number): V1ServicePort | undefined {

@@ -143,7 +143,7 @@ function refTargets(route: HTTPRoute): RefTarget[] {
 function dependencies(targets: readonly RefTarget[], ctx: Context): unknown[] {
   const out: unknown[] = [];
   for (const t of targets) {
-    out.push(ctx.services.get(t.key), backendDependency(t.key, ctx), slicePortsKey(ctx, t.key), ...(t.grantsNamespace !== null ? ctx.grants.inNamespace(t.grantsNamespace) : []));
+    out.push(ctx.services.get(t.key), backendDependency(t.key, ctx), ...(ctx.endpointSlices.get(t.key) ?? []).map(slicePortsKey), ...(t.grantsNamespace !== null ? ctx.grants.inNamespace(t.grantsNamespace) : []));
     out.push(...tlsDependencies(t, ctx));
   }
   return out;
@@ -155,7 +155,7 @@ function sameDependencies(targets: readonly RefTarget[], deps: readonly unknown[
   for (const t of targets) {
     if (deps[i++] !== ctx.services.get(t.key)) return false;
     if (deps[i++] !== backendDependency(t.key, ctx)) return false;
-    if (deps[i++] !== slicePortsKey(ctx, t.key)) return false;
+    for (const slice of ctx.endpointSlices.get(t.key) ?? []) if (deps[i++] !== slicePortsKey(slice)) return false;
     if (t.grantsNamespace !== null) for (const g of ctx.grants.inNamespace(t.grantsNamespace)) if (deps[i++] !== g) return false;
     for (const d of tlsDependencies(t, ctx)) if (deps[i++] !== d) return false;
   }

@@ -4,20 +4,22 @@
 // stays the object it was (the translator, the snapshot stream and the proxies all reuse routes
 // by object, and a route carrying its endpoints would be made anew for each change).
 //
-// What a translation walks: the Service ports of each listener's route list, kept by list
-// object (a listener whose routes are the same objects keeps its list, ./snapshot.ts), so an
-// unchanged listener costs a lookup; an entry is kept while its Service port and EndpointSlices
-// are the same objects, so the endpoints of an unchanged Service are not listed again.
+// What a translation costs here: a Gateway whose listeners' route lists are the objects they
+// were (a listener whose routes are the same objects keeps its list, ./snapshot.ts) has the
+// Service ports it had, found and sorted again only when a list changed; while the Services and
+// EndpointSlices are the same objects (the dependency epoch), its table is the array it was.
+// Otherwise an entry is made again only when its Service port or EndpointSlices are not the
+// objects it was made from: a pointer comparison per Service port.
 import type { V1EndpointSlice, V1ServicePort } from '@kubernetes/client-node';
 import type { BackendIR, RouteIR, ServiceBackendIR, ServiceEndpointsIR } from '@tollgate/api';
 import { serviceEndpoints } from './backendrefs.js';
 import type { Context } from './context.js';
 import { compareStrings } from './keys.js';
 
-type Uses = ReadonlyMap<string, ServiceBackendIR>;
+type Lists = readonly (readonly RouteIR[])[];
 
 const routeUses = new WeakMap<RouteIR, readonly ServiceBackendIR[]>();
-const listUses = new WeakMap<readonly RouteIR[], Uses>();
+const listUses = new WeakMap<readonly RouteIR[], ReadonlyMap<string, ServiceBackendIR>>();
 
 /** The `service` backends a route sends to: its backendRefs' and its mirrors'. */
 function serviceBackends(route: RouteIR): readonly ServiceBackendIR[] {
@@ -32,7 +34,7 @@ function serviceBackends(route: RouteIR): readonly ServiceBackendIR[] {
 }
 
 /** The Service ports of a listener's routes, by name. */
-function usesOf(routes: readonly RouteIR[]): Uses {
+function usesOf(routes: readonly RouteIR[]): ReadonlyMap<string, ServiceBackendIR> {
   let out = listUses.get(routes);
   if (out === undefined) {
     const map = new Map<string, ServiceBackendIR>();
@@ -42,6 +44,31 @@ function usesOf(routes: readonly RouteIR[]): Uses {
   return out;
 }
 
+/** A Service port a Gateway's routes use: its name, and where its endpoints are read. */
+interface Use {
+  readonly name: string;
+  /** `<namespace>/<service>`: the key of the Service and of its EndpointSlices. */
+  readonly key: string;
+  readonly namespace: string;
+  readonly service: string;
+  readonly port: number;
+}
+
+function useOf(b: ServiceBackendIR): Use {
+  return { name: b.name, key: `${b.namespace}/${b.service}`, namespace: b.namespace, service: b.service, port: b.port };
+}
+
+/**
+ * The Service ports of a Gateway's route lists, sorted by name: `before` when they are the same
+ * ones (a route edited or added that names no other Service leaves the list as it was).
+ */
+function sortedUses(lists: Lists, before: readonly Use[] | undefined): readonly Use[] {
+  const wanted = new Map<string, ServiceBackendIR>();
+  for (const routes of lists) for (const [name, b] of usesOf(routes)) if (!wanted.has(name)) wanted.set(name, b);
+  if (before && before.length === wanted.size && before.every((u) => wanted.has(u.name))) return before;
+  return [...wanted.keys()].sort(compareStrings).map((name) => useOf(wanted.get(name)!));
+}
+
 /** An entry and what it was listed from. */
 interface Kept {
   readonly port: V1ServicePort | undefined;
@@ -49,46 +76,67 @@ interface Kept {
   readonly entry: ServiceEndpointsIR;
 }
 
-// The entries of the last translation by name; replaced whole by each table (never outgrows one).
-let kept = new Map<string, Kept>();
-
-function sameSlices(a: readonly V1EndpointSlice[], b: readonly V1EndpointSlice[]): boolean {
-  return a.length === b.length && a.every((s, i) => s === b[i]);
+/** A Gateway's last table and what it was made from. */
+interface GatewayTable {
+  readonly lists: Lists;
+  readonly epoch: number;
+  readonly uses: readonly Use[];
+  /** Per use, in order: its entry and what it was made from. */
+  readonly kept: readonly Kept[];
+  readonly table: readonly ServiceEndpointsIR[];
 }
 
-/** The endpoints of the Service ports the route lists send to, sorted by name; [] when they send to none. */
-function endpointsTable(lists: Iterable<readonly RouteIR[]>, ctx: Context, next: Map<string, Kept>): ServiceEndpointsIR[] {
-  const wanted = new Map<string, ServiceBackendIR>();
-  for (const routes of lists) for (const [name, b] of usesOf(routes)) if (!wanted.has(name)) wanted.set(name, b);
-  const out: ServiceEndpointsIR[] = [];
-  for (const name of [...wanted.keys()].sort(compareStrings)) {
-    const b = wanted.get(name)!;
-    const key = `${b.namespace}/${b.service}`;
-    const port = ctx.services.get(key)?.spec?.ports?.find((p) => p.port === b.port);
-    const slices = ctx.endpointSlices.get(key) ?? [];
-    const before = next.get(name) ?? kept.get(name);
-    const entry =
-      before && before.port === port && sameSlices(before.slices, slices)
-        ? before.entry
-        : { name, endpoints: port ? serviceEndpoints(ctx, b.namespace, b.service, port) : [] };
-    next.set(name, { port, slices, entry });
-    out.push(entry);
-  }
-  return out;
+// The last translation's tables by Gateway; replaced whole by each translation's (what a deleted
+// Gateway had goes with it).
+let keptTables = new Map<string, GatewayTable>();
+
+function sameList<T>(a: readonly T[], b: readonly T[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
-/** The tables of one translation's snapshots: `table(lists)` per Gateway, then `done()` keeps the entries for the next translation. */
+/** The tables of one translation's snapshots: `table()` per Gateway, then `done()` keeps what the next translation reuses. */
 export interface EndpointsTables {
-  table(lists: Iterable<readonly RouteIR[]>): ServiceEndpointsIR[];
+  /** The endpoints of the Service ports the Gateway's route lists send to, sorted by name; [] when they send to none. */
+  table(gateway: string, lists: Lists): readonly ServiceEndpointsIR[];
   done(): void;
 }
 
 export function endpointsTables(ctx: Context): EndpointsTables {
-  const next = new Map<string, Kept>();
+  // Entries made or confirmed in this translation, by name: Gateways sharing a Service share its entry.
+  const entries = new Map<string, Kept>();
+  const tables = new Map<string, GatewayTable>();
+  const keptOf = (u: Use, before: Kept | undefined): Kept => {
+    const now = entries.get(u.name);
+    if (now) return now;
+    const port = ctx.services.get(u.key)?.spec?.ports?.find((p) => p.port === u.port);
+    const slices = ctx.endpointSlices.get(u.key) ?? [];
+    const kept =
+      before && before.port === port && sameList(before.slices, slices)
+        ? before
+        : { port, slices, entry: { name: u.name, endpoints: port ? serviceEndpoints(ctx, u.namespace, u.service, port) : [] } };
+    entries.set(u.name, kept);
+    return kept;
+  };
   return {
-    table: (lists) => endpointsTable(lists, ctx, next),
+    table: (gateway, lists) => {
+      const last = keptTables.get(gateway);
+      const uses = last && sameList(last.lists, lists) ? last.uses : sortedUses(lists, last?.uses);
+      let made: GatewayTable;
+      if (last && uses === last.uses && last.epoch === ctx.dependencyEpoch) made = { ...last, lists };
+      else {
+        // What each Service port had: by position when the ports are the same, else by name.
+        const byName = last && uses !== last.uses ? new Map(last.uses.map((u, i) => [u.name, last.kept[i]!])) : null;
+        const kept = uses.map((u, i) => keptOf(u, byName ? byName.get(u.name) : last?.kept[i]));
+        const table = kept.map((k) => k.entry);
+        made = { lists, epoch: ctx.dependencyEpoch, uses, kept, table: last && sameList(last.table, table) ? last.table : table };
+      }
+      tables.set(gateway, made);
+      return made.table;
+    },
     done: () => {
-      kept = next;
+      keptTables = tables;
     },
   };
 }

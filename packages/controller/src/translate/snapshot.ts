@@ -278,7 +278,7 @@ export function buildSnapshots(
       .sort(([a], [b]) => a - b)
       .map(([port, listeners]) => ({ port, address: BIND_ADDRESS, listeners }));
     const tlsBinds: TlsBindIR[] = [...tlsPorts].sort(([a], [b]) => a - b).map(([port, listeners]) => ({ port, address: BIND_ADDRESS, listeners }));
-    const table = endpoints.table(binds.flatMap((b) => b.listeners.map((l) => l.routes)));
+    const table = endpoints.table(key, binds.flatMap((b) => b.listeners.map((l) => l.routes)));
     const content = { source: { kind: 'controller', gateway: key }, binds, ...(tlsBinds.length ? { tlsBinds } : {}), ...bounds, ...(table.length ? { endpoints: table } : {}) } as const;
     out.set(key, withVersion(content, lastSnapshots.get(key)));
   }

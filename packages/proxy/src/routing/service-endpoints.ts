@@ -15,6 +15,8 @@ export class EndpointSet {
 }
 
 function sameEndpoints(a: readonly EndpointIR[], b: readonly EndpointIR[]): boolean {
+  // The decoder keeps the entries it already had: an unchanged Service port's are the same array.
+  if (a === b) return true;
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i]!.address !== b[i]!.address || a[i]!.port !== b[i]!.port) return false;
   return true;

@@ -264,7 +264,8 @@ export class ControllerSnapshotSource implements SnapshotSource {
         skeleton: push.snapshot.toString('utf8'),
         routes: push.routes.map((r) => r.toString('utf8')),
         routeCounts: push.routeCounts,
-        ...(push.baseVersion ? { base: { version: push.baseVersion, refs: push.routeRefs } } : {}),
+        endpoints: push.endpoints.map((e) => e.toString('utf8')),
+        ...(push.baseVersion ? { base: { version: push.baseVersion, refs: push.routeRefs, endpointRefs: push.endpointRefs } } : {}),
       };
       const snapshot = this.#decoder.decodeParts(parts, `snapshot ${push.version}`);
       try {
