@@ -47,7 +47,7 @@ export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | Proxy
   // Only when not empty: the versions of snapshots without Service endpoints stay what they
   // were, and an empty table is the same content as none.
   const tail = JSON.stringify(reveal(tlsBinds));
-  const after = snapshot.endpoints?.length ? `${tail.length > 2 ? `${tail.slice(0, -1)},` : '{'}"endpoints":${endpointsText(snapshot.endpoints)}}` : tail;
+  const after = snapshot.endpoints?.length ? `${tail.length > 2 ? `${tail.slice(0, -1)},` : '{'}"endpoints":${endpointsText(snapshot.endpoints, previous?.endpoints)}}` : tail;
   const text = withRawField(head, 'binds', `[${binds.join(',')}]`, after);
   return createHash('sha256').update(text).digest('hex').slice(0, 12);
 }
@@ -123,17 +123,41 @@ function digestList(routes: readonly RouteIR[], before: readonly RouteIR[] | und
   return text;
 }
 
-// A table of Service endpoints is hashed as the digest of its JSON text, kept by table (the
-// controller keeps a Gateway's table while no Service port of it changed) and written from each
-// entry's text, kept by entry (it keeps the entries of unchanged Service ports): a route change
-// hashes 44 characters for the table, an endpoint change writes one entry's text.
-const tableDigests = new WeakMap<readonly ServiceEndpointsIR[], string>();
+// A table of Service endpoints is hashed as the digest of its chunks' digests (CHUNK entries
+// each, in order), kept by table: a chunk whose entries are the objects of the same chunk of the
+// previous table (`previous`, the table of the snapshot the same source sent before) keeps its
+// digest. The controller keeps the entries of unchanged Service ports, and a proxy's decoder
+// those it already had, so a change to one Service's endpoints hashes one chunk, and a route
+// change none (the table is the same object, or its entries are).
+const CHUNK = 64;
 
-function endpointsText(table: readonly ServiceEndpointsIR[]): string {
-  let digest = tableDigests.get(table);
-  if (digest !== undefined) return digest;
-  const h = createHash('sha256').update('[');
-  table.forEach((e, i) => h.update(i ? `,${entryText(e)}` : entryText(e)));
-  tableDigests.set(table, (digest = JSON.stringify(h.update(']').digest('base64'))));
-  return digest;
+interface TableHash {
+  readonly table: readonly ServiceEndpointsIR[];
+  readonly chunks: readonly string[];
+  /** JSON string of the digest: what the version's text holds for the table. */
+  readonly text: string;
+}
+
+const tableHashes = new WeakMap<readonly ServiceEndpointsIR[], TableHash>();
+
+function endpointsText(table: readonly ServiceEndpointsIR[], previous: readonly ServiceEndpointsIR[] | undefined): string {
+  const hit = tableHashes.get(table);
+  if (hit) return hit.text;
+  const before = previous && tableHashes.get(previous);
+  const chunks: string[] = [];
+  for (let start = 0, c = 0; start < table.length; start += CHUNK, c++) {
+    const end = Math.min(start + CHUNK, table.length);
+    let same = before !== undefined && c < before.chunks.length && Math.min(start + CHUNK, before.table.length) === end;
+    for (let i = start; same && i < end; i++) same = table[i] === before!.table[i];
+    if (same) {
+      chunks.push(before!.chunks[c]!);
+      continue;
+    }
+    const h = createHash('sha256');
+    for (let i = start; i < end; i++) h.update(i > start ? `,${entryText(table[i]!)}` : entryText(table[i]!));
+    chunks.push(h.digest('base64'));
+  }
+  const text = JSON.stringify(createHash('sha256').update(chunks.join(',')).digest('base64'));
+  tableHashes.set(table, { table, chunks, text });
+  return text;
 }

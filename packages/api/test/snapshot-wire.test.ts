@@ -130,6 +130,28 @@ describe('snapshot version', () => {
     expect(snapshotVersion(decodeSnapshot(encodeSnapshot(after)))).toBe(after.version);
   });
 
+  it('of a large endpoints table is the same hashed from the previous snapshot or alone, across entries changed, added and removed', () => {
+    const entry = (i: number, port = 9000) => ({ name: `svc-${String(i).padStart(4, '0')}.ns.svc.cluster.local:80`, endpoints: [{ address: `198.18.${i >> 8}.${i & 255}`, port }] });
+    // No Secret in it: the fresh copy below goes through JSON, which redacts them.
+    const base = { source: sample().source, binds: [] };
+    let previous = withVersion({ ...base, endpoints: Array.from({ length: 300 }, (_, i) => entry(i)) });
+    const steps: ((t: ReturnType<typeof entry>[]) => ReturnType<typeof entry>[])[] = [
+      (t) => t.map((e, i) => (i === 150 ? entry(150, 9001) : e)),
+      (t) => [entry(-1), ...t],
+      (t) => t.slice(0, 299),
+      (t) => t.map((e, i) => (i === 0 || i === 298 ? { ...e, endpoints: [] } : e)),
+      (t) => t,
+    ];
+    for (const step of steps) {
+      const endpoints = step([...previous.endpoints!] as ReturnType<typeof entry>[]);
+      const next = withVersion({ ...base, endpoints }, previous);
+      // Fresh objects: nothing kept from any earlier hash.
+      expect(next.version).toBe(snapshotVersion(JSON.parse(JSON.stringify({ ...base, endpoints })) as ProxySnapshot));
+      expect(next.version === previous.version).toBe(JSON.stringify(endpoints) === JSON.stringify(previous.endpoints));
+      previous = next;
+    }
+  });
+
   it('changes with any content, secrets included', () => {
     expect(sample('a').version).not.toBe(sample('b').version);
     const other = withVersion({ ...sample(), source: { kind: 'controller', gateway: 'default/other' } });
