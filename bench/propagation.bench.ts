@@ -187,14 +187,14 @@ spec:
     });
   }
 
-  /** CPU profiles of the controller and one proxy over PROFILE_SECONDS, written to `dir`. */
-  async function takeProfiles(dir: string, proxy: ProxyProcess): Promise<void> {
+  /** CPU profiles of the controller and one proxy over `seconds`, written to `dir`. */
+  async function takeProfiles(dir: string, proxy: ProxyProcess, seconds = PROFILE_SECONDS): Promise<void> {
     mkdirSync(dir, { recursive: true });
     const take = async (name: string, url: string, headers: Record<string, string> = {}) => {
-      const body = await adminGet(`${name} profile`, `${url}/debug/pprof/profile?seconds=${PROFILE_SECONDS}`, headers);
+      const body = await adminGet(`${name} profile`, `${url}/debug/pprof/profile?seconds=${seconds}`, headers);
       const file = join(dir, `${name}.pb.gz`);
       writeFileSync(file, body);
-      console.log(`  ${name} CPU profile (${PROFILE_SECONDS} s): ${file} (go tool pprof -top ${file})`);
+      console.log(`  ${name} CPU profile (${seconds} s): ${file} (go tool pprof -top ${file})`);
     };
     await Promise.all([
       take('controller', `http://${fleet.controller.admin}`),
@@ -454,6 +454,8 @@ spec:
     const start = Date.now();
     const deadline = start + CHURN_SECONDS * 1000;
     console.log(`churn: ${routes} routes, ${fleet.proxies.length} prox${fleet.proxies.length === 1 ? 'y' : 'ies'} (${PROXY_WORKERS} thread${PROXY_WORKERS === 1 ? '' : 's'} each), ${CHURN_CLIENTS} client loops, ${CHURN_SECONDS} s; ${load()}`);
+    // With --profile: the controller and the first proxy over the churn (BENCH_PROFILE_SECONDS, at most its length).
+    const profiles = PROFILE_DIR ? takeProfiles(PROFILE_DIR, fleet.proxies[0]!, Math.min(PROFILE_SECONDS, CHURN_SECONDS)) : Promise.resolve();
 
     // Traffic: spread over the routes that answer (new ones join once they answered 200).
     const live = Array.from({ length: routes }, (_, i) => i);
@@ -594,5 +596,6 @@ spec:
     console.log(`  backends: ${pods.length} started; requests each min ${Math.min(...perPod)}, median ${pct(perPod, 50)}, max ${Math.max(...perPod)}; requests that reached a backend after every proxy served a snapshot without it: ${late}`);
     console.log(`  routes: ${edits} edits, ${added} added (create -> first 200: ${addTimes.length ? summary(addTimes) : 'none'}), ${routes} now; failures ${changeFailures.length}${changeFailures.length ? `: ${changeFailures.slice(0, 3).join('; ')}` : ''}`);
     console.log(`  snapshots: ${snapshots} made by the controller, served ${servedCounts.join(' / ')} (per proxy); proxy warnings and errors logged: ${proxyProblems.length}${proxyProblems.length ? `, first: ${proxyProblems.slice(0, 3).join(' | ')}` : ''}; ${load()}`);
+    await profiles;
   });
 });

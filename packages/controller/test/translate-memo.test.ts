@@ -263,6 +263,17 @@ describe('translate reuse over a changing cluster', () => {
     const kept = (gw: string) => [...first.snapshots.get(gw)!.endpoints!].map((e) => [e.name, e.name === name ? ['198.18.0.2:9000', '198.18.1.9:9000'] : 'kept']);
     expect(entries).toEqual([...second.snapshots.keys()].map((gw) => [gw, kept(gw)]));
     expect(entries.flatMap(([, e]) => e as unknown[][]).filter(([n]) => n === name)).not.toEqual([]);
+    // The slice replaced by one of a new name, as the EndpointSlice controller does: a second
+    // slice comes, then the first goes. Neither step makes a route anew.
+    const replacement = { ...slice, metadata: { ...slice.metadata, name: 'svc-1-y' }, endpoints: [{ addresses: ['198.18.1.10'], conditions: { ready: true } }] };
+    r.endpointSlices.push(replacement);
+    const third = irRoutes(translate({ ...r }, options));
+    r.endpointSlices.splice(at, 1);
+    const fourth = translate({ ...r }, options);
+    expect([...third].filter(([k, ir]) => before.get(k) !== ir).map(([k]) => k)).toEqual([]);
+    expect([...irRoutes(fourth)].filter(([k, ir]) => before.get(k) !== ir).map(([k]) => k)).toEqual([]);
+    const now = [...fourth.snapshots.values()].flatMap((s) => s.endpoints ?? []).find((e) => e.name === name);
+    expect(now?.endpoints).toEqual([{ address: '198.18.1.10', port: 9000 }]);
   });
 
   it('gives a GRPCRoute the policy targeting it as it is now: created, edited, deleted, and across edits of the route', () => {

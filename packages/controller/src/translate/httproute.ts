@@ -2,6 +2,7 @@
 // hostnames), its rules in the IR, and its status per parent. A GRPCRoute comes here as the
 // HTTPRoute it is equivalent to (grpcroute.ts); `kind` says which it was, for the listeners'
 // allowedRoutes, ReferenceGrants and how its backends are spoken to.
+import type { V1EndpointSlice } from '@kubernetes/client-node';
 import type { BackendIR, EvaluationLimits, FilterIR, Problem } from '@tollgate/api';
 import { resolveBackendRef, slicePortsKey, unusableFilters } from './backendrefs.js';
 import { backendState, hostAllowed } from './backend.js';
@@ -143,11 +144,13 @@ function refTargets(route: HTTPRoute): RefTarget[] {
 function dependencies(targets: readonly RefTarget[], ctx: Context): unknown[] {
   const out: unknown[] = [];
   for (const t of targets) {
-    out.push(ctx.services.get(t.key), backendDependency(t.key, ctx), ...(ctx.endpointSlices.get(t.key) ?? []).map(slicePortsKey), ...(t.grantsNamespace !== null ? ctx.grants.inNamespace(t.grantsNamespace) : []));
+    out.push(ctx.services.get(t.key), backendDependency(t.key, ctx), slicePortsKey(ctx.endpointSlices.get(t.key) ?? NO_SLICES), ...(t.grantsNamespace !== null ? ctx.grants.inNamespace(t.grantsNamespace) : []));
     out.push(...tlsDependencies(t, ctx));
   }
   return out;
 }
+
+const NO_SLICES: readonly V1EndpointSlice[] = [];
 
 /** dependencies(targets, ctx) equals `deps`, checked without building it. */
 function sameDependencies(targets: readonly RefTarget[], deps: readonly unknown[], ctx: Context): boolean {
@@ -155,7 +158,7 @@ function sameDependencies(targets: readonly RefTarget[], deps: readonly unknown[
   for (const t of targets) {
     if (deps[i++] !== ctx.services.get(t.key)) return false;
     if (deps[i++] !== backendDependency(t.key, ctx)) return false;
-    for (const slice of ctx.endpointSlices.get(t.key) ?? []) if (deps[i++] !== slicePortsKey(slice)) return false;
+    if (deps[i++] !== slicePortsKey(ctx.endpointSlices.get(t.key) ?? NO_SLICES)) return false;
     if (t.grantsNamespace !== null) for (const g of ctx.grants.inNamespace(t.grantsNamespace)) if (deps[i++] !== g) return false;
     for (const d of tlsDependencies(t, ctx)) if (deps[i++] !== d) return false;
   }
