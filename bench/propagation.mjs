@@ -57,7 +57,8 @@ if (values.help) {
                       one added every 5 s
   --churn-seconds N   how long the churn runs (default 60, at most 600)
   --churn-proxies N   proxies the churn's requests go through (default 1)
-  --profile DIR       CPU profiles (pprof) of the controller and the proxy while routes are timed
+  --profile DIR       CPU profiles (pprof) of the controller and the first proxy while routes are
+                      timed, or over the churn (at most its length)
   --profile-seconds N their length (default 60)
   --proxy-workers N   threads each proxy serves on (--workers; default 1: the proxy command's
                       default; a Gateway's pods run --workers auto, their CPU quota)`);
