@@ -4,7 +4,7 @@
 // values routes match on when they are credentials: a header of the redaction list, a query
 // parameter whose value is a credential. A TLS listener shows its certificates' subject, names
 // and validity, never the key. Authentication policies show summarized (auth/summary.ts).
-import { caBundleInfo, certificateInfo, DEFAULT_LIMITS, isSensitiveHeader, isSensitiveQueryParam, REDACTED, type ListenerTlsIR, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
+import { caBundleInfo, certificateInfo, DEFAULT_LIMITS, isSensitiveHeader, isSensitiveQueryParam, REDACTED, type BackendIR, type ListenerTlsIR, type PolicyIR, type ProxySnapshot, type RouteMatchIR, type ValueMatchIR } from '@tollgate/api';
 import type { EndpointView } from '../upstream/endpoints.js';
 import { upstreamNames } from '../routing/backend-picker.js';
 import { endpointsByName } from '../routing/service-endpoints.js';
@@ -131,6 +131,24 @@ export function configDump(ir: ProxySnapshot, loadedAt: number, state: BackendSt
   };
 }
 
+// A snapshot's distinct backends, by backendKey(), kept by snapshot: /backends, polled while
+// endpoints change, walks the routes once per snapshot rather than once per call.
+const distinctBackends = new WeakMap<ProxySnapshot, readonly (readonly [string, BackendIR])[]>();
+
+function backendsOf(ir: ProxySnapshot): readonly (readonly [string, BackendIR])[] {
+  let out = distinctBackends.get(ir);
+  if (out === undefined) {
+    const byKey = new Map<string, BackendIR>();
+    for (const b of ir.binds)
+      for (const l of b.listeners)
+        for (const r of l.routes)
+          // In first-seen order, the last one seen of a key shown (as the dump always showed it).
+          for (const x of r.backends) byKey.set(backendKey(x), x);
+    distinctBackends.set(ir, (out = [...byKey]));
+  }
+  return out;
+}
+
 /**
  * The backends of a snapshot with the live state of their endpoints (the `backends` of
  * /config_dump and the body of /backends): a standalone backend is one endpoint (its
@@ -144,7 +162,7 @@ export function backendHealth(ir: ProxySnapshot, { endpoints, coolDowns }: Backe
   };
   const ready = endpointsByName(ir.endpoints);
   const endpointsOf = (name: string) => ready.get(name) ?? [];
-  return [...new Map(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends))).map((x) => [backendKey(x), x])).entries()].map(([key, x]) => {
+  return backendsOf(ir).map(([key, x]) => {
     // Null unless the backend answered 429 or 503 to a route that fails over or retries, moments ago.
     const coolDown = coolDowns.view(key);
     switch (x.kind) {
