@@ -37,11 +37,6 @@ export class ServiceEndpoints {
     return s;
   }
 
-  /** The endpoints a set holds now (none for a name no snapshot used). */
-  endpointsOf(name: string): readonly EndpointIR[] {
-    return this.#sets.get(name)?.endpoints ?? [];
-  }
-
   /**
    * Makes the sets what a committed snapshot says: `used` holds the endpoints of every Service
    * port its routes send to. A set whose endpoints are unchanged keeps its generation (its
