@@ -321,8 +321,7 @@ export class SnapshotDecoder {
           keepEntryText(entry, text);
         }
       }
-      if (names.has(entry.name)) problems.push({ path: `${path}.name`, message: `Service port ${JSON.stringify(entry.name)} is listed twice; one entry per name` });
-      names.add(entry.name);
+      noteEntryName(names, entry.name, i, problems);
       seen.set(text, entry);
       entries.push(entry);
     });
@@ -484,8 +483,7 @@ export function snapshotProblems(snapshot: ProxySnapshot): Problem[] {
   );
   const names = new Set<string>();
   (snapshot.endpoints ?? []).forEach((e, i) => {
-    if (names.has(e.name)) problems.push({ path: `endpoints[${i}].name`, message: `Service port ${JSON.stringify(e.name)} is listed twice; one entry per name` });
-    names.add(e.name);
+    noteEntryName(names, e.name, i, problems);
     if (validEntries.has(e)) return;
     const checked = validateEntry(JSON.parse(entryText(e)));
     if (checked.ok) validEntries.add(e);
@@ -611,15 +609,18 @@ function wrapProvider(p: ToWire<ProviderIR>): ProviderIR {
   return { ...p, apiKey: p.apiKey && { origin: p.apiKey.origin, value: new Secret(p.apiKey.value.secret) } };
 }
 
+/** Records the name of the i-th entry of the Service endpoints in `names`; one already there is a problem (the proxy keys the entries by name). */
+function noteEntryName(names: Set<string>, name: string, i: number, problems: Problem[]): void {
+  if (names.has(name)) problems.push({ path: `endpoints[${i}].name`, message: `Service port ${JSON.stringify(name)} is listed twice; one entry per name` });
+  names.add(name);
+}
+
 // What the schema cannot say: the proxy keys binds by port, listeners by name and Service
 // endpoints by name (the routes' own checks are in checkWireRoute).
 function crossCheck(wire: WireSnapshot): Problem[] {
   const out: Problem[] = [];
   const services = new Set<string>();
-  (wire.endpoints ?? []).forEach((e, i) => {
-    if (services.has(e.name)) out.push({ path: `endpoints[${i}].name`, message: `Service port ${JSON.stringify(e.name)} is listed twice; one entry per name` });
-    services.add(e.name);
-  });
+  (wire.endpoints ?? []).forEach((e, i) => noteEntryName(services, e.name, i, out));
   const ports = new Set<number>();
   const listeners = new Set<string>();
   (wire.tlsBinds ?? []).forEach((b, bi) => {
