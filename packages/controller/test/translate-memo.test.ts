@@ -86,10 +86,10 @@ function withWeight(o: HTTPRoute, weight: number, hostnames?: string[]): HTTPRou
 
 /** One change a user or the cluster might make, applied to the lists in place (new objects, as informers deliver). */
 type Change = readonly [
-  what: 'route-edit' | 'route-add' | 'route-delete' | 'route-restore' | 'route-recreate' | 'route-parent' | 'route-sections' | 'gateway-listener' | 'namespace-labels' | 'endpoints' | 'service-delete' | 'policy-add' | 'policy-edit' | 'policy-delete',
+  what: 'route-edit' | 'route-add' | 'route-delete' | 'route-restore' | 'route-recreate' | 'route-parent' | 'route-sections' | 'gateway-listener' | 'namespace-labels' | 'endpoints' | 'slice-protocol' | 'service-edit' | 'service-delete' | 'policy-add' | 'policy-edit' | 'policy-delete',
   n: number,
 ];
-const CHANGES = ['route-edit', 'route-add', 'route-delete', 'route-restore', 'route-recreate', 'route-parent', 'route-sections', 'gateway-listener', 'namespace-labels', 'endpoints', 'service-delete', 'policy-add', 'policy-edit', 'policy-delete'] as const;
+const CHANGES = ['route-edit', 'route-add', 'route-delete', 'route-restore', 'route-recreate', 'route-parent', 'route-sections', 'gateway-listener', 'namespace-labels', 'endpoints', 'slice-protocol', 'service-edit', 'service-delete', 'policy-add', 'policy-edit', 'policy-delete'] as const;
 
 /** A policy on a route or on its rule named `main`: a rate limit, or a failover over its backendRefs. */
 function routePolicy(n: number, target: HTTPRoute): GatewayPolicy {
@@ -187,6 +187,23 @@ function apply(r: Cluster, [what, n]: Change, added: { next: number; deleted: HT
       r.endpointSlices[i] = copy;
       return;
     }
+    case 'slice-protocol': {
+      // What a slice says of its port's protocol (read where the Service port says nothing).
+      const i = pick(r.endpointSlices);
+      const copy = structuredClone(r.endpointSlices[i]!);
+      copy.ports = [{ name: 'http', port: 9000, ...(n % 2 ? { appProtocol: n % 4 === 1 ? 'kubernetes.io/h2c' : 'kubernetes.io/ws' } : {}) }];
+      r.endpointSlices[i] = copy;
+      return;
+    }
+    case 'service-edit': {
+      // Its port renumbered (the routes to port 80 no longer resolve) or given an appProtocol.
+      if (!r.services.length) return;
+      const i = pick(r.services);
+      const copy = structuredClone(r.services[i]!);
+      copy.spec!.ports = [{ name: 'http', port: n % 3 === 0 ? 81 : 80, targetPort: 9000, ...(n % 2 ? { appProtocol: 'kubernetes.io/h2c' } : {}) }];
+      r.services[i] = copy;
+      return;
+    }
     case 'service-delete':
       if (r.services.length) r.services.splice(pick(r.services), 1);
       return;
@@ -274,6 +291,30 @@ describe('translate reuse over a changing cluster', () => {
     expect([...irRoutes(fourth)].filter(([k, ir]) => before.get(k) !== ir).map(([k]) => k)).toEqual([]);
     const now = [...fourth.snapshots.values()].flatMap((s) => s.endpoints ?? []).find((e) => e.name === name);
     expect(now?.endpoints).toEqual([{ address: '198.18.1.10', port: 9000 }]);
+  });
+
+  it('after an endpoint change, an edit of another Service makes anew the routes to that Service alone', () => {
+    const r = cluster(20);
+    const before = irRoutes(translate(r, options));
+    // Two changes in a row, each of some Services only: the second translation skips the routes
+    // checked in the first that name neither Service; the routes to svc-2 of team-a must see its edit.
+    const at = r.endpointSlices.findIndex((e) => e.metadata?.namespace === 'team-b' && e.metadata?.name === 'svc-1-x');
+    r.endpointSlices[at] = { ...r.endpointSlices[at]!, endpoints: [{ addresses: ['198.18.1.9'], conditions: { ready: true } }] };
+    translate({ ...r }, options);
+    const svc = r.services.findIndex((o) => o.metadata?.namespace === 'team-a' && o.metadata?.name === 'svc-2');
+    r.services[svc] = { ...r.services[svc]!, spec: { ports: [{ name: 'http', port: 80, targetPort: 9000, appProtocol: 'kubernetes.io/h2c' }] } };
+    const result = translate({ ...r }, options);
+    const after = irRoutes(result);
+    const toSvc2 = (ir: RouteIR) => ir.backends.some((b) => b.kind === 'service' && b.namespace === 'team-a' && b.service === 'svc-2');
+    const changed = [...after].filter(([k, ir]) => before.get(k) !== ir);
+    expect(changed.map(([k]) => k)).toEqual([...after].filter(([, ir]) => toSvc2(ir)).map(([k]) => k));
+    expect(changed.length).toBeGreaterThan(0);
+    for (const [, ir] of changed) expect(ir.backends.map((b) => (b.kind === 'service' ? b.protocol : null))).toEqual(['h2c']);
+    expect(resultBytes(result)).toBe(resultBytes(translate(structuredClone(r), options)));
+    // A ReferenceGrant added says nothing of keys: every route is checked, and none changes.
+    r.referenceGrants.push({ apiVersion: 'gateway.networking.k8s.io/v1beta1', kind: 'ReferenceGrant', metadata: { name: 'g', namespace: 'team-a' }, spec: { from: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'team-b' }], to: [{ group: '', kind: 'Service' }] } });
+    const granted = irRoutes(translate({ ...r }, options));
+    expect([...granted].filter(([k, ir]) => after.get(k) !== ir).map(([k]) => k)).toEqual([]);
   });
 
   it('gives a GRPCRoute the policy targeting it as it is now: created, edited, deleted, and across edits of the route', () => {

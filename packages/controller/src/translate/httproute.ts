@@ -204,15 +204,30 @@ function mirrorFilters(filters: readonly HTTPRouteFilter[], ns: string, path: st
 // `epoch` is the dependency epoch (Context.dependencyEpoch) the entry was last checked in: while
 // Services, EndpointSlices and ReferenceGrants are the same objects, a route's entry checked
 // once is not checked again (a one-route change at thousands of routes skips every other
-// route's lookups).
-const rulesCache = new WeakMap<
-  HTTPRoute,
-  { readonly targets: readonly RefTarget[]; readonly deps: readonly unknown[]; readonly limits: EvaluationLimits; readonly result: RulesResult; epoch: number }
->();
+// route's lookups); and when the epoch changed only for some Services, EndpointSlices or
+// Backends (Context.dependencyChange), an entry checked in the epoch before that names none of
+// them is not checked either (an endpoint of one Service becoming ready looks at the routes to
+// that Service only).
+interface RulesEntry {
+  readonly targets: readonly RefTarget[];
+  readonly deps: readonly unknown[];
+  readonly limits: EvaluationLimits;
+  readonly result: RulesResult;
+  epoch: number;
+}
+const rulesCache = new WeakMap<HTTPRoute, RulesEntry>();
+
+/** Whether the entry was checked in the epoch before this one and names no key that changed since. */
+function untouched(hit: RulesEntry, ctx: Context): boolean {
+  const change = ctx.dependencyChange;
+  if (change === null || hit.epoch !== change.from) return false;
+  for (const t of hit.targets) if (change.keys.has(t.key)) return false;
+  return true;
+}
 
 function cachedRules(route: HTTPRoute, kind: RouteKind, ctx: Context): RulesResult {
   const hit = rulesCache.get(route);
-  if (hit && hit.limits === ctx.limits && (hit.epoch === ctx.dependencyEpoch || sameDependencies(hit.targets, hit.deps, ctx))) {
+  if (hit && hit.limits === ctx.limits && (hit.epoch === ctx.dependencyEpoch || untouched(hit, ctx) || sameDependencies(hit.targets, hit.deps, ctx))) {
     hit.epoch = ctx.dependencyEpoch;
     return hit.result;
   }

@@ -8,12 +8,14 @@
 // were (a listener whose routes are the same objects keeps its list, ./snapshot.ts) has the
 // Service ports it had, found and sorted again only when a list changed; while the Services and
 // EndpointSlices are the same objects (the dependency epoch), its table is the array it was.
-// Otherwise an entry is made again only when its Service port or EndpointSlices are not the
-// objects it was made from: a pointer comparison per Service port.
+// When the epoch changed for some Services or EndpointSlices only (Context.dependencyChange),
+// the entries of the others are kept without a lookup; otherwise an entry is made again only
+// when its Service port or EndpointSlices are not the objects it was made from.
 import type { V1EndpointSlice, V1ServicePort } from '@kubernetes/client-node';
 import type { BackendIR, RouteIR, ServiceBackendIR, ServiceEndpointsIR } from '@tollgate/api';
 import { serviceEndpoints } from './backendrefs.js';
 import type { Context } from './context.js';
+import { sameObjects } from './dependency-indexes.js';
 import { compareStrings } from './keys.js';
 
 type Lists = readonly (readonly RouteIR[])[];
@@ -90,12 +92,6 @@ interface GatewayTable {
 // Gateway had goes with it).
 let keptTables = new Map<string, GatewayTable>();
 
-function sameList<T>(a: readonly T[], b: readonly T[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
 /** The tables of one translation's snapshots: `table()` per Gateway, then `done()` keeps what the next translation reuses. */
 export interface EndpointsTables {
   /** The endpoints of the Service ports the Gateway's route lists send to, sorted by name; [] when they send to none. */
@@ -107,30 +103,37 @@ export function endpointsTables(ctx: Context): EndpointsTables {
   // Entries made or confirmed in this translation, by name: Gateways sharing a Service share its entry.
   const entries = new Map<string, Kept>();
   const tables = new Map<string, GatewayTable>();
-  const keptOf = (u: Use, before: Kept | undefined): Kept => {
+  const change = ctx.dependencyChange;
+  /** `before`, an entry made in epoch `epoch`, when its Service and EndpointSlices are the objects it was made from. */
+  const keptOf = (u: Use, before: Kept | undefined, epoch: number | undefined): Kept => {
     const now = entries.get(u.name);
     if (now) return now;
-    const port = ctx.services.get(u.key)?.spec?.ports?.find((p) => p.port === u.port);
-    const slices = ctx.endpointSlices.get(u.key) ?? [];
-    const kept =
-      before && before.port === port && sameList(before.slices, slices)
-        ? before
-        : { port, slices, entry: { name: u.name, endpoints: port ? serviceEndpoints(ctx, u.namespace, u.service, port) : [] } };
+    let kept: Kept;
+    // Made in the epoch before this one and its Service's key not among those that changed since: no lookup.
+    if (before && change !== null && epoch === change.from && !change.keys.has(u.key)) kept = before;
+    else {
+      const port = ctx.services.get(u.key)?.spec?.ports?.find((p) => p.port === u.port);
+      const slices = ctx.endpointSlices.get(u.key) ?? [];
+      kept =
+        before && before.port === port && sameObjects(before.slices, slices)
+          ? before
+          : { port, slices, entry: { name: u.name, endpoints: port ? serviceEndpoints(ctx, u.namespace, u.service, port) : [] } };
+    }
     entries.set(u.name, kept);
     return kept;
   };
   return {
     table: (gateway, lists) => {
       const last = keptTables.get(gateway);
-      const uses = last && sameList(last.lists, lists) ? last.uses : sortedUses(lists, last?.uses);
+      const uses = last && sameObjects(last.lists, lists) ? last.uses : sortedUses(lists, last?.uses);
       let made: GatewayTable;
       if (last && uses === last.uses && last.epoch === ctx.dependencyEpoch) made = { ...last, lists };
       else {
         // What each Service port had: by position when the ports are the same, else by name.
         const byName = last && uses !== last.uses ? new Map(last.uses.map((u, i) => [u.name, last.kept[i]!])) : null;
-        const kept = uses.map((u, i) => keptOf(u, byName ? byName.get(u.name) : last?.kept[i]));
+        const kept = uses.map((u, i) => keptOf(u, byName ? byName.get(u.name) : last?.kept[i], last?.epoch));
         const table = kept.map((k) => k.entry);
-        made = { lists, epoch: ctx.dependencyEpoch, uses, kept, table: last && sameList(last.table, table) ? last.table : table };
+        made = { lists, epoch: ctx.dependencyEpoch, uses, kept, table: last && sameObjects(last.table, table) ? last.table : table };
       }
       tables.set(gateway, made);
       return made.table;
