@@ -146,7 +146,82 @@ describe('StatusWriter: settled objects', () => {
   });
 });
 
+/** Objects of several kinds on a pretend API server: each put bumps resourceVersion; a put can be made to fail once. */
+class Store implements StatusApi {
+  readonly objects = new Map<string, Obj>();
+  readonly puts: string[] = [];
+  readonly failOnce = new Set<string>();
+  /** Called after each put that stored an object. */
+  onStored: (key: string) => void = () => {};
+  add(kind: StatusKind, namespace: string, name: string): void {
+    this.objects.set(`${kind}/${namespace}/${name}`, { apiVersion: 'gateway.networking.k8s.io/v1', kind, metadata: { name, namespace, resourceVersion: '1', generation: 1 } });
+  }
+  read = (kind: StatusKind, name: string, namespace?: string): Obj | undefined => this.objects.get(`${kind}/${namespace}/${name}`);
+  async get(kind: StatusKind, name: string, namespace?: string): Promise<KubernetesObject | undefined> {
+    return structuredClone(this.read(kind, name, namespace));
+  }
+  async replaceStatus(kind: StatusKind, obj: KubernetesObject): Promise<KubernetesObject> {
+    const key = `${kind}/${obj.metadata!.namespace}/${obj.metadata!.name}`;
+    this.puts.push(key);
+    if (this.failOnce.delete(key)) throw Object.assign(new Error('etcdserver: request timed out'), { code: 500 });
+    const stored = { ...(obj as Obj), metadata: { ...obj.metadata, resourceVersion: String(Number(obj.metadata!.resourceVersion) + 1) } };
+    this.objects.set(key, stored);
+    this.onStored(key);
+    return structuredClone(stored);
+  }
+}
+
+const condition = (type: string, status: 'True' | 'False') => ({ type, status, reason: type, message: '', observedGeneration: 1 });
+
 describe('StatusWriter: the proxies', () => {
+  it('merges only the Gateways when the proxies change, and a route whose write failed is still retried after such a pass', async () => {
+    const store = new Store();
+    store.add('Gateway', 'apps', 'edge');
+    store.add('HTTPRoute', 'apps', 'r1');
+    const proxies: ProxiesView = { changed: new Signal(), rejection: () => undefined, programmedInput: () => undefined, addresses: () => [] };
+    const w = new StatusWriter({ api: store, cache: store.read, controllerName: OURS, isLeader: () => true, metrics: new ControllerMetrics(), log: pino({ level: 'silent' }), proxies, retry: { initialMs: 10, maxMs: 10 } });
+    const reportWith = (accepted: 'True' | 'False'): StatusReport => ({
+      gatewayClasses: new Map(),
+      gateways: new Map([['apps/edge', { namespace: 'apps', name: 'edge', generation: 1, conditions: [condition('Programmed', 'False')], listeners: [] }]]),
+      httpRoutes: new Map([['apps/r1', { namespace: 'apps', name: 'r1', generation: 1, parents: [{ parentRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: 'apps', name: 'edge' }, controllerName: OURS, conditions: [condition('Accepted', accepted)] }] }]]),
+      gatewayPolicies: new Map(),
+      backendTLSPolicies: new Map(),
+    });
+    const accepted = () => ((store.read('HTTPRoute', 'r1', 'apps')?.status?.parents as { conditions: { status: string }[] }[] | undefined)?.[0]?.conditions[0]?.status);
+    await w.start();
+    w.submit(reportWith('True'));
+    await w.idle();
+    expect(store.puts.sort()).toEqual(['Gateway/apps/edge', 'HTTPRoute/apps/r1']);
+    expect(accepted()).toBe('True');
+
+    // A change of the proxies (an ACK, a pod ready) reads the Gateways again, not the routes:
+    // the route's status, cleared meanwhile by someone else, is put back by the next report.
+    const r1 = store.read('HTTPRoute', 'r1', 'apps')!;
+    store.objects.set('HTTPRoute/apps/r1', { ...r1, status: {}, metadata: { ...r1.metadata, resourceVersion: '9' } });
+    store.puts.length = 0;
+    proxies.changed.raise();
+    await w.idle();
+    expect(store.puts).toEqual([]);
+    expect(accepted()).toBeUndefined();
+    w.submit(reportWith('True'));
+    await w.idle();
+    expect(store.puts).toEqual(['HTTPRoute/apps/r1']);
+    expect(accepted()).toBe('True');
+
+    // The route's write fails; a pass of the Gateways comes before the retry: the retry still writes the route.
+    store.puts.length = 0;
+    store.failOnce.add('HTTPRoute/apps/r1');
+    const retried = new Promise<void>((resolve) => (store.onStored = (key) => key === 'HTTPRoute/apps/r1' && resolve()));
+    w.submit(reportWith('False'));
+    await w.idle();
+    expect(store.puts).toEqual(['HTTPRoute/apps/r1']);
+    proxies.changed.raise();
+    await retried;
+    await w.idle();
+    expect(store.puts).toEqual(['HTTPRoute/apps/r1', 'HTTPRoute/apps/r1']);
+    expect(accepted()).toBe('False');
+  });
+
   it("writes a proxy's NACK, and its end, on the Gateway from the proxies' view, with no new report (no translation)", async () => {
     const api = new FakeApi();
     api.stored = { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', metadata: { name: 'edge', namespace: 'apps', resourceVersion: '1', generation: 1 } };
