@@ -311,10 +311,18 @@ describe('translate reuse over a changing cluster', () => {
     expect(changed.length).toBeGreaterThan(0);
     for (const [, ir] of changed) expect(ir.backends.map((b) => (b.kind === 'service' ? b.protocol : null))).toEqual(['h2c']);
     expect(resultBytes(result)).toBe(resultBytes(translate(structuredClone(r), options)));
+    // The next change is of the same Service's EndpointSlice, which now names the port's
+    // protocol (read where the Service port says none): the routes to it follow.
+    r.services[svc] = { ...r.services[svc], spec: { ports: [{ name: 'http', port: 80, targetPort: 9000 }] } };
+    translate({ ...r }, options);
+    const slice = r.endpointSlices.findIndex((e) => e.metadata?.namespace === 'team-a' && e.metadata?.name === 'svc-2-x');
+    r.endpointSlices[slice] = { ...r.endpointSlices[slice]!, ports: [{ name: 'http', port: 9000, appProtocol: 'kubernetes.io/h2c' }] };
+    const sliced = irRoutes(translate({ ...r }, options));
+    expect([...sliced].filter(([, ir]) => toSvc2(ir)).map(([, ir]) => ir.backends.map((b) => (b.kind === 'service' ? b.protocol : null)))).toEqual(changed.map(() => ['h2c']));
     // A ReferenceGrant added says nothing of keys: every route is checked, and none changes.
     r.referenceGrants.push({ apiVersion: 'gateway.networking.k8s.io/v1beta1', kind: 'ReferenceGrant', metadata: { name: 'g', namespace: 'team-a' }, spec: { from: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'team-b' }], to: [{ group: '', kind: 'Service' }] } });
     const granted = irRoutes(translate({ ...r }, options));
-    expect([...granted].filter(([k, ir]) => after.get(k) !== ir).map(([k]) => k)).toEqual([]);
+    expect([...granted].filter(([k, ir]) => sliced.get(k) !== ir).map(([k]) => k)).toEqual([]);
   });
 
   it('gives a GRPCRoute the policy targeting it as it is now: created, edited, deleted, and across edits of the route', () => {

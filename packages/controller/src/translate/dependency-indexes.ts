@@ -7,7 +7,8 @@
 // have to compare all its dependencies again: at thousands of routes, an endpoint of one
 // Service becoming ready would re-check every route. So when only Services, EndpointSlices and
 // Backends differ (a rollout, a scale, a Service edited), the epoch says which keys
-// (`<namespace>/<name>`) did: whatever depends on other keys only is as it was. A change in any
+// (`<namespace>/<name>`) did, telling the Services whose endpoints alone changed (what route
+// rules do not read) from the others: whatever depends on other keys only is as it was. A change in any
 // other list (a ReferenceGrant, a Secret, a ConfigMap, a BackendTLSPolicy) says nothing of keys:
 // everything is checked again, as before.
 //
@@ -17,6 +18,7 @@ import type { TollgateBackend } from '../types/gateway-api.js';
 import { indexBackendTls, type BackendTlsIndex } from './backendtlspolicy.js';
 import { byKey, compareStrings, keyOf } from './keys.js';
 import { ReferenceGrants } from './referencegrant.js';
+import { slicePortsKey } from './slice-ports.js';
 import type { Resources } from './types.js';
 
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
@@ -43,8 +45,14 @@ export interface DependencyIndexes {
 export interface DependencyChange {
   /** The epoch this one follows. */
   readonly from: number;
-  /** `<namespace>/<name>` of every Service, Backend and Service's EndpointSlices that is not what it was in `from`. */
+  /**
+   * `<namespace>/<name>` of every Service and Backend that is not the object it was in `from`,
+   * and of every Service whose EndpointSlices say other ports (slicePortsKey): what route rules
+   * read. A Service whose endpoints alone changed is not among them.
+   */
   readonly keys: ReadonlySet<string>;
+  /** `<namespace>/<service>` of every Service whose EndpointSlices are not the objects they were in `from`. */
+  readonly endpoints: ReadonlySet<string>;
 }
 
 export interface Dependencies {
@@ -88,7 +96,7 @@ export function dependenciesOf(resources: Resources): Dependencies {
   if (last && !changed.size) return last.made;
   const before = last?.made.indexes;
   const indexes = indexesOf(resources, changed, before);
-  const change = last && before && [...changed].every((n) => KEYED.has(n)) ? { from: last.made.epoch, keys: changedKeys(before, indexes) } : null;
+  const change = last && before && [...changed].every((n) => KEYED.has(n)) ? { from: last.made.epoch, ...changedKeys(before, indexes) } : null;
   const copies = Object.fromEntries(LIST_NAMES.map((n) => [n, changed.has(n) ? [...lists[n]] : last!.lists[n]])) as unknown as Lists;
   last = { lists: copies, made: { epoch: ++epochs, change, indexes } };
   return last.made;
@@ -143,14 +151,18 @@ function byNamespace(secrets: ReadonlyMap<string, V1Secret>): Map<string, V1Secr
   return out;
 }
 
-/** The keys whose Service, Backend or EndpointSlices differ between the two indexes. */
-function changedKeys(before: DependencyIndexes, now: DependencyIndexes): Set<string> {
+/** The keys whose Service, Backend or EndpointSlices differ between the two indexes (DependencyChange). */
+function changedKeys(before: DependencyIndexes, now: DependencyIndexes): Pick<DependencyChange, 'keys' | 'endpoints'> {
   const keys = new Set<string>();
+  const endpoints = new Set<string>();
   addDiffering(before.services, now.services, (a, b) => a === b, keys);
   addDiffering(before.backends, now.backends, (a, b) => a === b, keys);
-  addDiffering(before.endpointSlices, now.endpointSlices, sameObjects, keys);
-  return keys;
+  addDiffering(before.endpointSlices, now.endpointSlices, sameObjects, endpoints);
+  for (const key of endpoints) if (slicePortsKey(before.endpointSlices.get(key) ?? NO_SLICES) !== slicePortsKey(now.endpointSlices.get(key) ?? NO_SLICES)) keys.add(key);
+  return { keys, endpoints };
 }
+
+const NO_SLICES: readonly V1EndpointSlice[] = [];
 
 function addDiffering<V>(before: ReadonlyMap<string, V>, now: ReadonlyMap<string, V>, same: (a: V, b: V) => boolean, into: Set<string>): void {
   if (before === now) return;

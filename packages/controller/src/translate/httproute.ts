@@ -4,7 +4,8 @@
 // allowedRoutes, ReferenceGrants and how its backends are spoken to.
 import type { V1EndpointSlice } from '@kubernetes/client-node';
 import type { BackendIR, EvaluationLimits, FilterIR, Problem } from '@tollgate/api';
-import { resolveBackendRef, slicePortsKey, unusableFilters } from './backendrefs.js';
+import { resolveBackendRef, unusableFilters } from './backendrefs.js';
+import { slicePortsKey } from './slice-ports.js';
 import { backendState, hostAllowed } from './backend.js';
 import { condition, fail, ok, type Verdict } from './conditions.js';
 import type { Context } from './context.js';

@@ -110,7 +110,7 @@ export function endpointsTables(ctx: Context): EndpointsTables {
     if (now) return now;
     let kept: Kept;
     // Made in the epoch before this one and its Service's key not among those that changed since: no lookup.
-    if (before && change !== null && epoch === change.from && !change.keys.has(u.key)) kept = before;
+    if (before && change !== null && epoch === change.from && !change.keys.has(u.key) && !change.endpoints.has(u.key)) kept = before;
     else {
       const port = ctx.services.get(u.key)?.spec?.ports?.find((p) => p.port === u.port);
       const slices = ctx.endpointSlices.get(u.key) ?? [];
