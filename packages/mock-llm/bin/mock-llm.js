@@ -1,5 +1,12 @@
 #!/usr/bin/env node
 // Runs the compiled CLI; `pnpm build` produces dist/.
-import { main } from '../dist/cli.js';
+import { nodeTooOld } from '@tollgate/kit/node-version';
 
+const tooOld = nodeTooOld('mock-llm');
+if (tooOld) {
+  process.stderr.write(`${tooOld}\n`);
+  process.exit(1);
+}
+
+const { main } = await import('../dist/cli.js');
 await main(process.argv.slice(2));

@@ -14,7 +14,7 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 export const EXIT_MEANINGS: Record<ExitCode, string> = {
   [EXIT.OK]: 'clean stop (SIGTERM, SIGINT or POST /quitquitquit, after the drain), or --check found the file valid',
-  [EXIT.RUNTIME]: 'runtime failure: a port in use (TG_BIND_IN_USE), a second SIGTERM/SIGINT during the drain, an unexpected error',
+  [EXIT.RUNTIME]: 'runtime failure: a port in use (TG_BIND_IN_USE), a Node.js older than 26, a second SIGTERM/SIGINT during the drain, an unexpected error',
   [EXIT.USAGE]: 'usage or configuration error: a bad flag, a config file that cannot be read, parsed or validated',
 };
 
