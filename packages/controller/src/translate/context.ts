@@ -1,16 +1,14 @@
 // The inputs, indexed once per translation (the dependency lists' indexes only when those lists
 // changed): every lookup translation makes afterwards is a map access, so the cost stays linear
 // in the number of objects.
-import type { V1ConfigMap, V1EndpointSlice, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import { DEFAULT_LIMITS, type EvaluationLimits } from '@tollgate/api';
 import { parseAllowList } from '../proxy-settings/image-policy.js';
 import type { ParameterPolicy } from '../proxy-settings/parameters.js';
 import { DEFAULT_PROXY_SETTINGS } from '../proxy-settings/defaults.js';
-import type { Gateway, HTTPRoute, ListenerSet, TLSRoute, TollgateBackend } from '../types/gateway-api.js';
-import type { ReferenceGrants } from './referencegrant.js';
+import type { Gateway, HTTPRoute, ListenerSet, TLSRoute } from '../types/gateway-api.js';
 import { asHTTPRoute } from './grpcroute.js';
-import type { BackendTlsIndex } from './backendtlspolicy.js';
-import { dependenciesOf, type DependencyChange } from './dependency-indexes.js';
+import { dependenciesOf, type DependencyChange, type DependencyIndexes } from './dependency-indexes.js';
 import { compareAge, keyOf, listenerSetParentKey } from './keys.js';
 import { inKeyOrder } from './key-order.js';
 import type { Resources, TranslateOptions } from './types.js';
@@ -18,20 +16,13 @@ import type { Resources, TranslateOptions } from './types.js';
 /** Label the API server sets on every Namespace; selectors commonly use it. */
 const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
-export interface Context {
+/** The inputs of one translation: the dependency indexes (kept across translations), the rest built for it. */
+export interface Context extends Omit<DependencyIndexes, 'secretsIn'> {
   readonly controllerName: string;
   readonly gatewayApiVersion: string | null;
   /** Bounds every route's regexes and every policy's expressions are checked against. */
   readonly limits: EvaluationLimits;
   namespaceLabels(namespace: string): Readonly<Record<string, string>>;
-  readonly services: ReadonlyMap<string, V1Service>;
-  /** Backend resources by `<namespace>/<name>`, in key order. */
-  readonly backends: ReadonlyMap<string, TollgateBackend>;
-  /** EndpointSlices by `<namespace>/<service>`, sorted by name. */
-  readonly endpointSlices: ReadonlyMap<string, readonly V1EndpointSlice[]>;
-  readonly grants: ReferenceGrants;
-  /** BackendTLSPolicies by the Service ports they target. */
-  readonly backendTls: BackendTlsIndex;
   readonly gateways: ReadonlyMap<string, Gateway>;
   /** The ListenerSets whose parentRef names this Gateway (`<namespace>/<name>`), in precedence order. */
   listenerSetsOf(gateway: string): readonly { readonly key: string; readonly listenerSet: ListenerSet }[];
@@ -41,12 +32,8 @@ export interface Context {
   readonly grpcRoutes: ReadonlyMap<string, HTTPRoute>;
   /** TLSRoutes by `<namespace>/<name>`, in key order. */
   readonly tlsRoutes: ReadonlyMap<string, TLSRoute>;
-  /** The Secrets read whole (those listeners and policies reference) by `<namespace>/<name>`. */
-  readonly secrets: ReadonlyMap<string, V1Secret>;
   /** The Secrets read whole of one namespace, by name: what a policy's secretSelector chooses from. */
   secretsIn(namespace: string): readonly V1Secret[];
-  /** The ConfigMaps read whole (those parametersRefs and policies reference) by `<namespace>/<name>`. */
-  readonly configMaps: ReadonlyMap<string, V1ConfigMap>;
   /** A ConfigMap read whole (proxy-settings/parameters.ts takes it for parameters only with its label). */
   readonly configMap: (namespace: string, name: string) => V1ConfigMap | undefined;
   /** What the cluster admin decided about proxy settings (the defaults, the images Gateways may choose). */

@@ -33,9 +33,9 @@ export interface DependencyIndexes {
   readonly grants: ReferenceGrants;
   /** BackendTLSPolicies by the Service ports they target. */
   readonly backendTls: BackendTlsIndex;
-  /** ConfigMaps read whole, by `<namespace>/<name>`. */
+  /** ConfigMaps read whole (those parametersRefs and policies reference), by `<namespace>/<name>`. */
   readonly configMaps: ReadonlyMap<string, V1ConfigMap>;
-  /** Secrets read whole, by `<namespace>/<name>`. */
+  /** Secrets read whole (those listeners and policies reference), by `<namespace>/<name>`. */
   readonly secrets: ReadonlyMap<string, V1Secret>;
   /** The Secrets read whole of each namespace, sorted by name. */
   readonly secretsIn: ReadonlyMap<string, readonly V1Secret[]>;
