@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// What one route changed among N costs a proxy serving on several threads, from the snapshot
+// What one route changed among N (or, with --change endpoints, one Service's endpoints, every
+// route sending to that Service) costs a proxy serving on several threads, from the snapshot
 // source's apply call to every thread serving it: the main thread's apply (compile, binds,
 // commit), then the hand-over to the worker threads and their applies (what the controller
 // source waits for before it ACKs). A real ProxyProcess started in this process, fed snapshots
@@ -22,6 +23,9 @@ Options:
   --routes <n>       routes of the listener (one changes per snapshot)   [default 3000]
   --threads <n>      threads the proxy serves on (--workers)              [default 2]
   --changes <n>      snapshots applied and timed per run                  [default 40]
+  --change <what>    route: the last route edited; endpoints: every route
+                     sends to one Service port, whose ready endpoint is
+                     replaced (a rollout's step)                          [default route]
   --runs <n>         runs per build, alternated with the baseline's       [default 3]
   --port <n>         the port the proxy's one bind listens on (127.0.0.1) [default 18765]
   --baseline <dir>   also run a built checkout (e.g. a worktree of the commit before a change)
@@ -32,6 +36,7 @@ const { values } = parseArgs({
     routes: { type: 'string', default: '3000' },
     threads: { type: 'string', default: '2' },
     changes: { type: 'string', default: '40' },
+    change: { type: 'string', default: 'route' },
     runs: { type: 'string', default: '3' },
     port: { type: 'string', default: '18765' },
     baseline: { type: 'string' },
@@ -49,6 +54,12 @@ const THREADS = intOption(values, 'threads', 1);
 const CHANGES = intOption(values, 'changes', 5);
 const RUNS = intOption(values, 'runs', 1);
 const PORT = intOption(values, 'port', 1);
+if (values.change !== 'route' && values.change !== 'endpoints') {
+  console.error(`--change: got "${values.change}"; expected route or endpoints`);
+  process.exit(2);
+}
+const CHANGE = values.change;
+const SERVICE = 'llm.team.svc.cluster.local:80';
 
 const routeConfig = (i, tag = '') => ({
   name: `route-${i}${tag}`,
@@ -64,6 +75,12 @@ async function run(root) {
   const snapshotOf = (routes) =>
     api.standaloneToSnapshot(api.validateStandaloneConfig({ binds: [{ port: PORT, address: '127.0.0.1', listeners: [{ name: 'main', protocol: 'HTTP', routes }] }] }, 'bench'), { kind: 'controller', gateway: 'bench/gw' });
   let snapshot = snapshotOf(Array.from({ length: ROUTES }, (_, i) => routeConfig(i)));
+  // Every route to one Service port, its ready endpoints listed once (what a controller sends).
+  const table = (n) => [{ name: SERVICE, endpoints: [{ address: `198.18.100.${n % 250}`, port: 9000 }] }];
+  if (CHANGE === 'endpoints') {
+    const toService = (r) => ({ ...r, backends: r.backends.map((b) => ({ kind: 'service', name: SERVICE, namespace: 'team', service: 'llm', port: 80, weight: b.weight })) });
+    snapshot = { ...snapshot, endpoints: table(0), binds: snapshot.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map(toService) })) })) };
+  }
   let sink = null;
   const source = () => ({
     name: 'bench',
@@ -87,10 +104,13 @@ async function run(root) {
   const workers = [];
   try {
     for (let i = 0; i < CHANGES; i++) {
-      const bind = snapshot.binds[0];
-      const listener = bind.listeners[0];
-      const changed = snapshotOf([routeConfig(ROUTES - 1, `-v${i}`)]).binds[0].listeners[0].routes[0];
-      snapshot = { ...snapshot, binds: [{ ...bind, listeners: [{ ...listener, routes: [...listener.routes.slice(0, -1), changed] }] }] };
+      if (CHANGE === 'endpoints') snapshot = { ...snapshot, endpoints: table(i + 1) };
+      else {
+        const bind = snapshot.binds[0];
+        const listener = bind.listeners[0];
+        const changed = snapshotOf([routeConfig(ROUTES - 1, `-v${i}`)]).binds[0].listeners[0].routes[0];
+        snapshot = { ...snapshot, binds: [{ ...bind, listeners: [{ ...listener, routes: [...listener.routes.slice(0, -1), changed] }] }] };
+      }
       const t = performance.now();
       await sink.apply(snapshot);
       const total = performance.now() - t;
@@ -112,13 +132,13 @@ if (values.child) {
 
 /** One run in a process of its own: two builds' modules (and native addons) do not share one. */
 function runApart(root) {
-  const args = [fileURLToPath(import.meta.url), '--child', root, '--routes', String(ROUTES), '--threads', String(THREADS), '--changes', String(CHANGES), '--port', String(PORT)];
+  const args = [fileURLToPath(import.meta.url), '--child', root, '--routes', String(ROUTES), '--threads', String(THREADS), '--changes', String(CHANGES), '--change', CHANGE, '--port', String(PORT)];
   const out = execFileSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   return JSON.parse(out.trim().split('\n').pop());
 }
 
 const builds = [{ label: 'this build', root: ROOT }, ...(values.baseline ? [{ label: `baseline (${values.baseline})`, root: values.baseline }] : [])];
-console.log(`one route changed among ${ROUTES}, ${THREADS} thread${THREADS === 1 ? '' : 's'}, ${CHANGES} changes a run, ${RUNS} run(s) per build; medians in ms`);
+console.log(`${CHANGE === 'route' ? 'one route changed' : "one Service's endpoints changed, every route sending to it,"} among ${ROUTES}, ${THREADS} thread${THREADS === 1 ? '' : 's'}, ${CHANGES} changes a run, ${RUNS} run(s) per build; medians in ms`);
 const results = new Map(builds.map((b) => [b.label, []]));
 for (let r = 0; r < RUNS; r++) {
   for (const b of r % 2 ? [...builds].reverse() : builds) {
