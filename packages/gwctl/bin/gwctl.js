@@ -1,14 +1,10 @@
 #!/usr/bin/env node
 // Runs the compiled CLI; `pnpm build` produces dist/. Imported statically: scripts/gwctl-build.mjs
 // bundles this file and everything it imports into one.
-import { nodeTooOld } from '@tollgate/kit/node-version';
+import { refuseOldNode } from '@tollgate/kit/node-version';
 import { main } from '../dist/cli.js';
 
-const tooOld = nodeTooOld('gwctl');
-if (tooOld) {
-  process.stderr.write(`${tooOld}\n`);
-  process.exit(1);
-}
+refuseOldNode('gwctl');
 
 // A closed pipe (`gwctl trace --local --raw | head -1`) ends gwctl quietly, like other tools.
 process.stdout.on('error', (err) => {

@@ -1,7 +1,13 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { MIN_NODE_MAJOR, nodeTooOld } from '../src/node-version.js';
 
 describe('nodeTooOld', () => {
+  it("is the repository's engines release", () => {
+    const engines = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { engines: { node: string } }).engines.node;
+    expect(engines).toBe(`>=${MIN_NODE_MAJOR}.0.0`);
+  });
+
   it('lets the supported release and later ones run', () => {
     expect(nodeTooOld('tollgate', `${MIN_NODE_MAJOR}.0.0`)).toBeNull();
     expect(nodeTooOld('tollgate', `${MIN_NODE_MAJOR}.12.1`)).toBeNull();

@@ -1,14 +1,10 @@
 #!/usr/bin/env node
 // Runs the compiled CLI; `pnpm build` produces dist/. The V8 defaults are set before the
 // proxy's modules load (dist/process/v8-defaults.js says which and why).
-import { nodeTooOld } from '@tollgate/kit/node-version';
+import { refuseOldNode } from '@tollgate/kit/node-version';
 import { applyV8Defaults } from '../dist/process/v8-defaults.js';
 
-const tooOld = nodeTooOld('tollgate');
-if (tooOld) {
-  process.stderr.write(`${tooOld}\n`);
-  process.exit(1);
-}
+refuseOldNode('tollgate');
 
 applyV8Defaults();
 const { main } = await import('../dist/cli.js');

@@ -162,13 +162,14 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
     let skipped = 0;
     let failed = 0;
     let firstFailure = '';
-    const reported = new Set<string>();
+    // What the pass of every object saw, so that what it remembers of deleted objects goes.
+    const reported = scope === 'all' ? new Set<string>() : null;
     let slice = performance.now();
     for (const item of scope === 'all' ? items(report) : gatewayItems(report)) {
       if (!this.#may()) return;
       checked++;
       const key = `${item.kind}/${item.key}`;
-      reported.add(key);
+      reported?.add(key);
       if (performance.now() - slice > SLICE_MS) {
         await turn();
         slice = performance.now();
@@ -192,8 +193,9 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
       }
     }
     this.lastPassSkipped = skipped;
-    if (scope === 'gateways') {
-      // Its failures are retried by a pass of every object; its success says nothing of the others'.
+    if (reported === null) {
+      // A pass of the Gateways alone: its failures are retried by a pass of every object, and its
+      // success says nothing of the others'.
       if (failed) this.#afterPass(failed, checked, firstFailure);
       this.#o.log.debug({ checked, written, skipped }, 'status pass of the Gateways finished');
       return;
