@@ -14,6 +14,7 @@ import { generationOf } from './keys.js';
 import { grantNeeded, type ReferenceFrom } from './referencegrant.js';
 import type { BackendStatusReport } from './types.js';
 import { BACKEND_GROUP, type TollgateBackend } from '../types/gateway-api.js';
+import { sameObjects } from './same-objects.js';
 
 export { BACKEND_GROUP };
 
@@ -157,7 +158,7 @@ function depsOf(b: TollgateBackend, ctx: Context): unknown[] {
 export function backendState(b: TollgateBackend, ctx: Context): BackendState {
   const deps = depsOf(b, ctx);
   const hit = cache.get(b);
-  if (hit && hit.deps.length === deps.length && hit.deps.every((d, i) => d === deps[i])) return hit.state;
+  if (hit && sameObjects(hit.deps, deps)) return hit.state;
   const state = checkBackend(b, ctx);
   cache.set(b, { deps, state });
   return state;

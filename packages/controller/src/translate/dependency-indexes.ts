@@ -18,6 +18,7 @@ import type { TollgateBackend } from '../types/gateway-api.js';
 import { indexBackendTls, type BackendTlsIndex } from './backendtlspolicy.js';
 import { byKey, compareStrings, keyOf } from './keys.js';
 import { ReferenceGrants } from './referencegrant.js';
+import { sameObjects } from './same-objects.js';
 import { slicePortsKey } from './slice-ports.js';
 import type { Resources } from './types.js';
 
@@ -68,13 +69,6 @@ type Lists = Readonly<Record<ListName, readonly unknown[]>>;
 const LIST_NAMES: readonly ListName[] = ['services', 'endpointSlices', 'backends', 'referenceGrants', 'backendTLSPolicies', 'secrets', 'configMaps'];
 /** The lists whose changes are told by key (DependencyChange). */
 const KEYED: ReadonlySet<ListName> = new Set<ListName>(['services', 'endpointSlices', 'backends']);
-
-/** Whether two lists hold the same objects in the same order. */
-export function sameObjects(a: readonly unknown[], b: readonly unknown[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
 
 // The last translation's lists (its own copies: a caller may reuse and change an array between
 // calls) and what was made of them. Nothing mutates an index once built.

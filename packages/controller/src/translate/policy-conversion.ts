@@ -15,6 +15,7 @@ import { authOutbound, type PolicyOutbound } from './policy-outbound.js';
 import { mayRead, policyReferrer, selectSecrets, type PolicyRefs } from './policy-refs.js';
 import { ClusterPolicySources, type Finding, type OutboundCall } from './policy-sources.js';
 import type { GatewayPolicy } from '../types/gateway-api.js';
+import { sameObjects } from './same-objects.js';
 
 export interface Conversion {
   /** The policy as the proxies run it (its origin names the first target; ./gatewaypolicy.ts sets each); null when it sets nothing or has findings. */
@@ -47,8 +48,6 @@ function inputsOf(namespace: string, refs: PolicyRefs, ctx: Context): unknown[] 
   return out;
 }
 
-const same = (a: readonly unknown[], b: readonly unknown[]) => a.length === b.length && a.every((x, i) => x === b[i]);
-
 /** The outbound targets of a cached conversion resolved again, or null when one resolves differently (convert again). */
 function replay(namespace: string, calls: readonly OutboundCall[], ctx: Context): PolicyOutbound[] | null {
   const out: PolicyOutbound[] = [];
@@ -64,7 +63,7 @@ export function convertPolicy(p: GatewayPolicy, refs: PolicyRefs, ctx: Context):
   const namespace = p.metadata.namespace ?? '';
   const inputs = inputsOf(namespace, refs, ctx);
   const hit = cache.get(p);
-  if (hit && same(hit.inputs, inputs)) {
+  if (hit && sameObjects(hit.inputs, inputs)) {
     const outbound = replay(namespace, hit.calls, ctx);
     if (outbound) return { ir: hit.ir, findings: hit.findings, outbound };
   }

@@ -15,7 +15,7 @@ import type { V1EndpointSlice, V1ServicePort } from '@kubernetes/client-node';
 import type { BackendIR, RouteIR, ServiceBackendIR, ServiceEndpointsIR } from '@tollgate/api';
 import { serviceEndpoints } from './backendrefs.js';
 import type { Context } from './context.js';
-import { sameObjects } from './dependency-indexes.js';
+import { sameObjects } from './same-objects.js';
 import { compareStrings } from './keys.js';
 
 type Lists = readonly (readonly RouteIR[])[];

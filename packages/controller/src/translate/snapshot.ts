@@ -25,6 +25,7 @@ import type { TranslatedRoute, TranslatedRule } from './httproute.js';
 import { tlsListenerMode, type ListenerState } from './listeners.js';
 import { hostAllowed } from './backend.js';
 import type { EndpointsTables } from './service-endpoints.js';
+import { sameObjects } from './same-objects.js';
 
 /** Address the proxy binds every port on; the proxy Service in front of it picks the exposure. */
 const BIND_ADDRESS = '0.0.0.0';
@@ -297,7 +298,5 @@ let lastRoutes = new Map<string, ReadonlyMap<string, readonly RouteIR[]>>();
 
 /** `before` when `routes` holds the same objects in the same order (a list is never changed once in a snapshot), else `routes`. */
 function sameAsBefore(routes: readonly RouteIR[], before: readonly RouteIR[] | undefined): readonly RouteIR[] {
-  if (!before || before.length !== routes.length) return routes;
-  for (let i = 0; i < routes.length; i++) if (routes[i] !== before[i]) return routes;
-  return before;
+  return before && sameObjects(routes, before) ? before : routes;
 }
