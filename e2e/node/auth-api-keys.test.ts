@@ -85,7 +85,10 @@ function opaRouteObjects(): unknown[] {
       metadata: { name: 'opa-decides', namespace: 'team-a' },
       spec: {
         targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'decided' }],
-        traffic: { extAuthz: { service: { backendRef: { name: 'opa', namespace: AUTHZ, port: 9191 } }, protocol: 'GRPC', failureMode: 'FailClosed', timeout: '1s' } },
+        // 5 s: the first decision opens the channel to OPA's pod and OPA prepares its policy; on
+        // the CI node, shared with the other suites, that took over 1 s once (the answer was the
+        // FailClosed 403, which is right for a timeout but is not what this test is about).
+        traffic: { extAuthz: { service: { backendRef: { name: 'opa', namespace: AUTHZ, port: 9191 } }, protocol: 'GRPC', failureMode: 'FailClosed', timeout: '5s' } },
       },
     },
   ];
