@@ -425,19 +425,21 @@ spec:
      * the admin API's /backends shows them (the main thread's snapshot) and the proxy has logged
      * `serving snapshot <that version>`, which it does once every thread serves it.
      */
-    const waitServing = async (want: readonly Pod[], timeoutMs = 60_000): Promise<void> => {
+    /** Resolves, once every proxy serves `want`, with the version the first proxy serves them in. */
+    const waitServing = async (want: readonly Pod[], timeoutMs = 60_000): Promise<string> => {
       const expected = want.map((p) => `${p.address}:${backendPort}`).sort().join(',');
       const deadline = Date.now() + timeoutMs;
-      await Promise.all(
+      const versions = await Promise.all(
         fleet.proxies.map(async (p) => {
           for (;;) {
             const now = await served(p);
-            if (now.endpoints.join(',') === expected && p.lines.findLast((l) => l.msg === `serving snapshot ${now.version} from the controller`)) return;
+            if (now.endpoints.join(',') === expected && p.lines.findLast((l) => l.msg === `serving snapshot ${now.version} from the controller`)) return now.version;
             if (Date.now() > deadline) throw new Error(`${p.name}: endpoints ${now.endpoints.join(',') || 'none'} at version ${now.version}, not ${expected}, after ${timeoutMs} ms`);
             await new Promise((r) => setTimeout(r, 10));
           }
         }),
       );
+      return versions[0]!;
     };
 
     // The Service's first backends, in a slice that replaces the one made at the start.
@@ -451,6 +453,7 @@ spec:
 
     const fromController = fleet.controller.lines.length;
     const fromProxy = fleet.proxies.map((p) => p.lines.length);
+    const metricsBefore = await fleet.controller.metrics();
     const start = Date.now();
     const deadline = start + CHURN_SECONDS * 1000;
     console.log(`churn: ${routes} routes, ${fleet.proxies.length} prox${fleet.proxies.length === 1 ? 'y' : 'ies'} (${PROXY_WORKERS} thread${PROXY_WORKERS === 1 ? '' : 's'} each), ${CHURN_CLIENTS} client loops, ${CHURN_SECONDS} s; ${load()}`);
@@ -489,6 +492,7 @@ spec:
     let sliceWrites = 0;
     let replaced = 0;
     const rollTimes: number[] = [];
+    const rollStages = { api: [] as number[], controller: [] as number[], delivery: [] as number[] };
     const rollFailures: string[] = [];
     const roller = async () => {
       while (Date.now() < deadline) {
@@ -499,17 +503,31 @@ spec:
         sliceWrites++;
         // A terminating pod still serving (its grace period) or already failing its readiness probe.
         const terminating: Conditions = { ready: false, serving: rolls % 2 === 0, terminating: true };
+        const fromController = fleet.controller.lines.length;
+        const fromProxy = fleet.proxies[0]!.lines.length;
+        const wall0 = Date.now();
         const t0 = performance.now();
         await api.mergePatch(path, { endpoints: slice(sliceName, [[old, terminating] as const, ...running.slice(1).map((p) => [p, READY] as const), [fresh, READY] as const]).endpoints });
+        const wall1 = wall0 + (performance.now() - t0);
         sliceWrites++;
         const next = [...running.slice(1), fresh];
+        let version: string;
         try {
-          await waitServing(next);
+          version = await waitServing(next);
         } catch (err) {
           rollFailures.push(String(err));
           return;
         }
         rollTimes.push(performance.now() - t0);
+        // The stages, from the processes' log lines (as the routes part): the snapshot the first
+        // proxy serves the new endpoints in, when the controller made it and when that proxy served it.
+        const built = fleet.controller.lines.slice(fromController).find((l) => l.msg === 'new snapshot' && l.gateway === GATEWAY && String(l.version) === version);
+        const servedLine = fleet.proxies[0]!.lines.slice(fromProxy).find((l) => l.msg === `serving snapshot ${version} from the controller`);
+        if (built && servedLine) {
+          rollStages.api.push(wall1 - wall0);
+          rollStages.controller.push(logTime(built) - wall1);
+          rollStages.delivery.push(logTime(servedLine) - logTime(built));
+        }
         const remaining = next.map((p) => [p, READY] as const);
         if ((rolls + 1) % REPLACE_EVERY === 0) {
           // As the EndpointSlice controller replaces a slice: the new one first, then the old one goes.
@@ -590,11 +608,21 @@ spec:
     console.log(`  requests: ${sent} in ${seconds.toFixed(0)} s (${(sent / seconds).toFixed(0)}/s), by status: ${statuses}; errors (not 200): ${errors}; latency ${summary(latency)}`);
     for (const e of firstErrors) console.log(`    ${e}`);
     console.log(`  rollout: ${rolls} backends replaced, ${sliceWrites} EndpointSlice writes (${replaced} slices replaced by a new name); terminating write -> every proxy serving the new endpoints: ${rollTimes.length ? summary(rollTimes) : 'none'}`);
+    if (rollStages.api.length)
+      console.log(
+        `    stages (p50 / p99): API write ${ms(pct(rollStages.api, 50))} / ${ms(pct(rollStages.api, 99))}; ` +
+          `controller (watch, debounce, translate) ${ms(pct(rollStages.controller, 50))} / ${ms(pct(rollStages.controller, 99))}; ` +
+          `delivery to the first proxy (push, decode, compile, every thread) ${ms(pct(rollStages.delivery, 50))} / ${ms(pct(rollStages.delivery, 99))} (${rollStages.api.length} rolls with both log lines)`,
+      );
     for (const f of rollFailures) console.log(`    roll stopped: ${f}`);
     const perPod = pods.map((p) => p.requests);
     const late = pods.reduce((n, p) => n + p.late, 0);
     console.log(`  backends: ${pods.length} started; requests each min ${Math.min(...perPod)}, median ${pct(perPod, 50)}, max ${Math.max(...perPod)}; requests that reached a backend after every proxy served a snapshot without it: ${late}`);
     console.log(`  routes: ${edits} edits, ${added} added (create -> first 200: ${addTimes.length ? summary(addTimes) : 'none'}), ${routes} now; failures ${changeFailures.length}${changeFailures.length ? `: ${changeFailures.slice(0, 3).join('; ')}` : ''}`);
+    const metricsAfter = await fleet.controller.metrics();
+    const delta = (name: string) => sumMetric(metricsAfter, name) - sumMetric(metricsBefore, name);
+    const runs = delta('tollgate_controller_reconcile_duration_seconds_count');
+    console.log(`  controller: ${runs} reconciles, mean ${((delta('tollgate_controller_reconcile_duration_seconds_sum') / runs) * 1000).toFixed(1)} ms each (translate, snapshots, status)`);
     console.log(`  snapshots: ${snapshots} made by the controller, served ${servedCounts.join(' / ')} (per proxy); proxy warnings and errors logged: ${proxyProblems.length}${proxyProblems.length ? `, first: ${proxyProblems.slice(0, 3).join(' | ')}` : ''}; ${load()}`);
     await profiles;
   });

@@ -325,6 +325,34 @@ describe('translate reuse over a changing cluster', () => {
     expect([...granted].filter(([k, ir]) => sliced.get(k) !== ir).map(([k]) => k)).toEqual([]);
   });
 
+  it('translates the routes again under other options, though no object changed', () => {
+    const r = cluster(6);
+    translate(r, options);
+    for (const other of [{ ...options, gatewayApiVersion: 'v1.5.0' }, { ...options, controllerName: 'example.com/other' }, { ...options, gatewayProxyImages: ['registry.example/proxy:'] }, options]) {
+      expect(resultBytes(translate({ ...r }, other))).toBe(resultBytes(translate(structuredClone(r), other)));
+    }
+  });
+
+  it('checks a route against a ReferenceGrant that changed while it was away, when it comes back after an endpoint change', () => {
+    const r = cluster(4);
+    // A route of team-b to a Service of team-a: refused (RefNotPermitted) until a ReferenceGrant allows it.
+    const across: HTTPRoute = { ...route(1), metadata: { ...route(1).metadata, name: 'across' } };
+    across.spec = { ...across.spec, rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/across' } }], backendRefs: [{ name: 'svc-0', namespace: 'team-a', port: 80 }] }] };
+    r.httpRoutes.push(across);
+    translate({ ...r }, options);
+    r.httpRoutes.pop();
+    translate({ ...r }, options);
+    r.referenceGrants.push({ apiVersion: 'gateway.networking.k8s.io/v1beta1', kind: 'ReferenceGrant', metadata: { name: 'g', namespace: 'team-a' }, spec: { from: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'team-b' }], to: [{ group: '', kind: 'Service' }] } });
+    translate({ ...r }, options);
+    // Back (the same object), with an endpoint change of another Service in the same translation.
+    r.httpRoutes.push(across);
+    const at = r.endpointSlices.findIndex((e) => e.metadata?.namespace === 'team-b' && e.metadata?.name === 'svc-3-x');
+    r.endpointSlices[at] = { ...r.endpointSlices[at]!, endpoints: [{ addresses: ['198.18.1.7'], conditions: { ready: true } }] };
+    const result = translate({ ...r }, options);
+    expect(result.status.httpRoutes.get('team-b/across')!.parents.map((p) => p.conditions.find((c) => c.type === 'ResolvedRefs')?.status)).toEqual(['True']);
+    expect(resultBytes(result)).toBe(resultBytes(translate(structuredClone(r), options)));
+  });
+
   it('gives a GRPCRoute the policy targeting it as it is now: created, edited, deleted, and across edits of the route', () => {
     const r = cluster(4);
     const grpc: GRPCRoute = {

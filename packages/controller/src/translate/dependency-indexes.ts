@@ -54,6 +54,13 @@ export interface DependencyChange {
   readonly keys: ReadonlySet<string>;
   /** `<namespace>/<service>` of every Service whose EndpointSlices are not the objects they were in `from`. */
   readonly endpoints: ReadonlySet<string>;
+  /**
+   * Whether what was checked in epoch `epoch` (this one or an earlier) and reads, among the
+   * dependency lists, only what `keys` names still holds: every change since was told by key
+   * (this one included), and none named one of `keys`. A translation may skip the routes
+   * (translate/routes-part.ts), so what was checked several epochs ago is still kept this way.
+   */
+  holdsSince(epoch: number, keys: Iterable<string>): boolean;
 }
 
 export interface Dependencies {
@@ -74,6 +81,13 @@ const KEYED: ReadonlySet<ListName> = new Set<ListName>(['services', 'endpointSli
 // calls) and what was made of them. Nothing mutates an index once built.
 let last: { readonly lists: Lists; readonly made: Dependencies } | null = null;
 let epochs = 0;
+// Since which epoch every change was told by key, and the epoch of each key's last change since
+// then (DependencyChange.holdsSince). A change not told by key clears them; so does a history
+// longer than MAX_KEY_HISTORY keys (then it counts as not told by key: everything is checked
+// again once, as after a ReferenceGrant change).
+let keyedSince = 0;
+const keyChangedAt = new Map<string, number>();
+const MAX_KEY_HISTORY = 10_000;
 
 /** The indexes of these inputs' dependency lists, their epoch and, where it can tell, what changed. */
 export function dependenciesOf(resources: Resources): Dependencies {
@@ -90,10 +104,22 @@ export function dependenciesOf(resources: Resources): Dependencies {
   if (last && !changed.size) return last.made;
   const before = last?.made.indexes;
   const indexes = indexesOf(resources, changed, before);
-  const change = last && before && [...changed].every((n) => KEYED.has(n)) ? { from: last.made.epoch, ...changedKeys(before, indexes) } : null;
+  const epoch = ++epochs;
+  const keyed = last && before && [...changed].every((n) => KEYED.has(n)) ? changedKeys(before, indexes) : null;
+  if (keyed === null || keyChangedAt.size + keyed.keys.size > MAX_KEY_HISTORY) {
+    keyedSince = epoch;
+    keyChangedAt.clear();
+  } else for (const key of keyed.keys) keyChangedAt.set(key, epoch);
+  const change = keyed && keyedSince < epoch ? { from: last!.made.epoch, ...keyed, holdsSince } : null;
   const copies = Object.fromEntries(LIST_NAMES.map((n) => [n, changed.has(n) ? [...lists[n]] : last!.lists[n]])) as unknown as Lists;
-  last = { lists: copies, made: { epoch: ++epochs, change, indexes } };
+  last = { lists: copies, made: { epoch, change, indexes } };
   return last.made;
+}
+
+function holdsSince(epoch: number, keys: Iterable<string>): boolean {
+  if (epoch < keyedSince) return false;
+  for (const key of keys) if ((keyChangedAt.get(key) ?? 0) > epoch) return false;
+  return true;
 }
 
 /** The indexes, each made from its lists when one of them is in `changed`, else `before`'s. */

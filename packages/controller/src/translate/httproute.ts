@@ -208,9 +208,12 @@ function mirrorFilters(filters: readonly HTTPRouteFilter[], ns: string, path: st
 // route's lookups); and when the epoch changed only for some Services, EndpointSlices or
 // Backends (Context.dependencyChange), an entry checked in the epoch before that names none of
 // them is not checked either (an endpoint of one Service becoming ready looks at the routes to
-// that Service only).
+// that Service only), nor one checked several epochs ago when every change since was of that
+// kind (translations that skipped the routes, ./routes-part.ts).
 interface RulesEntry {
   readonly targets: readonly RefTarget[];
+  /** The targets' keys (what DependencyChange.holdsSince is asked about). */
+  readonly keys: readonly string[];
   readonly deps: readonly unknown[];
   readonly limits: EvaluationLimits;
   readonly result: RulesResult;
@@ -218,12 +221,10 @@ interface RulesEntry {
 }
 const rulesCache = new WeakMap<HTTPRoute, RulesEntry>();
 
-/** Whether the entry was checked in the epoch before this one and names no key that changed since. */
+/** Whether every change since the entry was checked was told by key, and none named one of its targets. */
 function untouched(hit: RulesEntry, ctx: Context): boolean {
   const change = ctx.dependencyChange;
-  if (change === null || hit.epoch !== change.from) return false;
-  for (const t of hit.targets) if (change.keys.has(t.key)) return false;
-  return true;
+  return change !== null && change.holdsSince(hit.epoch, hit.keys);
 }
 
 function cachedRules(route: HTTPRoute, kind: RouteKind, ctx: Context): RulesResult {
@@ -234,7 +235,7 @@ function cachedRules(route: HTTPRoute, kind: RouteKind, ctx: Context): RulesResu
   }
   const targets = hit?.targets ?? refTargets(route);
   const result = translateRules(route, kind, ctx);
-  rulesCache.set(route, { targets, deps: dependencies(targets, ctx), limits: ctx.limits, result, epoch: ctx.dependencyEpoch });
+  rulesCache.set(route, { targets, keys: hit?.keys ?? targets.map((t) => t.key), deps: dependencies(targets, ctx), limits: ctx.limits, result, epoch: ctx.dependencyEpoch });
   return result;
 }
 

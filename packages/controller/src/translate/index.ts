@@ -1,11 +1,10 @@
 // translate(): Gateway API and GatewayPolicy objects in, per-Gateway proxy snapshots and
 // desired status out. Pure, synchronous and deterministic; see ./types.ts for the contract.
 import { buildContext } from './context.js';
-import { gatewayStatus, listenerSetStatuses, translateGateways, type GatewayState } from './gateway.js';
+import { gatewayStatus, listenerSetStatuses, type GatewayState } from './gateway.js';
 import { compareStrings } from './keys.js';
-import { translateGatewayClasses } from './gatewayclass.js';
 import { translateGatewayPolicies } from './gatewaypolicy.js';
-import { translateRoutes } from './httproute.js';
+import { routesPart } from './routes-part.js';
 import { buildSnapshots } from './snapshot.js';
 import { endpointsTables } from './service-endpoints.js';
 import { translateTlsRoutes } from './tlsroute.js';
@@ -16,12 +15,8 @@ export type * from './types.js';
 
 export function translate(resources: Resources, options: TranslateOptions): TranslateResult {
   const ctx = buildContext(resources, options);
-  const classes = translateGatewayClasses(resources.gatewayClasses, ctx);
-  const gateways = translateGateways(ctx, classes.ours);
-  const routes = translateRoutes(ctx, gateways);
-  const routesByKey = new Map(routes.filter((r) => r.kind === 'HTTPRoute').map((r) => [r.key, r]));
-  const grpcByKey = new Map(routes.filter((r) => r.kind === 'GRPCRoute').map((r) => [r.key, r]));
-  const policies = translateGatewayPolicies(resources.gatewayPolicies, ctx, gateways, { HTTPRoute: routesByKey, GRPCRoute: grpcByKey });
+  const { classes, gateways, routes, byKind, httpStatus, grpcStatus } = routesPart(resources, options, ctx);
+  const policies = translateGatewayPolicies(resources.gatewayPolicies, ctx, gateways, byKind);
   const tlsRoutes = translateTlsRoutes(ctx, gateways);
   const snapshots = buildSnapshots(gateways, routes, policies.applied, policies.failover, ctx.limits, endpointsTables(ctx), tlsRoutes);
   return {
@@ -30,9 +25,8 @@ export function translate(resources: Resources, options: TranslateOptions): Tran
       gatewayClasses: classes.status,
       gateways: new Map([...gateways].map(([key, g]) => [key, gatewayStatus(g)])),
       ...listenerSetReports(gateways),
-      // ctx.httpRoutes is in key order already: no second sort of every route's key.
-      httpRoutes: new Map([...ctx.httpRoutes.keys()].map((key) => [key, routesByKey.get(key)!.status] as const)),
-      grpcRoutes: new Map([...ctx.grpcRoutes.keys()].map((key) => [key, grpcByKey.get(key)!.status] as const)),
+      httpRoutes: httpStatus,
+      grpcRoutes: grpcStatus,
       tlsRoutes: new Map(tlsRoutes.map((r) => [r.key, r.status])),
       gatewayPolicies: policies.status,
       backends: new Map([...ctx.backends].map(([key, b]) => [key, backendStatus(b, ctx.memo(`backend/${key}`, () => backendState(b, ctx)))])),

@@ -115,7 +115,16 @@ function routeIRs(tr: TranslatedRoute, hostnames: readonly string[], applied: Ap
 // when those entries of `applied` and `failover` are the same objects as in the last build's:
 // the key of the reuse is complete. IRs last confirmed by an earlier build are made again
 // (what changed between that build and the last one is not known).
-let lastBuild: { readonly number: number; readonly applied: AppliedPolicies; readonly failover: AppliedFailover } = { number: 0, applied: new Map(), failover: new Map() };
+// A build that changes no target's policy nor failover keeps the number: what the last one
+// confirmed holds in it as well.
+let lastBuild: {
+  readonly number: number;
+  readonly applied: AppliedPolicies;
+  readonly failover: AppliedFailover;
+  /** The routes it placed and the lists it placed them in, by listener. */
+  readonly routes: readonly TranslatedRoute[];
+  readonly byListener: ReadonlyMap<ListenerState, readonly RouteIR[]>;
+} = { number: 0, applied: new Map(), failover: new Map(), routes: [], byListener: new Map() };
 
 /** The targets whose policy or failover is not what the last build had. */
 function changedTargets(applied: AppliedPolicies, failover: AppliedFailover): Set<string> {
@@ -132,6 +141,8 @@ function changedTargets(applied: AppliedPolicies, failover: AppliedFailover): Se
 
 interface Build {
   readonly number: number;
+  /** No target's policy nor failover changed since the last build: every IR it confirmed holds. */
+  readonly same: boolean;
   /** Whether the route's kept IRs (if any) hold in this build. */
   holds(tr: TranslatedRoute): boolean;
 }
@@ -139,14 +150,41 @@ interface Build {
 function nextBuild(applied: AppliedPolicies, failover: AppliedFailover): Build {
   const changed = changedTargets(applied, failover);
   const previous = lastBuild.number;
-  lastBuild = { number: previous + 1, applied, failover };
+  const number = changed.size ? previous + 1 : previous;
   const touched = (tr: TranslatedRoute): boolean => {
     const ns = tr.route.metadata.namespace ?? '';
     const name = tr.route.metadata.name;
     if (changed.has(keyFor(tr.route, () => targetKey(tr.kind, ns, name, null)))) return true;
     return tr.rules.some((rule) => rule.sectionName !== null && changed.has(keyFor(rule, () => targetKey(tr.kind, ns, name, rule.sectionName))));
   };
-  return { number: previous + 1, holds: (tr) => tr.sent.confirmed === previous && (changed.size === 0 || !touched(tr)) };
+  return { number, same: changed.size === 0, holds: (tr) => tr.sent.confirmed === previous && (changed.size === 0 || !touched(tr)) };
+}
+
+/**
+ * The routes' IRs by listener, in precedence order: the last build's lists when the routes are
+ * the last build's objects and no policy changed (an endpoint change: the translation kept its
+ * routes, ./routes-part.ts), as the walk would make them again.
+ */
+function placeRoutes(routes: readonly TranslatedRoute[], applied: AppliedPolicies, failover: AppliedFailover): ReadonlyMap<ListenerState, readonly RouteIR[]> {
+  const build = nextBuild(applied, failover);
+  if (build.same && routes === lastBuild.routes) {
+    lastBuild = { ...lastBuild, applied, failover };
+    return lastBuild.byListener;
+  }
+  const byListener = new Map<ListenerState, RouteIR[]>();
+  for (const tr of routes) {
+    const sent = tr.sent;
+    if (!build.holds(tr)) sent.lists = [];
+    tr.attachments.forEach((a, i) => {
+      const irs = (sent.lists[i] ??= routeIRs(tr, a.hostnames, applied, failover));
+      const list = byListener.get(a.listener) ?? [];
+      if (!list.length) byListener.set(a.listener, list);
+      for (const ir of irs) list.push(ir);
+    });
+    sent.confirmed = build.number;
+  }
+  lastBuild = { number: build.number, applied, failover, routes, byListener };
+  return byListener;
 }
 
 // A route with a Backend whose host the Gateway's class does not allow, as that Gateway serves
@@ -224,19 +262,7 @@ export function buildSnapshots(
   // The proxies check and run the routes under the bounds they were translated with.
   const bounds = isDefaultLimits(limits) ? {} : { limits };
   // Routes are already in precedence order; keep it per listener.
-  const byListener = new Map<ListenerState, RouteIR[]>();
-  const build = nextBuild(applied, failover);
-  for (const tr of routes) {
-    const sent = tr.sent;
-    if (!build.holds(tr)) sent.lists = [];
-    tr.attachments.forEach((a, i) => {
-      const irs = (sent.lists[i] ??= routeIRs(tr, a.hostnames, applied, failover));
-      const list = byListener.get(a.listener) ?? [];
-      if (!list.length) byListener.set(a.listener, list);
-      for (const ir of irs) list.push(ir);
-    });
-    sent.confirmed = build.number;
-  }
+  const byListener = placeRoutes(routes, applied, failover);
   const out = new Map<string, ProxySnapshot>();
   for (const [key, g] of gateways) {
     if (!g.accepted.ok) continue;
@@ -260,8 +286,7 @@ export function buildSnapshots(
       // A policy's sectionName names a listener of the Gateway's own spec; a ListenerSet's take the Gateway's policy.
       const policy = (l.origin.kind === 'Gateway' ? applied.get(targetKey('Gateway', ns, gwName, l.spec.name)) : undefined) ?? gatewayPolicy;
       const name = snapshotListenerName(l);
-      const attached = withAllowedHosts(byListener.get(l) ?? [], g.backendHosts);
-      const routes = sameAsBefore(clientCertificate ? attached.map((r) => routeWithCertificate(r, clientCertificate)) : attached, lastRoutes.get(key)?.get(name));
+      const routes = listenerRoutes(byListener.get(l) ?? [], g.backendHosts, clientCertificate, lastRoutes.get(key)?.get(name));
       let listener: ListenerIR;
       if (l.certificates === null) listener = { name, protocol: 'HTTP', hostname, policy, routes };
       // An HTTPS listener without a usable certificate cannot complete a handshake: left out
@@ -295,6 +320,19 @@ export function buildSnapshots(
 // routes that changed are hashed, snapshotVersion). Neither changes any output.
 let lastSnapshots = new Map<string, ProxySnapshot>();
 let lastRoutes = new Map<string, ReadonlyMap<string, readonly RouteIR[]>>();
+
+// A listener's routes as its Gateway sends them, by the list placeRoutes() made: a list it
+// hands out again (nothing changed) is sent as the same list, without a walk over its routes.
+const sentLists = new WeakMap<readonly RouteIR[], { readonly hosts: readonly string[] | null; readonly certificate: CertificateIR | null; readonly routes: readonly RouteIR[] }>();
+
+function listenerRoutes(placed: readonly RouteIR[], hosts: readonly string[] | null, certificate: CertificateIR | null, before: readonly RouteIR[] | undefined): readonly RouteIR[] {
+  const hit = sentLists.get(placed);
+  if (hit && hit.hosts === hosts && hit.certificate === certificate) return hit.routes;
+  const attached = withAllowedHosts(placed, hosts);
+  const routes = sameAsBefore(certificate ? attached.map((r) => routeWithCertificate(r, certificate)) : attached, before);
+  sentLists.set(placed, { hosts, certificate, routes });
+  return routes;
+}
 
 /** `before` when `routes` holds the same objects in the same order (a list is never changed once in a snapshot), else `routes`. */
 function sameAsBefore(routes: readonly RouteIR[], before: readonly RouteIR[] | undefined): readonly RouteIR[] {
