@@ -336,8 +336,12 @@ describe('translate reuse over a changing cluster', () => {
   it('checks a route against a ReferenceGrant that changed while it was away, when it comes back after an endpoint change', () => {
     const r = cluster(4);
     // A route of team-b to a Service of team-a: refused (RefNotPermitted) until a ReferenceGrant allows it.
-    const across: HTTPRoute = { ...route(1), metadata: { ...route(1).metadata, name: 'across' } };
-    across.spec = { ...across.spec, rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/across' } }], backendRefs: [{ name: 'svc-0', namespace: 'team-a', port: 80 }] }] };
+    const base = route(1);
+    const across: HTTPRoute = {
+      ...base,
+      metadata: { ...base.metadata, name: 'across' },
+      spec: { ...base.spec, rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/across' } }], backendRefs: [{ name: 'svc-0', namespace: 'team-a', port: 80 }] }] },
+    };
     r.httpRoutes.push(across);
     translate({ ...r }, options);
     r.httpRoutes.pop();
