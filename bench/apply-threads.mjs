@@ -26,6 +26,8 @@ Options:
   --change <what>    route: the last route edited; endpoints: every route
                      sends to one Service port, whose ready endpoint is
                      replaced (a rollout's step)                          [default route]
+  --listener-policy  the listener has a policy of its own (a rate limit at
+                     Gateway level, as most Gateways have)
   --runs <n>         runs per build, alternated with the baseline's       [default 3]
   --port <n>         the port the proxy's one bind listens on (127.0.0.1) [default 18765]
   --baseline <dir>   also run a built checkout (e.g. a worktree of the commit before a change)
@@ -37,6 +39,7 @@ const { values } = parseArgs({
     threads: { type: 'string', default: '2' },
     changes: { type: 'string', default: '40' },
     change: { type: 'string', default: 'route' },
+    'listener-policy': { type: 'boolean', default: false },
     runs: { type: 'string', default: '3' },
     port: { type: 'string', default: '18765' },
     baseline: { type: 'string' },
@@ -59,7 +62,9 @@ if (values.change !== 'route' && values.change !== 'endpoints') {
   process.exit(2);
 }
 const CHANGE = values.change;
+const LISTENER_POLICY = values['listener-policy'];
 const SERVICE = 'llm.team.svc.cluster.local:80';
+const LIMIT = { traffic: { rateLimit: { local: [{ requests: 1000000, unit: 'Hours' }] } } };
 
 const routeConfig = (i, tag = '') => ({
   name: `route-${i}${tag}`,
@@ -73,7 +78,10 @@ async function run(root) {
   const api = await import(join(root, 'packages/api/dist/index.js'));
   const { ProxyProcess } = await import(join(root, 'packages/proxy/dist/index.js'));
   const snapshotOf = (routes) =>
-    api.standaloneToSnapshot(api.validateStandaloneConfig({ binds: [{ port: PORT, address: '127.0.0.1', listeners: [{ name: 'main', protocol: 'HTTP', routes }] }] }, 'bench'), { kind: 'controller', gateway: 'bench/gw' });
+    api.standaloneToSnapshot(
+      api.validateStandaloneConfig({ binds: [{ port: PORT, address: '127.0.0.1', listeners: [{ name: 'main', protocol: 'HTTP', ...(LISTENER_POLICY ? { policies: LIMIT } : {}), routes }] }] }, 'bench'),
+      { kind: 'controller', gateway: 'bench/gw' },
+    );
   let snapshot = snapshotOf(Array.from({ length: ROUTES }, (_, i) => routeConfig(i)));
   // Every route to one Service port, its ready endpoints listed once (what a controller sends).
   const table = (n) => [{ name: SERVICE, endpoints: [{ address: `198.18.100.${n % 250}`, port: 9000 }] }];
@@ -132,13 +140,13 @@ if (values.child) {
 
 /** One run in a process of its own: two builds' modules (and native addons) do not share one. */
 function runApart(root) {
-  const args = [fileURLToPath(import.meta.url), '--child', root, '--routes', String(ROUTES), '--threads', String(THREADS), '--changes', String(CHANGES), '--change', CHANGE, '--port', String(PORT)];
+  const args = [fileURLToPath(import.meta.url), '--child', root, '--routes', String(ROUTES), '--threads', String(THREADS), '--changes', String(CHANGES), '--change', CHANGE, '--port', String(PORT), ...(LISTENER_POLICY ? ['--listener-policy'] : [])];
   const out = execFileSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   return JSON.parse(out.trim().split('\n').pop());
 }
 
 const builds = [{ label: 'this build', root: ROOT }, ...(values.baseline ? [{ label: `baseline (${values.baseline})`, root: values.baseline }] : [])];
-console.log(`${CHANGE === 'route' ? 'one route changed' : "one Service's endpoints changed, every route sending to it,"} among ${ROUTES}, ${THREADS} thread${THREADS === 1 ? '' : 's'}, ${CHANGES} changes a run, ${RUNS} run(s) per build; medians in ms`);
+console.log(`${CHANGE === 'route' ? 'one route changed' : "one Service's endpoints changed, every route sending to it,"} among ${ROUTES}${LISTENER_POLICY ? ' (a listener policy)' : ''}, ${THREADS} thread${THREADS === 1 ? '' : 's'}, ${CHANGES} changes a run, ${RUNS} run(s) per build; medians in ms`);
 const results = new Map(builds.map((b) => [b.label, []]));
 for (let r = 0; r < RUNS; r++) {
   for (const b of r % 2 ? [...builds].reverse() : builds) {

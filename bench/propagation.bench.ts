@@ -376,6 +376,18 @@ spec:
     while (fleet.proxies.length < CHURN_PROXIES) await fleet.startProxy();
     while (fleet.proxies.length > CHURN_PROXIES) await fleet.removeProxy(fleet.proxies.at(-1)!);
     await fleet.waitSettled(CHURN_PROXIES, 600_000);
+    // The controller writes the status of thousands of new routes one by one, for tens of
+    // seconds after they serve; each write comes back as a watch event and a reconcile. The
+    // churn measures a cluster at rest, so it starts once every route's status is written.
+    const statusStart = performance.now();
+    for (;;) {
+      const list = (await api.call('GET', routesPath(NS))) as { items: { metadata: { generation?: number }; status?: { parents?: { conditions?: { type: string; observedGeneration?: number }[] }[] } }[] };
+      const pending = list.items.filter((r) => !r.status?.parents?.some((p) => p.conditions?.some((c) => c.type === 'Accepted' && c.observedGeneration === r.metadata.generation))).length;
+      if (pending === 0) break;
+      if (performance.now() - statusStart > 600_000) throw new Error(`${pending} of ${list.items.length} routes without their status after 600 s`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    console.log(`churn: every route's status written ${((performance.now() - statusStart) / 1000).toFixed(0)} s after the proxies served them all`);
     const slicesPath = `/apis/discovery.k8s.io/v1/namespaces/${NS}/endpointslices`;
     const free = Array.from({ length: HostNet.BACKEND_ADDRESSES }, (_, i) => i);
 
@@ -620,9 +632,13 @@ spec:
     console.log(`  backends: ${pods.length} started; requests each min ${Math.min(...perPod)}, median ${pct(perPod, 50)}, max ${Math.max(...perPod)}; requests that reached a backend after every proxy served a snapshot without it: ${late}`);
     console.log(`  routes: ${edits} edits, ${added} added (create -> first 200: ${addTimes.length ? summary(addTimes) : 'none'}), ${routes} now; failures ${changeFailures.length}${changeFailures.length ? `: ${changeFailures.slice(0, 3).join('; ')}` : ''}`);
     const metricsAfter = await fleet.controller.metrics();
-    const delta = (name: string) => sumMetric(metricsAfter, name) - sumMetric(metricsBefore, name);
+    const delta = (name: string, labels: Record<string, string> = {}) => sumMetric(metricsAfter, name, labels) - sumMetric(metricsBefore, name, labels);
     const runs = delta('tollgate_controller_reconcile_duration_seconds_count');
-    console.log(`  controller: ${runs} reconciles, mean ${((delta('tollgate_controller_reconcile_duration_seconds_sum') / runs) * 1000).toFixed(1)} ms each (translate, snapshots, status)`);
+    const writes = (kind: string) => delta('tollgate_controller_status_writes_total', { kind, result: 'written' });
+    console.log(
+      `  controller: ${runs} reconciles, mean ${((delta('tollgate_controller_reconcile_duration_seconds_sum') / runs) * 1000).toFixed(1)} ms each (translate, snapshots, status); ` +
+        `status written: ${writes('Gateway')} Gateway, ${writes('HTTPRoute')} HTTPRoute`,
+    );
     console.log(`  snapshots: ${snapshots} made by the controller, served ${servedCounts.join(' / ')} (per proxy); proxy warnings and errors logged: ${proxyProblems.length}${proxyProblems.length ? `, first: ${proxyProblems.slice(0, 3).join(' | ')}` : ''}; ${load()}`);
     await profiles;
   });

@@ -1,5 +1,6 @@
-// An apply compiles in proportion to what changed: a route with no policy, on a listener with
-// none, keeps the compiled route of the last apply (one route edited among many builds one);
+// An apply compiles in proportion to what changed: a route with no policy, on a listener whose
+// policy is the same object (or none), keeps the compiled route of the last apply (one route
+// edited among many builds one);
 // a policy that comes to or leaves the listener reaches every route of it; a change of a
 // Service's endpoints builds no route, and reaches every route to the Service.
 import { standaloneToSnapshot, validateStandaloneConfig, type ListenerIR, type ProxySnapshot, type RouteIR, type ServiceBackendIR } from '@tollgate/api';
@@ -65,6 +66,24 @@ describe('compile in proportion to the change', () => {
     // And without it again: none does.
     const c = compile(withListener(plain, (l) => ({ ...l, policy: null })), b);
     expect(selected(c).map((r) => r.direct)).toEqual(Array(N).fill(null));
+  });
+
+  it('on a listener with a policy, keeps the compiled routes while the policy is the same object, and makes them all anew for another', () => {
+    const listener = { policies: { traffic: { rateLimit: { local: [{ requests: 100, unit: 'Minutes' }] }, directResponse: { status: 418 } } } };
+    const first = snapshotOf(Array.from({ length: N }, (_, i) => routeConfig(i)), listener);
+    const a = compile(first, null);
+    const edited: RouteIR = snapshotOf([routeConfig(7, '-edited')]).binds[0]!.listeners[0]!.routes[0]!;
+    const b = compile(withListener(first, (l) => ({ ...l, routes: l.routes.map((r, i) => (i === 7 ? edited : r)) })), a);
+    const kept = selected(b).map((r, i) => r === selected(a)[i]);
+    expect(kept).toEqual(Array.from({ length: N }, (_, i) => i !== 7));
+    expect(selected(b).map((r) => r.direct?.status)).toEqual(Array(N).fill(418));
+    // The listener's limits are compiled with each snapshot and read from its listener, never from a kept route.
+    expect(b.binds.get(8080)!.listeners.first('example.com')!.policy).not.toBe(a.binds.get(8080)!.listeners.first('example.com')!.policy);
+    // Another policy object (as the controller sends a policy it changed): every route is compiled with it.
+    const other = listenerOf(snapshotOf([routeConfig(0)], { policies: { traffic: { rateLimit: { local: [{ requests: 100, unit: 'Minutes' }] }, directResponse: { status: 429 } } } })).policy;
+    const c = compile(withListener(b.ir, (l) => ({ ...l, policy: other })), b);
+    expect(selected(c).map((r, i) => r === selected(b)[i])).toEqual(Array(N).fill(false));
+    expect(selected(c).map((r) => r.direct?.status)).toEqual(Array(N).fill(429));
   });
 
   it("a route with limits of its own is compiled again, so its budget stays the store's (GET /budgets keeps listing it)", async () => {

@@ -137,4 +137,42 @@ describe('snapshot hand-over to a worker thread', () => {
     const b = receiver.open(across(sender.next(twice).relative));
     expect(b.snapshot.binds[0]!.listeners[1]!.routes[0]).toBe(a.snapshot.binds[0]!.listeners[0]!.routes[0]);
   });
+
+  it("hands a listener's policy over by number while it is the same object, one object for the listeners sharing it", () => {
+    const sender = new HandoverSender();
+    const receiver = new HandoverReceiver();
+    const policyOf = (status: number) =>
+      standaloneToSnapshot(validateStandaloneConfig(simpleConfig(8080, [routeConfig(0)], { policies: { traffic: { directResponse: { status } } } }), 'test'), { kind: 'controller', gateway: 'edge/public' }).binds[0]!.listeners[0]!.policy;
+    const first = snapshotOf(3);
+    const shared = policyOf(418);
+    // One Gateway-level policy object on both listeners, as the controller sends it.
+    const two = (policy: typeof shared): ProxySnapshot => {
+      const l = first.binds[0]!.listeners[0]!;
+      return withVersion({ source: first.source, binds: [{ ...first.binds[0]!, listeners: [{ ...l, policy }, { ...l, name: 'other', hostname: 'other.example.com', policy }] }] });
+    };
+    const policies = (s: ProxySnapshot) => s.binds[0]!.listeners.map((l) => l.policy);
+    const handedPolicies = (h: Handover) => h.snapshot.binds[0]!.listeners.map((l) => (typeof l.policy === 'number' ? 'ref' : l.policy === null ? null : 'policy'));
+    const a = receiver.open(across(sender.next(two(shared)).whole()));
+    a.applied();
+    expect(policies(a.snapshot)).toEqual([shared, shared]);
+    expect(policies(a.snapshot)[1]).toBe(policies(a.snapshot)[0]);
+    // The same policy object: by number, and the worker's own object.
+    const same = sender.next(two(shared));
+    expect(handedPolicies(same.relative)).toEqual(['ref', 'ref']);
+    const b = receiver.open(across(same.relative));
+    b.applied();
+    expect(policies(b.snapshot)[0]).toBe(policies(a.snapshot)[0]);
+    expect(policies(b.snapshot)[1]).toBe(policies(a.snapshot)[0]);
+    // Another policy object: sent, and equal to it on the worker.
+    const changed = policyOf(429);
+    const next = sender.next(two(changed));
+    expect(handedPolicies(next.relative)).toEqual(['policy', 'policy']);
+    const c = receiver.open(across(next.relative));
+    expect(policies(c.snapshot)).toEqual([changed, changed]);
+    expect(policies(c.snapshot)[0]).not.toBe(policies(b.snapshot)[0]);
+    expect(policies(c.snapshot)[0]!.directResponse?.status).toBe(429);
+    // And none: none.
+    c.applied();
+    expect(policies(receiver.open(across(sender.next(two(null)).relative)).snapshot)).toEqual([null, null]);
+  });
 });

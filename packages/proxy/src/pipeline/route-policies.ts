@@ -17,7 +17,7 @@ import { applyProcessorEdits } from './ext-proc.js';
  */
 export function applyRoutePolicies(ctx: RequestContext): boolean | Promise<boolean> {
   const route = ctx.route!;
-  return route.countsTokens || route.policy || route.parts.mirrors || route.afterAuth ? admitRoute(ctx) : applyFilters(ctx);
+  return route.countsTokens || route.policy || route.parts.mirrors || ctx.listener!.afterAuth ? admitRoute(ctx) : applyFilters(ctx);
 }
 
 async function admitRoute(ctx: RequestContext): Promise<boolean> {
@@ -25,7 +25,8 @@ async function admitRoute(ctx: RequestContext): Promise<boolean> {
   // Mirrors send the body from memory (pipeline/mirror.ts).
   if (route.countsTokens || route.parts.mirrors) await readBodyOnce(ctx);
   // The gateway-level limits that read the consumer, now that authentication has run; then the route's.
-  for (const policy of [route.afterAuth, route.policy]) {
+  // (The listener the route was selected on: its limits as compiled with the route's snapshot.)
+  for (const policy of [ctx.listener!.afterAuth, route.policy]) {
     if (!policy) continue;
     let refusal = admit(ctx, policy);
     if (refusal instanceof Promise) refusal = await refusal;

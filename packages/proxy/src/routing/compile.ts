@@ -94,9 +94,7 @@ export interface CompiledRoute {
    * route object.
    */
   readonly parts: RouteParts;
-  /** Its listener's limits that read the consumer (CompiledListener.afterAuth): evaluated before the route's own. */
-  readonly afterAuth: CompiledPolicy | null;
-  /** Route-level rate limits. */
+  /** Route-level rate limits (its listener's that read the consumer, CompiledListener.afterAuth, run before them). */
   readonly policy: CompiledPolicy | null;
   /** Authentication and authorization checks, in order (route over Gateway level per kind); null: none. */
   readonly auth: readonly AuthCheck[] | null;
@@ -137,8 +135,14 @@ export interface CompiledListener {
   readonly bind: BindIR;
   /** Gateway-level rate limits, evaluated before routing. */
   readonly policy: CompiledPolicy | null;
-  /** Its limits that read the consumer: evaluated after authentication, before the route's. */
+  /**
+   * Its limits that read the consumer: evaluated after authentication, before the route's. Read
+   * from the listener, not copied into its routes: a compiled route is kept from one apply to the
+   * next while the listener's policy is the same object, and the limits are compiled anew each time.
+   */
   readonly afterAuth: CompiledPolicy | null;
+  /** Its limits count LLM tokens (either part): each of its routes counts them. */
+  readonly countsTokens: boolean;
   readonly routes: RouteView<CompiledRoute>;
 }
 
@@ -204,6 +208,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
       const gateway = deps ? compileGatewayPolicy(gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal, limits, transforms) : null;
       const listenerPolicy = gateway?.beforeRouting ?? null;
       const afterAuth = gateway?.afterAuth ?? null;
+      const countsTokens = (listenerPolicy?.countsTokens ?? false) || (afterAuth?.countsTokens ?? false);
       // The serving snapshot's index of this listener, unless its matches were compiled under other bounds.
       const key = listenerKey(bind, l);
       const before = keptParts && !indexes.has(key) ? previous?.indexes.get(key) : undefined;
@@ -212,14 +217,16 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
       const values: CompiledRoute[] = [];
       const view = new RouteView(index, index.begin(), values, matchesOf);
       indexes.set(key, view);
-      const listener: CompiledListener = { ir: l, bind, routes: view, policy: listenerPolicy, afterAuth };
+      const listener: CompiledListener = { ir: l, bind, routes: view, policy: listenerPolicy, afterAuth, countsTokens };
       listenersByKey.set(key, listener);
       listeners.upsert(l.hostname, () => listener);
-      // A route with no policy, on a listener with none now and at the last compile, compiles to
-      // what it did then (its own object and the bounds decide it all): the index's compiled
-      // route is kept, so an apply that changed one route of thousands builds one.
-      const keepsRoutes = updating && !l.policy && !previous?.listenersByKey.get(key)?.ir.policy;
-      const context: RouteContext = { listener: l, listenerPolicy, afterAuth, deps, limits };
+      // A route with no policy of its own, on a listener whose policy is the object it was at the
+      // last compile, compiles to what it did then (its own object, that policy and the bounds
+      // decide it all; its listener's compiled limits are read from the listener): the index's
+      // compiled route is kept, so an apply that changed one route of thousands builds one.
+      const previousListener = previous?.listenersByKey.get(key);
+      const keepsRoutes = updating && previousListener !== undefined && previousListener.ir.policy === l.policy;
+      const context: RouteContext = { listener: l, countsTokens, deps, limits };
       for (const r of l.routes) {
         const kept = keepsRoutes && !r.policy ? index.valueOf(r) : undefined;
         let own = kept?.parts ?? parts.get(r) ?? keptParts?.get(r);
@@ -263,24 +270,23 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
 /** What a route's compiled form takes from its listener and the compile. */
 interface RouteContext {
   readonly listener: ListenerIR;
-  readonly listenerPolicy: CompiledPolicy | null;
-  readonly afterAuth: CompiledPolicy | null;
+  /** The listener's limits count tokens (CompiledListener.countsTokens). */
+  readonly countsTokens: boolean;
   readonly deps: CompileDeps | null;
   readonly limits: EvaluationLimits;
 }
 
 /** A route's compiled form: its own parts, its policy's limits and checks over its listener's. */
 function compileRoute(r: RouteIR, own: RouteParts, c: RouteContext): CompiledRoute {
-  const { listener: l, listenerPolicy, afterAuth, deps, limits } = c;
+  const { listener: l, deps, limits } = c;
   const routePolicy = deps ? compilePolicy('route', r.name, r.policy, deps.limiters, deps.makeGlobal, limits) : null;
   return {
     ir: r,
     parts: own,
-    afterAuth,
     policy: routePolicy,
     auth: deps?.auth ? effectiveAuth(l.policy, r.policy, deps.auth, limits) : null,
     transformation: deps ? effectiveTransformation(l.policy, r.policy, limits) : null,
-    countsTokens: (routePolicy?.countsTokens ?? false) || (listenerPolicy?.countsTokens ?? false) || (afterAuth?.countsTokens ?? false),
+    countsTokens: (routePolicy?.countsTokens ?? false) || c.countsTokens,
     ...browserPolicies(l, r),
     extProc: r.policy?.extProc ?? l.policy?.extProc ?? null,
   };

@@ -4,8 +4,10 @@
 // index's in-place update); a structured clone of the whole snapshot would give it new objects
 // for every route, so every apply, one route edited among 3,000, would compile them all again
 // and copy them all across. So each route of a hand-over is either a route the thread already
-// holds, as its number alone, or a new one with the number it gets; the rest of
-// the snapshot (binds, listeners, their policies, TLS) is copied as before, being small.
+// holds, as its number alone, or a new one with the number it gets. A listener's policy goes the
+// same way: a worker keeps the compiled routes of a listener while its policy is the object it
+// was (routing/compile.ts), and a Gateway-level policy is on most listeners. The rest of the
+// snapshot (binds, listeners, TLS) is copied as before, being small.
 //
 // A route is "the same" only as the same object in the main thread's snapshots: the snapshot
 // source keeps the objects of unchanged routes from one snapshot to the next (the controller's
@@ -14,7 +16,7 @@
 //
 // A hand-over relative to another one (`base`) is refused by a thread that does not hold that
 // one (it was restarted, or missed it): the pool sends such a thread the whole hand-over instead.
-import type { ListenerIR, ProxySnapshot, RouteIR } from '@tollgate/api';
+import type { ListenerIR, PolicyIR, ProxySnapshot, RouteIR } from '@tollgate/api';
 import { secretPlaces, restoreSecrets, type SecretPlaces } from './snapshot-secrets.js';
 
 /**
@@ -24,7 +26,10 @@ import { secretPlaces, restoreSecrets, type SecretPlaces } from './snapshot-secr
  */
 export type HandedRoute = number | { readonly id: number; readonly route: RouteIR };
 
-type HandedListener<L> = L extends ListenerIR ? Omit<L, 'routes'> & { readonly routes: readonly HandedRoute[] } : never;
+/** A listener's policy: none, one the thread holds (its number), or a new one and its number. */
+export type HandedPolicy = null | number | { readonly id: number; readonly policy: PolicyIR };
+
+type HandedListener<L> = L extends ListenerIR ? Omit<L, 'routes' | 'policy'> & { readonly policy: HandedPolicy; readonly routes: readonly HandedRoute[] } : never;
 
 /** A snapshot whose listeners' routes are handed routes. */
 export interface HandedSnapshot extends Omit<ProxySnapshot, 'binds'> {
@@ -48,12 +53,21 @@ export interface Outgoing {
   whole(): Handover;
 }
 
-/** `snapshot` with each listener's routes replaced by `route(r, id)`, in order (`ids` walked alongside). */
-function handed(snapshot: ProxySnapshot, ids: readonly number[], route: (r: RouteIR, id: number) => HandedRoute): HandedSnapshot {
-  let at = 0;
+/** How a hand-over names an object: its number alone when the thread holds it, else the object with its number. */
+type Naming = <T extends object, K extends string>(table: Numbering<T>, object: T, key: K) => number | ({ readonly id: number } & Record<K, T>);
+
+/** `snapshot` with each listener's routes and policy named by `name`. */
+function handed(snapshot: ProxySnapshot, name: Naming, routes: Numbering<RouteIR>, policies: Numbering<PolicyIR>): HandedSnapshot {
   return {
     ...snapshot,
-    binds: snapshot.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map((r) => route(r, ids[at++]!)) })) })),
+    binds: snapshot.binds.map((b) => ({
+      ...b,
+      listeners: b.listeners.map((l) => ({
+        ...l,
+        policy: l.policy === null ? null : (name(policies, l.policy, 'policy') as HandedPolicy),
+        routes: l.routes.map((r) => name(routes, r, 'route') as HandedRoute),
+      })),
+    })),
   };
 }
 
@@ -61,7 +75,7 @@ function sealed(seq: number, base: number | null, snapshot: HandedSnapshot): Han
   return { seq, base, snapshot, secrets: secretPlaces(snapshot) };
 }
 
-/** A route's number, the hand-over that last listed it, and whether the thread holding the one before that holds it. */
+/** An object's number, the hand-over that last listed it, and whether the thread holding the one before that holds it. */
 interface Numbered {
   readonly id: number;
   seq: number;
@@ -69,85 +83,118 @@ interface Numbered {
 }
 
 /**
- * The main thread's side: numbers the routes of each snapshot, keeping the numbers of the routes
- * it handed over last time. Each snapshot costs a lookup per route; the table is swept of the
- * routes that left only when some did, so it never outgrows one snapshot.
+ * Numbers of objects (routes, policies) by identity, kept from one hand-over to the next. Each
+ * hand-over costs a lookup per listing; the table is swept of the objects that left only when
+ * some did, so it never outgrows one snapshot.
  */
-export class HandoverSender {
-  readonly #numbered = new Map<RouteIR, Numbered>();
-  #seq = 0;
+class Numbering<T extends object> {
+  readonly #numbered = new Map<T, Numbered>();
   #nextId = 1;
+  #distinct = 0;
+
+  /** The object's number in hand-over `seq`, and whether the thread holding `base` holds it. */
+  list(object: T, seq: number, base: number): Numbered {
+    let n = this.#numbered.get(object);
+    if (n === undefined) {
+      n = { id: this.#nextId++, seq, held: false };
+      this.#numbered.set(object, n);
+      this.#distinct++;
+    } else if (n.seq !== seq) {
+      // (An object listed twice is looked at once: its first listing says.)
+      n.held = n.seq === base;
+      n.seq = seq;
+      this.#distinct++;
+    }
+    return n;
+  }
+
+  /** After every listing of hand-over `seq`: forgets the objects it did not list. */
+  sweep(seq: number): void {
+    if (this.#distinct < this.#numbered.size) for (const [o, n] of this.#numbered) if (n.seq !== seq) this.#numbered.delete(o);
+    this.#distinct = 0;
+  }
+
+  numberOf(object: T): Numbered {
+    return this.#numbered.get(object)!;
+  }
+}
+
+/** The main thread's side: numbers the routes and listener policies of each snapshot, keeping the numbers of those it handed over last time. */
+export class HandoverSender {
+  readonly #routes = new Numbering<RouteIR>();
+  readonly #policies = new Numbering<PolicyIR>();
+  #seq = 0;
 
   next(snapshot: ProxySnapshot): Outgoing {
-    const numbered = this.#numbered;
     const base = this.#seq;
     const seq = ++this.#seq;
-    // Per route in order: its number, and whether the thread holding `base` holds it.
-    const ids: number[] = [];
-    const held: boolean[] = [];
-    let distinct = 0;
+    // The objects listed that the thread holding `base` holds (they cross as their numbers).
+    const held = new Set<object>();
     for (const b of snapshot.binds) {
       for (const l of b.listeners) {
-        for (const r of l.routes) {
-          let n = numbered.get(r);
-          if (n === undefined) {
-            n = { id: this.#nextId++, seq, held: false };
-            numbered.set(r, n);
-            distinct++;
-          } else if (n.seq !== seq) {
-            // (A route listed on two listeners is looked at once: its first listing says.)
-            n.held = n.seq === base;
-            n.seq = seq;
-            distinct++;
-          }
-          ids.push(n.id);
-          held.push(n.held);
-        }
+        if (l.policy !== null && this.#policies.list(l.policy, seq, base).held) held.add(l.policy);
+        for (const r of l.routes) if (this.#routes.list(r, seq, base).held) held.add(r);
       }
     }
-    if (distinct < numbered.size) for (const [r, n] of numbered) if (n.seq !== seq) numbered.delete(r);
-    let at = 0;
-    const relative = sealed(seq, base, handed(snapshot, ids, (r, id) => (held[at++] ? id : { id, route: r })));
-    let whole: Handover | null = null;
-    return { seq, relative, whole: () => (whole ??= sealed(seq, null, handed(snapshot, ids, (r, id) => ({ id, route: r })))) };
+    this.#routes.sweep(seq);
+    this.#policies.sweep(seq);
+    const relative: Naming = (table, object, key) => {
+      const { id } = table.numberOf(object);
+      return held.has(object) ? id : ({ id, [key]: object } as { readonly id: number } & Record<typeof key, typeof object>);
+    };
+    const whole: Naming = (table, object, key) => ({ id: table.numberOf(object).id, [key]: object }) as { readonly id: number } & Record<typeof key, typeof object>;
+    let wholeHandover: Handover | null = null;
+    return {
+      seq,
+      relative: sealed(seq, base, handed(snapshot, relative, this.#routes, this.#policies)),
+      whole: () => (wholeHandover ??= sealed(seq, null, handed(snapshot, whole, this.#routes, this.#policies))),
+    };
   }
 }
 
 /** Why a thread cannot take a hand-over: it does not hold what it refers to. */
 export class HandoverGap extends Error {}
 
-/** A worker thread's side: the routes of the hand-over it applied last, by number. */
+/** A worker thread's side: the routes and listener policies of the hand-over it applied last, by number. */
 export class HandoverReceiver {
   #seq: number | null = null;
   #routes = new Map<number, RouteIR>();
+  #policies = new Map<number, PolicyIR>();
 
   /**
-   * The snapshot of `h` (its Secrets put back), the routes this thread holds taken by reference;
-   * `applied()` once the runtime serves it, so the next hand-over may refer to it.
+   * The snapshot of `h` (its Secrets put back), the routes and policies this thread holds taken
+   * by reference; `applied()` once the runtime serves it, so the next hand-over may refer to it.
    */
   open(h: Handover): { readonly snapshot: ProxySnapshot; readonly applied: () => void } {
     if (h.base !== null && h.base !== this.#seq) {
       throw new HandoverGap(`config hand-over ${h.seq} is relative to hand-over ${h.base}, and this thread holds ${this.#seq ?? 'none'}`);
     }
     restoreSecrets(h.snapshot, h.secrets);
-    const held = this.#routes;
     const routes = new Map<number, RouteIR>();
-    const take = (w: HandedRoute): RouteIR => {
+    const policies = new Map<number, PolicyIR>();
+    const takeRoute = (w: HandedRoute): RouteIR => take(w, this.#routes, routes, 'route', (x) => x.route);
+    const takePolicy = (w: HandedPolicy): PolicyIR | null => (w === null ? null : take(w, this.#policies, policies, 'listener policy', (x) => x.policy));
+    const take = <T, W extends { readonly id: number }>(w: number | W, held: ReadonlyMap<number, T>, into: Map<number, T>, what: string, object: (w: W) => T): T => {
       if (typeof w === 'number') {
-        const r = held.get(w);
-        if (!r) throw new HandoverGap(`config hand-over ${h.seq} refers to route ${w}, which hand-over ${h.base} did not have`);
-        routes.set(w, r);
-        return r;
+        const o = held.get(w);
+        if (o === undefined) throw new HandoverGap(`config hand-over ${h.seq} refers to ${what} ${w}, which hand-over ${h.base} did not have`);
+        into.set(w, o);
+        return o;
       }
-      routes.set(w.id, w.route);
-      return w.route;
+      const o = object(w);
+      into.set(w.id, o);
+      return o;
     };
-    const snapshot: ProxySnapshot = { ...h.snapshot, binds: h.snapshot.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, routes: l.routes.map(take) })) })) };
+    const snapshot: ProxySnapshot = {
+      ...h.snapshot,
+      binds: h.snapshot.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, policy: takePolicy(l.policy), routes: l.routes.map(takeRoute) }) as ListenerIR) })),
+    };
     return {
       snapshot,
       applied: () => {
         this.#seq = h.seq;
         this.#routes = routes;
+        this.#policies = policies;
       },
     };
   }
