@@ -64,8 +64,8 @@ function handed(snapshot: ProxySnapshot, name: Naming, routes: Numbering<RouteIR
       ...b,
       listeners: b.listeners.map((l) => ({
         ...l,
-        policy: l.policy === null ? null : (name(policies, l.policy, 'policy') as HandedPolicy),
-        routes: l.routes.map((r) => name(routes, r, 'route') as HandedRoute),
+        policy: l.policy === null ? null : name(policies, l.policy, 'policy'),
+        routes: l.routes.map((r): HandedRoute => name(routes, r, 'route')),
       })),
     })),
   };
@@ -187,7 +187,7 @@ export class HandoverReceiver {
     };
     const snapshot: ProxySnapshot = {
       ...h.snapshot,
-      binds: h.snapshot.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, policy: takePolicy(l.policy), routes: l.routes.map(takeRoute) }) as ListenerIR) })),
+      binds: h.snapshot.binds.map((b) => ({ ...b, listeners: b.listeners.map((l) => ({ ...l, policy: takePolicy(l.policy), routes: l.routes.map(takeRoute) })) })),
     };
     return {
       snapshot,
