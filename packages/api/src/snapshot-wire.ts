@@ -19,7 +19,7 @@ import { Secret } from './secret.js';
 import { entryText, keepEntryText, keepRouteText, reveal, routeText } from './route-text.js';
 import { snapshotVersion } from './snapshot-version.js';
 import { WireRouteSchema, WireServiceEndpointsSchema, WireSkeleton, type WireSnapshot, type ToWire } from './snapshot-schema.js';
-import type { BackendFilterIR, BackendIR, FilterIR, HeaderValueIR, ListenerIR, ProviderIR, ProxySnapshot, RouteIR, ServiceEndpointsIR, TlsBindIR, TlsListenerIR } from './snapshot.js';
+import type { BackendFilterIR, BackendIR, FilterIR, HeaderValueIR, ListenerIR, PolicyIR, ProviderIR, ProxySnapshot, RouteIR, ServiceEndpointsIR, TlsBindIR, TlsListenerIR } from './snapshot.js';
 import { ValidationError, type Problem } from './validation-error.js';
 
 // Skeletons only: routes are taken out before and checked one by one (validateRoute).
@@ -197,9 +197,16 @@ export class SnapshotDecoder {
   /** The last good snapshot's Service endpoint entries, by text and in order (what a delta's endpointRefs refer to). */
   #entries = new Map<string, ServiceEndpointsIR>();
   #entryOrder: readonly ServiceEndpointsIR[] = [];
+  /**
+   * The last good snapshot's listener policies, by wire text: a policy that comes again is the
+   * object it was, as a route is (a proxy keeps the compiled routes of a listener while its
+   * policy is the same object, and most Gateways have a policy on every listener).
+   */
+  #policies = new Map<string, PolicyIR>();
   /** What the decoder held before the last decode: rollback() returns to it. */
   #before: {
     routes: Map<string, RouteIR>;
+    policies: Map<string, PolicyIR>;
     version: string | null;
     order: readonly RouteIR[];
     limits: string;
@@ -215,6 +222,7 @@ export class SnapshotDecoder {
   rollback(): void {
     if (!this.#before) return;
     this.#routes = this.#before.routes;
+    this.#policies = this.#before.policies;
     this.#version = this.#before.version;
     this.#order = this.#before.order;
     this.#limits = this.#before.limits;
@@ -347,6 +355,15 @@ export class SnapshotDecoder {
     const held = limitsKey === this.#limits ? this.#routes : new Map<string, RouteIR>();
     const seen = new Map<string, RouteIR>();
     const order: RouteIR[] = [];
+    const policies = new Map<string, PolicyIR>();
+    /** The listener's policy: the last snapshot's object when its text is the same. */
+    const policyOf = (wire: WireListener['policy']): PolicyIR | null => {
+      if (wire === null) return null;
+      const text = JSON.stringify(wire);
+      const policy = policies.get(text) ?? this.#policies.get(text) ?? wrapPolicy<PolicyIR>(wire)!;
+      policies.set(text, policy);
+      return policy;
+    };
     let at = 0;
     const { tlsBinds, endpoints: inSkeleton, ...rest } = wire;
     const endpoints = apart ? apart.entries : inSkeleton;
@@ -398,7 +415,7 @@ export class SnapshotDecoder {
             order.push(route);
             out.push(route);
           });
-          return wrapListener(l, out);
+          return wrapListener(l, policyOf(l.policy), out);
         }),
       })),
     };
@@ -409,11 +426,12 @@ export class SnapshotDecoder {
       }
     }
     if (problems.length) throw new ValidationError(subject, problems);
-    this.#before = { routes: this.#routes, version: this.#version, order: this.#order, limits: this.#limits, snapshot: this.#snapshot, entries: this.#entries, entryOrder: this.#entryOrder };
+    this.#before = { routes: this.#routes, policies: this.#policies, version: this.#version, order: this.#order, limits: this.#limits, snapshot: this.#snapshot, entries: this.#entries, entryOrder: this.#entryOrder };
     this.#entries = apart ? apart.seen : new Map((snapshot.endpoints ?? []).map((e) => [entryText(e), e]));
     this.#entryOrder = snapshot.endpoints ?? [];
     this.#snapshot = snapshot;
     this.#routes = seen;
+    this.#policies = policies;
     this.#order = order;
     this.#version = snapshot.version;
     this.#limits = limitsKey;
@@ -570,8 +588,7 @@ function wrapPolicy<T>(p: ToWire<T> | null): T | null {
   return p === null ? null : (walk(p) as T);
 }
 
-function wrapListener(l: WireListener, routes: RouteIR[]): ListenerIR {
-  const policy = wrapPolicy<ListenerIR['policy']>(l.policy);
+function wrapListener(l: WireListener, policy: PolicyIR | null, routes: RouteIR[]): ListenerIR {
   if (l.protocol === 'HTTP') return { ...l, policy, routes };
   const certificates = l.tls.certificates.map((c) => ({ origin: c.origin, certificate: c.certificate, key: new Secret(c.key.secret) }));
   const clientValidation = l.tls.clientValidation ? { clientValidation: l.tls.clientValidation } : {};

@@ -363,7 +363,28 @@ describe('successive snapshots: only new routes are checked', () => {
       expect(b.endpoints).toEqual(endpoints);
       expect(routesOf(b)).toEqual(routesOf(a));
       routesOf(b).forEach((r, i) => expect(r).toBe(routesOf(a)[i]));
+      // The listener's policy is the object decoded before, too (a proxy keeps its compiled routes while it is).
+      expect(b.binds[0]!.listeners[0]!.policy).toBe(a.binds[0]!.listeners[0]!.policy);
       expect(toWire(decodeSnapshot(encodeSnapshot(v2)))).toEqual(toWire(v2));
+    });
+
+    it("a listener's policy that changed is decoded anew; rollback() holds the one before again", () => {
+      const v1 = sample();
+      const listener = v1.binds[0]!.listeners[0]!;
+      const policyOf = (s: ProxySnapshot) => s.binds[0]!.listeners[0]!.policy!;
+      const withRequests = (n: number, base: ProxySnapshot) =>
+        withVersion({ ...base, binds: [{ ...base.binds[0]!, listeners: [{ ...listener, policy: { ...listener.policy!, localRateLimit: [{ kind: 'requests', requests: n, burst: 0, unit: 'Minutes' }] } }] }] }, base);
+      const decoder = new SnapshotDecoder();
+      const a = decoder.decodeParts(encodeSnapshotParts(v1));
+      const v2 = withRequests(20, v1);
+      const b = decoder.decodeParts(encodeSnapshotDelta(v2, { version: v1.version, positions: routePositions(v1), entries: endpointPositions(v1) }));
+      expect(policyOf(b)).not.toBe(policyOf(a));
+      expect(policyOf(b).localRateLimit).toEqual([{ kind: 'requests', requests: 20, burst: 0, unit: 'Minutes' }]);
+      expect(toWire(b)).toEqual(toWire(v2));
+      // Back to the first policy's content: an equal object is the one the decoder holds, once it holds it.
+      decoder.rollback();
+      const c = decoder.decodeParts(encodeSnapshotParts(v1));
+      expect(policyOf(c)).toBe(policyOf(a));
     });
 
     it('an empty endpoints table is the same content as none', () => {
