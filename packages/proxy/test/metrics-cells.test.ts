@@ -65,4 +65,21 @@ describe('proxy metrics across config applies', () => {
     m.countRequest('ns/b', 200);
     expect(await m.registry.metrics()).toContain('tollgate_requests_total{route="ns/b",status="200"} 1');
   });
+
+  it('walks the series when a route left, and at the apply after; an apply that keeps every route walks none', async () => {
+    const m = new ProxyMetrics();
+    m.retainRoutes(new Set(['ns/a', 'ns/b']));
+    m.retainRoutes(new Set(['ns/a']));
+    // A request of ns/b still in flight at that apply finishes after it: its series is dropped at the next apply.
+    m.countRequest('ns/b', 200);
+    m.retainRoutes(new Set(['ns/a']));
+    expect(await m.registry.metrics()).not.toContain('route="ns/b"');
+    // Every route of the last apply kept (an endpoint change, an edit): the series are not walked.
+    m.countRequest('ns/stray', 200);
+    m.retainRoutes(new Set(['ns/a', 'ns/c']));
+    expect(await m.registry.metrics()).toContain('route="ns/stray"');
+    // The next route removed walks them again.
+    m.retainRoutes(new Set(['ns/c']));
+    expect(await m.registry.metrics()).not.toContain('route="ns/stray"');
+  });
 });

@@ -396,6 +396,9 @@ export class ProxyMetrics {
   // Label sets looked up per request through maps keyed by the label values themselves
   // (strings the config or the code already holds), never a key string built per request.
   readonly #requestCells = new Map<string, Map<number, Cell<'route' | 'status'>>>();
+  /** The route names of the last retainRoutes(), and whether the next one walks the series whatever it finds. */
+  #retained: ReadonlySet<string> = new Set();
+  #walkNext = true;
   readonly #latencyCells = new Map<string, HistogramCell<'route'>>();
   readonly #decisionCells = new Map<DecisionKind, Map<DecisionLevel, Map<DecisionResult, Cell<'kind' | 'level' | 'result'>>>>();
   readonly #tokenCells = new Map<string, Map<string, Map<TokenSource, Cell<'route' | 'model' | 'source'>>>>();
@@ -561,10 +564,25 @@ export class ProxyMetrics {
 
   /**
    * After a config apply: the series of routes the config no longer has are dropped, so a
-   * deleted route's counters are not exported for the rest of the process's life. A request
-   * still in flight on a removed route counts into a new series, dropped at the next apply.
+   * deleted route's counters are not exported for the rest of the process's life. The walk
+   * over every series is made only when a route of the last config is gone, and at the apply
+   * after that one (an apply that changed endpoints or edited a route walks nothing: at
+   * thousands of routes, the walk was most of an apply's commit). A request still in flight on
+   * a removed route counts into a new series: dropped at the next apply that walks, so at most
+   * the series of removed routes whose requests outlived two applies wait for a later removal.
    */
   retainRoutes(routes: ReadonlySet<string>): void {
+    const before = this.#retained;
+    this.#retained = routes;
+    let left = false;
+    for (const name of before) {
+      if (routes.has(name)) continue;
+      left = true;
+      break;
+    }
+    const walk = left || this.#walkNext;
+    this.#walkNext = left;
+    if (!walk) return;
     const gone = (route: unknown): boolean => route !== NO_ROUTE && !routes.has(String(route));
     // Deleting the current key while iterating a Map is safe.
     for (const map of [this.#requestCells, this.#latencyCells, this.#tokenCells, this.#unsentRetryCells, this.#transformCells, this.#attemptCells, this.#retryCells, this.#budgetCells, this.#websocketCells])
