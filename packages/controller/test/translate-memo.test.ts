@@ -86,10 +86,10 @@ function withWeight(o: HTTPRoute, weight: number, hostnames?: string[]): HTTPRou
 
 /** One change a user or the cluster might make, applied to the lists in place (new objects, as informers deliver). */
 type Change = readonly [
-  what: 'route-edit' | 'route-add' | 'route-delete' | 'route-restore' | 'route-recreate' | 'route-parent' | 'route-sections' | 'gateway-listener' | 'namespace-labels' | 'endpoints' | 'slice-protocol' | 'service-edit' | 'service-delete' | 'policy-add' | 'policy-edit' | 'policy-delete',
+  what: 'route-edit' | 'route-add' | 'route-delete' | 'route-restore' | 'route-recreate' | 'route-parent' | 'route-sections' | 'gateway-listener' | 'gateway-status' | 'namespace-labels' | 'endpoints' | 'slice-protocol' | 'service-edit' | 'service-delete' | 'policy-add' | 'policy-edit' | 'policy-delete',
   n: number,
 ];
-const CHANGES = ['route-edit', 'route-add', 'route-delete', 'route-restore', 'route-recreate', 'route-parent', 'route-sections', 'gateway-listener', 'namespace-labels', 'endpoints', 'slice-protocol', 'service-edit', 'service-delete', 'policy-add', 'policy-edit', 'policy-delete'] as const;
+const CHANGES = ['route-edit', 'route-add', 'route-delete', 'route-restore', 'route-recreate', 'route-parent', 'route-sections', 'gateway-listener', 'gateway-status', 'namespace-labels', 'endpoints', 'slice-protocol', 'service-edit', 'service-delete', 'policy-add', 'policy-edit', 'policy-delete'] as const;
 
 /** A policy on a route or on its rule named `main`: a rate limit, or a failover over its backendRefs. */
 function routePolicy(n: number, target: HTTPRoute): GatewayPolicy {
@@ -171,6 +171,13 @@ function apply(r: Cluster, [what, n]: Change, added: { next: number; deleted: HT
         j !== n % 2 ? l : n % 3 === 0 ? { ...l, hostname: n % 2 ? 'api.example.com' : undefined } : { ...l, allowedRoutes: { namespaces: { from: n % 3 === 1 ? ('Same' as const) : ('All' as const) } } },
       );
       r.gateways[i] = { ...o, metadata: { ...o.metadata, generation: (o.metadata.generation ?? 1) + 1 }, spec: { ...o.spec, listeners } };
+      return;
+    }
+    case 'gateway-status': {
+      // The controller's own status write: a new object, its status and resourceVersion alone changed.
+      const i = pick(r.gateways);
+      const o = r.gateways[i]!;
+      r.gateways[i] = { ...o, metadata: { ...o.metadata, resourceVersion: String(n) }, status: { conditions: [{ type: 'Programmed', status: 'True', reason: 'Programmed', message: `snapshot v${n} applied`, lastTransitionTime: '2026-01-01T00:00:00Z' }] } } as Gateway;
       return;
     }
     case 'namespace-labels': {
@@ -323,6 +330,34 @@ describe('translate reuse over a changing cluster', () => {
     r.referenceGrants.push({ apiVersion: 'gateway.networking.k8s.io/v1beta1', kind: 'ReferenceGrant', metadata: { name: 'g', namespace: 'team-a' }, spec: { from: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'team-b' }], to: [{ group: '', kind: 'Service' }] } });
     const granted = irRoutes(translate({ ...r }, options));
     expect([...granted].filter(([k, ir]) => sliced.get(k) !== ir).map(([k]) => k)).toEqual([]);
+  });
+
+  it('keeps the routes part across a Gateway whose status alone changed, not across one whose listeners did', () => {
+    const r = cluster(8);
+    const first = translate({ ...r }, options);
+    const endpointChange = (addr: string) => {
+      const at = r.endpointSlices.findIndex((e) => e.metadata?.namespace === 'team-b' && e.metadata?.name === 'svc-1-x');
+      r.endpointSlices[at] = { ...r.endpointSlices[at]!, endpoints: [{ addresses: [addr], conditions: { ready: true } }] };
+    };
+    // The controller's status write on gw-a (after its proxies applied a snapshot), then an endpoint change.
+    const gw = r.gateways[0]!;
+    r.gateways[0] = { ...gw, metadata: { ...gw.metadata, resourceVersion: '2' }, status: { conditions: [{ type: 'Programmed', status: 'True', reason: 'Programmed', message: 'snapshot abc applied', lastTransitionTime: '2026-01-01T00:00:00Z' }] } } as Gateway;
+    endpointChange('198.18.1.1');
+    const second = translate({ ...r }, options);
+    expect(second.status.httpRoutes).toBe(first.status.httpRoutes);
+    expect(resultBytes(second)).toBe(resultBytes(translate(structuredClone(r), options)));
+    // A label on the Gateway (metadata other than the status's) is read again.
+    r.gateways[0] = { ...r.gateways[0], metadata: { ...r.gateways[0].metadata, labels: { tier: 'edge' } } };
+    endpointChange('198.18.1.2');
+    const third = translate({ ...r }, options);
+    expect(third.status.httpRoutes).not.toBe(second.status.httpRoutes);
+    // A listener's allowedRoutes changed: the routes are attached anew.
+    const g = r.gateways[0];
+    r.gateways[0] = { ...g, metadata: { ...g.metadata, generation: 2 }, spec: { ...g.spec, listeners: g.spec.listeners.map((l) => ({ ...l, allowedRoutes: { namespaces: { from: 'Same' as const } } })) } };
+    endpointChange('198.18.1.3');
+    const fourth = translate({ ...r }, options);
+    expect(fourth.status.httpRoutes).not.toBe(third.status.httpRoutes);
+    expect(resultBytes(fourth)).toBe(resultBytes(translate(structuredClone(r), options)));
   });
 
   it('translates the routes again under other options, though no object changed', () => {

@@ -9,7 +9,8 @@
 // this part reads changed since the last translation, the last one's part is the answer, as it
 // was: the same objects, which the snapshot build and the status writer then recognize.
 //
-// What it reads: the lists below (by object), the options, and of the dependency lists only what
+// What it reads: the lists below (by object; a Gateway, ListenerSet or GatewayClass whose status
+// alone changed counts as the same), the options, and of the dependency lists only what
 // DependencyChange tells by key: Services, Backends and the ports of EndpointSlices. Any other
 // dependency change (a ReferenceGrant, a Secret, a ConfigMap, a BackendTLSPolicy) or a key named
 // makes the part again (every route's memo still saves the routes that did not change).
@@ -40,12 +41,42 @@ function listsOf(r: Resources): Lists {
   return [r.gatewayClasses, r.gateways, r.listenerSets ?? [], r.httpRoutes, r.grpcRoutes, r.namespaces];
 }
 
+/**
+ * The lists whose objects count as the same when only their status (and the resourceVersion
+ * and managedFields that change with it) differs: the controller writes a Gateway's status
+ * after each snapshot its proxies apply (Programmed names the version), and nothing here reads
+ * a status. Routes are compared by object: their status changes with their own translation.
+ */
+const STATUS_WRITTEN = new Set([0, 1, 2]);
+
+// An object's text without its status, resourceVersion and managedFields, by object.
+const specTexts = new WeakMap<object, string>();
+
+function specText(o: { readonly metadata?: object }): string {
+  let text = specTexts.get(o);
+  if (text === undefined) {
+    const { status: _status, metadata, ...rest } = o as { status?: unknown; metadata?: { resourceVersion?: unknown; managedFields?: unknown } };
+    const { resourceVersion: _rv, managedFields: _mf, ...meta } = metadata ?? {};
+    specTexts.set(o, (text = JSON.stringify([meta, rest])));
+  }
+  return text;
+}
+
+/** Whether two lists hold the same objects, or objects that differ in their status alone, in the same order. */
+function sameButStatus(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && specText(a[i] as object) !== specText(b[i] as object)) return false;
+  return true;
+}
+
 let last: { readonly lists: Lists; readonly options: TranslateOptions; readonly epoch: number; readonly part: RoutesPart } | null = null;
 
 export function routesPart(resources: Resources, options: TranslateOptions, ctx: Context): RoutesPart {
   const lists = listsOf(resources);
   if (last && reusable(last, lists, resources, options, ctx)) {
-    last = { ...last, epoch: ctx.dependencyEpoch };
+    // The part's Gateway states hold the objects they were made from, equal but for their status.
+    const kept = last;
+    last = { ...kept, lists: lists.map((l, i) => (STATUS_WRITTEN.has(i) ? [...l] : kept.lists[i]!)), epoch: ctx.dependencyEpoch };
     return last.part;
   }
   const classes = translateGatewayClasses(resources.gatewayClasses, ctx);
@@ -69,7 +100,7 @@ export function routesPart(resources: Resources, options: TranslateOptions, ctx:
 function reusable(before: NonNullable<typeof last>, lists: Lists, resources: Resources, options: TranslateOptions, ctx: Context): boolean {
   if ((resources.tlsRoutes?.length ?? 0) > 0) return false;
   if (!sameOptions(before.options, options)) return false;
-  if (!lists.every((l, i) => sameObjects(l, before.lists[i]!))) return false;
+  if (!lists.every((l, i) => (STATUS_WRITTEN.has(i) ? sameButStatus(l, before.lists[i]!) : sameObjects(l, before.lists[i]!)))) return false;
   if (ctx.dependencyEpoch === before.epoch) return true;
   const change = ctx.dependencyChange;
   return change !== null && change.from === before.epoch && change.keys.size === 0;
