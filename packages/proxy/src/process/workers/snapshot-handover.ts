@@ -53,20 +53,25 @@ export interface Outgoing {
   whole(): Handover;
 }
 
-/** How a hand-over names an object: its number alone when the thread holds it, else the object with its number. */
-type Naming = <T extends object, K extends string>(table: Numbering<T>, object: T, key: K) => number | ({ readonly id: number } & Record<K, T>);
-
-/** `snapshot` with each listener's routes and policy named by `name`. */
-function handed(snapshot: ProxySnapshot, name: Naming, routes: Numbering<RouteIR>, policies: Numbering<PolicyIR>): HandedSnapshot {
+/**
+ * `snapshot` with each listener's policy (when it has one) and routes named in listing order:
+ * `ids[i]` is the number of the i-th, sent alone when `held[i]` (null: none held, the whole).
+ */
+function handed(snapshot: ProxySnapshot, ids: readonly number[], held: readonly boolean[] | null): HandedSnapshot {
+  let at = 0;
+  const policy = (p: PolicyIR): HandedPolicy => {
+    const i = at++;
+    return held?.[i] ? ids[i]! : { id: ids[i]!, policy: p };
+  };
+  const route = (r: RouteIR): HandedRoute => {
+    const i = at++;
+    return held?.[i] ? ids[i]! : { id: ids[i]!, route: r };
+  };
   return {
     ...snapshot,
     binds: snapshot.binds.map((b) => ({
       ...b,
-      listeners: b.listeners.map((l) => ({
-        ...l,
-        policy: l.policy === null ? null : name(policies, l.policy, 'policy'),
-        routes: l.routes.map((r): HandedRoute => name(routes, r, 'route')),
-      })),
+      listeners: b.listeners.map((l) => ({ ...l, policy: l.policy === null ? null : policy(l.policy), routes: l.routes.map(route) })),
     })),
   };
 }
@@ -113,10 +118,6 @@ class Numbering<T extends object> {
     if (this.#distinct < this.#numbered.size) for (const [o, n] of this.#numbered) if (n.seq !== seq) this.#numbered.delete(o);
     this.#distinct = 0;
   }
-
-  numberOf(object: T): Numbered {
-    return this.#numbered.get(object)!;
-  }
 }
 
 /** The main thread's side: numbers the routes and listener policies of each snapshot, keeping the numbers of those it handed over last time. */
@@ -128,27 +129,24 @@ export class HandoverSender {
   next(snapshot: ProxySnapshot): Outgoing {
     const base = this.#seq;
     const seq = ++this.#seq;
-    // The objects listed that the thread holding `base` holds (they cross as their numbers).
-    const held = new Set<object>();
+    // Per listing in order (each listener's policy, then its routes): its number, and whether
+    // the thread holding `base` holds it (then it crosses as its number).
+    const ids: number[] = [];
+    const held: boolean[] = [];
+    const note = (n: Numbered): void => {
+      ids.push(n.id);
+      held.push(n.held);
+    };
     for (const b of snapshot.binds) {
       for (const l of b.listeners) {
-        if (l.policy !== null && this.#policies.list(l.policy, seq, base).held) held.add(l.policy);
-        for (const r of l.routes) if (this.#routes.list(r, seq, base).held) held.add(r);
+        if (l.policy !== null) note(this.#policies.list(l.policy, seq, base));
+        for (const r of l.routes) note(this.#routes.list(r, seq, base));
       }
     }
     this.#routes.sweep(seq);
     this.#policies.sweep(seq);
-    const relative: Naming = (table, object, key) => {
-      const { id } = table.numberOf(object);
-      return held.has(object) ? id : ({ id, [key]: object } as { readonly id: number } & Record<typeof key, typeof object>);
-    };
-    const whole: Naming = (table, object, key) => ({ id: table.numberOf(object).id, [key]: object }) as { readonly id: number } & Record<typeof key, typeof object>;
-    let wholeHandover: Handover | null = null;
-    return {
-      seq,
-      relative: sealed(seq, base, handed(snapshot, relative, this.#routes, this.#policies)),
-      whole: () => (wholeHandover ??= sealed(seq, null, handed(snapshot, whole, this.#routes, this.#policies))),
-    };
+    let whole: Handover | null = null;
+    return { seq, relative: sealed(seq, base, handed(snapshot, ids, held)), whole: () => (whole ??= sealed(seq, null, handed(snapshot, ids, null))) };
   }
 }
 
