@@ -34,20 +34,26 @@ export interface RoutesPart {
   readonly grpcStatus: ReadonlyMap<string, HTTPRouteStatusReport>;
 }
 
-/** The resource lists the part reads whole. */
-type Lists = readonly (readonly unknown[])[];
-
-function listsOf(r: Resources): Lists {
-  return [r.gatewayClasses, r.gateways, r.listenerSets ?? [], r.httpRoutes, r.grpcRoutes, r.namespaces];
+/**
+ * The resource lists the part reads whole. `parents`: objects that count as the same when only
+ * their status (and the resourceVersion and managedFields that change with it) differs: the
+ * controller writes a Gateway's status after each snapshot its proxies apply (Programmed names
+ * the version), and nothing here reads a status. `others`: compared by object (a route's status
+ * changes with its own translation).
+ */
+interface Lists {
+  readonly parents: readonly (readonly object[])[];
+  readonly others: readonly (readonly unknown[])[];
 }
 
-/**
- * The lists whose objects count as the same when only their status (and the resourceVersion
- * and managedFields that change with it) differs: the controller writes a Gateway's status
- * after each snapshot its proxies apply (Programmed names the version), and nothing here reads
- * a status. Routes are compared by object: their status changes with their own translation.
- */
-const STATUS_WRITTEN = new Set([0, 1, 2]);
+function listsOf(r: Resources): Lists {
+  return { parents: [r.gatewayClasses, r.gateways, r.listenerSets ?? []], others: [r.httpRoutes, r.grpcRoutes, r.namespaces] };
+}
+
+/** The lists' own copies (a caller may reuse and change an array between calls). */
+function copied(l: Lists): Lists {
+  return { parents: l.parents.map((x) => [...x]), others: l.others.map((x) => [...x]) };
+}
 
 // An object's text without its status, resourceVersion and managedFields, by object.
 const specTexts = new WeakMap<object, string>();
@@ -63,9 +69,9 @@ function specText(o: { readonly metadata?: object }): string {
 }
 
 /** Whether two lists hold the same objects, or objects that differ in their status alone, in the same order. */
-function sameButStatus(a: readonly unknown[], b: readonly unknown[]): boolean {
+function sameButStatus(a: readonly object[], b: readonly object[]): boolean {
   if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && specText(a[i] as object) !== specText(b[i] as object)) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && specText(a[i]!) !== specText(b[i]!)) return false;
   return true;
 }
 
@@ -76,7 +82,7 @@ export function routesPart(resources: Resources, options: TranslateOptions, ctx:
   if (last && reusable(last, lists, resources, options, ctx)) {
     // The part's Gateway states hold the objects they were made from, equal but for their status.
     const kept = last;
-    last = { ...kept, lists: lists.map((l, i) => (STATUS_WRITTEN.has(i) ? [...l] : kept.lists[i]!)), epoch: ctx.dependencyEpoch };
+    last = { ...kept, lists: { parents: lists.parents.map((x) => [...x]), others: kept.lists.others }, epoch: ctx.dependencyEpoch };
     return last.part;
   }
   const classes = translateGatewayClasses(resources.gatewayClasses, ctx);
@@ -93,14 +99,15 @@ export function routesPart(resources: Resources, options: TranslateOptions, ctx:
     httpStatus: new Map([...ctx.httpRoutes.keys()].map((key) => [key, http.get(key)!.status] as const)),
     grpcStatus: new Map([...ctx.grpcRoutes.keys()].map((key) => [key, grpc.get(key)!.status] as const)),
   };
-  last = { lists: lists.map((l) => [...l]), options, epoch: ctx.dependencyEpoch, part };
+  last = { lists: copied(lists), options, epoch: ctx.dependencyEpoch, part };
   return part;
 }
 
 function reusable(before: NonNullable<typeof last>, lists: Lists, resources: Resources, options: TranslateOptions, ctx: Context): boolean {
   if ((resources.tlsRoutes?.length ?? 0) > 0) return false;
   if (!sameOptions(before.options, options)) return false;
-  if (!lists.every((l, i) => (STATUS_WRITTEN.has(i) ? sameButStatus(l, before.lists[i]!) : sameObjects(l, before.lists[i]!)))) return false;
+  if (!lists.parents.every((l, i) => sameButStatus(l, before.lists.parents[i]!))) return false;
+  if (!lists.others.every((l, i) => sameObjects(l, before.lists.others[i]!))) return false;
   if (ctx.dependencyEpoch === before.epoch) return true;
   const change = ctx.dependencyChange;
   return change !== null && change.from === before.epoch && change.keys.size === 0;
