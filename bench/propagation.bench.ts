@@ -187,7 +187,7 @@ spec:
     });
   }
 
-  /** CPU profiles of the controller and one proxy over `seconds`, written to `dir`. */
+  /** CPU profiles of the controller and one proxy (with workers, its first worker thread's too) over `seconds`, written to `dir`. */
   async function takeProfiles(dir: string, proxy: ProxyProcess, seconds = PROFILE_SECONDS): Promise<void> {
     mkdirSync(dir, { recursive: true });
     const take = async (name: string, url: string, headers: Record<string, string> = {}) => {
@@ -196,10 +196,14 @@ spec:
       writeFileSync(file, body);
       console.log(`  ${name} CPU profile (${seconds} s): ${file} (go tool pprof -top ${file})`);
     };
-    await Promise.all([
-      take('controller', `http://${fleet.controller.admin}`),
-      take(proxy.name, proxy.adminUrl, PROXY_ADMIN_HOST),
-    ]);
+    const takeWorker = async () => {
+      const name = `${proxy.name}-worker-1`;
+      const body = await adminGet(`${name} profile`, `${proxy.adminUrl}/debug/workers/1/cpuprofile?seconds=${seconds}`, PROXY_ADMIN_HOST);
+      const file = join(dir, `${name}.cpuprofile`);
+      writeFileSync(file, body);
+      console.log(`  ${name} CPU profile (${seconds} s): ${file} (node bench/lib/profile-summary.mjs ${file})`);
+    };
+    await Promise.all([take('controller', `http://${fleet.controller.admin}`), take(proxy.name, proxy.adminUrl, PROXY_ADMIN_HOST), ...(PROXY_WORKERS > 1 ? [takeWorker()] : [])]);
   }
 
   async function addRoutesUpTo(n: number): Promise<void> {
@@ -505,6 +509,9 @@ spec:
     let replaced = 0;
     const rollTimes: number[] = [];
     const rollStages = { api: [] as number[], controller: [] as number[], delivery: [] as number[] };
+    // The delivery's parts, from the proxy's `serving snapshot` line: in flight (encode, push, read
+    // off the stream), waiting behind the apply before, decoding, applying on every thread.
+    const deliveryParts = { transit: [] as number[], waited: [] as number[], decode: [] as number[], apply: [] as number[] };
     const rollFailures: string[] = [];
     const roller = async () => {
       while (Date.now() < deadline) {
@@ -538,7 +545,15 @@ spec:
         if (built && servedLine) {
           rollStages.api.push(wall1 - wall0);
           rollStages.controller.push(logTime(built) - wall1);
-          rollStages.delivery.push(logTime(servedLine) - logTime(built));
+          const delivery = logTime(servedLine) - logTime(built);
+          rollStages.delivery.push(delivery);
+          const { waitedMs, decodeMs, applyMs } = servedLine as { waitedMs?: unknown; decodeMs?: unknown; applyMs?: unknown };
+          if (typeof waitedMs === 'number' && typeof decodeMs === 'number' && typeof applyMs === 'number') {
+            deliveryParts.transit.push(Math.max(0, delivery - waitedMs - decodeMs - applyMs));
+            deliveryParts.waited.push(waitedMs);
+            deliveryParts.decode.push(decodeMs);
+            deliveryParts.apply.push(applyMs);
+          }
         }
         const remaining = next.map((p) => [p, READY] as const);
         if ((rolls + 1) % REPLACE_EVERY === 0) {
@@ -626,6 +641,13 @@ spec:
           `controller (watch, debounce, translate) ${ms(pct(rollStages.controller, 50))} / ${ms(pct(rollStages.controller, 99))}; ` +
           `delivery to the first proxy (push, decode, compile, every thread) ${ms(pct(rollStages.delivery, 50))} / ${ms(pct(rollStages.delivery, 99))} (${rollStages.api.length} rolls with both log lines)`,
       );
+    if (deliveryParts.apply.length) {
+      const part = (xs: number[]) => `${pct(xs, 50).toFixed(1)} / ${pct(xs, 99).toFixed(1)} ms`;
+      console.log(
+        `    delivery's parts (p50 / p99): in flight ${part(deliveryParts.transit)}; waiting behind the apply before ${part(deliveryParts.waited)}; ` +
+          `decode ${part(deliveryParts.decode)}; apply on every thread ${part(deliveryParts.apply)}`,
+      );
+    }
     for (const f of rollFailures) console.log(`    roll stopped: ${f}`);
     const perPod = pods.map((p) => p.requests);
     const late = pods.reduce((n, p) => n + p.late, 0);

@@ -415,7 +415,7 @@ export class SnapshotDecoder {
             order.push(route);
             out.push(route);
           });
-          return wrapListener(l, policyOf(l.policy), out);
+          return wrapListener(l, policyOf(l.policy), sameList(this.#snapshot?.binds[bi]?.listeners[li]?.routes, out));
         }),
       })),
     };
@@ -437,6 +437,15 @@ export class SnapshotDecoder {
     this.#limits = limitsKey;
     return snapshot;
   }
+}
+
+/**
+ * The last snapshot's route list at the same place when it holds the same route objects in the
+ * same order: a proxy takes a listener's compiled routes whole while its list is the same array
+ * (an endpoint change walks no route).
+ */
+function sameList(last: readonly RouteIR[] | undefined, routes: RouteIR[]): readonly RouteIR[] {
+  return last !== undefined && last.length === routes.length && last.every((r, i) => r === routes[i]) ? last : routes;
 }
 
 /** An entry of the Service endpoints of a snapshot sent in parts: its text, or an entry a delta took from the base. */
@@ -588,7 +597,7 @@ function wrapPolicy<T>(p: ToWire<T> | null): T | null {
   return p === null ? null : (walk(p) as T);
 }
 
-function wrapListener(l: WireListener, policy: PolicyIR | null, routes: RouteIR[]): ListenerIR {
+function wrapListener(l: WireListener, policy: PolicyIR | null, routes: readonly RouteIR[]): ListenerIR {
   if (l.protocol === 'HTTP') return { ...l, policy, routes };
   const certificates = l.tls.certificates.map((c) => ({ origin: c.origin, certificate: c.certificate, key: new Secret(c.key.secret) }));
   const clientValidation = l.tls.clientValidation ? { clientValidation: l.tls.clientValidation } : {};

@@ -363,9 +363,33 @@ describe('successive snapshots: only new routes are checked', () => {
       expect(b.endpoints).toEqual(endpoints);
       expect(routesOf(b)).toEqual(routesOf(a));
       routesOf(b).forEach((r, i) => expect(r).toBe(routesOf(a)[i]));
-      // The listener's policy is the object decoded before, too (a proxy keeps its compiled routes while it is).
+      // The listener's policy is the object decoded before, too (a proxy keeps its compiled routes while it is),
+      // and so is its route list: a proxy takes a listener whose list is the same array whole.
       expect(b.binds[0]!.listeners[0]!.policy).toBe(a.binds[0]!.listeners[0]!.policy);
+      expect(b.binds[0]!.listeners[0]!.routes).toBe(a.binds[0]!.listeners[0]!.routes);
       expect(toWire(decodeSnapshot(encodeSnapshot(v2)))).toEqual(toWire(v2));
+    });
+
+    it('a route list that changed is a new array, the lists of other listeners the arrays they were', () => {
+      const v1 = sample();
+      const bind = v1.binds[0]!;
+      const first = bind.listeners[0]!;
+      const second = { ...first, name: 'second', hostname: 'second.example.com' };
+      const two = withVersion({ ...v1, binds: [{ ...bind, listeners: [first, second] }] }, v1);
+      const decoder = new SnapshotDecoder();
+      const a = decoder.decodeParts(encodeSnapshotParts(two));
+      const listOf = (s: ProxySnapshot, i: number) => s.binds[0]!.listeners[i]!.routes;
+      // The second listener loses its last route.
+      const v2 = withVersion({ ...two, binds: [{ ...bind, listeners: [first, { ...second, routes: second.routes.slice(0, -1) }] }] }, two);
+      const b = decoder.decodeParts(encodeSnapshotDelta(v2, { version: two.version, positions: routePositions(two), entries: endpointPositions(two) }));
+      expect(listOf(b, 0)).toBe(listOf(a, 0));
+      expect(listOf(b, 1)).not.toBe(listOf(a, 1));
+      expect(listOf(b, 1)).toEqual(listOf(a, 1).slice(0, -1));
+      expect(toWire(b)).toEqual(toWire(v2));
+      // Refused by the receiver: the decoder holds the lists before again.
+      decoder.rollback();
+      const c = decoder.decodeParts(encodeSnapshotDelta(v2, { version: two.version, positions: routePositions(two), entries: endpointPositions(two) }));
+      expect(listOf(c, 0)).toBe(listOf(a, 0));
     });
 
     it("a listener's policy that changed is decoded anew; rollback() holds the one before again", () => {

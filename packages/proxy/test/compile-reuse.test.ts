@@ -97,6 +97,26 @@ describe('compile in proportion to the change', () => {
     expect(deps.limiters.keyedEntries().map((e) => e.scope)).toEqual(['main/r0']);
   });
 
+  it('a listener whose route list is the same array is taken whole; one that leaves takes its routes along', () => {
+    const first = snapshotOf(Array.from({ length: N }, (_, i) => routeConfig(i)));
+    const other = snapshotOf([{ ...routeConfig(100), backends: [{ host: '198.18.0.9:8000' }] }]).binds[0]!.listeners[0]!;
+    const bind = first.binds[0]!;
+    const two: ProxySnapshot = { ...first, binds: [{ ...bind, listeners: [...bind.listeners, { ...other, name: 'second', hostname: 'second.example.com' }] }] };
+    const a = compile(two, null);
+    expect(a.routeNames.has('main/r100')).toBe(true);
+    // An endpoint change: the same lists, nothing compiled, every compiled route the same object.
+    const b = compile({ ...two, endpoints: [] }, a);
+    expect(b.routesCompiled).toBe(0);
+    expect(selected(b).map((r, i) => r === selected(a)[i])).toEqual(Array(N).fill(true));
+    // The second listener leaves; the first keeps its list: the other's route goes from what the snapshot holds.
+    const c = compile({ ...two, binds: [{ ...bind, listeners: [bind.listeners[0]!] }] }, b);
+    expect(c.routesCompiled).toBe(0);
+    expect([...c.routeNames].sort()).toEqual([...a.routeNames].filter((n) => n !== 'main/r100').sort());
+    expect(c.parts.size).toBe(N);
+    expect(c.upstreams.has('198.18.0.9:8000')).toBe(false);
+    expect(b.upstreams.has('198.18.0.9:8000')).toBe(true);
+  });
+
   it('an endpoint change keeps every compiled route, and their pickers send to the new endpoints alone', () => {
     const svc: ServiceBackendIR = { kind: 'service', name: 'llm.ai.svc.cluster.local:80', namespace: 'ai', service: 'llm', port: 80, weight: 1 };
     const plain = snapshotOf(Array.from({ length: N }, (_, i) => routeConfig(i)));

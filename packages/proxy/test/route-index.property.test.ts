@@ -1,14 +1,18 @@
 // Differential property: a listener's route index updated in place, snapshot after snapshot
 // (routes added, edited, removed, moved between listeners and hosts, reordered, listed twice,
-// a listener's hostname changed, an apply abandoned), answers every probe request exactly as an
-// index built from scratch over the same routes, and holds exactly as much as that index.
+// given a policy of their own, a listener's hostname changed, nothing changed but the endpoints,
+// an apply abandoned), answers every probe request exactly as an index built from scratch over
+// the same routes, and holds exactly as much as that index. A listener whose routes did not
+// change keeps its route list (the same array, as the snapshot decoder keeps it), so the
+// compile's path that takes a list whole is taken as often as the one that walks it.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { toMatches, type HTTPRouteMatch, type ListenerIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { standaloneToSnapshot, toMatches, validateStandaloneConfig, type HTTPRouteMatch, type ListenerIR, type PolicyIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
 import { compileSnapshot, routesServing, selectRoute, type CompiledListener, type CompiledSnapshot } from '../src/routing/compile.js';
 import { standalonePickerDeps } from '../src/routing/backend-picker.js';
 import { LimiterStore } from '../src/ratelimit/local/limiter.js';
 import { systemClock } from '../src/ratelimit/clock.js';
+import { simpleConfig } from './helpers.js';
 
 const LISTENER_HOSTS = [null, '*.example.com', 'a.example.com', '*.a.example.com'];
 const ROUTE_HOSTS = ['a.example.com', '*.example.com', 'b.a.example.com', '*.a.example.com', 'other.org'];
@@ -48,6 +52,9 @@ const arbOp = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('twice' as const), at: fc.nat(), listener: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('rehost' as const), listener: fc.nat(), host: fc.constantFrom(...LISTENER_HOSTS) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('abandon' as const), spec: arbRouteSpec }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('same' as const) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('abandon-same' as const) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('policy' as const), at: fc.nat(), listener: fc.nat() }) },
 );
 type Op = typeof arbOp extends fc.Arbitrary<infer T> ? T : never;
 
@@ -71,13 +78,26 @@ interface ListenerModel {
   routes: RouteIR[];
 }
 
-function snapshot(listeners: readonly ListenerModel[]): ProxySnapshot {
-  const irs: ListenerIR[] = listeners.map((l) => ({ name: l.name, protocol: 'HTTP', hostname: l.hostname, policy: null, routes: [...l.routes] }));
+/** A policy of a route's own (a rate limit): its compiled route is made with each apply. */
+const ROUTE_POLICY: PolicyIR = standaloneToSnapshot(
+  validateStandaloneConfig(simpleConfig(1, [{ name: 'p', matches: [{ path: { type: 'PathPrefix', value: '/' } }], backends: [{ host: '127.0.0.1:9' }], policies: { traffic: { rateLimit: { local: [{ requests: 1000, unit: 'Minutes' }] } } } }]), 'test'),
+  { kind: 'controller', gateway: 'edge/public' },
+).binds[0]!.listeners[0]!.routes[0]!.policy!;
+
+/** The snapshot of the model; a listener whose routes are those of `last`'s listener keeps that array. */
+function snapshot(listeners: readonly ListenerModel[], last?: ProxySnapshot): ProxySnapshot {
+  const lastRoutes = new Map((last?.binds[0]!.listeners ?? []).map((l) => [l.name, l.routes]));
+  const irs: ListenerIR[] = listeners.map((l) => {
+    const held = lastRoutes.get(l.name);
+    const routes = held && held.length === l.routes.length && held.every((r, i) => r === l.routes[i]) ? held : [...l.routes];
+    return { name: l.name, protocol: 'HTTP', hostname: l.hostname, policy: null, routes };
+  });
   return { version: 't', source: { kind: 'file', path: 't' }, binds: [{ port: 1, address: '127.0.0.1', listeners: irs }] };
 }
 
 /** Applies one change to the model (in place); positions wrap around the lists. */
-function apply(model: ListenerModel[], op: Exclude<Op, { kind: 'abandon' }>): void {
+function apply(model: ListenerModel[], op: Exclude<Op, { kind: 'abandon' | 'abandon-same' }>): void {
+  if (op.kind === 'same') return;
   const l = model[op.listener % model.length]!;
   const at = (n: number, extra = 0): number => n % (l.routes.length + extra);
   switch (op.kind) {
@@ -111,6 +131,9 @@ function apply(model: ListenerModel[], op: Exclude<Op, { kind: 'abandon' }>): vo
     }
     case 'twice':
       l.routes.splice(i, 0, l.routes[i]!);
+      return;
+    case 'policy':
+      l.routes[i] = { ...l.routes[i]!, policy: ROUTE_POLICY };
       return;
   }
 }
@@ -161,9 +184,12 @@ describe('route index updated in place (differential property)', () => {
             // An apply compiled from the serving snapshot and then refused: the next compile starts from the serving one again.
             const tried = model.map((l) => ({ ...l, routes: [route(op.spec), ...l.routes] }));
             compileSnapshot(snapshot(tried), { ...d, previous: serving });
+          } else if (op.kind === 'abandon-same') {
+            // The same, for one that changed no route list (its routes with a policy of their own compiled again).
+            compileSnapshot(snapshot(model, serving.ir), { ...d, previous: serving });
           } else {
             apply(model, op);
-            serving = compileSnapshot(snapshot(model), { ...d, previous: before });
+            serving = compileSnapshot(snapshot(model, before.ir), { ...d, previous: before });
           }
           const scratch = compileSnapshot(snapshot(model));
           expect(answers(serving)).toEqual(answers(scratch));

@@ -3,6 +3,7 @@
 // routes the worker holds taken by reference (the same objects, so its compile reuses what it
 // built for them), the Secrets the clone drops put back.
 import { Secret, standaloneToSnapshot, validateStandaloneConfig, withVersion, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { HandoverGap, HandoverReceiver, HandoverSender, type Handover } from '../src/process/workers/snapshot-handover.js';
 import { simpleConfig } from './helpers.js';
@@ -41,7 +42,8 @@ function credential(r: RouteIR): string {
   return (v as Secret).reveal();
 }
 
-const kinds = (h: Handover) => h.snapshot.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.map((w) => (typeof w === 'number' ? 'ref' : 'route'))));
+/** How each listener's routes crossed: 'list' for a list the thread holds (its number alone), else per route 'ref' (held) or 'route' (sent). */
+const kinds = (h: Handover) => h.snapshot.binds.flatMap((b) => b.listeners.flatMap((l) => ('routes' in l.routes ? l.routes.routes.map((w) => (typeof w === 'number' ? 'ref' : 'route')) : ['list'])));
 
 describe('snapshot hand-over to a worker thread', () => {
   it('hands over the whole snapshot first; the worker gets an equal snapshot with its Secrets', () => {
@@ -82,6 +84,72 @@ describe('snapshot hand-over to a worker thread', () => {
     expect(credential(now[7]!)).toBe('Bearer key-7');
     expect(credential(now[29]!)).toBe('Bearer key-30');
     expect(credential(now[0]!)).toBe('Bearer key-0');
+  });
+
+  it('a route list that is the same array crosses as its number: the worker serves its own array (an endpoint change)', () => {
+    const sender = new HandoverSender();
+    const receiver = new HandoverReceiver();
+    const first = snapshotOf(30);
+    const a = receiver.open(across(sender.next(first).whole()));
+    a.applied();
+    const endpoints = [{ name: 'llm.ai.svc.cluster.local:80', endpoints: [{ address: '198.18.0.7', port: 8000 }] }];
+    const out = sender.next({ ...first, endpoints });
+    expect(kinds(out.relative)).toEqual(['list']);
+    expect(out.relative.gone).toEqual({ lists: [], routes: [] });
+    const b = receiver.open(across(out.relative));
+    expect(b.snapshot).toEqual({ ...first, endpoints });
+    expect(routesOf(b.snapshot)).toBe(routesOf(a.snapshot));
+    b.applied();
+    // A thread restarted since is sent every route, in the same numbers.
+    const fresh = new HandoverReceiver();
+    const whole = fresh.open(across(out.whole()));
+    expect(kinds(out.whole())).toEqual(Array(30).fill('route'));
+    expect(whole.snapshot).toEqual({ ...first, endpoints });
+  });
+
+  it('names the lists and routes that left, and the worker forgets them once applied (a later reference to one is a gap)', () => {
+    const sender = new HandoverSender();
+    const receiver = new HandoverReceiver();
+    const first = snapshotOf(5);
+    const a = sender.next(first);
+    receiver.open(across(a.whole())).applied();
+    const listNumber = (h: Handover) => h.snapshot.binds[0]!.listeners[0]!.routes.list;
+    const routeNumbers = (h: Handover) => {
+      const l = h.snapshot.binds[0]!.listeners[0]!.routes;
+      return 'routes' in l ? l.routes.map((w) => (typeof w === 'number' ? w : w.id)) : [];
+    };
+    const numbers = routeNumbers(a.whole());
+    // Route 2 edited: the list is new, the old list and route 2 left.
+    const edited = { ...routesOf(first)[2]!, name: 'r2-edited' };
+    const second = withRoutes(first, routesOf(first).map((r, i) => (i === 2 ? edited : r)));
+    const b = sender.next(second);
+    expect(kinds(b.relative)).toEqual(['ref', 'ref', 'route', 'ref', 'ref']);
+    expect(b.relative.gone).toEqual({ lists: [listNumber(a.relative)], routes: [numbers[2]] });
+    const opened = receiver.open(across(b.relative));
+    expect(opened.snapshot).toEqual(second);
+    opened.applied();
+    // A hand-over naming what left (forged here: the sender never does) is refused, and so is a list never sent.
+    const h = sender.next(second).relative;
+    const forged = (routes: Handover['snapshot']['binds'][number]['listeners'][number]['routes']): Handover => {
+      const l = h.snapshot.binds[0]!.listeners[0]!;
+      return { ...h, snapshot: { ...h.snapshot, binds: [{ ...h.snapshot.binds[0]!, listeners: [{ ...l, routes }] }] } };
+    };
+    expect(() => receiver.open(across(forged({ list: listNumber(a.relative) })))).toThrow(/refers to route list \d+, which hand-over \d+ did not have/);
+    expect(() => receiver.open(across(forged({ list: 999, routes: [numbers[2]!] })))).toThrow(/refers to route \d+, which hand-over \d+ did not have/);
+    expect(() => receiver.open(across(forged({ list: 999, routes: [numbers[3]!] })))).not.toThrow();
+  });
+
+  it('one array on two listeners crosses once, and is one array on the worker', () => {
+    const sender = new HandoverSender();
+    const receiver = new HandoverReceiver();
+    const first = snapshotOf(3);
+    const l = first.binds[0]!.listeners[0]!;
+    const shared = withVersion({ source: first.source, binds: [{ ...first.binds[0]!, listeners: [l, { ...l, name: 'other', hostname: 'other.example.com' }] }] });
+    const out = sender.next(shared).whole();
+    expect(kinds(out)).toEqual(['route', 'route', 'route', 'list']);
+    const a = receiver.open(across(out));
+    expect(a.snapshot).toEqual(shared);
+    expect(a.snapshot.binds[0]!.listeners[1]!.routes).toBe(a.snapshot.binds[0]!.listeners[0]!.routes);
   });
 
   it('a worker that did not apply the last hand-over refuses the next relative one, and takes the whole one', () => {
@@ -138,6 +206,15 @@ describe('snapshot hand-over to a worker thread', () => {
     expect(b.snapshot.binds[0]!.listeners[1]!.routes[0]).toBe(a.snapshot.binds[0]!.listeners[0]!.routes[0]);
   });
 
+  it('a route listed twice in one list is named as gone once no list holds it', () => {
+    const sender = new HandoverSender();
+    const first = snapshotOf(2);
+    const [r, other] = routesOf(first);
+    sender.next(withRoutes(first, [r!, other!, r!]));
+    expect(sender.next(withRoutes(first, [r!])).relative.gone.routes).toHaveLength(1);
+    expect(sender.next(withRoutes(first, [other!])).relative.gone.routes).toHaveLength(1);
+  });
+
   it("hands a listener's policy over by number while it is the same object, one object for the listeners sharing it", () => {
     const sender = new HandoverSender();
     const receiver = new HandoverReceiver();
@@ -166,13 +243,110 @@ describe('snapshot hand-over to a worker thread', () => {
     // Another policy object: sent, and equal to it on the worker.
     const changed = policyOf(429);
     const next = sender.next(two(changed));
-    expect(handedPolicies(next.relative)).toEqual(['policy', 'policy']);
+    // Sent once: the second listener names the one the first carried.
+    expect(handedPolicies(next.relative)).toEqual(['policy', 'ref']);
     const c = receiver.open(across(next.relative));
     expect(policies(c.snapshot)).toEqual([changed, changed]);
+    expect(policies(c.snapshot)[1]).toBe(policies(c.snapshot)[0]);
     expect(policies(c.snapshot)[0]).not.toBe(policies(b.snapshot)[0]);
     expect(policies(c.snapshot)[0]!.directResponse?.status).toBe(429);
     // And none: none.
     c.applied();
     expect(policies(receiver.open(across(sender.next(two(null)).relative)).snapshot)).toEqual([null, null]);
+  });
+
+  it('after any sequence of snapshots, refused applies and restarts, the worker holds what was sent, its own objects for what it held', () => {
+    const pool = routesOf(snapshotOf(12));
+    let made = 0;
+    const fresh = (i: number): RouteIR => ({ ...pool[i % pool.length]!, name: `made-${made++}` });
+    const arbOp = fc.oneof(
+      fc.record({ kind: fc.constant('same' as const) }),
+      fc.record({ kind: fc.constant('edit' as const), listener: fc.nat(), at: fc.nat(), route: fc.nat() }),
+      fc.record({ kind: fc.constant('add' as const), listener: fc.nat(), route: fc.nat() }),
+      fc.record({ kind: fc.constant('remove' as const), listener: fc.nat(), at: fc.nat() }),
+      fc.record({ kind: fc.constant('move' as const), from: fc.nat(), to: fc.nat(), at: fc.nat() }),
+      fc.record({ kind: fc.constant('share' as const), from: fc.nat(), to: fc.nat() }),
+      fc.record({ kind: fc.constant('listener' as const), add: fc.boolean() }),
+    );
+    // Most applies succeed, so that most hand-overs are relative to the one before.
+    const arbStep = fc.record({ op: arbOp, refused: fc.nat(4).map((n) => n === 0), restart: fc.nat(7).map((n) => n === 0) });
+    fc.assert(
+      fc.property(fc.array(arbStep, { minLength: 1, maxLength: 25 }), (steps) => {
+        const sender = new HandoverSender();
+        let receiver = new HandoverReceiver();
+        let holds: number | null = null;
+        // The model: each listener's route list, an array kept while it does not change.
+        let lists: RouteIR[][] = [[fresh(0), fresh(1), fresh(2)], [fresh(3)]];
+        // What the worker applied last: the sender's arrays and routes to its own.
+        let heldLists = new Map<readonly RouteIR[], readonly RouteIR[]>();
+        let heldRoutes = new Map<RouteIR, RouteIR>();
+        const l0 = snapshotOf(1).binds[0]!.listeners[0]!;
+        for (const { op, refused, restart } of steps) {
+          const at = (n: number) => lists[n % lists.length]!;
+          switch (op.kind) {
+            case 'edit': {
+              const l = at(op.listener);
+              if (l.length) lists = lists.map((x) => (x === l ? l.map((r, i) => (i === op.at % l.length ? fresh(op.route) : r)) : x));
+              break;
+            }
+            case 'add':
+              lists = lists.map((x) => (x === at(op.listener) ? [...x, fresh(op.route)] : x));
+              break;
+            case 'remove': {
+              const l = at(op.listener);
+              if (l.length) lists = lists.map((x) => (x === l ? l.filter((_, i) => i !== op.at % l.length) : x));
+              break;
+            }
+            case 'move': {
+              // A route of one listener also listed by another (the same object on two lists).
+              const from = at(op.from);
+              if (from.length) lists = lists.map((x) => (x === at(op.to) ? [...x, from[op.at % from.length]!] : x));
+              break;
+            }
+            case 'share':
+              lists = lists.map((x, i) => (i === op.to % lists.length ? at(op.from) : x));
+              break;
+            case 'listener':
+              lists = op.add ? [...lists, [fresh(lists.length)]] : lists.length > 1 ? lists.slice(1) : lists;
+              break;
+          }
+          const snapshot = withVersion({ source: first().source, binds: [{ ...first().binds[0]!, listeners: lists.map((routes, i) => ({ ...l0, name: `l${i}`, hostname: `l${i}.example.com`, routes })) }] });
+          if (restart) {
+            receiver = new HandoverReceiver();
+            holds = null;
+            heldLists = new Map();
+            heldRoutes = new Map();
+          }
+          const out = sender.next(snapshot);
+          const h = holds !== null && holds === out.relative.base ? out.relative : out.whole();
+          const opened = receiver.open(across(h));
+          expect(opened.snapshot).toEqual(snapshot);
+          const got = opened.snapshot.binds[0]!.listeners.map((l) => l.routes);
+          // Relative to what it holds, what the worker held is its own object still: the compile
+          // keeps what it built for it (a whole hand-over is all new objects).
+          const mismatched: string[] = [];
+          if (h === out.relative) {
+            lists.forEach((l, i) => {
+              const held = heldLists.get(l);
+              if (held && got[i] !== held) mismatched.push(`list of l${i}`);
+              l.forEach((r, j) => {
+                const own = heldRoutes.get(r);
+                if (own && got[i]![j] !== own) mismatched.push(`route ${j} of l${i}`);
+              });
+            });
+          }
+          expect(mismatched).toEqual([]);
+          if (refused) continue;
+          opened.applied();
+          holds = out.seq;
+          heldLists = new Map(lists.map((l, i) => [l, got[i]!]));
+          heldRoutes = new Map(lists.flatMap((l, i) => l.map((r, j) => [r, got[i]![j]!] as const)));
+        }
+      }),
+      { numRuns: 200 },
+    );
+    function first(): ProxySnapshot {
+      return snapshotOf(1);
+    }
   });
 });

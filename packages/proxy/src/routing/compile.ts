@@ -144,6 +144,49 @@ export interface CompiledListener {
   /** Its limits count LLM tokens (either part): each of its routes counts them. */
   readonly countsTokens: boolean;
   readonly routes: RouteView<CompiledRoute>;
+  /** What its route list compiled to beyond the routes: the next compile keeps it with the list. */
+  readonly list: ListenerRoutes;
+}
+
+/** What a listener's route list (the array object) compiles to besides its routes' own forms. */
+interface ListenerRoutes {
+  /** A route's policy transforms requests (the listener's limits that read the request wait for it). */
+  readonly transforms: boolean;
+  /** Positions of the routes with a policy of their own: compiled with each apply (their limits are the store's of that apply). */
+  readonly ownPolicies: readonly number[];
+  /** Names of its routes whose hostnames share none with the listener's. */
+  readonly detached: readonly string[];
+}
+
+/**
+ * What a compile gathers from the routes of every listener. The next compile keeps it whole
+ * when each listener's route list is the array it was (an endpoint change): nothing is then
+ * walked route by route.
+ */
+interface RoutesGathered {
+  readonly parts: Map<RouteIR, RouteParts>;
+  readonly routeNames: Set<string>;
+  readonly detached: string[];
+  /** The endpoints of the routes' static and external backends and mirrors. */
+  readonly upstreams: Set<string>;
+  /** The Service ports the routes send to, and the endpointKey() suffixes each is used with. */
+  readonly services: Map<string, Set<string>>;
+}
+
+function gatheredAnew(): RoutesGathered {
+  return { parts: new Map(), routeNames: new Set(), detached: [], upstreams: new Set(), services: new Map() };
+}
+
+/** Adds a route (its parts compiled or kept) to what the compile gathers. */
+function gather(into: RoutesGathered, r: RouteIR, own: RouteParts): void {
+  into.parts.set(r, own);
+  for (const u of own.upstreams) into.upstreams.add(u);
+  for (const u of own.services) {
+    const suffixes = into.services.get(u.name);
+    if (suffixes) suffixes.add(u.suffix);
+    else into.services.set(u.name, new Set([u.suffix]));
+  }
+  into.routeNames.add(r.name);
 }
 
 export interface CompiledBind {
@@ -166,6 +209,8 @@ export interface CompiledSnapshot {
   readonly routeNames: ReadonlySet<string>;
   /** Each route's parts, by route object (the next compile reuses them). */
   readonly parts: ReadonlyMap<RouteIR, RouteParts>;
+  /** What the routes gathered (parts, names, detached, their upstreams and Services): the next compile may keep it whole. */
+  readonly gathered: RoutesGathered;
   /** Each listener's routes by listenerKey(): the next compile updates the indexes still current. */
   readonly indexes: ReadonlyMap<string, RouteView<CompiledRoute>>;
   /** The listeners by listenerKey(), whose policy says which compiled routes the next compile may keep. */
@@ -184,77 +229,116 @@ export interface RouteHit {
 /** Without `deps` (route-selection tests) no rate limits are compiled and endpoint state is the snapshot's own. */
 export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = null): CompiledSnapshot {
   const binds = new Map<number, CompiledBind>();
-  const detached: string[] = [];
-  const upstreams = new Set<string>();
-  // The Service ports the routes send to, and the endpointKey() suffixes they use each with.
-  const services = new Map<string, Set<string>>();
-  const routeNames = new Set<string>();
-  const parts = new Map<RouteIR, RouteParts>();
   const limits = ir.limits ?? DEFAULT_LIMITS;
   // Parts compiled under other bounds (a reload that changed config.regex) are compiled again.
   const previous = deps?.previous;
   const keptParts = previous && JSON.stringify(previous.ir.limits ?? DEFAULT_LIMITS) === JSON.stringify(limits) ? previous.parts : undefined;
   const indexes = new Map<string, RouteView<CompiledRoute>>();
   const listenersByKey = new Map<string, CompiledListener>();
-  const matchesOf = (r: RouteIR): readonly CompiledMatch[] => parts.get(r)!.matches;
   const picking = deps?.picking ?? standalonePickerDeps();
   const tlsContexts = deps?.tlsContexts ?? new TlsContextCache();
+  // What the routes gather: null while every listener so far kept its route list whole (then
+  // the last compile's is this one's, unless a listener left); the listeners kept whole until
+  // one was not are walked into it then.
+  let gathered: RoutesGathered | null = null;
+  const whole: (readonly [ListenerIR, ListenerRoutes])[] = [];
+  const walkWhole = (into: RoutesGathered, [l, list]: readonly [ListenerIR, ListenerRoutes]): void => {
+    for (const r of l.routes) gather(into, r, keptParts!.get(r)!);
+    into.detached.push(...list.detached);
+  };
+  const matchesOf = (r: RouteIR): readonly CompiledMatch[] => (gathered ?? previous!.gathered).parts.get(r)!.matches;
   let routesCompiled = 0;
   for (const bind of ir.binds) {
     const listeners = new HostTable<CompiledListener>();
     for (const l of bind.listeners) {
-      // Where a transformation changes requests, the listener's limits that read the request wait for it.
-      const transforms = transformsRequests(l.policy) || l.routes.some((r) => transformsRequests(r.policy));
-      const gateway = deps ? compileGatewayPolicy(gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal, limits, transforms) : null;
-      const listenerPolicy = gateway?.beforeRouting ?? null;
-      const afterAuth = gateway?.afterAuth ?? null;
-      const countsTokens = (listenerPolicy?.countsTokens ?? false) || (afterAuth?.countsTokens ?? false);
       // The serving snapshot's index of this listener, unless its matches were compiled under other bounds.
       const key = listenerKey(bind, l);
       const before = keptParts && !indexes.has(key) ? previous?.indexes.get(key) : undefined;
       const updating = before?.current === true;
-      const index = updating ? before.shared : new RouteIndex<CompiledRoute>(l.hostname);
-      const values: CompiledRoute[] = [];
-      const view = new RouteView(index, index.begin(), values, matchesOf);
+      const previousListener = updating ? previous?.listenersByKey.get(key) : undefined;
+      // The route list is the array it was and the policy the object it was: what the list
+      // compiled to is kept, and the index is not walked (an endpoint change).
+      const kept = previousListener && previousListener.ir.routes === l.routes && previousListener.ir.policy === l.policy && !before!.shared.listedTwice ? previousListener.list : undefined;
+      // Where a transformation changes requests, the listener's limits that read the request wait for it.
+      const routesTransform = kept ? kept.transforms : l.routes.some((r) => transformsRequests(r.policy));
+      const gateway = deps ? compileGatewayPolicy(gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal, limits, transformsRequests(l.policy) || routesTransform) : null;
+      const listenerPolicy = gateway?.beforeRouting ?? null;
+      const afterAuth = gateway?.afterAuth ?? null;
+      const countsTokens = (listenerPolicy?.countsTokens ?? false) || (afterAuth?.countsTokens ?? false);
+      const context: RouteContext = { listener: l, countsTokens, deps, limits };
+      let view: RouteView<CompiledRoute>;
+      let list: ListenerRoutes;
+      if (kept) {
+        const last = before!;
+        // Only the routes with a policy of their own are compiled again (their limits are this
+        // apply's); with none, the index is left as it is and the serving snapshot's view stays valid too.
+        let values = last.values;
+        let epoch = last.epoch;
+        if (kept.ownPolicies.length) {
+          const changed = values.slice();
+          for (const i of kept.ownPolicies) {
+            const r = l.routes[i]!;
+            changed[i] = compileRoute(r, keptParts!.get(r)!, context);
+          }
+          epoch = last.shared.revalue(kept.ownPolicies.map((i) => [l.routes[i]!, changed[i]!] as const));
+          values = changed;
+        }
+        view = new RouteView(last.shared, epoch, values, matchesOf);
+        list = kept;
+        if (gathered) walkWhole(gathered, [l, kept]);
+        else whole.push([l, kept]);
+      } else {
+        if (!gathered) {
+          gathered = gatheredAnew();
+          for (const w of whole) walkWhole(gathered, w);
+        }
+        const into = gathered;
+        const index = updating ? before.shared : new RouteIndex<CompiledRoute>(l.hostname);
+        const values: CompiledRoute[] = [];
+        view = new RouteView(index, index.begin(), values, matchesOf);
+        // A route with no policy of its own, on a listener whose policy is the object it was at the
+        // last compile, compiles to what it did then (its own object, that policy and the bounds
+        // decide it all; its listener's compiled limits are read from the listener): the index's
+        // compiled route is kept, so an apply that changed one route of thousands builds one.
+        const keepsRoutes = previousListener !== undefined && previousListener.ir.policy === l.policy;
+        const ownPolicies: number[] = [];
+        const detached: string[] = [];
+        l.routes.forEach((r, i) => {
+          const keptRoute = keepsRoutes && !r.policy ? index.valueOf(r) : undefined;
+          let own = keptRoute?.parts ?? into.parts.get(r) ?? keptParts?.get(r);
+          if (!own) {
+            own = compileRouteParts(r, picking, limits);
+            routesCompiled++;
+          }
+          gather(into, r, own);
+          if (r.policy) ownPolicies.push(i);
+          const route = keptRoute ?? compileRoute(r, own, context);
+          values.push(route);
+          if (!index.place(r, own.matches, route).length) detached.push(r.name);
+        });
+        index.finish();
+        into.detached.push(...detached);
+        list = { transforms: routesTransform, ownPolicies, detached };
+      }
       indexes.set(key, view);
-      const listener: CompiledListener = { ir: l, bind, routes: view, policy: listenerPolicy, afterAuth, countsTokens };
+      const listener: CompiledListener = { ir: l, bind, routes: view, policy: listenerPolicy, afterAuth, countsTokens, list };
       listenersByKey.set(key, listener);
       listeners.upsert(l.hostname, () => listener);
-      // A route with no policy of its own, on a listener whose policy is the object it was at the
-      // last compile, compiles to what it did then (its own object, that policy and the bounds
-      // decide it all; its listener's compiled limits are read from the listener): the index's
-      // compiled route is kept, so an apply that changed one route of thousands builds one.
-      const previousListener = previous?.listenersByKey.get(key);
-      const keepsRoutes = updating && previousListener !== undefined && previousListener.ir.policy === l.policy;
-      const context: RouteContext = { listener: l, countsTokens, deps, limits };
-      for (const r of l.routes) {
-        const kept = keepsRoutes && !r.policy ? index.valueOf(r) : undefined;
-        let own = kept?.parts ?? parts.get(r) ?? keptParts?.get(r);
-        if (!own) {
-          own = compileRouteParts(r, picking, limits);
-          routesCompiled++;
-        }
-        parts.set(r, own);
-        for (const u of own.upstreams) upstreams.add(u);
-        for (const u of own.services) {
-          const suffixes = services.get(u.name);
-          if (suffixes) suffixes.add(u.suffix);
-          else services.set(u.name, new Set([u.suffix]));
-        }
-        routeNames.add(r.name);
-        const route = kept ?? compileRoute(r, own, context);
-        values.push(route);
-        if (!index.place(r, own.matches, route).length) detached.push(r.name);
-      }
-      index.finish();
     }
     binds.set(bind.port, { ir: bind, listeners, tls: compileBindTls(bind, tlsContexts) });
   }
+  // Every listener kept its list: the last compile gathered the same, unless a listener left.
+  if (!gathered && previous && listenersByKey.size === previous.listenersByKey.size) gathered = previous.gathered;
+  if (!gathered) {
+    gathered = gatheredAnew();
+    for (const w of whole) walkWhole(gathered, w);
+  }
   // The endpoints of the Service ports in use, as this snapshot lists them, each in every way
   // of speaking to it that a route uses (one pool each).
+  const upstreams = new Set(gathered.upstreams);
   const table = endpointsByName(ir.endpoints);
   const serviceEndpoints = new Map<string, readonly EndpointIR[]>();
-  for (const [name, suffixes] of services) {
+  for (const [name, suffixes] of gathered.services) {
     const endpoints = table.get(name) ?? [];
     serviceEndpoints.set(name, endpoints);
     for (const e of endpoints) {
@@ -264,7 +348,8 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   }
   // Without a runtime (routing tests) nothing else commits: the snapshot's own sets serve it.
   if (!deps) picking.services.commit(serviceEndpoints);
-  return { ir, binds, detached, upstreams, serviceEndpoints, routeNames, parts, indexes, listenersByKey, credentials: credentialNames(ir), routesCompiled };
+  const { parts, routeNames, detached } = gathered;
+  return { ir, binds, detached, upstreams, serviceEndpoints, routeNames, parts, gathered, indexes, listenersByKey, credentials: credentialNames(ir), routesCompiled };
 }
 
 /** What a route's compiled form takes from its listener and the compile. */

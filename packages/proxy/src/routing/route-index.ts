@@ -73,6 +73,27 @@ export class RouteIndex<T> {
     return this.#epoch;
   }
 
+  /** The last update's list holds a route object twice (revalue() cannot tell its two cells apart). */
+  get listedTwice(): boolean {
+    return this.#listedTwice;
+  }
+
+  /**
+   * An update in which the listener's routes are the last update's list, in order, and only the
+   * values of `changes` are new: nothing is placed again. The epoch moves, so the views of
+   * earlier snapshots read a private index of their own values from here on.
+   */
+  revalue(changes: readonly (readonly [RouteIR, T])[]): number {
+    if (this.#listedTwice) throw new Error('revalue(): the listener lists a route object twice; update it with begin(), place() and finish()');
+    this.#reset();
+    for (const [ir, value] of changes) {
+      const cell = this.#cells.get(ir);
+      if (!cell) throw new Error(`revalue(): route ${ir.name} is not in the last update's list`);
+      cell.value = value;
+    }
+    return ++this.#epoch;
+  }
+
   /** Starts an update; then place() each route of the listener in order, then finish(). */
   begin(): number {
     this.#reset();

@@ -16,6 +16,7 @@
 // (a `tollgate-reconnect` trailer says so): the proxy then reconnects at once with the token it
 // holds now, serving throughout, and is sent nothing unless its version is no longer current.
 import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import { DeltaMismatchError, SnapshotDecoder } from '@tollgate/api';
 import { RECONNECT_TRAILER, SNAPSHOT_SERVICE, SNAPSHOT_STREAM_PATH, type ProxyMessage, type SnapshotPush } from '@tollgate/api/snapshot-stream';
@@ -220,7 +221,8 @@ export class ControllerSnapshotSource implements SnapshotSource {
       this.#attempt = 0;
     });
     call.on('data', (push: SnapshotPush) => {
-      this.#queue = this.#queue.then(() => this.#apply(call, push));
+      const arrived = performance.now();
+      this.#queue = this.#queue.then(() => this.#apply(call, push, arrived));
     });
     call.on('error', (err: grpc.ServiceError) => end(this.#reason(err), (err.metadata?.get(RECONNECT_TRAILER).length ?? 0) > 0));
     call.on('end', () => end('the controller ended the stream'));
@@ -251,7 +253,10 @@ export class ControllerSnapshotSource implements SnapshotSource {
     }, delay);
   }
 
-  async #apply(call: grpc.ClientDuplexStream<ProxyMessage, SnapshotPush>, push: SnapshotPush): Promise<void> {
+  /** `arrived`: when the push came off the stream (performance.now()); the log line tells where the time went since. */
+  async #apply(call: grpc.ClientDuplexStream<ProxyMessage, SnapshotPush>, push: SnapshotPush, arrived: number): Promise<void> {
+    const started = performance.now();
+    let decoded = started;
     const sink = this.#sink;
     if (!sink) return;
     // Sent again after an answer that did not arrive in time: it serves already.
@@ -268,6 +273,7 @@ export class ControllerSnapshotSource implements SnapshotSource {
         ...(push.baseVersion ? { base: { version: push.baseVersion, refs: push.routeRefs, endpointRefs: push.endpointRefs } } : {}),
       };
       const snapshot = this.#decoder.decodeParts(parts, `snapshot ${push.version}`);
+      decoded = performance.now();
       try {
         if (snapshot.version !== push.version) throw new Error(`snapshot ${push.version}: its content is version ${snapshot.version}`);
         await sink.apply(snapshot);
@@ -294,7 +300,10 @@ export class ControllerSnapshotSource implements SnapshotSource {
     this.#applied++;
     this.#version = push.version;
     this.#lastError = null;
-    this.#o.log.info({ version: push.version }, `serving snapshot ${push.version} from the controller`);
+    // Where the time went: waiting behind the apply before it, decoding, applying on every thread.
+    const ms = (from: number, to: number) => Math.round((to - from) * 10) / 10;
+    const timing = { waitedMs: ms(arrived, started), decodeMs: ms(started, decoded), applyMs: ms(decoded, performance.now()) };
+    this.#o.log.info({ version: push.version, ...timing }, `serving snapshot ${push.version} from the controller`);
     if (this.#call === call) call.write({ ack: { version: push.version, nonce: push.nonce } });
   }
 }
