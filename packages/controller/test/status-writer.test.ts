@@ -94,6 +94,77 @@ describe('StatusWriter', () => {
   });
 });
 
+describe('StatusWriter: a kind found settled throughout', () => {
+  it('is skipped whole while its report map is the same object and its cache has not changed; a cache change or another map is checked again', async () => {
+    const api = new FakeApi();
+    let cache: Obj = structuredClone(api.stored);
+    let changes = 0;
+    let reads = 0;
+    const syncCache = () => {
+      cache = structuredClone(api.stored);
+      changes++;
+    };
+    const w = new StatusWriter({
+      api,
+      cache: () => {
+        reads++;
+        return cache;
+      },
+      cacheChanges: (kind) => (kind === 'GatewayClass' ? changes : 0),
+      controllerName: OURS,
+      isLeader: () => true,
+      metrics: new ControllerMetrics(),
+      log: pino({ level: 'silent' }),
+    });
+    await w.start();
+    const r = report('True');
+    w.submit(r);
+    await w.idle();
+    expect(api.puts).toBe(1);
+    // Our write comes back through the watch: checked again, nothing to write, settled.
+    syncCache();
+    w.submit(r);
+    await w.idle();
+    expect(api.puts).toBe(1);
+    // Nothing moved: the kind is skipped without reading the cache.
+    reads = 0;
+    w.submit(r);
+    await w.idle();
+    expect(reads).toBe(0);
+    expect(w.lastPassSkipped).toBe(1);
+
+    // Someone else rewrites the status: the cache moved, so the object is read and put back.
+    api.stored = { ...api.stored, status: { conditions: [] }, metadata: { ...api.stored.metadata, resourceVersion: String(Number(api.stored.metadata!.resourceVersion) + 1) } };
+    syncCache();
+    w.submit(r);
+    await w.idle();
+    expect(api.puts).toBe(2);
+    expect((api.stored.status!.conditions as { status: string }[])[0]!.status).toBe('True');
+    syncCache();
+    w.submit(r);
+    await w.idle();
+    reads = 0;
+    w.submit(r);
+    await w.idle();
+    expect(reads).toBe(0);
+
+    // Another report map, equal content: checked again (no write), then skipped again.
+    const again = report('True');
+    w.submit(again);
+    await w.idle();
+    expect(reads).toBe(1);
+    expect(api.puts).toBe(2);
+    reads = 0;
+    w.submit(again);
+    await w.idle();
+    expect(reads).toBe(0);
+    // Another content: written.
+    w.submit(report('False'));
+    await w.idle();
+    expect(api.puts).toBe(3);
+  });
+});
+
 describe('StatusWriter: settled objects', () => {
   it('skips an object whose report entry and stored object are unchanged since its last check, and merges again when either changes', async () => {
     const { api, w, syncCache } = setup();

@@ -64,6 +64,12 @@ export interface StatusWriterOptions {
   readonly proxies?: ProxiesView;
   /** Backoff of a pass with failed writes. */
   readonly retry?: RetryOptions;
+  /**
+   * A number that moves whenever the cache's objects of a kind change (added, updated, deleted,
+   * listed again). With it, a pass skips a kind whole while its report map is the one a pass found
+   * settled throughout and the number has not moved since; without it, each object is checked.
+   */
+  readonly cacheChanges?: (kind: StatusKind) => number;
 }
 
 export class StatusWriter implements Runnable, Sink<StatusReport> {
@@ -82,13 +88,20 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
    * resourceVersion the write replaced. While the cache still shows `before`, the written
    * object is the current one (otherwise every write would be followed by a conflict).
    */
-  readonly #written = new Map<string, { before: string; after: StatusBearing }>();
+  readonly #written = new Map<string, { kind: StatusKind; key: string; before: string; after: StatusBearing }>();
   /**
    * Per object (not Gateways nor ListenerSets: their status also reads the proxies' state), the report entry
    * and the stored resourceVersion of its last check that left nothing to write. While both
    * are the same, merging again would find nothing either.
    */
-  readonly #settled = new Map<string, { entry: object; resourceVersion: string }>();
+  readonly #settled = new Map<StatusKind, Map<string, { entry: object; resourceVersion: string }>>();
+  /**
+   * Per kind (not Gateways nor ListenerSets), the report map and the cache's change number of the
+   * last pass that found every object of the kind settled: while both are the same, the next pass
+   * would too (an endpoint change keeps the map of every route's status: at thousands of routes
+   * such a pass skips them without a look).
+   */
+  readonly #quiet = new Map<StatusKind, { readonly entries: ReadonlyMap<string, unknown>; readonly changes: number }>();
   /** Objects of the last pass found settled without a merge (tests, debug log). */
   lastPassSkipped = 0;
   readonly #retry: RetryBackoff;
@@ -162,38 +175,57 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
     let skipped = 0;
     let failed = 0;
     let firstFailure = '';
-    // What the pass of every object saw, so that what it remembers of deleted objects goes.
-    const reported = scope === 'all' ? new Set<string>() : null;
     let slice = performance.now();
-    for (const item of scope === 'all' ? items(report) : gatewayItems(report)) {
-      if (!this.#may()) return;
-      checked++;
-      const key = `${item.kind}/${item.key}`;
-      reported?.add(key);
-      if (performance.now() - slice > SLICE_MS) {
-        await turn();
-        slice = performance.now();
-        if (!this.#may()) return;
-      }
-      // Most objects of a pass are settled: told without a merge, and without an await (at
-      // thousands of routes, a promise each was half of a pass's time).
-      if (this.#isSettled(item, key)) {
-        skipped++;
+    for (const group of scope === 'all' ? groups(report) : gatewayGroups(report)) {
+      const { kind, entries } = group;
+      const changes = this.#o.cacheChanges?.(kind);
+      const quiet = this.#quiet.get(kind);
+      if (quiet && quiet.entries === entries && quiet.changes === changes) {
+        checked += entries.size;
+        skipped += entries.size;
         continue;
       }
-      try {
-        if ((await this.#write(item, key)) === 'written') written++;
-      } catch (err) {
-        this.#o.metrics.statusWrites.inc({ kind: item.kind, result: 'error' });
-        const message = describeApiError(err);
-        const level = failed === 0 && message !== this.#lastFailure ? 'error' : 'debug';
-        if (failed === 0) firstFailure = message;
-        failed++;
-        this.#o.log[level]({ code: CONTROLLER_ERRORS.statusWrite.code, kind: item.kind, object: item.key, err: message }, 'status write failed');
+      this.#quiet.delete(kind);
+      // Every object of the kind found settled (none written, none failed): the next pass may skip it whole.
+      let settledAll = settles(kind);
+      for (const [key, d] of entries) {
+        if (!this.#may()) return;
+        checked++;
+        const item: Item = { kind, key, name: d.name, namespace: d.namespace };
+        if (performance.now() - slice > SLICE_MS) {
+          await turn();
+          slice = performance.now();
+          if (!this.#may()) return;
+          // A newer report came meanwhile: this kind is visited again by the pass it asks for.
+          if (this.#latest !== report) settledAll = false;
+        }
+        // Most objects of a pass are settled: told without a merge, and without an await (at
+        // thousands of routes, a promise each was half of a pass's time).
+        if (this.#isSettled(item)) {
+          skipped++;
+          continue;
+        }
+        try {
+          const result = await this.#write(item);
+          if (result === 'written') written++;
+          if (result !== 'settled') settledAll = false;
+        } catch (err) {
+          settledAll = false;
+          this.#o.metrics.statusWrites.inc({ kind: item.kind, result: 'error' });
+          const message = describeApiError(err);
+          const level = failed === 0 && message !== this.#lastFailure ? 'error' : 'debug';
+          if (failed === 0) firstFailure = message;
+          failed++;
+          this.#o.log[level]({ code: CONTROLLER_ERRORS.statusWrite.code, kind: item.kind, object: item.key, err: message }, 'status write failed');
+        }
       }
+      if (settledAll && changes !== undefined && this.#latest === report) this.#quiet.set(kind, { entries, changes });
+      // Objects gone from the report (deleted) are never read again: forget what was settled of
+      // them, or routes created and deleted over days would each leave an entry here.
+      if (scope === 'all') for (const key of this.#settled.get(kind)?.keys() ?? []) if (!entries.has(key)) this.#settled.get(kind)!.delete(key);
     }
     this.lastPassSkipped = skipped;
-    if (reported === null) {
+    if (scope !== 'all') {
       // A pass of the Gateways alone: its failures are retried by a pass of every object, and its
       // success says nothing of the others'.
       if (failed) this.#afterPass(failed, checked, firstFailure);
@@ -201,10 +233,8 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
       return;
     }
     this.#afterPass(failed, checked, firstFailure);
-    // Objects gone from the report (deleted) are never read again: forget our writes to them,
-    // or routes created and deleted over days would each leave their last written object here.
-    for (const key of this.#written.keys()) if (!reported.has(key)) this.#written.delete(key);
-    for (const key of this.#settled.keys()) if (!reported.has(key)) this.#settled.delete(key);
+    // Our writes to objects gone from the report are forgotten too.
+    for (const [key, w] of this.#written) if (!reportMap(report, w.kind)?.has(w.key)) this.#written.delete(key);
     this.#o.log.debug({ checked, written, skipped }, 'status pass finished');
   }
 
@@ -231,8 +261,9 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
     return this.#written.size;
   }
 
-  #current(item: Item, key: string): StatusBearing | undefined {
+  #current(item: Item): StatusBearing | undefined {
     const cached = this.#o.cache(item.kind, item.name, item.namespace);
+    const key = writtenKey(item);
     const w = this.#written.get(key);
     if (w && cached && cached.metadata?.resourceVersion === w.before) return w.after;
     if (w) this.#written.delete(key);
@@ -309,30 +340,36 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
   }
 
   /** Whether the object is known to need nothing without merging: the report entry and the stored object of its last check. */
-  #isSettled(item: Item, key: string): boolean {
-    const settled = this.#settled.get(key);
+  #isSettled(item: Item): boolean {
+    const settled = this.#settled.get(item.kind)?.get(item.key);
     if (!settled || settled.entry !== this.#entry(item)) return false;
-    const obj = this.#current(item, key);
+    const obj = this.#current(item);
     return obj !== undefined && settled.resourceVersion === obj.metadata?.resourceVersion;
   }
 
-  /** `same`: merged, nothing to write. */
-  async #write(item: Item, key: string): Promise<'written' | 'same'> {
-    let obj = this.#current(item, key);
+  /** `settled`: merged, nothing to write, and known settled (not a Gateway's); `same`: nothing written otherwise. */
+  async #write(item: Item): Promise<'written' | 'settled' | 'same'> {
+    let obj = this.#current(item);
+    const settledOf = () => {
+      let m = this.#settled.get(item.kind);
+      if (!m) this.#settled.set(item.kind, (m = new Map<string, { entry: object; resourceVersion: string }>()));
+      return m;
+    };
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       if (!obj) return 'same'; // deleted meanwhile: nothing to report on
       // Read with the merge, synchronously: a newer report may have arrived during an await.
       const entry = this.#entry(item);
       const status = this.#desired(item, obj.status);
       if (!status || sameStatus(obj.status, status)) {
-        if (entry && status) this.#settled.set(key, { entry, resourceVersion: obj.metadata?.resourceVersion ?? '' });
-        return 'same';
+        if (!entry || !status) return 'same';
+        settledOf().set(item.key, { entry, resourceVersion: obj.metadata?.resourceVersion ?? '' });
+        return 'settled';
       }
-      this.#settled.delete(key);
+      this.#settled.get(item.kind)?.delete(item.key);
       if (!this.#may()) return 'same';
       try {
         const stored = (await this.#o.api.replaceStatus(item.kind, { ...obj, status } as KubernetesObject)) as StatusBearing;
-        this.#written.set(key, { before: obj.metadata?.resourceVersion ?? '', after: stored });
+        this.#written.set(writtenKey(item), { kind: item.kind, key: item.key, before: obj.metadata?.resourceVersion ?? '', after: stored });
         this.#o.metrics.statusWrites.inc({ kind: item.kind, result: 'written' });
         this.#o.log.debug({ kind: item.kind, object: item.key }, 'status written');
         return 'written';
@@ -357,19 +394,59 @@ function turn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-/** The objects whose status reads the proxies' state. */
-function* gatewayItems(r: StatusReport): Generator<Item> {
-  for (const [key, d] of r.gateways) yield { kind: 'Gateway', key, name: d.name, namespace: d.namespace };
-  for (const [key, d] of r.listenerSets ?? []) yield { kind: 'ListenerSet', key, name: d.name, namespace: d.namespace };
+/** The report's objects of one kind, by key. */
+interface Group {
+  readonly kind: StatusKind;
+  readonly entries: ReadonlyMap<string, { readonly name: string; readonly namespace?: string }>;
 }
 
-function* items(r: StatusReport): Generator<Item> {
-  for (const [key, d] of r.gatewayClasses) yield { kind: 'GatewayClass', key, name: d.name };
-  yield* gatewayItems(r);
-  for (const [key, d] of r.httpRoutes) yield { kind: 'HTTPRoute', key, name: d.name, namespace: d.namespace };
-  for (const [key, d] of r.grpcRoutes ?? []) yield { kind: 'GRPCRoute', key, name: d.name, namespace: d.namespace };
-  for (const [key, d] of r.tlsRoutes ?? []) yield { kind: 'TLSRoute', key, name: d.name, namespace: d.namespace };
-  for (const [key, d] of r.gatewayPolicies) yield { kind: 'GatewayPolicy', key, name: d.name, namespace: d.namespace };
-  for (const [key, d] of r.backends ?? []) yield { kind: 'Backend', key, name: d.name, namespace: d.namespace };
-  for (const [key, d] of r.backendTLSPolicies) yield { kind: 'BackendTLSPolicy', key, name: d.name, namespace: d.namespace };
+/** The report's map of a kind. */
+function reportMap(r: StatusReport, kind: StatusKind): Group['entries'] | undefined {
+  switch (kind) {
+    case 'GatewayClass':
+      return r.gatewayClasses;
+    case 'Gateway':
+      return r.gateways;
+    case 'ListenerSet':
+      return r.listenerSets;
+    case 'HTTPRoute':
+      return r.httpRoutes;
+    case 'GRPCRoute':
+      return r.grpcRoutes;
+    case 'TLSRoute':
+      return r.tlsRoutes;
+    case 'GatewayPolicy':
+      return r.gatewayPolicies;
+    case 'Backend':
+      return r.backends;
+    case 'BackendTLSPolicy':
+      return r.backendTLSPolicies;
+  }
+}
+
+/** Whether the writer may know an object of the kind settled: not a Gateway's nor a ListenerSet's (they read the proxies' state). */
+function settles(kind: StatusKind): boolean {
+  return kind !== 'Gateway' && kind !== 'ListenerSet';
+}
+
+const ORDER: readonly StatusKind[] = ['GatewayClass', 'Gateway', 'ListenerSet', 'HTTPRoute', 'GRPCRoute', 'TLSRoute', 'GatewayPolicy', 'Backend', 'BackendTLSPolicy'];
+
+function groupsOf(r: StatusReport, kinds: readonly StatusKind[]): Group[] {
+  return kinds.flatMap((kind) => {
+    const entries = reportMap(r, kind);
+    return entries ? [{ kind, entries }] : [];
+  });
+}
+
+/** The objects whose status reads the proxies' state. */
+function gatewayGroups(r: StatusReport): Group[] {
+  return groupsOf(r, ['Gateway', 'ListenerSet']);
+}
+
+function groups(r: StatusReport): Group[] {
+  return groupsOf(r, ORDER);
+}
+
+function writtenKey(item: Item): string {
+  return `${item.kind}/${item.key}`;
 }

@@ -23,6 +23,7 @@ export class Informer {
   #synced = false;
   /** uid -> what translation reads besides spec, for kinds whose spec bumps generation. */
   readonly #fingerprints = new Map<string, string>();
+  #changes = 0;
 
   constructor(
     readonly kind: WatchedKind,
@@ -41,15 +42,18 @@ export class Informer {
       if (relevant(o)) this.events.changed(kind);
     };
     this.#lw.on('add', (o) => {
+      this.#changes++;
       this.#remember(o);
       changed(o);
     });
     // Our own status writes come back as updates; translation never reads status, so an
     // update that changed nothing else (same generation, labels) is not a change.
     this.#lw.on('update', (o) => {
+      this.#changes++;
       if (this.#remember(o)) changed(o);
     });
     this.#lw.on('delete', (o) => {
+      this.#changes++;
       if (o.metadata?.uid) this.#fingerprints.delete(o.metadata.uid);
       changed(o);
     });
@@ -74,6 +78,11 @@ export class Informer {
     return this.#synced;
   }
 
+  /** Moves with every object added, updated (a status write included) or deleted, and every list: the status writer's "nothing changed" check. */
+  get changes(): number {
+    return this.#changes;
+  }
+
   /** The cached objects, as the API server sent them (for a metadata-only kind: their metadata). */
   list(): readonly KubernetesObject[] {
     return this.#lw.list();
@@ -92,6 +101,7 @@ export class Informer {
   }
 
   #listed(): void {
+    this.#changes++;
     if (!this.#synced) {
       this.#synced = true;
       this.events.synced(this.kind);

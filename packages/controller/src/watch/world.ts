@@ -99,6 +99,11 @@ export class World {
     return this.informer(kind).get(name, namespace);
   }
 
+  /** A number that moves whenever a cached object of the kind changes (Informer.changes). */
+  changes(kind: string): number {
+    return this.informer(kind).changes;
+  }
+
   /** translate()'s input; undefined while a referenced object is being read for the first time. */
   resources(): Resources | undefined {
     const out: Record<string, KubernetesObject[]> = {};
@@ -138,8 +143,8 @@ export class World {
   }
 
   #readable(kind: WatchedKind, obj: KubernetesObject, seen: Set<string>): boolean {
-    const why = unreadable(kind, obj);
-    if (why === undefined) return true;
+    const why = verdict(kind, obj);
+    if (why === null) return true;
     const id = `${kind.kind}/${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}@${obj.metadata?.resourceVersion ?? ''}`;
     seen.add(id);
     if (!this.#reported.has(id)) {
@@ -149,6 +154,19 @@ export class World {
     }
     return false;
   }
+}
+
+/**
+ * Why a cached object cannot be read (null: it can), by object: the cache replaces an object
+ * that changes and never changes one in place, so each is checked once, not at every reconcile
+ * (thousands of routes were checked again for each endpoint change).
+ */
+const verdicts = new WeakMap<KubernetesObject, string | null>();
+
+function verdict(kind: WatchedKind, obj: KubernetesObject): string | null {
+  let why = verdicts.get(obj);
+  if (why === undefined) verdicts.set(obj, (why = unreadable(kind, obj) ?? null));
+  return why;
 }
 
 /** Bytes of an object's `data` and `binaryData` values (as held: base64 for Secrets and binaryData). */
