@@ -114,7 +114,7 @@ export class Controller {
     });
 
     const proxies = new ClusterProxiesView({ cache, settings, store: this.store, pods: this.proxyPods, deployer: this.deployer, caPublisher: this.secured.caPublisher, stream: this.stream, changed: this.#proxiesChanged });
-    this.writer = new StatusWriter({ api: new KubeStatusApi(kc), cache: (kind, name, namespace) => this.watch.world.get(kind, name, namespace), cacheChanges: (kind) => this.watch.world.changes(kind), controllerName: o.controllerName, isLeader: this.leadership.isLeader, metrics: this.metrics, log: gwc, proxies });
+    this.writer = new StatusWriter({ api: new KubeStatusApi(kc), cache: (kind, name, namespace) => this.watch.world.get(kind, name, namespace), cacheChanges: { count: (kind) => this.watch.world.changes(kind).count, since: (kind, n) => this.watch.world.changes(kind).since(n) }, controllerName: o.controllerName, isLeader: this.leadership.isLeader, metrics: this.metrics, log: gwc, proxies });
     const reports = new Topic<StatusReport>(this.writer, new DeployStage(cache, settings, this.deployer, this.secured.caPublisher));
     this.translate = new TranslateStage({
       source: this.watch.world,

@@ -6,6 +6,7 @@ import { Signal } from '../src/runtime/channels.js';
 import type { StatusApi, StatusKind } from '../src/status/api.js';
 import type { ProxiesView, Rejection } from '../src/status/proxies.js';
 import { StatusWriter } from '../src/status/writer.js';
+import { ChangeLog } from '../src/watch/change-log.js';
 import type { StatusReport } from '../src/translate/types.js';
 
 const OURS = 'tollgate.dev/gateway-controller';
@@ -94,15 +95,15 @@ describe('StatusWriter', () => {
   });
 });
 
-describe('StatusWriter: a kind found settled throughout', () => {
-  it('is skipped whole while its report map is the same object and its cache has not changed; a cache change or another map is checked again', async () => {
+describe('StatusWriter: what changed since the last pass', () => {
+  it('skips an object whose report entry and cached object have not changed since it was found settled; reads it again when either did', async () => {
     const api = new FakeApi();
     let cache: Obj = structuredClone(api.stored);
-    let changes = 0;
+    const changes = new ChangeLog();
     let reads = 0;
     const syncCache = () => {
       cache = structuredClone(api.stored);
-      changes++;
+      changes.changed('tollgate');
     };
     const w = new StatusWriter({
       api,
@@ -110,7 +111,7 @@ describe('StatusWriter: a kind found settled throughout', () => {
         reads++;
         return cache;
       },
-      cacheChanges: (kind) => (kind === 'GatewayClass' ? changes : 0),
+      cacheChanges: { count: () => changes.count, since: (_kind, n) => changes.since(n) },
       controllerName: OURS,
       isLeader: () => true,
       metrics: new ControllerMetrics(),
@@ -121,19 +122,26 @@ describe('StatusWriter: a kind found settled throughout', () => {
     w.submit(r);
     await w.idle();
     expect(api.puts).toBe(1);
-    // Our write comes back through the watch: checked again, nothing to write, settled.
+    // Our write comes back through the watch: read again, nothing to write, settled.
     syncCache();
+    reads = 0;
     w.submit(r);
     await w.idle();
+    expect(reads).toBe(1);
     expect(api.puts).toBe(1);
-    // Nothing moved: the kind is skipped without reading the cache.
+    // Nothing moved: not read.
     reads = 0;
     w.submit(r);
     await w.idle();
     expect(reads).toBe(0);
     expect(w.lastPassSkipped).toBe(1);
+    // Another object of the kind changed: still not read.
+    changes.changed('other');
+    w.submit(r);
+    await w.idle();
+    expect(reads).toBe(0);
 
-    // Someone else rewrites the status: the cache moved, so the object is read and put back.
+    // Someone else rewrites the status: its key changed, so it is read and put back.
     api.stored = { ...api.stored, status: { conditions: [] }, metadata: { ...api.stored.metadata, resourceVersion: String(Number(api.stored.metadata!.resourceVersion) + 1) } };
     syncCache();
     w.submit(r);
@@ -148,7 +156,18 @@ describe('StatusWriter: a kind found settled throughout', () => {
     await w.idle();
     expect(reads).toBe(0);
 
-    // Another report map, equal content: checked again (no write), then skipped again.
+    // Another report map holding the same entry object (another object's status changed): not read either.
+    w.submit({ ...r, gatewayClasses: new Map(r.gatewayClasses) });
+    await w.idle();
+    expect(reads).toBe(0);
+    // A list since (the watch was lost): what changed is not known, so it is read.
+    changes.reset();
+    w.submit({ ...r, gatewayClasses: new Map(r.gatewayClasses) });
+    await w.idle();
+    expect(reads).toBe(1);
+
+    // Another report map, equal content in another entry object: read (no write), then skipped again.
+    reads = 0;
     const again = report('True');
     w.submit(again);
     await w.idle();

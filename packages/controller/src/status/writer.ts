@@ -65,11 +65,19 @@ export interface StatusWriterOptions {
   /** Backoff of a pass with failed writes. */
   readonly retry?: RetryOptions;
   /**
-   * A number that moves whenever the cache's objects of a kind change (added, updated, deleted,
-   * listed again). With it, a pass skips a kind whole while its report map is the one a pass found
-   * settled throughout and the number has not moved since; without it, each object is checked.
+   * What changed in the cache since a pass: with it, a pass checks only the objects whose report
+   * entry or cached object changed since the last pass (or were not found settled then); without
+   * it, each object is checked.
    */
-  readonly cacheChanges?: (kind: StatusKind) => number;
+  readonly cacheChanges?: CacheChanges;
+}
+
+/** The cache's changes, per kind. */
+export interface CacheChanges {
+  /** A number that moves with every change of an object of the kind (added, updated, deleted, listed again). */
+  count(kind: StatusKind): number;
+  /** The keys (`namespace/name`, or `name`) of the objects changed since `count` was `n`; null: not known (check every object). */
+  since(kind: StatusKind, n: number): ReadonlySet<string> | null;
 }
 
 export class StatusWriter implements Runnable, Sink<StatusReport> {
@@ -96,12 +104,13 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
    */
   readonly #settled = new Map<StatusKind, Map<string, { entry: object; resourceVersion: string }>>();
   /**
-   * Per kind (not Gateways nor ListenerSets), the report map and the cache's change number of the
-   * last pass that found every object of the kind settled: while both are the same, the next pass
-   * would too (an endpoint change keeps the map of every route's status: at thousands of routes
-   * such a pass skips them without a look).
+   * Per kind (not Gateways nor ListenerSets), what the last pass that visited it saw: its report
+   * map, the cache's change count when it started, and the objects it did not find settled. An
+   * object whose entry is the same, whose cached object has not changed since and that was found
+   * settled then is settled still: a pass after an endpoint change (the same map of every route's
+   * status) skips the kind without a look, and one after a route edit looks at that route alone.
    */
-  readonly #quiet = new Map<StatusKind, { readonly entries: ReadonlyMap<string, unknown>; readonly changes: number }>();
+  readonly #visited = new Map<StatusKind, { readonly entries: ReadonlyMap<string, unknown>; readonly count: number; readonly unsettled: ReadonlySet<string> }>();
   /** Objects of the last pass found settled without a merge (tests, debug log). */
   lastPassSkipped = 0;
   readonly #retry: RetryBackoff;
@@ -178,26 +187,34 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
     let slice = performance.now();
     for (const group of scope === 'all' ? groups(report) : gatewayGroups(report)) {
       const { kind, entries } = group;
-      const changes = this.#o.cacheChanges?.(kind);
-      const quiet = this.#quiet.get(kind);
-      if (quiet && quiet.entries === entries && quiet.changes === changes) {
+      const tracker = this.#o.cacheChanges;
+      const count = tracker?.count(kind);
+      const last = this.#visited.get(kind);
+      this.#visited.delete(kind);
+      const changed = last && tracker ? (last.count === count ? NONE : tracker.since(kind, last.count)) : null;
+      const known = changed && last;
+      if (known && known.entries === entries && changed.size === 0 && known.unsettled.size === 0) {
         checked += entries.size;
         skipped += entries.size;
+        this.#visited.set(kind, known);
         continue;
       }
-      this.#quiet.delete(kind);
-      // Every object of the kind found settled (none written, none failed): the next pass may skip it whole.
-      let settledAll = settles(kind);
+      // The objects this pass does not find settled; null once the pass cannot vouch for the others (a newer report came).
+      let unsettled: Set<string> | null = settles(kind) ? new Set() : null;
       for (const [key, d] of entries) {
         if (!this.#may()) return;
         checked++;
+        if (known && known.entries.get(key) === d && !changed.has(key) && !known.unsettled.has(key)) {
+          skipped++;
+          continue;
+        }
         const item: Item = { kind, key, name: d.name, namespace: d.namespace };
         if (performance.now() - slice > SLICE_MS) {
           await turn();
           slice = performance.now();
           if (!this.#may()) return;
-          // A newer report came meanwhile: this kind is visited again by the pass it asks for.
-          if (this.#latest !== report) settledAll = false;
+          // A newer report came meanwhile (objects are merged from it): the pass it asks for visits this kind whole.
+          if (this.#latest !== report) unsettled = null;
         }
         // Most objects of a pass are settled: told without a merge, and without an await (at
         // thousands of routes, a promise each was half of a pass's time).
@@ -208,9 +225,9 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         try {
           const result = await this.#write(item);
           if (result === 'written') written++;
-          if (result !== 'settled') settledAll = false;
+          if (result !== 'settled') unsettled?.add(key);
         } catch (err) {
-          settledAll = false;
+          unsettled?.add(key);
           this.#o.metrics.statusWrites.inc({ kind: item.kind, result: 'error' });
           const message = describeApiError(err);
           const level = failed === 0 && message !== this.#lastFailure ? 'error' : 'debug';
@@ -219,7 +236,7 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
           this.#o.log[level]({ code: CONTROLLER_ERRORS.statusWrite.code, kind: item.kind, object: item.key, err: message }, 'status write failed');
         }
       }
-      if (settledAll && changes !== undefined && this.#latest === report) this.#quiet.set(kind, { entries, changes });
+      if (unsettled && count !== undefined && this.#latest === report) this.#visited.set(kind, { entries, count, unsettled });
       // Objects gone from the report (deleted) are never read again: forget what was settled of
       // them, or routes created and deleted over days would each leave an entry here.
       if (scope === 'all') for (const key of this.#settled.get(kind)?.keys() ?? []) if (!entries.has(key)) this.#settled.get(kind)!.delete(key);
@@ -428,6 +445,8 @@ function reportMap(r: StatusReport, kind: StatusKind): Group['entries'] | undefi
 function settles(kind: StatusKind): boolean {
   return kind !== 'Gateway' && kind !== 'ListenerSet';
 }
+
+const NONE: ReadonlySet<string> = new Set();
 
 const ORDER: readonly StatusKind[] = ['GatewayClass', 'Gateway', 'ListenerSet', 'HTTPRoute', 'GRPCRoute', 'TLSRoute', 'GatewayPolicy', 'Backend', 'BackendTLSPolicy'];
 

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { DEFAULT_WATCH_BACKOFF, RetryingListWatch } from '../kube/retrying-list-watch.js';
 import type { RetryOptions } from '../runtime/retry-backoff.js';
 import type { WatchedKind } from './kinds.js';
+import { ChangeLog } from './change-log.js';
 import { MetadataWatch, metadataList } from './metadata-watch.js';
 
 export interface InformerEvents {
@@ -17,13 +18,20 @@ export interface InformerEvents {
   synced(kind: WatchedKind): void;
 }
 
+/** The key an object has in the status report: `namespace/name`, or `name` when cluster-scoped. */
+function objectKey(o: KubernetesObject): string {
+  const m = o.metadata;
+  return m?.namespace ? `${m.namespace}/${m.name ?? ''}` : (m?.name ?? '');
+}
+
 export class Informer {
   readonly #lw: ListWatch<KubernetesObject>;
   readonly #watch: RetryingListWatch<KubernetesObject>;
   #synced = false;
   /** uid -> what translation reads besides spec, for kinds whose spec bumps generation. */
   readonly #fingerprints = new Map<string, string>();
-  #changes = 0;
+  /** Every change of a cached object, its own status writes included: what the status writer reads. */
+  readonly changes = new ChangeLog();
 
   constructor(
     readonly kind: WatchedKind,
@@ -42,18 +50,18 @@ export class Informer {
       if (relevant(o)) this.events.changed(kind);
     };
     this.#lw.on('add', (o) => {
-      this.#changes++;
+      this.changes.changed(objectKey(o));
       this.#remember(o);
       changed(o);
     });
     // Our own status writes come back as updates; translation never reads status, so an
     // update that changed nothing else (same generation, labels) is not a change.
     this.#lw.on('update', (o) => {
-      this.#changes++;
+      this.changes.changed(objectKey(o));
       if (this.#remember(o)) changed(o);
     });
     this.#lw.on('delete', (o) => {
-      this.#changes++;
+      this.changes.changed(objectKey(o));
       if (o.metadata?.uid) this.#fingerprints.delete(o.metadata.uid);
       changed(o);
     });
@@ -78,11 +86,6 @@ export class Informer {
     return this.#synced;
   }
 
-  /** Moves with every object added, updated (a status write included) or deleted, and every list: the status writer's "nothing changed" check. */
-  get changes(): number {
-    return this.#changes;
-  }
-
   /** The cached objects, as the API server sent them (for a metadata-only kind: their metadata). */
   list(): readonly KubernetesObject[] {
     return this.#lw.list();
@@ -101,7 +104,8 @@ export class Informer {
   }
 
   #listed(): void {
-    this.#changes++;
+    // A list may have changed anything: what changed before it is not told.
+    this.changes.reset();
     if (!this.#synced) {
       this.#synced = true;
       this.events.synced(this.kind);

@@ -11,6 +11,7 @@ import type { CacheStat } from '../metrics/metrics.js';
 import { matchesSelector } from '../translate/policy-refs.js';
 import type { ReferencedKeys, ReferencingObjects, SecretSelection } from '../translate/references.js';
 import type { Resources } from '../translate/types.js';
+import type { ChangeLog } from './change-log.js';
 import { unreadable } from './decode.js';
 import { Informer, type InformerEvents } from './informer.js';
 import { KINDS, type WatchedKind } from './kinds.js';
@@ -99,8 +100,8 @@ export class World {
     return this.informer(kind).get(name, namespace);
   }
 
-  /** A number that moves whenever a cached object of the kind changes (Informer.changes). */
-  changes(kind: string): number {
+  /** What changed in the cache of a kind (the status writer's CacheChanges). */
+  changes(kind: string): ChangeLog {
     return this.informer(kind).changes;
   }
 
