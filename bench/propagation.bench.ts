@@ -228,6 +228,7 @@ spec:
     const total: number[] = [];
     const stored: number[] = [];
     const stage = { api: [] as number[], controller: [] as number[], delivery: [] as number[], first200: [] as number[] };
+    const deliveryParts = new DeliveryParts();
     let errors = 0;
     let lastPrint = performance.now();
     const window: number[] = [];
@@ -275,6 +276,7 @@ spec:
         stage.api.push(wall1 - wall0);
         stage.controller.push(logTime(built) - wall1);
         stage.delivery.push(logTime(served) - logTime(built));
+        deliveryParts.add(logTime(served) - logTime(built), served);
         stage.first200.push(wall2 - logTime(served));
       }
       if (GAP_MS) await new Promise((r) => setTimeout(r, GAP_MS));
@@ -290,6 +292,7 @@ spec:
       `controller (watch, debounce, translate) ${ms(pct(stage.controller, 50))} / ${ms(pct(stage.controller, 99))}; ` +
       `delivery (push, decode, validate, compile, swap) ${ms(pct(stage.delivery, 50))} / ${ms(pct(stage.delivery, 99))}; ` +
       `to the first 200 ${ms(pct(stage.first200, 50))} / ${ms(pct(stage.first200, 99))} (${stage.api.length} routes with both log lines)`);
+    deliveryParts.print('  ');
     await profiles;
     const metricsAfter = await fleet.controller.metrics();
     const delta = (name: string) => sumMetric(metricsAfter, name) - sumMetric(metricsBefore, name);
@@ -509,9 +512,7 @@ spec:
     let replaced = 0;
     const rollTimes: number[] = [];
     const rollStages = { api: [] as number[], controller: [] as number[], delivery: [] as number[] };
-    // The delivery's parts, from the proxy's `serving snapshot` line: in flight (encode, push, read
-    // off the stream), waiting behind the apply before, decoding, applying on every thread.
-    const deliveryParts = { transit: [] as number[], waited: [] as number[], decode: [] as number[], apply: [] as number[] };
+    const deliveryParts = new DeliveryParts();
     const rollFailures: string[] = [];
     const roller = async () => {
       while (Date.now() < deadline) {
@@ -547,13 +548,7 @@ spec:
           rollStages.controller.push(logTime(built) - wall1);
           const delivery = logTime(servedLine) - logTime(built);
           rollStages.delivery.push(delivery);
-          const { waitedMs, decodeMs, applyMs } = servedLine as { waitedMs?: unknown; decodeMs?: unknown; applyMs?: unknown };
-          if (typeof waitedMs === 'number' && typeof decodeMs === 'number' && typeof applyMs === 'number') {
-            deliveryParts.transit.push(Math.max(0, delivery - waitedMs - decodeMs - applyMs));
-            deliveryParts.waited.push(waitedMs);
-            deliveryParts.decode.push(decodeMs);
-            deliveryParts.apply.push(applyMs);
-          }
+          deliveryParts.add(delivery, servedLine);
         }
         const remaining = next.map((p) => [p, READY] as const);
         if ((rolls + 1) % REPLACE_EVERY === 0) {
@@ -641,13 +636,7 @@ spec:
           `controller (watch, debounce, translate) ${ms(pct(rollStages.controller, 50))} / ${ms(pct(rollStages.controller, 99))}; ` +
           `delivery to the first proxy (push, decode, compile, every thread) ${ms(pct(rollStages.delivery, 50))} / ${ms(pct(rollStages.delivery, 99))} (${rollStages.api.length} rolls with both log lines)`,
       );
-    if (deliveryParts.apply.length) {
-      const part = (xs: number[]) => `${pct(xs, 50).toFixed(1)} / ${pct(xs, 99).toFixed(1)} ms`;
-      console.log(
-        `    delivery's parts (p50 / p99): in flight ${part(deliveryParts.transit)}; waiting behind the apply before ${part(deliveryParts.waited)}; ` +
-          `decode ${part(deliveryParts.decode)}; apply on every thread ${part(deliveryParts.apply)}`,
-      );
-    }
+    deliveryParts.print('    ');
     for (const f of rollFailures) console.log(`    roll stopped: ${f}`);
     const perPod = pods.map((p) => p.requests);
     const late = pods.reduce((n, p) => n + p.late, 0);
@@ -665,3 +654,33 @@ spec:
     await profiles;
   });
 });
+
+/**
+ * The parts of a snapshot's delivery, from the proxy's `serving snapshot` line: in flight (the
+ * controller's encode and push, waiting for the proxy's answer to the push before, reading it off
+ * the stream), waiting behind the proxy's apply before, decoding, applying on every thread.
+ */
+class DeliveryParts {
+  readonly #transit: number[] = [];
+  readonly #waited: number[] = [];
+  readonly #decode: number[] = [];
+  readonly #apply: number[] = [];
+
+  add(delivery: number, line: Record<string, unknown>): void {
+    const { waitedMs, decodeMs, applyMs } = line;
+    if (typeof waitedMs !== 'number' || typeof decodeMs !== 'number' || typeof applyMs !== 'number') return;
+    this.#transit.push(Math.max(0, delivery - waitedMs - decodeMs - applyMs));
+    this.#waited.push(waitedMs);
+    this.#decode.push(decodeMs);
+    this.#apply.push(applyMs);
+  }
+
+  print(indent: string): void {
+    if (!this.#apply.length) return;
+    const part = (xs: number[]) => `${pct(xs, 50).toFixed(1)} / ${pct(xs, 99).toFixed(1)} ms`;
+    console.log(
+      `${indent}delivery's parts (p50 / p99): in flight ${part(this.#transit)}; waiting behind the apply before ${part(this.#waited)}; ` +
+        `decode ${part(this.#decode)}; apply on every thread ${part(this.#apply)}`,
+    );
+  }
+}
