@@ -575,7 +575,8 @@ export class ProxyMetrics {
     const before = this.#retained;
     this.#retained = routes;
     let left = false;
-    for (const name of before) {
+    // The same set (an apply that changed no route list keeps it): no route left.
+    if (before !== routes) for (const name of before) {
       if (routes.has(name)) continue;
       left = true;
       break;
