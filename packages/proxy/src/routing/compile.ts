@@ -335,7 +335,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   }
   // The endpoints of the Service ports in use, as this snapshot lists them, each in every way
   // of speaking to it that a route uses (one pool each).
-  const upstreams = new Set(gathered.upstreams);
+  const ofServices = new Set<string>();
   const table = endpointsByName(ir.endpoints);
   const serviceEndpoints = new Map<string, readonly EndpointIR[]>();
   for (const [name, suffixes] of gathered.services) {
@@ -343,9 +343,11 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
     serviceEndpoints.set(name, endpoints);
     for (const e of endpoints) {
       const address = hostPort(e.address, e.port);
-      for (const suffix of suffixes) upstreams.add(address + suffix);
+      for (const suffix of suffixes) ofServices.add(address + suffix);
     }
   }
+  // Copied only when both kinds are in use: the routes' own set is kept from one compile to the next.
+  const upstreams = !ofServices.size ? gathered.upstreams : !gathered.upstreams.size ? ofServices : new Set([...gathered.upstreams, ...ofServices]);
   // Without a runtime (routing tests) nothing else commits: the snapshot's own sets serve it.
   if (!deps) picking.services.commit(serviceEndpoints);
   const { parts, routeNames, detached } = gathered;
