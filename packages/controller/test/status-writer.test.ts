@@ -23,8 +23,14 @@ class FakeApi implements StatusApi {
   async get(): Promise<KubernetesObject | undefined> {
     return structuredClone(this.stored);
   }
+  /** Writes to refuse with a 500 before taking one. */
+  failing = 0;
   async replaceStatus(_kind: StatusKind, obj: KubernetesObject): Promise<KubernetesObject> {
     this.puts++;
+    if (this.failing > 0) {
+      this.failing--;
+      throw Object.assign(new Error('internal error'), { code: 500 });
+    }
     if (obj.metadata?.resourceVersion !== this.stored.metadata?.resourceVersion) throw Object.assign(new Error('conflict'), { code: 409 });
     this.stored = { ...(obj as Obj), metadata: { ...obj.metadata, resourceVersion: String(Number(obj.metadata!.resourceVersion) + 1) } };
     return structuredClone(this.stored);
@@ -181,6 +187,36 @@ describe('StatusWriter: what changed since the last pass', () => {
     w.submit(report('False'));
     await w.idle();
     expect(api.puts).toBe(3);
+  });
+});
+
+describe('StatusWriter: what changed since the last pass, failures', () => {
+  it('an object whose write failed is written by the next pass, though neither its entry nor its cached copy changed', async () => {
+    const api = new FakeApi();
+    const changes = new ChangeLog();
+    const cache: Obj = structuredClone(api.stored);
+    const w = new StatusWriter({
+      api,
+      cache: () => cache,
+      cacheChanges: { count: () => changes.count, since: (_kind, n) => changes.since(n) },
+      controllerName: OURS,
+      isLeader: () => true,
+      metrics: new ControllerMetrics(),
+      log: pino({ level: 'silent' }),
+      retry: { initialMs: 60_000, maxMs: 60_000 },
+    });
+    await w.start();
+    api.failing = 1;
+    const r = report('True');
+    w.submit(r);
+    await w.idle();
+    expect(api.puts).toBe(1);
+    expect(api.stored.status).toBeUndefined();
+    w.submit(r);
+    await w.idle();
+    expect(api.puts).toBe(2);
+    expect((api.stored.status!.conditions as { status: string }[])[0]!.status).toBe('True');
+    await w.stop();
   });
 });
 
