@@ -124,65 +124,49 @@ describe('StatusWriter: what changed since the last pass', () => {
       log: pino({ level: 'silent' }),
     });
     await w.start();
+    /** A pass over `rep`: the objects it read from the cache. */
+    const pass = async (rep: StatusReport): Promise<number> => {
+      reads = 0;
+      w.submit(rep);
+      await w.idle();
+      return reads;
+    };
     const r = report('True');
-    w.submit(r);
-    await w.idle();
+    await pass(r);
     expect(api.puts).toBe(1);
     // Our write comes back through the watch: read again, nothing to write, settled.
     syncCache();
-    reads = 0;
-    w.submit(r);
-    await w.idle();
-    expect(reads).toBe(1);
+    expect(await pass(r)).toBe(1);
     expect(api.puts).toBe(1);
     // Nothing moved: not read.
-    reads = 0;
-    w.submit(r);
-    await w.idle();
-    expect(reads).toBe(0);
+    expect(await pass(r)).toBe(0);
     expect(w.lastPassSkipped).toBe(1);
     // Another object of the kind changed: still not read.
     changes.changed('other');
-    w.submit(r);
-    await w.idle();
-    expect(reads).toBe(0);
+    expect(await pass(r)).toBe(0);
 
     // Someone else rewrites the status: its key changed, so it is read and put back.
     api.stored = { ...api.stored, status: { conditions: [] }, metadata: { ...api.stored.metadata, resourceVersion: String(Number(api.stored.metadata!.resourceVersion) + 1) } };
     syncCache();
-    w.submit(r);
-    await w.idle();
+    await pass(r);
     expect(api.puts).toBe(2);
     expect((api.stored.status!.conditions as { status: string }[])[0]!.status).toBe('True');
     syncCache();
-    w.submit(r);
-    await w.idle();
-    reads = 0;
-    w.submit(r);
-    await w.idle();
-    expect(reads).toBe(0);
+    await pass(r);
+    expect(await pass(r)).toBe(0);
 
     // Another report map holding the same entry object (another object's status changed): not read either.
-    w.submit({ ...r, gatewayClasses: new Map(r.gatewayClasses) });
-    await w.idle();
-    expect(reads).toBe(0);
+    const copy = () => ({ ...r, gatewayClasses: new Map(r.gatewayClasses) });
+    expect(await pass(copy())).toBe(0);
     // A list since (the watch was lost): what changed is not known, so it is read.
     changes.reset();
-    w.submit({ ...r, gatewayClasses: new Map(r.gatewayClasses) });
-    await w.idle();
-    expect(reads).toBe(1);
+    expect(await pass(copy())).toBe(1);
 
     // Another report map, equal content in another entry object: read (no write), then skipped again.
-    reads = 0;
     const again = report('True');
-    w.submit(again);
-    await w.idle();
-    expect(reads).toBe(1);
+    expect(await pass(again)).toBe(1);
     expect(api.puts).toBe(2);
-    reads = 0;
-    w.submit(again);
-    await w.idle();
-    expect(reads).toBe(0);
+    expect(await pass(again)).toBe(0);
     // Another content: written.
     w.submit(report('False'));
     await w.idle();

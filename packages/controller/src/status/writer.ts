@@ -332,28 +332,9 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
     }
   }
 
-  /** The report entry an object's status is merged from (the settled check compares it by identity). */
+  /** The report entry an object's status is merged from (the settled check compares it by identity); none for the kinds never known settled. */
   #entry(item: Item): object | undefined {
-    const r = this.#latest!;
-    switch (item.kind) {
-      case 'GatewayClass':
-        return r.gatewayClasses.get(item.key);
-      case 'HTTPRoute':
-        return r.httpRoutes.get(item.key);
-      case 'GRPCRoute':
-        return r.grpcRoutes?.get(item.key);
-      case 'TLSRoute':
-        return r.tlsRoutes?.get(item.key);
-      case 'GatewayPolicy':
-        return r.gatewayPolicies.get(item.key);
-      case 'Backend':
-        return r.backends?.get(item.key);
-      case 'BackendTLSPolicy':
-        return r.backendTLSPolicies.get(item.key);
-      case 'Gateway':
-      case 'ListenerSet':
-        return undefined;
-    }
+    return settles(item.kind) ? reportMap(this.#latest!, item.kind)?.get(item.key) : undefined;
   }
 
   /** Whether the object is known to need nothing without merging: the report entry and the stored object of its last check. */
