@@ -326,6 +326,20 @@ describe.skipIf(!availability.run)('controller on kube-apiserver', () => {
     const after = await controller.metric('tollgate_controller_status_writes_total', { result: 'written' });
     expect(after).toBe(before);
   });
+  it('puts back our entry in a route status another writer took it from, with no other change', async () => {
+    const ours = (r: RouteStatus) => (r.status?.parents ?? []).filter((x) => x.controllerName === OURS);
+    expect(ours(await waitForObject<RouteStatus>(cluster.current, 'httproute', 'chat', APPS, (r) => ours(r).length > 0))).toHaveLength(1);
+    const from = controller.lines.length;
+    // Another writer empties the route's status: a status-only change, which starts no reconcile;
+    // the status writer reads the route again and writes our entry back.
+    await kubectl(['patch', 'httproute', 'chat', '-n', APPS, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { parents: [] } })]);
+    const back = await waitForObject<RouteStatus>(cluster.current, 'httproute', 'chat', APPS, (r) => ours(r).length > 0);
+    expect(cond(ours(back)[0]!.conditions, 'Accepted')?.status).toBe('True');
+    // The pass that put it back wrote that route alone.
+    const pass = await controller.waitForLog((l: LogLine) => l.msg === 'status pass finished' && Number(l.written) > 0, 30_000, from);
+    expect(pass.written).toBe(1);
+  });
+
   it('refuses a tenant’s huge regex and over-budget descriptor, naming them, and serves the other tenant', async () => {
     for (const ns of [INFRA, ...TENANTS]) await kubectl(['create', 'namespace', ns]);
     await apply(SHARED);

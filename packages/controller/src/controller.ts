@@ -69,6 +69,8 @@ export class Controller {
   readonly #changes = new Signal();
   /** Something the proxies' view reads changed: write the Gateways' status again. */
   readonly #proxiesChanged = new Signal();
+  /** An object's status alone changed in the cache: the status writer reads it again. */
+  readonly #statusChanged = new Signal();
   readonly #manager: Manager;
 
   constructor(d: ControllerDeps) {
@@ -77,7 +79,7 @@ export class Controller {
     this.store = new SnapshotStore(d.checkSnapshot);
     this.leadership = new Leadership(kc, o, this.metrics, gwc);
     const recorder = new EventRecorder(kc, o.controllerName, o.leaderElection.identity, this.leadership.isLeader, gwc);
-    this.watch = new WatchStage({ kc, controllerName: o.controllerName, metrics: this.metrics, log: logs.get('tollgate/syncer'), events: recorder, changes: this.#changes, backoff: d.watchBackoff });
+    this.watch = new WatchStage({ kc, controllerName: o.controllerName, metrics: this.metrics, log: logs.get('tollgate/syncer'), events: recorder, changes: this.#changes, statusChanges: this.#statusChanged, backoff: d.watchBackoff });
     const cache = this.watch.cache;
     const events = new ControllerEvents(recorder, cache, o.leaderElection.identity);
     this.leadership.announce(events);
@@ -115,6 +117,7 @@ export class Controller {
 
     const proxies = new ClusterProxiesView({ cache, settings, store: this.store, pods: this.proxyPods, deployer: this.deployer, caPublisher: this.secured.caPublisher, stream: this.stream, changed: this.#proxiesChanged });
     this.writer = new StatusWriter({ api: new KubeStatusApi(kc), cache: (kind, name, namespace) => this.watch.world.get(kind, name, namespace), cacheChanges: { count: (kind) => this.watch.world.changes(kind).count, since: (kind, n) => this.watch.world.changes(kind).since(n) }, controllerName: o.controllerName, isLeader: this.leadership.isLeader, metrics: this.metrics, log: gwc, proxies });
+    this.#statusChanged.listen(() => this.writer.recheck());
     const reports = new Topic<StatusReport>(this.writer, new DeployStage(cache, settings, this.deployer, this.secured.caPublisher));
     this.translate = new TranslateStage({
       source: this.watch.world,

@@ -174,6 +174,45 @@ describe('StatusWriter: what changed since the last pass', () => {
   });
 });
 
+describe('StatusWriter: a status changed in the cache alone', () => {
+  it('is read again without a new report (recheck), and what another writer took away is put back', async () => {
+    const api = new FakeApi();
+    const changes = new ChangeLog();
+    let cache: Obj = structuredClone(api.stored);
+    const syncCache = () => {
+      cache = structuredClone(api.stored);
+      changes.changed('tollgate');
+    };
+    const w = new StatusWriter({
+      api,
+      cache: () => cache,
+      cacheChanges: { count: () => changes.count, since: (_kind, n) => changes.since(n) },
+      controllerName: OURS,
+      isLeader: () => true,
+      metrics: new ControllerMetrics(),
+      log: pino({ level: 'silent' }),
+    });
+    await w.start();
+    w.submit(report('True'));
+    await w.idle();
+    expect(api.puts).toBe(1);
+    // Our write comes back: read, nothing to write.
+    syncCache();
+    w.recheck();
+    await w.idle();
+    expect(api.puts).toBe(1);
+    // Another writer empties it: put back by the recheck its change asks for (a second within a second waits for it).
+    api.stored = { ...api.stored, status: { conditions: [] }, metadata: { ...api.stored.metadata, resourceVersion: String(Number(api.stored.metadata!.resourceVersion) + 1) } };
+    syncCache();
+    w.recheck();
+    w.recheck();
+    await w.idle();
+    expect(api.puts).toBe(2);
+    expect((api.stored.status!.conditions as { status: string }[])[0]!.status).toBe('True');
+    await w.stop();
+  });
+});
+
 describe('StatusWriter: what changed since the last pass, failures', () => {
   it('an object whose write failed is written by the next pass, though neither its entry nor its cached copy changed', async () => {
     const api = new FakeApi();

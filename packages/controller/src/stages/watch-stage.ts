@@ -25,6 +25,8 @@ export interface WatchStageDeps {
   readonly events: EventSink;
   /** Raised on every change translation may read. */
   readonly changes: Signal;
+  /** Raised when an object's status alone changed (the status writer reads it again). */
+  readonly statusChanges?: Signal;
   readonly backoff?: RetryOptions;
 }
 
@@ -49,6 +51,10 @@ export class WatchStage implements Runnable, InformerEvents {
 
   changed(): void {
     this.d.changes.raise();
+  }
+
+  statusChanged(): void {
+    this.d.statusChanges?.raise();
   }
 
   restarted(kind: WatchedKind): void {

@@ -33,6 +33,11 @@ import type { ProxiesView } from './proxies.js';
 import { mergeBackendStatus, mergeGatewayClassStatus, mergeGatewayPolicyStatus, mergeGatewayStatus, mergeHTTPRouteStatus, mergeListenerSetStatus, sameStatus } from './merge.js';
 
 const MAX_ATTEMPTS = 5;
+/**
+ * Shortest time between two passes asked for by status changes alone (recheck()): a writer that
+ * keeps taking our entry away gets it back at most once a second, not at the API server's pace.
+ */
+const RECHECK_GAP_MS = 1000;
 
 const DEFAULT_WRITE_RETRY: RetryOptions = { initialMs: 500, maxMs: 30_000 };
 /** A pass gives the event loop a turn after this much work. */
@@ -116,6 +121,9 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
   readonly #retry: RetryBackoff;
   /** The failure last logged, so an API server away for minutes is one line, not one per pass. */
   #lastFailure = '';
+  /** A pass asked for by recheck(), waiting out RECHECK_GAP_MS; resolves when it is kicked. */
+  #recheck: { readonly timer: NodeJS.Timeout; readonly due: Promise<void>; readonly fire: () => void } | null = null;
+  #lastRecheck = -Infinity;
 
   readonly #o: StatusWriterOptions & { readonly clock: () => Date };
 
@@ -143,6 +151,26 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
     this.#kick();
   }
 
+  /**
+   * An object's status changed in the cache and nothing translation reads did: our own write
+   * coming back, or another writer's. No reconcile runs for it; a pass reads the objects whose
+   * cached copy changed (cacheChanges) and puts back what was taken away (at most one such pass
+   * a second).
+   */
+  recheck(): void {
+    if (!this.#latest || this.#recheck) return;
+    let fire!: () => void;
+    const due = new Promise<void>((resolve) => (fire = resolve));
+    const timer = setTimeout(() => {
+      this.#recheck = null;
+      this.#lastRecheck = performance.now();
+      this.#dirty = 'all';
+      this.#kick();
+      fire();
+    }, Math.max(0, this.#lastRecheck + RECHECK_GAP_MS - performance.now()));
+    this.#recheck = { timer, due, fire };
+  }
+
   async start(): Promise<void> {
     this.#active = true;
     this.#dirty = this.#latest !== undefined ? 'all' : 'none';
@@ -152,12 +180,17 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
   async stop(): Promise<void> {
     this.#active = false;
     this.#retry.cancel();
+    if (this.#recheck) {
+      clearTimeout(this.#recheck.timer);
+      this.#recheck.fire();
+      this.#recheck = null;
+    }
     await this.#pass;
   }
 
-  /** Resolves when no pass is running (tests). */
+  /** Resolves when no pass is running nor asked for by recheck() (tests). */
   async idle(): Promise<void> {
-    while (this.#pass) await this.#pass;
+    while (this.#pass || this.#recheck) await (this.#pass ?? this.#recheck!.due);
   }
 
   #kick(): void {

@@ -13,6 +13,8 @@ import { MetadataWatch, metadataList } from './metadata-watch.js';
 export interface InformerEvents {
   /** An object was added, changed or deleted (also for each object of a re-list). */
   changed(kind: WatchedKind): void;
+  /** An object's status alone changed (a status write, ours or another writer's): nothing translation reads. */
+  statusChanged?(kind: WatchedKind): void;
   /** The list+watch failed and will be restarted. */
   restarted(kind: WatchedKind, err: unknown): void;
   synced(kind: WatchedKind): void;
@@ -59,6 +61,7 @@ export class Informer {
     this.#lw.on('update', (o) => {
       this.changes.changed(objectKey(o));
       if (this.#remember(o)) changed(o);
+      else this.events.statusChanged?.(kind);
     });
     this.#lw.on('delete', (o) => {
       this.changes.changed(objectKey(o));
