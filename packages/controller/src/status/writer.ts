@@ -168,6 +168,8 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
       this.#kick();
       fire();
     }, Math.max(0, this.#lastRecheck + RECHECK_GAP_MS - performance.now()));
+    // Nothing to keep a stopping process for (a follower's writer is never started).
+    timer.unref();
     this.#recheck = { timer, due, fire };
   }
 
