@@ -101,35 +101,48 @@ describe('StatusWriter', () => {
   });
 });
 
+/**
+ * A writer told what changed in its cache (a change log, as each informer keeps): `syncCache()`
+ * is the watch bringing the stored object into the cache; `reads` counts the cache reads.
+ */
+function trackedSetup(retry?: { initialMs: number; maxMs: number }) {
+  const api = new FakeApi();
+  const changes = new ChangeLog();
+  const state = { cache: structuredClone<Obj>(api.stored), reads: 0 };
+  const w = new StatusWriter({
+    api,
+    cache: () => {
+      state.reads++;
+      return state.cache;
+    },
+    cacheChanges: { count: () => changes.count, since: (_kind, n) => changes.since(n) },
+    controllerName: OURS,
+    isLeader: () => true,
+    metrics: new ControllerMetrics(),
+    log: pino({ level: 'silent' }),
+    ...(retry ? { retry } : {}),
+  });
+  const syncCache = () => {
+    state.cache = structuredClone(api.stored);
+    changes.changed('tollgate');
+  };
+  /** Another writer's status on the stored object (a new resourceVersion). */
+  const rewrittenElsewhere = () => {
+    api.stored = { ...api.stored, status: { conditions: [] }, metadata: { ...api.stored.metadata, resourceVersion: String(Number(api.stored.metadata!.resourceVersion) + 1) } };
+  };
+  return { api, w, changes, state, syncCache, rewrittenElsewhere };
+}
+
 describe('StatusWriter: what changed since the last pass', () => {
   it('skips an object whose report entry and cached object have not changed since it was found settled; reads it again when either did', async () => {
-    const api = new FakeApi();
-    let cache: Obj = structuredClone(api.stored);
-    const changes = new ChangeLog();
-    let reads = 0;
-    const syncCache = () => {
-      cache = structuredClone(api.stored);
-      changes.changed('tollgate');
-    };
-    const w = new StatusWriter({
-      api,
-      cache: () => {
-        reads++;
-        return cache;
-      },
-      cacheChanges: { count: () => changes.count, since: (_kind, n) => changes.since(n) },
-      controllerName: OURS,
-      isLeader: () => true,
-      metrics: new ControllerMetrics(),
-      log: pino({ level: 'silent' }),
-    });
+    const { api, w, changes, state, syncCache, rewrittenElsewhere } = trackedSetup();
     await w.start();
     /** A pass over `rep`: the objects it read from the cache. */
     const pass = async (rep: StatusReport): Promise<number> => {
-      reads = 0;
+      state.reads = 0;
       w.submit(rep);
       await w.idle();
-      return reads;
+      return state.reads;
     };
     const r = report('True');
     await pass(r);
@@ -146,7 +159,7 @@ describe('StatusWriter: what changed since the last pass', () => {
     expect(await pass(r)).toBe(0);
 
     // Someone else rewrites the status: its key changed, so it is read and put back.
-    api.stored = { ...api.stored, status: { conditions: [] }, metadata: { ...api.stored.metadata, resourceVersion: String(Number(api.stored.metadata!.resourceVersion) + 1) } };
+    rewrittenElsewhere();
     syncCache();
     await pass(r);
     expect(api.puts).toBe(2);
@@ -176,22 +189,7 @@ describe('StatusWriter: what changed since the last pass', () => {
 
 describe('StatusWriter: a status changed in the cache alone', () => {
   it('is read again without a new report (recheck), and what another writer took away is put back', async () => {
-    const api = new FakeApi();
-    const changes = new ChangeLog();
-    let cache: Obj = structuredClone(api.stored);
-    const syncCache = () => {
-      cache = structuredClone(api.stored);
-      changes.changed('tollgate');
-    };
-    const w = new StatusWriter({
-      api,
-      cache: () => cache,
-      cacheChanges: { count: () => changes.count, since: (_kind, n) => changes.since(n) },
-      controllerName: OURS,
-      isLeader: () => true,
-      metrics: new ControllerMetrics(),
-      log: pino({ level: 'silent' }),
-    });
+    const { api, w, syncCache, rewrittenElsewhere } = trackedSetup();
     await w.start();
     w.submit(report('True'));
     await w.idle();
@@ -202,7 +200,7 @@ describe('StatusWriter: a status changed in the cache alone', () => {
     await w.idle();
     expect(api.puts).toBe(1);
     // Another writer empties it: put back by the recheck its change asks for (a second within a second waits for it).
-    api.stored = { ...api.stored, status: { conditions: [] }, metadata: { ...api.stored.metadata, resourceVersion: String(Number(api.stored.metadata!.resourceVersion) + 1) } };
+    rewrittenElsewhere();
     syncCache();
     w.recheck();
     w.recheck();
@@ -215,19 +213,7 @@ describe('StatusWriter: a status changed in the cache alone', () => {
 
 describe('StatusWriter: what changed since the last pass, failures', () => {
   it('an object whose write failed is written by the next pass, though neither its entry nor its cached copy changed', async () => {
-    const api = new FakeApi();
-    const changes = new ChangeLog();
-    const cache: Obj = structuredClone(api.stored);
-    const w = new StatusWriter({
-      api,
-      cache: () => cache,
-      cacheChanges: { count: () => changes.count, since: (_kind, n) => changes.since(n) },
-      controllerName: OURS,
-      isLeader: () => true,
-      metrics: new ControllerMetrics(),
-      log: pino({ level: 'silent' }),
-      retry: { initialMs: 60_000, maxMs: 60_000 },
-    });
+    const { api, w } = trackedSetup({ initialMs: 60_000, maxMs: 60_000 });
     await w.start();
     api.failing = 1;
     const r = report('True');
