@@ -220,7 +220,7 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
     let failed = 0;
     let firstFailure = '';
     let slice = performance.now();
-    for (const group of scope === 'all' ? groups(report) : gatewayGroups(report)) {
+    for (const group of groupsOf(report, scope === 'all' ? ALL_KINDS : PROXY_KINDS)) {
       const { kind, entries } = group;
       const tracker = this.#o.cacheChanges;
       const count = tracker?.count(kind);
@@ -274,7 +274,8 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
       if (unsettled && count !== undefined && this.#latest === report) this.#visited.set(kind, { entries, count, unsettled });
       // Objects gone from the report (deleted) are never read again: forget what was settled of
       // them, or routes created and deleted over days would each leave an entry here.
-      if (scope === 'all') for (const key of this.#settled.get(kind)?.keys() ?? []) if (!entries.has(key)) this.#settled.get(kind)!.delete(key);
+      const settled = this.#settled.get(kind);
+      if (scope === 'all' && settled) for (const key of settled.keys()) if (!entries.has(key)) settled.delete(key);
     }
     this.lastPassSkipped = skipped;
     if (scope !== 'all') {
@@ -459,27 +460,21 @@ function reportMap(r: StatusReport, kind: StatusKind): Group['entries'] | undefi
 
 /** Whether the writer may know an object of the kind settled: not a Gateway's nor a ListenerSet's (they read the proxies' state). */
 function settles(kind: StatusKind): boolean {
-  return kind !== 'Gateway' && kind !== 'ListenerSet';
+  return !PROXY_KINDS.includes(kind);
 }
 
 const NONE: ReadonlySet<string> = new Set();
 
-const ORDER: readonly StatusKind[] = ['GatewayClass', 'Gateway', 'ListenerSet', 'HTTPRoute', 'GRPCRoute', 'TLSRoute', 'GatewayPolicy', 'Backend', 'BackendTLSPolicy'];
+/** The kinds a pass of every object visits, in order. */
+const ALL_KINDS: readonly StatusKind[] = ['GatewayClass', 'Gateway', 'ListenerSet', 'HTTPRoute', 'GRPCRoute', 'TLSRoute', 'GatewayPolicy', 'Backend', 'BackendTLSPolicy'];
+/** The kinds whose status reads the proxies' state: all a pass after a change of the proxies visits. */
+const PROXY_KINDS: readonly StatusKind[] = ['Gateway', 'ListenerSet'];
 
 function groupsOf(r: StatusReport, kinds: readonly StatusKind[]): Group[] {
   return kinds.flatMap((kind) => {
     const entries = reportMap(r, kind);
     return entries ? [{ kind, entries }] : [];
   });
-}
-
-/** The objects whose status reads the proxies' state. */
-function gatewayGroups(r: StatusReport): Group[] {
-  return groupsOf(r, ['Gateway', 'ListenerSet']);
-}
-
-function groups(r: StatusReport): Group[] {
-  return groupsOf(r, ORDER);
 }
 
 function writtenKey(item: Item): string {

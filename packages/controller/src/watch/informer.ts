@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { DEFAULT_WATCH_BACKOFF, RetryingListWatch } from '../kube/retrying-list-watch.js';
 import type { RetryOptions } from '../runtime/retry-backoff.js';
 import type { WatchedKind } from './kinds.js';
+import { keyOf } from '../translate/keys.js';
 import { ChangeLog } from './change-log.js';
 import { MetadataWatch, metadataList } from './metadata-watch.js';
 
@@ -20,10 +21,9 @@ export interface InformerEvents {
   synced(kind: WatchedKind): void;
 }
 
-/** The key an object has in the status report: `namespace/name`, or `name` when cluster-scoped. */
+/** The key an object has in the status report (keyOf, as translation makes it): `namespace/name`, or `name` when cluster-scoped. */
 function objectKey(o: KubernetesObject): string {
-  const m = o.metadata;
-  return m?.namespace ? `${m.namespace}/${m.name ?? ''}` : (m?.name ?? '');
+  return keyOf({ namespace: o.metadata?.namespace, name: o.metadata?.name ?? '' });
 }
 
 export class Informer {
