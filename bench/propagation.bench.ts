@@ -222,8 +222,28 @@ spec:
     await fleet.waitSettled(fleet.proxies.length, 600_000);
   }
 
+  /**
+   * Waits for every route's status to be written. The controller writes the status of thousands
+   * of new routes one by one, for tens of seconds after they serve; each write comes back as a
+   * watch event and a reconcile. The timed parts measure a cluster at rest, so they start then.
+   */
+  async function routesAtRest(part: string): Promise<void> {
+    const statusStart = performance.now();
+    for (;;) {
+      const list = (await api.call('GET', routesPath(NS))) as { items: { metadata: { generation?: number }; status?: { parents?: { conditions?: { type: string; observedGeneration?: number }[] }[] } }[] };
+      const pending = list.items.filter((r) => !r.status?.parents?.some((p) => p.conditions?.some((c) => c.type === 'Accepted' && c.observedGeneration === r.metadata.generation))).length;
+      if (pending === 0) break;
+      if (performance.now() - statusStart > 600_000) throw new Error(`${pending} of ${list.items.length} routes without their status after 600 s`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    console.log(`${part}: every route's status written ${((performance.now() - statusStart) / 1000).toFixed(0)} s after the proxies served them all`);
+  }
+
   it.runIf(PARTS.has('routes'))('route propagation: apply to first 200, one route at a time', { timeout: 24 * 3600_000 }, async () => {
-    if (PREFILL) await addRoutesUpTo(Math.min(PREFILL, ROUTES));
+    if (PREFILL) {
+      await addRoutesUpTo(Math.min(PREFILL, ROUTES));
+      await routesAtRest('route propagation');
+    }
     const proxy = fleet.proxies[0]!;
     const total: number[] = [];
     const stored: number[] = [];
@@ -383,18 +403,7 @@ spec:
     while (fleet.proxies.length < CHURN_PROXIES) await fleet.startProxy();
     while (fleet.proxies.length > CHURN_PROXIES) await fleet.removeProxy(fleet.proxies.at(-1)!);
     await fleet.waitSettled(CHURN_PROXIES, 600_000);
-    // The controller writes the status of thousands of new routes one by one, for tens of
-    // seconds after they serve; each write comes back as a watch event and a reconcile. The
-    // churn measures a cluster at rest, so it starts once every route's status is written.
-    const statusStart = performance.now();
-    for (;;) {
-      const list = (await api.call('GET', routesPath(NS))) as { items: { metadata: { generation?: number }; status?: { parents?: { conditions?: { type: string; observedGeneration?: number }[] }[] } }[] };
-      const pending = list.items.filter((r) => !r.status?.parents?.some((p) => p.conditions?.some((c) => c.type === 'Accepted' && c.observedGeneration === r.metadata.generation))).length;
-      if (pending === 0) break;
-      if (performance.now() - statusStart > 600_000) throw new Error(`${pending} of ${list.items.length} routes without their status after 600 s`);
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-    console.log(`churn: every route's status written ${((performance.now() - statusStart) / 1000).toFixed(0)} s after the proxies served them all`);
+    await routesAtRest('churn');
     const slicesPath = `/apis/discovery.k8s.io/v1/namespaces/${NS}/endpointslices`;
     const free = Array.from({ length: HostNet.BACKEND_ADDRESSES }, (_, i) => i);
 

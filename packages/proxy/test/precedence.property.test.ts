@@ -130,7 +130,8 @@ describe('compiling against the snapshot serving now (property)', () => {
         const scratch = compileSnapshot(next);
         for (const r of kept) expect(reused.parts.get(r)).toBe(previous.parts.get(r));
         for (const r of fresh) expect(previous.parts.has(r)).toBe(false);
-        expect([...reused.parts.keys()]).toEqual([...new Set(routes)]);
+        // Exactly the routes listed (the order of what is gathered follows the applies, not the list).
+        expect(new Set(reused.parts.keys())).toEqual(new Set(routes));
         const pick = (c: typeof reused) => c.binds.get(1)!.listeners.first('x')!;
         for (const r of requests) {
           const headers = Object.fromEntries(r.headers);

@@ -10,6 +10,9 @@ export type DecisionLevel = 'gateway' | 'route' | 'global';
 /** refused: an input the policy's expressions read was over its declared bound (answered 431, unevaluated). */
 export type DecisionResult = 'allowed' | 'limited' | 'failed_open' | 'error' | 'refused';
 export type TokenSource = 'reported' | 'estimated';
+
+/** The route names a config serves (a Set, or the compile's counted names). */
+export type RouteNames = { has(name: string): boolean } & Iterable<string>;
 /**
  * What a client was refused for taking too much of the proxy: request-body bytes beyond the
  * process budget, a body not in by its deadline or idle too long, a connection beyond a bind's cap,
@@ -397,7 +400,7 @@ export class ProxyMetrics {
   // (strings the config or the code already holds), never a key string built per request.
   readonly #requestCells = new Map<string, Map<number, Cell<'route' | 'status'>>>();
   /** The route names of the last retainRoutes(), and whether the next one walks the series whatever it finds. */
-  #retained: ReadonlySet<string> = new Set();
+  #retained: RouteNames = new Set();
   #walkNext = true;
   readonly #latencyCells = new Map<string, HistogramCell<'route'>>();
   readonly #decisionCells = new Map<DecisionKind, Map<DecisionLevel, Map<DecisionResult, Cell<'kind' | 'level' | 'result'>>>>();
@@ -571,7 +574,7 @@ export class ProxyMetrics {
    * a removed route counts into a new series: dropped at the next apply that walks, so at most
    * the series of removed routes whose requests outlived two applies wait for a later removal.
    */
-  retainRoutes(routes: ReadonlySet<string>): void {
+  retainRoutes(routes: RouteNames): void {
     const before = this.#retained;
     this.#retained = routes;
     let left = false;

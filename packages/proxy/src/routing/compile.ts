@@ -17,6 +17,7 @@ import { hostPort } from '../upstream/host-port.js';
 import { compileMatch, type Candidate, type CompiledMatch, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
 import { RouteIndex, RouteView, type RouteCell } from './route-index.js';
+import { listingChanges, RoutesGathered, type ReadonlyKeys } from './routes-gathered.js';
 import { compileGatewayPolicy, compilePolicy, gatewayPolicyScope, type CompiledPolicy, type GlobalFactory } from '../ratelimit/policy.js';
 import type { LimiterStore } from '../ratelimit/local/limiter.js';
 import { compileBindTls, TlsContextCache, type BindTls } from './tls-contexts.js';
@@ -158,37 +159,6 @@ interface ListenerRoutes {
   readonly detached: readonly string[];
 }
 
-/**
- * What a compile gathers from the routes of every listener. The next compile keeps it whole
- * when each listener's route list is the array it was (an endpoint change): nothing is then
- * walked route by route.
- */
-interface RoutesGathered {
-  readonly parts: Map<RouteIR, RouteParts>;
-  readonly routeNames: Set<string>;
-  readonly detached: string[];
-  /** The endpoints of the routes' static and external backends and mirrors. */
-  readonly upstreams: Set<string>;
-  /** The Service ports the routes send to, and the endpointKey() suffixes each is used with. */
-  readonly services: Map<string, Set<string>>;
-}
-
-function gatheredAnew(): RoutesGathered {
-  return { parts: new Map(), routeNames: new Set(), detached: [], upstreams: new Set(), services: new Map() };
-}
-
-/** Adds a route (its parts compiled or kept) to what the compile gathers. */
-function gather(into: RoutesGathered, r: RouteIR, own: RouteParts): void {
-  into.parts.set(r, own);
-  for (const u of own.upstreams) into.upstreams.add(u);
-  for (const u of own.services) {
-    const suffixes = into.services.get(u.name);
-    if (suffixes) suffixes.add(u.suffix);
-    else into.services.set(u.name, new Set([u.suffix]));
-  }
-  into.routeNames.add(r.name);
-}
-
 export interface CompiledBind {
   readonly ir: BindIR;
   readonly listeners: HostTable<CompiledListener>;
@@ -202,15 +172,15 @@ export interface CompiledSnapshot {
   /** Routes whose hostnames share none with their listener's: not served, reported once. */
   readonly detached: readonly string[];
   /** Every endpoint address a route can send to: the endpoint state the runtime keeps. */
-  readonly upstreams: ReadonlySet<string>;
+  readonly upstreams: ReadonlyKeys<string>;
   /** The ready endpoints of each Service port its routes send to (PickerDeps.services holds them once committed). */
   readonly serviceEndpoints: ReadonlyMap<string, readonly EndpointIR[]>;
   /** The names of its routes (their metrics series are kept). */
-  readonly routeNames: ReadonlySet<string>;
+  readonly routeNames: ReadonlyKeys<string>;
   /** Each route's parts, by route object (the next compile reuses them). */
   readonly parts: ReadonlyMap<RouteIR, RouteParts>;
-  /** What the routes gathered (parts, names, detached, their upstreams and Services): the next compile may keep it whole. */
-  readonly gathered: RoutesGathered;
+  /** What the routes gathered (parts, names, their upstreams and Services): the next compile changes a fork of it by what the lists gained and lost. */
+  readonly gathered: RoutesGathered<RouteParts>;
   /** Each listener's routes by listenerKey(): the next compile updates the indexes still current. */
   readonly indexes: ReadonlyMap<string, RouteView<CompiledRoute>>;
   /** The listeners by listenerKey(), whose policy says which compiled routes the next compile may keep. */
@@ -237,17 +207,19 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   const listenersByKey = new Map<string, CompiledListener>();
   const picking = deps?.picking ?? standalonePickerDeps();
   const tlsContexts = deps?.tlsContexts ?? new TlsContextCache();
-  // What the routes gather: null while every listener so far kept its route list whole (then
-  // the last compile's is this one's, unless a listener left); the listeners kept whole until
-  // one was not are walked into it then.
-  let gathered: RoutesGathered | null = null;
-  const whole: (readonly [ListenerIR, ListenerRoutes])[] = [];
-  const walkWhole = (into: RoutesGathered, [l, list]: readonly [ListenerIR, ListenerRoutes]): void => {
-    for (const r of l.routes) gather(into, r, keptParts!.get(r)!);
-    into.detached.push(...list.detached);
-  };
-  const matchesOf = (r: RouteIR): readonly CompiledMatch[] => (gathered ?? previous!.gathered).parts.get(r)!.matches;
-  let routesCompiled = 0;
+  // What the routes gather: the serving snapshot's, forked on the first change and changed by
+  // what each listener's list gained and lost (routes-gathered.ts). Only while its lists can be
+  // told apart by listener (no key listed twice) and its parts are this compile's.
+  const base = keptParts && previous!.listenersByKey.size === listenerCount(previous!.ir) ? previous!.gathered : null;
+  let forked: RoutesGathered<RouteParts> | null = base ? null : RoutesGathered.empty();
+  const gathering = (): RoutesGathered<RouteParts> => (forked ??= base!.fork());
+  // The previous listeners whose list this compile compared against (the others left).
+  const compared = new Set<string>();
+  const detached: string[] = [];
+  let gathered: RoutesGathered<RouteParts> | null = null;
+  const matchesOf = (r: RouteIR): readonly CompiledMatch[] => gathered!.parts.get(r)!.matches;
+  // The routes whose parts this compile built.
+  const compiled = new Map<RouteIR, RouteParts>();
   for (const bind of ir.binds) {
     const listeners = new HostTable<CompiledListener>();
     for (const l of bind.listeners) {
@@ -259,6 +231,9 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
       // The route list is the array it was and the policy the object it was: what the list
       // compiled to is kept, and the index is not walked (an endpoint change).
       const kept = previousListener && previousListener.ir.routes === l.routes && previousListener.ir.policy === l.policy && !before!.shared.listedTwice ? previousListener.list : undefined;
+      // The list this listener had in the serving snapshot, which what is gathered counts.
+      const was = base && !compared.has(key) ? previous!.listenersByKey.get(key) : undefined;
+      if (was) compared.add(key);
       // Where a transformation changes requests, the listener's limits that read the request wait for it.
       const routesTransform = kept ? kept.transforms : l.routes.some((r) => transformsRequests(r.policy));
       const gateway = deps ? compileGatewayPolicy(gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal, limits, transformsRequests(l.policy) || routesTransform) : null;
@@ -285,14 +260,8 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
         }
         view = new RouteView(last.shared, epoch, values, matchesOf);
         list = kept;
-        if (gathered) walkWhole(gathered, [l, kept]);
-        else whole.push([l, kept]);
       } else {
-        if (!gathered) {
-          gathered = gatheredAnew();
-          for (const w of whole) walkWhole(gathered, w);
-        }
-        const into = gathered;
+        const into = gathering();
         const index = updating ? before.shared : new RouteIndex<CompiledRoute>(l.hostname);
         const values: CompiledRoute[] = [];
         view = new RouteView(index, index.begin(), values, matchesOf);
@@ -305,20 +274,31 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
         const detached: string[] = [];
         l.routes.forEach((r, i) => {
           const keptRoute = keepsRoutes && !r.policy ? index.valueOf(r) : undefined;
-          let own = keptRoute?.parts ?? into.parts.get(r) ?? keptParts?.get(r);
+          // (What is gathered changes after the walk: a route listed twice finds its parts in `compiled`.)
+          let own = keptRoute?.parts ?? into.parts.get(r) ?? keptParts?.get(r) ?? compiled.get(r);
           if (!own) {
             own = compileRouteParts(r, picking, limits);
-            routesCompiled++;
+            compiled.set(r, own);
           }
-          gather(into, r, own);
           if (r.policy) ownPolicies.push(i);
           const route = keptRoute ?? compileRoute(r, own, context);
           values.push(route);
           if (!index.place(r, own.matches, route).length) detached.push(r.name);
         });
         index.finish();
-        into.detached.push(...detached);
         list = { transforms: routesTransform, ownPolicies, detached };
+      }
+      detached.push(...list.detached);
+      // What is gathered: the listings this list gained and lost against the serving one (a
+      // listener taken whole, against its own list: none).
+      if (!kept || !was) {
+        const into = gathering();
+        const values = view.values;
+        if (was) {
+          const { gained, lost } = listingChanges(was.ir.routes, l.routes);
+          for (const i of gained) into.add(l.routes[i]!, values[i]!.parts);
+          for (const r of lost) into.remove(r);
+        } else l.routes.forEach((r, i) => into.add(r, values[i]!.parts));
       }
       indexes.set(key, view);
       const listener: CompiledListener = { ir: l, bind, routes: view, policy: listenerPolicy, afterAuth, countsTokens, list };
@@ -327,12 +307,9 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
     }
     binds.set(bind.port, { ir: bind, listeners, tls: compileBindTls(bind, tlsContexts) });
   }
-  // Every listener kept its list: the last compile gathered the same, unless a listener left.
-  if (!gathered && previous && listenersByKey.size === previous.listenersByKey.size) gathered = previous.gathered;
-  if (!gathered) {
-    gathered = gatheredAnew();
-    for (const w of whole) walkWhole(gathered, w);
-  }
+  // The listeners that left take their listings along.
+  if (base) for (const [key, l] of previous!.listenersByKey) if (!compared.has(key)) for (const r of l.ir.routes) gathering().remove(r);
+  gathered = forked ?? base!;
   // The endpoints of the Service ports in use, as this snapshot lists them, each in every way
   // of speaking to it that a route uses (one pool each).
   const ofServices = new Set<string>();
@@ -347,11 +324,11 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
     }
   }
   // Copied only when both kinds are in use: the routes' own set is kept from one compile to the next.
-  const upstreams = !ofServices.size ? gathered.upstreams : !gathered.upstreams.size ? ofServices : new Set([...gathered.upstreams, ...ofServices]);
+  const upstreams: ReadonlyKeys<string> = !ofServices.size ? gathered.upstreams : !gathered.upstreams.size ? ofServices : new Set([...gathered.upstreams, ...ofServices]);
   // Without a runtime (routing tests) nothing else commits: the snapshot's own sets serve it.
   if (!deps) picking.services.commit(serviceEndpoints);
-  const { parts, routeNames, detached } = gathered;
-  return { ir, binds, detached, upstreams, serviceEndpoints, routeNames, parts, gathered, indexes, listenersByKey, credentials: credentialNames(ir), routesCompiled };
+  const { parts, routeNames } = gathered;
+  return { ir, binds, detached, upstreams, serviceEndpoints, routeNames, parts, gathered, indexes, listenersByKey, credentials: credentialNames(ir), routesCompiled: compiled.size };
 }
 
 /** What a route's compiled form takes from its listener and the compile. */
@@ -377,6 +354,11 @@ function compileRoute(r: RouteIR, own: RouteParts, c: RouteContext): CompiledRou
     ...browserPolicies(l, r),
     extProc: r.policy?.extProc ?? l.policy?.extProc ?? null,
   };
+}
+
+/** How many listeners a snapshot has (listenersByKey has fewer when a key is listed twice). */
+function listenerCount(ir: ProxySnapshot): number {
+  return ir.binds.reduce((n, b) => n + b.listeners.length, 0);
 }
 
 /** A listener as the next snapshot finds its index: a listener whose hostname changed starts a new one. */

@@ -296,7 +296,7 @@ export class EndpointTable {
   }
 
   /** Retires the endpoints whose key (endpointKey()) is not in `keep` (their pools close once idle). */
-  retain(keep: ReadonlySet<string>): void {
+  retain(keep: { has(name: string): boolean }): void {
     for (const [name, e] of this.#byName) {
       if (keep.has(name)) continue;
       this.#byName.delete(name);
