@@ -42,8 +42,20 @@ function credential(r: RouteIR): string {
   return (v as Secret).reveal();
 }
 
-/** How each listener's routes crossed: 'list' for a list the thread holds (its number alone), else per route 'ref' (held) or 'route' (sent). */
-const kinds = (h: Handover) => h.snapshot.binds.flatMap((b) => b.listeners.flatMap((l) => ('routes' in l.routes ? l.routes.routes.map((w) => (typeof w === 'number' ? 'ref' : 'route')) : ['list'])));
+/**
+ * How each listener's routes crossed: 'list' for a list the thread holds (its number alone), else
+ * per route 'ref' (held) or 'route' (sent), between 'head N' and 'tail N' for a list made from one
+ * the thread holds.
+ */
+const kinds = (h: Handover) =>
+  h.snapshot.binds.flatMap((b) =>
+    b.listeners.flatMap((l) => {
+      const w = l.routes;
+      if (!('routes' in w)) return ['list'];
+      const each = w.routes.map((x) => (typeof x === 'number' ? 'ref' : 'route'));
+      return 'from' in w ? [`head ${w.head}`, ...each, `tail ${w.tail}`] : each;
+    }),
+  );
 
 describe('snapshot hand-over to a worker thread', () => {
   it('hands over the whole snapshot first; the worker gets an equal snapshot with its Secrets', () => {
@@ -71,8 +83,11 @@ describe('snapshot hand-over to a worker thread', () => {
     const added = routesOf(snapshotOf(31))[30]!;
     const next = withRoutes(first, [...routesOf(first).slice(0, 7), edited, ...routesOf(first).slice(8, 29), added]);
     const out = sender.next(next);
+    // Made from the list the worker holds: its first 7 routes kept, the other 23 named (21 held).
+    expect(kinds(out.relative)[0]).toBe('head 7');
+    expect(kinds(out.relative).at(-1)).toBe('tail 0');
     expect(kinds(out.relative).filter((k) => k === 'route')).toHaveLength(2);
-    expect(kinds(out.relative).filter((k) => k === 'ref')).toHaveLength(28);
+    expect(kinds(out.relative).filter((k) => k === 'ref')).toHaveLength(21);
 
     const b = receiver.open(across(out.relative));
     expect(b.snapshot).toEqual(next);
@@ -123,7 +138,7 @@ describe('snapshot hand-over to a worker thread', () => {
     const edited = { ...routesOf(first)[2]!, name: 'r2-edited' };
     const second = withRoutes(first, routesOf(first).map((r, i) => (i === 2 ? edited : r)));
     const b = sender.next(second);
-    expect(kinds(b.relative)).toEqual(['ref', 'ref', 'route', 'ref', 'ref']);
+    expect(kinds(b.relative)).toEqual(['head 2', 'route', 'tail 2']);
     expect(b.relative.gone).toEqual({ lists: [listNumber(a.relative)], routes: [numbers[2]] });
     const opened = receiver.open(across(b.relative));
     expect(opened.snapshot).toEqual(second);
@@ -137,6 +152,9 @@ describe('snapshot hand-over to a worker thread', () => {
     expect(() => receiver.open(across(forged({ list: listNumber(a.relative) })))).toThrow(/refers to route list \d+, which hand-over \d+ did not have/);
     expect(() => receiver.open(across(forged({ list: 999, routes: [numbers[2]!] })))).toThrow(/refers to route \d+, which hand-over \d+ did not have/);
     expect(() => receiver.open(across(forged({ list: 999, routes: [numbers[3]!] })))).not.toThrow();
+    // A list made from one that left, or of more routes than it has, is refused too.
+    expect(() => receiver.open(across(forged({ list: 999, from: listNumber(a.relative), head: 1, tail: 0, routes: [] })))).toThrow(/refers to route list \d+, which hand-over \d+ did not have/);
+    expect(() => receiver.open(across(forged({ list: 999, from: listNumber(b.relative), head: 4, tail: 2, routes: [] })))).toThrow(/first 4 and last 2 routes of list \d+, which has 5/);
   });
 
   it('one array on two listeners crosses once, and is one array on the worker', () => {
@@ -184,10 +202,10 @@ describe('snapshot hand-over to a worker thread', () => {
     receiver.open(across(sender.next(first).whole())).applied();
     const without = withRoutes(first, routesOf(first).slice(0, 2));
     const b = sender.next(without);
-    expect(kinds(b.relative)).toEqual(['ref', 'ref']);
+    expect(kinds(b.relative)).toEqual(['head 2', 'tail 0']);
     receiver.open(across(b.relative)).applied();
     const back = sender.next(first);
-    expect(kinds(back.relative)).toEqual(['ref', 'ref', 'route']);
+    expect(kinds(back.relative)).toEqual(['head 2', 'route', 'tail 0']);
     const opened = receiver.open(across(back.relative));
     expect(opened.snapshot).toEqual(first);
     expect(credential(routesOf(opened.snapshot)[2]!)).toBe('Bearer key-2');

@@ -34,8 +34,16 @@ import { secretPlaces, restoreSecrets, type SecretPlaces } from './snapshot-secr
  */
 export type HandedRoute = number | { readonly id: number; readonly route: RouteIR };
 
-/** A listener's route list: one the thread holds (its number alone), or a list, its number and its routes. */
-export type HandedList = { readonly list: number } | { readonly list: number; readonly routes: readonly HandedRoute[] };
+/**
+ * A listener's route list: one the thread holds (its number alone); a list, its number and its
+ * routes; or a list made from one the thread holds (`from`): its first `head` routes, then
+ * `routes`, then its last `tail` (a route added to or taken from a list of 3,000 crosses as
+ * itself, not as 3,000 numbers).
+ */
+export type HandedList =
+  | { readonly list: number }
+  | { readonly list: number; readonly routes: readonly HandedRoute[] }
+  | { readonly list: number; readonly from: number; readonly head: number; readonly tail: number; readonly routes: readonly HandedRoute[] };
 
 /** A listener's policy: none, one the thread holds (its number), or a new one and its number. */
 export type HandedPolicy = null | number | { readonly id: number; readonly policy: PolicyIR };
@@ -69,9 +77,15 @@ export interface Outgoing {
 /** A route list of the last hand-over: its number, its routes', the hand-overs that first and last listed it. */
 interface ListEntry {
   readonly id: number;
+  /** The list's route objects, and their entries in the same order. */
+  readonly list: readonly RouteIR[];
   readonly routes: readonly RouteEntry[];
   readonly born: number;
   seq: number;
+  /** Made from the list at its place in the hand-over before, which left: the routes of both but `head` and `tail` differ. */
+  readonly from: { readonly entry: ListEntry; readonly head: number; readonly tail: number } | null;
+  /** A list made from this one took its routes' counts: when it leaves, they stay. */
+  inherited: boolean;
 }
 
 /** A route of the lists of the last hand-over: its number, how many of those lists hold it, the hand-over that first listed it. */
@@ -85,7 +99,7 @@ interface RouteEntry {
 interface Listing {
   readonly policy: Numbered | null;
   readonly routes: readonly RouteIR[];
-  readonly list: ListEntry;
+  list: ListEntry;
 }
 
 /**
@@ -105,18 +119,23 @@ function handed(snapshot: ProxySnapshot, listings: readonly Listing[], base: num
     sentPolicies.add(n.id);
     return { id: n.id, policy: p };
   };
-  const list = ({ routes, list: entry }: Listing): HandedList => {
+  const route = (entry: ListEntry, i: number): HandedRoute => {
+    const { id, born } = entry.routes[i]!;
+    if (heldBy(born) || sentRoutes.has(id)) return id;
+    sentRoutes.add(id);
+    return { id, route: entry.list[i]! };
+  };
+  const list = ({ list: entry }: Listing): HandedList => {
     if (heldBy(entry.born) || sentLists.has(entry.id)) return { list: entry.id };
     sentLists.add(entry.id);
-    return {
-      list: entry.id,
-      routes: routes.map((route, i): HandedRoute => {
-        const { id, born } = entry.routes[i]!;
-        if (heldBy(born) || sentRoutes.has(id)) return id;
-        sentRoutes.add(id);
-        return { id, route };
-      }),
-    };
+    const from = entry.from;
+    // (The list it was made from was listed in the hand-over before: a thread holding `base` holds it.)
+    if (from && heldBy(from.entry.born)) {
+      const middle: HandedRoute[] = [];
+      for (let i = from.head; i < entry.list.length - from.tail; i++) middle.push(route(entry, i));
+      return { list: entry.id, from: from.entry.id, head: from.head, tail: from.tail, routes: middle };
+    }
+    return { list: entry.id, routes: entry.list.map((_, i) => route(entry, i)) };
   };
   return {
     ...snapshot,
@@ -179,6 +198,8 @@ export class HandoverSender {
   readonly #lists = new Map<readonly RouteIR[], ListEntry>();
   readonly #routes = new Map<RouteIR, RouteEntry>();
   readonly #policies = new Numbering<PolicyIR>();
+  /** The lists of the last hand-over by place (listener order): a new list is made from the one at its place when that one left. */
+  #places: readonly ListEntry[] = [];
   #nextList = 1;
   #nextRoute = 1;
   #seq = 0;
@@ -187,43 +208,74 @@ export class HandoverSender {
     const base = this.#seq;
     const seq = ++this.#seq;
     const listings: Listing[] = [];
+    const unnumbered: number[] = [];
     let distinct = 0;
+    // First the lists already numbered, so that a new list knows whether the one at its place left.
     for (const b of snapshot.binds) {
       for (const l of b.listeners) {
         const policy = l.policy === null ? null : this.#policies.list(l.policy, seq, base);
-        let list = this.#lists.get(l.routes);
-        if (list === undefined) {
-          // A new list: each of its routes numbered (a route other lists hold keeps its number).
-          list = { id: this.#nextList++, routes: l.routes.map((r) => this.#routeIn(r, seq)), born: seq, seq };
-          this.#lists.set(l.routes, list);
-          distinct++;
-        } else if (list.seq !== seq) {
+        const list = this.#lists.get(l.routes);
+        if (list === undefined) unnumbered.push(listings.length);
+        else if (list.seq !== seq) {
           list.seq = seq;
           distinct++;
         }
-        listings.push({ policy, routes: l.routes, list });
+        listings.push({ policy, routes: l.routes, list: list! });
       }
     }
+    // The numbers of the lists and routes that leave.
+    const gone = { lists: [] as number[], routes: [] as number[] };
+    for (const at of unnumbered) {
+      const listing = listings[at]!;
+      let list = this.#lists.get(listing.routes);
+      if (list === undefined) {
+        list = this.#numbered(listing.routes, this.#places[at], seq, gone.routes);
+        this.#lists.set(listing.routes, list);
+        distinct++;
+      }
+      listing.list = list;
+    }
+    this.#places = listings.map((l) => l.list);
     this.#policies.sweep(seq);
     // The lists not listed leave, and the routes no list holds any longer with them.
-    const gone = { lists: [] as number[], routes: [] as number[] };
     if (distinct < this.#lists.size) {
       for (const [routes, list] of this.#lists) {
         if (list.seq === seq) continue;
         this.#lists.delete(routes);
         gone.lists.push(list.id);
-        for (const r of routes) {
-          const entry = this.#routes.get(r)!;
-          if (--entry.lists) continue;
-          this.#routes.delete(r);
-          gone.routes.push(entry.id);
-        }
+        // A list made from this one holds its routes' counts now.
+        if (!list.inherited) for (const r of routes) this.#routeOut(r, gone.routes);
       }
     }
     const relative = sealed(seq, base, handed(snapshot, listings, base), gone);
     // The whole form reads nothing that later hand-overs change: it may be made after them.
     let whole: Handover | null = null;
     return { seq, relative, whole: () => (whole ??= sealed(seq, null, handed(snapshot, listings, null), { lists: [], routes: [] })) };
+  }
+
+  /**
+   * A new list, numbered. When the list at its place in the last hand-over left (no listener
+   * lists it now) and no other new list was made from it, it is made from that one: the routes
+   * both have at the head and at the tail keep their entries and counts (which the old list
+   * leaving would have taken), and only those between are counted in and out.
+   */
+  #numbered(list: readonly RouteIR[], before: ListEntry | undefined, seq: number, gone: number[]): ListEntry {
+    const id = this.#nextList++;
+    const old = before === undefined || before.seq === seq || before.inherited ? [] : before.list;
+    const shortest = Math.min(old.length, list.length);
+    let head = 0;
+    while (head < shortest && old[head] === list[head]) head++;
+    let tail = 0;
+    while (tail < shortest - head && old[old.length - 1 - tail] === list[list.length - 1 - tail]) tail++;
+    // Nothing in common (or nothing to make it from): numbered whole.
+    if (!head && !tail) return { id, list, routes: list.map((r) => this.#routeIn(r, seq)), born: seq, seq, from: null, inherited: false };
+    before = before!;
+    // The new routes between counted in before the old ones are counted out: a route moved within keeps its number.
+    const middle = list.slice(head, list.length - tail).map((r) => this.#routeIn(r, seq));
+    for (let i = head; i < old.length - tail; i++) this.#routeOut(old[i]!, gone);
+    before.inherited = true;
+    const routes = before.routes.slice(0, head).concat(middle, before.routes.slice(before.routes.length - tail));
+    return { id, list, routes, born: seq, seq, from: { entry: before, head, tail }, inherited: false };
   }
 
   /** A route listed by a new list of hand-over `seq`: its entry (one more list holds it). */
@@ -235,6 +287,14 @@ export class HandoverSender {
     }
     entry.lists++;
     return entry;
+  }
+
+  /** One list fewer holds `r`; its number goes into `gone` when none does. */
+  #routeOut(r: RouteIR, gone: number[]): void {
+    const entry = this.#routes.get(r)!;
+    if (--entry.lists) return;
+    this.#routes.delete(r);
+    gone.push(entry.id);
   }
 }
 
@@ -277,7 +337,15 @@ export class HandoverReceiver {
     const takeRoute = (w: HandedRoute): RouteIR => take(w, heldRoutes, routes, 'route', (x) => x.route);
     const takeList = (w: HandedList): readonly RouteIR[] => {
       if (!('routes' in w)) return take(w.list, heldLists, lists, 'route list', () => []);
-      const list = w.routes.map(takeRoute);
+      let list: readonly RouteIR[];
+      if ('from' in w) {
+        const from = take(w.from, heldLists, lists, 'route list', () => []);
+        const { head, tail } = w;
+        if (!Number.isInteger(head) || !Number.isInteger(tail) || head < 0 || tail < 0 || head + tail > from.length) {
+          throw new HandoverGap(`config hand-over ${h.seq} makes route list ${w.list} of the first ${head} and last ${tail} routes of list ${w.from}, which has ${from.length}`);
+        }
+        list = from.slice(0, head).concat(w.routes.map(takeRoute), from.slice(from.length - tail));
+      } else list = w.routes.map(takeRoute);
       lists.set(w.list, list);
       return list;
     };
