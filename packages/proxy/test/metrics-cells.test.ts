@@ -2,6 +2,7 @@
 // them: the registry's text exposition.
 import { describe, expect, it } from 'vitest';
 import { ProxyMetrics } from '../src/metrics/metrics.js';
+import { CountedKeys } from '../src/routing/routes-gathered.js';
 
 function lines(text: string, name: string): string[] {
   return text.split('\n').filter((l) => l.startsWith(name));
@@ -80,6 +81,30 @@ describe('proxy metrics across config applies', () => {
     expect(await m.registry.metrics()).toContain('route="ns/stray"');
     // The next route removed walks them again.
     m.retainRoutes(new Set(['ns/c']));
+    expect(await m.registry.metrics()).not.toContain('route="ns/stray"');
+  });
+
+  it("takes the names that left from the compile's counted names when they are a fork of what it retained, else looks", async () => {
+    const m = new ProxyMetrics();
+    const a = new CountedKeys<string>();
+    for (const name of ['ns/a', 'ns/b']) a.add(name);
+    m.retainRoutes(a, (before) => a.leftSince(before));
+    m.countRequest('ns/b', 200);
+    const b = a.fork();
+    b.delete('ns/b');
+    m.retainRoutes(b, (before) => b.leftSince(before));
+    expect(await m.registry.metrics()).not.toContain('route="ns/b"');
+    // A fork that lost nothing: the series are walked once more (the apply after a removal), then not.
+    m.countRequest('ns/stray', 200);
+    const c = b.fork();
+    m.retainRoutes(c, (before) => c.leftSince(before));
+    expect(await m.registry.metrics()).not.toContain('route="ns/stray"');
+    m.countRequest('ns/stray', 200);
+    const d = c.fork();
+    m.retainRoutes(d, (before) => d.leftSince(before));
+    expect(await m.registry.metrics()).toContain('route="ns/stray"');
+    // Names that are no fork of what was retained: looked at one by one (ns/a left).
+    m.retainRoutes(new Set<string>(), () => null);
     expect(await m.registry.metrics()).not.toContain('route="ns/stray"');
   });
 });

@@ -173,5 +173,16 @@ describe('CountedKeys', () => {
     expect(b.add('y')).toBe(true);
     expect(a.has('y')).toBe(false);
     expect(() => b.delete('z')).toThrow(/not held/);
+    // What left since the one it was forked from (a key that came back did not leave).
+    const c = b.fork();
+    c.add('x');
+    c.delete('y');
+    c.delete('x');
+    c.add('w');
+    c.delete('w');
+    c.add('w');
+    expect(c.leftSince(b)).toEqual(['y', 'x']);
+    expect(c.leftSince(a)).toBeNull();
+    expect(c.leftSince(new Set(['y']))).toBeNull();
   });
 });

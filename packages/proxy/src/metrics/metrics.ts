@@ -574,12 +574,15 @@ export class ProxyMetrics {
    * a removed route counts into a new series: dropped at the next apply that walks, so at most
    * the series of removed routes whose requests outlived two applies wait for a later removal.
    */
-  retainRoutes(routes: RouteNames): void {
+  retainRoutes(routes: RouteNames, leftSince?: (before: RouteNames) => readonly string[] | null): void {
     const before = this.#retained;
     this.#retained = routes;
     let left = false;
-    // The same set (an apply that changed no route list keeps it): no route left.
-    if (before !== routes) for (const name of before) {
+    // The same set (an apply that changed no route list keeps it): no route left. The names
+    // that left, when the caller knows them against what was retained: no walk.
+    const known = before === routes ? [] : (leftSince?.(before) ?? null);
+    if (known) left = known.length > 0;
+    else for (const name of before) {
       if (routes.has(name)) continue;
       left = true;
       break;

@@ -94,16 +94,30 @@ export class LayeredMap<K, V> implements ReadonlyMap<K, V> {
   }
 }
 
+let stamps = 0;
+
 /** Keys counted by how many times they are held; a fork as LayeredMap's. */
 export class CountedKeys<K> implements ReadonlyKeys<K> {
   readonly #counts: LayeredMap<K, number>;
+  /** This one's stamp, and that of the one it was forked from (a number, not a reference: no chain of forks is kept alive). */
+  readonly #stamp = ++stamps;
+  readonly #base: number | null;
+  /** The keys whose last hold went since the fork (some may have come back). */
+  readonly #left: K[] = [];
 
-  constructor(counts: LayeredMap<K, number> = new LayeredMap()) {
+  constructor(counts: LayeredMap<K, number> = new LayeredMap(), base: number | null = null) {
     this.#counts = counts;
+    this.#base = base;
   }
 
   fork(): CountedKeys<K> {
-    return new CountedKeys(this.#counts.fork());
+    return new CountedKeys(this.#counts.fork(), this.#stamp);
+  }
+
+  /** The keys `base` holds and this one does not, when this one is a fork of it; null when it is not. */
+  leftSince(base: object): K[] | null {
+    if (!(base instanceof CountedKeys) || base.#stamp !== this.#base) return null;
+    return this.#left.filter((k) => !this.has(k));
   }
 
   /** One more hold of `key`; true when it was not held. */
@@ -118,7 +132,10 @@ export class CountedKeys<K> implements ReadonlyKeys<K> {
     const n = this.#counts.get(key);
     if (n === undefined) throw new Error(`CountedKeys: ${String(key)} is not held`);
     if (n > 1) this.#counts.set(key, n - 1);
-    else this.#counts.delete(key);
+    else {
+      this.#counts.delete(key);
+      this.#left.push(key);
+    }
     return n === 1;
   }
 

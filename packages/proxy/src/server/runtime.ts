@@ -440,7 +440,7 @@ export class ProxyRuntime {
     this.endpoints.retain(next.upstreams);
     this.#picking.services.commit(next.serviceEndpoints);
     if (this.coolDowns.size) this.coolDowns.retain(new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends.map(backendKey))))));
-    this.metrics.retainRoutes(next.routeNames);
+    this.metrics.retainRoutes(next.routeNames, (before) => next.gathered.routeNames.leftSince(before));
     this.#global?.pool.retain(services);
     this.#auth.deps.extAuthz.retain(extAuthzServicesInUse(ir));
     const processors = extProcServicesInUse(ir);
