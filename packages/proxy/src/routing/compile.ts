@@ -271,7 +271,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
         // compiled route is kept, so an apply that changed one route of thousands builds one.
         const keepsRoutes = previousListener !== undefined && previousListener.ir.policy === l.policy;
         const ownPolicies: number[] = [];
-        const detached: string[] = [];
+        const listDetached: string[] = [];
         l.routes.forEach((r, i) => {
           const keptRoute = keepsRoutes && !r.policy ? index.valueOf(r) : undefined;
           // (What is gathered changes after the walk: a route listed twice finds its parts in `compiled`.)
@@ -283,10 +283,10 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
           if (r.policy) ownPolicies.push(i);
           const route = keptRoute ?? compileRoute(r, own, context);
           values.push(route);
-          if (!index.place(r, own.matches, route).length) detached.push(r.name);
+          if (!index.place(r, own.matches, route).length) listDetached.push(r.name);
         });
         index.finish();
-        list = { transforms: routesTransform, ownPolicies, detached };
+        list = { transforms: routesTransform, ownPolicies, detached: listDetached };
       }
       detached.push(...list.detached);
       // What is gathered: the listings this list gained and lost against the serving one (a
