@@ -121,7 +121,8 @@ describe('retry (HTTPRouteRetry)', () => {
     cleanups.push(async () => held.forEach((res) => res.destroy()));
     let seen = 0;
     const b = await upstream((_req, res) => (++seen === 1 ? held.push(res) : json(res, 200, { attempt: seen })));
-    const gw = await gateway([{ name: 'r', timeouts: { backendRequest: '200ms' }, retry: { attempts: 1, backoff: '0s' }, backends: [{ host: b.host }] }]);
+    // The timeout bounds the second attempt too: generous, so that a loaded machine answers it in time.
+    const gw = await gateway([{ name: 'r', timeouts: { backendRequest: '2s' }, retry: { attempts: 1, backoff: '0s' }, backends: [{ host: b.host }] }]);
     const r = await post(gw, '{}');
     expect(r.status).toBe(200);
     expect(JSON.parse(r.body)).toEqual({ attempt: 2 });
