@@ -12,15 +12,16 @@ afterEach(async () => {
 });
 
 describe('timeouts.backendRequest', () => {
-  it('250ms answers 504 before a backend that takes 480ms has answered', async () => {
-    // A coarse timer fires a 250 ms deadline 0.5 to 1 s late; a backend answering at 480 ms
-    // would beat it. The test orders two events; it measures no time.
+  it('250ms answers 504 before a backend that takes 5s has answered', async () => {
+    // A coarse timer fires a 250 ms deadline 0.5 to 1 s late, and a loaded machine later still;
+    // a backend answering soon after the deadline would beat it. The test orders two events; it
+    // measures no time.
     let backendAnswered = false;
     const up = await startUpstream((_req, res) => {
       setTimeout(() => {
         backendAnswered = true;
         res.end('late answer');
-      }, 480);
+      }, 5000);
     });
     open.push(up);
     const gw = await startGateway((port) => simpleConfig(port, [{ name: 'r', timeouts: { backendRequest: '250ms' }, backends: [{ host: up.host }] }]));
