@@ -225,6 +225,16 @@ export class RoutesGathered<P extends Gatherable> {
   }
 }
 
+/** How many routes two lists share at their head and, after that, at their tail (by identity). */
+export function commonEnds(before: readonly RouteIR[], after: readonly RouteIR[]): { readonly head: number; readonly tail: number } {
+  const shortest = Math.min(before.length, after.length);
+  let head = 0;
+  while (head < shortest && before[head] === after[head]) head++;
+  let tail = 0;
+  while (tail < shortest - head && before[before.length - 1 - tail] === after[after.length - 1 - tail]) tail++;
+  return { head, tail };
+}
+
 /**
  * What changed between a listener's last list and its new one, as a multiset of route objects:
  * the positions in `after` of the listings it gained and the routes of the listings it lost. The
@@ -232,11 +242,7 @@ export class RoutesGathered<P extends Gatherable> {
  * place); only what lies between is counted.
  */
 export function listingChanges(before: readonly RouteIR[], after: readonly RouteIR[]): { readonly gained: readonly number[]; readonly lost: readonly RouteIR[] } {
-  let head = 0;
-  const shortest = Math.min(before.length, after.length);
-  while (head < shortest && before[head] === after[head]) head++;
-  let tail = 0;
-  while (tail < shortest - head && before[before.length - 1 - tail] === after[after.length - 1 - tail]) tail++;
+  const { head, tail } = commonEnds(before, after);
   const gained: number[] = [];
   const lost: RouteIR[] = [];
   const beforeEnd = before.length - tail;

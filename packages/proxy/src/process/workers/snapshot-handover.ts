@@ -26,6 +26,7 @@
 // hand-over instead.
 import type { ListenerIR, PolicyIR, ProxySnapshot, RouteIR } from '@tollgate/api';
 import { secretPlaces, restoreSecrets, type SecretPlaces } from './snapshot-secrets.js';
+import { commonEnds } from '../../routing/routes-gathered.js';
 
 /**
  * A route the thread holds (its number alone), or a new one and its number. A held route
@@ -262,11 +263,7 @@ export class HandoverSender {
   #numbered(list: readonly RouteIR[], before: ListEntry | undefined, seq: number, gone: number[]): ListEntry {
     const id = this.#nextList++;
     const old = before === undefined || before.seq === seq || before.inherited ? [] : before.list;
-    const shortest = Math.min(old.length, list.length);
-    let head = 0;
-    while (head < shortest && old[head] === list[head]) head++;
-    let tail = 0;
-    while (tail < shortest - head && old[old.length - 1 - tail] === list[list.length - 1 - tail]) tail++;
+    const { head, tail } = commonEnds(old, list);
     // Nothing in common (or nothing to make it from): numbered whole.
     if (!head && !tail) return { id, list, routes: list.map((r) => this.#routeIn(r, seq)), born: seq, seq, from: null, inherited: false };
     before = before!;
