@@ -84,12 +84,18 @@ function withWeight(o: HTTPRoute, weight: number, hostnames?: string[]): HTTPRou
   };
 }
 
+/** The object the API server hands back after a status write: status, resourceVersion and managedFields new, the rest equal. */
+function statusEcho<T extends { readonly metadata: object }>(o: T, n: number): T {
+  const parents = [{ parentRef: { name: 'gw-a' }, controllerName: CONTROLLER_NAME, conditions: [{ type: 'Accepted', status: 'True', reason: 'Accepted', message: `written ${n}`, lastTransitionTime: '2026-01-01T00:00:00Z' }] }];
+  return { ...structuredClone(o), metadata: { ...structuredClone(o.metadata), resourceVersion: String(1000 + n), managedFields: [{ manager: 'tollgate', operation: 'Update', subresource: 'status', time: `2026-01-01T00:00:${String(n % 60).padStart(2, '0')}Z` }] }, status: { parents, n } };
+}
+
 /** One change a user or the cluster might make, applied to the lists in place (new objects, as informers deliver). */
 type Change = readonly [
-  what: 'route-edit' | 'route-add' | 'route-delete' | 'route-restore' | 'route-recreate' | 'route-parent' | 'route-sections' | 'gateway-listener' | 'gateway-status' | 'namespace-labels' | 'endpoints' | 'slice-protocol' | 'service-edit' | 'service-delete' | 'policy-add' | 'policy-edit' | 'policy-delete',
+  what: 'route-edit' | 'route-add' | 'route-delete' | 'route-restore' | 'route-recreate' | 'route-parent' | 'route-sections' | 'gateway-listener' | 'gateway-status' | 'route-status' | 'policy-status' | 'namespace-labels' | 'endpoints' | 'slice-protocol' | 'service-edit' | 'service-delete' | 'policy-add' | 'policy-edit' | 'policy-delete',
   n: number,
 ];
-const CHANGES = ['route-edit', 'route-add', 'route-delete', 'route-restore', 'route-recreate', 'route-parent', 'route-sections', 'gateway-listener', 'gateway-status', 'namespace-labels', 'endpoints', 'slice-protocol', 'service-edit', 'service-delete', 'policy-add', 'policy-edit', 'policy-delete'] as const;
+const CHANGES = ['route-edit', 'route-add', 'route-delete', 'route-restore', 'route-recreate', 'route-parent', 'route-sections', 'gateway-listener', 'gateway-status', 'route-status', 'policy-status', 'namespace-labels', 'endpoints', 'slice-protocol', 'service-edit', 'service-delete', 'policy-add', 'policy-edit', 'policy-delete'] as const;
 
 /** A policy on a route or on its rule named `main`: a rate limit, or a failover over its backendRefs. */
 function routePolicy(n: number, target: HTTPRoute): GatewayPolicy {
@@ -178,6 +184,19 @@ function apply(r: Cluster, [what, n]: Change, added: { next: number; deleted: HT
       const i = pick(r.gateways);
       const o = r.gateways[i]!;
       r.gateways[i] = { ...o, metadata: { ...o.metadata, resourceVersion: String(n) }, status: { conditions: [{ type: 'Programmed', status: 'True', reason: 'Programmed', message: `snapshot v${n} applied`, lastTransitionTime: '2026-01-01T00:00:00Z' }] } } as Gateway;
+      return;
+    }
+    case 'route-status': {
+      // The echo of a route's status write: its status, resourceVersion and managedFields changed.
+      if (!r.httpRoutes.length) return;
+      const i = pick(r.httpRoutes);
+      r.httpRoutes[i] = statusEcho(r.httpRoutes[i]!, n);
+      return;
+    }
+    case 'policy-status': {
+      if (!r.gatewayPolicies.length) return;
+      const i = pick(r.gatewayPolicies);
+      r.gatewayPolicies[i] = statusEcho(r.gatewayPolicies[i]!, n);
       return;
     }
     case 'namespace-labels': {
@@ -360,6 +379,36 @@ describe('translate reuse over a changing cluster', () => {
     expect(resultBytes(fourth)).toBe(resultBytes(translate(structuredClone(r), options)));
   });
 
+  it('takes the echo of a status write as the object it echoes: every route IR and status report kept, a label read again', () => {
+    const r = cluster(30);
+    const first = translate({ ...r }, options);
+    const before = irRoutes(first);
+    // The echoes of the controller's writes of every route's and policy's status (deep copies: no object shared).
+    r.httpRoutes = r.httpRoutes.map((o, n) => statusEcho(o, n));
+    r.gatewayPolicies = r.gatewayPolicies.map((o, n) => statusEcho(o, n));
+    const echoed = translate({ ...r }, options);
+    const echoedAt = structuredClone(r);
+    const after = irRoutes(echoed);
+    expect(after.size).toBe(before.size);
+    expect([...after].filter(([k, ir]) => before.get(k) !== ir).map(([k]) => k)).toEqual([]);
+    expect(echoed.status.httpRoutes).toBe(first.status.httpRoutes);
+    // Metadata other than what a status write changes is a change: the route is looked at again.
+    const i = r.httpRoutes.findIndex((o) => o.metadata.name === 'route-1');
+    const o = r.httpRoutes[i]!;
+    r.httpRoutes[i] = { ...o, metadata: { ...o.metadata, labels: { tier: 'edge' } } };
+    const labelled = translate({ ...r }, options);
+    const labelledAt = structuredClone(r);
+    expect(labelled.status.httpRoutes).not.toBe(echoed.status.httpRoutes);
+    // An edit that keeps the status is read: the weight reaches the route's IR, the other routes' IRs kept.
+    r.httpRoutes[i] = withWeight(r.httpRoutes[i], 7);
+    const weighted = irRoutes(translate({ ...r }, options));
+    expect([...weighted].filter(([k, ir]) => irRoutes(labelled).get(k) !== ir).map(([k]) => k.split('|')[1])).toEqual(['team-b/route-1/rule/0']);
+    expect(weighted.get('http|team-b/route-1/rule/0')!.backends[0]!.weight).toBe(7);
+    // Each as a translation from fresh copies gives it (after the chain: a fresh one replaces what the chain kept).
+    expect(resultBytes(echoed)).toBe(resultBytes(translate(echoedAt, options)));
+    expect(resultBytes(labelled)).toBe(resultBytes(translate(labelledAt, options)));
+  });
+
   it('translates the routes again under other options, though no object changed', () => {
     const r = cluster(6);
     translate(r, options);
@@ -434,7 +483,7 @@ describe('translate reuse over a changing cluster', () => {
     translate({ ...r }, options);
     // Replaced objects (edits) are released too: the old object of every edited route.
     const replaced = r.httpRoutes.slice(0, 5).map((o, i) => {
-      r.httpRoutes[i] = structuredClone(o);
+      r.httpRoutes[i] = { ...structuredClone(o), metadata: { ...o.metadata, generation: 2 } };
       return new WeakRef(o);
     });
     translate({ ...r }, options);

@@ -9,11 +9,13 @@ import { buildSnapshots } from './snapshot.js';
 import { endpointsTables } from './service-endpoints.js';
 import { translateTlsRoutes } from './tlsroute.js';
 import { backendState, backendStatus } from './backend.js';
+import { settled } from './status-echoes.js';
 import type { Resources, StatusReport, TranslateOptions, TranslateResult } from './types.js';
 
 export type * from './types.js';
 
-export function translate(resources: Resources, options: TranslateOptions): TranslateResult {
+export function translate(given: Resources, options: TranslateOptions): TranslateResult {
+  const resources = settled(given);
   const ctx = buildContext(resources, options);
   const { classes, gateways, routes, byKind, httpStatus, grpcStatus } = routesPart(resources, options, ctx);
   const policies = translateGatewayPolicies(resources.gatewayPolicies, ctx, gateways, byKind);

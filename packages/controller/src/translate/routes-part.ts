@@ -9,8 +9,7 @@
 // this part reads changed since the last translation, the last one's part is the answer, as it
 // was: the same objects, which the snapshot build and the status writer then recognize.
 //
-// What it reads: the lists below (by object; a Gateway, ListenerSet or GatewayClass whose status
-// alone changed counts as the same), the options, and of the dependency lists only what
+// What it reads: the lists below (by object), the options, and of the dependency lists only what
 // DependencyChange tells by key: Services, Backends and the ports of EndpointSlices. Any other
 // dependency change (a ReferenceGrant, a Secret, a ConfigMap, a BackendTLSPolicy) or a key named
 // makes the part again (every route's memo still saves the routes that did not change).
@@ -34,55 +33,19 @@ export interface RoutesPart {
   readonly grpcStatus: ReadonlyMap<string, HTTPRouteStatusReport>;
 }
 
-/**
- * The resource lists the part reads whole. `parents`: objects that count as the same when only
- * their status (and the resourceVersion and managedFields that change with it) differs: the
- * controller writes a Gateway's status after each snapshot its proxies apply (Programmed names
- * the version), and nothing here reads a status. `others`: compared by object (a route's status
- * changes with its own translation).
- */
-interface Lists {
-  readonly parents: readonly (readonly object[])[];
-  readonly others: readonly (readonly unknown[])[];
+// The resource lists the part reads whole, compared by object: the controller writes the status
+// of Gateways and routes, and the API server's echoes of those writes are taken as the objects
+// they echo before translation (./status-echoes.ts), nothing here reading a status.
+function listsOf(r: Resources): readonly (readonly unknown[])[] {
+  return [r.gatewayClasses, r.gateways, r.listenerSets ?? [], r.httpRoutes, r.grpcRoutes, r.namespaces];
 }
 
-function listsOf(r: Resources): Lists {
-  return { parents: [r.gatewayClasses, r.gateways, r.listenerSets ?? []], others: [r.httpRoutes, r.grpcRoutes, r.namespaces] };
-}
-
-/** The lists' own copies (a caller may reuse and change an array between calls). */
-function copied(l: Lists): Lists {
-  return { parents: l.parents.map((x) => [...x]), others: l.others.map((x) => [...x]) };
-}
-
-// An object's text without its status, resourceVersion and managedFields, by object.
-const specTexts = new WeakMap<object, string>();
-
-function specText(o: { readonly metadata?: object }): string {
-  let text = specTexts.get(o);
-  if (text === undefined) {
-    const { status: _status, metadata, ...rest } = o as { status?: unknown; metadata?: { resourceVersion?: unknown; managedFields?: unknown } };
-    const { resourceVersion: _rv, managedFields: _mf, ...meta } = metadata ?? {};
-    specTexts.set(o, (text = JSON.stringify([meta, rest])));
-  }
-  return text;
-}
-
-/** Whether two lists hold the same objects, or objects that differ in their status alone, in the same order. */
-function sameButStatus(a: readonly object[], b: readonly object[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && specText(a[i]!) !== specText(b[i]!)) return false;
-  return true;
-}
-
-let last: { readonly lists: Lists; readonly options: TranslateOptions; readonly epoch: number; readonly part: RoutesPart } | null = null;
+let last: { readonly lists: readonly (readonly unknown[])[]; readonly options: TranslateOptions; readonly epoch: number; readonly part: RoutesPart } | null = null;
 
 export function routesPart(resources: Resources, options: TranslateOptions, ctx: Context): RoutesPart {
   const lists = listsOf(resources);
   if (last && reusable(last, lists, resources, options, ctx)) {
-    // The part's Gateway states hold the objects they were made from, equal but for their status.
-    const kept = last;
-    last = { ...kept, lists: { parents: lists.parents.map((x) => [...x]), others: kept.lists.others }, epoch: ctx.dependencyEpoch };
+    last = { ...last, epoch: ctx.dependencyEpoch };
     return last.part;
   }
   const classes = translateGatewayClasses(resources.gatewayClasses, ctx);
@@ -99,15 +62,14 @@ export function routesPart(resources: Resources, options: TranslateOptions, ctx:
     httpStatus: new Map([...ctx.httpRoutes.keys()].map((key) => [key, http.get(key)!.status] as const)),
     grpcStatus: new Map([...ctx.grpcRoutes.keys()].map((key) => [key, grpc.get(key)!.status] as const)),
   };
-  last = { lists: copied(lists), options, epoch: ctx.dependencyEpoch, part };
+  last = { lists: lists.map((x) => [...x]), options, epoch: ctx.dependencyEpoch, part };
   return part;
 }
 
-function reusable(before: NonNullable<typeof last>, lists: Lists, resources: Resources, options: TranslateOptions, ctx: Context): boolean {
+function reusable(before: NonNullable<typeof last>, lists: readonly (readonly unknown[])[], resources: Resources, options: TranslateOptions, ctx: Context): boolean {
   if ((resources.tlsRoutes?.length ?? 0) > 0) return false;
   if (!sameOptions(before.options, options)) return false;
-  if (!lists.parents.every((l, i) => sameButStatus(l, before.lists.parents[i]!))) return false;
-  if (!lists.others.every((l, i) => sameObjects(l, before.lists.others[i]!))) return false;
+  if (!lists.every((l, i) => sameObjects(l, before.lists[i]!))) return false;
   if (ctx.dependencyEpoch === before.epoch) return true;
   const change = ctx.dependencyChange;
   return change !== null && change.from === before.epoch && change.keys.size === 0;
