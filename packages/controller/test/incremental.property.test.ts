@@ -1,6 +1,7 @@
 // Property: translate() reuses work for objects that are the same objects as in an earlier
-// call (informer caches keep unchanged objects). Whatever mix of kept, replaced and edited
-// objects follows, the output equals that of a translation from fresh copies.
+// call (informer caches keep unchanged objects), or that echo them (a status write). Whatever
+// mix of kept, copied, echoed, relabelled and edited objects follows, the output equals that of
+// a translation from fresh copies.
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
@@ -73,7 +74,7 @@ function edit(kind: string, o: Mutable, n: number): void {
 
 describe('translate reuse across calls (property)', () => {
   it('kept, replaced and edited objects give the output of a fresh translation, at every step of a chain', () => {
-    const step = fc.tuple(fc.nat(), fc.constantFrom('keep', 'copy', 'edit'), fc.nat());
+    const step = fc.tuple(fc.nat(), fc.constantFrom('keep', 'copy', 'edit', 'echo', 'label'), fc.nat());
     fc.assert(
       fc.property(fc.nat({ max: inputs.length - 1 }), fc.array(fc.array(step, { minLength: 1, maxLength: 10 }), { minLength: 1, maxLength: 4 }), (index, rounds) => {
         const c = inputs[index]!;
@@ -92,6 +93,9 @@ describe('translate reuse across calls (property)', () => {
             const i = n % list.length;
             const copy = structuredClone(list[i]) as Mutable;
             if (action === 'edit') edit(kind, copy, n);
+            // The echo of a status write (taken as the object it echoes), or a label: a new object with the same spec.
+            if (action === 'echo') Object.assign(copy, { status: { observed: n } }, { metadata: { ...copy.metadata, resourceVersion: String(1000 + n) } });
+            if (action === 'label') copy.metadata.labels = { ...((copy.metadata.labels) ?? {}), touched: String(n % 3) };
             list[i] = copy;
           }
           const now = Object.fromEntries(Object.entries(next).map(([k, list]) => [k, [...list]])) as unknown as Resources;

@@ -56,17 +56,30 @@ export function translateGateways(ctx: Context, classes: ReadonlyMap<string, Cla
   return out;
 }
 
+/**
+ * How many routes are attached (Accepted) through each listener: counted from the routes'
+ * attachments, apart from the listeners, so that a Gateway's state outlives a change of its routes.
+ */
+export type AttachedRoutes = ReadonlyMap<ListenerState, number>;
+
+/** `counts` with each route counted once more on each listener it is attached through. */
+export function countAttached(counts: AttachedRoutes, routes: Iterable<{ readonly attachments: readonly { readonly listener: ListenerState }[] }>): Map<ListenerState, number> {
+  const out = new Map(counts);
+  for (const r of routes) for (const a of r.attachments) out.set(a.listener, (out.get(a.listener) ?? 0) + 1);
+  return out;
+}
+
 /** A listener takes routes when both it and its Gateway are accepted. */
 export function listenerLive(g: GatewayState, l: ListenerState): boolean {
   return g.accepted.ok && l.accepted.ok;
 }
 
-export function listenerStatus(g: GatewayState, l: ListenerState, gen: number): ListenerStatusReport {
+export function listenerStatus(g: GatewayState, l: ListenerState, gen: number, attached: AttachedRoutes): ListenerStatusReport {
   const live = listenerLive(g, l);
   return {
     name: l.spec.name,
     supportedKinds: l.supportedKinds,
-    attachedRoutes: l.attachedRoutes,
+    attachedRoutes: attached.get(l) ?? 0,
     conditions: [
       condition('Accepted', l.accepted.ok, l.accepted.reason, l.accepted.message, gen),
       condition('Conflicted', !l.conflicted.ok, l.conflicted.reason, l.conflicted.message, gen),
@@ -93,7 +106,7 @@ function insecure(gateway: Gateway, gen: number) {
   return message === null ? [] : [condition('InsecureFrontendValidationMode', true, 'ConfigurationChanged', message, gen)];
 }
 
-export function gatewayStatus(g: GatewayState): GatewayStatusReport {
+export function gatewayStatus(g: GatewayState, attached: AttachedRoutes): GatewayStatusReport {
   const meta = g.gateway.metadata;
   const gen = generationOf(meta);
   return {
@@ -107,7 +120,7 @@ export function gatewayStatus(g: GatewayState): GatewayStatusReport {
       // Present while AllowInsecureFallback is set anywhere (Gateway API: removed once it is not).
       ...insecure(g.gateway, gen),
     ],
-    listeners: g.listeners.filter((l) => l.origin.kind === 'Gateway').map((l) => listenerStatus(g, l, gen)),
+    listeners: g.listeners.filter((l) => l.origin.kind === 'Gateway').map((l) => listenerStatus(g, l, gen, attached)),
     // Only for a Gateway some ListenerSet names: the others' reports stay as they were.
     ...(g.listenerSets.length ? listenerSetSummary(g) : {}),
   };
@@ -121,6 +134,6 @@ function listenerSetSummary(g: GatewayState): Pick<GatewayStatusReport, 'attache
 }
 
 /** The status of the ListenerSets naming this Gateway. */
-export function listenerSetStatuses(g: GatewayState): ListenerSetStatusReport[] {
-  return g.listenerSets.map((s) => listenerSetStatus(g.key, s, (l, gen) => listenerStatus(g, l, gen)));
+export function listenerSetStatuses(g: GatewayState, attached: AttachedRoutes): ListenerSetStatusReport[] {
+  return g.listenerSets.map((s) => listenerSetStatus(g.key, s, (l, gen) => listenerStatus(g, l, gen, attached)));
 }

@@ -299,6 +299,15 @@ interface RouteMemo {
 // Keyed weakly by the route object, like the rules: entries of deleted routes go with them.
 const routeMemo = new WeakMap<HTTPRoute, RouteMemo>();
 
+// The route as translated from a memo against one map of Gateway states: its attachments hold
+// those states. The routes part keeps a map of Gateway states only while nothing it is made
+// from changed, nor the namespaces nor the options (./routes-part.ts): while the map is the
+// same object and the route's rules are, every input of the route's memo is as it was (its
+// parents' fingerprints, its namespace's labels, the controller name), and the route as
+// translated then is the answer, without the memo's checks: no attachment nor route object
+// made again for each of thousands of routes when one of them changed.
+const translatedFrom = new WeakMap<RouteMemo, { readonly gateways: ReadonlyMap<string, GatewayState>; readonly route: TranslatedRoute }>();
+
 /**
  * Everything matchParent() reads of a Gateway (acceptance, and each listener's name, port,
  * hostname, acceptance, kinds and allowedRoutes), as one string: equal strings, equal verdicts
@@ -371,9 +380,8 @@ function resolvedRefs(refs: Verdict, rules: RulesResult, g: GatewayState, gen: n
 
 /**
  * Routes of both kinds in Gateway API precedence order (oldest first, then namespace/name,
- * HTTPRoutes before GRPCRoutes of the same key), each with its attachments; counts
- * attachedRoutes on the listeners. A route whose inputs are unchanged since the last
- * translation (see RouteMemo) is not translated again.
+ * HTTPRoutes before GRPCRoutes of the same key), each with its attachments. A route whose
+ * inputs are unchanged since the last translation (see RouteMemo) is not translated again.
  */
 export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, GatewayState>): TranslatedRoute[] {
   const ordered = precedenceOrder([
@@ -416,8 +424,10 @@ export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, Gate
   };
   const translated = ordered.map(({ kind, key, route }) => {
     const rules = cachedRules(route, kind, ctx);
-    const labels = labelsOf(route.metadata.namespace ?? '');
     let memo = routeMemo.get(route);
+    const made = memo && translatedFrom.get(memo);
+    if (made?.gateways === gateways && memo!.rules === rules) return made.route;
+    const labels = labelsOf(route.metadata.namespace ?? '');
     if (
       !memo ||
       memo.rules !== rules ||
@@ -430,11 +440,11 @@ export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, Gate
     }
     const attachments = memo.attached.map((a): Attachment => {
       const gateway = gateways.get(a.gateway)!;
-      const listener = gateway.listeners[a.listener]!;
-      listener.attachedRoutes++;
-      return { gateway, listener, hostnames: a.hostnames };
+      return { gateway, listener: gateway.listeners[a.listener]!, hostnames: a.hostnames };
     });
-    return { kind, key, route, rules: rules.rules, attachments, status: memo.status, sent: memo.sent };
+    const tr: TranslatedRoute = { kind, key, route, rules: rules.rules, attachments, status: memo.status, sent: memo.sent };
+    translatedFrom.set(memo, { gateways, route: tr });
+    return tr;
   });
   lastFingerprints = interned;
   return translated;

@@ -1,7 +1,7 @@
 // translate(): Gateway API and GatewayPolicy objects in, per-Gateway proxy snapshots and
 // desired status out. Pure, synchronous and deterministic; see ./types.ts for the contract.
 import { buildContext } from './context.js';
-import { gatewayStatus, listenerSetStatuses, type GatewayState } from './gateway.js';
+import { countAttached, gatewayStatus, listenerSetStatuses, type AttachedRoutes, type GatewayState } from './gateway.js';
 import { compareStrings } from './keys.js';
 import { translateGatewayPolicies } from './gatewaypolicy.js';
 import { routesPart } from './routes-part.js';
@@ -17,16 +17,17 @@ export type * from './types.js';
 export function translate(given: Resources, options: TranslateOptions): TranslateResult {
   const resources = settled(given);
   const ctx = buildContext(resources, options);
-  const { classes, gateways, routes, byKind, httpStatus, grpcStatus } = routesPart(resources, options, ctx);
+  const { classes, gateways, routes, byKind, httpStatus, grpcStatus, attached: routesAttached } = routesPart(resources, options, ctx);
   const policies = translateGatewayPolicies(resources.gatewayPolicies, ctx, gateways, byKind);
   const tlsRoutes = translateTlsRoutes(ctx, gateways);
+  const attached = tlsRoutes.length ? countAttached(routesAttached, tlsRoutes) : routesAttached;
   const snapshots = buildSnapshots(gateways, routes, policies.applied, policies.failover, ctx.limits, endpointsTables(ctx), tlsRoutes);
   return {
     snapshots,
     status: {
       gatewayClasses: classes.status,
-      gateways: new Map([...gateways].map(([key, g]) => [key, gatewayStatus(g)])),
-      ...listenerSetReports(gateways),
+      gateways: new Map([...gateways].map(([key, g]) => [key, gatewayStatus(g, attached)])),
+      ...listenerSetReports(gateways, attached),
       httpRoutes: httpStatus,
       grpcRoutes: grpcStatus,
       tlsRoutes: new Map(tlsRoutes.map((r) => [r.key, r.status])),
@@ -38,7 +39,7 @@ export function translate(given: Resources, options: TranslateOptions): Translat
 }
 
 /** The ListenerSets' status, by key in sorted order; left out when no ListenerSet names a Gateway of ours. */
-function listenerSetReports(gateways: ReadonlyMap<string, GatewayState>): Pick<StatusReport, 'listenerSets'> {
-  const reports = [...gateways.values()].flatMap(listenerSetStatuses).map((s) => [`${s.namespace}/${s.name}`, s] as const);
+function listenerSetReports(gateways: ReadonlyMap<string, GatewayState>, attached: AttachedRoutes): Pick<StatusReport, 'listenerSets'> {
+  const reports = [...gateways.values()].flatMap((g) => listenerSetStatuses(g, attached)).map((s) => [`${s.namespace}/${s.name}`, s] as const);
   return reports.length ? { listenerSets: new Map(reports.sort(([a], [b]) => compareStrings(a, b))) } : {};
 }

@@ -47,8 +47,6 @@ export interface ListenerState {
   readonly certificates: readonly CertificateIR[] | null;
   /** HTTPS with spec.tls.frontend validation for its port: the CAs client certificates must chain to. Else null. */
   readonly clientValidation: ClientValidationIR | null;
-  /** Routes attached (Accepted) through this listener; counted while routes are translated. */
-  attachedRoutes: number;
 }
 
 function supportedKinds(l: Listener): { kinds: Required<RouteGroupKind>[]; invalid: string[] } {
@@ -111,7 +109,7 @@ function listenerState(l: Listener, gateway: Gateway, origin: ListenerOrigin, co
       ? fail('InvalidRouteKinds', `allowedRoutes.kinds ${invalid.join(', ')} cannot attach to a ${l.protocol} listener; supported: ${(KINDS_BY_PROTOCOL[l.protocol] ?? []).map((k) => k.kind).join(', ') || 'none'}`)
       : ok('ResolvedRefs', 'all references resolved'));
   const namespace = owner.metadata.namespace ?? '';
-  return { spec: l, gateway, origin, namespace, accepted, conflicted: conflict, resolvedRefs, supportedKinds: kinds, certificates: tls?.certificates ?? null, clientValidation: clients?.ir ?? null, attachedRoutes: 0 };
+  return { spec: l, gateway, origin, namespace, accepted, conflicted: conflict, resolvedRefs, supportedKinds: kinds, certificates: tls?.certificates ?? null, clientValidation: clients?.ir ?? null };
 }
 
 /** The Gateway's own listeners: those sharing a port conflict with each other alike. */

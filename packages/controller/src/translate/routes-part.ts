@@ -12,11 +12,15 @@
 // What it reads: the lists below (by object), the options, and of the dependency lists only what
 // DependencyChange tells by key: Services, Backends and the ports of EndpointSlices. Any other
 // dependency change (a ReferenceGrant, a Secret, a ConfigMap, a BackendTLSPolicy) or a key named
-// makes the part again (every route's memo still saves the routes that did not change).
-// TLSRoutes count themselves on the Gateways' listeners (translateTlsRoutes): with any TLSRoute,
-// the part is made again, so that no count is made twice on kept listeners.
+// makes the routes again (every route's memo still saves the routes that did not change).
+//
+// When the routes changed and nothing the Gateways' state is made from did (a route added,
+// edited or deleted, or a key named), the last part's Gateway states are kept: a route whose
+// memo holds is then the very route translated last time, attachments included, and only the
+// routes that changed are translated (./httproute.ts). The attached routes are counted apart
+// from the listeners' state for that reason.
 import { translateGatewayClasses } from './gatewayclass.js';
-import { translateGateways, type GatewayState } from './gateway.js';
+import { countAttached, translateGateways, type AttachedRoutes, type GatewayState } from './gateway.js';
 import { translateRoutes, type TranslatedRoute } from './httproute.js';
 import type { Context } from './context.js';
 import { sameObjects } from './same-objects.js';
@@ -31,28 +35,40 @@ export interface RoutesPart {
   /** The routes' status by key, in key order. */
   readonly httpStatus: ReadonlyMap<string, HTTPRouteStatusReport>;
   readonly grpcStatus: ReadonlyMap<string, HTTPRouteStatusReport>;
+  /** The HTTPRoutes and GRPCRoutes attached through each listener. */
+  readonly attached: AttachedRoutes;
 }
 
 // The resource lists the part reads whole, compared by object: the controller writes the status
 // of Gateways and routes, and the API server's echoes of those writes are taken as the objects
-// they echo before translation (./status-echoes.ts), nothing here reading a status.
-function listsOf(r: Resources): readonly (readonly unknown[])[] {
-  return [r.gatewayClasses, r.gateways, r.listenerSets ?? [], r.httpRoutes, r.grpcRoutes, r.namespaces];
+// they echo before translation (./status-echoes.ts), nothing here reading a status. The
+// Gateways' state is made from the first four (and the options and dependencies, not from
+// Services, EndpointSlices nor Backends); the routes from all of them.
+interface Lists {
+  readonly parents: readonly (readonly unknown[])[];
+  readonly routes: readonly (readonly unknown[])[];
 }
 
-let last: { readonly lists: readonly (readonly unknown[])[]; readonly options: TranslateOptions; readonly epoch: number; readonly part: RoutesPart } | null = null;
+function listsOf(r: Resources): Lists {
+  return { parents: [r.gatewayClasses, r.gateways, r.listenerSets ?? [], r.namespaces], routes: [r.httpRoutes, r.grpcRoutes] };
+}
+
+let last: { readonly lists: Lists; readonly options: TranslateOptions; readonly epoch: number; readonly part: RoutesPart } | null = null;
 
 export function routesPart(resources: Resources, options: TranslateOptions, ctx: Context): RoutesPart {
   const lists = listsOf(resources);
-  if (last && reusable(last, lists, resources, options, ctx)) {
-    last = { ...last, epoch: ctx.dependencyEpoch };
-    return last.part;
+  const before = last && sameParents(last, lists, options, ctx) ? last : null;
+  if (before && lists.routes.every((l, i) => sameObjects(l, before.lists.routes[i]!)) && routesHold(before, ctx)) {
+    last = { ...before, epoch: ctx.dependencyEpoch };
+    return before.part;
   }
-  const classes = translateGatewayClasses(resources.gatewayClasses, ctx);
-  const gateways = translateGateways(ctx, classes.ours);
+  // Gateway states kept: every route whose memo holds is the same translated route (./httproute.ts).
+  const classes = before?.part.classes ?? translateGatewayClasses(resources.gatewayClasses, ctx);
+  const gateways = before?.part.gateways ?? translateGateways(ctx, classes.ours);
   const routes = translateRoutes(ctx, gateways);
-  const http = new Map(routes.filter((r) => r.kind === 'HTTPRoute').map((r) => [r.key, r]));
-  const grpc = new Map(routes.filter((r) => r.kind === 'GRPCRoute').map((r) => [r.key, r]));
+  const http = new Map<string, TranslatedRoute>();
+  const grpc = new Map<string, TranslatedRoute>();
+  for (const r of routes) (r.kind === 'HTTPRoute' ? http : grpc).set(r.key, r);
   const part: RoutesPart = {
     classes,
     gateways,
@@ -61,18 +77,23 @@ export function routesPart(resources: Resources, options: TranslateOptions, ctx:
     // ctx.httpRoutes is in key order already: no second sort of every route's key.
     httpStatus: new Map([...ctx.httpRoutes.keys()].map((key) => [key, http.get(key)!.status] as const)),
     grpcStatus: new Map([...ctx.grpcRoutes.keys()].map((key) => [key, grpc.get(key)!.status] as const)),
+    attached: countAttached(new Map(), routes),
   };
-  last = { lists: lists.map((x) => [...x]), options, epoch: ctx.dependencyEpoch, part };
+  last = { lists: { parents: lists.parents.map((x) => [...x]), routes: lists.routes.map((x) => [...x]) }, options, epoch: ctx.dependencyEpoch, part };
   return part;
 }
 
-function reusable(before: NonNullable<typeof last>, lists: readonly (readonly unknown[])[], resources: Resources, options: TranslateOptions, ctx: Context): boolean {
-  if ((resources.tlsRoutes?.length ?? 0) > 0) return false;
+/** Whether the Gateways' state of the last part holds: the same options and lists, and no dependency changed but Services, EndpointSlices and Backends. */
+function sameParents(before: NonNullable<typeof last>, lists: Lists, options: TranslateOptions, ctx: Context): boolean {
   if (!sameOptions(before.options, options)) return false;
-  if (!lists.every((l, i) => sameObjects(l, before.lists[i]!))) return false;
+  if (!lists.parents.every((l, i) => sameObjects(l, before.lists.parents[i]!))) return false;
   if (ctx.dependencyEpoch === before.epoch) return true;
-  const change = ctx.dependencyChange;
-  return change !== null && change.from === before.epoch && change.keys.size === 0;
+  return ctx.dependencyChange !== null && ctx.dependencyChange.from === before.epoch;
+}
+
+/** Whether the last part's routes hold, their lists being the same: no dependency changed, or none a route's rules read (no key named). */
+function routesHold(before: NonNullable<typeof last>, ctx: Context): boolean {
+  return ctx.dependencyEpoch === before.epoch || ctx.dependencyChange?.keys.size === 0;
 }
 
 function sameOptions(a: TranslateOptions, b: TranslateOptions): boolean {

@@ -108,7 +108,7 @@ function kept<T extends Keyed>(byKey: ReadonlyMap<string, T>, o: T): T {
 }
 
 function remember<T extends Keyed>(kind: string, seen: Seen<T>): readonly T[] {
-  last.set(kind, seen as unknown as Seen<Keyed>);
+  last.set(kind, seen);
   return seen.out;
 }
 
@@ -123,7 +123,8 @@ export function settled(r: Resources): Resources {
     grpcRoutes: withoutEchoes('GRPCRoute', r.grpcRoutes),
     ...(r.tlsRoutes ? { tlsRoutes: withoutEchoes('TLSRoute', r.tlsRoutes) } : {}),
     gatewayPolicies: withoutEchoes('GatewayPolicy', r.gatewayPolicies),
-    backends: withoutEchoes('Backend', r.backends),
+    // Older callers leave the Backends out (dependency-indexes.ts reads them as none).
+    ...((r.backends as Resources['backends'] | undefined) ? { backends: withoutEchoes('Backend', r.backends) } : {}),
     backendTLSPolicies: withoutEchoes('BackendTLSPolicy', r.backendTLSPolicies),
   };
 }

@@ -65,7 +65,6 @@ function translateTlsRoute(key: string, route: TLSRoute, gateways: ReadonlyMap<s
     const { accepted, attachments: found } = matchParent(route, ref, g, ctx, KIND);
     for (const a of found) {
       if (attachments.some((x) => x.listener === a.listener)) continue;
-      a.listener.attachedRoutes++;
       attachments.push(a);
     }
     parents.push({
@@ -77,7 +76,7 @@ function translateTlsRoute(key: string, route: TLSRoute, gateways: ReadonlyMap<s
   return { key, route, backends, attachments, status: { namespace: ns, name: route.metadata.name, generation: gen, parents } };
 }
 
-/** TLSRoutes in Gateway API precedence order (oldest first, then namespace/name); counts attachedRoutes on the listeners. */
+/** TLSRoutes in Gateway API precedence order (oldest first, then namespace/name). */
 export function translateTlsRoutes(ctx: Context, gateways: ReadonlyMap<string, GatewayState>): TranslatedTlsRoute[] {
   return [...ctx.tlsRoutes]
     .map(([key, route]) => ({ key, route, at: createdAt(route.metadata) }))
