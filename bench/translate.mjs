@@ -8,7 +8,8 @@
 // CPU time is printed beside wall time: on a shared machine the wall clock also counts the
 // time other processes held the cores. Run `pnpm build` first; `node --expose-gc
 // bench/translate.mjs` for the heap figures; BENCH_ONLY=cold, warm (an edit), endpoints (one
-// EndpointSlice changed) or add runs one of the four, e.g. under `node --cpu-prof`.
+// EndpointSlice changed), echoes (every route's and policy's status written) or add runs one of
+// the five, e.g. under `node --cpu-prof`.
 /* global structuredClone */
 import { performance } from 'node:perf_hooks';
 import { encodeSnapshot } from '../packages/api/dist/index.js';
@@ -160,8 +161,17 @@ for (const n of SIZES) {
       input.endpointSlices[i] = edited;
       return { ...input, endpointSlices: [...input.endpointSlices] };
     });
+  // Warm: every HTTPRoute and GatewayPolicy replaced by the API server's echo of its status
+  // write (a new object, its status and resourceVersion alone new), as after a bulk apply.
+  if (!ONLY || ONLY === 'echoes')
+    result = run('warm (every route and policy status written)', n, (r) => {
+      const echo = (o) => ({ ...structuredClone(o), metadata: { ...structuredClone(o.metadata), resourceVersion: String(100 + r) }, status: { written: r } });
+      input.httpRoutes = input.httpRoutes.map(echo);
+      input.gatewayPolicies = input.gatewayPolicies.map(echo);
+      return { ...input };
+    });
   // Warm: the objects of the last call and one new HTTPRoute, the newest (one route created).
-  if (ONLY !== 'warm' && ONLY !== 'endpoints') {
+  if (ONLY !== 'warm' && ONLY !== 'endpoints' && ONLY !== 'echoes') {
     const template = input.httpRoutes[0];
     result = run('warm (one HTTPRoute added)', n, (r) => {
       const added = structuredClone(template);
