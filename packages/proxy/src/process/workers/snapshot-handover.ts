@@ -100,7 +100,7 @@ interface RouteEntry {
 interface Listing {
   readonly policy: Numbered | null;
   readonly routes: readonly RouteIR[];
-  list: ListEntry;
+  readonly list: ListEntry;
 }
 
 /**
@@ -208,34 +208,32 @@ export class HandoverSender {
   next(snapshot: ProxySnapshot): Outgoing {
     const base = this.#seq;
     const seq = ++this.#seq;
-    const listings: Listing[] = [];
-    const unnumbered: number[] = [];
+    const listed: { readonly policy: Numbered | null; readonly routes: readonly RouteIR[]; readonly list: ListEntry | undefined }[] = [];
     let distinct = 0;
     // First the lists already numbered, so that a new list knows whether the one at its place left.
     for (const b of snapshot.binds) {
       for (const l of b.listeners) {
         const policy = l.policy === null ? null : this.#policies.list(l.policy, seq, base);
         const list = this.#lists.get(l.routes);
-        if (list === undefined) unnumbered.push(listings.length);
-        else if (list.seq !== seq) {
+        if (list !== undefined && list.seq !== seq) {
           list.seq = seq;
           distinct++;
         }
-        listings.push({ policy, routes: l.routes, list: list! });
+        listed.push({ policy, routes: l.routes, list });
       }
     }
-    // The numbers of the lists and routes that leave.
+    // Then the new ones, in listener order, with the numbers of the lists and routes that leave.
     const gone = { lists: [] as number[], routes: [] as number[] };
-    for (const at of unnumbered) {
-      const listing = listings[at]!;
-      let list = this.#lists.get(listing.routes);
-      if (list === undefined) {
-        list = this.#numbered(listing.routes, this.#places[at], seq, gone.routes);
-        this.#lists.set(listing.routes, list);
+    const listings = listed.map(({ policy, routes, list }, at): Listing => {
+      // (A new list listed twice is numbered at its first listing.)
+      let entry = list ?? this.#lists.get(routes);
+      if (entry === undefined) {
+        entry = this.#numbered(routes, this.#places[at], seq, gone.routes);
+        this.#lists.set(routes, entry);
         distinct++;
       }
-      listing.list = list;
-    }
+      return { policy, routes, list: entry };
+    });
     this.#places = listings.map((l) => l.list);
     this.#policies.sweep(seq);
     // The lists not listed leave, and the routes no list holds any longer with them.
