@@ -116,9 +116,9 @@ export class TlsStreamServer {
       count(listener, route, outcome);
       socket.destroy();
     };
-    const timer = setTimeout(() => refuse('hello_timeout'), settings.helloTimeoutMs);
+    const clearDeadline = deadline(settings.helloTimeoutMs, () => refuse('hello_timeout'));
     const cleanup = (): void => {
-      clearTimeout(timer);
+      clearDeadline();
       socket.off('data', onData);
       this.#pending.delete(socket);
     };
@@ -152,13 +152,13 @@ export class TlsStreamServer {
     // Terminate: the ClientHello goes back in front of the stream for the handshake here.
     socket.unshift(head);
     const tls = new TLSSocket(socket, { isServer: true, secureContext: target.secureContext });
-    const timer = setTimeout(() => tls.destroy(), this.deps.settings.helloTimeoutMs);
+    const clearDeadline = deadline(this.deps.settings.helloTimeoutMs, () => tls.destroy());
     tls.once('secure', () => {
-      clearTimeout(timer);
+      clearDeadline();
       this.#pipe(tls, Buffer.alloc(0), target);
     });
     tls.once('error', () => {
-      clearTimeout(timer);
+      clearDeadline();
       count(listener.name, route.name, 'handshake_failed');
       tls.destroy();
     });
@@ -195,4 +195,20 @@ export class TlsStreamServer {
       if (backend.connecting) backend.destroy();
     });
   }
+}
+
+/**
+ * Runs `expire` once `ms` have passed, unless the returned function is called first. The loop
+ * runs its timers before it reads its sockets, so when it was busy past the deadline, bytes the
+ * peer sent in time may be waiting unread: `expire` waits for the loop to read them (an
+ * immediate runs after), and what they complete clears it. Cutting a socket with bytes unread
+ * would also reset the connection rather than close it.
+ */
+export function deadline(ms: number, expire: () => void): () => void {
+  let immediate: NodeJS.Immediate | undefined;
+  const timer = setTimeout(() => (immediate = setImmediate(expire)), ms);
+  return () => {
+    clearTimeout(timer);
+    clearImmediate(immediate);
+  };
 }
