@@ -6,6 +6,7 @@
 // built, hashed or sorted again. Any other change (many objects, keys used twice) is indexed
 // from scratch, as it always was.
 import { compareStrings, keyOf } from './keys.js';
+import { commonEnds } from './same-objects.js';
 
 type Keyed = { readonly metadata: { readonly namespace?: string; readonly name: string } };
 
@@ -50,12 +51,8 @@ function patched<T extends Keyed, V>(before: Indexed<T, V>, items: readonly T[])
   const old = before.items;
   // A key used twice in the last list: which object won depends on the whole list.
   if (old.length !== before.out.size) return null;
-  const most = Math.min(old.length, items.length);
-  let start = 0;
-  while (start < most && old[start] === items[start]) start++;
+  const { head: start, tail: end } = commonEnds(old, items);
   if (start === old.length && start === items.length) return before;
-  let end = 0;
-  while (end < most - start && old[old.length - 1 - end] === items[items.length - 1 - end]) end++;
   const gone = old.slice(start, old.length - end);
   const came = items.slice(start, items.length - end);
   if (gone.length + came.length > MAX_PATCH) return null;

@@ -15,7 +15,7 @@
 // from the last one by object is looked at (informer caches replace objects where they were),
 // and only an object whose key held another is compared with it, field by field.
 import { keyOf } from './keys.js';
-import { sameObjects } from './same-objects.js';
+import { commonEnds, sameObjects } from './same-objects.js';
 import type { Resources } from './types.js';
 
 export type Keyed = { readonly metadata: { readonly namespace?: string; readonly name: string } };
@@ -81,12 +81,8 @@ export function withoutEchoes<T extends Keyed>(kind: string, items: readonly T[]
     return remember(kind, { given, out: given, byKey });
   }
   const old = before.given;
-  const most = Math.min(old.length, items.length);
-  let start = 0;
-  while (start < most && old[start] === items[start]) start++;
+  const { head: start, tail: end } = commonEnds(old, items);
   if (start === old.length && start === items.length) return before.out;
-  let end = 0;
-  while (end < most - start && old[old.length - 1 - end] === items[items.length - 1 - end]) end++;
   // The common head and tail are the objects handed out for them last time; the stretch between
   // is looked up by key, before the keys of the objects that left it are let go.
   const byKey = before.byKey;
