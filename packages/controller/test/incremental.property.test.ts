@@ -1,7 +1,7 @@
 // Property: translate() reuses work for objects that are the same objects as in an earlier
 // call (informer caches keep unchanged objects), or that echo them (a status write). Whatever
-// mix of kept, copied, echoed, relabelled and edited objects follows, the output equals that of
-// a translation from fresh copies.
+// mix of kept, copied, echoed, relabelled, edited, added and deleted objects follows, the output
+// equals that of a translation from fresh copies.
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
@@ -74,7 +74,7 @@ function edit(kind: string, o: Mutable, n: number): void {
 
 describe('translate reuse across calls (property)', () => {
   it('kept, replaced and edited objects give the output of a fresh translation, at every step of a chain', () => {
-    const step = fc.tuple(fc.nat(), fc.constantFrom('keep', 'copy', 'edit', 'echo', 'label'), fc.nat());
+    const step = fc.tuple(fc.nat(), fc.constantFrom('keep', 'copy', 'edit', 'echo', 'label', 'add', 'delete'), fc.nat());
     fc.assert(
       fc.property(fc.nat({ max: inputs.length - 1 }), fc.array(fc.array(step, { minLength: 1, maxLength: 10 }), { minLength: 1, maxLength: 4 }), (index, rounds) => {
         const c = inputs[index]!;
@@ -91,7 +91,19 @@ describe('translate reuse across calls (property)', () => {
             const list = next[kind];
             if (!list.length || action === 'keep') continue;
             const i = n % list.length;
+            if (action === 'delete') {
+              list.splice(i, 1);
+              continue;
+            }
             const copy = structuredClone(list[i]) as Mutable;
+            if (action === 'add') {
+              // Another object like it, under a new name: put at a place of the list (the informer's
+              // order is not the key order) and, for a route, at its place in the precedence order.
+              copy.metadata = { ...copy.metadata, name: `${String(copy.metadata.name)}-a${n % 7}`, uid: `added-${n}` };
+              if (n % 2) copy.metadata.creationTimestamp = new Date(Date.UTC(2026, 0, 1, 0, 0, n % 60)).toISOString();
+              list.splice(n % (list.length + 1), 0, copy);
+              continue;
+            }
             if (action === 'edit') edit(kind, copy, n);
             // The echo of a status write (taken as the object it echoes), or a label: a new object with the same spec.
             if (action === 'echo') Object.assign(copy, { status: { observed: n } }, { metadata: { ...copy.metadata, resourceVersion: String(1000 + n) } });

@@ -62,9 +62,22 @@ export function translateGateways(ctx: Context, classes: ReadonlyMap<string, Cla
  */
 export type AttachedRoutes = ReadonlyMap<ListenerState, number>;
 
-/** `counts` with each route counted once more on each listener it is attached through. */
-export function countAttached(counts: AttachedRoutes, routes: Iterable<{ readonly attachments: readonly { readonly listener: ListenerState }[] }>): Map<ListenerState, number> {
+type Attaching = { readonly attachments: readonly { readonly listener: ListenerState }[] };
+
+/**
+ * `counts` with each route of `routes` counted once more on each listener it is attached
+ * through, and each of `gone` (routes counted in `counts`) once less; a listener counted to
+ * none is left out, as one no route was ever counted on.
+ */
+export function countAttached(counts: AttachedRoutes, routes: Iterable<Attaching>, gone: Iterable<Attaching> = []): Map<ListenerState, number> {
   const out = new Map(counts);
+  for (const r of gone) {
+    for (const a of r.attachments) {
+      const n = (out.get(a.listener) ?? 0) - 1;
+      if (n > 0) out.set(a.listener, n);
+      else out.delete(a.listener);
+    }
+  }
   for (const r of routes) for (const a of r.attachments) out.set(a.listener, (out.get(a.listener) ?? 0) + 1);
   return out;
 }

@@ -19,7 +19,8 @@ import { GATEWAY_GROUP, type HTTPBackendRef, type HTTPRoute, type HTTPRouteFilte
 import type { HTTPRouteStatusReport, RouteParentStatusReport } from './types.js';
 import { conversionProblems } from './grpcroute.js';
 import { SentRoutes } from './sent-routes.js';
-import { precedenceOrder, type RouteKind } from './precedence.js';
+import { precedenceOrder, type Ordered, type RouteKind } from './precedence.js';
+import { commonEnds } from './same-objects.js';
 
 export interface TranslatedRule extends RuleIR {
   readonly index: number;
@@ -383,15 +384,21 @@ function resolvedRefs(refs: Verdict, rules: RulesResult, g: GatewayState, gen: n
  * HTTPRoutes before GRPCRoutes of the same key), each with its attachments. A route whose
  * inputs are unchanged since the last translation (see RouteMemo) is not translated again.
  */
-export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, GatewayState>): TranslatedRoute[] {
+export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, GatewayState>): readonly TranslatedRoute[] {
   const ordered = precedenceOrder([
     ['HTTPRoute', ctx.httpRoutes],
     ['GRPCRoute', ctx.grpcRoutes],
   ]);
+  const run = lastRun;
+  const holds = run !== null && run.gateways === gateways && run.epoch === ctx.dependencyEpoch && run.limits === ctx.limits && run.controllerName === ctx.controllerName;
+  if (holds && run.ordered === ordered) return run.translated;
+  // Only the stretch of the order that differs from the last call's is translated (see lastRun).
+  const { head, tail } = holds ? commonEnds(run.ordered, ordered) : { head: 0, tail: 0 };
   // Fingerprints are made anew by every translation; each is swapped for the equal string the
   // last translation used, so the memo checks of thousands of routes compare one pointer
-  // instead of two long strings character by character.
-  const interned = new Map<string, string>();
+  // instead of two long strings character by character. (While the last call holds, the
+  // Gateway states and namespaces are the ones they were made from: the same strings.)
+  const interned = holds ? lastFingerprints : new Map<string, string>();
   const intern = (f: string): string => {
     const canonical = lastFingerprints.get(f) ?? f;
     interned.set(canonical, canonical);
@@ -422,7 +429,7 @@ export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, Gate
     if (f === undefined) namespaceLabels.set(ns, (f = intern(labelsFingerprint(ctx.namespaceLabels(ns)))));
     return f;
   };
-  const translated = ordered.map(({ kind, key, route }) => {
+  const translateOne = ({ kind, key, route }: Ordered): TranslatedRoute => {
     const rules = cachedRules(route, kind, ctx);
     let memo = routeMemo.get(route);
     const made = memo && translatedFrom.get(memo);
@@ -445,10 +452,31 @@ export function translateRoutes(ctx: Context, gateways: ReadonlyMap<string, Gate
     const tr: TranslatedRoute = { kind, key, route, rules: rules.rules, attachments, status: memo.status, sent: memo.sent };
     translatedFrom.set(memo, { gateways, route: tr });
     return tr;
-  });
+  };
+  const middle = ordered.slice(head, ordered.length - tail).map(translateOne);
+  const translated = head || tail ? run!.translated.slice(0, head).concat(middle, run!.translated.slice(run!.translated.length - tail)) : middle;
   lastFingerprints = interned;
+  lastRun = { ordered, gateways, epoch: ctx.dependencyEpoch, limits: ctx.limits, controllerName: ctx.controllerName, translated };
   return translated;
 }
+
+// The last call and what it was made from. While the Gateway states are the same map (the
+// routes part keeps one only while the classes, Gateways, ListenerSets, namespaces and options
+// are the objects it was made from, ./routes-part.ts), no dependency changed (the same epoch:
+// every route's cached rules hold), and the bounds and controller name are the same, a route
+// object of the last call translates to the very route it did (its memo's translation against
+// these states). So the entries of the precedence order that are the last call's, at its head
+// and tail, are the last call's translated routes without a lookup each, and only the stretch
+// between (a route added, edited or deleted) is translated: a route applied among thousands
+// costs its own translation, not a walk over the others.
+let lastRun: {
+  readonly ordered: readonly Ordered[];
+  readonly gateways: ReadonlyMap<string, GatewayState>;
+  readonly epoch: number;
+  readonly limits: EvaluationLimits;
+  readonly controllerName: string;
+  readonly translated: readonly TranslatedRoute[];
+} | null = null;
 
 /** The parents routes may name, by `Gateway/<key>` and `ListenerSet/<key>`, and the Gateway of each. */
 function parentIndex(gateways: ReadonlyMap<string, GatewayState>): { parentOf: (parent: string) => Parent | undefined; gatewayOf: (parent: string) => GatewayState | undefined } {

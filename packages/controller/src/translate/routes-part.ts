@@ -23,7 +23,7 @@ import { translateGatewayClasses } from './gatewayclass.js';
 import { countAttached, translateGateways, type AttachedRoutes, type GatewayState } from './gateway.js';
 import { translateRoutes, type TranslatedRoute } from './httproute.js';
 import type { Context } from './context.js';
-import { sameObjects } from './same-objects.js';
+import { commonEnds, sameObjects } from './same-objects.js';
 import type { HTTPRouteStatusReport, Resources, TranslateOptions } from './types.js';
 
 export interface RoutesPart {
@@ -66,21 +66,50 @@ export function routesPart(resources: Resources, options: TranslateOptions, ctx:
   const classes = before?.part.classes ?? translateGatewayClasses(resources.gatewayClasses, ctx);
   const gateways = before?.part.gateways ?? translateGateways(ctx, classes.ours);
   const routes = translateRoutes(ctx, gateways);
-  const http = new Map<string, TranslatedRoute>();
-  const grpc = new Map<string, TranslatedRoute>();
-  for (const r of routes) (r.kind === 'HTTPRoute' ? http : grpc).set(r.key, r);
+  const { byKind, attached } = (before && patchedIndex(before.part, routes)) || indexOf(routes);
   const part: RoutesPart = {
     classes,
     gateways,
     routes,
-    byKind: { HTTPRoute: http, GRPCRoute: grpc },
+    byKind,
     // ctx.httpRoutes is in key order already: no second sort of every route's key.
-    httpStatus: new Map([...ctx.httpRoutes.keys()].map((key) => [key, http.get(key)!.status] as const)),
-    grpcStatus: new Map([...ctx.grpcRoutes.keys()].map((key) => [key, grpc.get(key)!.status] as const)),
-    attached: countAttached(new Map(), routes),
+    httpStatus: new Map([...ctx.httpRoutes.keys()].map((key) => [key, byKind.HTTPRoute.get(key)!.status] as const)),
+    grpcStatus: new Map([...ctx.grpcRoutes.keys()].map((key) => [key, byKind.GRPCRoute.get(key)!.status] as const)),
+    attached,
   };
   last = { lists: { parents: lists.parents.map((x) => [...x]), routes: lists.routes.map((x) => [...x]) }, options, epoch: ctx.dependencyEpoch, part };
   return part;
+}
+
+type RouteIndex = Pick<RoutesPart, 'byKind' | 'attached'>;
+
+function indexOf(routes: readonly TranslatedRoute[]): RouteIndex {
+  const http = new Map<string, TranslatedRoute>();
+  const grpc = new Map<string, TranslatedRoute>();
+  for (const r of routes) (r.kind === 'HTTPRoute' ? http : grpc).set(r.key, r);
+  return { byKind: { HTTPRoute: http, GRPCRoute: grpc }, attached: countAttached(new Map(), routes) };
+}
+
+/** The most routes that differ from the last part's for its maps to be patched rather than made again. */
+const MAX_PATCH = 64;
+
+/**
+ * The last part's maps with the routes that differ from its list taken out and put in, for a
+ * part whose Gateway states are the last part's (the attachment counts are by listener state):
+ * the translated routes of both lists share a head and a tail of the same objects (./httproute.ts
+ * keeps them), and only the stretch between is counted. Null for many changes.
+ */
+function patchedIndex(last: RoutesPart, routes: readonly TranslatedRoute[]): RouteIndex | null {
+  const { head, tail } = commonEnds(last.routes, routes);
+  const gone = last.routes.slice(head, last.routes.length - tail);
+  const came = routes.slice(head, routes.length - tail);
+  if (gone.length + came.length > MAX_PATCH) return null;
+  const http = new Map(last.byKind.HTTPRoute);
+  const grpc = new Map(last.byKind.GRPCRoute);
+  // Out before in: an edited route leaves its old object and comes with its new one under the same key.
+  for (const r of gone) (r.kind === 'HTTPRoute' ? http : grpc).delete(r.key);
+  for (const r of came) (r.kind === 'HTTPRoute' ? http : grpc).set(r.key, r);
+  return { byKind: { HTTPRoute: http, GRPCRoute: grpc }, attached: countAttached(last.attached, came, gone) };
 }
 
 /** Whether the Gateways' state of the last part holds: the same options and lists, and no dependency changed but Services, EndpointSlices and Backends. */
