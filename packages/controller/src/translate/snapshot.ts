@@ -25,7 +25,7 @@ import type { TranslatedRoute, TranslatedRule } from './httproute.js';
 import { tlsListenerMode, type ListenerState } from './listeners.js';
 import { hostAllowed } from './backend.js';
 import type { EndpointsTables } from './service-endpoints.js';
-import { sameObjects } from './same-objects.js';
+import { commonEnds, sameObjects } from './same-objects.js';
 
 /** Address the proxy binds every port on; the proxy Service in front of it picks the exposure. */
 const BIND_ADDRESS = '0.0.0.0';
@@ -124,7 +124,9 @@ let lastBuild: {
   /** The routes it placed and the lists it placed them in, by listener. */
   readonly routes: readonly TranslatedRoute[];
   readonly byListener: ReadonlyMap<ListenerState, readonly RouteIR[]>;
-} = { number: 0, applied: new Map(), failover: new Map(), routes: [], byListener: new Map() };
+  /** Per listener, for each IR of its list, the position in `routes` of the route it is of (ascending). */
+  readonly owners: ReadonlyMap<ListenerState, readonly number[]>;
+} = { number: 0, applied: new Map(), failover: new Map(), routes: [], byListener: new Map(), owners: new Map() };
 
 /** The targets whose policy or failover is not what the last build had. */
 function changedTargets(applied: AppliedPolicies, failover: AppliedFailover): Set<string> {
@@ -171,20 +173,103 @@ function placeRoutes(routes: readonly TranslatedRoute[], applied: AppliedPolicie
     lastBuild = { ...lastBuild, applied, failover };
     return lastBuild.byListener;
   }
-  const byListener = new Map<ListenerState, RouteIR[]>();
-  for (const tr of routes) {
-    const sent = tr.sent;
-    if (!build.holds(tr)) sent.lists = [];
-    tr.attachments.forEach((a, i) => {
-      const irs = (sent.lists[i] ??= routeIRs(tr, a.hostnames, applied, failover));
-      const list = byListener.get(a.listener) ?? [];
-      if (!list.length) byListener.set(a.listener, list);
-      for (const ir of irs) list.push(ir);
+  const placed = (build.same && splicedLists(routes, build, applied, failover)) || walkedLists(routes, build, applied, failover);
+  lastBuild = { number: build.number, applied, failover, routes, ...placed };
+  return placed.byListener;
+}
+
+type Placed = Pick<typeof lastBuild, 'byListener' | 'owners'>;
+
+/** Lists of IRs by listener, and the positions of their routes (Placed), being made. */
+class Lists {
+  readonly byListener = new Map<ListenerState, RouteIR[]>();
+  readonly owners = new Map<ListenerState, number[]>();
+
+  /** The IRs of `routes[from...]`, each route at `from` plus its index, put at the end of their listeners' lists. */
+  place(routes: readonly TranslatedRoute[], from: number, build: Build, applied: AppliedPolicies, failover: AppliedFailover): void {
+    routes.forEach((tr, k) => {
+      const sent = tr.sent;
+      if (!build.holds(tr)) sent.lists = [];
+      tr.attachments.forEach((a, i) => {
+        const irs = (sent.lists[i] ??= routeIRs(tr, a.hostnames, applied, failover));
+        let list = this.byListener.get(a.listener);
+        let owners = this.owners.get(a.listener);
+        if (list === undefined || owners === undefined) {
+          this.byListener.set(a.listener, (list = []));
+          this.owners.set(a.listener, (owners = []));
+        }
+        for (const ir of irs) {
+          list.push(ir);
+          owners.push(from + k);
+        }
+      });
+      sent.confirmed = build.number;
     });
-    sent.confirmed = build.number;
   }
-  lastBuild = { number: build.number, applied, failover, routes, byListener };
-  return byListener;
+}
+
+function walkedLists(routes: readonly TranslatedRoute[], build: Build, applied: AppliedPolicies, failover: AppliedFailover): Placed {
+  const lists = new Lists();
+  lists.place(routes, 0, build, applied, failover);
+  return lists;
+}
+
+/** The most routes that differ from the last build's for its lists to be spliced rather than made by a walk. */
+const MAX_SPLICE = 64;
+
+/**
+ * The last build's lists with the IRs of the routes that differ from its routes spliced in, for
+ * a build in which no policy nor failover changed. The routes of both share a head and a tail
+ * of the same translated routes (./httproute.ts keeps them), whose IRs hold (placed by the last
+ * build, under the same policies): each list keeps the IRs of those, found by their routes'
+ * positions, and takes the IRs of the routes between in their place. A list no route between
+ * touches stays the array it was (the listener's snapshot list with it, ./snapshot.ts
+ * listenerRoutes). Null for many changes: the walk is as cheap then.
+ */
+function splicedLists(routes: readonly TranslatedRoute[], build: Build, applied: AppliedPolicies, failover: AppliedFailover): Placed | null {
+  const old = lastBuild.routes;
+  const { head, tail } = commonEnds(old, routes);
+  const oldEnd = old.length - tail;
+  if (oldEnd - head + (routes.length - tail - head) > MAX_SPLICE) return null;
+  const middle = new Lists();
+  middle.place(routes.slice(head, routes.length - tail), head, build, applied, failover);
+  const shift = routes.length - old.length;
+  const byListener = new Map<ListenerState, readonly RouteIR[]>();
+  const owners = new Map<ListenerState, readonly number[]>();
+  for (const [listener, list] of lastBuild.byListener) {
+    const was = lastBuild.owners.get(listener)!;
+    const from = firstAtLeast(was, head);
+    const to = firstAtLeast(was, oldEnd);
+    const irs = middle.byListener.get(listener) ?? [];
+    const tailOwners = shift ? was.slice(to).map((p) => p + shift) : was.slice(to);
+    if (!irs.length && from === to) {
+      byListener.set(listener, list);
+      owners.set(listener, shift && to < was.length ? was.slice(0, to).concat(tailOwners) : was);
+      continue;
+    }
+    const spliced = list.slice(0, from).concat(irs, list.slice(to));
+    if (!spliced.length) continue;
+    byListener.set(listener, spliced);
+    owners.set(listener, was.slice(0, from).concat(middle.owners.get(listener) ?? [], tailOwners));
+  }
+  for (const [listener, irs] of middle.byListener) {
+    if (lastBuild.byListener.has(listener)) continue;
+    byListener.set(listener, irs);
+    owners.set(listener, middle.owners.get(listener)!);
+  }
+  return { byListener, owners };
+}
+
+/** The index of the first of `sorted` (ascending) not below `x`. */
+function firstAtLeast(sorted: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 // A route with a Backend whose host the Gateway's class does not allow, as that Gateway serves
