@@ -174,22 +174,37 @@ export function decodeSnapshot(text: string, subject = 'snapshot'): ProxySnapsho
 }
 
 /**
- * decodeSnapshot() for a receiver of successive snapshots: the routes of the last snapshot it
- * decoded are kept by their wire text, and a route whose text is unchanged is taken as it was
- * (validated, wrapped, hashed) instead of being checked again. A snapshot that fails keeps
- * the routes of the last good one.
- */
-/**
  * A delta that names what this decoder does not hold (another base version, a position past
  * its routes): nothing is wrong with the snapshot, the sender must send it in full.
  */
 export class DeltaMismatchError extends ValidationError {}
 
+/**
+ * decodeSnapshot() for a receiver of successive snapshots: the routes of the last snapshot it
+ * decoded are kept by their wire text, and a route whose text is unchanged is taken as it was
+ * (validated, wrapped, hashed) instead of being checked again. A snapshot that fails keeps
+ * the routes of the last good one.
+ *
+ * A delta costs what it changes: its refs are read as numbers (no object, no lookup per route),
+ * a listener whose refs are the base's list at its place gets that array, and the routes by
+ * text are patched (the new routes' texts added, those of the base's routes no ref names
+ * removed) rather than written again.
+ */
 export class SnapshotDecoder {
+  /**
+   * The last good snapshot's routes by wire text, one entry per route object (a route on two
+   * listeners is one object, at two positions). A delta patches it, a whole snapshot replaces it.
+   */
   #routes = new Map<string, RouteIR>();
   /** The last good snapshot's version and its routes in document order (what a delta refers to). */
   #version: string | null = null;
   #order: readonly RouteIR[] = [];
+  /**
+   * When a route object of `#order` is at more than one position: the first position of each
+   * position's object (a delta marks the routes it names there, so a route named at any of its
+   * places stays). Null when every position holds an object of its own.
+   */
+  #firstAt: Int32Array | null = null;
   /** The bounds the routes held were checked with (JSON): routes kept under other bounds are checked again. */
   #limits = JSON.stringify(DEFAULT_LIMITS);
   /** The last good snapshot: the version of the next is hashed from it (only the routes that changed, snapshotVersion). */
@@ -206,9 +221,12 @@ export class SnapshotDecoder {
   /** What the decoder held before the last decode: rollback() returns to it. */
   #before: {
     routes: Map<string, RouteIR>;
+    /** What a delta changed in `routes` (the map it patched): rollback() undoes it. */
+    patched: RoutesPatch | null;
     policies: Map<string, PolicyIR>;
     version: string | null;
     order: readonly RouteIR[];
+    firstAt: Int32Array | null;
     limits: string;
     snapshot: ProxySnapshot | undefined;
     entries: Map<string, ServiceEndpointsIR>;
@@ -220,15 +238,21 @@ export class SnapshotDecoder {
    * holds the one before again, which is what the receiver still serves (a delta names it).
    */
   rollback(): void {
-    if (!this.#before) return;
-    this.#routes = this.#before.routes;
-    this.#policies = this.#before.policies;
-    this.#version = this.#before.version;
-    this.#order = this.#before.order;
-    this.#limits = this.#before.limits;
-    this.#snapshot = this.#before.snapshot;
-    this.#entries = this.#before.entries;
-    this.#entryOrder = this.#before.entryOrder;
+    const before = this.#before;
+    if (!before) return;
+    if (before.patched) {
+      for (const text of before.patched.added) before.routes.delete(text);
+      for (const [text, route] of before.patched.removed) before.routes.set(text, route);
+    }
+    this.#routes = before.routes;
+    this.#policies = before.policies;
+    this.#version = before.version;
+    this.#order = before.order;
+    this.#firstAt = before.firstAt;
+    this.#limits = before.limits;
+    this.#snapshot = before.snapshot;
+    this.#entries = before.entries;
+    this.#entryOrder = before.entryOrder;
     this.#before = null;
   }
 
@@ -272,29 +296,37 @@ export class SnapshotDecoder {
       mismatch('baseVersion', `got ${JSON.stringify(base.version)}; this proxy holds ${this.#version === null ? 'no snapshot yet' : JSON.stringify(this.#version)}: send the full snapshot`);
     }
     const skeleton = partsSkeleton(parts, base.refs.length, 'route refs', subject);
-    const texts = base.refs.reduce((n, r) => n + (r === 0 ? 1 : 0), 0);
-    if (texts !== parts.routes.length) problem('routes', `got ${parts.routes.length} route texts for ${texts} refs of 0; expected one text per new route`);
+    // One pass over the refs, numbers only: each checked, and the base's routes they name
+    // marked (at the first position of their object).
+    const refs = base.refs;
     const order = this.#order;
-    let next = 0;
-    let at = 0;
-    const entries = parts.routeCounts.map((c) =>
-      base.refs.slice(at, (at += c)).map((ref, i): RouteEntry => {
-        if (ref === 0) return { text: parts.routes[next++]! };
-        const route = Number.isInteger(ref) && ref > 0 ? order[ref - 1] : undefined;
-        return route ? { route } : mismatch(`routeRefs[${at - c + i}]`, `got ${ref}; the base snapshot ${this.#version} has ${order.length} routes (refs are 1 to ${order.length}, or 0 for a route sent as text)`);
-      }),
-    );
-    const refs = base.endpointRefs ?? [];
-    const fresh = refs.reduce((n, r) => n + (r === 0 ? 1 : 0), 0);
+    const firstAt = this.#firstAt;
+    const named = new Uint8Array(order.length);
+    let texts = 0;
+    let bad = -1;
+    let twice = false;
+    for (let i = 0; i < refs.length; i++) {
+      const ref = refs[i]!;
+      if (ref === 0) texts++;
+      else if (Number.isInteger(ref) && ref > 0 && ref <= order.length) {
+        const at = firstAt === null ? ref - 1 : firstAt[ref - 1]!;
+        if (named[at] === 1) twice = true;
+        named[at] = 1;
+      } else if (bad < 0) bad = i;
+    }
+    if (texts !== parts.routes.length) problem('routes', `got ${parts.routes.length} route texts for ${texts} refs of 0; expected one text per new route`);
+    if (bad >= 0) mismatch(`routeRefs[${bad}]`, `got ${refs[bad]}; the base snapshot ${this.#version} has ${order.length} routes (refs are 1 to ${order.length}, or 0 for a route sent as text)`);
+    const endpointRefs = base.endpointRefs ?? [];
+    const fresh = endpointRefs.reduce((n, r) => n + (r === 0 ? 1 : 0), 0);
     const entryTexts = parts.endpoints ?? [];
     if (fresh !== entryTexts.length) problem('endpoints', `got ${entryTexts.length} entry texts for ${fresh} endpoint refs of 0; expected one text per new entry`);
     let nextEntry = 0;
-    const serviceEntries = refs.map((ref, i): EntryEntry => {
+    const serviceEntries = endpointRefs.map((ref, i): EntryEntry => {
       if (ref === 0) return { text: entryTexts[nextEntry++]! };
       const entry = Number.isInteger(ref) && ref > 0 ? this.#entryOrder[ref - 1] : undefined;
       return entry ? { entry } : mismatch(`endpointRefs[${i}]`, `got ${ref}; the base snapshot ${this.#version} has ${this.#entryOrder.length} endpoint entries (refs are 1 to ${this.#entryOrder.length}, or 0 for an entry sent as text)`);
     });
-    return this.#decode(skeleton, entries, subject, serviceEntries);
+    return this.#decode(skeleton, { refs, texts: parts.routes, counts: parts.routeCounts, named, twice }, subject, serviceEntries);
   }
 
   /** The entries of the Service endpoints: one held (by reference, or by its text) as it was, a new one parsed and checked. */
@@ -339,9 +371,11 @@ export class SnapshotDecoder {
   /**
    * The snapshot without its routes against the whole schema, then each route: one a delta
    * took from the base, or whose text was in the last good snapshot, is taken as it was; a new
-   * one is parsed (when it came as text), checked on its own and wrapped.
+   * one is parsed (when it came as text), checked on its own and wrapped. A delta under the
+   * bounds the routes held were checked with is read by DeltaLists; under other bounds, every
+   * route it names is checked again.
    */
-  #decode(skeleton: unknown, routes: RouteEntry[][], subject: string, serviceEntries?: readonly EntryEntry[]): ProxySnapshot {
+  #decode(skeleton: unknown, input: RouteEntry[][] | DeltaRoutes, subject: string, serviceEntries?: readonly EntryEntry[]): ProxySnapshot {
     const result = validateWire(skeleton);
     if (!result.ok) throw new ValidationError(subject, result.problems);
     const wire = result.value;
@@ -351,8 +385,11 @@ export class SnapshotDecoder {
     const apart = serviceEntries ? this.#entriesOf(serviceEntries, problems) : null;
     const limits = wire.limits ?? DEFAULT_LIMITS;
     const limitsKey = JSON.stringify(limits);
+    const sameLimits = limitsKey === this.#limits;
+    const delta = Array.isArray(input) ? null : sameLimits ? new DeltaLists(input, this.#order, this.#firstAt, this.#routes, this.#snapshot, limits, problems) : null;
+    const routes = Array.isArray(input) ? input : delta ? [] : refEntries(input, this.#order);
     // Routes held were checked under the bounds of the last snapshot: reused only under the same.
-    const held = limitsKey === this.#limits ? this.#routes : new Map<string, RouteIR>();
+    const held = sameLimits ? this.#routes : new Map<string, RouteIR>();
     const seen = new Map<string, RouteIR>();
     const order: RouteIR[] = [];
     const policies = new Map<string, PolicyIR>();
@@ -364,6 +401,50 @@ export class SnapshotDecoder {
       policies.set(text, policy);
       return policy;
     };
+    /** A listener's routes from its entries (a whole snapshot, or a delta under other bounds). */
+    const listOf = (list: readonly RouteEntry[], bi: number, li: number): RouteIR[] => {
+      const out: RouteIR[] = [];
+      list.forEach((entry, ri) => {
+        if ('route' in entry) {
+          // Named by a delta under other bounds than the base's: checked again.
+          const checked = checkWireRoute(JSON.parse(routeText(entry.route)), `binds[${bi}].listeners[${li}].routes[${ri}]`, limits);
+          if (!checked.ok) {
+            problems.push(...checked.problems);
+            return;
+          }
+          seen.set(routeText(entry.route), entry.route);
+          order.push(entry.route);
+          out.push(entry.route);
+          return;
+        }
+        const { text, value } = entry;
+        let route = seen.get(text) ?? held.get(text);
+        if (route === undefined) {
+          const path = `binds[${bi}].listeners[${li}].routes[${ri}]`;
+          let parsed = value;
+          if (parsed === undefined) {
+            try {
+              parsed = JSON.parse(text);
+            } catch (err) {
+              problems.push({ path, message: `not JSON (${(err as Error).message})` });
+              return;
+            }
+          }
+          const checked = checkWireRoute(parsed, path, limits);
+          if (!checked.ok) {
+            problems.push(...checked.problems);
+            return;
+          }
+          route = wrapRoute(checked.route);
+          // Its text is the one received: the digest (routeDigest) hashes it without writing it again.
+          keepRouteText(route, text);
+        }
+        seen.set(text, route);
+        order.push(route);
+        out.push(route);
+      });
+      return out;
+    };
     let at = 0;
     const { tlsBinds, endpoints: inSkeleton, ...rest } = wire;
     const endpoints = apart ? apart.entries : inSkeleton;
@@ -374,48 +455,9 @@ export class SnapshotDecoder {
       binds: wire.binds.map((b, bi) => ({
         ...b,
         listeners: b.listeners.map((l, li) => {
-          const out: RouteIR[] = [];
-          routes[at++]!.forEach((entry, ri) => {
-            if ('route' in entry) {
-              if (held !== this.#routes) {
-                const checked = checkWireRoute(JSON.parse(routeText(entry.route)), `binds[${bi}].listeners[${li}].routes[${ri}]`, limits);
-                if (!checked.ok) {
-                  problems.push(...checked.problems);
-                  return;
-                }
-              }
-              seen.set(routeText(entry.route), entry.route);
-              order.push(entry.route);
-              out.push(entry.route);
-              return;
-            }
-            const { text, value } = entry;
-            let route = seen.get(text) ?? held.get(text);
-            if (route === undefined) {
-              const path = `binds[${bi}].listeners[${li}].routes[${ri}]`;
-              let parsed = value;
-              if (parsed === undefined) {
-                try {
-                  parsed = JSON.parse(text);
-                } catch (err) {
-                  problems.push({ path, message: `not JSON (${(err as Error).message})` });
-                  return;
-                }
-              }
-              const checked = checkWireRoute(parsed, path, limits);
-              if (!checked.ok) {
-                problems.push(...checked.problems);
-                return;
-              }
-              route = wrapRoute(checked.route);
-              // Its text is the one received: the digest (routeDigest) hashes it without writing it again.
-              keepRouteText(route, text);
-            }
-            seen.set(text, route);
-            order.push(route);
-            out.push(route);
-          });
-          return wrapListener(l, policyOf(l.policy), sameList(this.#snapshot?.binds[bi]?.listeners[li]?.routes, out));
+          const last = this.#snapshot?.binds[bi]?.listeners[li]?.routes;
+          const routesOf = delta ? delta.list(bi, li, last) : sameList(last, listOf(routes[at++]!, bi, li));
+          return wrapListener(l, policyOf(l.policy), routesOf);
         }),
       })),
     };
@@ -426,16 +468,249 @@ export class SnapshotDecoder {
       }
     }
     if (problems.length) throw new ValidationError(subject, problems);
-    this.#before = { routes: this.#routes, policies: this.#policies, version: this.#version, order: this.#order, limits: this.#limits, snapshot: this.#snapshot, entries: this.#entries, entryOrder: this.#entryOrder };
+    this.#before = {
+      routes: this.#routes,
+      patched: null,
+      policies: this.#policies,
+      version: this.#version,
+      order: this.#order,
+      firstAt: this.#firstAt,
+      limits: this.#limits,
+      snapshot: this.#snapshot,
+      entries: this.#entries,
+      entryOrder: this.#entryOrder,
+    };
+    if (delta) {
+      const next = delta.finish();
+      this.#before.patched = patchRoutes(this.#routes, next.gone, delta.added);
+      this.#order = next.order;
+      this.#firstAt = next.firstAt;
+    } else {
+      this.#routes = seen;
+      this.#order = order;
+      // Each text is one object: distinct texts as many as positions means no object at two (a
+      // delta under other bounds may hold an object and a new one of the same text: counted).
+      this.#firstAt = Array.isArray(input) && seen.size === order.length ? null : firstPositions(order);
+    }
     this.#entries = apart ? apart.seen : new Map((snapshot.endpoints ?? []).map((e) => [entryText(e), e]));
     this.#entryOrder = snapshot.endpoints ?? [];
     this.#snapshot = snapshot;
-    this.#routes = seen;
     this.#policies = policies;
-    this.#order = order;
     this.#version = snapshot.version;
     this.#limits = limitsKey;
     return snapshot;
+  }
+}
+
+/** What a delta changed in the decoder's routes by text: the texts it added, the entries it removed. */
+interface RoutesPatch {
+  readonly added: readonly string[];
+  readonly removed: readonly (readonly [string, RouteIR])[];
+}
+
+/** Removes the texts of `gone` from `routes` and adds `added`; what it did, for rollback(). */
+function patchRoutes(routes: Map<string, RouteIR>, gone: readonly RouteIR[], added: readonly (readonly [string, RouteIR])[]): RoutesPatch {
+  const removed: [string, RouteIR][] = [];
+  for (const route of gone) {
+    const text = routeText(route);
+    if (routes.get(text) !== route) continue;
+    routes.delete(text);
+    removed.push([text, route]);
+  }
+  for (const [text, route] of added) routes.set(text, route);
+  return { added: added.map(([text]) => text), removed };
+}
+
+/** The first position of each position's object in `order`; null when no object is at two. */
+function firstPositions(order: readonly RouteIR[]): Int32Array | null {
+  const first = new Map<RouteIR, number>();
+  const out = new Int32Array(order.length);
+  let twice = false;
+  order.forEach((route, p) => {
+    const at = first.get(route);
+    if (at === undefined) first.set(route, (out[p] = p));
+    else {
+      out[p] = at;
+      twice = true;
+    }
+  });
+  return twice ? out : null;
+}
+
+/** A delta's routes, checked by #decodeDelta: its refs and texts, listener by listener (`counts`). */
+interface DeltaRoutes {
+  readonly refs: readonly number[];
+  readonly texts: readonly string[];
+  readonly counts: readonly number[];
+  /** 1 at each position of the base the refs name (at the first position of its object), of the base's length. */
+  readonly named: Uint8Array;
+  /** Some route of the base is named twice. */
+  readonly twice: boolean;
+}
+
+/** A delta's routes as entries, one per ref (a delta under other bounds: every route it names is checked again). */
+function refEntries(delta: DeltaRoutes, order: readonly RouteIR[]): RouteEntry[][] {
+  let at = 0;
+  let next = 0;
+  return delta.counts.map((c) => delta.refs.slice(at, (at += c)).map((ref): RouteEntry => (ref === 0 ? { text: delta.texts[next++]! } : { route: order[ref - 1]! })));
+}
+
+/**
+ * The route lists of a delta under the bounds its base's routes were checked with, listener by
+ * listener (list()), then what the decoder holds next (finish()). A listener whose refs are the
+ * base's list at its place is that array, without a route read; another list is its refs'
+ * routes; only the routes sent as text are looked up, and only new ones checked.
+ */
+class DeltaLists {
+  readonly #delta: DeltaRoutes;
+  readonly #base: readonly RouteIR[];
+  readonly #firstAt: Int32Array | null;
+  readonly #held: ReadonlyMap<string, RouteIR>;
+  readonly #limits: EvaluationLimits;
+  readonly #problems: Problem[];
+  /** Where each list of the base snapshot starts in `#base`, by bind and listener. */
+  readonly #starts: readonly (readonly number[])[];
+  #ref = 0;
+  #text = 0;
+  /** The routes the texts gave, in order, and by text (a text sent twice is one route). */
+  readonly #textRoutes: RouteIR[] = [];
+  readonly #byText = new Map<string, RouteIR>();
+  /** Routes of the base sent as text (the sender built an equal object anew). */
+  readonly #revived: RouteIR[] = [];
+  /** Some text was sent twice. */
+  #twice = false;
+  readonly #lists: (readonly RouteIR[])[] = [];
+  /** The new routes, by text. */
+  readonly added: (readonly [string, RouteIR])[] = [];
+
+  constructor(delta: DeltaRoutes, base: readonly RouteIR[], firstAt: Int32Array | null, held: ReadonlyMap<string, RouteIR>, snapshot: ProxySnapshot | undefined, limits: EvaluationLimits, problems: Problem[]) {
+    this.#delta = delta;
+    this.#base = base;
+    this.#firstAt = firstAt;
+    this.#held = held;
+    this.#limits = limits;
+    this.#problems = problems;
+    let at = 0;
+    this.#starts = (snapshot?.binds ?? []).map((b) =>
+      b.listeners.map((l) => {
+        const start = at;
+        at += l.routes.length;
+        return start;
+      }),
+    );
+  }
+
+  /** The routes of the next listener (at `bi`, `li`); `last`, the base's list at that place. */
+  list(bi: number, li: number, last: readonly RouteIR[] | undefined): readonly RouteIR[] {
+    const { refs, texts } = this.#delta;
+    const count = this.#delta.counts[this.#lists.length]!;
+    const start = this.#starts[bi]?.[li] ?? 0;
+    // Null while the refs are the base's list from its start.
+    let out: RouteIR[] | null = null;
+    for (let i = 0; i < count; i++) {
+      const ref = refs[this.#ref++]!;
+      if (out === null) {
+        if (last !== undefined && i < last.length && ref === start + i + 1) continue;
+        out = last === undefined ? [] : last.slice(0, i);
+      }
+      if (ref !== 0) out.push(this.#base[ref - 1]!);
+      else {
+        const route = this.#fromText(texts[this.#text++]!, `binds[${bi}].listeners[${li}].routes[${i}]`);
+        if (route !== undefined) out.push(route);
+      }
+    }
+    const list = out !== null ? sameList(last, out) : last === undefined ? [] : last.length === count ? last : last.slice(0, count);
+    this.#lists.push(list);
+    return list;
+  }
+
+  /** A route sent as text: the one this delta already gave for it, the base's, or a new one checked. */
+  #fromText(text: string, path: string): RouteIR | undefined {
+    let route = this.#byText.get(text);
+    if (route !== undefined) this.#twice = true;
+    else {
+      route = this.#held.get(text);
+      if (route !== undefined) this.#revived.push(route);
+      else {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(text);
+        } catch (err) {
+          this.#problems.push({ path, message: `not JSON (${(err as Error).message})` });
+          return undefined;
+        }
+        const checked = checkWireRoute(parsed, path, this.#limits);
+        if (!checked.ok) {
+          this.#problems.push(...checked.problems);
+          return undefined;
+        }
+        route = wrapRoute(checked.route);
+        // Its text is the one received: the digest (routeDigest) hashes it without writing it again.
+        keepRouteText(route, text);
+        this.added.push([text, route]);
+      }
+      this.#byText.set(text, route);
+    }
+    this.#textRoutes.push(route);
+    return route;
+  }
+
+  /**
+   * Once every list is made (and the snapshot is good): the routes in document order, where
+   * objects at two positions are (SnapshotDecoder.#firstAt), and the base's routes the
+   * snapshot no longer has (no ref named them, no text gave them again).
+   */
+  finish(): { order: readonly RouteIR[]; firstAt: Int32Array | null; gone: RouteIR[] } {
+    const lists = this.#lists;
+    const order = lists.length === 1 ? lists[0]! : ([] as RouteIR[]).concat(...lists);
+    const base = this.#base;
+    const firstAt = this.#firstAt;
+    const named = this.#delta.named;
+    let gone: RouteIR[] = [];
+    for (let p = 0; p < base.length; p++) if (named[p] === 0 && (firstAt === null || firstAt[p] === p)) gone.push(base[p]!);
+    let twice = this.#delta.twice || this.#twice;
+    // A route sent as text that a ref names too is at two positions.
+    const alsoNamed = new Set<RouteIR>();
+    if (this.#revived.length) {
+      const unnamed = new Set(gone);
+      for (const route of this.#revived) if (!unnamed.has(route)) alsoNamed.add(route);
+      if (alsoNamed.size) twice = true;
+      const revived = new Set(this.#revived);
+      gone = gone.filter((route) => !revived.has(route));
+    }
+    return { order, firstAt: twice ? this.#firstPositions(order.length, alsoNamed) : null, gone };
+  }
+
+  /** firstPositions() of the new order, from the refs (a route named by refs is known by the first position of its object in the base). */
+  #firstPositions(length: number, alsoNamed: ReadonlySet<RouteIR>): Int32Array {
+    const refs = this.#delta.refs;
+    const base = this.#base;
+    const firstAt = this.#firstAt;
+    const out = new Int32Array(length);
+    // By the first position of an object in the base: its first position in the new order.
+    const firstNew = new Int32Array(base.length).fill(-1);
+    const byObject = new Map<RouteIR, number>();
+    let inBase: Map<RouteIR, number> | null = null;
+    let t = 0;
+    for (let q = 0; q < refs.length; q++) {
+      const ref = refs[q]!;
+      let at: number;
+      if (ref !== 0) at = firstAt === null ? ref - 1 : firstAt[ref - 1]!;
+      else {
+        const route = this.#textRoutes[t++]!;
+        const inBaseAt = alsoNamed.has(route) ? (inBase ??= new Map(base.map((r, p) => [r, firstAt === null ? p : firstAt[p]!]))).get(route) : undefined;
+        if (inBaseAt === undefined) {
+          const first = byObject.get(route);
+          if (first === undefined) byObject.set(route, q);
+          out[q] = first ?? q;
+          continue;
+        }
+        at = inBaseAt;
+      }
+      if (firstNew[at]! < 0) firstNew[at] = q;
+      out[q] = firstNew[at]!;
+    }
+    return out;
   }
 }
 
@@ -464,6 +739,9 @@ function partsSkeleton(parts: SnapshotParts, expected: number, what: string, sub
   const skeleton = withoutRoutes(parseJson(parts.skeleton, subject), routes);
   const inSkeleton = routes.reduce((n, list) => n + list.length, 0);
   const counted = parts.routeCounts.reduce((n, c) => n + c, 0);
+  // A count that is not a whole number (or below 0) would cut the routes apart wrongly however they add up.
+  const odd = parts.routeCounts.findIndex((c) => !Number.isInteger(c) || c < 0);
+  if (odd >= 0) throw new ValidationError(subject, [{ path: `routeCounts[${odd}]`, message: `got ${parts.routeCounts[odd]}; a listener's count of ${what} is a whole number, 0 or more` }]);
   if (inSkeleton || routes.length !== parts.routeCounts.length || counted !== expected) {
     throw new ValidationError(subject, [
       { path: 'routeCounts', message: `got ${parts.routeCounts.length} listener counts adding up to ${counted} for ${routes.length} listeners and ${expected} ${what}; expected one count per listener adding up to the ${what} sent` },
