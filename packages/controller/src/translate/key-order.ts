@@ -15,7 +15,6 @@ interface Indexed<T, V> {
   readonly items: readonly T[];
   readonly value: ((item: T) => V) | undefined;
   readonly keys: readonly string[];
-  readonly set: ReadonlySet<string>;
   readonly out: ReadonlyMap<string, V>;
 }
 
@@ -43,7 +42,7 @@ function indexed<T extends Keyed, V>(items: readonly T[], value: ((item: T) => V
     const item = byName.get(key)!;
     out.set(key, value ? value(item) : (item as unknown as V));
   }
-  return { items: [...items], value, keys, set: new Set(keys), out };
+  return { items: items.slice(), value, keys, out };
 }
 
 /** `before` with the objects that differ from `items` taken out and put in; null when that is not the simple case. */
@@ -60,7 +59,7 @@ function patched<T extends Keyed, V>(before: Indexed<T, V>, items: readonly T[])
   const cameByKey = new Map(came.map((o) => [keyOf(o.metadata), o] as const));
   // A key twice among the new objects, or a new object with the key of one that stays.
   if (cameByKey.size !== came.length) return null;
-  for (const key of cameByKey.keys()) if (before.set.has(key) && !goneKeys.has(key)) return null;
+  for (const key of cameByKey.keys()) if (before.out.has(key) && !goneKeys.has(key)) return null;
   const valueOf = (item: T): V => (before.value ? before.value(item) : (item as unknown as V));
   const removed = [...goneKeys].filter((k) => !cameByKey.has(k));
   const added = [...cameByKey.keys()].filter((k) => !goneKeys.has(k)).sort(compareStrings);
@@ -68,21 +67,35 @@ function patched<T extends Keyed, V>(before: Indexed<T, V>, items: readonly T[])
     // Edits only: every key where it was (setting a key that is present keeps its place).
     const out = new Map(before.out);
     for (const [key, item] of cameByKey) out.set(key, valueOf(item));
-    return { ...before, items: [...items], out };
+    return { ...before, items: items.slice(), out };
   }
-  const dropped = new Set(removed);
-  const keys: string[] = [];
-  let a = 0;
-  for (const k of before.keys) {
-    if (dropped.size && dropped.has(k)) continue;
-    while (a < added.length && added[a]! < k) keys.push(added[a++]!);
-    keys.push(k);
+  // The keys that left taken out and those that came put in at their places, each found by a
+  // binary search (the keys are sorted): a move of the others rather than a walk.
+  const keys = before.keys.slice();
+  for (const k of removed) {
+    const at = firstNotBefore(keys, k);
+    // (Every key that left was in the last order: its object was in the last list.)
+    if (keys[at] !== k) return null;
+    keys.splice(at, 1);
   }
-  while (a < added.length) keys.push(added[a++]!);
+  for (const k of added) keys.splice(firstNotBefore(keys, k), 0, k);
+  // A map keeps the order of insertion: it is made again in key order.
   const out = new Map<string, V>();
   for (const key of keys) {
     const item = cameByKey.get(key);
     out.set(key, item !== undefined ? valueOf(item) : before.out.get(key)!);
   }
-  return { items: [...items], value: before.value, keys, set: new Set(keys), out };
+  return { items: items.slice(), value: before.value, keys, out };
+}
+
+/** The index of the first of `sorted` (in compareStrings order) that does not sort before `key`. */
+function firstNotBefore(sorted: readonly string[], key: string): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareStrings(sorted[mid]!, key) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
