@@ -388,8 +388,10 @@ export class SnapshotDecoder {
     const sameLimits = limitsKey === this.#limits;
     const delta = Array.isArray(input) ? null : sameLimits ? new DeltaLists(input, this.#order, this.#firstAt, this.#routes, this.#snapshot, limits, problems) : null;
     const routes = Array.isArray(input) ? input : delta ? [] : refEntries(input, this.#order);
-    // Routes held were checked under the bounds of the last snapshot: reused only under the same.
-    const held = sameLimits ? this.#routes : new Map<string, RouteIR>();
+    // Routes held were checked under the bounds of the last snapshot: reused only under the same
+    // (a delta's, under other bounds: those it names, each checked again where it is named, so
+    // that a text of one of them is that object too).
+    const held = sameLimits ? this.#routes : Array.isArray(input) ? new Map<string, RouteIR>() : namedByText(input, this.#order);
     const seen = new Map<string, RouteIR>();
     const order: RouteIR[] = [];
     const policies = new Map<string, PolicyIR>();
@@ -553,6 +555,13 @@ function refEntries(delta: DeltaRoutes, order: readonly RouteIR[]): RouteEntry[]
   let at = 0;
   let next = 0;
   return delta.counts.map((c) => delta.refs.slice(at, (at += c)).map((ref): RouteEntry => (ref === 0 ? { text: delta.texts[next++]! } : { route: order[ref - 1]! })));
+}
+
+/** The routes of the base a delta names, by text. */
+function namedByText(delta: DeltaRoutes, order: readonly RouteIR[]): Map<string, RouteIR> {
+  const out = new Map<string, RouteIR>();
+  for (const ref of delta.refs) if (ref !== 0) out.set(routeText(order[ref - 1]!), order[ref - 1]!);
+  return out;
 }
 
 /**
