@@ -18,6 +18,9 @@
 //   cross; the worker keeps its route objects and what it compiled for them), against handing it
 //   over whole (every route cloned across and compiled again): hand-over, structured clone (as
 //   postMessage makes it), the worker's open and compile.
+// - a route inserted in the middle of the list (where the controller puts a new route of middle
+//   precedence), and one removed from the middle, each snapshot after the last: the proxy's
+//   compile reusing the previous, and each further worker thread's relative hand-over.
 import { gzipSync } from 'node:zlib';
 import { parseArgs } from 'node:util';
 import * as api from '../packages/api/dist/index.js';
@@ -60,6 +63,70 @@ function withLastRouteChanged(base, tag) {
   const listener = bind.listeners[0];
   const routes = [...listener.routes.slice(0, -1), freshRoute(listener.routes.length - 1, tag)];
   return { source: base.source, binds: [{ ...bind, listeners: [{ ...listener, routes }] }] };
+}
+
+/** `base` with a new route inserted in the middle of its list; every other route object is shared. */
+function withMiddleRouteInserted(base, tag) {
+  const bind = base.binds[0];
+  const listener = bind.listeners[0];
+  const at = listener.routes.length >> 1;
+  const routes = [...listener.routes.slice(0, at), freshRoute(100000 + at, tag), ...listener.routes.slice(at)];
+  return { source: base.source, binds: [{ ...bind, listeners: [{ ...listener, routes }] }] };
+}
+
+/** `base` with the route in the middle of its list removed; every other route object is shared. */
+function withMiddleRouteRemoved(base) {
+  const bind = base.binds[0];
+  const listener = bind.listeners[0];
+  const at = listener.routes.length >> 1;
+  const routes = [...listener.routes.slice(0, at), ...listener.routes.slice(at + 1)];
+  return { source: base.source, binds: [{ ...bind, listeners: [{ ...listener, routes }] }] };
+}
+
+/**
+ * A series of `n` snapshots from `s`, each `change` of the last, as deltas: the proxy's compile
+ * reusing the previous compiled snapshot, and a worker thread's apply of the relative hand-over.
+ */
+function changeSeries(s, text, n, change, label) {
+  const routes = s.binds[0].listeners[0].routes.length;
+  const decoder = new api.SnapshotDecoder();
+  decoder.decode(text);
+  const picking = standalonePickerDeps();
+  const limiters = limiterStore();
+  let previous = compileSnapshot(decoder.decode(text), { limiters, makeGlobal: null, picking });
+  let base = { version: s.version, positions: api.routePositions(s) };
+  const sender = handover && new handover.HandoverSender();
+  const worker = handover && { receiver: new handover.HandoverReceiver(), limiters: limiterStore(), previous: null };
+  const workerApply = (w, h) => {
+    const { snapshot, applied } = w.receiver.open(globalThis.structuredClone(h));
+    w.previous = compileSnapshot(snapshot, { limiters: w.limiters, makeGlobal: null, picking, previous: w.previous });
+    w.limiters.commit();
+    applied();
+  };
+  if (handover) workerApply(worker, sender.next(previous.ir).whole());
+  const sum = { compile: 0, worker: 0 };
+  const clock = (key, fn) => {
+    const t = process.hrtime.bigint();
+    const r = fn();
+    sum[key] += Number(process.hrtime.bigint() - t) / 1e6;
+    return r;
+  };
+  let sent = s;
+  let content = s;
+  for (let i = 0; i < n; i++) {
+    content = change(content, `-m${i}`);
+    const snap = withVersion(content, sent);
+    sent = snap;
+    const got = decoder.decodeParts(api.encodeSnapshotDelta(snap, base));
+    previous = clock('compile', () => compileSnapshot(got, { limiters, makeGlobal: null, picking, previous }));
+    limiters.commit();
+    base = { version: snap.version, positions: api.routePositions(snap) };
+    if (!handover) continue;
+    const out = sender.next(got);
+    clock('worker', () => workerApply(worker, out.relative));
+  }
+  const per = (key) => f(sum[key] / n);
+  console.log(`${routes} routes, ${label}: compile reusing the previous ${per('compile')}` + (handover ? `; each further worker thread: handed over relative to the last ${per('worker')} (hand-over, clone, open, compile)` : '') + ` (mean of ${n})`);
 }
 
 function time(fn, rounds) {
@@ -172,5 +239,9 @@ for (const routes of SIZES) {
   }
   if (deltas && handover) {
     console.log(`${routes} routes, one route changed, each further worker thread: handed over relative to the last ${per('handRelative')}, whole ${per('handWhole')} (hand-over, clone, open, compile)`);
+  }
+  if (deltas) {
+    changeSeries(s, text, n, withMiddleRouteInserted, 'a route inserted in the middle');
+    changeSeries(s, text, n, (base) => withMiddleRouteRemoved(base), 'a route removed from the middle');
   }
 }

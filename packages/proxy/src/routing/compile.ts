@@ -16,7 +16,7 @@ import { endpointsByName } from './service-endpoints.js';
 import { hostPort } from '../upstream/host-port.js';
 import { compileMatch, type Candidate, type CompiledMatch, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
-import { RouteIndex, RouteView, type RouteCell } from './route-index.js';
+import { RouteIndex, RouteView, type RouteCell, type SplicePlan } from './route-index.js';
 import { listingChanges, RoutesGathered, type ReadonlyKeys } from './routes-gathered.js';
 import { compileGatewayPolicy, compilePolicy, gatewayPolicyScope, type CompiledPolicy, type GlobalFactory } from '../ratelimit/policy.js';
 import type { LimiterStore } from '../ratelimit/local/limiter.js';
@@ -155,8 +155,38 @@ interface ListenerRoutes {
   readonly transforms: boolean;
   /** Positions of the routes with a policy of their own: compiled with each apply (their limits are the store's of that apply). */
   readonly ownPolicies: readonly number[];
-  /** Names of its routes whose hostnames share none with the listener's. */
-  readonly detached: readonly string[];
+  /** Positions of its routes whose hostnames share none with the listener's. */
+  readonly detached: readonly number[];
+}
+
+/** How many routes a splice may take out and put in, for lists of `routes` in all: past it, the list is walked. */
+function spliceLimit(routes: number): number {
+  return 16 + (routes >> 3);
+}
+
+/**
+ * The positions in `list` of the routes with a policy of their own and of the detached routes,
+ * from those of the list `plan` is relative to (`last`): the head's kept, the tail's shifted,
+ * the stretch between looked at. The detached ones between are the splice's to add.
+ */
+function splicedPositions(last: ListenerRoutes, plan: SplicePlan, list: readonly RouteIR[]): { readonly ownPolicies: number[]; readonly detached: number[] } {
+  const { head, tail } = plan;
+  const oldEnd = plan.from.length - tail;
+  const end = list.length - tail;
+  const shift = end - oldEnd;
+  const ownPolicies: number[] = [];
+  let k = 0;
+  const was = last.ownPolicies;
+  while (k < was.length && was[k]! < head) ownPolicies.push(was[k++]!);
+  for (let i = head; i < end; i++) if (list[i]!.policy) ownPolicies.push(i);
+  while (k < was.length && was[k]! < oldEnd) k++;
+  while (k < was.length) ownPolicies.push(was[k++]! + shift);
+  const detached: number[] = [];
+  for (const i of last.detached) {
+    if (i < head) detached.push(i);
+    else if (i >= oldEnd) detached.push(i + shift);
+  }
+  return { ownPolicies, detached };
 }
 
 export interface CompiledBind {
@@ -234,13 +264,33 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
       // The list this listener had in the serving snapshot, which what is gathered counts.
       const was = base && !compared.has(key) ? previous!.listenersByKey.get(key) : undefined;
       if (was) compared.add(key);
+      // A route with no policy of its own, on a listener whose policy is the object it was at the
+      // last compile, compiles to what it did then (its own object, that policy and the bounds
+      // decide it all; its listener's compiled limits are read from the listener): the index's
+      // compiled route is kept, so an apply that changed one route of thousands builds one.
+      const keepsRoutes = previousListener !== undefined && previousListener.ir.policy === l.policy;
+      // A list that differs from the serving one only between their common head and tail (a
+      // route added, removed or replaced): only that stretch is compiled and placed, the rest of
+      // what the list compiled to is taken by position (route-index.ts splice()).
+      const plan = !kept && keepsRoutes && !before!.shared.listedTwice ? before!.shared.spliceable(l.routes, spliceLimit(previousListener.ir.routes.length + l.routes.length)) : null;
+      const spliced = plan !== null && plan.from === previousListener!.ir.routes ? splicedPositions(previousListener!.list, plan, l.routes) : null;
       // Where a transformation changes requests, the listener's limits that read the request wait for it.
-      const routesTransform = kept ? kept.transforms : l.routes.some((r) => transformsRequests(r.policy));
+      const routesTransform = kept ? kept.transforms : spliced ? spliced.ownPolicies.some((i) => transformsRequests(l.routes[i]!.policy)) : l.routes.some((r) => transformsRequests(r.policy));
       const gateway = deps ? compileGatewayPolicy(gatewayPolicyScope(l), l.policy, deps.limiters, deps.makeGlobal, limits, transformsRequests(l.policy) || routesTransform) : null;
       const listenerPolicy = gateway?.beforeRouting ?? null;
       const afterAuth = gateway?.afterAuth ?? null;
       const countsTokens = (listenerPolicy?.countsTokens ?? false) || (afterAuth?.countsTokens ?? false);
       const context: RouteContext = { listener: l, countsTokens, deps, limits };
+      // The parts of route `r`, kept (from its compiled route, what is gathered or the serving snapshot) or built.
+      const partsOf = (r: RouteIR, keptRoute: CompiledRoute | undefined): RouteParts => {
+        // (What is gathered changes after the walk: a route listed twice finds its parts in `compiled`.)
+        let own = keptRoute?.parts ?? gathering().parts.get(r) ?? keptParts?.get(r) ?? compiled.get(r);
+        if (!own) {
+          own = compileRouteParts(r, picking, limits);
+          compiled.set(r, own);
+        }
+        return own;
+      };
       let view: RouteView<CompiledRoute>;
       let list: ListenerRoutes;
       if (kept) {
@@ -260,35 +310,55 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
         }
         view = new RouteView(last.shared, epoch, values, matchesOf);
         list = kept;
+      } else if (spliced) {
+        const last = before!;
+        const index = last.shared;
+        const { head, tail } = plan!;
+        const end = l.routes.length - tail;
+        // The routes between head and tail: kept compiled routes where the index holds them (a route moved within the stretch), else built.
+        const middle: CompiledRoute[] = [];
+        const middleMatches: (readonly CompiledMatch[])[] = [];
+        for (let i = head; i < end; i++) {
+          const r = l.routes[i]!;
+          const keptRoute = r.policy ? undefined : index.valueOf(r);
+          const own = partsOf(r, keptRoute);
+          middle.push(keptRoute ?? compileRoute(r, own, context));
+          middleMatches.push(own.matches);
+        }
+        const values = last.values.slice(0, head).concat(middle, last.values.slice(last.values.length - tail));
+        // The routes of the head and tail with a policy of their own are compiled again (their limits are this apply's).
+        const revalued: (readonly [number, CompiledRoute])[] = [];
+        for (const i of spliced.ownPolicies) {
+          if (i >= head && i < end) continue;
+          values[i] = compileRoute(l.routes[i]!, values[i]!.parts, context);
+          revalued.push([i, values[i]]);
+        }
+        const done = index.splice(plan!, middleMatches, middle, revalued);
+        const listDetached = spliced.detached;
+        done.hosts.forEach((hosts, k) => {
+          if (!hosts.length) listDetached.push(head + k);
+        });
+        listDetached.sort((a, b) => a - b);
+        view = new RouteView(index, done.epoch, values, matchesOf);
+        list = { transforms: routesTransform, ownPolicies: spliced.ownPolicies, detached: listDetached };
       } else {
-        const into = gathering();
         const index = updating ? before.shared : new RouteIndex<CompiledRoute>(l.hostname);
         const values: CompiledRoute[] = [];
-        view = new RouteView(index, index.begin(), values, matchesOf);
-        // A route with no policy of its own, on a listener whose policy is the object it was at the
-        // last compile, compiles to what it did then (its own object, that policy and the bounds
-        // decide it all; its listener's compiled limits are read from the listener): the index's
-        // compiled route is kept, so an apply that changed one route of thousands builds one.
-        const keepsRoutes = previousListener !== undefined && previousListener.ir.policy === l.policy;
+        view = new RouteView(index, index.begin(l.routes), values, matchesOf);
         const ownPolicies: number[] = [];
-        const listDetached: string[] = [];
+        const listDetached: number[] = [];
         l.routes.forEach((r, i) => {
           const keptRoute = keepsRoutes && !r.policy ? index.valueOf(r) : undefined;
-          // (What is gathered changes after the walk: a route listed twice finds its parts in `compiled`.)
-          let own = keptRoute?.parts ?? into.parts.get(r) ?? keptParts?.get(r) ?? compiled.get(r);
-          if (!own) {
-            own = compileRouteParts(r, picking, limits);
-            compiled.set(r, own);
-          }
+          const own = partsOf(r, keptRoute);
           if (r.policy) ownPolicies.push(i);
           const route = keptRoute ?? compileRoute(r, own, context);
           values.push(route);
-          if (!index.place(r, own.matches, route).length) listDetached.push(r.name);
+          if (!index.place(r, own.matches, route).length) listDetached.push(i);
         });
         index.finish();
         list = { transforms: routesTransform, ownPolicies, detached: listDetached };
       }
-      detached.push(...list.detached);
+      for (const i of list.detached) detached.push(l.routes[i]!.name);
       // What is gathered: the listings this list gained and lost against the serving one (a
       // listener taken whole, against its own list: none).
       if (!kept || !was) {

@@ -11,6 +11,12 @@
 // Whatever the incremental path cannot express (routes reordered, the same route twice, no
 // number left between two neighbours) rebuilds the listener's index from scratch.
 //
+// A list that differs from the last one only between a common head and tail (a route added,
+// removed or replaced: most applies) need not be walked at all: splice() takes out the cells of
+// the old stretch between and puts in those of the new one, numbered between their neighbours;
+// the cells of the head and tail are not visited (the new order is made by array copies), so
+// their `position` may be stale afterwards: it is a hint of the walk, checked where it is read.
+//
 // The index is shared by the snapshot it was last updated for and is changed in place by the
 // next compile, so each snapshot holds a view stamped with the index's epoch; a view whose
 // epoch has passed (the snapshot kept after its successor was refused, or a request that reaches
@@ -18,6 +24,7 @@
 // limit) builds a private index of its own routes on first use: once per listener, never more
 // work than the rebuild every apply used to do.
 import type { RouteIR } from '@tollgate/api';
+import { commonEnds } from './routes-gathered.js';
 import { compileCandidate, type Candidate, type CompiledMatch } from './candidate.js';
 import { HostTable } from './host-table.js';
 import { effectiveHostnames } from './hostname.js';
@@ -43,6 +50,23 @@ export class RouteCell<T> {
   ) {}
 }
 
+/**
+ * An update by splice() that spliceable() found possible: the new list, the stretch that
+ * changed between the last list's head and tail, and the new routes' numbers. Valid while the
+ * index is at `epoch` (nothing else updated it since).
+ */
+export interface SplicePlan {
+  readonly epoch: number;
+  /** The last update's list, which the new one is compared against. */
+  readonly from: readonly RouteIR[];
+  readonly list: readonly RouteIR[];
+  /** Routes both lists share at their head, and after that at their tail (by object). */
+  readonly head: number;
+  readonly tail: number;
+  /** Numbers of the new list's routes between head and tail, in order. */
+  readonly keys: readonly number[];
+}
+
 export interface RouteIndexSize extends IndexSize {
   readonly hosts: number;
   readonly routes: number;
@@ -65,6 +89,9 @@ export class RouteIndex<T> {
   #renumber = false;
   /** The list holds a route object twice: each update rebuilds while it does (rare; kept simple). */
   #listedTwice = false;
+  /** The route list (array) the index was last updated to, when the update was given it (splice() is relative to it). */
+  #list: readonly RouteIR[] | null = null;
+  #pendingList: readonly RouteIR[] | null = null;
 
   constructor(readonly hostname: string | null) {}
 
@@ -86,19 +113,119 @@ export class RouteIndex<T> {
   revalue(changes: readonly (readonly [RouteIR, T])[]): number {
     if (this.#listedTwice) throw new Error('revalue(): the listener lists a route object twice; update it with begin(), place() and finish()');
     this.#reset();
+    // The epoch moves first: a throw below leaves this index to no snapshot.
+    const epoch = ++this.#epoch;
     for (const [ir, value] of changes) {
       const cell = this.#cells.get(ir);
       if (!cell) throw new Error(`revalue(): route ${ir.name} is not in the last update's list`);
       cell.value = value;
     }
+    return epoch;
+  }
+
+  /**
+   * Starts an update; then place() each route of the listener in order, then finish(). `list`:
+   * the array of routes about to be placed, which a later splice() may be relative to.
+   */
+  begin(list: readonly RouteIR[] | null = null): number {
+    this.#reset();
+    this.#list = null;
+    this.#pendingList = list;
+    this.#renumber = this.#listedTwice;
     return ++this.#epoch;
   }
 
-  /** Starts an update; then place() each route of the listener in order, then finish(). */
-  begin(): number {
+  /**
+   * Whether the update to `list` can be a splice() of what lies between the common head and
+   * tail of the last update's list and `list`, at most `limit` routes in all taken out and put
+   * in: null when it cannot (then begin(), place() and finish()). It cannot when the last
+   * update's list is not known, when a list holds a route object twice (the last one, or the
+   * new one between head and tail, or a new route there that the head or tail lists too), or
+   * when no numbers are left between the neighbours of the new routes. Nothing changes.
+   */
+  spliceable(list: readonly RouteIR[], limit: number): SplicePlan | null {
+    const from = this.#list;
+    if (from === null || this.#listedTwice || from.length !== this.#order.length) return null;
+    const { head, tail } = commonEnds(from, list);
+    const oldEnd = from.length - tail;
+    const newEnd = list.length - tail;
+    const n = newEnd - head;
+    if (oldEnd - head + n > limit) return null;
+    const order = this.#order;
+    const low = head ? order[head - 1]!.key : null;
+    const high = tail ? order[oldEnd]!.key : null;
+    // Keys increase strictly along the order (no object listed twice): a route held with a key
+    // outside (low, high) is in the head or the tail, and would be listed twice.
+    const middle = n > 1 ? new Set<RouteIR>() : null;
+    for (let i = head; i < newEnd; i++) {
+      const r = list[i]!;
+      const cell = this.#cells.get(r);
+      if (cell !== undefined && ((low !== null && cell.key <= low) || (high !== null && cell.key >= high))) return null;
+      if (middle) {
+        if (middle.has(r)) return null;
+        middle.add(r);
+      }
+    }
+    const keys: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t = i + 1;
+      const key = low === null ? (high === null ? t * STEP : high - (n + 1 - t) * STEP) : high === null ? low + t * STEP : low + ((high - low) * t) / (n + 1);
+      const before = i ? keys[i - 1]! : low;
+      // Floating point ran out of room between two neighbours.
+      if ((before !== null && key <= before) || (high !== null && key >= high)) return null;
+      keys.push(key);
+    }
+    return { epoch: this.#epoch, from, list, head, tail, keys };
+  }
+
+  /**
+   * The update `plan` (from spliceable(), nothing updated since): the routes of the last list
+   * between head and tail are taken out, those of the new list put in with `matches` and
+   * `values` (one each, in order); `revalued`: new values of routes of the head and tail, by
+   * position in the new list. Returns the new epoch and the effective hostnames of each route
+   * put in (none: detached).
+   */
+  splice(
+    plan: SplicePlan,
+    matches: readonly (readonly CompiledMatch[])[],
+    values: readonly T[],
+    revalued: readonly (readonly [number, T])[],
+  ): { readonly epoch: number; readonly hosts: readonly (readonly (string | null)[])[] } {
+    if (plan.epoch !== this.#epoch || plan.from !== this.#list) throw new Error('splice(): the index was updated since the plan was made');
+    const { list, head, tail, keys } = plan;
+    if (matches.length !== keys.length || values.length !== keys.length) throw new Error(`splice(): ${keys.length} routes between head and tail, given ${matches.length} matches and ${values.length} values`);
+    // Views of earlier snapshots read a private index from here on (a throw below leaves this one to no snapshot).
     this.#reset();
-    this.#renumber = this.#listedTwice;
-    return ++this.#epoch;
+    this.#list = null;
+    const epoch = ++this.#epoch;
+    const order = this.#order;
+    const oldEnd = order.length - tail;
+    for (let i = head; i < oldEnd; i++) {
+      const cell = order[i]!;
+      this.#unplace(cell);
+      if (this.#cells.get(cell.ir) === cell) this.#cells.delete(cell.ir);
+    }
+    const cells: RouteCell<T>[] = [];
+    const hosts: (readonly (string | null)[])[] = [];
+    for (let i = 0; i < keys.length; i++) {
+      const ir = list[head + i]!;
+      const cell = new RouteCell(ir, effectiveHostnames(this.hostname, ir.hostnames), matches[i]!, values[i]!);
+      cell.key = keys[i]!;
+      cell.position = head + i;
+      cell.seen = epoch;
+      this.#cells.set(ir, cell);
+      this.#place(cell);
+      cells.push(cell);
+      hosts.push(cell.hosts);
+    }
+    const next = head === oldEnd && !cells.length ? order.slice() : order.slice(0, head).concat(cells, order.slice(oldEnd));
+    for (const [position, value] of revalued) {
+      if (position >= head && position < head + keys.length) throw new Error(`splice(): position ${position} is between head and tail`);
+      next[position]!.value = value;
+    }
+    this.#order = next;
+    this.#list = list;
+    return { epoch, hosts };
   }
 
   /** Drops the state of an update (finished, or abandoned by a compile that threw). */
@@ -110,6 +237,7 @@ export class RouteIndex<T> {
     this.#run = [];
     this.#added = [];
     this.#renumber = false;
+    this.#pendingList = null;
   }
 
   /**
@@ -121,7 +249,8 @@ export class RouteIndex<T> {
     let cell = this.#order[this.#cursor];
     if (cell === undefined || cell.ir !== ir) cell = this.#cells.get(ir);
     if (cell !== undefined && cell.seen !== this.#epoch) {
-      this.#cursor = cell.position + 1;
+      // (A position is a hint: a splice leaves those of the tail as they were.)
+      this.#cursor = this.#order[this.#cursor] === cell ? this.#cursor + 1 : cell.position + 1;
       cell.value = value;
       this.#keep(cell);
     } else {
@@ -165,6 +294,7 @@ export class RouteIndex<T> {
     this.#order = sequence;
     // Only a rebuild lists an object twice, and it maps each object once.
     this.#listedTwice = this.#cells.size < sequence.length;
+    this.#list = this.#pendingList;
     this.#reset();
   }
 
