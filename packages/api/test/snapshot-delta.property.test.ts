@@ -229,3 +229,83 @@ describe('SnapshotDecoder deltas (property)', () => {
     );
   });
 });
+
+describe('SnapshotDecoder deltas: the cases the routes by text hang on', () => {
+  /** A decoder fed deltas, each against the last snapshot it decoded (or the one before, after rollback()). */
+  function receiver(lists: readonly (readonly RouteIR[])[]) {
+    const decoder = new SnapshotDecoder();
+    let held = withVersion(content([[], ...lists], false, false));
+    let before = held;
+    decoder.decodeParts(encodeSnapshotParts(held));
+    return {
+      send(next: readonly (readonly RouteIR[])[]): (readonly RouteIR[])[] {
+        const snap = withVersion(content([[], ...next], false, false));
+        const got = decoder.decodeParts(encodeSnapshotDelta(snap, { version: held.version, positions: routePositions(held), entries: endpointPositions(held) }));
+        expect(toWire(got)).toEqual(toWire(snap));
+        before = held;
+        held = snap;
+        return listsOf(got).slice(0, 2);
+      },
+      rollback() {
+        decoder.rollback();
+        held = before;
+      },
+    };
+  }
+  const copy = (r: RouteIR): RouteIR => ({ ...r });
+
+  it("a listener whose refs are another listener's list is that list's routes, not its own", () => {
+    const [a, b, c, d] = [route(1), route(2), route(3), route(4)];
+    const rx = receiver([[a, b], [c, d]]);
+    const [first, second] = rx.send([[a, b], [c, d]]);
+    const [, moved] = rx.send([[a, b], [a, b]]);
+    expect(moved).toEqual(first);
+    expect(moved).not.toBe(second);
+    expect(moved![0]).toBe(first![0]);
+  });
+
+  it('a route sent as text that a ref names too stays held while either place keeps it', () => {
+    const a = route(1);
+    const rx = receiver([[a], []]);
+    const [[held]] = rx.send([[a], []]) as [RouteIR[]];
+    // An equal new object beside it: the held object twice.
+    const [both] = rx.send([[a, copy(a)], []]);
+    expect(both).toEqual([held, held]);
+    expect(both![1]).toBe(held);
+  });
+
+  it('a route at two places, then at one, is still held by its text', () => {
+    const a = route(1);
+    const a2 = copy(a);
+    const rx = receiver([[a], []]);
+    const [[held]] = rx.send([[a], []]) as [RouteIR[]];
+    rx.send([[a, a2], []]);
+    // The first place goes: the route is still at the second.
+    expect(rx.send([[a2], []])[0]![0]).toBe(held);
+    expect(rx.send([[copy(a)], []])[0]![0]).toBe(held);
+  });
+
+  it('a new route sent twice (two listeners), then at one place, is still held by its text', () => {
+    const [a, n] = [route(1), route(2)];
+    const n2 = copy(n);
+    const rx = receiver([[a], []]);
+    const [[, added], [again]] = rx.send([[a, n], [n2]]) as [RouteIR[], RouteIR[]];
+    expect(again).toBe(added);
+    rx.send([[a], [n2]]);
+    expect(rx.send([[a], [copy(n)]])[1]![0]).toBe(added);
+  });
+
+  it('rollback() puts back the texts of the routes the delta removed and forgets those it added', () => {
+    const [a, b, n] = [route(1), route(2), route(3)];
+    const rx = receiver([[a, b], []]);
+    const [[, heldB]] = rx.send([[a, b], []]) as [RouteIR[]];
+    rx.send([[a], []]);
+    rx.rollback();
+    expect(rx.send([[a, copy(b)], []])[0]![1]).toBe(heldB);
+    const [[, , added]] = rx.send([[a, b, n], []]) as [RouteIR[]];
+    rx.rollback();
+    const [[, , anew]] = rx.send([[a, b, copy(n)], []]) as [RouteIR[]];
+    expect(anew).toEqual(added);
+    expect(anew).not.toBe(added);
+  });
+});
