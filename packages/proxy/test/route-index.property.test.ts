@@ -5,10 +5,17 @@
 // the same routes, and holds exactly as much as that index. A listener whose routes did not
 // change keeps its route list (the same array, as the snapshot decoder keeps it), so the
 // compile's path that takes a list whole is taken as often as the one that walks it.
+//
+// A list that differs from the last one only between a common head and tail is spliced
+// (route-index.ts splice()): the sequences mix such changes (several at once too) with those it
+// falls back from (an object listed twice, a listener policy changed), compiles that throw
+// midway, and views of older snapshots read after newer compiles; the routes with a policy of
+// their own must be compiled anew at each apply, whichever path took their list.
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { standaloneToSnapshot, toMatches, validateStandaloneConfig, type HTTPRouteMatch, type ListenerIR, type PolicyIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
-import { compileSnapshot, routesServing, selectRoute, type CompiledListener, type CompiledSnapshot } from '../src/routing/compile.js';
+import { compileSnapshot, routesServing, selectRoute, type CompiledListener, type CompiledRoute, type CompiledSnapshot } from '../src/routing/compile.js';
+import { RouteIndex } from '../src/routing/route-index.js';
 import { standalonePickerDeps } from '../src/routing/backend-picker.js';
 import { LimiterStore } from '../src/ratelimit/local/limiter.js';
 import { systemClock } from '../src/ratelimit/clock.js';
@@ -43,6 +50,14 @@ const arbMatch: fc.Arbitrary<HTTPRouteMatch> = fc.record(
 const arbRouteSpec = fc.record({ hostnames: fc.subarray(ROUTE_HOSTS, { maxLength: 2 }), matches: fc.array(arbMatch, { maxLength: 3 }) });
 type RouteSpec = { hostnames: string[]; matches: HTTPRouteMatch[] };
 
+const arbListChange = fc.oneof(
+  fc.record({ kind: fc.constant('add' as const), at: fc.nat(), listener: fc.nat(), spec: arbRouteSpec }),
+  fc.record({ kind: fc.constant('edit' as const), at: fc.nat(), listener: fc.nat(), spec: arbRouteSpec }),
+  fc.record({ kind: fc.constant('remove' as const), at: fc.nat(), listener: fc.nat() }),
+  fc.record({ kind: fc.constant('move' as const), at: fc.nat(), listener: fc.nat(), to: fc.nat(), where: fc.nat() }),
+  fc.record({ kind: fc.constant('policy' as const), at: fc.nat(), listener: fc.nat() }),
+);
+
 const arbOp = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('add' as const), at: fc.nat(), listener: fc.nat(), spec: arbRouteSpec }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('edit' as const), at: fc.nat(), listener: fc.nat(), spec: arbRouteSpec }) },
@@ -55,6 +70,12 @@ const arbOp = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('same' as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('abandon-same' as const) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('policy' as const), at: fc.nat(), listener: fc.nat() }) },
+  // Several changes in one snapshot: a longer stretch between head and tail, or none in common.
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('batch' as const), changes: fc.array(arbListChange, { minLength: 2, maxLength: 4 }) }) },
+  // The listener's policy: none, the one object, or another object (every route compiled anew).
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('listener-policy' as const), listener: fc.nat(), which: fc.constantFrom('none' as const, 'same' as const, 'other' as const) }) },
+  // An apply whose compile throws midway (a new route in some listener cannot be compiled).
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('throw' as const), listener: fc.nat(), at: fc.nat(), spec: arbRouteSpec, also: fc.option(arbListChange, { nil: undefined }) }) },
 );
 type Op = typeof arbOp extends fc.Arbitrary<infer T> ? T : never;
 
@@ -76,6 +97,18 @@ interface ListenerModel {
   name: string;
   hostname: string | null;
   routes: RouteIR[];
+  policy?: PolicyIR | null;
+}
+
+/** A route whose compile throws (its backends cannot be read). */
+function unbuildable(spec: RouteSpec): RouteIR {
+  const r = route(spec);
+  Object.defineProperty(r, 'backends', {
+    get() {
+      throw new Error('unbuildable route');
+    },
+  });
+  return r;
 }
 
 /** A policy of a route's own (a rate limit): its compiled route is made with each apply. */
@@ -84,20 +117,38 @@ const ROUTE_POLICY: PolicyIR = standaloneToSnapshot(
   { kind: 'controller', gateway: 'edge/public' },
 ).binds[0]!.listeners[0]!.routes[0]!.policy!;
 
+/** A listener's policy (a rate limit and a direct response): its routes are compiled with it. */
+const LISTENER_POLICY: PolicyIR = standaloneToSnapshot(
+  validateStandaloneConfig(
+    simpleConfig(1, [{ name: 'p', matches: [{ path: { type: 'PathPrefix', value: '/' } }], backends: [{ host: '127.0.0.1:9' }] }], { policies: { traffic: { rateLimit: { local: [{ requests: 1000, unit: 'Minutes' }] }, directResponse: { status: 418 } } } }),
+    'test',
+  ),
+  { kind: 'controller', gateway: 'edge/public' },
+).binds[0]!.listeners[0]!.policy!;
+
 /** The snapshot of the model; a listener whose routes are those of `last`'s listener keeps that array. */
 function snapshot(listeners: readonly ListenerModel[], last?: ProxySnapshot): ProxySnapshot {
   const lastRoutes = new Map((last?.binds[0]!.listeners ?? []).map((l) => [l.name, l.routes]));
   const irs: ListenerIR[] = listeners.map((l) => {
     const held = lastRoutes.get(l.name);
     const routes = held && held.length === l.routes.length && held.every((r, i) => r === l.routes[i]) ? held : [...l.routes];
-    return { name: l.name, protocol: 'HTTP', hostname: l.hostname, policy: null, routes };
+    return { name: l.name, protocol: 'HTTP', hostname: l.hostname, policy: l.policy ?? null, routes };
   });
   return { version: 't', source: { kind: 'file', path: 't' }, binds: [{ port: 1, address: '127.0.0.1', listeners: irs }] };
 }
 
 /** Applies one change to the model (in place); positions wrap around the lists. */
-function apply(model: ListenerModel[], op: Exclude<Op, { kind: 'abandon' | 'abandon-same' }>): void {
+function apply(model: ListenerModel[], op: Exclude<Op, { kind: 'abandon' | 'abandon-same' | 'throw' }>): void {
   if (op.kind === 'same') return;
+  if (op.kind === 'batch') {
+    for (const change of op.changes) apply(model, change);
+    return;
+  }
+  if (op.kind === 'listener-policy') {
+    const l = model[op.listener % model.length]!;
+    l.policy = op.which === 'none' ? null : op.which === 'same' ? LISTENER_POLICY : { ...LISTENER_POLICY };
+    return;
+  }
   const l = model[op.listener % model.length]!;
   const at = (n: number, extra = 0): number => n % (l.routes.length + extra);
   switch (op.kind) {
@@ -166,40 +217,111 @@ function sizes(c: CompiledSnapshot): Record<string, unknown> {
   return Object.fromEntries([...listenersOf(c)].map(([name, l]) => [name, l.routes.index.size()]));
 }
 
+/** The compiled routes of the routes with a policy of their own, in every listener. */
+function withOwnPolicy(c: CompiledSnapshot): CompiledRoute[] {
+  return [...listenersOf(c).values()].flatMap((l) => l.routes.values.filter((v) => v.ir.policy !== null));
+}
+
+/** Each listener's compiled routes are its routes, in order (what a private index of an older snapshot is built from). */
+function expectValuesInOrder(c: CompiledSnapshot): void {
+  for (const l of listenersOf(c).values()) expect(l.routes.values.map((v) => v.ir)).toEqual(l.ir.routes);
+}
+
 describe('route index updated in place (differential property)', () => {
   it('answers every probe as an index built from scratch, after any sequence of changes', () => {
-    fc.assert(
-      fc.property(fc.array(arbRouteSpec, { maxLength: 6 }), fc.array(arbOp, { minLength: 1, maxLength: 20 }), (initial, ops) => {
-        const model: ListenerModel[] = [
-          { name: 'any', hostname: null, routes: initial.map((s) => route(s)) },
-          { name: 'wild', hostname: '*.example.com', routes: [] },
-          { name: 'exact', hostname: 'a.example.com', routes: [] },
-        ];
-        const d = deps();
-        let serving = compileSnapshot(snapshot(model), d);
-        for (const op of ops) {
-          const before = serving;
-          const beforeScratch = compileSnapshot(before.ir);
-          if (op.kind === 'abandon') {
-            // An apply compiled from the serving snapshot and then refused: the next compile starts from the serving one again.
-            const tried = model.map((l) => ({ ...l, routes: [route(op.spec), ...l.routes] }));
-            compileSnapshot(snapshot(tried), { ...d, previous: serving });
-          } else if (op.kind === 'abandon-same') {
-            // The same, for one that changed no route list (its routes with a policy of their own compiled again).
-            compileSnapshot(snapshot(model, serving.ir), { ...d, previous: serving });
-          } else {
-            apply(model, op);
-            serving = compileSnapshot(snapshot(model, before.ir), { ...d, previous: before });
+    const splices = vi.spyOn(RouteIndex.prototype, 'splice');
+    try {
+      fc.assert(
+        fc.property(fc.array(arbRouteSpec, { maxLength: 6 }), fc.array(arbOp, { minLength: 1, maxLength: 20 }), (initial, ops) => {
+          const model: ListenerModel[] = [
+            { name: 'any', hostname: null, routes: initial.map((s) => route(s)) },
+            { name: 'wild', hostname: '*.example.com', routes: [] },
+            { name: 'exact', hostname: 'a.example.com', routes: [] },
+          ];
+          const d = deps();
+          let serving = compileSnapshot(snapshot(model), d);
+          // The snapshot served before the one before: read after newer compiles (a request that waited).
+          let older: CompiledSnapshot | null = null;
+          for (const op of ops) {
+            const before = serving;
+            const beforeScratch = compileSnapshot(before.ir);
+            let threw: unknown = null;
+            if (op.kind === 'abandon') {
+              // An apply compiled from the serving snapshot and then refused: the next compile starts from the serving one again.
+              const tried = model.map((l) => ({ ...l, routes: [route(op.spec), ...l.routes] }));
+              compileSnapshot(snapshot(tried), { ...d, previous: serving });
+            } else if (op.kind === 'abandon-same') {
+              // The same, for one that changed no route list (its routes with a policy of their own compiled again).
+              compileSnapshot(snapshot(model, serving.ir), { ...d, previous: serving });
+            } else if (op.kind === 'throw') {
+              // A compile that throws where it meets a route it cannot build, after it updated the listeners before it.
+              const tried = model.map((l) => ({ ...l, routes: [...l.routes] }));
+              if (op.also) apply(tried, op.also);
+              const l = tried[op.listener % tried.length]!;
+              l.routes.splice(op.at % (l.routes.length + 1), 0, unbuildable(op.spec));
+              try {
+                compileSnapshot(snapshot(tried, serving.ir), { ...d, previous: serving });
+              } catch (err) {
+                threw = err;
+              }
+            } else {
+              apply(model, op);
+              serving = compileSnapshot(snapshot(model, before.ir), { ...d, previous: before });
+            }
+            expect((threw as Error | null)?.message ?? null).toBe(op.kind === 'throw' ? 'unbuildable route' : null);
+            const scratch = compileSnapshot(snapshot(model));
+            expect(answers(serving)).toEqual(answers(scratch));
+            expect(sizes(serving)).toEqual(sizes(scratch));
+            expectValuesInOrder(serving);
+            expect(serving.detached).toEqual(scratch.detached);
+            // The routes with a policy of their own were compiled by this apply (their limits are its own).
+            const stale = new Set(serving === before ? [] : withOwnPolicy(before));
+            expect(withOwnPolicy(serving).filter((v) => stale.has(v))).toEqual([]);
+            // The snapshot it replaced still answers as it did (it serves until the switch, and after a refused one).
+            expect(answers(before)).toEqual(answers(beforeScratch));
+            expect(older && answers(older)).toEqual(older && answers(compileSnapshot(older.ir)));
+            older = before;
           }
-          const scratch = compileSnapshot(snapshot(model));
-          expect(answers(serving)).toEqual(answers(scratch));
-          expect(sizes(serving)).toEqual(sizes(scratch));
-          // The snapshot it replaced still answers as it did (it serves until the switch, and after a refused one).
-          expect(answers(before)).toEqual(answers(beforeScratch));
-        }
-      }),
-      { numRuns: 150 },
-    );
+        }),
+        { numRuns: 150 },
+      );
+      // The splice was taken often (the walk is, for an object listed twice, a listener's policy or hostname changed).
+      expect(splices.mock.calls.length).toBeGreaterThan(300);
+    } finally {
+      splices.mockRestore();
+    }
+  });
+
+  it('answers as a build from scratch while routes come, leave, change and move in the middle of a long list', () => {
+    const splices = vi.spyOn(RouteIndex.prototype, 'splice');
+    try {
+      fc.assert(
+        fc.property(
+          fc.array(arbRouteSpec, { minLength: 150, maxLength: 300 }),
+          fc.array(fc.record({ change: arbListChange, also: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arbListChange }), check: fc.boolean() }), { minLength: 10, maxLength: 40 }),
+          (initial, steps) => {
+            const model: ListenerModel[] = [{ name: 'any', hostname: null, routes: initial.map((s) => route(s)) }];
+            const d = deps();
+            let serving = compileSnapshot(snapshot(model), d);
+            for (const { change, also, check } of steps) {
+              const before = serving;
+              apply(model, change);
+              if (also) apply(model, also);
+              serving = compileSnapshot(snapshot(model, before.ir), { ...d, previous: before });
+              const scratch = compileSnapshot(snapshot(model));
+              expect(sizes(serving)).toEqual(sizes(scratch));
+              expectValuesInOrder(serving);
+              expect(check ? answers(serving) : null).toEqual(check ? answers(scratch) : null);
+            }
+            expect(answers(serving)).toEqual(answers(compileSnapshot(snapshot(model))));
+          },
+        ),
+        { numRuns: 25 },
+      );
+      expect(splices.mock.calls.length).toBeGreaterThan(200);
+    } finally {
+      splices.mockRestore();
+    }
   });
 
   it('holds what a build from scratch holds after many routes came and left', () => {
