@@ -45,6 +45,37 @@ function indexed<T extends Keyed, V>(items: readonly T[], value: ((item: T) => V
   return { items: items.slice(), value, keys, out };
 }
 
+// For a map made by patching the one before: that map and the keys whose value may differ
+// between the two (added, removed or replaced; an object moved in the list is named too), for a
+// reader that keeps what it made from the map before.
+// The map before is named by a number, not held: a chain of maps each holding the one before
+// would keep every object ever listed.
+const patchedFrom = new WeakMap<ReadonlyMap<string, unknown>, { readonly from: number; readonly keys: readonly string[] }>();
+const serials = new WeakMap<ReadonlyMap<string, unknown>, number>();
+let nextSerial = 1;
+
+function serialOf(map: ReadonlyMap<string, unknown>): number {
+  let n = serials.get(map);
+  if (n === undefined) serials.set(map, (n = nextSerial++));
+  return n;
+}
+
+/**
+ * Keys among which are all those whose value differs between `before` and `now`, two maps
+ * inKeyOrder returned for a kind, when `now` was made from `before` (by the same call or a patch
+ * of it); null when that is not known (the reader looks at every key).
+ */
+export function changedKeys(before: ReadonlyMap<string, unknown>, now: ReadonlyMap<string, unknown>): readonly string[] | null {
+  if (before === now) return [];
+  const p = patchedFrom.get(now);
+  return p !== undefined && p.from === serials.get(before) ? p.keys : null;
+}
+
+function madeFrom<T, V>(before: Indexed<T, V>, next: Indexed<T, V>, keys: readonly string[]): Indexed<T, V> {
+  patchedFrom.set(next.out, { from: serialOf(before.out), keys });
+  return next;
+}
+
 /** `before` with the objects that differ from `items` taken out and put in; null when that is not the simple case. */
 function patched<T extends Keyed, V>(before: Indexed<T, V>, items: readonly T[]): Indexed<T, V> | null {
   const old = before.items;
@@ -67,7 +98,7 @@ function patched<T extends Keyed, V>(before: Indexed<T, V>, items: readonly T[])
     // Edits only: every key where it was (setting a key that is present keeps its place).
     const out = new Map(before.out);
     for (const [key, item] of cameByKey) out.set(key, valueOf(item));
-    return { ...before, items: items.slice(), out };
+    return madeFrom(before, { ...before, items: items.slice(), out }, [...cameByKey.keys()]);
   }
   // The keys that left taken out and those that came put in at their places, each found by a
   // binary search (the keys are sorted): a move of the others rather than a walk.
@@ -85,7 +116,7 @@ function patched<T extends Keyed, V>(before: Indexed<T, V>, items: readonly T[])
     const item = cameByKey.get(key);
     out.set(key, item !== undefined ? valueOf(item) : before.out.get(key)!);
   }
-  return { items: items.slice(), value: before.value, keys, out };
+  return madeFrom(before, { items: items.slice(), value: before.value, keys, out }, [...new Set([...goneKeys, ...cameByKey.keys()])]);
 }
 
 /** The index of the first of `sorted` (in compareStrings order) that does not sort before `key`. */
