@@ -257,7 +257,7 @@ describe('route index updated in place (differential property)', () => {
       fc.assert(
         fc.property(fc.array(arbRouteSpec, { maxLength: 6 }), fc.array(arbOp, { minLength: 1, maxLength: 20 }), (initial, ops) => {
           const model: ListenerModel[] = [
-            { name: 'any', hostname: null, routes: initial.map((s) => route(s)) },
+            { name: 'any', hostname: null, routes: initial.map((s, i) => (i % 3 === 2 ? { ...route(s), policy: ROUTE_POLICY } : route(s))) },
             { name: 'wild', hostname: '*.example.com', routes: [] },
             { name: 'exact', hostname: 'a.example.com', routes: [] },
           ];
@@ -323,7 +323,8 @@ describe('route index updated in place (differential property)', () => {
           fc.array(arbRouteSpec, { minLength: 150, maxLength: 300 }),
           fc.array(fc.record({ change: arbRouteChange, also: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arbRouteChange }), check: fc.boolean() }), { minLength: 10, maxLength: 40 }),
           (initial, steps) => {
-            const model: ListenerModel[] = [{ name: 'any', hostname: null, routes: initial.map((s) => route(s)) }];
+            // Every fifth with a policy of its own: moved within a splice, it is compiled anew all the same.
+            const model: ListenerModel[] = [{ name: 'any', hostname: null, routes: initial.map((s, i) => (i % 5 ? route(s) : { ...route(s), policy: ROUTE_POLICY })) }];
             const d = deps();
             let serving = compileSnapshot(snapshot(model), d);
             for (const { change, also, check } of steps) {
@@ -334,6 +335,8 @@ describe('route index updated in place (differential property)', () => {
               const scratch = compileSnapshot(snapshot(model));
               expect(sizes(serving)).toEqual(sizes(scratch));
               expectValuesInOrder(serving);
+              const stale = new Set(withOwnPolicy(before));
+              expect(withOwnPolicy(serving).filter((v) => stale.has(v))).toEqual([]);
               expect(check ? answers(serving) : null).toEqual(check ? answers(scratch) : null);
             }
             expect(answers(serving)).toEqual(answers(compileSnapshot(snapshot(model))));
