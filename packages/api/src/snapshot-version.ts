@@ -9,31 +9,38 @@
 // digests of the routes both share at its start and at its end are copied as text, and only
 // those in between are looked up, so a change to one route of thousands writes one digest.
 // What is hashed is the same text however it was assembled.
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { entryText, policyText, reveal, routeText } from './route-text.js';
 import type { ListenerTlsIR, ProxySnapshot, RouteIR, ServiceEndpointsIR } from './snapshot.js';
 
 /**
  * The version of `snapshot`. `previous`, when given, is a snapshot the same source sent
  * before: its listeners' route lists (by name) are where an unchanged stretch of routes is
- * copied from. It changes how much work the hash takes, never the version.
+ * copied from, and the hash is taken up from where the text starts to differ from its text
+ * (see Trail). It changes how much work the hash takes, never the version.
  */
 export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | ProxySnapshot, previous?: ProxySnapshot): string {
   const before = previous && previousRoutes(previous);
   // The text of JSON.stringify(skeleton) for the skeleton { source, limits?, binds: [{ port,
   // address, listeners: [{ name, protocol, hostname, tls?, policy, routes: [digest...] }] }],
-  // tlsBinds?, endpoints? }, written part by part so the routes' part of each listener can be kept.
+  // tlsBinds?, endpoints? }, written part by part so the routes' part of each listener can be
+  // kept: the pieces between the route lists as text, each list as itself (its text is its
+  // digest list, digestList()).
   // Only when set: the versions of snapshots with the default bounds stay what they were.
   const head = { source: snapshot.source, ...(snapshot.limits ? { limits: snapshot.limits } : {}) };
-  const binds = snapshot.binds.map((b) => {
-    const listeners = b.listeners.map((l) => {
+  const pieces: Piece[] = [];
+  let text = `${open(head)}"binds":[`;
+  snapshot.binds.forEach((b, bi) => {
+    text += `${bi ? ',' : ''}${open({ port: b.port, address: b.address })}"listeners":[`;
+    b.listeners.forEach((l, li) => {
       // The policy with its secrets in clear (a Secret's JSON is "[redacted]"): a rotated
       // password hash, API key or client secret of a Gateway's policy is a new version. Its
       // text is kept by policy object, as a route's is (a Gateway's API keys can be thousands).
       const fields = withRawField({ name: l.name, protocol: l.protocol, hostname: l.hostname, ...(l.protocol === 'HTTPS' ? { tls: tlsDigest(l.tls) } : {}) }, 'policy', policyText(l.policy));
-      return `${fields.slice(0, -1)},"routes":[${digestList(l.routes, before?.get(l.name)).slice(0, -1)}]}`;
+      pieces.push(`${text}${li ? ',' : ''}${fields.slice(0, -1)},"routes":[`, { routes: l.routes, before: before?.get(l.name) });
+      text = ']}';
     });
-    return withRawField({ port: b.port, address: b.address }, 'listeners', `[${listeners.join(',')}]`);
+    text += ']}';
   });
   // Only when set: the versions of snapshots without TLS listeners stay what they were.
   const tlsBinds = snapshot.tlsBinds
@@ -48,8 +55,14 @@ export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | Proxy
   // were, and an empty table is the same content as none.
   const tail = JSON.stringify(reveal(tlsBinds));
   const after = snapshot.endpoints?.length ? `${tail.length > 2 ? `${tail.slice(0, -1)},` : '{'}"endpoints":${endpointsText(snapshot.endpoints, previous?.endpoints)}}` : tail;
-  const text = withRawField(head, 'binds', `[${binds.join(',')}]`, after);
-  return createHash('sha256').update(text).digest('hex').slice(0, 12);
+  pieces.push(`${text}]${after.length > 2 ? `,${after.slice(1)}` : '}'}`);
+  return hashPieces(snapshot.binds, pieces, previous && trails.get(previous.binds));
+}
+
+/** `JSON.stringify(fields)` without its closing brace, ready for one more key. */
+function open(fields: object): string {
+  const head = JSON.stringify(fields);
+  return head.length > 2 ? `${head.slice(0, -1)},` : '{';
 }
 
 /**
@@ -57,9 +70,98 @@ export function snapshotVersion(snapshot: Omit<ProxySnapshot, 'version'> | Proxy
  * value and `after` is JSON.stringify(after) (fields and after: plain objects).
  */
 function withRawField(fields: object, key: string, raw: string, after = '{}'): string {
-  const head = JSON.stringify(fields);
   const tail = after.length > 2 ? `,${after.slice(1)}` : '}';
-  return `${head.length > 2 ? `${head.slice(0, -1)},` : '{'}${JSON.stringify(key)}:${raw}${tail}`;
+  return `${open(fields)}${JSON.stringify(key)}:${raw}${tail}`;
+}
+
+/** A piece of the hashed text: text, or a listener's route list (its digest list without the last comma). */
+type Piece = string | { readonly routes: readonly RouteIR[]; readonly before: readonly RouteIR[] | undefined };
+
+// The hash of a snapshot's text is taken up where the text of the last one hashed (`previous`)
+// starts to differ: its pieces are kept with the hash's state at marks along them (Hash.copy()),
+// at least MARK items apart in a route list, so a change to one route of thousands hashes the
+// text from the mark before it on. What is hashed is the same text however it was assembled.
+/** A route list's items between two marks: a mark's state copy costs about what hashing this many items does. */
+const MARK = 256;
+
+interface Mark {
+  /** The piece, and the item of it (a route list's), before which the state is taken. */
+  readonly piece: number;
+  readonly item: number;
+  readonly state: Hash;
+}
+
+interface Trail {
+  /** The text pieces, and the route lists by object. */
+  readonly keys: readonly (string | readonly RouteIR[])[];
+  readonly marks: readonly Mark[];
+  readonly version: string;
+}
+
+/** By the binds of the snapshot hashed (ProxySnapshot.binds, the same array in the content and the snapshot withVersion() makes of it). */
+const trails = new WeakMap<object, Trail>();
+
+function hashPieces(binds: object, pieces: readonly Piece[], last: Trail | undefined): string {
+  const keys = pieces.map((p) => (typeof p === 'string' ? p : p.routes));
+  // Where the text starts to differ from the last one's: the first piece that is not the same
+  // (a route list: the same array), and in a route list, the items that are the same objects.
+  let at = 0;
+  let item = 0;
+  if (last) {
+    while (at < keys.length && at < last.keys.length && keys[at] === last.keys[at]) at++;
+    if (at === keys.length && at === last.keys.length) {
+      trails.set(binds, last);
+      return last.version;
+    }
+    const now = keys[at];
+    const then = last.keys[at];
+    if (now !== undefined && typeof now !== 'string' && then !== undefined && typeof then !== 'string') {
+      item = commonStart(now, then);
+    }
+  }
+  // The last mark at or before that place. A mark in a route list stands after an item and its
+  // comma: it holds while that item is not the list's last (no comma after it).
+  const marks: Mark[] = [];
+  let from: Mark | undefined;
+  if (last) {
+    for (const m of last.marks) {
+      if (m.piece > at || (m.piece === at && (m.item > item || (m.item > 0 && m.item >= (keys[at] as readonly RouteIR[]).length)))) break;
+      marks.push(m);
+      from = m;
+    }
+  }
+  const hash = from ? from.state.copy() : createHash('sha256');
+  if (!from) marks.push({ piece: 0, item: 0, state: hash.copy() });
+  let sinceMark = 0;
+  for (let p = from ? from.piece : 0; p < pieces.length; p++) {
+    const piece = pieces[p]!;
+    const first = from && p === from.piece ? from.item : 0;
+    if (p > (from ? from.piece : 0) && sinceMark >= MARK * ITEM) {
+      marks.push({ piece: p, item: 0, state: hash.copy() });
+      sinceMark = 0;
+    }
+    if (typeof piece === 'string') {
+      hash.update(piece);
+      sinceMark += piece.length;
+      continue;
+    }
+    const { routes } = piece;
+    if (!routes.length) continue;
+    const runs = digestRuns(routes, piece.before);
+    for (let i = first; i < routes.length; ) {
+      const next = Math.min(routes.length, (Math.floor(i / MARK) + 1) * MARK);
+      hashItems(hash, runs, i, next, next === routes.length);
+      sinceMark += (next - i) * ITEM;
+      if (next < routes.length) {
+        marks.push({ piece: p, item: next, state: hash.copy() });
+        sinceMark = 0;
+      }
+      i = next;
+    }
+  }
+  const version = hash.digest('hex').slice(0, 12);
+  trails.set(binds, { keys, marks, version });
+  return version;
 }
 
 function previousRoutes(previous: ProxySnapshot): Map<string, readonly RouteIR[]> {
@@ -98,29 +200,81 @@ function item(route: RouteIR): string {
 }
 
 // The digest list of a route list (each route's item, the last comma included), by list
-// object: a list is never changed once made, and its text is a function of its routes.
-const digestLists = new WeakMap<readonly RouteIR[], string>();
+// object: a list is never changed once made, and its text is a function of its routes. It is
+// kept as runs of items, each a stretch of a text made once (a list made from the one it
+// replaces is the runs of the old one at its start and end and a text of the items in between),
+// so no list's text is copied whole to make the next one; runs are joined into one text when
+// there are more than MAX_RUNS.
+interface Run {
+  /** The items' text (ASCII: hashed as latin1, which is its UTF-8). */
+  readonly text: string;
+  /** Items `from` to `from + count` of `text`. */
+  readonly from: number;
+  readonly count: number;
+}
 
-/** The items of `routes`, copied from the text of `before` for the routes at its start and end that are the same objects. */
-function digestList(routes: readonly RouteIR[], before: readonly RouteIR[] | undefined): string {
-  let text = digestLists.get(routes);
-  if (text !== undefined) return text;
+const MAX_RUNS = 32;
+
+const digestLists = new WeakMap<readonly RouteIR[], readonly Run[]>();
+
+/** The items of `routes`, taken from the runs of `before` for the routes at its start and end that are the same objects. */
+function digestRuns(routes: readonly RouteIR[], before: readonly RouteIR[] | undefined): readonly Run[] {
+  let runs = digestLists.get(routes);
+  if (runs !== undefined) return runs;
   const old = before && digestLists.get(before);
   if (before && old !== undefined) {
-    let start = 0;
+    const start = commonStart(routes, before);
     const most = Math.min(routes.length, before.length);
-    while (start < most && routes[start] === before[start]) start++;
     let end = 0;
     while (end < most - start && routes[routes.length - 1 - end] === before[before.length - 1 - end]) end++;
-    let middle = '';
-    for (let i = start; i < routes.length - end; i++) middle += item(routes[i]!);
-    text = old.slice(0, start * ITEM) + middle + old.slice((before.length - end) * ITEM);
-  } else {
-    text = '';
-    for (const r of routes) text += item(r);
+    const middle = routes.length - end - start;
+    runs = [...cutRuns(old, 0, start), ...(middle ? [{ text: itemsText(routes.slice(start, start + middle)), from: 0, count: middle }] : []), ...cutRuns(old, before.length - end, before.length)];
+    if (runs.length > MAX_RUNS) runs = [{ text: runs.map((r) => r.text.slice(r.from * ITEM, (r.from + r.count) * ITEM)).join(''), from: 0, count: routes.length }];
+  } else runs = routes.length ? [{ text: itemsText(routes), from: 0, count: routes.length }] : [];
+  digestLists.set(routes, runs);
+  return runs;
+}
+
+/** How many routes at the start of `a` are those at the start of `b`. */
+function commonStart(a: readonly RouteIR[], b: readonly RouteIR[]): number {
+  const most = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < most && a[i] === b[i]) i++;
+  return i;
+}
+
+function itemsText(routes: readonly RouteIR[]): string {
+  return routes.map(item).join('');
+}
+
+/** Items `a` to `b` of a list's runs, as runs. */
+function cutRuns(runs: readonly Run[], a: number, b: number): Run[] {
+  const out: Run[] = [];
+  let at = 0;
+  for (const r of runs) {
+    const lo = Math.max(a, at);
+    const hi = Math.min(b, at + r.count);
+    if (lo < hi) out.push({ text: r.text, from: r.from + lo - at, count: hi - lo });
+    at += r.count;
+    if (at >= b) break;
   }
-  digestLists.set(routes, text);
-  return text;
+  return out;
+}
+
+/** Hashes items `a` to `b` of a list's runs; `last`: `b` is the list's end, whose item goes without its comma. */
+function hashItems(hash: Hash, runs: readonly Run[], a: number, b: number, last: boolean): void {
+  let at = 0;
+  for (const r of runs) {
+    const lo = Math.max(a, at);
+    const hi = Math.min(b, at + r.count);
+    if (lo < hi) {
+      const from = (r.from + lo - at) * ITEM;
+      const to = (r.from + hi - at) * ITEM - (last && hi === b ? 1 : 0);
+      hash.update(r.text.slice(from, to), 'latin1');
+    }
+    at += r.count;
+    if (at >= b) break;
+  }
 }
 
 // A table of Service endpoints is hashed as the digest of its chunks' digests (CHUNK entries

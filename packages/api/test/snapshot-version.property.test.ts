@@ -80,4 +80,65 @@ describe('snapshotVersion (property)', () => {
       { numRuns: 300 },
     );
   });
+
+  // Lists long enough that the hash of the last one is taken up from a mark inside them (every
+  // 256 routes): edits at and around the marks, lists cut at them, the same binds under another head.
+  it('equals the hash of the whole skeleton when taken up from inside long route lists', () => {
+    const where = fc.oneof(fc.nat({ max: 1400 }), fc.constantFrom(0, 1, 255, 256, 257, 511, 512, 513, 767, 768, 769));
+    const longStep = fc.tuple(fc.constantFrom('add', 'remove', 'replace', 'cut', 'move', 'head'), fc.nat({ max: 2 }), where);
+    fc.assert(
+      fc.property(fc.array(fc.nat({ max: 1300 }), { minLength: 1, maxLength: 2 }), fc.array(fc.array(longStep, { maxLength: 3 }), { minLength: 1, maxLength: 5 }), (sizes, rounds) => {
+        let made = 0;
+        const lists: RouteIR[][] = sizes.map((n) => Array.from({ length: n }, () => route(made++)));
+        let previous: ProxySnapshot | undefined;
+        let limits = false;
+        for (const edits of rounds) {
+          let binds = true;
+          for (const [what, at, i] of edits) {
+            const k = at % lists.length;
+            const list = [...lists[k]!];
+            const j = list.length ? i % list.length : 0;
+            if (what === 'add') list.splice(i % (list.length + 1), 0, route(made++));
+            else if (what === 'remove') list.splice(j, 1);
+            else if (what === 'replace' && list.length) list[j] = route(made++);
+            else if (what === 'cut') list.length = Math.min(list.length, i);
+            else if (what === 'move' && list.length) lists[(k + 1) % lists.length] = [...lists[(k + 1) % lists.length]!, ...list.splice(j, 1)];
+            // The head changes (bounds set or not), the route lists stay the same arrays.
+            else if (what === 'head') {
+              limits = !limits;
+              binds = false;
+            }
+            if (what !== 'head') lists[k] = list;
+          }
+          const base = snapshot(lists, 'a.example.com');
+          const content = binds || !previous ? base : { ...base, binds: previous.binds, ...(limits ? { limits: { regex: { maxProgramSize: 300 + made }, cel: { maxCost: 1000 } } as never } : {}) };
+          const expected = referenceVersion(content);
+          expect(snapshotVersion(content, previous)).toBe(expected);
+          previous = { ...content, version: expected };
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('equals the hash of the whole skeleton for lists cut at a mark, edited beside one, and listeners after a mark between them', () => {
+    let made = 0;
+    const long = (n: number) => Array.from({ length: n }, () => route(made++));
+    const check = (lists: RouteIR[][], previous: ProxySnapshot | undefined): ProxySnapshot => {
+      const content = snapshot(lists, 'a.example.com');
+      const expected = referenceVersion(content);
+      expect(snapshotVersion(content, previous)).toBe(expected);
+      return { ...content, version: expected };
+    };
+    const six = long(600);
+    const first = check([six], undefined);
+    // Cut at the marks (256, 512): a mark at a list's new end stands after a comma the list no longer has.
+    for (const n of [512, 513, 511, 256, 257]) check([six.slice(0, n)], first);
+    for (const i of [255, 256, 511, 512]) check([six.map((r, k) => (k === i ? route(made++) : r))], first);
+    // Listeners of 255 routes: a mark at the start of a listener (not inside its list).
+    const lists = [long(255), long(255), long(255), long(3)];
+    const three = check(lists, undefined);
+    check([lists[0]!, lists[1]!, [...lists[2]!.slice(0, -1), route(made++)], lists[3]!], three);
+    check([lists[0]!, lists[1]!, lists[2]!, [route(made++)]], three);
+  });
 });
