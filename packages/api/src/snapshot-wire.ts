@@ -300,20 +300,8 @@ export class SnapshotDecoder {
     // marked (at the first position of their object).
     const refs = base.refs;
     const order = this.#order;
-    const firstAt = this.#firstAt;
     const named = new Uint8Array(order.length);
-    let texts = 0;
-    let bad = -1;
-    let twice = false;
-    for (let i = 0; i < refs.length; i++) {
-      const ref = refs[i]!;
-      if (ref === 0) texts++;
-      else if (Number.isInteger(ref) && ref > 0 && ref <= order.length) {
-        const at = firstAt === null ? ref - 1 : firstAt[ref - 1]!;
-        if (named[at] === 1) twice = true;
-        named[at] = 1;
-      } else if (bad < 0) bad = i;
-    }
+    const { texts, bad, twice } = markRefs(refs, this.#firstAt, named);
     if (texts !== parts.routes.length) problem('routes', `got ${parts.routes.length} route texts for ${texts} refs of 0; expected one text per new route`);
     if (bad >= 0) mismatch(`routeRefs[${bad}]`, `got ${refs[bad]}; the base snapshot ${this.#version} has ${order.length} routes (refs are 1 to ${order.length}, or 0 for a route sent as text)`);
     const endpointRefs = base.endpointRefs ?? [];
@@ -613,22 +601,25 @@ class DeltaLists {
   list(bi: number, li: number, last: readonly RouteIR[] | undefined): readonly RouteIR[] {
     const { refs, texts } = this.#delta;
     const count = this.#delta.counts[this.#lists.length]!;
-    const start = this.#starts[bi]?.[li] ?? 0;
-    // Null while the refs are the base's list from its start.
-    let out: RouteIR[] | null = null;
-    for (let i = 0; i < count; i++) {
-      const ref = refs[this.#ref++]!;
-      if (out === null) {
-        if (last !== undefined && i < last.length && ref === start + i + 1) continue;
-        out = last === undefined ? [] : last.slice(0, i);
+    const at = this.#ref;
+    this.#ref += count;
+    // As many refs as are the base's list at this place from its start: those routes are its.
+    const same = last === undefined ? 0 : baseRun(refs, at, Math.min(count, last.length), (this.#starts[bi]?.[li] ?? 0) + 1);
+    let list: readonly RouteIR[];
+    if (same === count) list = last === undefined ? [] : last.length === count ? last : last.slice(0, count);
+    else {
+      const out = last === undefined ? [] : last.slice(0, same);
+      const base = this.#base;
+      for (let i = same; i < count; i++) {
+        const ref = refs[at + i]!;
+        if (ref !== 0) out.push(base[ref - 1]!);
+        else {
+          const route = this.#fromText(texts[this.#text++]!, `binds[${bi}].listeners[${li}].routes[${i}]`);
+          if (route !== undefined) out.push(route);
+        }
       }
-      if (ref !== 0) out.push(this.#base[ref - 1]!);
-      else {
-        const route = this.#fromText(texts[this.#text++]!, `binds[${bi}].listeners[${li}].routes[${i}]`);
-        if (route !== undefined) out.push(route);
-      }
+      list = sameList(last, out, same);
     }
-    const list = out !== null ? sameList(last, out) : last === undefined ? [] : last.length === count ? last : last.slice(0, count);
     this.#lists.push(list);
     return list;
   }
@@ -675,8 +666,7 @@ class DeltaLists {
     const base = this.#base;
     const firstAt = this.#firstAt;
     const named = this.#delta.named;
-    let gone: RouteIR[] = [];
-    for (let p = 0; p < base.length; p++) if (named[p] === 0 && (firstAt === null || firstAt[p] === p)) gone.push(base[p]!);
+    let gone = unnamed(base, named, firstAt);
     let twice = this.#delta.twice || this.#twice;
     // A route sent as text that a ref names too is at two positions.
     const alsoNamed = new Set<RouteIR>();
@@ -728,8 +718,46 @@ class DeltaLists {
  * same order: a proxy takes a listener's compiled routes whole while its list is the same array
  * (an endpoint change walks no route).
  */
-function sameList(last: readonly RouteIR[] | undefined, routes: RouteIR[]): readonly RouteIR[] {
-  return last !== undefined && last.length === routes.length && last.every((r, i) => r === routes[i]) ? last : routes;
+function sameList(last: readonly RouteIR[] | undefined, routes: RouteIR[], from = 0): readonly RouteIR[] {
+  if (last === undefined || last.length !== routes.length) return routes;
+  for (let i = from; i < routes.length; i++) if (last[i] !== routes[i]) return routes;
+  return last;
+}
+
+/**
+ * A delta's refs checked and the base positions they name marked in `named` (at the first
+ * position of their object, `firstAt`): the refs of 0 (texts), the first ref that names no
+ * route of the base (-1: none), whether a route is named twice.
+ */
+function markRefs(refs: readonly number[], firstAt: Int32Array | null, named: Uint8Array): { texts: number; bad: number; twice: boolean } {
+  const length = named.length;
+  let texts = 0;
+  let bad = -1;
+  let twice = false;
+  for (let i = 0; i < refs.length; i++) {
+    const ref = refs[i]!;
+    if (ref === 0) texts++;
+    else if (ref > 0 && ref <= length && Number.isInteger(ref)) {
+      const at = firstAt === null ? ref - 1 : firstAt[ref - 1]!;
+      if (named[at] === 1) twice = true;
+      named[at] = 1;
+    } else if (bad < 0) bad = i;
+  }
+  return { texts, bad, twice };
+}
+
+/** How many of the `most` refs from `at` are `first`, `first + 1`, ... (a stretch of the base in its order). */
+function baseRun(refs: readonly number[], at: number, most: number, first: number): number {
+  let i = 0;
+  while (i < most && refs[at + i] === first + i) i++;
+  return i;
+}
+
+/** The routes of `base` at the positions no ref named (at the first position of their object). */
+function unnamed(base: readonly RouteIR[], named: Uint8Array, firstAt: Int32Array | null): RouteIR[] {
+  const out: RouteIR[] = [];
+  for (let p = named.indexOf(0); p >= 0; p = named.indexOf(0, p + 1)) if (firstAt === null || firstAt[p] === p) out.push(base[p]!);
+  return out;
 }
 
 /** An entry of the Service endpoints of a snapshot sent in parts: its text, or an entry a delta took from the base. */
