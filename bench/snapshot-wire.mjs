@@ -20,7 +20,8 @@
 //   postMessage makes it), the worker's open and compile.
 // - a route inserted in the middle of the list (where the controller puts a new route of middle
 //   precedence), and one removed from the middle, each snapshot after the last: the proxy's
-//   compile reusing the previous, and each further worker thread's relative hand-over.
+//   decode of the delta and compile reusing the previous, and each further worker thread's
+//   relative hand-over.
 import { gzipSync } from 'node:zlib';
 import { parseArgs } from 'node:util';
 import * as api from '../packages/api/dist/index.js';
@@ -104,7 +105,7 @@ function changeSeries(s, text, n, change, label) {
     applied();
   };
   if (handover) workerApply(worker, sender.next(previous.ir).whole());
-  const sum = { compile: 0, worker: 0 };
+  const sum = { decode: 0, compile: 0, worker: 0 };
   const clock = (key, fn) => {
     const t = process.hrtime.bigint();
     const r = fn();
@@ -117,7 +118,8 @@ function changeSeries(s, text, n, change, label) {
     content = change(content, `-m${i}`);
     const snap = withVersion(content, sent);
     sent = snap;
-    const got = decoder.decodeParts(api.encodeSnapshotDelta(snap, base));
+    const delta = api.encodeSnapshotDelta(snap, base);
+    const got = clock('decode', () => decoder.decodeParts(delta));
     previous = clock('compile', () => compileSnapshot(got, { limiters, makeGlobal: null, picking, previous }));
     limiters.commit();
     base = { version: snap.version, positions: api.routePositions(snap) };
@@ -126,7 +128,7 @@ function changeSeries(s, text, n, change, label) {
     clock('worker', () => workerApply(worker, out.relative));
   }
   const per = (key) => f(sum[key] / n);
-  console.log(`${routes} routes, ${label}: compile reusing the previous ${per('compile')}` + (handover ? `; each further worker thread: handed over relative to the last ${per('worker')} (hand-over, clone, open, compile)` : '') + ` (mean of ${n})`);
+  console.log(`${routes} routes, ${label}: proxy decode+validate ${(sum.decode / n).toFixed(2)} ms, compile reusing the previous ${per('compile')}` + (handover ? `; each further worker thread: handed over relative to the last ${per('worker')} (hand-over, clone, open, compile)` : '') + ` (mean of ${n})`);
 }
 
 function time(fn, rounds) {
@@ -234,7 +236,7 @@ for (const routes of SIZES) {
     const kib = (key) => `${(sum[key] / n / 1024).toFixed(1)} KiB`;
     console.log(
       `${routes} routes, one route changed, as a delta: ${kib('deltaBytes')} against ${kib('fullBytes')} in full (protobuf payload); ` +
-        `encode ${per('deltaEncode')}; proxy decode+validate ${per('deltaDecode')}, compile reusing the previous ${per('compileReusing')}`,
+        `encode ${per('deltaEncode')}; proxy decode+validate ${(sum.deltaDecode / n).toFixed(2)} ms, compile reusing the previous ${per('compileReusing')}`,
     );
   }
   if (deltas && handover) {
