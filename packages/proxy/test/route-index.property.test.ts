@@ -14,7 +14,8 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import { standaloneToSnapshot, toMatches, validateStandaloneConfig, type HTTPRouteMatch, type ListenerIR, type PolicyIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
-import { compileSnapshot, routesServing, selectRoute, type CompiledListener, type CompiledRoute, type CompiledSnapshot } from '../src/routing/compile.js';
+import { compileSnapshot, listedPoliciesFrom, routesServing, selectRoute, type CompiledListener, type CompiledRoute, type CompiledSnapshot } from '../src/routing/compile.js';
+import { listedPolicies } from '../src/routing/listed-policies.js';
 import { RouteIndex } from '../src/routing/route-index.js';
 import { standalonePickerDeps } from '../src/routing/backend-picker.js';
 import { LimiterStore } from '../src/ratelimit/local/limiter.js';
@@ -297,6 +298,9 @@ describe('route index updated in place (differential property)', () => {
             expect(sizes(serving)).toEqual(sizes(scratch));
             expectValuesInOrder(serving);
             expect(serving.detached).toEqual(scratch.detached);
+            // The policies it lists, as the compile found them and as the runtime finds them before it compiles.
+            expect(serving.policies).toEqual(listedPolicies(serving.ir));
+            expect(listedPoliciesFrom(serving.ir, before)).toEqual(listedPolicies(serving.ir));
             // The routes with a policy of their own were compiled by this apply (their limits are its own).
             const stale = new Set(serving === before ? [] : withOwnPolicy(before));
             expect(withOwnPolicy(serving).filter((v) => stale.has(v))).toEqual([]);
@@ -335,6 +339,8 @@ describe('route index updated in place (differential property)', () => {
               const scratch = compileSnapshot(snapshot(model));
               expect(sizes(serving)).toEqual(sizes(scratch));
               expectValuesInOrder(serving);
+              expect(serving.policies).toEqual(listedPolicies(serving.ir));
+              expect(listedPoliciesFrom(serving.ir, before)).toEqual(listedPolicies(serving.ir));
               const stale = new Set(withOwnPolicy(before));
               expect(withOwnPolicy(serving).filter((v) => stale.has(v))).toEqual([]);
               expect(check ? answers(serving) : null).toEqual(check ? answers(scratch) : null);

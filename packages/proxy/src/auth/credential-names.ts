@@ -2,7 +2,8 @@
 // redaction list (@tollgate/api secret.ts) does not name: an apiKey read from `x-team-key` or
 // `?team_key=`, a jwt from `x-my-token`. Traces and /debug/tasks redact them too, on every
 // route, since a trace shows a request before its route (and so its policy) is known.
-import type { CredentialLocationIR, ExtraCredentials, PolicyIR, ProxySnapshot } from '@tollgate/api';
+import type { CredentialLocationIR, ExtraCredentials, PolicyIR } from '@tollgate/api';
+import type { ListedPolicies } from '../routing/listed-policies.js';
 
 function add(out: { headers: Set<string>; query: Set<string> }, locations: readonly CredentialLocationIR[]): void {
   for (const l of locations) {
@@ -11,17 +12,14 @@ function add(out: { headers: Set<string>; query: Set<string> }, locations: reado
   }
 }
 
-export function credentialNames(ir: ProxySnapshot): ExtraCredentials {
+/** Of the policies a snapshot lists (listed-policies.ts). */
+export function credentialNames(policies: ListedPolicies): ExtraCredentials {
   const out = { headers: new Set<string>(), query: new Set<string>() };
-  const visit = (p: PolicyIR | null) => {
-    if (p?.apiKey) add(out, p.apiKey.keyFrom);
-    for (const provider of p?.jwt?.providers ?? []) add(out, provider.tokenFrom);
+  const visit = (p: PolicyIR) => {
+    if (p.apiKey) add(out, p.apiKey.keyFrom);
+    for (const provider of p.jwt?.providers ?? []) add(out, provider.tokenFrom);
   };
-  for (const b of ir.binds) {
-    for (const l of b.listeners) {
-      visit(l.policy);
-      for (const r of l.routes) visit(r.policy);
-    }
-  }
+  for (const p of policies.gateway) visit(p);
+  for (const p of policies.route) visit(p);
   return out;
 }

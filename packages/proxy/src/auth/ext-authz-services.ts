@@ -3,7 +3,8 @@
 // every config that names it, connected as soon as a config naming it is compiled, closed when
 // no config in force names it any more (retain, after each apply) and on shutdown. The gRPC
 // module (with protobuf) is loaded by the first config that names a gRPC service.
-import type { ExtAuthzIR, PolicyIR, ProxySnapshot } from '@tollgate/api';
+import type { ExtAuthzIR, PolicyIR } from '@tollgate/api';
+import type { ListedPolicies } from '../routing/listed-policies.js';
 import type * as GrpcProtocol from './ext-authz-grpc.js';
 import { extAuthzProtos } from './ext-authz-proto.js';
 import { ExtAuthzHttpClient } from './ext-authz-http.js';
@@ -72,17 +73,13 @@ export class ExtAuthzServices {
   }
 }
 
-/** Every authorization service the snapshot names, as `<protocol> <address>`. */
-export function extAuthzServicesInUse(ir: ProxySnapshot): Set<string> {
+/** Every authorization service the snapshot names, as `<protocol> <address>`, of the policies it lists (listed-policies.ts). */
+export function extAuthzServicesInUse(policies: ListedPolicies): Set<string> {
   const out = new Set<string>();
-  const note = (p: PolicyIR | null): void => {
-    if (p?.extAuthz) out.add(key(p.extAuthz));
+  const note = (p: PolicyIR): void => {
+    if (p.extAuthz) out.add(key(p.extAuthz));
   };
-  for (const b of ir.binds) {
-    for (const l of b.listeners) {
-      note(l.policy);
-      for (const r of l.routes) note(r.policy);
-    }
-  }
+  for (const p of policies.gateway) note(p);
+  for (const p of policies.route) note(p);
   return out;
 }

@@ -2,7 +2,8 @@
 // shared by every policy and config naming it, connected as soon as a config naming it is
 // compiled, closed when no config in force names it (retain, after each apply) and on
 // shutdown. The processor's messages (protobuf) are loaded by the first config that names one.
-import type { PolicyIR, ProxySnapshot } from '@tollgate/api';
+import type { PolicyIR } from '@tollgate/api';
+import type { ListedPolicies } from '../routing/listed-policies.js';
 import { extProcProtos } from './proto.js';
 import type * as Stream from './stream.js';
 
@@ -58,17 +59,13 @@ export class ExtProcServices {
   }
 }
 
-/** Every processor address the snapshot names. */
-export function extProcServicesInUse(ir: ProxySnapshot): Set<string> {
+/** Every processor address the snapshot names, of the policies it lists (listed-policies.ts). */
+export function extProcServicesInUse(policies: ListedPolicies): Set<string> {
   const out = new Set<string>();
-  const note = (p: PolicyIR | null): void => {
-    if (p?.extProc) out.add(p.extProc.service);
+  const note = (p: PolicyIR): void => {
+    if (p.extProc) out.add(p.extProc.service);
   };
-  for (const b of ir.binds) {
-    for (const l of b.listeners) {
-      note(l.policy);
-      for (const r of l.routes) note(r.policy);
-    }
-  }
+  for (const p of policies.gateway) note(p);
+  for (const p of policies.route) note(p);
   return out;
 }

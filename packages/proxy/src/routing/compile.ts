@@ -10,14 +10,15 @@
 // updated in place for the routes that came and left (route-index.ts).
 // Only the serving snapshot's parts are reused: their pickers hold endpoints that snapshot
 // keeps alive, and nothing outlives the next apply.
-import { DEFAULT_LIMITS, type BackendIR, type EndpointIR, type BindIR, type EvaluationLimits, type ExtraCredentials, type ExtProcIR, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type ProxySnapshot, type RetryIR, type RouteIR } from '@tollgate/api';
+import { DEFAULT_LIMITS, type BackendIR, type EndpointIR, type BindIR, type EvaluationLimits, type ExtraCredentials, type ExtProcIR, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type PolicyIR, type ProxySnapshot, type RetryIR, type RouteIR } from '@tollgate/api';
 import { backendPicker, routeUpstreams, standalonePickerDeps, type BackendPicker, type PickerDeps, type ServiceUse } from './backend-picker.js';
 import { endpointsByName } from './service-endpoints.js';
 import { hostPort } from '../upstream/host-port.js';
 import { compileMatch, type Candidate, type CompiledMatch, type RouteRequest } from './candidate.js';
 import { HostTable } from './host-table.js';
 import { RouteIndex, RouteView, type RouteCell, type SplicePlan } from './route-index.js';
-import { listingChanges, RoutesGathered, type ReadonlyKeys } from './routes-gathered.js';
+import { commonEnds, listingChanges, RoutesGathered, type ReadonlyKeys } from './routes-gathered.js';
+import { listedPolicies, type ListedPolicies } from './listed-policies.js';
 import { compileGatewayPolicy, compilePolicy, gatewayPolicyScope, type CompiledPolicy, type GlobalFactory } from '../ratelimit/policy.js';
 import type { LimiterStore } from '../ratelimit/local/limiter.js';
 import { compileBindTls, TlsContextCache, type BindTls } from './tls-contexts.js';
@@ -171,22 +172,53 @@ function spliceLimit(routes: number): number {
  */
 function splicedPositions(last: ListenerRoutes, plan: SplicePlan, list: readonly RouteIR[]): { readonly ownPolicies: number[]; readonly detached: number[] } {
   const { head, tail } = plan;
-  const oldEnd = plan.from.length - tail;
-  const end = list.length - tail;
-  const shift = end - oldEnd;
-  const ownPolicies: number[] = [];
+  return { ownPolicies: shifted(last.ownPolicies, head, plan.from.length - tail, list, list.length - tail, true), detached: shifted(last.detached, head, plan.from.length - tail, list, list.length - tail, false) };
+}
+
+/**
+ * Positions in a list that shares its first `head` routes and the routes from `oldEnd` on with
+ * `list` (whose routes from `end` on are those), as positions in `list`: those of the head kept,
+ * those of the tail shifted, and (`between`) the routes of `list` between with a policy of their own.
+ */
+function shifted(positions: readonly number[], head: number, oldEnd: number, list: readonly RouteIR[], end: number, between: boolean): number[] {
+  const out: number[] = [];
   let k = 0;
-  const was = last.ownPolicies;
-  while (k < was.length && was[k]! < head) ownPolicies.push(was[k++]!);
-  for (let i = head; i < end; i++) if (list[i]!.policy) ownPolicies.push(i);
-  while (k < was.length && was[k]! < oldEnd) k++;
-  while (k < was.length) ownPolicies.push(was[k++]! + shift);
-  const detached: number[] = [];
-  for (const i of last.detached) {
-    if (i < head) detached.push(i);
-    else if (i >= oldEnd) detached.push(i + shift);
+  while (k < positions.length && positions[k]! < head) out.push(positions[k++]!);
+  if (between) for (let i = head; i < end; i++) if (list[i]!.policy) out.push(i);
+  while (k < positions.length && positions[k]! < oldEnd) k++;
+  const shift = end - oldEnd;
+  while (k < positions.length) out.push(positions[k++]! + shift);
+  return out;
+}
+
+/**
+ * The policies `ir` lists, before it is compiled (what the runtime loads and keeps for them):
+ * the routes' found by position where the serving snapshot `previous` has the listener (by
+ * listenerKey()) with the same list, or one that differs from it between a common head and tail
+ * that leave a short stretch; the other lists are walked.
+ */
+export function listedPoliciesFrom(ir: ProxySnapshot, previous: CompiledSnapshot | null): ListedPolicies {
+  if (!previous) return listedPolicies(ir);
+  const gateway: PolicyIR[] = [];
+  const route: PolicyIR[] = [];
+  for (const bind of ir.binds) {
+    for (const l of bind.listeners) {
+      if (l.policy) gateway.push(l.policy);
+      const list = l.routes;
+      const was = previous.listenersByKey.get(listenerKey(bind, l));
+      let positions: readonly number[] | null = null;
+      if (was?.ir.routes === list) positions = was.list.ownPolicies;
+      else if (was) {
+        const { head, tail } = commonEnds(was.ir.routes, list);
+        const oldEnd = was.ir.routes.length - tail;
+        const end = list.length - tail;
+        if (oldEnd - head + end - head <= spliceLimit(was.ir.routes.length + list.length)) positions = shifted(was.list.ownPolicies, head, oldEnd, list, end, true);
+      }
+      if (positions) for (const i of positions) route.push(list[i]!.policy!);
+      else for (const r of list) if (r.policy) route.push(r.policy);
+    }
   }
-  return { ownPolicies, detached };
+  return { gateway, route };
 }
 
 export interface CompiledBind {
@@ -217,6 +249,8 @@ export interface CompiledSnapshot {
   readonly listenersByKey: ReadonlyMap<string, CompiledListener>;
   /** Headers and query parameters its policies read credentials from, beyond the fixed list: traces and /debug/tasks redact them. */
   readonly credentials: ExtraCredentials;
+  /** The policies it lists (its listeners' and its routes' own), found from the positions of the routes with one. */
+  readonly policies: ListedPolicies;
   /** Routes whose matches, backends and filters this compile built; the others' are the previous snapshot's (same route objects). */
   readonly routesCompiled: number;
 }
@@ -250,6 +284,8 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   const matchesOf = (r: RouteIR): readonly CompiledMatch[] => gathered!.parts.get(r)!.matches;
   // The routes whose parts this compile built.
   const compiled = new Map<RouteIR, RouteParts>();
+  const gatewayPolicies: PolicyIR[] = [];
+  const routePolicies: PolicyIR[] = [];
   for (const bind of ir.binds) {
     const listeners = new HostTable<CompiledListener>();
     for (const l of bind.listeners) {
@@ -359,6 +395,8 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
         list = { transforms: routesTransform, ownPolicies, detached: listDetached };
       }
       for (const i of list.detached) detached.push(l.routes[i]!.name);
+      if (l.policy) gatewayPolicies.push(l.policy);
+      for (const i of list.ownPolicies) routePolicies.push(l.routes[i]!.policy!);
       // What is gathered: the listings this list gained and lost against the serving one (a
       // listener taken whole, against its own list: none).
       if (!kept || !was) {
@@ -398,7 +436,8 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   // Without a runtime (routing tests) nothing else commits: the snapshot's own sets serve it.
   if (!deps) picking.services.commit(serviceEndpoints);
   const { parts, routeNames } = gathered;
-  return { ir, binds, detached, upstreams, serviceEndpoints, routeNames, parts, gathered, indexes, listenersByKey, credentials: credentialNames(ir), routesCompiled: compiled.size };
+  const policies: ListedPolicies = { gateway: gatewayPolicies, route: routePolicies };
+  return { ir, binds, detached, upstreams, serviceEndpoints, routeNames, parts, gathered, indexes, listenersByKey, credentials: credentialNames(policies), policies, routesCompiled: compiled.size };
 }
 
 /** What a route's compiled form takes from its listener and the compile. */

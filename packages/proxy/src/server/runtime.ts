@@ -11,7 +11,7 @@ import {
   DEFAULT_RETRY_BUDGET_PERCENT,
   DEFAULT_MAX_CONNECTIONS_PER_BIND, DEFAULT_MAX_RATE_LIMIT_KEYS, DEFAULT_REQUEST_BODY_TIMEOUT_MS, type BindIR, type ProxySnapshot } from '@tollgate/api';
 import type { Logger } from 'pino';
-import { compileSnapshot, type CompiledSnapshot } from '../routing/compile.js';
+import { compileSnapshot, listedPoliciesFrom, type CompiledSnapshot } from '../routing/compile.js';
 import { EndpointTable } from '../upstream/endpoints.js';
 import { backendKey, CoolDowns, type CoolDownSettings } from '../upstream/cool-downs.js';
 import type { RetryBudgetSettings, RetrySettingsView } from '../routing/retry-budget.js';
@@ -325,12 +325,14 @@ export class ProxyRuntime {
    * changed and the previous config keeps serving.
    */
   async apply(ir: ProxySnapshot): Promise<void> {
-    const services = serviceNeeds(ir);
+    // The policies it lists, found by position from the serving snapshot's lists (no walk over every route).
+    const policies = listedPoliciesFrom(ir, this.#current);
+    const services = serviceNeeds(policies);
     if (services.size && !this.#global) {
       const m = await import('../ratelimit/global/index.js');
       this.#global ??= { compile: m.compileGlobalLimiter, pool: new m.RlsClientPool() };
     }
-    const processors = extProcServicesInUse(ir);
+    const processors = extProcServicesInUse(policies);
     const progress: BindProgress = { started: [], released: [] };
     let next: CompiledSnapshot;
     let plan: BindPlan;
@@ -442,8 +444,8 @@ export class ProxyRuntime {
     if (this.coolDowns.size) this.coolDowns.retain(new Set(ir.binds.flatMap((b) => b.listeners.flatMap((l) => l.routes.flatMap((r) => r.backends.map(backendKey))))));
     this.metrics.retainRoutes(next.routeNames, (before) => next.gathered.routeNames.leftSince(before));
     this.#global?.pool.retain(services);
-    this.#auth.deps.extAuthz.retain(extAuthzServicesInUse(ir));
-    const processors = extProcServicesInUse(ir);
+    this.#auth.deps.extAuthz.retain(extAuthzServicesInUse(next.policies));
+    const processors = extProcServicesInUse(next.policies);
     this.#deps.extProc.retain(processors);
     for (const address of processors) this.#deps.extProc.prepare(address);
   }

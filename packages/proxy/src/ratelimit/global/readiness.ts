@@ -5,7 +5,8 @@
 // service cannot answer, that route's requests fail as its failureMode says, and the shared
 // proxy stays in service. Kept apart from the gRPC client so that the runtime can read a
 // snapshot's needs without loading gRPC.
-import type { PolicyIR, ProxySnapshot } from '@tollgate/api';
+import type { PolicyIR } from '@tollgate/api';
+import type { ListedPolicies } from '../../routing/listed-policies.js';
 
 /**
  * `answered`: the service's channel has connected. `attempted`: its first connection attempt
@@ -26,21 +27,17 @@ export function readinessNeed(level: 'gateway' | 'route', failureMode: 'FailOpen
 
 const RANK: Record<ReadinessNeed, number> = { nothing: 0, attempted: 1, answered: 2 };
 
-/** Every rate limit service the snapshot names, with the strictest need of the limits using it. */
-export function serviceNeeds(ir: ProxySnapshot): Map<string, ReadinessNeed> {
+/** Every rate limit service the snapshot names, of the policies it lists (listed-policies.ts), with the strictest need of the limits using it. */
+export function serviceNeeds(policies: ListedPolicies): Map<string, ReadinessNeed> {
   const needs = new Map<string, ReadinessNeed>();
-  const note = (p: PolicyIR | null, level: 'gateway' | 'route') => {
-    const g = p?.remoteRateLimit;
+  const note = (p: PolicyIR, level: 'gateway' | 'route') => {
+    const g = p.remoteRateLimit;
     if (!g) return;
     const need = readinessNeed(level, g.failureMode);
     const cur = needs.get(g.service);
     if (cur === undefined || RANK[need] > RANK[cur]) needs.set(g.service, need);
   };
-  for (const b of ir.binds) {
-    for (const l of b.listeners) {
-      note(l.policy, 'gateway');
-      for (const r of l.routes) note(r.policy, 'route');
-    }
-  }
+  for (const p of policies.gateway) note(p, 'gateway');
+  for (const p of policies.route) note(p, 'route');
   return needs;
 }

@@ -1,0 +1,27 @@
+// The policies a snapshot lists, for what reads them all at each apply (the credential names to
+// redact, the rate limit services, authorization services and processors in use): its
+// listeners' and those of the routes that have one of their own. Most routes have none, and an
+// apply that changed one route of thousands need not walk them all to find the few: the compile
+// knows where they are in each list and finds them in the next list by position
+// (compile.ts listedPoliciesFrom()).
+import type { PolicyIR, ProxySnapshot } from '@tollgate/api';
+
+export interface ListedPolicies {
+  /** The listeners' policies (gateway level), in listing order. */
+  readonly gateway: readonly PolicyIR[];
+  /** The routes' own policies, in listing order (a route listed twice, twice). */
+  readonly route: readonly PolicyIR[];
+}
+
+/** The policies of `ir`, by a walk over every route. */
+export function listedPolicies(ir: ProxySnapshot): ListedPolicies {
+  const gateway: PolicyIR[] = [];
+  const route: PolicyIR[] = [];
+  for (const b of ir.binds) {
+    for (const l of b.listeners) {
+      if (l.policy) gateway.push(l.policy);
+      for (const r of l.routes) if (r.policy) route.push(r.policy);
+    }
+  }
+  return { gateway, route };
+}
