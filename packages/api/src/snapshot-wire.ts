@@ -13,6 +13,7 @@
 // toWire() reveals it into `{ "secret": "..." }` and fromWire() wraps it again; nothing else
 // reveals. JSON.stringify(snapshot) keeps redacting.
 import { compile } from './ajv.js';
+import { commonEnds } from './common-ends.js';
 import { DEFAULT_LIMITS, type EvaluationLimits } from './limits.js';
 import { checkRegexes } from './rules.js';
 import { Secret } from './secret.js';
@@ -799,13 +800,25 @@ function parseJson(text: string, subject: string): unknown {
 const validRoutes = new WeakMap<RouteIR, string>();
 /** Entries of Service endpoints seen valid. */
 const validEntries = new WeakSet<ServiceEndpointsIR>();
+/** Route lists whose every route was found valid, with the bounds (JSON) they were checked under (a list is never changed once in a snapshot). */
+const validLists = new WeakMap<readonly RouteIR[], string>();
+
+/** A snapshot's route lists by listener name (names are unique in a snapshot). */
+function listsByName(snapshot: ProxySnapshot): Map<string, readonly RouteIR[]> {
+  const out = new Map<string, readonly RouteIR[]>();
+  for (const b of snapshot.binds) for (const l of b.listeners) out.set(l.name, l.routes);
+  return out;
+}
 
 /**
  * The builder's check (the controller, before it offers a snapshot): the problems a proxy's
  * decoder would report for this snapshot, none when it would accept it. Only routes not seen
- * valid before are checked (by identity), each through its wire text as a proxy reads it.
+ * valid before are checked (by identity), each through its wire text as a proxy reads it; a
+ * route list found valid is not walked again, and one that replaced a valid list of `previous`
+ * (the snapshot the same source offered before; by listener name) is walked only between the
+ * ends both lists share.
  */
-export function snapshotProblems(snapshot: ProxySnapshot): Problem[] {
+export function snapshotProblems(snapshot: ProxySnapshot, previous?: ProxySnapshot): Problem[] {
   const routes: unknown[][] = [];
   const skeleton = withoutRoutes(JSON.parse(encodeSkeleton(snapshot)), routes);
   const result = validateWire(skeleton);
@@ -813,15 +826,28 @@ export function snapshotProblems(snapshot: ProxySnapshot): Problem[] {
   const problems = crossCheck(result.value);
   const limits = snapshot.limits ?? DEFAULT_LIMITS;
   const limitsKey = JSON.stringify(limits);
+  const before = previous && listsByName(previous);
   snapshot.binds.forEach((b, bi) =>
-    b.listeners.forEach((l, li) =>
-      l.routes.forEach((route, ri) => {
-        if (validRoutes.get(route) === limitsKey) return;
+    b.listeners.forEach((l, li) => {
+      const list = l.routes;
+      if (validLists.get(list) === limitsKey) return;
+      // A list found valid under these bounds, at this listener of the snapshot before: only
+      // the routes between the ends both share are looked at.
+      const was = before?.get(l.name);
+      const { head, tail } = was !== undefined && validLists.get(was) === limitsKey ? commonEnds(was, list) : { head: 0, tail: 0 };
+      let valid = true;
+      for (let ri = head; ri < list.length - tail; ri++) {
+        const route = list[ri]!;
+        if (validRoutes.get(route) === limitsKey) continue;
         const checked = checkWireRoute(JSON.parse(routeText(route)), `binds[${bi}].listeners[${li}].routes[${ri}]`, limits);
         if (checked.ok) validRoutes.set(route, limitsKey);
-        else problems.push(...checked.problems);
-      }),
-    ),
+        else {
+          valid = false;
+          problems.push(...checked.problems);
+        }
+      }
+      if (valid) validLists.set(list, limitsKey);
+    }),
   );
   const names = new Set<string>();
   (snapshot.endpoints ?? []).forEach((e, i) => {

@@ -279,6 +279,28 @@ describe('successive snapshots: only new routes are checked', () => {
     expect(snapshotProblems({ ...good, version: '000000000000' })).toEqual([{ path: 'version', message: `got "000000000000"; the content hashes to "${good.version}"` }]);
   });
 
+  it('the builder check, given the snapshot before, finds a bad route put between the ends a list shares with its list', () => {
+    const good = sample();
+    const listener = good.binds[0]!.listeners[0]!;
+    const route = listener.routes[0]!;
+    const at = (i: number, value = `/r${i}`) => ({ ...route, name: `default/r${i}/rule/0`, matches: [{ path: { type: value.startsWith('/a(') ? ('RegularExpression' as const) : ('PathPrefix' as const), value }, method: null, headers: [], queryParams: [] }] });
+    const valid = Array.from({ length: 6 }, (_, i) => at(i));
+    const snap = (routes: typeof valid) => withVersion({ source: good.source, binds: [{ ...good.binds[0]!, listeners: [{ ...listener, routes }] }] });
+    const before = snap(valid);
+    expect(snapshotProblems(before)).toEqual([]);
+    const lookahead = at(9, '/a(?=b)');
+    const bad = snap([...valid.slice(0, 3), lookahead, ...valid.slice(3)]);
+    const expected = ['binds[0].listeners[0].routes[3].matches[0].path.value'];
+    expect(snapshotProblems(bad, before).map((p) => p.path)).toEqual(expected);
+    // The same list offered again (not found valid, so walked again), and against itself.
+    expect(snapshotProblems(bad, before).map((p) => p.path)).toEqual(expected);
+    expect(snapshotProblems(bad, bad).map((p) => p.path)).toEqual(expected);
+    // A bad route that replaced a good one, at the end; and a good list after it.
+    const last = snap([...valid.slice(0, 5), lookahead]);
+    expect(snapshotProblems(last, before).map((p) => p.path)).toEqual(['binds[0].listeners[0].routes[5].matches[0].path.value']);
+    expect(snapshotProblems(snap([...valid, at(7)]), before)).toEqual([]);
+  });
+
   it('in parts (the stream): each route as its own text; a decoder parses only the texts it does not have', () => {
     const decoder = new SnapshotDecoder();
     const partsA = encodeSnapshotParts(twoRoutes('/b'));
@@ -474,6 +496,9 @@ describe('the bounds a snapshot was checked with', () => {
     expect(snap.version).not.toBe(withPattern(resolveLimits({ regex: { maxProgramSize: 301 } })).version);
     // Under the defaults the same route is refused, by the builder and by a proxy.
     expect(snapshotProblems(withPattern()).map((p) => p.path)).toEqual(['binds[0].listeners[0].routes[0].matches[0].headers[0].value']);
+    // The list found valid under the raised bounds is checked again under the defaults, the snapshot before or not.
+    const underDefaults = withVersion({ source: base.source, binds: snap.binds });
+    expect(snapshotProblems(underDefaults, snap).map((p) => p.path)).toEqual(['binds[0].listeners[0].routes[0].matches[0].headers[0].value']);
     expect(problemsOf(() => decodeSnapshot(encodeSnapshot(withPattern())))).toEqual([expect.stringMatching(/headers\[0\]\.value: got .*more than the 200 allowed \(regex\.maxProgramSize\)/)]);
   });
 

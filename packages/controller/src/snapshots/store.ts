@@ -19,7 +19,8 @@ export interface OfferResult {
   readonly refused: { gateway: string; reason: string }[];
 }
 
-export type SnapshotCheck = (snapshot: ProxySnapshot) => string | undefined;
+/** `previous`: the Gateway's snapshot stored now, if any (the check may look only at what differs from it). */
+export type SnapshotCheck = (snapshot: ProxySnapshot, previous?: ProxySnapshot) => string | undefined;
 
 export class SnapshotStore {
   readonly #entries = new Map<string, SnapshotEntry>();
@@ -32,7 +33,7 @@ export class SnapshotStore {
     for (const [gateway, snapshot] of snapshots) {
       const prev = this.#entries.get(gateway);
       if (prev?.version === snapshot.version) continue;
-      const reason = this.check(snapshot);
+      const reason = this.check(snapshot, prev?.snapshot);
       if (reason !== undefined) {
         result.refused.push({ gateway, reason });
         continue;

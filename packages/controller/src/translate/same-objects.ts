@@ -8,12 +8,5 @@ export function sameObjects(a: readonly unknown[], b: readonly unknown[]): boole
   return true;
 }
 
-/** How many objects two lists share at their start (`head`) and, after it, at their end (`tail`), compared by object. */
-export function commonEnds(a: readonly unknown[], b: readonly unknown[]): { readonly head: number; readonly tail: number } {
-  const most = Math.min(a.length, b.length);
-  let head = 0;
-  while (head < most && a[head] === b[head]) head++;
-  let tail = 0;
-  while (tail < most - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
-  return { head, tail };
-}
+// (How far two lists agree from each end: one comparison for the whole project.)
+export { commonEnds } from '@tollgate/api';
