@@ -32,6 +32,8 @@ import { PathIndex, type IndexSize } from './path-index.js';
 
 /** Spacing of route numbers when a listener is numbered afresh: room for about 50 insertions at one place. */
 const STEP = 1024;
+/** The least spacing of the numbers a splice gives its new routes (room for a few more halvings): below it, the stretch widens. */
+const MIN_GAP = 16;
 
 /** One route of the listener as the index holds it; `value` is the compiled route of the latest snapshot. */
 export class RouteCell<T> {
@@ -166,16 +168,38 @@ export class RouteIndex<T> {
         middle.add(r);
       }
     }
+    // Little room left between the neighbours (routes added at one place, one after the other):
+    // the stretch takes in as many of their neighbours again, and again, until the new numbers
+    // are spaced at least MIN_GAP apart; those neighbours are taken out and put in again,
+    // renumbered (a few routes, not the listener's thousands).
+    let h = head;
+    let t = tail;
+    for (let w = 1; this.#spacing(from, list, h, t) < MIN_GAP; w *= 2) {
+      h = Math.max(0, head - w);
+      t = Math.max(0, tail - w);
+      if (from.length - t - h + (list.length - t - h) > limit) return null;
+    }
+    const keys = this.#keys(h ? order[h - 1]!.key : null, t ? order[from.length - t]!.key : null, list.length - t - h);
+    return keys && { epoch: this.#epoch, from, list, head: h, tail: t, keys };
+  }
+
+  /** How far apart the new numbers of the stretch between `head` and `tail` would be (no neighbour on a side: STEP). */
+  #spacing(from: readonly RouteIR[], list: readonly RouteIR[], head: number, tail: number): number {
+    if (!head || !tail) return STEP;
+    return (this.#order[from.length - tail]!.key - this.#order[head - 1]!.key) / (list.length - tail - head + 1);
+  }
+
+  /** `n` numbers between `low` and `high` (null: no neighbour on that side), increasing; null when floating point has no room for them. */
+  #keys(low: number | null, high: number | null, n: number): number[] | null {
     const keys: number[] = [];
     for (let i = 0; i < n; i++) {
       const t = i + 1;
       const key = low === null ? (high === null ? t * STEP : high - (n + 1 - t) * STEP) : high === null ? low + t * STEP : low + ((high - low) * t) / (n + 1);
       const before = i ? keys[i - 1]! : low;
-      // Floating point ran out of room between two neighbours.
       if ((before !== null && key <= before) || (high !== null && key >= high)) return null;
       keys.push(key);
     }
-    return { epoch: this.#epoch, from, list, head, tail, keys };
+    return keys;
   }
 
   /**
