@@ -300,6 +300,13 @@ interface RouteMemo {
 // Keyed weakly by the route object, like the rules: entries of deleted routes go with them.
 const routeMemo = new WeakMap<HTTPRoute, RouteMemo>();
 
+/** The status of a route the last translateRoutes() translated (its memo's). */
+export function statusOf(route: HTTPRoute): HTTPRouteStatusReport {
+  const memo = routeMemo.get(route);
+  if (memo === undefined) throw new Error(`statusOf(): route ${route.metadata.namespace ?? ''}/${route.metadata.name} was not translated`);
+  return memo.status;
+}
+
 // The route as translated from a memo against one map of Gateway states: its attachments hold
 // those states. The routes part keeps a map of Gateway states only while nothing it is made
 // from changed, nor the namespaces nor the options (./routes-part.ts): while the map is the

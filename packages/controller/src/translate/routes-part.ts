@@ -21,10 +21,11 @@
 // from the listeners' state for that reason.
 import { translateGatewayClasses } from './gatewayclass.js';
 import { countAttached, translateGateways, type AttachedRoutes, type GatewayState } from './gateway.js';
-import { translateRoutes, type TranslatedRoute } from './httproute.js';
+import { statusOf, translateRoutes, type TranslatedRoute } from './httproute.js';
 import type { Context } from './context.js';
 import { commonEnds, sameObjects } from './same-objects.js';
 import type { HTTPRouteStatusReport, Resources, TranslateOptions } from './types.js';
+import type { HTTPRoute } from '../types/gateway-api.js';
 
 export interface RoutesPart {
   readonly classes: ReturnType<typeof translateGatewayClasses>;
@@ -66,50 +67,65 @@ export function routesPart(resources: Resources, options: TranslateOptions, ctx:
   const classes = before?.part.classes ?? translateGatewayClasses(resources.gatewayClasses, ctx);
   const gateways = before?.part.gateways ?? translateGateways(ctx, classes.ours);
   const routes = translateRoutes(ctx, gateways);
-  const { byKind, attached } = (before && patchedIndex(before.part, routes)) || indexOf(routes);
   const part: RoutesPart = {
     classes,
     gateways,
     routes,
-    byKind,
+    byKind: byKindOf(routes),
     // ctx.httpRoutes is in key order already: no second sort of every route's key.
-    httpStatus: new Map([...ctx.httpRoutes.keys()].map((key) => [key, byKind.HTTPRoute.get(key)!.status] as const)),
-    grpcStatus: new Map([...ctx.grpcRoutes.keys()].map((key) => [key, byKind.GRPCRoute.get(key)!.status] as const)),
-    attached,
+    httpStatus: statusInKeyOrder(ctx.httpRoutes),
+    grpcStatus: statusInKeyOrder(ctx.grpcRoutes),
+    attached: (before && patchedCounts(before.part, routes)) ?? countAttached(new Map(), routes),
   };
-  last = { lists: { parents: lists.parents.map((x) => [...x]), routes: lists.routes.map((x) => [...x]) }, options, epoch: ctx.dependencyEpoch, part };
+  last = { lists: { parents: lists.parents.map((x) => x.slice()), routes: lists.routes.map((x) => x.slice()) }, options, epoch: ctx.dependencyEpoch, part };
   return part;
 }
 
-type RouteIndex = Pick<RoutesPart, 'byKind' | 'attached'>;
-
-function indexOf(routes: readonly TranslatedRoute[]): RouteIndex {
-  const http = new Map<string, TranslatedRoute>();
-  const grpc = new Map<string, TranslatedRoute>();
-  for (const r of routes) (r.kind === 'HTTPRoute' ? http : grpc).set(r.key, r);
-  return { byKind: { HTTPRoute: http, GRPCRoute: grpc }, attached: countAttached(new Map(), routes) };
+/** The routes' status by key, in the order of `routes` (each route's translation holds it, ./httproute.ts). */
+function statusInKeyOrder(routes: ReadonlyMap<string, HTTPRoute>): Map<string, HTTPRouteStatusReport> {
+  const out = new Map<string, HTTPRouteStatusReport>();
+  for (const [key, route] of routes) out.set(key, statusOf(route));
+  return out;
 }
 
-/** The most routes that differ from the last part's for its maps to be patched rather than made again. */
+/**
+ * The translated routes by kind and key, made when first read: only GatewayPolicies that target
+ * routes read them, and a translation after a route was added among thousands need not index them all.
+ */
+function byKindOf(routes: readonly TranslatedRoute[]): RoutesPart['byKind'] {
+  let made: { readonly HTTPRoute: Map<string, TranslatedRoute>; readonly GRPCRoute: Map<string, TranslatedRoute> } | null = null;
+  const index = () => {
+    if (made === null) {
+      made = { HTTPRoute: new Map(), GRPCRoute: new Map() };
+      for (const r of routes) made[r.kind].set(r.key, r);
+    }
+    return made;
+  };
+  return {
+    get HTTPRoute() {
+      return index().HTTPRoute;
+    },
+    get GRPCRoute() {
+      return index().GRPCRoute;
+    },
+  };
+}
+
+/** The most routes that differ from the last part's for its counts to be changed rather than made again. */
 const MAX_PATCH = 64;
 
 /**
- * The last part's maps with the routes that differ from its list taken out and put in, for a
- * part whose Gateway states are the last part's (the attachment counts are by listener state):
- * the translated routes of both lists share a head and a tail of the same objects (./httproute.ts
+ * The last part's attached counts with the routes that differ from its list counted out and in,
+ * for a part whose Gateway states are the last part's (the counts are by listener state): the
+ * translated routes of both lists share a head and a tail of the same objects (./httproute.ts
  * keeps them), and only the stretch between is counted. Null for many changes.
  */
-function patchedIndex(last: RoutesPart, routes: readonly TranslatedRoute[]): RouteIndex | null {
+function patchedCounts(last: RoutesPart, routes: readonly TranslatedRoute[]): AttachedRoutes | null {
   const { head, tail } = commonEnds(last.routes, routes);
   const gone = last.routes.slice(head, last.routes.length - tail);
   const came = routes.slice(head, routes.length - tail);
   if (gone.length + came.length > MAX_PATCH) return null;
-  const http = new Map(last.byKind.HTTPRoute);
-  const grpc = new Map(last.byKind.GRPCRoute);
-  // Out before in: an edited route leaves its old object and comes with its new one under the same key.
-  for (const r of gone) (r.kind === 'HTTPRoute' ? http : grpc).delete(r.key);
-  for (const r of came) (r.kind === 'HTTPRoute' ? http : grpc).set(r.key, r);
-  return { byKind: { HTTPRoute: http, GRPCRoute: grpc }, attached: countAttached(last.attached, came, gone) };
+  return countAttached(last.attached, came, gone);
 }
 
 /** Whether the Gateways' state of the last part holds: the same options and lists, and no dependency changed but Services, EndpointSlices and Backends. */
