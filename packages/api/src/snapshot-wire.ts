@@ -111,29 +111,58 @@ export function routePositions(snapshot: ProxySnapshot): Map<RouteIR, number> {
   return positions;
 }
 
+/** The base of a delta: its version, where its routes are (routePositions() of it, or a function making that when first needed), and optionally its entries and the snapshot itself. */
+export interface DeltaBaseOf {
+  readonly version: string;
+  readonly positions: ReadonlyMap<RouteIR, number> | (() => ReadonlyMap<RouteIR, number>);
+  readonly entries?: ReadonlyMap<ServiceEndpointsIR, number>;
+  /**
+   * The base snapshot: a listener's routes at the head and tail its list shares with the base's
+   * list of the same name are sent as their positions there without a lookup, and the few
+   * between are looked up (or, when only a few, sent as texts, which the receiver takes as the
+   * objects it holds): no walk of lookups over thousands of routes.
+   */
+  readonly snapshot?: ProxySnapshot;
+}
+
+/** Between a list's common head and tail, at most this many routes are sent as texts rather than looked up in the base's positions. */
+const TEXTS_BETWEEN = 16;
+
 /**
  * encodeSnapshotParts() relative to a snapshot the receiver serves (`positions`:
  * routePositions() of it): a route object found there is sent as its position, any other as
  * its text. The translator keeps the objects of unchanged routes, so a change to one route of
  * thousands sends one text and a list of small numbers.
  */
-export function encodeSnapshotDelta(
-  snapshot: ProxySnapshot,
-  base: { readonly version: string; readonly positions: ReadonlyMap<RouteIR, number>; readonly entries?: ReadonlyMap<ServiceEndpointsIR, number> },
-): SnapshotParts {
+export function encodeSnapshotDelta(snapshot: ProxySnapshot, base: DeltaBaseOf): SnapshotParts {
   const routes: string[] = [];
   const routeCounts: number[] = [];
   const refs: number[] = [];
+  let positions = typeof base.positions === 'function' ? null : base.positions;
+  const positionOf = (r: RouteIR): number | undefined => (positions ??= (base.positions as () => ReadonlyMap<RouteIR, number>)()).get(r);
+  const baseLists = base.snapshot ? listsWithOffsets(base.snapshot) : null;
+  // A route sent as text is taken by a receiver as the object it holds for that text only under
+  // the same bounds (under others it checks and makes it again): then positions are looked up.
+  const textsHold = base.snapshot !== undefined && JSON.stringify(snapshot.limits ?? null) === JSON.stringify(base.snapshot.limits ?? null);
   for (const b of snapshot.binds) {
     for (const l of b.listeners) {
-      for (const r of l.routes) {
-        const at = base.positions.get(r);
+      const list = l.routes;
+      const was = baseLists?.get(l.name);
+      const { head, tail } = was ? commonEnds(was.routes, list) : { head: 0, tail: 0 };
+      const end = list.length - tail;
+      // (Positions in `was`, a stretch of the base's order from `was.at`.)
+      for (let i = 0; i < head; i++) refs.push(was!.at + i + 1);
+      const asTexts = textsHold && was !== undefined && positions === null && end - head <= TEXTS_BETWEEN;
+      for (let i = head; i < end; i++) {
+        const r = list[i]!;
+        const at = asTexts ? undefined : positionOf(r);
         if (at === undefined) {
           refs.push(0);
           routes.push(routeText(r));
         } else refs.push(at + 1);
       }
-      routeCounts.push(l.routes.length);
+      for (let i = end; i < list.length; i++) refs.push(was!.at + i - list.length + was!.routes.length + 1);
+      routeCounts.push(list.length);
     }
   }
   const endpoints: string[] = [];
@@ -802,6 +831,19 @@ const validRoutes = new WeakMap<RouteIR, string>();
 const validEntries = new WeakSet<ServiceEndpointsIR>();
 /** Route lists whose every route was found valid, with the bounds (JSON) they were checked under (a list is never changed once in a snapshot). */
 const validLists = new WeakMap<readonly RouteIR[], string>();
+
+/** A snapshot's route lists by listener name, with where each starts in the snapshot's order of routes (routePositions). */
+function listsWithOffsets(snapshot: ProxySnapshot): Map<string, { readonly routes: readonly RouteIR[]; readonly at: number }> {
+  const out = new Map<string, { readonly routes: readonly RouteIR[]; readonly at: number }>();
+  let at = 0;
+  for (const b of snapshot.binds) {
+    for (const l of b.listeners) {
+      out.set(l.name, { routes: l.routes, at });
+      at += l.routes.length;
+    }
+  }
+  return out;
+}
 
 /** A snapshot's route lists by listener name (names are unique in a snapshot). */
 function listsByName(snapshot: ProxySnapshot): Map<string, readonly RouteIR[]> {

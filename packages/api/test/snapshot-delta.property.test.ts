@@ -159,7 +159,11 @@ describe('SnapshotDecoder deltas (property)', () => {
           }
           const snap = withVersion(content(lists, s.first, s.raised), held.sent);
           const valid = s.raised || !routesOf(snap).some((r) => heavy.has(r));
-          const delta = encodeSnapshotDelta(snap, { version: held.sent.version, positions: routePositions(held.sent), entries: endpointPositions(held.sent) });
+          // Every other step, the way the controller encodes it: the base snapshot's lists given,
+          // positions looked up only between the ends each list shares (made when first needed).
+          const viaLists = (made + steps.length) % 2 === 0;
+          const base = held.sent;
+          const delta = encodeSnapshotDelta(snap, { version: base.version, positions: viaLists ? () => routePositions(base) : routePositions(base), entries: endpointPositions(base), ...(viaLists ? { snapshot: base } : {}) });
           const inFull = () => new SnapshotDecoder().decodeParts(encodeSnapshotParts(snap));
 
           // A bad delta first: refused, the decoder still holds what it held.

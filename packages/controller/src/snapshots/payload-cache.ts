@@ -13,8 +13,9 @@ export type PayloadForm = 'full' | 'delta';
 /** A version a proxy may hold, kept to encode deltas against it. */
 interface Base {
   readonly snapshot: ProxySnapshot;
-  /** routePositions(snapshot) and endpointPositions(snapshot), made when a delta first needs them. */
-  positions: { readonly routes: Map<RouteIR, number>; readonly entries: Map<ServiceEndpointsIR, number> } | null;
+  /** routePositions(snapshot) and endpointPositions(snapshot), each made when a delta first needs it. */
+  routes: Map<RouteIR, number> | null;
+  entries: Map<ServiceEndpointsIR, number> | null;
 }
 
 /** The payloads of a Gateway's current version: the full form, and a delta per base version. */
@@ -45,13 +46,14 @@ export class PayloadCache {
     }
     let bases = this.#bases.get(gateway);
     if (!bases) this.#bases.set(gateway, (bases = new Map<string, Base>()));
-    if (!bases.has(current.version)) bases.set(current.version, { snapshot: current.snapshot, positions: null });
+    if (!bases.has(current.version)) bases.set(current.version, { snapshot: current.snapshot, routes: null, entries: null });
     const base = held === null ? undefined : bases.get(held);
     if (base && held !== null) {
       let delta = enc.deltas.get(held);
       if (!delta) {
-        base.positions ??= { routes: routePositions(base.snapshot), entries: endpointPositions(base.snapshot) };
-        delta = this.#prepare(encodeSnapshotDelta(current.snapshot, { version: held, positions: base.positions.routes, entries: base.positions.entries }), 'delta');
+        // The routes' positions are looked up only for what the lists do not share with the base's (made when first needed).
+        const positions = () => (base.routes ??= routePositions(base.snapshot));
+        delta = this.#prepare(encodeSnapshotDelta(current.snapshot, { version: held, positions, entries: (base.entries ??= endpointPositions(base.snapshot)), snapshot: base.snapshot }), 'delta');
         enc.deltas.set(held, delta);
       }
       return { payload: delta, form: 'delta' };
