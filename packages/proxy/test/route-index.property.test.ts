@@ -252,7 +252,8 @@ function expectValuesInOrder(c: CompiledSnapshot): void {
 }
 
 describe('route index updated in place (differential property)', () => {
-  it('answers every probe as an index built from scratch, after any sequence of changes', () => {
+  // Hundreds of compiles each: on a loaded machine (a CI run) longer than the default test timeout.
+  it('answers every probe as an index built from scratch, after any sequence of changes', { timeout: 180_000 }, () => {
     const splices = vi.spyOn(RouteIndex.prototype, 'splice');
     try {
       fc.assert(
@@ -319,7 +320,8 @@ describe('route index updated in place (differential property)', () => {
     }
   });
 
-  it('answers as a build from scratch while routes come, leave, change and move in the middle of a long list', () => {
+  // Hundreds of compiles each: on a loaded machine (a CI run) longer than the default test timeout.
+  it('answers as a build from scratch while routes come, leave, change and move in the middle of a long list', { timeout: 180_000 }, () => {
     const splices = vi.spyOn(RouteIndex.prototype, 'splice');
     try {
       fc.assert(
