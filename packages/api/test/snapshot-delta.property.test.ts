@@ -104,7 +104,8 @@ function refusal(fn: () => unknown): string {
 }
 
 describe('SnapshotDecoder deltas (property)', () => {
-  it('decode to what a decode in full gives, keeping the objects of the routes and lists it holds, across bad deltas and rollback()', () => {
+  // Many runs of many steps: on a loaded machine (a CI run) longer than the default test timeout.
+  it('decode to what a decode in full gives, keeping the objects of the routes and lists it holds, across bad deltas and rollback()', { timeout: 180_000 }, () => {
     fc.assert(
       fc.property(fc.array(fc.nat({ max: 12 }), { minLength: 3, maxLength: 3 }), fc.array(step, { minLength: 1, maxLength: 8 }), (sizes, steps) => {
         let made = 0;

@@ -43,7 +43,8 @@ function snapshot(lists: readonly (readonly RouteIR[])[], hostname: string | nul
 const step = fc.tuple(fc.constantFrom('add', 'remove', 'replace', 'move', 'same'), fc.nat(), fc.nat());
 
 describe('snapshotVersion (property)', () => {
-  it('equals the hash of the whole skeleton after any edits, with any previous snapshot or none', () => {
+  // Many runs of many steps: on a loaded machine (a CI run) longer than the default test timeout.
+  it('equals the hash of the whole skeleton after any edits, with any previous snapshot or none', { timeout: 180_000 }, () => {
     fc.assert(
       fc.property(fc.array(fc.nat({ max: 40 }), { minLength: 1, maxLength: 3 }), fc.array(fc.array(step, { maxLength: 6 }), { minLength: 1, maxLength: 6 }), (sizes, rounds) => {
         let made = 0;
@@ -83,7 +84,8 @@ describe('snapshotVersion (property)', () => {
 
   // Lists long enough that the hash of the last one is taken up from a mark inside them (every
   // 256 routes): edits at and around the marks, lists cut at them, the same binds under another head.
-  it('equals the hash of the whole skeleton when taken up from inside long route lists', () => {
+  // Many runs of many steps: on a loaded machine (a CI run) longer than the default test timeout.
+  it('equals the hash of the whole skeleton when taken up from inside long route lists', { timeout: 180_000 }, () => {
     const where = fc.oneof(fc.nat({ max: 1400 }), fc.constantFrom(0, 1, 255, 256, 257, 511, 512, 513, 767, 768, 769));
     const longStep = fc.tuple(fc.constantFrom('add', 'remove', 'replace', 'cut', 'move', 'head'), fc.nat({ max: 2 }), where);
     fc.assert(
