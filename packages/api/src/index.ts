@@ -13,7 +13,7 @@ export * from './snapshot.js';
 export * from './snapshot-schema.js';
 export * from './snapshot-wire.js';
 export { snapshotVersion } from './snapshot-version.js';
-export { commonEnds } from './common-ends.js';
+export { commonEnds, firstIndex } from './list-search.js';
 export * from './secret.js';
 export * from './certificate.js';
 export * from './duration.js';

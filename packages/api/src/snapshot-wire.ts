@@ -13,7 +13,7 @@
 // toWire() reveals it into `{ "secret": "..." }` and fromWire() wraps it again; nothing else
 // reveals. JSON.stringify(snapshot) keeps redacting.
 import { compile } from './ajv.js';
-import { commonEnds } from './common-ends.js';
+import { commonEnds } from './list-search.js';
 import { DEFAULT_LIMITS, type EvaluationLimits } from './limits.js';
 import { checkRegexes } from './rules.js';
 import { Secret } from './secret.js';

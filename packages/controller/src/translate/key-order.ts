@@ -7,6 +7,7 @@
 // from scratch, as it always was.
 import { compareStrings, keyOf } from './keys.js';
 import { commonEnds } from './same-objects.js';
+import { firstIndex } from '@tollgate/api';
 
 type Keyed = { readonly metadata: { readonly namespace?: string; readonly name: string } };
 
@@ -121,12 +122,5 @@ function patched<T extends Keyed, V>(before: Indexed<T, V>, items: readonly T[])
 
 /** The index of the first of `sorted` (in compareStrings order) that does not sort before `key`. */
 function firstNotBefore(sorted: readonly string[], key: string): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (compareStrings(sorted[mid]!, key) < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return firstIndex(sorted.length, (i) => compareStrings(sorted[i]!, key) < 0);
 }

@@ -5,6 +5,7 @@
 import type { HTTPRoute } from '../types/gateway-api.js';
 import { compareStrings, createdAt } from './keys.js';
 import { changedKeys } from './key-order.js';
+import { firstIndex } from '@tollgate/api';
 
 export type RouteKind = 'HTTPRoute' | 'GRPCRoute';
 
@@ -147,14 +148,7 @@ function patchedOrder(before: NonNullable<typeof last>, kinds: Kinds, changed: r
 
 /** The index of the first entry of `order` (in precedence order) that does not come before `e`. */
 function firstNotBefore(order: readonly Ordered[], e: Ordered): number {
-  let lo = 0;
-  let hi = order.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (compare(order[mid]!, e) < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return firstIndex(order.length, (i) => compare(order[i]!, e) < 0);
 }
 
 function fullOrder(kinds: Kinds): readonly Ordered[] {

@@ -26,6 +26,7 @@ import { tlsListenerMode, type ListenerState } from './listeners.js';
 import { hostAllowed } from './backend.js';
 import type { EndpointsTables } from './service-endpoints.js';
 import { commonEnds, sameObjects } from './same-objects.js';
+import { firstIndex } from '@tollgate/api';
 
 /** Address the proxy binds every port on; the proxy Service in front of it picks the exposure. */
 const BIND_ADDRESS = '0.0.0.0';
@@ -262,14 +263,7 @@ function splicedLists(routes: readonly TranslatedRoute[], build: Build, applied:
 
 /** The index of the first of `sorted` (ascending) not below `x`. */
 function firstAtLeast(sorted: readonly number[], x: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sorted[mid]! < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return firstIndex(sorted.length, (i) => sorted[i]! < x);
 }
 
 // A route with a Backend whose host the Gateway's class does not allow, as that Gateway serves

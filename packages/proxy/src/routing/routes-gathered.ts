@@ -10,7 +10,7 @@
 // table a root never changed and a layer of the changes since (LayeredMap: copying a table of
 // 3,000 entries at each apply cost as much as filling one), so a refused apply leaves the
 // serving snapshot's as it was.
-import type { RouteIR } from '@tollgate/api';
+import { commonEnds, type RouteIR } from '@tollgate/api';
 import type { ServiceUse } from './backend-picker.js';
 
 /** What a set-like view of keys offers its readers (a Set is one too). */
@@ -225,15 +225,8 @@ export class RoutesGathered<P extends Gatherable> {
   }
 }
 
-/** How many routes two lists share at their head and, after that, at their tail (by identity). */
-export function commonEnds(before: readonly RouteIR[], after: readonly RouteIR[]): { readonly head: number; readonly tail: number } {
-  const shortest = Math.min(before.length, after.length);
-  let head = 0;
-  while (head < shortest && before[head] === after[head]) head++;
-  let tail = 0;
-  while (tail < shortest - head && before[before.length - 1 - tail] === after[after.length - 1 - tail]) tail++;
-  return { head, tail };
-}
+// (How far two lists agree from each end: one comparison for the whole project.)
+export { commonEnds };
 
 /**
  * What changed between a listener's last list and its new one, as a multiset of route objects:
