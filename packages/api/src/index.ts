@@ -14,6 +14,7 @@ export * from './snapshot-schema.js';
 export * from './snapshot-wire.js';
 export { snapshotVersion } from './snapshot-version.js';
 export { commonEnds, firstIndex } from './list-search.js';
+export { listedPolicies, type ListedPolicies } from './listed-policies.js';
 export * from './secret.js';
 export * from './certificate.js';
 export * from './duration.js';

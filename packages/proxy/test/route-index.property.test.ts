@@ -13,9 +13,8 @@
 // their own must be compiled anew at each apply, whichever path took their list.
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
-import { standaloneToSnapshot, toMatches, validateStandaloneConfig, type HTTPRouteMatch, type ListenerIR, type PolicyIR, type ProxySnapshot, type RouteIR } from '@tollgate/api';
+import { standaloneToSnapshot, toMatches, validateStandaloneConfig, type HTTPRouteMatch, type ListenerIR, type PolicyIR, type ProxySnapshot, type RouteIR, listedPolicies } from '@tollgate/api';
 import { compileSnapshot, listedPoliciesFrom, routesServing, selectRoute, type CompiledListener, type CompiledRoute, type CompiledSnapshot } from '../src/routing/compile.js';
-import { listedPolicies } from '../src/routing/listed-policies.js';
 import { RouteIndex } from '../src/routing/route-index.js';
 import { standalonePickerDeps } from '../src/routing/backend-picker.js';
 import { LimiterStore } from '../src/ratelimit/local/limiter.js';

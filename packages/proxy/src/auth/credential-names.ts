@@ -2,8 +2,7 @@
 // redaction list (@tollgate/api secret.ts) does not name: an apiKey read from `x-team-key` or
 // `?team_key=`, a jwt from `x-my-token`. Traces and /debug/tasks redact them too, on every
 // route, since a trace shows a request before its route (and so its policy) is known.
-import type { CredentialLocationIR, ExtraCredentials, PolicyIR } from '@tollgate/api';
-import type { ListedPolicies } from '../routing/listed-policies.js';
+import type { CredentialLocationIR, ExtraCredentials, PolicyIR, ListedPolicies } from '@tollgate/api';
 
 function add(out: { headers: Set<string>; query: Set<string> }, locations: readonly CredentialLocationIR[]): void {
   for (const l of locations) {
@@ -12,7 +11,7 @@ function add(out: { headers: Set<string>; query: Set<string> }, locations: reado
   }
 }
 
-/** Of the policies a snapshot lists (listed-policies.ts). */
+/** Of the policies a snapshot lists (ListedPolicies, @tollgate/api). */
 export function credentialNames(policies: ListedPolicies): ExtraCredentials {
   const out = { headers: new Set<string>(), query: new Set<string>() };
   const visit = (p: PolicyIR) => {

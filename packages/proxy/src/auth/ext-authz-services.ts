@@ -3,8 +3,7 @@
 // every config that names it, connected as soon as a config naming it is compiled, closed when
 // no config in force names it any more (retain, after each apply) and on shutdown. The gRPC
 // module (with protobuf) is loaded by the first config that names a gRPC service.
-import type { ExtAuthzIR, PolicyIR } from '@tollgate/api';
-import type { ListedPolicies } from '../routing/listed-policies.js';
+import type { ExtAuthzIR, PolicyIR, ListedPolicies } from '@tollgate/api';
 import type * as GrpcProtocol from './ext-authz-grpc.js';
 import { extAuthzProtos } from './ext-authz-proto.js';
 import { ExtAuthzHttpClient } from './ext-authz-http.js';
@@ -73,7 +72,7 @@ export class ExtAuthzServices {
   }
 }
 
-/** Every authorization service the snapshot names, as `<protocol> <address>`, of the policies it lists (listed-policies.ts). */
+/** Every authorization service the snapshot names, as `<protocol> <address>`, of the policies it lists (ListedPolicies, @tollgate/api). */
 export function extAuthzServicesInUse(policies: ListedPolicies): Set<string> {
   const out = new Set<string>();
   const note = (p: PolicyIR): void => {

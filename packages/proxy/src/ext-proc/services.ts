@@ -2,8 +2,7 @@
 // shared by every policy and config naming it, connected as soon as a config naming it is
 // compiled, closed when no config in force names it (retain, after each apply) and on
 // shutdown. The processor's messages (protobuf) are loaded by the first config that names one.
-import type { PolicyIR } from '@tollgate/api';
-import type { ListedPolicies } from '../routing/listed-policies.js';
+import type { PolicyIR, ListedPolicies } from '@tollgate/api';
 import { extProcProtos } from './proto.js';
 import type * as Stream from './stream.js';
 
@@ -59,7 +58,7 @@ export class ExtProcServices {
   }
 }
 
-/** Every processor address the snapshot names, of the policies it lists (listed-policies.ts). */
+/** Every processor address the snapshot names, of the policies it lists (ListedPolicies, @tollgate/api). */
 export function extProcServicesInUse(policies: ListedPolicies): Set<string> {
   const out = new Set<string>();
   const note = (p: PolicyIR): void => {

@@ -10,7 +10,7 @@
 // updated in place for the routes that came and left (route-index.ts).
 // Only the serving snapshot's parts are reused: their pickers hold endpoints that snapshot
 // keeps alive, and nothing outlives the next apply.
-import { DEFAULT_LIMITS, type BackendIR, type EndpointIR, type BindIR, type EvaluationLimits, type ExtraCredentials, type ExtProcIR, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type PolicyIR, type ProxySnapshot, type RetryIR, type RouteIR } from '@tollgate/api';
+import { DEFAULT_LIMITS, type BackendIR, type EndpointIR, type BindIR, type EvaluationLimits, type ExtraCredentials, type ExtProcIR, type FilterIR, type HeaderModifierIR, type ListenerIR, type PathMatchIR, type PolicyIR, type ProxySnapshot, type RetryIR, type RouteIR, listedPolicies, type ListedPolicies } from '@tollgate/api';
 import { backendPicker, routeUpstreams, standalonePickerDeps, type BackendPicker, type PickerDeps, type ServiceUse } from './backend-picker.js';
 import { endpointsByName } from './service-endpoints.js';
 import { hostPort } from '../upstream/host-port.js';
@@ -18,7 +18,6 @@ import { compileMatch, type Candidate, type CompiledMatch, type RouteRequest } f
 import { HostTable } from './host-table.js';
 import { RouteIndex, RouteView, type RouteCell, type SplicePlan } from './route-index.js';
 import { commonEnds, listingChanges, RoutesGathered, type ReadonlyKeys } from './routes-gathered.js';
-import { listedPolicies, type ListedPolicies } from './listed-policies.js';
 import { compileGatewayPolicy, compilePolicy, gatewayPolicyScope, type CompiledPolicy, type GlobalFactory } from '../ratelimit/policy.js';
 import type { LimiterStore } from '../ratelimit/local/limiter.js';
 import { compileBindTls, TlsContextCache, type BindTls } from './tls-contexts.js';

@@ -5,8 +5,7 @@
 // service cannot answer, that route's requests fail as its failureMode says, and the shared
 // proxy stays in service. Kept apart from the gRPC client so that the runtime can read a
 // snapshot's needs without loading gRPC.
-import type { PolicyIR } from '@tollgate/api';
-import type { ListedPolicies } from '../../routing/listed-policies.js';
+import type { PolicyIR, ListedPolicies } from '@tollgate/api';
 
 /**
  * `answered`: the service's channel has connected. `attempted`: its first connection attempt
@@ -27,7 +26,7 @@ export function readinessNeed(level: 'gateway' | 'route', failureMode: 'FailOpen
 
 const RANK: Record<ReadinessNeed, number> = { nothing: 0, attempted: 1, answered: 2 };
 
-/** Every rate limit service the snapshot names, of the policies it lists (listed-policies.ts), with the strictest need of the limits using it. */
+/** Every rate limit service the snapshot names, of the policies it lists (ListedPolicies, @tollgate/api), with the strictest need of the limits using it. */
 export function serviceNeeds(policies: ListedPolicies): Map<string, ReadinessNeed> {
   const needs = new Map<string, ReadinessNeed>();
   const note = (p: PolicyIR, level: 'gateway' | 'route') => {

@@ -2,9 +2,10 @@
 // redact, the rate limit services, authorization services and processors in use): its
 // listeners' and those of the routes that have one of their own. Most routes have none, and an
 // apply that changed one route of thousands need not walk them all to find the few: the compile
-// knows where they are in each list and finds them in the next list by position
-// (compile.ts listedPoliciesFrom()).
-import type { PolicyIR, ProxySnapshot } from '@tollgate/api';
+// knows where they are in each list and finds them in the next list by position (the proxy's
+// routing/compile.ts listedPoliciesFrom()). Here, beside the snapshot, for every folder of the
+// proxy that reads them (auth, rate limits, processors) whatever its layer.
+import type { PolicyIR, ProxySnapshot } from './snapshot.js';
 
 export interface ListedPolicies {
   /** The listeners' policies (gateway level), in listing order. */
