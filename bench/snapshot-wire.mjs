@@ -106,12 +106,7 @@ function changeSeries(s, text, n, change, label) {
   };
   if (handover) workerApply(worker, sender.next(previous.ir).whole());
   const sum = { decode: 0, compile: 0, worker: 0 };
-  const clock = (key, fn) => {
-    const t = process.hrtime.bigint();
-    const r = fn();
-    sum[key] += Number(process.hrtime.bigint() - t) / 1e6;
-    return r;
-  };
+  const clock = clockInto(sum);
   let sent = s;
   let content = s;
   for (let i = 0; i < n; i++) {
@@ -137,6 +132,14 @@ function time(fn, rounds) {
   for (let i = 0; i < rounds; i++) fn();
   return Number(process.hrtime.bigint() - t) / 1e6 / rounds;
 }
+
+/** A timer adding each call's milliseconds to `sum[key]`, returning what the call returned. */
+const clockInto = (sum) => (key, fn) => {
+  const t = process.hrtime.bigint();
+  const r = fn();
+  sum[key] += Number(process.hrtime.bigint() - t) / 1e6;
+  return r;
+};
 
 const f = (x) => `${x.toFixed(1)} ms`;
 // The incremental API exists from the route-by-route encoding on; before it every snapshot cost the cold figures.
@@ -197,12 +200,7 @@ for (const routes of SIZES) {
   const packed = (xs) => (xs.length ? field(xs.reduce((n, x) => n + varint(x), 0)) : 0);
   const bytesOf = (parts) =>
     field(Buffer.byteLength(parts.skeleton)) + parts.routes.reduce((n, r) => n + field(Buffer.byteLength(r)), 0) + packed(parts.routeCounts) + packed(parts.base?.refs ?? []) + (parts.base ? field(parts.base.version.length) : 0);
-  const clock = (key, fn) => {
-    const t = process.hrtime.bigint();
-    const r = fn();
-    sum[key] += Number(process.hrtime.bigint() - t) / 1e6;
-    return r;
-  };
+  const clock = clockInto(sum);
   let sent = s;
   for (const content of contents) {
     // As the controller computes it: from the snapshot the Gateway had before.
