@@ -15,6 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LogSink, deferred, until } from '../packages/testkit/src/index.js';
 import { KubeDeployerApi } from '../packages/controller/src/deployer/api.js';
 import { Deployer, type DeployerPassResult } from '../packages/controller/src/deployer/deployer.js';
+import { OwnedObjects } from '../packages/controller/src/deployer/owned-watch.js';
 import { DEFAULT_PROXY_SETTINGS } from '../packages/controller/src/proxy-settings/defaults.js';
 import { loadKubeConfig } from '../packages/controller/src/kube/config.js';
 import { createLogs } from '../packages/controller/src/log/components.js';
@@ -310,6 +311,51 @@ spec: { parentRefs: [ { name: gw } ] }
       expect(passes.at(-1)).toMatchObject({ deleted: 3, failed: 0 });
       expect(await present('old')).toEqual([]);
       expect(await present('edge')).toHaveLength(3);
+    });
+
+    it('with the watch of its objects, a pass that wants what is in place lists nothing; an object deleted by hand is put back', async () => {
+      const watched = await makeGateway('watched');
+      const results: DeployerPassResult[] = [];
+      const next: { n: number; resolve: () => void }[] = [];
+      const passCount = (n: number) => (results.length >= n ? Promise.resolve() : new Promise<void>((resolve) => next.push({ n, resolve })));
+      const onPass = (r: DeployerPassResult) => {
+        results.push(r);
+        for (const w of next.splice(0)) {
+          if (results.length >= w.n) w.resolve();
+          else next.push(w);
+        }
+      };
+      // Wired as the controller wires them: the deployer reads the watch's epoch, the watch tells the deployer.
+      const d: Deployer = new Deployer({ api: new KubeDeployerApi(controllerKc()), params: PARAMS, isLeader: () => true, log, onPass, retry: FAST_RETRY, watchEpoch: () => objects.epoch });
+      const objects = new OwnedObjects(controllerKc(), (kind, event, obj) => d.observed(kind, event, obj), log);
+      await objects.start();
+      await d.start();
+      try {
+        expect(objects.epoch).not.toBeNull();
+        const lists: Match = { verb: 'list', resource: /^(serviceaccounts|deployments|services)$/ };
+        // The Gateways the other deployer left in place, and one more.
+        d.submit([edge, watched]);
+        await passCount(1);
+        expect(results[0]).toMatchObject({ failed: 0 });
+        expect(await present('watched')).toHaveLength(3);
+
+        // A reconcile of anything else: the same Gateways again.
+        const from = proxy.records.length;
+        d.submit([edge, watched]);
+        await passCount(2);
+        expect(results[1]).toEqual({ applied: 0, deleted: 0, failed: 0 });
+        expect(proxy.records.slice(from).filter((r) => matches(lists, r) || r.verb === 'patch' || r.verb === 'delete')).toEqual([]);
+
+        // Deleted by hand: the watch tells, and the pass it starts lists and puts it back.
+        const before = results.length;
+        await kubectl(['delete', 'deployment', 'watched-tollgate', '-n', APPS, '--wait=false']);
+        await passCount(before + 1);
+        await until(async () => (await present('watched')).includes('deployment.apps/watched-tollgate'), { timeoutMs: 30_000, what: 'the Deployment put back' });
+        expect(results.slice(before).some((r) => r.applied === 1)).toBe(true);
+      } finally {
+        await d.stop();
+        await objects.stop();
+      }
     });
   });
 

@@ -96,6 +96,7 @@ export class Controller {
       log: logs.get('deployer'),
       onProblem: events.invalidProxySettings,
       onBlockedChange: this.#proxiesChanged.raise,
+      watchEpoch: () => this.ownedObjects.epoch,
     });
     this.ownedObjects = new OwnedObjects(kc, (kind, event, obj) => this.deployer.observed(kind, event, obj), logs.get('deployer'));
 

@@ -24,6 +24,8 @@ const gateway = (name: string, ports: number[], uid = `uid-${name}`): Gateway =>
 class FakeApi implements DeployerApi {
   readonly stored = new Map<string, KubernetesObject>();
   readonly calls: string[] = [];
+  /** Listings of an owned kind (not in `calls`: most tests look at writes only). */
+  lists = 0;
   #rv = 0;
   /** Called with the stored object before the apply answers (a watch event that overtakes it). */
   beforeAnswer: ((stored: KubernetesObject) => void) | undefined;
@@ -37,6 +39,7 @@ class FakeApi implements DeployerApi {
     return structuredClone(stored);
   }
   async listOwned(kind: DeployedKind): Promise<OwnedObject[]> {
+    this.lists++;
     return [...this.stored.values()]
       .filter((o) => o.kind === kind && o.metadata?.labels?.['app.kubernetes.io/managed-by'] === 'tollgate' && o.metadata.labels['app.kubernetes.io/component'] === 'proxy')
       .map((o) => ({ kind, namespace: o.metadata!.namespace!, name: o.metadata!.name!, gateway: o.metadata!.labels!['gateway.networking.k8s.io/gateway-name'] ?? '' }));
@@ -52,7 +55,7 @@ class FakeApi implements DeployerApi {
 }
 
 /** A deployer whose passes can be awaited. */
-function setup(leader = { value: true }) {
+function setup(leader = { value: true }, watchEpoch?: () => number | null) {
   const api = new FakeApi();
   const passes: DeployerPassResult[] = [];
   const waiters: { n: number; resolve: () => void }[] = [];
@@ -63,7 +66,7 @@ function setup(leader = { value: true }) {
       else waiters.push(w);
     }
   };
-  const deployer = new Deployer({ api, params: PARAMS, isLeader: () => leader.value, log, onPass, retry: { initialMs: 1, maxMs: 4 } });
+  const deployer = new Deployer({ api, params: PARAMS, isLeader: () => leader.value, log, onPass, retry: { initialMs: 1, maxMs: 4 }, ...(watchEpoch ? { watchEpoch } : {}) });
   const passCount = (n: number) => (passes.length >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve })));
   return { api, deployer, passes, passCount, leader };
 }
@@ -117,6 +120,74 @@ describe('Deployer', () => {
     deployer.submit([gateway('edge', [80])]);
     await deployer.idle();
     expect(api.calls).toEqual(['apply Deployment/apps/edge-tollgate']);
+    await deployer.stop();
+  });
+
+  it('while the watch of its objects holds, a pass that wants what is in place lists nothing; news from the watch or a new watch makes it list again', async () => {
+    const epoch = { value: 1 as number | null };
+    const { api, deployer, passes } = setup(undefined, () => epoch.value);
+    await deployer.start();
+    deployer.submit([gateway('edge', [80])]);
+    await deployer.idle();
+    expect(api.lists).toBe(3);
+    expect(api.stored.size).toBe(3);
+    const settled = async (g: Gateway[], lists: number, calls: string[] = []) => {
+      api.lists = 0;
+      api.calls.length = 0;
+      const before = passes.length;
+      deployer.submit(g);
+      await deployer.idle();
+      expect(passes.length).toBe(before + 1);
+      expect(api.lists).toBe(lists);
+      expect(api.calls).toEqual(calls);
+    };
+    // A reconcile of anything else (a route added): the same Gateway, another object of it.
+    await settled([gateway('edge', [80])], 0);
+    await settled([gateway('edge', [80])], 0);
+
+    // Someone else's object with the deployer's labels, which only the watch saw: the next pass lists and prunes it.
+    const stray = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'stray-tollgate', namespace: 'apps', labels: { 'app.kubernetes.io/managed-by': 'tollgate', 'app.kubernetes.io/component': 'proxy', 'gateway.networking.k8s.io/gateway-name': 'stray' } } };
+    api.stored.set('Service/apps/stray-tollgate', stray);
+    deployer.observed('Service', 'add', stray);
+    await settled([gateway('edge', [80])], 3, ['delete Service/apps/stray-tollgate']);
+    await settled([gateway('edge', [80])], 0);
+
+    // A Gateway that renders something else is a pass like any.
+    await settled([gateway('edge', [80, 8080])], 3, ['apply Service/apps/edge-tollgate']);
+    await settled([gateway('edge', [80, 8080])], 0);
+
+    // The watch listed again (it may have missed a change meanwhile): list once.
+    epoch.value = 2;
+    await settled([gateway('edge', [80, 8080])], 3);
+    await settled([gateway('edge', [80, 8080])], 0);
+
+    // No watch now: every pass lists, and a deletion behind its back is put back.
+    epoch.value = null;
+    api.stored.delete('Deployment/apps/edge-tollgate');
+    await settled([gateway('edge', [80, 8080])], 3, ['apply Deployment/apps/edge-tollgate']);
+    await settled([gateway('edge', [80, 8080])], 3);
+    await deployer.stop();
+  });
+
+  it('a change the watch reports during a pass leaves that pass unsettled: the next one lists', async () => {
+    const { api, deployer } = setup(undefined, () => 1);
+    await deployer.start();
+    // Someone else's object with the deployer's labels, made after the pass listed (while an apply is on its way).
+    const stray = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'stray-tollgate', namespace: 'apps', labels: { 'app.kubernetes.io/managed-by': 'tollgate', 'app.kubernetes.io/component': 'proxy', 'gateway.networking.k8s.io/gateway-name': 'stray' } } };
+    api.beforeAnswer = () => {
+      api.beforeAnswer = undefined;
+      api.stored.set('Service/apps/stray-tollgate', stray);
+      deployer.observed('Service', 'add', stray);
+    };
+    deployer.submit([gateway('edge', [80])]);
+    await deployer.idle();
+    expect(api.stored.has('Service/apps/stray-tollgate')).toBe(true);
+    api.lists = 0;
+    api.calls.length = 0;
+    deployer.submit([gateway('edge', [80])]);
+    await deployer.idle();
+    expect(api.lists).toBe(3);
+    expect(api.calls).toEqual(['delete Service/apps/stray-tollgate']);
     await deployer.stop();
   });
 

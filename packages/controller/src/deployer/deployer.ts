@@ -12,6 +12,10 @@
 // failure (API server away, a refused object) is retried with a backoff even if nothing
 // changes, so a quiet cluster does not wait for an unrelated change to heal.
 //
+// Every reconcile submits, most for a change that renders nothing new (a route added). A pass
+// that wants what the last one left in place, while the watch of the owned objects held and
+// told of no one else's change since (watchEpoch, observed()), does nothing: no listing.
+//
 // A Gateway refused for its parameters (a bad parametersRef) is kept as it runs: its objects
 // are neither applied nor pruned, so a typo in a parameters ConfigMap never takes proxies away.
 //
@@ -96,6 +100,17 @@ export interface DeployerOptions {
   readonly onProblem?: (gateway: Gateway, problem: string) => void;
   /** Told when what conflict() or addressRefusal() answer changed (the status writer reads them again). */
   readonly onBlockedChange?: () => void;
+  /**
+   * The watch of the owned objects (OwnedObjects.epoch): a number that stays the same while every
+   * change to them reaches observed(), null while it does not. Without it, each pass lists them.
+   */
+  readonly watchEpoch?: () => number | null;
+}
+
+/** What a pass that left nothing to do saw: the same again (and no news from the watch) needs no pass. */
+interface Settled {
+  readonly signature: string;
+  readonly epoch: number;
 }
 
 export class Deployer implements Runnable {
@@ -122,11 +137,15 @@ export class Deployer implements Runnable {
   #conflicts = new Map<string, string>();
   /** `<ns>/<name>` of a Gateway -> why the API server refused its Service's requested address, as of the last pass. */
   #refusedAddresses = new Map<string, AddressRefusal>();
+  /** The last pass that applied and pruned everything it wanted, while the watch held; null once anything may differ. */
+  #settled: Settled | null = null;
+  /** Changes observed() took for someone else's: a pass during which it moves does not count as settled. */
+  #changes = 0;
   readonly #o: Required<Omit<DeployerOptions, 'retry'>>;
 
   constructor(options: DeployerOptions) {
     const none = () => undefined;
-    this.#o = { ...options, onPass: options.onPass ?? none, onProblem: options.onProblem ?? none, onBlockedChange: options.onBlockedChange ?? none };
+    this.#o = { ...options, onPass: options.onPass ?? none, onProblem: options.onProblem ?? none, onBlockedChange: options.onBlockedChange ?? none, watchEpoch: options.watchEpoch ?? (() => null) };
     this.#retry = new RetryBackoff(options.retry ?? DEFAULT_RETRY);
   }
 
@@ -162,8 +181,11 @@ export class Deployer implements Runnable {
       return;
     }
     const recorded = this.#stored.get(k);
+    if (recorded !== undefined && event !== 'delete' && fingerprint(obj) === recorded) return;
+    // Not our own apply coming back: what the last pass saw no longer holds.
+    this.#changes++;
+    this.#settled = null;
     if (recorded === undefined) return;
-    if (event !== 'delete' && fingerprint(obj) === recorded) return;
     this.#o.log.info({ kind, namespace: obj.metadata?.namespace, name: obj.metadata?.name, event }, event === 'delete' ? 'deleted by someone else; putting it back' : 'changed by someone else; putting it back');
     this.#applied.delete(k);
     this.#stored.delete(k);
@@ -198,6 +220,7 @@ export class Deployer implements Runnable {
     // A new term: what another leader (or an earlier term) applied may differ from our memory.
     this.#applied.clear();
     this.#stored.clear();
+    this.#settled = null;
     this.#dirty = this.#gateways !== undefined;
     this.#kick();
   }
@@ -255,6 +278,18 @@ export class Deployer implements Runnable {
       return { gw, objects };
     });
     for (const k of this.#reported.keys()) if (!gateways.some((g) => gatewayKey(g) === k)) this.#reported.delete(k);
+
+    // The same objects wanted as by the last pass that left nothing to do, and the watch says no
+    // one changed them since: nothing to apply or prune, and no listing. (Every reconcile submits,
+    // and a route change is one: three lists of the API server each, for nothing.)
+    const epoch = this.#o.watchEpoch();
+    const signature = epoch === null ? null : passSignature(rendered, keep);
+    if (signature !== null && this.#settled?.signature === signature && this.#settled.epoch === epoch) {
+      this.#o.onPass({ applied: 0, deleted: 0, failed: 0 });
+      return true;
+    }
+    this.#settled = null;
+    const changes = this.#changes;
 
     // What exists now: a listing failure stops the pass (pruning on a partial list would be wrong).
     const existing: OwnedObject[] = [];
@@ -334,6 +369,7 @@ export class Deployer implements Runnable {
         this.#o.log.error({ code: CONTROLLER_ERRORS.deployFailed.code, kind: o.kind, namespace: o.namespace, name: o.name, err: describeApiError(err) }, `could not delete ${o.kind}`);
       }
     }
+    if (failed === 0 && signature !== null && epoch !== null && changes === this.#changes) this.#settled = { signature, epoch };
     this.#o.onPass({ applied, deleted, failed });
     this.#o.log.debug({ gateways: gateways.length, applied, deleted, failed }, 'deployer pass finished');
     return failed === 0;
@@ -379,6 +415,13 @@ export class Deployer implements Runnable {
       this.#o.onProblem(gw, problem);
     }
   }
+}
+
+/** What a pass wants: every rendered object, and the Gateways whose objects stay as they are. */
+function passSignature(rendered: readonly { readonly objects: readonly KubernetesObject[] }[], keep: readonly Gateway[]): string {
+  const parts = rendered.flatMap((r) => r.objects.map((o) => JSON.stringify(o)));
+  for (const gw of keep) parts.push(`keep ${gatewayKey(gw)}`);
+  return parts.join('\n');
 }
 
 /** The Service as it exists, when the rendering asks for ClusterIPs it does not have (it must be replaced). */
