@@ -72,8 +72,18 @@ export function changedKeys(before: ReadonlyMap<string, unknown>, now: ReadonlyM
   return p !== undefined && p.from === serials.get(before) ? p.keys : null;
 }
 
+/**
+ * Records that `now`, a map in key order, was made from `before` and that only `keys` may hold
+ * other values (or be added or removed): changedKeys(before, now) answers them. For maps made
+ * from those inKeyOrder returns (the routes' status by key), whose readers keep what they made
+ * from the map before.
+ */
+export function recordPatch(before: ReadonlyMap<string, unknown>, now: ReadonlyMap<string, unknown>, keys: readonly string[]): void {
+  patchedFrom.set(now, { from: serialOf(before), keys });
+}
+
 function madeFrom<T, V>(before: Indexed<T, V>, next: Indexed<T, V>, keys: readonly string[]): Indexed<T, V> {
-  patchedFrom.set(next.out, { from: serialOf(before.out), keys });
+  recordPatch(before.out, next.out, keys);
   return next;
 }
 

@@ -26,6 +26,8 @@ import type { Context } from './context.js';
 import { commonEnds, sameObjects } from './same-objects.js';
 import type { HTTPRouteStatusReport, Resources, TranslateOptions } from './types.js';
 import type { HTTPRoute } from '../types/gateway-api.js';
+import { changedKeys, recordPatch } from './key-order.js';
+import { compareStrings } from './keys.js';
 
 export interface RoutesPart {
   readonly classes: ReturnType<typeof translateGatewayClasses>;
@@ -54,7 +56,14 @@ function listsOf(r: Resources): Lists {
   return { parents: [r.gatewayClasses, r.gateways, r.listenerSets ?? [], r.namespaces], routes: [r.httpRoutes, r.grpcRoutes] };
 }
 
-let last: { readonly lists: Lists; readonly options: TranslateOptions; readonly epoch: number; readonly part: RoutesPart } | null = null;
+let last: {
+  readonly lists: Lists;
+  readonly options: TranslateOptions;
+  readonly epoch: number;
+  readonly part: RoutesPart;
+  /** The routes by key the part's status maps were made from (ctx.httpRoutes, ctx.grpcRoutes). */
+  readonly keyed: readonly [ReadonlyMap<string, HTTPRoute>, ReadonlyMap<string, HTTPRoute>];
+} | null = null;
 
 export function routesPart(resources: Resources, options: TranslateOptions, ctx: Context): RoutesPart {
   const lists = listsOf(resources);
@@ -67,24 +76,55 @@ export function routesPart(resources: Resources, options: TranslateOptions, ctx:
   const classes = before?.part.classes ?? translateGatewayClasses(resources.gatewayClasses, ctx);
   const gateways = before?.part.gateways ?? translateGateways(ctx, classes.ours);
   const routes = translateRoutes(ctx, gateways);
+  // With the Gateway states kept and no dependency a route reads changed, a route object that
+  // stayed has the status it had (its memo holds): only the keys that changed are looked up.
+  const statusBefore = before && routesHold(before, ctx) ? before : null;
   const part: RoutesPart = {
     classes,
     gateways,
     routes,
     byKind: byKindOf(routes),
     // ctx.httpRoutes is in key order already: no second sort of every route's key.
-    httpStatus: statusInKeyOrder(ctx.httpRoutes),
-    grpcStatus: statusInKeyOrder(ctx.grpcRoutes),
+    httpStatus: statusInKeyOrder(ctx.httpRoutes, statusBefore && { routes: statusBefore.keyed[0], status: statusBefore.part.httpStatus }),
+    grpcStatus: statusInKeyOrder(ctx.grpcRoutes, statusBefore && { routes: statusBefore.keyed[1], status: statusBefore.part.grpcStatus }),
     attached: (before && patchedCounts(before.part, routes)) ?? countAttached(new Map(), routes),
   };
-  last = { lists: { parents: lists.parents.map((x) => x.slice()), routes: lists.routes.map((x) => x.slice()) }, options, epoch: ctx.dependencyEpoch, part };
+  last = { lists: { parents: lists.parents.map((x) => x.slice()), routes: lists.routes.map((x) => x.slice()) }, options, epoch: ctx.dependencyEpoch, part, keyed: [ctx.httpRoutes, ctx.grpcRoutes] };
   return part;
 }
 
-/** The routes' status by key, in the order of `routes` (each route's translation holds it, ./httproute.ts). */
-function statusInKeyOrder(routes: ReadonlyMap<string, HTTPRoute>): Map<string, HTTPRouteStatusReport> {
+/** The most keys that changed for a status map to be patched from the last rather than made again. */
+const MAX_STATUS_PATCH = 64;
+
+/**
+ * The routes' status by key, in the order of `routes` (each route's translation holds it,
+ * ./httproute.ts). Given the last map and the routes it was made from, whose unchanged routes
+ * kept their status: the two maps are walked side by side (both in key order), a status looked
+ * up only for the keys that changed, and the new map says which keys those were (recordPatch),
+ * for the status writer.
+ */
+function statusInKeyOrder(
+  routes: ReadonlyMap<string, HTTPRoute>,
+  before: { readonly routes: ReadonlyMap<string, HTTPRoute>; readonly status: ReadonlyMap<string, HTTPRouteStatusReport> } | null,
+): ReadonlyMap<string, HTTPRouteStatusReport> {
+  const changed = before && changedKeys(before.routes, routes);
+  if (before && changed?.length === 0) return before.status;
   const out = new Map<string, HTTPRouteStatusReport>();
-  for (const [key, route] of routes) out.set(key, statusOf(route));
+  if (!before || !changed || changed.length > MAX_STATUS_PATCH) {
+    for (const [key, route] of routes) out.set(key, statusOf(route));
+    return out;
+  }
+  const differs = new Set(changed);
+  const was = before.status.entries();
+  let at = was.next();
+  for (const [key, route] of routes) {
+    // Keys of the last map before this one are keys removed since.
+    while (!at.done && at.value[0] !== key && compareStrings(at.value[0], key) < 0) at = was.next();
+    const kept = !at.done && at.value[0] === key ? at.value[1] : undefined;
+    out.set(key, kept !== undefined && !differs.has(key) ? kept : statusOf(route));
+    if (kept !== undefined) at = was.next();
+  }
+  recordPatch(before.status, out, changed);
   return out;
 }
 
