@@ -7,6 +7,7 @@ import type { StatusApi, StatusKind } from '../src/status/api.js';
 import type { ProxiesView, Rejection } from '../src/status/proxies.js';
 import { StatusWriter } from '../src/status/writer.js';
 import { ChangeLog } from '../src/watch/change-log.js';
+import { recordPatch } from '../src/translate/key-order.js';
 import type { StatusReport } from '../src/translate/types.js';
 
 const OURS = 'tollgate.dev/gateway-controller';
@@ -184,6 +185,53 @@ describe('StatusWriter: what changed since the last pass', () => {
     w.submit(report('False'));
     await w.idle();
     expect(api.puts).toBe(3);
+  });
+});
+
+describe('StatusWriter: a report map that says what changed', () => {
+  it('looks only at the keys a patched map names (and those the cache changed), not at every key', async () => {
+    const { api, w, changes, state, syncCache } = trackedSetup();
+    await w.start();
+    const pass = async (rep: StatusReport): Promise<number> => {
+      state.reads = 0;
+      w.submit(rep);
+      await w.idle();
+      return state.reads;
+    };
+    const r = report('True');
+    await pass(r);
+    syncCache();
+    await pass(r);
+    expect(await pass(r)).toBe(0);
+    // A map copied with nothing said of it: looked at key by key (settled without a read).
+    const copied = { ...r, gatewayClasses: new Map(r.gatewayClasses) };
+    await pass(copied);
+    expect(w.lastPassVisited).toBe(1);
+    // Made from that one, no key changed: not looked at.
+    const same = { ...r, gatewayClasses: new Map(copied.gatewayClasses) };
+    recordPatch(copied.gatewayClasses, same.gatewayClasses, []);
+    expect(await pass(same)).toBe(0);
+    expect(w.lastPassVisited).toBe(0);
+    expect(w.lastPassSkipped).toBe(1);
+    // ...unless the cache changed it since.
+    changes.changed('tollgate');
+    const again = { ...r, gatewayClasses: new Map(same.gatewayClasses) };
+    recordPatch(same.gatewayClasses, again.gatewayClasses, []);
+    expect(await pass(again)).toBe(1);
+    expect(w.lastPassVisited).toBe(1);
+    // A key named changed: looked at, and its new status written.
+    const changedEntry = { ...r, gatewayClasses: new Map(report('False').gatewayClasses) };
+    recordPatch(again.gatewayClasses, changedEntry.gatewayClasses, ['tollgate']);
+    await pass(changedEntry);
+    expect(w.lastPassVisited).toBe(1);
+    expect(api.puts).toBe(2);
+    expect((api.stored.status!.conditions as { status: string }[])[0]!.status).toBe('False');
+    // Made from a map the last pass did not visit: what changed is not known, every key is looked at.
+    const skippedOne = new Map(changedEntry.gatewayClasses);
+    const fromSkipped = { ...r, gatewayClasses: new Map(skippedOne) };
+    recordPatch(skippedOne, fromSkipped.gatewayClasses, []);
+    await pass(fromSkipped);
+    expect(w.lastPassVisited).toBe(1);
   });
 });
 

@@ -24,6 +24,8 @@ import type { ControllerMetrics } from '../metrics/metrics.js';
 import type { Sink } from '../runtime/channels.js';
 import type { Runnable } from '../runtime/runnable.js';
 import type { HTTPRouteStatusReport, StatusReport } from '../translate/types.js';
+import { changedKeys } from '../translate/key-order.js';
+import { compareStrings } from '../translate/keys.js';
 import { CONTROLLER_ERRORS } from '../errors.js';
 import { RetryBackoff, type RetryOptions } from '../runtime/retry-backoff.js';
 import { describeApiError, statusCode } from '../kube/errors.js';
@@ -118,6 +120,8 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
   readonly #visited = new Map<StatusKind, { readonly entries: ReadonlyMap<string, unknown>; readonly count: number; readonly unsettled: ReadonlySet<string> }>();
   /** Objects of the last pass found settled without a merge (tests, debug log). */
   lastPassSkipped = 0;
+  /** Objects the last pass looked at one by one (tests): the others were known unchanged from the report map alone. */
+  lastPassVisited = 0;
   readonly #retry: RetryBackoff;
   /** The failure last logged, so an API server away for minutes is one line, not one per pass. */
   #lastFailure = '';
@@ -215,6 +219,7 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
     const report = this.#latest;
     if (!report) return;
     let checked = 0;
+    let visited = 0;
     let written = 0;
     let skipped = 0;
     let failed = 0;
@@ -234,9 +239,17 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
         this.#visited.set(kind, known);
         continue;
       }
+      // The report's map may say which of its keys changed since the map the last pass visited
+      // (the routes' status after a route was added among thousands): then only those, the ones
+      // the cache changed and the ones left unsettled are looked at, not every key.
+      const diff = known ? changedKeys(known.entries, entries) : null;
+      const visit = diff && known ? onlyKeys(entries, [diff, changed, known.unsettled]) : entries;
+      checked += entries.size - visit.size;
+      skipped += entries.size - visit.size;
+      visited += visit.size;
       // The objects this pass does not find settled; null once the pass cannot vouch for the others (a newer report came).
       let unsettled: Set<string> | null = settles(kind) ? new Set() : null;
-      for (const [key, d] of entries) {
+      for (const [key, d] of visit) {
         if (!this.#may()) return;
         checked++;
         if (known && known.entries.get(key) === d && !changed.has(key) && !known.unsettled.has(key)) {
@@ -275,9 +288,10 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
       // Objects gone from the report (deleted) are never read again: forget what was settled of
       // them, or routes created and deleted over days would each leave an entry here.
       const settled = this.#settled.get(kind);
-      if (scope === 'all' && settled) for (const key of settled.keys()) if (!entries.has(key)) settled.delete(key);
+      if (scope === 'all' && settled) for (const key of diff ?? settled.keys()) if (!entries.has(key)) settled.delete(key);
     }
     this.lastPassSkipped = skipped;
+    this.lastPassVisited = visited;
     if (scope !== 'all') {
       // A pass of the Gateways alone: its failures are retried by a pass of every object, and its
       // success says nothing of the others'.
@@ -426,6 +440,13 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
 /** One turn of the event loop: I/O already due (a snapshot push, watch events) goes first. */
 function turn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** The entries of `entries` whose key is in one of `keys`, in key order. */
+function onlyKeys<V>(entries: ReadonlyMap<string, V>, keys: readonly Iterable<string>[]): ReadonlyMap<string, V> {
+  const wanted = new Set<string>();
+  for (const list of keys) for (const k of list) if (entries.has(k)) wanted.add(k);
+  return new Map([...wanted].sort(compareStrings).map((k) => [k, entries.get(k)!] as const));
 }
 
 /** The report's objects of one kind, by key. */
