@@ -113,6 +113,40 @@ describe('proxy fleet', () => {
     expect(t.events.filter((e) => e.startsWith('rejection'))).toEqual([`rejection ${GATEWAY}`, `rejection ${GATEWAY}`]);
   });
 
+  it('answered() resolves once no proxy has a push unanswered: after ACKs, a NACK, or the stream gone', async () => {
+    const t = fleet();
+    /** Whether answered() asked now has resolved once the microtasks queued so far ran. */
+    const settledNow = async (p: Promise<void>) => {
+      let done = false;
+      void p.then(() => (done = true));
+      await Promise.resolve();
+      await Promise.resolve();
+      return done;
+    };
+    expect(await settledNow(t.f.answered())).toBe(true);
+    const v1 = snapshot('one');
+    t.offer(v1);
+    const a = t.join('a');
+    const b = t.join('b');
+    const [pa, pb] = [await a.link.next(), await b.link.next()];
+    const both = t.f.answered();
+    expect(await settledNow(both)).toBe(false);
+    t.f.ack(a.s, pa.version, pa.nonce);
+    expect(await settledNow(both)).toBe(false);
+    t.f.nack(b.s, pb.nonce, 'port taken', false);
+    expect(await settledNow(both)).toBe(true);
+
+    // A newer version: pending until the one proxy that takes it answers or goes away.
+    t.offer(withRoutes(v1, [routesOf(v1)[0]!, routesOf(snapshot('two'))[0]!]));
+    await a.link.next();
+    await b.link.next();
+    const again = t.f.answered();
+    t.f.remove(a.s);
+    expect(await settledNow(again)).toBe(false);
+    t.f.remove(b.s);
+    expect(await settledNow(again)).toBe(true);
+  });
+
   it('a delta the proxy cannot resolve goes again in full, with no rejection', async () => {
     const t = fleet();
     const v1 = snapshot('one');

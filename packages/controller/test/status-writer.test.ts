@@ -405,6 +405,51 @@ describe('StatusWriter: the proxies', () => {
     expect(accepted()).toBe('False');
   });
 
+  it('a new report is written once the snapshot pushes in flight are answered; a refresh of the Gateways does not wait', async () => {
+    const store = new Store();
+    store.add('Gateway', 'apps', 'edge');
+    store.add('HTTPRoute', 'apps', 'r1');
+    let answer: (() => void) | undefined;
+    const proxies: ProxiesView = {
+      changed: new Signal(),
+      rejection: () => undefined,
+      programmedInput: () => undefined,
+      addresses: () => [],
+      delivered: () => new Promise<void>((resolve) => (answer = resolve)),
+    };
+    const w = new StatusWriter({ api: store, cache: store.read, controllerName: OURS, isLeader: () => true, metrics: new ControllerMetrics(), log: pino({ level: 'silent' }), proxies });
+    const gatewayStatus = (status: 'True' | 'False') => new Map([['apps/edge', { namespace: 'apps', name: 'edge', generation: 1, conditions: [condition('Programmed', status)], listeners: [] }]]);
+    const reportWith = (status: 'True' | 'False'): StatusReport => ({
+      gatewayClasses: new Map(),
+      gateways: gatewayStatus(status),
+      httpRoutes: new Map([['apps/r1', { namespace: 'apps', name: 'r1', generation: 1, parents: [{ parentRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: 'apps', name: 'edge' }, controllerName: OURS, conditions: [condition('Accepted', 'True')] }] }]]),
+      gatewayPolicies: new Map(),
+      backendTLSPolicies: new Map(),
+    });
+    await w.start();
+    w.submit(reportWith('True'));
+    // Work already due runs (turns of the event loop), and nothing is written while the push is unanswered.
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(answer).toBeDefined();
+    expect(store.puts).toEqual([]);
+    answer!();
+    await w.idle();
+    expect(store.puts.sort()).toEqual(['Gateway/apps/edge', 'HTTPRoute/apps/r1']);
+
+    // The proxies changed (an ACK): the Gateways are merged again at once, without waiting.
+    answer = undefined;
+    store.puts.length = 0;
+    proxies.changed.raise();
+    await w.idle();
+    expect(answer).toBeUndefined();
+
+    // A push never answered (a proxy stuck in a long apply) holds the writes a moment, not until it answers.
+    w.submit(reportWith('False'));
+    await w.idle();
+    expect(answer).toBeDefined();
+    expect(store.puts).toEqual(['Gateway/apps/edge']);
+  });
+
   it("writes a proxy's NACK, and its end, on the Gateway from the proxies' view, with no new report (no translation)", async () => {
     const api = new FakeApi();
     api.stored = { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', metadata: { name: 'edge', namespace: 'apps', resourceVersion: '1', generation: 1 } };

@@ -42,9 +42,32 @@ export class ProxyFleet {
   /** Admitted streams, by Gateway. */
   readonly #byGateway = new Map<string, Set<ProxyStream>>();
   readonly #rejections = new Rejections();
+  /** Told once no push awaits its answer (answered()). */
+  #waiters: (() => void)[] = [];
 
   constructor(o: FleetOptions) {
     this.#o = o;
+  }
+
+  /**
+   * Resolves once no proxy has a push unanswered (ACKed, NACKed, timed out or its stream gone):
+   * at once when none has. The status writer waits for it (bounded) so that its writes, and the
+   * API server's work on them, do not take the cores the proxies apply a change on.
+   */
+  answered(): Promise<void> {
+    if (!this.#anyPending()) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  #anyPending(): boolean {
+    for (const set of this.#byGateway.values()) for (const s of set) if (s.pending) return true;
+    return false;
+  }
+
+  /** After an answer, a timeout or a stream gone: the waiters are told when nothing is pending now. */
+  #maybeAnswered(): void {
+    if (!this.#waiters.length || this.#anyPending()) return;
+    for (const resolve of this.#waiters.splice(0)) resolve();
   }
 
   /** Admitted streams of the Gateway. */
@@ -99,6 +122,7 @@ export class ProxyFleet {
     this.#o.onProxiesChange?.(s.gateway);
     // The proxy that held a rejection back may be the one gone.
     if (this.count(s.gateway)) this.#settle(s.gateway);
+    this.#maybeAnswered();
   }
 
   /** Every stream ends (the server stops). */
@@ -145,6 +169,7 @@ export class ProxyFleet {
     this.#o.onProxiesChange?.(s.gateway);
     this.#sweep(s.gateway);
     this.push(s);
+    this.#maybeAnswered();
   }
 
   nack(s: ProxyStream, nonce: string, error: string, wantFull: boolean): void {
@@ -164,6 +189,7 @@ export class ProxyFleet {
     this.#o.onNack?.({ gateway: s.gateway, pod: s.pod, version: r.version, error: r.error });
     if (this.#rejections.refused(s.gateway, { version: r.version, pod: s.pod, error: r.error })) this.#o.onRejectionChange?.(s.gateway);
     this.push(s);
+    this.#maybeAnswered();
   }
 
   #timeout(s: ProxyStream, nonce: string): void {
@@ -174,6 +200,7 @@ export class ProxyFleet {
     // The same version is sent again (with a new nonce) when it is still the current one.
     const current = this.#o.store.get(s.gateway);
     if (current && current.version !== s.acked) this.push(s);
+    this.#maybeAnswered();
   }
 
   #settle(gateway: string): void {

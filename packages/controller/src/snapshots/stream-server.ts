@@ -106,6 +106,11 @@ export class SnapshotStreamServer implements Runnable {
   }
 
   /** Why the Gateway's snapshot is rejected, while it is: until every proxy connected for it ACKs a version other than the refused one. */
+  /** Resolves once no proxy has a push unanswered (at once when none has). */
+  answered(): Promise<void> {
+    return this.#fleet.answered();
+  }
+
   rejection(gateway: string): Rejection | undefined {
     return this.#fleet.rejection(gateway);
   }

@@ -44,6 +44,8 @@ const RECHECK_GAP_MS = 1000;
 const DEFAULT_WRITE_RETRY: RetryOptions = { initialMs: 500, maxMs: 30_000 };
 /** A pass gives the event loop a turn after this much work. */
 const SLICE_MS = 8;
+/** The longest a pass waits for the proxies to answer the snapshot pushes in flight. */
+const DELIVERY_WAIT_MS = 250;
 
 /** Reads the informer cache. */
 export type CacheReader = (kind: StatusKind, name: string, namespace?: string) => KubernetesObject | undefined;
@@ -203,10 +205,30 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
     if (!this.#active || this.#pass || this.#dirty === 'none') return;
     // A pass of every object is the retry a failed one waits for; a pass of the Gateways alone is not.
     if (this.#dirty === 'all') this.#retry.cancel();
-    this.#pass = turn().then(() => this.#run()).finally(() => {
+    this.#pass = this.#delivered().then(() => this.#run()).finally(() => {
       this.#pass = undefined;
       this.#kick();
     });
+  }
+
+  /**
+   * What a pass waits for: the snapshot pushes in flight answered, at most DELIVERY_WAIT_MS (a
+   * new report comes with a new snapshot, which the proxies apply meanwhile: the writes and the
+   * API server's work on them wait rather than take the cores from them; the route's status is
+   * then written once it serves), then a turn of the event loop.
+   */
+  async #delivered(): Promise<void> {
+    const delivered = this.#dirty === 'all' ? this.#o.proxies?.delivered?.() : undefined;
+    if (delivered) {
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, DELIVERY_WAIT_MS);
+        timer.unref();
+      });
+      await Promise.race([delivered, bound]);
+      clearTimeout(timer);
+    }
+    await turn();
   }
 
   #may(): boolean {
