@@ -131,20 +131,20 @@ function trackedSetup(retry?: { initialMs: number; maxMs: number }) {
   const rewrittenElsewhere = () => {
     api.stored = { ...api.stored, status: { conditions: [] }, metadata: { ...api.stored.metadata, resourceVersion: String(Number(api.stored.metadata!.resourceVersion) + 1) } };
   };
-  return { api, w, changes, state, syncCache, rewrittenElsewhere };
+  /** A pass over `rep`: the objects it read from the cache. */
+  const pass = async (rep: StatusReport): Promise<number> => {
+    state.reads = 0;
+    w.submit(rep);
+    await w.idle();
+    return state.reads;
+  };
+  return { api, w, changes, state, syncCache, rewrittenElsewhere, pass };
 }
 
 describe('StatusWriter: what changed since the last pass', () => {
   it('skips an object whose report entry and cached object have not changed since it was found settled; reads it again when either did', async () => {
-    const { api, w, changes, state, syncCache, rewrittenElsewhere } = trackedSetup();
+    const { api, w, changes, syncCache, rewrittenElsewhere, pass } = trackedSetup();
     await w.start();
-    /** A pass over `rep`: the objects it read from the cache. */
-    const pass = async (rep: StatusReport): Promise<number> => {
-      state.reads = 0;
-      w.submit(rep);
-      await w.idle();
-      return state.reads;
-    };
     const r = report('True');
     await pass(r);
     expect(api.puts).toBe(1);
@@ -190,14 +190,8 @@ describe('StatusWriter: what changed since the last pass', () => {
 
 describe('StatusWriter: a report map that says what changed', () => {
   it('looks only at the keys a patched map names (and those the cache changed), not at every key', async () => {
-    const { api, w, changes, state, syncCache } = trackedSetup();
+    const { api, w, changes, syncCache, pass } = trackedSetup();
     await w.start();
-    const pass = async (rep: StatusReport): Promise<number> => {
-      state.reads = 0;
-      w.submit(rep);
-      await w.idle();
-      return state.reads;
-    };
     const r = report('True');
     await pass(r);
     syncCache();
