@@ -123,13 +123,13 @@ describe('proxy fleet', () => {
       await Promise.resolve();
       return done;
     };
-    expect(await settledNow(t.f.answered())).toBe(true);
+    expect(await settledNow(t.f.answered(600_000))).toBe(true);
     const v1 = snapshot('one');
     t.offer(v1);
     const a = t.join('a');
     const b = t.join('b');
     const [pa, pb] = [await a.link.next(), await b.link.next()];
-    const both = t.f.answered();
+    const both = t.f.answered(600_000);
     expect(await settledNow(both)).toBe(false);
     t.f.ack(a.s, pa.version, pa.nonce);
     expect(await settledNow(both)).toBe(false);
@@ -140,11 +140,20 @@ describe('proxy fleet', () => {
     t.offer(withRoutes(v1, [routesOf(v1)[0]!, routesOf(snapshot('two'))[0]!]));
     await a.link.next();
     await b.link.next();
-    const again = t.f.answered();
+    const again = t.f.answered(600_000);
     t.f.remove(a.s);
     expect(await settledNow(again)).toBe(false);
     t.f.remove(b.s);
     expect(await settledNow(again)).toBe(true);
+    expect(t.f.waiting).toBe(0);
+
+    // A proxy that never answers: each caller waits its bound and leaves, none is kept.
+    t.offer(snapshot('three'));
+    const c = t.join('c');
+    await c.link.next();
+    await t.f.answered(1);
+    await t.f.answered(1);
+    expect(t.f.waiting).toBe(0);
   });
 
   it('a delta the proxy cannot resolve goes again in full, with no rejection', async () => {

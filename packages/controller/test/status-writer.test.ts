@@ -409,7 +409,12 @@ describe('StatusWriter: the proxies', () => {
       rejection: () => undefined,
       programmedInput: () => undefined,
       addresses: () => [],
-      delivered: () => new Promise<void>((resolve) => (answer = resolve)),
+      // As the fleet's answered(): the bound is its own.
+      delivered: (maxMs) =>
+        new Promise<void>((resolve) => {
+          answer = resolve;
+          setTimeout(resolve, maxMs).unref();
+        }),
     };
     const w = new StatusWriter({ api: store, cache: store.read, controllerName: OURS, isLeader: () => true, metrics: new ControllerMetrics(), log: pino({ level: 'silent' }), proxies });
     const gatewayStatus = (status: 'True' | 'False') => new Map([['apps/edge', { namespace: 'apps', name: 'edge', generation: 1, conditions: [condition('Programmed', status)], listeners: [] }]]);

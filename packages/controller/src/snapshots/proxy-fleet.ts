@@ -42,21 +42,30 @@ export class ProxyFleet {
   /** Admitted streams, by Gateway. */
   readonly #byGateway = new Map<string, Set<ProxyStream>>();
   readonly #rejections = new Rejections();
-  /** Told once no push awaits its answer (answered()). */
-  #waiters: (() => void)[] = [];
+  /** The callers of answered() waiting now; each leaves at its bound (a proxy that never answers holds none for long). */
+  readonly #waiters = new Set<() => void>();
 
   constructor(o: FleetOptions) {
     this.#o = o;
   }
 
   /**
-   * Resolves once no proxy has a push unanswered (ACKed, NACKed, timed out or its stream gone):
-   * at once when none has. The status writer waits for it (bounded) so that its writes, and the
-   * API server's work on them, do not take the cores the proxies apply a change on.
+   * Resolves once no proxy has a push unanswered (ACKed, NACKed, timed out or its stream gone),
+   * or after `maxMs`: at once when none has. The status writer waits for it so that its writes,
+   * and the API server's work on them, do not take the cores the proxies apply a change on.
    */
-  answered(): Promise<void> {
+  answered(maxMs: number): Promise<void> {
     if (!this.#anyPending()) return Promise.resolve();
-    return new Promise((resolve) => this.#waiters.push(resolve));
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, maxMs);
+      timer.unref();
+      this.#waiters.add(done);
+    });
   }
 
   #anyPending(): boolean {
@@ -66,8 +75,13 @@ export class ProxyFleet {
 
   /** After an answer, a timeout or a stream gone: the waiters are told when nothing is pending now. */
   #maybeAnswered(): void {
-    if (!this.#waiters.length || this.#anyPending()) return;
-    for (const resolve of this.#waiters.splice(0)) resolve();
+    if (!this.#waiters.size || this.#anyPending()) return;
+    for (const done of [...this.#waiters]) done();
+  }
+
+  /** Callers of answered() waiting now (tests). */
+  get waiting(): number {
+    return this.#waiters.size;
   }
 
   /** Admitted streams of the Gateway. */

@@ -106,9 +106,9 @@ export class SnapshotStreamServer implements Runnable {
   }
 
   /** Why the Gateway's snapshot is rejected, while it is: until every proxy connected for it ACKs a version other than the refused one. */
-  /** Resolves once no proxy has a push unanswered (at once when none has). */
-  answered(): Promise<void> {
-    return this.#fleet.answered();
+  /** Resolves once no proxy has a push unanswered, or after `maxMs` (at once when none has). */
+  answered(maxMs: number): Promise<void> {
+    return this.#fleet.answered(maxMs);
   }
 
   rejection(gateway: string): Rejection | undefined {

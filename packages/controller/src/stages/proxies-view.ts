@@ -21,7 +21,7 @@ export interface ProxySources {
   readonly deployer: { conflict(namespace: string, name: string): string | undefined; addressRefusal(namespace: string, name: string): AddressRefusal | undefined };
   /** null with --snapshot-plaintext. */
   readonly caPublisher: { conflict(namespace: string): string | undefined } | null;
-  readonly stream: { proxies(): ReadonlyMap<string, readonly ProxyView[]>; rejection(gateway: string): Rejection | undefined; answered(): Promise<void> };
+  readonly stream: { proxies(): ReadonlyMap<string, readonly ProxyView[]>; rejection(gateway: string): Rejection | undefined; answered(maxMs: number): Promise<void> };
   readonly changed: Signal;
 }
 
@@ -36,8 +36,8 @@ export class ClusterProxiesView implements ProxiesView {
     return this.s.stream.rejection(gateway);
   }
 
-  delivered(): Promise<void> {
-    return this.s.stream.answered();
+  delivered(maxMs: number): Promise<void> {
+    return this.s.stream.answered(maxMs);
   }
 
   programmedInput(namespace: string, name: string): ProgrammedInput | undefined {

@@ -50,6 +50,6 @@ export interface ProxiesView {
   programmedInput(namespace: string, name: string): ProgrammedInput | undefined;
   /** Gateway status.addresses: the addresses of the proxies' Service, [] while it has none. */
   addresses(namespace: string, name: string): readonly GatewayAddress[];
-  /** Resolves once no snapshot push to a proxy awaits its answer (at once when none does). */
-  delivered?(): Promise<void>;
+  /** Resolves once no snapshot push to a proxy awaits its answer, or after `maxMs` (at once when none does). */
+  delivered?(maxMs: number): Promise<void>;
 }

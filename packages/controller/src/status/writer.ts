@@ -218,16 +218,7 @@ export class StatusWriter implements Runnable, Sink<StatusReport> {
    * then written once it serves), then a turn of the event loop.
    */
   async #delivered(): Promise<void> {
-    const delivered = this.#dirty === 'all' ? this.#o.proxies?.delivered?.() : undefined;
-    if (delivered) {
-      let timer: NodeJS.Timeout | undefined;
-      const bound = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, DELIVERY_WAIT_MS);
-        timer.unref();
-      });
-      await Promise.race([delivered, bound]);
-      clearTimeout(timer);
-    }
+    if (this.#dirty === 'all') await this.#o.proxies?.delivered?.(DELIVERY_WAIT_MS);
     await turn();
   }
 
