@@ -50,11 +50,17 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   });
 }
 
+/** Per process started here: resolves once everything it wrote is in its log file. */
+const logged = new WeakMap<ChildProcess, Promise<void>>();
+
 function startProcess(name: string, file: string, args: string[], dir: string): ChildProcess {
   const log = createWriteStream(join(dir, `${name}.log`));
   const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: dir });
-  child.stdout?.pipe(log);
-  child.stderr?.pipe(log);
+  // Both streams into one file: it ends once both have closed ('close'), not when the first ends
+  // (which lost the other's last lines, the ones that say why a process exited).
+  child.stdout?.pipe(log, { end: false });
+  child.stderr?.pipe(log, { end: false });
+  logged.set(child, new Promise<void>((resolve) => child.once('close', () => log.end(resolve))));
   live.add(child);
   child.once('exit', () => live.delete(child));
   return child;
@@ -82,6 +88,8 @@ export async function waitFor(what: string, child: ChildProcess, probe: () => Pr
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
+      // Its last lines (a port taken: onFreePorts starts again on others) may still be on their way.
+      await logged.get(child);
       throw new Error(`${log} exited (${child.exitCode ?? child.signalCode}) before ${what}:\n${logTail(dir, log)}`);
     }
     if (await probe().catch(() => false)) return;
