@@ -32,6 +32,7 @@
 // requested address is the Gateway owner's to fix, not a failure of ours: addressRefusal()
 // says it until an apply succeeds (Programmed False, AddressNotUsable), it is logged once, and
 // the pass is retried with the backoff, so an address freed meanwhile is taken.
+import { createHash } from 'node:crypto';
 import type { KubernetesObject, V1Service } from '@kubernetes/client-node';
 import { addressRefusal, type AddressRefusal } from './addresses.js';
 import { COMPONENT, COMPONENT_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, proxyName } from './names.js';
@@ -417,11 +418,12 @@ export class Deployer implements Runnable {
   }
 }
 
-/** What a pass wants: every rendered object, and the Gateways whose objects stay as they are. */
+/** What a pass wants, hashed (not held: at a thousand Gateways, megabytes of text): every rendered object, and the Gateways whose objects stay as they are. */
 function passSignature(rendered: readonly { readonly objects: readonly KubernetesObject[] }[], keep: readonly Gateway[]): string {
-  const parts = rendered.flatMap((r) => r.objects.map((o) => JSON.stringify(o)));
-  for (const gw of keep) parts.push(`keep ${gatewayKey(gw)}`);
-  return parts.join('\n');
+  const h = createHash('sha256');
+  for (const r of rendered) for (const o of r.objects) h.update(JSON.stringify(o)).update('\n');
+  for (const gw of keep) h.update(`keep ${gatewayKey(gw)}\n`);
+  return h.digest('hex');
 }
 
 /** The Service as it exists, when the rendering asks for ClusterIPs it does not have (it must be replaced). */
