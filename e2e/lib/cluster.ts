@@ -88,8 +88,9 @@ export async function waitFor(what: string, child: ChildProcess, probe: () => Pr
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      // Its last lines (a port taken: onFreePorts starts again on others) may still be on their way.
-      await logged.get(child);
+      // Its last lines (a port taken: onFreePorts starts again on others) may still be on their
+      // way; a pipe some child of it holds open does not keep the error back for long.
+      await Promise.race([logged.get(child), new Promise((r) => setTimeout(r, 2_000).unref())]);
       throw new Error(`${log} exited (${child.exitCode ?? child.signalCode}) before ${what}:\n${logTail(dir, log)}`);
     }
     if (await probe().catch(() => false)) return;

@@ -105,12 +105,12 @@ export class SnapshotStreamServer implements Runnable {
     return this.#listener.port;
   }
 
-  /** Why the Gateway's snapshot is rejected, while it is: until every proxy connected for it ACKs a version other than the refused one. */
   /** Resolves once no proxy has a push unanswered, or after `maxMs` (at once when none has). */
   answered(maxMs: number): Promise<void> {
     return this.#fleet.answered(maxMs);
   }
 
+  /** Why the Gateway's snapshot is rejected, while it is: until every proxy connected for it ACKs a version other than the refused one. */
   rejection(gateway: string): Rejection | undefined {
     return this.#fleet.rejection(gateway);
   }

@@ -93,9 +93,6 @@ export function routesPart(resources: Resources, options: TranslateOptions, ctx:
   return part;
 }
 
-/** The most keys that changed for a status map to be patched from the last rather than made again. */
-const MAX_STATUS_PATCH = 64;
-
 /**
  * The routes' status by key, in the order of `routes` (each route's translation holds it,
  * ./httproute.ts). Given the last map and the routes it was made from, whose unchanged routes
@@ -110,7 +107,8 @@ function statusInKeyOrder(
   const changed = before && changedKeys(before.routes, routes);
   if (before && changed?.length === 0) return before.status;
   const out = new Map<string, HTTPRouteStatusReport>();
-  if (!before || !changed || changed.length > MAX_STATUS_PATCH) {
+  // (changedKeys answers only for a key order patched from the last, itself bounded to a few keys.)
+  if (!before || !changed) {
     for (const [key, route] of routes) out.set(key, statusOf(route));
     return out;
   }
