@@ -123,6 +123,7 @@ export class Controller {
     this.translate = new TranslateStage({
       source: this.watch.world,
       changes: this.#changes,
+      statusChanges: this.#statusChanged,
       translate: d.translate,
       controllerName: o.controllerName,
       limits: o.limits,
