@@ -16,6 +16,7 @@ import { unreadable } from './decode.js';
 import { Informer, type InformerEvents } from './informer.js';
 import { KINDS, type WatchedKind } from './kinds.js';
 import { ReferencedObjects } from './referenced.js';
+import { ReadableLists } from './readable-lists.js';
 
 export class World {
   readonly informers: ReadonlyMap<string, Informer>;
@@ -25,6 +26,8 @@ export class World {
   readonly #reported = new Set<string>();
   /** The policies' secretSelectors of the last reconcile, by namespace. */
   #selectors = new Map<string, SecretSelection[]>();
+  /** By kind, the lists resources() handed out (the kinds cached whole). */
+  readonly #lists = new ReadableLists<KubernetesObject>();
 
   constructor(
     kc: KubeConfig,
@@ -107,11 +110,11 @@ export class World {
 
   /** translate()'s input; undefined while a referenced object is being read for the first time. */
   resources(): Resources | undefined {
-    const out: Record<string, KubernetesObject[]> = {};
+    const out: Record<string, readonly KubernetesObject[]> = {};
     const seen = new Set<string>();
     for (const inf of this.informers.values()) {
       if (this.#referenced.has(inf.kind.kind)) continue;
-      out[inf.kind.resources] = inf.list().filter((o) => this.#readable(inf.kind, o, seen));
+      out[inf.kind.resources] = this.#lists.list(inf.kind.kind, inf.changes.count, () => inf.list(), (o) => this.#readable(inf.kind, o), seen);
     }
     const partial = out as unknown as Resources;
     const keys = this.references({
@@ -130,7 +133,11 @@ export class World {
       const inf = this.informer(kind);
       const r = referenced.want(kind === 'Secret' || kind === 'ConfigMap' ? keys[kind] : []);
       pending ||= r.pending;
-      out[inf.kind.resources] = r.objects.filter((o) => this.#readable(inf.kind, o, seen));
+      out[inf.kind.resources] = r.objects.filter((o) => {
+        const id = this.#readable(inf.kind, o);
+        if (id !== null) seen.add(id);
+        return id === null;
+      });
     }
     // Forget reports of objects that were fixed or deleted, so the set does not grow forever.
     for (const key of this.#reported) if (!seen.has(key)) this.#reported.delete(key);
@@ -143,17 +150,17 @@ export class World {
     return selectors?.some((s) => matchesSelector(s.matchLabels, o.metadata?.labels)) ?? false;
   }
 
-  #readable(kind: WatchedKind, obj: KubernetesObject, seen: Set<string>): boolean {
+  /** null when the object can be read; else its id (`<kind>/<ns>/<name>@<resourceVersion>`), reported once. */
+  #readable(kind: WatchedKind, obj: KubernetesObject): string | null {
     const why = verdict(kind, obj);
-    if (why === null) return true;
+    if (why === null) return null;
     const id = `${kind.kind}/${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}@${obj.metadata?.resourceVersion ?? ''}`;
-    seen.add(id);
     if (!this.#reported.has(id)) {
       this.#reported.add(id);
       this.log.warn({ code: CONTROLLER_ERRORS.objectUnreadable.code, kind: kind.kind, namespace: obj.metadata?.namespace, name: obj.metadata?.name, resourceVersion: obj.metadata?.resourceVersion, reason: why }, `skipping ${kind.kind} that cannot be read: ${why}`);
       this.onUnreadable(kind, obj, why);
     }
-    return false;
+    return id;
   }
 }
 
