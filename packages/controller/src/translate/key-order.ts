@@ -1,13 +1,13 @@
 // The objects of one kind by `<namespace>/<name>`, in key order, kept from one translation to
 // the next. The informer caches hand out the same list with a few objects replaced, added or
 // removed, so the new list is compared with the last one object by object (a pointer compare
-// each) and only the stretch that differs is keyed and placed: an edit keeps every key where
-// it was, an add merges its key into the last order, and no key of an unchanged object is
-// built, hashed or sorted again. Any other change (many objects, keys used twice) is indexed
-// from scratch, as it always was.
+// each) and only the stretch that differs is keyed and placed: the map is the last one with
+// those keys set or taken out (./patched-map.ts), and no key of an unchanged object is built,
+// hashed or sorted again. Any other change (many objects, keys used twice) is indexed from
+// scratch, as it always was.
 import { compareStrings, keyOf } from './keys.js';
+import { patchedMap } from './patched-map.js';
 import { commonEnds } from './same-objects.js';
-import { firstIndex } from '@tollgate/api';
 
 type Keyed = { readonly metadata: { readonly namespace?: string; readonly name: string } };
 
@@ -15,7 +15,6 @@ interface Indexed<T, V> {
   /** A copy of the list indexed (a caller may reuse and change its array between calls). */
   readonly items: readonly T[];
   readonly value: ((item: T) => V) | undefined;
-  readonly keys: readonly string[];
   readonly out: ReadonlyMap<string, V>;
 }
 
@@ -43,7 +42,7 @@ function indexed<T extends Keyed, V>(items: readonly T[], value: ((item: T) => V
     const item = byName.get(key)!;
     out.set(key, value ? value(item) : (item as unknown as V));
   }
-  return { items: items.slice(), value, keys, out };
+  return { items: items.slice(), value, out };
 }
 
 // For a map made by patching the one before: that map and the keys whose value may differ
@@ -104,33 +103,13 @@ function patched<T extends Keyed, V>(before: Indexed<T, V>, items: readonly T[])
   for (const key of cameByKey.keys()) if (before.out.has(key) && !goneKeys.has(key)) return null;
   const valueOf = (item: T): V => (before.value ? before.value(item) : (item as unknown as V));
   const removed = [...goneKeys].filter((k) => !cameByKey.has(k));
-  const added = [...cameByKey.keys()].filter((k) => !goneKeys.has(k)).sort(compareStrings);
-  if (!removed.length && !added.length) {
-    // Edits only: every key where it was (setting a key that is present keeps its place).
-    const out = new Map(before.out);
-    for (const [key, item] of cameByKey) out.set(key, valueOf(item));
-    return madeFrom(before, { ...before, items: items.slice(), out }, [...cameByKey.keys()]);
-  }
-  // The keys that left taken out and those that came put in at their places, each found by a
-  // binary search (the keys are sorted): a move of the others rather than a walk.
-  const keys = before.keys.slice();
-  for (const k of removed) {
-    const at = firstNotBefore(keys, k);
-    // (Every key that left was in the last order: its object was in the last list.)
-    if (keys[at] !== k) return null;
-    keys.splice(at, 1);
-  }
-  for (const k of added) keys.splice(firstNotBefore(keys, k), 0, k);
-  // A map keeps the order of insertion: it is made again in key order.
-  const out = new Map<string, V>();
-  for (const key of keys) {
-    const item = cameByKey.get(key);
-    out.set(key, item !== undefined ? valueOf(item) : before.out.get(key)!);
-  }
-  return madeFrom(before, { items: items.slice(), value: before.value, keys, out }, [...new Set([...goneKeys, ...cameByKey.keys()])]);
-}
-
-/** The index of the first of `sorted` (in compareStrings order) that does not sort before `key`. */
-function firstNotBefore(sorted: readonly string[], key: string): number {
-  return firstIndex(sorted.length, (i) => compareStrings(sorted[i]!, key) < 0);
+  // (Every key that left was in the last map: its object was in the last list.)
+  if (!removed.every((k) => before.out.has(k))) return null;
+  // An edit keeps its key's place, an add is placed by its key: the map before, patched.
+  const out = patchedMap(
+    before.out,
+    [...cameByKey].map(([key, item]) => [key, valueOf(item)] as const),
+    removed,
+  );
+  return madeFrom(before, { items: items.slice(), value: before.value, out }, [...new Set([...goneKeys, ...cameByKey.keys()])]);
 }

@@ -27,7 +27,7 @@ import { commonEnds, sameObjects } from './same-objects.js';
 import type { HTTPRouteStatusReport, Resources, TranslateOptions } from './types.js';
 import type { HTTPRoute } from '../types/gateway-api.js';
 import { changedKeys, recordPatch } from './key-order.js';
-import { compareStrings } from './keys.js';
+import { patchedMap } from './patched-map.js';
 
 export interface RoutesPart {
   readonly classes: ReturnType<typeof translateGatewayClasses>;
@@ -96,9 +96,9 @@ export function routesPart(resources: Resources, options: TranslateOptions, ctx:
 /**
  * The routes' status by key, in the order of `routes` (each route's translation holds it,
  * ./httproute.ts). Given the last map and the routes it was made from, whose unchanged routes
- * kept their status: the two maps are walked side by side (both in key order), a status looked
- * up only for the keys that changed, and the new map says which keys those were (recordPatch),
- * for the status writer.
+ * kept their status: the last map with a status looked up for the keys that changed and those
+ * that left taken out (./patched-map.ts), and the new map says which keys those were
+ * (recordPatch), for the status writer.
  */
 function statusInKeyOrder(
   routes: ReadonlyMap<string, HTTPRoute>,
@@ -106,22 +106,20 @@ function statusInKeyOrder(
 ): ReadonlyMap<string, HTTPRouteStatusReport> {
   const changed = before && changedKeys(before.routes, routes);
   if (before && changed?.length === 0) return before.status;
-  const out = new Map<string, HTTPRouteStatusReport>();
   // (changedKeys answers only for a key order patched from the last, itself bounded to a few keys.)
   if (!before || !changed) {
+    const out = new Map<string, HTTPRouteStatusReport>();
     for (const [key, route] of routes) out.set(key, statusOf(route));
     return out;
   }
-  const differs = new Set(changed);
-  const was = before.status.entries();
-  let at = was.next();
-  for (const [key, route] of routes) {
-    // Keys of the last map before this one are keys removed since.
-    while (!at.done && at.value[0] !== key && compareStrings(at.value[0], key) < 0) at = was.next();
-    const kept = !at.done && at.value[0] === key ? at.value[1] : undefined;
-    out.set(key, kept !== undefined && !differs.has(key) ? kept : statusOf(route));
-    if (kept !== undefined) at = was.next();
+  const set: (readonly [string, HTTPRouteStatusReport])[] = [];
+  const removed: string[] = [];
+  for (const key of changed) {
+    const route = routes.get(key);
+    if (route === undefined) removed.push(key);
+    else set.push([key, statusOf(route)]);
   }
+  const out = patchedMap(before.status, set, removed);
   recordPatch(before.status, out, changed);
   return out;
 }
