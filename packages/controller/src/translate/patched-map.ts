@@ -2,55 +2,61 @@
 // maps of the routes by key (./key-order.ts) and of their status (./routes-part.ts) are made
 // again for every route added among thousands, and a JavaScript Map keeps the order of
 // insertion, so each was built anew in key order: thousands of entries hashed before the
-// snapshot could go out. A patched map holds a whole map (its base, in key order) and the keys
-// changed since; a lookup looks at the changes, then the base; the entries in key order are
-// merged the first time they are walked (a reader after the snapshot went out: the status
-// writer, a test). Patching a patched map starts from its base with both sets of changes, so no
-// map holds the one before it, and past MAX_CHANGES changes the map is made whole again.
+// snapshot could go out. A patched map holds its entries in key order in chunks of about CHUNK;
+// a patch copies the list of chunks and the chunks it changes, and shares the others with the
+// map before, which stays as it was. A lookup is a binary search (chunk, then key). No map holds
+// an entry the one it was made from had and it has not (a deleted route, the object an edit
+// replaced): those go with the maps before.
 
+import { firstIndex } from '@tollgate/api';
 import { compareStrings } from './keys.js';
 
-/** The most changes a patched map holds over its base; past them it is made whole (once per so many changes). */
-export const MAX_CHANGES = 256;
+/** Entries per chunk as made from a whole map; a chunk that grows to twice this is split. */
+export const CHUNK = 64;
 
-const GONE: unique symbol = Symbol('removed');
-type Change<V> = V | typeof GONE;
+interface Chunk<V> {
+  /** Sorted (compareStrings), never empty; changed only by the patch that made the chunk. */
+  readonly keys: string[];
+  readonly values: V[];
+}
 
 class PatchedMap<V> implements ReadonlyMap<string, V> {
   #whole: ReadonlyMap<string, V> | undefined;
 
   constructor(
-    /** A map in key order, never a PatchedMap. */
-    readonly base: ReadonlyMap<string, V>,
-    /** The keys set (a value) or removed (GONE) since the base. */
-    readonly changes: ReadonlyMap<string, Change<V>>,
+    readonly chunks: readonly Chunk<V>[],
     readonly size: number,
   ) {}
 
+  static of<V>(map: ReadonlyMap<string, V>): PatchedMap<V> {
+    if (map instanceof PatchedMap) return map as PatchedMap<V>;
+    const chunks: Chunk<V>[] = [];
+    let c: Chunk<V> | undefined;
+    for (const [key, value] of map) {
+      if (!c || c.keys.length === CHUNK) chunks.push((c = { keys: [], values: [] }));
+      c.keys.push(key);
+      c.values.push(value);
+    }
+    return new PatchedMap(chunks, map.size);
+  }
+
   get(key: string): V | undefined {
-    const c = this.changes.get(key);
-    if (c === undefined) return this.changes.has(key) ? undefined : this.base.get(key);
-    return c === GONE ? undefined : c;
+    const c = this.chunks[chunkOf(this.chunks, key)];
+    if (!c) return undefined;
+    const at = keyIndex(c.keys, key);
+    return c.keys[at] === key ? c.values[at] : undefined;
   }
 
   has(key: string): boolean {
-    const c = this.changes.get(key);
-    if (c === undefined && !this.changes.has(key)) return this.base.has(key);
-    return c !== GONE;
+    const c = this.chunks[chunkOf(this.chunks, key)];
+    return c !== undefined && c.keys[keyIndex(c.keys, key)] === key;
   }
 
-  /** The entries in key order: the base's and the changes' merged, once. */
+  /** The entries as a Map in key order, made the first time they are walked. */
   whole(): ReadonlyMap<string, V> {
     if (this.#whole) return this.#whole;
-    const keys = [...this.changes.keys()].sort(compareStrings);
     const out = new Map<string, V>();
-    let k = 0;
-    for (const [key, value] of this.base) {
-      for (; k < keys.length && compareStrings(keys[k]!, key) < 0; k++) put(out, keys[k]!, this.changes.get(keys[k]!)!);
-      if (k < keys.length && keys[k] === key) put(out, key, this.changes.get(keys[k++]!)!);
-      else out.set(key, value);
-    }
-    for (; k < keys.length; k++) put(out, keys[k]!, this.changes.get(keys[k]!)!);
+    for (const c of this.chunks) for (let i = 0; i < c.keys.length; i++) out.set(c.keys[i]!, c.values[i]!);
     return (this.#whole = out);
   }
 
@@ -79,8 +85,14 @@ class PatchedMap<V> implements ReadonlyMap<string, V> {
   }
 }
 
-function put<V>(out: Map<string, V>, key: string, c: Change<V>): void {
-  if (c !== GONE) out.set(key, c);
+/** The chunk a key is in or goes to: the last whose first key does not sort after it (0 before them all). */
+function chunkOf<V>(chunks: readonly Chunk<V>[], key: string): number {
+  return Math.max(0, firstIndex(chunks.length, (i) => compareStrings(chunks[i]!.keys[0]!, key) <= 0) - 1);
+}
+
+/** Where a key is or goes in a chunk's sorted keys. */
+function keyIndex(keys: readonly string[], key: string): number {
+  return firstIndex(keys.length, (i) => compareStrings(keys[i]!, key) < 0);
 }
 
 /**
@@ -88,20 +100,51 @@ function put<V>(out: Map<string, V>, key: string, c: Change<V>): void {
  * `removed` taken out (a key in both is set), in key order; never changes `before`.
  */
 export function patchedMap<V>(before: ReadonlyMap<string, V>, set: Iterable<readonly [string, V]>, removed: Iterable<string> = []): ReadonlyMap<string, V> {
-  const patched = before instanceof PatchedMap ? (before as PatchedMap<V>) : null;
-  const base = patched ? patched.base : before;
-  const changes = new Map<string, Change<V>>(patched?.changes);
-  // Whether a key is in the map as patched so far (the changes start as `before`'s own).
-  const present = (key: string): boolean => (changes.has(key) ? changes.get(key) !== GONE : base.has(key));
-  let size = before.size;
+  const from = PatchedMap.of(before);
+  const chunks = from.chunks.slice();
+  // The chunks this patch made: changed in place until it returns.
+  const own = new Set<Chunk<V>>();
+  const owned = (i: number): Chunk<V> => {
+    let c = chunks[i]!;
+    if (!own.has(c)) own.add((c = chunks[i] = { keys: c.keys.slice(), values: c.values.slice() }));
+    return c;
+  };
+  let size = from.size;
   for (const key of removed) {
-    if (present(key)) size--;
-    changes.set(key, GONE);
+    const i = chunkOf(chunks, key);
+    const c = chunks[i];
+    const at = c ? keyIndex(c.keys, key) : -1;
+    if (!c || c.keys[at] !== key) continue;
+    const mine = owned(i);
+    mine.keys.splice(at, 1);
+    mine.values.splice(at, 1);
+    size--;
+    if (!mine.keys.length) chunks.splice(i, 1);
   }
   for (const [key, value] of set) {
-    if (!present(key)) size++;
-    changes.set(key, value);
+    if (!chunks.length) {
+      const c = { keys: [key], values: [value] };
+      own.add(c);
+      chunks.push(c);
+      size++;
+      continue;
+    }
+    const i = chunkOf(chunks, key);
+    const c = owned(i);
+    const at = keyIndex(c.keys, key);
+    if (c.keys[at] === key) {
+      c.values[at] = value;
+      continue;
+    }
+    c.keys.splice(at, 0, key);
+    c.values.splice(at, 0, value);
+    size++;
+    if (c.keys.length >= 2 * CHUNK) {
+      const half = c.keys.length >> 1;
+      const second = { keys: c.keys.splice(half), values: c.values.splice(half) };
+      own.add(second);
+      chunks.splice(i + 1, 0, second);
+    }
   }
-  const out = new PatchedMap(base, changes, size);
-  return changes.size > MAX_CHANGES ? out.whole() : out;
+  return new PatchedMap(chunks, size);
 }
