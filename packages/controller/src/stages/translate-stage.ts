@@ -49,8 +49,7 @@ export class TranslateStage implements Runnable {
   readonly queue: DebouncedQueue;
   #settleTimer: NodeJS.Timeout | undefined;
   #stopped = false;
-  /** Passes that took echoes in (tests). */
-  settlePasses = 0;
+  #settlePasses = 0;
 
   constructor(d: TranslateStageDeps) {
     const { source, metrics, log } = d;
@@ -93,13 +92,18 @@ export class TranslateStage implements Runnable {
           const resources = source.resources();
           if (!resources) return;
           settle(resources);
-          this.settlePasses++;
+          this.#settlePasses++;
         } catch (err) {
           log.error({ err: String(err) }, 'taking in status echoes failed; the next reconcile does it');
         }
       }, SETTLE_DELAY_MS);
       this.#settleTimer.unref();
     });
+  }
+
+  /** Passes that took echoes in (tests). */
+  get settlePasses(): number {
+    return this.#settlePasses;
   }
 
   async start(): Promise<void> {}

@@ -42,15 +42,19 @@ export class ReadableLists<T> {
     }
     if (!handed) {
       const skipped: string[] = [];
-      const out = listed.filter((o) => {
-        const id = check(o);
-        if (id !== null) skipped.push(id);
-        return id === null;
-      });
-      handed = { count, listed, out, skipped };
+      handed = { count, listed, out: readableOf(listed, check, (id) => skipped.push(id)), skipped };
     }
     for (const id of handed.skipped) seen.add(id);
     this.#handed.set(kind, handed);
     return handed.out;
   }
+}
+
+/** The objects `check` finds readable (null), in their order; `skipped` is told the id of each other one. */
+export function readableOf<T>(objects: readonly T[], check: (o: T) => string | null, skipped: (id: string) => void): T[] {
+  return objects.filter((o) => {
+    const id = check(o);
+    if (id !== null) skipped(id);
+    return id === null;
+  });
 }

@@ -16,7 +16,7 @@ import { unreadable } from './decode.js';
 import { Informer, type InformerEvents } from './informer.js';
 import { KINDS, type WatchedKind } from './kinds.js';
 import { ReferencedObjects } from './referenced.js';
-import { ReadableLists } from './readable-lists.js';
+import { ReadableLists, readableOf } from './readable-lists.js';
 
 export class World {
   readonly informers: ReadonlyMap<string, Informer>;
@@ -133,11 +133,7 @@ export class World {
       const inf = this.informer(kind);
       const r = referenced.want(kind === 'Secret' || kind === 'ConfigMap' ? keys[kind] : []);
       pending ||= r.pending;
-      out[inf.kind.resources] = r.objects.filter((o) => {
-        const id = this.#readable(inf.kind, o);
-        if (id !== null) seen.add(id);
-        return id === null;
-      });
+      out[inf.kind.resources] = readableOf(r.objects, (o) => this.#readable(inf.kind, o), (id) => seen.add(id));
     }
     // Forget reports of objects that were fixed or deleted, so the set does not grow forever.
     for (const key of this.#reported) if (!seen.has(key)) this.#reported.delete(key);
