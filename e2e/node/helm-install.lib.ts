@@ -26,6 +26,28 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined>
   }
 }
 
+/** The seconds each named step of a test took: printed with its figures, and added to the error of a step that fails. */
+export class StepClock {
+  readonly #done: string[] = [];
+
+  async run<T>(name: string, step: () => Promise<T>): Promise<T> {
+    const t0 = Date.now();
+    try {
+      const v = await step();
+      this.#done.push(`${name} ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      return v;
+    } catch (err) {
+      const e = err as Error;
+      e.message = `${name} failed after ${((Date.now() - t0) / 1000).toFixed(1)} s (${this.#done.join(', ') || 'first step'} before it): ${e.message}`;
+      throw e;
+    }
+  }
+
+  toString(): string {
+    return this.#done.join(', ');
+  }
+}
+
 export interface Forward {
   readonly port: number;
   close(): void;

@@ -17,7 +17,7 @@ import { CHART, chartImageValues, DEFAULT_IMAGE_REPOSITORY, imageRepository, SYS
 import { exec } from '../lib/exec.js';
 import { nodeAvailability, nodeToolPaths, REPO_ROOT, toolPaths } from '../lib/tools.js';
 import { useClusterCommand } from '../lib/use-cluster-command.js';
-import { kubectlOk, loadLoop, portForward, until } from './helm-install.lib.js';
+import { kubectlOk, loadLoop, portForward, StepClock, until } from './helm-install.lib.js';
 import type { Condition } from '../lib/conditions.js';
 
 const availability = nodeAvailability();
@@ -104,14 +104,30 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
 
   /** Every Ready proxy pod of the Gateway connected to `controller` and serving its current snapshot. */
   async function proxiesAcked(controller: string): Promise<string> {
-    return until(`proxies of ${GATEWAY} ACK the snapshot of ${controller}`, async () => {
+    return withStreamLog(until(`proxies of ${GATEWAY} ACK the snapshot of ${controller}`, async () => {
       const view = await controllerSnapshots(controller);
       const g = view.gateways.find((x) => x.gateway === `${NS}/${GATEWAY}`);
       const ready = (await proxyPods()).filter((p) => p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((p) => p.metadata.name).sort();
       const acked = (g?.proxies ?? []).filter((p) => p.ackedVersion === g!.version).map((p) => p.pod).sort();
       return ready.length && JSON.stringify(ready) === JSON.stringify(acked) ? g!.version : undefined;
       // A proxy reconnects with a backoff that grew while no controller answered.
-    }, 180_000, 500);
+    }, 180_000, 500));
+  }
+
+  /** `waiting`, its error told what each proxy pod last logged of its snapshot stream (why it is not back). */
+  async function withStreamLog<T>(waiting: Promise<T>): Promise<T> {
+    try {
+      return await waiting;
+    } catch (err) {
+      const told: string[] = [];
+      for (const p of await proxyPods().catch(() => [])) {
+        const log = await node.current.kubectl(['logs', `pod/${p.metadata.name}`, '-n', NS, '--since=5m']);
+        const lines = log.stdout.split('\n').filter((l) => /snapshot stream|from the controller/.test(l)).slice(-5);
+        told.push(`${p.metadata.name}:\n  ${lines.map((l) => l.slice(0, 400)).join('\n  ') || '(nothing about its stream)'}`);
+      }
+      (err as Error).message += `\nthe proxies' last lines about their snapshot stream:\n${told.join('\n')}`;
+      throw err;
+    }
   }
 
   /**
@@ -347,18 +363,20 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
     let done!: () => void;
     const stop = new Promise<void>((r) => (done = r));
     const load = loadLoop(url, stop, { headers: LOAD });
+    // How long each step took, said with the figure and with a step that fails.
+    const steps = new StepClock();
     let fresh: string;
     try {
-      await k('delete', 'pod', old!.metadata.name, '-n', SYSTEM, '--grace-period=0', '--force', '--wait=true');
-      fresh = await until('a replacement controller pod', async () => (await controllerPods()).find((p) => p.metadata.name !== old!.metadata.name)?.metadata.name);
-      await k('wait', '--for=condition=Ready', `pod/${fresh}`, '-n', SYSTEM, '--timeout=120s');
-      await until('the replacement holds the Lease', async () => ((await k('get', 'lease', 'tollgate-controller', '-n', SYSTEM, '-o', 'jsonpath={.spec.holderIdentity}')).trim() === fresh ? true : undefined), 60_000);
-      await proxiesAcked(fresh);
+      await steps.run('pod deleted', () => k('delete', 'pod', old!.metadata.name, '-n', SYSTEM, '--grace-period=0', '--force', '--wait=true'));
+      fresh = await steps.run('replacement created', () => until('a replacement controller pod', async () => (await controllerPods()).find((p) => p.metadata.name !== old!.metadata.name)?.metadata.name));
+      await steps.run('replacement Ready', () => k('wait', '--for=condition=Ready', `pod/${fresh}`, '-n', SYSTEM, '--timeout=120s'));
+      await steps.run('Lease held', () => until('the replacement holds the Lease', async () => ((await k('get', 'lease', 'tollgate-controller', '-n', SYSTEM, '-o', 'jsonpath={.spec.holderIdentity}')).trim() === fresh ? true : undefined), 60_000));
+      await steps.run('proxies ACKed', () => proxiesAcked(fresh));
     } finally {
       done();
     }
     const r = await load;
-    figure(`controller pod killed: ${r.sent} requests meanwhile, ${r.failed} failed`);
+    figure(`controller pod killed: ${r.sent} requests meanwhile, ${r.failed} failed; ${steps}`);
     expect(r.failed, r.failures.join('\n')).toBe(0);
   });
 

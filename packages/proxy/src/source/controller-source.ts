@@ -7,6 +7,14 @@
 // serving). When the stream ends the proxy keeps serving what it has and reconnects with
 // exponential backoff and full jitter.
 //
+// The way back to a controller that went away: each attempt after a lost stream dials on a
+// new channel (its own subchannels, its own name resolution), so no connection state of the
+// channel before (a failure it keeps returning until its own backoff ends, an address it
+// resolved) outlives the attempt that saw it; an attempt the controller has not answered
+// within connectTimeoutMs is given up (a SYN to an address nobody holds any more waits for
+// the kernel's retries, about two minutes); and a controller that vanished without closing
+// the connection is noticed by a keepalive ping within 15 s.
+//
 // Security: with TLS (the default) the controller's certificate must chain to the CA file
 // (the `tollgate-ca` ConfigMap mounted into the pod) and name the host dialled, and every
 // stream carries the pod's projected ServiceAccount token as `authorization: Bearer` metadata.
@@ -50,13 +58,21 @@ export interface ControllerSourceOptions extends ControllerIdentity {
   readonly initialBackoffMs?: number;
   /** Default 10 s. */
   readonly maxBackoffMs?: number;
+  /** How long an attempt waits for the controller's answer (its response headers) before it is given up (default 10 s). */
+  readonly connectTimeoutMs?: number;
 }
 
 export type StreamState = 'connecting' | 'connected' | 'disconnected' | 'stopped';
 
 const CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  'grpc.keepalive_time_ms': 30_000,
+  // A controller gone without closing its connection (a node lost, a pod's network torn down
+  // before its process) answers no ping: the stream ends 10 + 5 s later. The controller's
+  // server does not limit how often a client pings.
+  'grpc.keepalive_time_ms': 10_000,
   'grpc.keepalive_timeout_ms': 5_000,
+  // A channel made for a new attempt must not share the subchannel, and with it the stalled
+  // or failed connection, of the channel it replaces (grpc-js pools them process-wide).
+  'grpc.use_local_subchannel_pool': 1,
   // Snapshots of large Gateways exceed gRPC's 4 MiB default.
   'grpc.max_receive_message_length': 256 * 1024 * 1024,
   // HTTP/2's default 64 KiB receive window makes a snapshot of a few MiB (1.6 MiB at 3,000
@@ -136,6 +152,13 @@ export class ControllerSnapshotSource implements SnapshotSource {
   }
 
   /** The client for this attempt and the call's metadata; a string says why there is none. */
+  /** The next attempt dials on a new channel. */
+  #dropClient(): void {
+    this.#client?.close();
+    this.#client = null;
+    this.#clientCa = null;
+  }
+
   #prepare(): { client: grpc.Client; metadata: grpc.Metadata } | string {
     const sec = this.#o.security;
     const metadata = new grpc.Metadata();
@@ -204,17 +227,27 @@ export class ControllerSnapshotSource implements SnapshotSource {
     );
     this.#call = call;
     let ended = false;
+    const connectTimeoutMs = this.#o.connectTimeoutMs ?? 10_000;
+    const unanswered = setTimeout(() => {
+      if (ended) return;
+      end(`UNAVAILABLE: no answer from the controller within ${connectTimeoutMs} ms (the connection or its TLS handshake did not complete)`);
+      call.cancel();
+    }, connectTimeoutMs).unref();
     const end = (reason: string, planned = false) => {
       if (ended) return;
       ended = true;
+      clearTimeout(unanswered);
       if (this.#call === call) this.#call = null;
       if (this.#state === 'stopped') return;
+      // A stream ended by the controller on purpose leaves a working connection to dial on again.
+      if (!planned) this.#dropClient();
       this.#state = 'disconnected';
       this.#lastDisconnect = { at: new Date().toISOString(), reason };
       this.#schedule(reason, planned);
     };
     // The controller sends its headers once it has accepted the hello.
     call.on('metadata', () => {
+      clearTimeout(unanswered);
       if (this.#state === 'stopped') return;
       this.#state = 'connected';
       this.#connects++;
