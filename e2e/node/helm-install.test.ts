@@ -376,7 +376,7 @@ describe.skipIf(!availability.run)('helm install on the e2e node', () => {
       done();
     }
     const r = await load;
-    figure(`controller pod killed: ${r.sent} requests meanwhile, ${r.failed} failed; ${steps}`);
+    figure(`controller pod killed: ${r.sent} requests meanwhile, ${r.failed} failed; ${steps.toString()}`);
     expect(r.failed, r.failures.join('\n')).toBe(0);
   });
 

@@ -79,7 +79,8 @@ describe('the proxy finds its way back to a controller', () => {
     const lost = p.lines.filter((l) => l.msg.startsWith('snapshot stream to'));
     expect(lost.length).toBeGreaterThanOrEqual(2);
     expect(lost[0]!.reason).toBe('UNAVAILABLE: no answer from the controller within 200 ms (the connection or its TLS handshake did not complete)');
-    expect(p.source.state()).toMatchObject({ stream: expect.stringMatching(/^(connecting|disconnected)$/), applied: 0, connects: 0 });
+    expect(['connecting', 'disconnected']).toContain(p.source.state().stream);
+    expect(p.source.state()).toMatchObject({ applied: 0, connects: 0 });
     // The address is a controller's again (a pod that became ready behind the same Service).
     await peer.close();
     await controller(t, peer.port);
