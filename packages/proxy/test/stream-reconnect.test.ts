@@ -7,12 +7,11 @@
 import { once } from 'node:events';
 import { createServer, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
-import { standaloneToSnapshot, validateStandaloneConfig } from '@tollgate/api';
-import { SnapshotStore, SnapshotStreamServer, StreamMetrics, type StreamLimits } from '@tollgate/controller';
+import type { SnapshotStreamServer, StreamLimits } from '@tollgate/controller';
 import pino from 'pino';
-import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ControllerSnapshotSource } from '../src/source/controller-source.js';
+import { streamController } from './support/stream-controller.js';
 import { streamTls, type StreamTls } from './support/stream-tls.js';
 
 const GATEWAY = 'edge/public';
@@ -22,11 +21,7 @@ afterEach(async () => {
 });
 
 async function controller(tls: StreamTls, port = 0, limits: Partial<StreamLimits> = {}): Promise<SnapshotStreamServer> {
-  const store = new SnapshotStore();
-  const config = { binds: [{ port: 18080, listeners: [{ name: 'main', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: '127.0.0.1:1' }] }] }] }] };
-  store.offer(new Map([[GATEWAY, standaloneToSnapshot(validateStandaloneConfig(config, 'test'), { kind: 'controller', gateway: GATEWAY })]]));
-  const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port }, security: tls.server, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }), limits });
-  await server.start();
+  const { server } = await streamController(GATEWAY, tls, port, limits);
   cleanups.push(() => server.stop());
   return server;
 }

@@ -8,11 +8,11 @@ import { writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { connect } from 'node:tls';
 import { standaloneToSnapshot, validateStandaloneConfig } from '@tollgate/api';
-import { SnapshotStore, SnapshotStreamServer, StreamMetrics, type StreamLimits } from '@tollgate/controller';
+import type { SnapshotStore, SnapshotStreamServer, StreamLimits } from '@tollgate/controller';
 import pino from 'pino';
-import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ControllerSnapshotSource, type ControllerSecurity } from '../src/source/controller-source.js';
+import { streamController } from './support/stream-controller.js';
 import { streamTls, type StreamTls } from './support/stream-tls.js';
 
 const GATEWAY = 'edge/public';
@@ -22,13 +22,9 @@ afterEach(async () => {
 });
 
 async function controller(tls: StreamTls, port = 0, limits: Partial<StreamLimits> = {}): Promise<{ server: SnapshotStreamServer; store: SnapshotStore }> {
-  const store = new SnapshotStore();
-  const config = { binds: [{ port: 18080, listeners: [{ name: 'main', protocol: 'HTTP', routes: [{ name: 'r', backends: [{ host: '127.0.0.1:1' }] }] }] }] };
-  store.offer(new Map([[GATEWAY, standaloneToSnapshot(validateStandaloneConfig(config, 'test'), { kind: 'controller', gateway: GATEWAY })]]));
-  const server = new SnapshotStreamServer({ addr: { host: '127.0.0.1', port }, security: tls.server, store, metrics: new StreamMetrics(new Registry()), log: pino({ level: 'silent' }), limits });
-  await server.start();
-  cleanups.push(() => server.stop());
-  return { server, store };
+  const started = await streamController(GATEWAY, tls, port, limits);
+  cleanups.push(() => started.server.stop());
+  return started;
 }
 
 function proxy(port: number, security: ControllerSecurity, gateway = GATEWAY, log = pino({ level: 'silent' })): { source: ControllerSnapshotSource; applied: string[] } {
