@@ -6,7 +6,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { RouteIR } from '@tollgate/api';
 import { translate } from '../src/translate/index.js';
 import type { Resources } from '../src/translate/types.js';
@@ -475,28 +475,39 @@ describe('translate reuse over a changing cluster', () => {
     expect(limitOf()).toBeNull();
   });
 
+  // Run twice: on the translator as this file's earlier tests left it, and on a fresh copy of
+  // its modules (what a file with this test alone sees). What the translator keeps between
+  // calls differs between the two, and a form that held deleted routes was caught by one only.
   it('releases what it kept for routes that were deleted (no growth under churn)', async () => {
-    setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as () => void;
-    const r = cluster(40);
-    translate(r, options);
-    const refs = r.httpRoutes.splice(10, 20).map((o) => new WeakRef(o));
-    translate({ ...r }, options);
-    // Replaced objects (edits) are released too: the old object of every edited route.
-    const replaced = r.httpRoutes.slice(0, 5).map((o, i) => {
-      r.httpRoutes[i] = { ...structuredClone(o), metadata: { ...o.metadata, generation: 2 } };
-      return new WeakRef(o);
-    });
-    translate({ ...r }, options);
-    // A WeakRef holds its target until the current job ends; collect after it. A collection
-    // does not always find every unreachable object at once (seen on a loaded machine), so it
-    // is repeated a few times: what translate() still holds survives them all.
-    const alive = () => [...refs, ...replaced].filter((w) => w.deref() !== undefined).length;
-    for (let i = 0; i < 5 && (i === 0 || alive() > 0); i++) {
-      await new Promise((resolve) => setImmediate(resolve));
-      gc();
-    }
-    expect(refs.filter((w) => w.deref() !== undefined)).toHaveLength(0);
-    expect(replaced.filter((w) => w.deref() !== undefined)).toHaveLength(0);
+    await releasesDeleted(translate);
+    vi.resetModules();
+    const fresh = await import('../src/translate/index.js');
+    expect(fresh.translate).not.toBe(translate);
+    await releasesDeleted(fresh.translate);
   });
 });
+
+async function releasesDeleted(tr: typeof translate): Promise<void> {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const r = cluster(40);
+  tr(r, options);
+  const refs = r.httpRoutes.splice(10, 20).map((o) => new WeakRef(o));
+  tr({ ...r }, options);
+  // Replaced objects (edits) are released too: the old object of every edited route.
+  const replaced = r.httpRoutes.slice(0, 5).map((o, i) => {
+    r.httpRoutes[i] = { ...structuredClone(o), metadata: { ...o.metadata, generation: 2 } };
+    return new WeakRef(o);
+  });
+  tr({ ...r }, options);
+  // A WeakRef holds its target until the current job ends; collect after it. A collection
+  // does not always find every unreachable object at once (seen on a loaded machine), so it
+  // is repeated a few times: what translate() still holds survives them all.
+  const alive = () => [...refs, ...replaced].filter((w) => w.deref() !== undefined).length;
+  for (let i = 0; i < 5 && (i === 0 || alive() > 0); i++) {
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+  }
+  expect(refs.filter((w) => w.deref() !== undefined)).toHaveLength(0);
+  expect(replaced.filter((w) => w.deref() !== undefined)).toHaveLength(0);
+}
