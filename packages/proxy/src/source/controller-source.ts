@@ -151,7 +151,6 @@ export class ControllerSnapshotSource implements SnapshotSource {
     };
   }
 
-  /** The client for this attempt and the call's metadata; a string says why there is none. */
   /** The next attempt dials on a new channel. */
   #dropClient(): void {
     this.#client?.close();
@@ -159,6 +158,7 @@ export class ControllerSnapshotSource implements SnapshotSource {
     this.#clientCa = null;
   }
 
+  /** The client for this attempt and the call's metadata; a string says why there is none. */
   #prepare(): { client: grpc.Client; metadata: grpc.Metadata } | string {
     const sec = this.#o.security;
     const metadata = new grpc.Metadata();
@@ -230,7 +230,7 @@ export class ControllerSnapshotSource implements SnapshotSource {
     const connectTimeoutMs = this.#o.connectTimeoutMs ?? 10_000;
     const unanswered = setTimeout(() => {
       if (ended) return;
-      end(`UNAVAILABLE: no answer from the controller within ${connectTimeoutMs} ms (the connection or its TLS handshake did not complete)`);
+      end(`UNAVAILABLE: no answer from the controller within ${connectTimeoutMs} ms (the connection, its TLS handshake or the controller's check of the token did not complete)`);
       call.cancel();
     }, connectTimeoutMs).unref();
     const end = (reason: string, planned = false) => {
