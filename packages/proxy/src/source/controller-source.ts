@@ -129,8 +129,7 @@ export class ControllerSnapshotSource implements SnapshotSource {
     this.#timer = null;
     this.#call?.cancel();
     this.#call = null;
-    this.#client?.close();
-    this.#client = null;
+    this.#dropClient();
   }
 
   state(): SnapshotSourceState {
