@@ -186,7 +186,8 @@ export class ProxyProcess extends LoggedProcess {
       `--admin-addr=${address}:${PROXY_PORTS.admin}`,
       `--metrics-addr=${address}:${PROXY_PORTS.metrics}`,
       `--readiness-addr=${address}:${PROXY_PORTS.readiness}`,
-      ...(opts.workers ? [`--workers=${opts.workers}`] : []),
+      // One thread unless asked: several proxies share this machine's CPUs with the cluster.
+      `--workers=${opts.workers ?? 1}`,
     ];
     const child = spawn('unshare', ['--net', '--', '/bin/sh', '-c', 'read -r _ && exec "$0" "$@"', process.execPath, ...args], {
       stdio: ['pipe', 'pipe', 'pipe'],

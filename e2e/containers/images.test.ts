@@ -168,6 +168,8 @@ binds:
       expect(write.exitCode).not.toBe(0);
       expect(write.output).toMatch(/EROFS|read-only file system/);
       expect((await execIn(proxy, ['node', '/app/bin/tollgate.js', '--version'])).output.trim()).toBe('tollgate 0.1.0');
+      // Without --workers or config.workers the image serves on every CPU the container may use.
+      expect(await logLine(proxy, /serving on \d+ threads? /)).toMatch(/serving on \d+ threads? \(auto: /);
     } finally {
       await proxy.stop();
     }

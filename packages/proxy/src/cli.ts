@@ -39,9 +39,10 @@ Options:
       --admin-addr <addr>      admin server, overriding config.adminAddr (default 127.0.0.1:15000)
       --metrics-addr <addr>    Prometheus /metrics, overriding config.metricsAddr (default 0.0.0.0:15020)
       --readiness-addr <addr>  /healthz/ready, overriding config.readinessAddr (default 0.0.0.0:15021)
-      --workers <n|auto>       threads serving requests, overriding config.workers (default 1); auto: the CPUs
-                               the container may use (its cgroup CPU quota). Limits, budgets and connection caps
-                               are shared by all threads; one admin API, one /metrics, one readiness
+      --workers <n|auto>       threads serving requests, overriding config.workers (default auto: the CPUs the
+                               container may use, from its cgroup CPU quota; without a quota the CPUs the process
+                               may run on, at most 4). Limits, budgets and connection caps are shared by all
+                               threads; one admin API, one /metrics, one readiness
   -h, --help                   show this help
   -v, --version                print the version
 
@@ -157,7 +158,8 @@ export async function main(argv: string[]): Promise<void> {
     process.on('SIGTERM', () => onStop('SIGTERM'));
     process.on('SIGINT', () => onStop('SIGINT'));
     // compactMemory: the process gives back what start-up and each config compile left behind.
-    const addrs = { adminAddr: values['admin-addr'], metricsAddr: values['metrics-addr'], readinessAddr: values['readiness-addr'], compactMemory: true, workers };
+    // Unless --workers or config.workers says how many, every CPU the container may use serves.
+    const addrs = { adminAddr: values['admin-addr'], metricsAddr: values['metrics-addr'], readinessAddr: values['readiness-addr'], compactMemory: true, workers, defaultWorkers: 'auto' as const };
     const standalone = cluster ? null : await startStandaloneProxy({ file: values.file!, ...addrs });
     // Cluster mode's snapshot stream client (gRPC) is loaded only in cluster mode.
     const gateway: ProxyProcess = standalone ?? (await (await import('./process/cluster.js')).startClusterProxy({ ...cluster!, ...addrs }));

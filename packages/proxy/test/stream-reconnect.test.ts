@@ -73,7 +73,10 @@ describe('the proxy finds its way back to a controller', () => {
     await expect.poll(() => peer.ports.size, { timeout: 20_000 }).toBeGreaterThanOrEqual(3);
     const lost = p.lines.filter((l) => l.msg.startsWith('snapshot stream to'));
     expect(lost.length).toBeGreaterThanOrEqual(2);
-    expect(lost[0]!.reason).toBe("UNAVAILABLE: no answer from the controller within 200 ms (the connection, its TLS handshake or the controller's check of the token did not complete)");
+    expect(lost[0]!.reason).toBe(
+      `UNAVAILABLE: no answer from the controller at 127.0.0.1:${peer.port} within 200 ms (the connection, its TLS handshake or the controller's check of the token did not complete); ` +
+        "check that the controller's pod is Ready, that its Service has a ready endpoint and that nothing between drops the traffic (a NetworkPolicy)",
+    );
     expect(['connecting', 'disconnected']).toContain(p.source.state().stream);
     expect(p.source.state()).toMatchObject({ applied: 0, connects: 0 });
     // The address is a controller's again (a pod that became ready behind the same Service).

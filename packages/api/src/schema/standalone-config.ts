@@ -219,7 +219,7 @@ export const ProcessConfig = Type.Object(
         minimum: 1,
         maximum: 64,
         description:
-          'Threads serving requests, each with its own listening socket on every bind (SO_REUSEPORT), the kernel spreading connections across them. Local rate limits, keyed budgets, the buffered-bytes budget and the connection caps are shared by all of them. Default 1; the --workers flag overrides it (--workers auto: the CPUs the container may use, from its cgroup quota).',
+          'Threads serving requests, each with its own listening socket on every bind (SO_REUSEPORT), the kernel spreading connections across them. Local rate limits, keyed budgets, the buffered-bytes budget and the connection caps are shared by all of them. Default: the CPUs the container may use, from its cgroup CPU quota (without a quota, the CPUs the process may run on, at most 4); the --workers flag overrides it.',
       }),
     ),
     maxWebSocketConnections: Type.Optional(

@@ -41,8 +41,13 @@ export interface ProxyProcessOptions<S extends SnapshotSource = SnapshotSource> 
    * config apply (the `tollgate` command does; in-process tests leave it off).
    */
   readonly compactMemory?: boolean | Omit<MemoryCompactionOptions, 'requests' | 'log'>;
-  /** Threads serving requests (overrides config.workers; default 1); auto: the CPUs the container may use. */
+  /** Threads serving requests (overrides config.workers); auto: the CPUs the container may use. */
   readonly workers?: WorkersChoice;
+  /**
+   * The threads when neither `workers` nor config.workers says: the `tollgate` command passes
+   * auto (every CPU the container may use); in-process tests leave it, and serve on one thread.
+   */
+  readonly defaultWorkers?: WorkersChoice;
 }
 
 export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
@@ -65,7 +70,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
     const settings = options.settings;
     const logs = new LogControl(settings.logLevel ?? 'info', options.logDestination);
     const log = logs.get('proxy');
-    const workersChoice = resolveWorkers(options.workers ?? settings.workers ?? 1);
+    const workersChoice = resolveWorkers(options.workers ?? settings.workers ?? options.defaultWorkers ?? 1);
     const threads = workersChoice.count;
     // Worker threads read the system clock: a clock given here would be the main thread's alone.
     if (threads > 1 && options.clock) throw new Error('a clock of its own (tests) is for a proxy on one thread: worker threads read the system clock');

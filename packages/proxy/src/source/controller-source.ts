@@ -229,7 +229,7 @@ export class ControllerSnapshotSource implements SnapshotSource {
     const connectTimeoutMs = this.#o.connectTimeoutMs ?? 10_000;
     const unanswered = setTimeout(() => {
       if (ended) return;
-      end(`UNAVAILABLE: no answer from the controller within ${connectTimeoutMs} ms (the connection, its TLS handshake or the controller's check of the token did not complete)`);
+      end(`UNAVAILABLE: no answer from the controller at ${this.#o.address} within ${connectTimeoutMs} ms (the connection, its TLS handshake or the controller's check of the token did not complete); check that the controller's pod is Ready, that its Service has a ready endpoint and that nothing between drops the traffic (a NetworkPolicy)`);
       call.cancel();
     }, connectTimeoutMs).unref();
     const end = (reason: string, planned = false) => {
