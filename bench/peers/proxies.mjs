@@ -28,10 +28,11 @@ export async function startPeerBackends(cpu) {
  * Tollgate from the checkout `root` (built), with extra node flags (e.g. --max-semi-space-size);
  * `id` tells two checkouts apart in one run (a change and its baseline). `args`: extra flags of
  * tollgate itself (e.g. --workers 2); `config(dir, { port, adminPort, backendHost, mockLlmHost })`
- * writes the config and returns its file (default: the peer bench's two routes). Resolves to
- * the proxy's URL, its admin API's URL and its process.
+ * writes the config and returns its file (default: the peer bench's two routes); `env`: variables
+ * added to its environment (e.g. the allocator's). Resolves to the proxy's URL, its admin API's
+ * URL and its process.
  */
-export function tollgate({ root, nodeArgs, node = process.execPath, id = 'tollgate', args = [], config = writeTollgateConfig }) {
+export function tollgate({ root, nodeArgs, node = process.execPath, id = 'tollgate', args = [], config = writeTollgateConfig, env: processEnv = {} }) {
   const bin = join(root, 'packages/proxy/bin/tollgate.js');
   return {
     id,
@@ -47,7 +48,7 @@ export function tollgate({ root, nodeArgs, node = process.execPath, id = 'tollga
       const file = config(dir, { port, adminPort, backendHost: env.backend.host, mockLlmHost: env.mockLlm.host });
       const side = ['--metrics-addr', `127.0.0.1:${await freePort()}`, '--readiness-addr', `127.0.0.1:${await freePort()}`];
       const prof = env.profileDir ? ['--cpu-prof', '--cpu-prof-dir', env.profileDir] : [];
-      const proc = startProcess(id, node, [...nodeArgs, ...prof, bin, '--file', file, ...side, ...args], { cpu: env.cpus.proxy });
+      const proc = startProcess(id, node, [...nodeArgs, ...prof, bin, '--file', file, ...side, ...args], { cpu: env.cpus.proxy, env: processEnv });
       await proc.waitForLine(isBindListening, 120_000);
       return { url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${adminPort}`, proc };
     },

@@ -52,6 +52,14 @@ Options:
   --baseline-node-args="<args>"
                         node flags for the baseline instead (default: --node-args); with
                         --baseline . this compares two flag sets of one checkout
+  --workers <n|auto>    Tollgate's threads (its --workers; the baseline's too). Default: the
+                        proxy's own (auto), one thread when pinned to one CPU
+  --env="<NAME=VALUE ...>"
+                        environment variables for Tollgate's process, e.g.
+                        --env=MALLOC_ARENA_MAX=2 (the allocator's settings, read at exec)
+  --baseline-env="<NAME=VALUE ...>"
+                        the baseline's instead (default: --env); with --baseline . this
+                        compares two environments of one checkout
   --profile             run Tollgate with --cpu-prof; profiles kept under bench/.bench-out/peers/
   --no-pin              do not pin processes to CPUs
   --json <file>         results as JSON            [default bench/.bench-out/peers/last-run.json]
@@ -75,6 +83,9 @@ function options() {
       'node-args': { type: 'string', default: '' },
       'baseline-node-args': { type: 'string' },
       'baseline-node': { type: 'string' },
+      env: { type: 'string', default: '' },
+      workers: { type: 'string' },
+      'baseline-env': { type: 'string' },
       profile: { type: 'boolean' },
       'no-pin': { type: 'boolean' },
       json: { type: 'string', default: join(ROOT, 'bench/.bench-out/peers/last-run.json') },
@@ -103,12 +114,27 @@ function options() {
     nodeArgs: values['node-args'].split(/\s+/).filter(Boolean),
     baselineNodeArgs: (values['baseline-node-args'] ?? values['node-args']).split(/\s+/).filter(Boolean),
     baselineNode: values['baseline-node'] ?? process.execPath,
+    args: values.workers === undefined ? [] : ['--workers', values.workers],
+    env: envOption('--env', values.env),
+    baselineEnv: envOption('--baseline-env', values['baseline-env'] ?? values.env),
     profile: values.profile ?? false,
     pin: !values['no-pin'],
     json: values.json,
   };
 }
 
+/** `NAME=VALUE NAME=VALUE` as an object; a word without `=` or with a bad name is refused. */
+function envOption(flag, text) {
+  const out = {};
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(word);
+    if (!m) throw new Error(`${flag}: got "${word}"; give NAME=VALUE words separated by spaces`);
+    out[m[1]] = m[2];
+  }
+  return out;
+}
+
+const envText = (env) => Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ');
 
 const fmt = {
   n: (v, d = 0) => (v === null ? '-' : v.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d })),
@@ -159,6 +185,9 @@ async function main() {
   console.log(pinned ? 'pinning: proxy under test on CPU 0; backend, mock-llm and wrk on CPU 1' : 'pinning: off');
   if (opts.nodeArgs.length) console.log(`tollgate node flags: ${opts.nodeArgs.join(' ')}`);
   if (opts.baseline && opts.baselineNodeArgs.join(' ') !== opts.nodeArgs.join(' ')) console.log(`tollgate@baseline node flags: ${opts.baselineNodeArgs.join(' ') || '(none)'}`);
+  if (opts.args.length) console.log(`tollgate flags: ${opts.args.join(' ')}`);
+  if (Object.keys(opts.env).length) console.log(`tollgate environment: ${envText(opts.env)}`);
+  if (opts.baseline && envText(opts.baselineEnv) !== envText(opts.env)) console.log(`tollgate@baseline environment: ${envText(opts.baselineEnv) || '(as this shell)'}`);
   if (opts.baseline && opts.baselineNode !== process.execPath) console.log(`tollgate@baseline runs on ${opts.baselineNode} (Tollgate on ${process.execPath}, Node ${process.versions.node})`);
 
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-peers-'));
@@ -168,8 +197,8 @@ async function main() {
     Object.assign(env, await startPeerBackends(cpus.support));
 
     const proxies = [];
-    const candidates = [tollgate({ root: opts.tollgateRoot, nodeArgs: opts.nodeArgs })];
-    if (opts.baseline) candidates.push(tollgate({ root: opts.baseline, nodeArgs: opts.baselineNodeArgs, node: opts.baselineNode, id: 'tollgate@baseline' }));
+    const candidates = [tollgate({ root: opts.tollgateRoot, nodeArgs: opts.nodeArgs, args: opts.args, env: opts.env })];
+    if (opts.baseline) candidates.push(tollgate({ root: opts.baseline, nodeArgs: opts.baselineNodeArgs, node: opts.baselineNode, args: opts.args, env: opts.baselineEnv, id: 'tollgate@baseline' }));
     candidates.push(agentgateway({ bin: process.env.AGENTGATEWAY_BIN }));
     for (const p of candidates) {
       const why = p.skip();
