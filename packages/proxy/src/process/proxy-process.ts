@@ -67,8 +67,10 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
   onShutdownRequest: (reason: string) => void = () => void this.close();
 
   static async start<S extends SnapshotSource>(options: ProxyProcessOptions<S>): Promise<ProxyProcess<S>> {
-    const settings = options.settings;
-    const logs = new LogControl(settings.logLevel ?? 'info', options.logDestination);
+    // No closure below names `options`: they would keep it, and through its `source` factory
+    // the config the process started with, for the life of the process.
+    const { settings, logDestination } = options;
+    const logs = new LogControl(settings.logLevel ?? 'info', logDestination);
     const log = logs.get('proxy');
     const workersChoice = resolveWorkers(options.workers ?? settings.workers ?? options.defaultWorkers ?? 1);
     const threads = workersChoice.count;
@@ -87,7 +89,7 @@ export class ProxyProcess<S extends SnapshotSource = SnapshotSource> {
           log,
           registry: runtime.metrics.registry,
           compactMemory: Boolean(options.compactMemory),
-          logLine: options.logDestination ? (line) => options.logDestination!.write(line) : undefined,
+          logLine: logDestination ? (line) => logDestination.write(line) : undefined,
           coolDown: (key, c) => runtime.coolDowns.adopt(key, c),
           released: (index) => {
             const r = shared.releaseWorker(index);

@@ -21,6 +21,17 @@ export interface FileSourceOptions {
 
 export type ReloadOutcome = 'reloaded' | 'refused' | 'unchanged';
 
+/**
+ * What the source keeps of the config serving now: its text (to tell an edit from noise), its
+ * snapshot and the files it names. Not the parsed config tree: the snapshot says everything
+ * the proxy serves, and at thousands of routes the tree is megabytes held for nothing.
+ */
+export type ServingConfig = Pick<LoadedConfig, 'path' | 'text' | 'snapshot' | 'namedFiles'>;
+
+function serving(loaded: LoadedConfig): ServingConfig {
+  return { path: loaded.path, text: loaded.text, snapshot: loaded.snapshot, namedFiles: loaded.namedFiles };
+}
+
 /** What made the source read the config: an edit of its file, of a certificate file, or SIGHUP. */
 type Trigger = 'edit' | 'certificates' | 'reload';
 
@@ -40,20 +51,31 @@ export class FileSnapshotSource
   #queue: Promise<unknown> = Promise.resolve();
   /** The text last read, applied or not: an edit event with the same text is no edit. */
   #lastSeen: string;
-  #current: LoadedConfig;
+  #current: ServingConfig;
+  /** The start-up file's process settings (`config.*`), to warn when an edit changes them. */
+  readonly #settings: string;
+  /** Warnings of the start-up file, logged when the source starts. */
+  #startWarnings: readonly string[];
   #applied = 0;
   #refused = 0;
   #lastError: string | null = null;
 
-  constructor(readonly options: FileSourceOptions) {
+  readonly options: Omit<FileSourceOptions, 'initial'>;
+
+  constructor({ initial, ...options }: FileSourceOptions) {
     super();
-    this.path = options.initial.path;
-    this.#lastSeen = options.initial.text;
-    this.#current = options.initial;
+    // The start-up config is not kept whole: after the first reload it would hold a second
+    // config's worth of memory for the life of the process.
+    this.options = options;
+    this.path = initial.path;
+    this.#lastSeen = initial.text;
+    this.#current = serving(initial);
+    this.#settings = JSON.stringify(initial.config.config ?? {});
+    this.#startWarnings = initial.warnings;
   }
 
   /** The config serving now (the start-up one until a reload succeeds). */
-  get current(): LoadedConfig {
+  get current(): ServingConfig {
     return this.#current;
   }
 
@@ -61,7 +83,8 @@ export class FileSnapshotSource
     this.#sink = sink;
     await sink.apply(this.#current.snapshot);
     this.#applied++;
-    for (const w of this.#current.warnings) this.options.log.warn(w);
+    for (const w of this.#startWarnings) this.options.log.warn(w);
+    this.#startWarnings = [];
     this.options.log.info({ version: this.#current.snapshot.version, source: this.path }, `serving config ${this.#current.snapshot.version} from ${this.path}`);
     if (this.options.watch !== false) {
       this.#watch = watchFile(this.path, () => void this.#enqueue('edit'), { log: this.options.log, debounceMs: this.options.debounceMs });
@@ -153,10 +176,10 @@ export class FileSnapshotSource
       return this.#refuse(trigger, err as Error);
     }
     for (const w of next.warnings) log.warn(w);
-    if (JSON.stringify(next.config.config ?? {}) !== JSON.stringify(this.options.initial.config.config ?? {})) {
+    if (JSON.stringify(next.config.config ?? {}) !== this.#settings) {
       log.warn('process settings (config.*) changed; they take effect at the next restart');
     }
-    this.#current = next;
+    this.#current = serving(next);
     this.#applied++;
     this.#lastError = null;
     this.#watchCertificates();
@@ -184,6 +207,6 @@ export class FileSnapshotSource
 }
 
 /** The config names files beside itself: certificates and keys, and its policies' files (API keys, htpasswd). */
-function namesFiles(loaded: LoadedConfig): boolean {
+function namesFiles(loaded: ServingConfig): boolean {
   return loaded.namedFiles.length > 0;
 }
