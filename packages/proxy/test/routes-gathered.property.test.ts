@@ -125,8 +125,13 @@ describe('listingChanges', () => {
 });
 
 describe('LayeredMap', () => {
-  it('each fork reads as a Map given the same changes, and every earlier fork stays as it was, across new roots (property)', () => {
-    const arbOp = fc.oneof(fc.record({ set: fc.nat({ max: 120 }), value: fc.nat() }), fc.record({ del: fc.nat({ max: 120 }) }), fc.constant({ fork: true as const }));
+  it('each fork reads as a Map given the same changes, and every earlier fork stays as it was, across new roots and settles (property)', () => {
+    const arbOp = fc.oneof(
+      fc.record({ set: fc.nat({ max: 120 }), value: fc.nat() }),
+      fc.record({ del: fc.nat({ max: 120 }) }),
+      fc.constant({ fork: true as const }),
+      fc.constant({ settle: true as const }),
+    );
     fc.assert(
       fc.property(fc.array(arbOp, { maxLength: 600 }), (ops) => {
         let map = new LayeredMap<number, number>();
@@ -137,6 +142,9 @@ describe('LayeredMap', () => {
             versions.push([map, model]);
             map = map.fork();
             model = new Map(model);
+          } else if ('settle' in op) {
+            // A new root of a grown layer: the same entries, and no earlier fork changed.
+            map.settle();
           } else if ('set' in op) {
             map.set(op.set, op.value);
             model.set(op.set, op.value);

@@ -280,7 +280,8 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   const compared = new Set<string>();
   const detached: string[] = [];
   let gathered: RoutesGathered<RouteParts> | null = null;
-  const matchesOf = (r: RouteIR): readonly CompiledMatch[] => gathered!.parts.get(r)!.matches;
+  const done: { gathered: RoutesGathered<RouteParts> | null } = { gathered: null };
+  const matchesOf = matchesIn(done);
   // The routes whose parts this compile built.
   const compiled = new Map<RouteIR, RouteParts>();
   const gatewayPolicies: PolicyIR[] = [];
@@ -417,6 +418,9 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   // The listeners that left take their listings along.
   if (base) for (const [key, l] of previous!.listenersByKey) if (!compared.has(key)) for (const r of l.ir.routes) gathering().remove(r);
   gathered = forked ?? base!;
+  done.gathered = gathered;
+  // The serving snapshot's tables stay as they were; this one's let go of what it replaced.
+  if (base && forked) forked.settle();
   // The endpoints of the Service ports in use, as this snapshot lists them, each in every way
   // of speaking to it that a route uses (one pool each).
   const ofServices = new Set<string>();
@@ -446,6 +450,15 @@ interface RouteContext {
   readonly countsTokens: boolean;
   readonly deps: CompileDeps | null;
   readonly limits: EvaluationLimits;
+}
+
+/**
+ * The matches of a route, from what a compile gathered (set once it is done), for the route
+ * views it makes. Made out here: a closure made in compileSnapshot would share its scope, and
+ * with it the serving snapshot's parts, for as long as the views live (the whole next config).
+ */
+function matchesIn(done: { readonly gathered: RoutesGathered<RouteParts> | null }): (r: RouteIR) => readonly CompiledMatch[] {
+  return (r) => done.gathered!.parts.get(r)!.matches;
 }
 
 /** A route's compiled form: its own parts, its policy's limits and checks over its listener's. */

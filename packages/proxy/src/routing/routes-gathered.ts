@@ -41,8 +41,24 @@ export class LayeredMap<K, V> implements ReadonlyMap<K, V> {
 
   /** A copy to change: this one stays as it is. */
   fork(): LayeredMap<K, V> {
-    if (this.#layer.size > 32 + this.#root.size / 32) return new LayeredMap(new Map(this));
+    if (this.#outgrown()) return new LayeredMap(new Map(this));
     return new LayeredMap(this.#root, new Map(this.#layer), this.#size);
+  }
+
+  /**
+   * Makes a new root of the two once the layer has grown past a share of the root, as the next
+   * fork would: called by whoever changed it once done, so that the entries the layer replaced
+   * or deleted are not held by the root until then (a config whose routes are all new objects,
+   * as a reloaded file's are, would otherwise keep every old route's parts).
+   */
+  settle(): void {
+    if (!this.#outgrown()) return;
+    this.#root = new Map(this);
+    this.#layer = new Map();
+  }
+
+  #outgrown(): boolean {
+    return this.#layer.size > 32 + this.#root.size / 32;
   }
 
   get(key: K): V | undefined {
@@ -102,21 +118,28 @@ export class CountedKeys<K> implements ReadonlyKeys<K> {
   /** This one's stamp, and that of the one it was forked from (a number, not a reference: no chain of forks is kept alive). */
   readonly #stamp = ++stamps;
   readonly #base: number | null;
-  /** The keys whose last hold went since the fork (some may have come back). */
-  readonly #left: K[] = [];
+  /** The keys whose last hold went since the fork (some may have come back), when asked for. */
+  readonly #left: K[] | null;
 
-  constructor(counts: LayeredMap<K, number> = new LayeredMap(), base: number | null = null) {
+  /** `tracksLeft`: remember the keys that left, for leftSince() (keys that are objects are then held until the next fork). */
+  constructor(counts: LayeredMap<K, number> = new LayeredMap(), base: number | null = null, tracksLeft = true) {
     this.#counts = counts;
     this.#base = base;
+    this.#left = tracksLeft ? [] : null;
   }
 
   fork(): CountedKeys<K> {
-    return new CountedKeys(this.#counts.fork(), this.#stamp);
+    return new CountedKeys(this.#counts.fork(), this.#stamp, this.#left !== null);
+  }
+
+  /** See LayeredMap.settle(). */
+  settle(): void {
+    this.#counts.settle();
   }
 
   /** The keys `base` holds and this one does not, when this one is a fork of it; null when it is not. */
   leftSince(base: object): K[] | null {
-    if (!(base instanceof CountedKeys) || base.#stamp !== this.#base) return null;
+    if (!(base instanceof CountedKeys) || base.#stamp !== this.#base || !this.#left) return null;
     return this.#left.filter((k) => !this.has(k));
   }
 
@@ -134,7 +157,7 @@ export class CountedKeys<K> implements ReadonlyKeys<K> {
     if (n > 1) this.#counts.set(key, n - 1);
     else {
       this.#counts.delete(key);
-      this.#left.push(key);
+      this.#left?.push(key);
     }
     return n === 1;
   }
@@ -168,7 +191,8 @@ export class RoutesGathered<P extends Gatherable> {
   readonly upstreams: CountedKeys<string>;
 
   private constructor(from: RoutesGathered<P> | null) {
-    this.#listings = from ? from.#listings.fork() : new CountedKeys();
+    // The listings' keys are route objects: which ones left is never asked, and not held.
+    this.#listings = from ? from.#listings.fork() : new CountedKeys(undefined, null, false);
     this.#parts = from ? from.#parts.fork() : new LayeredMap();
     this.#services = from ? from.#services.fork() : new LayeredMap();
     this.routeNames = from ? from.routeNames.fork() : new CountedKeys();
@@ -182,6 +206,15 @@ export class RoutesGathered<P extends Gatherable> {
   /** A copy to change: this one stays as it is. */
   fork(): RoutesGathered<P> {
     return new RoutesGathered(this);
+  }
+
+  /** Once a compile is done with its fork: no table keeps in its root what its layer replaced (LayeredMap.settle()). */
+  settle(): void {
+    this.#listings.settle();
+    this.#parts.settle();
+    this.#services.settle();
+    this.routeNames.settle();
+    this.upstreams.settle();
   }
 
   /** Each route's parts, by route object. */
