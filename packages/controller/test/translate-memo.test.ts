@@ -3,11 +3,10 @@
 // over a cluster that keeps changing gives, at every step, what a translation from fresh copies
 // gives; an unchanged route hands out the very IR objects it did before (so the per-route wire
 // cache hits) while a changed one does not; and what was kept for a deleted route is released.
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import type { RouteIR } from '@tollgate/api';
+import { collectUntilReleased } from '@tollgate/testkit';
 import { translate } from '../src/translate/index.js';
 import type { Resources } from '../src/translate/types.js';
 import type { Gateway, GatewayPolicy, GRPCRoute, HTTPRoute } from '../src/types/gateway-api.js';
@@ -488,8 +487,6 @@ describe('translate reuse over a changing cluster', () => {
 });
 
 async function releasesDeleted(tr: typeof translate): Promise<void> {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
   const r = cluster(40);
   tr(r, options);
   const refs = r.httpRoutes.splice(10, 20).map((o) => new WeakRef(o));
@@ -500,14 +497,8 @@ async function releasesDeleted(tr: typeof translate): Promise<void> {
     return new WeakRef(o);
   });
   tr({ ...r }, options);
-  // A WeakRef holds its target until the current job ends; collect after it. A collection
-  // does not always find every unreachable object at once (seen on a loaded machine), so it
-  // is repeated a few times: what translate() still holds survives them all.
-  const alive = () => [...refs, ...replaced].filter((w) => w.deref() !== undefined).length;
-  for (let i = 0; i < 5 && (i === 0 || alive() > 0); i++) {
-    await new Promise((resolve) => setImmediate(resolve));
-    gc();
-  }
+  // What translate() still holds survives the collections.
+  await collectUntilReleased([...refs, ...replaced]);
   expect(refs.filter((w) => w.deref() !== undefined)).toHaveLength(0);
   expect(replaced.filter((w) => w.deref() !== undefined)).toHaveLength(0);
 }

@@ -1,9 +1,8 @@
 // Hot reload: an edited file serves without a restart; a bad edit is refused with a log line
 // naming the problem and the last good config keeps serving; requests in flight finish on the
 // config they started with; new and removed ports open and close.
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
+import { collectUntilReleased } from '@tollgate/testkit';
 import { echoed, onFreePort, send, simpleConfig, startGateway, startUpstream, type Upstream } from './helpers.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -126,8 +125,6 @@ describe('metrics across a reload', () => {
 
 describe('memory across reloads', () => {
   it('keeps the config serving now, not the ones it replaced: their snapshots, routes and compiled parts are released', async () => {
-    setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as () => void;
     const up = await startUpstream();
     // Enough routes that a reload, whose routes are all new objects, outgrows what the compiled
     // tables keep as a layer over the last ones (routes-gathered.ts).
@@ -139,24 +136,12 @@ describe('memory across reloads', () => {
     const first = held(gw.gateway.snapshot);
     expect(await gw.rewrite(simpleConfig(port, routes('two')))).toBe('reloaded');
     expect((await send(`${gw.url}/two/7`)).status).toBe(200);
-    await collected(gc, first);
+    await collectUntilReleased(first);
     expect(first.map((w) => w.deref() === undefined), 'the start-up snapshot and its route').toEqual([true, true]);
     const second = held(gw.gateway.snapshot);
     expect(await gw.rewrite(simpleConfig(port, routes('three')))).toBe('reloaded');
     expect((await send(`${gw.url}/three/7`)).status).toBe(200);
-    await collected(gc, second);
+    await collectUntilReleased(second);
     expect(second.map((w) => w.deref() === undefined), 'the replaced snapshot and its route').toEqual([true, true]);
   });
 });
-
-/**
- * Collections until the targets are gone, at most five: a WeakRef holds its target until the
- * current job ends, and a collection does not always find every unreachable object at once.
- * What the process holds survives them all.
- */
-async function collected(gc: () => void, refs: readonly WeakRef<object>[]): Promise<void> {
-  for (let i = 0; i < 5 && (i === 0 || refs.some((w) => w.deref() !== undefined)); i++) {
-    await new Promise((resolve) => setImmediate(resolve));
-    gc();
-  }
-}

@@ -6,3 +6,4 @@ export { renderErrorTable, docTable, docCodes, syncErrorsDoc, type DocEntry } fr
 export { send, type RawResponse } from './http.js';
 export { issueTestCertificate, type TestCertificate, type CertificateRequest } from './certificates.js';
 export { etcdArgs } from './etcd.js';
+export { collectUntilReleased } from './released.js';

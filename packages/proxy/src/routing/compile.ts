@@ -279,7 +279,6 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   // The previous listeners whose list this compile compared against (the others left).
   const compared = new Set<string>();
   const detached: string[] = [];
-  let gathered: RoutesGathered<RouteParts> | null = null;
   const done: { gathered: RoutesGathered<RouteParts> | null } = { gathered: null };
   const matchesOf = matchesIn(done);
   // The routes whose parts this compile built.
@@ -417,7 +416,7 @@ export function compileSnapshot(ir: ProxySnapshot, deps: CompileDeps | null = nu
   }
   // The listeners that left take their listings along.
   if (base) for (const [key, l] of previous!.listenersByKey) if (!compared.has(key)) for (const r of l.ir.routes) gathering().remove(r);
-  gathered = forked ?? base!;
+  const gathered = forked ?? base!;
   done.gathered = gathered;
   // The serving snapshot's tables stay as they were; this one's let go of what it replaced.
   if (base && forked) forked.settle();

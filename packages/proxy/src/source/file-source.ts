@@ -26,10 +26,10 @@ export type ReloadOutcome = 'reloaded' | 'refused' | 'unchanged';
  * snapshot and the files it names. Not the parsed config tree: the snapshot says everything
  * the proxy serves, and at thousands of routes the tree is megabytes held for nothing.
  */
-export type ServingConfig = Pick<LoadedConfig, 'path' | 'text' | 'snapshot' | 'namedFiles'>;
+type ServingConfig = Pick<LoadedConfig, 'text' | 'snapshot' | 'namedFiles'>;
 
 function serving(loaded: LoadedConfig): ServingConfig {
-  return { path: loaded.path, text: loaded.text, snapshot: loaded.snapshot, namedFiles: loaded.namedFiles };
+  return { text: loaded.text, snapshot: loaded.snapshot, namedFiles: loaded.namedFiles };
 }
 
 /** What made the source read the config: an edit of its file, of a certificate file, or SIGHUP. */
@@ -72,11 +72,6 @@ export class FileSnapshotSource
     this.#current = serving(initial);
     this.#settings = JSON.stringify(initial.config.config ?? {});
     this.#startWarnings = initial.warnings;
-  }
-
-  /** The config serving now (the start-up one until a reload succeeds). */
-  get current(): ServingConfig {
-    return this.#current;
   }
 
   async start(sink: SnapshotSink): Promise<void> {
